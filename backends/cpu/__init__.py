@@ -1,0 +1,1 @@
+"""The cpu backend plugin (numpy), built exactly like an external plugin: see plugin.py."""

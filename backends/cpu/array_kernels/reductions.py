@@ -1,0 +1,64 @@
+"""Reduction and softmax kernels against the array-module API."""
+from __future__ import annotations
+
+from typing import Callable
+
+from ember.frontend import dtype as _dt
+
+
+def _axis(a, dim):
+    """numpy's axis for a registry `dim`: None/[] reduce everything (also on 0-d arrays)."""
+    if dim is None or a.ndim == 0:
+        return None
+    if isinstance(dim, int):
+        return dim
+    return tuple(dim) if len(dim) else None
+
+
+def make(xp, native: Callable) -> dict[str, Callable]:
+    ndarray = xp.ndarray
+    f32 = xp.dtype("float32")
+    lowp = {native(_dt.float16), native(_dt.bfloat16)}
+
+    def out(r, dt):
+        if not isinstance(r, ndarray):
+            r = xp.asarray(r)
+        return r if r.dtype == dt else r.astype(dt)
+
+    def sum_(spec, a, dim=None, keepdim=False, dtype=None):
+        dt = native(spec[1])
+        acc = f32 if dt in lowp else dt
+        return out(xp.sum(a, axis=_axis(a, dim), keepdims=keepdim, dtype=acc), dt)
+
+    def amax(spec, a, dim=(), keepdim=False):
+        return out(xp.max(a, axis=_axis(a, dim), keepdims=keepdim), native(spec[1]))
+
+    def amin(spec, a, dim=(), keepdim=False):
+        return out(xp.min(a, axis=_axis(a, dim), keepdims=keepdim), native(spec[1]))
+
+    def arg(fn):
+        def kernel(spec, a, dim=None, keepdim=False):
+            if dim is None or a.ndim == 0:
+                r = fn(a.reshape(-1))
+                return out(xp.reshape(r, spec[0]), xp.dtype("int64"))
+            return out(fn(a, axis=dim, keepdims=keepdim), xp.dtype("int64"))
+        return kernel
+
+    def softmax(spec, a, dim, dtype=None):
+        dt = native(spec[1])
+        x = a.astype(f32 if dt in lowp else dt)
+        if x.ndim == 0:
+            return out(xp.ones((), x.dtype), dt)
+        e = xp.exp(x - xp.max(x, axis=dim, keepdims=True))
+        return out(e / xp.sum(e, axis=dim, keepdims=True), dt)
+
+    def log_softmax(spec, a, dim, dtype=None):
+        dt = native(spec[1])
+        x = a.astype(f32 if dt in lowp else dt)
+        if x.ndim == 0:
+            return out(xp.zeros((), x.dtype), dt)
+        shifted = x - xp.max(x, axis=dim, keepdims=True)
+        return out(shifted - xp.log(xp.sum(xp.exp(shifted), axis=dim, keepdims=True)), dt)
+
+    return {"sum.dim_IntList": sum_, "amax": amax, "amin": amin, "argmax": arg(xp.argmax),
+            "argmin": arg(xp.argmin), "softmax.int": softmax, "log_softmax.int": log_softmax}

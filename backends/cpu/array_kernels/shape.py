@@ -1,0 +1,81 @@
+"""Views, copies and joins against the array-module API.
+
+Views must share memory with their input: `as_strided` builds any view from the storage
+root and the strides/offset computed by the shape rule; the others use the array
+module's own (cheaper) view functions where those give exactly the same layout.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+
+def root_of(a):
+    """The array owning the memory `a` views (the end of its `.base` chain)."""
+    root = a
+    base = root.base
+    while base is not None and hasattr(base, "strides") and hasattr(base, "base"):
+        root = base
+        base = root.base
+    return root
+
+
+def make(xp, native: Callable) -> dict[str, Callable]:
+    ndarray = xp.ndarray
+
+    def as_strided(spec, a, *unused):
+        # numpy: a new array over the root's buffer (cupy overrides this kernel)
+        shape, _, strides, offset = spec
+        item = a.itemsize
+        return ndarray(shape, dtype=a.dtype, buffer=root_of(a), offset=offset * item,
+                       strides=tuple(s * item for s in strides))
+
+    def view(spec, a, size):
+        out = a.reshape(spec[0])
+        return out if out.base is not None else as_strided(spec, a)
+
+    def permute(spec, a, dims):
+        return a.transpose(dims)
+
+    def transpose(spec, a, dim0, dim1):
+        return xp.swapaxes(a, dim0, dim1) if a.ndim else a.view()
+
+    def squeeze(spec, a, dim=None):
+        return a.reshape(spec[0])
+
+    def unsqueeze(spec, a, dim):
+        return a.reshape(spec[0])
+
+    def slice_(spec, a, dim=0, start=None, end=None, step=1):
+        d = dim % a.ndim
+        return a[(slice(None),) * d + (slice(start, end, step),)]
+
+    def select(spec, a, dim, index):
+        d = dim % a.ndim
+        return a[(slice(None),) * d + (index, Ellipsis)]
+
+    def copy_(spec, self, src, non_blocking=False):
+        xp.copyto(self, src, casting="unsafe")
+        return self
+
+    def fill_(spec, self, value):
+        self.fill(value)
+        return self
+
+    def clone(spec, a):
+        return xp.array(a, order="C", copy=True)
+
+    def to_copy(spec, a, dtype=None, device=None, non_blocking=False):
+        return xp.array(a, dtype=native(spec[1]), order="C", copy=True)
+
+    def cat(spec, tensors, dim=0):
+        dt = native(spec[1])
+        shape = spec[0]
+        parts = [t for t in tensors if not (t.shape == (0,) and len(shape) != 1)]
+        if not parts:
+            return xp.empty(shape, dtype=dt)
+        return xp.concatenate([p.astype(dt, copy=False) for p in parts], axis=dim % len(shape))
+
+    return {"as_strided": as_strided, "view": view, "permute": permute, "transpose.int": transpose,
+            "squeeze.dims": squeeze, "unsqueeze": unsqueeze, "slice.Tensor": slice_, "select.int": select,
+            "expand": as_strided, "copy_": copy_, "fill_.Scalar": fill_, "clone": clone,
+            "_to_copy": to_copy, "cat": cat}

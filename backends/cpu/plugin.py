@@ -1,0 +1,53 @@
+"""The cpu backend: numpy arrays, kernels from the shared array-module library.
+
+Registered through the `ember.backends` entry point `cpu = "ember_cpu.plugin"` like any
+external plugin, and importing only ember's public modules. It is the worked example a
+vendor copies: a Backend subclass for data movement and allocation, plus kernels.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ember.dispatcher import Backend, hookimpl
+from ember.frontend.numpy_interop import to_numpy_dtype
+
+from .array_kernels import make_kernels
+from .array_kernels.shape import root_of
+
+# numpy reports overflow / division by zero as RuntimeWarnings; PyTorch is silent.
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember_cpu(\..*)?$")
+
+
+class CPUBackend(Backend):
+    device_type = "cpu"
+
+    def device_description(self, index: int = 0) -> str:
+        import platform
+
+        return f"cpu ({platform.machine()}, numpy {np.__version__})"
+
+    def to_host(self, array):
+        return array
+
+    def from_host(self, ndarray, device_index=None):
+        return np.array(ndarray, order="C", copy=True)
+
+    def empty(self, shape, dtype, device_index=None):
+        return np.empty(shape, dtype=to_numpy_dtype(dtype))
+
+    def storage_offset(self, array) -> int:
+        root = root_of(array)
+        return (array.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // array.itemsize
+
+    def is_shared(self, a, b) -> bool:
+        return np.shares_memory(a, b)
+
+    def kernels(self):
+        return make_kernels(np, to_numpy_dtype)
+
+
+@hookimpl
+def ember_backend():
+    return CPUBackend()

@@ -1,0 +1,1 @@
+"""The meta backend plugin: shapes, dtypes, strides and sizes, never data."""

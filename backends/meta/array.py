@@ -1,0 +1,48 @@
+"""MetaArray: the native array of the meta backend (metadata only)."""
+from __future__ import annotations
+
+
+def contiguous_strides(shape) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for s in reversed(tuple(shape)):
+        strides.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(strides))
+
+
+class MetaArray:
+    """Shape, dtype, strides (exposed in bytes, like numpy), storage offset and size."""
+
+    __slots__ = ("shape", "dtype", "elem_strides", "offset", "storage_nbytes")
+
+    def __init__(self, shape, dtype, strides, offset: int, storage_nbytes: int | None) -> None:
+        self.shape = shape
+        self.dtype = dtype
+        self.elem_strides = tuple(strides)
+        self.offset = offset
+        if storage_nbytes is None:
+            n = 1
+            for s in shape:
+                n *= s
+            storage_nbytes = n * dtype.itemsize
+        self.storage_nbytes = storage_nbytes
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return tuple(s * self.dtype.itemsize for s in self.elem_strides)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the storage this array owns (new arrays) or views."""
+        return self.storage_nbytes
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    def __repr__(self) -> str:
+        return f"MetaArray(shape={self.shape}, dtype={self.dtype}, strides={self.elem_strides}, offset={self.offset})"

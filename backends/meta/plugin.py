@@ -1,0 +1,67 @@
+"""The meta backend: tensors with shape, dtype, strides and byte size but no memory.
+
+Every op runs on meta through one generic kernel: the shared shape rule already computed
+the output spec, so the kernel only builds a MetaArray from it (a view shares its input's
+storage size; an in-place op returns its input). Random and data-dependent ops need no
+special care because no values exist. Engineers size models here before owning hardware.
+"""
+from __future__ import annotations
+
+from ember.dispatcher import ALL_OPS, Backend, hookimpl
+
+from .array import MetaArray, contiguous_strides
+
+
+def _new(spec) -> MetaArray:
+    shape, dtype = spec[0], spec[1]
+    return MetaArray(tuple(shape), dtype, contiguous_strides(shape), 0, None)
+
+
+def _make_kernel(op):
+    if op.mutated:
+        m = op.mutated[0]
+
+        def inplace(spec, *args):
+            return args[m]
+        return inplace
+    if op.alias_return is not None:
+        a = op.alias_return
+
+        def view(spec, *args):
+            shape, dtype, strides, offset = spec
+            return MetaArray(tuple(shape), dtype, tuple(strides), offset, args[a].storage_nbytes)
+        return view
+    if op.n_outputs > 1:
+        return lambda specs, *args: tuple(_new(s) for s in specs)
+    return lambda spec, *args: _new(spec)
+
+
+class MetaBackend(Backend):
+    device_type = "meta"
+
+    def to_host(self, array):
+        raise RuntimeError("Cannot copy out of meta tensor; no data! Use .to_empty() or materialise on a real device.")
+
+    def from_host(self, ndarray, device_index=None):
+        from ember.frontend.numpy_interop import from_numpy_dtype
+
+        dt = from_numpy_dtype(ndarray.dtype)
+        return MetaArray(tuple(ndarray.shape), dt, contiguous_strides(ndarray.shape), 0, None)
+
+    def empty(self, shape, dtype, device_index=None):
+        return MetaArray(tuple(shape), dtype, contiguous_strides(shape), 0, None)
+
+    def storage_offset(self, array) -> int:
+        return array.offset
+
+    def storage_nbytes(self, array) -> int:
+        return array.storage_nbytes
+
+    def kernels(self):
+        return {name: _make_kernel(op) for name, op in ALL_OPS.items()
+                if "data_dependent_shape" not in op.tags}
+
+
+@hookimpl
+def ember_backend():
+    return MetaBackend()

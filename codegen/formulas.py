@@ -1,0 +1,83 @@
+"""Compile autograd formulas into the bodies of generated backward nodes.
+
+A formula is a Python expression over ember ops and helpers with `grad`, `grads`, the
+op's arguments, `result` and named returns in scope. Compiling it rewrites names into
+locals of the node (`self` -> `a_self`), `x.shape` / `x.dtype` / `x.device` of a tensor
+argument into saved metadata (so the tensor itself need not be kept alive), op calls into
+`_F.op` and helper calls into `_H.helper`, and records what must be saved.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from .registry import OpEntry
+
+META_ATTRS = ("shape", "dtype", "device")
+
+
+@dataclass
+class CompiledFormula:
+    input_name: str
+    code: str                                 # the rewritten expression
+    uses: set[str] = field(default_factory=set)   # saved slots read: a_<arg>, m_<arg>_<attr>, a_result...
+
+
+class _Rewriter(ast.NodeTransformer):
+    def __init__(self, entry: OpEntry, op_names: set[str], helpers: set[str]) -> None:
+        self.args = {a.name: a for a in entry.schema.arguments}
+        self.returns = [r.name for r in entry.schema.returns]
+        self.op_names = op_names
+        self.helpers = helpers
+        self.uses: set[str] = set()
+
+    def visit_Attribute(self, node: ast.Attribute):
+        if (isinstance(node.value, ast.Name) and node.value.id in self.args
+                and self.args[node.value.id].type.base == "Tensor" and node.attr in META_ATTRS):
+            slot = f"m_{node.value.id}_{node.attr}"
+            self.uses.add(slot)
+            return ast.copy_location(ast.Name(slot, ast.Load()), node)
+        return self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call):
+        node.args = [self.visit(a) for a in node.args]
+        node.keywords = [self.visit(k) for k in node.keywords]
+        if isinstance(node.func, ast.Name):
+            fn = node.func.id
+            module = "_H" if fn in self.helpers else "_F"
+            node.func = ast.copy_location(ast.Attribute(ast.Name(module, ast.Load()), fn, ast.Load()), node.func)
+        return node
+
+    def visit_Name(self, node: ast.Name):
+        name = node.id
+        if name in ("grad", "grads", "True", "False", "None"):
+            return node
+        if name == "result":
+            self.uses.add("a_result")
+            return ast.copy_location(ast.Name("a_result", ast.Load()), node)
+        if name in self.returns:
+            self.uses.add(f"a_{name}")
+            return ast.copy_location(ast.Name(f"a_{name}", ast.Load()), node)
+        if name in self.args:
+            self.uses.add(f"a_{name}")
+            return ast.copy_location(ast.Name(f"a_{name}", ast.Load()), node)
+        return node
+
+
+def compile_formulas(entry: OpEntry, op_names: set[str], helpers: set[str]) -> list[CompiledFormula]:
+    out = []
+    for input_name, text in (entry.autograd or {}).items():
+        rewriter = _Rewriter(entry, op_names, helpers)
+        tree = rewriter.visit(ast.parse(text, mode="eval"))
+        ast.fix_missing_locations(tree)
+        out.append(CompiledFormula(input_name, ast.unparse(tree), rewriter.uses))
+    return out
+
+
+def formulas_reference_self(entry: OpEntry) -> bool:
+    """Whether any formula reads the value of `self` (so an in-place twin must clone it)."""
+    first = entry.schema.arguments[0].name
+    for f in compile_formulas(entry, set(), set()):
+        if f"a_{first}" in f.uses:
+            return True
+    return False

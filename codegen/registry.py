@@ -1,0 +1,336 @@
+"""Load and validate ops_registry.yaml.
+
+The loader turns each entry into an `OpEntry` with every key resolved (family defaults
+applied, the in-place twin derived) and checks it against the grammar, the shape rules,
+decompositions and formula helpers that exist in the source tree. Any problem is a
+RegistryError naming the entry, its line and what is wrong; the generator never writes
+output from a registry that failed validation.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import keyword
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .schema import Argument, FunctionSchema, SchemaError, Type, parse_schema
+
+ROOT = Path(__file__).resolve().parent.parent
+REGISTRY_PATH = ROOT / "ops_registry.yaml"
+
+FAMILIES = {"pointwise", "unary_float", "comparison", "reduction", "view", "shape", "linalg",
+            "nn", "factory", "random", "copy"}
+PROMOTIONS = {"default", "int_to_float", "always_bool", "no_opmath", "bool_to_long", "none"}
+AUTOCAST = {"lower", "fp32", "promote", "none"}
+IMPLS = {"primitive", "explicit", "composite"}
+VARIANTS = {"function", "method"}
+NOT_DIFFERENTIABLE = "not_differentiable"
+ENTRY_KEYS = {"func", "family", "variants", "operators", "inplace", "inplace_operators",
+              "promotion", "shape", "autograd", "autocast", "impl", "tags", "doc"}
+FAMILY_KEYS = ENTRY_KEYS - {"func", "operators", "inplace", "inplace_operators", "doc"}
+
+# Python operators and, for the reflected ones, that the operands are swapped.
+OPERATORS = {
+    "__add__": False, "__radd__": True, "__sub__": False, "__rsub__": True,
+    "__mul__": False, "__rmul__": True, "__truediv__": False, "__rtruediv__": True,
+    "__floordiv__": False, "__rfloordiv__": True, "__pow__": False, "__rpow__": True,
+    "__matmul__": False, "__rmatmul__": True, "__neg__": False, "__abs__": False,
+    "__eq__": False, "__ne__": False, "__lt__": False, "__le__": False, "__gt__": False,
+    "__ge__": False,
+}
+INPLACE_OPERATORS = {"__iadd__", "__isub__", "__imul__", "__itruediv__", "__ipow__"}
+
+
+class RegistryError(ValueError):
+    """A malformed registry entry: the message names the entry, its line and the problem."""
+
+
+@dataclass
+class OpEntry:
+    """One operator overload with every registry key resolved."""
+
+    schema: FunctionSchema
+    line: int
+    family: str
+    variants: tuple[str, ...]
+    operators: tuple[str, ...]
+    inplace_operators: tuple[str, ...]
+    promotion: str
+    shape: str
+    autograd: dict[str, str] | None      # None: not differentiable
+    autocast: str
+    impl: str
+    tags: tuple[str, ...]
+    doc: str
+    inplace_of: str | None = None        # for a derived twin: the out-of-place op's name
+    inplace_twin: str | None = None      # for an op with inplace: true: the twin's name
+
+    @property
+    def name(self) -> str:
+        return self.schema.full_name
+
+    @property
+    def differentiable_inputs(self) -> tuple[str, ...]:
+        return tuple(self.autograd) if self.autograd else ()
+
+
+@dataclass
+class Registry:
+    ops: list[OpEntry] = field(default_factory=list)
+
+    def by_name(self) -> dict[str, OpEntry]:
+        return {op.name: op for op in self.ops}
+
+
+class _LineLoader(yaml.SafeLoader):
+    """A SafeLoader that records the line of every mapping as `__line__`."""
+
+    def construct_mapping(self, node, deep=False):
+        mapping = super().construct_mapping(node, deep=deep)
+        mapping["__line__"] = node.start_mark.line + 1
+        return mapping
+
+
+def _decorated_names(directory: Path, decorator: str) -> set[str]:
+    """Names registered with `@decorator("name")` in the Python files of a directory."""
+    names: set[str] = set()
+    for path in sorted(directory.glob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef):
+                for dec in node.decorator_list:
+                    if (isinstance(dec, ast.Call) and getattr(dec.func, "id", None) == decorator):
+                        for arg in dec.args:
+                            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                                names.add(arg.value)
+    return names
+
+
+def _module_functions(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")}
+
+
+@dataclass
+class SourceIndex:
+    """What the registry may refer to, read from the source tree without importing ember."""
+
+    shape_rules: set[str]
+    explicit_kernels: set[str]
+    decompositions: set[str]
+    formula_helpers: set[str]
+
+    @classmethod
+    def scan(cls, root: Path = ROOT) -> "SourceIndex":
+        return cls(
+            shape_rules=_decorated_names(root / "ember" / "shape_rules", "shape_rule"),
+            explicit_kernels=_decorated_names(root / "ember" / "decompositions", "explicit_kernel"),
+            decompositions=_decorated_names(root / "ember" / "decompositions", "decomposition"),
+            formula_helpers=_module_functions(root / "ember" / "frontend" / "autograd" / "formulas.py"),
+        )
+
+
+def _as_tuple(value, what: str, fail) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        fail(f"`{what}` must be a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def _inplace_schema(schema: FunctionSchema) -> FunctionSchema:
+    """The schema of the in-place twin: `name_`, self becomes Tensor(a!) and is returned."""
+    first = schema.arguments[0]
+    if not first.type.is_tensor:
+        raise SchemaError("an op with an in-place twin must take a Tensor as its first argument")
+    mutated = Type("Tensor", alias="a", is_write=True)
+    args = (dataclasses.replace(first, type=mutated),) + schema.arguments[1:]
+    from .schema import Return
+    name = schema.name + "_"
+    text = schema.text.replace(schema.name, name, 1)
+    return FunctionSchema(name, schema.overload, args, (Return(None, mutated),), text)
+
+
+def load_registry(path: Path = REGISTRY_PATH, sources: SourceIndex | None = None) -> Registry:
+    """Read, resolve and validate the registry; raise RegistryError on the first problem."""
+    text = Path(path).read_text()
+    try:
+        data = yaml.load(text, Loader=_LineLoader)
+    except yaml.YAMLError as exc:
+        raise RegistryError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict) or "ops" not in data:
+        raise RegistryError(f"{path}: expected a mapping with an `ops` list")
+    families = data.get("families", {})
+    sources = sources or SourceIndex.scan(Path(path).resolve().parent)
+    registry = Registry()
+    seen: dict[str, int] = {}
+    for raw in data["ops"]:
+        entries = _resolve_entry(raw, families, sources, path)
+        for entry in entries:
+            if entry.name in seen:
+                raise RegistryError(f"{path}:{entry.line}: entry '{entry.name}': duplicate of the entry at line {seen[entry.name]}")
+            seen[entry.name] = entry.line
+            registry.ops.append(entry)
+    _check_formula_names(registry, sources, path)
+    return registry
+
+
+def _resolve_entry(raw, families, sources: SourceIndex, path) -> list[OpEntry]:
+    line = raw.get("__line__", 0) if isinstance(raw, dict) else 0
+    label = raw.get("func", "?") if isinstance(raw, dict) else repr(raw)
+
+    def fail(problem: str):
+        raise RegistryError(f"{path}:{line}: entry '{label}': {problem}")
+
+    if not isinstance(raw, dict):
+        fail("each entry must be a mapping")
+    unknown = set(raw) - ENTRY_KEYS - {"__line__"}
+    if unknown:
+        fail(f"unknown key(s) {sorted(unknown)}; allowed: {sorted(ENTRY_KEYS)}")
+    if "func" not in raw:
+        fail("missing `func` (the schema)")
+    try:
+        schema = parse_schema(raw["func"])
+    except SchemaError as exc:
+        fail(f"bad schema: {exc}")
+    label = schema.full_name
+    family = raw.get("family")
+    if family not in FAMILIES:
+        fail(f"`family` must be one of {sorted(FAMILIES)}, got {family!r}")
+    defaults = {k: v for k, v in (families.get(family) or {}).items() if k != "__line__"}
+    bad_defaults = set(defaults) - FAMILY_KEYS
+    if bad_defaults:
+        fail(f"family {family!r} sets keys that are per-entry only: {sorted(bad_defaults)}")
+
+    def get(key, required=True):
+        if key in raw:
+            return raw[key]
+        if key in defaults:
+            return defaults[key]
+        if required:
+            fail(f"missing `{key}` (and family {family!r} gives no default)")
+        return None
+
+    promotion = get("promotion")
+    if promotion not in PROMOTIONS:
+        fail(f"`promotion` must be one of {sorted(PROMOTIONS)}, got {promotion!r}")
+    autocast = get("autocast")
+    if autocast not in AUTOCAST:
+        fail(f"`autocast` must be one of {sorted(AUTOCAST)}, got {autocast!r}")
+    impl = get("impl")
+    if impl not in IMPLS:
+        fail(f"`impl` must be one of {sorted(IMPLS)}, got {impl!r}")
+    shape = get("shape")
+    if shape not in sources.shape_rules:
+        fail(f"unknown shape rule {shape!r}; define it with @shape_rule({shape!r}) in ember/shape_rules/")
+    variants = _as_tuple(get("variants"), "variants", fail)
+    if not set(variants) <= VARIANTS:
+        fail(f"`variants` must be a subset of {sorted(VARIANTS)}, got {list(variants)}")
+    operators = _as_tuple(raw.get("operators"), "operators", fail)
+    for op in operators:
+        if op not in OPERATORS:
+            fail(f"unknown Python operator {op!r}; known: {sorted(OPERATORS)}")
+    inplace_ops = _as_tuple(raw.get("inplace_operators"), "inplace_operators", fail)
+    for op in inplace_ops:
+        if op not in INPLACE_OPERATORS:
+            fail(f"unknown in-place operator {op!r}; known: {sorted(INPLACE_OPERATORS)}")
+    inplace = raw.get("inplace", False)
+    if not isinstance(inplace, bool):
+        fail(f"`inplace` must be true or false, got {inplace!r}")
+    if inplace_ops and not inplace:
+        fail("`inplace_operators` needs `inplace: true`")
+    tags = _as_tuple(get("tags"), "tags", fail)
+    doc = raw.get("doc")
+    if not isinstance(doc, str) or not doc.strip():
+        fail("missing `doc` (a one-line description)")
+
+    autograd_raw = get("autograd", required=False)
+    autograd = _resolve_autograd(autograd_raw, schema, impl, fail)
+
+    if impl == "composite" and schema.full_name not in sources.decompositions:
+        fail(f"impl is composite but no @decomposition({schema.full_name!r}) exists in ember/decompositions/")
+    if impl == "explicit" and schema.full_name not in sources.explicit_kernels:
+        fail(f"impl is explicit but no @explicit_kernel({schema.full_name!r}) exists in ember/decompositions/")
+
+    entry = OpEntry(schema, line, family, variants, operators, (), promotion, shape, autograd,
+                    autocast, impl, tags, doc.strip())
+    out = [entry]
+    if inplace:
+        try:
+            twin_schema = _inplace_schema(schema)
+        except SchemaError as exc:
+            fail(str(exc))
+        entry.inplace_twin = twin_schema.full_name
+        twin = OpEntry(
+            twin_schema, line, family, tuple(v for v in variants if v == "method") or ("method",),
+            (), inplace_ops, promotion, shape, autograd, autocast,
+            "composite", tags + ("inplace",), f"In-place version of {schema.full_name}: {doc.strip()}",
+            inplace_of=schema.full_name,
+        )
+        out.append(twin)
+    return out
+
+
+def _resolve_autograd(raw, schema: FunctionSchema, impl: str, fail) -> dict[str, str] | None:
+    if raw is None:
+        if impl == "composite":
+            return None          # differentiated through its decomposition
+        fail("missing `autograd`: give a formula per differentiable input or `not_differentiable`")
+    if raw == NOT_DIFFERENTIABLE:
+        return None
+    if impl == "composite":
+        fail("a composite op is differentiated through its decomposition; drop `autograd` or make it explicit")
+    if not isinstance(raw, dict):
+        fail(f"`autograd` must be a mapping input -> formula or {NOT_DIFFERENTIABLE!r}, got {raw!r}")
+    formulas: dict[str, str] = {}
+    tensor_args = {a.name: a for a in schema.arguments if a.type.base == "Tensor"}
+    for name, formula in raw.items():
+        if name == "__line__":
+            continue
+        if name not in tensor_args:
+            fail(f"autograd names {name!r}, which is not a Tensor argument of the schema "
+                 f"(Tensor arguments: {sorted(tensor_args)})")
+        if not isinstance(formula, str):
+            fail(f"the formula for {name!r} must be a string expression, got {formula!r}")
+        try:
+            ast.parse(formula, mode="eval")
+        except SyntaxError as exc:
+            fail(f"the formula for {name!r} is not a valid expression: {exc.msg}")
+        formulas[name] = formula
+    return formulas
+
+
+def _check_formula_names(registry: Registry, sources: SourceIndex, path) -> None:
+    functions = {op.schema.name for op in registry.ops}
+    for op in registry.ops:
+        if not op.autograd or op.inplace_of:
+            continue
+        scope = {a.name for a in op.schema.arguments} | {"grad", "grads", "result", "True", "False", "None"}
+        scope |= {r.name for r in op.schema.returns if r.name}
+        for name, formula in op.autograd.items():
+            tree = ast.parse(formula, mode="eval")
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                    fn = node.func.id
+                    if fn not in functions and fn not in sources.formula_helpers:
+                        raise RegistryError(
+                            f"{path}:{op.line}: entry '{op.name}': formula for {name!r} calls {fn!r}, "
+                            "which is neither a registered op nor a helper in ember/frontend/autograd/formulas.py")
+                elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    called = any(isinstance(p, ast.Call) and p.func is node for p in ast.walk(tree))
+                    if not called and node.id not in scope:
+                        raise RegistryError(
+                            f"{path}:{op.line}: entry '{op.name}': formula for {name!r} uses {node.id!r}, "
+                            f"which is not in scope (arguments, grad, grads, result, return names)")
+
+
+def argument_python_name(arg: Argument, is_method: bool) -> str:
+    """The Python parameter name: PyTorch calls `self` `input` in functions."""
+    if arg.name == "self" and not is_method:
+        return "input"
+    if keyword.iskeyword(arg.name):       # `from` in random_/uniform_: from_
+        return arg.name + "_"
+    return arg.name

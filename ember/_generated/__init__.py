@@ -1,0 +1,1 @@
+"""Files generated from ops_registry.yaml by `python -m codegen`."""

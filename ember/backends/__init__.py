@@ -1,0 +1,23 @@
+"""Installed backend plugins: `ember.backends.status()` lists each with its state.
+
+A plugin is available (its device works), unavailable (installed, but e.g. no GPU: the
+reason says why) or broken (it failed to import or initialise: the error says how).
+"""
+from __future__ import annotations
+
+from ember.dispatcher.plugins import REGISTRY
+
+
+def status() -> list[dict]:
+    """[{name, state, reason, source, devices, kernels}] for every installed plugin."""
+    return REGISTRY.status()
+
+
+def register(device_type: str, plugin) -> dict:
+    """Register a plugin object or module without packaging it (tests, notebooks)."""
+    return REGISTRY.register_plugin(device_type, plugin).as_dict()
+
+
+def rediscover() -> None:
+    """Read the `ember.backends` entry points again (after installing a plugin at run time)."""
+    REGISTRY.discover()

@@ -1,0 +1,53 @@
+"""Explicit kernels and decompositions of pointwise ops."""
+from __future__ import annotations
+
+from ember._generated import functions as F
+
+from . import decomposition, explicit_kernel
+
+
+@explicit_kernel("sign")
+def sign(self):
+    if self.dtype.category == 0:
+        return F.clone(self)
+    positive = F._to_copy(F.gt(self, 0), dtype=self.dtype)
+    negative = F._to_copy(F.lt(self, 0), dtype=self.dtype)
+    out = F.sub(positive, negative)
+    if self.dtype.is_floating_point:
+        out = F.where(F.ne(self, self), self, out)     # sign(nan) is nan
+    return out
+
+
+@explicit_kernel("clamp.Tensor")
+def clamp(self, min=None, max=None):
+    out = self
+    if min is not None:
+        out = F.maximum(out, min)
+    if max is not None:
+        out = F.minimum(out, max)
+    return F.clone(out) if out is self else out
+
+
+@explicit_kernel("rsqrt")
+def rsqrt(self):
+    return F.div(1.0, F.sqrt(self))
+
+
+@explicit_kernel("sigmoid")
+def sigmoid(self):
+    return F.div(1.0, F.add(F.exp(F.neg(self)), 1.0))
+
+
+@explicit_kernel("relu")
+def relu(self):
+    return F.where(F.lt(self, 0), F.zeros_like(self), self)  # keeps NaN, as PyTorch
+
+
+@decomposition("floor_divide")
+def floor_divide(self, other):
+    return F.div(self, other, rounding_mode="floor")
+
+
+@decomposition("rsub.Tensor")
+def rsub(self, other, alpha=1):
+    return F.sub(other, self, alpha=alpha)

@@ -1,0 +1,47 @@
+"""Explicit kernels and decompositions of reductions and softmax."""
+from __future__ import annotations
+
+from ember._generated import functions as F
+
+from . import decomposition, explicit_kernel
+
+
+@decomposition("mean.dim")
+def mean(self, dim=None, keepdim=False, dtype=None):
+    total = F.sum(self, dim, keepdim, dtype=dtype or self.dtype)
+    count = self.numel() // max(total.numel(), 1) if self.numel() else 0
+    return F.div(total, count)
+
+
+@decomposition("max")
+def max_all(self):
+    return F.amax(self)
+
+
+@decomposition("min")
+def min_all(self):
+    return F.amin(self)
+
+
+@explicit_kernel("max.dim")
+def max_dim(self, dim, keepdim=False):
+    return F.amax(self, dim, keepdim), F.argmax(self, dim, keepdim)
+
+
+@explicit_kernel("min.dim")
+def min_dim(self, dim, keepdim=False):
+    return F.amin(self, dim, keepdim), F.argmin(self, dim, keepdim)
+
+
+@explicit_kernel("softmax.int")
+def softmax(self, dim, dtype=None):
+    x = self if dtype is None else F._to_copy(self, dtype=dtype)
+    shifted = F.exp(F.sub(x, F.amax(x, dim, True)))
+    return F.div(shifted, F.sum(shifted, dim, True))
+
+
+@explicit_kernel("log_softmax.int")
+def log_softmax(self, dim, dtype=None):
+    x = self if dtype is None else F._to_copy(self, dtype=dtype)
+    shifted = F.sub(x, F.amax(x, dim, True))
+    return F.sub(shifted, F.log(F.sum(F.exp(shifted), dim, True)))

@@ -1,0 +1,176 @@
+"""Views, joins, copies and matrix products in terms of primitives.
+
+Every view op's explicit kernel is `as_strided` with the strides its shape rule computed,
+so a backend implementing the `as_strided` primitive gets all views for free.
+"""
+from __future__ import annotations
+
+from ember._generated import functions as F
+from ember.dispatcher.operator import ALL_OPS
+from ember.frontend.device import as_device
+from ember.shape_rules.views import view_strides
+from ember.shape_rules.common import strides_of
+
+from . import decomposition, explicit_kernel
+
+
+def _as_strided_view(op_name: str, self, *args):
+    """The view `op_name` as as_strided with the strides its shape rule computes."""
+    op = ALL_OPS[op_name]
+    shape, _, strides, offset = op.shape_rule(op, self, *args)
+    return F.as_strided(self, shape, strides, offset)
+
+
+@explicit_kernel("view")
+def view(self, size):
+    return _as_strided_view("view", self, size)
+
+
+@explicit_kernel("permute")
+def permute(self, dims):
+    return _as_strided_view("permute", self, dims)
+
+
+@explicit_kernel("transpose.int")
+def transpose(self, dim0, dim1):
+    return _as_strided_view("transpose.int", self, dim0, dim1)
+
+
+@explicit_kernel("expand")
+def expand(self, size):
+    return _as_strided_view("expand", self, size)
+
+
+@explicit_kernel("squeeze.dims")
+def squeeze(self, dim=None):
+    return _as_strided_view("squeeze.dims", self, dim)
+
+
+@explicit_kernel("unsqueeze")
+def unsqueeze(self, dim):
+    return _as_strided_view("unsqueeze", self, dim)
+
+
+@explicit_kernel("slice.Tensor")
+def slice_(self, dim=0, start=None, end=None, step=1):
+    return _as_strided_view("slice.Tensor", self, dim, start, end, step)
+
+
+@explicit_kernel("select.int")
+def select(self, dim, index):
+    return _as_strided_view("select.int", self, dim, index)
+
+
+@decomposition("reshape")
+def reshape(self, shape):
+    op = ALL_OPS["reshape"]
+    size = op.shape_rule(op, self, shape)[0]
+    if view_strides(tuple(self.shape), strides_of(self), size) is not None:
+        return F.view(self, size)
+    return F.view(F.clone(self), size)
+
+
+@decomposition("t")
+def t(self):
+    return F.transpose(self, 0, self.dim() - 1 if self.dim() else 0)
+
+
+@decomposition("contiguous")
+def contiguous(self):
+    return self if self.is_contiguous() else F.clone(self)
+
+
+@decomposition("stack")
+def stack(tensors, dim=0):
+    ndim = tensors[0].dim() + 1
+    dim = dim + ndim if dim < 0 else dim
+    return F.cat([F.unsqueeze(t, dim) for t in tensors], dim)
+
+
+@explicit_kernel("clone")
+def clone(self):
+    return F.copy_(F.empty(tuple(self.shape), dtype=self.dtype, device=self.device), self)
+
+
+@explicit_kernel("cat")
+def cat(tensors, dim=0):
+    op = ALL_OPS["cat"]
+    shape, dtype = op.shape_rule(op, tensors, dim)
+    out = F.empty(shape, dtype=dtype, device=tensors[0].device)
+    d = dim % len(shape)
+    offset = 0
+    for t in tensors:
+        if tuple(t.shape) == (0,) and len(shape) != 1:
+            continue
+        n = t.shape[d]
+        F.copy_(F.slice(out, d, offset, offset + n, 1), t)
+        offset += n
+    return out
+
+
+@explicit_kernel("slice_scatter")
+def slice_scatter(self, src, dim=0, start=None, end=None, step=1):
+    out = F.clone(self)
+    F.copy_(F.slice(out, dim, start, end, step), src)
+    return out
+
+
+@explicit_kernel("select_scatter")
+def select_scatter(self, src, dim, index):
+    out = F.clone(self)
+    F.copy_(F.select(out, dim, index), src)
+    return out
+
+
+@explicit_kernel("as_strided_scatter")
+def as_strided_scatter(self, src, size, stride, storage_offset=None):
+    out = F.clone(self)
+    F.copy_(F.as_strided(out, size, stride, storage_offset), src)
+    return out
+
+
+@explicit_kernel("_to_copy")
+def to_copy(self, dtype=None, device=None, non_blocking=False):
+    out = F.empty(tuple(self.shape), dtype=dtype or self.dtype,
+                  device=self.device if device is None else as_device(device))
+    return F.copy_(out, self)
+
+
+@decomposition("matmul")
+def matmul(self, other):
+    a, b = self.dim(), other.dim()
+    if a == 1 and b == 1:
+        return F.reshape(F.mm(F.reshape(self, (1, -1)), F.reshape(other, (-1, 1))), ())
+    if a == 2 and b == 2:
+        return F.mm(self, other)
+    if a == 1 and b == 2:
+        return F.squeeze(F.mm(F.unsqueeze(self, 0), other), 0)
+    if a == 2 and b == 1:
+        return F.squeeze(F.mm(self, F.unsqueeze(other, 1)), 1)
+    if b <= 2 and a >= 3:
+        # fold the batch of `self` into the rows of one mm
+        rhs = other if b == 2 else F.unsqueeze(other, 1)
+        lead = tuple(self.shape[:-1])
+        out = F.mm(F.reshape(self, (-1, self.shape[-1])), rhs)
+        out = F.reshape(out, lead + (rhs.shape[-1],))
+        return out if b == 2 else F.squeeze(out, -1)
+    # general batched case with broadcasting of the batch dimensions
+    lhs = F.unsqueeze(self, 0) if a == 1 else self
+    rhs = F.unsqueeze(other, 1) if b == 1 else other
+    op = ALL_OPS["matmul"]
+    out_shape = op.shape_rule(op, self, other)[0]
+    batch = tuple(out_shape[: len(out_shape) - (a > 1) - (b > 1)])
+    n, k, m = lhs.shape[-2], lhs.shape[-1], rhs.shape[-1]
+    lhs = F.reshape(F.expand(lhs, batch + (n, k)), (-1, n, k))
+    rhs = F.reshape(F.expand(rhs, batch + (k, m)), (-1, k, m))
+    return F.reshape(F.bmm(lhs, rhs), out_shape)
+
+
+@decomposition("addmm")
+def addmm(self, mat1, mat2, beta=1, alpha=1):
+    product = F.mm(mat1, mat2)
+    if alpha != 1:
+        product = F.mul(product, alpha)
+    if beta == 0:
+        return F.add(product, F.zeros_like(self))
+    return F.add(product, self if beta == 1 else F.mul(self, beta))

@@ -1,0 +1,9 @@
+"""The dispatcher: keys, operator tables, the call path and the backend plugin contract.
+
+Public for plugin authors: `hookimpl`, `Backend`, `primitive_ops()`; see hookspecs.py.
+"""
+from .backend import Backend
+from .hookspecs import hookimpl
+from .operator import ALL_OPS, primitive_ops
+
+__all__ = ["Backend", "hookimpl", "primitive_ops", "ALL_OPS"]

@@ -1,0 +1,84 @@
+"""The Backend base class: what a device plugin supplies besides its kernels.
+
+Native arrays are the backend's own array objects (numpy.ndarray, cupy.ndarray, pyopencl
+arrays, meta arrays). They must expose `.shape` (tuple of ints) and `.strides` (bytes).
+
+Output specs: before a kernel runs, the op's shape rule validates the arguments and
+computes the output, so every backend raises the same errors and allocates the same
+result. A kernel receives that spec as its first argument:
+
+    (shape, dtype)                    a new tensor (dtype is an ember.dtype)
+    (shape, dtype, strides, offset)   a view (strides in elements, offset into storage)
+    a tuple of the above              for ops with several outputs
+
+A kernel for an op that returns a new tensor must return fresh memory; a view op returns a
+view of its input; an in-place op writes into its first argument and returns it.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+
+class Backend:
+    """Base class of device backends; override what your device needs."""
+
+    #: device type, e.g. "cpu", "opencl" (the entry-point name)
+    device_type: str = ""
+    #: whether `device_type:N` indexes several devices
+    multi_device: bool = False
+
+    # -- availability -----------------------------------------------------------------
+    def is_available(self) -> bool:
+        return True
+
+    def unavailable_reason(self) -> str:
+        """Why `is_available()` is False (e.g. "no CUDA driver found")."""
+        return ""
+
+    def device_count(self) -> int:
+        return 1
+
+    def device_description(self, index: int = 0) -> str:
+        return self.device_type
+
+    # -- data movement and allocation ---------------------------------------------------
+    def to_host(self, array: Any):
+        """A numpy.ndarray with the values of `array` (a copy or a view)."""
+        raise NotImplementedError(f"backend {self.device_type!r} does not implement to_host")
+
+    def from_host(self, ndarray, device_index: int | None = None) -> Any:
+        """A new native array holding a copy of the numpy array `ndarray`."""
+        raise NotImplementedError(f"backend {self.device_type!r} does not implement from_host")
+
+    def empty(self, shape: tuple[int, ...], dtype, device_index: int | None = None) -> Any:
+        """A new, uninitialised, contiguous native array."""
+        raise NotImplementedError(f"backend {self.device_type!r} does not implement empty")
+
+    def storage_offset(self, array: Any) -> int:
+        """The offset, in elements, of `array`'s first element within its allocation."""
+        return 0
+
+    def storage_nbytes(self, array: Any) -> int:
+        """The size in bytes of the allocation a new array owns."""
+        return int(getattr(array, "nbytes", 0))
+
+    def is_shared(self, a: Any, b: Any) -> bool:
+        """Whether two native arrays share memory (used by debug checks)."""
+        return False
+
+    # -- device management ----------------------------------------------------------------
+    def synchronize(self, device_index: int | None = None) -> None:
+        """Wait for queued work on the device (no-op for synchronous backends)."""
+
+    def memory_stats(self, device_index: int | None = None) -> dict[str, int]:
+        """Allocator statistics such as {"allocated_bytes": ..., "peak_bytes": ...}."""
+        return {}
+
+    # -- fallback -------------------------------------------------------------------------
+    #: If set, the device type whose kernels run an op this backend lacks (arrays are moved
+    #: there and back through the host), with a one-time warning naming the op.
+    fallback_device: str | None = None
+
+    def kernels(self) -> dict[str, Callable]:
+        """The backend's own kernels (merged with `ember_kernels` hook results)."""
+        return {}

@@ -1,0 +1,100 @@
+"""The call path: compute a call's key set and run the resolved entry.
+
+    binding (ember.add) -> call(op, args) -> entry for (op, key set) -> kernel(op, below, args)
+
+A call's key set is the union of its tensor arguments' keys (plus the device argument's
+backend for factories), plus this thread's included keys, minus its excluded keys. Each
+functionality kernel receives the key set below its own key and redispatches with
+`redispatch`. Arguments travel as one tuple in schema order.
+"""
+from __future__ import annotations
+
+from . import keys as K
+from .state import STATE
+
+# Set by ember.frontend.tensor at import (the frontend sits on top of the dispatcher).
+Tensor: type = type(None)
+default_device_key = None  # callable () -> (backend key) set by ember.frontend.device
+
+
+def call(op, args: tuple):
+    """Dispatch `op` on `args` (a tuple in schema order)."""
+    ks = 0
+    T = Tensor
+    for i in op.tensor_args:
+        a = args[i]
+        if isinstance(a, T):
+            ks |= a._keys
+    for i in op.tensor_list_args:
+        for a in args[i]:
+            if isinstance(a, T):
+                ks |= a._keys
+    bk = ks & K.BACKEND_MASK
+    if bk & (bk - 1) or not bk:
+        ks, args = _backend_of_unusual_call(op, args, ks)
+    st = STATE
+    ks = (ks | st.include) & ~st.exclude
+    try:
+        entry = op.cache[ks]
+    except KeyError:
+        entry = op.resolve(ks)
+    return entry(args)
+
+
+def redispatch(op, ks: int, args: tuple):
+    """Run `op` with an explicit key set (used by functionality kernels for the keys below)."""
+    try:
+        entry = op.cache[ks]
+    except KeyError:
+        entry = op.resolve(ks)
+    return entry(args)
+
+
+def _backend_of_unusual_call(op, args: tuple, ks: int) -> tuple[int, tuple]:
+    """Key set of calls with no tensor (factories) or tensors on several devices."""
+    from ember.frontend.device import backend_key_for_device
+
+    bk = ks & K.BACKEND_MASK
+    if not bk:
+        device = args[op.device_arg] if op.device_arg is not None else None
+        return ks | backend_key_for_device(device), args
+    if op.cross_device:
+        # copy_ / _to_copy: the destination (or source) tensor's backend decides
+        first = args[op.tensor_args[0]]
+        return (ks & ~K.BACKEND_MASK) | (first._keys & K.BACKEND_MASK), args
+    return _mixed_devices(op, args, ks)
+
+
+def _mixed_devices(op, args: tuple, ks: int) -> tuple[int, tuple]:
+    """0-dim cpu tensors act as scalars beside tensors on another device; else an error."""
+    from ember.errors import DeviceMismatchError
+
+    cpu = K.backend_key("cpu")
+    tensors = []
+    for i in op.tensor_args:
+        if isinstance(args[i], Tensor):
+            tensors.append((op.arg_names[i], args[i]))
+    for i in op.tensor_list_args:
+        tensors.extend((f"{op.arg_names[i]}[{j}]", t) for j, t in enumerate(args[i]))
+    others = [(n, t) for n, t in tensors if not (t._keys & K.BACKEND_MASK) == cpu]
+    scalars = [(n, t) for n, t in tensors if (t._keys & K.BACKEND_MASK) == cpu]
+    if others and scalars and all(t.ndim == 0 for _, t in scalars) and op.family in (
+            "pointwise", "unary_float", "comparison"):
+        new = list(args)
+        for i in op.tensor_args:
+            a = new[i]
+            if isinstance(a, Tensor) and (a._keys & K.BACKEND_MASK) == cpu:
+                new[i] = a.item()
+        ks = 0
+        for _, t in others:
+            ks |= t._keys
+        bk = ks & K.BACKEND_MASK
+        if not bk & (bk - 1):
+            return ks, tuple(new)
+    first_name, first = tensors[0]
+    for name, t in tensors[1:]:
+        if t.device != first.device:
+            raise DeviceMismatchError(
+                f"{op.name}: expected all tensors to be on the same device, but found at least two "
+                f"devices, {first.device} (argument '{first_name}') and {t.device} (argument '{name}')")
+    raise DeviceMismatchError(f"{op.name}: tensors on several devices")

@@ -1,0 +1,51 @@
+"""The backend plugin contract: the hooks a plugin may implement.
+
+A plugin is a module (or object) named by an entry point in the group `ember.backends`;
+the entry point's name is the device type it provides. Ember reads the names at import
+and imports the module only when its device is first used. Mark implementations with
+`ember.dispatcher.hookimpl`:
+
+    from ember.dispatcher import hookimpl
+
+    @hookimpl
+    def ember_backend():
+        return MyBackend()          # a subclass of ember.dispatcher.Backend
+
+    @hookimpl
+    def ember_kernels(device_type):
+        if device_type == "mydev":
+            return {"add.Tensor": my_add, ...}
+
+Kernels never see `ember.Tensor`: they take the backend's native arrays, Python scalars and
+plain values, in the op schema's argument order, preceded by the output spec computed by
+the op's shared shape rule (see ember.dispatcher.backend.Backend for the spec format), and
+return native arrays. The set of ops a backend must implement is the registry's
+`primitive` ops (`ember.dispatcher.primitive_ops()`); every other op reaches it through an
+explicit kernel or a decomposition. `python -m ember info` and `ember.backends.status()`
+report whether each plugin is available, unavailable (with the reason) or broken.
+"""
+from __future__ import annotations
+
+import pluggy
+
+PROJECT = "ember"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec(firstresult=True)
+def ember_backend():
+    """Return the plugin's Backend object (see ember.dispatcher.backend.Backend).
+
+    Called once, when the plugin's device is first used. Raising here marks the plugin
+    broken; returning a backend whose `is_available()` is False marks it unavailable.
+    """
+
+
+@hookspec
+def ember_kernels(device_type: str):
+    """Return a dict {op name: kernel} for `device_type`, or None.
+
+    Every loaded plugin is asked, so one plugin may add or replace kernels of another's
+    device (an accelerated kernel pack for cpu, say). Later registrations win.
+    """

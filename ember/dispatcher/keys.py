@@ -1,0 +1,55 @@
+"""Dispatch keys: one bit each in an int key set, higher bit = higher priority.
+
+Functionality keys (Mode > Autocast > Autograd) sit above every backend key. Backend keys
+are allocated at run time, one per device type (cpu, meta, opencl, cuda and any number of
+vendor devices), so a plugin never competes for a fixed "private use" slot.
+"""
+from __future__ import annotations
+
+MAX_BACKENDS = 48
+BACKEND_MASK = (1 << MAX_BACKENDS) - 1
+AUTOGRAD = 1 << MAX_BACKENDS
+AUTOCAST = 1 << (MAX_BACKENDS + 1)
+MODE = 1 << (MAX_BACKENDS + 2)
+FUNCTIONALITY_MASK = AUTOGRAD | AUTOCAST | MODE
+
+_FUNCTIONALITY_NAMES = {AUTOGRAD: "Autograd", AUTOCAST: "Autocast", MODE: "Mode"}
+_backend_names: dict[int, str] = {}
+_backend_by_device_type: dict[str, int] = {}
+
+
+def allocate_backend_key(device_type: str) -> int:
+    """The key bit of a device type, allocated on first request."""
+    key = _backend_by_device_type.get(device_type)
+    if key is None:
+        if len(_backend_names) >= MAX_BACKENDS:
+            raise RuntimeError(f"cannot register backend {device_type!r}: all {MAX_BACKENDS} backend keys are in use")
+        key = 1 << len(_backend_names)
+        _backend_names[key] = device_type.upper() if len(device_type) <= 4 else device_type.capitalize()
+        _backend_by_device_type[device_type] = key
+    return key
+
+
+def backend_key(device_type: str) -> int | None:
+    return _backend_by_device_type.get(device_type)
+
+
+def device_type_of_key(key: int) -> str:
+    for dt, k in _backend_by_device_type.items():
+        if k == key:
+            return dt
+    raise KeyError(key)
+
+
+def key_name(key: int) -> str:
+    return _FUNCTIONALITY_NAMES.get(key) or _backend_names.get(key) or f"Key{key.bit_length() - 1}"
+
+
+def keyset_names(ks: int) -> str:
+    """A key set as "Autograd|CPU", highest priority first."""
+    names = []
+    while ks:
+        top = 1 << (ks.bit_length() - 1)
+        names.append(key_name(top))
+        ks ^= top
+    return "|".join(names) or "(empty)"

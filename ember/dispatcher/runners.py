@@ -1,0 +1,225 @@
+"""What runs at a backend key: the four ways an op reaches a device.
+
+    native_runner    shape rule -> backend kernel on native arrays -> wrap as Tensors
+    python_runner    shape rule -> explicit kernel / decomposition (ember ops, with the
+                     functionality keys excluded so inner calls go straight to the backend)
+    fallback_runner  move the arguments to the backend's fallback device, run there, move back
+    missing_kernel   an error naming the op, the backend and what to implement
+
+Every path runs the op's shared shape rule first, so argument errors are identical on
+every backend and a kernel only ever sees valid input.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Callable
+
+from ember.errors import MissingKernelError
+
+from . import keys as K
+from .state import STATE
+
+
+def _frontend():
+    from ember.frontend import tensor
+
+    return tensor
+
+
+def _unwrapper(op) -> Callable[[tuple], list]:
+    """A function turning the argument tuple into the kernel's native arguments."""
+    T = _frontend().Tensor
+    t_idx, l_idx = op.tensor_args, op.tensor_list_args
+    if not l_idx and len(t_idx) == 1:
+        (i,) = t_idx
+
+        def unwrap1(args):
+            nat = list(args)
+            a = nat[i]
+            if isinstance(a, T):
+                nat[i] = a._data
+            return nat
+        return unwrap1
+
+    def unwrap(args):
+        nat = list(args)
+        for i in t_idx:
+            a = nat[i]
+            if isinstance(a, T):
+                nat[i] = a._data
+        for i in l_idx:
+            nat[i] = [t._data for t in nat[i]]
+        return nat
+    return unwrap
+
+
+def _output_device(op, backend, args):
+    """Device of new outputs: the first tensor argument's, else the `device` argument's."""
+    T = _frontend().Tensor
+    for i in op.tensor_args:
+        a = args[i]
+        if isinstance(a, T):
+            return a._device
+    for i in op.tensor_list_args:
+        if args[i]:
+            return args[i][0]._device
+    from ember.frontend.device import as_device
+
+    return as_device(args[op.device_arg] if op.device_arg is not None else None)
+
+
+def _cross_device_args(op, key, backend, args):
+    """For copy_/_to_copy: bring tensor arguments on other devices to this backend via host."""
+    from .plugins import REGISTRY
+
+    T = _frontend().Tensor
+    new = list(args)
+    for i in op.tensor_args[1:]:
+        a = new[i]
+        if isinstance(a, T) and (a._keys & K.BACKEND_MASK) != key:
+            host = REGISTRY.by_key[a._keys & K.BACKEND_MASK].to_host(a._data)
+            new[i] = _frontend().make_tensor(backend.from_host(host), a._dtype, _output_device(op, backend, args),
+                                              key, None)
+    return tuple(new)
+
+
+def native_runner(op, key: int, kernel: Callable) -> Callable:
+    """Entry for a backend's own kernel."""
+    from .plugins import REGISTRY
+
+    fe = _frontend()
+    make_tensor = fe.make_tensor
+    backend = REGISTRY.by_key[key]
+    rule = op.shape_rule
+    unwrap = _unwrapper(op)
+    single_device = None
+    if not backend.multi_device:
+        from ember.frontend.device import device
+
+        single_device = device(backend.device_type)
+
+    def device_of(args):
+        return single_device if single_device is not None else _output_device(op, backend, args)
+
+    if op.cross_device:
+        inner = _native_body(op, key, kernel, rule, unwrap, device_of, make_tensor)
+
+        def run_cross(args):
+            return inner(_cross_device_args(op, key, backend, args))
+        return run_cross
+    return _native_body(op, key, kernel, rule, unwrap, device_of, make_tensor)
+
+
+def _native_body(op, key, kernel, rule, unwrap, device_of, make_tensor):
+    if op.mutated:
+        m = op.mutated[0]
+
+        def run_inplace(args):
+            spec = rule(op, *args)
+            kernel(spec, *unwrap(args))
+            t = args[m]
+            t._storage.version += 1
+            return t
+        return run_inplace
+
+    if op.alias_return is not None:
+        a = op.alias_return
+
+        def run_view(args):
+            spec = rule(op, *args)
+            out = kernel(spec, *unwrap(args))
+            src = args[a]
+            base = src._base
+            return make_tensor(out, spec[1], src._device, key, src._storage, src if base is None else base)
+        return run_view
+
+    if op.n_outputs == 1:
+        def run(args):
+            spec = rule(op, *args)
+            out = kernel(spec, *unwrap(args))
+            return make_tensor(out, spec[1], device_of(args), key, None)
+        return run
+
+    def run_multi(args):
+        specs = rule(op, *args)
+        outs = kernel(specs, *unwrap(args))
+        dev = device_of(args)
+        return tuple(make_tensor(o, s[1], dev, key, None) for o, s in zip(outs, specs))
+    return run_multi
+
+
+def python_runner(op, key: int, fn: Callable) -> Callable:
+    """Entry for an explicit kernel or decomposition, run with functionality keys excluded."""
+    rule = op.shape_rule
+    mask = K.FUNCTIONALITY_MASK
+
+    def run(args):
+        if rule is not None:
+            rule(op, *args)
+        st = STATE
+        prev = st.exclude
+        st.exclude = prev | mask
+        try:
+            return fn(*args)
+        finally:
+            st.exclude = prev
+    return run
+
+
+_warned: set[tuple[str, str]] = set()
+
+
+def fallback_runner(op, key: int) -> Callable | None:
+    """Entry running `op` on the backend's fallback device, or None if it declares none."""
+    from .plugins import REGISTRY
+
+    backend = REGISTRY.by_key[key]
+    target = backend.fallback_device
+    if not target or op.is_view:
+        return None
+    fe = _frontend()
+    T = fe.Tensor
+    from .dispatch import call
+
+    def move(value, dev):
+        if isinstance(value, T):
+            return value.to(dev)
+        if isinstance(value, (list, tuple)) and value and isinstance(value[0], T):
+            return [v.to(dev) for v in value]
+        return value
+
+    def run(args):
+        if (op.name, backend.device_type) not in _warned:
+            _warned.add((op.name, backend.device_type))
+            warnings.warn(f"{op.name}: backend '{backend.device_type}' has no kernel for this op; "
+                          f"running it on '{target}' (copying inputs there and results back)", stacklevel=4)
+        home = _output_device(op, backend, args)
+        st = STATE
+        prev = st.exclude
+        st.exclude = prev | K.FUNCTIONALITY_MASK
+        try:
+            moved = tuple(move(a, target) for a in args)
+            out = call(op, moved)
+            if op.mutated:
+                m = op.mutated[0]
+                args[m].copy_(moved[m])
+                return args[m]
+            if isinstance(out, tuple):
+                return tuple(o.to(home) for o in out)
+            return out.to(home)
+        finally:
+            st.exclude = prev
+    return run
+
+
+def missing_kernel(op, key: int) -> Callable:
+    from .plugins import REGISTRY
+
+    backend = REGISTRY.by_key[key]
+
+    def run(args):
+        raise MissingKernelError(
+            f"{op.name}: could not run on backend '{backend.device_type}': it has no kernel for this "
+            f"{op.impl} op and declares no fallback device. A backend must implement every primitive op "
+            f"(ember.dispatcher.primitive_ops()), including '{op.name}'.")
+    return run

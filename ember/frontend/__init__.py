@@ -1,0 +1,1 @@
+"""The user-facing layer: Tensor, dtypes, devices, autograd, autocast, random numbers."""

@@ -1,0 +1,160 @@
+"""Automatic mixed precision: the Autocast dispatch key.
+
+`ember.autocast(device_type, dtype)` switches the Autocast key on for this thread. Its
+kernel casts an op's floating-point inputs by the op's registry policy (`lower`: to the
+autocast dtype; `fp32`: up to float32; `promote`: to the widest input type) and calls the
+op again with Autocast excluded, so Autograd records the casts. Casts of float32 leaf
+weights are cached for the outermost region, as PyTorch does.
+"""
+from __future__ import annotations
+
+import functools
+
+from ember.dispatcher import keys as K
+from ember.dispatcher.dispatch import call
+from ember.dispatcher.state import STATE
+
+from . import dtype as _dt
+from .tensor import Tensor
+
+_DEFAULT_DTYPE = {"cpu": _dt.bfloat16}
+
+
+class autocast:
+    """Context manager / decorator enabling autocast for one device type."""
+
+    def __init__(self, device_type: str, dtype=None, enabled: bool = True, cache_enabled: bool = True) -> None:
+        if not isinstance(device_type, str):
+            raise TypeError(f"autocast(): expected device_type of type str, got {type(device_type).__name__}")
+        self.device_type = device_type.split(":")[0]
+        self.fast_dtype = dtype or _DEFAULT_DTYPE.get(self.device_type, _dt.float16)
+        if self.fast_dtype not in (_dt.float16, _dt.bfloat16):
+            raise ValueError(f"autocast(): dtype must be float16 or bfloat16, got {self.fast_dtype}")
+        self.enabled = enabled
+        self.cache_enabled = cache_enabled
+
+    def __enter__(self):
+        st = STATE
+        self._prev = st.autocast.get(self.device_type)
+        if self.enabled:
+            st.autocast[self.device_type] = self.fast_dtype
+        else:
+            st.autocast.pop(self.device_type, None)
+        st.autocast_depth += 1
+        if st.autocast_depth == 1:
+            st.autocast_cache = {} if self.cache_enabled else None
+        _sync_key()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        st = STATE
+        if self._prev is None:
+            st.autocast.pop(self.device_type, None)
+        else:
+            st.autocast[self.device_type] = self._prev
+        st.autocast_depth -= 1
+        if st.autocast_depth == 0:
+            st.autocast_cache = None
+        _sync_key()
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with autocast(self.device_type, self.fast_dtype, self.enabled, self.cache_enabled):
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+def _sync_key() -> None:
+    st = STATE
+    if st.autocast:
+        st.include |= K.AUTOCAST
+    else:
+        st.include &= ~K.AUTOCAST
+
+
+def is_autocast_enabled(device_type: str = "cpu") -> bool:
+    return device_type in STATE.autocast
+
+
+def get_autocast_dtype(device_type: str = "cpu"):
+    return STATE.autocast.get(device_type, _DEFAULT_DTYPE.get(device_type, _dt.float16))
+
+
+def _cast(t, dtype):
+    from ember._generated import functions as F
+
+    if t._dtype is dtype:
+        return t
+    cache = STATE.autocast_cache
+    cacheable = cache is not None and t._ag is not None and t._ag.grad_fn is None and t._dtype is _dt.float32
+    if cacheable:
+        hit = cache.get(id(t))
+        if hit is not None and hit[0] is t:
+            return hit[1]
+    out = F._to_copy(t, dtype=dtype)
+    if cacheable:
+        cache[id(t)] = (t, out)
+    return out
+
+
+def _first_device_type(op, args):
+    for i in op.tensor_args:
+        if isinstance(args[i], Tensor):
+            return args[i]._device.type
+    for i in op.tensor_list_args:
+        if args[i]:
+            return args[i][0]._device.type
+    return None
+
+
+def autocast_kernel(op, below: int, args: tuple):
+    """Cast inputs by the op's policy, then call the op with Autocast excluded."""
+    dtype = STATE.autocast.get(_first_device_type(op, args))
+    st = STATE
+    if dtype is None:
+        new_args = args
+    else:
+        new_args = _apply_policy(op, args, dtype)
+    prev = st.exclude
+    st.exclude = prev | K.AUTOCAST
+    try:
+        return call(op, new_args)
+    finally:
+        st.exclude = prev
+
+
+def _eligible(t) -> bool:
+    return isinstance(t, Tensor) and t._dtype.is_floating_point and t._dtype is not _dt.float64
+
+
+def _apply_policy(op, args, dtype):
+    policy = op.autocast
+    if policy == "lower":
+        target = dtype
+    elif policy == "fp32":
+        target = _dt.float32
+    else:  # promote: the widest floating type among the inputs
+        floats = [a._dtype for a in _tensors(op, args) if a._dtype.is_floating_point]
+        if len(set(floats)) <= 1:
+            return args
+        from .type_promotion import promote_types
+
+        target = floats[0]
+        for f in floats[1:]:
+            target = promote_types(target, f)
+    new = list(args)
+    for i in op.tensor_args:
+        if _eligible(new[i]) and (policy != "fp32" or new[i]._dtype is not _dt.float32):
+            new[i] = _cast(new[i], target)
+    for i in op.tensor_list_args:
+        new[i] = [_cast(t, target) if _eligible(t) else t for t in new[i]]
+    return tuple(new)
+
+
+def _tensors(op, args):
+    for i in op.tensor_args:
+        if isinstance(args[i], Tensor):
+            yield args[i]
+    for i in op.tensor_list_args:
+        yield from args[i]

@@ -1,0 +1,1 @@
+"""Define-by-run automatic differentiation (graph, engine, grad modes, Function)."""

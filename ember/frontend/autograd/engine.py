@@ -1,0 +1,326 @@
+"""The backward pass: walk the graph in dependency order and deliver gradients.
+
+`backward` accumulates into the `.grad` of leaves; `grad` returns the gradients of chosen
+inputs without touching `.grad`. Gradients are reduced to each input's shape (broadcast
+inputs get summed gradients) and cast to its dtype here, so formulas stay simple. With
+`create_graph=True` the formulas run with grad mode on, through the dispatcher, so their
+own graph is recorded (higher-order gradients).
+"""
+from __future__ import annotations
+
+import heapq
+from typing import Sequence
+
+from ember.dispatcher.state import STATE, set_grad_enabled_state
+from ember.errors import AutogradError
+
+from .graph import AccumulateGrad, Node, edge_of
+
+
+def _tensor_cls():
+    from ember.frontend.tensor import Tensor
+
+    return Tensor
+
+
+def _make_root_grads(tensors, grad_tensors):
+    from ember._generated import functions as F
+
+    Tensor = _tensor_cls()
+    out = []
+    for i, t in enumerate(tensors):
+        g = grad_tensors[i] if grad_tensors is not None else None
+        if g is None:
+            if t.numel() != 1:
+                raise AutogradError("grad can be implicitly created only for scalar outputs")
+            g = F.ones_like(t)
+        elif not isinstance(g, Tensor):
+            g = F.full_like(t, g)
+        elif tuple(g.shape) != tuple(t.shape):
+            raise AutogradError(f"Mismatch in shape: grad_output[{i}] has a shape of {list(g.shape)} and output[{i}] "
+                                f"has a shape of {list(t.shape)}.")
+        out.append(g)
+    return out
+
+
+def sum_to(grad, shape):
+    """Reduce a broadcast gradient to `shape` by summing the broadcast dimensions."""
+    from ember._generated import functions as F
+
+    gshape = tuple(grad.shape)
+    shape = tuple(shape)
+    if gshape == shape:
+        return grad
+    lead = len(gshape) - len(shape)
+    dims = list(range(lead))
+    for i, s in enumerate(shape):
+        if s == 1 and gshape[lead + i] != 1:
+            dims.append(lead + i)
+    if dims:
+        grad = F.sum(grad, dims, keepdim=True)
+    if lead:
+        grad = F.reshape(grad, shape) if len(tuple(grad.shape)) != len(shape) else grad
+    if tuple(grad.shape) != shape:
+        grad = F.reshape(grad, shape)
+    return grad
+
+
+def _validate(node: Node, grads: tuple):
+    """Reduce each input gradient to the input's shape and dtype."""
+    metas = node.input_meta
+    out = list(grads)
+    for i, g in enumerate(out):
+        if g is None or i >= len(metas) or metas[i] is None:
+            continue
+        shape, dtype, device = metas[i]
+        if tuple(g.shape) != shape:
+            try:
+                g = sum_to(g, shape)
+            except Exception as exc:
+                raise AutogradError(f"Function {node.name()} returned an invalid gradient at index {i} - got "
+                                    f"{list(g.shape)} but expected shape compatible with {list(shape)}") from exc
+        if g.dtype is not dtype:
+            g = g.to(dtype)
+        out[i] = g
+    return out
+
+
+def _collect(roots: list[Node]) -> dict[Node, int]:
+    """Number of incoming edges of every node reachable from the roots."""
+    deps: dict[Node, int] = {}
+    seen = set()
+    stack = list(roots)
+    for r in roots:
+        seen.add(r)
+    while stack:
+        node = stack.pop()
+        for edge in node.next_edges:
+            if edge is None:
+                continue
+            nxt = edge[0]
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return deps
+
+
+def _needed(roots, targets: set) -> set:
+    """Nodes on some path from the roots to a target node (for autograd.grad)."""
+    memo: dict[Node, bool] = {}
+    order = []
+    stack = [(r, False) for r in roots]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            memo[node] = node in targets or any(
+                e is not None and memo.get(e[0], False) for e in node.next_edges)
+            continue
+        if node in memo:
+            continue
+        memo[node] = False
+        stack.append((node, True))
+        for e in node.next_edges:
+            if e is not None and e[0] not in memo:
+                stack.append((e[0], False))
+        order.append(node)
+    return {n for n, ok in memo.items() if ok}
+
+
+def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None, allow_unused=False,
+                 accumulate=True):
+    """The engine. Returns captured input gradients when `inputs` is given."""
+    from ember._generated import functions as F
+
+    tensors = list(tensors)
+    for t in tensors:
+        if t._ag is None:
+            raise AutogradError("element 0 of tensors does not require grad and does not have a grad_fn")
+    root_grads = _make_root_grads(tensors, grad_tensors)
+    if retain_graph is None:
+        retain_graph = create_graph
+
+    # a virtual root node feeding every output
+    root_edges = [edge_of(t) for t in tensors]
+    capture: dict[tuple, int] = {}
+    if inputs is not None:
+        for k, inp in enumerate(inputs):
+            e = edge_of(inp)
+            if e is None:
+                raise AutogradError(f"One of the differentiated Tensors (index {k}) does not require grad")
+            capture[(id(e[0]), e[1])] = k
+    captured: list = [None] * (len(inputs) if inputs is not None else 0)
+
+    buffers: dict[Node, list] = {}
+    heap: list = []
+    roots = []
+    for e, g in zip(root_edges, root_grads):
+        node, nr = e
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = [None] * _n_outputs(node)
+            roots.append(node)
+        buf[nr] = g if buf[nr] is None else buf[nr] + g
+    deps = _collect(roots)
+    needed = None
+    if inputs is not None and not accumulate:
+        needed = _needed(roots, {e_node for e_node in _capture_nodes(inputs)})
+    for node in roots:
+        if deps.get(node, 0) == 0:
+            heapq.heappush(heap, (-node.seq, id(node), node))
+
+    prev = set_grad_enabled_state(create_graph)
+    try:
+        while heap:
+            _, _, node = heapq.heappop(heap)
+            grads = buffers.pop(node)
+            if node.pre_hooks:
+                for nr, hooks in node.pre_hooks.items():
+                    for hook in list(hooks):
+                        if nr == -1:
+                            res = hook(tuple(grads))
+                            if res is not None:
+                                grads = list(res)
+                        elif grads[nr] is not None:
+                            res = hook(grads[nr])
+                            if res is not None:
+                                grads[nr] = res
+            if capture:
+                for nr, g in enumerate(grads):
+                    k = capture.get((id(node), nr))
+                    if k is not None:
+                        captured[k] = g if captured[k] is None else captured[k] + g
+            if needed is not None and node not in needed:
+                _release_edges(node, deps, heap, buffers, retain_graph)
+                continue
+            if isinstance(node, AccumulateGrad):
+                if accumulate:
+                    node.apply(grads)
+                continue
+            if node.freed:
+                raise AutogradError(
+                    "Trying to backward through the graph a second time (or directly access saved tensors after they "
+                    "have already been freed). Saved intermediate values of the graph are freed when you call "
+                    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+                    "graph a second time or if you need to access saved tensors after calling backward.")
+            if all(g is None for g in grads):
+                outs = (None,) * len(node.next_edges)
+            else:
+                grads = [g if g is not None else None for g in grads]
+                outs = _validate(node, node.apply(grads))
+                if STATE.anomaly:
+                    _check_anomaly(node, outs)
+            if node.post_hooks:
+                for hook in node.post_hooks:
+                    hook(tuple(outs), tuple(grads))
+            if not retain_graph:
+                node.release()
+            for edge, g in zip(node.next_edges, outs):
+                if edge is None:
+                    continue
+                nxt, nr = edge
+                if g is not None:
+                    buf = buffers.get(nxt)
+                    if buf is None:
+                        buf = buffers[nxt] = [None] * _n_outputs(nxt)
+                    buf[nr] = g if buf[nr] is None else buf[nr] + g
+                deps[nxt] -= 1
+                if deps[nxt] == 0:
+                    if nxt not in buffers:
+                        buffers[nxt] = [None] * _n_outputs(nxt)
+                    heapq.heappush(heap, (-nxt.seq, id(nxt), nxt))
+    finally:
+        set_grad_enabled_state(prev)
+
+    if inputs is not None and not accumulate:
+        for k, g in enumerate(captured):
+            if g is None and not allow_unused:
+                raise AutogradError("One of the differentiated Tensors appears to not have been used in the graph. "
+                                    "Set allow_unused=True if this is the desired behavior.")
+        if not create_graph:
+            captured = [g.detach() if g is not None else None for g in captured]
+        return tuple(captured)
+    return None
+
+
+def _capture_nodes(inputs):
+    for inp in inputs:
+        e = edge_of(inp)
+        yield e[0]
+
+
+def _release_edges(node, deps, heap, buffers, retain_graph):
+    if not retain_graph:
+        node.release()
+    for edge in node.next_edges:
+        if edge is None:
+            continue
+        nxt = edge[0]
+        deps[nxt] -= 1
+        if deps[nxt] == 0:
+            buffers.setdefault(nxt, [None] * _n_outputs(nxt))
+            heapq.heappush(heap, (-nxt.seq, id(nxt), nxt))
+
+
+def _n_outputs(node: Node) -> int:
+    return getattr(node, "n_outputs", 1)
+
+
+def _check_anomaly(node: Node, outs) -> None:
+    for i, g in enumerate(outs):
+        if g is not None and g.dtype.is_floating_point and g.device.type != "meta" and _has_nan(g):
+            msg = f"Function '{node.name()}' returned nan values in its {i}th output."
+            if node.anomaly_trace:
+                msg += "\nTraceback of the forward call that caused the error:\n" + node.anomaly_trace
+            raise AutogradError(msg)
+
+
+def _has_nan(t) -> bool:
+    import numpy as np
+
+    return bool(np.isnan(np.asarray(t.detach()._host(), dtype=np.float64)).any())
+
+
+def backward(tensors: Sequence, grad_tensors=None, retain_graph=None, create_graph: bool = False,
+             inputs=None) -> None:
+    """ember.autograd.backward: accumulate gradients of `tensors` into the leaves' `.grad`."""
+    Tensor = _tensor_cls()
+    if isinstance(tensors, Tensor):
+        tensors = (tensors,)
+    if grad_tensors is not None and isinstance(grad_tensors, Tensor):
+        grad_tensors = (grad_tensors,)
+    if inputs is not None:
+        inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+        grads = run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs, allow_unused=True,
+                             accumulate=False)
+        for inp, g in zip(inputs, grads):
+            if g is None:
+                continue
+            prev = set_grad_enabled_state(create_graph)
+            try:
+                if inp._ag.grad is None:
+                    inp._ag.grad = g.clone() if create_graph else g.detach().clone()
+                else:
+                    inp._ag.grad = inp._ag.grad + g
+            finally:
+                set_grad_enabled_state(prev)
+        return
+    run_backward(tensors, grad_tensors, retain_graph, create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
+         allow_unused: bool = False, materialize_grads: bool = False):
+    """ember.autograd.grad: gradients of `outputs` with respect to `inputs`, not accumulated."""
+    Tensor = _tensor_cls()
+    outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
+    single = isinstance(inputs, Tensor)
+    inputs = (inputs,) if single else tuple(inputs)
+    if grad_outputs is not None:
+        grad_outputs = (grad_outputs,) if isinstance(grad_outputs, Tensor) else tuple(grad_outputs)
+    result = run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs,
+                          allow_unused=allow_unused or materialize_grads, accumulate=False)
+    if materialize_grads:
+        from ember._generated import functions as F
+
+        result = tuple(g if g is not None else F.zeros_like(i) for g, i in zip(result, inputs))
+    return result

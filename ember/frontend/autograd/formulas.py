@@ -1,0 +1,189 @@
+"""Helpers callable from the registry's autograd formulas (like PyTorch's FunctionsManual).
+
+Formulas are expressions over ember ops and these helpers; everything here goes through
+the dispatcher, so with create_graph=True the backward pass is itself differentiable.
+Gradients need not match the input's shape or dtype: the engine sums broadcast
+dimensions and casts.
+"""
+from __future__ import annotations
+
+import math
+
+from ember._generated import functions as F
+
+
+def maybe_multiply(grad, alpha):
+    return grad if alpha == 1 else F.mul(grad, alpha)
+
+
+def div_backward_self(grad, other, rounding_mode):
+    if rounding_mode is not None:
+        return F.zeros_like(grad)
+    return F.div(grad, other)
+
+
+def div_backward_other(grad, self, other, rounding_mode):
+    if rounding_mode is not None:
+        return F.zeros_like(grad)
+    return F.neg(F.div(F.mul(grad, self), F.mul(other, other)))
+
+
+def pow_backward_self(grad, self, exponent):
+    """d/dself self**e = e * self**(e-1), defined as 0 where e == 0."""
+    if not hasattr(exponent, "dtype"):
+        if exponent == 0:
+            return F.zeros_like(grad)
+        return F.mul(grad, F.mul(F.pow(self, exponent - 1), exponent))
+    grad_self = F.mul(grad, F.mul(F.pow(self, F.sub(exponent, 1)), exponent))
+    return F.where(F.eq(exponent, 0), 0.0, grad_self)
+
+
+def pow_backward_exponent(grad, self, exponent, result):
+    """d/de self**e = self**e * log(self), defined as 0 where self == 0 and e >= 0."""
+    if not hasattr(self, "dtype"):           # a Python number raised to a tensor power
+        if self > 0:
+            return F.mul(grad, F.mul(result, math.log(self)))
+        log_self = float("-inf") if self == 0 else float("nan")
+        out = F.mul(grad, F.mul(result, log_self))
+        return F.where(F.ge(exponent, 0), 0.0, out) if self == 0 else out
+    cond = F.where(F.eq(self, 0), F.ge(exponent, 0), False)
+    return F.where(cond, 0.0, F.mul(grad, F.mul(result, F.log(self))))
+
+
+def minmax_backward_self(grad, self, other, is_max: bool):
+    """maximum/minimum: the winner gets the gradient, ties split it in half (as PyTorch)."""
+    wins = F.gt(self, other) if is_max else F.lt(self, other)
+    tie = F.eq(self, other)
+    return F.where(wins, grad, F.where(tie, F.div(grad, 2), 0.0))
+
+
+def _clamp_mask(self, min, max):
+    mask = None
+    if min is not None:
+        mask = F.ge(self, min)
+    if max is not None:
+        upper = F.le(self, max)
+        mask = upper if mask is None else F.where(mask, upper, False)
+    return mask
+
+
+def clamp_backward(grad, self, min, max):
+    return F.where(_clamp_mask(self, min, max), grad, 0.0)
+
+
+def clamp_backward_min(grad, self, min, max):
+    below = F.lt(self, min)
+    if max is not None:
+        below = F.where(F.le(min, max), below, False)
+    return F.where(below, grad, 0.0)
+
+
+def clamp_backward_max(grad, self, min, max):
+    above = F.gt(self, max)
+    if min is not None:
+        above = F.where(F.le(min, max), above, True)
+    return F.where(above, grad, 0.0)
+
+
+def threshold_backward(grad, result, threshold):
+    return F.where(F.gt(result, threshold), grad, 0.0)
+
+
+def _unsqueeze_dims(grad, dims, ndim: int):
+    for d in sorted(d % ndim for d in dims):
+        grad = F.unsqueeze(grad, d)
+    return grad
+
+
+def _norm_dims(dim, ndim: int):
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return tuple(range(ndim))
+    if isinstance(dim, int):
+        return (dim % max(ndim, 1),)
+    return tuple(d % max(ndim, 1) for d in dim)
+
+
+def sum_backward(grad, shape, dim, keepdim):
+    ndim = len(shape)
+    if not keepdim and ndim:
+        grad = _unsqueeze_dims(grad, _norm_dims(dim, ndim), ndim)
+    return F.expand(grad, tuple(shape))
+
+
+def amax_backward(grad, self, result, dim, keepdim):
+    """The gradient of amax/amin, shared evenly among the elements equal to the result."""
+    ndim = self.dim()
+    if not keepdim and ndim:
+        dims = _norm_dims(dim, ndim)
+        grad = _unsqueeze_dims(grad, dims, ndim)
+        result = _unsqueeze_dims(result, dims, ndim)
+    mask = F.eq(self, result)
+    count = F.sum(mask, _norm_dims(dim, ndim) if ndim else None, keepdim=True)
+    return F.where(mask, F.div(grad, count), 0.0)
+
+
+def value_selecting_backward(grad, dim, indices, shape, keepdim):
+    """max.dim/min.dim: the gradient goes to the selected index only."""
+    ndim = len(shape)
+    if ndim == 0:
+        return grad
+    d = dim % ndim
+    if not keepdim:
+        grad = F.unsqueeze(grad, d)
+        indices = F.unsqueeze(indices, d)
+    positions = F.arange(shape[d], device=grad.device)
+    view = [1] * ndim
+    view[d] = shape[d]
+    mask = F.eq(F.reshape(positions, view), indices)
+    return F.where(mask, grad, 0.0)
+
+
+def softmax_backward(grad, result, dim):
+    return F.mul(result, F.sub(grad, F.sum(F.mul(grad, result), dim, keepdim=True)))
+
+
+def log_softmax_backward(grad, result, dim):
+    return F.sub(grad, F.mul(F.exp(result), F.sum(grad, dim, keepdim=True)))
+
+
+def invert_permutation(dims):
+    ndim = len(dims)
+    inverse = [0] * ndim
+    for i, d in enumerate(dims):
+        inverse[d % ndim] = i
+    return inverse
+
+
+def slice_backward(grad, shape, dim, start, end, step):
+    return F.slice_scatter(F.zeros(tuple(shape), dtype=grad.dtype, device=grad.device), grad, dim, start, end, step)
+
+
+def select_backward(grad, shape, dim, index):
+    return F.select_scatter(F.zeros(tuple(shape), dtype=grad.dtype, device=grad.device), grad, dim, index)
+
+
+def as_strided_backward(grad, self, size, stride, storage_offset):
+    """Scatter the window's gradient into zeros shaped like the (contiguous) input."""
+    base = F.zeros((self.numel(),), dtype=grad.dtype, device=grad.device)
+    offset = storage_offset if storage_offset is not None else self.storage_offset()
+    out = F.as_strided_scatter(base, grad, size, stride, offset - self.storage_offset())
+    return F.reshape(out, tuple(self.shape))
+
+
+def cat_backward(grad, dim, shapes):
+    """Split the gradient of cat into the pieces of its inputs (given by shape)."""
+    ndim = len(shapes[0]) if shapes else 0
+    d = dim % max(len(tuple(grad.shape)), 1)
+    grads, offset = [], 0
+    for shape in shapes:
+        if len(shape) == 1 and shape[0] == 0 and ndim != 1:
+            grads.append(F.zeros(tuple(shape), dtype=grad.dtype, device=grad.device))
+            continue
+        n = shape[d]
+        grads.append(F.slice(grad, d, offset, offset + n, 1))
+        offset += n
+    return grads
+
+
+def to_backward(grad, dtype, device):
+    return F._to_copy(grad, dtype=dtype, device=device)

@@ -1,0 +1,133 @@
+"""Custom differentiable operations: subclass `ember.autograd.Function`.
+
+    class Exp(Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad):
+            (y,) = ctx.saved_tensors
+            return grad * y
+
+    y = Exp.apply(x)
+
+`forward` runs with grad mode off; `backward` returns one gradient per forward argument
+(None for non-tensors or inputs that need none).
+"""
+from __future__ import annotations
+
+from ember.dispatcher import keys as K
+from ember.dispatcher.state import STATE, set_grad_enabled_state
+from ember.errors import AutogradError
+
+from .graph import Node, SavedTensor, edge_of
+
+
+class FunctionCtx:
+    """The `ctx` of forward/backward: saved tensors and flags."""
+
+    def save_for_backward(self, *tensors) -> None:
+        self._saved = tuple(SavedTensor(t) if t is not None else None for t in tensors)
+
+    @property
+    def saved_tensors(self) -> tuple:
+        return tuple(s.unpack(self) if s is not None else None for s in getattr(self, "_saved", ()))
+
+    def mark_dirty(self, *tensors) -> None:
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        self._non_differentiable = {id(t) for t in tensors}
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self._materialize = value
+
+
+class BackwardCFunction(Node, FunctionCtx):
+    """The graph node of one Function.apply call; it is also the ctx."""
+
+    def __init__(self, fn_cls) -> None:
+        Node.__init__(self)
+        self._fn_cls = fn_cls
+        self._materialize = True
+
+    def name(self) -> str:
+        return f"{self._fn_cls.__name__}Backward"
+
+    def apply(self, grads: list):
+        from ember._generated import functions as F
+
+        if self._materialize:
+            grads = [g if g is not None else F.zeros(meta[0], dtype=meta[1], device=meta[2])
+                     for g, meta in zip(grads, self._output_meta)]
+        result = self._fn_cls.backward(self, *grads)
+        if not isinstance(result, tuple):
+            result = (result,)
+        n_args = len(self._arg_is_tensor)
+        if len(result) < n_args:
+            result = result + (None,) * (n_args - len(result))
+        if len(result) > n_args and any(r is not None for r in result[n_args:]):
+            raise AutogradError(f"function {self.name()} returned an incorrect number of gradients "
+                                f"(expected {n_args}, got {len(result)})")
+        return [result[i] for i, is_t in enumerate(self._arg_is_tensor) if is_t]
+
+    def release(self) -> None:
+        self.freed = True
+        for s in getattr(self, "_saved", ()):
+            if s is not None:
+                s.release()
+
+
+class _FunctionMeta(type):
+    pass
+
+
+class Function(metaclass=_FunctionMeta):
+    """Base class of custom autograd operations (see the module docstring)."""
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement the backward function for custom autograd.Function.")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        from ember.frontend.tensor import AutogradMeta, Tensor
+
+        node = BackwardCFunction(cls)
+        arg_is_tensor = tuple(isinstance(a, Tensor) for a in args)
+        node._arg_is_tensor = arg_is_tensor
+        node.needs_input_grad = tuple(isinstance(a, Tensor) and a._ag is not None for a in args)
+        record = STATE.grad_enabled and any(node.needs_input_grad)
+        prev = set_grad_enabled_state(False)
+        try:
+            outputs = cls.forward(node, *args, **kwargs)
+        finally:
+            set_grad_enabled_state(prev)
+        if not record:
+            return outputs
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        tensors_in = [a for a in args if isinstance(a, Tensor)]
+        node.next_edges = tuple(edge_of(t) for t in tensors_in)
+        node.input_meta = tuple((tuple(t.shape), t.dtype, t.device) if t._ag is not None else None
+                                for t in tensors_in)
+        node.n_outputs = len(outs)
+        node._output_meta = tuple((tuple(o.shape), o.dtype, o.device) if isinstance(o, Tensor) else ((), None, None)
+                                  for o in outs)
+        non_diff = getattr(node, "_non_differentiable", set())
+        result = []
+        for k, o in enumerate(outs):
+            if isinstance(o, Tensor) and o.dtype.is_floating_point and id(o) not in non_diff:
+                if any(o is a for a in args) and o not in getattr(node, "_dirty", ()):
+                    o = o.detach()     # an input returned as is becomes a new output (PyTorch: a view)
+                o._ag = AutogradMeta(node, k)
+                o._keys |= K.AUTOGRAD
+            result.append(o)
+        return result[0] if single else tuple(result)

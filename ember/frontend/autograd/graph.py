@@ -1,0 +1,195 @@
+"""The autograd graph: nodes, edges, saved tensors, leaf accumulators and tensor hooks.
+
+Each differentiable op call creates one Node (a generated `XxxBackward0` class, see
+ember/_generated/backward.py) holding the edges to the nodes of its inputs and only the
+values its formula needs. Leaves that require grad get an AccumulateGrad node, created
+once per leaf and kept alive by the graph that uses it.
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+
+from ember.errors import AutogradError
+
+_sequence = itertools.count()
+
+
+class Node:
+    """A backward function: maps the gradients of its outputs to those of its inputs."""
+
+    n_outputs = 1   # how many forward outputs (gradients arriving); generated nodes override
+
+    __slots__ = ("next_edges", "input_meta", "pre_hooks", "post_hooks", "seq", "freed", "anomaly_trace",
+                 "__weakref__", "__dict__")
+
+    def __init__(self) -> None:
+        self.next_edges: tuple = ()      # per input: (node, output_nr) or None
+        self.input_meta: tuple = ()      # per input: (shape, dtype, device) or None
+        self.pre_hooks = None            # {output_nr: [hook(grad) -> grad | None]}
+        self.post_hooks = None
+        self.seq = next(_sequence)
+        self.freed = False
+        self.anomaly_trace = None
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object>"
+
+    def apply(self, grads: list) -> tuple:
+        raise NotImplementedError(f"{self.name()}.apply")
+
+    def release(self) -> None:
+        """Drop saved values after a backward pass without retain_graph."""
+        self.freed = True
+
+    @property
+    def next_functions(self) -> tuple:
+        return tuple((e[0], e[1]) if e is not None else (None, 0) for e in self.next_edges)
+
+    def register_hook(self, fn):
+        """fn(grad_inputs, grad_outputs) called after the node runs."""
+        if self.post_hooks is None:
+            self.post_hooks = []
+        self.post_hooks.append(fn)
+        return _RemovableHandle(self.post_hooks, fn)
+
+    def register_prehook(self, fn):
+        """fn(grad_outputs) -> new grad_outputs or None, called before the node runs."""
+        return _add_pre_hook(self, -1, fn)
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf tensor: adds incoming gradients into `leaf.grad`."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable) -> None:
+        super().__init__()
+        self.variable = variable
+        self.input_meta = ()
+
+    def apply(self, grads: list) -> tuple:
+        from ember.dispatcher.state import STATE
+
+        grad = grads[0]
+        var = self.variable
+        ag = var._ag
+        if ag is None or grad is None:
+            return ()
+        if ag.hooks:
+            for hook in ag.hooks:
+                out = hook(grad)
+                if out is not None:
+                    grad = out
+        if ag.grad is None:
+            # a fresh copy: the incoming gradient may be shared with other inputs or views,
+            # and later accumulation writes into .grad in place
+            ag.grad = grad.clone() if STATE.grad_enabled else grad.detach().clone()
+        elif STATE.grad_enabled:
+            ag.grad = ag.grad + grad
+        else:
+            ag.grad.add_(grad)
+        return ()
+
+
+def accumulator_of(tensor) -> AccumulateGrad:
+    """The AccumulateGrad node of a leaf (one per leaf, held weakly by the tensor)."""
+    ag = tensor._ag
+    node = ag.accumulator() if ag.accumulator is not None else None
+    if node is None:
+        node = AccumulateGrad(tensor)
+        ag.accumulator = weakref.ref(node)
+    return node
+
+
+def edge_of(tensor):
+    """The graph edge a gradient for `tensor` flows along, or None if it needs none."""
+    ag = tensor._ag
+    if ag is None:
+        return None
+    if ag.grad_fn is not None:
+        return (ag.grad_fn, ag.output_nr)
+    return (accumulator_of(tensor), 0)
+
+
+class SavedTensor:
+    """A tensor saved for backward, checked against in-place modification when used.
+
+    Outputs of the node itself are stored without their grad_fn (to avoid a reference
+    cycle) and get it back on unpacking, so higher-order gradients through `result` work.
+    """
+
+    __slots__ = ("tensor", "version", "output_nr", "is_output")
+
+    def __init__(self, tensor, is_output: bool = False, output_nr: int = 0) -> None:
+        self.version = tensor._storage.version
+        self.is_output = is_output
+        self.output_nr = output_nr
+        self.tensor = tensor.detach() if is_output else tensor
+
+    def unpack(self, node):
+        if self.tensor is None:
+            raise AutogradError(
+                "Trying to backward through the graph a second time (or directly access saved tensors after they "
+                "have already been freed). Saved intermediate values of the graph are freed when you call "
+                ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the graph "
+                "a second time or if you need to access saved tensors after calling backward.")
+        t = self.tensor
+        if t._storage.version != self.version:
+            from ember.shape_rules.common import type_name
+
+            what = f"[ember.{type_name(t.dtype)}Tensor {list(t.shape)}]"
+            src = f", which is output {self.output_nr} of {node.name()}," if self.is_output else ""
+            raise AutogradError(
+                f"one of the variables needed for gradient computation has been modified by an inplace operation: "
+                f"{what}{src} is at version {t._storage.version}; expected version {self.version} instead. Hint: "
+                "enable anomaly detection to find the operation that failed to compute its gradient, with "
+                "ember.autograd.set_detect_anomaly(True).")
+        if self.is_output:
+            from ember.dispatcher import keys as K
+            from ember.frontend.tensor import AutogradMeta
+
+            out = t.detach()
+            out._ag = AutogradMeta(node, self.output_nr)
+            out._keys |= K.AUTOGRAD
+            return out
+        return t
+
+    def release(self) -> None:
+        self.tensor = None
+
+
+class _RemovableHandle:
+    def __init__(self, container, item) -> None:
+        self._container = container
+        self._item = item
+
+    def remove(self) -> None:
+        try:
+            self._container.remove(self._item)
+        except ValueError:
+            pass
+
+
+def _add_pre_hook(node: Node, output_nr: int, fn):
+    if node.pre_hooks is None:
+        node.pre_hooks = {}
+    hooks = node.pre_hooks.setdefault(output_nr, [])
+    hooks.append(fn)
+    return _RemovableHandle(hooks, fn)
+
+
+def register_tensor_hook(tensor, hook):
+    """Tensor.register_hook: hook(grad) -> replacement grad or None."""
+    ag = tensor._ag
+    if ag is None:
+        raise AutogradError("cannot register a hook on a tensor that doesn't require gradient")
+    if ag.grad_fn is None:
+        if ag.hooks is None:
+            ag.hooks = []
+        ag.hooks.append(hook)
+        return _RemovableHandle(ag.hooks, hook)
+    return _add_pre_hook(ag.grad_fn, ag.output_nr, hook)

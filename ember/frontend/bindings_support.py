@@ -1,0 +1,27 @@
+"""Small helpers the generated bindings call (argument normalisation, overload choice)."""
+from __future__ import annotations
+
+from ember.dispatcher.dispatch import call
+from ember.errors import ArgumentTypeError
+
+
+def size_arg(size: tuple) -> tuple:
+    """`zeros(2, 3)` and `zeros((2, 3))` / `zeros([2, 3])` / `zeros(t.shape)` alike."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        return tuple(size[0])
+    return size
+
+
+def call_overload(name: str, overloads: tuple, args: tuple, kwargs: dict):
+    """Call the first overload whose signature accepts the arguments (most specific first)."""
+    for binder, op, wrap in overloads:
+        try:
+            bound = binder(*args, **kwargs)
+        except TypeError:
+            continue
+        out = call(op, bound)
+        return wrap(*out) if wrap is not None else out
+    sigs = "\n".join(f"  * {op.schema}" for _, op, _ in overloads)
+    given = ", ".join([type(a).__name__ for a in args] + [f"{k}={type(v).__name__}" for k, v in kwargs.items()])
+    raise ArgumentTypeError(f"{name}() received an invalid combination of arguments - got ({given}), but expected "
+                            f"one of:\n{sigs}")

@@ -1,0 +1,99 @@
+"""Random-number generators: a seed and a Philox counter offset per device.
+
+Every backend draws from the same counter-based stream (Philox4x32-10, specified in
+backends/cpu/array_kernels/philox.py), so one seed gives the same numbers on every device.
+A draw of n 32-bit words advances the offset by whole 4-word blocks.
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+from .device import as_device, device
+
+_DEFAULT_SEED = 67280421310721
+
+
+class Generator:
+    """ember.Generator(device="cpu"): manual_seed, seed, initial_seed, get/set_state."""
+
+    def __init__(self, device="cpu") -> None:
+        self.device = as_device(device)
+        self._seed = _DEFAULT_SEED
+        self.offset = 0
+        self._lock = threading.Lock()
+
+    def manual_seed(self, seed: int) -> "Generator":
+        seed = int(seed)
+        if seed < -(2 ** 63) or seed >= 2 ** 64:
+            raise RuntimeError(f"Overflow when unpacking long: seed {seed} is out of the 64-bit range")
+        self._seed = seed % (2 ** 64)
+        self.offset = 0
+        return self
+
+    def seed(self) -> int:
+        s = int.from_bytes(os.urandom(8), "little") >> 1
+        self.manual_seed(s)
+        return s
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def get_state(self):
+        from ember.frontend.factories import tensor
+        from ember.frontend import dtype as _dt
+
+        return tensor([self._seed & 0xFFFFFFFF, self._seed >> 32, self.offset & 0xFFFFFFFF, self.offset >> 32],
+                      dtype=_dt.int64)
+
+    def set_state(self, state) -> "Generator":
+        a, b, c, d = (int(v) for v in state.tolist())
+        self._seed = a | (b << 32)
+        self.offset = c | (d << 32)
+        return self
+
+    def philox_state(self, n_words: int) -> tuple[int, int]:
+        """(seed, offset) for a draw of `n_words` 32-bit words; advances the offset."""
+        with self._lock:
+            offset = self.offset
+            self.offset += 4 * ((n_words + 3) // 4)
+        return self._seed, offset
+
+
+_default_generators: dict[str, Generator] = {}
+_global_seed = [_DEFAULT_SEED]
+
+
+def default_generator(dev=None) -> Generator:
+    d = as_device(dev)
+    key = d.type
+    gen = _default_generators.get(key)
+    if gen is None:
+        gen = _default_generators[key] = Generator(device(key)).manual_seed(_global_seed[0])
+    return gen
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seed the default generator of every device type (and those created later)."""
+    _global_seed[0] = int(seed) % (2 ** 64)
+    for t in set(_default_generators) | {"cpu"}:
+        default_generator(t).manual_seed(seed)
+    return default_generator("cpu")
+
+
+def seed() -> int:
+    s = default_generator("cpu").seed()
+    manual_seed(s)
+    return s
+
+
+def initial_seed() -> int:
+    return default_generator("cpu").initial_seed()
+
+
+def get_rng_state():
+    return default_generator("cpu").get_state()
+
+
+def set_rng_state(state) -> None:
+    default_generator("cpu").set_state(state)

@@ -1,0 +1,527 @@
+"""`ember.Tensor`: a strided view over a storage, on one device.
+
+The data lives in a backend-native array (`_data`: a numpy array on cpu, a meta array on
+meta, ...) which already encodes this view's shape, strides and offset. Views share the
+`Storage` object of the tensor they view, which carries the version counter that in-place
+ops bump and autograd checks. Operator methods (add, view, sum, __add__, ...) are
+generated from the registry into `TensorMethods`; this file holds what is not an op:
+metadata, conversion, autograd entry points and printing.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ember._generated.tensor_methods import TensorMethods
+from ember.dispatcher import dispatch as _dispatch
+from ember.dispatcher import keys as K
+from ember.dispatcher.plugins import REGISTRY
+from ember.errors import ArgumentTypeError, AutogradError
+
+from . import dtype as _dt
+from .device import device as _device_cls
+
+
+class Storage:
+    """A tensor allocation: byte size, device, and the version counter views share."""
+
+    __slots__ = ("nbytes", "device", "version", "__weakref__")
+
+    def __init__(self, nbytes: int, device) -> None:
+        self.nbytes = nbytes
+        self.device = device
+        self.version = 0
+
+    def __repr__(self) -> str:
+        return f"<Storage {self.nbytes} bytes on {self.device}, version {self.version}>"
+
+
+class AutogradMeta:
+    """Autograd state of a tensor that requires grad (None on plain tensors)."""
+
+    __slots__ = ("grad", "grad_fn", "output_nr", "hooks", "retains_grad", "accumulator", "is_view_of_leaf")
+
+    def __init__(self, grad_fn=None, output_nr: int = 0) -> None:
+        self.grad = None
+        self.grad_fn = grad_fn
+        self.output_nr = output_nr
+        self.hooks = None
+        self.retains_grad = False
+        self.accumulator = None
+        self.is_view_of_leaf = False
+
+
+class Tensor(TensorMethods):
+    """A multi-dimensional array on a device, with autograd support."""
+
+    __slots__ = ("_data", "_dtype", "_device", "_keys", "_storage", "_ag", "_base", "__dict__", "__weakref__")
+    __hash__ = object.__hash__
+
+    def __new__(cls, *args, **kwargs):
+        if cls is Tensor and (args or kwargs):
+            raise ArgumentTypeError("ember.Tensor(...) cannot build a tensor from data; use ember.tensor(data)")
+        return object.__new__(cls)
+
+    # -- metadata --------------------------------------------------------------------------
+    @property
+    def shape(self) -> "Size":
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        shape = self._data.shape
+        if dim is None:
+            return Size(shape)
+        return shape[_wrap_dim("size", dim, len(shape))]
+
+    @property
+    def dtype(self) -> _dt.dtype:
+        return self._dtype
+
+    @property
+    def device(self) -> _device_cls:
+        return self._device
+
+    @property
+    def ndim(self) -> int:
+        return len(self._data.shape)
+
+    def dim(self) -> int:
+        return len(self._data.shape)
+
+    def numel(self) -> int:
+        n = 1
+        for s in self._data.shape:
+            n *= s
+        return n
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel() * self._dtype.itemsize
+
+    def stride(self, dim: int | None = None):
+        item = self._dtype.itemsize
+        strides = tuple(s // item for s in self._data.strides)
+        if dim is None:
+            return strides
+        return strides[_wrap_dim("stride", dim, len(strides))]
+
+    def storage_offset(self) -> int:
+        return REGISTRY.by_key[self._keys & K.BACKEND_MASK].storage_offset(self._data)
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        expected = 1
+        for size, stride in zip(reversed(self._data.shape), reversed(self.stride())):
+            if size != 1 and stride != expected:
+                return False
+            expected *= size
+        return True
+
+    def is_floating_point(self) -> bool:
+        return self._dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return False
+
+    @property
+    def is_meta(self) -> bool:
+        return self._device.type == "meta"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self._device.type == "cpu"
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._device.type == "cuda"
+
+    @property
+    def _version(self) -> int:
+        return self._storage.version
+
+    def data_ptr(self) -> int:
+        iface = getattr(self._data, "__array_interface__", None)
+        return iface["data"][0] if iface else 0
+
+    def untyped_storage(self) -> Storage:
+        return self._storage
+
+    def __len__(self) -> int:
+        if not self._data.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if not self._data.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    # -- conversion to Python and numpy ---------------------------------------------------
+    def _host(self):
+        """The values as a numpy array (a view when on cpu)."""
+        backend = REGISTRY.by_key[self._keys & K.BACKEND_MASK]
+        return backend.to_host(self._data)
+
+    def numpy(self, *, force: bool = False):
+        if self.requires_grad and not force:
+            raise AutogradError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        if self._device.type != "cpu" and not force:
+            raise TypeError(f"can't convert {self._device.type} device type tensor to numpy. "
+                            "Use Tensor.cpu() to copy the tensor to host memory first.")
+        return self._host()
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.detach()._host()
+        return arr.astype(dtype) if dtype is not None else arr
+
+    def item(self):
+        if self.numel() != 1:
+            raise ArgumentValueErrorLazy.make(
+                f"item(): a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        return self._host().reshape(()).item() if self._dtype is not _dt.bfloat16 else float(self._host().reshape(()))
+
+    def tolist(self):
+        arr = self._host()
+        if self._dtype is _dt.bfloat16:
+            arr = arr.astype("float32")
+        return arr.tolist()
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._dtype.category != 1 or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __dlpack__(self, *args, **kwargs):
+        return self.detach()._data.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    def __repr__(self) -> str:
+        from .printing import tensor_repr
+
+        ag = self._ag
+        grad_fn = ag.grad_fn.name() if ag is not None and ag.grad_fn is not None else None
+        values = None if self._device.type == "meta" else self._host()
+        return tensor_repr(values, dtype_name=self._dtype.name, shape=tuple(self._data.shape),
+                           device=str(self._device), requires_grad=ag is not None and grad_fn is None,
+                           grad_fn=grad_fn, default_float_dtype=_dt.get_default_dtype().name,
+                           is_leaf_param=getattr(self, "_is_param", False))
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        if self.dim() == 0:
+            return self.item().__format__(spec)
+        return repr(self) if not spec else object.__format__(self, spec)
+
+    def __reduce_ex__(self, protocol):
+        from .factories import tensor as _tensor
+
+        return (_rebuild, (self.detach().cpu().numpy(), str(self._device), self.requires_grad))
+
+    # -- device and dtype conversion ---------------------------------------------------------
+    def to(self, *args, **kwargs) -> "Tensor":
+        """to(dtype) / to(device, dtype=None) / to(other): a converted copy, or self if unchanged."""
+        from .conversion import tensor_to
+
+        return tensor_to(self, *args, **kwargs)
+
+    def cpu(self) -> "Tensor":
+        return self.to("cpu")
+
+    def cuda(self, device=None) -> "Tensor":
+        return self.to("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return f"ember.{_TYPE_NAMES.get(self._dtype.name, self._dtype.name)}"
+        return self.to(dtype)
+
+    def float(self) -> "Tensor":
+        return self.to(_dt.float32)
+
+    def double(self) -> "Tensor":
+        return self.to(_dt.float64)
+
+    def half(self) -> "Tensor":
+        return self.to(_dt.float16)
+
+    def bfloat16(self) -> "Tensor":
+        return self.to(_dt.bfloat16)
+
+    def long(self) -> "Tensor":
+        return self.to(_dt.int64)
+
+    def int(self) -> "Tensor":
+        return self.to(_dt.int32)
+
+    def short(self) -> "Tensor":
+        return self.to(_dt.int16)
+
+    def bool(self) -> "Tensor":
+        return self.to(_dt.bool)
+
+    def byte(self) -> "Tensor":
+        return self.to(_dt.uint8)
+
+    def char(self) -> "Tensor":
+        return self.to(_dt.int8)
+
+    def type_as(self, other: "Tensor") -> "Tensor":
+        return self.to(other.dtype)
+
+    # -- indexing --------------------------------------------------------------------------
+    def __getitem__(self, index):
+        from .indexing import getitem
+
+        return getitem(self, index)
+
+    def __setitem__(self, index, value) -> None:
+        from .indexing import setitem
+
+        setitem(self, index, value)
+
+    # -- shape conveniences -----------------------------------------------------------------
+    @property
+    def T(self) -> "Tensor":
+        return self.permute(*range(self.dim() - 1, -1, -1))
+
+    @property
+    def mT(self) -> "Tensor":
+        return self.transpose(-2, -1)
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> "Tensor":
+        shape = self._data.shape
+        if not shape:
+            return self.reshape(1)
+        s = _wrap_dim("flatten", start_dim, len(shape))
+        e = _wrap_dim("flatten", end_dim, len(shape))
+        n = 1
+        for d in shape[s:e + 1]:
+            n *= d
+        return self.reshape(*shape[:s], n, *shape[e + 1:])
+
+    def view_as(self, other: "Tensor") -> "Tensor":
+        return self.view(other.shape)
+
+    def expand_as(self, other: "Tensor") -> "Tensor":
+        return self.expand(other.shape)
+
+    def reshape_as(self, other: "Tensor") -> "Tensor":
+        return self.reshape(other.shape)
+
+    def new_empty(self, size, *, dtype=None, device=None, requires_grad=False):
+        from ember._generated import functions as F
+
+        return F.empty(size, dtype=dtype or self._dtype, device=device or self._device, requires_grad=requires_grad)
+
+    def new_zeros(self, size, *, dtype=None, device=None, requires_grad=False):
+        from ember._generated import functions as F
+
+        return F.zeros(size, dtype=dtype or self._dtype, device=device or self._device, requires_grad=requires_grad)
+
+    def new_ones(self, size, *, dtype=None, device=None, requires_grad=False):
+        from ember._generated import functions as F
+
+        return F.ones(size, dtype=dtype or self._dtype, device=device or self._device, requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+        from ember._generated import functions as F
+
+        return F.full(size, fill_value, dtype=dtype or self._dtype, device=device or self._device,
+                      requires_grad=requires_grad)
+
+    def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+        from .factories import tensor
+
+        return tensor(data, dtype=dtype or self._dtype, device=device or self._device, requires_grad=requires_grad)
+
+    # -- autograd ----------------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._ag is not None
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        ag = self._ag
+        if ag is not None and ag.grad_fn is not None:
+            if not requires_grad:
+                raise AutogradError("you can only change requires_grad flags of leaf variables. If you want to "
+                                    "use a computed variable in a subgraph that doesn't require differentiation "
+                                    "use var_no_grad = var.detach().")
+            return self
+        if requires_grad:
+            if not (self._dtype.is_floating_point or self._dtype.is_complex):
+                raise AutogradError("only Tensors of floating point and complex dtype can require gradients")
+            if ag is None:
+                self._ag = AutogradMeta()
+                self._keys |= K.AUTOGRAD
+        else:
+            self._ag = None
+            self._keys &= ~K.AUTOGRAD
+        return self
+
+    @property
+    def grad(self):
+        ag = self._ag
+        return ag.grad if ag is not None else None
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise ArgumentTypeError(f"assigned grad expected to be a Tensor or None but got {type(value).__name__}")
+            if value.shape != self.shape:
+                raise RuntimeError(f"assigned grad has data of a different size: expected {list(self.shape)}, "
+                                   f"got {list(value.shape)}")
+        if self._ag is None:
+            if value is None:
+                return
+            self._ag = AutogradMeta()
+            self._keys |= K.AUTOGRAD
+        self._ag.grad = value
+
+    @property
+    def grad_fn(self):
+        ag = self._ag
+        return ag.grad_fn if ag is not None else None
+
+    @property
+    def is_leaf(self) -> bool:
+        ag = self._ag
+        return ag is None or ag.grad_fn is None
+
+    @property
+    def output_nr(self) -> int:
+        ag = self._ag
+        return ag.output_nr if ag is not None else 0
+
+    @property
+    def data(self) -> "Tensor":
+        return self.detach()
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        self._data = value._data
+        self._dtype = value._dtype
+        self._device = value._device
+        self._storage = value._storage
+        self._keys = (value._keys & ~K.AUTOGRAD) | (self._keys & K.AUTOGRAD)
+
+    def detach(self) -> "Tensor":
+        """A tensor sharing storage (and version counter) with no autograd history."""
+        return make_tensor(self._data, self._dtype, self._device, self._keys & ~K.AUTOGRAD, self._storage)
+
+    def detach_(self) -> "Tensor":
+        self._ag = None
+        self._keys &= ~K.AUTOGRAD
+        return self
+
+    def retain_grad(self) -> None:
+        ag = self._ag
+        if ag is None:
+            raise AutogradError("can't retain_grad on Tensor that has requires_grad=False")
+        if ag.grad_fn is not None:
+            ag.retains_grad = True
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._ag is not None and self._ag.retains_grad
+
+    def register_hook(self, hook):
+        from .autograd.graph import register_tensor_hook
+
+        return register_tensor_hook(self, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
+        from .autograd.engine import backward
+
+        backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph, inputs)
+
+    def is_inference(self) -> bool:
+        return getattr(self, "_inference", False)
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple of ints printed as `ember.Size([2, 3])`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"ember.Size({list(self)})"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, item):
+        out = tuple.__getitem__(self, item)
+        return Size(out) if isinstance(item, slice) else out
+
+
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
+               "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}
+
+
+class ArgumentValueErrorLazy:
+    @staticmethod
+    def make(msg: str):
+        from ember.errors import ArgumentValueError
+
+        return ArgumentValueError(msg)
+
+
+def _wrap_dim(op: str, dim: int, ndim: int) -> int:
+    from ember.errors import DimensionError
+
+    bound = max(ndim, 1)
+    if not -bound <= dim < bound:
+        raise DimensionError(f"{op}: Dimension out of range (expected to be in range of [{-bound}, {bound - 1}], but got {dim})")
+    return dim + bound if dim < 0 else dim
+
+
+def make_tensor(data: Any, dtype: _dt.dtype, device, keys: int, storage: Storage | None, base=None) -> Tensor:
+    """Wrap a native array as a Tensor; a new Storage when `storage` is None."""
+    t = object.__new__(Tensor)
+    t._data = data
+    t._dtype = dtype
+    t._device = device
+    t._keys = keys
+    t._storage = storage if storage is not None else Storage(data.nbytes, device)
+    t._ag = None
+    t._base = base
+    return t
+
+
+def _rebuild(array, device: str, requires_grad: bool) -> Tensor:
+    from .factories import tensor
+
+    return tensor(array, device=device, requires_grad=requires_grad)
+
+
+_dispatch.Tensor = Tensor

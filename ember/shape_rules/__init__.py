@@ -1,0 +1,24 @@
+"""Shape rules: the meta functions shared by every backend.
+
+A shape rule validates an op's arguments and computes its output spec (see
+ember.dispatcher.backend) before any kernel runs, so every backend raises the same error
+for the same bad input and allocates the same result. The registry names a rule per op
+(`shape: pointwise`); `@shape_rule("name")` registers one. Rules take `(op, *args)` with the
+arguments in schema order and must be cheap: they run on every call.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+RULES: dict[str, Callable] = {}
+
+
+def shape_rule(name: str) -> Callable[[Callable], Callable]:
+    """Register the decorated function as the shape rule called `name`."""
+    def register(fn: Callable) -> Callable:
+        RULES[name] = fn
+        return fn
+    return register
+
+
+from . import pointwise, reductions, views, tensor_ops, factories  # noqa: E402,F401  (registration)

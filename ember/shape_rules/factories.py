@@ -1,0 +1,93 @@
+"""Shape rules of factories: sizes, dtype defaults (float32 for floats, int64 for ints)."""
+from __future__ import annotations
+
+import math
+
+from ember.errors import ArgumentTypeError, ArgumentValueError, DTypeError
+from ember.frontend import dtype as _dt
+from ember.frontend.tensor import Tensor
+from ember.frontend.type_promotion import dtype_of_scalar
+
+from . import shape_rule
+from .common import NUMBER_TYPES, check_dtype_arg, check_int_list, check_tensor, type_name
+
+
+def _size(op, size) -> tuple[int, ...]:
+    size = check_int_list(op, size, "size")
+    for s in size:
+        if s < 0:
+            raise ArgumentValueError(f"{op.name}(): Trying to create tensor with negative dimension {s}: {list(size)}")
+    return size
+
+
+@shape_rule("factory")
+def factory(op, size, *rest):
+    """empty/zeros/ones/rand/randn: (size, *, [generator,] dtype, device, requires_grad)."""
+    dtype = rest[-3]
+    check_dtype_arg(op, dtype)
+    out = dtype or _dt.get_default_dtype()
+    if op.family == "random" and not out.is_floating_point:
+        raise DTypeError(f"{op.name}(): {op.name.split('.')[0]} is only defined for floating-point dtypes, "
+                         f"got {type_name(out)}")
+    return (_size(op, size), out)
+
+
+@shape_rule("full")
+def full(op, size, fill_value, dtype=None, device=None, requires_grad=False):
+    check_dtype_arg(op, dtype)
+    if not isinstance(fill_value, NUMBER_TYPES):
+        if isinstance(fill_value, Tensor) and fill_value.ndim == 0:
+            fill_value = fill_value.item()
+        else:
+            raise ArgumentTypeError(f"{op.name}(): argument 'fill_value' must be Number, not {type(fill_value).__name__}")
+    return (_size(op, size), dtype or dtype_of_scalar(fill_value))
+
+
+@shape_rule("like")
+def like(op, self, *rest):
+    check_tensor(op, self, "input")
+    dtype = rest[-3]
+    check_dtype_arg(op, dtype)
+    return (self._data.shape, dtype or self._dtype)
+
+
+@shape_rule("eye")
+def eye(op, n, m=None, dtype=None, device=None, requires_grad=False):
+    check_dtype_arg(op, dtype)
+    m = n if m is None else m
+    for name, v in (("n", n), ("m", m)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ArgumentTypeError(f"{op.name}(): argument '{name}' must be int, not {type(v).__name__}")
+        if v < 0:
+            raise ArgumentValueError(f"{op.name}(): {name} must be greater or equal to 0, got {v}")
+    return ((n, m), dtype or _dt.get_default_dtype())
+
+
+@shape_rule("arange")
+def arange(op, start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    check_dtype_arg(op, dtype)
+    if end is None:
+        start, end = 0, start
+    for name, v in (("start", start), ("end", end), ("step", step)):
+        if isinstance(v, Tensor) and v.ndim == 0:
+            v = v.item()
+        if not isinstance(v, NUMBER_TYPES):
+            raise ArgumentTypeError(f"{op.name}(): argument '{name}' must be Number, not {type(v).__name__}")
+    if step == 0:
+        raise ArgumentValueError(f"{op.name}(): step must be nonzero")
+    if not all(math.isfinite(float(v)) for v in (start, end)):
+        raise ArgumentValueError(f"{op.name}(): unsupported range: {start} -> {end}")
+    if (step > 0 and end < start) or (step < 0 and end > start):
+        raise ArgumentValueError(f"{op.name}(): upper bound and larger bound inconsistent with step sign")
+    if dtype is None:
+        dtype = _dt.get_default_dtype() if any(isinstance(v, float) for v in (start, end, step)) else _dt.int64
+    length = max(0, math.ceil((end - start) / step))
+    return ((length,), dtype)
+
+
+@shape_rule("randint")
+def randint(op, low, high, size, generator=None, dtype=None, device=None, requires_grad=False):
+    check_dtype_arg(op, dtype)
+    if high <= low:
+        raise ArgumentValueError(f"{op.name}(): random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    return (_size(op, size), dtype or _dt.int64)

@@ -1,0 +1,124 @@
+"""Shape rules of pointwise ops: broadcasting plus PyTorch's type promotion."""
+from __future__ import annotations
+
+from ember.errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
+from ember.frontend import dtype as _dt
+from ember.frontend.tensor import Tensor
+from ember.frontend.type_promotion import can_cast, elementwise_dtypes
+
+from . import shape_rule
+from .common import NUMBER_TYPES, broadcast_shapes, type_name
+
+_ROUNDING_MODES = (None, "trunc", "floor")
+
+
+def _operands(op, args):
+    """The tensor-or-number operands of a pointwise op, type-checked."""
+    out = []
+    for i in op.tensor_args:
+        a = args[i]
+        if not isinstance(a, (Tensor,) + NUMBER_TYPES):
+            raise ArgumentTypeError(f"{op.name}(): argument '{op.arg_names[i]}' must be Tensor or a number, "
+                                    f"not {type(a).__name__}")
+        out.append(a)
+    return out
+
+
+def _extra_checks(op, args, operands, result_dtype):
+    name = op.name.split(".")[0].rstrip("_")
+    if name in ("sub", "rsub"):
+        if all(isinstance(o, Tensor) and o._dtype is _dt.bool for o in operands):
+            raise DTypeError(f"{op.name}(): Subtraction, the `-` operator, with two bool tensors is not supported. "
+                             "Use the `^` or `logical_xor()` operator instead.")
+    elif name == "neg" and result_dtype is _dt.bool:
+        raise DTypeError(f"{op.name}(): Negation, the `-` operator, on a bool tensor is not supported. "
+                         "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    elif name == "div":
+        mode = args[2]
+        if mode not in _ROUNDING_MODES:
+            raise ArgumentValueError(f"{op.name}(): div expected rounding_mode to be one of None, 'trunc', or "
+                                     f"'floor' but found '{mode}'")
+    if "alpha" in op.arg_names:
+        alpha = args[op.arg_names.index("alpha")]
+        if not isinstance(alpha, NUMBER_TYPES):
+            raise ArgumentTypeError(f"{op.name}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
+        if isinstance(alpha, float) and not result_dtype.is_floating_point:
+            raise DTypeError(f"{op.name}(): For integral input tensors, argument alpha must not be a floating point number.")
+
+
+@shape_rule("pointwise")
+def pointwise(op, *args):
+    """Broadcast shape of the tensor operands; dtype by the op's promotion rule."""
+    idx = op.tensor_args
+    if len(idx) == 2:
+        a = args[idx[0]]
+        b = args[idx[1]]
+        if a.__class__ is Tensor and b.__class__ is Tensor and a._dtype is b._dtype and op.promotion == "default":
+            sa = a._data.shape
+            if sa == b._data.shape and (op.arg_names[-1] != "alpha" or args[-1].__class__ is int):
+                if a._dtype is _dt.bool and op.name.startswith("sub"):
+                    _extra_checks(op, args, (a, b), a._dtype)
+                return (sa, a._dtype)
+    operands = _operands(op, args)
+    tensors = [o for o in operands if isinstance(o, Tensor)]
+    if not tensors:
+        raise ArgumentTypeError(f"{op.name}(): expected at least one Tensor argument, got only numbers")
+    if op.promotion == "none":
+        result = tensors[0]._dtype
+    else:
+        _, result = elementwise_dtypes(*operands, rule=op.promotion)
+    _extra_checks(op, args, operands, result)
+    if len(tensors) == 1:
+        shape = tensors[0]._data.shape
+    else:
+        shape = broadcast_shapes(op, [t._data.shape for t in tensors])
+    if op.inplace_of is not None:
+        return _inplace_result(op, args[0], shape, result)
+    return (shape, result)
+
+
+def _inplace_result(op, self: Tensor, shape, result):
+    """An in-place op writes into `self`: the result must fit its shape and dtype."""
+    if tuple(shape) != tuple(self._data.shape):
+        raise ShapeError(f"{op.name}(): output with shape {list(self._data.shape)} doesn't match the broadcast "
+                         f"shape {list(shape)}")
+    if not can_cast(result, self._dtype):
+        raise DTypeError(f"{op.name}(): result type {type_name(result)} can't be cast to the desired output type "
+                         f"{type_name(self._dtype)}")
+    return (self._data.shape, self._dtype)
+
+
+@shape_rule("where")
+def where(op, condition, self, other):
+    if not isinstance(condition, Tensor):
+        raise ArgumentTypeError(f"{op.name}(): argument 'condition' must be Tensor, not {type(condition).__name__}")
+    if condition._dtype is not _dt.bool:
+        raise DTypeError(f"{op.name}(): where expected condition to be a boolean tensor, but got a tensor with "
+                         f"dtype {type_name(condition._dtype)}")
+    operands = _operands(op, (condition, self, other))[1:]
+    tensors = [condition] + [o for o in operands if isinstance(o, Tensor)]
+    _, result = elementwise_dtypes(*operands, rule="default")
+    shape = broadcast_shapes(op, [t._data.shape for t in tensors])
+    return (shape, result)
+
+
+@shape_rule("clamp")
+def clamp(op, self, min=None, max=None):
+    if not isinstance(self, Tensor):
+        raise ArgumentTypeError(f"{op.name}(): argument 'input' must be Tensor, not {type(self).__name__}")
+    if min is None and max is None:
+        raise ArgumentValueError(f"{op.name}(): At least one of 'min' or 'max' must not be None")
+    operands = [self]
+    for name, bound in (("min", min), ("max", max)):
+        if bound is None:
+            continue
+        if not isinstance(bound, (Tensor,) + NUMBER_TYPES):
+            raise ArgumentTypeError(f"{op.name}(): argument '{name}' must be Tensor or a number, not "
+                                    f"{type(bound).__name__}")
+        operands.append(bound)
+    _, result = elementwise_dtypes(*operands, rule="default")
+    tensors = [o for o in operands if isinstance(o, Tensor)]
+    shape = broadcast_shapes(op, [t._data.shape for t in tensors])
+    if op.inplace_of is not None:
+        return _inplace_result(op, self, shape, result)
+    return (shape, result)

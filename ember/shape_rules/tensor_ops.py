@@ -1,0 +1,168 @@
+"""Shape rules of joins, copies and matrix products."""
+from __future__ import annotations
+
+from ember.errors import ArgumentTypeError, DTypeError, ShapeError
+from ember.frontend import dtype as _dt
+from ember.frontend.tensor import Tensor
+from ember.frontend.type_promotion import result_type
+
+from . import shape_rule
+from .common import broadcast_shapes, check_dtype_arg, check_tensor, type_name, wrap_dim
+
+
+def _tensor_list(op, tensors, arg="tensors") -> list[Tensor]:
+    if not isinstance(tensors, (list, tuple)):
+        raise ArgumentTypeError(f"{op.name}(): argument '{arg}' must be tuple of Tensors, not {type(tensors).__name__}")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise ArgumentTypeError(f"{op.name}(): argument '{arg}' must be tuple of Tensors, but element {i} is "
+                                    f"{type(t).__name__}")
+    if not tensors:
+        raise ShapeError(f"{op.name}(): expected a non-empty list of Tensors")
+    return list(tensors)
+
+
+@shape_rule("cat")
+def cat(op, tensors, dim=0):
+    tensors = _tensor_list(op, tensors)
+    # PyTorch skips 1-d empty tensors (legacy behaviour) when checking shapes
+    shaped = [t for t in tensors if t._data.shape != (0,)] or tensors[:1]
+    ref = shaped[0]._data.shape
+    if not ref:
+        raise ShapeError(f"{op.name}(): zero-dimensional tensor (at position 0) cannot be concatenated")
+    d = wrap_dim(op, dim, len(ref))
+    total = 0
+    for i, t in enumerate(tensors):
+        shape = t._data.shape
+        if shape == (0,) and len(ref) != 1:
+            continue
+        if len(shape) != len(ref):
+            raise ShapeError(f"{op.name}(): Tensors must have same number of dimensions: got {len(ref)} and {len(shape)}")
+        for j, (a, b) in enumerate(zip(ref, shape)):
+            if j != d and a != b:
+                raise ShapeError(f"{op.name}(): Sizes of tensors must match except in dimension {d}. Expected size "
+                                 f"{a} but got size {b} for tensor number {i} in the list.")
+        total += shape[d]
+    out = list(ref)
+    out[d] = total
+    return (tuple(out), result_type(*tensors))
+
+
+@shape_rule("stack")
+def stack(op, tensors, dim=0):
+    tensors = _tensor_list(op, tensors)
+    ref = tensors[0]._data.shape
+    d = wrap_dim(op, dim, len(ref) + 1)
+    for i, t in enumerate(tensors):
+        if t._data.shape != ref:
+            raise ShapeError(f"{op.name}(): stack expects each tensor to be equal size, but got {list(ref)} at entry 0 "
+                             f"and {list(t._data.shape)} at entry {i}")
+    out = list(ref)
+    out.insert(d, len(tensors))
+    return (tuple(out), result_type(*tensors))
+
+
+@shape_rule("copy_")
+def copy_(op, self, src, non_blocking=False):
+    check_tensor(op, self, "self")
+    if not isinstance(src, Tensor):
+        raise ArgumentTypeError(f"{op.name}(): argument 'src' must be Tensor, not {type(src).__name__}")
+    shape = self._data.shape
+    if broadcast_shapes(op, [shape, src._data.shape]) != tuple(shape):
+        raise ShapeError(f"{op.name}(): output with shape {list(shape)} doesn't match the broadcast shape "
+                         f"{list(broadcast_shapes(op, [shape, src._data.shape]))}")
+    return (shape, self._dtype)
+
+
+@shape_rule("inplace")
+def inplace(op, self, *rest):
+    """Ops that fill `self` in place (fill_, random fills)."""
+    check_tensor(op, self, "self")
+    return (self._data.shape, self._dtype)
+
+
+@shape_rule("to_copy")
+def to_copy(op, self, dtype=None, device=None, non_blocking=False):
+    check_tensor(op, self, "input")
+    check_dtype_arg(op, dtype)
+    return (self._data.shape, dtype or self._dtype)
+
+
+def _matmul_dtype(op, a: Tensor, b: Tensor):
+    if a._dtype is not b._dtype:
+        raise DTypeError(f"{op.name}(): expected m1 and m2 to have the same dtype, but got: {a._dtype.name} != "
+                         f"{b._dtype.name}")
+    if a._dtype is _dt.bool:
+        raise DTypeError(f'{op.name}(): "addmm_impl_cpu_" not implemented for \'Bool\'')
+    return a._dtype
+
+
+@shape_rule("mm")
+def mm(op, self, mat2):
+    check_tensor(op, self, "input")
+    check_tensor(op, mat2, "mat2")
+    a, b = self._data.shape, mat2._data.shape
+    if len(a) != 2:
+        raise ShapeError(f"{op.name}(): self must be a matrix")
+    if len(b) != 2:
+        raise ShapeError(f"{op.name}(): mat2 must be a matrix")
+    if a[1] != b[0]:
+        raise ShapeError(f"{op.name}(): mat1 and mat2 shapes cannot be multiplied ({a[0]}x{a[1]} and {b[0]}x{b[1]})")
+    return ((a[0], b[1]), _matmul_dtype(op, self, mat2))
+
+
+@shape_rule("bmm")
+def bmm(op, self, mat2):
+    check_tensor(op, self, "input")
+    check_tensor(op, mat2, "mat2")
+    a, b = self._data.shape, mat2._data.shape
+    if len(a) != 3:
+        raise ShapeError(f"{op.name}(): batch1 must be a 3D tensor")
+    if len(b) != 3:
+        raise ShapeError(f"{op.name}(): batch2 must be a 3D tensor")
+    if a[0] != b[0]:
+        raise ShapeError(f"{op.name}(): batch1 and batch2 must have same number of batches, got {a[0]} and {b[0]}")
+    if a[2] != b[1]:
+        raise ShapeError(f"{op.name}(): Expected size for first two dimensions of batch2 tensor to be: "
+                         f"[{b[0]}, {a[2]}] but got: [{b[0]}, {b[1]}].")
+    return ((a[0], a[1], b[2]), _matmul_dtype(op, self, mat2))
+
+
+@shape_rule("matmul")
+def matmul(op, self, other):
+    check_tensor(op, self, "input")
+    check_tensor(op, other, "other")
+    a, b = self._data.shape, other._data.shape
+    if not a or not b:
+        raise ShapeError(f"{op.name}(): both arguments to matmul need to be at least 1D, but they are {len(a)}D "
+                         f"and {len(b)}D")
+    dtype = _matmul_dtype(op, self, other)
+    if len(a) == 1 and len(b) == 1:
+        if a[0] != b[0]:
+            raise ShapeError(f"{op.name}(): inconsistent tensor size, expected tensor [{a[0]}] and src [{b[0]}] to "
+                             "have the same number of elements, but got " f"{a[0]} and {b[0]} elements respectively")
+        return ((), dtype)
+    k_a = a[-1]
+    k_b = b[0] if len(b) == 1 else b[-2]
+    if k_a != k_b:
+        rows = 1 if len(a) == 1 else a[-2]
+        cols = 1 if len(b) == 1 else b[-1]
+        raise ShapeError(f"{op.name}(): mat1 and mat2 shapes cannot be multiplied ({rows}x{k_a} and {k_b}x{cols})")
+    batch = broadcast_shapes(op, [tuple(a[:-2]), tuple(b[:-2])])
+    out = list(batch)
+    if len(a) > 1:
+        out.append(a[-2])
+    if len(b) > 1:
+        out.append(b[-1])
+    return (tuple(out), dtype)
+
+
+@shape_rule("addmm")
+def addmm(op, self, mat1, mat2, beta=1, alpha=1):
+    check_tensor(op, self, "input")
+    out = mm(op, mat1, mat2)
+    broadcast_shapes(op, [self._data.shape, out[0]])
+    if self._dtype is not out[1]:
+        raise DTypeError(f"{op.name}(): self and mat2 must have the same dtype, but got {type_name(self._dtype)} "
+                         f"and {type_name(out[1])}")
+    return out
