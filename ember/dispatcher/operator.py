@@ -95,7 +95,7 @@ class OpDef:
                 kernel = self.functionality.get(key)
                 if kernel is not None:
                     entry = functools.partial(kernel, self, below)
-                    return _traced(self, ks, key, "functionality kernel", entry) if _TRACE else entry
+                    return _traced(self, ks, key, kernel.__name__, entry) if _TRACE else entry
                 remaining &= ~key
                 continue
             entry, origin = _backend_entry(self, key)

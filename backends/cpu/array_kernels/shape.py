@@ -64,9 +64,6 @@ def make(xp, native: Callable) -> dict[str, Callable]:
     def clone(spec, a):
         return xp.array(a, order="C", copy=True)
 
-    def to_copy(spec, a, dtype=None, device=None, non_blocking=False):
-        return xp.array(a, dtype=native(spec[1]), order="C", copy=True)
-
     def cat(spec, tensors, dim=0):
         dt = native(spec[1])
         shape = spec[0]
@@ -78,4 +75,4 @@ def make(xp, native: Callable) -> dict[str, Callable]:
     return {"as_strided": as_strided, "view": view, "permute": permute, "transpose.int": transpose,
             "squeeze.dims": squeeze, "unsqueeze": unsqueeze, "slice.Tensor": slice_, "select.int": select,
             "expand": as_strided, "copy_": copy_, "fill_.Scalar": fill_, "clone": clone,
-            "_to_copy": to_copy, "cat": cat}
+            "cat": cat}
