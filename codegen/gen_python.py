@@ -394,13 +394,13 @@ def _pyi_returns(schema: FunctionSchema) -> str:
 
 def _pyi_sig(op: OpEntry, name: str, is_method: bool) -> str:
     varargs = _varargs_param(op.schema, is_method)
-    parts = []
+    bound = _self_index(op.schema) if is_method else -1
+    parts = ["self"] if is_method else []
     star = False
     for i, a in enumerate(op.schema.arguments):
-        pname = "self" if (is_method and i == 0) else argument_python_name(a, is_method)
-        if is_method and i == 0:
-            parts.append("self")
+        if i == bound:
             continue
+        pname = argument_python_name(a, is_method)
         if a is varargs:
             parts.append(f"*{pname}: int | Sequence[int]")
             star = True

@@ -187,16 +187,17 @@ def _resolve_entry(raw, families, sources: SourceIndex, path) -> list[OpEntry]:
 
     if not isinstance(raw, dict):
         fail("each entry must be a mapping")
-    unknown = set(raw) - ENTRY_KEYS - {"__line__"}
-    if unknown:
-        fail(f"unknown key(s) {sorted(unknown)}; allowed: {sorted(ENTRY_KEYS)}")
     if "func" not in raw:
         fail("missing `func` (the schema)")
+    label = str(raw["func"]).split("(", 1)[0]
     try:
         schema = parse_schema(raw["func"])
     except SchemaError as exc:
         fail(f"bad schema: {exc}")
     label = schema.full_name
+    unknown = set(raw) - ENTRY_KEYS - {"__line__"}
+    if unknown:
+        fail(f"unknown key(s) {sorted(unknown)}; allowed: {sorted(ENTRY_KEYS)}")
     family = raw.get("family")
     if family not in FAMILIES:
         fail(f"`family` must be one of {sorted(FAMILIES)}, got {family!r}")

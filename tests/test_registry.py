@@ -1,0 +1,105 @@
+"""The registry loader, the generator and the generated bindings."""
+from __future__ import annotations
+
+import inspect
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ember
+from codegen.registry import REGISTRY_PATH, RegistryError, SourceIndex, load_registry
+
+ROOT = Path(__file__).resolve().parent.parent
+
+GOOD = """
+families:
+  pointwise: {promotion: default, shape: pointwise, autocast: promote, impl: primitive, variants: [function, method], tags: [core]}
+ops:
+- func: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+  family: pointwise
+  autograd:
+    self: grad
+    other: maybe_multiply(grad, alpha)
+  doc: Adds.
+"""
+
+
+def load_text(tmp_path, text: str):
+    path = tmp_path / "ops_registry.yaml"
+    path.write_text(text)
+    return load_registry(path, SourceIndex.scan(ROOT))
+
+
+def test_real_registry_loads():
+    registry = load_registry(REGISTRY_PATH)
+    names = {op.name for op in registry.ops}
+    for required in ("add.Tensor", "add_.Tensor", "div.Tensor_mode", "max.dim", "softmax.int", "as_strided",
+                     "randint.low", "_to_copy", "copy_"):
+        assert required in names
+    assert len(registry.ops) == len(ember.dispatcher.ALL_OPS)
+
+
+def test_minimal_registry_is_valid(tmp_path):
+    assert [op.name for op in load_text(tmp_path, GOOD).ops] == ["add.Tensor"]
+
+
+@pytest.mark.parametrize("change, message", [
+    (("  doc: Adds.\n", "  doc: Adds.\n  colour: red\n"), "unknown key(s) ['colour']"),
+    (("add.Tensor(Tensor self", "add.Tensor(Tensr self"), "bad schema: unknown type 'Tensr'"),
+    (("family: pointwise\n", "family: pointwise\n  shape: no_such_rule\n"), "unknown shape rule 'no_such_rule'"),
+    (("maybe_multiply(grad, alpha)", "frobnicate(grad)"), "calls 'frobnicate'"),
+    (("other: maybe_multiply(grad, alpha)", "other: grad * beta"), "uses 'beta'"),
+    (("    self: grad\n", "    selff: grad\n"), "autograd names 'selff'"),
+    (("  doc: Adds.\n", ""), "missing `doc`"),
+    (("family: pointwise\n", "family: pointwise\n  impl: composite\n"), "composite op is differentiated"),
+    (("family: pointwise\n", "family: pointwise\n  autocast: sometimes\n"), "`autocast` must be one of"),
+    (("other: maybe_multiply(grad, alpha)", "other: maybe_multiply(grad,"), "not a valid expression"),
+])
+def test_malformed_entries_name_the_entry_line_and_problem(tmp_path, change, message):
+    old, new = change
+    assert old in GOOD
+    with pytest.raises(RegistryError) as info:
+        load_text(tmp_path, GOOD.replace(old, new, 1))
+    text = str(info.value)
+    assert message in text
+    assert "ops_registry.yaml:5:" in text and "add.Tensor" in text
+
+
+def test_duplicate_entry_is_reported(tmp_path):
+    text = GOOD + GOOD.split("ops:\n", 1)[1]
+    with pytest.raises(RegistryError, match=r"entry 'add.Tensor': duplicate of the entry at line 5"):
+        load_text(tmp_path, text)
+
+
+def test_codegen_check_detects_stale_output(tmp_path):
+    copy = tmp_path / "repo"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", ".asv", "*.egg-info"))
+    fresh = subprocess.run([sys.executable, "-m", "codegen", "--check"], cwd=copy, capture_output=True, text=True)
+    assert fresh.returncode == 0, fresh.stderr
+    target = copy / "ember" / "_generated" / "functions.py"
+    target.write_text(target.read_text() + "\n# hand edit\n")
+    stale = subprocess.run([sys.executable, "-m", "codegen", "--check"], cwd=copy, capture_output=True, text=True)
+    assert stale.returncode == 1
+    assert "stale: ember/_generated/functions.py" in stale.stderr
+
+
+def test_bindings_have_real_signatures_and_docstrings():
+    sig = inspect.signature(ember.add)
+    assert list(sig.parameters) == ["input", "other", "alpha"]
+    assert sig.parameters["alpha"].kind is inspect.Parameter.KEYWORD_ONLY and sig.parameters["alpha"].default == 1
+    assert "Schema: ``add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``" in ember.add.__doc__
+    sig = inspect.signature(ember.Tensor.sum)
+    assert list(sig.parameters) == ["self", "dim", "keepdim", "dtype"]
+    assert inspect.signature(ember.zeros).parameters["size"].kind is inspect.Parameter.VAR_POSITIONAL
+    assert inspect.signature(ember.Tensor.view).parameters["size"].kind is inspect.Parameter.VAR_POSITIONAL
+
+
+def test_stubs_and_ops_doc_are_generated():
+    stub = (ROOT / "ember" / "_generated" / "functions.pyi").read_text()
+    assert "def add(input: Tensor | Number, other: Tensor | Number, *, alpha: Number = ...) -> Tensor: ..." in stub
+    doc = (ROOT / "docs" / "ops.md").read_text()
+    assert "| `add.Tensor` | native | native |" in doc
+    assert "| `softmax.int` |" in doc
