@@ -1,0 +1,105 @@
+"""Bad input: PyTorch's exception classes, messages naming the op and the argument."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import ember
+
+
+def both(fn_ember, fn_torch):
+    """Run the same bad call in both frameworks; return (ember exception, torch exception)."""
+    with pytest.raises(Exception) as e_info:
+        fn_ember()
+    with pytest.raises(Exception) as t_info:
+        fn_torch()
+    return e_info.value, t_info.value
+
+
+def assert_same_class(e_exc, t_exc):
+    """ember's exception is an instance of the built-in class torch raised."""
+    builtin = next(c for c in type(t_exc).__mro__ if c.__module__ == "builtins")
+    assert isinstance(e_exc, builtin), (type(e_exc), type(t_exc))
+
+
+def test_shape_mismatch():
+    e, t = both(lambda: ember.ones(2, 3) + ember.ones(4), lambda: torch.ones(2, 3) + torch.ones(4))
+    assert_same_class(e, t)
+    assert str(e).startswith("add.Tensor(): The size of tensor a (3) must match the size of tensor b (4)")
+
+
+def test_matmul_shape_mismatch():
+    e, t = both(lambda: ember.mm(ember.ones(2, 3), ember.ones(4, 5)), lambda: torch.mm(torch.ones(2, 3), torch.ones(4, 5)))
+    assert_same_class(e, t)
+    assert "mm(): mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)" in str(e)
+
+
+def test_device_mismatch_cpu_vs_meta():
+    e, t = both(lambda: ember.ones(2) * ember.ones(2, device="meta"),
+                lambda: torch.ones(2) * torch.ones(2, device="meta"))
+    assert_same_class(e, t)
+    assert "mul.Tensor" in str(e) and "cpu (argument 'self')" in str(e) and "meta (argument 'other')" in str(e)
+
+
+def test_wrong_dtype():
+    e, t = both(lambda: ember.where(ember.ones(2), ember.ones(2), ember.zeros(2)),
+                lambda: torch.where(torch.ones(2), torch.ones(2), torch.zeros(2)))
+    assert_same_class(e, t)
+    assert "where.self(): where expected condition to be a boolean tensor" in str(e)
+    e, t = both(lambda: ember.ones(2, dtype=ember.int64).add_(1.5), lambda: torch.ones(2, dtype=torch.int64).add_(1.5))
+    assert_same_class(e, t)
+    assert "add_.Tensor(): result type Float can't be cast to the desired output type Long" in str(e)
+
+
+def test_wrong_argument_type():
+    e, t = both(lambda: ember.add(ember.ones(2), "x"), lambda: torch.add(torch.ones(2), "x"))
+    assert_same_class(e, t)
+    assert "add.Tensor(): argument 'other' must be Tensor or a number, not str" in str(e)
+
+
+def test_dimension_out_of_range():
+    e, t = both(lambda: ember.ones(2, 3).sum(5), lambda: torch.ones(2, 3).sum(5))
+    assert_same_class(e, t)
+    assert "sum.dim_IntList(): Dimension out of range (expected to be in range of [-2, 1], but got 5)" in str(e)
+
+
+def test_modified_saved_tensor():
+    def run(lib):
+        x = lib.ones(3, requires_grad=True)
+        a = x * 1
+        b = a * a
+        a.mul_(2)
+        b.sum().backward()
+    e, t = both(lambda: run(ember), lambda: run(torch))
+    assert_same_class(e, t)
+    assert "modified by an inplace operation" in str(e) and "is at version 1; expected version 0" in str(e)
+
+
+def test_invalid_view():
+    e, t = both(lambda: ember.ones(2, 3).t().view(6), lambda: torch.ones(2, 3).t().view(6))
+    assert_same_class(e, t)
+    assert str(e).startswith("view(): view size is not compatible with input tensor's size and stride")
+
+
+def test_bad_input_leaves_tensors_untouched():
+    a = ember.tensor([1.0, 2.0, 3.0])
+    with pytest.raises(RuntimeError):
+        a.add_(ember.ones(2, 3))
+    assert a.tolist() == [1.0, 2.0, 3.0] and a._version == 0
+
+
+def test_dispatch_trace_shows_autograd_then_cpu():
+    code = ("import ember\n"
+            "a = ember.ones(3, requires_grad=True)\nb = ember.ones(3, requires_grad=True)\n"
+            "import sys; print('--- a * b', file=sys.stderr)\nc = a * b\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, EMBER_DISPATCH_TRACE="1"), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    hops = proc.stderr.split("--- a * b\n", 1)[1].splitlines()
+    assert len(hops) == 2
+    assert "mul.Tensor" in hops[0] and "keys=Autograd|CPU" in hops[0] and "-> Autograd (autograd_kernel)" in hops[0]
+    assert "mul.Tensor" in hops[1] and "keys=CPU" in hops[1] and "-> CPU (cpu kernel)" in hops[1]
