@@ -1,29 +1,34 @@
-# The two set-up commands of the README. Each creates .venv on a fresh machine and installs
-# everything it needs (the torch oracle included for tests).
-PY      ?= python3
-VENV    := .venv
-VPY     := $(VENV)/bin/python
-STAMP   := $(VENV)/.installed
+# The README's two set-up commands. Each creates .venv on a fresh machine and installs what
+# it needs: `demo` the package and scikit-learn, `test` also the torch oracle and pytest.
+PY   ?= python3
+VENV := .venv
+VPY  := $(VENV)/bin/python
 
-.PHONY: demo test codegen check-codegen bench clean
+.PHONY: demo test codegen bench clean
 
-$(STAMP): pyproject.toml
+$(VPY):
 	$(PY) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --upgrade pip
-	$(VPY) -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
 
-demo: $(STAMP)
+$(VENV)/.demo-installed: pyproject.toml | $(VPY)
+	$(VPY) -m pip install --quiet -e '.[demo]'
+	touch $@
+
+$(VENV)/.test-installed: pyproject.toml | $(VPY)
+	$(VPY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+demo: $(VENV)/.demo-installed
 	$(VPY) examples/logistic_regression_digits.py
 
-test: $(STAMP)
+test: $(VENV)/.test-installed
 	$(VPY) -m codegen --check
 	$(VPY) -m pytest -q tests
 
-codegen: $(STAMP)
+codegen: $(VENV)/.test-installed
 	$(VPY) -m codegen
 
-bench: $(STAMP)
+bench: $(VENV)/.test-installed
 	$(VPY) asv_benchmarks/compare.py
 
 clean:
