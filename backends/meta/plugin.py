@@ -40,7 +40,10 @@ class MetaBackend(Backend):
     device_type = "meta"
 
     def to_host(self, array):
-        raise RuntimeError("Cannot copy out of meta tensor; no data! Use .to_empty() or materialise on a real device.")
+        from ember.errors import MissingKernelError
+
+        raise MissingKernelError("Cannot copy out of meta tensor; no data! Meta tensors carry shapes only; "
+                                 "materialise on a real device (e.g. Module.to_empty) to get values.")
 
     def from_host(self, ndarray, device_index=None):
         from ember.frontend.numpy_interop import from_numpy_dtype
@@ -58,8 +61,11 @@ class MetaBackend(Backend):
         return array.storage_nbytes
 
     def kernels(self):
+        # ops whose output may live on another device (_to_copy, *_like(device=...)) keep
+        # their explicit kernels/decompositions, which allocate on the target device
         return {name: _make_kernel(op) for name, op in ALL_OPS.items()
-                if "data_dependent_shape" not in op.tags}
+                if "data_dependent_shape" not in op.tags
+                and not (op.device_arg is not None and (op.tensor_args or op.tensor_list_args))}
 
 
 @hookimpl
