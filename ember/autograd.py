@@ -6,6 +6,28 @@ from ember.frontend.autograd.grad_mode import (detect_anomaly, enable_grad, infe
                                                is_grad_enabled, no_grad, set_detect_anomaly, set_grad_enabled)
 from ember.frontend.autograd.graph import Node
 
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, other) -> bool:
+        from ember.frontend.tensor import Tensor
+
+        return isinstance(other, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """The legacy `Variable(tensor, requires_grad=False)` wrapper, kept for old code.
+
+    As in PyTorch it returns a plain Tensor: `tensor` detached (sharing its storage),
+    requiring grad when asked; every Tensor is an instance of Variable.
+    """
+
+    def __new__(cls, data, requires_grad: bool = False, volatile: bool = False):
+        out = data.detach()
+        if requires_grad:
+            out.requires_grad_()
+        return out
+
+
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "gradcheck", "gradgradcheck", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "set_detect_anomaly", "detect_anomaly",
-           "is_anomaly_enabled", "Node"]
+           "is_anomaly_enabled", "Node", "Variable"]

@@ -32,6 +32,11 @@ class MetaArray:
         return tuple(s * self.dtype.itemsize for s in self.elem_strides)
 
     @property
+    def flags(self) -> "_Flags":
+        """numpy-style flags (c_contiguous), read by the shared shape rules."""
+        return _Flags(self)
+
+    @property
     def ndim(self) -> int:
         return len(self.shape)
 
@@ -46,3 +51,23 @@ class MetaArray:
 
     def __repr__(self) -> str:
         return f"MetaArray(shape={self.shape}, dtype={self.dtype}, strides={self.elem_strides}, offset={self.offset})"
+
+
+class _Flags:
+    __slots__ = ("_a",)
+
+    def __init__(self, array: MetaArray) -> None:
+        self._a = array
+
+    @property
+    def c_contiguous(self) -> bool:
+        """C-contiguous as numpy and PyTorch define it: size-1 dimensions and empty arrays ignored."""
+        shape, strides = self._a.shape, self._a.elem_strides
+        if 0 in shape:
+            return True
+        expected = 1
+        for n, st in zip(reversed(shape), reversed(strides)):
+            if n != 1 and st != expected:
+                return False
+            expected *= n
+        return True

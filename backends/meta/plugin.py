@@ -13,8 +13,14 @@ from .array import MetaArray, contiguous_strides
 
 
 def _new(spec) -> MetaArray:
-    shape, dtype = spec[0], spec[1]
-    return MetaArray(tuple(shape), dtype, contiguous_strides(shape), 0, None)
+    """A new array; strided when the shape rule gives strides: (shape, dtype, strides)."""
+    shape, dtype = tuple(spec[0]), spec[1]
+    if len(spec) == 3:
+        n = 1
+        for s in shape:
+            n *= s
+        return MetaArray(shape, dtype, tuple(spec[2]), 0, n * dtype.itemsize)
+    return MetaArray(shape, dtype, contiguous_strides(shape), 0, None)
 
 
 def _make_kernel(op):
@@ -62,10 +68,13 @@ class MetaBackend(Backend):
 
     def kernels(self):
         # ops whose output may live on another device (_to_copy, *_like(device=...)) keep
-        # their explicit kernels/decompositions, which allocate on the target device
+        # their explicit kernels/decompositions, which allocate on the target device;
+        # composite ops returning an alias (reshape, contiguous, t) are a view or a copy
+        # depending on their input's strides, so they run through their decompositions too
         return {name: _make_kernel(op) for name, op in ALL_OPS.items()
                 if "data_dependent_shape" not in op.tags
-                and not (op.device_arg is not None and (op.tensor_args or op.tensor_list_args))}
+                and not (op.device_arg is not None and (op.tensor_args or op.tensor_list_args))
+                and not (op.impl == "composite" and op.is_view)}
 
 
 @hookimpl

@@ -12,10 +12,7 @@ def sign(self):
         return F.clone(self)
     positive = F._to_copy(F.gt(self, 0), dtype=self.dtype)
     negative = F._to_copy(F.lt(self, 0), dtype=self.dtype)
-    out = F.sub(positive, negative)
-    if self.dtype.is_floating_point:
-        out = F.where(F.ne(self, self), self, out)     # sign(nan) is nan
-    return out
+    return F.sub(positive, negative)             # sign(nan) is 0, as in PyTorch
 
 
 @explicit_kernel("clamp.Tensor")

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from ember._generated import functions as F
 from ember.frontend import dtype as _dt
+from ember.frontend.tensor import make_tensor
 from ember.frontend.type_promotion import dtype_of_scalar
+from ember.shape_rules.common import preserved_strides
 
 from . import decomposition
 
@@ -34,8 +36,25 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     return out
 
 
+def empty_with_layout(shape, strides, dtype, device):
+    """A new tensor with the given (dense, non-overlapping) strides, or contiguous when None.
+
+    `empty` only makes contiguous tensors, so a strided one is a window on a flat `empty`,
+    detached from it (it is a new tensor, not a view: its `_base` is None).
+    """
+    if strides is None:
+        return F.empty(tuple(shape), dtype=dtype, device=device)
+    n = 1
+    for s in shape:
+        n *= s
+    window = F.as_strided(F.empty((n,), dtype=dtype, device=device), tuple(shape), tuple(strides), 0)
+    return make_tensor(window._data, window._dtype, window._device, window._keys, window._storage)
+
+
 def _like(self, dtype, device):
-    return F.empty(tuple(self.shape), dtype=dtype or self.dtype, device=self.device if device is None else device)
+    """empty_like(self) with memory_format=preserve: dense inputs keep their strides."""
+    return empty_with_layout(tuple(self.shape), preserved_strides(self), dtype or self.dtype,
+                             self.device if device is None else device)
 
 
 @decomposition("empty_like")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ember._generated import functions as F
+from ember.frontend import dtype as _dt
 
 from . import decomposition, explicit_kernel
 
@@ -23,14 +24,19 @@ def min_all(self):
     return F.amin(self)
 
 
+def _argable(self):
+    """argmax/argmin reject bool (as PyTorch's do); max.dim/min.dim accept it."""
+    return F._to_copy(self, dtype=_dt.uint8) if self.dtype is _dt.bool else self
+
+
 @explicit_kernel("max.dim")
 def max_dim(self, dim, keepdim=False):
-    return F.amax(self, dim, keepdim), F.argmax(self, dim, keepdim)
+    return F.amax(self, dim, keepdim), F.argmax(_argable(self), dim, keepdim)
 
 
 @explicit_kernel("min.dim")
 def min_dim(self, dim, keepdim=False):
-    return F.amin(self, dim, keepdim), F.argmin(self, dim, keepdim)
+    return F.amin(self, dim, keepdim), F.argmin(_argable(self), dim, keepdim)
 
 
 @explicit_kernel("softmax.int")

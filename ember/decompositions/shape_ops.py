@@ -67,7 +67,7 @@ def reshape(self, shape):
     size = op.shape_rule(op, self, shape)[0]
     if view_strides(tuple(self.shape), strides_of(self), size) is not None:
         return F.view(self, size)
-    return F.view(F.clone(self), size)
+    return F.view(_contiguous_copy(self), size)
 
 
 @decomposition("t")
@@ -75,9 +75,14 @@ def t(self):
     return F.transpose(self, 0, self.dim() - 1 if self.dim() else 0)
 
 
+def _contiguous_copy(self):
+    """A contiguous copy (clone keeps a dense input's strides, as PyTorch's does)."""
+    return F.copy_(F.empty(tuple(self.shape), dtype=self.dtype, device=self.device), self)
+
+
 @decomposition("contiguous")
 def contiguous(self):
-    return self if self.is_contiguous() else F.clone(self)
+    return self if self.is_contiguous() else _contiguous_copy(self)
 
 
 @decomposition("stack")
@@ -89,7 +94,7 @@ def stack(tensors, dim=0):
 
 @explicit_kernel("clone")
 def clone(self):
-    return F.copy_(F.empty(tuple(self.shape), dtype=self.dtype, device=self.device), self)
+    return F.copy_(F.empty_like(self), self)
 
 
 @explicit_kernel("cat")
@@ -131,8 +136,7 @@ def as_strided_scatter(self, src, size, stride, storage_offset=None):
 
 @explicit_kernel("_to_copy")
 def to_copy(self, dtype=None, device=None, non_blocking=False):
-    out = F.empty(tuple(self.shape), dtype=dtype or self.dtype,
-                  device=self.device if device is None else as_device(device))
+    out = F.empty_like(self, dtype=dtype or self.dtype, device=self.device if device is None else as_device(device))
     return F.copy_(out, self)
 
 

@@ -153,6 +153,9 @@ def python_runner(op, key: int, fn: Callable) -> Callable:
     rule = op.shape_rule
     mask = K.FUNCTIONALITY_MASK
 
+    fresh_output = op.alias_return is None and not op.mutated
+    T = _frontend().Tensor
+
     def run(args):
         if rule is not None:
             rule(op, *args)
@@ -160,10 +163,25 @@ def python_runner(op, key: int, fn: Callable) -> Callable:
         prev = st.exclude
         st.exclude = prev | mask
         try:
-            return fn(*args)
+            out = fn(*args)
         finally:
             st.exclude = prev
+        if fresh_output:
+            _reset_versions(out, args, T)
+        return out
     return run
+
+
+def _reset_versions(out, args, T) -> None:
+    """A new tensor built by in-place steps (empty + fill_) starts at version 0, as in PyTorch."""
+    outs = out if isinstance(out, tuple) else (out,)
+    inputs = {id(a._storage) for a in args if isinstance(a, T)}
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            inputs.update(id(t._storage) for t in a if isinstance(t, T))
+    for o in outs:
+        if isinstance(o, T) and id(o._storage) not in inputs:
+            o._storage.version = 0
 
 
 _warned: set[tuple[str, str]] = set()

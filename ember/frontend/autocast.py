@@ -9,6 +9,7 @@ weights are cached for the outermost region, as PyTorch does.
 from __future__ import annotations
 
 import functools
+import threading
 
 from ember.dispatcher import keys as K
 from ember.dispatcher.dispatch import call
@@ -35,7 +36,9 @@ class autocast:
 
     def __enter__(self):
         st = STATE
-        self._prev = st.autocast.get(self.device_type)
+        # the state to restore lives on a per-thread stack, not on `self`, so one autocast
+        # object can be re-entered (nested, recursive, or from several threads at once)
+        _saved().append(st.autocast.get(self.device_type))
         if self.enabled:
             st.autocast[self.device_type] = self.fast_dtype
         else:
@@ -48,10 +51,11 @@ class autocast:
 
     def __exit__(self, *exc) -> None:
         st = STATE
-        if self._prev is None:
+        prev = _saved().pop()
+        if prev is None:
             st.autocast.pop(self.device_type, None)
         else:
-            st.autocast[self.device_type] = self._prev
+            st.autocast[self.device_type] = prev
         st.autocast_depth -= 1
         if st.autocast_depth == 0:
             st.autocast_cache = None
@@ -63,6 +67,18 @@ class autocast:
             with autocast(self.device_type, self.fast_dtype, self.enabled, self.cache_enabled):
                 return fn(*args, **kwargs)
         return wrapper
+
+
+class _Saved(threading.local):
+    def __init__(self) -> None:
+        self.stack: list = []
+
+
+_SAVED = _Saved()
+
+
+def _saved() -> list:
+    return _SAVED.stack
 
 
 def _sync_key() -> None:
@@ -86,8 +102,14 @@ def _cast(t, dtype):
 
     if t._dtype is dtype:
         return t
-    cache = STATE.autocast_cache
-    cacheable = cache is not None and t._ag is not None and t._ag.grad_fn is None and t._dtype is _dt.float32
+    st = STATE
+    cache = st.autocast_cache
+    # PyTorch's rule: only float32 leaves that require grad (weights), not views, cast down to
+    # the autocast dtype. A cast made while grad mode is off has no graph: caching it would
+    # silently cut the weight out of every later (grad-enabled) use in the region.
+    cacheable = (cache is not None and t._ag is not None and t._ag.grad_fn is None and t._dtype is _dt.float32
+                 and t._base is None and dtype is not _dt.float32 and dtype is not _dt.float64
+                 and st.grad_enabled and not st.inference_mode)
     if cacheable:
         hit = cache.get(id(t))
         if hit is not None and hit[0] is t:

@@ -56,7 +56,10 @@ class device:
 
     def __eq__(self, other) -> bool:
         if isinstance(other, str):
-            other = device(other)
+            try:
+                other = device(other)
+            except ArgumentTypeError:
+                return False                  # not a device string: unequal, never an error
         if not isinstance(other, device):
             return NotImplemented
         return self.type == other.type and self.index == other.index

@@ -7,30 +7,40 @@ from ember.errors import ArgumentTypeError
 from . import dtype as _dt
 from .device import as_device, device
 from .numpy_interop import from_numpy_dtype, to_numpy_dtype
-from .tensor import Tensor, make_tensor
+from .tensor import Storage, Tensor, make_tensor
 
 
 def _infer_dtype(data):
-    """PyTorch's inference for nested Python data: bool < int64 < default float."""
-    rank = -1
+    """PyTorch's inference for nested Python data.
+
+    Python bools are bool, ints int64, floats the default dtype; numpy scalars and arrays
+    and tensors inside the data keep their own dtype; the result is the promotion of all
+    of them (so `[np.float64(1)]` is float64 and `[np.int32(1), 2]` int64), as
+    torch.tensor does. Empty data has the default dtype.
+    """
+    from .type_promotion import promote_types
+
+    result = None
     stack = [data]
     while stack:
         v = stack.pop()
-        if isinstance(v, bool):
-            rank = max(rank, 0)
+        if isinstance(v, Tensor):
+            d = v.dtype
+        elif hasattr(v, "dtype") and hasattr(v, "shape"):   # numpy scalars (np.float64 is a float) / arrays
+            d = from_numpy_dtype(v.dtype)
+        elif isinstance(v, bool):
+            d = _dt.bool
         elif isinstance(v, int):
-            rank = max(rank, 1)
+            d = _dt.int64
         elif isinstance(v, float):
-            rank = max(rank, 2)
-        elif isinstance(v, Tensor):
-            rank = max(rank, v.dtype.category)
+            d = _dt.get_default_dtype()
         elif isinstance(v, (list, tuple)):
             stack.extend(v)
-        elif hasattr(v, "dtype") and hasattr(v, "shape"):   # numpy scalars/arrays inside lists
-            rank = max(rank, from_numpy_dtype(v.dtype).category)
+            continue
         else:
             raise ArgumentTypeError(f"tensor(): could not infer dtype of {type(v).__name__}")
-    return {-1: _dt.get_default_dtype(), 0: _dt.bool, 1: _dt.int64, 2: _dt.get_default_dtype()}[rank]
+        result = d if result is None else promote_types(result, d)
+    return _dt.get_default_dtype() if result is None else result
 
 
 def _to_host_array(data, dtype):
@@ -117,23 +127,37 @@ def from_numpy(array) -> Tensor:
                          "array to reallocate the memory.")
     dt = from_numpy_dtype(array.dtype)
     backend = REGISTRY.backend_for(device("cpu"))
-    return make_tensor(array, dt, device("cpu"), backend.key, None)
+    # As in PyTorch, the storage starts at the array's first element and spans its extent
+    # (storage_offset() is 0 even for a view into a larger numpy array). Re-viewing through
+    # as_strided makes this array the root of its base chain, which is where the cpu backend
+    # measures storage offsets from.
+    from numpy.lib.stride_tricks import as_strided
+
+    data = as_strided(array, shape=array.shape, strides=array.strides)
+    extent = array.itemsize + sum((n - 1) * s for n, s in zip(array.shape, array.strides)) if array.size else 0
+    return make_tensor(data, dt, device("cpu"), backend.key, Storage(extent, device("cpu")))
 
 
 def from_dlpack(ext) -> Tensor:
-    """A tensor sharing memory with any DLPack producer (numpy, torch, cupy, ...)."""
+    """A tensor sharing memory with any DLPack producer (numpy, torch, cupy, ...) or capsule."""
     import numpy as np
+
+    from .numpy_interop import DLPackHostImport
 
     if isinstance(ext, Tensor):
         return ext
-    dev_type, _ = ext.__dlpack_device__() if hasattr(ext, "__dlpack_device__") else (1, 0)
+    wrapper = DLPackHostImport(ext)
+    dev_type, _ = wrapper.device()
     if dev_type != 1:  # kDLCPU
         for rec in REGISTRY.records.values():
             if rec.backend is not None and hasattr(rec.backend, "from_dlpack"):
                 native, dt, dev = rec.backend.from_dlpack(ext)
                 return make_tensor(native, dt, dev, rec.key, None)
         raise ArgumentTypeError(f"from_dlpack(): no installed backend accepts DLPack device type {dev_type}")
-    return from_numpy(np.from_dlpack(ext))
+    array = np.from_dlpack(wrapper)
+    if wrapper.was_bfloat16:
+        array = array.view(to_numpy_dtype(_dt.bfloat16))
+    return from_numpy(array)
 
 
 def is_tensor(obj) -> bool:

@@ -75,10 +75,11 @@ def default_generator(dev=None) -> Generator:
 
 def manual_seed(seed: int) -> Generator:
     """Seed the default generator of every device type (and those created later)."""
-    _global_seed[0] = int(seed) % (2 ** 64)
-    for t in set(_default_generators) | {"cpu"}:
+    cpu = default_generator("cpu").manual_seed(seed)      # validates the seed before anything changes
+    _global_seed[0] = cpu.initial_seed()
+    for t in set(_default_generators) - {"cpu"}:
         default_generator(t).manual_seed(seed)
-    return default_generator("cpu")
+    return cpu
 
 
 def seed() -> int:

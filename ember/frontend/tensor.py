@@ -15,6 +15,7 @@ from ember._generated.tensor_methods import TensorMethods
 from ember.dispatcher import dispatch as _dispatch
 from ember.dispatcher import keys as K
 from ember.dispatcher.plugins import REGISTRY
+from ember.dispatcher.state import STATE as _STATE
 from ember.errors import ArgumentTypeError, AutogradError
 
 from . import dtype as _dt
@@ -107,8 +108,18 @@ class Tensor(TensorMethods):
         return self.numel() * self._dtype.itemsize
 
     def stride(self, dim: int | None = None):
-        item = self._dtype.itemsize
-        strides = tuple(s // item for s in self._data.strides)
+        shape = self._data.shape
+        if 0 in shape:
+            # numpy reports 0 for every stride of an empty array; PyTorch reports the
+            # contiguous strides (sizes of 0 counted as 1), and so do we
+            strides, n = [], 1
+            for size in reversed(shape):
+                strides.append(n)
+                n *= max(size, 1)
+            strides = tuple(reversed(strides))
+        else:
+            item = self._dtype.itemsize
+            strides = tuple(s // item for s in self._data.strides)
         if dim is None:
             return strides
         return strides[_wrap_dim("stride", dim, len(strides))]
@@ -117,6 +128,8 @@ class Tensor(TensorMethods):
         return REGISTRY.by_key[self._keys & K.BACKEND_MASK].storage_offset(self._data)
 
     def is_contiguous(self, memory_format=None) -> bool:
+        if 0 in self._data.shape:
+            return True                       # as in PyTorch: an empty tensor is contiguous
         expected = 1
         for size, stride in zip(reversed(self._data.shape), reversed(self.stride())):
             if size != 1 and stride != expected:
@@ -178,10 +191,22 @@ class Tensor(TensorMethods):
         return self._host()
 
     def __array__(self, dtype=None, copy=None):
+        """numpy's array protocol: a view of cpu memory unless numpy asks for a copy or a cast."""
+        import numpy as np
+
         arr = self.detach()._host()
-        return arr.astype(dtype) if dtype is not None else arr
+        if dtype is not None and np.dtype(dtype) != arr.dtype:
+            if copy is False:
+                raise ValueError(f"Unable to avoid copy while creating an array as requested: the tensor is "
+                                 f"{self._dtype}, numpy asked for {np.dtype(dtype)}")
+            return arr.astype(dtype)
+        if copy:
+            return arr.copy()
+        return arr
 
     def item(self):
+        if self._device.type == "meta":
+            raise ArgumentValueErrorLazy.make("Tensor.item() cannot be called on meta tensors")
         if self.numel() != 1:
             raise ArgumentValueErrorLazy.make(
                 f"item(): a Tensor with {self.numel()} elements cannot be converted to Scalar")
@@ -210,10 +235,26 @@ class Tensor(TensorMethods):
         return int(self.item())
 
     def __dlpack__(self, *args, **kwargs):
-        return self.detach()._data.__dlpack__(*args, **kwargs)
+        """A DLPack capsule sharing this tensor's memory (bfloat16 included)."""
+        if self.requires_grad:
+            raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+        data = self._data
+        if not hasattr(data, "__dlpack__"):
+            raise BufferError(f"Cannot export a {self._device.type} tensor through DLPack: its backend keeps no "
+                              "memory that DLPack can describe")
+        if self._dtype is _dt.bfloat16 and self._device.type == "cpu":
+            from .numpy_interop import bfloat16_dlpack
+
+            if args:
+                kwargs = dict(kwargs, stream=args[0])
+            return bfloat16_dlpack(data, kwargs)
+        return data.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self):
-        return self._data.__dlpack_device__()
+        data = self._data
+        if not hasattr(data, "__dlpack_device__"):
+            raise BufferError(f"Cannot export a {self._device.type} tensor through DLPack")
+        return data.__dlpack_device__()
 
     def __repr__(self) -> str:
         from .printing import tensor_repr
@@ -329,20 +370,23 @@ class Tensor(TensorMethods):
     def reshape_as(self, other: "Tensor") -> "Tensor":
         return self.reshape(other.shape)
 
-    def new_empty(self, size, *, dtype=None, device=None, requires_grad=False):
+    def new_empty(self, *args, size=None, dtype=None, device=None, requires_grad=False):
         from ember._generated import functions as F
 
-        return F.empty(size, dtype=dtype or self._dtype, device=device or self._device, requires_grad=requires_grad)
+        return F.empty(*_new_size(args, size), dtype=dtype or self._dtype, device=device or self._device,
+                       requires_grad=requires_grad)
 
-    def new_zeros(self, size, *, dtype=None, device=None, requires_grad=False):
+    def new_zeros(self, *args, size=None, dtype=None, device=None, requires_grad=False):
         from ember._generated import functions as F
 
-        return F.zeros(size, dtype=dtype or self._dtype, device=device or self._device, requires_grad=requires_grad)
+        return F.zeros(*_new_size(args, size), dtype=dtype or self._dtype, device=device or self._device,
+                       requires_grad=requires_grad)
 
-    def new_ones(self, size, *, dtype=None, device=None, requires_grad=False):
+    def new_ones(self, *args, size=None, dtype=None, device=None, requires_grad=False):
         from ember._generated import functions as F
 
-        return F.ones(size, dtype=dtype or self._dtype, device=device or self._device, requires_grad=requires_grad)
+        return F.ones(*_new_size(args, size), dtype=dtype or self._dtype, device=device or self._device,
+                       requires_grad=requires_grad)
 
     def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
         from ember._generated import functions as F
@@ -386,7 +430,9 @@ class Tensor(TensorMethods):
     @property
     def grad(self):
         ag = self._ag
-        return ag.grad if ag is not None else None
+        if ag is not None:
+            return ag.grad
+        return self.__dict__.get("_plain_grad")     # a grad assigned to a tensor not requiring grad
 
     @grad.setter
     def grad(self, value) -> None:
@@ -397,11 +443,9 @@ class Tensor(TensorMethods):
                 raise RuntimeError(f"assigned grad has data of a different size: expected {list(self.shape)}, "
                                    f"got {list(value.shape)}")
         if self._ag is None:
-            if value is None:
-                return
-            self._ag = AutogradMeta()
-            self._keys |= K.AUTOGRAD
-        self._ag.grad = value
+            self.__dict__["_plain_grad"] = value
+        else:
+            self._ag.grad = value
 
     @property
     def grad_fn(self):
@@ -440,11 +484,9 @@ class Tensor(TensorMethods):
         return self
 
     def retain_grad(self) -> None:
-        ag = self._ag
-        if ag is None:
-            raise AutogradError("can't retain_grad on Tensor that has requires_grad=False")
-        if ag.grad_fn is not None:
-            ag.retains_grad = True
+        from .autograd.graph import retain_grad
+
+        retain_grad(self)
 
     @property
     def retains_grad(self) -> bool:
@@ -482,6 +524,24 @@ class Size(tuple):
         out = tuple.__getitem__(self, item)
         return Size(out) if isinstance(item, slice) else out
 
+    # like torch.Size, concatenation and repetition stay a Size
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(other, self))
+
+    def __mul__(self, n):
+        if not isinstance(n, int):
+            return NotImplemented
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
+
 
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
                "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
@@ -494,6 +554,15 @@ class ArgumentValueErrorLazy:
         from ember.errors import ArgumentValueError
 
         return ArgumentValueError(msg)
+
+
+def _new_size(args: tuple, size) -> tuple:
+    """new_zeros(2, 3) / new_zeros((2, 3)) / new_zeros(size=(2, 3)), as in PyTorch."""
+    if size is not None:
+        if args:
+            raise ArgumentTypeError("new_*(): the size was given both positionally and as size=")
+        return (size,)
+    return args
 
 
 def _wrap_dim(op: str, dim: int, ndim: int) -> int:
@@ -515,6 +584,8 @@ def make_tensor(data: Any, dtype: _dt.dtype, device, keys: int, storage: Storage
     t._storage = storage if storage is not None else Storage(data.nbytes, device)
     t._ag = None
     t._base = base
+    if _STATE.inference_mode:
+        t.__dict__["_inference"] = True
     return t
 
 

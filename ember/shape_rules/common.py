@@ -112,3 +112,142 @@ def type_name(dtype) -> str:
 _SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
                  "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
                  "bool": "Bool"}
+
+
+# ------------------------------------------------------------------------ output layouts
+# New tensors are contiguous unless PyTorch gives them another layout; then a shape rule
+# returns (shape, dtype, strides) and backends that can allocate strided memory (meta, cpu
+# copies) follow it. Only the layout of non-contiguous inputs is ever propagated, so the
+# common all-contiguous call pays one flag test per operand.
+
+def is_contiguous_data(data) -> bool:
+    """Whether a native array is C-contiguous (size-1 dimensions and empty arrays ignored).
+
+    Uses the array's `flags.c_contiguous` (numpy, cupy, pyopencl and meta arrays have it),
+    else its shape and byte strides.
+    """
+    try:
+        return data.flags.c_contiguous
+    except AttributeError:
+        pass
+    shape, strides = data.shape, data.strides
+    if 0 in shape:
+        return True
+    acc = data.itemsize
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if n != 1 and st != acc:
+            return False
+        acc *= n
+    return True
+
+
+def non_overlapping_and_dense(shape, strides) -> bool:
+    """ATen's is_non_overlapping_and_dense: a permutation of a contiguous layout."""
+    if len(shape) == 1:
+        return shape[0] < 2 or strides[0] == 1
+    order = sorted(range(len(shape)), key=lambda d: (shape[d] < 2, strides[d] if shape[d] >= 2 else 0))
+    required = 1
+    for d in order:
+        if shape[d] < 2:
+            return True
+        if strides[d] != required:
+            return False
+        required *= shape[d]
+    return True
+
+
+def preserved_strides(t: Tensor):
+    """Strides of `empty_like(t)` (memory_format=preserve), or None when contiguous.
+
+    A dense, non-overlapping input keeps its strides; anything else gets contiguous ones.
+    """
+    data = t._data
+    shape = data.shape
+    if 1 not in shape:
+        try:
+            if data.flags.c_contiguous:
+                return None
+        except AttributeError:
+            if is_contiguous_data(data):
+                return None
+    strides = strides_of(t)
+    if non_overlapping_and_dense(shape, strides):      # strides of size-1 dimensions are kept too
+        return strides
+    return None
+
+
+def iterator_strides(shape, tensors) -> tuple[int, ...] | None:
+    """Strides PyTorch's TensorIterator gives the new output of a pointwise op, or None.
+
+    `tensors` are the tensor operands in argument order. None means contiguous. Follows
+    TensorIteratorBase: the fast setup (every operand contiguous, or all non-overlapping
+    and dense with equal strides and no broadcasting), else reorder_dimensions on the
+    operands' byte strides (broadcast dimensions ignored) and strides compatible with the
+    permuted shape.
+    """
+    try:
+        for t in tensors:
+            if not t._data.flags.c_contiguous:
+                break
+        else:
+            return None
+    except AttributeError:
+        if all(is_contiguous_data(t._data) for t in tensors):
+            return None
+    datas = [t._data for t in tensors]
+    shape = tuple(shape)
+    ndim = len(shape)
+    if ndim <= 1:
+        return None
+    if all(tuple(d.shape) == shape for d in datas):
+        first = strides_of(tensors[0])
+        if all(non_overlapping_and_dense(shape, strides_of(t)) for t in tensors) and \
+                all(strides_of(t) == first for t in tensors[1:]):
+            return first
+    op_strides = []
+    for d in datas:
+        dshape, dstrides = tuple(d.shape), tuple(d.strides)
+        off = ndim - len(dshape)
+        st = [0] * ndim
+        for i, (n, s) in enumerate(zip(dshape, dstrides)):
+            st[off + i] = 0 if (n == 1 and shape[off + i] != 1) else s
+        op_strides.append(st)
+
+    def should_swap(d0, d1) -> int:
+        for st in op_strides:
+            s0, s1 = st[d0], st[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 < s1:
+                return -1
+            if s0 > s1:
+                return 1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    perm = list(range(ndim - 1, -1, -1))        # perm[0] is the fastest-moving dimension
+    for i in range(1, ndim):
+        dim1 = i
+        for dim0 in range(i - 1, -1, -1):
+            c = should_swap(perm[dim0], perm[dim1])
+            if c > 0:
+                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+                dim1 = dim0
+            elif c < 0:
+                break
+    if perm == list(range(ndim - 1, -1, -1)):
+        return None
+    out = [0] * ndim
+    acc = 1
+    for p in perm:
+        out[p] = acc
+        acc *= shape[p]
+    return tuple(out)
+
+
+def with_layout(shape, dtype, strides):
+    """An output spec: (shape, dtype) when contiguous, else (shape, dtype, strides)."""
+    if strides is None or tuple(strides) == contiguous_strides(shape):
+        return (shape, dtype)
+    return (shape, dtype, tuple(strides))

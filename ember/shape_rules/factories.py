@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import math
 
-from ember.errors import ArgumentTypeError, ArgumentValueError, DTypeError
+from ember.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError
 from ember.frontend import dtype as _dt
 from ember.frontend.tensor import Tensor
 from ember.frontend.type_promotion import dtype_of_scalar
 
 from . import shape_rule
-from .common import NUMBER_TYPES, check_dtype_arg, check_int_list, check_tensor, type_name
+from .common import NUMBER_TYPES, check_dtype_arg, check_int_list, check_tensor, preserved_strides, type_name, with_layout
 
 
 def _size(op, size) -> tuple[int, ...]:
@@ -27,8 +27,9 @@ def factory(op, size, *rest):
     check_dtype_arg(op, dtype)
     out = dtype or _dt.get_default_dtype()
     if op.family == "random" and not out.is_floating_point:
-        raise DTypeError(f"{op.name}(): {op.name.split('.')[0]} is only defined for floating-point dtypes, "
-                         f"got {type_name(out)}")
+        kernel = "check_uniform_bounds" if op.name == "rand" else "normal_kernel_cpu"
+        raise MissingKernelError(f'{op.name}(): "{kernel}" not implemented for \'{type_name(out)}\' '
+                                 f"({op.name} is only defined for floating-point dtypes)")
     return (_size(op, size), out)
 
 
@@ -48,7 +49,12 @@ def like(op, self, *rest):
     check_tensor(op, self, "input")
     dtype = rest[-3]
     check_dtype_arg(op, dtype)
-    return (self._data.shape, dtype or self._dtype)
+    if op.arg_names[1] == "fill_value" and not isinstance(rest[0], NUMBER_TYPES) and \
+            not (isinstance(rest[0], Tensor) and rest[0].ndim == 0):
+        raise ArgumentTypeError(f"{op.name}(): argument 'fill_value' must be Number, not {type(rest[0]).__name__}")
+    strides = preserved_strides(self)
+    return (self._data.shape, dtype or self._dtype) if strides is None else \
+        with_layout(self._data.shape, dtype or self._dtype, strides)
 
 
 @shape_rule("eye")

@@ -1,13 +1,13 @@
 """Shape rules of pointwise ops: broadcasting plus PyTorch's type promotion."""
 from __future__ import annotations
 
-from ember.errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
+from ember.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, ShapeError
 from ember.frontend import dtype as _dt
 from ember.frontend.tensor import Tensor
 from ember.frontend.type_promotion import can_cast, elementwise_dtypes
 
 from . import shape_rule
-from .common import NUMBER_TYPES, broadcast_shapes, type_name
+from .common import NUMBER_TYPES, broadcast_shapes, is_contiguous_data, iterator_strides, type_name, with_layout
 
 _ROUNDING_MODES = (None, "trunc", "floor")
 
@@ -24,26 +24,85 @@ def _operands(op, args):
     return out
 
 
-def _extra_checks(op, args, operands, result_dtype):
-    name = op.name.split(".")[0].rstrip("_")
-    if name in ("sub", "rsub"):
-        if all(isinstance(o, Tensor) and o._dtype is _dt.bool for o in operands):
-            raise DTypeError(f"{op.name}(): Subtraction, the `-` operator, with two bool tensors is not supported. "
-                             "Use the `^` or `logical_xor()` operator instead.")
-    elif name == "neg" and result_dtype is _dt.bool:
+def _check_sub(op, args, operands, result_dtype):
+    bools = [isinstance(o, bool) or (isinstance(o, Tensor) and o._dtype is _dt.bool) for o in operands]
+    if all(bools):
+        raise DTypeError(f"{op.name}(): Subtraction, the `-` operator, with two bool tensors is not supported. "
+                         "Use the `^` or `logical_xor()` operator instead.")
+    if any(bools):
+        raise DTypeError(f"{op.name}(): Subtraction, the `-` operator, with a bool tensor is not supported. "
+                         "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+def _check_neg(op, args, operands, result_dtype):
+    if result_dtype is _dt.bool:
         raise DTypeError(f"{op.name}(): Negation, the `-` operator, on a bool tensor is not supported. "
                          "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
-    elif name == "div":
-        mode = args[2]
-        if mode not in _ROUNDING_MODES:
-            raise ArgumentValueError(f"{op.name}(): div expected rounding_mode to be one of None, 'trunc', or "
-                                     f"'floor' but found '{mode}'")
-    if "alpha" in op.arg_names:
-        alpha = args[op.arg_names.index("alpha")]
-        if not isinstance(alpha, NUMBER_TYPES):
-            raise ArgumentTypeError(f"{op.name}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
-        if isinstance(alpha, float) and not result_dtype.is_floating_point:
-            raise DTypeError(f"{op.name}(): For integral input tensors, argument alpha must not be a floating point number.")
+
+
+def _check_div(op, args, operands, result_dtype):
+    mode = args[2]
+    if mode not in _ROUNDING_MODES:
+        raise ArgumentValueError(f"{op.name}(): div expected rounding_mode to be one of None, 'trunc', or "
+                                 f"'floor' but found '{mode}'")
+    if mode is not None and result_dtype is _dt.bool:
+        raise MissingKernelError(f'{op.name}(): "div_{mode}_cpu" not implemented for \'Bool\'')
+
+
+def _check_floor_divide(op, args, operands, result_dtype):
+    if result_dtype is _dt.bool:
+        raise MissingKernelError(f'{op.name}(): "div_floor_cpu" not implemented for \'Bool\'')
+
+
+def _check_pow(op, args, operands, result_dtype):
+    exponent = args[1]
+    if result_dtype is _dt.bool:
+        raise MissingKernelError(f'{op.name}(): "pow" not implemented for \'Bool\'')
+    if type(exponent) is int and exponent < 0 and not result_dtype.is_floating_point:
+        raise ArgumentValueError(f"{op.name}(): Integers to negative integer powers are not allowed "
+                                 f"(exponent={exponent}, self is {type_name(result_dtype)}).")
+
+
+def _check_abs(op, args, operands, result_dtype):
+    if result_dtype is _dt.bool:
+        raise MissingKernelError(f'{op.name}(): "abs_cpu" not implemented for \'Bool\'')
+
+
+def _check_relu(op, args, operands, result_dtype):
+    if result_dtype is _dt.bool:
+        raise DTypeError(f"{op.name}(): Boolean inputs not supported for relu")
+
+
+def _check_alpha(op, args, operands, result_dtype):
+    alpha = args[op.arg_names.index("alpha")]
+    if not isinstance(alpha, NUMBER_TYPES):
+        raise ArgumentTypeError(f"{op.name}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
+    if isinstance(alpha, float) and not result_dtype.is_floating_point:
+        raise DTypeError(f"{op.name}(): For integral input tensors, argument alpha must not be a floating point number.")
+
+
+def _check_sub_alpha(op, args, operands, result_dtype):
+    _check_sub(op, args, operands, result_dtype)
+    _check_alpha(op, args, operands, result_dtype)
+
+
+_CHECKS = {"sub": _check_sub_alpha, "rsub": _check_sub_alpha, "add": _check_alpha, "neg": _check_neg,
+           "div": _check_div, "floor_divide": _check_floor_divide, "pow": _check_pow, "abs": _check_abs,
+           "relu": _check_relu}
+_CHECK_OF_OP: dict[str, object] = {}     # op name (overload, in-place) -> check or None
+
+
+def _extra_checks(op, args, operands, result_dtype):
+    """Per-op argument and dtype checks of pointwise ops (PyTorch's errors)."""
+    name = op.name
+    try:
+        check = _CHECK_OF_OP[name]
+    except KeyError:
+        check = _CHECK_OF_OP[name] = _CHECKS.get(name.split(".")[0].rstrip("_"))
+        if check is None and "alpha" in op.arg_names:
+            check = _CHECK_OF_OP[name] = _check_alpha
+    if check is not None:
+        check(op, args, operands, result_dtype)
 
 
 @shape_rule("pointwise")
@@ -56,15 +115,22 @@ def pointwise(op, *args):
         if a.__class__ is Tensor and b.__class__ is Tensor and a._dtype is b._dtype and op.promotion == "default":
             sa = a._data.shape
             if sa == b._data.shape and (op.arg_names[-1] != "alpha" or args[-1].__class__ is int):
-                if a._dtype is _dt.bool and op.name.startswith("sub"):
-                    _extra_checks(op, args, (a, b), a._dtype)
-                return (sa, a._dtype)
+                try:
+                    contiguous = a._data.flags.c_contiguous and b._data.flags.c_contiguous
+                except AttributeError:
+                    contiguous = is_contiguous_data(a._data) and is_contiguous_data(b._data)
+                if contiguous:
+                    if a._dtype is _dt.bool:
+                        _extra_checks(op, args, (a, b), a._dtype)
+                    return (sa, a._dtype)
     operands = _operands(op, args)
     tensors = [o for o in operands if isinstance(o, Tensor)]
     if not tensors:
         raise ArgumentTypeError(f"{op.name}(): expected at least one Tensor argument, got only numbers")
     if op.promotion == "none":
         result = tensors[0]._dtype
+    elif op.promotion == "int_to_float" and op.arg_names[-1] == "rounding_mode" and args[2] is not None:
+        _, result = elementwise_dtypes(*operands, rule="default")     # div(..., rounding_mode=...) keeps ints
     else:
         _, result = elementwise_dtypes(*operands, rule=op.promotion)
     _extra_checks(op, args, operands, result)
@@ -74,7 +140,10 @@ def pointwise(op, *args):
         shape = broadcast_shapes(op, [t._data.shape for t in tensors])
     if op.inplace_of is not None:
         return _inplace_result(op, args[0], shape, result)
-    return (shape, result)
+    if op.name == "rsub.Tensor":
+        tensors.reverse()           # computed as sub(other, self): other leads the layout
+    strides = iterator_strides(shape, tensors)
+    return (shape, result) if strides is None else with_layout(shape, result, strides)
 
 
 def _inplace_result(op, self: Tensor, shape, result):
@@ -99,7 +168,7 @@ def where(op, condition, self, other):
     tensors = [condition] + [o for o in operands if isinstance(o, Tensor)]
     _, result = elementwise_dtypes(*operands, rule="default")
     shape = broadcast_shapes(op, [t._data.shape for t in tensors])
-    return (shape, result)
+    return with_layout(shape, result, iterator_strides(shape, tensors))
 
 
 @shape_rule("clamp")
@@ -117,8 +186,11 @@ def clamp(op, self, min=None, max=None):
                                     f"{type(bound).__name__}")
         operands.append(bound)
     _, result = elementwise_dtypes(*operands, rule="default")
+    if result is _dt.bool and (len(operands) == 3 or not isinstance(operands[1], Tensor)):
+        # one tensor bound is maximum/minimum, which bool supports; PyTorch has no other bool clamp
+        raise MissingKernelError(f'{op.name}(): "clamp_cpu" not implemented for \'Bool\'')
     tensors = [o for o in operands if isinstance(o, Tensor)]
     shape = broadcast_shapes(op, [t._data.shape for t in tensors])
     if op.inplace_of is not None:
         return _inplace_result(op, self, shape, result)
-    return (shape, result)
+    return with_layout(shape, result, iterator_strides(shape, tensors))

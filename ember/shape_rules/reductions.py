@@ -1,7 +1,7 @@
 """Shape rules of reductions (sum, mean, amax, max.dim, argmax) and softmax."""
 from __future__ import annotations
 
-from ember.errors import ArgumentValueError, DTypeError
+from ember.errors import ArgumentValueError, DimensionError, DTypeError, MissingKernelError
 from ember.frontend import dtype as _dt
 
 from . import shape_rule
@@ -49,15 +49,14 @@ def amax(op, self, dim=(), keepdim=False):
     """amax/amin (and max()/min() of all elements): empty reductions are errors."""
     check_tensor(op, self, "input")
     shape = self._data.shape
+    every = dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0)
+    if every and any(s == 0 for s in shape):
+        raise ArgumentValueError(f"{op.name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                                 "Specify the reduction dim with the 'dim' argument.")
     dims = _dims(op, self, dim)
     for d in dims:
         if shape and shape[d] == 0:
-            raise ArgumentValueError(f"{op.name}(): Expected reduction dim {d} to have non-zero size.")
-    if not shape and dims == ():
-        dims = ()
-    if any(s == 0 for s in shape) and not dims:
-        raise ArgumentValueError(f"{op.name}(): Expected reduction dim to be specified for input.numel() == 0. "
-                                 "Specify the reduction dim with the 'dim' argument.")
+            raise DimensionError(f"{op.name}(): Expected reduction dim {d} to have non-zero size.")
     return (reduced_shape(shape, dims, keepdim), self._dtype)
 
 
@@ -67,7 +66,7 @@ def max_dim(op, self, dim, keepdim=False):
     shape = self._data.shape
     d = wrap_dim(op, dim, len(shape))
     if shape and shape[d] == 0:
-        raise ArgumentValueError(f"{op.name}(): Expected reduction dim {d} to have non-zero size.")
+        raise DimensionError(f"{op.name}(): Expected reduction dim {d} to have non-zero size.")
     out = reduced_shape(shape, (d,) if shape else (), keepdim)
     return ((out, self._dtype), (out, _dt.int64))
 
@@ -80,11 +79,11 @@ def argmax(op, self, dim=None, keepdim=False):
         raise DTypeError(f'{op.name}(): "{op.name.split(".")[0]}_cpu" not implemented for \'Bool\'')
     if dim is None:
         if any(s == 0 for s in shape):
-            raise ArgumentValueError(f"{op.name}(): Expected reduction dim to be specified for input.numel() == 0.")
+            raise DimensionError(f"{op.name}(): Expected reduction dim to be specified for input.numel() == 0.")
         return ((1,) * len(shape) if keepdim else (), _dt.int64)
     d = wrap_dim(op, dim, len(shape))
     if shape and shape[d] == 0:
-        raise ArgumentValueError(f"{op.name}(): Expected reduction dim {d} to have non-zero size.")
+        raise DimensionError(f"{op.name}(): Expected reduction dim {d} to have non-zero size.")
     return (reduced_shape(shape, (d,) if shape else (), keepdim), _dt.int64)
 
 
@@ -92,9 +91,11 @@ def argmax(op, self, dim=None, keepdim=False):
 def softmax(op, self, dim, dtype=None):
     check_tensor(op, self, "input")
     check_dtype_arg(op, dtype)
-    wrap_dim(op, dim, len(self._data.shape))
+    shape = self._data.shape
+    d = wrap_dim(op, dim, len(shape))
     out = dtype or self._dtype
     if not out.is_floating_point:
-        raise DTypeError(f'{op.name}(): "{op.name.split(".")[0]}_lastdim_kernel_impl" not implemented for '
-                         f"'{type_name(out)}'")
+        kernel = "lastdim_kernel_impl" if d == len(shape) - 1 or not shape else "kernel_impl"
+        raise MissingKernelError(f'{op.name}(): "{op.name.split(".")[0]}_{kernel}" not implemented for '
+                                 f"'{type_name(out)}'")
     return (self._data.shape, out)

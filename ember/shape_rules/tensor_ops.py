@@ -1,13 +1,14 @@
 """Shape rules of joins, copies and matrix products."""
 from __future__ import annotations
 
-from ember.errors import ArgumentTypeError, DTypeError, ShapeError
+from ember.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, ShapeError
 from ember.frontend import dtype as _dt
 from ember.frontend.tensor import Tensor
 from ember.frontend.type_promotion import result_type
 
 from . import shape_rule
-from .common import broadcast_shapes, check_dtype_arg, check_tensor, type_name, wrap_dim
+from .common import (NUMBER_TYPES, broadcast_shapes, check_dtype_arg, check_tensor, preserved_strides, type_name,
+                     with_layout, wrap_dim)
 
 
 def _tensor_list(op, tensors, arg="tensors") -> list[Tensor]:
@@ -85,7 +86,9 @@ def inplace(op, self, *rest):
 def to_copy(op, self, dtype=None, device=None, non_blocking=False):
     check_tensor(op, self, "input")
     check_dtype_arg(op, dtype)
-    return (self._data.shape, dtype or self._dtype)
+    strides = preserved_strides(self)
+    return (self._data.shape, dtype or self._dtype) if strides is None else \
+        with_layout(self._data.shape, dtype or self._dtype, strides)
 
 
 def _matmul_dtype(op, a: Tensor, b: Tensor):
@@ -93,7 +96,8 @@ def _matmul_dtype(op, a: Tensor, b: Tensor):
         raise DTypeError(f"{op.name}(): expected m1 and m2 to have the same dtype, but got: {a._dtype.name} != "
                          f"{b._dtype.name}")
     if a._dtype is _dt.bool:
-        raise DTypeError(f'{op.name}(): "addmm_impl_cpu_" not implemented for \'Bool\'')
+        kernel = "bmm" if op.name == "bmm" else "addmm_impl_cpu_"
+        raise MissingKernelError(f'{op.name}(): "{kernel}" not implemented for \'Bool\'')
     return a._dtype
 
 
@@ -166,3 +170,82 @@ def addmm(op, self, mat1, mat2, beta=1, alpha=1):
         raise DTypeError(f"{op.name}(): self and mat2 must have the same dtype, but got {type_name(self._dtype)} "
                          f"and {type_name(out[1])}")
     return out
+
+
+def _scattered(op, self, src, slice_shape):
+    """A copy of `self` (its layout preserved) with a window of `slice_shape` replaced by `src`."""
+    if not isinstance(src, Tensor):
+        raise ArgumentTypeError(f"{op.name}(): argument 'src' must be Tensor, not {type(src).__name__}")
+    if tuple(src._data.shape) != tuple(slice_shape):
+        raise ShapeError(f"{op.name}(): expected src to have a size equal to the slice of self. src size = "
+                         f"{list(src._data.shape)}, slice size = {list(slice_shape)}")
+    return with_layout(self._data.shape, self._dtype, preserved_strides(self))
+
+
+@shape_rule("slice_scatter")
+def slice_scatter(op, self, src, dim=0, start=None, end=None, step=1):
+    from .views import slice_
+
+    return _scattered(op, self, src, slice_(op, self, dim, start, end, step)[0])
+
+
+@shape_rule("select_scatter")
+def select_scatter(op, self, src, dim, index):
+    from .views import select
+
+    return _scattered(op, self, src, select(op, self, dim, index)[0])
+
+
+@shape_rule("as_strided_scatter")
+def as_strided_scatter(op, self, src, size, stride, storage_offset=None):
+    from .views import as_strided
+
+    check_tensor(op, self, "input")
+    window = as_strided(op, self, size, stride, 0 if storage_offset is None else storage_offset)
+    return _scattered(op, self, src, window[0])
+
+
+@shape_rule("fill")
+def fill(op, self, value):
+    check_tensor(op, self, "self")
+    if not isinstance(value, NUMBER_TYPES) and not (isinstance(value, Tensor) and value.ndim == 0):
+        raise ArgumentTypeError(f"{op.name}(): argument 'value' must be Number or a 0-dim Tensor, not "
+                                f"{type(value).__name__}")
+    return (self._data.shape, self._dtype)
+
+
+_RANDOM_KERNELS = {"uniform_": "check_uniform_bounds", "normal_": "normal_kernel_cpu"}
+
+
+@shape_rule("random_fill")
+def random_fill(op, self, a=None, b=None, generator=None):
+    """uniform_(from, to), normal_(mean, std), random_(from, to): argument checks."""
+    check_tensor(op, self, "self")
+    name = op.name.split(".")[0]
+    if name in _RANDOM_KERNELS:
+        if not self._dtype.is_floating_point:
+            raise MissingKernelError(f'{op.name}(): "{_RANDOM_KERNELS[name]}" not implemented for '
+                                     f"'{type_name(self._dtype)}'")
+        for arg, v in zip(op.arg_names[1:3], (a, b)):
+            if not isinstance(v, NUMBER_TYPES):
+                raise ArgumentTypeError(f"{op.name}(): argument '{arg}' must be float, not {type(v).__name__}")
+        if name == "uniform_" and a > b:
+            raise ArgumentValueError(f"{op.name}(): uniform_ expects to return a [from, to) range, but found "
+                                     f"from={a} > to={b}")
+        if name == "normal_" and b < 0:
+            raise ArgumentValueError(f"{op.name}(): normal expects std >= 0.0, but found std {b}")
+    else:
+        if b is not None and a >= b:
+            raise ArgumentValueError(f"{op.name}(): random_ expects 'from' to be less than 'to', but got "
+                                     f"from={a} >= to={b}")
+        bounds = _INT_BOUNDS.get(self._dtype.name)
+        if bounds is not None:
+            if not bounds[0] <= a <= bounds[1]:
+                raise ArgumentValueError(f"{op.name}(): from is out of bounds for {self._dtype.name}")
+            if b is not None and not bounds[0] <= b - 1 <= bounds[1]:
+                raise ArgumentValueError(f"{op.name}(): to - 1 is out of bounds for {self._dtype.name}")
+    return (self._data.shape, self._dtype)
+
+
+_INT_BOUNDS = {"bool": (0, 1), "uint8": (0, 255), "int8": (-128, 127), "int16": (-2 ** 15, 2 ** 15 - 1),
+               "int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 63, 2 ** 63 - 1)}

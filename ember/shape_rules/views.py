@@ -10,7 +10,8 @@ from ember.errors import ArgumentValueError, DimensionError, ShapeError
 from ember.frontend.tensor import Tensor
 
 from . import shape_rule
-from .common import check_int_list, check_tensor, contiguous_strides, numel, strides_of, wrap_dim, wrap_dims
+from .common import (check_int_list, check_tensor, contiguous_strides, numel, preserved_strides, strides_of, with_layout,
+                     wrap_dim, wrap_dims)
 
 
 def _offset(t: Tensor) -> int:
@@ -42,7 +43,10 @@ def infer_size(op, shape, total: int) -> tuple[int, ...]:
 def view_strides(old_shape, old_strides, new_shape):
     """Strides viewing `old` as `new_shape`, or None when no view exists (ATen's computeStride)."""
     if numel(old_shape) == 0:
-        return contiguous_strides(new_shape)
+        # arbitrary; as ATen: the old strides when the shape is unchanged, else contiguous
+        return tuple(old_strides) if tuple(old_shape) == tuple(new_shape) else contiguous_strides(new_shape)
+    if not old_shape:
+        return (1,) * len(new_shape)
     new_strides = [0] * len(new_shape)
     view_d = len(new_shape) - 1
     chunk_base_stride = old_strides[-1] if old_strides else 1
@@ -69,6 +73,14 @@ def view_strides(old_shape, old_strides, new_shape):
 
 @shape_rule("same")
 def same(op, self, *rest):
+    """clone and the scatters: a new tensor laid out like `self` (memory_format=preserve)."""
+    check_tensor(op, self, "input")
+    strides = preserved_strides(self)
+    return (self._data.shape, self._dtype) if strides is None else with_layout(self._data.shape, self._dtype, strides)
+
+
+@shape_rule("contiguous")
+def contiguous(op, self, *rest):
     check_tensor(op, self, "input")
     return (self._data.shape, self._dtype)
 

@@ -9,17 +9,48 @@ from __future__ import annotations
 from typing import Callable
 
 from ember.frontend import dtype as _dt
+from ember.frontend.type_promotion import promote_types
 
 
 def make(xp, native: Callable) -> dict[str, Callable]:
     ndarray = xp.ndarray
     f32 = xp.dtype("float32")
+    bool_ = xp.dtype(bool)
     lowp = {native(_dt.float16), native(_dt.bfloat16)}
 
     def cast_in(x, dt):
         if isinstance(x, ndarray):
             return x if x.dtype == dt else x.astype(dt)
+        if dt.kind in "iu" and type(x) is int:
+            # a Python int wraps to the integer dtype as in PyTorch (uint8 + -1 is 255), where
+            # numpy would raise OverflowError
+            return xp.asarray(x, dtype=xp.int64).astype(dt)
         return x
+
+    to_ember = {native(d): d for d in _dt.ALL_DTYPES}
+
+    def common_dtype(a, b):
+        """PyTorch's common dtype of two operands (comparisons compute in it).
+
+        Tiers: arrays with dimensions > 0-d arrays > Python scalars; a lower tier counts
+        only when its category (bool < int < float) is higher.
+        """
+        tiers = []
+        for x in (a, b):
+            if isinstance(x, ndarray):
+                d = to_ember[x.dtype]
+                tiers.append((0 if x.ndim else 1, d.category, d))
+            elif isinstance(x, bool):
+                tiers.append((2, 0, _dt.bool))
+            elif isinstance(x, int):
+                tiers.append((2, 1, _dt.int64))
+            else:
+                tiers.append((2, 2, _dt.get_default_dtype()))
+        tiers.sort(key=lambda t: t[0])
+        (ta, ca, da), (tb, cb, db) = tiers
+        if ta == tb:
+            return native(promote_types(da, db))
+        return native(db if cb > ca else da)
 
     def out(r, dt):
         if not isinstance(r, ndarray):
@@ -42,7 +73,8 @@ def make(xp, native: Callable) -> dict[str, Callable]:
 
     def compare(ufunc):
         def kernel(spec, a, b):
-            return out(ufunc(a, b), xp.dtype(bool))
+            dt = common_dtype(a, b)
+            return out(ufunc(cast_in(a, dt), cast_in(b, dt)), bool_)
         return kernel
 
     def add(spec, a, b, alpha=1):
@@ -85,11 +117,16 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         dt = native(spec[1])
         cdt = f32 if dt in lowp else dt
         a, b = cast_in(a, cdt), cast_in(b, cdt)
-        if xp.dtype(cdt).kind in "iu":
-            if bool(xp.any(xp.asarray(b) < 0)):
-                from ember.errors import ArgumentValueError
-
-                raise ArgumentValueError("pow(): Integers to negative integer powers are not allowed.")
+        if xp.dtype(cdt).kind in "iu" and isinstance(b, ndarray):
+            negative = b < 0
+            if bool(xp.any(negative)):
+                # PyTorch's integer pow: a ** -n is 1 for a == 1, +-1 for a == -1, else 0
+                # (a negative Python-int exponent is rejected by the shape rule)
+                r = xp.power(a, xp.where(negative, 0, b))
+                a_b = xp.broadcast_to(a, r.shape)
+                odd = (xp.broadcast_to(b, r.shape) % 2) != 0
+                fix = xp.where(a_b == 1, 1, xp.where(a_b == -1, xp.where(odd, -1, 1), 0)).astype(r.dtype)
+                return out(xp.where(negative, fix, r), dt)
         return out(xp.power(a, b), dt)
 
     def where(spec, c, a, b):

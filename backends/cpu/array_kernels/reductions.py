@@ -49,6 +49,8 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         x = a.astype(f32 if dt in lowp else dt)
         if x.ndim == 0:
             return out(xp.ones((), x.dtype), dt)
+        if x.size == 0:
+            return out(xp.empty(x.shape, x.dtype), dt)
         e = xp.exp(x - xp.max(x, axis=dim, keepdims=True))
         return out(e / xp.sum(e, axis=dim, keepdims=True), dt)
 
@@ -57,6 +59,8 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         x = a.astype(f32 if dt in lowp else dt)
         if x.ndim == 0:
             return out(xp.zeros((), x.dtype), dt)
+        if x.size == 0:
+            return out(xp.empty(x.shape, x.dtype), dt)
         shifted = x - xp.max(x, axis=dim, keepdims=True)
         return out(shifted - xp.log(xp.sum(xp.exp(shifted), axis=dim, keepdims=True)), dt)
 

@@ -61,8 +61,23 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         self.fill(value)
         return self
 
+    def empty_like_spec(spec):
+        """A new array for an output spec: contiguous, or laid out as (shape, dtype, strides) says.
+
+        A strided spec (a dense permutation of a contiguous layout) is an `empty` of the
+        permuted shape, transposed back.
+        """
+        shape, dt = tuple(spec[0]), native(spec[1])
+        if len(spec) != 3:
+            return xp.empty(shape, dtype=dt)
+        strides = spec[2]
+        order = sorted(range(len(shape)), key=lambda d: -strides[d])
+        return xp.empty(tuple(shape[d] for d in order), dtype=dt).transpose([order.index(d) for d in range(len(shape))])
+
     def clone(spec, a):
-        return xp.array(a, order="C", copy=True)
+        out = empty_like_spec(spec)
+        xp.copyto(out, a)
+        return out
 
     def cat(spec, tensors, dim=0):
         dt = native(spec[1])

@@ -8,7 +8,9 @@ their decomposition at this level, so autograd records the ops they decompose in
 
 In-place ops are recorded as "compute the new value out of place, write it into self,
 and give self the new value's history"; writing into a view also rewrites its base's
-history (as an as_strided_scatter), so gradients flow to the base as in PyTorch.
+history (a CopySlices node, as PyTorch's) and gives the view an AsStridedBackward0 over
+the base, so gradients flow to the base as in PyTorch. Other views of that base notice
+the change the next time they are used (graph.edge_of) and take the same new history.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from ember.dispatcher.state import STATE
 from ember.errors import AutogradError
 from ember.frontend.tensor import AutogradMeta, Tensor
 
-from .graph import edge_of
+from .graph import Node, edge_of, move_retain
 
 
 def autograd_kernel(op, below: int, args: tuple):
@@ -77,6 +79,10 @@ def record(op, args: tuple, out) -> None:
         if o._dtype.is_floating_point:
             o._ag = AutogradMeta(node, k)
             o._keys |= K.AUTOGRAD
+    base = outs[0]._base
+    if base is not None:
+        # a view: remember which history of its base it was derived from (see graph.edge_of)
+        node._view_of = base._ag.grad_fn if base._ag is not None else None
 
 
 def _inplace(op, below: int, args: tuple):
@@ -99,7 +105,13 @@ def _inplace(op, below: int, args: tuple):
 
 
 def _new_value(op, below: int, args: tuple):
-    """The value `self` will hold after the op, computed out of place with autograd."""
+    """The value `self` will hold after the op, computed out of place with autograd.
+
+    An in-place variant of an op (add_, mul_, ...) is its out-of-place op. Ops that
+    overwrite `self` (copy_, fill_, random fills) compute into a fresh copy that gets the
+    op's own node over `self`'s previous history (copy_: zeros to the old value, the
+    gradient to `src`; fills: zeros), so `self` keeps requiring grad, as in PyTorch.
+    """
     from ember._generated import functions as F
 
     self = args[op.mutated[0]]
@@ -107,26 +119,158 @@ def _new_value(op, below: int, args: tuple):
         base_op = ALL_OPS[op.inplace_of]
         src = F.clone(self) if op.inplace_needs_clone else self
         return call(base_op, (src,) + tuple(args[1:]))
-    if op.name == "copy_":
-        src = args[1]
+    if op.name == "copy_" and op.backward_cls is not None:
+        # the new value is `src` converted to self's dtype, device and shape: an alias of
+        # it when nothing needs converting (no copy here; the kernel writes it into self)
+        src = args[1].detach()
         if src._dtype is not self._dtype or src._device != self._device:
             src = F._to_copy(src, dtype=self._dtype, device=self._device)
         if tuple(src._data.shape) != tuple(self._data.shape):
             src = F.expand(src, tuple(self._data.shape))
-        return src
-    # fills and random numbers: not differentiable; compute into a fresh copy
+        tmp = src.detach()
+        record(op, args, tmp)
+        return tmp
     tmp = F.clone(self.detach())
     redispatch(op, below & ~K.AUTOGRAD, (tmp,) + tuple(args[1:]))
+    if op.backward_cls is not None:
+        record(op, args, tmp)
+    elif self._ag is not None and tmp._dtype.is_floating_point:
+        _overwrite_history(op, self, tmp)
     return tmp
+
+
+class OverwriteBackward(Node):
+    """History of a tensor overwritten by an op without formulas (random fills): zeros to
+    the previous value. Subclassed per op for PyTorch's names (NormalBackward0, ...)."""
+
+    __slots__ = ()
+
+    def apply(self, grads: list) -> list:
+        from ember._generated import functions as F
+
+        return [F.zeros_like(grads[0])]
+
+
+_OVERWRITE_CLASSES: dict = {}
+
+
+def _overwrite_history(op, self: Tensor, tmp: Tensor) -> None:
+    cls = _OVERWRITE_CLASSES.get(op.name)
+    if cls is None:
+        stem = op.name.split(".")[0].strip("_")
+        name = "".join(part.capitalize() for part in stem.split("_")) + "Backward0"
+        cls = _OVERWRITE_CLASSES[op.name] = type(name, (OverwriteBackward,), {"__slots__": ()})
+    node = cls()
+    node.next_edges = (edge_of(self),)
+    node.input_meta = (_meta(self),)
+    _set_node(tmp, node, 0)
 
 
 def _set_history(t: Tensor, new) -> None:
     if new is not None and new._ag is not None:
-        t._ag = AutogradMeta(new._ag.grad_fn, new._ag.output_nr)
-        t._keys |= K.AUTOGRAD
+        _set_node(t, new._ag.grad_fn, new._ag.output_nr)
     else:
         t._ag = None
         t._keys &= ~K.AUTOGRAD
+
+
+def _set_node(t: Tensor, node, output_nr: int) -> None:
+    """Give `t` a new grad_fn, keeping its other autograd state (retain_grad, .grad)."""
+    ag = t._ag
+    if ag is None:
+        t._ag = AutogradMeta(node, output_nr)
+        t._keys |= K.AUTOGRAD
+        return
+    old_node, old_nr = ag.grad_fn, ag.output_nr
+    ag.grad_fn, ag.output_nr = node, output_nr
+    if ag.retains_grad:
+        move_retain(t, old_node, old_nr)
+
+
+def _meta(t: Tensor):
+    return (tuple(t._data.shape), t._dtype, t._device) if t._ag is not None else None
+
+
+def _window(op_name: str, view: Tensor, base: Tensor):
+    """(size, stride, offset) of `view` inside its contiguous base, offset relative to the base."""
+    if not base.is_contiguous():
+        raise AutogradError(f"{op_name}: in-place modification of a view whose base is not contiguous is not "
+                            "supported by autograd; call .contiguous() on the base first")
+    return (tuple(view._data.shape), view.stride(), view.storage_offset() - base.storage_offset())
+
+
+class CopySlices(Node):
+    """History of a base after an in-place op on one of its views.
+
+    Inputs: the base's previous value, and the view's new value. The base gets the
+    gradient with the view's window zeroed, the new value gets the window.
+    """
+
+    __slots__ = ("size", "stride", "offset")
+
+    def __init__(self, size, stride, offset) -> None:
+        super().__init__()
+        self.size, self.stride, self.offset = size, stride, offset
+
+    def apply(self, grads: list) -> list:
+        from ember._generated import functions as F
+
+        grad = grads[0]
+        # the window's strides are those of the contiguous base, so address it in a
+        # contiguous gradient with its own storage (not an expanded or offset one)
+        if not grad.is_contiguous():
+            grad = F.contiguous(grad)
+        if grad.storage_offset() != 0:
+            grad = F.clone(grad)
+        out = [None, None]
+        if self.next_edges[0] is not None:
+            zeros = F.zeros(self.size, dtype=grad.dtype, device=grad.device)
+            out[0] = F.as_strided_scatter(grad, zeros, self.size, self.stride, self.offset)
+        if self.next_edges[1] is not None:
+            out[1] = F.as_strided(grad, self.size, self.stride, self.offset)
+        return out
+
+
+class AsStridedBackward0(Node):
+    """History of a view taken through its base's current history (after in-place ops).
+
+    Saves only the geometry, so later in-place ops on the base do not invalidate it.
+    """
+
+    __slots__ = ("base_shape", "size", "stride", "offset")
+
+    def __init__(self, base_shape, size, stride, offset) -> None:
+        super().__init__()
+        self.base_shape, self.size, self.stride, self.offset = base_shape, size, stride, offset
+
+    def apply(self, grads: list) -> list:
+        from ember._generated import functions as F
+
+        grad = grads[0]
+        n = 1
+        for d in self.base_shape:
+            n *= d
+        flat = F.zeros((n,), dtype=grad.dtype, device=grad.device)
+        out = F.as_strided_scatter(flat, grad, self.size, self.stride, self.offset)
+        return [F.reshape(out, self.base_shape)]
+
+
+def _view_history(view: Tensor, base: Tensor, window) -> None:
+    """Give `view` the history "as_strided of its base's current history"."""
+    size, stride, offset = window
+    node = AsStridedBackward0(tuple(base._data.shape), size, stride, offset)
+    node.next_edges = (edge_of(base),)
+    node.input_meta = (_meta(base),)
+    node._view_of = base._ag.grad_fn
+    if STATE.anomaly:
+        node.anomaly_trace = "".join(traceback.format_stack()[:-3])
+    _set_node(view, node, 0)
+
+
+def regenerate_view_history(view: Tensor) -> None:
+    """Called by graph.edge_of for a view whose base got a new history after the view did."""
+    base = view._base
+    _view_history(view, base, _window("autograd", view, base))
 
 
 def _rebase(op, self: Tensor, new) -> None:
@@ -134,9 +278,11 @@ def _rebase(op, self: Tensor, new) -> None:
     if base is None or (base._ag is None and new._ag is None):
         _set_history(self, new)
         return
-    size, stride, offset = tuple(self._data.shape), self.stride(), self.storage_offset()
-    if not base.is_contiguous() or base.storage_offset() != 0:
-        raise AutogradError(f"{op.name}: in-place modification of a view whose base is not contiguous is not "
-                            "supported by autograd; call .contiguous() on the base first")
-    record(ALL_OPS["as_strided_scatter"], (base, new, size, stride, offset), base)
-    record(ALL_OPS["as_strided"], (base, size, stride, offset), self)
+    window = _window(op.name, self, base)
+    node = CopySlices(*window)
+    node.next_edges = (edge_of(base), edge_of(new))
+    node.input_meta = (_meta(base), _meta(new))
+    if STATE.anomaly:
+        node.anomaly_trace = "".join(traceback.format_stack()[:-3])
+    _set_node(base, node, 0)
+    _view_history(self, base, window)

@@ -14,7 +14,7 @@ from typing import Sequence
 from ember.dispatcher.state import STATE, set_grad_enabled_state
 from ember.errors import AutogradError
 
-from .graph import AccumulateGrad, Node, edge_of
+from .graph import AccumulateGrad, Node, edge_of, store_retained
 
 
 def _tensor_cls():
@@ -66,7 +66,7 @@ def sum_to(grad, shape):
 
 
 def _validate(node: Node, grads: tuple):
-    """Reduce each input gradient to the input's shape and dtype."""
+    """Reduce each input gradient to the input's shape, dtype and device."""
     metas = node.input_meta
     out = list(grads)
     for i, g in enumerate(out):
@@ -81,6 +81,8 @@ def _validate(node: Node, grads: tuple):
                                     f"{list(g.shape)} but expected shape compatible with {list(shape)}") from exc
         if g.dtype is not dtype:
             g = g.to(dtype)
+        if g.device != device:
+            g = g.to(device)
         out[i] = g
     return out
 
@@ -147,7 +149,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
         for k, inp in enumerate(inputs):
             e = edge_of(inp)
             if e is None:
-                raise AutogradError(f"One of the differentiated Tensors (index {k}) does not require grad")
+                raise AutogradError("One of the differentiated Tensors does not require grad")
             capture[(id(e[0]), e[1])] = k
     captured: list = [None] * (len(inputs) if inputs is not None else 0)
 
@@ -174,17 +176,22 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
         while heap:
             _, _, node = heapq.heappop(heap)
             grads = buffers.pop(node)
-            if node.pre_hooks:
+            # tensor hooks (leaf hooks live on the tensor, non-leaf ones on its grad_fn) and
+            # retain_grad run first, so gradients captured for autograd.grad include them
+            if isinstance(node, AccumulateGrad):
+                if grads[0] is not None:
+                    grads[0] = node.tensor_hooks(grads[0])
+            elif node.pre_hooks:
                 for nr, hooks in node.pre_hooks.items():
+                    if nr < 0 or nr >= len(grads):
+                        continue
                     for hook in list(hooks):
-                        if nr == -1:
-                            res = hook(tuple(grads))
-                            if res is not None:
-                                grads = list(res)
-                        elif grads[nr] is not None:
+                        if grads[nr] is not None:
                             res = hook(grads[nr])
                             if res is not None:
                                 grads[nr] = res
+            if node.retains:
+                store_retained(node, grads)
             if capture:
                 for nr, g in enumerate(grads):
                     k = capture.get((id(node), nr))
@@ -193,26 +200,28 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             if needed is not None and node not in needed:
                 _release_edges(node, deps, heap, buffers, retain_graph)
                 continue
+            if node.pre_hooks and -1 in node.pre_hooks:
+                for hook in list(node.pre_hooks[-1]):
+                    res = hook(tuple(grads))
+                    if res is not None:
+                        grads = list(res)
             if isinstance(node, AccumulateGrad):
                 if accumulate:
                     node.apply(grads)
                 continue
-            if node.freed:
-                raise AutogradError(
-                    "Trying to backward through the graph a second time (or directly access saved tensors after they "
-                    "have already been freed). Saved intermediate values of the graph are freed when you call "
-                    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
-                    "graph a second time or if you need to access saved tensors after calling backward.")
+            # a node run twice without retain_graph fails when it unpacks a freed saved
+            # tensor (SavedTensor.unpack), as in PyTorch: nodes that saved no tensor can rerun
             if all(g is None for g in grads):
                 outs = (None,) * len(node.next_edges)
             else:
-                grads = [g if g is not None else None for g in grads]
                 outs = _validate(node, node.apply(grads))
                 if STATE.anomaly:
                     _check_anomaly(node, outs)
             if node.post_hooks:
-                for hook in node.post_hooks:
-                    hook(tuple(outs), tuple(grads))
+                for hook in list(node.post_hooks):
+                    res = hook(tuple(outs), tuple(grads))
+                    if res is not None:
+                        outs = _validate(node, tuple(res))
             if not retain_graph:
                 node.release()
             for edge, g in zip(node.next_edges, outs):
@@ -235,8 +244,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     if inputs is not None and not accumulate:
         for k, g in enumerate(captured):
             if g is None and not allow_unused:
-                raise AutogradError("One of the differentiated Tensors appears to not have been used in the graph. "
-                                    "Set allow_unused=True if this is the desired behavior.")
+                raise AutogradError(f"The differentiated Tensor at index {k} appears to not have been used in the "
+                                    "graph. Set allow_unused=True if this is the desired behavior.")
         if not create_graph:
             captured = [g.detach() if g is not None else None for g in captured]
         return tuple(captured)

@@ -7,6 +7,7 @@ dimensions and casts.
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 from ember._generated import functions as F
@@ -162,12 +163,57 @@ def select_backward(grad, shape, dim, index):
     return F.select_scatter(F.zeros(tuple(shape), dtype=grad.dtype, device=grad.device), grad, dim, index)
 
 
+def _extent(shape, strides) -> int:
+    return sum((n - 1) * st for n, st in zip(shape, strides))
+
+
 def as_strided_backward(grad, self, size, stride, storage_offset):
-    """Scatter the window's gradient into zeros shaped like the (contiguous) input."""
-    base = F.zeros((self.numel(),), dtype=grad.dtype, device=grad.device)
-    offset = storage_offset if storage_offset is not None else self.storage_offset()
-    out = F.as_strided_scatter(base, grad, size, stride, offset - self.storage_offset())
-    return F.reshape(out, tuple(self.shape))
+    """The window's gradient summed into the storage positions it reads, read back as `self`.
+
+    The window may overlap itself (sliding windows, stride-0 dimensions): stride-0
+    dimensions are summed first, and the dimensions that would still overlap are looped
+    over, so each scatter writes a non-overlapping window and the parts are added. `self`
+    may be any view of its storage; an expanded one shares each position's gradient among
+    the elements reading it (as PyTorch does).
+    """
+    size, stride = tuple(size), tuple(stride)
+    self_shape, self_stride, self_offset = tuple(self.shape), tuple(self.stride()), self.storage_offset()
+    offset = self_offset if storage_offset is None else storage_offset
+    if any(n == 0 for n in size) or any(n == 0 for n in self_shape):
+        return F.zeros(self_shape, dtype=grad.dtype, device=grad.device)
+    broadcast = [d for d in range(len(size)) if stride[d] == 0 and size[d] != 1]
+    if broadcast:
+        grad = F.sum(grad, broadcast)
+        keep = [d for d in range(len(size)) if d not in broadcast]
+        size, stride = tuple(size[d] for d in keep), tuple(stride[d] for d in keep)
+    low = min(self_offset, offset)
+    length = max(self_offset + _extent(self_shape, self_stride), offset + _extent(size, stride)) - low + 1
+    scatter, loop, reach = [], [], 0
+    for d in sorted(range(len(size)), key=lambda d: (stride[d], -size[d])):
+        if size[d] == 1 or stride[d] > reach:
+            scatter.append(d)
+            reach += (size[d] - 1) * stride[d]
+        else:
+            loop.append(d)
+    scatter.sort()
+    loop.sort(reverse=True)           # select the last dimensions first: earlier indices stay valid
+    sub_size = tuple(size[d] for d in scatter)
+    sub_stride = tuple(stride[d] for d in scatter)
+    total = None
+    for index in itertools.product(*(range(size[d]) for d in loop)):
+        part, at = grad, offset - low
+        for d, i in zip(loop, index):
+            part = F.select(part, d, i)
+            at += i * stride[d]
+        zeros = F.zeros((length,), dtype=grad.dtype, device=grad.device)
+        part = F.as_strided_scatter(zeros, part, sub_size, sub_stride, at)
+        total = part if total is None else F.add(total, part)
+    out = F.as_strided(total, self_shape, self_stride, self_offset - low)
+    shared = 1                # an expanded `self` reads each position this many times (PyTorch divides)
+    for n, st in zip(self_shape, self_stride):
+        if st == 0:
+            shared *= n
+    return out if shared == 1 else F.div(out, shared)
 
 
 def cat_backward(grad, dim, shapes):

@@ -47,11 +47,18 @@ class FunctionCtx:
 
 
 class BackwardCFunction(Node, FunctionCtx):
-    """The graph node of one Function.apply call; it is also the ctx."""
+    """The graph node of one Function.apply call; it is also the ctx.
 
-    def __init__(self, fn_cls) -> None:
+    Each Function subclass gets its own subclass of this, named `<Function>Backward`, so
+    `type(y.grad_fn).__name__` reads as in PyTorch.
+    """
+
+    _fn_cls = None
+
+    def __init__(self, fn_cls=None) -> None:
         Node.__init__(self)
-        self._fn_cls = fn_cls
+        if fn_cls is not None:
+            self._fn_cls = fn_cls
         self._materialize = True
 
     def name(self) -> str:
@@ -82,7 +89,11 @@ class BackwardCFunction(Node, FunctionCtx):
 
 
 class _FunctionMeta(type):
-    pass
+    """Gives every Function subclass its backward node class, `<Name>Backward`."""
+
+    def __init__(cls, name, bases, attrs) -> None:
+        cls._backward_cls = type(f"{name}Backward", (BackwardCFunction,), {"_fn_cls": cls})
+        super().__init__(name, bases, attrs)
 
 
 class Function(metaclass=_FunctionMeta):
@@ -100,10 +111,13 @@ class Function(metaclass=_FunctionMeta):
     def apply(cls, *args, **kwargs):
         from ember.frontend.tensor import AutogradMeta, Tensor
 
-        node = BackwardCFunction(cls)
-        arg_is_tensor = tuple(isinstance(a, Tensor) for a in args)
+        node = cls._backward_cls()
+        # keyword arguments count as inputs after the positional ones (needs_input_grad,
+        # one gradient each from backward), as in PyTorch
+        inputs = args + tuple(kwargs.values())
+        arg_is_tensor = tuple(isinstance(a, Tensor) for a in inputs)
         node._arg_is_tensor = arg_is_tensor
-        node.needs_input_grad = tuple(isinstance(a, Tensor) and a._ag is not None for a in args)
+        node.needs_input_grad = tuple(isinstance(a, Tensor) and a._ag is not None for a in inputs)
         record = STATE.grad_enabled and any(node.needs_input_grad)
         prev = set_grad_enabled_state(False)
         try:
@@ -114,18 +128,23 @@ class Function(metaclass=_FunctionMeta):
             return outputs
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
-        tensors_in = [a for a in args if isinstance(a, Tensor)]
+        tensors_in = [a for a in inputs if isinstance(a, Tensor)]
         node.next_edges = tuple(edge_of(t) for t in tensors_in)
         node.input_meta = tuple((tuple(t.shape), t.dtype, t.device) if t._ag is not None else None
                                 for t in tensors_in)
         node.n_outputs = len(outs)
+        if STATE.anomaly:
+            import traceback
+
+            node.anomaly_trace = "".join(traceback.format_stack()[:-1])
         node._output_meta = tuple((tuple(o.shape), o.dtype, o.device) if isinstance(o, Tensor) else ((), None, None)
                                   for o in outs)
         non_diff = getattr(node, "_non_differentiable", set())
+        dirty = getattr(node, "_dirty", ())
         result = []
         for k, o in enumerate(outs):
             if isinstance(o, Tensor) and o.dtype.is_floating_point and id(o) not in non_diff:
-                if any(o is a for a in args) and o not in getattr(node, "_dirty", ()):
+                if any(o is a for a in inputs) and not any(o is d for d in dirty):
                     o = o.detach()     # an input returned as is becomes a new output (PyTorch: a view)
                 o._ag = AutogradMeta(node, k)
                 o._keys |= K.AUTOGRAD

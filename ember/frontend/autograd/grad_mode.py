@@ -86,6 +86,14 @@ class set_grad_enabled(_GradModeContext):
         self._enabled = bool(mode)
         self._prev = set_grad_enabled_state(self._enabled)
 
+    def __call__(self, fn):
+        # used as a decorator: the mode applies inside the function only, so undo the
+        # switch the constructor made (as PyTorch does)
+        if hasattr(self, "_prev"):
+            set_grad_enabled_state(self._prev)
+            del self._prev
+        return super().__call__(fn)
+
     def clone(self):
         obj = object.__new__(type(self))
         obj._enabled = self._enabled
@@ -104,6 +112,12 @@ class set_grad_enabled(_GradModeContext):
 class inference_mode(_GradModeContext):
     """Like no_grad, for inference code (tensors made inside report is_inference())."""
 
+    def __new__(cls, mode=True):
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        # `@inference_mode` without parentheses, as PyTorch accepts
+        return cls()(mode)
+
     def __init__(self, mode: bool = True) -> None:
         self._enabled = not mode
         self._mode = mode
@@ -113,7 +127,7 @@ class inference_mode(_GradModeContext):
 
     def __enter__(self):
         self._prev_inf = STATE.inference_mode
-        STATE.inference_mode = self._mode or self._prev_inf
+        STATE.inference_mode = bool(self._mode)
         return super().__enter__()
 
     def __exit__(self, *exc) -> None:

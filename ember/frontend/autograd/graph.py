@@ -21,7 +21,7 @@ class Node:
     n_outputs = 1   # how many forward outputs (gradients arriving); generated nodes override
 
     __slots__ = ("next_edges", "input_meta", "pre_hooks", "post_hooks", "seq", "freed", "anomaly_trace",
-                 "__weakref__", "__dict__")
+                 "retains", "__weakref__", "__dict__")
 
     def __init__(self) -> None:
         self.next_edges: tuple = ()      # per input: (node, output_nr) or None
@@ -31,6 +31,7 @@ class Node:
         self.seq = next(_sequence)
         self.freed = False
         self.anomaly_trace = None
+        self.retains = None              # {output_nr: weakref to the tensor whose .grad it fills (retain_grad)}
 
     def name(self) -> str:
         return type(self).__name__
@@ -50,7 +51,7 @@ class Node:
         return tuple((e[0], e[1]) if e is not None else (None, 0) for e in self.next_edges)
 
     def register_hook(self, fn):
-        """fn(grad_inputs, grad_outputs) called after the node runs."""
+        """fn(grad_inputs, grad_outputs) -> new grad_inputs or None, called after the node runs."""
         if self.post_hooks is None:
             self.post_hooks = []
         self.post_hooks.append(fn)
@@ -71,6 +72,21 @@ class AccumulateGrad(Node):
         self.variable = variable
         self.input_meta = ()
 
+    def tensor_hooks(self, grad):
+        """Run the leaf's tensor hooks (Tensor.register_hook) on its incoming gradient.
+
+        The engine calls this before capturing gradients for autograd.grad and before
+        accumulating, so hooks see (and may replace) the gradient in both cases, as in PyTorch.
+        """
+        ag = self.variable._ag
+        if ag is None or not ag.hooks or grad is None:
+            return grad
+        for hook in list(ag.hooks):
+            out = hook(grad)
+            if out is not None:
+                grad = out
+        return grad
+
     def apply(self, grads: list) -> tuple:
         from ember.dispatcher.state import STATE
 
@@ -79,11 +95,6 @@ class AccumulateGrad(Node):
         ag = var._ag
         if ag is None or grad is None:
             return ()
-        if ag.hooks:
-            for hook in ag.hooks:
-                out = hook(grad)
-                if out is not None:
-                    grad = out
         if ag.grad is None:
             # a fresh copy: the incoming gradient may be shared with other inputs or views,
             # and later accumulation writes into .grad in place
@@ -110,9 +121,32 @@ def edge_of(tensor):
     ag = tensor._ag
     if ag is None:
         return None
-    if ag.grad_fn is not None:
-        return (ag.grad_fn, ag.output_nr)
+    fn = ag.grad_fn
+    if fn is not None:
+        if tensor._base is not None and _view_is_stale(tensor, fn):
+            from .autograd_kernel import regenerate_view_history
+
+            regenerate_view_history(tensor)
+            return (ag.grad_fn, ag.output_nr) if tensor._ag is ag else edge_of(tensor)
+        return (fn, ag.output_nr)
     return (accumulator_of(tensor), 0)
+
+
+_NOT_A_VIEW_NODE = object()
+
+
+def _view_is_stale(view, fn) -> bool:
+    """Was the base of `view` given a new history (an in-place op) after `view` got its own?
+
+    View nodes remember the base's grad_fn they were derived from (`_view_of`, set by the
+    autograd kernel); a view whose base has moved on must take its gradient through the
+    base's new history, as PyTorch regenerates such a view's grad_fn.
+    """
+    src = fn.__dict__.get("_view_of", _NOT_A_VIEW_NODE)
+    if src is _NOT_A_VIEW_NODE:
+        return False
+    base_ag = view._base._ag
+    return base_ag is not None and base_ag.grad_fn is not src
 
 
 class SavedTensor:
@@ -193,3 +227,59 @@ def register_tensor_hook(tensor, hook):
         ag.hooks.append(hook)
         return _RemovableHandle(ag.hooks, hook)
     return _add_pre_hook(ag.grad_fn, ag.output_nr, hook)
+
+
+def retain_grad(tensor) -> None:
+    """Tensor.retain_grad: fill the `.grad` of a non-leaf when a backward pass reaches it.
+
+    The gradient is stored (accumulated over passes, as for leaves) after the tensor's own
+    hooks have run. A no-op on leaves, which always keep their gradient.
+    """
+    ag = tensor._ag
+    if ag is None:
+        raise AutogradError("can't retain_grad on Tensor that has requires_grad=False")
+    if ag.grad_fn is None or ag.retains_grad and _retain_registered(tensor):
+        return
+    ag.retains_grad = True
+    _register_retain(ag.grad_fn, ag.output_nr, tensor)
+
+
+def _register_retain(node: Node, output_nr: int, tensor) -> None:
+    if node.retains is None:
+        node.retains = {}
+    node.retains[output_nr] = weakref.ref(tensor)
+
+
+def _retain_registered(tensor) -> bool:
+    ag = tensor._ag
+    ref = (ag.grad_fn.retains or {}).get(ag.output_nr)
+    return ref is not None and ref() is tensor
+
+
+def move_retain(tensor, old_node, old_nr) -> None:
+    """Keep retain_grad working when an in-place op gives `tensor` a new grad_fn."""
+    if old_node is not None and old_node.retains:
+        ref = old_node.retains.get(old_nr)
+        if ref is not None and ref() is tensor:
+            del old_node.retains[old_nr]
+    ag = tensor._ag
+    if ag is not None and ag.retains_grad and ag.grad_fn is not None:
+        _register_retain(ag.grad_fn, ag.output_nr, tensor)
+
+
+def store_retained(node: Node, grads) -> None:
+    """Write the gradients arriving at `node` into the `.grad` of tensors that retain it."""
+    from ember.dispatcher.state import STATE
+
+    for nr, ref in list(node.retains.items()):
+        g = grads[nr] if nr < len(grads) else None
+        t = ref()
+        if g is None or t is None:
+            continue
+        ag = t._ag
+        if ag is None or not ag.retains_grad or ag.grad_fn is not node:
+            continue
+        if ag.grad is None:
+            ag.grad = g.clone() if STATE.grad_enabled else g.detach().clone()
+        else:
+            ag.grad = ag.grad + g
