@@ -141,6 +141,16 @@ def is_contiguous_data(data) -> bool:
     return True
 
 
+def _canonical_strides(data) -> bool:
+    """Whether a contiguous array has exactly the strides `empty` gives (size-1 dimensions too)."""
+    acc = data.itemsize
+    for n, st in zip(reversed(data.shape), reversed(data.strides)):
+        if st != acc:
+            return False
+        acc *= n if n > 1 else 1
+    return True
+
+
 def non_overlapping_and_dense(shape, strides) -> bool:
     """ATen's is_non_overlapping_and_dense: a permutation of a contiguous layout."""
     if len(shape) == 1:
@@ -156,10 +166,46 @@ def non_overlapping_and_dense(shape, strides) -> bool:
     return True
 
 
-def preserved_strides(t: Tensor):
-    """Strides of `empty_like(t)` (memory_format=preserve), or None when contiguous.
+def infer_dense_strides(shape, strides) -> tuple[int, ...]:
+    """ATen's infer_dense_strides: dense strides ordering the dimensions as `strides` do.
 
-    A dense, non-overlapping input keeps its strides; anything else gets contiguous ones.
+    Dimensions sort by stride (ties: the smaller size first; stride-0 dimensions stay put),
+    exactly as TensorIterator orders them.
+    """
+    ndim = len(shape)
+    perm = list(range(ndim - 1, -1, -1))
+
+    def should_swap(d0, d1) -> int:
+        s0, s1 = strides[d0], strides[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 != s1:
+            return -1 if s0 < s1 else 1
+        return 1 if shape[d0] > shape[d1] else 0
+
+    for i in range(1, ndim):
+        dim1 = i
+        for dim0 in range(i - 1, -1, -1):
+            c = should_swap(perm[dim0], perm[dim1])
+            if c > 0:
+                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+                dim1 = dim0
+            elif c < 0:
+                break
+    out = [0] * ndim
+    acc = 1
+    for d in perm:
+        out[d] = acc
+        if shape[d] > 1:
+            acc *= shape[d]
+    return tuple(out)
+
+
+def preserved_strides(t: Tensor):
+    """Strides of `empty_like(t)` / `clone(t)` (memory_format=preserve), or None when contiguous.
+
+    A dense, non-overlapping input keeps its strides exactly; any other strided input gets
+    dense strides in the same dimension order (ATen's infer_dense_strides).
     """
     data = t._data
     shape = data.shape
@@ -173,43 +219,79 @@ def preserved_strides(t: Tensor):
     strides = strides_of(t)
     if non_overlapping_and_dense(shape, strides):      # strides of size-1 dimensions are kept too
         return strides
-    return None
+    return infer_dense_strides(shape, strides)
 
 
-def iterator_strides(shape, tensors) -> tuple[int, ...] | None:
+def trivial_layout(shape, tensors, scalars: bool = False) -> bool:
+    """Whether a pointwise op over `tensors` surely has a contiguous output (the cheap test).
+
+    True when every operand is contiguous and, unless all have the output's shape (the
+    TensorIterator fast setup; `scalars`: Python numbers are 0-d operands too), has
+    canonical strides on its size-1 dimensions too.
+    """
+    shape = tuple(shape)
+    same = not scalars or not shape
+    for t in tensors:
+        data = t._data
+        if not is_contiguous_data(data):
+            return False
+        if same and tuple(data.shape) != shape:
+            same = False
+    if not same:
+        for t in tensors:
+            data = t._data
+            if 1 in data.shape and not _canonical_strides(data):
+                return False
+    return True
+
+
+def _is_contiguous(shape, strides) -> bool:
+    expected = 1
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if n == 0:
+            return True
+        if n != 1 and st != expected:
+            return False
+        expected *= n
+    return True
+
+
+def iterator_strides(shape, tensors, dtypes=None, scalars: bool = False) -> tuple[int, ...] | None:
     """Strides PyTorch's TensorIterator gives the new output of a pointwise op, or None.
 
-    `tensors` are the tensor operands in argument order. None means contiguous. Follows
-    TensorIteratorBase: the fast setup (every operand contiguous, or all non-overlapping
-    and dense with equal strides and no broadcasting), else reorder_dimensions on the
-    operands' byte strides (broadcast dimensions ignored) and strides compatible with the
-    permuted shape.
+    `tensors` are the tensor operands in argument order; `dtypes` the dtype each is
+    promoted to (None: as is); `scalars` whether Python numbers take part as 0-d operands
+    (PyTorch wraps them as tensors for most ops). None means contiguous. Follows TensorIteratorBase: an
+    input of another dtype is first converted (`.to()`, which keeps a dense layout and
+    makes other layouts dense in the same order); then the fast setup (every operand
+    contiguous, or all non-overlapping and dense with equal strides and no broadcasting),
+    else reorder_dimensions on the operands' strides (broadcast dimensions ignored) and
+    strides compatible with the permuted shape.
     """
-    try:
-        for t in tensors:
-            if not t._data.flags.c_contiguous:
-                break
-        else:
-            return None
-    except AttributeError:
-        if all(is_contiguous_data(t._data) for t in tensors):
-            return None
-    datas = [t._data for t in tensors]
     shape = tuple(shape)
+    if trivial_layout(shape, tensors, scalars):
+        return None
     ndim = len(shape)
     if ndim <= 1:
         return None
-    if all(tuple(d.shape) == shape for d in datas):
-        first = strides_of(tensors[0])
-        if all(non_overlapping_and_dense(shape, strides_of(t)) for t in tensors) and \
-                all(strides_of(t) == first for t in tensors[1:]):
-            return first
+    layouts = []
+    for k, t in enumerate(tensors):
+        tshape, tstrides = tuple(t._data.shape), strides_of(t)
+        if dtypes is not None and dtypes[k] is not None and dtypes[k] is not t._dtype and \
+                not non_overlapping_and_dense(tshape, tstrides):
+            tstrides = infer_dense_strides(tshape, tstrides)
+        layouts.append((tshape, tstrides))
+    if all(ts == shape for ts, _ in layouts) and not scalars:
+        if all(_is_contiguous(ts, st) for ts, st in layouts):
+            return None
+        first = layouts[0][1]
+        if all(non_overlapping_and_dense(ts, st) and st == first for ts, st in layouts):
+            return None if _is_contiguous(shape, first) else first
     op_strides = []
-    for d in datas:
-        dshape, dstrides = tuple(d.shape), tuple(d.strides)
-        off = ndim - len(dshape)
+    for tshape, tstrides in layouts:
+        off = ndim - len(tshape)
         st = [0] * ndim
-        for i, (n, s) in enumerate(zip(dshape, dstrides)):
+        for i, (n, s) in enumerate(zip(tshape, tstrides)):
             st[off + i] = 0 if (n == 1 and shape[off + i] != 1) else s
         op_strides.append(st)
 

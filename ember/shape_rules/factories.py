@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import math
 
-from ember.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError
+from ember.errors import ArgumentTypeError, ArgumentValueError, MissingKernelError
 from ember.frontend import dtype as _dt
 from ember.frontend.tensor import Tensor
 from ember.frontend.type_promotion import dtype_of_scalar
 
 from . import shape_rule
-from .common import NUMBER_TYPES, check_dtype_arg, check_int_list, check_tensor, preserved_strides, type_name, with_layout
+from .common import (NUMBER_TYPES, check_dtype_arg, check_int_list, check_tensor, preserved_strides, type_name,
+                     with_layout)
 
 
 def _size(op, size) -> tuple[int, ...]:

@@ -4,10 +4,11 @@ from __future__ import annotations
 from ember.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, ShapeError
 from ember.frontend import dtype as _dt
 from ember.frontend.tensor import Tensor
-from ember.frontend.type_promotion import can_cast, elementwise_dtypes
+from ember.frontend.type_promotion import can_cast, elementwise_dtypes, result_type
 
 from . import shape_rule
-from .common import NUMBER_TYPES, broadcast_shapes, is_contiguous_data, iterator_strides, type_name, with_layout
+from .common import (NUMBER_TYPES, broadcast_shapes, is_contiguous_data, iterator_strides, trivial_layout, type_name,
+                     with_layout)
 
 _ROUNDING_MODES = (None, "trunc", "floor")
 
@@ -140,10 +141,14 @@ def pointwise(op, *args):
         shape = broadcast_shapes(op, [t._data.shape for t in tensors])
     if op.inplace_of is not None:
         return _inplace_result(op, args[0], shape, result)
+    # Python numbers are 0-d operands of PyTorch's TensorIterator, except pow's Scalar overloads
+    scalars = len(tensors) != len(operands) and not op.name.startswith("pow")
+    if trivial_layout(shape, tensors, scalars):
+        return (shape, result)
     if op.name == "rsub.Tensor":
         tensors.reverse()           # computed as sub(other, self): other leads the layout
-    strides = iterator_strides(shape, tensors)
-    return (shape, result) if strides is None else with_layout(shape, result, strides)
+    common = result_type(*operands) if op.promotion == "always_bool" else result
+    return with_layout(shape, result, iterator_strides(shape, tensors, [common] * len(tensors), scalars))
 
 
 def _inplace_result(op, self: Tensor, shape, result):
@@ -168,7 +173,11 @@ def where(op, condition, self, other):
     tensors = [condition] + [o for o in operands if isinstance(o, Tensor)]
     _, result = elementwise_dtypes(*operands, rule="default")
     shape = broadcast_shapes(op, [t._data.shape for t in tensors])
-    return with_layout(shape, result, iterator_strides(shape, tensors))
+    scalars = len(tensors) != len(operands) + 1
+    if trivial_layout(shape, tensors, scalars):
+        return (shape, result)
+    dtypes = [None] + [result] * (len(tensors) - 1)      # self and other are converted, not condition
+    return with_layout(shape, result, iterator_strides(shape, tensors, dtypes, scalars))
 
 
 @shape_rule("clamp")
@@ -193,4 +202,6 @@ def clamp(op, self, min=None, max=None):
     shape = broadcast_shapes(op, [t._data.shape for t in tensors])
     if op.inplace_of is not None:
         return _inplace_result(op, self, shape, result)
-    return with_layout(shape, result, iterator_strides(shape, tensors))
+    if trivial_layout(shape, tensors):
+        return (shape, result)
+    return with_layout(shape, result, iterator_strides(shape, tensors, [result] * len(tensors)))

@@ -10,8 +10,8 @@ from ember.errors import ArgumentValueError, DimensionError, ShapeError
 from ember.frontend.tensor import Tensor
 
 from . import shape_rule
-from .common import (check_int_list, check_tensor, contiguous_strides, numel, preserved_strides, strides_of, with_layout,
-                     wrap_dim, wrap_dims)
+from .common import (check_int_list, check_tensor, contiguous_strides, numel, preserved_strides, strides_of,
+                     with_layout, wrap_dim, wrap_dims)
 
 
 def _offset(t: Tensor) -> int:
