@@ -396,9 +396,6 @@ def test_rand_statistics(dtype):
     assert len(np.unique(v)) > 200
 
 
-@pytest.mark.xfail(strict=True, reason="the Philox spec (backends/cpu/array_kernels/philox.py, 'Caveat') "
-                                       "draws 24 bits and rounds to float16/bfloat16, which can give exactly 1.0; "
-                                       "torch.rand never returns its upper bound")
 def test_rand_half_precision_below_one():
     for dtype in (ember.float16, ember.bfloat16):
         ember.manual_seed(0)

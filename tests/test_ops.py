@@ -486,19 +486,10 @@ _RANDOM = [("rand", d) for d in op_db.FLOAT] + [("randn", d) for d in op_db.FLOA
     [("randint", d) for d in ("int64", "int32", "float32")] + [("random_", d) for d in ("int64", "uint8", "float32")]
 
 
-_HALF_OPEN = ("Philox spec (backends/cpu/array_kernels/philox.py, section 3) rounds low + u * (high - low) to "
-              "float16/bfloat16 after computing it in float32, so it can return exactly `high`; PyTorch's "
-              "uniform is [from, to). Fix in the spec (all backends): after the cast, replace values == high by "
-              "nextafter(high, low) in the target dtype.")
-
-
 def _random_params():
     out = []
     for name, dtype in _RANDOM:
-        marks = []
-        if name in ("rand", "uniform_") and dtype in op_db.LOWP:
-            marks = [pytest.mark.xfail(strict=True, reason=_HALF_OPEN)]
-        out.append(pytest.param(name, dtype, marks=marks, id=f"{name}-{dtype}"))
+        out.append(pytest.param(name, dtype, id=f"{name}-{dtype}"))
     return out
 
 

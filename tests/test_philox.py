@@ -196,8 +196,12 @@ def test_uniform_range_and_dtypes():
     assert h.dtype == np.float16 and h.min() >= 2.0 and h.max() <= 4.0
     b, _ = philox.uniform(np, 1, 0, (7, 3), "bfloat16")
     assert b.dtype == ml_dtypes.bfloat16 and b.shape == (7, 3)
-    f32, _ = philox.uniform(np, 1, 0, (7, 3), "float32")
-    np.testing.assert_array_equal(b, f32.astype(ml_dtypes.bfloat16))
+    words, _ = philox.random_bits(np, 1, 0, 21)      # bfloat16 draws its 8 significand bits
+    expected = ((words >> 24).astype(np.float32) * np.float32(2.0**-8)).astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(b.reshape(-1), expected)
+    for name in ("float16", "bfloat16"):               # exact in the target: never reaches 1.0
+        u, _ = philox.uniform(np, 1234, 0, (20_000,), name)
+        assert float(u.astype(np.float32).max()) < 1.0
     n, _ = philox.uniform(np, 1, 0, (4,), "bfloat16", native_dtype=np.float32)
     assert n.dtype == np.float32
     with pytest.raises(ValueError):

@@ -39,8 +39,10 @@ SPECIFICATION
 3. ``uniform`` (one draw of ``W`` words, ``W`` given per dtype below):
 
    * float32 / float16 / bfloat16: one word per element, element ``j`` uses word ``j``.
-     ``u = float32(w >> 8) * 2**-24`` (exact, in ``[0, 1)``), then, in float32 with no
-     fused multiply-add (C: ``-ffp-contract=off`` / ``__fmul_rn`` + ``__fadd_rn``)::
+     ``u = float32(w >> (32 - B)) * 2**-B`` with ``B`` the target's significand digits
+     (24 for float32, 11 for float16, 8 for bfloat16), so ``u`` is exact in the target and
+     in ``[0, 1)``; then, in float32 with no fused multiply-add (C: ``-ffp-contract=off`` /
+     ``__fmul_rn`` + ``__fadd_rn``)::
 
          r = float32(low) + u * float32(high - low)   # high - low computed in double
 
@@ -49,9 +51,8 @@ SPECIFICATION
      ``u = (double(w0 >> 5) * 2**26 + double(w1 >> 6)) * 2**-53`` (exact, in ``[0, 1)``),
      ``r = low + u * (high - low)`` in double, no FMA.
 
-   Caveat: rounding (of ``low + u*span``, or of the final cast to float16/bfloat16) can
-   return exactly ``high``; e.g. ``u = 1 - 2**-24`` rounds to 1.0 in float16.  The
-   algorithm is kept as specified so that every backend agrees bit-for-bit.
+   With ``low = 0, high = 1`` every result lies in ``[0, 1)`` for every dtype; for other
+   bounds the rounding of ``low + u*span`` can reach ``high``, as in PyTorch.
 
 4. ``normal`` (Box-Muller).  For ``n`` elements, ``P = ceil(n / 2)`` pairs.  Uniforms are
    produced exactly as in ``uniform`` on [0, 1) (``U`` = 1 word each for float32/16/bf16,
@@ -223,9 +224,14 @@ def _resolve_float_dtype(xp: Any, dtype_name: str, native_dtype: Any) -> Any:
     return getattr(xp, dtype_name)
 
 
-def _unit_float32(xp: Any, words: Any) -> Any:
-    """Map uint32 words to float32 uniforms ``(w >> 8) * 2**-24`` in [0, 1) (exact)."""
-    return (words >> xp.uint32(8)).astype(xp.float32) * xp.float32(2.0**-24)
+# random bits per element of a low-precision uniform: the target's significand digits, so
+# every value of u is exact in the target and below 1 (PyTorch draws the same widths)
+UNIFORM_BITS = {"float32": 24, "float16": 11, "bfloat16": 8}
+
+
+def _unit_float32(xp: Any, words: Any, bits: int = 24) -> Any:
+    """Map uint32 words to float32 uniforms ``(w >> (32 - bits)) * 2**-bits`` in [0, 1) (exact)."""
+    return (words >> xp.uint32(32 - bits)).astype(xp.float32) * xp.float32(2.0**-bits)
 
 
 def _unit_float64(xp: Any, words: Any) -> Any:
@@ -259,7 +265,7 @@ def uniform(
         out = xp.float64(low) + u * xp.float64(float(high) - float(low))
     else:
         words, new_offset = random_bits(xp, seed, offset, n)
-        u = _unit_float32(xp, words)
+        u = _unit_float32(xp, words, UNIFORM_BITS[dtype_name])
         out = xp.float32(low) + u * xp.float32(float(high) - float(low))
     return out.astype(target).reshape(shape), new_offset
 
