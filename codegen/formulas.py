@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from .registry import OpEntry
 
-META_ATTRS = ("shape", "dtype", "device")
+# tensor metadata a formula may read without the tensor being saved (x.shape, x.stride, ...)
+META_ATTRS = ("shape", "dtype", "device", "stride", "storage_offset")
 
 
 @dataclass

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from .formulas import compile_formulas, formulas_reference_self
+from .formulas import META_ATTRS, compile_formulas, formulas_reference_self
 from .registry import OPERATORS, OpEntry, Registry, argument_python_name
 from .schema import Argument, FunctionSchema
 
@@ -353,10 +353,12 @@ def _save_expr(slot: str, schema: FunctionSchema, arg_index: dict, return_index:
         return "_save(outs[0], True, 0)"
     if slot.startswith("m_"):
         for name, i in arg_index.items():
-            for attr in ("shape", "dtype", "device"):
+            for attr in META_ATTRS:
                 if slot == f"m_{name}_{attr}":
                     if attr == "shape":
                         return f"tuple(args[{i}].shape) if hasattr(args[{i}], 'shape') else ()"
+                    if attr in ("stride", "storage_offset"):
+                        return f"args[{i}].{attr}()"
                     return f"args[{i}].{attr}"
         raise ValueError(slot)
     name = slot[2:]

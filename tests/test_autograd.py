@@ -1090,8 +1090,6 @@ def test_view_history_survives_later_in_place_on_base():
     both(f)
 
 
-@pytest.mark.xfail(strict=True, reason="registry formula of as_strided_scatter's src reads the gradient with "
-                                       "as_strided, which is wrong for an expanded (non-contiguous) gradient")
 def test_as_strided_scatter_src_gradient_with_expanded_grad():
     def f(lib):
         src = lib.tensor(B[:2].copy(), requires_grad=True)
@@ -1100,8 +1098,6 @@ def test_as_strided_scatter_src_gradient_with_expanded_grad():
     both(f)
 
 
-@pytest.mark.xfail(strict=True, reason="registry formula of as_strided saves `self` (a tensor) where PyTorch "
-                                       "saves only its geometry, so a later in-place op on it raises")
 def test_as_strided_backward_does_not_save_input():
     def f(lib):
         x = lib.tensor(A, requires_grad=True)

@@ -1053,39 +1053,42 @@ class LogSoftmaxBackward0(Node):
 class AsStridedBackward0(Node):
     """Backward of as_strided."""
 
-    __slots__ = ('a_self', 'a_size', 'a_storage_offset', 'a_stride', 'needs')
+    __slots__ = ('a_size', 'a_storage_offset', 'a_stride', 'm_self_shape', 'm_self_storage_offset', 'm_self_stride', 'needs')
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
-        if needs[0]:
-            self.a_self = _save(args[0])
         if needs[0]:
             self.a_size = _save(args[1])
         if needs[0]:
             self.a_storage_offset = _save(args[3])
         if needs[0]:
             self.a_stride = _save(args[2])
+        if needs[0]:
+            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+        if needs[0]:
+            self.m_self_storage_offset = args[0].storage_offset()
+        if needs[0]:
+            self.m_self_stride = args[0].stride()
 
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
             a_size = _load(self.a_size, self)
             a_storage_offset = _load(self.a_storage_offset, self)
             a_stride = _load(self.a_stride, self)
-            out.append(_H.as_strided_backward(grad, a_self, a_size, a_stride, a_storage_offset))
+            m_self_shape = _load(self.m_self_shape, self)
+            m_self_storage_offset = _load(self.m_self_storage_offset, self)
+            m_self_stride = _load(self.m_self_stride, self)
+            out.append(_H.as_strided_backward(grad, m_self_shape, m_self_stride, m_self_storage_offset, a_size, a_stride, a_storage_offset))
         else:
             out.append(None)
         return out
 
     def release(self):
         self.freed = True
-        v = getattr(self, 'a_self', None)
-        if v.__class__ is SavedTensor:
-            v.release()
         v = getattr(self, 'a_size', None)
         if v.__class__ is SavedTensor:
             v.release()
@@ -1093,6 +1096,15 @@ class AsStridedBackward0(Node):
         if v.__class__ is SavedTensor:
             v.release()
         v = getattr(self, 'a_stride', None)
+        if v.__class__ is SavedTensor:
+            v.release()
+        v = getattr(self, 'm_self_shape', None)
+        if v.__class__ is SavedTensor:
+            v.release()
+        v = getattr(self, 'm_self_storage_offset', None)
+        if v.__class__ is SavedTensor:
+            v.release()
+        v = getattr(self, 'm_self_stride', None)
         if v.__class__ is SavedTensor:
             v.release()
 
@@ -1583,7 +1595,7 @@ class AsStridedScatterBackward0(Node):
             a_size = _load(self.a_size, self)
             a_storage_offset = _load(self.a_storage_offset, self)
             a_stride = _load(self.a_stride, self)
-            out.append(_F.as_strided(grad, a_size, a_stride, a_storage_offset))
+            out.append(_F.as_strided(_H.contiguous_grad(grad), a_size, a_stride, a_storage_offset))
         else:
             out.append(None)
         return out

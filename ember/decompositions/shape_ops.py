@@ -129,8 +129,8 @@ def select_scatter(self, src, dim, index):
 
 @explicit_kernel("as_strided_scatter")
 def as_strided_scatter(self, src, size, stride, storage_offset=None):
-    out = F.clone(self)
-    F.copy_(F.as_strided(out, size, stride, storage_offset), src)
+    out = F.copy_(F.empty(tuple(self.shape), dtype=self.dtype, device=self.device), self)   # contiguous
+    F.copy_(F.as_strided(out, size, stride, 0 if storage_offset is None else storage_offset), src)
     return out
 
 

@@ -7,7 +7,7 @@ from ember.frontend.tensor import Tensor
 from ember.frontend.type_promotion import result_type
 
 from . import shape_rule
-from .common import (NUMBER_TYPES, broadcast_shapes, check_dtype_arg, check_tensor, preserved_strides, type_name,
+from .common import (NUMBER_TYPES, check_int_list, numel, broadcast_shapes, check_dtype_arg, check_tensor, preserved_strides, type_name,
                      with_layout, wrap_dim)
 
 
@@ -198,11 +198,18 @@ def select_scatter(op, self, src, dim, index):
 
 @shape_rule("as_strided_scatter")
 def as_strided_scatter(op, self, src, size, stride, storage_offset=None):
-    from .views import as_strided
-
+    """The window is read over `self`'s elements in contiguous order; the result is contiguous."""
     check_tensor(op, self, "input")
-    window = as_strided(op, self, size, stride, 0 if storage_offset is None else storage_offset)
-    return _scattered(op, self, src, window[0])
+    size = check_int_list(op, size, "size")
+    stride = check_int_list(op, stride, "stride")
+    offset = 0 if storage_offset is None else storage_offset
+    if len(size) != len(stride) or any(v < 0 for v in size + stride) or offset < 0:
+        raise ShapeError(f"{op.name}(): invalid window: size {list(size)}, stride {list(stride)}, offset {offset}")
+    if numel(size) and offset + sum((n - 1) * st for n, st in zip(size, stride)) >= numel(self._data.shape):
+        raise ShapeError(f"{op.name}(): the window (size {list(size)}, stride {list(stride)}, offset {offset}) "
+                         f"reaches past the {numel(self._data.shape)} elements of the input")
+    _scattered(op, self, src, size)
+    return (self._data.shape, self._dtype)
 
 
 @shape_rule("fill")

@@ -167,7 +167,7 @@ def _extent(shape, strides) -> int:
     return sum((n - 1) * st for n, st in zip(shape, strides))
 
 
-def as_strided_backward(grad, self, size, stride, storage_offset):
+def as_strided_backward(grad, self_shape, self_stride, self_offset, size, stride, storage_offset):
     """The window's gradient summed into the storage positions it reads, read back as `self`.
 
     The window may overlap itself (sliding windows, stride-0 dimensions): stride-0
@@ -177,7 +177,7 @@ def as_strided_backward(grad, self, size, stride, storage_offset):
     the elements reading it (as PyTorch does).
     """
     size, stride = tuple(size), tuple(stride)
-    self_shape, self_stride, self_offset = tuple(self.shape), tuple(self.stride()), self.storage_offset()
+    self_shape, self_stride = tuple(self_shape), tuple(self_stride)
     offset = self_offset if storage_offset is None else storage_offset
     if any(n == 0 for n in size) or any(n == 0 for n in self_shape):
         return F.zeros(self_shape, dtype=grad.dtype, device=grad.device)
@@ -214,6 +214,12 @@ def as_strided_backward(grad, self, size, stride, storage_offset):
         if st == 0:
             shared *= n
     return out if shared == 1 else F.div(out, shared)
+
+
+def contiguous_grad(grad):
+    """`grad` as a contiguous tensor starting at offset 0 (as_strided windows index it)."""
+    grad = F.contiguous(grad)
+    return grad if grad.storage_offset() == 0 else F.clone(grad)
 
 
 def cat_backward(grad, dim, shapes):
