@@ -120,15 +120,19 @@ def _signature(schema: FunctionSchema, is_method: bool) -> tuple[str, list[str],
         if a is varargs:
             params.append(f"*{pname}")
             star_done = True
-            prelude.append(f"    {pname} = _size_arg({pname})")
+            prelude.append(f"    {pname} = _size_arg({pname}, {pname}_kw, {schema.name!r}, {pname!r})")
         else:
             if a.kwarg_only and not star_done:
                 params.append("*")
                 star_done = True
             params.append(f"{pname}={_default_repr(a)}" if a.has_default else pname)
+        if a.type.base == "Scalar" and _is_factory(schema):
+            prelude.append(f"    {pname} = _scalar_arg({pname})")
         if a.type.base == "Device":
             prelude.append(f"    {pname} = _as_device({pname})" if _is_factory(schema)
                            else f"    if {pname} is not None:\n        {pname} = _as_device({pname})")
+    if varargs is not None:
+        params.append(f"**{argument_python_name(varargs, is_method)}_kw")
     return ", ".join(params), exprs, prelude
 
 
@@ -184,7 +188,7 @@ def gen_functions(registry: Registry) -> str:
              "from ember.dispatcher.dispatch import call as _call",
              "from ember.dispatcher.operator import ALL_OPS as _OPS",
              "from ember.frontend.device import as_device as _as_device",
-             "from ember.frontend.bindings_support import size_arg as _size_arg, call_overload as _call_overload",
+             "from ember.frontend.bindings_support import size_arg as _size_arg, scalar_arg as _scalar_arg, call_overload as _call_overload",
              ""]
     for op in registry.ops:
         lines.append(f"_op_{ident(op.name)} = _OPS[{op.name!r}]")
@@ -226,7 +230,7 @@ def gen_tensor_methods(registry: Registry) -> str:
              "from ember.dispatcher.dispatch import call as _call",
              "from ember.dispatcher.operator import ALL_OPS as _OPS",
              "from ember.frontend.device import as_device as _as_device",
-             "from ember.frontend.bindings_support import size_arg as _size_arg, call_overload as _call_overload",
+             "from ember.frontend.bindings_support import size_arg as _size_arg, scalar_arg as _scalar_arg, call_overload as _call_overload",
              "",
              "# (Tensor, bool, int, float) once ember.frontend.tensor is imported: operands of operators",
              "OPERAND_TYPES = (bool, int, float)", ""]

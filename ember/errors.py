@@ -32,6 +32,10 @@ class ArgumentValueError(EmberError, RuntimeError):
     """An argument with a value out of range (PyTorch raises IndexError/RuntimeError)."""
 
 
+class ArgumentListError(EmberError, ValueError):
+    """A list argument with the wrong length (e.g. cat of no tensors)."""
+
+
 class DimensionError(EmberError, IndexError):
     """A dimension index out of range."""
 

@@ -1512,5 +1512,16 @@ add(OpInfo("randint.low", fn("randint"), _randint_samples, dtypes=("int64", "int
            errors=lambda rng: [E((5, 2, (3,)), RuntimeError, "randint", desc="high <= low")]))
 
 
+
+def _randint_high_samples(rng, dtype):
+    return [Sample((10, (2, 3)), {"dtype": DT(dtype), "device": DEVICE}, desc="with dtype"),
+            Sample((5, (4,)), {"device": DEVICE}, desc="default int64"),
+            Sample((3, (0, 2)), {"device": DEVICE}, desc="empty")]
+
+
+add(OpInfo("randint", fn("randint"), _randint_high_samples, dtypes=("int64", "int32", "float32", "uint8"),
+           kind="random",
+           errors=lambda rng: [E((0, (3,)), RuntimeError, "randint", desc="high <= 0")]))
+
 OPS_BY_NAME = {op.name: op for op in OP_DB}
 assert len(OPS_BY_NAME) == len(OP_DB), "duplicate OpInfo names"

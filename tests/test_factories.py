@@ -166,9 +166,6 @@ def test_negative_size_is_an_error():
         ember.zeros(2.0)
 
 
-@pytest.mark.xfail(strict=True, reason="generated bindings take sizes only as *size varargs: "
-                                       "`zeros(size=(2, 3))` / `rand(size=...)` (valid in torch) raise "
-                                       "TypeError; codegen should accept a `size=` keyword")
 def test_size_keyword():
     assert ember.zeros(size=(2, 3)).shape == (2, 3)
     assert ember.rand(size=(2, 3)).shape == (2, 3)
@@ -219,9 +216,6 @@ def test_arange_arguments():
             ember.arange(*bad)
 
 
-@pytest.mark.xfail(strict=True, reason="the arange shape rule reads 0-dim tensor bounds but infers the dtype "
-                                       "from the unconverted tensors (always int64); numpy scalars are refused "
-                                       "(ember/shape_rules/factories.py arange, NUMBER_TYPES)")
 def test_arange_tensor_and_numpy_bounds():
     assert_same(*both(lambda m: m.arange(m.tensor(1), m.tensor(4.5))))
     assert_same(*both(lambda m: m.arange(np.int64(3))))
@@ -304,8 +298,6 @@ def test_randint():
         ember.randint(3, 3, (2,))
 
 
-@pytest.mark.xfail(strict=True, reason="only the randint.low overload is generated; torch's "
-                                       "randint(high, size) raises TypeError (ops_registry.yaml: add randint(high))")
 def test_randint_high_only():
     assert_same(*both(lambda m: m.randint(5, (3,))), check_values=False)
 

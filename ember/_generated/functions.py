@@ -5,7 +5,7 @@ from collections import namedtuple as _namedtuple
 from ember.dispatcher.dispatch import call as _call
 from ember.dispatcher.operator import ALL_OPS as _OPS
 from ember.frontend.device import as_device as _as_device
-from ember.frontend.bindings_support import size_arg as _size_arg, call_overload as _call_overload
+from ember.frontend.bindings_support import size_arg as _size_arg, scalar_arg as _scalar_arg, call_overload as _call_overload
 
 _op_add_Tensor = _OPS['add.Tensor']
 _op_add__Tensor = _OPS['add_.Tensor']
@@ -115,6 +115,7 @@ _op_random__from = _OPS['random_.from']
 _op_rand = _OPS['rand']
 _op_randn = _OPS['randn']
 _op_randint_low = _OPS['randint.low']
+_op_randint = _OPS['randint']
 
 def add(input, other, *, alpha=1):
     """Adds `other`, scaled by `alpha`, to `self`, broadcasting both.
@@ -756,32 +757,32 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """
     return _call(_op_addmm, (input, mat1, mat2, beta, alpha))
 
-def empty(*size, dtype=None, device=None, requires_grad=False):
+def empty(*size, dtype=None, device=None, requires_grad=False, **size_kw):
     """An uninitialised tensor (contents undefined) of the given size.
 
     Schema: ``empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
     """
-    size = _size_arg(size)
+    size = _size_arg(size, size_kw, 'empty', 'size')
     device = _as_device(device)
     out = _call(_op_empty_memory_format, (size, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
+def zeros(*size, dtype=None, device=None, requires_grad=False, **size_kw):
     """A tensor filled with 0.
 
     Schema: ``zeros(SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
     """
-    size = _size_arg(size)
+    size = _size_arg(size, size_kw, 'zeros', 'size')
     device = _as_device(device)
     out = _call(_op_zeros, (size, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
+def ones(*size, dtype=None, device=None, requires_grad=False, **size_kw):
     """A tensor filled with 1.
 
     Schema: ``ones(SymInt[] size, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
     """
-    size = _size_arg(size)
+    size = _size_arg(size, size_kw, 'ones', 'size')
     device = _as_device(device)
     out = _call(_op_ones, (size, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
@@ -791,6 +792,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
 
     Schema: ``full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
     """
+    fill_value = _scalar_arg(fill_value)
     device = _as_device(device)
     out = _call(_op_full, (size, fill_value, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
@@ -800,6 +802,9 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
     Schema: ``arange.start_step(Scalar start, Scalar end=None, Scalar step=1, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
     """
+    start = _scalar_arg(start)
+    end = _scalar_arg(end)
+    step = _scalar_arg(step)
     device = _as_device(device)
     out = _call(_op_arange_start_step, (start, end, step, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
@@ -874,33 +879,44 @@ def random_(input, from_, to, *, generator=None):
     """
     return _call(_op_random__from, (input, from_, to, generator))
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **size_kw):
     """Numbers drawn uniformly from [0, 1).
 
     Schema: ``rand(SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
     """
-    size = _size_arg(size)
+    size = _size_arg(size, size_kw, 'rand', 'size')
     device = _as_device(device)
     out = _call(_op_rand, (size, generator, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **size_kw):
     """Numbers drawn from the standard normal distribution.
 
     Schema: ``randn(SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
     """
-    size = _size_arg(size)
+    size = _size_arg(size, size_kw, 'randn', 'size')
     device = _as_device(device)
     out = _call(_op_randn, (size, generator, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
-def randint(low, high, size, *, generator=None, dtype=None, device=None, requires_grad=False):
+def _bind_randint_low(low, high, size, *, generator=None, dtype=None, device=None, requires_grad=False):
+    device = _as_device(device)
+    return (low, high, size, generator, dtype, device, requires_grad)
+
+def _bind_randint(high, size, *, generator=None, dtype=None, device=None, requires_grad=False):
+    device = _as_device(device)
+    return (high, size, generator, dtype, device, requires_grad)
+
+_overloads_randint = ((_bind_randint_low, _op_randint_low, None), (_bind_randint, _op_randint, None),)
+def randint(*args, **kwargs):
     """Integers drawn uniformly from [low, high); int64 unless `dtype` is given.
 
-    Schema: ``randint.low(SymInt low, SymInt high, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
+    Overloads:
+
+    ``randint.low(SymInt low, SymInt high, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``: Integers drawn uniformly from [low, high); int64 unless `dtype` is given.
+
+    ``randint(SymInt high, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``: Integers drawn uniformly from [0, high); int64 unless `dtype` is given.
     """
-    device = _as_device(device)
-    out = _call(_op_randint_low, (low, high, size, generator, dtype, device, requires_grad))
-    return out.requires_grad_() if requires_grad else out
+    return _call_overload('randint', _overloads_randint, args, kwargs)
 
 __all__ = ['_to_copy', 'abs', 'add', 'addmm', 'amax', 'amin', 'arange', 'argmax', 'argmin', 'as_strided', 'as_strided_scatter', 'bmm', 'cat', 'clamp', 'clone', 'copy_', 'cos', 'div', 'empty', 'empty_like', 'eq', 'exp', 'expand', 'eye', 'fill_', 'floor_divide', 'full', 'full_like', 'ge', 'gt', 'le', 'log', 'log_softmax', 'lt', 'matmul', 'max', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'ne', 'neg', 'ones', 'ones_like', 'permute', 'pow', 'rand', 'randint', 'randn', 'relu', 'reshape', 'rsqrt', 'rsub', 'select', 'select_scatter', 'sigmoid', 'sign', 'sin', 'slice', 'slice_scatter', 'softmax', 'sqrt', 'squeeze', 'stack', 'sub', 'sum', 't', 'tanh', 'transpose', 'unsqueeze', 'view', 'where', 'zeros', 'zeros_like']

@@ -5,7 +5,7 @@ from collections import namedtuple as _namedtuple
 from ember.dispatcher.dispatch import call as _call
 from ember.dispatcher.operator import ALL_OPS as _OPS
 from ember.frontend.device import as_device as _as_device
-from ember.frontend.bindings_support import size_arg as _size_arg, call_overload as _call_overload
+from ember.frontend.bindings_support import size_arg as _size_arg, scalar_arg as _scalar_arg, call_overload as _call_overload
 
 # (Tensor, bool, int, float) once ember.frontend.tensor is imported: operands of operators
 OPERAND_TYPES = (bool, int, float)
@@ -118,6 +118,7 @@ _op_random__from = _OPS['random_.from']
 _op_rand = _OPS['rand']
 _op_randn = _OPS['randn']
 _op_randint_low = _OPS['randint.low']
+_op_randint = _OPS['randint']
 
 
 class TensorMethods:
@@ -576,28 +577,28 @@ class TensorMethods:
         """
         return _call(_op_as_strided, (self, size, stride, storage_offset))
 
-    def view(self, *size):
+    def view(self, *size, **size_kw):
         """The same data with a new shape; fails when the strides do not allow a view.
 
         Schema: ``view(Tensor(a) self, SymInt[] size) -> Tensor(a)``
         """
-        size = _size_arg(size)
+        size = _size_arg(size, size_kw, 'view', 'size')
         return _call(_op_view, (self, size))
 
-    def reshape(self, *shape):
+    def reshape(self, *shape, **shape_kw):
         """A view with the new shape when the strides allow one, else a copy.
 
         Schema: ``reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)``
         """
-        shape = _size_arg(shape)
+        shape = _size_arg(shape, shape_kw, 'reshape', 'shape')
         return _call(_op_reshape, (self, shape))
 
-    def permute(self, *dims):
+    def permute(self, *dims, **dims_kw):
         """A view with the dimensions reordered.
 
         Schema: ``permute(Tensor(a) self, int[] dims) -> Tensor(a)``
         """
-        dims = _size_arg(dims)
+        dims = _size_arg(dims, dims_kw, 'permute', 'dims')
         return _call(_op_permute, (self, dims))
 
     def transpose(self, dim0, dim1):
@@ -614,12 +615,12 @@ class TensorMethods:
         """
         return _call(_op_t, (self,))
 
-    def expand(self, *size):
+    def expand(self, *size, **size_kw):
         """A broadcast view with size-1 dimensions repeated (stride 0); -1 keeps a size.
 
         Schema: ``expand(Tensor(a) self, SymInt[] size) -> Tensor(a)``
         """
-        size = _size_arg(size)
+        size = _size_arg(size, size_kw, 'expand', 'size')
         return _call(_op_expand, (self, size))
 
     def squeeze(self, dim=None):

@@ -90,3 +90,8 @@ def randn(size, generator=None, dtype=None, device=None, requires_grad=False):
 @decomposition("randint.low")
 def randint(low, high, size, generator=None, dtype=None, device=None, requires_grad=False):
     return F.random_(F.empty(size, dtype=dtype or _dt.int64, device=device), low, high, generator=generator)
+
+
+@decomposition("randint")
+def randint_high(high, size, generator=None, dtype=None, device=None, requires_grad=False):
+    return randint(0, high, size, generator, dtype, device, requires_grad)

@@ -5,11 +5,31 @@ from ember.dispatcher.dispatch import call
 from ember.errors import ArgumentTypeError
 
 
-def size_arg(size: tuple) -> tuple:
-    """`zeros(2, 3)` and `zeros((2, 3))` / `zeros([2, 3])` / `zeros(t.shape)` alike."""
+def size_arg(size: tuple, keywords: dict, fn: str, name: str) -> tuple:
+    """`zeros(2, 3)`, `zeros((2, 3))`, `zeros([2, 3])`, `zeros(t.shape)` and `zeros(size=(2, 3))`."""
+    if keywords:
+        if set(keywords) != {name}:
+            extra = sorted(set(keywords) - {name})[0]
+            raise ArgumentTypeError(f"{fn}() got an unexpected keyword argument '{extra}'")
+        if size:
+            raise ArgumentTypeError(f"{fn}() got multiple values for argument '{name}'")
+        size = keywords[name]
+        return (size,) if isinstance(size, int) else tuple(size)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         return tuple(size[0])
     return size
+
+
+_NUMBERS = (int, float, bool)
+
+
+def scalar_arg(value):
+    """A factory's Scalar argument as a Python number (0-dim tensors, numpy scalars)."""
+    if value is None or value.__class__ in _NUMBERS:
+        return value
+    if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
+        return value.item()
+    return value
 
 
 def call_overload(name: str, overloads: tuple, args: tuple, kwargs: dict):

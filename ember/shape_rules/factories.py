@@ -98,3 +98,9 @@ def randint(op, low, high, size, generator=None, dtype=None, device=None, requir
     if high <= low:
         raise ArgumentValueError(f"{op.name}(): random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     return (_size(op, size), dtype or _dt.int64)
+
+
+@shape_rule("randint_high")
+def randint_high(op, high, size, generator=None, dtype=None, device=None, requires_grad=False):
+    """randint(high, size): randint(0, high, size)."""
+    return randint(op, 0, high, size, generator, dtype, device, requires_grad)

@@ -1,7 +1,7 @@
 """Shape rules of joins, copies and matrix products."""
 from __future__ import annotations
 
-from ember.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, ShapeError
+from ember.errors import ArgumentListError, ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, ShapeError
 from ember.frontend import dtype as _dt
 from ember.frontend.tensor import Tensor
 from ember.frontend.type_promotion import result_type
@@ -19,7 +19,7 @@ def _tensor_list(op, tensors, arg="tensors") -> list[Tensor]:
             raise ArgumentTypeError(f"{op.name}(): argument '{arg}' must be tuple of Tensors, but element {i} is "
                                     f"{type(t).__name__}")
     if not tensors:
-        raise ShapeError(f"{op.name}(): expected a non-empty list of Tensors")
+        raise ArgumentListError(f"{op.name}(): expected a non-empty list of Tensors")
     return list(tensors)
 
 
@@ -51,6 +51,8 @@ def cat(op, tensors, dim=0):
 
 @shape_rule("stack")
 def stack(op, tensors, dim=0):
+    if isinstance(tensors, (list, tuple)) and not tensors:
+        raise ShapeError(f"{op.name}(): stack expects a non-empty TensorList")
     tensors = _tensor_list(op, tensors)
     ref = tensors[0]._data.shape
     d = wrap_dim(op, dim, len(ref) + 1)

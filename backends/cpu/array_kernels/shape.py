@@ -47,7 +47,9 @@ def make(xp, native: Callable) -> dict[str, Callable]:
 
     def slice_(spec, a, dim=0, start=None, end=None, step=1):
         d = dim % a.ndim
-        return a[(slice(None),) * d + (slice(start, end, step),)]
+        out = a[(slice(None),) * d + (slice(start, end, step),)]
+        # numpy places an empty slice anywhere; keep PyTorch's storage offset for it
+        return out if out.size else as_strided(spec, a)
 
     def select(spec, a, dim, index):
         d = dim % a.ndim

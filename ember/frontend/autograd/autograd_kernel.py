@@ -118,7 +118,13 @@ def _new_value(op, below: int, args: tuple):
     if op.inplace_of is not None:
         base_op = ALL_OPS[op.inplace_of]
         src = F.clone(self) if op.inplace_needs_clone else self
-        return call(base_op, (src,) + tuple(args[1:]))
+        out = call(base_op, (src,) + tuple(args[1:]))
+        if out._ag is None and self._dtype.is_floating_point:
+            # a non-differentiable op (eq_, ...) overwriting a float tensor with history:
+            # PyTorch keeps requires_grad, with zero gradients to the previous value
+            out = F._to_copy(out, dtype=self._dtype)
+            _overwrite_history(op, self, out)
+        return out
     if op.name == "copy_" and op.backward_cls is not None:
         # the new value is `src` converted to self's dtype, device and shape: an alias of
         # it when nothing needs converting (no copy here; the kernel writes it into self)
