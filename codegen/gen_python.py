@@ -320,12 +320,14 @@ def _backward_class(op: OpEntry, cls: str, op_names: set[str], helpers: set[str]
     count_slots = [f"c_{n}" for n in list_inputs]
     lines = [f"class {cls}(Node):", f'    """Backward of {op.name}."""', "",
              f"    __slots__ = {tuple(slots + count_slots + ['needs'])!r}",
+             f"    saved_slots = {tuple(slots)!r}",
              f"    n_outputs = {len(schema.returns)}", "",
              "    def save(self, args, outs):", "        needs = self.needs"]
     for k, f in enumerate(formulas):
-        for slot in sorted(f.uses):
+        if f.uses:
             lines.append(f"        if needs[{k}]:")
-            lines.append(f"            self.{slot} = {_save_expr(slot, schema, arg_index, return_index)}")
+            for slot in sorted(f.uses):
+                lines.append(f"            self.{slot} = {_save_expr(slot, schema, arg_index, return_index)}")
     for n in list_inputs:
         lines.append(f"        self.c_{n} = len(args[{arg_index[n]}])")
     lines += ["", "    def apply(self, grads):", "        grad = grads[0]", "        needs = self.needs",
@@ -344,11 +346,6 @@ def _backward_class(op: OpEntry, cls: str, op_names: set[str], helpers: set[str]
             lines.append("        else:")
             lines.append("            out.append(None)")
     lines.append("        return out")
-    lines += ["", "    def release(self):", "        self.freed = True"]
-    for slot in slots:
-        lines.append(f"        v = getattr(self, {slot!r}, None)")
-        lines.append("        if v.__class__ is SavedTensor:")
-        lines.append("            v.release()")
     return lines
 
 

@@ -19,6 +19,7 @@ class AddBackward0(Node):
     """Backward of add.Tensor."""
 
     __slots__ = ('a_alpha', 'needs')
+    saved_slots = ('a_alpha',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -41,17 +42,12 @@ class AddBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_alpha', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class SubBackward0(Node):
     """Backward of sub.Tensor."""
 
     __slots__ = ('a_alpha', 'needs')
+    saved_slots = ('a_alpha',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -74,17 +70,12 @@ class SubBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_alpha', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class MulBackward0(Node):
     """Backward of mul.Tensor."""
 
     __slots__ = ('a_other', 'a_self', 'needs')
+    saved_slots = ('a_other', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -110,33 +101,22 @@ class MulBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_other', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_self', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class DivBackward0(Node):
     """Backward of div.Tensor_mode."""
 
     __slots__ = ('a_other', 'a_rounding_mode', 'a_self', 'needs')
+    saved_slots = ('a_other', 'a_rounding_mode', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_other = _save(args[1])
-        if needs[0]:
             self.a_rounding_mode = _save(args[2])
         if needs[1]:
             self.a_other = _save(args[1])
-        if needs[1]:
             self.a_rounding_mode = _save(args[2])
-        if needs[1]:
             self.a_self = _save(args[0])
 
     def apply(self, grads):
@@ -158,23 +138,12 @@ class DivBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_other', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_rounding_mode', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_self', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class NegBackward0(Node):
     """Backward of neg."""
 
     __slots__ = ('needs',)
+    saved_slots = ()
     n_outputs = 1
 
     def save(self, args, outs):
@@ -190,14 +159,12 @@ class NegBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-
 
 class AbsBackward0(Node):
     """Backward of abs."""
 
     __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -216,17 +183,12 @@ class AbsBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_self', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class SignBackward0(Node):
     """Backward of sign."""
 
     __slots__ = ('needs',)
+    saved_slots = ()
     n_outputs = 1
 
     def save(self, args, outs):
@@ -242,27 +204,22 @@ class SignBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-
 
 class PowBackward0(Node):
     """Backward of pow.Tensor_Tensor."""
 
     __slots__ = ('a_exponent', 'a_result', 'a_self', 'needs')
+    saved_slots = ('a_exponent', 'a_result', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_exponent = _save(args[1])
-        if needs[0]:
             self.a_self = _save(args[0])
         if needs[1]:
             self.a_exponent = _save(args[1])
-        if needs[1]:
             self.a_result = _save(outs[0], True, 0)
-        if needs[1]:
             self.a_self = _save(args[0])
 
     def apply(self, grads):
@@ -284,34 +241,21 @@ class PowBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_exponent', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_result', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_self', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class MaximumBackward0(Node):
     """Backward of maximum."""
 
     __slots__ = ('a_other', 'a_self', 'needs')
+    saved_slots = ('a_other', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_other = _save(args[1])
-        if needs[0]:
             self.a_self = _save(args[0])
         if needs[1]:
             self.a_other = _save(args[1])
-        if needs[1]:
             self.a_self = _save(args[0])
 
     def apply(self, grads):
@@ -332,31 +276,21 @@ class MaximumBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_other', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_self', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class MinimumBackward0(Node):
     """Backward of minimum."""
 
     __slots__ = ('a_other', 'a_self', 'needs')
+    saved_slots = ('a_other', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_other = _save(args[1])
-        if needs[0]:
             self.a_self = _save(args[0])
         if needs[1]:
             self.a_other = _save(args[1])
-        if needs[1]:
             self.a_self = _save(args[0])
 
     def apply(self, grads):
@@ -377,20 +311,12 @@ class MinimumBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_other', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_self', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class WhereBackward0(Node):
     """Backward of where.self."""
 
     __slots__ = ('a_condition', 'needs')
+    saved_slots = ('a_condition',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -416,38 +342,27 @@ class WhereBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_condition', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class ClampBackward0(Node):
     """Backward of clamp.Tensor."""
 
     __slots__ = ('a_max', 'a_min', 'a_self', 'needs')
+    saved_slots = ('a_max', 'a_min', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_max = _save(args[2])
-        if needs[0]:
             self.a_min = _save(args[1])
-        if needs[0]:
             self.a_self = _save(args[0])
         if needs[1]:
             self.a_max = _save(args[2])
-        if needs[1]:
             self.a_min = _save(args[1])
-        if needs[1]:
             self.a_self = _save(args[0])
         if needs[2]:
             self.a_max = _save(args[2])
-        if needs[2]:
             self.a_min = _save(args[1])
-        if needs[2]:
             self.a_self = _save(args[0])
 
     def apply(self, grads):
@@ -477,23 +392,12 @@ class ClampBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_max', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_min', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_self', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class ExpBackward0(Node):
     """Backward of exp."""
 
     __slots__ = ('a_result', 'needs')
+    saved_slots = ('a_result',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -512,17 +416,12 @@ class ExpBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_result', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class LogBackward0(Node):
     """Backward of log."""
 
     __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -541,17 +440,12 @@ class LogBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_self', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class SqrtBackward0(Node):
     """Backward of sqrt."""
 
     __slots__ = ('a_result', 'needs')
+    saved_slots = ('a_result',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -570,17 +464,12 @@ class SqrtBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_result', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class RsqrtBackward0(Node):
     """Backward of rsqrt."""
 
     __slots__ = ('a_result', 'needs')
+    saved_slots = ('a_result',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -599,17 +488,12 @@ class RsqrtBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_result', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class TanhBackward0(Node):
     """Backward of tanh."""
 
     __slots__ = ('a_result', 'needs')
+    saved_slots = ('a_result',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -628,17 +512,12 @@ class TanhBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_result', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class SigmoidBackward0(Node):
     """Backward of sigmoid."""
 
     __slots__ = ('a_result', 'needs')
+    saved_slots = ('a_result',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -657,17 +536,12 @@ class SigmoidBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_result', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class SinBackward0(Node):
     """Backward of sin."""
 
     __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -686,17 +560,12 @@ class SinBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_self', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class CosBackward0(Node):
     """Backward of cos."""
 
     __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -715,17 +584,12 @@ class CosBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_self', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class ReluBackward0(Node):
     """Backward of relu."""
 
     __slots__ = ('a_result', 'needs')
+    saved_slots = ('a_result',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -744,26 +608,19 @@ class ReluBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_result', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class SumBackward0(Node):
     """Backward of sum.dim_IntList."""
 
     __slots__ = ('a_dim', 'a_keepdim', 'm_self_shape', 'needs')
+    saved_slots = ('a_dim', 'a_keepdim', 'm_self_shape')
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_dim = _save(args[1])
-        if needs[0]:
             self.a_keepdim = _save(args[2])
-        if needs[0]:
             self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
 
     def apply(self, grads):
@@ -779,34 +636,20 @@ class SumBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_dim', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_keepdim', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'm_self_shape', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class AmaxBackward0(Node):
     """Backward of amax."""
 
     __slots__ = ('a_dim', 'a_keepdim', 'a_result', 'a_self', 'needs')
+    saved_slots = ('a_dim', 'a_keepdim', 'a_result', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_dim = _save(args[1])
-        if needs[0]:
             self.a_keepdim = _save(args[2])
-        if needs[0]:
             self.a_result = _save(outs[0], True, 0)
-        if needs[0]:
             self.a_self = _save(args[0])
 
     def apply(self, grads):
@@ -822,38 +665,21 @@ class AmaxBackward0(Node):
         else:
             out.append(None)
         return out
-
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_dim', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_keepdim', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_result', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_self', None)
-        if v.__class__ is SavedTensor:
-            v.release()
 
 
 class AminBackward0(Node):
     """Backward of amin."""
 
     __slots__ = ('a_dim', 'a_keepdim', 'a_result', 'a_self', 'needs')
+    saved_slots = ('a_dim', 'a_keepdim', 'a_result', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_dim = _save(args[1])
-        if needs[0]:
             self.a_keepdim = _save(args[2])
-        if needs[0]:
             self.a_result = _save(outs[0], True, 0)
-        if needs[0]:
             self.a_self = _save(args[0])
 
     def apply(self, grads):
@@ -870,37 +696,20 @@ class AminBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_dim', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_keepdim', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_result', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_self', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class MaxBackward0(Node):
     """Backward of max.dim."""
 
     __slots__ = ('a_dim', 'a_indices', 'a_keepdim', 'm_self_shape', 'needs')
+    saved_slots = ('a_dim', 'a_indices', 'a_keepdim', 'm_self_shape')
     n_outputs = 2
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_dim = _save(args[1])
-        if needs[0]:
             self.a_indices = _save(outs[1], True, 1)
-        if needs[0]:
             self.a_keepdim = _save(args[2])
-        if needs[0]:
             self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
 
     def apply(self, grads):
@@ -916,38 +725,21 @@ class MaxBackward0(Node):
         else:
             out.append(None)
         return out
-
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_dim', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_indices', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_keepdim', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'm_self_shape', None)
-        if v.__class__ is SavedTensor:
-            v.release()
 
 
 class MinBackward0(Node):
     """Backward of min.dim."""
 
     __slots__ = ('a_dim', 'a_indices', 'a_keepdim', 'm_self_shape', 'needs')
+    saved_slots = ('a_dim', 'a_indices', 'a_keepdim', 'm_self_shape')
     n_outputs = 2
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_dim = _save(args[1])
-        if needs[0]:
             self.a_indices = _save(outs[1], True, 1)
-        if needs[0]:
             self.a_keepdim = _save(args[2])
-        if needs[0]:
             self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
 
     def apply(self, grads):
@@ -964,33 +756,18 @@ class MinBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_dim', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_indices', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_keepdim', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'm_self_shape', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class SoftmaxBackward0(Node):
     """Backward of softmax.int."""
 
     __slots__ = ('a_dim', 'a_result', 'needs')
+    saved_slots = ('a_dim', 'a_result')
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_dim = _save(args[1])
-        if needs[0]:
             self.a_result = _save(outs[0], True, 0)
 
     def apply(self, grads):
@@ -1005,27 +782,18 @@ class SoftmaxBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_dim', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_result', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class LogSoftmaxBackward0(Node):
     """Backward of log_softmax.int."""
 
     __slots__ = ('a_dim', 'a_result', 'needs')
+    saved_slots = ('a_dim', 'a_result')
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_dim = _save(args[1])
-        if needs[0]:
             self.a_result = _save(outs[0], True, 0)
 
     def apply(self, grads):
@@ -1040,35 +808,22 @@ class LogSoftmaxBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_dim', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_result', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class AsStridedBackward0(Node):
     """Backward of as_strided."""
 
     __slots__ = ('a_size', 'a_storage_offset', 'a_stride', 'm_self_shape', 'm_self_storage_offset', 'm_self_stride', 'needs')
+    saved_slots = ('a_size', 'a_storage_offset', 'a_stride', 'm_self_shape', 'm_self_storage_offset', 'm_self_stride')
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_size = _save(args[1])
-        if needs[0]:
             self.a_storage_offset = _save(args[3])
-        if needs[0]:
             self.a_stride = _save(args[2])
-        if needs[0]:
             self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
-        if needs[0]:
             self.m_self_storage_offset = args[0].storage_offset()
-        if needs[0]:
             self.m_self_stride = args[0].stride()
 
     def apply(self, grads):
@@ -1087,32 +842,12 @@ class AsStridedBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_size', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_storage_offset', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_stride', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'm_self_shape', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'm_self_storage_offset', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'm_self_stride', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class ViewBackward0(Node):
     """Backward of view."""
 
     __slots__ = ('m_self_shape', 'needs')
+    saved_slots = ('m_self_shape',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1131,17 +866,12 @@ class ViewBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'm_self_shape', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class PermuteBackward0(Node):
     """Backward of permute."""
 
     __slots__ = ('a_dims', 'needs')
+    saved_slots = ('a_dims',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1160,24 +890,18 @@ class PermuteBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_dims', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class TransposeBackward0(Node):
     """Backward of transpose.int."""
 
     __slots__ = ('a_dim0', 'a_dim1', 'needs')
+    saved_slots = ('a_dim0', 'a_dim1')
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_dim0 = _save(args[1])
-        if needs[0]:
             self.a_dim1 = _save(args[2])
 
     def apply(self, grads):
@@ -1192,20 +916,12 @@ class TransposeBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_dim0', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_dim1', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class ExpandBackward0(Node):
     """Backward of expand."""
 
     __slots__ = ('needs',)
+    saved_slots = ()
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1221,14 +937,12 @@ class ExpandBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-
 
 class SqueezeBackward0(Node):
     """Backward of squeeze.dims."""
 
     __slots__ = ('m_self_shape', 'needs')
+    saved_slots = ('m_self_shape',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1247,17 +961,12 @@ class SqueezeBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'm_self_shape', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class UnsqueezeBackward0(Node):
     """Backward of unsqueeze."""
 
     __slots__ = ('a_dim', 'needs')
+    saved_slots = ('a_dim',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1276,30 +985,21 @@ class UnsqueezeBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_dim', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class SliceBackward0(Node):
     """Backward of slice.Tensor."""
 
     __slots__ = ('a_dim', 'a_end', 'a_start', 'a_step', 'm_self_shape', 'needs')
+    saved_slots = ('a_dim', 'a_end', 'a_start', 'a_step', 'm_self_shape')
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_dim = _save(args[1])
-        if needs[0]:
             self.a_end = _save(args[3])
-        if needs[0]:
             self.a_start = _save(args[2])
-        if needs[0]:
             self.a_step = _save(args[4])
-        if needs[0]:
             self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
 
     def apply(self, grads):
@@ -1317,38 +1017,19 @@ class SliceBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_dim', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_end', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_start', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_step', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'm_self_shape', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class SelectBackward0(Node):
     """Backward of select.int."""
 
     __slots__ = ('a_dim', 'a_index', 'm_self_shape', 'needs')
+    saved_slots = ('a_dim', 'a_index', 'm_self_shape')
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_dim = _save(args[1])
-        if needs[0]:
             self.a_index = _save(args[2])
-        if needs[0]:
             self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
 
     def apply(self, grads):
@@ -1364,23 +1045,12 @@ class SelectBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_dim', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_index', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'm_self_shape', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class CloneBackward0(Node):
     """Backward of clone."""
 
     __slots__ = ('needs',)
+    saved_slots = ()
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1396,21 +1066,18 @@ class CloneBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-
 
 class CatBackward0(Node):
     """Backward of cat."""
 
     __slots__ = ('a_dim', 'a_tensors', 'c_tensors', 'needs')
+    saved_slots = ('a_dim', 'a_tensors')
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_dim = _save(args[1])
-        if needs[0]:
             self.a_tensors = [tuple(t.shape) for t in args[0]]
         self.c_tensors = len(args[0])
 
@@ -1426,41 +1093,26 @@ class CatBackward0(Node):
             out.extend([None] * self.c_tensors)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_dim', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_tensors', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class SliceScatterBackward0(Node):
     """Backward of slice_scatter."""
 
     __slots__ = ('a_dim', 'a_end', 'a_src', 'a_start', 'a_step', 'needs')
+    saved_slots = ('a_dim', 'a_end', 'a_src', 'a_start', 'a_step')
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_dim = _save(args[2])
-        if needs[0]:
             self.a_end = _save(args[4])
-        if needs[0]:
             self.a_src = _save(args[1])
-        if needs[0]:
             self.a_start = _save(args[3])
-        if needs[0]:
             self.a_step = _save(args[5])
         if needs[1]:
             self.a_dim = _save(args[2])
-        if needs[1]:
             self.a_end = _save(args[4])
-        if needs[1]:
             self.a_start = _save(args[3])
-        if needs[1]:
             self.a_step = _save(args[5])
 
     def apply(self, grads):
@@ -1486,42 +1138,22 @@ class SliceScatterBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_dim', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_end', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_src', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_start', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_step', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class SelectScatterBackward0(Node):
     """Backward of select_scatter."""
 
     __slots__ = ('a_dim', 'a_index', 'a_src', 'needs')
+    saved_slots = ('a_dim', 'a_index', 'a_src')
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_dim = _save(args[2])
-        if needs[0]:
             self.a_index = _save(args[3])
-        if needs[0]:
             self.a_src = _save(args[1])
         if needs[1]:
             self.a_dim = _save(args[2])
-        if needs[1]:
             self.a_index = _save(args[3])
 
     def apply(self, grads):
@@ -1543,40 +1175,24 @@ class SelectScatterBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_dim', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_index', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_src', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class AsStridedScatterBackward0(Node):
     """Backward of as_strided_scatter."""
 
     __slots__ = ('a_size', 'a_src', 'a_storage_offset', 'a_stride', 'needs')
+    saved_slots = ('a_size', 'a_src', 'a_storage_offset', 'a_stride')
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_size = _save(args[2])
-        if needs[0]:
             self.a_src = _save(args[1])
-        if needs[0]:
             self.a_storage_offset = _save(args[4])
-        if needs[0]:
             self.a_stride = _save(args[3])
         if needs[1]:
             self.a_size = _save(args[2])
-        if needs[1]:
             self.a_storage_offset = _save(args[4])
-        if needs[1]:
             self.a_stride = _save(args[3])
 
     def apply(self, grads):
@@ -1600,26 +1216,12 @@ class AsStridedScatterBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_size', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_src', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_storage_offset', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_stride', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class CopyBackward0(Node):
     """Backward of copy_."""
 
     __slots__ = ('needs',)
+    saved_slots = ()
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1639,21 +1241,18 @@ class CopyBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-
 
 class ToCopyBackward0(Node):
     """Backward of _to_copy."""
 
     __slots__ = ('m_self_device', 'm_self_dtype', 'needs')
+    saved_slots = ('m_self_device', 'm_self_dtype')
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.m_self_device = args[0].device
-        if needs[0]:
             self.m_self_dtype = args[0].dtype
 
     def apply(self, grads):
@@ -1668,20 +1267,12 @@ class ToCopyBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'm_self_device', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'm_self_dtype', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class FillBackward0(Node):
     """Backward of fill_.Scalar."""
 
     __slots__ = ('needs',)
+    saved_slots = ()
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1697,14 +1288,12 @@ class FillBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-
 
 class MmBackward0(Node):
     """Backward of mm."""
 
     __slots__ = ('a_mat2', 'a_self', 'needs')
+    saved_slots = ('a_mat2', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1730,20 +1319,12 @@ class MmBackward0(Node):
             out.append(None)
         return out
 
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_mat2', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_self', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-
 
 class BmmBackward0(Node):
     """Backward of bmm."""
 
     __slots__ = ('a_mat2', 'a_self', 'needs')
+    saved_slots = ('a_mat2', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1768,15 +1349,6 @@ class BmmBackward0(Node):
         else:
             out.append(None)
         return out
-
-    def release(self):
-        self.freed = True
-        v = getattr(self, 'a_mat2', None)
-        if v.__class__ is SavedTensor:
-            v.release()
-        v = getattr(self, 'a_self', None)
-        if v.__class__ is SavedTensor:
-            v.release()
 
 
 CLASSES = {

@@ -42,9 +42,16 @@ class Node:
     def apply(self, grads: list) -> tuple:
         raise NotImplementedError(f"{self.name()}.apply")
 
+    #: attributes holding values saved for backward (generated nodes list theirs)
+    saved_slots: tuple = ()
+
     def release(self) -> None:
         """Drop saved values after a backward pass without retain_graph."""
         self.freed = True
+        for slot in self.saved_slots:
+            value = getattr(self, slot, None)
+            if value.__class__ is SavedTensor:
+                value.release()
 
     @property
     def next_functions(self) -> tuple:
