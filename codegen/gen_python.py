@@ -179,16 +179,14 @@ def _group(ops: list[OpEntry]) -> list[OpEntry]:
     return sorted(ops, key=lambda o: -sum(1 for a in o.schema.arguments if not a.has_default))
 
 
-def gen_functions(registry: Registry) -> str:
-    """Every op as a function (ember._generated.functions); __all__ lists the public ones."""
-    groups: dict[str, list[OpEntry]] = OrderedDict()
-    for op in registry.ops:
-        groups.setdefault(op.schema.name, []).append(op)
+def _binding_preamble(registry: Registry) -> list[str]:
+    """Imports and one module-level handle per op (a global lookup is the cheapest on the call path)."""
     lines = [HEADER, "from collections import namedtuple as _namedtuple", "",
              "from ember.dispatcher.dispatch import call as _call",
              "from ember.dispatcher.operator import ALL_OPS as _OPS",
+             "from ember.frontend.bindings_support import call_overload as _call_overload",
+             "from ember.frontend.bindings_support import scalar_arg as _scalar_arg, size_arg as _size_arg",
              "from ember.frontend.device import as_device as _as_device",
-             "from ember.frontend.bindings_support import size_arg as _size_arg, scalar_arg as _scalar_arg, call_overload as _call_overload",
              ""]
     for op in registry.ops:
         lines.append(f"_op_{ident(op.name)} = _OPS[{op.name!r}]")
@@ -196,6 +194,15 @@ def gen_functions(registry: Registry) -> str:
             fields = [r.name for r in op.schema.returns]
             lines.append(f"_R_{ident(op.name)} = _namedtuple({op.schema.name!r}, {fields!r})")
     lines.append("")
+    return lines
+
+
+def gen_functions(registry: Registry) -> str:
+    """Every op as a function (ember._generated.functions); __all__ lists the public ones."""
+    groups: dict[str, list[OpEntry]] = OrderedDict()
+    for op in registry.ops:
+        groups.setdefault(op.schema.name, []).append(op)
+    lines = _binding_preamble(registry)
     public = []
     for name, ops in groups.items():
         if any("function" in o.variants for o in ops):
@@ -226,20 +233,9 @@ def gen_tensor_methods(registry: Registry) -> str:
     for op in registry.ops:
         if "method" in op.variants:
             groups.setdefault(op.schema.name, []).append(op)
-    lines = [HEADER, "from collections import namedtuple as _namedtuple", "",
-             "from ember.dispatcher.dispatch import call as _call",
-             "from ember.dispatcher.operator import ALL_OPS as _OPS",
-             "from ember.frontend.device import as_device as _as_device",
-             "from ember.frontend.bindings_support import size_arg as _size_arg, scalar_arg as _scalar_arg, call_overload as _call_overload",
-             "",
-             "# (Tensor, bool, int, float) once ember.frontend.tensor is imported: operands of operators",
-             "OPERAND_TYPES = (bool, int, float)", ""]
-    for op in registry.ops:
-        lines.append(f"_op_{ident(op.name)} = _OPS[{op.name!r}]")
-        if len(op.schema.returns) > 1:
-            lines.append(f"_R_{ident(op.name)} = _namedtuple({op.schema.name!r}, "
-                         f"{[r.name for r in op.schema.returns]!r})")
-    lines += ["", "", "class TensorMethods:",
+    lines = _binding_preamble(registry)
+    lines += ["# (Tensor, bool, int, float) once ember.frontend.tensor is imported: operands of operators",
+              "OPERAND_TYPES = (bool, int, float)", "", "", "class TensorMethods:",
               '    """Operator methods of ember.Tensor, generated from the registry."""', "",
               "    __slots__ = ()", ""]
     for name, ops in groups.items():

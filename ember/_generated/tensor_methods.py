@@ -4,11 +4,9 @@ from collections import namedtuple as _namedtuple
 
 from ember.dispatcher.dispatch import call as _call
 from ember.dispatcher.operator import ALL_OPS as _OPS
+from ember.frontend.bindings_support import call_overload as _call_overload
+from ember.frontend.bindings_support import scalar_arg as _scalar_arg, size_arg as _size_arg
 from ember.frontend.device import as_device as _as_device
-from ember.frontend.bindings_support import size_arg as _size_arg, scalar_arg as _scalar_arg, call_overload as _call_overload
-
-# (Tensor, bool, int, float) once ember.frontend.tensor is imported: operands of operators
-OPERAND_TYPES = (bool, int, float)
 
 _op_add_Tensor = _OPS['add.Tensor']
 _op_add__Tensor = _OPS['add_.Tensor']
@@ -119,6 +117,9 @@ _op_rand = _OPS['rand']
 _op_randn = _OPS['randn']
 _op_randint_low = _OPS['randint.low']
 _op_randint = _OPS['randint']
+
+# (Tensor, bool, int, float) once ember.frontend.tensor is imported: operands of operators
+OPERAND_TYPES = (bool, int, float)
 
 
 class TensorMethods:

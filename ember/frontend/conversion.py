@@ -1,4 +1,5 @@
-"""Tensor.to: PyTorch's overloads, resolved to one `_to_copy` call (or self)."""
+"""Tensor conversions: `to` (PyTorch's overloads resolved to one `_to_copy` call, or self),
+the dtype shortcuts (`.float()`, `.long()`, ...), `.cpu()`, and the `new_*` factories."""
 from __future__ import annotations
 
 from ember.errors import ArgumentTypeError
@@ -33,3 +34,101 @@ def tensor_to(self, *args, dtype=None, device=None, non_blocking: bool = False, 
     if not copy and target_dtype is self.dtype and target_device == self.device:
         return self
     return F._to_copy(self, dtype=target_dtype, device=target_device, non_blocking=non_blocking)
+
+
+class ConversionMethods:
+    """Conversion methods of ember.Tensor (mixed into the class)."""
+
+    __slots__ = ()
+
+    def to(self, *args, **kwargs) -> "Tensor":
+        """to(dtype) / to(device, dtype=None) / to(other): a converted copy, or self if unchanged."""
+        return tensor_to(self, *args, **kwargs)
+
+    def cpu(self) -> "Tensor":
+        return self.to("cpu")
+
+    def cuda(self, device=None) -> "Tensor":
+        return self.to("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return f"ember.{_TYPE_NAMES.get(self._dtype.name, self._dtype.name)}"
+        return self.to(dtype)
+
+    def float(self) -> "Tensor":
+        return self.to(_dt.float32)
+
+    def double(self) -> "Tensor":
+        return self.to(_dt.float64)
+
+    def half(self) -> "Tensor":
+        return self.to(_dt.float16)
+
+    def bfloat16(self) -> "Tensor":
+        return self.to(_dt.bfloat16)
+
+    def long(self) -> "Tensor":
+        return self.to(_dt.int64)
+
+    def int(self) -> "Tensor":
+        return self.to(_dt.int32)
+
+    def short(self) -> "Tensor":
+        return self.to(_dt.int16)
+
+    def bool(self) -> "Tensor":
+        return self.to(_dt.bool)
+
+    def byte(self) -> "Tensor":
+        return self.to(_dt.uint8)
+
+    def char(self) -> "Tensor":
+        return self.to(_dt.int8)
+
+    def type_as(self, other: "Tensor") -> "Tensor":
+        return self.to(other.dtype)
+
+    def new_empty(self, *args, size=None, dtype=None, device=None, requires_grad=False):
+        from ember._generated import functions as F
+
+        return F.empty(*_new_size(args, size), dtype=dtype or self._dtype, device=device or self._device,
+                       requires_grad=requires_grad)
+
+    def new_zeros(self, *args, size=None, dtype=None, device=None, requires_grad=False):
+        from ember._generated import functions as F
+
+        return F.zeros(*_new_size(args, size), dtype=dtype or self._dtype, device=device or self._device,
+                       requires_grad=requires_grad)
+
+    def new_ones(self, *args, size=None, dtype=None, device=None, requires_grad=False):
+        from ember._generated import functions as F
+
+        return F.ones(*_new_size(args, size), dtype=dtype or self._dtype, device=device or self._device,
+                       requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+        from ember._generated import functions as F
+
+        return F.full(size, fill_value, dtype=dtype or self._dtype, device=device or self._device,
+                      requires_grad=requires_grad)
+
+    def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+        from .factories import tensor
+
+        return tensor(data, dtype=dtype or self._dtype, device=device or self._device, requires_grad=requires_grad)
+
+
+
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
+               "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}
+
+
+def _new_size(args: tuple, size) -> tuple:
+    """new_zeros(2, 3) / new_zeros((2, 3)) / new_zeros(size=(2, 3)), as in PyTorch."""
+    if size is not None:
+        if args:
+            raise ArgumentTypeError("new_*(): the size was given both positionally and as size=")
+        return (size,)
+    return args

@@ -19,6 +19,7 @@ from ember.dispatcher.state import STATE as _STATE
 from ember.errors import ArgumentTypeError, AutogradError
 
 from . import dtype as _dt
+from .conversion import ConversionMethods
 from .device import device as _device_cls
 
 
@@ -51,7 +52,7 @@ class AutogradMeta:
         self.is_view_of_leaf = False
 
 
-class Tensor(TensorMethods):
+class Tensor(TensorMethods, ConversionMethods):
     """A multi-dimensional array on a device, with autograd support."""
 
     __slots__ = ("_data", "_dtype", "_device", "_keys", "_storage", "_ag", "_base", "__dict__", "__weakref__")
@@ -279,57 +280,6 @@ class Tensor(TensorMethods):
 
         return (_rebuild, (self.detach().cpu().numpy(), str(self._device), self.requires_grad))
 
-    # -- device and dtype conversion ---------------------------------------------------------
-    def to(self, *args, **kwargs) -> "Tensor":
-        """to(dtype) / to(device, dtype=None) / to(other): a converted copy, or self if unchanged."""
-        from .conversion import tensor_to
-
-        return tensor_to(self, *args, **kwargs)
-
-    def cpu(self) -> "Tensor":
-        return self.to("cpu")
-
-    def cuda(self, device=None) -> "Tensor":
-        return self.to("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
-
-    def type(self, dtype=None):
-        if dtype is None:
-            return f"ember.{_TYPE_NAMES.get(self._dtype.name, self._dtype.name)}"
-        return self.to(dtype)
-
-    def float(self) -> "Tensor":
-        return self.to(_dt.float32)
-
-    def double(self) -> "Tensor":
-        return self.to(_dt.float64)
-
-    def half(self) -> "Tensor":
-        return self.to(_dt.float16)
-
-    def bfloat16(self) -> "Tensor":
-        return self.to(_dt.bfloat16)
-
-    def long(self) -> "Tensor":
-        return self.to(_dt.int64)
-
-    def int(self) -> "Tensor":
-        return self.to(_dt.int32)
-
-    def short(self) -> "Tensor":
-        return self.to(_dt.int16)
-
-    def bool(self) -> "Tensor":
-        return self.to(_dt.bool)
-
-    def byte(self) -> "Tensor":
-        return self.to(_dt.uint8)
-
-    def char(self) -> "Tensor":
-        return self.to(_dt.int8)
-
-    def type_as(self, other: "Tensor") -> "Tensor":
-        return self.to(other.dtype)
-
     # -- indexing --------------------------------------------------------------------------
     def __getitem__(self, index):
         from .indexing import getitem
@@ -369,35 +319,6 @@ class Tensor(TensorMethods):
 
     def reshape_as(self, other: "Tensor") -> "Tensor":
         return self.reshape(other.shape)
-
-    def new_empty(self, *args, size=None, dtype=None, device=None, requires_grad=False):
-        from ember._generated import functions as F
-
-        return F.empty(*_new_size(args, size), dtype=dtype or self._dtype, device=device or self._device,
-                       requires_grad=requires_grad)
-
-    def new_zeros(self, *args, size=None, dtype=None, device=None, requires_grad=False):
-        from ember._generated import functions as F
-
-        return F.zeros(*_new_size(args, size), dtype=dtype or self._dtype, device=device or self._device,
-                       requires_grad=requires_grad)
-
-    def new_ones(self, *args, size=None, dtype=None, device=None, requires_grad=False):
-        from ember._generated import functions as F
-
-        return F.ones(*_new_size(args, size), dtype=dtype or self._dtype, device=device or self._device,
-                       requires_grad=requires_grad)
-
-    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-        from ember._generated import functions as F
-
-        return F.full(size, fill_value, dtype=dtype or self._dtype, device=device or self._device,
-                      requires_grad=requires_grad)
-
-    def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
-        from .factories import tensor
-
-        return tensor(data, dtype=dtype or self._dtype, device=device or self._device, requires_grad=requires_grad)
 
     # -- autograd ----------------------------------------------------------------------------
     @property
@@ -543,10 +464,6 @@ class Size(tuple):
     __rmul__ = __mul__
 
 
-_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
-               "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
-               "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}
-
 
 class ArgumentValueErrorLazy:
     @staticmethod
@@ -554,15 +471,6 @@ class ArgumentValueErrorLazy:
         from ember.errors import ArgumentValueError
 
         return ArgumentValueError(msg)
-
-
-def _new_size(args: tuple, size) -> tuple:
-    """new_zeros(2, 3) / new_zeros((2, 3)) / new_zeros(size=(2, 3)), as in PyTorch."""
-    if size is not None:
-        if args:
-            raise ArgumentTypeError("new_*(): the size was given both positionally and as size=")
-        return (size,)
-    return args
 
 
 def _wrap_dim(op: str, dim: int, ndim: int) -> int:
