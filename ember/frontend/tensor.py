@@ -110,9 +110,9 @@ class Tensor(TensorMethods, ConversionMethods):
 
     def stride(self, dim: int | None = None):
         shape = self._data.shape
-        if 0 in shape:
-            # numpy reports 0 for every stride of an empty array; PyTorch reports the
-            # contiguous strides (sizes of 0 counted as 1), and so do we
+        if 0 in shape and self._base is None:
+            # a new empty tensor has PyTorch's contiguous strides (sizes of 0 counted as 1),
+            # whatever numpy reports; an empty view keeps the strides of its window
             strides, n = [], 1
             for size in reversed(shape):
                 strides.append(n)
