@@ -418,3 +418,23 @@ def test_randint_and_uniform_statistics():
     i = ember.empty(5000, dtype=ember.int64)
     i.random_(0, 4)
     assert set(i.tolist()) == {0, 1, 2, 3}
+
+
+def test_concurrent_draws_from_one_generator_never_overlap():
+    """Eight threads drawing from one generator get disjoint parts of its Philox stream."""
+    import threading
+
+    gen = ember.Generator().manual_seed(11)
+    draws: list = []
+
+    def work():
+        for _ in range(25):
+            draws.append(ember.randint(0, 2 ** 62, (4,), generator=gen).tolist())
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({tuple(d) for d in draws}) == 200
+    assert gen.offset == 200 * 8     # 4 int64 values = 8 words per draw

@@ -52,12 +52,15 @@ class Generator:
         self.offset = c | (d << 32)
         return self
 
-    def philox_state(self, n_words: int) -> tuple[int, int]:
-        """(seed, offset) for a draw of `n_words` 32-bit words; advances the offset."""
+    def draw(self, sample):
+        """Run `sample(seed, offset) -> (values, new_offset)` atomically and advance the offset.
+
+        Backends implement random kernels through this: the Philox stream position moves
+        exactly as the spec says, and concurrent draws from one generator never overlap.
+        """
         with self._lock:
-            offset = self.offset
-            self.offset += 4 * ((n_words + 3) // 4)
-        return self._seed, offset
+            values, self.offset = sample(self._seed, self.offset)
+        return values
 
 
 _default_generators: dict[str, Generator] = {}

@@ -26,15 +26,15 @@ def make(xp, native: Callable) -> dict[str, Callable]:
 
     def uniform_(spec, self, low=0.0, high=1.0, generator=None):
         gen = _generator(generator, "cpu")
-        values, gen.offset = philox.uniform(xp, gen.initial_seed(), gen.offset, self.shape, spec[1].name, low, high,
-                                            native_dtype=self.dtype)
+        values = gen.draw(lambda seed, offset: philox.uniform(xp, seed, offset, self.shape, spec[1].name, low, high,
+                                                              native_dtype=self.dtype))
         self[...] = values
         return self
 
     def normal_(spec, self, mean=0.0, std=1.0, generator=None):
         gen = _generator(generator, "cpu")
-        values, gen.offset = philox.normal(xp, gen.initial_seed(), gen.offset, self.shape, spec[1].name, mean, std,
-                                           native_dtype=self.dtype)
+        values = gen.draw(lambda seed, offset: philox.normal(xp, seed, offset, self.shape, spec[1].name, mean, std,
+                                                             native_dtype=self.dtype))
         self[...] = values
         return self
 
@@ -45,7 +45,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
             high = 2 ** (8 * dt.itemsize - (1 if dt.is_signed else 0)) if dt.category == 1 else (
                 2 if dt.category == 0 else 2 ** {2: 11, 4: 24, 8: 53}[dt.itemsize])
         name = dt.name if dt.category == 1 else "int64"
-        values, gen.offset = philox.randint(xp, gen.initial_seed(), gen.offset, self.shape, low, high, name)
+        values = gen.draw(lambda seed, offset: philox.randint(xp, seed, offset, self.shape, low, high, name))
         self[...] = values.astype(self.dtype)
         return self
 
