@@ -16,7 +16,7 @@ from ember.dispatcher import dispatch as _dispatch
 from ember.dispatcher import keys as K
 from ember.dispatcher.plugins import REGISTRY
 from ember.dispatcher.state import STATE as _STATE
-from ember.errors import ArgumentTypeError, AutogradError
+from ember.errors import ArgumentTypeError, ArgumentValueError, AutogradError, DimensionError
 
 from . import dtype as _dt
 from .conversion import ConversionMethods
@@ -207,9 +207,9 @@ class Tensor(TensorMethods, ConversionMethods):
 
     def item(self):
         if self._device.type == "meta":
-            raise ArgumentValueErrorLazy.make("Tensor.item() cannot be called on meta tensors")
+            raise ArgumentValueError("Tensor.item() cannot be called on meta tensors")
         if self.numel() != 1:
-            raise ArgumentValueErrorLazy.make(
+            raise ArgumentValueError(
                 f"item(): a Tensor with {self.numel()} elements cannot be converted to Scalar")
         return self._host().reshape(()).item() if self._dtype is not _dt.bfloat16 else float(self._host().reshape(()))
 
@@ -465,17 +465,7 @@ class Size(tuple):
 
 
 
-class ArgumentValueErrorLazy:
-    @staticmethod
-    def make(msg: str):
-        from ember.errors import ArgumentValueError
-
-        return ArgumentValueError(msg)
-
-
 def _wrap_dim(op: str, dim: int, ndim: int) -> int:
-    from ember.errors import DimensionError
-
     bound = max(ndim, 1)
     if not -bound <= dim < bound:
         raise DimensionError(f"{op}: Dimension out of range (expected to be in range of [{-bound}, {bound - 1}], but got {dim})")
