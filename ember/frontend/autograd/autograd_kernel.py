@@ -46,22 +46,27 @@ def record(op, args: tuple, out) -> None:
     lists = op.tensor_list_args
     for i in op.differentiable:
         a = args[i]
-        if i in lists:
+        if lists and i in lists:
             any_need = False
             for t in a:
                 if t._ag is not None:
                     edges.append(edge_of(t))
-                    metas.append((tuple(t._data.shape), t._dtype, t._device))
+                    metas.append((t._data.shape, t._dtype, t._device))
                     any_need = True
                 else:
                     edges.append(None)
                     metas.append(None)
             needs.append(any_need)
-        elif isinstance(a, Tensor) and a._ag is not None:
-            edges.append(edge_of(a))
-            metas.append((tuple(a._data.shape), a._dtype, a._device))
-            needs.append(True)
-        else:
+        elif a.__class__ is Tensor or isinstance(a, Tensor):
+            if a._ag is not None:
+                edges.append(edge_of(a))
+                metas.append((a._data.shape, a._dtype, a._device))
+                needs.append(True)
+                continue
+            edges.append(None)
+            metas.append(None)
+            needs.append(False)
+        else:                                  # a Python number in a Tensor argument
             edges.append(None)
             metas.append(None)
             needs.append(False)

@@ -20,18 +20,19 @@ class Node:
 
     n_outputs = 1   # how many forward outputs (gradients arriving); generated nodes override
 
-    __slots__ = ("next_edges", "input_meta", "pre_hooks", "post_hooks", "seq", "freed", "anomaly_trace",
-                 "retains", "__weakref__", "__dict__")
+    # Rarely set per node, so class-level defaults (an instance sets its own in __dict__):
+    pre_hooks = None        # {output_nr: [hook(grad) -> grad | None]}
+    post_hooks = None       # [hook(grad_inputs, grad_outputs)]
+    freed = False           # saved values released after a backward without retain_graph
+    anomaly_trace = None    # forward traceback, recorded in anomaly mode
+    retains = None          # {output_nr: weakref to the tensor whose .grad it fills (retain_grad)}
+
+    __slots__ = ("next_edges", "input_meta", "seq", "__weakref__", "__dict__")
 
     def __init__(self) -> None:
         self.next_edges: tuple = ()      # per input: (node, output_nr) or None
         self.input_meta: tuple = ()      # per input: (shape, dtype, device) or None
-        self.pre_hooks = None            # {output_nr: [hook(grad) -> grad | None]}
-        self.post_hooks = None
         self.seq = next(_sequence)
-        self.freed = False
-        self.anomaly_trace = None
-        self.retains = None              # {output_nr: weakref to the tensor whose .grad it fills (retain_grad)}
 
     def name(self) -> str:
         return type(self).__name__
