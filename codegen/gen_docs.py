@@ -6,6 +6,12 @@ from .registry import Registry
 BUILTIN_BACKENDS = ("cpu", "meta")
 
 
+def _autocast_text(policy: dict[str, str]) -> str:
+    if len(policy) == 1:
+        return policy["default"]
+    return ", ".join(f"{k}: {v}" for k, v in policy.items())
+
+
 def gen_ops_md(registry: Registry, coverage: dict[str, dict[str, str]]) -> str:
     ops = registry.ops
     n_prim = sum(op.impl == "primitive" for op in ops)
@@ -32,7 +38,7 @@ def gen_ops_md(registry: Registry, coverage: dict[str, dict[str, str]]) -> str:
         doc = op.doc.replace("|", "\\|")
         grad = grad.replace("|", "\\|")
         lines.append(f"| `{op.schema.text.replace('|', '/')}` | {op.family} | {op.impl} | {op.promotion} | "
-                     f"{grad} | {op.autocast} | {doc} |")
+                     f"{grad} | {_autocast_text(op.autocast)} | {doc} |")
     lines += ["", "## Backend coverage", "",
               "How each op runs on each built-in backend: **native** (the backend's own kernel), "
               "**explicit** (the op's backend-agnostic kernel over primitives), **decomposed** (its "

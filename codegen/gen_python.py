@@ -70,9 +70,11 @@ def gen_op_table(registry: Registry) -> str:
 
 
 def gen_autocast_table(registry: Registry) -> str:
-    policy = {op.name: op.autocast for op in registry.ops if op.autocast != "none" and not op.inplace_of}
+    policy = {op.name: op.autocast for op in registry.ops
+              if set(op.autocast.values()) != {"none"} and not op.inplace_of}
     body = ",\n".join(f"    {k!r}: {v!r}" for k, v in sorted(policy.items()))
-    return (HEADER + '"""Autocast policy per op: lower (to the autocast dtype), fp32, or promote (widest)."""\n\n'
+    return (HEADER + '"""Autocast policy per op and device type ("default" for the others): lower (to the\n'
+            + 'autocast dtype), fp32, promote (to the widest input type) or none."""\n\n'
             + "AUTOCAST_POLICY = {\n" + body + ",\n}\n")
 
 

@@ -61,7 +61,7 @@ class OpEntry:
     promotion: str
     shape: str
     autograd: dict[str, str] | None      # None: not differentiable
-    autocast: str
+    autocast: dict[str, str]             # {device type or "default": policy}
     impl: str
     tags: tuple[str, ...]
     doc: str
@@ -218,9 +218,7 @@ def _resolve_entry(raw, families, sources: SourceIndex, path) -> list[OpEntry]:
     promotion = get("promotion")
     if promotion not in PROMOTIONS:
         fail(f"`promotion` must be one of {sorted(PROMOTIONS)}, got {promotion!r}")
-    autocast = get("autocast")
-    if autocast not in AUTOCAST:
-        fail(f"`autocast` must be one of {sorted(AUTOCAST)}, got {autocast!r}")
+    autocast = _resolve_autocast(get("autocast"), fail)
     impl = get("impl")
     if impl not in IMPLS:
         fail(f"`impl` must be one of {sorted(IMPLS)}, got {impl!r}")
@@ -273,6 +271,20 @@ def _resolve_entry(raw, families, sources: SourceIndex, path) -> list[OpEntry]:
         )
         out.append(twin)
     return out
+
+
+def _resolve_autocast(raw, fail) -> dict[str, str]:
+    """A policy for every device type, or per device type ({cpu: none, default: fp32}):
+    PyTorch's autocast lists differ between cpu and cuda."""
+    policies = raw if isinstance(raw, dict) else {"default": raw}
+    policies = {k: v for k, v in policies.items() if k != "__line__"}
+    if "default" not in policies:
+        fail(f"`autocast` per device type needs a `default` entry, got {raw!r}")
+    for device_type, policy in policies.items():
+        if policy not in AUTOCAST:
+            fail(f"`autocast` must be one of {sorted(AUTOCAST)} (or a mapping device type -> one of them), "
+                 f"got {policy!r} for {device_type!r}")
+    return policies
 
 
 def _resolve_autograd(raw, schema: FunctionSchema, impl: str, fail) -> dict[str, str] | None:

@@ -89,17 +89,28 @@ def test_ops_leave_float64_and_integers_alone(low):
 
 
 @pytest.mark.parametrize("low", LOW)
-def test_fp32_policy_ops_run_in_float32(low):
-    assert AUTOCAST_POLICY["log"] == AUTOCAST_POLICY["softmax.int"] == AUTOCAST_POLICY["log_softmax.int"] == "fp32"
-    x = ember.tensor([[0.5, 1.5, 2.5]]).to(getattr(ember, low))
-    ref = np.log(x.float().numpy())
-    with ember.autocast("cpu", dtype=getattr(ember, low)):
-        out = ember.log(x)
-        sm = ember.softmax(x, 1)
-        lsm = ember.log_softmax(x, 1)
-        f32 = ember.log(x.float())
-    assert out.dtype is sm.dtype is lsm.dtype is f32.dtype is ember.float32
-    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-6)
+def test_cpu_runs_cuda_fp32_list_ops_in_their_input_dtype_like_torch(low):
+    """PyTorch's cpu autocast has no fp32 policy for log/softmax/log_softmax/exp/sum: they keep bf16/f16."""
+    for name in ("log", "softmax.int", "log_softmax.int", "exp", "sum.dim_IntList", "rsqrt", "pow.Tensor_Tensor"):
+        assert AUTOCAST_POLICY[name] == {"cpu": "none", "default": "fp32"}
+    dtypes = {}
+    for m in (ember, torch):
+        x = m.tensor([[0.5, 1.5, 2.5]]).to(getattr(m, low))
+        with m.autocast("cpu", dtype=getattr(m, low)):
+            dtypes[m] = [dname(t.dtype) for t in (m.log(x), m.softmax(x, 1), m.log_softmax(x, 1), m.exp(x),
+                                                  m.sum(x), m.rsqrt(x), m.pow(x, 2))]
+    assert dtypes[ember] == dtypes[torch] == [low] * 7
+
+
+@pytest.mark.parametrize("low", LOW)
+def test_fp32_policy_applies_on_other_device_types(low):
+    """On a device without its own list (meta here) the default policy casts up to float32."""
+    x = ember.ones(2, 3, device="meta").to(getattr(ember, low))
+    with ember.autocast("meta", dtype=getattr(ember, low)):
+        outs = [ember.log(x), ember.softmax(x, 1), ember.log_softmax(x, 1), ember.exp(x), ember.sum(x)]
+        lowered = ember.mm(ember.ones(2, 3, device="meta"), ember.ones(3, 2, device="meta"))
+    assert all(o.dtype is ember.float32 for o in outs)
+    assert lowered.dtype is getattr(ember, low)
     assert ember.log(x).dtype is getattr(ember, low)     # outside the region: no cast
 
 

@@ -31,7 +31,7 @@ class OpDef:
     )
 
     def __init__(self, name: str, schema: str, *, family: str, promotion: str, shape_rule: str,
-                 autocast: str, impl: str, tags: tuple, doc: str, arg_names: tuple,
+                 autocast: dict, impl: str, tags: tuple, doc: str, arg_names: tuple,
                  tensor_args: tuple, tensor_list_args: tuple, device_arg: int | None,
                  mutated: tuple, alias_return: int | None, output_names: tuple,
                  differentiable: tuple, inplace_of: str | None = None,

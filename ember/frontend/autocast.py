@@ -131,13 +131,16 @@ def _first_device_type(op, args):
 
 
 def autocast_kernel(op, below: int, args: tuple):
-    """Cast inputs by the op's policy, then call the op with Autocast excluded."""
-    dtype = STATE.autocast.get(_first_device_type(op, args))
+    """Cast inputs by the op's policy for their device type, then call the op with Autocast excluded."""
+    device_type = _first_device_type(op, args)
+    dtype = STATE.autocast.get(device_type)
     st = STATE
-    if dtype is None:
+    policies = op.autocast
+    policy = policies.get(device_type) or policies["default"]
+    if dtype is None or policy == "none":
         new_args = args
     else:
-        new_args = _apply_policy(op, args, dtype)
+        new_args = _apply_policy(policy, op, args, dtype)
     prev = st.exclude
     st.exclude = prev | K.AUTOCAST
     try:
@@ -150,8 +153,7 @@ def _eligible(t) -> bool:
     return isinstance(t, Tensor) and t._dtype.is_floating_point and t._dtype is not _dt.float64
 
 
-def _apply_policy(op, args, dtype):
-    policy = op.autocast
+def _apply_policy(policy: str, op, args, dtype):
     if policy == "lower":
         target = dtype
     elif policy == "fp32":
