@@ -236,8 +236,8 @@ def gen_tensor_methods(registry: Registry) -> str:
         if "method" in op.variants:
             groups.setdefault(op.schema.name, []).append(op)
     lines = _binding_preamble(registry)
-    lines += ["# (Tensor, bool, int, float) once ember.frontend.tensor is imported: operands of operators",
-              "OPERAND_TYPES = (bool, int, float)", "", "", "class TensorMethods:",
+    lines += ["from ember.frontend.bindings_support import OPERAND_CLASSES as _OPERAND_CLASSES",
+              "from ember.frontend.bindings_support import operand as _operand", "", "", "class TensorMethods:",
               '    """Operator methods of ember.Tensor, generated from the registry."""', "",
               "    __slots__ = ()", ""]
     for name, ops in groups.items():
@@ -275,8 +275,10 @@ def _operator(op: OpEntry, dunder: str) -> list[str]:
     exprs = [first, second] + fill
     extra = ", modulo=None" if dunder in ("__pow__", "__rpow__") else ""
     return [f"    def {dunder}(self, other{extra}):",
-            "        if not isinstance(other, OPERAND_TYPES):",
-            "            return NotImplemented",
+            "        if other.__class__ not in _OPERAND_CLASSES:",
+            "            other = _operand(other)",
+            "            if other is NotImplemented:",
+            "                return NotImplemented",
             f"        return {_call_expr(op, exprs)}"]
 
 

@@ -10,14 +10,11 @@ and is spelled out in ember/dispatcher/dispatch.py.
 """
 from __future__ import annotations
 
-import builtins as _builtins
 
 # 1. the operator table generated from ops_registry.yaml
 from ember._generated import op_table as _op_table  # noqa: F401
 # 2. the frontend (Tensor first: everything else refers to it)
 from ember.frontend.tensor import Tensor, Size, Storage
-from ember._generated import tensor_methods as _tensor_methods
-_tensor_methods.OPERAND_TYPES = (Tensor, _builtins.bool, _builtins.int, _builtins.float)
 from ember.frontend.wiring import wire as _wire
 _wire()
 

@@ -446,7 +446,7 @@ REPR_CASES = [
 @pytest.mark.parametrize("i", range(len(REPR_CASES)))
 def test_repr_matches_torch(i):
     e, t = both(REPR_CASES[i])
-    expected = re.sub(r" object at 0x[0-9a-f]+", "", repr(t))
+    expected = re.sub(r" object at 0x[0-9a-f]+", "", repr(t)).replace("dtype=torch.", "dtype=ember.")
     assert repr(e) == expected
     assert str(e) == expected
 
@@ -746,3 +746,17 @@ def test_device_objects():
     assert (ember.device("cpu") == "not a device!") is False and (ember.device("cpu") == 5) is False
     with pytest.raises(TypeError):
         ember.device("cpu:x")
+
+
+def test_numpy_scalars_and_arrays_as_operator_operands_keep_autograd():
+    """`loss * np.float32(s)` and `t + np.ones(2)` stay tensors (with history), as in PyTorch."""
+    for m in (ember, torch):
+        x = m.ones(2, requires_grad=True)
+        outs = [x * np.float32(2), np.float32(2) * x, x + np.ones(2), x - np.int64(1)]
+        assert all(isinstance(o, m.Tensor) and o.grad_fn is not None for o in outs), m
+        assert [dname(o.dtype) for o in outs] == ["float32", "float32", "float64", "float32"]
+        sum(o.sum() for o in outs).backward()
+        assert x.grad.tolist() == [5.0, 5.0]
+    # an ndarray on the left defers to the tensor too (torch raises here for grad-requiring tensors)
+    y = np.ones(2) + ember.ones(2, requires_grad=True)
+    assert isinstance(y, ember.Tensor) and y.grad_fn is not None

@@ -118,8 +118,8 @@ _op_randn = _OPS['randn']
 _op_randint_low = _OPS['randint.low']
 _op_randint = _OPS['randint']
 
-# (Tensor, bool, int, float) once ember.frontend.tensor is imported: operands of operators
-OPERAND_TYPES = (bool, int, float)
+from ember.frontend.bindings_support import OPERAND_CLASSES as _OPERAND_CLASSES
+from ember.frontend.bindings_support import operand as _operand
 
 
 class TensorMethods:
@@ -744,73 +744,101 @@ class TensorMethods:
         return _call(_op_random__from, (self, from_, to, generator))
 
     def __add__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_add_Tensor, (self, other, 1))
 
     def __radd__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_add_Tensor, (other, self, 1))
 
     def __iadd__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_add__Tensor, (self, other, 1))
 
     def __sub__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_sub_Tensor, (self, other, 1))
 
     def __rsub__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_sub_Tensor, (other, self, 1))
 
     def __isub__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_sub__Tensor, (self, other, 1))
 
     def __mul__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_mul_Tensor, (self, other))
 
     def __rmul__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_mul_Tensor, (other, self))
 
     def __imul__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_mul__Tensor, (self, other))
 
     def __truediv__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_div_Tensor_mode, (self, other, None))
 
     def __rtruediv__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_div_Tensor_mode, (other, self, None))
 
     def __itruediv__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_div__Tensor_mode, (self, other, None))
 
     def __floordiv__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_floor_divide, (self, other))
 
     def __rfloordiv__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_floor_divide, (other, self))
 
     def __neg__(self):
@@ -820,56 +848,78 @@ class TensorMethods:
         return _call(_op_abs, (self,))
 
     def __pow__(self, other, modulo=None):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_pow_Tensor_Tensor, (self, other))
 
     def __rpow__(self, other, modulo=None):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_pow_Tensor_Tensor, (other, self))
 
     def __ipow__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_pow__Tensor_Tensor, (self, other))
 
     def __eq__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_eq_Tensor, (self, other))
 
     def __ne__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_ne_Tensor, (self, other))
 
     def __lt__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_lt_Tensor, (self, other))
 
     def __le__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_le_Tensor, (self, other))
 
     def __gt__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_gt_Tensor, (self, other))
 
     def __ge__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_ge_Tensor, (self, other))
 
     def __matmul__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_matmul, (self, other))
 
     def __rmatmul__(self, other):
-        if not isinstance(other, OPERAND_TYPES):
-            return NotImplemented
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
         return _call(_op_matmul, (other, self))

@@ -22,6 +22,33 @@ def size_arg(size: tuple, keywords: dict, fn: str, name: str) -> tuple:
 
 _NUMBERS = (int, float, bool)
 
+#: operand classes Python operators pass straight through; ember.frontend.tensor adds Tensor
+OPERAND_CLASSES = {bool, int, float}
+
+
+def operand(value):
+    """The other operand of a Python operator (`t + value`), or NotImplemented.
+
+    Tensors (subclasses included) and Python numbers pass; numpy scalars become Python
+    numbers and numpy arrays tensors, as PyTorch converts them. Anything else lets Python
+    try the other operand's method.
+    """
+    from .tensor import Tensor
+
+    if isinstance(value, (Tensor, bool, int, float)):
+        return value
+    module = type(value).__module__
+    if module == "numpy" or module.startswith("ml_dtypes"):
+        import numpy as np
+
+        if isinstance(value, np.generic):
+            return value.item()
+        if isinstance(value, np.ndarray):
+            from .factories import tensor
+
+            return tensor(value)
+    return NotImplemented
+
 
 def scalar_arg(value):
     """A factory's Scalar argument as a Python number (0-dim tensors, numpy scalars)."""

@@ -300,7 +300,7 @@ def tensor_repr(values, *, dtype_name: str, shape: tuple[int, ...], device: str,
 
     default_complex = "complex128" if default_dtype == "float64" else "complex64"
     has_default_dtype = dtype_name in (default_dtype, default_complex, "int64", "bool")
-    dtype_suffix = "dtype=torch." + dtype_name
+    dtype_suffix = "dtype=ember." + dtype_name
     size_suffix = "size=" + str(shape)
 
     if values is None or device_type == "meta":

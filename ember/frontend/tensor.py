@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ember._generated.tensor_methods import TensorMethods
+from ember.frontend.bindings_support import OPERAND_CLASSES
 from ember.dispatcher import dispatch as _dispatch
 from ember.dispatcher import keys as K
 from ember.dispatcher.plugins import REGISTRY
@@ -57,6 +58,9 @@ class Tensor(TensorMethods, ConversionMethods):
 
     __slots__ = ("_data", "_dtype", "_device", "_keys", "_storage", "_ag", "_base", "__dict__", "__weakref__")
     __hash__ = object.__hash__
+    # numpy defers to ember in mixed operator expressions (np.float32(2) * t calls t.__rmul__),
+    # while np.add(t, 1) still works through __array__, as with PyTorch
+    __array_priority__ = 1000
 
     def __new__(cls, *args, **kwargs):
         if cls is Tensor and (args or kwargs):
@@ -494,3 +498,4 @@ def _rebuild(array, device: str, requires_grad: bool) -> Tensor:
 
 
 _dispatch.Tensor = Tensor
+OPERAND_CLASSES.add(Tensor)
