@@ -103,3 +103,37 @@ def test_dispatch_trace_shows_autograd_then_cpu():
     assert len(hops) == 2
     assert "mul.Tensor" in hops[0] and "keys=Autograd|CPU" in hops[0] and "-> Autograd (autograd_kernel)" in hops[0]
     assert "mul.Tensor" in hops[1] and "keys=CPU" in hops[1] and "-> CPU (cpu kernel)" in hops[1]
+
+
+def test_integer_division_by_zero():
+    e, t = both(lambda: ember.tensor([1, 2]) // 0, lambda: torch.tensor([1, 2]) // 0)
+    assert_same_class(e, t)
+    assert "ZeroDivisionError" in str(e) and "div" in str(e)
+    assert (ember.tensor([1.0]) // 0).tolist() == [float("inf")]
+
+
+def test_integer_overflow_in_fill_and_numbers_that_wrap():
+    e, t = both(lambda: ember.full((1,), 300, dtype=ember.int8), lambda: torch.full((1,), 300, dtype=torch.int8))
+    assert_same_class(e, t)
+    assert "value cannot be converted to type int8_t without overflow" in str(e)
+    assert ember.tensor([-1], dtype=ember.uint8).tolist() == torch.tensor([-1], dtype=torch.uint8).tolist()
+    assert (ember.tensor([1], dtype=ember.int8) + 300).tolist() == (torch.tensor([1], dtype=torch.int8) + 300).tolist()
+
+
+def test_ragged_data_and_float_alpha_for_integers():
+    e, t = both(lambda: ember.tensor([[1, 2], [3]]), lambda: torch.tensor([[1, 2], [3]]))
+    assert "regular shape" in str(e)
+    a, ta = ember.ones(2, 2, dtype=ember.int64), torch.ones(2, 2, dtype=torch.int64)
+    with pytest.raises(RuntimeError, match=r"addmm\(\): For integral input tensors, argument alpha"):
+        ember.addmm(a, a, a, alpha=1.5)
+
+
+def test_numpy_integers_as_dims_and_sizes():
+    import numpy as np
+
+    x = ember.ones(2, 3)
+    assert x.sum(np.int64(0)).tolist() == [2.0, 2.0, 2.0]
+    assert tuple(ember.zeros(np.int64(2), 3).shape) == (2, 3)
+    assert tuple(x.transpose(np.int64(0), 1).shape) == (3, 2)
+    with pytest.raises(TypeError, match=r"sum.dim_IntList\(\): argument 'dim' must be int or tuple of ints, not float"):
+        x.sum(1.5)

@@ -58,13 +58,18 @@ def _to_host_array(data, dtype):
     if isinstance(data, (list, tuple)):
         data = _unwrap_nested(data)
     try:
-        arr = np.array(data, dtype=to_numpy_dtype(target) if target is not _dt.bfloat16 else np.float32)
-    except (ValueError, TypeError) as exc:
-        raise ArgumentTypeError(f"tensor(): could not build a tensor from the given data: {exc}") from None
-    if target is _dt.bfloat16:
-        arr = arr.astype(to_numpy_dtype(target))
-    if arr.dtype == object:
-        raise ArgumentTypeError("tensor(): expected a nested sequence of numbers with a regular shape")
+        with np.errstate(all="ignore"):      # float16 overflow becomes inf silently, as in PyTorch
+            arr = np.array(data, dtype=to_numpy_dtype(target) if target.category == 2 and target is not _dt.bfloat16
+                           else None)
+    except (ValueError, TypeError, OverflowError):
+        arr = None
+    if arr is None or arr.dtype == object:
+        raise ArgumentTypeError("tensor(): expected a number or a nested sequence of numbers with a regular shape "
+                                f"(every row the same length), got {type(data).__name__}")
+    if arr.dtype != to_numpy_dtype(target):
+        # integers wrap into smaller integer types as in PyTorch (uint8 from -1 is 255)
+        with np.errstate(all="ignore"):
+            arr = arr.astype(to_numpy_dtype(target))
     return arr, target
 
 

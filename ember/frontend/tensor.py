@@ -397,6 +397,7 @@ class Tensor(TensorMethods, ConversionMethods):
         self._dtype = value._dtype
         self._device = value._device
         self._storage = value._storage
+        self._base = value._base          # now a view of whatever `value` views
         self._keys = (value._keys & ~K.AUTOGRAD) | (self._keys & K.AUTOGRAD)
 
     def detach(self) -> "Tensor":

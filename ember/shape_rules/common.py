@@ -1,20 +1,32 @@
 """Helpers shared by the shape rules: dimension wrapping, broadcasting, argument checks."""
 from __future__ import annotations
 
-from ember.errors import ArgumentTypeError, DimensionError, ShapeError
+import operator
+
+from ember.errors import ArgumentTypeError, ArgumentValueError, DimensionError, ShapeError
 from ember.frontend import dtype as _dt
 from ember.frontend.tensor import Tensor
 
 NUMBER_TYPES = (bool, int, float)
 
 
+def as_int(op, value, arg: str, what: str = "int") -> int:
+    """An integer argument: a Python int, or anything integral PyTorch accepts (numpy
+    integers, 0-dim integer tensors, objects with __index__); bools and floats are refused."""
+    if value.__class__ is int:
+        return value
+    if not isinstance(value, bool) and not isinstance(value, float) and hasattr(value, "__index__"):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise ArgumentTypeError(f"{op.name}(): argument '{arg}' must be {what}, not {type(value).__name__}")
+
+
 def wrap_dim(op, dim, ndim: int, arg: str = "dim") -> int:
     """`dim` in [-ndim, ndim) as a non-negative index (0-d tensors accept -1 and 0)."""
-    if isinstance(dim, bool) or not isinstance(dim, int):
-        if isinstance(dim, Tensor) and dim.ndim == 0 and dim.dtype.category == 1:
-            dim = int(dim.item())
-        else:
-            raise ArgumentTypeError(f"{op.name}(): argument '{arg}' must be int, not {type(dim).__name__}")
+    if dim.__class__ is not int:
+        dim = as_int(op, dim, arg)
     bound = ndim if ndim > 0 else 1
     if dim < -bound or dim >= bound:
         raise DimensionError(f"{op.name}(): Dimension out of range (expected to be in range of "
@@ -24,8 +36,8 @@ def wrap_dim(op, dim, ndim: int, arg: str = "dim") -> int:
 
 def wrap_dims(op, dims, ndim: int, arg: str = "dim") -> tuple[int, ...]:
     """A tuple of distinct wrapped dims (an int is one dim)."""
-    if isinstance(dims, int) and not isinstance(dims, bool):
-        dims = (dims,)
+    if not isinstance(dims, (tuple, list)):
+        dims = (as_int(op, dims, arg, "int or tuple of ints"),)
     out = tuple(wrap_dim(op, d, ndim, arg) for d in dims)
     if len(set(out)) != len(out):
         raise ShapeError(f"{op.name}(): dim {out} appears multiple times in the list of dims")
@@ -60,21 +72,26 @@ def check_tensor(op, value, arg: str) -> Tensor:
     return value
 
 
+_INT_RANGES = {"uint8": (0, 255), "int8": (-128, 127), "int16": (-2 ** 15, 2 ** 15 - 1),
+               "int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 63, 2 ** 63 - 1)}
+_C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t"}
+
+
+def check_fits(op, value, dtype) -> None:
+    """A Python number written into an integer tensor must fit its type (as PyTorch checks)."""
+    bounds = _INT_RANGES.get(dtype.name)
+    if bounds is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    if value != value or not bounds[0] <= value <= bounds[1]:
+        raise ArgumentValueError(f"{op.name}(): value cannot be converted to type {_C_NAMES[dtype.name]} without "
+                                 f"overflow (got {value!r} for a tensor of dtype {dtype.name})")
+
+
 def check_int_list(op, value, arg: str) -> tuple[int, ...]:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return (value,)
+    """A tuple of ints from a list/tuple/Size of integral values, or one integral value."""
     if not isinstance(value, (tuple, list)):
-        raise ArgumentTypeError(f"{op.name}(): argument '{arg}' must be tuple of ints, not {type(value).__name__}")
-    out = []
-    for v in value:
-        if isinstance(v, bool) or not isinstance(v, int):
-            if isinstance(v, Tensor) and v.ndim == 0 and v.dtype.category == 1:
-                v = int(v.item())
-            else:
-                raise ArgumentTypeError(f"{op.name}(): argument '{arg}' must be tuple of ints, but found element "
-                                        f"of type {type(v).__name__}")
-        out.append(v)
-    return tuple(out)
+        return (as_int(op, value, arg, "tuple of ints"),)
+    return tuple(v if v.__class__ is int else as_int(op, v, arg, "tuple of ints") for v in value)
 
 
 def check_dtype_arg(op, value, arg: str = "dtype"):

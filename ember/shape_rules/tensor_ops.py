@@ -7,7 +7,7 @@ from ember.frontend.tensor import Tensor
 from ember.frontend.type_promotion import result_type
 
 from . import shape_rule
-from .common import (NUMBER_TYPES, check_int_list, numel, broadcast_shapes, check_dtype_arg, check_tensor, preserved_strides, type_name,
+from .common import (NUMBER_TYPES, check_fits, check_int_list, numel, broadcast_shapes, check_dtype_arg, check_tensor, preserved_strides, type_name,
                      with_layout, wrap_dim)
 
 
@@ -167,6 +167,9 @@ def matmul(op, self, other):
 def addmm(op, self, mat1, mat2, beta=1, alpha=1):
     check_tensor(op, self, "input")
     out = mm(op, mat1, mat2)
+    if not out[1].is_floating_point and (isinstance(alpha, float) or isinstance(beta, float)):
+        raise DTypeError(f"{op.name}(): For integral input tensors, argument alpha and beta must not be floating "
+                         f"point numbers (got alpha={alpha!r}, beta={beta!r})")
     broadcast_shapes(op, [self._data.shape, out[0]])
     if self._dtype is not out[1]:
         raise DTypeError(f"{op.name}(): self and mat2 must have the same dtype, but got {type_name(self._dtype)} "
@@ -220,6 +223,7 @@ def fill(op, self, value):
     if not isinstance(value, NUMBER_TYPES) and not (isinstance(value, Tensor) and value.ndim == 0):
         raise ArgumentTypeError(f"{op.name}(): argument 'value' must be Number or a 0-dim Tensor, not "
                                 f"{type(value).__name__}")
+    check_fits(op, value, self._dtype)
     return (self._data.shape, self._dtype)
 
 

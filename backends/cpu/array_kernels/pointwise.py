@@ -24,7 +24,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         if dt.kind in "iu" and type(x) is int:
             # a Python int wraps to the integer dtype as in PyTorch (uint8 + -1 is 255), where
             # numpy would raise OverflowError
-            return xp.asarray(x, dtype=xp.int64).astype(dt)
+            return xp.asarray((x + 2**63) % 2**64 - 2**63, dtype=xp.int64).astype(dt)
         return x
 
     to_ember = {native(d): d for d in _dt.ALL_DTYPES}
@@ -99,6 +99,11 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         a, b = cast_in(a, cdt), cast_in(b, cdt)
         if rounding_mode is None:
             return out(xp.true_divide(a, b), dt)
+        if xp.dtype(cdt).kind in "iub" and bool(xp.any(xp.asarray(b) == 0)):
+            from ember.errors import ArgumentValueError
+
+            raise ArgumentValueError(f"div(rounding_mode={rounding_mode!r}): ZeroDivisionError (an integer "
+                                     "division by zero)")
         if rounding_mode == "floor":
             return out(xp.floor_divide(a, b), dt)
         if xp.dtype(cdt).kind == "f":

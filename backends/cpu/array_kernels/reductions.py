@@ -1,6 +1,8 @@
 """Reduction and softmax kernels against the array-module API."""
 from __future__ import annotations
 
+import operator
+
 from typing import Callable
 
 from ember.frontend import dtype as _dt
@@ -10,9 +12,9 @@ def _axis(a, dim):
     """numpy's axis for a registry `dim`: None/[] reduce everything (also on 0-d arrays)."""
     if dim is None or a.ndim == 0:
         return None
-    if isinstance(dim, int):
-        return dim
-    return tuple(dim) if len(dim) else None
+    if not isinstance(dim, (tuple, list)):
+        return operator.index(dim)          # ints, numpy ints, 0-dim integer tensors
+    return tuple(operator.index(d) for d in dim) if len(dim) else None
 
 
 def make(xp, native: Callable) -> dict[str, Callable]:
