@@ -137,3 +137,12 @@ def test_numpy_integers_as_dims_and_sizes():
     assert tuple(x.transpose(np.int64(0), 1).shape) == (3, 2)
     with pytest.raises(TypeError, match=r"sum.dim_IntList\(\): argument 'dim' must be int or tuple of ints, not float"):
         x.sum(1.5)
+
+
+@pytest.mark.parametrize("write", [lambda m, t: t.add_(1), lambda m, t: t.mul_(m.ones(2, 3)),
+                                   lambda m, t: t.copy_(m.zeros(2, 3))])
+def test_writing_into_an_expanded_tensor_is_refused(write):
+    e, t = both(lambda: write(ember, ember.ones(3).expand(2, 3)), lambda: write(torch, torch.ones(3).expand(2, 3)))
+    assert_same_class(e, t)
+    assert "more than one element of the written-to tensor refers to a single memory location" in str(e)
+    assert ember.ones(3).expand(2, 3).fill_(2).tolist() == [[2.0] * 3] * 2      # fill_ is allowed, as in torch

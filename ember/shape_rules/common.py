@@ -87,6 +87,18 @@ def check_fits(op, value, dtype) -> None:
                                  f"overflow (got {value!r} for a tensor of dtype {dtype.name})")
 
 
+def check_no_internal_overlap(op, self: Tensor) -> None:
+    """An op writing into `self` must not write one memory location twice (a stride-0 dim)."""
+    shape = self._data.shape
+    if 0 in shape:
+        return
+    for size, stride in zip(shape, self._data.strides):
+        if stride == 0 and size > 1:
+            raise ArgumentValueError(f"{op.name}(): unsupported operation: more than one element of the written-to "
+                                     "tensor refers to a single memory location. Please clone() the tensor before "
+                                     "performing the operation.")
+
+
 def check_int_list(op, value, arg: str) -> tuple[int, ...]:
     """A tuple of ints from a list/tuple/Size of integral values, or one integral value."""
     if not isinstance(value, (tuple, list)):

@@ -7,7 +7,7 @@ from ember.frontend.tensor import Tensor
 from ember.frontend.type_promotion import can_cast, elementwise_dtypes, result_type
 
 from . import shape_rule
-from .common import (NUMBER_TYPES, broadcast_shapes, is_contiguous_data, iterator_strides, trivial_layout, type_name,
+from .common import (NUMBER_TYPES, check_no_internal_overlap, broadcast_shapes, is_contiguous_data, iterator_strides, trivial_layout, type_name,
                      with_layout)
 
 _ROUNDING_MODES = (None, "trunc", "floor")
@@ -159,6 +159,7 @@ def _inplace_result(op, self: Tensor, shape, result):
     if not can_cast(result, self._dtype):
         raise DTypeError(f"{op.name}(): result type {type_name(result)} can't be cast to the desired output type "
                          f"{type_name(self._dtype)}")
+    check_no_internal_overlap(op, self)
     return (self._data.shape, self._dtype)
 
 

@@ -7,7 +7,7 @@ from ember.frontend.tensor import Tensor
 from ember.frontend.type_promotion import result_type
 
 from . import shape_rule
-from .common import (NUMBER_TYPES, check_fits, check_int_list, numel, broadcast_shapes, check_dtype_arg, check_tensor, preserved_strides, type_name,
+from .common import (NUMBER_TYPES, check_fits, check_no_internal_overlap, check_int_list, numel, broadcast_shapes, check_dtype_arg, check_tensor, preserved_strides, type_name,
                      with_layout, wrap_dim)
 
 
@@ -74,6 +74,7 @@ def copy_(op, self, src, non_blocking=False):
     if broadcast_shapes(op, [shape, src._data.shape]) != tuple(shape):
         raise ShapeError(f"{op.name}(): output with shape {list(shape)} doesn't match the broadcast shape "
                          f"{list(broadcast_shapes(op, [shape, src._data.shape]))}")
+    check_no_internal_overlap(op, self)
     return (shape, self._dtype)
 
 
