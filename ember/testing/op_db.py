@@ -1,17 +1,18 @@
 """An OpInfo-style database of sample inputs for every registered operator.
 
 `OP_DB` holds one `OpInfo` per registry op (`ember.dispatcher.ALL_OPS`), in-place twins
-included; ops left out are listed, with the reason, in `EXCLUDED`. tests/test_ops.py runs
-them differentially against PyTorch (torch==2.13.0, CPU build, the oracle):
+included; ops left out are listed, with the reason, in `EXCLUDED`. The conformance tests
+of this package (`pytest --pyargs ember.testing --ember-device=NAME`) run them differentially
+against PyTorch (torch==2.13.0, CPU build, the oracle) on the device under test:
 
-    values on cpu (value, dtype, shape), meta (shape, dtype, strides), gradients against
-    torch, gradcheck in float64, second-order gradients, and error inputs.
+    values (value, dtype, shape) on a real device, layouts (shape, dtype, strides) on meta,
+    gradients against torch, gradcheck in float64, second-order gradients, error inputs.
 
 A sample's tensor arguments are `T` placeholders holding a numpy array of the values the op
 sees and a layout ("c" contiguous, "t" a transposed view, "s" a strided slice, "e" an
 expanded view); `materialize` builds the same tensors, from the same data, in either
-framework and device, so ember and torch see identical inputs. Data comes from a numpy
-RNG seeded per (op, dtype).
+framework and on any device, so ember and torch see identical inputs. Data comes from a
+numpy RNG seeded per (op, dtype). Tolerances live in `ember.testing.tolerances`.
 """
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from typing import Callable
 
 import ml_dtypes
 import numpy as np
+
+from .tolerances import GRAD_TOL, LINALG_TOL, POW_GRAD_TOL, REDUCTION_TOL, SOFTMAX_TOL, VALUE_TOL  # noqa: F401
 
 # ------------------------------------------------------------------------------------ dtypes
 FLOAT = ("float32", "float64", "float16", "bfloat16")
@@ -36,10 +39,8 @@ NP_DTYPE = {"float32": np.float32, "float64": np.float64, "float16": np.float16,
             "int64": np.int64, "int32": np.int32, "int16": np.int16, "int8": np.int8, "uint8": np.uint8,
             "bool": np.bool_}
 
-# assert_close tolerances (rtol, atol) per result dtype; ops may override
-DEFAULT_TOL = {"float16": (2e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2), "float32": (1.3e-6, 1e-5),
-               "float64": (1e-7, 1e-7)}
-GRAD_TOL = {"float32": (1e-4, 1e-5), "float64": (1e-7, 1e-7)}
+# assert_close tolerances (rtol, atol) per result dtype: see ember.testing.tolerances
+DEFAULT_TOL = VALUE_TOL
 
 
 def is_float(dtype: str) -> bool:
@@ -659,7 +660,7 @@ def _pow_errors(rng):
 
 _pointwise("pow.Tensor_Tensor", "pow", dtypes=NUM, samples=_pow_samples, errors=_pow_errors, second_order=True,
            ioperator=_operator.ipow,
-           inplace_dtypes=FLOAT, grad_tol={"float32": (1e-3, 1e-4)})
+           inplace_dtypes=FLOAT, grad_tol=POW_GRAD_TOL)
 
 for _nm in ("maximum", "minimum"):
     add(OpInfo(_nm, fn(_nm), binary_samples(scalars=(), ties=True), dtypes=ALL, grad=True,
@@ -820,11 +821,11 @@ def _reduce_dim_errors(name):
 
 
 add(OpInfo("sum.dim_IntList", fn("sum"), _sum_samples, dtypes=ALL, grad=True,
-           tol={"float16": (2e-3, 2e-3), "bfloat16": (1.6e-2, 2e-2)},
+           tol=REDUCTION_TOL,
            errors=lambda rng: _reduce_dim_errors("sum")(rng) + [
                E((T(f32(rng, (2, 3))), (0, 0)), RuntimeError, "sum", "dim", desc="repeated dim")]))
 add(OpInfo("mean.dim", fn("mean"), lambda rng, d: _sum_samples(rng, d, mean=True), dtypes=FLOAT, grad=True,
-           tol={"float16": (2e-3, 2e-3), "bfloat16": (1.6e-2, 2e-2)},
+           tol=REDUCTION_TOL,
            errors=lambda rng: _reduce_dim_errors("mean")(rng) + [
                E((T(make(rng, (2, 3), "int64")),), RuntimeError, "mean", "dtype", desc="int input")]))
 
@@ -916,7 +917,7 @@ def _softmax_samples(rng, dtype):
 
 for _nm in ("softmax", "log_softmax"):
     add(OpInfo(f"{_nm}.int", fn(_nm), _softmax_samples, dtypes=FLOAT, grad=True,
-               tol={"float16": (2e-3, 2e-3), "bfloat16": (2e-2, 2e-2)},
+               tol=SOFTMAX_TOL,
                errors=lambda rng, _nm=_nm: [
                    E((T(f32(rng, (2, 3))), 2), IndexError, _nm, desc="dim out of range"),
                    E((T(make(rng, (2, 3), "int64")), 0), NotImplementedError, _nm, desc="int input"),
@@ -1286,8 +1287,7 @@ def _mm_samples(rng, dtype):
 
 
 _LINALG_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64")
-_LINALG_TOL = {"float16": (2e-3, 2e-3), "bfloat16": (1.6e-2, 2e-2), "float32": (1e-5, 1e-5)}
-add(OpInfo("mm", fn("mm"), _mm_samples, dtypes=_LINALG_DTYPES, grad=True, tol=_LINALG_TOL,
+add(OpInfo("mm", fn("mm"), _mm_samples, dtypes=_LINALG_DTYPES, grad=True, tol=LINALG_TOL,
            errors=lambda rng: [
                E((T(f32(rng, (2, 3))), T(f32(rng, (2, 3)))), RuntimeError, "mm", desc="inner sizes"),
                E((T(f32(rng, (3,))), T(f32(rng, (3, 2)))), RuntimeError, "mm", desc="1-d"),
@@ -1304,7 +1304,7 @@ def _bmm_samples(rng, dtype):
             Sample((T(a((0, 2, 3)), grad=g), T(a((0, 3, 2)), grad=g)), desc="empty batch")]
 
 
-add(OpInfo("bmm", fn("bmm"), _bmm_samples, dtypes=_LINALG_DTYPES, grad=True, tol=_LINALG_TOL,
+add(OpInfo("bmm", fn("bmm"), _bmm_samples, dtypes=_LINALG_DTYPES, grad=True, tol=LINALG_TOL,
            errors=lambda rng: [
                E((T(f32(rng, (2, 2, 3))), T(f32(rng, (3, 3, 2)))), RuntimeError, "bmm", desc="batch sizes"),
                E((T(f32(rng, (2, 3))), T(f32(rng, (3, 2)))), RuntimeError, "bmm", desc="2-d"),
@@ -1329,7 +1329,7 @@ def _matmul_samples(rng, dtype):
             Sample((T(a((2, 3)), grad=g), T(a((3, 2)), grad=g)), desc="operator @", fn=lambda m, x, y: x @ y)]
 
 
-add(OpInfo("matmul", fn("matmul"), _matmul_samples, dtypes=_LINALG_DTYPES, grad=True, tol=_LINALG_TOL,
+add(OpInfo("matmul", fn("matmul"), _matmul_samples, dtypes=_LINALG_DTYPES, grad=True, tol=LINALG_TOL,
            errors=lambda rng: [
                E((T(f32(rng, (2, 3))), T(f32(rng, (2, 3)))), RuntimeError, "matmul", desc="inner sizes"),
                E((T(f32(rng, ())), T(f32(rng, (3,)))), RuntimeError, "matmul", desc="0-d"),
@@ -1350,7 +1350,7 @@ def _addmm_samples(rng, dtype):
     return S
 
 
-add(OpInfo("addmm", fn("addmm"), _addmm_samples, dtypes=_LINALG_DTYPES, grad=True, tol=_LINALG_TOL,
+add(OpInfo("addmm", fn("addmm"), _addmm_samples, dtypes=_LINALG_DTYPES, grad=True, tol=LINALG_TOL,
            errors=lambda rng: [
                E((T(f32(rng, (2, 4))), T(f32(rng, (2, 3))), T(f32(rng, (2, 4)))), RuntimeError, "addmm",
                  desc="inner sizes"),
@@ -1456,7 +1456,7 @@ add(OpInfo("full_like", fn("full_like"), _like_samples(lambda d: True if d == "b
            errors=lambda rng: [E((T(f32(rng, (2,))), "a"), TypeError, "full_like", "fill_value", desc="str fill")]))
 
 
-# ---- random numbers: statistics and determinism (tests/test_ops.py::test_random_*)
+# ---- random numbers: statistics and determinism (ember/testing/test_random.py)
 def _random_fill_samples(rng, dtype):
     return [Sample((T(np.zeros((2, 3), NP_DTYPE[dtype])),), desc="2-d"),
             Sample((T(np.zeros((3, 2), NP_DTYPE[dtype]), "t"),), desc="transposed"),
