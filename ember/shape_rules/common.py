@@ -195,23 +195,10 @@ def non_overlapping_and_dense(shape, strides) -> bool:
     return True
 
 
-def infer_dense_strides(shape, strides) -> tuple[int, ...]:
-    """ATen's infer_dense_strides: dense strides ordering the dimensions as `strides` do.
-
-    Dimensions sort by stride (ties: the smaller size first; stride-0 dimensions stay put),
-    exactly as TensorIterator orders them.
-    """
-    ndim = len(shape)
+def iteration_order(ndim: int, should_swap) -> list[int]:
+    """TensorIterator's dimension order, fastest-moving first: an insertion sort of the
+    dimensions (initially last to first) by `should_swap(d0, d1)` (>0 swap, <0 stop, 0 keep)."""
     perm = list(range(ndim - 1, -1, -1))
-
-    def should_swap(d0, d1) -> int:
-        s0, s1 = strides[d0], strides[d1]
-        if s0 == 0 or s1 == 0:
-            return 0
-        if s0 != s1:
-            return -1 if s0 < s1 else 1
-        return 1 if shape[d0] > shape[d1] else 0
-
     for i in range(1, ndim):
         dim1 = i
         for dim0 in range(i - 1, -1, -1):
@@ -221,6 +208,25 @@ def infer_dense_strides(shape, strides) -> tuple[int, ...]:
                 dim1 = dim0
             elif c < 0:
                 break
+    return perm
+
+
+def infer_dense_strides(shape, strides) -> tuple[int, ...]:
+    """ATen's infer_dense_strides: dense strides ordering the dimensions as `strides` do.
+
+    Dimensions sort by stride (ties: the smaller size first; stride-0 dimensions stay put),
+    exactly as TensorIterator orders them.
+    """
+    ndim = len(shape)
+    def should_swap(d0, d1) -> int:
+        s0, s1 = strides[d0], strides[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 != s1:
+            return -1 if s0 < s1 else 1
+        return 1 if shape[d0] > shape[d1] else 0
+
+    perm = iteration_order(ndim, should_swap)
     out = [0] * ndim
     acc = 1
     for d in perm:
@@ -337,16 +343,7 @@ def iterator_strides(shape, tensors, dtypes=None, scalars: bool = False) -> tupl
                 return 1
         return 0
 
-    perm = list(range(ndim - 1, -1, -1))        # perm[0] is the fastest-moving dimension
-    for i in range(1, ndim):
-        dim1 = i
-        for dim0 in range(i - 1, -1, -1):
-            c = should_swap(perm[dim0], perm[dim1])
-            if c > 0:
-                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
-                dim1 = dim0
-            elif c < 0:
-                break
+    perm = iteration_order(ndim, should_swap)
     if perm == list(range(ndim - 1, -1, -1)):
         return None
     out = [0] * ndim
