@@ -15,18 +15,11 @@ import torch
 
 import ember
 
-DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
+from torch_compare import DTYPES, dname, values
+
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
 
 
-def dname(dtype) -> str:
-    return str(dtype).split(".")[-1]
-
-
-def values(t):
-    if isinstance(t, torch.Tensor):
-        return t.detach().to(torch.float64).numpy()
-    return np.asarray(t.detach().to(ember.float64).numpy())
 
 
 def assert_same(e, t, *, check_values: bool = True):
