@@ -39,9 +39,12 @@ OPERATORS = {
     "__floordiv__": False, "__rfloordiv__": True, "__pow__": False, "__rpow__": True,
     "__matmul__": False, "__rmatmul__": True, "__neg__": False, "__abs__": False,
     "__eq__": False, "__ne__": False, "__lt__": False, "__le__": False, "__gt__": False,
-    "__ge__": False,
+    "__ge__": False, "__mod__": False, "__rmod__": True,
+    "__and__": False, "__rand__": True, "__or__": False, "__ror__": True, "__xor__": False, "__rxor__": True,
+    "__invert__": False,
 }
-INPLACE_OPERATORS = {"__iadd__", "__isub__", "__imul__", "__itruediv__", "__ipow__"}
+INPLACE_OPERATORS = {"__iadd__", "__isub__", "__imul__", "__itruediv__", "__ipow__", "__imod__",
+                     "__iand__", "__ior__", "__ixor__"}
 
 
 class RegistryError(ValueError):

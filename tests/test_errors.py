@@ -112,6 +112,16 @@ def test_integer_division_by_zero():
     assert (ember.tensor([1.0]) // 0).tolist() == [float("inf")]
 
 
+@pytest.mark.parametrize("name", ["fmod", "remainder"])
+def test_integer_fmod_remainder_by_zero(name):
+    e, t = both(lambda: getattr(ember, name)(ember.tensor([1, 2]), ember.tensor([1, 0])),
+                lambda: getattr(torch, name)(torch.tensor([1, 2]), torch.tensor([1, 0])))
+    assert_same_class(e, t)
+    assert "ZeroDivisionError" in str(e) and name in str(e)
+    e, t = both(lambda: ember.tensor([3]) % 0, lambda: torch.tensor([3]) % 0)
+    assert_same_class(e, t)
+
+
 def test_integer_overflow_in_fill_and_numbers_that_wrap():
     e, t = both(lambda: ember.full((1,), 300, dtype=ember.int8), lambda: torch.full((1,), 300, dtype=torch.int8))
     assert_same_class(e, t)

@@ -585,6 +585,625 @@ class CosBackward0(Node):
         return out
 
 
+class ReciprocalBackward0(Node):
+    """Backward of reciprocal."""
+
+    __slots__ = ('a_result', 'needs')
+    saved_slots = ('a_result',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_result = _save(outs[0], True, 0)
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_result = _load(self.a_result, self)
+            out.append(_F.neg(_F.mul(grad, _F.mul(a_result, a_result))))
+        else:
+            out.append(None)
+        return out
+
+
+class Log1pBackward0(Node):
+    """Backward of log1p."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F.div(grad, _F.add(a_self, 1)))
+        else:
+            out.append(None)
+        return out
+
+
+class Expm1Backward0(Node):
+    """Backward of expm1."""
+
+    __slots__ = ('a_result', 'needs')
+    saved_slots = ('a_result',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_result = _save(outs[0], True, 0)
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_result = _load(self.a_result, self)
+            out.append(_F.mul(grad, _F.add(a_result, 1)))
+        else:
+            out.append(None)
+        return out
+
+
+class Log2Backward0(Node):
+    """Backward of log2."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F.div(grad, _F.mul(a_self, 0.6931471805599453)))
+        else:
+            out.append(None)
+        return out
+
+
+class Log10Backward0(Node):
+    """Backward of log10."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F.div(grad, _F.mul(a_self, 2.302585092994046)))
+        else:
+            out.append(None)
+        return out
+
+
+class Exp2Backward0(Node):
+    """Backward of exp2."""
+
+    __slots__ = ('a_result', 'needs')
+    saved_slots = ('a_result',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_result = _save(outs[0], True, 0)
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_result = _load(self.a_result, self)
+            out.append(_F.mul(grad, _F.mul(a_result, 0.6931471805599453)))
+        else:
+            out.append(None)
+        return out
+
+
+class SinhBackward0(Node):
+    """Backward of sinh."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F.mul(grad, _F.cosh(a_self)))
+        else:
+            out.append(None)
+        return out
+
+
+class CoshBackward0(Node):
+    """Backward of cosh."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F.mul(grad, _F.sinh(a_self)))
+        else:
+            out.append(None)
+        return out
+
+
+class AsinBackward0(Node):
+    """Backward of asin."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F.mul(grad, _F.rsqrt(_F.rsub(_F.mul(a_self, a_self), 1))))
+        else:
+            out.append(None)
+        return out
+
+
+class AcosBackward0(Node):
+    """Backward of acos."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F.neg(_F.mul(grad, _F.rsqrt(_F.rsub(_F.mul(a_self, a_self), 1)))))
+        else:
+            out.append(None)
+        return out
+
+
+class AtanBackward0(Node):
+    """Backward of atan."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F.div(grad, _F.add(_F.mul(a_self, a_self), 1)))
+        else:
+            out.append(None)
+        return out
+
+
+class AsinhBackward0(Node):
+    """Backward of asinh."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F.mul(grad, _F.rsqrt(_F.add(_F.mul(a_self, a_self), 1))))
+        else:
+            out.append(None)
+        return out
+
+
+class AcoshBackward0(Node):
+    """Backward of acosh."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F.mul(grad, _F.rsqrt(_F.sub(_F.mul(a_self, a_self), 1))))
+        else:
+            out.append(None)
+        return out
+
+
+class AtanhBackward0(Node):
+    """Backward of atanh."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F.mul(grad, _F.reciprocal(_F.rsub(_F.mul(a_self, a_self), 1))))
+        else:
+            out.append(None)
+        return out
+
+
+class TanBackward0(Node):
+    """Backward of tan."""
+
+    __slots__ = ('a_result', 'needs')
+    saved_slots = ('a_result',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_result = _save(outs[0], True, 0)
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_result = _load(self.a_result, self)
+            out.append(_F.mul(grad, _F.add(_F.mul(a_result, a_result), 1)))
+        else:
+            out.append(None)
+        return out
+
+
+class SquareBackward0(Node):
+    """Backward of square."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F.mul(grad, _F.mul(a_self, 2)))
+        else:
+            out.append(None)
+        return out
+
+
+class FloorBackward0(Node):
+    """Backward of floor."""
+
+    __slots__ = ('needs',)
+    saved_slots = ()
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            out.append(_F.zeros_like(grad))
+        else:
+            out.append(None)
+        return out
+
+
+class CeilBackward0(Node):
+    """Backward of ceil."""
+
+    __slots__ = ('needs',)
+    saved_slots = ()
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            out.append(_F.zeros_like(grad))
+        else:
+            out.append(None)
+        return out
+
+
+class RoundBackward0(Node):
+    """Backward of round."""
+
+    __slots__ = ('needs',)
+    saved_slots = ()
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            out.append(_F.zeros_like(grad))
+        else:
+            out.append(None)
+        return out
+
+
+class TruncBackward0(Node):
+    """Backward of trunc."""
+
+    __slots__ = ('needs',)
+    saved_slots = ()
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            out.append(_F.zeros_like(grad))
+        else:
+            out.append(None)
+        return out
+
+
+class FracBackward0(Node):
+    """Backward of frac."""
+
+    __slots__ = ('needs',)
+    saved_slots = ()
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            out.append(grad)
+        else:
+            out.append(None)
+        return out
+
+
+class Atan2Backward0(Node):
+    """Backward of atan2."""
+
+    __slots__ = ('a_other', 'a_self', 'needs')
+    saved_slots = ('a_other', 'a_self')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_other = _save(args[1])
+            self.a_self = _save(args[0])
+        if needs[1]:
+            self.a_other = _save(args[1])
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_other = _load(self.a_other, self)
+            a_self = _load(self.a_self, self)
+            out.append(_F.div(_F.mul(grad, a_other), _F.add(_F.mul(a_self, a_self), _F.mul(a_other, a_other))))
+        else:
+            out.append(None)
+        if needs[1]:
+            a_other = _load(self.a_other, self)
+            a_self = _load(self.a_self, self)
+            out.append(_F.div(_F.mul(grad, _F.neg(a_self)), _F.add(_F.mul(a_self, a_self), _F.mul(a_other, a_other))))
+        else:
+            out.append(None)
+        return out
+
+
+class FmodBackward0(Node):
+    """Backward of fmod.Tensor."""
+
+    __slots__ = ('a_other', 'a_self', 'needs')
+    saved_slots = ('a_other', 'a_self')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[1]:
+            self.a_other = _save(args[1])
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            out.append(grad)
+        else:
+            out.append(None)
+        if needs[1]:
+            a_other = _load(self.a_other, self)
+            a_self = _load(self.a_self, self)
+            out.append(_F.neg(_F.mul(grad, _F.div(a_self, a_other, rounding_mode='trunc'))))
+        else:
+            out.append(None)
+        return out
+
+
+class RemainderBackward0(Node):
+    """Backward of remainder.Tensor."""
+
+    __slots__ = ('a_other', 'a_self', 'needs')
+    saved_slots = ('a_other', 'a_self')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[1]:
+            self.a_other = _save(args[1])
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            out.append(grad)
+        else:
+            out.append(None)
+        if needs[1]:
+            a_other = _load(self.a_other, self)
+            a_self = _load(self.a_self, self)
+            out.append(_F.neg(_F.mul(grad, _F.div(a_self, a_other, rounding_mode='floor'))))
+        else:
+            out.append(None)
+        return out
+
+
+class HypotBackward0(Node):
+    """Backward of hypot."""
+
+    __slots__ = ('a_other', 'a_result', 'a_self', 'needs')
+    saved_slots = ('a_other', 'a_result', 'a_self')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_result = _save(outs[0], True, 0)
+            self.a_self = _save(args[0])
+        if needs[1]:
+            self.a_other = _save(args[1])
+            self.a_result = _save(outs[0], True, 0)
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_result = _load(self.a_result, self)
+            a_self = _load(self.a_self, self)
+            out.append(_F.mul(grad, _F.div(a_self, a_result)))
+        else:
+            out.append(None)
+        if needs[1]:
+            a_other = _load(self.a_other, self)
+            a_result = _load(self.a_result, self)
+            out.append(_F.mul(grad, _F.div(a_other, a_result)))
+        else:
+            out.append(None)
+        return out
+
+
 class ReluBackward0(Node):
     """Backward of relu."""
 
@@ -1372,6 +1991,31 @@ CLASSES = {
     'sigmoid': SigmoidBackward0,
     'sin': SinBackward0,
     'cos': CosBackward0,
+    'reciprocal': ReciprocalBackward0,
+    'log1p': Log1pBackward0,
+    'expm1': Expm1Backward0,
+    'log2': Log2Backward0,
+    'log10': Log10Backward0,
+    'exp2': Exp2Backward0,
+    'sinh': SinhBackward0,
+    'cosh': CoshBackward0,
+    'asin': AsinBackward0,
+    'acos': AcosBackward0,
+    'atan': AtanBackward0,
+    'asinh': AsinhBackward0,
+    'acosh': AcoshBackward0,
+    'atanh': AtanhBackward0,
+    'tan': TanBackward0,
+    'square': SquareBackward0,
+    'floor': FloorBackward0,
+    'ceil': CeilBackward0,
+    'round': RoundBackward0,
+    'trunc': TruncBackward0,
+    'frac': FracBackward0,
+    'atan2': Atan2Backward0,
+    'fmod.Tensor': FmodBackward0,
+    'remainder.Tensor': RemainderBackward0,
+    'hypot': HypotBackward0,
     'relu': ReluBackward0,
     'sum.dim_IntList': SumBackward0,
     'amax': AmaxBackward0,

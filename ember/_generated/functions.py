@@ -46,6 +46,56 @@ _op_sin = _OPS['sin']
 _op_sin_ = _OPS['sin_']
 _op_cos = _OPS['cos']
 _op_cos_ = _OPS['cos_']
+_op_reciprocal = _OPS['reciprocal']
+_op_reciprocal_ = _OPS['reciprocal_']
+_op_log1p = _OPS['log1p']
+_op_log1p_ = _OPS['log1p_']
+_op_expm1 = _OPS['expm1']
+_op_expm1_ = _OPS['expm1_']
+_op_log2 = _OPS['log2']
+_op_log2_ = _OPS['log2_']
+_op_log10 = _OPS['log10']
+_op_log10_ = _OPS['log10_']
+_op_exp2 = _OPS['exp2']
+_op_exp2_ = _OPS['exp2_']
+_op_sinh = _OPS['sinh']
+_op_sinh_ = _OPS['sinh_']
+_op_cosh = _OPS['cosh']
+_op_cosh_ = _OPS['cosh_']
+_op_asin = _OPS['asin']
+_op_asin_ = _OPS['asin_']
+_op_acos = _OPS['acos']
+_op_acos_ = _OPS['acos_']
+_op_atan = _OPS['atan']
+_op_atan_ = _OPS['atan_']
+_op_asinh = _OPS['asinh']
+_op_asinh_ = _OPS['asinh_']
+_op_acosh = _OPS['acosh']
+_op_acosh_ = _OPS['acosh_']
+_op_atanh = _OPS['atanh']
+_op_atanh_ = _OPS['atanh_']
+_op_tan = _OPS['tan']
+_op_tan_ = _OPS['tan_']
+_op_square = _OPS['square']
+_op_square_ = _OPS['square_']
+_op_floor = _OPS['floor']
+_op_floor_ = _OPS['floor_']
+_op_ceil = _OPS['ceil']
+_op_ceil_ = _OPS['ceil_']
+_op_round = _OPS['round']
+_op_round_ = _OPS['round_']
+_op_trunc = _OPS['trunc']
+_op_trunc_ = _OPS['trunc_']
+_op_frac = _OPS['frac']
+_op_frac_ = _OPS['frac_']
+_op_atan2 = _OPS['atan2']
+_op_atan2_ = _OPS['atan2_']
+_op_fmod_Tensor = _OPS['fmod.Tensor']
+_op_fmod__Tensor = _OPS['fmod_.Tensor']
+_op_remainder_Tensor = _OPS['remainder.Tensor']
+_op_remainder__Tensor = _OPS['remainder_.Tensor']
+_op_hypot = _OPS['hypot']
+_op_hypot_ = _OPS['hypot_']
 _op_relu = _OPS['relu']
 _op_relu_ = _OPS['relu_']
 _op_rsub_Tensor = _OPS['rsub.Tensor']
@@ -61,6 +111,26 @@ _op_gt_Tensor = _OPS['gt.Tensor']
 _op_gt__Tensor = _OPS['gt_.Tensor']
 _op_ge_Tensor = _OPS['ge.Tensor']
 _op_ge__Tensor = _OPS['ge_.Tensor']
+_op_logical_not = _OPS['logical_not']
+_op_logical_not_ = _OPS['logical_not_']
+_op_logical_and = _OPS['logical_and']
+_op_logical_and_ = _OPS['logical_and_']
+_op_logical_or = _OPS['logical_or']
+_op_logical_or_ = _OPS['logical_or_']
+_op_logical_xor = _OPS['logical_xor']
+_op_logical_xor_ = _OPS['logical_xor_']
+_op_bitwise_and_Tensor = _OPS['bitwise_and.Tensor']
+_op_bitwise_and__Tensor = _OPS['bitwise_and_.Tensor']
+_op_bitwise_or_Tensor = _OPS['bitwise_or.Tensor']
+_op_bitwise_or__Tensor = _OPS['bitwise_or_.Tensor']
+_op_bitwise_xor_Tensor = _OPS['bitwise_xor.Tensor']
+_op_bitwise_xor__Tensor = _OPS['bitwise_xor_.Tensor']
+_op_bitwise_not = _OPS['bitwise_not']
+_op_bitwise_not_ = _OPS['bitwise_not_']
+_op_isnan = _OPS['isnan']
+_op_isinf = _OPS['isinf']
+_op_isfinite = _OPS['isfinite']
+_op_signbit = _OPS['signbit']
 _op_sum_dim_IntList = _OPS['sum.dim_IntList']
 _op_mean_dim = _OPS['mean.dim']
 _op_amax = _OPS['amax']
@@ -384,6 +454,356 @@ def cos_(input):
     """
     return _call(_op_cos_, (input,))
 
+def reciprocal(input):
+    """The reciprocal 1 / x of each element.
+
+    Schema: ``reciprocal(Tensor self) -> Tensor``
+    """
+    return _call(_op_reciprocal, (input,))
+
+def reciprocal_(input):
+    """In-place version of reciprocal: The reciprocal 1 / x of each element.
+
+    Schema: ``reciprocal_(Tensor self) -> Tensor``
+    """
+    return _call(_op_reciprocal_, (input,))
+
+def log1p(input):
+    """The natural logarithm of 1 + x, accurate for small x.
+
+    Schema: ``log1p(Tensor self) -> Tensor``
+    """
+    return _call(_op_log1p, (input,))
+
+def log1p_(input):
+    """In-place version of log1p: The natural logarithm of 1 + x, accurate for small x.
+
+    Schema: ``log1p_(Tensor self) -> Tensor``
+    """
+    return _call(_op_log1p_, (input,))
+
+def expm1(input):
+    """exp(x) - 1, accurate for small x.
+
+    Schema: ``expm1(Tensor self) -> Tensor``
+    """
+    return _call(_op_expm1, (input,))
+
+def expm1_(input):
+    """In-place version of expm1: exp(x) - 1, accurate for small x.
+
+    Schema: ``expm1_(Tensor self) -> Tensor``
+    """
+    return _call(_op_expm1_, (input,))
+
+def log2(input):
+    """The base-2 logarithm of each element.
+
+    Schema: ``log2(Tensor self) -> Tensor``
+    """
+    return _call(_op_log2, (input,))
+
+def log2_(input):
+    """In-place version of log2: The base-2 logarithm of each element.
+
+    Schema: ``log2_(Tensor self) -> Tensor``
+    """
+    return _call(_op_log2_, (input,))
+
+def log10(input):
+    """The base-10 logarithm of each element.
+
+    Schema: ``log10(Tensor self) -> Tensor``
+    """
+    return _call(_op_log10, (input,))
+
+def log10_(input):
+    """In-place version of log10: The base-10 logarithm of each element.
+
+    Schema: ``log10_(Tensor self) -> Tensor``
+    """
+    return _call(_op_log10_, (input,))
+
+def exp2(input):
+    """2 raised to each element.
+
+    Schema: ``exp2(Tensor self) -> Tensor``
+    """
+    return _call(_op_exp2, (input,))
+
+def exp2_(input):
+    """In-place version of exp2: 2 raised to each element.
+
+    Schema: ``exp2_(Tensor self) -> Tensor``
+    """
+    return _call(_op_exp2_, (input,))
+
+def sinh(input):
+    """The hyperbolic sine of each element.
+
+    Schema: ``sinh(Tensor self) -> Tensor``
+    """
+    return _call(_op_sinh, (input,))
+
+def sinh_(input):
+    """In-place version of sinh: The hyperbolic sine of each element.
+
+    Schema: ``sinh_(Tensor self) -> Tensor``
+    """
+    return _call(_op_sinh_, (input,))
+
+def cosh(input):
+    """The hyperbolic cosine of each element.
+
+    Schema: ``cosh(Tensor self) -> Tensor``
+    """
+    return _call(_op_cosh, (input,))
+
+def cosh_(input):
+    """In-place version of cosh: The hyperbolic cosine of each element.
+
+    Schema: ``cosh_(Tensor self) -> Tensor``
+    """
+    return _call(_op_cosh_, (input,))
+
+def asin(input):
+    """The arcsine of each element.
+
+    Schema: ``asin(Tensor self) -> Tensor``
+    """
+    return _call(_op_asin, (input,))
+
+def asin_(input):
+    """In-place version of asin: The arcsine of each element.
+
+    Schema: ``asin_(Tensor self) -> Tensor``
+    """
+    return _call(_op_asin_, (input,))
+
+def acos(input):
+    """The arccosine of each element.
+
+    Schema: ``acos(Tensor self) -> Tensor``
+    """
+    return _call(_op_acos, (input,))
+
+def acos_(input):
+    """In-place version of acos: The arccosine of each element.
+
+    Schema: ``acos_(Tensor self) -> Tensor``
+    """
+    return _call(_op_acos_, (input,))
+
+def atan(input):
+    """The arctangent of each element.
+
+    Schema: ``atan(Tensor self) -> Tensor``
+    """
+    return _call(_op_atan, (input,))
+
+def atan_(input):
+    """In-place version of atan: The arctangent of each element.
+
+    Schema: ``atan_(Tensor self) -> Tensor``
+    """
+    return _call(_op_atan_, (input,))
+
+def asinh(input):
+    """The inverse hyperbolic sine of each element.
+
+    Schema: ``asinh(Tensor self) -> Tensor``
+    """
+    return _call(_op_asinh, (input,))
+
+def asinh_(input):
+    """In-place version of asinh: The inverse hyperbolic sine of each element.
+
+    Schema: ``asinh_(Tensor self) -> Tensor``
+    """
+    return _call(_op_asinh_, (input,))
+
+def acosh(input):
+    """The inverse hyperbolic cosine of each element.
+
+    Schema: ``acosh(Tensor self) -> Tensor``
+    """
+    return _call(_op_acosh, (input,))
+
+def acosh_(input):
+    """In-place version of acosh: The inverse hyperbolic cosine of each element.
+
+    Schema: ``acosh_(Tensor self) -> Tensor``
+    """
+    return _call(_op_acosh_, (input,))
+
+def atanh(input):
+    """The inverse hyperbolic tangent of each element.
+
+    Schema: ``atanh(Tensor self) -> Tensor``
+    """
+    return _call(_op_atanh, (input,))
+
+def atanh_(input):
+    """In-place version of atanh: The inverse hyperbolic tangent of each element.
+
+    Schema: ``atanh_(Tensor self) -> Tensor``
+    """
+    return _call(_op_atanh_, (input,))
+
+def tan(input):
+    """The tangent of each element.
+
+    Schema: ``tan(Tensor self) -> Tensor``
+    """
+    return _call(_op_tan, (input,))
+
+def tan_(input):
+    """In-place version of tan: The tangent of each element.
+
+    Schema: ``tan_(Tensor self) -> Tensor``
+    """
+    return _call(_op_tan_, (input,))
+
+def square(input):
+    """The square of each element (bool is squared as int64, as in PyTorch).
+
+    Schema: ``square(Tensor self) -> Tensor``
+    """
+    return _call(_op_square, (input,))
+
+def square_(input):
+    """In-place version of square: The square of each element (bool is squared as int64, as in PyTorch).
+
+    Schema: ``square_(Tensor self) -> Tensor``
+    """
+    return _call(_op_square_, (input,))
+
+def floor(input):
+    """The largest integer not greater than each element.
+
+    Schema: ``floor(Tensor self) -> Tensor``
+    """
+    return _call(_op_floor, (input,))
+
+def floor_(input):
+    """In-place version of floor: The largest integer not greater than each element.
+
+    Schema: ``floor_(Tensor self) -> Tensor``
+    """
+    return _call(_op_floor_, (input,))
+
+def ceil(input):
+    """The smallest integer not less than each element.
+
+    Schema: ``ceil(Tensor self) -> Tensor``
+    """
+    return _call(_op_ceil, (input,))
+
+def ceil_(input):
+    """In-place version of ceil: The smallest integer not less than each element.
+
+    Schema: ``ceil_(Tensor self) -> Tensor``
+    """
+    return _call(_op_ceil_, (input,))
+
+def round(input):
+    """Each element rounded to the nearest integer, ties to even (decimals=0).
+
+    Schema: ``round(Tensor self) -> Tensor``
+    """
+    return _call(_op_round, (input,))
+
+def round_(input):
+    """In-place version of round: Each element rounded to the nearest integer, ties to even (decimals=0).
+
+    Schema: ``round_(Tensor self) -> Tensor``
+    """
+    return _call(_op_round_, (input,))
+
+def trunc(input):
+    """Each element rounded towards zero.
+
+    Schema: ``trunc(Tensor self) -> Tensor``
+    """
+    return _call(_op_trunc, (input,))
+
+def trunc_(input):
+    """In-place version of trunc: Each element rounded towards zero.
+
+    Schema: ``trunc_(Tensor self) -> Tensor``
+    """
+    return _call(_op_trunc_, (input,))
+
+def frac(input):
+    """The fractional part x - trunc(x) of each element.
+
+    Schema: ``frac(Tensor self) -> Tensor``
+    """
+    return _call(_op_frac, (input,))
+
+def frac_(input):
+    """In-place version of frac: The fractional part x - trunc(x) of each element.
+
+    Schema: ``frac_(Tensor self) -> Tensor``
+    """
+    return _call(_op_frac_, (input,))
+
+def atan2(input, other):
+    """The angle atan(self / other) in (-pi, pi], by the signs of both.
+
+    Schema: ``atan2(Tensor self, Tensor other) -> Tensor``
+    """
+    return _call(_op_atan2, (input, other))
+
+def atan2_(input, other):
+    """In-place version of atan2: The angle atan(self / other) in (-pi, pi], by the signs of both.
+
+    Schema: ``atan2_(Tensor self, Tensor other) -> Tensor``
+    """
+    return _call(_op_atan2_, (input, other))
+
+def fmod(input, other):
+    """The remainder of division rounded towards zero (the sign of `self`), as C's fmod.
+
+    Schema: ``fmod.Tensor(Tensor self, Tensor other) -> Tensor``
+    """
+    return _call(_op_fmod_Tensor, (input, other))
+
+def fmod_(input, other):
+    """In-place version of fmod.Tensor: The remainder of division rounded towards zero (the sign of `self`), as C's fmod.
+
+    Schema: ``fmod_.Tensor(Tensor self, Tensor other) -> Tensor``
+    """
+    return _call(_op_fmod__Tensor, (input, other))
+
+def remainder(input, other):
+    """The remainder of division rounded towards negative infinity (the sign of `other`), as Python's %.
+
+    Schema: ``remainder.Tensor(Tensor self, Tensor other) -> Tensor``
+    """
+    return _call(_op_remainder_Tensor, (input, other))
+
+def remainder_(input, other):
+    """In-place version of remainder.Tensor: The remainder of division rounded towards negative infinity (the sign of `other`), as Python's %.
+
+    Schema: ``remainder_.Tensor(Tensor self, Tensor other) -> Tensor``
+    """
+    return _call(_op_remainder__Tensor, (input, other))
+
+def hypot(input, other):
+    """sqrt(self ** 2 + other ** 2), elementwise, without undue overflow.
+
+    Schema: ``hypot(Tensor self, Tensor other) -> Tensor``
+    """
+    return _call(_op_hypot, (input, other))
+
+def hypot_(input, other):
+    """In-place version of hypot: sqrt(self ** 2 + other ** 2), elementwise, without undue overflow.
+
+    Schema: ``hypot_(Tensor self, Tensor other) -> Tensor``
+    """
+    return _call(_op_hypot_, (input, other))
+
 def relu(input):
     """max(x, 0) of each element.
 
@@ -488,6 +908,146 @@ def ge_(input, other):
     Schema: ``ge_.Tensor(Tensor self, Tensor other) -> Tensor``
     """
     return _call(_op_ge__Tensor, (input, other))
+
+def logical_not(input):
+    """True where `self` is zero (False).
+
+    Schema: ``logical_not(Tensor self) -> Tensor``
+    """
+    return _call(_op_logical_not, (input,))
+
+def logical_not_(input):
+    """In-place version of logical_not: True where `self` is zero (False).
+
+    Schema: ``logical_not_(Tensor self) -> Tensor``
+    """
+    return _call(_op_logical_not_, (input,))
+
+def logical_and(input, other):
+    """True where both are nonzero (True).
+
+    Schema: ``logical_and(Tensor self, Tensor other) -> Tensor``
+    """
+    return _call(_op_logical_and, (input, other))
+
+def logical_and_(input, other):
+    """In-place version of logical_and: True where both are nonzero (True).
+
+    Schema: ``logical_and_(Tensor self, Tensor other) -> Tensor``
+    """
+    return _call(_op_logical_and_, (input, other))
+
+def logical_or(input, other):
+    """True where either is nonzero (True).
+
+    Schema: ``logical_or(Tensor self, Tensor other) -> Tensor``
+    """
+    return _call(_op_logical_or, (input, other))
+
+def logical_or_(input, other):
+    """In-place version of logical_or: True where either is nonzero (True).
+
+    Schema: ``logical_or_(Tensor self, Tensor other) -> Tensor``
+    """
+    return _call(_op_logical_or_, (input, other))
+
+def logical_xor(input, other):
+    """True where exactly one is nonzero (True).
+
+    Schema: ``logical_xor(Tensor self, Tensor other) -> Tensor``
+    """
+    return _call(_op_logical_xor, (input, other))
+
+def logical_xor_(input, other):
+    """In-place version of logical_xor: True where exactly one is nonzero (True).
+
+    Schema: ``logical_xor_(Tensor self, Tensor other) -> Tensor``
+    """
+    return _call(_op_logical_xor_, (input, other))
+
+def bitwise_and(input, other):
+    """The bitwise AND of integer or bool elements (logical AND for bool).
+
+    Schema: ``bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor``
+    """
+    return _call(_op_bitwise_and_Tensor, (input, other))
+
+def bitwise_and_(input, other):
+    """In-place version of bitwise_and.Tensor: The bitwise AND of integer or bool elements (logical AND for bool).
+
+    Schema: ``bitwise_and_.Tensor(Tensor self, Tensor other) -> Tensor``
+    """
+    return _call(_op_bitwise_and__Tensor, (input, other))
+
+def bitwise_or(input, other):
+    """The bitwise OR of integer or bool elements (logical OR for bool).
+
+    Schema: ``bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor``
+    """
+    return _call(_op_bitwise_or_Tensor, (input, other))
+
+def bitwise_or_(input, other):
+    """In-place version of bitwise_or.Tensor: The bitwise OR of integer or bool elements (logical OR for bool).
+
+    Schema: ``bitwise_or_.Tensor(Tensor self, Tensor other) -> Tensor``
+    """
+    return _call(_op_bitwise_or__Tensor, (input, other))
+
+def bitwise_xor(input, other):
+    """The bitwise XOR of integer or bool elements (logical XOR for bool).
+
+    Schema: ``bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor``
+    """
+    return _call(_op_bitwise_xor_Tensor, (input, other))
+
+def bitwise_xor_(input, other):
+    """In-place version of bitwise_xor.Tensor: The bitwise XOR of integer or bool elements (logical XOR for bool).
+
+    Schema: ``bitwise_xor_.Tensor(Tensor self, Tensor other) -> Tensor``
+    """
+    return _call(_op_bitwise_xor__Tensor, (input, other))
+
+def bitwise_not(input):
+    """The bitwise NOT of integer or bool elements (logical NOT for bool).
+
+    Schema: ``bitwise_not(Tensor self) -> Tensor``
+    """
+    return _call(_op_bitwise_not, (input,))
+
+def bitwise_not_(input):
+    """In-place version of bitwise_not: The bitwise NOT of integer or bool elements (logical NOT for bool).
+
+    Schema: ``bitwise_not_(Tensor self) -> Tensor``
+    """
+    return _call(_op_bitwise_not_, (input,))
+
+def isnan(input):
+    """True where an element is NaN.
+
+    Schema: ``isnan(Tensor self) -> Tensor``
+    """
+    return _call(_op_isnan, (input,))
+
+def isinf(input):
+    """True where an element is positive or negative infinity.
+
+    Schema: ``isinf(Tensor self) -> Tensor``
+    """
+    return _call(_op_isinf, (input,))
+
+def isfinite(input):
+    """True where an element is neither NaN nor infinite.
+
+    Schema: ``isfinite(Tensor self) -> Tensor``
+    """
+    return _call(_op_isfinite, (input,))
+
+def signbit(input):
+    """True where an element's sign bit is set (negative numbers, -0.0).
+
+    Schema: ``signbit(Tensor self) -> Tensor``
+    """
+    return _call(_op_signbit, (input,))
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     """The sum over `dim` (all dimensions when None); integers and bools sum to int64.
@@ -920,4 +1480,4 @@ def randint(*args, **kwargs):
     """
     return _call_overload('randint', _overloads_randint, args, kwargs)
 
-__all__ = ['_to_copy', 'abs', 'add', 'addmm', 'amax', 'amin', 'arange', 'argmax', 'argmin', 'as_strided', 'as_strided_scatter', 'bmm', 'cat', 'clamp', 'clone', 'copy_', 'cos', 'div', 'empty', 'empty_like', 'eq', 'exp', 'expand', 'eye', 'fill_', 'floor_divide', 'full', 'full_like', 'ge', 'gt', 'le', 'log', 'log_softmax', 'lt', 'matmul', 'max', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'ne', 'neg', 'ones', 'ones_like', 'permute', 'pow', 'rand', 'randint', 'randn', 'relu', 'reshape', 'rsqrt', 'rsub', 'select', 'select_scatter', 'sigmoid', 'sign', 'sin', 'slice', 'slice_scatter', 'softmax', 'sqrt', 'squeeze', 'stack', 'sub', 'sum', 't', 'tanh', 'transpose', 'unsqueeze', 'view', 'where', 'zeros', 'zeros_like']
+__all__ = ['_to_copy', 'abs', 'acos', 'acosh', 'add', 'addmm', 'amax', 'amin', 'arange', 'argmax', 'argmin', 'as_strided', 'as_strided_scatter', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'ceil', 'clamp', 'clone', 'copy_', 'cos', 'cosh', 'div', 'empty', 'empty_like', 'eq', 'exp', 'exp2', 'expand', 'expm1', 'eye', 'fill_', 'floor', 'floor_divide', 'fmod', 'frac', 'full', 'full_like', 'ge', 'gt', 'hypot', 'isfinite', 'isinf', 'isnan', 'le', 'log', 'log10', 'log1p', 'log2', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'lt', 'matmul', 'max', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'ne', 'neg', 'ones', 'ones_like', 'permute', 'pow', 'rand', 'randint', 'randn', 'reciprocal', 'relu', 'remainder', 'reshape', 'round', 'rsqrt', 'rsub', 'select', 'select_scatter', 'sigmoid', 'sign', 'signbit', 'sin', 'sinh', 'slice', 'slice_scatter', 'softmax', 'sqrt', 'square', 'squeeze', 'stack', 'sub', 'sum', 't', 'tan', 'tanh', 'transpose', 'trunc', 'unsqueeze', 'view', 'where', 'zeros', 'zeros_like']

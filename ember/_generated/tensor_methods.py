@@ -46,6 +46,56 @@ _op_sin = _OPS['sin']
 _op_sin_ = _OPS['sin_']
 _op_cos = _OPS['cos']
 _op_cos_ = _OPS['cos_']
+_op_reciprocal = _OPS['reciprocal']
+_op_reciprocal_ = _OPS['reciprocal_']
+_op_log1p = _OPS['log1p']
+_op_log1p_ = _OPS['log1p_']
+_op_expm1 = _OPS['expm1']
+_op_expm1_ = _OPS['expm1_']
+_op_log2 = _OPS['log2']
+_op_log2_ = _OPS['log2_']
+_op_log10 = _OPS['log10']
+_op_log10_ = _OPS['log10_']
+_op_exp2 = _OPS['exp2']
+_op_exp2_ = _OPS['exp2_']
+_op_sinh = _OPS['sinh']
+_op_sinh_ = _OPS['sinh_']
+_op_cosh = _OPS['cosh']
+_op_cosh_ = _OPS['cosh_']
+_op_asin = _OPS['asin']
+_op_asin_ = _OPS['asin_']
+_op_acos = _OPS['acos']
+_op_acos_ = _OPS['acos_']
+_op_atan = _OPS['atan']
+_op_atan_ = _OPS['atan_']
+_op_asinh = _OPS['asinh']
+_op_asinh_ = _OPS['asinh_']
+_op_acosh = _OPS['acosh']
+_op_acosh_ = _OPS['acosh_']
+_op_atanh = _OPS['atanh']
+_op_atanh_ = _OPS['atanh_']
+_op_tan = _OPS['tan']
+_op_tan_ = _OPS['tan_']
+_op_square = _OPS['square']
+_op_square_ = _OPS['square_']
+_op_floor = _OPS['floor']
+_op_floor_ = _OPS['floor_']
+_op_ceil = _OPS['ceil']
+_op_ceil_ = _OPS['ceil_']
+_op_round = _OPS['round']
+_op_round_ = _OPS['round_']
+_op_trunc = _OPS['trunc']
+_op_trunc_ = _OPS['trunc_']
+_op_frac = _OPS['frac']
+_op_frac_ = _OPS['frac_']
+_op_atan2 = _OPS['atan2']
+_op_atan2_ = _OPS['atan2_']
+_op_fmod_Tensor = _OPS['fmod.Tensor']
+_op_fmod__Tensor = _OPS['fmod_.Tensor']
+_op_remainder_Tensor = _OPS['remainder.Tensor']
+_op_remainder__Tensor = _OPS['remainder_.Tensor']
+_op_hypot = _OPS['hypot']
+_op_hypot_ = _OPS['hypot_']
 _op_relu = _OPS['relu']
 _op_relu_ = _OPS['relu_']
 _op_rsub_Tensor = _OPS['rsub.Tensor']
@@ -61,6 +111,26 @@ _op_gt_Tensor = _OPS['gt.Tensor']
 _op_gt__Tensor = _OPS['gt_.Tensor']
 _op_ge_Tensor = _OPS['ge.Tensor']
 _op_ge__Tensor = _OPS['ge_.Tensor']
+_op_logical_not = _OPS['logical_not']
+_op_logical_not_ = _OPS['logical_not_']
+_op_logical_and = _OPS['logical_and']
+_op_logical_and_ = _OPS['logical_and_']
+_op_logical_or = _OPS['logical_or']
+_op_logical_or_ = _OPS['logical_or_']
+_op_logical_xor = _OPS['logical_xor']
+_op_logical_xor_ = _OPS['logical_xor_']
+_op_bitwise_and_Tensor = _OPS['bitwise_and.Tensor']
+_op_bitwise_and__Tensor = _OPS['bitwise_and_.Tensor']
+_op_bitwise_or_Tensor = _OPS['bitwise_or.Tensor']
+_op_bitwise_or__Tensor = _OPS['bitwise_or_.Tensor']
+_op_bitwise_xor_Tensor = _OPS['bitwise_xor.Tensor']
+_op_bitwise_xor__Tensor = _OPS['bitwise_xor_.Tensor']
+_op_bitwise_not = _OPS['bitwise_not']
+_op_bitwise_not_ = _OPS['bitwise_not_']
+_op_isnan = _OPS['isnan']
+_op_isinf = _OPS['isinf']
+_op_isfinite = _OPS['isfinite']
+_op_signbit = _OPS['signbit']
 _op_sum_dim_IntList = _OPS['sum.dim_IntList']
 _op_mean_dim = _OPS['mean.dim']
 _op_amax = _OPS['amax']
@@ -393,6 +463,356 @@ class TensorMethods:
         """
         return _call(_op_cos_, (self,))
 
+    def reciprocal(self):
+        """The reciprocal 1 / x of each element.
+
+        Schema: ``reciprocal(Tensor self) -> Tensor``
+        """
+        return _call(_op_reciprocal, (self,))
+
+    def reciprocal_(self):
+        """In-place version of reciprocal: The reciprocal 1 / x of each element.
+
+        Schema: ``reciprocal_(Tensor self) -> Tensor``
+        """
+        return _call(_op_reciprocal_, (self,))
+
+    def log1p(self):
+        """The natural logarithm of 1 + x, accurate for small x.
+
+        Schema: ``log1p(Tensor self) -> Tensor``
+        """
+        return _call(_op_log1p, (self,))
+
+    def log1p_(self):
+        """In-place version of log1p: The natural logarithm of 1 + x, accurate for small x.
+
+        Schema: ``log1p_(Tensor self) -> Tensor``
+        """
+        return _call(_op_log1p_, (self,))
+
+    def expm1(self):
+        """exp(x) - 1, accurate for small x.
+
+        Schema: ``expm1(Tensor self) -> Tensor``
+        """
+        return _call(_op_expm1, (self,))
+
+    def expm1_(self):
+        """In-place version of expm1: exp(x) - 1, accurate for small x.
+
+        Schema: ``expm1_(Tensor self) -> Tensor``
+        """
+        return _call(_op_expm1_, (self,))
+
+    def log2(self):
+        """The base-2 logarithm of each element.
+
+        Schema: ``log2(Tensor self) -> Tensor``
+        """
+        return _call(_op_log2, (self,))
+
+    def log2_(self):
+        """In-place version of log2: The base-2 logarithm of each element.
+
+        Schema: ``log2_(Tensor self) -> Tensor``
+        """
+        return _call(_op_log2_, (self,))
+
+    def log10(self):
+        """The base-10 logarithm of each element.
+
+        Schema: ``log10(Tensor self) -> Tensor``
+        """
+        return _call(_op_log10, (self,))
+
+    def log10_(self):
+        """In-place version of log10: The base-10 logarithm of each element.
+
+        Schema: ``log10_(Tensor self) -> Tensor``
+        """
+        return _call(_op_log10_, (self,))
+
+    def exp2(self):
+        """2 raised to each element.
+
+        Schema: ``exp2(Tensor self) -> Tensor``
+        """
+        return _call(_op_exp2, (self,))
+
+    def exp2_(self):
+        """In-place version of exp2: 2 raised to each element.
+
+        Schema: ``exp2_(Tensor self) -> Tensor``
+        """
+        return _call(_op_exp2_, (self,))
+
+    def sinh(self):
+        """The hyperbolic sine of each element.
+
+        Schema: ``sinh(Tensor self) -> Tensor``
+        """
+        return _call(_op_sinh, (self,))
+
+    def sinh_(self):
+        """In-place version of sinh: The hyperbolic sine of each element.
+
+        Schema: ``sinh_(Tensor self) -> Tensor``
+        """
+        return _call(_op_sinh_, (self,))
+
+    def cosh(self):
+        """The hyperbolic cosine of each element.
+
+        Schema: ``cosh(Tensor self) -> Tensor``
+        """
+        return _call(_op_cosh, (self,))
+
+    def cosh_(self):
+        """In-place version of cosh: The hyperbolic cosine of each element.
+
+        Schema: ``cosh_(Tensor self) -> Tensor``
+        """
+        return _call(_op_cosh_, (self,))
+
+    def asin(self):
+        """The arcsine of each element.
+
+        Schema: ``asin(Tensor self) -> Tensor``
+        """
+        return _call(_op_asin, (self,))
+
+    def asin_(self):
+        """In-place version of asin: The arcsine of each element.
+
+        Schema: ``asin_(Tensor self) -> Tensor``
+        """
+        return _call(_op_asin_, (self,))
+
+    def acos(self):
+        """The arccosine of each element.
+
+        Schema: ``acos(Tensor self) -> Tensor``
+        """
+        return _call(_op_acos, (self,))
+
+    def acos_(self):
+        """In-place version of acos: The arccosine of each element.
+
+        Schema: ``acos_(Tensor self) -> Tensor``
+        """
+        return _call(_op_acos_, (self,))
+
+    def atan(self):
+        """The arctangent of each element.
+
+        Schema: ``atan(Tensor self) -> Tensor``
+        """
+        return _call(_op_atan, (self,))
+
+    def atan_(self):
+        """In-place version of atan: The arctangent of each element.
+
+        Schema: ``atan_(Tensor self) -> Tensor``
+        """
+        return _call(_op_atan_, (self,))
+
+    def asinh(self):
+        """The inverse hyperbolic sine of each element.
+
+        Schema: ``asinh(Tensor self) -> Tensor``
+        """
+        return _call(_op_asinh, (self,))
+
+    def asinh_(self):
+        """In-place version of asinh: The inverse hyperbolic sine of each element.
+
+        Schema: ``asinh_(Tensor self) -> Tensor``
+        """
+        return _call(_op_asinh_, (self,))
+
+    def acosh(self):
+        """The inverse hyperbolic cosine of each element.
+
+        Schema: ``acosh(Tensor self) -> Tensor``
+        """
+        return _call(_op_acosh, (self,))
+
+    def acosh_(self):
+        """In-place version of acosh: The inverse hyperbolic cosine of each element.
+
+        Schema: ``acosh_(Tensor self) -> Tensor``
+        """
+        return _call(_op_acosh_, (self,))
+
+    def atanh(self):
+        """The inverse hyperbolic tangent of each element.
+
+        Schema: ``atanh(Tensor self) -> Tensor``
+        """
+        return _call(_op_atanh, (self,))
+
+    def atanh_(self):
+        """In-place version of atanh: The inverse hyperbolic tangent of each element.
+
+        Schema: ``atanh_(Tensor self) -> Tensor``
+        """
+        return _call(_op_atanh_, (self,))
+
+    def tan(self):
+        """The tangent of each element.
+
+        Schema: ``tan(Tensor self) -> Tensor``
+        """
+        return _call(_op_tan, (self,))
+
+    def tan_(self):
+        """In-place version of tan: The tangent of each element.
+
+        Schema: ``tan_(Tensor self) -> Tensor``
+        """
+        return _call(_op_tan_, (self,))
+
+    def square(self):
+        """The square of each element (bool is squared as int64, as in PyTorch).
+
+        Schema: ``square(Tensor self) -> Tensor``
+        """
+        return _call(_op_square, (self,))
+
+    def square_(self):
+        """In-place version of square: The square of each element (bool is squared as int64, as in PyTorch).
+
+        Schema: ``square_(Tensor self) -> Tensor``
+        """
+        return _call(_op_square_, (self,))
+
+    def floor(self):
+        """The largest integer not greater than each element.
+
+        Schema: ``floor(Tensor self) -> Tensor``
+        """
+        return _call(_op_floor, (self,))
+
+    def floor_(self):
+        """In-place version of floor: The largest integer not greater than each element.
+
+        Schema: ``floor_(Tensor self) -> Tensor``
+        """
+        return _call(_op_floor_, (self,))
+
+    def ceil(self):
+        """The smallest integer not less than each element.
+
+        Schema: ``ceil(Tensor self) -> Tensor``
+        """
+        return _call(_op_ceil, (self,))
+
+    def ceil_(self):
+        """In-place version of ceil: The smallest integer not less than each element.
+
+        Schema: ``ceil_(Tensor self) -> Tensor``
+        """
+        return _call(_op_ceil_, (self,))
+
+    def round(self):
+        """Each element rounded to the nearest integer, ties to even (decimals=0).
+
+        Schema: ``round(Tensor self) -> Tensor``
+        """
+        return _call(_op_round, (self,))
+
+    def round_(self):
+        """In-place version of round: Each element rounded to the nearest integer, ties to even (decimals=0).
+
+        Schema: ``round_(Tensor self) -> Tensor``
+        """
+        return _call(_op_round_, (self,))
+
+    def trunc(self):
+        """Each element rounded towards zero.
+
+        Schema: ``trunc(Tensor self) -> Tensor``
+        """
+        return _call(_op_trunc, (self,))
+
+    def trunc_(self):
+        """In-place version of trunc: Each element rounded towards zero.
+
+        Schema: ``trunc_(Tensor self) -> Tensor``
+        """
+        return _call(_op_trunc_, (self,))
+
+    def frac(self):
+        """The fractional part x - trunc(x) of each element.
+
+        Schema: ``frac(Tensor self) -> Tensor``
+        """
+        return _call(_op_frac, (self,))
+
+    def frac_(self):
+        """In-place version of frac: The fractional part x - trunc(x) of each element.
+
+        Schema: ``frac_(Tensor self) -> Tensor``
+        """
+        return _call(_op_frac_, (self,))
+
+    def atan2(self, other):
+        """The angle atan(self / other) in (-pi, pi], by the signs of both.
+
+        Schema: ``atan2(Tensor self, Tensor other) -> Tensor``
+        """
+        return _call(_op_atan2, (self, other))
+
+    def atan2_(self, other):
+        """In-place version of atan2: The angle atan(self / other) in (-pi, pi], by the signs of both.
+
+        Schema: ``atan2_(Tensor self, Tensor other) -> Tensor``
+        """
+        return _call(_op_atan2_, (self, other))
+
+    def fmod(self, other):
+        """The remainder of division rounded towards zero (the sign of `self`), as C's fmod.
+
+        Schema: ``fmod.Tensor(Tensor self, Tensor other) -> Tensor``
+        """
+        return _call(_op_fmod_Tensor, (self, other))
+
+    def fmod_(self, other):
+        """In-place version of fmod.Tensor: The remainder of division rounded towards zero (the sign of `self`), as C's fmod.
+
+        Schema: ``fmod_.Tensor(Tensor self, Tensor other) -> Tensor``
+        """
+        return _call(_op_fmod__Tensor, (self, other))
+
+    def remainder(self, other):
+        """The remainder of division rounded towards negative infinity (the sign of `other`), as Python's %.
+
+        Schema: ``remainder.Tensor(Tensor self, Tensor other) -> Tensor``
+        """
+        return _call(_op_remainder_Tensor, (self, other))
+
+    def remainder_(self, other):
+        """In-place version of remainder.Tensor: The remainder of division rounded towards negative infinity (the sign of `other`), as Python's %.
+
+        Schema: ``remainder_.Tensor(Tensor self, Tensor other) -> Tensor``
+        """
+        return _call(_op_remainder__Tensor, (self, other))
+
+    def hypot(self, other):
+        """sqrt(self ** 2 + other ** 2), elementwise, without undue overflow.
+
+        Schema: ``hypot(Tensor self, Tensor other) -> Tensor``
+        """
+        return _call(_op_hypot, (self, other))
+
+    def hypot_(self, other):
+        """In-place version of hypot: sqrt(self ** 2 + other ** 2), elementwise, without undue overflow.
+
+        Schema: ``hypot_(Tensor self, Tensor other) -> Tensor``
+        """
+        return _call(_op_hypot_, (self, other))
+
     def relu(self):
         """max(x, 0) of each element.
 
@@ -490,6 +910,146 @@ class TensorMethods:
         Schema: ``ge_.Tensor(Tensor self, Tensor other) -> Tensor``
         """
         return _call(_op_ge__Tensor, (self, other))
+
+    def logical_not(self):
+        """True where `self` is zero (False).
+
+        Schema: ``logical_not(Tensor self) -> Tensor``
+        """
+        return _call(_op_logical_not, (self,))
+
+    def logical_not_(self):
+        """In-place version of logical_not: True where `self` is zero (False).
+
+        Schema: ``logical_not_(Tensor self) -> Tensor``
+        """
+        return _call(_op_logical_not_, (self,))
+
+    def logical_and(self, other):
+        """True where both are nonzero (True).
+
+        Schema: ``logical_and(Tensor self, Tensor other) -> Tensor``
+        """
+        return _call(_op_logical_and, (self, other))
+
+    def logical_and_(self, other):
+        """In-place version of logical_and: True where both are nonzero (True).
+
+        Schema: ``logical_and_(Tensor self, Tensor other) -> Tensor``
+        """
+        return _call(_op_logical_and_, (self, other))
+
+    def logical_or(self, other):
+        """True where either is nonzero (True).
+
+        Schema: ``logical_or(Tensor self, Tensor other) -> Tensor``
+        """
+        return _call(_op_logical_or, (self, other))
+
+    def logical_or_(self, other):
+        """In-place version of logical_or: True where either is nonzero (True).
+
+        Schema: ``logical_or_(Tensor self, Tensor other) -> Tensor``
+        """
+        return _call(_op_logical_or_, (self, other))
+
+    def logical_xor(self, other):
+        """True where exactly one is nonzero (True).
+
+        Schema: ``logical_xor(Tensor self, Tensor other) -> Tensor``
+        """
+        return _call(_op_logical_xor, (self, other))
+
+    def logical_xor_(self, other):
+        """In-place version of logical_xor: True where exactly one is nonzero (True).
+
+        Schema: ``logical_xor_(Tensor self, Tensor other) -> Tensor``
+        """
+        return _call(_op_logical_xor_, (self, other))
+
+    def bitwise_and(self, other):
+        """The bitwise AND of integer or bool elements (logical AND for bool).
+
+        Schema: ``bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor``
+        """
+        return _call(_op_bitwise_and_Tensor, (self, other))
+
+    def bitwise_and_(self, other):
+        """In-place version of bitwise_and.Tensor: The bitwise AND of integer or bool elements (logical AND for bool).
+
+        Schema: ``bitwise_and_.Tensor(Tensor self, Tensor other) -> Tensor``
+        """
+        return _call(_op_bitwise_and__Tensor, (self, other))
+
+    def bitwise_or(self, other):
+        """The bitwise OR of integer or bool elements (logical OR for bool).
+
+        Schema: ``bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor``
+        """
+        return _call(_op_bitwise_or_Tensor, (self, other))
+
+    def bitwise_or_(self, other):
+        """In-place version of bitwise_or.Tensor: The bitwise OR of integer or bool elements (logical OR for bool).
+
+        Schema: ``bitwise_or_.Tensor(Tensor self, Tensor other) -> Tensor``
+        """
+        return _call(_op_bitwise_or__Tensor, (self, other))
+
+    def bitwise_xor(self, other):
+        """The bitwise XOR of integer or bool elements (logical XOR for bool).
+
+        Schema: ``bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor``
+        """
+        return _call(_op_bitwise_xor_Tensor, (self, other))
+
+    def bitwise_xor_(self, other):
+        """In-place version of bitwise_xor.Tensor: The bitwise XOR of integer or bool elements (logical XOR for bool).
+
+        Schema: ``bitwise_xor_.Tensor(Tensor self, Tensor other) -> Tensor``
+        """
+        return _call(_op_bitwise_xor__Tensor, (self, other))
+
+    def bitwise_not(self):
+        """The bitwise NOT of integer or bool elements (logical NOT for bool).
+
+        Schema: ``bitwise_not(Tensor self) -> Tensor``
+        """
+        return _call(_op_bitwise_not, (self,))
+
+    def bitwise_not_(self):
+        """In-place version of bitwise_not: The bitwise NOT of integer or bool elements (logical NOT for bool).
+
+        Schema: ``bitwise_not_(Tensor self) -> Tensor``
+        """
+        return _call(_op_bitwise_not_, (self,))
+
+    def isnan(self):
+        """True where an element is NaN.
+
+        Schema: ``isnan(Tensor self) -> Tensor``
+        """
+        return _call(_op_isnan, (self,))
+
+    def isinf(self):
+        """True where an element is positive or negative infinity.
+
+        Schema: ``isinf(Tensor self) -> Tensor``
+        """
+        return _call(_op_isinf, (self,))
+
+    def isfinite(self):
+        """True where an element is neither NaN nor infinite.
+
+        Schema: ``isfinite(Tensor self) -> Tensor``
+        """
+        return _call(_op_isfinite, (self,))
+
+    def signbit(self):
+        """True where an element's sign bit is set (negative numbers, -0.0).
+
+        Schema: ``signbit(Tensor self) -> Tensor``
+        """
+        return _call(_op_signbit, (self,))
 
     def sum(self, dim=None, keepdim=False, *, dtype=None):
         """The sum over `dim` (all dimensions when None); integers and bools sum to int64.
@@ -868,6 +1428,27 @@ class TensorMethods:
                 return NotImplemented
         return _call(_op_pow__Tensor_Tensor, (self, other))
 
+    def __mod__(self, other):
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
+        return _call(_op_remainder_Tensor, (self, other))
+
+    def __rmod__(self, other):
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
+        return _call(_op_remainder_Tensor, (other, self))
+
+    def __imod__(self, other):
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
+        return _call(_op_remainder__Tensor, (self, other))
+
     def __eq__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
@@ -909,6 +1490,72 @@ class TensorMethods:
             if other is NotImplemented:
                 return NotImplemented
         return _call(_op_ge_Tensor, (self, other))
+
+    def __and__(self, other):
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
+        return _call(_op_bitwise_and_Tensor, (self, other))
+
+    def __rand__(self, other):
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
+        return _call(_op_bitwise_and_Tensor, (other, self))
+
+    def __iand__(self, other):
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
+        return _call(_op_bitwise_and__Tensor, (self, other))
+
+    def __or__(self, other):
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
+        return _call(_op_bitwise_or_Tensor, (self, other))
+
+    def __ror__(self, other):
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
+        return _call(_op_bitwise_or_Tensor, (other, self))
+
+    def __ior__(self, other):
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
+        return _call(_op_bitwise_or__Tensor, (self, other))
+
+    def __xor__(self, other):
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
+        return _call(_op_bitwise_xor_Tensor, (self, other))
+
+    def __rxor__(self, other):
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
+        return _call(_op_bitwise_xor_Tensor, (other, self))
+
+    def __ixor__(self, other):
+        if other.__class__ not in _OPERAND_CLASSES:
+            other = _operand(other)
+            if other is NotImplemented:
+                return NotImplemented
+        return _call(_op_bitwise_xor__Tensor, (self, other))
+
+    def __invert__(self):
+        return _call(_op_bitwise_not, (self,))
 
     def __matmul__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:

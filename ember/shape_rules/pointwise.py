@@ -87,9 +87,35 @@ def _check_sub_alpha(op, args, operands, result_dtype):
     _check_alpha(op, args, operands, result_dtype)
 
 
+def _check_no_bool(kernel):
+    def check(op, args, operands, result_dtype):
+        if result_dtype is _dt.bool:
+            raise MissingKernelError(f'{op.name}(): "{kernel}" not implemented for \'Bool\'')
+    return check
+
+
+def _check_float_only(kernel):
+    def check(op, args, operands, result_dtype):
+        if not result_dtype.is_floating_point:
+            raise MissingKernelError(f'{op.name}(): "{kernel}" not implemented for \'{type_name(result_dtype)}\'')
+    return check
+
+
+def _check_integral(kernel):
+    def check(op, args, operands, result_dtype):
+        if result_dtype.is_floating_point:
+            raise MissingKernelError(f'{op.name}(): "{kernel}" not implemented for \'{type_name(result_dtype)}\'')
+    return check
+
+
 _CHECKS = {"sub": _check_sub_alpha, "rsub": _check_sub_alpha, "add": _check_alpha, "neg": _check_neg,
            "div": _check_div, "floor_divide": _check_floor_divide, "pow": _check_pow, "abs": _check_abs,
-           "relu": _check_relu}
+           "relu": _check_relu, "floor": _check_no_bool("floor_vml_cpu"), "ceil": _check_no_bool("ceil_vml_cpu"),
+           "round": _check_no_bool("round_vml_cpu"), "trunc": _check_no_bool("trunc_vml_cpu"),
+           "fmod": _check_no_bool("fmod_cpu"), "remainder": _check_no_bool("remainder_cpu"),
+           "frac": _check_float_only("frac_cpu"), "hypot": _check_float_only("hypot_cpu"),
+           "bitwise_and": _check_integral("bitwise_and_cpu"), "bitwise_or": _check_integral("bitwise_or_cpu"),
+           "bitwise_xor": _check_integral("bitwise_xor_cpu"), "bitwise_not": _check_integral("bitwise_not_cpu")}
 _CHECK_OF_OP: dict[str, object] = {}     # op name (overload, in-place) -> check or None
 
 
@@ -121,8 +147,7 @@ def pointwise(op, *args):
                 except AttributeError:
                     contiguous = is_contiguous_data(a._data) and is_contiguous_data(b._data)
                 if contiguous:
-                    if a._dtype is _dt.bool:
-                        _extra_checks(op, args, (a, b), a._dtype)
+                    _extra_checks(op, args, (a, b), a._dtype)
                     return (sa, a._dtype)
     operands = _operands(op, args)
     tensors = [o for o in operands if isinstance(o, Tensor)]
@@ -134,6 +159,8 @@ def pointwise(op, *args):
         _, result = elementwise_dtypes(*operands, rule="default")     # div(..., rounding_mode=...) keeps ints
     else:
         _, result = elementwise_dtypes(*operands, rule=op.promotion)
+        if result is _dt.bool and op.name in ("square", "square_"):
+            result = _dt.int64          # PyTorch's square is pow(self, 2): bool promotes to int64
     _extra_checks(op, args, operands, result)
     if len(tensors) == 1:
         shape = tensors[0]._data.shape

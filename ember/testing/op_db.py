@@ -167,7 +167,7 @@ def dtype_name(np_dtype) -> str:
 
 
 def make(rng, shape, dtype: str, *, low=-2.0, high=2.0, domain: str = "any") -> np.ndarray:
-    """Random data of `dtype`; domain: any | positive | nonzero | unit (in (-1, 1))."""
+    """Random data of `dtype`; domain: any | positive | nonzero | unit (in (-1, 1)) | above1 (floats > 1)."""
     shape = tuple(shape)
     if dtype == "bool":
         return rng.random(shape) > 0.5
@@ -185,6 +185,8 @@ def make(rng, shape, dtype: str, *, low=-2.0, high=2.0, domain: str = "any") -> 
         arr = rng.uniform(0.3, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
     elif domain == "unit":
         arr = rng.uniform(-0.9, 0.9, shape)
+    elif domain == "above1":
+        arr = rng.uniform(1.2, 3.0, shape)
     else:
         arr = rng.uniform(low, high, shape)
         # keep values away from 0 and from each other's kinks: spread, no exact zeros
@@ -422,7 +424,7 @@ def add(info: OpInfo) -> OpInfo:
 
 def _pointwise(name, public, *, dtypes=ALL, samples, grad=True, inplace=True, inplace_dtypes=None, tol=None,
                errors=None, inplace_errors=None, torch_name=None, second_order=False, grad_tol=None,
-               inplace_samples=None, ioperator=None):
+               inplace_samples=None, ioperator=None, inplace_xfail=None):
     """An out-of-place pointwise op and (inplace=True) its in-place twin `public_`."""
     base_op = name
     errs = errors or _broadcast_error(public)
@@ -435,7 +437,7 @@ def _pointwise(name, public, *, dtypes=ALL, samples, grad=True, inplace=True, in
         if ioperator is not None:
             ip_samples = _with_ioperator(ip_samples, ioperator)
         add(OpInfo(ip_name, method(public + "_"), ip_samples,
-                   dtypes=inplace_dtypes or dtypes, grad=grad, inplace=True, tol=tol or {},
+                   dtypes=inplace_dtypes or dtypes, grad=grad, inplace=True, xfail=inplace_xfail or {}, tol=tol or {},
                    errors=inplace_errors or _inplace_errors(public + "_"), grad_tol=grad_tol or {}))
 
 
@@ -742,6 +744,99 @@ for _nm, _dom in _UNARY_FLOAT.items():
                second_order=_nm in ("tanh", "exp", "sigmoid"),
                inplace_samples=unary_samples(domain=_dom))
 
+# more unary floating ops (issue 3): name -> domain of the float samples
+_UNARY_FLOAT_MORE = {"reciprocal": "nonzero", "log1p": "unit", "expm1": "any", "log2": "positive",
+                     "log10": "positive", "exp2": "any", "sinh": "any", "cosh": "any", "asin": "unit",
+                     "acos": "unit", "atan": "any", "asinh": "any", "acosh": "above1", "atanh": "unit",
+                     "tan": "unit"}
+for _nm, _dom in _UNARY_FLOAT_MORE.items():
+    _pointwise(_nm, _nm, dtypes=ALL, samples=unary_samples(domain=_dom, extra=_negatives),
+               errors=_unary_errors(_nm), inplace_errors=_unary_inplace_errors(_nm + "_", float_only=True),
+               inplace_dtypes=FLOAT, second_order=_nm in ("reciprocal", "asin", "tan"),
+               inplace_samples=unary_samples(domain=_dom),
+               # torch 2.13 has no derivative for these in-place twins ("not implemented")
+               inplace_xfail={("grad", None): f"torch 2.13 has no derivative for {_nm}_ (not implemented)"}
+               if _nm in ("asinh", "acosh", "atanh") else None)
+
+
+def _square_extra(rng, dtype):
+    return [Sample((T(make(rng, (2, 3), dtype), grad=is_float(dtype)),), desc="method",
+                   fn=lambda m, x: x.square())]
+
+
+_pointwise("square", "square", dtypes=ALL, samples=unary_samples(extra=_square_extra), errors=_unary_errors("square"),
+           inplace_errors=lambda rng: _unary_inplace_errors("square_")(rng) + [
+               E((T(make(rng, (2,), "bool")),), RuntimeError, "square_", desc="bool (int64 result)")],
+           inplace_dtypes=NUM, second_order=True)
+
+# ---- rounding
+def _round_extra(rng, dtype):
+    if not is_float(dtype):
+        return [Sample((T(make(rng, (2, 3), dtype, low=-6, high=6)),), desc="wide ints")]
+    ties = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.0, -0.0, np.inf, -np.inf, np.nan], NP_DTYPE[dtype])
+    return [Sample((T(ties),), desc="halves, signed zeros, inf and nan"),
+            Sample((T(make(rng, (2, 3), dtype, low=-40, high=40), grad=True),), desc="wide values")]
+
+
+for _nm in ("floor", "ceil", "round", "trunc"):
+    _pointwise(_nm, _nm, dtypes=NUM, samples=unary_samples(extra=_round_extra),
+               errors=lambda rng, _nm=_nm: _unary_errors(_nm)(rng) + [
+                   E((T(make(rng, (2,), "bool")),), NotImplementedError, _nm, desc="bool")],
+               inplace_errors=lambda rng, _nm=_nm: _unary_inplace_errors(_nm + "_")(rng) + [
+                   E((T(make(rng, (2,), "bool")),), NotImplementedError, _nm, desc="bool")],
+               inplace_samples=unary_samples())
+
+_pointwise("frac", "frac", dtypes=FLOAT, samples=unary_samples(extra=_round_extra),
+           errors=lambda rng: _unary_errors("frac")(rng) + [
+               E((T(make(rng, (2,), "int64")),), NotImplementedError, "frac", desc="int64")],
+           inplace_errors=lambda rng: _unary_inplace_errors("frac_")(rng) + [
+               E((T(make(rng, (2,), "int64")),), NotImplementedError, "frac", desc="int64")],
+           inplace_samples=unary_samples())
+
+# ---- binary math
+_pointwise("atan2", "atan2", dtypes=ALL, samples=binary_samples(scalars=()), inplace_dtypes=FLOAT)
+def _hypot_samples(rng, dtype):
+    S = binary_samples(scalars=(), mixed=False)(rng, dtype)
+    if dtype == "float32":
+        S.append(Sample((T(make(rng, (2, 3), "float16"), grad=True), T(make(rng, (2, 3), "float32"), grad=True)),
+                        desc="mixed float16 x float32"))
+    return S
+
+
+_pointwise("hypot", "hypot", dtypes=FLOAT, samples=_hypot_samples,
+           errors=lambda rng: _broadcast_error("hypot")(rng) + [
+               E((T(make(rng, (2,), "int64")), T(make(rng, (2,), "int64"))), NotImplementedError, "hypot",
+                 desc="int64")])
+
+
+def _mod_samples(op_sym):
+    def gen(rng, dtype):
+        S = binary_samples(rhs_domain="nonzero", scalars=(2, 2.5, -3))(rng, dtype)
+        g = is_float(dtype)
+        a = make(rng, (2, 3), dtype, low=-6, high=6)
+        b = make(rng, (2, 3), dtype, domain="nonzero")
+        S.append(Sample((T(a, grad=g), T(b, grad=g)), desc="mixed signs"))
+        if op_sym:
+            S.append(Sample((T(a, grad=g), T(b, grad=g)), desc="operator %", fn=lambda m, x, y: x % y))
+            # torch 2.13 has no derivative for remainder.Scalar_Tensor: values only
+            S.append(Sample((T(b), 7), desc="reflected operator 7 % t", fn=lambda m, x, y: y % x))
+        return S
+    return gen
+
+
+def _mod_errors(name):
+    def errors(rng):
+        return _broadcast_error(name)(rng) + [
+            # (an integer division by zero raises too, but only on a device with data: tests/test_errors.py)
+            E((T(make(rng, (2,), "bool")), T(make(rng, (2,), "bool"))), NotImplementedError, name, desc="bool")]
+    return errors
+
+
+_pointwise("fmod.Tensor", "fmod", dtypes=NUM, samples=_mod_samples(None), errors=_mod_errors("fmod"),
+           inplace_dtypes=NUM)
+_pointwise("remainder.Tensor", "remainder", dtypes=NUM, samples=_mod_samples("%"), errors=_mod_errors("remainder"),
+           inplace_dtypes=NUM, ioperator=_operator.imod)
+
 _pointwise("relu", "relu", dtypes=NUM, samples=unary_samples(
                extra=lambda rng, d: [Sample((T(np.array([-1, 0, 2], NP_DTYPE[d])),), desc="zero")]
                if d != "uint8" else []),
@@ -771,6 +866,100 @@ for _nm in ("eq", "ne", "lt", "le", "gt", "ge"):
     add(OpInfo(f"{_nm}_.Tensor", method(f"{_nm}_"), _cmp_inplace, dtypes=ALL, inplace=True,
                errors=lambda rng, _nm=_nm: [
                    E((T(f32(rng, (3,))), T(f32(rng, (2, 3)))), RuntimeError, f"{_nm}_", desc="output shape")]))
+
+
+# ---- logical, bitwise and classification ops
+INTS_BOOL = ("int64", "int32", "uint8", "bool")
+
+
+def _special_values(rng, dtype):
+    """Zeros (False), and for floats signed zeros, infinities and NaN."""
+    if is_float(dtype):
+        v = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan], NP_DTYPE[dtype])
+    elif dtype == "bool":
+        v = np.array([False, True, False])
+    else:
+        v = np.array([0, 1, 3, 0] if dtype == "uint8" else [0, -1, 3, 0], NP_DTYPE[dtype])
+    return [Sample((T(v),), desc="zeros and special values")]
+
+
+def _no_nan(rng, dtype):
+    """The special values but NaN, whose sign bit depends on how each framework converts it."""
+    (s,) = _special_values(rng, dtype)
+    v = s.args[0].values
+    return [Sample((T(v[~np.isnan(v.astype(np.float64))] if is_float(dtype) else v),), desc="special values but NaN")]
+
+
+for _nm in ("isnan", "isinf", "isfinite", "signbit"):
+    add(OpInfo(_nm, fn(_nm), unary_samples(grad=False, extra=_no_nan if _nm == "signbit" else _special_values),
+               dtypes=ALL,
+               errors=_unary_errors(_nm)))
+
+_pointwise("logical_not", "logical_not", dtypes=ALL, grad=False, samples=unary_samples(grad=False, extra=_special_values),
+           errors=_unary_errors("logical_not"), inplace_errors=_unary_inplace_errors("logical_not_"),
+           inplace_samples=unary_samples(grad=False))
+
+
+def _logical_samples(rng, dtype):
+    S = binary_samples(grad=False, scalars=())(rng, dtype)
+    a = _special_values(rng, dtype)[0].args[0]
+    S.append(Sample((a, T(a.values[::-1].copy())), desc="zeros and special values"))
+    return S
+
+
+for _nm in ("logical_and", "logical_or", "logical_xor"):
+    _pointwise(_nm, _nm, dtypes=ALL, grad=False, samples=_logical_samples,
+               inplace_samples=binary_samples(grad=False, scalars=()),
+               inplace_errors=lambda rng, _nm=_nm: [
+                   E((T(f32(rng, (3,))), T(f32(rng, (2, 3)))), RuntimeError, f"{_nm}_", desc="output shape")])
+
+
+def _bitwise_samples(sym):
+    import operator as _o
+    fwd = {"&": _o.and_, "|": _o.or_, "^": _o.xor}[sym]
+
+    def gen(rng, dtype):
+        S = binary_samples(grad=False, scalars=(2, True), mixed=False)(rng, dtype)
+        x, y = make(rng, (2, 3), dtype), make(rng, (2, 3), dtype)
+        S.append(Sample((T(x), T(y)), desc=f"operator {sym}", fn=lambda m, a, b: fwd(a, b)))
+        S.append(Sample((T(x), 3), desc=f"reflected operator 3 {sym} t", fn=lambda m, a, b: fwd(b, a)))
+        if dtype in ("int64", "float32"):       # float32: the dtype the coverage test inspects
+            for lt, rt, zero_d in (("int64", "int32", False), ("uint8", "int64", True), ("bool", "int64", False),
+                                   ("int32", "uint8", False)):
+                S.append(Sample((T(make(rng, (2, 3), lt)), T(make(rng, () if zero_d else (2, 3), rt))),
+                                desc=f"mixed {lt} x {rt}{' 0-d' if zero_d else ''}"))
+        return S
+    return gen
+
+
+def _bitwise_errors(name):
+    def errors(rng):
+        i64 = lambda shape: make(rng, shape, "int64")     # noqa: E731
+        return [E((T(i64((2, 3))), T(i64((4,)))), RuntimeError, name, desc="shapes do not broadcast"),
+                E((T(i64((2, 3))), "x"), TypeError, name, "other", desc="str operand"),
+            E((T(f32(rng, (2,))), T(f32(rng, (2,)))), NotImplementedError, name, desc="float32"),
+            E((T(make(rng, (2,), "int64")), 2.5), NotImplementedError, name, desc="python float operand")]
+    return errors
+
+
+for _nm, _sym, _iop in (("and", "&", _operator.iand), ("or", "|", _operator.ior), ("xor", "^", _operator.ixor)):
+    _pointwise(f"bitwise_{_nm}.Tensor", f"bitwise_{_nm}", dtypes=INTS_BOOL, grad=False,
+               samples=_bitwise_samples(_sym), errors=_bitwise_errors(f"bitwise_{_nm}"), ioperator=_iop,
+               inplace_errors=lambda rng, _nm=_nm: [
+                   E((T(make(rng, (3,), "int64")), T(make(rng, (2, 3), "int64"))), RuntimeError, f"bitwise_{_nm}_",
+                     desc="output shape != broadcast shape"),
+                   E((T(make(rng, (2, 3), "bool")), T(make(rng, (2, 3), "int64"))), RuntimeError, f"bitwise_{_nm}_",
+                     desc="int64 result into bool self"),
+                   E((T(f32(rng, (2,))), T(f32(rng, (2,)))), NotImplementedError, f"bitwise_{_nm}", desc="float32")])
+
+_pointwise("bitwise_not", "bitwise_not", dtypes=INTS_BOOL, grad=False,
+           samples=unary_samples(grad=False, extra=lambda rng, d: _special_values(rng, d) + [
+               Sample((T(make(rng, (2, 3), d)),), desc="operator ~", fn=lambda m, x: ~x)]),
+           errors=lambda rng: _unary_errors("bitwise_not")(rng) + [
+               E((T(f32(rng, (2,))),), NotImplementedError, "bitwise_not", desc="float32")],
+           inplace_errors=lambda rng: _unary_inplace_errors("bitwise_not_")(rng) + [
+               E((T(f32(rng, (2,))),), NotImplementedError, "bitwise_not", desc="float32")],
+           inplace_samples=unary_samples(grad=False))
 
 
 # ---- reductions

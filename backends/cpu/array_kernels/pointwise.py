@@ -134,6 +134,38 @@ def make(xp, native: Callable) -> dict[str, Callable]:
                 return out(xp.where(negative, fix, r), dt)
         return out(xp.power(a, b), dt)
 
+    def rounding(ufunc):
+        def kernel(spec, a):
+            dt = native(spec[1])
+            if xp.dtype(dt).kind in "iub":
+                return out(xp.copy(a), dt)            # integers are already rounded
+            cdt = f32 if dt in lowp else dt
+            return out(ufunc(cast_in(a, cdt)), dt)
+        return kernel
+
+    def int_checked(ufunc, name):
+        """fmod/remainder: an integer division by zero raises, as in PyTorch."""
+        def kernel(spec, a, b):
+            dt = native(spec[1])
+            cdt = f32 if dt in lowp else dt
+            a, b = cast_in(a, cdt), cast_in(b, cdt)
+            if xp.dtype(cdt).kind in "iu" and bool(xp.any(xp.asarray(b) == 0)):
+                from ember.errors import ArgumentValueError
+
+                raise ArgumentValueError(f"{name}(): ZeroDivisionError (an integer division by zero)")
+            return out(ufunc(a, b), dt)
+        return kernel
+
+    def classify(ufunc):
+        """isnan/isinf/isfinite/signbit: a bool result of one input, computed in its own dtype."""
+        def kernel(spec, a):
+            if a.dtype in lowp:
+                a = a.astype(f32)
+            elif a.dtype == bool_:
+                a = a.astype(xp.uint8)
+            return out(ufunc(a), bool_)
+        return kernel
+
     def where(spec, c, a, b):
         dt = native(spec[1])
         return out(xp.where(c, cast_in(a, dt), cast_in(b, dt)), dt)
@@ -147,6 +179,23 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         "ge.Tensor": compare(xp.greater_equal),
         "exp": unary_float(xp.exp), "log": unary_float(xp.log), "sqrt": unary_float(xp.sqrt),
         "tanh": unary_float(xp.tanh), "sin": unary_float(xp.sin), "cos": unary_float(xp.cos),
+        "reciprocal": unary_float(xp.reciprocal), "log1p": unary_float(xp.log1p),
+        "expm1": unary_float(xp.expm1), "log2": unary_float(xp.log2), "log10": unary_float(xp.log10),
+        "exp2": unary_float(xp.exp2), "sinh": unary_float(xp.sinh), "cosh": unary_float(xp.cosh),
+        "asin": unary_float(xp.arcsin), "acos": unary_float(xp.arccos), "atan": unary_float(xp.arctan),
+        "asinh": unary_float(xp.arcsinh), "acosh": unary_float(xp.arccosh), "atanh": unary_float(xp.arctanh),
+        "tan": unary_float(xp.tan),
+        "floor": rounding(xp.floor), "ceil": rounding(xp.ceil), "round": rounding(xp.round),
+        "trunc": rounding(xp.trunc), "frac": unary_float(lambda x: xp.subtract(x, xp.trunc(x))),
+        "atan2": binary(xp.arctan2), "hypot": binary(xp.hypot),
+        "fmod.Tensor": int_checked(xp.fmod, "fmod"), "remainder.Tensor": int_checked(xp.remainder, "remainder"),
+        "logical_not": lambda spec, a: out(xp.logical_not(a), bool_),
+        "logical_and": compare(xp.logical_and), "logical_or": compare(xp.logical_or),
+        "logical_xor": compare(xp.logical_xor),
+        "bitwise_and.Tensor": binary(xp.bitwise_and), "bitwise_or.Tensor": binary(xp.bitwise_or),
+        "bitwise_xor.Tensor": binary(xp.bitwise_xor), "bitwise_not": lambda spec, a: out(xp.invert(a), native(spec[1])),
+        "isnan": classify(xp.isnan), "isinf": classify(xp.isinf), "isfinite": classify(xp.isfinite),
+        "signbit": classify(xp.signbit),
         # not primitives, but one array call each on cpu/cuda
         "rsqrt": unary_float(lambda x: 1.0 / xp.sqrt(x)),
         "sigmoid": unary_float(lambda x: 1.0 / (1.0 + xp.exp(-x))),
