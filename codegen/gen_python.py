@@ -181,8 +181,9 @@ def _group(ops: list[OpEntry]) -> list[OpEntry]:
     return sorted(ops, key=lambda o: -sum(1 for a in o.schema.arguments if not a.has_default))
 
 
-def _binding_preamble(registry: Registry) -> list[str]:
-    """Imports and one module-level handle per op (a global lookup is the cheapest on the call path)."""
+def _binding_preamble(registry: Registry, handles: bool = True) -> list[str]:
+    """Imports and (with `handles`) one module-level handle per op: a global lookup is the
+    cheapest on the call path."""
     lines = [HEADER, "from collections import namedtuple as _namedtuple", "",
              "from ember.dispatcher.dispatch import call as _call",
              "from ember.dispatcher.operator import ALL_OPS as _OPS",
@@ -190,6 +191,8 @@ def _binding_preamble(registry: Registry) -> list[str]:
              "from ember.frontend.bindings_support import scalar_arg as _scalar_arg, size_arg as _size_arg",
              "from ember.frontend.device import as_device as _as_device",
              ""]
+    if not handles:
+        return lines
     for op in registry.ops:
         lines.append(f"_op_{ident(op.name)} = _OPS[{op.name!r}]")
         if len(op.schema.returns) > 1:
@@ -235,8 +238,12 @@ def gen_tensor_methods(registry: Registry) -> str:
     for op in registry.ops:
         if "method" in op.variants:
             groups.setdefault(op.schema.name, []).append(op)
-    lines = _binding_preamble(registry)
-    lines += ["from ember.frontend.bindings_support import OPERAND_CLASSES as _OPERAND_CLASSES",
+    lines = _binding_preamble(registry, handles=False)
+    lines += ["# the op handles and result types of ember._generated.functions, shared (so Tensor.max and",
+              "# ember.max return the same namedtuple type) and bound as globals of this module (fast lookup)",
+              "from ember._generated import functions as _functions",
+              "globals().update({k: v for k, v in vars(_functions).items() if k.startswith((\"_op_\", \"_R_\"))})",
+              "from ember.frontend.bindings_support import OPERAND_CLASSES as _OPERAND_CLASSES",
               "from ember.frontend.bindings_support import operand as _operand", "", "", "class TensorMethods:",
               '    """Operator methods of ember.Tensor, generated from the registry."""', "",
               "    __slots__ = ()", ""]
