@@ -1,0 +1,32 @@
+"""An OpInfo-style database of sample inputs for every registered operator.
+
+`OP_DB` holds one `OpInfo` per registry op (`ember.dispatcher.ALL_OPS`), in-place twins
+included; ops left out are listed, with the reason, in `EXCLUDED`. The conformance tests
+of this package (`pytest --pyargs ember.testing --ember-device=NAME`) run them differentially
+against PyTorch (torch==2.13.0, CPU build, the oracle) on the device under test:
+
+    values (value, dtype, shape) on a real device, layouts (shape, dtype, strides) on meta,
+    gradients against torch, gradcheck in float64, second-order gradients, error inputs.
+
+A sample's tensor arguments are `T` placeholders holding a numpy array of the values the op
+sees and a layout ("c" contiguous, "t" a transposed view, "s" a strided slice, "e" an
+expanded view); `materialize` builds the same tensors, from the same data, in either
+framework and on any device, so ember and torch see identical inputs. Data comes from a
+numpy RNG seeded per (op, dtype). Tolerances live in `ember.testing.tolerances`.
+
+Layout of the package: `samples` (the model and helpers), `database` (OP_DB, `add` and the
+shared generators), then one module per operator area, each adding its entries on import.
+"""
+from __future__ import annotations
+
+from . import pointwise, reductions, views, copies, linalg, factories  # noqa: F401  (each adds its entries)
+from .database import EXCLUDED, OP_DB
+from .samples import (ALL, DEVICE, DT, FLOAT, GRAD_DTYPES, LOWP, NUM, SIGNED, ErrorInput, OpInfo, Sample, T,
+                      is_float, make, materialize, method, fn, to_tensor)
+
+OPS_BY_NAME = {op.name: op for op in OP_DB}
+assert len(OPS_BY_NAME) == len(OP_DB), "duplicate OpInfo names"
+
+__all__ = ["ALL", "DEVICE", "DT", "EXCLUDED", "ErrorInput", "FLOAT", "GRAD_DTYPES", "LOWP", "NUM", "OP_DB",
+           "OPS_BY_NAME", "OpInfo", "SIGNED", "Sample", "T", "fn", "is_float", "make", "materialize", "method",
+           "to_tensor"]

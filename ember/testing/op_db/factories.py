@@ -1,0 +1,172 @@
+"""Factories and random numbers (statistics and determinism: ember/testing/test_random.py)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .samples import ALL, DEVICE, DT, FLOAT, NP_DTYPE, NUM, OpInfo, Sample, T, fn, is_float, make, method
+from .database import E, add, f32, layouts, unary_errors
+
+
+def _factory_samples(rng, dtype):
+    d = DT(dtype)
+    return [Sample(((2, 3),), {"dtype": d, "device": DEVICE}, desc="tuple size"),
+            Sample((2, 3), {"dtype": d, "device": DEVICE}, desc="varargs size"),
+            Sample(((),), {"dtype": d, "device": DEVICE}, desc="0-d"),
+            Sample(((0, 3),), {"dtype": d, "device": DEVICE}, desc="empty"),
+            Sample(([4],), {"device": DEVICE}, desc="default dtype")]
+
+
+def _factory_errors(name):
+    def errors(rng):
+        return [E(((-1, 2),), RuntimeError, name, desc="negative size"),
+                E(((2, "a"),), TypeError, name, "size", desc="str size")]
+    return errors
+
+
+for _nm in ("zeros", "ones"):
+    add(OpInfo(_nm, fn(_nm), _factory_samples, dtypes=ALL, errors=_factory_errors(_nm)))
+add(OpInfo("empty.memory_format", fn("empty"), _factory_samples, dtypes=ALL, kind="shape_only",
+           errors=_factory_errors("empty")))
+
+
+def _full_samples(rng, dtype):
+    d = DT(dtype)
+    v = {"bool": True}.get(dtype, 3 if not is_float(dtype) else 2.5)
+    return [Sample(((2, 3), v), {"dtype": d, "device": DEVICE}, desc="with dtype"),
+            Sample(((2,), 2), {"device": DEVICE}, desc="int fill -> int64"),
+            Sample(((2,), 2.5), {"device": DEVICE}, desc="float fill -> float32"),
+            Sample(((2,), False), {"device": DEVICE}, desc="bool fill -> bool"),
+            Sample(((0, 2), 1.0), {"dtype": d, "device": DEVICE}, desc="empty"),
+            Sample(((), 7), {"dtype": d, "device": DEVICE}, desc="0-d")]
+
+
+add(OpInfo("full", fn("full"), _full_samples, dtypes=ALL,
+           errors=lambda rng: [E(((2,), "a"), TypeError, "full", "fill_value", desc="str fill"),
+                               E(((-2,), 1.0), RuntimeError, "full", desc="negative size")]))
+
+
+def _arange_samples(rng, dtype):
+    d = DT(dtype)
+    S = [Sample((5,), {"device": DEVICE}, desc="end -> int64"),
+         Sample((1, 7, 2), {"device": DEVICE}, desc="start end step"),
+         Sample((0.5, 2.0, 0.25), {"device": DEVICE}, desc="float -> float32"),
+         Sample((5, 1, -1), {"device": DEVICE}, desc="negative step"),
+         Sample((3, 3), {"device": DEVICE}, desc="empty"),
+         Sample((1, 2.5, 0.5), {"device": DEVICE}, desc="mixed int/float")]
+    if dtype != "bool":
+        S.append(Sample((0, 6, 2), {"dtype": d, "device": DEVICE}, desc=f"dtype {dtype}"))
+    return S
+
+
+add(OpInfo("arange.start_step", fn("arange"), _arange_samples, dtypes=NUM,
+           errors=lambda rng: [E((0, 5, 0), RuntimeError, "arange", "step", desc="zero step"),
+                               E((5, 0, 1), RuntimeError, "arange", desc="wrong sign"),
+                               E(("a",), TypeError, "arange", desc="str end")]))
+
+
+def _eye_samples(rng, dtype):
+    d = DT(dtype)
+    return [Sample((3,), {"dtype": d, "device": DEVICE}, desc="square"),
+            Sample((2, 4), {"dtype": d, "device": DEVICE}, desc="wide"),
+            Sample((4, 2), {"dtype": d, "device": DEVICE}, desc="tall"),
+            Sample((0,), {"dtype": d, "device": DEVICE}, desc="empty"),
+            Sample((2,), {"device": DEVICE}, desc="default dtype")]
+
+
+add(OpInfo("eye", fn("eye"), _eye_samples, dtypes=ALL,
+           errors=lambda rng: [E((-1,), RuntimeError, "eye", "n", desc="negative n"),
+                               E((2, -1), RuntimeError, "eye", "m", desc="negative m")]))
+
+
+def _like_samples(fill=None):
+    def gen(rng, dtype):
+        S = []
+        extra = () if fill is None else (fill(dtype),)
+        for t, desc in layouts(rng, dtype, False):
+            t.grad = False
+            S.append(Sample((t,) + extra, {"device": DEVICE}, desc=desc))
+        S.append(Sample((T(make(rng, (2, 3), dtype)),) + extra, {"dtype": DT("float64"), "device": DEVICE},
+                        desc="dtype float64"))
+        S.append(Sample((T(make(rng, (), dtype)),) + extra, {"device": DEVICE}, desc="0-d"))
+        S.append(Sample((T(make(rng, (0, 3), dtype)),) + extra, {"device": DEVICE}, desc="empty"))
+        S.append(Sample((T(make(rng, (3, 1), dtype), "e", expand=(3, 2)),) + extra, {"device": DEVICE},
+                        desc="expanded"))
+        S.append(Sample((T(make(rng, (2, 1, 3), dtype), "t"),) + extra, {"device": DEVICE}, desc="3-d t"))
+        return S
+    return gen
+
+
+add(OpInfo("empty_like", fn("empty_like"), _like_samples(), dtypes=ALL, kind="shape_only",
+           errors=unary_errors("empty_like")))
+add(OpInfo("zeros_like", fn("zeros_like"), _like_samples(), dtypes=ALL, errors=unary_errors("zeros_like")))
+add(OpInfo("ones_like", fn("ones_like"), _like_samples(), dtypes=ALL, errors=unary_errors("ones_like")))
+add(OpInfo("full_like", fn("full_like"), _like_samples(lambda d: True if d == "bool" else 2), dtypes=ALL,
+           errors=lambda rng: [E((T(f32(rng, (2,))), "a"), TypeError, "full_like", "fill_value", desc="str fill")]))
+
+
+# ---- random numbers: statistics and determinism (ember/testing/test_random.py)
+def _random_fill_samples(rng, dtype):
+    return [Sample((T(np.zeros((2, 3), NP_DTYPE[dtype])),), desc="2-d"),
+            Sample((T(np.zeros((3, 2), NP_DTYPE[dtype]), "t"),), desc="transposed"),
+            Sample((T(np.zeros((0, 3), NP_DTYPE[dtype])),), desc="empty"),
+            Sample((T(np.zeros((), NP_DTYPE[dtype])),), desc="0-d")]
+
+
+add(OpInfo("uniform_", method("uniform_"), _random_fill_samples, dtypes=FLOAT, kind="random", inplace=True,
+           errors=lambda rng: [E(("x",), TypeError, "uniform_", fn=lambda m, x: m.Tensor.uniform_(x), desc="str self"),
+                               E((T(np.zeros(3, np.int64)),), NotImplementedError, "uniform_", desc="int64 self"),
+                               E((T(np.zeros(3, np.float32)),), RuntimeError, "uniform_",
+                                 fn=lambda m, x: x.uniform_(2, 1), desc="from > to")]))
+add(OpInfo("normal_", method("normal_"), _random_fill_samples, dtypes=FLOAT, kind="random", inplace=True,
+           errors=lambda rng: [E(("x",), TypeError, "normal_", fn=lambda m, x: m.Tensor.normal_(x), desc="str self"),
+                               E((T(np.zeros(3, np.int64)),), NotImplementedError, "normal_", desc="int64 self"),
+                               E((T(np.zeros(3, np.float32)),), RuntimeError, "normal_", "std",
+                                 fn=lambda m, x: x.normal_(0, -1), desc="negative std")]))
+add(OpInfo("random_.from", lambda m, x: x.random_(0, 2 if x.dtype == m.bool else 10), _random_fill_samples,
+           dtypes=ALL,
+           kind="random", inplace=True,
+           errors=lambda rng: [E((T(np.zeros(3, np.int64)),), RuntimeError, "random_", fn=lambda m, x: x.random_(5, 2),
+                                 desc="from >= to"),
+                               E((T(np.zeros(3, np.bool_)),), RuntimeError, "random_", fn=lambda m, x: x.random_(0, 10),
+                                 desc="to out of bounds for bool"),
+                               E((T(np.zeros(3, np.uint8)),), RuntimeError, "random_",
+                                 fn=lambda m, x: x.random_(-1, 10), desc="from out of bounds for uint8")]))
+
+
+def _rand_samples(rng, dtype):
+    return [Sample(((2, 3),), {"dtype": DT(dtype), "device": DEVICE}, desc="tuple size"),
+            Sample((3,), {"dtype": DT(dtype), "device": DEVICE}, desc="varargs"),
+            Sample(((0, 3),), {"dtype": DT(dtype), "device": DEVICE}, desc="empty"),
+            Sample(((),), {"dtype": DT(dtype), "device": DEVICE}, desc="0-d")]
+
+
+add(OpInfo("rand", fn("rand"), _rand_samples, dtypes=FLOAT, kind="random",
+           errors=lambda rng: [E(((2,),), NotImplementedError, "rand", kwargs={"dtype": DT("int64")}, desc="int dtype"),
+                               E(((-1,),), RuntimeError, "rand", desc="negative size")]))
+add(OpInfo("randn", fn("randn"), _rand_samples, dtypes=FLOAT, kind="random",
+           errors=lambda rng: [E(((2,),), NotImplementedError, "randn", kwargs={"dtype": DT("int64")},
+                                 desc="int dtype"),
+                               E(((-1,),), RuntimeError, "randn", desc="negative size")]))
+
+
+def _randint_samples(rng, dtype):
+    return [Sample((0, 10, (2, 3)), {"dtype": DT(dtype), "device": DEVICE}, desc="with dtype"),
+            Sample((-5, 5, (4,)), {"device": DEVICE}, desc="default int64"),
+            Sample((0, 3, (0, 2)), {"device": DEVICE}, desc="empty")]
+
+
+add(OpInfo("randint.low", fn("randint"), _randint_samples, dtypes=("int64", "int32", "float32", "uint8"),
+           kind="random",
+           errors=lambda rng: [E((5, 2, (3,)), RuntimeError, "randint", desc="high <= low")]))
+
+
+
+def _randint_high_samples(rng, dtype):
+    return [Sample((10, (2, 3)), {"dtype": DT(dtype), "device": DEVICE}, desc="with dtype"),
+            Sample((5, (4,)), {"device": DEVICE}, desc="default int64"),
+            Sample((3, (0, 2)), {"device": DEVICE}, desc="empty")]
+
+
+add(OpInfo("randint", fn("randint"), _randint_high_samples, dtypes=("int64", "int32", "float32", "uint8"),
+           kind="random",
+           errors=lambda rng: [E((0, (3,)), RuntimeError, "randint", desc="high <= 0")]))

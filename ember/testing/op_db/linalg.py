@@ -1,0 +1,91 @@
+"""Linear algebra: mm, bmm, matmul, addmm."""
+from __future__ import annotations
+
+
+from ..tolerances import LINALG_TOL
+from .samples import OpInfo, Sample, T, fn, is_float, make
+from .database import E, add, f32
+
+
+def _mm_samples(rng, dtype):
+    g = is_float(dtype)
+    a = lambda shape: make(rng, shape, dtype, low=-1, high=1)  # noqa: E731
+    return [Sample((T(a((2, 3)), grad=g), T(a((3, 4)), grad=g)), desc="2x3 @ 3x4"),
+            Sample((T(a((2, 3)), "t", grad=g), T(a((3, 4)), "s", grad=g)), desc="non-contiguous"),
+            Sample((T(a((0, 3)), grad=g), T(a((3, 2)), grad=g)), desc="empty rows"),
+            Sample((T(a((2, 0)), grad=g), T(a((0, 3)), grad=g)), desc="empty inner: zeros"),
+            Sample((T(a((1, 1)), grad=g), T(a((1, 1)), grad=g)), desc="1x1")]
+
+
+_LINALG_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64")
+add(OpInfo("mm", fn("mm"), _mm_samples, dtypes=_LINALG_DTYPES, grad=True, tol=LINALG_TOL,
+           errors=lambda rng: [
+               E((T(f32(rng, (2, 3))), T(f32(rng, (2, 3)))), RuntimeError, "mm", desc="inner sizes"),
+               E((T(f32(rng, (3,))), T(f32(rng, (3, 2)))), RuntimeError, "mm", desc="1-d"),
+               E((T(f32(rng, (2, 3))), T(make(rng, (3, 2), "float64"))), RuntimeError, "mm", desc="dtypes differ"),
+               E((T(make(rng, (2, 3), "bool")), T(make(rng, (3, 2), "bool"))), NotImplementedError, "mm",
+                 desc="bool")]))
+
+
+def _bmm_samples(rng, dtype):
+    g = is_float(dtype)
+    a = lambda shape: make(rng, shape, dtype, low=-1, high=1)  # noqa: E731
+    return [Sample((T(a((2, 2, 3)), grad=g), T(a((2, 3, 2)), grad=g)), desc="batch 2"),
+            Sample((T(a((2, 2, 3)), "t", grad=g), T(a((2, 3, 1)), grad=g)), desc="transposed"),
+            Sample((T(a((0, 2, 3)), grad=g), T(a((0, 3, 2)), grad=g)), desc="empty batch")]
+
+
+add(OpInfo("bmm", fn("bmm"), _bmm_samples, dtypes=_LINALG_DTYPES, grad=True, tol=LINALG_TOL,
+           errors=lambda rng: [
+               E((T(f32(rng, (2, 2, 3))), T(f32(rng, (3, 3, 2)))), RuntimeError, "bmm", desc="batch sizes"),
+               E((T(f32(rng, (2, 3))), T(f32(rng, (3, 2)))), RuntimeError, "bmm", desc="2-d"),
+               E((T(make(rng, (1, 2, 2), "bool")), T(make(rng, (1, 2, 2), "bool"))), NotImplementedError, "bmm",
+                 desc="bool")]))
+
+
+def _matmul_samples(rng, dtype):
+    g = is_float(dtype)
+    a = lambda shape: make(rng, shape, dtype, low=-1, high=1)  # noqa: E731
+    return [Sample((T(a((3,)), grad=g), T(a((3,)), grad=g)), desc="1-d . 1-d"),
+            Sample((T(a((2, 3)), grad=g), T(a((3,)), grad=g)), desc="2-d @ 1-d"),
+            Sample((T(a((3,)), grad=g), T(a((3, 2)), grad=g)), desc="1-d @ 2-d"),
+            Sample((T(a((2, 3)), grad=g), T(a((3, 2)), grad=g)), desc="2-d @ 2-d"),
+            Sample((T(a((2, 2, 3)), grad=g), T(a((3, 2)), grad=g)), desc="3-d @ 2-d"),
+            Sample((T(a((2, 2, 3)), grad=g), T(a((3,)), grad=g)), desc="3-d @ 1-d"),
+            Sample((T(a((3,)), grad=g), T(a((2, 3, 2)), grad=g)), desc="1-d @ 3-d"),
+            Sample((T(a((2, 3)), grad=g), T(a((2, 3, 2)), grad=g)), desc="2-d @ 3-d"),
+            Sample((T(a((2, 1, 2, 3)), grad=g), T(a((3, 3, 2)), grad=g)), desc="batch broadcast"),
+            Sample((T(a((2, 3)), "t", grad=g), T(a((3, 2)), grad=g)), desc="transposed"),
+            Sample((T(a((0, 3)), grad=g), T(a((3,)), grad=g)), desc="empty"),
+            Sample((T(a((2, 3)), grad=g), T(a((3, 2)), grad=g)), desc="operator @", fn=lambda m, x, y: x @ y)]
+
+
+add(OpInfo("matmul", fn("matmul"), _matmul_samples, dtypes=_LINALG_DTYPES, grad=True, tol=LINALG_TOL,
+           errors=lambda rng: [
+               E((T(f32(rng, (2, 3))), T(f32(rng, (2, 3)))), RuntimeError, "matmul", desc="inner sizes"),
+               E((T(f32(rng, ())), T(f32(rng, (3,)))), RuntimeError, "matmul", desc="0-d"),
+               E((T(make(rng, (2, 2), "bool")), T(make(rng, (2, 2), "bool"))), NotImplementedError, "matmul",
+                 desc="bool")]))
+
+
+def _addmm_samples(rng, dtype):
+    g = is_float(dtype)
+    a = lambda shape: make(rng, shape, dtype, low=-1, high=1)  # noqa: E731
+    S = [Sample((T(a((2, 4)), grad=g), T(a((2, 3)), grad=g), T(a((3, 4)), grad=g)), desc="plain"),
+         Sample((T(a((4,)), grad=g), T(a((2, 3)), grad=g), T(a((3, 4)), grad=g)), desc="broadcast self"),
+         Sample((T(a((2, 4)), grad=g), T(a((2, 3)), "t", grad=g), T(a((3, 4)), grad=g)), desc="transposed")]
+    S.append(Sample((T(a((2, 4)), grad=g), T(a((2, 3)), grad=g), T(a((3, 4)), grad=g)),
+                    {"beta": 2, "alpha": 3} if not g else {"beta": 0.5, "alpha": 2.0}, desc="beta, alpha"))
+    S.append(Sample((T(a((2, 4)), grad=g), T(a((2, 3)), grad=g), T(a((3, 4)), grad=g)), {"beta": 0},
+                    desc="beta 0"))
+    return S
+
+
+add(OpInfo("addmm", fn("addmm"), _addmm_samples, dtypes=_LINALG_DTYPES, grad=True, tol=LINALG_TOL,
+           errors=lambda rng: [
+               E((T(f32(rng, (2, 4))), T(f32(rng, (2, 3))), T(f32(rng, (2, 4)))), RuntimeError, "addmm",
+                 desc="inner sizes"),
+               E((T(f32(rng, (3, 3))), T(f32(rng, (2, 3))), T(f32(rng, (3, 4)))), RuntimeError, "addmm",
+                 desc="self shape")]))
+
+

@@ -1,0 +1,483 @@
+"""Pointwise ops: arithmetic, unary math, rounding, comparisons, logical and bitwise ops."""
+from __future__ import annotations
+
+import operator as _operator
+import numpy as np
+
+from ..tolerances import POW_GRAD_TOL
+from .samples import ALL, FLOAT, NP_DTYPE, NUM, SIGNED, OpInfo, Sample, T, fn, is_float, make, method
+from .database import (E, add, add_pointwise, binary_samples, broadcast_error, f32, inplace_only, negatives,
+                       unary_errors, unary_inplace_errors, unary_samples)
+
+
+def _alpha_samples(base):
+    def gen(rng, dtype):
+        S = base(rng, dtype)
+        g = is_float(dtype)
+        if dtype != "bool":
+            S.append(Sample((T(make(rng, (2, 3), dtype), grad=g), T(make(rng, (3,), dtype), grad=g)),
+                            {"alpha": 2 if not is_float(dtype) else 0.5}, desc="alpha"))
+        return S
+    return gen
+
+
+def _operator_samples(op_sym):
+    """Python operators: reflected with a scalar on the left."""
+    import operator as _o
+    ops = {"+": (_o.add, lambda x, y: y + x), "-": (_o.sub, lambda x, y: y - x), "*": (_o.mul, lambda x, y: y * x),
+           "/": (_o.truediv, lambda x, y: y / x), "**": (_o.pow, lambda x, y: y ** x),
+           "//": (_o.floordiv, lambda x, y: y // x)}
+    fwd, rev = ops[op_sym]
+
+    def extra(rng, dtype, domain="any"):
+        g = is_float(dtype)
+        a = make(rng, (2, 3), dtype, domain=domain)
+        b = make(rng, (2, 3), dtype, domain=domain)
+        return [Sample((T(a, grad=g), T(b, grad=g)), desc=f"operator {op_sym}", fn=lambda m, x, y: fwd(x, y)),
+                Sample((T(a, grad=g), 3), desc=f"reflected operator 3 {op_sym} t", fn=lambda m, x, y: rev(x, y))]
+    return extra
+
+
+def _with(base, *extras):
+    def gen(rng, dtype):
+        S = base(rng, dtype)
+        for e in extras:
+            S.extend(e(rng, dtype))
+        return S
+    return gen
+
+
+def _sub_errors(rng):
+    return broadcast_error("sub")(rng) + [
+        E((T(make(rng, (2,), "bool")), T(make(rng, (2,), "bool"))), RuntimeError, "sub", desc="bool - bool"),
+        E((T(make(rng, (2,), "bool")), T(make(rng, (2,), "int64"))), RuntimeError, "sub", desc="bool - int"),
+        E((T(make(rng, (2,), "float32")), True), RuntimeError, "sub", desc="float - python bool")]
+
+
+add_pointwise("add.Tensor", "add", dtypes=ALL, second_order=False, ioperator=_operator.iadd,
+           samples=_with(_alpha_samples(binary_samples()), _operator_samples("+")))
+add_pointwise("sub.Tensor", "sub", dtypes=NUM, errors=_sub_errors, ioperator=_operator.isub,
+           samples=_with(_alpha_samples(binary_samples(scalars=(2, 2.5), no_bool=True)), _operator_samples("-")))
+add_pointwise("mul.Tensor", "mul", dtypes=ALL, second_order=True, ioperator=_operator.imul,
+           samples=_with(binary_samples(), _operator_samples("*")))
+
+
+def _div_samples(rng, dtype):
+    S = binary_samples(rhs_domain="nonzero", scalars=(2, 2.5))(rng, dtype)
+    S += _operator_samples("/")(rng, dtype, "nonzero")
+    for mode in ("trunc", "floor") if dtype != "bool" else ():
+        a = make(rng, (2, 3), dtype, low=-5, high=5)
+        b = make(rng, (2, 3), dtype, domain="nonzero")
+        S.append(Sample((T(a, grad=False), T(b, grad=False)), {"rounding_mode": mode}, desc=f"rounding {mode}"))
+        S.append(Sample((T(make(rng, (3, 1), dtype, low=-5, high=5)), 2), {"rounding_mode": mode},
+                        desc=f"rounding {mode} by scalar"))
+    if is_float(dtype):
+        S.append(Sample((T(make(rng, (3,), dtype)), T(np.zeros(3, NP_DTYPE[dtype]))), desc="division by zero"))
+    return S
+
+
+def _div_errors(rng):
+    return broadcast_error("div")(rng) + [
+        E((T(f32(rng, (2,))), 2), RuntimeError, "div", "rounding_mode", kwargs={"rounding_mode": "bad"},
+          desc="bad rounding mode"),
+        E((T(make(rng, (2,), "bool")), T(make(rng, (2,), "bool"))), NotImplementedError, "div",
+          kwargs={"rounding_mode": "trunc"}, desc="bool with rounding")]
+
+
+add_pointwise("div.Tensor_mode", "div", dtypes=ALL, samples=_div_samples, errors=_div_errors, ioperator=_operator.itruediv,
+           inplace_dtypes=FLOAT)
+
+
+def _floor_divide_samples(rng, dtype):
+    S = binary_samples(rhs_domain="nonzero", scalars=(2,), grad=False)(rng, dtype)
+    S += [s for s in _operator_samples("//")(rng, dtype, "nonzero")]
+    a = make(rng, (2, 3), dtype, low=-6, high=6)
+    S.append(Sample((T(a), T(make(rng, (2, 3), dtype, domain="nonzero"))), desc="negative quotients"))
+    return S
+
+
+add(OpInfo("floor_divide", fn("floor_divide"), _floor_divide_samples, dtypes=NUM,
+           errors=lambda rng: broadcast_error("floor_divide")(rng) + [
+               E((T(make(rng, (2,), "bool")), T(make(rng, (2,), "bool"))), NotImplementedError, "floor_divide",
+                 desc="bool")]))
+
+
+def _rsub_samples(rng, dtype):
+    S = binary_samples(scalars=(2, 2.5), no_bool=True)(rng, dtype)
+    g = is_float(dtype)
+    S.append(Sample((T(make(rng, (2, 3), dtype), grad=g), T(make(rng, (3,), dtype), grad=g)),
+                    {"alpha": 2}, desc="alpha"))
+    return S
+
+
+add(OpInfo("rsub.Tensor", fn("rsub"), _rsub_samples, dtypes=NUM, grad=True,
+           errors=lambda rng: broadcast_error("rsub")(rng) + [
+               E((T(make(rng, (2,), "bool")), T(make(rng, (2,), "bool"))), RuntimeError, "sub", desc="bool")]))
+
+
+def _neg_errors(rng):
+    return unary_errors("neg")(rng) + [E((T(make(rng, (2,), "bool")),), RuntimeError, "neg", desc="bool")]
+
+
+def _unary_op_samples(op_sym):
+    import operator as _o
+    f = {"-": _o.neg, "abs": _o.abs}[op_sym]
+
+    def extra(rng, dtype):
+        return [Sample((T(make(rng, (2, 3), dtype), grad=is_float(dtype)),), desc=f"operator {op_sym}",
+                       fn=lambda m, x: f(x))]
+    return extra
+
+
+add_pointwise("neg", "neg", dtypes=SIGNED, samples=unary_samples(extra=_unary_op_samples("-")), errors=_neg_errors,
+           inplace_errors=lambda rng: unary_inplace_errors("neg_")(rng) + [
+               E((T(make(rng, (2,), "bool")),), RuntimeError, "neg", desc="bool")],
+           inplace_samples=unary_samples())
+add_pointwise("abs", "abs", dtypes=SIGNED, samples=unary_samples(extra=_unary_op_samples("abs")),
+           errors=lambda rng: unary_errors("abs")(rng) + [
+               E((T(make(rng, (2,), "bool")),), NotImplementedError, "abs", desc="bool")],
+           inplace_errors=unary_inplace_errors("abs_"), inplace_samples=unary_samples())
+
+
+def _sign_extra(rng, dtype):
+    if not is_float(dtype):
+        return [Sample((T(np.array([-2, 0, 3], NP_DTYPE[dtype]) if dtype != "uint8" else np.array([0, 3], np.uint8)),),
+                       desc="with zero")]
+    return [Sample((T(np.array([-1.5, 0.0, 2.0, np.nan], NP_DTYPE[dtype])),), desc="zero and nan")]
+
+
+add_pointwise("sign", "sign", dtypes=ALL, samples=unary_samples(extra=_sign_extra), errors=unary_errors("sign"),
+           inplace_errors=unary_inplace_errors("sign_"))
+
+
+def _pow_samples(rng, dtype):
+    if is_float(dtype):
+        S = binary_samples(domain="positive", rhs_domain="any", scalars=(2, 0.5, 3, -1))(rng, dtype)
+        S += _operator_samples("**")(rng, dtype, "positive")
+        S.append(Sample((T(make(rng, (2, 3), dtype, domain="positive"), grad=True), 0), desc="exponent 0"))
+        S.append(Sample((T(make(rng, (2, 3), dtype), grad=False), T(make(rng, (2, 3), dtype), grad=False)),
+                        desc="negative base (nan)", gradcheck=False))
+        S.append(Sample((2.0, T(make(rng, (2, 3), dtype), grad=True)), desc="python scalar base",
+                        fn=lambda m, x, y: m.pow(x, y)))
+        S.append(Sample((T(np.array([0.0, 0.0, 2.0], NP_DTYPE[dtype]), grad=True),
+                         T(np.array([0.0, 2.0, 0.0], NP_DTYPE[dtype]), grad=True)), desc="zeros", gradcheck=False))
+        return S
+    if dtype == "bool":
+        return []
+    a = lambda shape: make(rng, shape, dtype, low=-1, high=1)          # noqa: E731
+    e = lambda shape: make(rng, shape, dtype, low=0, high=0).clip(0, 3)  # noqa: E731
+    return [Sample((T(a((2, 3))), T(e((2, 3)))), desc="int"), Sample((T(a((2, 1))), T(e((3,)))), desc="broadcast"),
+            Sample((T(a((2, 3))), T(make(rng, (2, 3), dtype, low=-1, high=-1).clip(-3, 3))),
+                   desc="negative tensor exponents"),
+            Sample((T(a(())), T(e((2, 3)))), desc="0-d"), Sample((T(a((2, 3))), 2), desc="scalar exponent"),
+            Sample((T(a((2, 3))), 0.5), desc="float scalar exponent"),
+            Sample((T(a((2, 3))), T(e((2, 3)))), desc="operator **", fn=lambda m, x, y: x ** y)]
+
+
+def _pow_errors(rng):
+    return broadcast_error("pow", "exponent")(rng) + [
+        E((T(make(rng, (2,), "int64")), -1), RuntimeError, "pow", "exponent", desc="int to negative int power"),
+        E((T(make(rng, (2,), "bool")), T(make(rng, (2,), "bool"))), NotImplementedError, "pow", desc="bool")]
+
+
+add_pointwise("pow.Tensor_Tensor", "pow", dtypes=NUM, samples=_pow_samples, errors=_pow_errors, second_order=True,
+           ioperator=_operator.ipow,
+           inplace_dtypes=FLOAT, grad_tol=POW_GRAD_TOL)
+
+for _nm in ("maximum", "minimum"):
+    add(OpInfo(_nm, fn(_nm), binary_samples(scalars=(), ties=True), dtypes=ALL, grad=True,
+               errors=broadcast_error(_nm)))
+
+
+def _where_samples(rng, dtype):
+    g = is_float(dtype)
+    c = lambda shape: make(rng, shape, "bool")       # noqa: E731
+    a = lambda shape: make(rng, shape, dtype)        # noqa: E731
+    S = [Sample((T(c((2, 3))), T(a((2, 3)), grad=g), T(a((2, 3)), grad=g)), desc="same shape"),
+         Sample((T(c((2, 1, 3))), T(a((4, 1)), grad=g), T(a((3,)), grad=g)), desc="broadcast"),
+         Sample((T(c(())), T(a((2, 3)), grad=g), T(a(()), grad=g)), desc="0-d"),
+         Sample((T(c((0, 3))), T(a((3,)), grad=g), T(a((0, 3)), grad=g)), desc="empty"),
+         Sample((T(c((3, 2)), "t"), T(a((3, 2)), "t", grad=g), T(a((3, 2)), "s", grad=g)), desc="non-contiguous"),
+         Sample((T(c((2, 3))), T(a((2, 3)), grad=g), 0), desc="python int other"),
+         Sample((T(c((2, 3))), 1.5, T(a((2, 3)), grad=g)), desc="python float self"),
+         Sample((T(c((2, 3))), T(a((2, 3)), grad=g), T(a((2, 3)), grad=g)), desc="method",
+                fn=lambda m, cond, x, y: x.where(cond, y))]
+    if dtype == "float32":
+        S.append(Sample((T(c((2, 3))), T(make(rng, (2, 3), "int64")), T(a((2, 3)), grad=True)),
+                        desc="mixed int64/float32"))
+        S.append(Sample((T(c((2, 3))), T(make(rng, (2, 3), "float16"), grad=True), T(a(()), grad=True)),
+                        desc="mixed float16/0-d float32"))
+    return S
+
+
+add(OpInfo("where.self", fn("where"), _where_samples, dtypes=ALL, grad=True,
+           errors=lambda rng: [
+               E((T(f32(rng, (2,))), T(f32(rng, (2,))), T(f32(rng, (2,)))), RuntimeError, "where", "condition",
+                 desc="float condition"),
+               E((T(make(rng, (2,), "bool")), T(f32(rng, (2,))), T(f32(rng, (3,)))), RuntimeError, "where",
+                 desc="shapes")]))
+
+
+def _clamp_samples(rng, dtype):
+    g = is_float(dtype)
+    a = lambda shape: make(rng, shape, dtype, low=-3, high=3)   # noqa: E731
+    lo = lambda shape: make(rng, shape, dtype, low=-1, high=-0.5)  # noqa: E731
+    hi = lambda shape: make(rng, shape, dtype, low=0.5, high=1)   # noqa: E731
+    if not is_float(dtype):
+        lo = lambda shape: np.full(shape, -1 if dtype != "uint8" else 1, NP_DTYPE[dtype])  # noqa: E731
+        hi = lambda shape: np.full(shape, 2, NP_DTYPE[dtype])  # noqa: E731
+    S = [Sample((T(a((2, 3)), grad=g), T(lo((2, 3)), grad=g), T(hi((2, 3)), grad=g)), desc="tensor bounds"),
+         Sample((T(a((2, 3)), grad=g), T(lo((3,)), grad=g), None), desc="min only, broadcast"),
+         Sample((T(a((2, 3)), grad=g), None, T(hi(()), grad=g)), desc="max only, 0-d"),
+         Sample((T(a((2, 3)), grad=g), -1, 2), desc="python int bounds"),
+         Sample((T(a((0, 3)), grad=g), T(lo((3,)), grad=g), T(hi((3,)), grad=g)), desc="empty"),
+         Sample((T(a((3, 2)), "t", grad=g), T(lo((3, 2)), "s", grad=g), T(hi((3, 2)), grad=g)), desc="non-contiguous"),
+         Sample((T(a(()), grad=g), T(lo(()), grad=g), T(hi(()), grad=g)), desc="0-d")]
+    if g:
+        S.append(Sample((T(a((2, 3)), grad=g), 0.5, -0.5), desc="min > max"))
+        S.append(Sample((T(a((2, 3)), grad=g), T(hi((2, 3)), grad=g), T(lo((2, 3)), grad=g)), desc="min > max tensors"))
+        S.append(Sample((T(a((2, 3)), grad=g), -0.25, 0.75), desc="python float bounds"))
+    if dtype == "float32":
+        S.append(Sample((T(make(rng, (2, 3), "int64")), 0.5, None), desc="int self float bound"))
+        S.append(Sample((T(a((2, 3)), grad=True), T(make(rng, (3,), "float64", low=-1, high=-0.5), grad=True), None),
+                        desc="mixed float32 self, float64 min"))
+    return S
+
+
+add_pointwise("clamp.Tensor", "clamp", dtypes=NUM, samples=_clamp_samples,
+           errors=lambda rng: [E((T(f32(rng, (2,))), None, None), RuntimeError, "clamp", desc="no bounds"),
+                               E((T(f32(rng, (2,))), "x", None), TypeError, "clamp", "min", desc="str bound"),
+                               E((T(make(rng, (2,), "bool")), T(make(rng, (2,), "bool")), T(make(rng, (2,), "bool"))),
+                                 NotImplementedError, "clamp", desc="bool, both bounds"),
+                               E((T(make(rng, (2,), "bool")), True, None), NotImplementedError, "clamp",
+                                 desc="bool, python bool bound")],
+           inplace_dtypes=NUM)
+
+# ---- unary floating
+_UNARY_FLOAT = {"exp": "any", "log": "positive", "sqrt": "positive", "rsqrt": "positive", "tanh": "any",
+                "sigmoid": "any", "sin": "any", "cos": "any"}
+for _nm, _dom in _UNARY_FLOAT.items():
+    _extra = negatives if _dom == "positive" else None
+    add_pointwise(_nm, _nm, dtypes=FLOAT + ("int64", "bool") if _dom == "any" else FLOAT + ("int64",),
+               samples=unary_samples(domain=_dom, extra=_extra), errors=unary_errors(_nm),
+               inplace_errors=unary_inplace_errors(_nm + "_", float_only=True), inplace_dtypes=FLOAT,
+               second_order=_nm in ("tanh", "exp", "sigmoid"),
+               inplace_samples=unary_samples(domain=_dom))
+
+# more unary floating ops (issue 3): name -> domain of the float samples
+_UNARY_FLOAT_MORE = {"reciprocal": "nonzero", "log1p": "unit", "expm1": "any", "log2": "positive",
+                     "log10": "positive", "exp2": "any", "sinh": "any", "cosh": "any", "asin": "unit",
+                     "acos": "unit", "atan": "any", "asinh": "any", "acosh": "above1", "atanh": "unit",
+                     "tan": "unit"}
+for _nm, _dom in _UNARY_FLOAT_MORE.items():
+    add_pointwise(_nm, _nm, dtypes=ALL, samples=unary_samples(domain=_dom, extra=negatives),
+               errors=unary_errors(_nm), inplace_errors=unary_inplace_errors(_nm + "_", float_only=True),
+               inplace_dtypes=FLOAT, second_order=_nm in ("reciprocal", "asin", "tan"),
+               inplace_samples=unary_samples(domain=_dom),
+               # torch 2.13 has no derivative for these in-place twins ("not implemented")
+               inplace_xfail={("grad", None): f"torch 2.13 has no derivative for {_nm}_ (not implemented)"}
+               if _nm in ("asinh", "acosh", "atanh") else None)
+
+
+def _square_extra(rng, dtype):
+    return [Sample((T(make(rng, (2, 3), dtype), grad=is_float(dtype)),), desc="method",
+                   fn=lambda m, x: x.square())]
+
+
+add_pointwise("square", "square", dtypes=ALL, samples=unary_samples(extra=_square_extra), errors=unary_errors("square"),
+           inplace_errors=lambda rng: unary_inplace_errors("square_")(rng) + [
+               E((T(make(rng, (2,), "bool")),), RuntimeError, "square_", desc="bool (int64 result)")],
+           inplace_dtypes=NUM, second_order=True)
+
+# ---- rounding
+def _round_extra(rng, dtype):
+    if not is_float(dtype):
+        return [Sample((T(make(rng, (2, 3), dtype, low=-6, high=6)),), desc="wide ints")]
+    ties = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.0, -0.0, np.inf, -np.inf, np.nan], NP_DTYPE[dtype])
+    return [Sample((T(ties),), desc="halves, signed zeros, inf and nan"),
+            Sample((T(make(rng, (2, 3), dtype, low=-40, high=40), grad=True),), desc="wide values")]
+
+
+for _nm in ("floor", "ceil", "round", "trunc"):
+    add_pointwise(_nm, _nm, dtypes=NUM, samples=unary_samples(extra=_round_extra),
+               errors=lambda rng, _nm=_nm: unary_errors(_nm)(rng) + [
+                   E((T(make(rng, (2,), "bool")),), NotImplementedError, _nm, desc="bool")],
+               inplace_errors=lambda rng, _nm=_nm: unary_inplace_errors(_nm + "_")(rng) + [
+                   E((T(make(rng, (2,), "bool")),), NotImplementedError, _nm, desc="bool")],
+               inplace_samples=unary_samples())
+
+add_pointwise("frac", "frac", dtypes=FLOAT, samples=unary_samples(extra=_round_extra),
+           errors=lambda rng: unary_errors("frac")(rng) + [
+               E((T(make(rng, (2,), "int64")),), NotImplementedError, "frac", desc="int64")],
+           inplace_errors=lambda rng: unary_inplace_errors("frac_")(rng) + [
+               E((T(make(rng, (2,), "int64")),), NotImplementedError, "frac", desc="int64")],
+           inplace_samples=unary_samples())
+
+# ---- binary math
+add_pointwise("atan2", "atan2", dtypes=ALL, samples=binary_samples(scalars=()), inplace_dtypes=FLOAT)
+def _hypot_samples(rng, dtype):
+    S = binary_samples(scalars=(), mixed=False)(rng, dtype)
+    if dtype == "float32":
+        S.append(Sample((T(make(rng, (2, 3), "float16"), grad=True), T(make(rng, (2, 3), "float32"), grad=True)),
+                        desc="mixed float16 x float32"))
+    return S
+
+
+add_pointwise("hypot", "hypot", dtypes=FLOAT, samples=_hypot_samples,
+           errors=lambda rng: broadcast_error("hypot")(rng) + [
+               E((T(make(rng, (2,), "int64")), T(make(rng, (2,), "int64"))), NotImplementedError, "hypot",
+                 desc="int64")])
+
+
+def _mod_samples(op_sym):
+    def gen(rng, dtype):
+        S = binary_samples(rhs_domain="nonzero", scalars=(2, 2.5, -3))(rng, dtype)
+        g = is_float(dtype)
+        a = make(rng, (2, 3), dtype, low=-6, high=6)
+        b = make(rng, (2, 3), dtype, domain="nonzero")
+        S.append(Sample((T(a, grad=g), T(b, grad=g)), desc="mixed signs"))
+        if op_sym:
+            S.append(Sample((T(a, grad=g), T(b, grad=g)), desc="operator %", fn=lambda m, x, y: x % y))
+            # torch 2.13 has no derivative for remainder.Scalar_Tensor: values only
+            S.append(Sample((T(b), 7), desc="reflected operator 7 % t", fn=lambda m, x, y: y % x))
+        return S
+    return gen
+
+
+def _mod_errors(name):
+    def errors(rng):
+        return broadcast_error(name)(rng) + [
+            # (an integer division by zero raises too, but only on a device with data: tests/test_errors.py)
+            E((T(make(rng, (2,), "bool")), T(make(rng, (2,), "bool"))), NotImplementedError, name, desc="bool")]
+    return errors
+
+
+add_pointwise("fmod.Tensor", "fmod", dtypes=NUM, samples=_mod_samples(None), errors=_mod_errors("fmod"),
+           inplace_dtypes=NUM)
+add_pointwise("remainder.Tensor", "remainder", dtypes=NUM, samples=_mod_samples("%"), errors=_mod_errors("remainder"),
+           inplace_dtypes=NUM, ioperator=_operator.imod)
+
+add_pointwise("relu", "relu", dtypes=NUM, samples=unary_samples(
+               extra=lambda rng, d: [Sample((T(np.array([-1, 0, 2], NP_DTYPE[d])),), desc="zero")]
+               if d != "uint8" else []),
+           errors=lambda rng: unary_errors("relu")(rng) + [
+               E((T(make(rng, (2,), "bool")),), RuntimeError, "relu", desc="bool")],
+           inplace_errors=unary_inplace_errors("relu_"))
+
+# ---- comparisons
+for _nm in ("eq", "ne", "lt", "le", "gt", "ge"):
+    _pyop = getattr(_operator, _nm)
+
+    def _cmp_samples(rng, dtype, _pyop=_pyop, _nm=_nm):
+        S = binary_samples(grad=False)(rng, dtype)
+        x = make(rng, (2, 3), dtype)
+        S.append(Sample((T(x), T(x.copy())), desc="equal values"))
+        S.append(Sample((T(x), T(make(rng, (2, 3), dtype))), desc=f"operator {_nm}", fn=lambda m, a, b: _pyop(a, b)))
+        if is_float(dtype):
+            S.append(Sample((T(np.array([np.nan, 1.0, np.inf], NP_DTYPE[dtype])),
+                             T(np.array([np.nan, np.nan, np.inf], NP_DTYPE[dtype]))), desc="nan and inf"))
+        return S
+
+    def _cmp_inplace(rng, dtype, _nm=_nm):
+        return [s for s in inplace_only(binary_samples(grad=False), f"{_nm}_")(rng, dtype)]
+
+    add(OpInfo(f"{_nm}.Tensor", fn(_nm), _cmp_samples, dtypes=ALL, errors=broadcast_error(_nm)))
+    add(OpInfo(f"{_nm}_.Tensor", method(f"{_nm}_"), _cmp_inplace, dtypes=ALL, inplace=True,
+               errors=lambda rng, _nm=_nm: [
+                   E((T(f32(rng, (3,))), T(f32(rng, (2, 3)))), RuntimeError, f"{_nm}_", desc="output shape")]))
+
+
+# ---- logical, bitwise and classification ops
+INTS_BOOL = ("int64", "int32", "uint8", "bool")
+
+
+def _special_values(rng, dtype):
+    """Zeros (False), and for floats signed zeros, infinities and NaN."""
+    if is_float(dtype):
+        v = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan], NP_DTYPE[dtype])
+    elif dtype == "bool":
+        v = np.array([False, True, False])
+    else:
+        v = np.array([0, 1, 3, 0] if dtype == "uint8" else [0, -1, 3, 0], NP_DTYPE[dtype])
+    return [Sample((T(v),), desc="zeros and special values")]
+
+
+def _no_nan(rng, dtype):
+    """The special values but NaN, whose sign bit depends on how each framework converts it."""
+    (s,) = _special_values(rng, dtype)
+    v = s.args[0].values
+    return [Sample((T(v[~np.isnan(v.astype(np.float64))] if is_float(dtype) else v),), desc="special values but NaN")]
+
+
+for _nm in ("isnan", "isinf", "isfinite", "signbit"):
+    add(OpInfo(_nm, fn(_nm), unary_samples(grad=False, extra=_no_nan if _nm == "signbit" else _special_values),
+               dtypes=ALL,
+               errors=unary_errors(_nm)))
+
+add_pointwise("logical_not", "logical_not", dtypes=ALL, grad=False, samples=unary_samples(grad=False, extra=_special_values),
+           errors=unary_errors("logical_not"), inplace_errors=unary_inplace_errors("logical_not_"),
+           inplace_samples=unary_samples(grad=False))
+
+
+def _logical_samples(rng, dtype):
+    S = binary_samples(grad=False, scalars=())(rng, dtype)
+    a = _special_values(rng, dtype)[0].args[0]
+    S.append(Sample((a, T(a.values[::-1].copy())), desc="zeros and special values"))
+    return S
+
+
+for _nm in ("logical_and", "logical_or", "logical_xor"):
+    add_pointwise(_nm, _nm, dtypes=ALL, grad=False, samples=_logical_samples,
+               inplace_samples=binary_samples(grad=False, scalars=()),
+               inplace_errors=lambda rng, _nm=_nm: [
+                   E((T(f32(rng, (3,))), T(f32(rng, (2, 3)))), RuntimeError, f"{_nm}_", desc="output shape")])
+
+
+def _bitwise_samples(sym):
+    import operator as _o
+    fwd = {"&": _o.and_, "|": _o.or_, "^": _o.xor}[sym]
+
+    def gen(rng, dtype):
+        S = binary_samples(grad=False, scalars=(2, True), mixed=False)(rng, dtype)
+        x, y = make(rng, (2, 3), dtype), make(rng, (2, 3), dtype)
+        S.append(Sample((T(x), T(y)), desc=f"operator {sym}", fn=lambda m, a, b: fwd(a, b)))
+        S.append(Sample((T(x), 3), desc=f"reflected operator 3 {sym} t", fn=lambda m, a, b: fwd(b, a)))
+        if dtype in ("int64", "float32"):       # float32: the dtype the coverage test inspects
+            for lt, rt, zero_d in (("int64", "int32", False), ("uint8", "int64", True), ("bool", "int64", False),
+                                   ("int32", "uint8", False)):
+                S.append(Sample((T(make(rng, (2, 3), lt)), T(make(rng, () if zero_d else (2, 3), rt))),
+                                desc=f"mixed {lt} x {rt}{' 0-d' if zero_d else ''}"))
+        return S
+    return gen
+
+
+def _bitwise_errors(name):
+    def errors(rng):
+        i64 = lambda shape: make(rng, shape, "int64")     # noqa: E731
+        return [E((T(i64((2, 3))), T(i64((4,)))), RuntimeError, name, desc="shapes do not broadcast"),
+                E((T(i64((2, 3))), "x"), TypeError, name, "other", desc="str operand"),
+            E((T(f32(rng, (2,))), T(f32(rng, (2,)))), NotImplementedError, name, desc="float32"),
+            E((T(make(rng, (2,), "int64")), 2.5), NotImplementedError, name, desc="python float operand")]
+    return errors
+
+
+for _nm, _sym, _iop in (("and", "&", _operator.iand), ("or", "|", _operator.ior), ("xor", "^", _operator.ixor)):
+    add_pointwise(f"bitwise_{_nm}.Tensor", f"bitwise_{_nm}", dtypes=INTS_BOOL, grad=False,
+               samples=_bitwise_samples(_sym), errors=_bitwise_errors(f"bitwise_{_nm}"), ioperator=_iop,
+               inplace_errors=lambda rng, _nm=_nm: [
+                   E((T(make(rng, (3,), "int64")), T(make(rng, (2, 3), "int64"))), RuntimeError, f"bitwise_{_nm}_",
+                     desc="output shape != broadcast shape"),
+                   E((T(make(rng, (2, 3), "bool")), T(make(rng, (2, 3), "int64"))), RuntimeError, f"bitwise_{_nm}_",
+                     desc="int64 result into bool self"),
+                   E((T(f32(rng, (2,))), T(f32(rng, (2,)))), NotImplementedError, f"bitwise_{_nm}", desc="float32")])
+
+add_pointwise("bitwise_not", "bitwise_not", dtypes=INTS_BOOL, grad=False,
+           samples=unary_samples(grad=False, extra=lambda rng, d: _special_values(rng, d) + [
+               Sample((T(make(rng, (2, 3), d)),), desc="operator ~", fn=lambda m, x: ~x)]),
+           errors=lambda rng: unary_errors("bitwise_not")(rng) + [
+               E((T(f32(rng, (2,))),), NotImplementedError, "bitwise_not", desc="float32")],
+           inplace_errors=lambda rng: unary_inplace_errors("bitwise_not_")(rng) + [
+               E((T(f32(rng, (2,))),), NotImplementedError, "bitwise_not", desc="float32")],
+           inplace_samples=unary_samples(grad=False))
+
+

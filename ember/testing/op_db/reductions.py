@@ -1,0 +1,160 @@
+"""Reductions: sum/mean, amax/amin, max/min, argmax/argmin, softmax/log_softmax."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tolerances import REDUCTION_TOL, SOFTMAX_TOL
+from .samples import ALL, DT, FLOAT, NP_DTYPE, NUM, OpInfo, Sample, T, fn, is_float, make
+from .database import E, add, f32
+
+
+def _reduce_inputs(rng, dtype, g, *, empty=True):
+    a = lambda shape: make(rng, shape, dtype)   # noqa: E731
+    ins = [(T(a((2, 3)), grad=g), "2-d"), (T(a((2, 1, 3)), grad=g), "3-d"), (T(a(()), grad=g), "0-d"),
+           (T(a((3, 2)), "t", grad=g), "transposed"), (T(a((2, 4)), "s", grad=g), "strided"),
+           (T(a((3, 1)), "e", grad=g, expand=(3, 2)), "expanded")]
+    if empty:
+        ins.append((T(a((0, 3)), grad=g), "empty"))
+    return ins
+
+
+def _dims_for(t: T, *, allow_multi=True):
+    nd = t.values.ndim
+    if nd == 0:
+        return [None, 0, -1] + ([(0,)] if allow_multi else [])
+    out = [None, 0, -1]
+    if allow_multi and nd >= 2:
+        out += [(0, 1), (-1, 0)]
+    return out
+
+
+def _sum_samples(rng, dtype, *, mean=False):
+    g = is_float(dtype)
+    S = []
+    for t, desc in _reduce_inputs(rng, dtype, g):
+        for dim in _dims_for(t):
+            for keepdim in (False, True):
+                if dim is None and keepdim:
+                    continue
+                S.append(Sample((t, dim, keepdim), desc=f"{desc} dim={dim} keepdim={keepdim}"))
+    S.append(Sample((T(make(rng, (2, 3), dtype), grad=g),), desc="default dim", fn=lambda m, x: x.sum() if not mean
+                    else x.mean()))
+    if dtype != "float64":
+        S.append(Sample((T(make(rng, (2, 3), dtype)), 1), {"dtype": DT("float64")}, desc="dtype=float64"))
+    if dtype == "float64":
+        S.append(Sample((T(make(rng, (2, 3), dtype), grad=True), 1), {"dtype": DT("float32")}, desc="dtype=float32"))
+    S.append(Sample((T(make(rng, (2, 3), dtype), grad=g), []), desc="dim=[]"))
+    return S
+
+
+def _reduce_dim_errors(name):
+    def errors(rng):
+        return [E((T(f32(rng, (2, 3))), 2), IndexError, name, desc="dim out of range"),
+                E(("x",), TypeError, name, desc="str input")]
+    return errors
+
+
+add(OpInfo("sum.dim_IntList", fn("sum"), _sum_samples, dtypes=ALL, grad=True,
+           tol=REDUCTION_TOL,
+           errors=lambda rng: _reduce_dim_errors("sum")(rng) + [
+               E((T(f32(rng, (2, 3))), (0, 0)), RuntimeError, "sum", "dim", desc="repeated dim")]))
+add(OpInfo("mean.dim", fn("mean"), lambda rng, d: _sum_samples(rng, d, mean=True), dtypes=FLOAT, grad=True,
+           tol=REDUCTION_TOL,
+           errors=lambda rng: _reduce_dim_errors("mean")(rng) + [
+               E((T(make(rng, (2, 3), "int64")),), RuntimeError, "mean", "dtype", desc="int input")]))
+
+
+def _amax_samples(rng, dtype):
+    g = is_float(dtype)
+    S = []
+    for t, desc in _reduce_inputs(rng, dtype, g, empty=False):
+        for dim in ([()] + _dims_for(t)[1:]):
+            for keepdim in (False, True):
+                S.append(Sample((t, dim, keepdim), desc=f"{desc} dim={dim} keepdim={keepdim}"))
+    S.append(Sample((T(make(rng, (0, 3), dtype), grad=g), 1), desc="empty, non-empty reduction dim"))
+    x = np.array([[1, 3, 3], [2, 2, 0]]).astype(NP_DTYPE[dtype]) if dtype != "bool" else make(rng, (2, 3), "bool")
+    S.append(Sample((T(x, grad=g), 1), desc="ties", gradcheck=False))
+    S.append(Sample((T(x, grad=g),), desc="ties, all dims", gradcheck=False))
+    if g:
+        S.append(Sample((T(np.array([1.0, np.nan, 2.0], NP_DTYPE[dtype])), 0), desc="nan propagates"))
+    return S
+
+
+for _nm in ("amax", "amin"):
+    add(OpInfo(_nm, fn(_nm), _amax_samples, dtypes=ALL, grad=True,
+               errors=lambda rng, _nm=_nm: _reduce_dim_errors(_nm)(rng) + [
+                   E((T(f32(rng, (0, 3))), 0), IndexError, _nm, desc="empty reduction dim"),
+                   E((T(f32(rng, (0, 3))),), RuntimeError, _nm, desc="empty, all dims")]))
+
+
+def _max_dim_samples(rng, dtype, name):
+    g = is_float(dtype)
+    S = []
+    for t, desc in _reduce_inputs(rng, dtype, g, empty=False):
+        for dim in (0, -1):
+            for keepdim in (False, True):
+                S.append(Sample((t, dim, keepdim), desc=f"{desc} dim={dim} keepdim={keepdim}"))
+    S.append(Sample((T(make(rng, (0, 3), dtype), grad=g), 1), desc="empty, non-empty reduction dim"))
+    x = np.array([[1, 3, 3], [2, 2, 0]]).astype(NP_DTYPE[dtype])
+    S.append(Sample((T(x, grad=g), 1), desc="ties: first index", gradcheck=False))
+    S.append(Sample((T(make(rng, (2, 3), dtype), grad=g), 1), desc="method", fn=lambda m, x, d: getattr(x, name)(d)))
+    return S
+
+
+def _max_all_samples(rng, dtype):
+    g = is_float(dtype)
+    return [Sample((t,), desc=desc) for t, desc in _reduce_inputs(rng, dtype, g, empty=False)]
+
+
+for _nm in ("max", "min"):
+    add(OpInfo(f"{_nm}.dim", fn(_nm), lambda rng, dtype, _nm=_nm: _max_dim_samples(rng, dtype, _nm), dtypes=ALL,
+               grad=True,
+               errors=lambda rng, _nm=_nm: [
+                   E((T(f32(rng, (2, 3))), 2), IndexError, _nm, desc="dim out of range"),
+                   E((T(f32(rng, (0, 3))), 0), IndexError, _nm, desc="empty reduction dim")]))
+    add(OpInfo(_nm, fn(_nm), _max_all_samples, dtypes=ALL, grad=True,
+               errors=lambda rng, _nm=_nm: [
+                   E((T(f32(rng, (0, 3))),), RuntimeError, _nm, desc="empty"),
+                   E(("x",), TypeError, _nm, desc="str input")]))
+
+
+def _argmax_samples(rng, dtype):
+    S = []
+    for t, desc in _reduce_inputs(rng, dtype, False, empty=False):
+        for dim in (None, 0, -1):
+            for keepdim in (False, True):
+                S.append(Sample((t, dim, keepdim), desc=f"{desc} dim={dim} keepdim={keepdim}"))
+    S.append(Sample((T(np.array([[1, 3, 3], [2, 2, 0]]).astype(NP_DTYPE[dtype])), 1), desc="ties: first index"))
+    S.append(Sample((T(make(rng, (0, 3), dtype)), 1), desc="empty, non-empty reduction dim"))
+    return S
+
+
+for _nm in ("argmax", "argmin"):
+    add(OpInfo(_nm, fn(_nm), _argmax_samples, dtypes=NUM,
+               errors=lambda rng, _nm=_nm: [
+                   E((T(f32(rng, (2, 3))), 2), IndexError, _nm, desc="dim out of range"),
+                   E((T(f32(rng, (0, 3))),), IndexError, _nm, desc="empty, all dims"),
+                   E((T(make(rng, (2,), "bool")),), RuntimeError, _nm, desc="bool")]))
+
+
+def _softmax_samples(rng, dtype):
+    g = is_float(dtype)
+    S = []
+    for t, desc in _reduce_inputs(rng, dtype, g):
+        for dim in (0, -1):
+            S.append(Sample((t, dim), desc=f"{desc} dim={dim}"))
+    if dtype != "float64":
+        S.append(Sample((T(make(rng, (2, 3), dtype), grad=g), 1), {"dtype": DT("float64")}, desc="dtype=float64"))
+    S.append(Sample((T(make(rng, (2, 3), dtype, low=-30, high=30), grad=g), 1), desc="large values (stability)"))
+    return S
+
+
+for _nm in ("softmax", "log_softmax"):
+    add(OpInfo(f"{_nm}.int", fn(_nm), _softmax_samples, dtypes=FLOAT, grad=True,
+               tol=SOFTMAX_TOL,
+               errors=lambda rng, _nm=_nm: [
+                   E((T(f32(rng, (2, 3))), 2), IndexError, _nm, desc="dim out of range"),
+                   E((T(make(rng, (2, 3), "int64")), 0), NotImplementedError, _nm, desc="int input"),
+               E((T(make(rng, (2, 3), "int64")), -1), NotImplementedError, _nm, desc="int input, last dim")]))
+
+
