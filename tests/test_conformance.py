@@ -1,4 +1,8 @@
-"""The operator conformance suite (ember.testing) on both built-in devices, cpu and meta.
+"""The operator conformance suite (ember.testing) on cpu, meta and primdev.
+
+primdev (tests/plugins/ember_primdev.py) implements only the primitive set and has no fallback
+device, so every other op runs through its explicit kernel or decomposition there: the suite
+passing on it shows the decompositions are complete.
 
 Vendors run the same functions on their device with
 `pytest --pyargs ember.testing --ember-device=NAME`; here every test function of the suite's
@@ -9,6 +13,8 @@ sample database run once.
 from __future__ import annotations
 
 import importlib
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -19,7 +25,12 @@ from ember.testing.plugin import NUMPY_WARNINGS, resolve_device  # noqa: E402
 
 pytestmark = NUMPY_WARNINGS
 
-DEVICES = ["cpu", "meta"]
+sys.path.insert(0, str(Path(__file__).parent / "plugins"))
+import ember  # noqa: E402
+import ember_primdev  # noqa: E402
+
+ember.backends.register("primdev", ember_primdev)
+DEVICES = ["cpu", "meta", "primdev"]
 
 
 @pytest.fixture(scope="session", params=DEVICES)

@@ -28,4 +28,12 @@ def decomposition(name: str) -> Callable[[Callable], Callable]:
     return register
 
 
+def as_float(x):
+    """`x` itself if floating, else `x` cast to the default dtype (int_to_float ops' inputs)."""
+    from ember._generated import functions as F
+    from ember.frontend.dtype import get_default_dtype
+
+    return x if x.dtype.is_floating_point else F._to_copy(x, dtype=get_default_dtype())
+
+
 from . import elementwise, reductions, shape_ops, factories  # noqa: E402,F401  (registration)

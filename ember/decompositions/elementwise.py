@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ember._generated import functions as F
 
-from . import decomposition, explicit_kernel
+from . import as_float, decomposition, explicit_kernel
 
 
 @explicit_kernel("sign")
@@ -32,7 +32,7 @@ def rsqrt(self):
 
 @explicit_kernel("sigmoid")
 def sigmoid(self):
-    return F.div(1.0, F.add(F.exp(F.neg(self)), 1.0))
+    return F.div(1.0, F.add(F.exp(F.neg(as_float(self))), 1.0))
 
 
 @explicit_kernel("relu")

@@ -42,6 +42,8 @@ def min_dim(self, dim, keepdim=False):
 @explicit_kernel("softmax.int")
 def softmax(self, dim, dtype=None):
     x = self if dtype is None else F._to_copy(self, dtype=dtype)
+    if x.numel() == 0:
+        return F.clone(x)                      # amax rejects an empty dim
     shifted = F.exp(F.sub(x, F.amax(x, dim, True)))
     return F.div(shifted, F.sum(shifted, dim, True))
 
@@ -49,5 +51,7 @@ def softmax(self, dim, dtype=None):
 @explicit_kernel("log_softmax.int")
 def log_softmax(self, dim, dtype=None):
     x = self if dtype is None else F._to_copy(self, dtype=dtype)
+    if x.numel() == 0:
+        return F.clone(x)                      # amax rejects an empty dim
     shifted = F.sub(x, F.amax(x, dim, True))
     return F.sub(shifted, F.log(F.sum(F.exp(shifted), dim, True)))
