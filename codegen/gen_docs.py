@@ -1,6 +1,7 @@
 """Emit docs/ops.md: every op, its registry data, and the backend coverage matrix."""
 from __future__ import annotations
 
+from . import core_aten
 from .registry import Registry
 
 BUILTIN_BACKENDS = ("cpu", "meta")
@@ -49,5 +50,20 @@ def gen_ops_md(registry: Registry, coverage: dict[str, dict[str, str]]) -> str:
     for op in ops:
         row = coverage.get(op.name, {})
         lines.append(f"| `{op.name}` | " + " | ".join(row.get(b, "?") for b in BUILTIN_BACKENDS) + " |")
+    lines += _core_aten_section(registry)
     lines.append("")
     return "\n".join(lines)
+
+
+def _core_aten_section(registry: Registry) -> list[str]:
+    rows = core_aten.coverage(registry)
+    covered, applicable, excluded = core_aten.summary(rows)
+    lines = ["", "## PyTorch's core ATen operator set", "",
+             f"PyTorch's core ATen set (`torch.Tag.core`, torch 2.13.0; list and exclusions in "
+             f"`codegen/core_aten.yaml`): {len(rows)} base ops, {excluded} excluded as not applicable, "
+             f"**{covered} of the {applicable} applicable covered ({100 * covered / applicable:.1f}%)**.", "",
+             "| core ATen op | status | Ember ops / reason |", "|---|---|---|"]
+    for r in rows:
+        detail = r.excluded if r.status == "excluded" else ", ".join(f"`{n}`" for n in r.ember)
+        lines.append(f"| `{r.name}` | {r.status} | {detail} |")
+    return lines

@@ -3,14 +3,18 @@
 autocast dtype), fp32, promote (to the widest input type) or none."""
 
 AUTOCAST_POLICY = {
+    '_log_softmax': {'cpu': 'none', 'default': 'fp32'},
+    '_softmax': {'cpu': 'none', 'default': 'fp32'},
     'addmm': {'default': 'lower'},
     'bmm': {'default': 'lower'},
     'cat': {'default': 'promote'},
+    'cdist': {'cpu': 'none', 'default': 'fp32'},
     'exp': {'cpu': 'none', 'default': 'fp32'},
     'log': {'cpu': 'none', 'default': 'fp32'},
     'log_softmax.int': {'cpu': 'none', 'default': 'fp32'},
     'matmul': {'default': 'lower'},
     'mm': {'default': 'lower'},
+    'pdist': {'cpu': 'none', 'default': 'fp32'},
     'pow.Tensor_Tensor': {'cpu': 'none', 'default': 'fp32'},
     'rsqrt': {'cpu': 'none', 'default': 'fp32'},
     'softmax.int': {'cpu': 'none', 'default': 'fp32'},

@@ -145,6 +145,8 @@ _op_argmax = _OPS['argmax']
 _op_argmin = _OPS['argmin']
 _op_softmax_int = _OPS['softmax.int']
 _op_log_softmax_int = _OPS['log_softmax.int']
+_op__softmax = _OPS['_softmax']
+_op__log_softmax = _OPS['_log_softmax']
 _op_as_strided = _OPS['as_strided']
 _op_view = _OPS['view']
 _op_reshape = _OPS['reshape']
@@ -166,10 +168,16 @@ _op_as_strided_scatter = _OPS['as_strided_scatter']
 _op_copy_ = _OPS['copy_']
 _op__to_copy = _OPS['_to_copy']
 _op_fill__Scalar = _OPS['fill_.Scalar']
+_op_fill_Scalar = _OPS['fill.Scalar']
+_op_copy = _OPS['copy']
 _op_mm = _OPS['mm']
 _op_bmm = _OPS['bmm']
 _op_matmul = _OPS['matmul']
 _op_addmm = _OPS['addmm']
+_op_cdist = _OPS['cdist']
+_op__cdist_forward = _OPS['_cdist_forward']
+_op_pdist = _OPS['pdist']
+_op__pdist_forward = _OPS['_pdist_forward']
 _op_empty_memory_format = _OPS['empty.memory_format']
 _op_zeros = _OPS['zeros']
 _op_ones = _OPS['ones']
@@ -1141,6 +1149,20 @@ def log_softmax(input, dim, dtype=None):
     """
     return _call(_op_log_softmax_int, (input, dim, dtype))
 
+def _softmax(input, dim, half_to_float):
+    """The core ATen form of softmax: half_to_float computes float16 input into a float32 result.
+
+    Schema: ``_softmax(Tensor self, int dim, bool half_to_float) -> Tensor``
+    """
+    return _call(_op__softmax, (input, dim, half_to_float))
+
+def _log_softmax(input, dim, half_to_float):
+    """The core ATen form of log_softmax: half_to_float computes float16 input into a float32 result.
+
+    Schema: ``_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor``
+    """
+    return _call(_op__log_softmax, (input, dim, half_to_float))
+
 def as_strided(input, size, stride, storage_offset=None):
     """A view with the given sizes, strides and storage offset (the primitive behind every view).
 
@@ -1290,6 +1312,20 @@ def fill_(input, value):
     """
     return _call(_op_fill__Scalar, (input, value))
 
+def fill(input, value):
+    """The functional fill_: a new tensor like `self`, every element `value`.
+
+    Schema: ``fill.Scalar(Tensor self, Scalar value) -> Tensor``
+    """
+    return _call(_op_fill_Scalar, (input, value))
+
+def copy(input, src, non_blocking=False):
+    """The functional copy_: `src` broadcast to `self`'s shape, in `self`'s dtype and device.
+
+    Schema: ``copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor``
+    """
+    return _call(_op_copy, (input, src, non_blocking))
+
 def mm(input, mat2):
     """The matrix product of two 2-D tensors.
 
@@ -1317,6 +1353,34 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     Schema: ``addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor``
     """
     return _call(_op_addmm, (input, mat1, mat2, beta, alpha))
+
+def cdist(x1, x2, p=2.0, compute_mode=None):
+    """The p-norm distances between the rows of `x1` and of `x2`, batched: [..., P, M] x [..., R, M] -> [..., P, R].
+
+    Schema: ``cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor``
+    """
+    return _call(_op_cdist, (x1, x2, p, compute_mode))
+
+def _cdist_forward(x1, x2, p, compute_mode):
+    """The core ATen form of cdist.
+
+    Schema: ``_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor``
+    """
+    return _call(_op__cdist_forward, (x1, x2, p, compute_mode))
+
+def pdist(input, p=2.0):
+    """The p-norm distances between the rows of `self` [N, M], pairs i < j in row order: N (N - 1) / 2 values.
+
+    Schema: ``pdist(Tensor self, float p=2.) -> Tensor``
+    """
+    return _call(_op_pdist, (input, p))
+
+def _pdist_forward(input, p=2.0):
+    """The core ATen form of pdist.
+
+    Schema: ``_pdist_forward(Tensor self, float p=2.) -> Tensor``
+    """
+    return _call(_op__pdist_forward, (input, p))
 
 def empty(*size, dtype=None, device=None, requires_grad=False, **size_kw):
     """An uninitialised tensor (contents undefined) of the given size.
@@ -1480,4 +1544,4 @@ def randint(*args, **kwargs):
     """
     return _call_overload('randint', _overloads_randint, args, kwargs)
 
-__all__ = ['_to_copy', 'abs', 'acos', 'acosh', 'add', 'addmm', 'amax', 'amin', 'arange', 'argmax', 'argmin', 'as_strided', 'as_strided_scatter', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'ceil', 'clamp', 'clone', 'copy_', 'cos', 'cosh', 'div', 'empty', 'empty_like', 'eq', 'exp', 'exp2', 'expand', 'expm1', 'eye', 'fill_', 'floor', 'floor_divide', 'fmod', 'frac', 'full', 'full_like', 'ge', 'gt', 'hypot', 'isfinite', 'isinf', 'isnan', 'le', 'log', 'log10', 'log1p', 'log2', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'lt', 'matmul', 'max', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'ne', 'neg', 'ones', 'ones_like', 'permute', 'pow', 'rand', 'randint', 'randn', 'reciprocal', 'relu', 'remainder', 'reshape', 'round', 'rsqrt', 'rsub', 'select', 'select_scatter', 'sigmoid', 'sign', 'signbit', 'sin', 'sinh', 'slice', 'slice_scatter', 'softmax', 'sqrt', 'square', 'squeeze', 'stack', 'sub', 'sum', 't', 'tan', 'tanh', 'transpose', 'trunc', 'unsqueeze', 'view', 'where', 'zeros', 'zeros_like']
+__all__ = ['_cdist_forward', '_log_softmax', '_pdist_forward', '_softmax', '_to_copy', 'abs', 'acos', 'acosh', 'add', 'addmm', 'amax', 'amin', 'arange', 'argmax', 'argmin', 'as_strided', 'as_strided_scatter', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'clamp', 'clone', 'copy', 'copy_', 'cos', 'cosh', 'div', 'empty', 'empty_like', 'eq', 'exp', 'exp2', 'expand', 'expm1', 'eye', 'fill', 'fill_', 'floor', 'floor_divide', 'fmod', 'frac', 'full', 'full_like', 'ge', 'gt', 'hypot', 'isfinite', 'isinf', 'isnan', 'le', 'log', 'log10', 'log1p', 'log2', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'lt', 'matmul', 'max', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'ne', 'neg', 'ones', 'ones_like', 'pdist', 'permute', 'pow', 'rand', 'randint', 'randn', 'reciprocal', 'relu', 'remainder', 'reshape', 'round', 'rsqrt', 'rsub', 'select', 'select_scatter', 'sigmoid', 'sign', 'signbit', 'sin', 'sinh', 'slice', 'slice_scatter', 'softmax', 'sqrt', 'square', 'squeeze', 'stack', 'sub', 'sum', 't', 'tan', 'tanh', 'transpose', 'trunc', 'unsqueeze', 'view', 'where', 'zeros', 'zeros_like']

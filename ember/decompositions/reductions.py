@@ -55,3 +55,14 @@ def log_softmax(self, dim, dtype=None):
         return F.clone(x)                      # amax rejects an empty dim
     shifted = F.sub(x, F.amax(x, dim, True))
     return F.sub(shifted, F.log(F.sum(F.exp(shifted), dim, True)))
+
+
+@decomposition("_softmax")
+def _softmax(self, dim, half_to_float):
+    """half_to_float (float16 in, float32 out) is CUDA-only in PyTorch; Ember allows it anywhere."""
+    return F.softmax(self, dim, dtype=_dt.float32 if half_to_float else None)
+
+
+@decomposition("_log_softmax")
+def _log_softmax(self, dim, half_to_float):
+    return F.log_softmax(self, dim, dtype=_dt.float32 if half_to_float else None)

@@ -178,3 +178,13 @@ def addmm(self, mat1, mat2, beta=1, alpha=1):
     if beta == 0:
         return F.add(product, F.zeros_like(self))
     return F.add(product, self if beta == 1 else F.mul(self, beta))
+
+
+@decomposition("fill.Scalar")
+def fill(self, value):
+    return F.fill_(F.clone(self), value)          # clone keeps self's layout; fill_ zeroes its grad
+
+
+@decomposition("copy")
+def copy(self, src, non_blocking=False):
+    return F.copy_(F.clone(self), src, non_blocking)

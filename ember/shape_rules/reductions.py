@@ -1,7 +1,7 @@
 """Shape rules of reductions (sum, mean, amax, max.dim, argmax) and softmax."""
 from __future__ import annotations
 
-from ember.errors import ArgumentValueError, DimensionError, DTypeError, MissingKernelError
+from ember.errors import ArgumentTypeError, ArgumentValueError, DimensionError, DTypeError, MissingKernelError
 from ember.frontend import dtype as _dt
 
 from . import shape_rule
@@ -99,3 +99,11 @@ def softmax(op, self, dim, dtype=None):
         raise MissingKernelError(f'{op.name}(): "{op.name.split(".")[0]}_{kernel}" not implemented for '
                                  f"'{type_name(out)}'")
     return (self._data.shape, out)
+
+
+@shape_rule("softmax_half_to_float")
+def softmax_half_to_float(op, self, dim, half_to_float):
+    """_softmax/_log_softmax: softmax's rule, float32 out when half_to_float."""
+    if not isinstance(half_to_float, bool):
+        raise ArgumentTypeError(f"{op.name}(): argument 'half_to_float' must be bool, not {type(half_to_float).__name__}")
+    return softmax(op, self, dim, _dt.float32 if half_to_float else None)

@@ -263,3 +263,17 @@ def random_fill(op, self, a=None, b=None, generator=None):
 
 _INT_BOUNDS = {"bool": (0, 1), "uint8": (0, 255), "int8": (-128, 127), "int16": (-2 ** 15, 2 ** 15 - 1),
                "int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 63, 2 ** 63 - 1)}
+
+
+@shape_rule("fill_functional")
+def fill_functional(op, self, value):
+    """fill.Scalar: fill_'s checks; the result keeps self's layout (clone's)."""
+    shape, dtype = fill(op, self, value)
+    return with_layout(shape, dtype, preserved_strides(self))
+
+
+@shape_rule("copy_functional")
+def copy_functional(op, self, src, non_blocking=False):
+    """copy: copy_'s checks; the result keeps self's layout (clone's)."""
+    shape, dtype = copy_(op, self, src, non_blocking)
+    return with_layout(shape, dtype, preserved_strides(self))

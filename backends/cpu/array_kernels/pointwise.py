@@ -82,7 +82,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         cdt = f32 if dt in lowp else dt
         b = cast_in(b, cdt)
         if alpha != 1:
-            b = xp.multiply(b, alpha)
+            b = xp.multiply(b, cast_in(alpha, cdt))
         return out(xp.add(cast_in(a, cdt), b), dt)
 
     def sub(spec, a, b, alpha=1):

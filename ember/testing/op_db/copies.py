@@ -159,3 +159,9 @@ add(OpInfo("fill_.Scalar", method("fill_"), _fill_samples, dtypes=ALL, grad=True
            errors=lambda rng: [E((T(f32(rng, (2,))), "x"), TypeError, "fill_", desc="str value")]))
 
 
+add(OpInfo("fill.Scalar", fn("fill"), _fill_samples, dtypes=ALL, grad=True,
+           errors=lambda rng: [E((T(f32(rng, (2,))), "x"), TypeError, "fill", desc="str value")]))
+
+# grad=False: torch 2.13 has no derivative for aten::copy (ember differentiates it through copy_)
+add(OpInfo("copy", fn("copy"), _copy_samples, dtypes=ALL, grad=False, torch_call=aten("copy"),
+           errors=lambda rng: [E((T(f32(rng, (3,))), T(f32(rng, (2, 3)))), RuntimeError, "copy", desc="shape")]))

@@ -1,9 +1,9 @@
-"""Linear algebra: mm, bmm, matmul, addmm."""
+"""Linear algebra: mm, bmm, matmul, addmm; pairwise distances cdist, pdist."""
 from __future__ import annotations
 
 
 from ..tolerances import LINALG_TOL
-from .samples import OpInfo, Sample, T, fn, is_float, make
+from .samples import OpInfo, Sample, T, aten, fn, is_float, make
 from .database import E, add, f32
 
 
@@ -89,3 +89,57 @@ add(OpInfo("addmm", fn("addmm"), _addmm_samples, dtypes=_LINALG_DTYPES, grad=Tru
                  desc="self shape")]))
 
 
+
+
+# ---- pairwise distances
+_P_VALUES = (0.0, 1.0, 2.0, 3.5, float("inf"))
+_DIST_DTYPES = ("float32", "float64")    # torch's cpu kernels have no float16/bfloat16 cdist (ember does)
+
+
+def _cdist_samples(rng, dtype):
+    g = is_float(dtype)
+    a = lambda shape: make(rng, shape, dtype)  # noqa: E731
+    S = [Sample((T(a((3, 4)), grad=g and p not in (0.0,)), T(a((2, 4)), grad=g and p not in (0.0,)), p), desc=f"p={p}")
+         for p in _P_VALUES]
+    # no grad: torch 2.13's cdist backward crashes (segfault) on broadcast batch dimensions
+    S += [Sample((T(a((2, 1, 3, 2))), T(a((2, 4, 2)))), desc="broadcast batch"),
+          Sample((T(a((4, 3)), "t", grad=g), T(a((2, 3)), grad=g)), desc="transposed x1"),
+          Sample((T(a((0, 3)), grad=g), T(a((2, 3)), grad=g)), desc="no rows")]
+    return S
+
+
+def _cdist_errors(rng):
+    return [E((T(f32(rng, (4,))), T(f32(rng, (2, 4)))), RuntimeError, "cdist", "2D", desc="1-d"),
+            E((T(make(rng, (3, 4), "int64")), T(make(rng, (2, 4), "int64"))), RuntimeError, "cdist", "floating",
+              desc="int"),
+            E((T(f32(rng, (3, 4))), T(f32(rng, (2, 5)))), RuntimeError, "cdist", "columns", desc="columns"),
+            E((T(f32(rng, (3, 4))), T(f32(rng, (2, 4))), -1.0), RuntimeError, "cdist", "non-negative",
+              desc="negative p"),
+            E((T(f32(rng, (3, 4))), T(make(rng, (2, 4), "float64"))), RuntimeError, "cdist", desc="dtypes differ")]
+
+
+add(OpInfo("cdist", fn("cdist"), _cdist_samples, dtypes=_DIST_DTYPES, grad=True, tol=LINALG_TOL, errors=_cdist_errors))
+add(OpInfo("_cdist_forward", fn("_cdist_forward"), lambda rng, dtype: [
+    Sample(s.args + (2.0, None)[len(s.args) - 2:], desc=s.desc) for s in _cdist_samples(rng, dtype)],
+    dtypes=_DIST_DTYPES, grad=True, tol=LINALG_TOL, torch_call=aten("_cdist_forward"),
+    errors=lambda rng: [E((T(f32(rng, (3, 4))), T(f32(rng, (2, 5))), 2.0, None), RuntimeError, "cdist", "columns",
+                          desc="columns")]))
+
+
+def _pdist_samples(rng, dtype):
+    g = is_float(dtype)
+    a = lambda shape: make(rng, shape, dtype)  # noqa: E731
+    return ([Sample((T(a((4, 3)), grad=g and p != 0.0), p), desc=f"p={p}") for p in _P_VALUES] +
+            [Sample((T(a((3, 4)), "t", grad=g),), desc="transposed"),
+             Sample((T(a((1, 3)), grad=g),), desc="one row: empty"),
+             Sample((T(a((0, 3))),), desc="no rows")])     # no grad: torch 2.13's backward segfaults here
+
+
+add(OpInfo("pdist", fn("pdist"), _pdist_samples, dtypes=_DIST_DTYPES, grad=True, tol=LINALG_TOL,
+           errors=lambda rng: [E((T(f32(rng, (2, 3, 4))),), RuntimeError, "pdist", "2D", desc="3-d"),
+                               E((T(f32(rng, (3, 4))), -2.0), RuntimeError, "pdist", desc="negative p")]))
+add(OpInfo("_pdist_forward", fn("_pdist_forward"), lambda rng, dtype: [
+    Sample(s.args[:1] + (s.args[1] if len(s.args) > 1 else 2.0,), desc=s.desc) for s in _pdist_samples(rng, dtype)
+    if s.args[0].layout == "c"],            # torch's _pdist_forward requires contiguous input
+    dtypes=_DIST_DTYPES, grad=True, tol=LINALG_TOL, torch_call=aten("_pdist_forward"),
+    errors=lambda rng: [E((T(make(rng, (3, 4), "int64")), 2.0), NotImplementedError, "pdist", desc="int")]))

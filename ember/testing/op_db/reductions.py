@@ -1,10 +1,12 @@
 """Reductions: sum/mean, amax/amin, max/min, argmax/argmin, softmax/log_softmax."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..tolerances import REDUCTION_TOL, SOFTMAX_TOL
-from .samples import ALL, DT, FLOAT, NP_DTYPE, NUM, OpInfo, Sample, T, fn, is_float, make
+from .samples import ALL, DT, FLOAT, NP_DTYPE, NUM, OpInfo, Sample, T, aten, fn, is_float, make
 from .database import E, add, f32
 
 
@@ -158,3 +160,13 @@ for _nm in ("softmax", "log_softmax"):
                E((T(make(rng, (2, 3), "int64")), -1), NotImplementedError, _nm, desc="int input, last dim")]))
 
 
+def _half_to_float_samples(rng, dtype):
+    """half_to_float=False only: torch's cpu kernels reject True (CUDA-only there)."""
+    return [dataclasses.replace(s, args=s.args[:2] + (False,)) for s in _softmax_samples(rng, dtype) if not s.kwargs]
+
+
+for _nm in ("_softmax", "_log_softmax"):
+    add(OpInfo(_nm, fn(_nm), _half_to_float_samples, dtypes=FLOAT, grad=True, tol=SOFTMAX_TOL,
+               torch_call=aten(_nm),
+               errors=lambda rng, _nm=_nm: [
+                   E((T(f32(rng, (2, 3))), 2, False), IndexError, _nm, desc="dim out of range")]))
