@@ -88,9 +88,7 @@ def _prod_along(x, d: int, keepdim: bool):
     """Product along `d` by a pairwise tree of slices (x already has the output dtype)."""
     n = x.shape[d]
     if n == 0:
-        shape = list(x.shape)
-        shape[d] = 1
-        out = F.ones(tuple(shape), dtype=x.dtype, device=x.device)
+        out = F.add(F.mul(F.sum(x, d, True, dtype=x.dtype), 0), 1)    # 1, still connected to x
     else:
         while n > 1:
             h = n // 2

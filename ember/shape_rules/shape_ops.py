@@ -114,7 +114,7 @@ def any_all(op, self, dim=None, keepdim=False):
     shape = _shape(self)
     if op.name in ("any", "all"):
         return ((), out)
-    if op.name.endswith(".dim"):
+    if op.name.endswith(".dim") and dim is not None and not isinstance(dim, (tuple, list)):   # any(x, (0, 1)) binds .dim
         d = wrap_dim(op, dim, len(shape))
         return (reduced_shape(shape, (d,) if shape else (), keepdim), out)
     return (reduced_shape(shape, _reduce_dims(op, self, dim), keepdim), out)
@@ -414,17 +414,17 @@ def lerp(op, self, end, weight):
     for name, t in (("self", self), ("end", end)):
         if not isinstance(t, Tensor):
             raise ArgumentTypeError(f"{op.name}(): argument '{name}' must be Tensor, not {type(t).__name__}")
-    if op.name.endswith(".Tensor") and not isinstance(weight, Tensor):
-        raise ArgumentTypeError(f"{op.name}(): argument 'weight' must be Tensor, not {type(weight).__name__}")
-    if op.name.endswith(".Scalar") and not isinstance(weight, NUMBER_TYPES):
-        raise ArgumentTypeError(f"{op.name}(): argument 'weight' must be Number, not {type(weight).__name__}")
-    others = [("end", end)] + ([("weight", weight)] if isinstance(weight, Tensor) else [])
+    # ember.lerp binds lerp.Scalar first whatever `weight` is: both overloads accept both kinds
+    if not isinstance(weight, (Tensor,) + NUMBER_TYPES):
+        raise ArgumentTypeError(f"{op.name}(): argument 'weight' must be Tensor or Number, not {type(weight).__name__}")
+    # a 0-d weight may have another dtype (it is then weak in promotion), as in PyTorch
+    others = [("end", end)] + ([("weight", weight)] if isinstance(weight, Tensor) and weight.ndim else [])
     for name, t in others:
         if t._dtype is not self._dtype:
             raise DTypeError(f"{op.name}(): expected dtype {type_name(self._dtype).lower()} for `{name}` but got "
                              f"dtype {_TORCH_NAMES.get(t._dtype.name, t._dtype.name)}")
     if not self._dtype.is_floating_point:
-        kind = "tensor" if op.name.endswith(".Tensor") else "scalar"
+        kind = "tensor" if isinstance(weight, Tensor) else "scalar"
         raise MissingKernelError(f'{op.name}(): "lerp_kernel_{kind}" not implemented for '
                                  f"'{type_name(self._dtype)}'")
     return pointwise(op, self, end, weight)

@@ -61,7 +61,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
 
     def flip(spec, a, dims):
         axes = _axes(a, dims) if len(dims) else ()
-        return xp.ascontiguousarray(xp.flip(a, axis=axes) if axes else a.copy())
+        return xp.array(xp.flip(a, axis=axes) if axes and a.ndim else a, copy=True, order="C")
 
     def roll(spec, a, shifts, dims=()):
         shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
@@ -79,7 +79,9 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         return xp.triu(a, diagonal)
 
     def repeat(spec, a, repeats):
-        return xp.ascontiguousarray(xp.tile(a, tuple(repeats)))
+        if not len(repeats):
+            return a.copy()
+        return xp.array(xp.tile(a, tuple(repeats)), copy=True, order="C")
 
     def prod(spec, a, dtype=None):
         dt = native(spec[1])
