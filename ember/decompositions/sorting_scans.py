@@ -188,7 +188,7 @@ def reduced_count(shape, dims) -> int:
 @explicit_kernel("var.correction")
 def var(self, dim=None, correction=None, keepdim=False):
     x = _opmath(self)
-    dims = _dims(dim, x.dim())
+    dims = _dims(dim, x.dim()) if x.dim() else ()
     red = dims if x.dim() else None
     c = 1 if correction is None else correction
     centred = F.sub(x, F.mean(x, red, True))

@@ -41,13 +41,8 @@ def sort(op, self, *args):
     """sort.stable(self, stable, dim, descending) and sort(self, dim, descending)."""
     check_tensor(op, self, "input")
     dim = args[1] if op.name == "sort.stable" else (args[0] if args else -1)
-    d = wrap_dim(op, dim, len(_shape(self)))
-    shape = _shape(self)
-    if len(shape) > 1 and shape[d] > 1 and 0 not in shape:
-        strides = infer_dense_strides(shape, strides_of(self))
-    else:
-        strides = None
-    return (with_layout(shape, self._dtype, strides), with_layout(shape, _dt.int64, strides))
+    wrap_dim(op, dim, len(_shape(self)))
+    return (_dense_like(self, self._dtype), _dense_like(self, _dt.int64))
 
 
 @shape_rule("argsort")
@@ -55,7 +50,7 @@ def argsort(op, self, *args):
     check_tensor(op, self, "input")
     dim = args[1] if op.name == "argsort.stable" else (args[0] if args else -1)
     wrap_dim(op, dim, len(_shape(self)))
-    return (_shape(self), _dt.int64)
+    return _dense_like(self, _dt.int64)
 
 
 @shape_rule("topk")
@@ -81,7 +76,7 @@ def cumsum(op, self, dim, dtype=None):
     if op.inplace_of is not None:
         return (_shape(self), self._dtype)
     out = dtype or (_dt.int64 if self._dtype.category < 2 else self._dtype)
-    return _dense_like(self, out)
+    return (_shape(self), out)
 
 
 @shape_rule("prod")
@@ -175,7 +170,7 @@ def flip(op, self, dims):
     if len(set(wrapped)) != len(wrapped):
         d = next(d for d in wrapped if wrapped.count(d) > 1)
         raise ArgumentValueError(f"{op.name}(): dim {d} appears multiple times in the list of dims")
-    return (shape, self._dtype)
+    return _dense_like(self, self._dtype)
 
 
 @shape_rule("roll")
