@@ -33,6 +33,11 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, out=None, dtyp
     if out is not None:
         raise ArgumentTypeError("norm(): the `out` argument is not supported")
     if dtype is not None:
+        from ember.frontend.type_promotion import promote_types
+
+        if promote_types(input.dtype, dtype) is not dtype:
+            raise ArgumentValueError(f"norm(): the dtype of the input ({input.dtype}) should be convertible without "
+                                     f"narrowing to the specified dtype ({dtype})")
         input = F._to_copy(input, dtype=dtype)
     if isinstance(p, str):
         if p != "fro":
