@@ -142,10 +142,16 @@ def _is_factory(schema: FunctionSchema) -> bool:
     return not any(a.type.base == "Tensor" for a in schema.arguments)
 
 
+def _named_returns(schema: FunctionSchema) -> bool:
+    """Several named returns come back as a namedtuple (max.dim's values, indices); unnamed
+    ones (var_mean) as the plain tuple the op returns."""
+    return len(schema.returns) > 1 and all(r.name for r in schema.returns)
+
+
 def _call_expr(op: OpEntry, exprs: list[str]) -> str:
     tup = "(" + ", ".join(exprs) + ("," if len(exprs) == 1 else "") + ")"
     call = f"_call(_op_{ident(op.name)}, {tup})"
-    if len(op.schema.returns) > 1:
+    if _named_returns(op.schema):
         call = f"_R_{ident(op.name)}(*{call})"
     return call
 
@@ -195,7 +201,7 @@ def _binding_preamble(registry: Registry, handles: bool = True) -> list[str]:
         return lines
     for op in registry.ops:
         lines.append(f"_op_{ident(op.name)} = _OPS[{op.name!r}]")
-        if len(op.schema.returns) > 1:
+        if _named_returns(op.schema):
             fields = [r.name for r in op.schema.returns]
             lines.append(f"_R_{ident(op.name)} = _namedtuple({op.schema.name!r}, {fields!r})")
     lines.append("")
@@ -220,7 +226,7 @@ def gen_functions(registry: Registry) -> str:
         for op in ordered:
             fname, blines = _binder(op, False, "")
             lines += blines + [""]
-            wrap = f"_R_{ident(op.name)}" if len(op.schema.returns) > 1 else "None"
+            wrap = f"_R_{ident(op.name)}" if _named_returns(op.schema) else "None"
             table.append(f"({fname}, _op_{ident(op.name)}, {wrap})")
         doc = "\n\n    ".join(f"``{o.schema.text}``: {o.doc}" for o in ordered)
         lines.append(f"_overloads_{name} = ({', '.join(table)},)")
@@ -256,7 +262,7 @@ def gen_tensor_methods(registry: Registry) -> str:
         for op in ordered:
             fname, blines = _binder(op, True, "    ")
             lines += ["    @staticmethod"] + blines + [""]
-            wrap = f"_R_{ident(op.name)}" if len(op.schema.returns) > 1 else "None"
+            wrap = f"_R_{ident(op.name)}" if _named_returns(op.schema) else "None"
             table.append((fname, f"_op_{ident(op.name)}", wrap))
         lines.append(f"    def {name}(self, *args, **kwargs):")
         lines.append(f'        """{ordered[0].doc}"""')
@@ -398,7 +404,7 @@ def _pyi_type(arg: Argument) -> str:
 
 def _pyi_returns(schema: FunctionSchema) -> str:
     if len(schema.returns) == 1:
-        return "Tensor"
+        return "tuple[Tensor, ...]" if schema.returns[0].type.is_tensor_list else "Tensor"
     return "tuple[" + ", ".join("Tensor" for _ in schema.returns) + "]"
 
 

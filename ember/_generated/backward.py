@@ -1970,6 +1970,257 @@ class BmmBackward0(Node):
         return out
 
 
+class SortBackward0(Node):
+    """Backward of sort.stable."""
+
+    __slots__ = ('a_dim', 'a_indices', 'm_self_shape', 'needs')
+    saved_slots = ('a_dim', 'a_indices', 'm_self_shape')
+    n_outputs = 2
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_dim = _save(args[2])
+            self.a_indices = _save(outs[1], True, 1)
+            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_dim = _load(self.a_dim, self)
+            a_indices = _load(self.a_indices, self)
+            m_self_shape = _load(self.m_self_shape, self)
+            out.append(_H.sort_backward(grad, a_dim, a_indices, m_self_shape))
+        else:
+            out.append(None)
+        return out
+
+
+class CumsumBackward0(Node):
+    """Backward of cumsum."""
+
+    __slots__ = ('a_dim', 'needs')
+    saved_slots = ('a_dim',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_dim = _save(args[1])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_dim = _load(self.a_dim, self)
+            out.append(_H.cumsum_backward(grad, a_dim))
+        else:
+            out.append(None)
+        return out
+
+
+class LogsumexpBackward0(Node):
+    """Backward of logsumexp."""
+
+    __slots__ = ('a_dim', 'a_keepdim', 'a_result', 'a_self', 'needs')
+    saved_slots = ('a_dim', 'a_keepdim', 'a_result', 'a_self')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_dim = _save(args[1])
+            self.a_keepdim = _save(args[2])
+            self.a_result = _save(outs[0], True, 0)
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_dim = _load(self.a_dim, self)
+            a_keepdim = _load(self.a_keepdim, self)
+            a_result = _load(self.a_result, self)
+            a_self = _load(self.a_self, self)
+            out.append(_H.logsumexp_backward(grad, a_self, a_result, a_dim, a_keepdim))
+        else:
+            out.append(None)
+        return out
+
+
+class VarBackward0(Node):
+    """Backward of var.correction."""
+
+    __slots__ = ('a_correction', 'a_dim', 'a_keepdim', 'a_self', 'needs')
+    saved_slots = ('a_correction', 'a_dim', 'a_keepdim', 'a_self')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_correction = _save(args[2])
+            self.a_dim = _save(args[1])
+            self.a_keepdim = _save(args[3])
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_correction = _load(self.a_correction, self)
+            a_dim = _load(self.a_dim, self)
+            a_keepdim = _load(self.a_keepdim, self)
+            a_self = _load(self.a_self, self)
+            out.append(_H.var_backward(grad, a_self, a_dim, a_correction, a_keepdim))
+        else:
+            out.append(None)
+        return out
+
+
+class StdBackward0(Node):
+    """Backward of std.correction."""
+
+    __slots__ = ('a_correction', 'a_dim', 'a_keepdim', 'a_result', 'a_self', 'needs')
+    saved_slots = ('a_correction', 'a_dim', 'a_keepdim', 'a_result', 'a_self')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_correction = _save(args[2])
+            self.a_dim = _save(args[1])
+            self.a_keepdim = _save(args[3])
+            self.a_result = _save(outs[0], True, 0)
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_correction = _load(self.a_correction, self)
+            a_dim = _load(self.a_dim, self)
+            a_keepdim = _load(self.a_keepdim, self)
+            a_result = _load(self.a_result, self)
+            a_self = _load(self.a_self, self)
+            out.append(_H.std_backward(a_result, grad, a_self, a_dim, a_correction, a_keepdim))
+        else:
+            out.append(None)
+        return out
+
+
+class NormBackward0(Node):
+    """Backward of norm.ScalarOpt_dim."""
+
+    __slots__ = ('a_dim', 'a_keepdim', 'a_p', 'a_result', 'a_self', 'needs')
+    saved_slots = ('a_dim', 'a_keepdim', 'a_p', 'a_result', 'a_self')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_dim = _save(args[2])
+            self.a_keepdim = _save(args[3])
+            self.a_p = _save(args[1])
+            self.a_result = _save(outs[0], True, 0)
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_dim = _load(self.a_dim, self)
+            a_keepdim = _load(self.a_keepdim, self)
+            a_p = _load(self.a_p, self)
+            a_result = _load(self.a_result, self)
+            a_self = _load(self.a_self, self)
+            out.append(_H.norm_backward(grad, a_self, a_p, a_result, a_dim, a_keepdim))
+        else:
+            out.append(None)
+        return out
+
+
+class FlipBackward0(Node):
+    """Backward of flip."""
+
+    __slots__ = ('a_dims', 'needs')
+    saved_slots = ('a_dims',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_dims = _save(args[1])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_dims = _load(self.a_dims, self)
+            out.append(_F.flip(grad, a_dims))
+        else:
+            out.append(None)
+        return out
+
+
+class DiagonalBackward0(Node):
+    """Backward of diagonal."""
+
+    __slots__ = ('a_dim1', 'a_dim2', 'a_offset', 'm_self_shape', 'needs')
+    saved_slots = ('a_dim1', 'a_dim2', 'a_offset', 'm_self_shape')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_dim1 = _save(args[2])
+            self.a_dim2 = _save(args[3])
+            self.a_offset = _save(args[1])
+            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_dim1 = _load(self.a_dim1, self)
+            a_dim2 = _load(self.a_dim2, self)
+            a_offset = _load(self.a_offset, self)
+            m_self_shape = _load(self.m_self_shape, self)
+            out.append(_H.diagonal_backward(grad, m_self_shape, a_offset, a_dim1, a_dim2))
+        else:
+            out.append(None)
+        return out
+
+
+class AliasBackward0(Node):
+    """Backward of alias."""
+
+    __slots__ = ('needs',)
+    saved_slots = ()
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            out.append(grad)
+        else:
+            out.append(None)
+        return out
+
+
 CLASSES = {
     'add.Tensor': AddBackward0,
     'sub.Tensor': SubBackward0,
@@ -2043,4 +2294,13 @@ CLASSES = {
     'fill_.Scalar': FillBackward0,
     'mm': MmBackward0,
     'bmm': BmmBackward0,
+    'sort.stable': SortBackward0,
+    'cumsum': CumsumBackward0,
+    'logsumexp': LogsumexpBackward0,
+    'var.correction': VarBackward0,
+    'std.correction': StdBackward0,
+    'norm.ScalarOpt_dim': NormBackward0,
+    'flip': FlipBackward0,
+    'diagonal': DiagonalBackward0,
+    'alias': AliasBackward0,
 }

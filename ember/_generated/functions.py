@@ -195,6 +195,62 @@ _op_rand = _OPS['rand']
 _op_randn = _OPS['randn']
 _op_randint_low = _OPS['randint.low']
 _op_randint = _OPS['randint']
+_op_sort_stable = _OPS['sort.stable']
+_R_sort_stable = _namedtuple('sort', ['values', 'indices'])
+_op_sort = _OPS['sort']
+_R_sort = _namedtuple('sort', ['values', 'indices'])
+_op_argsort = _OPS['argsort']
+_op_argsort_stable = _OPS['argsort.stable']
+_op_topk = _OPS['topk']
+_R_topk = _namedtuple('topk', ['values', 'indices'])
+_op_cumsum = _OPS['cumsum']
+_op_cumsum_ = _OPS['cumsum_']
+_op_cumprod = _OPS['cumprod']
+_op_cumprod_ = _OPS['cumprod_']
+_op_prod = _OPS['prod']
+_op_prod_dim_int = _OPS['prod.dim_int']
+_op_logsumexp = _OPS['logsumexp']
+_op_any = _OPS['any']
+_op_any_dim = _OPS['any.dim']
+_op_any_dims = _OPS['any.dims']
+_op_all = _OPS['all']
+_op_all_dim = _OPS['all.dim']
+_op_all_dims = _OPS['all.dims']
+_op_var_correction = _OPS['var.correction']
+_op_var_dim = _OPS['var.dim']
+_op_var = _OPS['var']
+_op_std_correction = _OPS['std.correction']
+_op_std_dim = _OPS['std.dim']
+_op_std = _OPS['std']
+_op_var_mean_correction = _OPS['var_mean.correction']
+_op_norm_Scalar = _OPS['norm.Scalar']
+_op_norm_ScalarOpt_dim = _OPS['norm.ScalarOpt_dim']
+_op_flip = _OPS['flip']
+_op_roll = _OPS['roll']
+_op_tril = _OPS['tril']
+_op_tril_ = _OPS['tril_']
+_op_triu = _OPS['triu']
+_op_triu_ = _OPS['triu_']
+_op_repeat = _OPS['repeat']
+_op_tile = _OPS['tile']
+_op_split_Tensor = _OPS['split.Tensor']
+_op_split_with_sizes = _OPS['split_with_sizes']
+_op_chunk = _OPS['chunk']
+_op_unbind_int = _OPS['unbind.int']
+_op_narrow = _OPS['narrow']
+_op_diagonal = _OPS['diagonal']
+_op_alias = _OPS['alias']
+_op_einsum = _OPS['einsum']
+_op_lerp_Scalar = _OPS['lerp.Scalar']
+_op_lerp__Scalar = _OPS['lerp_.Scalar']
+_op_lerp_Tensor = _OPS['lerp.Tensor']
+_op_lerp__Tensor = _OPS['lerp_.Tensor']
+_op_addcmul = _OPS['addcmul']
+_op_addcmul_ = _OPS['addcmul_']
+_op_addcdiv = _OPS['addcdiv']
+_op_addcdiv_ = _OPS['addcdiv_']
+_op_scalar_tensor = _OPS['scalar_tensor']
+_op_empty_strided = _OPS['empty_strided']
 
 def add(input, other, *, alpha=1):
     """Adds `other`, scaled by `alpha`, to `self`, broadcasting both.
@@ -1544,4 +1600,412 @@ def randint(*args, **kwargs):
     """
     return _call_overload('randint', _overloads_randint, args, kwargs)
 
-__all__ = ['_cdist_forward', '_log_softmax', '_pdist_forward', '_softmax', '_to_copy', 'abs', 'acos', 'acosh', 'add', 'addmm', 'amax', 'amin', 'arange', 'argmax', 'argmin', 'as_strided', 'as_strided_scatter', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'clamp', 'clone', 'copy', 'copy_', 'cos', 'cosh', 'div', 'empty', 'empty_like', 'eq', 'exp', 'exp2', 'expand', 'expm1', 'eye', 'fill', 'fill_', 'floor', 'floor_divide', 'fmod', 'frac', 'full', 'full_like', 'ge', 'gt', 'hypot', 'isfinite', 'isinf', 'isnan', 'le', 'log', 'log10', 'log1p', 'log2', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'lt', 'matmul', 'max', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'ne', 'neg', 'ones', 'ones_like', 'pdist', 'permute', 'pow', 'rand', 'randint', 'randn', 'reciprocal', 'relu', 'remainder', 'reshape', 'round', 'rsqrt', 'rsub', 'select', 'select_scatter', 'sigmoid', 'sign', 'signbit', 'sin', 'sinh', 'slice', 'slice_scatter', 'softmax', 'sqrt', 'square', 'squeeze', 'stack', 'sub', 'sum', 't', 'tan', 'tanh', 'transpose', 'trunc', 'unsqueeze', 'view', 'where', 'zeros', 'zeros_like']
+def _bind_sort_stable(input, *, stable, dim=-1, descending=False):
+    return (input, stable, dim, descending)
+
+def _bind_sort(input, dim=-1, descending=False):
+    return (input, dim, descending)
+
+_overloads_sort = ((_bind_sort_stable, _op_sort_stable, _R_sort_stable), (_bind_sort, _op_sort, _R_sort),)
+def sort(*args, **kwargs):
+    """Sorts along `dim` (NaN counts as the largest value); equal elements keep their order (the primitive behind sort, argsort, topk).
+
+    Overloads:
+
+    ``sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)``: Sorts along `dim` (NaN counts as the largest value); equal elements keep their order (the primitive behind sort, argsort, topk).
+
+    ``sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)``: Sorts along `dim`, returning the sorted values and their indices in `self`.
+    """
+    return _call_overload('sort', _overloads_sort, args, kwargs)
+
+def _bind_argsort_stable(input, *, stable, dim=-1, descending=False):
+    return (input, stable, dim, descending)
+
+def _bind_argsort(input, dim=-1, descending=False):
+    return (input, dim, descending)
+
+_overloads_argsort = ((_bind_argsort_stable, _op_argsort_stable, None), (_bind_argsort, _op_argsort, None),)
+def argsort(*args, **kwargs):
+    """The indices that sort `self` along `dim`; equal elements keep their order.
+
+    Overloads:
+
+    ``argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor``: The indices that sort `self` along `dim`; equal elements keep their order.
+
+    ``argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor``: The indices that sort `self` along `dim`.
+    """
+    return _call_overload('argsort', _overloads_argsort, args, kwargs)
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    """The `k` largest (or smallest) elements along `dim` and their indices.
+
+    Schema: ``topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)``
+    """
+    return _R_topk(*_call(_op_topk, (input, k, dim, largest, sorted)))
+
+def cumsum(input, dim, *, dtype=None):
+    """Cumulative sums along `dim`; integers and bools accumulate in int64.
+
+    Schema: ``cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
+    """
+    return _call(_op_cumsum, (input, dim, dtype))
+
+def cumsum_(input, dim, *, dtype=None):
+    """In-place version of cumsum: Cumulative sums along `dim`; integers and bools accumulate in int64.
+
+    Schema: ``cumsum_(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
+    """
+    return _call(_op_cumsum_, (input, dim, dtype))
+
+def cumprod(input, dim, *, dtype=None):
+    """Cumulative products along `dim` (a log-depth scan of products; exact gradients through zeros).
+
+    Schema: ``cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
+    """
+    return _call(_op_cumprod, (input, dim, dtype))
+
+def cumprod_(input, dim, *, dtype=None):
+    """In-place version of cumprod: Cumulative products along `dim` (a log-depth scan of products; exact gradients through zeros).
+
+    Schema: ``cumprod_(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
+    """
+    return _call(_op_cumprod_, (input, dim, dtype))
+
+def _bind_prod_dim_int(input, dim, keepdim=False, *, dtype=None):
+    return (input, dim, keepdim, dtype)
+
+def _bind_prod(input, *, dtype=None):
+    return (input, dtype)
+
+_overloads_prod = ((_bind_prod_dim_int, _op_prod_dim_int, None), (_bind_prod, _op_prod, None),)
+def prod(*args, **kwargs):
+    """The product along `dim`.
+
+    Overloads:
+
+    ``prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``: The product along `dim`.
+
+    ``prod(Tensor self, *, ScalarType? dtype=None) -> Tensor``: The product of all elements (a tree of products; integers and bools multiply in int64).
+    """
+    return _call_overload('prod', _overloads_prod, args, kwargs)
+
+def logsumexp(input, dim, keepdim=False):
+    """log(sum(exp(x))) over `dim`, computed stably; integers are computed in the default float dtype.
+
+    Schema: ``logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor``
+    """
+    return _call(_op_logsumexp, (input, dim, keepdim))
+
+def _bind_any_dim(input, dim, keepdim=False):
+    return (input, dim, keepdim)
+
+def _bind_any(input):
+    return (input,)
+
+def _bind_any_dims(input, dim=None, keepdim=False):
+    return (input, dim, keepdim)
+
+_overloads_any = ((_bind_any_dim, _op_any_dim, None), (_bind_any, _op_any, None), (_bind_any_dims, _op_any_dims, None),)
+def any(*args, **kwargs):
+    """Whether any element along `dim` is non-zero.
+
+    Overloads:
+
+    ``any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor``: Whether any element along `dim` is non-zero.
+
+    ``any(Tensor self) -> Tensor``: Whether any element is non-zero (bool; uint8 for uint8 input).
+
+    ``any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor``: Whether any element along the dimensions `dim` (all when None) is non-zero.
+    """
+    return _call_overload('any', _overloads_any, args, kwargs)
+
+def _bind_all_dim(input, dim, keepdim=False):
+    return (input, dim, keepdim)
+
+def _bind_all(input):
+    return (input,)
+
+def _bind_all_dims(input, dim=None, keepdim=False):
+    return (input, dim, keepdim)
+
+_overloads_all = ((_bind_all_dim, _op_all_dim, None), (_bind_all, _op_all, None), (_bind_all_dims, _op_all_dims, None),)
+def all(*args, **kwargs):
+    """Whether every element along `dim` is non-zero.
+
+    Overloads:
+
+    ``all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor``: Whether every element along `dim` is non-zero.
+
+    ``all(Tensor self) -> Tensor``: Whether every element is non-zero (bool; uint8 for uint8 input).
+
+    ``all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor``: Whether every element along the dimensions `dim` (all when None) is non-zero.
+    """
+    return _call_overload('all', _overloads_all, args, kwargs)
+
+def _bind_var_dim(input, dim, unbiased=True, keepdim=False):
+    return (input, dim, unbiased, keepdim)
+
+def _bind_var_correction(input, dim=None, *, correction=None, keepdim=False):
+    return (input, dim, correction, keepdim)
+
+def _bind_var(input, unbiased=True):
+    return (input, unbiased)
+
+_overloads_var = ((_bind_var_dim, _op_var_dim, None), (_bind_var_correction, _op_var_correction, None), (_bind_var, _op_var, None),)
+def var(*args, **kwargs):
+    """The variance over `dim`, unbiased (N - 1) or not (N).
+
+    Overloads:
+
+    ``var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor``: The variance over `dim`, unbiased (N - 1) or not (N).
+
+    ``var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor``: The variance over `dim` (all when None), dividing by N - correction (correction 1 when None).
+
+    ``var(Tensor self, bool unbiased=True) -> Tensor``: The variance of all elements, unbiased (N - 1) or not (N).
+    """
+    return _call_overload('var', _overloads_var, args, kwargs)
+
+def _bind_std_dim(input, dim, unbiased=True, keepdim=False):
+    return (input, dim, unbiased, keepdim)
+
+def _bind_std_correction(input, dim=None, *, correction=None, keepdim=False):
+    return (input, dim, correction, keepdim)
+
+def _bind_std(input, unbiased=True):
+    return (input, unbiased)
+
+_overloads_std = ((_bind_std_dim, _op_std_dim, None), (_bind_std_correction, _op_std_correction, None), (_bind_std, _op_std, None),)
+def std(*args, **kwargs):
+    """The standard deviation over `dim`, unbiased (N - 1) or not (N).
+
+    Overloads:
+
+    ``std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor``: The standard deviation over `dim`, unbiased (N - 1) or not (N).
+
+    ``std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor``: The standard deviation over `dim` (all when None), with N - correction degrees of freedom.
+
+    ``std(Tensor self, bool unbiased=True) -> Tensor``: The standard deviation of all elements, unbiased (N - 1) or not (N).
+    """
+    return _call_overload('std', _overloads_std, args, kwargs)
+
+def var_mean(input, dim=None, *, correction=None, keepdim=False):
+    """The variance and the mean over `dim`.
+
+    Schema: ``var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)``
+    """
+    return _call(_op_var_mean_correction, (input, dim, correction, keepdim))
+
+def _bind_norm_ScalarOpt_dim(input, p, dim, keepdim=False):
+    return (input, p, dim, keepdim)
+
+def _bind_norm_Scalar(input, p=2):
+    return (input, p)
+
+_overloads_norm = ((_bind_norm_ScalarOpt_dim, _op_norm_ScalarOpt_dim, None), (_bind_norm_Scalar, _op_norm_Scalar, None),)
+def norm(*args, **kwargs):
+    """The p-norm over `dim` (p = 2 when None; 0, 1, 2, inf, -inf and any other p > 0).
+
+    Overloads:
+
+    ``norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor``: The p-norm over `dim` (p = 2 when None; 0, 1, 2, inf, -inf and any other p > 0).
+
+    ``norm.Scalar(Tensor self, Scalar p=2) -> Tensor``: The p-norm of all elements (ember.norm / Tensor.norm are torch.norm's Python wrapper).
+    """
+    return _call_overload('norm', _overloads_norm, args, kwargs)
+
+def flip(input, dims):
+    """A copy with the order of the elements along `dims` reversed.
+
+    Schema: ``flip(Tensor self, int[] dims) -> Tensor``
+    """
+    return _call(_op_flip, (input, dims))
+
+def roll(input, shifts, dims=()):
+    """A copy with the elements shifted cyclically along `dims` (of the flattened tensor when empty).
+
+    Schema: ``roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor``
+    """
+    return _call(_op_roll, (input, shifts, dims))
+
+def tril(input, diagonal=0):
+    """A copy with the elements above the `diagonal`-th diagonal of the last two dimensions zeroed.
+
+    Schema: ``tril(Tensor self, int diagonal=0) -> Tensor``
+    """
+    return _call(_op_tril, (input, diagonal))
+
+def tril_(input, diagonal=0):
+    """In-place version of tril: A copy with the elements above the `diagonal`-th diagonal of the last two dimensions zeroed.
+
+    Schema: ``tril_(Tensor self, int diagonal=0) -> Tensor``
+    """
+    return _call(_op_tril_, (input, diagonal))
+
+def triu(input, diagonal=0):
+    """A copy with the elements below the `diagonal`-th diagonal of the last two dimensions zeroed.
+
+    Schema: ``triu(Tensor self, int diagonal=0) -> Tensor``
+    """
+    return _call(_op_triu, (input, diagonal))
+
+def triu_(input, diagonal=0):
+    """In-place version of triu: A copy with the elements below the `diagonal`-th diagonal of the last two dimensions zeroed.
+
+    Schema: ``triu_(Tensor self, int diagonal=0) -> Tensor``
+    """
+    return _call(_op_triu_, (input, diagonal))
+
+def repeat(input, repeats):
+    """The tensor repeated `repeats[i]` times along dimension i (leading repeats add dimensions).
+
+    Schema: ``repeat(Tensor self, SymInt[] repeats) -> Tensor``
+    """
+    return _call(_op_repeat, (input, repeats))
+
+def tile(input, dims):
+    """repeat with `dims` padded with leading ones to the tensor's dimensions.
+
+    Schema: ``tile(Tensor self, SymInt[] dims) -> Tensor``
+    """
+    return _call(_op_tile, (input, dims))
+
+def split(input, split_size, dim=0):
+    """Views of consecutive chunks of `split_size` along `dim` (the last may be smaller); ember.split / Tensor.split also take a list of sizes.
+
+    Schema: ``split.Tensor(Tensor(a) self, SymInt split_size, int dim=0) -> Tensor(a)[]``
+    """
+    return _call(_op_split_Tensor, (input, split_size, dim))
+
+def split_with_sizes(input, split_sizes, dim=0):
+    """Views of consecutive chunks of the given sizes along `dim`.
+
+    Schema: ``split_with_sizes(Tensor(a) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]``
+    """
+    return _call(_op_split_with_sizes, (input, split_sizes, dim))
+
+def chunk(input, chunks, dim=0):
+    """At most `chunks` views of equal size (the last may be smaller) along `dim`.
+
+    Schema: ``chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]``
+    """
+    return _call(_op_chunk, (input, chunks, dim))
+
+def unbind(input, dim=0):
+    """The slices along `dim`, each without that dimension.
+
+    Schema: ``unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]``
+    """
+    return _call(_op_unbind_int, (input, dim))
+
+def narrow(input, dim, start, length):
+    """A view of `length` elements from `start` along `dim`.
+
+    Schema: ``narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)``
+    """
+    return _call(_op_narrow, (input, dim, start, length))
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """A view of the `offset`-th diagonal of the planes spanned by `dim1` and `dim2` (appended as the last dimension).
+
+    Schema: ``diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)``
+    """
+    return _call(_op_diagonal, (input, offset, dim1, dim2))
+
+def alias(input):
+    """A view of all of `self` (same shape, strides and storage).
+
+    Schema: ``alias(Tensor(a) self) -> Tensor(a)``
+    """
+    return _call(_op_alias, (input,))
+
+def einsum(equation, tensors, *, path=None):
+    """Einstein summation (ember.einsum is torch.einsum's Python signature); decomposed into permute, reshape, sum and bmm.
+
+    Schema: ``einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor``
+    """
+    return _call(_op_einsum, (equation, tensors, path))
+
+def _bind_lerp_Scalar(input, end, weight):
+    return (input, end, weight)
+
+def _bind_lerp_Tensor(input, end, weight):
+    return (input, end, weight)
+
+_overloads_lerp = ((_bind_lerp_Scalar, _op_lerp_Scalar, None), (_bind_lerp_Tensor, _op_lerp_Tensor, None),)
+def lerp(*args, **kwargs):
+    """self + weight * (end - self).
+
+    Overloads:
+
+    ``lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor``: self + weight * (end - self).
+
+    ``lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor``: self + weight * (end - self), with a broadcast tensor `weight`.
+    """
+    return _call_overload('lerp', _overloads_lerp, args, kwargs)
+
+def _bind_lerp__Scalar(input, end, weight):
+    return (input, end, weight)
+
+def _bind_lerp__Tensor(input, end, weight):
+    return (input, end, weight)
+
+_overloads_lerp_ = ((_bind_lerp__Scalar, _op_lerp__Scalar, None), (_bind_lerp__Tensor, _op_lerp__Tensor, None),)
+def lerp_(*args, **kwargs):
+    """In-place version of lerp.Scalar: self + weight * (end - self).
+
+    Overloads:
+
+    ``lerp_.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor``: In-place version of lerp.Scalar: self + weight * (end - self).
+
+    ``lerp_.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor``: In-place version of lerp.Tensor: self + weight * (end - self), with a broadcast tensor `weight`.
+    """
+    return _call_overload('lerp_', _overloads_lerp_, args, kwargs)
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """self + value * tensor1 * tensor2.
+
+    Schema: ``addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
+    """
+    return _call(_op_addcmul, (input, tensor1, tensor2, value))
+
+def addcmul_(input, tensor1, tensor2, *, value=1):
+    """In-place version of addcmul: self + value * tensor1 * tensor2.
+
+    Schema: ``addcmul_(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
+    """
+    return _call(_op_addcmul_, (input, tensor1, tensor2, value))
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """self + value * tensor1 / tensor2 (floating-point tensor1 and tensor2 only).
+
+    Schema: ``addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
+    """
+    return _call(_op_addcdiv, (input, tensor1, tensor2, value))
+
+def addcdiv_(input, tensor1, tensor2, *, value=1):
+    """In-place version of addcdiv: self + value * tensor1 / tensor2 (floating-point tensor1 and tensor2 only).
+
+    Schema: ``addcdiv_(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
+    """
+    return _call(_op_addcdiv_, (input, tensor1, tensor2, value))
+
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
+    """A 0-d tensor holding `s` (the default float dtype unless `dtype` is given).
+
+    Schema: ``scalar_tensor(Scalar s, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
+    """
+    s = _scalar_arg(s)
+    device = _as_device(device)
+    out = _call(_op_scalar_tensor, (s, dtype, device, requires_grad))
+    return out.requires_grad_() if requires_grad else out
+
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
+    """An uninitialised tensor with the given sizes and strides.
+
+    Schema: ``empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
+    """
+    device = _as_device(device)
+    out = _call(_op_empty_strided, (size, stride, dtype, device, requires_grad))
+    return out.requires_grad_() if requires_grad else out
+
+__all__ = ['_cdist_forward', '_log_softmax', '_pdist_forward', '_softmax', '_to_copy', 'abs', 'acos', 'acosh', 'add', 'addcdiv', 'addcmul', 'addmm', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'as_strided', 'as_strided_scatter', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'chunk', 'clamp', 'clone', 'copy', 'copy_', 'cos', 'cosh', 'cumprod', 'cumsum', 'diagonal', 'div', 'empty', 'empty_like', 'empty_strided', 'eq', 'exp', 'exp2', 'expand', 'expm1', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_divide', 'fmod', 'frac', 'full', 'full_like', 'ge', 'gt', 'hypot', 'isfinite', 'isinf', 'isnan', 'le', 'lerp', 'log', 'log10', 'log1p', 'log2', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'matmul', 'max', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'narrow', 'ne', 'neg', 'ones', 'ones_like', 'pdist', 'permute', 'pow', 'prod', 'rand', 'randint', 'randn', 'reciprocal', 'relu', 'remainder', 'reshape', 'roll', 'round', 'rsqrt', 'rsub', 'scalar_tensor', 'select', 'select_scatter', 'sigmoid', 'sign', 'signbit', 'sin', 'sinh', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'square', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'tan', 'tanh', 'tile', 'topk', 'transpose', 'tril', 'triu', 'trunc', 'unbind', 'unsqueeze', 'var', 'var_mean', 'view', 'where', 'zeros', 'zeros_like']

@@ -1127,6 +1127,294 @@ class TensorMethods:
         """
         return _call(_op_random__from, (self, from_, to, generator))
 
+    @staticmethod
+    def _bind_sort_stable(self, *, stable, dim=-1, descending=False):
+        return (self, stable, dim, descending)
+
+    @staticmethod
+    def _bind_sort(self, dim=-1, descending=False):
+        return (self, dim, descending)
+
+    def sort(self, *args, **kwargs):
+        """Sorts along `dim` (NaN counts as the largest value); equal elements keep their order (the primitive behind sort, argsort, topk)."""
+        return _call_overload('sort', ((TensorMethods._bind_sort_stable, _op_sort_stable, _R_sort_stable), (TensorMethods._bind_sort, _op_sort, _R_sort),), (self,) + args, kwargs)
+
+    @staticmethod
+    def _bind_argsort_stable(self, *, stable, dim=-1, descending=False):
+        return (self, stable, dim, descending)
+
+    @staticmethod
+    def _bind_argsort(self, dim=-1, descending=False):
+        return (self, dim, descending)
+
+    def argsort(self, *args, **kwargs):
+        """The indices that sort `self` along `dim`; equal elements keep their order."""
+        return _call_overload('argsort', ((TensorMethods._bind_argsort_stable, _op_argsort_stable, None), (TensorMethods._bind_argsort, _op_argsort, None),), (self,) + args, kwargs)
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):
+        """The `k` largest (or smallest) elements along `dim` and their indices.
+
+        Schema: ``topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)``
+        """
+        return _R_topk(*_call(_op_topk, (self, k, dim, largest, sorted)))
+
+    def cumsum(self, dim, *, dtype=None):
+        """Cumulative sums along `dim`; integers and bools accumulate in int64.
+
+        Schema: ``cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
+        """
+        return _call(_op_cumsum, (self, dim, dtype))
+
+    def cumsum_(self, dim, *, dtype=None):
+        """In-place version of cumsum: Cumulative sums along `dim`; integers and bools accumulate in int64.
+
+        Schema: ``cumsum_(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
+        """
+        return _call(_op_cumsum_, (self, dim, dtype))
+
+    def cumprod(self, dim, *, dtype=None):
+        """Cumulative products along `dim` (a log-depth scan of products; exact gradients through zeros).
+
+        Schema: ``cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
+        """
+        return _call(_op_cumprod, (self, dim, dtype))
+
+    def cumprod_(self, dim, *, dtype=None):
+        """In-place version of cumprod: Cumulative products along `dim` (a log-depth scan of products; exact gradients through zeros).
+
+        Schema: ``cumprod_(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
+        """
+        return _call(_op_cumprod_, (self, dim, dtype))
+
+    @staticmethod
+    def _bind_prod_dim_int(self, dim, keepdim=False, *, dtype=None):
+        return (self, dim, keepdim, dtype)
+
+    @staticmethod
+    def _bind_prod(self, *, dtype=None):
+        return (self, dtype)
+
+    def prod(self, *args, **kwargs):
+        """The product along `dim`."""
+        return _call_overload('prod', ((TensorMethods._bind_prod_dim_int, _op_prod_dim_int, None), (TensorMethods._bind_prod, _op_prod, None),), (self,) + args, kwargs)
+
+    def logsumexp(self, dim, keepdim=False):
+        """log(sum(exp(x))) over `dim`, computed stably; integers are computed in the default float dtype.
+
+        Schema: ``logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor``
+        """
+        return _call(_op_logsumexp, (self, dim, keepdim))
+
+    @staticmethod
+    def _bind_any_dim(self, dim, keepdim=False):
+        return (self, dim, keepdim)
+
+    @staticmethod
+    def _bind_any(self):
+        return (self,)
+
+    @staticmethod
+    def _bind_any_dims(self, dim=None, keepdim=False):
+        return (self, dim, keepdim)
+
+    def any(self, *args, **kwargs):
+        """Whether any element along `dim` is non-zero."""
+        return _call_overload('any', ((TensorMethods._bind_any_dim, _op_any_dim, None), (TensorMethods._bind_any, _op_any, None), (TensorMethods._bind_any_dims, _op_any_dims, None),), (self,) + args, kwargs)
+
+    @staticmethod
+    def _bind_all_dim(self, dim, keepdim=False):
+        return (self, dim, keepdim)
+
+    @staticmethod
+    def _bind_all(self):
+        return (self,)
+
+    @staticmethod
+    def _bind_all_dims(self, dim=None, keepdim=False):
+        return (self, dim, keepdim)
+
+    def all(self, *args, **kwargs):
+        """Whether every element along `dim` is non-zero."""
+        return _call_overload('all', ((TensorMethods._bind_all_dim, _op_all_dim, None), (TensorMethods._bind_all, _op_all, None), (TensorMethods._bind_all_dims, _op_all_dims, None),), (self,) + args, kwargs)
+
+    @staticmethod
+    def _bind_var_dim(self, dim, unbiased=True, keepdim=False):
+        return (self, dim, unbiased, keepdim)
+
+    @staticmethod
+    def _bind_var_correction(self, dim=None, *, correction=None, keepdim=False):
+        return (self, dim, correction, keepdim)
+
+    @staticmethod
+    def _bind_var(self, unbiased=True):
+        return (self, unbiased)
+
+    def var(self, *args, **kwargs):
+        """The variance over `dim`, unbiased (N - 1) or not (N)."""
+        return _call_overload('var', ((TensorMethods._bind_var_dim, _op_var_dim, None), (TensorMethods._bind_var_correction, _op_var_correction, None), (TensorMethods._bind_var, _op_var, None),), (self,) + args, kwargs)
+
+    @staticmethod
+    def _bind_std_dim(self, dim, unbiased=True, keepdim=False):
+        return (self, dim, unbiased, keepdim)
+
+    @staticmethod
+    def _bind_std_correction(self, dim=None, *, correction=None, keepdim=False):
+        return (self, dim, correction, keepdim)
+
+    @staticmethod
+    def _bind_std(self, unbiased=True):
+        return (self, unbiased)
+
+    def std(self, *args, **kwargs):
+        """The standard deviation over `dim`, unbiased (N - 1) or not (N)."""
+        return _call_overload('std', ((TensorMethods._bind_std_dim, _op_std_dim, None), (TensorMethods._bind_std_correction, _op_std_correction, None), (TensorMethods._bind_std, _op_std, None),), (self,) + args, kwargs)
+
+    def flip(self, *dims, **dims_kw):
+        """A copy with the order of the elements along `dims` reversed.
+
+        Schema: ``flip(Tensor self, int[] dims) -> Tensor``
+        """
+        dims = _size_arg(dims, dims_kw, 'flip', 'dims')
+        return _call(_op_flip, (self, dims))
+
+    def roll(self, shifts, dims=()):
+        """A copy with the elements shifted cyclically along `dims` (of the flattened tensor when empty).
+
+        Schema: ``roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor``
+        """
+        return _call(_op_roll, (self, shifts, dims))
+
+    def tril(self, diagonal=0):
+        """A copy with the elements above the `diagonal`-th diagonal of the last two dimensions zeroed.
+
+        Schema: ``tril(Tensor self, int diagonal=0) -> Tensor``
+        """
+        return _call(_op_tril, (self, diagonal))
+
+    def tril_(self, diagonal=0):
+        """In-place version of tril: A copy with the elements above the `diagonal`-th diagonal of the last two dimensions zeroed.
+
+        Schema: ``tril_(Tensor self, int diagonal=0) -> Tensor``
+        """
+        return _call(_op_tril_, (self, diagonal))
+
+    def triu(self, diagonal=0):
+        """A copy with the elements below the `diagonal`-th diagonal of the last two dimensions zeroed.
+
+        Schema: ``triu(Tensor self, int diagonal=0) -> Tensor``
+        """
+        return _call(_op_triu, (self, diagonal))
+
+    def triu_(self, diagonal=0):
+        """In-place version of triu: A copy with the elements below the `diagonal`-th diagonal of the last two dimensions zeroed.
+
+        Schema: ``triu_(Tensor self, int diagonal=0) -> Tensor``
+        """
+        return _call(_op_triu_, (self, diagonal))
+
+    def repeat(self, *repeats, **repeats_kw):
+        """The tensor repeated `repeats[i]` times along dimension i (leading repeats add dimensions).
+
+        Schema: ``repeat(Tensor self, SymInt[] repeats) -> Tensor``
+        """
+        repeats = _size_arg(repeats, repeats_kw, 'repeat', 'repeats')
+        return _call(_op_repeat, (self, repeats))
+
+    def tile(self, *dims, **dims_kw):
+        """repeat with `dims` padded with leading ones to the tensor's dimensions.
+
+        Schema: ``tile(Tensor self, SymInt[] dims) -> Tensor``
+        """
+        dims = _size_arg(dims, dims_kw, 'tile', 'dims')
+        return _call(_op_tile, (self, dims))
+
+    def split_with_sizes(self, split_sizes, dim=0):
+        """Views of consecutive chunks of the given sizes along `dim`.
+
+        Schema: ``split_with_sizes(Tensor(a) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]``
+        """
+        return _call(_op_split_with_sizes, (self, split_sizes, dim))
+
+    def chunk(self, chunks, dim=0):
+        """At most `chunks` views of equal size (the last may be smaller) along `dim`.
+
+        Schema: ``chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]``
+        """
+        return _call(_op_chunk, (self, chunks, dim))
+
+    def unbind(self, dim=0):
+        """The slices along `dim`, each without that dimension.
+
+        Schema: ``unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]``
+        """
+        return _call(_op_unbind_int, (self, dim))
+
+    def narrow(self, dim, start, length):
+        """A view of `length` elements from `start` along `dim`.
+
+        Schema: ``narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)``
+        """
+        return _call(_op_narrow, (self, dim, start, length))
+
+    def diagonal(self, offset=0, dim1=0, dim2=1):
+        """A view of the `offset`-th diagonal of the planes spanned by `dim1` and `dim2` (appended as the last dimension).
+
+        Schema: ``diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)``
+        """
+        return _call(_op_diagonal, (self, offset, dim1, dim2))
+
+    @staticmethod
+    def _bind_lerp_Scalar(self, end, weight):
+        return (self, end, weight)
+
+    @staticmethod
+    def _bind_lerp_Tensor(self, end, weight):
+        return (self, end, weight)
+
+    def lerp(self, *args, **kwargs):
+        """self + weight * (end - self)."""
+        return _call_overload('lerp', ((TensorMethods._bind_lerp_Scalar, _op_lerp_Scalar, None), (TensorMethods._bind_lerp_Tensor, _op_lerp_Tensor, None),), (self,) + args, kwargs)
+
+    @staticmethod
+    def _bind_lerp__Scalar(self, end, weight):
+        return (self, end, weight)
+
+    @staticmethod
+    def _bind_lerp__Tensor(self, end, weight):
+        return (self, end, weight)
+
+    def lerp_(self, *args, **kwargs):
+        """In-place version of lerp.Scalar: self + weight * (end - self)."""
+        return _call_overload('lerp_', ((TensorMethods._bind_lerp__Scalar, _op_lerp__Scalar, None), (TensorMethods._bind_lerp__Tensor, _op_lerp__Tensor, None),), (self,) + args, kwargs)
+
+    def addcmul(self, tensor1, tensor2, *, value=1):
+        """self + value * tensor1 * tensor2.
+
+        Schema: ``addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
+        """
+        return _call(_op_addcmul, (self, tensor1, tensor2, value))
+
+    def addcmul_(self, tensor1, tensor2, *, value=1):
+        """In-place version of addcmul: self + value * tensor1 * tensor2.
+
+        Schema: ``addcmul_(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
+        """
+        return _call(_op_addcmul_, (self, tensor1, tensor2, value))
+
+    def addcdiv(self, tensor1, tensor2, *, value=1):
+        """self + value * tensor1 / tensor2 (floating-point tensor1 and tensor2 only).
+
+        Schema: ``addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
+        """
+        return _call(_op_addcdiv, (self, tensor1, tensor2, value))
+
+    def addcdiv_(self, tensor1, tensor2, *, value=1):
+        """In-place version of addcdiv: self + value * tensor1 / tensor2 (floating-point tensor1 and tensor2 only).
+
+        Schema: ``addcdiv_(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
+        """
+        return _call(_op_addcdiv_, (self, tensor1, tensor2, value))
+
     def __add__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)

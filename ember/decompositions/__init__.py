@@ -36,4 +36,4 @@ def as_float(x):
     return x if x.dtype.is_floating_point else F._to_copy(x, dtype=get_default_dtype())
 
 
-from . import elementwise, math, reductions, shape_ops, factories, distances  # noqa: E402,F401  (registration)
+from . import elementwise, math, reductions, shape_ops, factories, distances, sorting_scans, shape_extra  # noqa: E402,F401  (registration)

@@ -79,9 +79,10 @@ def _check_values(op, dtype, device):
                 assert tuple(e.shape) == tuple(t.shape), f"{where}: shape {tuple(e.shape)} != {tuple(t.shape)}"
                 assert e.device.type == device.type, f"{where}: device {e.device}, expected {device.type}"
         if ALL_OPS[op.name].is_view:       # a view (or, for reshape/contiguous, maybe a copy) exactly when torch's is
-            t_alias = t_out.untyped_storage().data_ptr() == t_args[0].untyped_storage().data_ptr()
-            e_alias = e_out.untyped_storage() is e_args[0].untyped_storage()
-            assert e_alias == t_alias, f"{where}: shares its input's storage: {e_alias}, torch: {t_alias}"
+            for e_o, t_o in zip(flat(e_out), flat(t_out)):     # split/unbind: a tuple of views
+                t_alias = t_o.untyped_storage().data_ptr() == t_args[0].untyped_storage().data_ptr()
+                e_alias = e_o.untyped_storage() is e_args[0].untyped_storage()
+                assert e_alias == t_alias, f"{where}: shares its input's storage: {e_alias}, torch: {t_alias}"
         if op.inplace:
             assert e_out is e_args[0], f"{where}: an in-place op must return self"
             if op.kind == "values":

@@ -239,3 +239,103 @@ def cat_backward(grad, dim, shapes):
 
 def to_backward(grad, dtype, device):
     return F._to_copy(grad, dtype=dtype, device=device)
+
+
+# ---- sorting, scans and extra reductions (ops-shapeops)
+def sort_backward(grad, dim, indices, shape):
+    """sort/topk: grad[..., j, ...] goes to position indices[..., j, ...] of `self`.
+
+    Written with a one-hot comparison (no scatter primitive): O(k * n) memory per row.
+    """
+    ndim = len(shape)
+    if ndim == 0:
+        return grad
+    d = dim % ndim
+    n = shape[d]
+    view = [1] * (ndim + 1)
+    view[d + 1] = n
+    positions = F.reshape(F.arange(n, device=grad.device), view)
+    mask = F.eq(F.unsqueeze(indices, d + 1), positions)
+    return F.sum(F.where(mask, F.unsqueeze(grad, d + 1), 0.0), d)
+
+
+def cumsum_backward(grad, dim):
+    """The reversed cumulative sum of the gradient."""
+    if grad.dim() == 0:
+        return grad
+    return F.flip(F.cumsum(F.flip(grad, [dim]), dim), [dim])
+
+
+def _reduced_dims(dim, ndim: int):
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return tuple(range(ndim))
+    if not isinstance(dim, (tuple, list)):
+        dim = (dim,)
+    return tuple(d % ndim for d in dim)
+
+
+def _keep(t, dim, ndim: int, keepdim: bool):
+    """A reduction's output with the reduced dimensions restored as size 1."""
+    return t if keepdim or not ndim else _unsqueeze_dims(t, _reduced_dims(dim, ndim), ndim)
+
+
+def logsumexp_backward(grad, self, result, dim, keepdim):
+    ndim = self.dim()
+    return F.mul(_keep(grad, dim, ndim, keepdim), F.exp(F.sub(self, _keep(result, dim, ndim, keepdim))))
+
+
+def var_backward(grad, self, dim, correction, keepdim):
+    """(2 / (N - correction)) * grad * (self - mean)."""
+    ndim = self.dim()
+    dims = _reduced_dims(dim, ndim) if ndim else ()
+    n = 1
+    for d in dims:
+        n *= self.shape[d]
+    dof = n - (1 if correction is None else correction)
+    scale = 2.0 / dof if dof > 0 else math.inf
+    centred = F.sub(self, F.mean(self, dims if ndim else None, True))
+    return F.mul(F.mul(_keep(grad, dim, ndim, keepdim), scale), centred)
+
+
+def std_backward(result, grad, self, dim, correction, keepdim):
+    """var_backward of grad / (2 std), defined as 0 where std is 0."""
+    half = F.where(F.eq(result, 0), 0.0, F.div(grad, F.mul(result, 2)))
+    return var_backward(half, self, dim, correction, keepdim)
+
+
+def norm_backward(grad, self, p, result, dim, keepdim):
+    """PyTorch's norm_backward: 0, 1, 2, +-inf and general p; 0 where the norm is 0."""
+    p = 2 if p is None else p
+    ndim = self.dim()
+    grad = _keep(grad, dim, ndim, keepdim)
+    result = _keep(result, dim, ndim, keepdim)
+    if p == 0:
+        return F.zeros_like(self)
+    if p == 1:
+        return F.mul(F.sign(self), grad)
+    if p == 2:
+        return F.mul(self, F.where(F.eq(result, 0), 0.0, F.div(grad, result)))
+    if p in (math.inf, -math.inf):
+        mask = F.eq(F.abs(self), result)
+        count = F.sum(mask, _reduced_dims(dim, ndim) if ndim else None, keepdim=True)
+        return F.mul(F.sign(self), F.where(mask, F.div(grad, count), 0.0))
+    if p < 1:
+        scaled = F.where(F.eq(self, 0), 0.0, F.mul(F.sign(self), F.pow(F.abs(self), p - 1)))
+    elif p < 2:
+        scaled = F.mul(F.sign(self), F.pow(F.abs(self), p - 1))
+    else:
+        scaled = F.mul(self, F.pow(F.abs(self), p - 2))
+    scale = F.where(F.eq(result, 0), 0.0, F.div(grad, F.pow(result, p - 1)))
+    return F.mul(scaled, scale)
+
+
+def diagonal_backward(grad, shape, offset, dim1, dim2):
+    """The gradient written into the diagonal of zeros of `self`'s shape."""
+    from ember.dispatcher.operator import ALL_OPS
+    from ember.shape_rules.common import contiguous_strides
+    from ember.shape_rules.shape_ops import diagonal_window
+
+    shape = tuple(shape)
+    size, stride, at = diagonal_window(ALL_OPS["diagonal"], shape, contiguous_strides(shape), 0, offset, dim1, dim2)
+    zeros = F.zeros(shape, dtype=grad.dtype, device=grad.device)
+    return F.as_strided_scatter(zeros, grad, size, stride, at)

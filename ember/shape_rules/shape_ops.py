@@ -1,0 +1,473 @@
+"""Shape rules of sorting, scans, shape ops (flip, roll, tril, repeat, split, ...), extra
+reductions (prod, var/std, norm, logsumexp, any/all) and lerp/addcmul/addcdiv."""
+from __future__ import annotations
+
+from ember.errors import ArgumentTypeError, ArgumentValueError, DimensionError, DTypeError, MissingKernelError, ShapeError
+from ember.frontend import dtype as _dt
+from ember.frontend.tensor import Tensor
+
+from . import shape_rule
+from .common import (NUMBER_TYPES, as_int, check_dtype_arg, check_int_list, check_tensor, contiguous_strides,
+                     infer_dense_strides, strides_of, type_name, with_layout, wrap_dim, wrap_dims)
+from .pointwise import pointwise
+from .reductions import reduced_shape
+
+
+def _shape(t: Tensor) -> tuple[int, ...]:
+    return tuple(t._data.shape)
+
+
+def _dense_like(t: Tensor, dtype):
+    """The output layout of ops that allocate like their input (ATen's infer_dense_strides)."""
+    shape = _shape(t)
+    return with_layout(shape, dtype, infer_dense_strides(shape, strides_of(t)) if len(shape) > 1 else None)
+
+
+def _reduce_dims(op, self, dim) -> tuple[int, ...]:
+    ndim = len(_shape(self))
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return tuple(range(ndim))
+    return wrap_dims(op, dim, ndim)
+
+
+def _check_float(op, self, what: str):
+    if not self._dtype.is_floating_point:
+        raise DTypeError(f"{op.name}(): {what}. Got {type_name(self._dtype)}")
+
+
+# ------------------------------------------------------------------------ sorting and scans
+@shape_rule("sort")
+def sort(op, self, *args):
+    """sort.stable(self, stable, dim, descending) and sort(self, dim, descending)."""
+    check_tensor(op, self, "input")
+    dim = args[1] if op.name == "sort.stable" else (args[0] if args else -1)
+    wrap_dim(op, dim, len(_shape(self)))
+    return (_dense_like(self, self._dtype), _dense_like(self, _dt.int64))
+
+
+@shape_rule("argsort")
+def argsort(op, self, *args):
+    check_tensor(op, self, "input")
+    dim = args[1] if op.name == "argsort.stable" else (args[0] if args else -1)
+    wrap_dim(op, dim, len(_shape(self)))
+    return _dense_like(self, _dt.int64)
+
+
+@shape_rule("topk")
+def topk(op, self, k, dim=-1, largest=True, sorted=True):
+    check_tensor(op, self, "input")
+    shape = list(_shape(self))
+    k = as_int(op, k, "k")
+    d = wrap_dim(op, dim, len(shape))
+    size = shape[d] if shape else 1
+    if not 0 <= k <= size:
+        raise ArgumentValueError(f"{op.name}(): selected index k out of range (k={k}, size {size} at dim {d})")
+    if shape:
+        shape[d] = k
+    return ((tuple(shape), self._dtype), (tuple(shape), _dt.int64))
+
+
+@shape_rule("cumsum")
+def cumsum(op, self, dim, dtype=None):
+    """cumsum/cumprod (and their in-place twins): ints and bools accumulate in int64."""
+    check_tensor(op, self, "input")
+    check_dtype_arg(op, dtype)
+    wrap_dim(op, dim, len(_shape(self)))
+    if op.inplace_of is not None:
+        return (_shape(self), self._dtype)
+    out = dtype or (_dt.int64 if self._dtype.category < 2 else self._dtype)
+    return (_shape(self), out)
+
+
+@shape_rule("prod")
+def prod(op, self, *args):
+    """prod(self, dtype) and prod.dim_int(self, dim, keepdim, dtype)."""
+    check_tensor(op, self, "input")
+    dtype = args[-1] if args else None
+    check_dtype_arg(op, dtype)
+    out = dtype or (_dt.int64 if self._dtype.category < 2 else self._dtype)
+    if op.name == "prod":
+        return ((), out)
+    dim, keepdim = args[0], args[1]
+    shape = _shape(self)
+    d = wrap_dim(op, dim, len(shape))
+    return (reduced_shape(shape, (d,) if shape else (), keepdim), out)
+
+
+@shape_rule("logsumexp")
+def logsumexp(op, self, dim, keepdim=False):
+    check_tensor(op, self, "input")
+    dims = _reduce_dims(op, self, dim)
+    out = self._dtype if self._dtype.is_floating_point else _dt.get_default_dtype()
+    return (reduced_shape(_shape(self), dims, keepdim), out)
+
+
+@shape_rule("any_all")
+def any_all(op, self, dim=None, keepdim=False):
+    check_tensor(op, self, "input")
+    out = _dt.uint8 if self._dtype is _dt.uint8 else _dt.bool
+    shape = _shape(self)
+    if op.name in ("any", "all"):
+        return ((), out)
+    if op.name.endswith(".dim") and dim is not None and not isinstance(dim, (tuple, list)):   # any(x, (0, 1)) binds .dim
+        d = wrap_dim(op, dim, len(shape))
+        return (reduced_shape(shape, (d,) if shape else (), keepdim), out)
+    return (reduced_shape(shape, _reduce_dims(op, self, dim), keepdim), out)
+
+
+def _var_args(op, args):
+    """(dim, keepdim) of var/std's overloads: correction, dim (unbiased) and the full one."""
+    if op.name.endswith(".correction"):
+        dim, correction, keepdim = (list(args) + [None, None, False])[:3]
+        if correction is not None and not isinstance(correction, NUMBER_TYPES):
+            raise ArgumentTypeError(f"{op.name}(): argument 'correction' must be Number, not "
+                                    f"{type(correction).__name__}")
+        return dim, keepdim
+    if op.name.endswith(".dim"):
+        return args[0], (args[2] if len(args) > 2 else False)
+    return None, False
+
+
+@shape_rule("var")
+def var(op, self, *args):
+    check_tensor(op, self, "input")
+    dim, keepdim = _var_args(op, args)
+    if not self._dtype.is_floating_point:
+        raise DTypeError(f"{op.name}(): std and var only support floating point and complex dtypes, got "
+                         f"{type_name(self._dtype)}")
+    return (reduced_shape(_shape(self), _reduce_dims(op, self, dim), keepdim), self._dtype)
+
+
+@shape_rule("var_mean")
+def var_mean(op, self, *args):
+    spec = var(op, self, *args)
+    return (spec, spec)
+
+
+@shape_rule("norm")
+def norm(op, self, p=2, dim=(), keepdim=False):
+    check_tensor(op, self, "input")
+    if p is not None and not isinstance(p, NUMBER_TYPES):
+        raise ArgumentTypeError(f"{op.name}(): argument 'p' must be Number, not {type(p).__name__}")
+    _check_float(op, self, "Expected a floating point tensor as input")
+    if p is not None and p < 0 and p != float("-inf"):
+        raise ArgumentValueError(f"{op.name}(): linalg.vector_norm: ord must be non-negative or -inf, got {p}")
+    dims = _reduce_dims(op, self, dim)
+    shape = _shape(self)
+    if p is not None and p in (float("inf"), float("-inf")) and any(shape[d] == 0 for d in dims if shape):
+        raise ArgumentValueError(f"{op.name}(): Expected reduction dim to be specified for input.numel() == 0 "
+                                 f"(the {p}-norm of an empty reduction is undefined)")
+    return (reduced_shape(shape, dims, keepdim), self._dtype)
+
+
+# ------------------------------------------------------------------------------ shape ops
+@shape_rule("flip")
+def flip(op, self, dims):
+    check_tensor(op, self, "input")
+    shape = _shape(self)
+    dims = check_int_list(op, dims, "dims")
+    wrapped = tuple(wrap_dim(op, d, len(shape), "dims") for d in dims)
+    if len(set(wrapped)) != len(wrapped):
+        d = next(d for d in wrapped if wrapped.count(d) > 1)
+        raise ArgumentValueError(f"{op.name}(): dim {d} appears multiple times in the list of dims")
+    return _dense_like(self, self._dtype)
+
+
+@shape_rule("roll")
+def roll(op, self, shifts, dims=()):
+    check_tensor(op, self, "input")
+    shifts = check_int_list(op, shifts, "shifts")
+    dims = check_int_list(op, dims, "dims")
+    if not shifts:
+        raise ArgumentValueError(f"{op.name}(): `shifts` required")
+    if not dims and len(shifts) != 1:
+        raise ArgumentValueError(f"{op.name}(): shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
+    if dims and len(shifts) != len(dims):
+        raise ArgumentValueError(f"{op.name}(): shifts and dimensions must align. shifts: {len(shifts)}, "
+                                 f"dims:{len(dims)}")
+    for d in dims:
+        wrap_dim(op, d, len(_shape(self)), "dims")
+    return (_shape(self), self._dtype)
+
+
+@shape_rule("tril")
+def tril(op, self, diagonal=0):
+    check_tensor(op, self, "input")
+    as_int(op, diagonal, "diagonal")
+    if len(_shape(self)) < 2:
+        raise ArgumentValueError(f"{op.name}(): {op.name.rstrip('_')}: input tensor must have at least 2 dimensions")
+    return (_shape(self), self._dtype)
+
+
+@shape_rule("repeat")
+def repeat(op, self, repeats):
+    check_tensor(op, self, "input")
+    repeats = check_int_list(op, repeats, "repeats")
+    shape = _shape(self)
+    if len(repeats) < len(shape):
+        raise ArgumentValueError(f"{op.name}(): Number of dimensions of repeat dims can not be smaller than number "
+                                 f"of dimensions of tensor (repeats {list(repeats)}, tensor of {len(shape)} dims)")
+    padded = (1,) * (len(repeats) - len(shape)) + shape
+    out = tuple(r * s for r, s in zip(repeats, padded))
+    if any(r < 0 for r in repeats):
+        raise ArgumentValueError(f"{op.name}(): Trying to create tensor with negative dimension "
+                                 f"{min(out)}: {list(out)}")
+    return (out, self._dtype)
+
+
+@shape_rule("tile")
+def tile(op, self, dims):
+    check_tensor(op, self, "input")
+    dims = check_int_list(op, dims, "dims")
+    ndim = len(_shape(self))
+    dims = (1,) * (ndim - len(dims)) + dims
+    return repeat(op, self, dims)
+
+
+def _split_dim(op, self, dim) -> tuple[tuple[int, ...], int]:
+    check_tensor(op, self, "input")
+    shape = _shape(self)
+    if not shape:
+        raise ArgumentValueError(f"{op.name}(): expected the input to have at least one dimension, got a 0-d tensor")
+    return shape, wrap_dim(op, dim, len(shape))
+
+
+@shape_rule("split")
+def split(op, self, split_size, dim=0):
+    shape, d = _split_dim(op, self, dim)
+    split_size = as_int(op, split_size, "split_size")
+    if split_size < 0:
+        raise ArgumentValueError(f"{op.name}(): split expects split_size be non-negative, but got "
+                                 f"split_size={split_size}")
+    if split_size == 0 and shape[d] != 0:
+        raise ArgumentValueError(f"{op.name}(): split_size can only be 0 if dimension size is 0, but got dimension "
+                                 f"size of {shape[d]}")
+    return [(shape, self._dtype)]
+
+
+@shape_rule("split_with_sizes")
+def split_with_sizes(op, self, split_sizes, dim=0):
+    shape, d = _split_dim(op, self, dim)
+    sizes = check_int_list(op, split_sizes, "split_sizes")
+    if any(s < 0 for s in sizes):
+        raise ArgumentValueError(f"{op.name}(): split_with_sizes expects split_sizes have only non-negative entries, "
+                                 f"but got split_sizes={list(sizes)}")
+    if sum(sizes) != shape[d]:
+        raise ArgumentValueError(f"{op.name}(): split_with_sizes expects split_sizes to sum exactly to {shape[d]} "
+                                 f"(input tensor's size at dimension {d}), but got split_sizes={list(sizes)}")
+    return [(shape, self._dtype)]
+
+
+@shape_rule("chunk")
+def chunk(op, self, chunks, dim=0):
+    shape, d = _split_dim(op, self, dim)
+    chunks = as_int(op, chunks, "chunks")
+    if chunks <= 0:
+        raise ArgumentValueError(f"{op.name}(): chunk expects `chunks` to be greater than 0, got: {chunks}")
+    return [(shape, self._dtype)]
+
+
+@shape_rule("unbind")
+def unbind(op, self, dim=0):
+    check_tensor(op, self, "input")
+    shape = _shape(self)
+    if not shape:
+        raise DimensionError(f"{op.name}(): Dimension specified as {dim} but tensor has no dimensions")
+    wrap_dim(op, dim, len(shape))
+    return [(shape, self._dtype)]
+
+
+@shape_rule("narrow")
+def narrow(op, self, dim, start, length):
+    check_tensor(op, self, "input")
+    shape = _shape(self)
+    if not shape:
+        raise ArgumentValueError(f"{op.name}(): narrow() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(op, dim, len(shape))
+    start, length = as_int(op, start, "start"), as_int(op, length, "length")
+    if length < 0:
+        raise ArgumentValueError(f"{op.name}(): narrow(): length must be non-negative.")
+    size = shape[d]
+    if not -size <= start <= size:
+        raise DimensionError(f"{op.name}(): start out of range (expected to be in range of [{-size}, {size}], "
+                             f"but got {start})")
+    if start < 0:
+        start += size
+    if start + length > size:
+        raise ArgumentValueError(f"{op.name}(): start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return (shape, self._dtype)
+
+
+def diagonal_window(op, shape, strides, offset, diag, dim1, dim2):
+    """(size, stride, storage offset) of the diagonal view (ATen's diagonal)."""
+    n = len(shape)
+    d1, d2 = wrap_dim(op, dim1, n, "dim1"), wrap_dim(op, dim2, n, "dim2")
+    if d1 == d2:
+        raise ArgumentValueError(f"{op.name}(): diagonal dimensions cannot be identical {dim1}, {dim2}")
+    if diag >= 0:
+        length = max(min(shape[d1], shape[d2] - diag), 0)
+        if length > 0:
+            offset += diag * strides[d2]
+    else:
+        length = max(min(shape[d1] + diag, shape[d2]), 0)
+        if length > 0:
+            offset -= diag * strides[d1]
+    keep = [i for i in range(n) if i not in (d1, d2)]
+    size = tuple(shape[i] for i in keep) + (length,)
+    stride = tuple(strides[i] for i in keep) + (strides[d1] + strides[d2],)
+    return size, stride, offset
+
+
+@shape_rule("diagonal")
+def diagonal(op, self, offset=0, dim1=0, dim2=1):
+    check_tensor(op, self, "input")
+    diag = as_int(op, offset, "offset")
+    size, stride, off = diagonal_window(op, _shape(self), strides_of(self), self.storage_offset(), diag, dim1, dim2)
+    return (size, self._dtype, stride, off)
+
+
+@shape_rule("alias")
+def alias(op, self):
+    check_tensor(op, self, "input")
+    return (_shape(self), self._dtype, strides_of(self), self.storage_offset())
+
+
+# ------------------------------------------------------------------------------ einsum
+def parse_einsum(op, equation, shapes):
+    """(input subscripts, output subscripts, {letter: size}) of an einsum equation ("..." supported)."""
+    if not isinstance(equation, str):
+        raise ArgumentTypeError(f"{op.name}(): argument 'equation' must be str, not {type(equation).__name__}")
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(shapes):
+        raise ArgumentValueError(f"{op.name}(): more operands were provided than specified in the equation"
+                                 if len(shapes) > len(terms) else
+                                 f"{op.name}(): fewer operands were provided than specified in the equation")
+    ell_letters = "".join(chr(0x100 + i) for i in range(64))      # stand-ins for the dims under "..."
+    n_ell = 0
+    parsed = []
+    for term, shape in zip(terms, shapes):
+        if "..." in term:
+            n = len(shape) - (len(term) - 3)
+            if n < 0:
+                raise ArgumentValueError(f"{op.name}(): the number of subscripts in the equation ({len(term) - 3}) is "
+                                         f"more than the number of dimensions ({len(shape)}) for operand")
+            n_ell = max(n_ell, n)
+            term = term.replace("...", ell_letters[64 - n:] if n else "")
+        for c in term:
+            if not (c.isalpha() or ord(c) >= 0x100):
+                raise ArgumentValueError(f"{op.name}(): invalid subscript given at index {eq.index(c)} in the "
+                                         f"equation string, subscripts must be in [a-zA-Z]")
+        if len(term) != len(shape):
+            raise ArgumentValueError(f"{op.name}(): the number of subscripts in the equation ({len(term)}) does not "
+                                     f"match the number of dimensions ({len(shape)}) for operand and no ellipsis "
+                                     "was given")
+        parsed.append(term)
+    sizes: dict[str, int] = {}
+    for term, shape in zip(parsed, shapes):
+        for c, s in zip(term, shape):
+            if c in sizes and sizes[c] != s and 1 not in (sizes[c], s):
+                raise ShapeError(f"{op.name}(): operands do not broadcast with remapped shapes (original->remapped)"
+                                 f": subscript {c!r} has sizes {sizes[c]} and {s}")
+            sizes[c] = s if c not in sizes or sizes[c] == 1 else sizes[c]
+    ell = ell_letters[64 - n_ell:] if n_ell else ""
+    if arrow:
+        out = rhs.replace("...", ell)
+        for c in out:
+            if c not in sizes:
+                raise ArgumentValueError(f"{op.name}(): output subscript {c} does not appear in the equation for "
+                                         "any input operand")
+        if len(set(out)) != len(out):
+            raise ArgumentValueError(f"{op.name}(): output subscript appears more than once in the output")
+    else:
+        counts = {}
+        for term in parsed:
+            for c in term:
+                counts[c] = counts.get(c, 0) + 1
+        out = ell + "".join(sorted(c for c, k in counts.items() if k == 1 and ord(c) < 0x100))
+    return parsed, out, sizes
+
+
+@shape_rule("einsum")
+def einsum(op, equation, tensors, path=None):
+    if not isinstance(tensors, (list, tuple)) or not all(isinstance(t, Tensor) for t in tensors):
+        raise ArgumentTypeError(f"{op.name}(): argument 'tensors' must be tuple of Tensors")
+    if not tensors:
+        raise ArgumentValueError(f"{op.name}(): must provide at least one operand")
+    for t in tensors[1:]:
+        if t._dtype is not tensors[0]._dtype:
+            raise DTypeError(f"{op.name}(): expected scalar type {type_name(tensors[0]._dtype)} but found "
+                             f"{type_name(t._dtype)}")
+    _, out, sizes = parse_einsum(op, equation, [_shape(t) for t in tensors])
+    return (tuple(sizes[c] for c in out), tensors[0]._dtype)
+
+
+# ----------------------------------------------------------------- pointwise with checks
+@shape_rule("lerp")
+def lerp(op, self, end, weight):
+    for name, t in (("self", self), ("end", end)):
+        if not isinstance(t, Tensor):
+            raise ArgumentTypeError(f"{op.name}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    # ember.lerp binds lerp.Scalar first whatever `weight` is: both overloads accept both kinds
+    if not isinstance(weight, (Tensor,) + NUMBER_TYPES):
+        raise ArgumentTypeError(f"{op.name}(): argument 'weight' must be Tensor or Number, not {type(weight).__name__}")
+    # a 0-d weight may have another dtype (it is then weak in promotion), as in PyTorch
+    others = [("end", end)] + ([("weight", weight)] if isinstance(weight, Tensor) and weight.ndim else [])
+    for name, t in others:
+        if t._dtype is not self._dtype:
+            raise DTypeError(f"{op.name}(): expected dtype {type_name(self._dtype).lower()} for `{name}` but got "
+                             f"dtype {_TORCH_NAMES.get(t._dtype.name, t._dtype.name)}")
+    if not self._dtype.is_floating_point:
+        kind = "tensor" if isinstance(weight, Tensor) else "scalar"
+        raise MissingKernelError(f'{op.name}(): "lerp_kernel_{kind}" not implemented for '
+                                 f"'{type_name(self._dtype)}'")
+    return pointwise(op, self, end, weight)
+
+
+_TORCH_NAMES = {"float64": "double", "float32": "float", "float16": "half", "bfloat16": "bfloat16",
+                "int64": "long", "int32": "int"}
+
+
+@shape_rule("addc")
+def addc(op, self, tensor1, tensor2, value=1):
+    for name, t in (("self", self), ("tensor1", tensor1), ("tensor2", tensor2)):
+        if not isinstance(t, Tensor):
+            raise ArgumentTypeError(f"{op.name}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    if not isinstance(value, NUMBER_TYPES):
+        raise ArgumentTypeError(f"{op.name}(): argument 'value' must be Number, not {type(value).__name__}")
+    if op.name.startswith("addcdiv") and not tensor1._dtype.is_floating_point and \
+            not tensor2._dtype.is_floating_point:
+        raise DTypeError(f"{op.name}(): Integer division with addcdiv is no longer supported, and in a future  "
+                         "release addcdiv will perform a true division of tensor1 and tensor2.")
+    spec = pointwise(op, self, tensor1, tensor2, value)
+    if isinstance(value, float) and not spec[1].is_floating_point and op.name.startswith("addcmul"):
+        raise ArgumentValueError(f"{op.name}(): For integral input tensors, argument value must not be a floating "
+                                 "point number.")
+    return spec
+
+
+# ------------------------------------------------------------------------------ factories
+@shape_rule("scalar_tensor")
+def scalar_tensor(op, s, dtype=None, device=None, requires_grad=False):
+    check_dtype_arg(op, dtype)
+    if isinstance(s, Tensor) and s.ndim == 0:
+        s = s.item()
+    if not isinstance(s, NUMBER_TYPES):
+        raise ArgumentTypeError(f"{op.name}(): argument 's' must be Number, not {type(s).__name__}")
+    return ((), dtype or _dt.get_default_dtype())
+
+
+@shape_rule("empty_strided")
+def empty_strided(op, size, stride, dtype=None, device=None, requires_grad=False):
+    check_dtype_arg(op, dtype)
+    size, stride = check_int_list(op, size, "size"), check_int_list(op, stride, "stride")
+    if len(size) != len(stride):
+        raise ArgumentValueError(f"{op.name}(): mismatch in length of strides and shape")
+    for s in size:
+        if s < 0:
+            raise ArgumentValueError(f"{op.name}(): Trying to create tensor with negative dimension {s}: {list(size)}")
+    if any(st < 0 for st in stride):
+        raise ArgumentValueError(f"{op.name}(): as_strided: Negative strides are not supported at the moment, got "
+                                 f"strides: {list(stride)}")
+    return with_layout(size, dtype or _dt.get_default_dtype(), stride if stride != contiguous_strides(size) else None)
