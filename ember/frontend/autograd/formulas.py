@@ -239,3 +239,11 @@ def cat_backward(grad, dim, shapes):
 
 def to_backward(grad, dtype, device):
     return F._to_copy(grad, dtype=dtype, device=device)
+
+
+def nn_backward(which: str, *args):
+    """The backward helper `which` of the nn layers (convolution, pooling, normalization,
+    padding), kept with their kernels in ember/decompositions/nn_backward.py."""
+    from ember.decompositions import nn_backward as helpers
+
+    return getattr(helpers, which)(*args)
