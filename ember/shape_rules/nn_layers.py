@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from ember.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, ShapeError
+from ember.errors import ArgumentTypeError, ArgumentValueError, DimensionError, DTypeError, MissingKernelError, ShapeError
 from ember.frontend import dtype as _dt
 from ember.frontend.tensor import Tensor
 
@@ -260,8 +260,8 @@ def max_pool2d(op, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mod
 @shape_rule("max_pool1d")
 def max_pool1d(op, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     out = pool_geometry(op, self, kernel_size, stride, padding, dilation, ceil_mode, nd=1)
-    if self._dtype is _dt.bool:
-        raise MissingKernelError(f'{op.name}(): "max_pool1d" not implemented for \'Bool\'')
+    if not self._dtype.is_floating_point:
+        raise MissingKernelError(f'{op.name}(): "max_pool1d_impl" not implemented for \'{type_name(self._dtype)}\'')
     return (out, self._dtype)
 
 
@@ -274,6 +274,10 @@ def _avg_dtype_check(op, self):
 @shape_rule("avg_pool2d")
 def avg_pool2d(op, self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
+    check_tensor(op, self, "input")
+    if len(_shape(self)) < 3:          # ATen reads input.size(-3) first
+        raise DimensionError(f"{op.name}(): Dimension out of range (expected to be in range of "
+                             f"[{-max(len(_shape(self)), 1)}, {max(len(_shape(self)), 1) - 1}], but got -3)")
     out = pool_geometry(op, self, kernel_size, stride, padding, 1, ceil_mode)
     if divisor_override is not None and as_int(op, divisor_override, "divisor_override") == 0:
         raise ArgumentValueError(f"{op.name}(): divisor must be not zero (argument 'divisor_override')")
@@ -298,7 +302,7 @@ def _adaptive(op, self, output_size, nd):
     if len(shape) not in (nd + 1, nd + 2):
         raise ShapeError(f"{op.name}(): {name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got {list(shape)} "
                          "(argument 'input')")
-    for i in range(1, len(shape)):
+    for i in range(len(shape) - nd, len(shape)):
         if shape[i] == 0:
             raise ShapeError(f"{op.name}(): {name}(): Expected input to have non-zero size for non-batch "
                              f"dimensions, but input has sizes {list(shape)} with dimension {i} being empty")
