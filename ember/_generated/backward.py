@@ -2251,7 +2251,7 @@ class NativeGroupNormBackward0(Node):
             a_mean = _load(self.a_mean, self)
             a_rstd = _load(self.a_rstd, self)
             a_weight = _load(self.a_weight, self)
-            out.append(_H.nn_backward('group_norm_backward_input', grad, a_input, a_weight, a_mean, a_rstd, a_group))
+            out.append(_H.nn_backward('group_norm_backward_input', grads, a_input, a_weight, a_mean, a_rstd, a_group))
         else:
             out.append(None)
         if needs[1]:

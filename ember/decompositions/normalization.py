@@ -13,6 +13,8 @@ import math
 from ember._generated import functions as F
 from ember.frontend import dtype as _dt
 
+from ember.shape_rules.nn_norm_pad import bn_stat_dtype
+
 from . import decomposition, explicit_kernel
 
 _LOWP = (_dt.float16, _dt.bfloat16)
@@ -76,14 +78,15 @@ def layer_norm_backward_weight(grad, input, normalized_shape, mean, rstd):
         return None
     axis = input.dim() - len(normalized_shape)
     xhat = F.mul(F.sub(_opmath(input), _opmath(mean)), _opmath(rstd))
-    return F.sum(F.mul(_opmath(grad), xhat), list(range(axis)))
+    prod = F.mul(_opmath(grad), xhat)
+    return F.sum(prod, list(range(axis))) if axis else prod
 
 
 def layer_norm_backward_bias(grad, input, normalized_shape):
     if grad is None:
         return None
     axis = input.dim() - len(normalized_shape)
-    return F.sum(_opmath(grad), list(range(axis)))
+    return F.sum(_opmath(grad), list(range(axis))) if axis else _opmath(grad)
 
 
 @decomposition("layer_norm")
@@ -115,14 +118,13 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
                 unbiased = F.mul(var, n / (n - 1)) if n > 1 else F.mul(var, float("inf"))
                 F.copy_(running_var, F.add(F.mul(running_var, 1 - momentum), F.mul(unbiased, momentum)))
         save_mean, save_invstd = mean, invstd
-        stat_dtype = _dt.float32 if input.dtype in _LOWP else input.dtype
     else:
         mean = _opmath(running_mean)
         invstd = F.rsqrt(F.add(_opmath(running_var), eps))
         centered = F.sub(x, _channel_view(mean, nd))
         save_mean = F.zeros((0,), dtype=input.dtype, device=input.device)
         save_invstd = F.zeros((0,), dtype=input.dtype, device=input.device)
-        stat_dtype = input.dtype
+    stat_dtype = bn_stat_dtype(input, weight, bias, running_mean, running_var)
     out = F.mul(centered, _channel_view(invstd, nd))
     if weight is not None:
         out = F.mul(out, _channel_view(weight, nd))
@@ -191,17 +193,30 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
             _cast(F.reshape(rstd, (N, group)), input.dtype))
 
 
-def group_norm_backward_input(grad, input, weight, mean, rstd, group):
-    if grad is None:
-        return None
+def group_norm_backward_input(grads, input, weight, mean, rstd, group):
+    """Through the output and, as in PyTorch, through the returned mean and rstd too."""
+    grad, g_mean, g_rstd = (list(grads) + [None, None])[:3]
     N = input.shape[0]
-    g = _opmath(grad)
-    if weight is not None:
-        g = F.mul(g, _channel_view(_opmath(weight), input.dim()))
-    g = F.reshape(g, (N, group, -1))
     mean3, rstd3 = F.reshape(_opmath(mean), (N, group, 1)), F.reshape(_opmath(rstd), (N, group, 1))
-    xhat = F.mul(F.sub(F.reshape(_opmath(input), (N, group, -1)), mean3), rstd3)
-    dx = _norm_input_grad(g, xhat, rstd3, [-1])
+    centered = F.sub(F.reshape(_opmath(input), (N, group, -1)), mean3)
+    dx = None
+    if grad is not None:
+        g = _opmath(grad)
+        if weight is not None:
+            g = F.mul(g, _channel_view(_opmath(weight), input.dim()))
+        g = F.reshape(g, (N, group, -1))
+        dx = _norm_input_grad(g, F.mul(centered, rstd3), rstd3, [-1])
+    M = centered.shape[-1]
+    if g_mean is not None:                      # d mean / dx = 1 / M
+        part = F.div(F.reshape(_opmath(g_mean), (N, group, 1)), M)
+        dx = part if dx is None else F.add(dx, part)
+    if g_rstd is not None:                      # d rstd / dx = -rstd**3 * (x - mean) / M
+        coef = F.div(F.mul(F.reshape(_opmath(g_rstd), (N, group, 1)), F.mul(rstd3, F.mul(rstd3, rstd3))), -M)
+        part = F.mul(coef, centered)
+        dx = part if dx is None else F.add(dx, part)
+    if dx is None:
+        return None
+    dx = F.expand(dx, tuple(centered.shape)) if tuple(dx.shape) != tuple(centered.shape) else dx
     return _cast(F.reshape(dx, tuple(input.shape)), input.dtype)
 
 

@@ -35,10 +35,15 @@ def native_batch_norm(op, input, weight, bias, running_mean, running_var, traini
     if not training and (running_mean is None or running_var is None):
         raise ArgumentValueError(f"{op.name}(): running_mean and running_var must be defined in evaluation mode")
     _check_float(op, input, "batch_norm")
-    if training:
-        stat = _dt.float32 if input._dtype in _LOWP else input._dtype
-        return ((shape, input._dtype), ((C,), stat), ((C,), stat))
-    return ((shape, input._dtype), ((0,), input._dtype), ((0,), input._dtype))
+    stat = bn_stat_dtype(input, weight, bias, running_mean, running_var)
+    return ((shape, input._dtype), ((C,) if training else (0,), stat), ((C,) if training else (0,), stat))
+
+
+def bn_stat_dtype(input, *params):
+    """float32 for a float16/bfloat16 input with a float32 parameter (mixed), else the input's dtype."""
+    if input._dtype in _LOWP and any(p is not None and p._dtype is _dt.float32 for p in params):
+        return _dt.float32
+    return input._dtype
 
 
 @shape_rule("batch_norm")
