@@ -205,7 +205,7 @@ def upsample_nearest2d(self, output_size, scales_h=None, scales_w=None):
 @decomposition("upsample_nearest2d.vec")
 def upsample_nearest2d_vec(input, output_size, scale_factors):
     size, sf = _vec_sizes(input, output_size, scale_factors, 2)
-    return F.upsample_nearest2d(input, size, sf[0], sf[1])
+    return F.upsample_nearest2d(input, size, scales_h=sf[0], scales_w=sf[1])
 
 
 @decomposition("upsample_nearest1d")
@@ -216,7 +216,7 @@ def upsample_nearest1d(self, output_size, scales=None):
 @decomposition("upsample_nearest1d.vec")
 def upsample_nearest1d_vec(input, output_size, scale_factors):
     size, sf = _vec_sizes(input, output_size, scale_factors, 1)
-    return F.upsample_nearest1d(input, size, sf[0])
+    return F.upsample_nearest1d(input, size, scales=sf[0])
 
 
 @decomposition("upsample_bilinear2d")
@@ -227,4 +227,4 @@ def upsample_bilinear2d(self, output_size, align_corners, scales_h=None, scales_
 @decomposition("upsample_bilinear2d.vec")
 def upsample_bilinear2d_vec(input, output_size, align_corners, scale_factors):
     size, sf = _vec_sizes(input, output_size, scale_factors, 2)
-    return F.upsample_bilinear2d(input, size, align_corners, sf[0], sf[1])
+    return F.upsample_bilinear2d(input, size, align_corners, scales_h=sf[0], scales_w=sf[1])
