@@ -4,8 +4,9 @@ constant_pad_nd writes the (cropped) input into a filled tensor; its gradient is
 constant pad of `grad` by the negated pads (a crop). Reflection, replication and circular
 padding are `cat`s of single-index slices, expanded edges and wrapped slices along each
 padded dimension (no flip or gather needed). Nearest and bilinear upsampling apply a small
-(out x in) selection or interpolation matrix along each spatial dimension as a matmul
-(exact for nearest with finite values); integer nearest factors use an expanded view.
+(out x in) interpolation matrix along each spatial dimension as a matmul; nearest
+upsampling by an integer factor is an expanded view, other factors join each source slice
+expanded to its run length (exact for every value, NaN and inf included).
 """
 from __future__ import annotations
 
@@ -140,17 +141,18 @@ def _nearest_dim(x, d, out, scale):
         y = F.unsqueeze(x, d + 1)
         size = shape[:d + 1] + [r] + shape[d + 1:]
         return F.reshape(F.expand(y, size), shape[:d] + [out] + shape[d + 1:])
-    if out == 2 * n:
-        src = F.div(F.arange(out, device=x.device), 2, rounding_mode="floor")
-    else:
-        src = F.floor(F.mul(F.arange(out, dtype=_dt.float32, device=x.device), s))
-        src = F.minimum(F._to_copy(src, dtype=_dt.int64), F.full((), n - 1, dtype=_dt.int64, device=x.device))
-    onehot = F.eq(F.unsqueeze(src, 1), F.unsqueeze(F.arange(n, device=x.device), 0))    # (out, in)
-    m = F._to_copy(onehot, dtype=x.dtype if x.dtype.is_floating_point else _dt.float64)
-    xf = x if x.dtype.is_floating_point else F._to_copy(x, dtype=_dt.float64)
-    y = F.transpose(xf, d, -1)
-    y = F.transpose(F.matmul(y, F.t(m)), d, -1)
-    return y if x.dtype.is_floating_point else F._to_copy(F.round(y), dtype=x.dtype)
+    # runs of equal source indices: each source slice expanded to its run length, joined (exact for any value)
+    parts, start = [], 0
+    while start < out:
+        stop = start
+        while stop < out and idx[stop] == idx[start]:
+            stop += 1
+        piece = F.slice(x, d, idx[start], idx[start] + 1, 1)
+        size = list(x.shape)
+        size[d] = stop - start
+        parts.append(F.expand(piece, size))
+        start = stop
+    return F.cat(parts, d) if len(parts) > 1 else F.contiguous(parts[0])
 
 
 def _linear_matrix(n, out, align_corners, scale, dtype, device):

@@ -5,6 +5,8 @@ an overload by the names it binds (the base overloads have no `scale_factors`).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .convolution import aten_or_ember
 from .samples import FLOAT, OpInfo, Sample, T, fn, is_float, make
 from .database import E, add, f32
@@ -98,7 +100,9 @@ def _nearest2d_samples(rng, dtype):
             Sample((a((2, 1, 4, 6)), [2, 4]), desc="downsample"),
             Sample((a((1, 1, 2, 3)), [6, 6], 3.0, 2.0), desc="with scales"),
             Sample((a((1, 1, 3, 2)), [4, 5], 1.5, 2.6), desc="non-integer scales"),
-            Sample((a((1, 2, 4, 3), "t"), [8, 6]), desc="transposed input")]
+            Sample((a((1, 2, 4, 3), "t"), [8, 6]), desc="transposed input")] + \
+        ([Sample((T(np.array([[[[1.0, np.inf], [np.nan, -2.0]]]], dtype=make(rng, (1,), dtype).dtype)), [3, 5]),
+                 desc="inf and nan copied, non-integer factor")] if is_float(dtype) else [])
 
 
 def _upsample_errors(name, nd, extra=()):
