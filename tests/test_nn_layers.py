@@ -124,3 +124,30 @@ def test_conv2d_second_order():
                                 lambda x: EF.batch_norm(x, None, None, training=True)])
 def test_layer_gradcheck(fn):
     assert ember.autograd.gradcheck(fn, (_leaf((2, 2, 5, 5), 5),))
+
+
+@pytest.mark.parametrize("name,call", [
+    ("conv2d", lambda m, F, x: F.conv2d(x, m.ones(4, 3, 3, 3))),
+    ("conv_transpose2d", lambda m, F, x: F.conv_transpose2d(x, m.ones(3, 2, 3, 3))),
+    ("batch_norm", lambda m, F, x: F.batch_norm(x, m.zeros(3), m.ones(3))),
+    ("layer_norm", lambda m, F, x: F.layer_norm(x, (6,))),
+    ("max_pool2d", lambda m, F, x: F.max_pool2d(x, 2)),
+    ("interpolate", lambda m, F, x: F.interpolate(x, scale_factor=2, mode="bilinear"))])
+@pytest.mark.parametrize("in_dtype", ["float32", "bfloat16"])
+def test_cpu_autocast_policies_match_torch(name, call, in_dtype):
+    e, t = _pair((2, 3, 6, 6), dtype=np.float32)
+    e, t = e.to(getattr(ember, in_dtype)), t.to(getattr(torch, in_dtype))
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        e_out = call(ember, EF, e)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        t_out = call(torch, TF, t)
+    assert str(e_out.dtype).split(".")[-1] == str(t_out.dtype).split(".")[-1]
+
+
+def test_cpu_autocast_reflection_pad_runs_in_float32():
+    e, t = _pair((2, 3, 6, 6), dtype=np.float32)
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        out = ember._generated.functions.reflection_pad2d(e.to(ember.bfloat16), [1, 1, 1, 1])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        ref = torch.ops.aten.reflection_pad2d(t.to(torch.bfloat16), [1, 1, 1, 1])
+    assert out.dtype is ember.float32 and ref.dtype is torch.float32

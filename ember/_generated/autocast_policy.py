@@ -4,7 +4,6 @@ autocast dtype), fp32, promote (to the widest input type) or none."""
 
 AUTOCAST_POLICY = {
     'addmm': {'default': 'lower'},
-    'batch_norm': {'default': 'fp32'},
     'bmm': {'default': 'lower'},
     'cat': {'default': 'promote'},
     'conv1d': {'default': 'lower'},
@@ -21,10 +20,13 @@ AUTOCAST_POLICY = {
     'log_softmax.int': {'cpu': 'none', 'default': 'fp32'},
     'matmul': {'default': 'lower'},
     'mm': {'default': 'lower'},
-    'native_batch_norm': {'default': 'fp32'},
     'native_group_norm': {'cpu': 'none', 'default': 'fp32'},
     'native_layer_norm': {'cpu': 'none', 'default': 'fp32'},
     'pow.Tensor_Tensor': {'cpu': 'none', 'default': 'fp32'},
+    'reflection_pad1d': {'cpu': 'fp32', 'default': 'none'},
+    'reflection_pad2d': {'cpu': 'fp32', 'default': 'none'},
+    'replication_pad1d': {'cpu': 'fp32', 'default': 'none'},
+    'replication_pad2d': {'cpu': 'fp32', 'default': 'none'},
     'rsqrt': {'cpu': 'none', 'default': 'fp32'},
     'softmax.int': {'cpu': 'none', 'default': 'fp32'},
     'stack': {'default': 'promote'},
