@@ -151,3 +151,11 @@ def test_cpu_autocast_reflection_pad_runs_in_float32():
     with torch.autocast("cpu", dtype=torch.bfloat16):
         ref = torch.ops.aten.reflection_pad2d(t.to(torch.bfloat16), [1, 1, 1, 1])
     assert out.dtype is ember.float32 and ref.dtype is torch.float32
+
+
+@pytest.mark.parametrize("fn", [lambda x: EF.max_pool2d(x, 2, 1), lambda x: EF.avg_pool2d(x, 2, 1, 1),
+                                lambda x: EF.layer_norm(x, (3,)), lambda x: EF.batch_norm(x, None, None, training=True),
+                                lambda x: EF.group_norm(x, 2), lambda x: EF.pad(x, (1, 1, 1, 0), "reflect"),
+                                lambda x: EF.conv_transpose2d(x, x[:, :1] * 1.0, None, 2)])
+def test_layer_second_order(fn):
+    assert ember.autograd.gradgradcheck(fn, (_leaf((2, 2, 3, 3), 6),))

@@ -2169,19 +2169,21 @@ class NativeBatchNormBackward0(Node):
 class NativeLayerNormBackward0(Node):
     """Backward of native_layer_norm."""
 
-    __slots__ = ('a_input', 'a_mean', 'a_normalized_shape', 'a_rstd', 'a_weight', 'needs')
-    saved_slots = ('a_input', 'a_mean', 'a_normalized_shape', 'a_rstd', 'a_weight')
+    __slots__ = ('a_eps', 'a_input', 'a_mean', 'a_normalized_shape', 'a_rstd', 'a_weight', 'needs')
+    saved_slots = ('a_eps', 'a_input', 'a_mean', 'a_normalized_shape', 'a_rstd', 'a_weight')
     n_outputs = 3
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
+            self.a_eps = _save(args[4])
             self.a_input = _save(args[0])
             self.a_mean = _save(outs[1], True, 1)
             self.a_normalized_shape = _save(args[1])
             self.a_rstd = _save(outs[2], True, 2)
             self.a_weight = _save(args[2])
         if needs[1]:
+            self.a_eps = _save(args[4])
             self.a_input = _save(args[0])
             self.a_mean = _save(outs[1], True, 1)
             self.a_normalized_shape = _save(args[1])
@@ -2195,20 +2197,22 @@ class NativeLayerNormBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
+            a_eps = _load(self.a_eps, self)
             a_input = _load(self.a_input, self)
             a_mean = _load(self.a_mean, self)
             a_normalized_shape = _load(self.a_normalized_shape, self)
             a_rstd = _load(self.a_rstd, self)
             a_weight = _load(self.a_weight, self)
-            out.append(_H.nn_backward('layer_norm_backward_input', grad, a_input, a_normalized_shape, a_weight, a_mean, a_rstd))
+            out.append(_H.nn_backward('layer_norm_backward_input', grad, a_input, a_normalized_shape, a_weight, a_mean, a_rstd, a_eps))
         else:
             out.append(None)
         if needs[1]:
+            a_eps = _load(self.a_eps, self)
             a_input = _load(self.a_input, self)
             a_mean = _load(self.a_mean, self)
             a_normalized_shape = _load(self.a_normalized_shape, self)
             a_rstd = _load(self.a_rstd, self)
-            out.append(_H.nn_backward('layer_norm_backward_weight', grad, a_input, a_normalized_shape, a_mean, a_rstd))
+            out.append(_H.nn_backward('layer_norm_backward_weight', grad, a_input, a_normalized_shape, a_mean, a_rstd, a_eps))
         else:
             out.append(None)
         if needs[2]:

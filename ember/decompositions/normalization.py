@@ -55,29 +55,45 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     return _cast(out, input.dtype), _cast(mean, input.dtype), _cast(rstd, input.dtype)
 
 
+def _differentiable_stats(x, dims, mean, rstd, eps, keepdim=True):
+    """The saved (mean, rstd) as they are, or, when the backward pass is itself recorded
+    (create_graph) and `x` requires grad, recomputed from `x` so that second derivatives flow
+    through them (the saved ones are non-differentiable outputs)."""
+    from ember.frontend.autograd.grad_mode import is_grad_enabled
+
+    if not (is_grad_enabled() and x.requires_grad):
+        return mean, rstd
+    mean = F.mean(x, dims, keepdim)
+    centered = F.sub(x, mean if keepdim else F.reshape(mean, (1, -1) + (1,) * (x.dim() - 2)))
+    var = F.mean(F.mul(centered, centered), dims, keepdim)
+    return mean, F.rsqrt(F.add(var, eps))
+
+
 def _norm_input_grad(g, xhat, rstd, dims):
     """rstd * (g - mean(g) - xhat * mean(g * xhat)) over `dims`."""
     return F.mul(rstd, F.sub(F.sub(g, F.mean(g, dims, True)), F.mul(xhat, F.mean(F.mul(g, xhat), dims, True))))
 
 
-def layer_norm_backward_input(grad, input, normalized_shape, weight, mean, rstd):
+def layer_norm_backward_input(grad, input, normalized_shape, weight, mean, rstd, eps):
     if grad is None:
         return None
     axis = input.dim() - len(normalized_shape)
     dims = list(range(axis, input.dim()))
     g, x = _opmath(grad), _opmath(input)
-    mean, rstd = _opmath(mean), _opmath(rstd)
+    mean, rstd = _differentiable_stats(x, dims, _opmath(mean), _opmath(rstd), eps)
     xhat = F.mul(F.sub(x, mean), rstd)
     if weight is not None:
         g = F.mul(g, weight)
     return _cast(_norm_input_grad(g, xhat, rstd, dims), input.dtype)
 
 
-def layer_norm_backward_weight(grad, input, normalized_shape, mean, rstd):
+def layer_norm_backward_weight(grad, input, normalized_shape, mean, rstd, eps):
     if grad is None:
         return None
     axis = input.dim() - len(normalized_shape)
-    xhat = F.mul(F.sub(_opmath(input), _opmath(mean)), _opmath(rstd))
+    x = _opmath(input)
+    mean, rstd = _differentiable_stats(x, list(range(axis, input.dim())), _opmath(mean), _opmath(rstd), eps)
+    xhat = F.mul(F.sub(x, mean), rstd)
     prod = F.mul(_opmath(grad), xhat)
     return F.sum(prod, list(range(axis))) if axis else prod
 
@@ -136,7 +152,9 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
 def _bn_stats(input, running_mean, running_var, training, eps, save_mean, save_invstd):
     nd = input.dim()
     if training:
-        return _channel_view(_opmath(save_mean), nd), _channel_view(_opmath(save_invstd), nd)
+        mean, invstd = _differentiable_stats(_opmath(input), _bn_dims(input), _opmath(save_mean),
+                                             _opmath(save_invstd), eps, keepdim=False)
+        return _channel_view(mean, nd), _channel_view(invstd, nd)
     return (_channel_view(_opmath(running_mean), nd),
             _channel_view(F.rsqrt(F.add(_opmath(running_var), eps)), nd))
 
