@@ -87,8 +87,11 @@ def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
     KK = math.prod(kernel)
     xp = zero_pad(x, padding, extra, _lowest(x.dtype))
     win = F.reshape(windows(xp, kernel, stride, dilation, out), (N, C) + out + (KK,))
-    values = F.amax(win, [-1]) if KK else F.amax(win, [-1])
-    arg = F.argmax(win if x.dtype is not _dt.bool else F._to_copy(win, dtype=_dt.uint8), -1, True)
+    values = F.amax(win, [-1])
+    arg = F.argmax(win, -1, True)
+    if x.dtype.is_floating_point:            # PyTorch's kernel lets the last NaN of a window win
+        last_nan = F.amax(F.where(F.isnan(win), F.arange(KK, device=x.device), -1), [-1], True)
+        arg = F.where(F.ge(last_nan, 0), last_nan, arg)
     maps = _map_windows(tuple(x.shape[2:]), padding, extra, kernel, stride, dilation, out, x.device)
     onehot = F.eq(arg, F.arange(KK, device=x.device))
     indices = F.sum(F.where(onehot, maps, 0), [-1])

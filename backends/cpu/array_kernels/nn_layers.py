@@ -117,8 +117,12 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         xp_ = pad_spatial(x4, padding, (padding[0] + extra[0], padding[1] + extra[1]), _lowest(x4.dtype))
         win = windows(xp_, kernel, stride, dilation, out).reshape(x4.shape[:2] + out + (kernel[0] * kernel[1],))
         arg = xp.argmax(win, axis=-1)
+        if win.dtype.kind == "f" or win.dtype in lowp:     # a NaN wins, the last of a window (PyTorch's kernel)
+            nan = xp.isnan(win)
+            if bool(nan.any()):
+                last = win.shape[-1] - 1 - xp.argmax(nan[..., ::-1], axis=-1)
+                arg = xp.where(nan.any(axis=-1), last, arg)
         values = xp.take_along_axis(win, arg[..., None], axis=-1)[..., 0]
-        # (a NaN wins: numpy's argmax points at the first one)
         kh, kw = arg // kernel[1], arg % kernel[1]
         oh = xp.arange(out[0]).reshape(-1, 1) * stride[0] - padding[0]
         ow = xp.arange(out[1]).reshape(1, -1) * stride[1] - padding[1]

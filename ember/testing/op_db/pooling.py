@@ -5,9 +5,11 @@ divisor_override, unbatched inputs and non-contiguous layouts; indices are compa
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..tolerances import REDUCTION_TOL
 from .convolution import aten_or_ember
-from .samples import FLOAT, OpInfo, Sample, T, fn, is_float, make
+from .samples import FLOAT, NP_DTYPE, OpInfo, Sample, T, fn, is_float, make
 from .database import E, add, f32
 
 
@@ -26,7 +28,9 @@ def _max_pool2d_samples(rng, dtype):
             Sample((a((1, 2, 5, 4), "t"), 2, 1), desc="transposed input"),
             Sample((a((1, 2, 4, 4), "s"), 2), desc="strided input"),
             Sample((a((0, 2, 4, 4)), 2), desc="empty batch"),
-            Sample((a((1, 1, 2, 2)), 3, 1, 1), desc="kernel larger than input, padded")]
+            Sample((a((1, 1, 2, 2)), 3, 1, 1), desc="kernel larger than input, padded")] + \
+        ([Sample((T(np.array([[[[1.0, np.nan, 0.5], [np.nan, 2.0, np.nan], [0.0, 1.0, 3.0]]]], dtype=NP_DTYPE[dtype])),
+                  2, 1), desc="nan wins (the last one of a window)")] if is_float(dtype) else [])
 
 
 def _pool_errors(name, nd=2):
