@@ -3,10 +3,10 @@
 constant_pad_nd writes the (cropped) input into a filled tensor; its gradient is the
 constant pad of `grad` by the negated pads (a crop). Reflection, replication and circular
 padding are `cat`s of single-index slices, expanded edges and wrapped slices along each
-padded dimension (no flip or gather needed). Nearest and bilinear upsampling apply a small
-(out x in) interpolation matrix along each spatial dimension as a matmul; nearest
-upsampling by an integer factor is an expanded view, other factors join each source slice
-expanded to its run length (exact for every value, NaN and inf included).
+padded dimension (no flip or gather needed). Upsampling works one spatial dimension at a
+time: nearest by an integer factor is an expanded view; other factors, and the two source
+rows of linear interpolation (l0 * x[i0] + l1 * x[i1]), gather by index runs (one expanded
+single-index slice per run, joined), so inf and NaN stay local as in PyTorch.
 """
 from __future__ import annotations
 
@@ -127,6 +127,21 @@ def _scale32(in_size, out_size, scale):
     return float(np.float32(in_size) / np.float32(out_size))
 
 
+def gather_runs(x, d, idx):
+    """`x` indexed along dim `d` by the Python index list `idx`: each run of equal indices is one
+    single-index slice expanded to the run's length, and the runs are joined (no gather needed)."""
+    parts, start, out = [], 0, len(idx)
+    while start < out:
+        stop = start
+        while stop < out and idx[stop] == idx[start]:
+            stop += 1
+        size = list(x.shape)
+        size[d] = stop - start
+        parts.append(F.expand(F.slice(x, d, idx[start], idx[start] + 1, 1), size))
+        start = stop
+    return F.cat(parts, d) if len(parts) > 1 else F.contiguous(parts[0])
+
+
 def _nearest_dim(x, d, out, scale):
     """Nearest neighbour along dim `d`: src = min(floor(dst * scale), in - 1) in float32."""
     n = x.shape[d]
@@ -141,53 +156,44 @@ def _nearest_dim(x, d, out, scale):
         y = F.unsqueeze(x, d + 1)
         size = shape[:d + 1] + [r] + shape[d + 1:]
         return F.reshape(F.expand(y, size), shape[:d] + [out] + shape[d + 1:])
-    # runs of equal source indices: each source slice expanded to its run length, joined (exact for any value)
-    parts, start = [], 0
-    while start < out:
-        stop = start
-        while stop < out and idx[stop] == idx[start]:
-            stop += 1
-        piece = F.slice(x, d, idx[start], idx[start] + 1, 1)
-        size = list(x.shape)
-        size[d] = stop - start
-        parts.append(F.expand(piece, size))
-        start = stop
-    return F.cat(parts, d) if len(parts) > 1 else F.contiguous(parts[0])
+    return gather_runs(x, d, idx)
 
 
-def _linear_matrix(n, out, align_corners, scale, dtype, device):
-    """(out, n) bilinear interpolation weights along one dim (PyTorch's source index rule)."""
-    opmath = _dt.float64 if dtype is _dt.float64 else _dt.float32
-    dst = F.arange(out, dtype=opmath, device=device)
+def _linear_dim(x, d, out, align_corners, scale):
+    """Linear interpolation along dim `d` of `x` (already in opmath): l0 * x[i0] + l1 * x[i1], with
+    PyTorch's source index rule computed in the opmath precision (as its cpu kernel does)."""
+    n = x.shape[d]
+    wide = x.dtype is _dt.float64
+    f = np.float64 if wide else np.float32
     if align_corners:
-        s = (float(n - 1) / (out - 1) if out > 1 else 0.0)
-        if opmath is _dt.float32:
-            s = float(np.float32(n - 1) / np.float32(out - 1)) if out > 1 else 0.0
-        src = F.mul(dst, s)
+        s = f(n - 1) / f(out - 1) if out > 1 else f(0)
+        src = [s * f(o) for o in range(out)]
     else:
-        s = _scale32(n, out, scale) if opmath is _dt.float32 else \
-            (1.0 / scale if scale is not None and scale > 0 else n / out)
-        src = F.clamp(F.sub(F.mul(F.add(dst, 0.5), s), 0.5), F.zeros((), dtype=opmath, device=device), None)
-    last = F.full((), n - 1, dtype=_dt.int64, device=device)
-    i0 = F.minimum(F._to_copy(F.floor(src), dtype=_dt.int64), last)
-    l1 = F.clamp(F.sub(src, F._to_copy(i0, dtype=opmath)), F.zeros((), dtype=opmath, device=device),
-                 F.ones((), dtype=opmath, device=device))
-    l0 = F.rsub(l1, 1)
-    i1 = F.minimum(F.add(i0, 1), last)
-    j = F.unsqueeze(F.arange(n, device=device), 0)
-    zero = F.zeros((), dtype=opmath, device=device)
-    m = F.add(F.where(F.eq(j, F.unsqueeze(i0, 1)), F.unsqueeze(l0, 1), zero),
-              F.where(F.eq(j, F.unsqueeze(i1, 1)), F.unsqueeze(l1, 1), zero))
-    return m
+        s = f(1.0 / scale) if scale is not None and scale > 0 else f(n) / f(out)
+        src = [max(s * (f(o) + f(0.5)) - f(0.5), f(0)) for o in range(out)]
+    i0 = [min(int(np.floor(v)), n - 1) for v in src]
+    i1 = [min(i + 1, n - 1) for i in i0]
+    l1 = np.array([min(max(v - f(i), f(0)), f(1)) for v, i in zip(src, i0)], dtype=f)
+    l0 = (f(1) - l1).astype(f)
+    view = [1] * x.dim()
+    view[d] = out
+    t1 = F.reshape(_small_tensor(l1, x), view)
+    t0 = F.reshape(_small_tensor(l0, x), view)
+    return F.add(F.mul(gather_runs(x, d, i0), t0), F.mul(gather_runs(x, d, i1), t1))
+
+
+def _small_tensor(values, like):
+    """A small constant tensor (interpolation weights) on `like`'s device."""
+    from ember.frontend.factories import tensor
+
+    return tensor(values, dtype=like.dtype, device=like.device)
 
 
 def _bilinear(x, output_size, align_corners, scales):
     opmath = _dt.float64 if x.dtype is _dt.float64 else _dt.float32
     y = F._to_copy(x, dtype=opmath) if x.dtype is not opmath else x
-    H, W = x.shape[-2], x.shape[-1]
-    mh = _linear_matrix(H, output_size[0], align_corners, scales[0], x.dtype, x.device)
-    mw = _linear_matrix(W, output_size[1], align_corners, scales[1], x.dtype, x.device)
-    y = F.matmul(F.matmul(mh, y), F.t(mw))
+    y = _linear_dim(y, y.dim() - 2, output_size[0], align_corners, scales[0])
+    y = _linear_dim(y, y.dim() - 1, output_size[1], align_corners, scales[1])
     return F._to_copy(F.contiguous(y), dtype=x.dtype) if x.dtype is not opmath else F.contiguous(y)
 
 

@@ -5,8 +5,8 @@ amax and argmax, and turns the argmax into PyTorch's index (the flat position in
 unpadded H x W plane) through an index map read with the same windows. Its backward
 sends `grad` to the positions whose map entry equals the saved index, one strided add per
 kernel offset (`fold`). Average pooling divides window sums by PyTorch's divisor map
-(separable: a product of per-dimension window counts). Adaptive average pooling is a
-matmul with a small averaging matrix per spatial dimension.
+(separable: a product of per-dimension window counts). Adaptive average pooling averages
+one spatial dimension at a time (a reshape and mean, or one slice mean per window).
 """
 from __future__ import annotations
 
@@ -209,26 +209,26 @@ def avg_pool1d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_i
     return F.squeeze(out, [-2])
 
 
-def averaging_matrix(n, out, device, dtype):
-    """(out, n): row i averages PyTorch's adaptive window [floor(i*n/out), ceil((i+1)*n/out))."""
-    i = F.arange(out, device=device)
-    start = F.div(F.mul(i, n), out, rounding_mode="floor")
-    end = F.div(F.add(F.mul(F.add(i, 1), n), out - 1), out, rounding_mode="floor")
-    j = F.unsqueeze(F.arange(n, device=device), 0)
-    inside = F.logical_and(F.ge(j, F.unsqueeze(start, 1)), F.lt(j, F.unsqueeze(end, 1)))
-    weight = F.div(F.ones((), dtype=dtype, device=device), F._to_copy(F.sub(end, start), dtype=dtype))
-    return F.where(inside, F.unsqueeze(weight, 1), F.zeros((), dtype=dtype, device=device))
+def _adaptive_dim(x, d, out):
+    """Average pooling along dim `d` to `out` windows [floor(i*n/out), ceil((i+1)*n/out)): a reshape
+    and mean when `out` divides the size, else one slice mean per window, joined."""
+    n = x.shape[d]
+    if out == n:
+        return x
+    shape = list(x.shape)
+    if out and n % out == 0:
+        return F.mean(F.reshape(x, shape[:d] + [out, n // out] + shape[d + 1:]), [d + 1])
+    if out == 0:
+        return F.zeros(shape[:d] + [0] + shape[d + 1:], dtype=x.dtype, device=x.device)
+    parts = [F.mean(F.slice(x, d, (i * n) // out, -((-(i + 1) * n) // out), 1), [d], True) for i in range(out)]
+    return F.cat(parts, d) if len(parts) > 1 else parts[0]
 
 
 def _adaptive(self, output_size, nd):
     x = _opmath(self)
     sizes = _tup(output_size, nd)
-    sizes = tuple(self.shape[-nd + i] if s is None else s for i, s in enumerate(sizes))
-    if nd == 2:
-        ah = averaging_matrix(self.shape[-2], sizes[0], self.device, x.dtype)
-        x = F.matmul(ah, x)
-    aw = averaging_matrix(self.shape[-1], sizes[-1], self.device, x.dtype)
-    x = F.matmul(x, F.t(aw))
+    for i, s in enumerate(sizes):
+        x = _adaptive_dim(x, x.dim() - nd + i, self.shape[-nd + i] if s is None else s)
     return F._to_copy(F.contiguous(x), dtype=self.dtype)
 
 

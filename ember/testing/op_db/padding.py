@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .convolution import aten_or_ember
-from .samples import FLOAT, OpInfo, Sample, T, fn, is_float, make
+from .samples import FLOAT, NP_DTYPE, OpInfo, Sample, T, fn, is_float, make
 from .database import E, add, f32
 
 
@@ -168,7 +168,9 @@ def _bilinear_samples(rng, dtype):
               Sample((a((2, 1, 4, 5)), [2, 3], ac), desc=f"downsample, align_corners={ac}"),
               Sample((a((1, 1, 2, 3)), [1, 1], ac), desc=f"to 1x1, align_corners={ac}")]
     S += [Sample((a((1, 1, 2, 3)), [5, 4], False, 2.5, 1.5), desc="with scales"),
-          Sample((a((1, 2, 4, 3), "t"), [6, 5], False), desc="transposed input")]
+          Sample((a((1, 2, 4, 3), "t"), [6, 5], False), desc="transposed input"),
+          Sample((T(np.array([[[[1.0, np.inf, 0.5, 2.0], [0.0, 1.0, np.nan, 3.0], [1.0, 2.0, 3.0, 4.0]]]],
+                             dtype=NP_DTYPE[dtype])), [6, 8], False), desc="inf and nan stay local")]
     return S
 
 

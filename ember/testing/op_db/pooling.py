@@ -103,7 +103,9 @@ def _adaptive2d_samples(rng, dtype):
             Sample((a((1, 2, 3, 3)), (1, 1)), desc="global"),
             Sample((a((1, 1, 2, 3)), (4, 5)), desc="larger output"),
             Sample((a((2, 5, 4)), (2, 3)), desc="unbatched"),
-            Sample((a((1, 2, 5, 4), "t"), (2, 2)), desc="transposed input")]
+            Sample((a((1, 2, 5, 4), "t"), (2, 2)), desc="transposed input"),
+            Sample((T(np.array([[[[1.0, np.inf, 0.5], [0.0, 1.0, 2.0], [np.nan, 2.0, 3.0]]]], dtype=NP_DTYPE[dtype])),
+                    (2, 2)), desc="inf and nan stay in their windows")]
 
 
 def _adaptive_errors(name, nd=2):
