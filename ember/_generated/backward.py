@@ -2221,6 +2221,333 @@ class AliasBackward0(Node):
         return out
 
 
+class ConvolutionBackward0(Node):
+    """Backward of convolution."""
+
+    __slots__ = ('a_dilation', 'a_groups', 'a_input', 'a_output_padding', 'a_padding', 'a_stride', 'a_transposed', 'a_weight', 'm_input_shape', 'm_weight_shape', 'needs')
+    saved_slots = ('a_dilation', 'a_groups', 'a_input', 'a_output_padding', 'a_padding', 'a_stride', 'a_transposed', 'a_weight', 'm_input_shape', 'm_weight_shape')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_dilation = _save(args[5])
+            self.a_groups = _save(args[8])
+            self.a_output_padding = _save(args[7])
+            self.a_padding = _save(args[4])
+            self.a_stride = _save(args[3])
+            self.a_transposed = _save(args[6])
+            self.a_weight = _save(args[1])
+            self.m_input_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+        if needs[1]:
+            self.a_dilation = _save(args[5])
+            self.a_groups = _save(args[8])
+            self.a_input = _save(args[0])
+            self.a_output_padding = _save(args[7])
+            self.a_padding = _save(args[4])
+            self.a_stride = _save(args[3])
+            self.a_transposed = _save(args[6])
+            self.m_weight_shape = tuple(args[1].shape) if hasattr(args[1], 'shape') else ()
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_dilation = _load(self.a_dilation, self)
+            a_groups = _load(self.a_groups, self)
+            a_output_padding = _load(self.a_output_padding, self)
+            a_padding = _load(self.a_padding, self)
+            a_stride = _load(self.a_stride, self)
+            a_transposed = _load(self.a_transposed, self)
+            a_weight = _load(self.a_weight, self)
+            m_input_shape = _load(self.m_input_shape, self)
+            out.append(_H.nn_backward('conv_backward_input', grad, m_input_shape, a_weight, a_stride, a_padding, a_dilation, a_transposed, a_output_padding, a_groups))
+        else:
+            out.append(None)
+        if needs[1]:
+            a_dilation = _load(self.a_dilation, self)
+            a_groups = _load(self.a_groups, self)
+            a_input = _load(self.a_input, self)
+            a_output_padding = _load(self.a_output_padding, self)
+            a_padding = _load(self.a_padding, self)
+            a_stride = _load(self.a_stride, self)
+            a_transposed = _load(self.a_transposed, self)
+            m_weight_shape = _load(self.m_weight_shape, self)
+            out.append(_H.nn_backward('conv_backward_weight', grad, a_input, m_weight_shape, a_stride, a_padding, a_dilation, a_transposed, a_output_padding, a_groups))
+        else:
+            out.append(None)
+        if needs[2]:
+            out.append(_H.nn_backward('conv_backward_bias', grad))
+        else:
+            out.append(None)
+        return out
+
+
+class MaxPool2dWithIndicesBackward0(Node):
+    """Backward of max_pool2d_with_indices."""
+
+    __slots__ = ('a_ceil_mode', 'a_dilation', 'a_indices', 'a_kernel_size', 'a_padding', 'a_stride', 'm_self_shape', 'needs')
+    saved_slots = ('a_ceil_mode', 'a_dilation', 'a_indices', 'a_kernel_size', 'a_padding', 'a_stride', 'm_self_shape')
+    n_outputs = 2
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_ceil_mode = _save(args[5])
+            self.a_dilation = _save(args[4])
+            self.a_indices = _save(outs[1], True, 1)
+            self.a_kernel_size = _save(args[1])
+            self.a_padding = _save(args[3])
+            self.a_stride = _save(args[2])
+            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_ceil_mode = _load(self.a_ceil_mode, self)
+            a_dilation = _load(self.a_dilation, self)
+            a_indices = _load(self.a_indices, self)
+            a_kernel_size = _load(self.a_kernel_size, self)
+            a_padding = _load(self.a_padding, self)
+            a_stride = _load(self.a_stride, self)
+            m_self_shape = _load(self.m_self_shape, self)
+            out.append(_H.nn_backward('max_pool2d_backward', grad, m_self_shape, a_indices, a_kernel_size, a_stride, a_padding, a_dilation, a_ceil_mode))
+        else:
+            out.append(None)
+        return out
+
+
+class AvgPool2dBackward0(Node):
+    """Backward of avg_pool2d."""
+
+    __slots__ = ('a_ceil_mode', 'a_count_include_pad', 'a_divisor_override', 'a_kernel_size', 'a_padding', 'a_stride', 'm_self_shape', 'needs')
+    saved_slots = ('a_ceil_mode', 'a_count_include_pad', 'a_divisor_override', 'a_kernel_size', 'a_padding', 'a_stride', 'm_self_shape')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_ceil_mode = _save(args[4])
+            self.a_count_include_pad = _save(args[5])
+            self.a_divisor_override = _save(args[6])
+            self.a_kernel_size = _save(args[1])
+            self.a_padding = _save(args[3])
+            self.a_stride = _save(args[2])
+            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_ceil_mode = _load(self.a_ceil_mode, self)
+            a_count_include_pad = _load(self.a_count_include_pad, self)
+            a_divisor_override = _load(self.a_divisor_override, self)
+            a_kernel_size = _load(self.a_kernel_size, self)
+            a_padding = _load(self.a_padding, self)
+            a_stride = _load(self.a_stride, self)
+            m_self_shape = _load(self.m_self_shape, self)
+            out.append(_H.nn_backward('avg_pool2d_backward', grad, m_self_shape, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad, a_divisor_override))
+        else:
+            out.append(None)
+        return out
+
+
+class NativeBatchNormBackward0(Node):
+    """Backward of native_batch_norm."""
+
+    __slots__ = ('a_eps', 'a_input', 'a_running_mean', 'a_running_var', 'a_save_invstd', 'a_save_mean', 'a_training', 'a_weight', 'needs')
+    saved_slots = ('a_eps', 'a_input', 'a_running_mean', 'a_running_var', 'a_save_invstd', 'a_save_mean', 'a_training', 'a_weight')
+    n_outputs = 3
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_eps = _save(args[7])
+            self.a_input = _save(args[0])
+            self.a_running_mean = _save(args[3])
+            self.a_running_var = _save(args[4])
+            self.a_save_invstd = _save(outs[2], True, 2)
+            self.a_save_mean = _save(outs[1], True, 1)
+            self.a_training = _save(args[5])
+            self.a_weight = _save(args[1])
+        if needs[1]:
+            self.a_eps = _save(args[7])
+            self.a_input = _save(args[0])
+            self.a_running_mean = _save(args[3])
+            self.a_running_var = _save(args[4])
+            self.a_save_invstd = _save(outs[2], True, 2)
+            self.a_save_mean = _save(outs[1], True, 1)
+            self.a_training = _save(args[5])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_eps = _load(self.a_eps, self)
+            a_input = _load(self.a_input, self)
+            a_running_mean = _load(self.a_running_mean, self)
+            a_running_var = _load(self.a_running_var, self)
+            a_save_invstd = _load(self.a_save_invstd, self)
+            a_save_mean = _load(self.a_save_mean, self)
+            a_training = _load(self.a_training, self)
+            a_weight = _load(self.a_weight, self)
+            out.append(_H.nn_backward('batch_norm_backward_input', grad, a_input, a_weight, a_running_mean, a_running_var, a_training, a_eps, a_save_mean, a_save_invstd))
+        else:
+            out.append(None)
+        if needs[1]:
+            a_eps = _load(self.a_eps, self)
+            a_input = _load(self.a_input, self)
+            a_running_mean = _load(self.a_running_mean, self)
+            a_running_var = _load(self.a_running_var, self)
+            a_save_invstd = _load(self.a_save_invstd, self)
+            a_save_mean = _load(self.a_save_mean, self)
+            a_training = _load(self.a_training, self)
+            out.append(_H.nn_backward('batch_norm_backward_weight', grad, a_input, a_running_mean, a_running_var, a_training, a_eps, a_save_mean, a_save_invstd))
+        else:
+            out.append(None)
+        if needs[2]:
+            out.append(_H.nn_backward('batch_norm_backward_bias', grad))
+        else:
+            out.append(None)
+        return out
+
+
+class NativeLayerNormBackward0(Node):
+    """Backward of native_layer_norm."""
+
+    __slots__ = ('a_eps', 'a_input', 'a_mean', 'a_normalized_shape', 'a_rstd', 'a_weight', 'needs')
+    saved_slots = ('a_eps', 'a_input', 'a_mean', 'a_normalized_shape', 'a_rstd', 'a_weight')
+    n_outputs = 3
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_eps = _save(args[4])
+            self.a_input = _save(args[0])
+            self.a_mean = _save(outs[1], True, 1)
+            self.a_normalized_shape = _save(args[1])
+            self.a_rstd = _save(outs[2], True, 2)
+            self.a_weight = _save(args[2])
+        if needs[1]:
+            self.a_eps = _save(args[4])
+            self.a_input = _save(args[0])
+            self.a_mean = _save(outs[1], True, 1)
+            self.a_normalized_shape = _save(args[1])
+            self.a_rstd = _save(outs[2], True, 2)
+        if needs[2]:
+            self.a_input = _save(args[0])
+            self.a_normalized_shape = _save(args[1])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_eps = _load(self.a_eps, self)
+            a_input = _load(self.a_input, self)
+            a_mean = _load(self.a_mean, self)
+            a_normalized_shape = _load(self.a_normalized_shape, self)
+            a_rstd = _load(self.a_rstd, self)
+            a_weight = _load(self.a_weight, self)
+            out.append(_H.nn_backward('layer_norm_backward_input', grad, a_input, a_normalized_shape, a_weight, a_mean, a_rstd, a_eps))
+        else:
+            out.append(None)
+        if needs[1]:
+            a_eps = _load(self.a_eps, self)
+            a_input = _load(self.a_input, self)
+            a_mean = _load(self.a_mean, self)
+            a_normalized_shape = _load(self.a_normalized_shape, self)
+            a_rstd = _load(self.a_rstd, self)
+            out.append(_H.nn_backward('layer_norm_backward_weight', grad, a_input, a_normalized_shape, a_mean, a_rstd, a_eps))
+        else:
+            out.append(None)
+        if needs[2]:
+            a_input = _load(self.a_input, self)
+            a_normalized_shape = _load(self.a_normalized_shape, self)
+            out.append(_H.nn_backward('layer_norm_backward_bias', grad, a_input, a_normalized_shape))
+        else:
+            out.append(None)
+        return out
+
+
+class NativeGroupNormBackward0(Node):
+    """Backward of native_group_norm."""
+
+    __slots__ = ('a_group', 'a_input', 'a_mean', 'a_rstd', 'a_weight', 'needs')
+    saved_slots = ('a_group', 'a_input', 'a_mean', 'a_rstd', 'a_weight')
+    n_outputs = 3
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_group = _save(args[6])
+            self.a_input = _save(args[0])
+            self.a_mean = _save(outs[1], True, 1)
+            self.a_rstd = _save(outs[2], True, 2)
+            self.a_weight = _save(args[1])
+        if needs[1]:
+            self.a_group = _save(args[6])
+            self.a_input = _save(args[0])
+            self.a_mean = _save(outs[1], True, 1)
+            self.a_rstd = _save(outs[2], True, 2)
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_group = _load(self.a_group, self)
+            a_input = _load(self.a_input, self)
+            a_mean = _load(self.a_mean, self)
+            a_rstd = _load(self.a_rstd, self)
+            a_weight = _load(self.a_weight, self)
+            out.append(_H.nn_backward('group_norm_backward_input', grads, a_input, a_weight, a_mean, a_rstd, a_group))
+        else:
+            out.append(None)
+        if needs[1]:
+            a_group = _load(self.a_group, self)
+            a_input = _load(self.a_input, self)
+            a_mean = _load(self.a_mean, self)
+            a_rstd = _load(self.a_rstd, self)
+            out.append(_H.nn_backward('group_norm_backward_weight', grad, a_input, a_mean, a_rstd, a_group))
+        else:
+            out.append(None)
+        if needs[2]:
+            out.append(_H.nn_backward('batch_norm_backward_bias', grad))
+        else:
+            out.append(None)
+        return out
+
+
+class ConstantPadNdBackward0(Node):
+    """Backward of constant_pad_nd."""
+
+    __slots__ = ('a_pad', 'needs')
+    saved_slots = ('a_pad',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_pad = _save(args[1])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_pad = _load(self.a_pad, self)
+            out.append(_H.nn_backward('constant_pad_backward', grad, a_pad))
+        else:
+            out.append(None)
+        return out
+
+
 CLASSES = {
     'add.Tensor': AddBackward0,
     'sub.Tensor': SubBackward0,
@@ -2303,4 +2630,11 @@ CLASSES = {
     'flip': FlipBackward0,
     'diagonal': DiagonalBackward0,
     'alias': AliasBackward0,
+    'convolution': ConvolutionBackward0,
+    'max_pool2d_with_indices': MaxPool2dWithIndicesBackward0,
+    'avg_pool2d': AvgPool2dBackward0,
+    'native_batch_norm': NativeBatchNormBackward0,
+    'native_layer_norm': NativeLayerNormBackward0,
+    'native_group_norm': NativeGroupNormBackward0,
+    'constant_pad_nd': ConstantPadNdBackward0,
 }

@@ -251,6 +251,43 @@ _op_addcdiv = _OPS['addcdiv']
 _op_addcdiv_ = _OPS['addcdiv_']
 _op_scalar_tensor = _OPS['scalar_tensor']
 _op_empty_strided = _OPS['empty_strided']
+_op_convolution = _OPS['convolution']
+_op_conv1d = _OPS['conv1d']
+_op_conv2d = _OPS['conv2d']
+_op_conv1d_padding = _OPS['conv1d.padding']
+_op_conv2d_padding = _OPS['conv2d.padding']
+_op_conv_transpose1d = _OPS['conv_transpose1d']
+_op_conv_transpose2d_input = _OPS['conv_transpose2d.input']
+_op_max_pool2d_with_indices = _OPS['max_pool2d_with_indices']
+_R_max_pool2d_with_indices = _namedtuple('max_pool2d_with_indices', ['output', 'indices'])
+_op_max_pool2d = _OPS['max_pool2d']
+_op_max_pool1d = _OPS['max_pool1d']
+_op_avg_pool2d = _OPS['avg_pool2d']
+_op_avg_pool1d = _OPS['avg_pool1d']
+_op_adaptive_avg_pool2d = _OPS['adaptive_avg_pool2d']
+_op__adaptive_avg_pool2d = _OPS['_adaptive_avg_pool2d']
+_op_adaptive_avg_pool1d = _OPS['adaptive_avg_pool1d']
+_op_native_batch_norm = _OPS['native_batch_norm']
+_R_native_batch_norm = _namedtuple('native_batch_norm', ['output', 'save_mean', 'save_invstd'])
+_op_batch_norm = _OPS['batch_norm']
+_op_native_layer_norm = _OPS['native_layer_norm']
+_R_native_layer_norm = _namedtuple('native_layer_norm', ['output', 'mean', 'rstd'])
+_op_layer_norm = _OPS['layer_norm']
+_op_native_group_norm = _OPS['native_group_norm']
+_R_native_group_norm = _namedtuple('native_group_norm', ['output', 'mean', 'rstd'])
+_op_group_norm = _OPS['group_norm']
+_op_constant_pad_nd = _OPS['constant_pad_nd']
+_op_reflection_pad1d = _OPS['reflection_pad1d']
+_op_reflection_pad2d = _OPS['reflection_pad2d']
+_op_replication_pad1d = _OPS['replication_pad1d']
+_op_replication_pad2d = _OPS['replication_pad2d']
+_op_pad = _OPS['pad']
+_op_upsample_nearest1d = _OPS['upsample_nearest1d']
+_op_upsample_nearest1d_vec = _OPS['upsample_nearest1d.vec']
+_op_upsample_nearest2d = _OPS['upsample_nearest2d']
+_op_upsample_nearest2d_vec = _OPS['upsample_nearest2d.vec']
+_op_upsample_bilinear2d = _OPS['upsample_bilinear2d']
+_op_upsample_bilinear2d_vec = _OPS['upsample_bilinear2d.vec']
 
 def add(input, other, *, alpha=1):
     """Adds `other`, scaled by `alpha`, to `self`, broadcasting both.
@@ -2008,4 +2045,255 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
     out = _call(_op_empty_strided, (size, stride, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
-__all__ = ['_cdist_forward', '_log_softmax', '_pdist_forward', '_softmax', '_to_copy', 'abs', 'acos', 'acosh', 'add', 'addcdiv', 'addcmul', 'addmm', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'as_strided', 'as_strided_scatter', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'chunk', 'clamp', 'clone', 'copy', 'copy_', 'cos', 'cosh', 'cumprod', 'cumsum', 'diagonal', 'div', 'empty', 'empty_like', 'empty_strided', 'eq', 'exp', 'exp2', 'expand', 'expm1', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_divide', 'fmod', 'frac', 'full', 'full_like', 'ge', 'gt', 'hypot', 'isfinite', 'isinf', 'isnan', 'le', 'lerp', 'log', 'log10', 'log1p', 'log2', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'matmul', 'max', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'narrow', 'ne', 'neg', 'ones', 'ones_like', 'pdist', 'permute', 'pow', 'prod', 'rand', 'randint', 'randn', 'reciprocal', 'relu', 'remainder', 'reshape', 'roll', 'round', 'rsqrt', 'rsub', 'scalar_tensor', 'select', 'select_scatter', 'sigmoid', 'sign', 'signbit', 'sin', 'sinh', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'square', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'tan', 'tanh', 'tile', 'topk', 'transpose', 'tril', 'triu', 'trunc', 'unbind', 'unsqueeze', 'var', 'var_mean', 'view', 'where', 'zeros', 'zeros_like']
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """N-d convolution (or transposed convolution) with stride, padding, dilation and groups (im2col + bmm).
+
+    Schema: ``convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor``
+    """
+    return _call(_op_convolution, (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups))
+
+def _bind_conv1d(input, weight, bias=None, stride=(1,), padding=(0,), dilation=(1,), groups=1):
+    return (input, weight, bias, stride, padding, dilation, groups)
+
+def _bind_conv1d_padding(input, weight, bias=None, stride=(1,), padding='valid', dilation=(1,), groups=1):
+    return (input, weight, bias, stride, padding, dilation, groups)
+
+_overloads_conv1d = ((_bind_conv1d, _op_conv1d, None), (_bind_conv1d_padding, _op_conv1d_padding, None),)
+def conv1d(*args, **kwargs):
+    """1-d convolution of a (N, C, L) or unbatched (C, L) input.
+
+    Overloads:
+
+    ``conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], SymInt[1] padding=[0], SymInt[1] dilation=[1], SymInt groups=1) -> Tensor``: 1-d convolution of a (N, C, L) or unbatched (C, L) input.
+
+    ``conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], str padding="valid", SymInt[1] dilation=[1], SymInt groups=1) -> Tensor``: 1-d convolution with padding "valid" (none) or "same" (output as long as the input).
+    """
+    return _call_overload('conv1d', _overloads_conv1d, args, kwargs)
+
+def _bind_conv2d(input, weight, bias=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
+    return (input, weight, bias, stride, padding, dilation, groups)
+
+def _bind_conv2d_padding(input, weight, bias=None, stride=(1, 1), padding='valid', dilation=(1, 1), groups=1):
+    return (input, weight, bias, stride, padding, dilation, groups)
+
+_overloads_conv2d = ((_bind_conv2d, _op_conv2d, None), (_bind_conv2d_padding, _op_conv2d_padding, None),)
+def conv2d(*args, **kwargs):
+    """2-d convolution of a (N, C, H, W) or unbatched (C, H, W) input.
+
+    Overloads:
+
+    ``conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], SymInt[2] padding=[0, 0], SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor``: 2-d convolution of a (N, C, H, W) or unbatched (C, H, W) input.
+
+    ``conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], str padding="valid", SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor``: 2-d convolution with padding "valid" (none) or "same" (output as large as the input).
+    """
+    return _call_overload('conv2d', _overloads_conv2d, args, kwargs)
+
+def conv_transpose1d(input, weight, bias=None, stride=(1,), padding=(0,), output_padding=(0,), groups=1, dilation=(1,)):
+    """1-d transposed convolution (the gradient of conv1d with respect to its input).
+
+    Schema: ``conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], SymInt[1] padding=[0], SymInt[1] output_padding=[0], SymInt groups=1, SymInt[1] dilation=[1]) -> Tensor``
+    """
+    return _call(_op_conv_transpose1d, (input, weight, bias, stride, padding, output_padding, groups, dilation))
+
+def conv_transpose2d(input, weight, bias=None, stride=(1, 1), padding=(0, 0), output_padding=(0, 0), groups=1, dilation=(1, 1)):
+    """2-d transposed convolution (the gradient of conv2d with respect to its input).
+
+    Schema: ``conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], SymInt[2] padding=[0, 0], SymInt[2] output_padding=[0, 0], SymInt groups=1, SymInt[2] dilation=[1, 1]) -> Tensor``
+    """
+    return _call(_op_conv_transpose2d_input, (input, weight, bias, stride, padding, output_padding, groups, dilation))
+
+def max_pool2d_with_indices(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
+    """2-d max pooling and the flat (h * W + w) index of each maximum in its input plane.
+
+    Schema: ``max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor output, Tensor indices)``
+    """
+    return _R_max_pool2d_with_indices(*_call(_op_max_pool2d_with_indices, (input, kernel_size, stride, padding, dilation, ceil_mode)))
+
+def max_pool2d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
+    """2-d max pooling (stride defaults to the kernel size).
+
+    Schema: ``max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor``
+    """
+    return _call(_op_max_pool2d, (input, kernel_size, stride, padding, dilation, ceil_mode))
+
+def max_pool1d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
+    """1-d max pooling of a (N, C, L) or (C, L) input.
+
+    Schema: ``max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], int[1] dilation=[1], bool ceil_mode=False) -> Tensor``
+    """
+    return _call(_op_max_pool1d, (input, kernel_size, stride, padding, dilation, ceil_mode))
+
+def avg_pool2d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True, divisor_override=None):
+    """2-d average pooling (padding counted or not, or a fixed divisor).
+
+    Schema: ``avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor``
+    """
+    return _call(_op_avg_pool2d, (input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
+
+def avg_pool1d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True):
+    """1-d average pooling of a (N, C, L) or (C, L) input.
+
+    Schema: ``avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], bool ceil_mode=False, bool count_include_pad=True) -> Tensor``
+    """
+    return _call(_op_avg_pool1d, (input, kernel_size, stride, padding, ceil_mode, count_include_pad))
+
+def adaptive_avg_pool2d(input, output_size):
+    """2-d average pooling to a given output size (PyTorch's floor/ceil windows).
+
+    Schema: ``adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor``
+    """
+    return _call(_op_adaptive_avg_pool2d, (input, output_size))
+
+def _adaptive_avg_pool2d(input, output_size):
+    """The kernel behind adaptive_avg_pool2d (a matmul with an averaging matrix per dimension).
+
+    Schema: ``_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor``
+    """
+    return _call(_op__adaptive_avg_pool2d, (input, output_size))
+
+def adaptive_avg_pool1d(input, output_size):
+    """1-d average pooling to a given output size.
+
+    Schema: ``adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor``
+    """
+    return _call(_op_adaptive_avg_pool1d, (input, output_size))
+
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """Batch normalization over (N, *) per channel; training mode updates the running statistics in place.
+
+    Schema: ``native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor output, Tensor save_mean, Tensor save_invstd)``
+    """
+    return _R_native_batch_norm(*_call(_op_native_batch_norm, (input, weight, bias, running_mean, running_var, training, momentum, eps)))
+
+def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+    """Batch normalization (native_batch_norm's output).
+
+    Schema: ``batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor``
+    """
+    return _call(_op_batch_norm, (input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled))
+
+def native_layer_norm(input, normalized_shape, weight, bias, eps):
+    """Layer normalization over the trailing `normalized_shape` dims, with the mean and 1/std.
+
+    Schema: ``native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor output, Tensor mean, Tensor rstd)``
+    """
+    return _R_native_layer_norm(*_call(_op_native_layer_norm, (input, normalized_shape, weight, bias, eps)))
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):
+    """Layer normalization over the trailing `normalized_shape` dims.
+
+    Schema: ``layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor``
+    """
+    return _call(_op_layer_norm, (input, normalized_shape, weight, bias, eps, cudnn_enable))
+
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    """Group normalization of (N, C, *) over groups of C / group channels, with the mean and 1/std.
+
+    Schema: ``native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor output, Tensor mean, Tensor rstd)``
+    """
+    return _R_native_group_norm(*_call(_op_native_group_norm, (input, weight, bias, N, C, HxW, group, eps)))
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True):
+    """Group normalization over `num_groups` groups of channels.
+
+    Schema: ``group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor``
+    """
+    return _call(_op_group_norm, (input, num_groups, weight, bias, eps, cudnn_enabled))
+
+def constant_pad_nd(input, pad, value=0):
+    """Pads the last len(pad) / 2 dims with `value` (negative pads crop).
+
+    Schema: ``constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor``
+    """
+    return _call(_op_constant_pad_nd, (input, pad, value))
+
+def reflection_pad1d(input, padding):
+    """Pads the last dim with its reflection (the edge not repeated).
+
+    Schema: ``reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor``
+    """
+    return _call(_op_reflection_pad1d, (input, padding))
+
+def reflection_pad2d(input, padding):
+    """Pads the last two dims with their reflection (the edge not repeated).
+
+    Schema: ``reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor``
+    """
+    return _call(_op_reflection_pad2d, (input, padding))
+
+def replication_pad1d(input, padding):
+    """Pads the last dim by repeating its edge values.
+
+    Schema: ``replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor``
+    """
+    return _call(_op_replication_pad1d, (input, padding))
+
+def replication_pad2d(input, padding):
+    """Pads the last two dims by repeating their edge values.
+
+    Schema: ``replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor``
+    """
+    return _call(_op_replication_pad2d, (input, padding))
+
+def pad(input, pad, mode='constant', value=None):
+    """Pads with mode constant, reflect, replicate or circular (torch.nn.functional.pad's kernel).
+
+    Schema: ``pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor``
+    """
+    return _call(_op_pad, (input, pad, mode, value))
+
+def _bind_upsample_nearest1d_vec(input, output_size, scale_factors):
+    return (input, output_size, scale_factors)
+
+def _bind_upsample_nearest1d(input, output_size, scales=None):
+    return (input, output_size, scales)
+
+_overloads_upsample_nearest1d = ((_bind_upsample_nearest1d_vec, _op_upsample_nearest1d_vec, None), (_bind_upsample_nearest1d, _op_upsample_nearest1d, None),)
+def upsample_nearest1d(*args, **kwargs):
+    """Nearest-neighbour upsampling of the last dim, to a size or by a scale factor.
+
+    Overloads:
+
+    ``upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor``: Nearest-neighbour upsampling of the last dim, to a size or by a scale factor.
+
+    ``upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor``: Nearest-neighbour upsampling of the last dim (PyTorch's floor(dst * scale) rule).
+    """
+    return _call_overload('upsample_nearest1d', _overloads_upsample_nearest1d, args, kwargs)
+
+def _bind_upsample_nearest2d_vec(input, output_size, scale_factors):
+    return (input, output_size, scale_factors)
+
+def _bind_upsample_nearest2d(input, output_size, scales_h=None, scales_w=None):
+    return (input, output_size, scales_h, scales_w)
+
+_overloads_upsample_nearest2d = ((_bind_upsample_nearest2d_vec, _op_upsample_nearest2d_vec, None), (_bind_upsample_nearest2d, _op_upsample_nearest2d, None),)
+def upsample_nearest2d(*args, **kwargs):
+    """Nearest-neighbour upsampling of the last two dims, to a size or by scale factors.
+
+    Overloads:
+
+    ``upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor``: Nearest-neighbour upsampling of the last two dims, to a size or by scale factors.
+
+    ``upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor``: Nearest-neighbour upsampling of the last two dims.
+    """
+    return _call_overload('upsample_nearest2d', _overloads_upsample_nearest2d, args, kwargs)
+
+def _bind_upsample_bilinear2d_vec(input, output_size, align_corners, scale_factors):
+    return (input, output_size, align_corners, scale_factors)
+
+def _bind_upsample_bilinear2d(input, output_size, align_corners, scales_h=None, scales_w=None):
+    return (input, output_size, align_corners, scales_h, scales_w)
+
+_overloads_upsample_bilinear2d = ((_bind_upsample_bilinear2d_vec, _op_upsample_bilinear2d_vec, None), (_bind_upsample_bilinear2d, _op_upsample_bilinear2d, None),)
+def upsample_bilinear2d(*args, **kwargs):
+    """Bilinear upsampling of the last two dims, to a size or by scale factors.
+
+    Overloads:
+
+    ``upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, float[]? scale_factors) -> Tensor``: Bilinear upsampling of the last two dims, to a size or by scale factors.
+
+    ``upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor``: Bilinear upsampling of the last two dims (an interpolation matrix per dimension).
+    """
+    return _call_overload('upsample_bilinear2d', _overloads_upsample_bilinear2d, args, kwargs)
+
+__all__ = ['_adaptive_avg_pool2d', '_cdist_forward', '_log_softmax', '_pdist_forward', '_softmax', '_to_copy', 'abs', 'acos', 'acosh', 'adaptive_avg_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'as_strided', 'as_strided_scatter', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'avg_pool1d', 'batch_norm', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'chunk', 'clamp', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv_transpose1d', 'conv_transpose2d', 'convolution', 'copy', 'copy_', 'cos', 'cosh', 'cumprod', 'cumsum', 'diagonal', 'div', 'empty', 'empty_like', 'empty_strided', 'eq', 'exp', 'exp2', 'expand', 'expm1', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_divide', 'fmod', 'frac', 'full', 'full_like', 'ge', 'group_norm', 'gt', 'hypot', 'isfinite', 'isinf', 'isnan', 'layer_norm', 'le', 'lerp', 'log', 'log10', 'log1p', 'log2', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'narrow', 'native_batch_norm', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'ones', 'ones_like', 'pdist', 'permute', 'pow', 'prod', 'rand', 'randint', 'randn', 'reciprocal', 'relu', 'remainder', 'reshape', 'roll', 'round', 'rsqrt', 'rsub', 'scalar_tensor', 'select', 'select_scatter', 'sigmoid', 'sign', 'signbit', 'sin', 'sinh', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'square', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'tan', 'tanh', 'tile', 'topk', 'transpose', 'tril', 'triu', 'trunc', 'unbind', 'unsqueeze', 'var', 'var_mean', 'view', 'where', 'zeros', 'zeros_like']

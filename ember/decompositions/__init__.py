@@ -37,3 +37,4 @@ def as_float(x):
 
 
 from . import elementwise, math, reductions, shape_ops, factories, distances, sorting_scans, shape_extra  # noqa: E402,F401  (registration)
+from . import convolution, pooling, normalization, padding  # noqa: E402,F401  (nn layers)

@@ -87,7 +87,9 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         parts = [t for t in tensors if not (t.shape == (0,) and len(shape) != 1)]
         if not parts:
             return xp.empty(shape, dtype=dt)
-        return xp.concatenate([p.astype(dt, copy=False) for p in parts], axis=dim % len(shape))
+        out = xp.concatenate([p.astype(dt, copy=False) for p in parts], axis=dim % len(shape))
+        # numpy may lay the result out like broadcast inputs; views of it need a C-contiguous buffer
+        return out if out.flags.c_contiguous else xp.ascontiguousarray(out)
 
     return {"as_strided": as_strided, "view": view, "permute": permute, "transpose.int": transpose,
             "squeeze.dims": squeeze, "unsqueeze": unsqueeze, "slice.Tensor": slice_, "select.int": select,

@@ -80,8 +80,9 @@ def record(op, args: tuple, out) -> None:
     node.save(args, outs)
     if STATE.anomaly:
         node.anomaly_trace = "".join(traceback.format_stack()[:-3])
+    first_only = "only_first_output_differentiable" in op.tags      # e.g. native_layer_norm's mean/rstd
     for k, o in enumerate(outs):
-        if o._dtype.is_floating_point:
+        if o._dtype.is_floating_point and not (first_only and k):
             o._ag = AutogradMeta(node, k)
             o._keys |= K.AUTOGRAD
     base = outs[0]._base

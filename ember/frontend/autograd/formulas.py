@@ -339,3 +339,9 @@ def diagonal_backward(grad, shape, offset, dim1, dim2):
     size, stride, at = diagonal_window(ALL_OPS["diagonal"], shape, contiguous_strides(shape), 0, offset, dim1, dim2)
     zeros = F.zeros(shape, dtype=grad.dtype, device=grad.device)
     return F.as_strided_scatter(zeros, grad, size, stride, at)
+def nn_backward(which: str, *args):
+    """The backward helper `which` of the nn layers (convolution, pooling, normalization,
+    padding), kept with their kernels in ember/decompositions/nn_backward.py."""
+    from ember.decompositions import nn_backward as helpers
+
+    return getattr(helpers, which)(*args)

@@ -1,0 +1,54 @@
+"""torch.nn.functional's normalizations: batch_norm, instance_norm, layer_norm, group_norm."""
+from __future__ import annotations
+
+import math
+
+from ember._generated import functions as _F
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """Batch normalization; in training mode the running statistics are updated in place."""
+    if training:
+        size = list(input.shape)
+        if math.prod(size[:1] + size[2:]) == 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {size}")
+    return _F.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, False)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Normalization of each (sample, channel) plane: batch norm of the input seen as one sample of N * C
+    channels (the running statistics, if any, are updated with the batch average)."""
+    size = list(input.shape)
+    if use_input_stats and math.prod(size[2:]) == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {size}")
+    n, c = size[0], size[1]
+    x = _F.reshape(input, [1, n * c] + size[2:])
+    rep = (lambda t: None if t is None else _F.reshape(_F.expand(_F.unsqueeze(t, 0), [n, c]), [n * c]))
+    rm, rv = rep(running_mean), rep(running_var)
+    if rm is not None:
+        rm, rv = _F.contiguous(_F.clone(rm)), _F.contiguous(_F.clone(rv))
+    out = _F.batch_norm(x, rep(weight), rep(bias), rm, rv, use_input_stats, momentum, eps, False)
+    if running_mean is not None and use_input_stats:
+        with _no_grad():
+            running_mean.copy_(_F.mean(_F.reshape(rm, [n, c]), [0]))
+            running_var.copy_(_F.mean(_F.reshape(rv, [n, c]), [0]))
+    return _F.reshape(out, size)
+
+
+def _no_grad():
+    from ember.frontend.autograd.grad_mode import no_grad
+
+    return no_grad()
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Layer normalization over the trailing `normalized_shape` dims."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = [normalized_shape]
+    return _F.layer_norm(input, list(normalized_shape), weight, bias, eps, True)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Group normalization over `num_groups` groups of channels."""
+    return _F.group_norm(input, num_groups, weight, bias, eps, True)

@@ -1,0 +1,323 @@
+"""Shape rules of the nn layers: convolution, pooling, normalization, padding, upsampling.
+
+Messages and exception classes follow ATen's checks (ConvUtils.h, Pool.h, Normalization.cpp,
+PadNd.cpp, UpSample.h), so a bad call raises the class torch raises and names the op.
+"""
+from __future__ import annotations
+
+import math
+
+from ember.errors import ArgumentTypeError, ArgumentValueError, DimensionError, DTypeError, MissingKernelError, ShapeError
+from ember.frontend import dtype as _dt
+from ember.frontend.tensor import Tensor
+
+from . import shape_rule
+from .common import as_int, check_int_list, check_tensor, numel, type_name
+
+
+def int_tuple(op, value, n: int, arg: str, *, allow_empty: bool = False) -> tuple[int, ...]:
+    """An `int[n]` argument: one int, or a list of 1 or n ints, as a tuple of n ints."""
+    vals = check_int_list(op, value, arg)
+    if allow_empty and len(vals) == 0:
+        return ()
+    if len(vals) == 1:
+        return vals * n
+    if len(vals) != n:
+        raise ArgumentValueError(f"{op.name}(): argument '{arg}' must be an int or a list of {n} ints, got {list(vals)}")
+    return vals
+
+
+def _shape(t: Tensor) -> tuple[int, ...]:
+    return tuple(t._data.shape)
+
+
+def _check_float(op, t: Tensor, kernel: str) -> None:
+    if not t._dtype.is_floating_point:
+        raise MissingKernelError(f'{op.name}(): "{kernel}" not implemented for \'{type_name(t._dtype)}\'')
+
+
+# ------------------------------------------------------------------------------ convolution
+def conv_output_size(inp, k, s, p, d, transposed=False, out_pad=0) -> int:
+    if transposed:
+        return (inp - 1) * s - 2 * p + d * (k - 1) + out_pad + 1
+    return (inp + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+@shape_rule("convolution")
+def convolution(op, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    check_tensor(op, input, "input")
+    check_tensor(op, weight, "weight")
+    return conv_spec(op, _shape(input), input, weight, bias, stride, padding, dilation, transposed, output_padding,
+                     groups)
+
+
+def conv_spec(op, x, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """The output spec of a convolution of an input of shape `x` (batched) with `weight`."""
+    w = _shape(weight)
+    nd = len(w) - 2
+    if nd < 1:
+        raise ShapeError(f"{op.name}(): weight should have at least three dimensions, got weight of size {list(w)}")
+    if len(x) != len(w):
+        raise ShapeError(f"{op.name}(): Expected {len(w)}-dimensional input for {len(w)}-dimensional weight "
+                         f"{list(w)}, but got {len(x)}-dimensional input of size {list(x)} instead")
+    stride = int_tuple(op, stride, nd, "stride")
+    padding = int_tuple(op, padding, nd, "padding")
+    dilation = int_tuple(op, dilation, nd, "dilation")
+    output_padding = int_tuple(op, output_padding, nd, "output_padding")
+    groups = as_int(op, groups, "groups")
+    if any(s <= 0 for s in stride):
+        raise ArgumentValueError(f"{op.name}(): non-positive stride is not supported (argument 'stride')")
+    if any(p < 0 for p in padding):
+        raise ArgumentValueError(f"{op.name}(): negative padding is not supported (argument 'padding')")
+    if any(p < 0 for p in output_padding):
+        raise ArgumentValueError(f"{op.name}(): negative output_padding is not supported")
+    if any(d <= 0 for d in dilation):
+        raise ArgumentValueError(f"{op.name}(): dilation should be greater than zero (argument 'dilation')")
+    if groups <= 0:
+        raise ArgumentValueError(f"{op.name}(): non-positive groups is not supported (argument 'groups')")
+    if input._dtype is not weight._dtype:
+        raise DTypeError(f"{op.name}(): Input type ({type_name(input._dtype)}) and weight type "
+                         f"({type_name(weight._dtype)}) should be the same")
+    if bias is not None:
+        check_tensor(op, bias, "bias")
+        if bias._dtype is not input._dtype:
+            raise DTypeError(f"{op.name}(): Input type ({type_name(input._dtype)}) and bias type "
+                             f"({type_name(bias._dtype)}) should be the same")
+    if transposed:
+        if x[1] != w[0]:
+            raise ShapeError(f"{op.name}(): Given transposed=1, weight of size {list(w)}, expected input{list(x)} "
+                             f"to have {w[0]} channels, but got {x[1]} channels instead (argument 'input')")
+        if w[0] % groups:
+            raise ShapeError(f"{op.name}(): Given groups={groups}, expected weight to be divisible by {groups} at "
+                             f"dimension 0, but got weight of size {list(w)} instead")
+        out_c = w[1] * groups
+        if any(op_ >= s and op_ >= d for op_, s, d in zip(output_padding, stride, dilation)):
+            raise ArgumentValueError(f"{op.name}(): output padding must be smaller than either stride or dilation, "
+                                     f"but got output_padding={list(output_padding)}, stride={list(stride)}, "
+                                     f"dilation={list(dilation)}")
+    else:
+        if w[0] % groups:
+            raise ShapeError(f"{op.name}(): Given groups={groups}, expected weight to be divisible by {groups} at "
+                             f"dimension 0, but got weight of size {list(w)} instead")
+        if x[1] != w[1] * groups:
+            raise ShapeError(f"{op.name}(): Given groups={groups}, weight of size {list(w)}, expected input{list(x)} "
+                             f"to have {w[1] * groups} channels, but got {x[1]} channels instead (argument 'input')")
+        out_c = w[0]
+        padded = [n + 2 * p for n, p in zip(x[2:], padding)]
+        eff = [d * (k - 1) + 1 for k, d in zip(w[2:], dilation)]
+        if any(e > n for e, n in zip(eff, padded)):
+            raise ShapeError(f"{op.name}(): Calculated padded input size per channel: "
+                             f"({' x '.join(map(str, padded))}). Kernel size: ({' x '.join(map(str, eff))}). "
+                             "Kernel size can't be greater than actual input size")
+    if bias is not None and (len(_shape(bias)) != 1 or _shape(bias)[0] != out_c):
+        raise ShapeError(f"{op.name}(): Given weight of size {list(w)}, expected bias to be 1-dimensional with "
+                         f"{out_c} elements, but got bias of size {list(_shape(bias))} instead")
+    _check_float(op, input, "slow_conv2d_cpu" if not transposed else "slow_conv_transpose2d_cpu")
+    spatial = tuple(conv_output_size(n, k, s, p, d, transposed, o)
+                    for n, k, s, p, d, o in zip(x[2:], w[2:], stride, padding, dilation, output_padding))
+    if any(n <= 0 for n in spatial) and numel(x):
+        raise ShapeError(f"{op.name}(): Given input size per channel: {list(x[2:])}, calculated output size per "
+                         f"channel: {list(spatial)}. Output size is too small")
+    return ((x[0], out_c) + spatial, input._dtype)
+
+
+def conv_unbatched(op, input, weight, nd: int) -> bool:
+    """Whether conv{nd}d gets an unbatched input (nd + 1 dims); errors for other ranks."""
+    check_tensor(op, input, "input")
+    check_tensor(op, weight, "weight")
+    r = len(_shape(input))
+    if r not in (nd + 1, nd + 2):
+        raise ShapeError(f"{op.name}(): Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
+                         f"{op.name.split('.')[0]}, but got input of size: {list(_shape(input))}")
+    return r == nd + 1
+
+
+def _conv_wrapper(nd: int, transposed: bool, string_padding: bool = False):
+    def rule(op, input, weight, bias=None, stride=1, padding=0, *rest):
+        unbatched = conv_unbatched(op, input, weight, nd)
+        if transposed:
+            output_padding, groups, dilation = (list(rest) + [0, 1, 1][len(rest):])[:3]
+        else:
+            dilation, groups = (list(rest) + [1, 1][len(rest):])[:2]
+            output_padding = 0
+        if string_padding or isinstance(padding, str):     # the overloads bind alike: either may get a str
+            if padding not in ("same", "valid"):
+                raise ArgumentValueError(f"{op.name}(): Invalid padding string: '{padding}'")
+            if padding == "same" and any(s != 1 for s in int_tuple(op, stride, nd, "stride")):
+                raise ArgumentValueError(f"{op.name}(): padding='same' is not supported for strided convolutions")
+            pad = 0
+        else:
+            pad = padding
+        x = (1,) + _shape(input) if unbatched else _shape(input)
+        spec = conv_spec(op, x, input, weight, bias, stride, pad, dilation, transposed, output_padding, groups)
+        shape = spec[0]
+        if isinstance(padding, str) and padding == "same":
+            shape = shape[:2] + tuple(_shape(input)[-nd:])
+        return (shape[1:] if unbatched else shape, spec[1])
+    return rule
+
+
+_CONV1D, _CONV2D = _conv_wrapper(1, False), _conv_wrapper(2, False)
+_CONV1D_PAD, _CONV2D_PAD = _conv_wrapper(1, False, True), _conv_wrapper(2, False, True)
+_CONV_T1D, _CONV_T2D = _conv_wrapper(1, True), _conv_wrapper(2, True)
+
+
+@shape_rule("conv1d")
+def conv1d(op, *args):
+    return _CONV1D(op, *args)
+
+
+@shape_rule("conv2d")
+def conv2d(op, *args):
+    return _CONV2D(op, *args)
+
+
+@shape_rule("conv1d_padding")
+def conv1d_padding(op, *args):
+    return _CONV1D_PAD(op, *args)
+
+
+@shape_rule("conv2d_padding")
+def conv2d_padding(op, *args):
+    return _CONV2D_PAD(op, *args)
+
+
+@shape_rule("conv_transpose1d")
+def conv_transpose1d(op, *args):
+    return _CONV_T1D(op, *args)
+
+
+@shape_rule("conv_transpose2d")
+def conv_transpose2d(op, *args):
+    return _CONV_T2D(op, *args)
+
+
+# ---------------------------------------------------------------------------------- pooling
+def pool_output_size(n, k, s, p, d, ceil_mode) -> int:
+    """ATen's pooling_output_shape (the last window must start inside the left-padded input)."""
+    out = (n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= n + p:
+        out -= 1
+    return out
+
+
+def _pool_param(op, value, n, arg, what, *, allow_empty=False):
+    vals = check_int_list(op, value, arg)
+    if allow_empty and not vals:
+        return None
+    if len(vals) not in (1, n):
+        name = op.name.split(".")[0]
+        raise ArgumentValueError(f"{op.name}(): {name}: {arg} must {what}")
+    return vals * n if len(vals) == 1 else vals
+
+
+def pool_geometry(op, self, kernel_size, stride, padding, dilation, ceil_mode, nd=2, *, check_pad=True):
+    """(batch dims, channels, spatial in, kernel, stride, padding, dilation, spatial out) after ATen's checks."""
+    check_tensor(op, self, "input")
+    name = op.name.split(".")[0]
+    n_word = "two" if nd == 2 else "one"
+    kernel = _pool_param(op, kernel_size, nd, "kernel_size", f"either be a single int, or a tuple of {n_word} ints")
+    stride = _pool_param(op, stride, nd, "stride", f"either be omitted, a single int, or a tuple of {n_word} ints",
+                         allow_empty=True) or kernel
+    padding = _pool_param(op, padding, nd, "padding", f"either be a single int, or a tuple of {n_word} ints")
+    dilation = _pool_param(op, dilation, nd, "dilation", f"either be a single int, or a tuple of {n_word} ints")
+    shape = _shape(self)
+    if len(shape) not in (nd + 1, nd + 2) or any(n == 0 for n in shape[-nd - 1:]) and len(shape) == nd + 1 or \
+            (len(shape) == nd + 2 and any(n == 0 for n in shape[1:])):
+        raise ShapeError(f"{op.name}(): Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with optional 0 dim batch "
+                         f"size for input, but got: {list(shape)} (argument 'input')")
+    if any(k <= 0 for k in kernel):
+        raise ArgumentValueError(f"{op.name}(): kernel_size should be greater than zero, but got {list(kernel)}")
+    if any(s <= 0 for s in stride):
+        raise ArgumentValueError(f"{op.name}(): stride should be greater than zero, but got {list(stride)}")
+    if any(d <= 0 for d in dilation):
+        raise ArgumentValueError(f"{op.name}(): dilation should be greater than zero, but got {list(dilation)}")
+    if check_pad and any(p < 0 or p > k // 2 for p, k in zip(padding, kernel)):
+        raise ArgumentValueError(f"{op.name}(): pad should be at most half of effective kernel size, but got "
+                                 f"padding={list(padding)}, kernel_size={list(kernel)} (argument 'padding')")
+    spatial = shape[-nd:]
+    out = tuple(pool_output_size(n, k, s, p, d, ceil_mode)
+                for n, k, s, p, d in zip(spatial, kernel, stride, padding, dilation))
+    if any(o < 1 for o in out):
+        raise ShapeError(f"{op.name}(): Given input size: ({'x'.join(map(str, shape[-nd - 1:]))}). Calculated output "
+                         f"size: ({'x'.join(map(str, shape[-nd - 1:-nd] + out))}). Output size is too small")
+    return shape[:-nd] + out
+
+
+@shape_rule("max_pool2d_with_indices")
+def max_pool2d_with_indices(op, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    out = pool_geometry(op, self, kernel_size, stride, padding, dilation, ceil_mode)
+    if self._dtype is _dt.bool:
+        raise MissingKernelError(f'{op.name}(): "max_pool2d" not implemented for \'Bool\'')
+    return ((out, self._dtype), (out, _dt.int64))
+
+
+@shape_rule("max_pool2d")
+def max_pool2d(op, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return max_pool2d_with_indices(op, self, kernel_size, stride, padding, dilation, ceil_mode)[0]
+
+
+@shape_rule("max_pool1d")
+def max_pool1d(op, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    out = pool_geometry(op, self, kernel_size, stride, padding, dilation, ceil_mode, nd=1)
+    if not self._dtype.is_floating_point:
+        raise MissingKernelError(f'{op.name}(): "max_pool1d_impl" not implemented for \'{type_name(self._dtype)}\'')
+    return (out, self._dtype)
+
+
+def _avg_dtype_check(op, self):
+    if self._dtype is _dt.bool or self._dtype is _dt.uint8:
+        raise MissingKernelError(f'{op.name}(): "{op.name.split(".")[0]}" not implemented for '
+                                 f"'{type_name(self._dtype)}'")
+
+
+@shape_rule("avg_pool2d")
+def avg_pool2d(op, self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    check_tensor(op, self, "input")
+    if len(_shape(self)) < 3:          # ATen reads input.size(-3) first
+        raise DimensionError(f"{op.name}(): Dimension out of range (expected to be in range of "
+                             f"[{-max(len(_shape(self)), 1)}, {max(len(_shape(self)), 1) - 1}], but got -3)")
+    out = pool_geometry(op, self, kernel_size, stride, padding, 1, ceil_mode)
+    if divisor_override is not None and as_int(op, divisor_override, "divisor_override") == 0:
+        raise ArgumentValueError(f"{op.name}(): divisor must be not zero (argument 'divisor_override')")
+    _avg_dtype_check(op, self)
+    return (out, self._dtype)
+
+
+@shape_rule("avg_pool1d")
+def avg_pool1d(op, self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True):
+    out = pool_geometry(op, self, kernel_size, stride, padding, 1, ceil_mode, nd=1)
+    _avg_dtype_check(op, self)
+    return (out, self._dtype)
+
+
+def _adaptive(op, self, output_size, nd):
+    check_tensor(op, self, "input")
+    shape = _shape(self)
+    name = op.name.split(".")[0].lstrip("_")
+    sizes = check_int_list(op, output_size, "output_size")
+    if len(sizes) != nd:
+        raise ArgumentValueError(f"{op.name}(): {name}: output_size must be {nd}")
+    if len(shape) not in (nd + 1, nd + 2):
+        raise ShapeError(f"{op.name}(): {name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got {list(shape)} "
+                         "(argument 'input')")
+    for i in range(len(shape) - nd, len(shape)):
+        if shape[i] == 0:
+            raise ShapeError(f"{op.name}(): {name}(): Expected input to have non-zero size for non-batch "
+                             f"dimensions, but input has sizes {list(shape)} with dimension {i} being empty")
+    if any(s < 0 for s in sizes):
+        raise ArgumentValueError(f"{op.name}(): {name}: elements of output_size must be greater than or equal to 0 "
+                                 f"but received {list(sizes)}")
+    _check_float(op, self, name)
+    return (shape[:-nd] + tuple(sizes), self._dtype)
+
+
+@shape_rule("adaptive_avg_pool2d")
+def adaptive_avg_pool2d(op, self, output_size):
+    return _adaptive(op, self, output_size, 2)
+
+
+@shape_rule("adaptive_avg_pool1d")
+def adaptive_avg_pool1d(op, self, output_size):
+    return _adaptive(op, self, output_size, 1)
