@@ -187,6 +187,26 @@ _op_rand = _OPS['rand']
 _op_randn = _OPS['randn']
 _op_randint_low = _OPS['randint.low']
 _op_randint = _OPS['randint']
+_op_gather = _OPS['gather']
+_op_scatter_add = _OPS['scatter_add']
+_op_nonzero = _OPS['nonzero']
+_op_scatter_src = _OPS['scatter.src']
+_op_scatter_value = _OPS['scatter.value']
+_op_scatter_reduce_two = _OPS['scatter_reduce.two']
+_op_index_add = _OPS['index_add']
+_op_index_select = _OPS['index_select']
+_op_take_along_dim = _OPS['take_along_dim']
+_op_index_Tensor = _OPS['index.Tensor']
+_op_index_put = _OPS['index_put']
+_op_index_put_ = _OPS['index_put_']
+_op_masked_fill_Scalar = _OPS['masked_fill.Scalar']
+_op_masked_fill__Scalar = _OPS['masked_fill_.Scalar']
+_op_masked_fill_Tensor = _OPS['masked_fill.Tensor']
+_op_masked_fill__Tensor = _OPS['masked_fill_.Tensor']
+_op_masked_select = _OPS['masked_select']
+_op_masked_scatter = _OPS['masked_scatter']
+_op_embedding = _OPS['embedding']
+_op_embedding_dense_backward = _OPS['embedding_dense_backward']
 
 def add(input, other, *, alpha=1):
     """Adds `other`, scaled by `alpha`, to `self`, broadcasting both.
@@ -1480,4 +1500,156 @@ def randint(*args, **kwargs):
     """
     return _call_overload('randint', _overloads_randint, args, kwargs)
 
-__all__ = ['_to_copy', 'abs', 'acos', 'acosh', 'add', 'addmm', 'amax', 'amin', 'arange', 'argmax', 'argmin', 'as_strided', 'as_strided_scatter', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'ceil', 'clamp', 'clone', 'copy_', 'cos', 'cosh', 'div', 'empty', 'empty_like', 'eq', 'exp', 'exp2', 'expand', 'expm1', 'eye', 'fill_', 'floor', 'floor_divide', 'fmod', 'frac', 'full', 'full_like', 'ge', 'gt', 'hypot', 'isfinite', 'isinf', 'isnan', 'le', 'log', 'log10', 'log1p', 'log2', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'lt', 'matmul', 'max', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'ne', 'neg', 'ones', 'ones_like', 'permute', 'pow', 'rand', 'randint', 'randn', 'reciprocal', 'relu', 'remainder', 'reshape', 'round', 'rsqrt', 'rsub', 'select', 'select_scatter', 'sigmoid', 'sign', 'signbit', 'sin', 'sinh', 'slice', 'slice_scatter', 'softmax', 'sqrt', 'square', 'squeeze', 'stack', 'sub', 'sum', 't', 'tan', 'tanh', 'transpose', 'trunc', 'unsqueeze', 'view', 'where', 'zeros', 'zeros_like']
+def gather(input, dim, index, *, sparse_grad=False):
+    """Values of `self` along `dim` at the positions `index` holds (out[i][j] = self[index[i][j]][j] for dim 0).
+
+    Schema: ``gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor``
+    """
+    return _call(_op_gather, (input, dim, index, sparse_grad))
+
+def scatter_add(input, dim, index, src):
+    """A copy of `self` with each `src` element added at the position along `dim` that `index` gives.
+
+    Schema: ``scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor``
+    """
+    return _call(_op_scatter_add, (input, dim, index, src))
+
+def nonzero(input):
+    """The indices of the nonzero elements, one row per element (a data-dependent shape).
+
+    Schema: ``nonzero(Tensor self) -> Tensor``
+    """
+    return _call(_op_nonzero, (input,))
+
+def _bind_scatter_src(input, dim, index, src):
+    return (input, dim, index, src)
+
+def _bind_scatter_value(input, dim, index, value):
+    return (input, dim, index, value)
+
+_overloads_scatter = ((_bind_scatter_src, _op_scatter_src, None), (_bind_scatter_value, _op_scatter_value, None),)
+def scatter(*args, **kwargs):
+    """A copy of `self` with `src` elements written at the positions along `dim` that `index` gives.
+
+    Overloads:
+
+    ``scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor``: A copy of `self` with `src` elements written at the positions along `dim` that `index` gives.
+
+    ``scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor``: A copy of `self` with `value` written at the positions along `dim` that `index` gives.
+    """
+    return _call_overload('scatter', _overloads_scatter, args, kwargs)
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """A copy of `self` reducing (sum, prod, mean, amax, amin) the `src` elements scattered to each position.
+
+    Schema: ``scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor``
+    """
+    return _call(_op_scatter_reduce_two, (input, dim, index, src, reduce, include_self))
+
+def index_add(input, dim, index, source, *, alpha=1):
+    """A copy of `self` with `alpha * source` slices added at the positions `index` gives along `dim`.
+
+    Schema: ``index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor``
+    """
+    return _call(_op_index_add, (input, dim, index, source, alpha))
+
+def index_select(input, dim, index):
+    """The slices of `self` along `dim` at the positions of the 1-D `index`.
+
+    Schema: ``index_select(Tensor self, int dim, Tensor index) -> Tensor``
+    """
+    return _call(_op_index_select, (input, dim, index))
+
+def take_along_dim(input, indices, dim=None):
+    """gather along `dim` with `indices` broadcast against `self` (of the flattened tensor when dim is None).
+
+    Schema: ``take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor``
+    """
+    return _call(_op_take_along_dim, (input, indices, dim))
+
+def index(input, indices):
+    """Advanced indexing `self[indices]` with integer or boolean tensors (None keeps a dimension).
+
+    Schema: ``index.Tensor(Tensor self, Tensor?[] indices) -> Tensor``
+    """
+    return _call(_op_index_Tensor, (input, indices))
+
+def index_put(input, indices, values, accumulate=False):
+    """A copy of `self` with `values` written (or added, accumulate=True) at the advanced index `indices`.
+
+    Schema: ``index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor``
+    """
+    return _call(_op_index_put, (input, indices, values, accumulate))
+
+def index_put_(input, indices, values, accumulate=False):
+    """In-place version of index_put: A copy of `self` with `values` written (or added, accumulate=True) at the advanced index `indices`.
+
+    Schema: ``index_put_(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor``
+    """
+    return _call(_op_index_put_, (input, indices, values, accumulate))
+
+def _bind_masked_fill_Scalar(input, mask, value):
+    return (input, mask, value)
+
+def _bind_masked_fill_Tensor(input, mask, value):
+    return (input, mask, value)
+
+_overloads_masked_fill = ((_bind_masked_fill_Scalar, _op_masked_fill_Scalar, None), (_bind_masked_fill_Tensor, _op_masked_fill_Tensor, None),)
+def masked_fill(*args, **kwargs):
+    """`self` with `value` where the boolean `mask` is True.
+
+    Overloads:
+
+    ``masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor``: `self` with `value` where the boolean `mask` is True.
+
+    ``masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor``: `self` with the 0-d tensor `value` where the boolean `mask` is True.
+    """
+    return _call_overload('masked_fill', _overloads_masked_fill, args, kwargs)
+
+def _bind_masked_fill__Scalar(input, mask, value):
+    return (input, mask, value)
+
+def _bind_masked_fill__Tensor(input, mask, value):
+    return (input, mask, value)
+
+_overloads_masked_fill_ = ((_bind_masked_fill__Scalar, _op_masked_fill__Scalar, None), (_bind_masked_fill__Tensor, _op_masked_fill__Tensor, None),)
+def masked_fill_(*args, **kwargs):
+    """In-place version of masked_fill.Scalar: `self` with `value` where the boolean `mask` is True.
+
+    Overloads:
+
+    ``masked_fill_.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor``: In-place version of masked_fill.Scalar: `self` with `value` where the boolean `mask` is True.
+
+    ``masked_fill_.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor``: In-place version of masked_fill.Tensor: `self` with the 0-d tensor `value` where the boolean `mask` is True.
+    """
+    return _call_overload('masked_fill_', _overloads_masked_fill_, args, kwargs)
+
+def masked_select(input, mask):
+    """The elements of `self` where the boolean `mask` is True, as a 1-D tensor (a data-dependent shape).
+
+    Schema: ``masked_select(Tensor self, Tensor mask) -> Tensor``
+    """
+    return _call(_op_masked_select, (input, mask))
+
+def masked_scatter(input, mask, source):
+    """`self` with the leading elements of `source` written, in order, where the boolean `mask` is True.
+
+    Schema: ``masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor``
+    """
+    return _call(_op_masked_scatter, (input, mask, source))
+
+def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    """The rows of `weight` at `indices` (a lookup table); the row `padding_idx` gets no gradient.
+
+    Schema: ``embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor``
+    """
+    return _call(_op_embedding, (weight, indices, padding_idx, scale_grad_by_freq, sparse))
+
+def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
+    """The gradient of embedding's weight, the rows of `grad_output` summed per index.
+
+    Schema: ``embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor``
+    """
+    return _call(_op_embedding_dense_backward, (grad_output, indices, num_weights, padding_idx, scale_grad_by_freq))
+
+__all__ = ['_to_copy', 'abs', 'acos', 'acosh', 'add', 'addmm', 'amax', 'amin', 'arange', 'argmax', 'argmin', 'as_strided', 'as_strided_scatter', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'ceil', 'clamp', 'clone', 'copy_', 'cos', 'cosh', 'div', 'embedding', 'embedding_dense_backward', 'empty', 'empty_like', 'eq', 'exp', 'exp2', 'expand', 'expm1', 'eye', 'fill_', 'floor', 'floor_divide', 'fmod', 'frac', 'full', 'full_like', 'gather', 'ge', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_select', 'isfinite', 'isinf', 'isnan', 'le', 'log', 'log10', 'log1p', 'log2', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'ne', 'neg', 'nonzero', 'ones', 'ones_like', 'permute', 'pow', 'rand', 'randint', 'randn', 'reciprocal', 'relu', 'remainder', 'reshape', 'round', 'rsqrt', 'rsub', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sign', 'signbit', 'sin', 'sinh', 'slice', 'slice_scatter', 'softmax', 'sqrt', 'square', 'squeeze', 'stack', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tanh', 'transpose', 'trunc', 'unsqueeze', 'view', 'where', 'zeros', 'zeros_like']

@@ -48,7 +48,7 @@ def _unwrapper(op) -> Callable[[tuple], list]:
             if isinstance(a, T):
                 nat[i] = a._data
         for i in l_idx:
-            nat[i] = [t._data for t in nat[i]]
+            nat[i] = [t._data if t is not None else None for t in nat[i]]   # Tensor?[] entries may be None
         return nat
     return unwrap
 
