@@ -172,6 +172,12 @@ def _binder(op: OpEntry, is_method: bool, indent: str) -> tuple[str, list[str]]:
     params, exprs, prelude = _signature(op.schema, is_method)
     fname = f"_bind_{ident(op.name)}"
     lines = [f"{indent}def {fname}({params}):"] + [indent + p if indent else p for p in prelude]
+    bound = _self_index(op.schema) if is_method else -1
+    for i, a in enumerate(op.schema.arguments):
+        if a.type.base == "Scalar" and not a.type.is_list and i != bound:
+            # a Tensor goes to a sibling overload taking a Tensor there (masked_fill.Tensor, scatter.src)
+            pname = argument_python_name(a, is_method)
+            lines.append(f"{indent}    if hasattr({pname}, '_data'):\n{indent}        raise TypeError({pname!r})")
     lines.append(f"{indent}    return ({', '.join(exprs)}{',' if len(exprs) == 1 else ''})")
     return fname, lines
 

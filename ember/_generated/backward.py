@@ -2033,6 +2033,32 @@ class ScatterAddBackward0(Node):
 
 
 class ScatterBackward0(Node):
+    """Backward of scatter.value."""
+
+    __slots__ = ('a_dim', 'a_index', 'needs')
+    saved_slots = ('a_dim', 'a_index')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_dim = _save(args[1])
+            self.a_index = _save(args[2])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_dim = _load(self.a_dim, self)
+            a_index = _load(self.a_index, self)
+            out.append(_F.scatter(grad, a_dim, a_index, 0))
+        else:
+            out.append(None)
+        return out
+
+
+class ScatterBackward1(Node):
     """Backward of scatter.src."""
 
     __slots__ = ('a_dim', 'a_index', 'm_src_shape', 'needs')
@@ -2064,32 +2090,6 @@ class ScatterBackward0(Node):
             a_index = _load(self.a_index, self)
             m_src_shape = _load(self.m_src_shape, self)
             out.append(_H.gather_to_shape(grad, a_dim, a_index, m_src_shape))
-        else:
-            out.append(None)
-        return out
-
-
-class ScatterBackward1(Node):
-    """Backward of scatter.value."""
-
-    __slots__ = ('a_dim', 'a_index', 'needs')
-    saved_slots = ('a_dim', 'a_index')
-    n_outputs = 1
-
-    def save(self, args, outs):
-        needs = self.needs
-        if needs[0]:
-            self.a_dim = _save(args[1])
-            self.a_index = _save(args[2])
-
-    def apply(self, grads):
-        grad = grads[0]
-        needs = self.needs
-        out = []
-        if needs[0]:
-            a_dim = _load(self.a_dim, self)
-            a_index = _load(self.a_index, self)
-            out.append(_F.scatter(grad, a_dim, a_index, 0))
         else:
             out.append(None)
         return out
@@ -2239,6 +2239,39 @@ class MaskedFillBackward1(Node):
         return out
 
 
+class MaskedScatterBackward0(Node):
+    """Backward of masked_scatter."""
+
+    __slots__ = ('a_mask', 'm_source_shape', 'needs')
+    saved_slots = ('a_mask', 'm_source_shape')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_mask = _save(args[1])
+        if needs[1]:
+            self.a_mask = _save(args[1])
+            self.m_source_shape = tuple(args[2].shape) if hasattr(args[2], 'shape') else ()
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_mask = _load(self.a_mask, self)
+            out.append(_F.masked_fill(grad, a_mask, 0))
+        else:
+            out.append(None)
+        if needs[1]:
+            a_mask = _load(self.a_mask, self)
+            m_source_shape = _load(self.m_source_shape, self)
+            out.append(_H.masked_scatter_backward(grad, a_mask, m_source_shape))
+        else:
+            out.append(None)
+        return out
+
+
 class EmbeddingBackward0(Node):
     """Backward of embedding."""
 
@@ -2370,13 +2403,14 @@ CLASSES = {
     'bmm': BmmBackward0,
     'gather': GatherBackward0,
     'scatter_add': ScatterAddBackward0,
-    'scatter.src': ScatterBackward0,
-    'scatter.value': ScatterBackward1,
+    'scatter.value': ScatterBackward0,
+    'scatter.src': ScatterBackward1,
     'index_select': IndexSelectBackward0,
     'index.Tensor': IndexBackward0,
     'index_put': IndexPutBackward0,
     'masked_fill.Scalar': MaskedFillBackward0,
     'masked_fill.Tensor': MaskedFillBackward1,
+    'masked_scatter': MaskedScatterBackward0,
     'embedding': EmbeddingBackward0,
     'embedding_dense_backward': EmbeddingDenseBackwardBackward0,
 }

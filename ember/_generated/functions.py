@@ -190,8 +190,8 @@ _op_randint = _OPS['randint']
 _op_gather = _OPS['gather']
 _op_scatter_add = _OPS['scatter_add']
 _op_nonzero = _OPS['nonzero']
-_op_scatter_src = _OPS['scatter.src']
 _op_scatter_value = _OPS['scatter.value']
+_op_scatter_src = _OPS['scatter.src']
 _op_scatter_reduce_two = _OPS['scatter_reduce.two']
 _op_index_add = _OPS['index_add']
 _op_index_select = _OPS['index_select']
@@ -1521,21 +1521,23 @@ def nonzero(input):
     """
     return _call(_op_nonzero, (input,))
 
+def _bind_scatter_value(input, dim, index, value):
+    if hasattr(value, '_data'):
+        raise TypeError('value')
+    return (input, dim, index, value)
+
 def _bind_scatter_src(input, dim, index, src):
     return (input, dim, index, src)
 
-def _bind_scatter_value(input, dim, index, value):
-    return (input, dim, index, value)
-
-_overloads_scatter = ((_bind_scatter_src, _op_scatter_src, None), (_bind_scatter_value, _op_scatter_value, None),)
+_overloads_scatter = ((_bind_scatter_value, _op_scatter_value, None), (_bind_scatter_src, _op_scatter_src, None),)
 def scatter(*args, **kwargs):
-    """A copy of `self` with `src` elements written at the positions along `dim` that `index` gives.
+    """A copy of `self` with `value` written at the positions along `dim` that `index` gives.
 
     Overloads:
 
-    ``scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor``: A copy of `self` with `src` elements written at the positions along `dim` that `index` gives.
-
     ``scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor``: A copy of `self` with `value` written at the positions along `dim` that `index` gives.
+
+    ``scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor``: A copy of `self` with `src` elements written at the positions along `dim` that `index` gives.
     """
     return _call_overload('scatter', _overloads_scatter, args, kwargs)
 
@@ -1589,6 +1591,8 @@ def index_put_(input, indices, values, accumulate=False):
     return _call(_op_index_put_, (input, indices, values, accumulate))
 
 def _bind_masked_fill_Scalar(input, mask, value):
+    if hasattr(value, '_data'):
+        raise TypeError('value')
     return (input, mask, value)
 
 def _bind_masked_fill_Tensor(input, mask, value):
@@ -1607,6 +1611,8 @@ def masked_fill(*args, **kwargs):
     return _call_overload('masked_fill', _overloads_masked_fill, args, kwargs)
 
 def _bind_masked_fill__Scalar(input, mask, value):
+    if hasattr(value, '_data'):
+        raise TypeError('value')
     return (input, mask, value)
 
 def _bind_masked_fill__Tensor(input, mask, value):

@@ -1149,16 +1149,18 @@ class TensorMethods:
         return _call(_op_nonzero, (self,))
 
     @staticmethod
+    def _bind_scatter_value(self, dim, index, value):
+        if hasattr(value, '_data'):
+            raise TypeError('value')
+        return (self, dim, index, value)
+
+    @staticmethod
     def _bind_scatter_src(self, dim, index, src):
         return (self, dim, index, src)
 
-    @staticmethod
-    def _bind_scatter_value(self, dim, index, value):
-        return (self, dim, index, value)
-
     def scatter(self, *args, **kwargs):
-        """A copy of `self` with `src` elements written at the positions along `dim` that `index` gives."""
-        return _call_overload('scatter', ((TensorMethods._bind_scatter_src, _op_scatter_src, None), (TensorMethods._bind_scatter_value, _op_scatter_value, None),), (self,) + args, kwargs)
+        """A copy of `self` with `value` written at the positions along `dim` that `index` gives."""
+        return _call_overload('scatter', ((TensorMethods._bind_scatter_value, _op_scatter_value, None), (TensorMethods._bind_scatter_src, _op_scatter_src, None),), (self,) + args, kwargs)
 
     def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
         """A copy of `self` reducing (sum, prod, mean, amax, amin) the `src` elements scattered to each position.
@@ -1204,6 +1206,8 @@ class TensorMethods:
 
     @staticmethod
     def _bind_masked_fill_Scalar(self, mask, value):
+        if hasattr(value, '_data'):
+            raise TypeError('value')
         return (self, mask, value)
 
     @staticmethod
@@ -1216,6 +1220,8 @@ class TensorMethods:
 
     @staticmethod
     def _bind_masked_fill__Scalar(self, mask, value):
+        if hasattr(value, '_data'):
+            raise TypeError('value')
         return (self, mask, value)
 
     @staticmethod

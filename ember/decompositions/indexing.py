@@ -313,7 +313,7 @@ def masked_select(self, mask):
     return F.index_select(F.reshape(s, (-1,)), 0, pos)
 
 
-@decomposition("masked_scatter")
+@explicit_kernel("masked_scatter")
 def masked_scatter(self, mask, source):
     s, m, shape = _broadcast_pair(self, mask)
     pos = F.select(F.nonzero(F.reshape(m, (-1,))), 1, 0)

@@ -31,8 +31,8 @@ def no_meta(op, t) -> None:
 
 
 def _same_layout(self):
-    """(shape, dtype[, strides]) of a clone of `self` (memory_format=preserve)."""
-    return with_layout(_shape(self), self._dtype, preserved_strides(self))
+    """(shape, dtype): scatter-like results are contiguous on PyTorch's meta device."""
+    return (_shape(self), self._dtype)
 
 
 def _dimsize(shape, d) -> int:
@@ -43,9 +43,9 @@ def _check_scatter_gather(op, self, dim, index, src=None, *, what="scatter"):
     """ATen's gather_shape_check / scatter_shape_check."""
     check_tensor(op, self, "input" if what == "gather" else "self")
     check_tensor(op, index, "index")
-    if index._dtype is not _dt.int64:
-        raise DTypeError(f"{op.name}: {what}(): Expected dtype int64 for index, got {type_name(index._dtype)} "
-                         "(argument 'index')")
+    if index._dtype not in _INDEX_DTYPES:
+        raise DTypeError(f"{op.name}: {what}(): Expected dtype int32/int64 for index, got "
+                         f"{type_name(index._dtype)} (argument 'index')")
     s, i = _shape(self), _shape(index)
     d = wrap_dim(op, dim, len(s))
     if src is not None:

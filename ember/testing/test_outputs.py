@@ -129,7 +129,7 @@ def test_requires_grad_matches_torch(op, ember_device):
         n = 0
         for s in op.samples(op.rng("float32"), "float32"):
             ts = [t for t in s.tensors() if op_db.is_float(t.dtype)]
-            if not ts:
+            if not ts or (ember_device.is_meta and not s.meta):
                 continue
             for t in ts:
                 t.grad = True
@@ -143,6 +143,8 @@ def test_requires_grad_matches_torch(op, ember_device):
                 assert e.requires_grad == t.requires_grad, \
                     f"{sample_where(op, 'float32', s)}: requires_grad {e.requires_grad} != torch {t.requires_grad}"
             n += 1
+        if not n and ember_device.is_meta and not any(s.meta for s in op.samples(op.rng("float32"), "float32")):
+            pytest.skip("every sample has a data-dependent output shape, which meta tensors cannot compute")
         assert n
 
 

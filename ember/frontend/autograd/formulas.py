@@ -283,3 +283,18 @@ def embedding_double_backward(grad, indices, padding_idx):
         out = F.where(F.unsqueeze(F.eq(indices, padding_idx), -1), F.zeros((), dtype=out.dtype, device=out.device),
                       out)
     return out
+
+
+def masked_scatter_backward(grad, mask, source_shape):
+    """masked_scatter's source gradient: the gradient at the masked positions, in order,
+    zero-padded to the source's size (shapes only on meta, where no mask values exist)."""
+    n = 1
+    for k in source_shape:
+        n *= k
+    if grad.device.type == "meta":
+        return F.zeros(tuple(source_shape), dtype=grad.dtype, device=grad.device)
+    selected = F.masked_select(grad, mask)
+    k = selected.shape[0]
+    if k < n:
+        selected = F.cat([selected, F.zeros((n - k,), dtype=grad.dtype, device=grad.device)])
+    return F.reshape(selected, tuple(source_shape))
