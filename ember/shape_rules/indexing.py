@@ -313,7 +313,7 @@ def index_put(op, self, indices, values, accumulate=False):
     if not masks and any(t is not None for _, t, _ in entries):
         shape = index_layout(op, self, entries)[0]
         check_values_fit(op, _shape(values), shape)
-    return _same_layout(self)
+    return with_layout(_shape(self), self._dtype, preserved_strides(self))    # a clone of self
 
 
 def check_values_fit(op, vshape, shape) -> None:

@@ -113,6 +113,9 @@ def _check_meta_layouts(op, dtype):
         assert_same_meta(e_out, t_out, where, view, t_cpu)
         if op.inplace:
             assert e_out is e_args[0], f"{where}: an in-place op must return self"
+    if not n and "data_dependent_shape" in ALL_OPS[op.name].tags:
+        pytest.skip("a data-dependent output shape: torch's meta device and ember's raise NotImplementedError "
+                    "(checked in tests/test_indexing.py)")
     assert n, f"{op.name}[{dtype}]: no sample runs on meta"
 
 
