@@ -5,3 +5,5 @@ registry op (`ember._generated.functions`), so dispatch, autograd and autocast b
 every other op. One submodule per area; this module re-exports them all.
 """
 from __future__ import annotations
+
+from .sparse import embedding  # noqa: E402,F401
