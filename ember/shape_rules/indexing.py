@@ -345,6 +345,10 @@ def masked_fill(op, self, mask, value):
     elif not isinstance(value, (bool, int, float)):
         raise ArgumentTypeError(f"{op.name}(): argument 'value' must be Number, not {type(value).__name__}")
     shape = broadcast_shapes(op, [_shape(self), _shape(mask)])
+    if op.inplace_of is not None:
+        if shape != _shape(self):
+            raise ShapeError(f"{op.name}: output with shape {list(_shape(self))} doesn't match the broadcast shape "
+                             f"{list(shape)} (argument 'mask')")
     if shape == _shape(self):
         return _same_layout(self)
     return (shape, self._dtype)

@@ -159,6 +159,26 @@ def make(xp, native: Callable) -> dict[str, Callable]:
                 from None
         return out
 
+    def index_put_(spec, a, indices, values, accumulate=False):
+        """In place (the shape rule checked that `a` has no overlapping elements)."""
+        p = parts(a, indices, "index_put_")
+        target_shape = a[p].shape
+        try:
+            v = xp.broadcast_to(values, target_shape)
+        except ValueError:
+            raise ShapeError(f"index_put_: shape mismatch: value tensor of shape {list(values.shape)} cannot be "
+                             f"broadcast to indexing result of shape {list(target_shape)} (argument 'values')") \
+                from None
+        if accumulate:
+            xp.add.at(a, p, v)
+        else:
+            a[p] = v
+        return a
+
+    def masked_fill_(spec, a, mask, value):
+        xp.copyto(a, xp.asarray(value).astype(a.dtype), where=xp.broadcast_to(mask, a.shape))
+        return a
+
     def index_select(spec, a, dim, index):
         a1 = at_least_1d(a)
         d = dim % a1.ndim
@@ -179,5 +199,6 @@ def make(xp, native: Callable) -> dict[str, Callable]:
 
     return {"gather": gather, "scatter_add": scatter_add, "nonzero": nonzero, "scatter.src": scatter_with(None),
             "scatter.value": scatter_with(None), "scatter_reduce.two": scatter_reduce, "index.Tensor": index,
-            "index_put": index_put, "index_select": index_select, "masked_fill.Scalar": masked_fill,
+            "index_put": index_put, "index_put_": index_put_, "masked_fill_.Scalar": masked_fill_,
+            "masked_fill_.Tensor": masked_fill_, "index_select": index_select, "masked_fill.Scalar": masked_fill,
             "masked_fill.Tensor": masked_fill, "embedding": embedding}

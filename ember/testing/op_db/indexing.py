@@ -264,7 +264,7 @@ def _index_put_samples(rng, dtype, inplace=False):
     return S
 
 
-def _index_put_errors(name, fn_=None):
+def _index_put_errors(name):
     def errors(rng):
         x = T(f32(rng, (3, 4)))
         return [_oor((x, [I([3])], T(f32(rng, ()))), IndexError, name),
@@ -312,6 +312,9 @@ def _masked_fill_errors(name, tensor_value=False):
         if tensor_value:
             out.append(E((x, T(np.ones(4, bool)), T(f32(rng, (2,)))), RuntimeError, name, "value",
                          desc="1-d value"))
+        if name.endswith("_"):
+            out.append(E((T(f32(rng, (4,))), T(np.ones((3, 4), bool)), v), RuntimeError, name, "mask",
+                         desc="mask broadcasts self"))
         return out
     return errors
 
