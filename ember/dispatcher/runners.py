@@ -202,8 +202,8 @@ def fallback_runner(op, key: int) -> Callable | None:
     def move(value, dev):
         if isinstance(value, T):
             return value.to(dev)
-        if isinstance(value, (list, tuple)) and value and isinstance(value[0], T):
-            return [v.to(dev) for v in value]
+        if isinstance(value, (list, tuple)) and any(isinstance(v, T) for v in value):
+            return [v.to(dev) if isinstance(v, T) else v for v in value]     # Tensor?[] may hold None
         return value
 
     def run(args):
