@@ -197,7 +197,22 @@ def make(xp, native: Callable) -> dict[str, Callable]:
             f"embedding: index out of range in self (index {v}, {n} embeddings) (argument 'indices')"))
         return xp.take(weight, indices.astype(i64, copy=False), axis=0)
 
-    return {"gather": gather, "scatter_add": scatter_add, "nonzero": nonzero, "scatter.src": scatter_with(None),
+    def embedding_dense_backward(spec, grad, indices, num_weights, padding_idx, scale_grad_by_freq):
+        dim = grad.shape[-1] if grad.ndim else 1
+        idx = indices.reshape(-1).astype(i64, copy=False)
+        g = grad.reshape(-1, dim)
+        if padding_idx >= 0 or scale_grad_by_freq:
+            g = g.copy()
+            if padding_idx >= 0:
+                g[idx == padding_idx] = 0
+            if scale_grad_by_freq:
+                counts = xp.bincount(idx, minlength=num_weights)
+                g /= counts[idx][:, None].astype(g.dtype)
+        out = xp.zeros((num_weights, dim), dtype=grad.dtype)
+        xp.add.at(out, idx, g)             # whole rows per index: numpy's fast path for ufunc.at
+        return out
+
+    return {"gather": gather, "embedding_dense_backward": embedding_dense_backward, "scatter_add": scatter_add, "nonzero": nonzero, "scatter.src": scatter_with(None),
             "scatter.value": scatter_with(None), "scatter_reduce.two": scatter_reduce, "index.Tensor": index,
             "index_put": index_put, "index_put_": index_put_, "masked_fill_.Scalar": masked_fill_,
             "masked_fill_.Tensor": masked_fill_, "index_select": index_select, "masked_fill.Scalar": masked_fill,
