@@ -189,11 +189,16 @@ _op_randint_low = _OPS['randint.low']
 _op_randint = _OPS['randint']
 _op_gather = _OPS['gather']
 _op_scatter_add = _OPS['scatter_add']
+_op_scatter_add_ = _OPS['scatter_add_']
 _op_nonzero = _OPS['nonzero']
 _op_scatter_value = _OPS['scatter.value']
+_op_scatter__value = _OPS['scatter_.value']
 _op_scatter_src = _OPS['scatter.src']
+_op_scatter__src = _OPS['scatter_.src']
 _op_scatter_reduce_two = _OPS['scatter_reduce.two']
+_op_scatter_reduce__two = _OPS['scatter_reduce_.two']
 _op_index_add = _OPS['index_add']
+_op_index_add_ = _OPS['index_add_']
 _op_index_select = _OPS['index_select']
 _op_take_along_dim = _OPS['take_along_dim']
 _op_index_Tensor = _OPS['index.Tensor']
@@ -205,6 +210,7 @@ _op_masked_fill_Tensor = _OPS['masked_fill.Tensor']
 _op_masked_fill__Tensor = _OPS['masked_fill_.Tensor']
 _op_masked_select = _OPS['masked_select']
 _op_masked_scatter = _OPS['masked_scatter']
+_op_masked_scatter_ = _OPS['masked_scatter_']
 _op_embedding = _OPS['embedding']
 _op_embedding_dense_backward = _OPS['embedding_dense_backward']
 
@@ -1514,6 +1520,13 @@ def scatter_add(input, dim, index, src):
     """
     return _call(_op_scatter_add, (input, dim, index, src))
 
+def scatter_add_(input, dim, index, src):
+    """In-place version of scatter_add: A copy of `self` with each `src` element added at the position along `dim` that `index` gives.
+
+    Schema: ``scatter_add_(Tensor self, int dim, Tensor index, Tensor src) -> Tensor``
+    """
+    return _call(_op_scatter_add_, (input, dim, index, src))
+
 def nonzero(input):
     """The indices of the nonzero elements, one row per element (a data-dependent shape).
 
@@ -1541,6 +1554,26 @@ def scatter(*args, **kwargs):
     """
     return _call_overload('scatter', _overloads_scatter, args, kwargs)
 
+def _bind_scatter__value(input, dim, index, value):
+    if hasattr(value, '_data'):
+        raise TypeError('value')
+    return (input, dim, index, value)
+
+def _bind_scatter__src(input, dim, index, src):
+    return (input, dim, index, src)
+
+_overloads_scatter_ = ((_bind_scatter__value, _op_scatter__value, None), (_bind_scatter__src, _op_scatter__src, None),)
+def scatter_(*args, **kwargs):
+    """In-place version of scatter.value: A copy of `self` with `value` written at the positions along `dim` that `index` gives.
+
+    Overloads:
+
+    ``scatter_.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor``: In-place version of scatter.value: A copy of `self` with `value` written at the positions along `dim` that `index` gives.
+
+    ``scatter_.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor``: In-place version of scatter.src: A copy of `self` with `src` elements written at the positions along `dim` that `index` gives.
+    """
+    return _call_overload('scatter_', _overloads_scatter_, args, kwargs)
+
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     """A copy of `self` reducing (sum, prod, mean, amax, amin) the `src` elements scattered to each position.
 
@@ -1548,12 +1581,26 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     """
     return _call(_op_scatter_reduce_two, (input, dim, index, src, reduce, include_self))
 
+def scatter_reduce_(input, dim, index, src, reduce, *, include_self=True):
+    """In-place version of scatter_reduce.two: A copy of `self` reducing (sum, prod, mean, amax, amin) the `src` elements scattered to each position.
+
+    Schema: ``scatter_reduce_.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor``
+    """
+    return _call(_op_scatter_reduce__two, (input, dim, index, src, reduce, include_self))
+
 def index_add(input, dim, index, source, *, alpha=1):
     """A copy of `self` with `alpha * source` slices added at the positions `index` gives along `dim`.
 
     Schema: ``index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor``
     """
     return _call(_op_index_add, (input, dim, index, source, alpha))
+
+def index_add_(input, dim, index, source, *, alpha=1):
+    """In-place version of index_add: A copy of `self` with `alpha * source` slices added at the positions `index` gives along `dim`.
+
+    Schema: ``index_add_(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor``
+    """
+    return _call(_op_index_add_, (input, dim, index, source, alpha))
 
 def index_select(input, dim, index):
     """The slices of `self` along `dim` at the positions of the 1-D `index`.
@@ -1643,6 +1690,13 @@ def masked_scatter(input, mask, source):
     Schema: ``masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor``
     """
     return _call(_op_masked_scatter, (input, mask, source))
+
+def masked_scatter_(input, mask, source):
+    """In-place version of masked_scatter: `self` with the leading elements of `source` written, in order, where the boolean `mask` is True.
+
+    Schema: ``masked_scatter_(Tensor self, Tensor mask, Tensor source) -> Tensor``
+    """
+    return _call(_op_masked_scatter_, (input, mask, source))
 
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     """The rows of `weight` at `indices` (a lookup table); the row `padding_idx` gets no gradient.

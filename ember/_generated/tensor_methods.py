@@ -1141,6 +1141,13 @@ class TensorMethods:
         """
         return _call(_op_scatter_add, (self, dim, index, src))
 
+    def scatter_add_(self, dim, index, src):
+        """In-place version of scatter_add: A copy of `self` with each `src` element added at the position along `dim` that `index` gives.
+
+        Schema: ``scatter_add_(Tensor self, int dim, Tensor index, Tensor src) -> Tensor``
+        """
+        return _call(_op_scatter_add_, (self, dim, index, src))
+
     def nonzero(self):
         """The indices of the nonzero elements, one row per element (a data-dependent shape).
 
@@ -1162,6 +1169,20 @@ class TensorMethods:
         """A copy of `self` with `value` written at the positions along `dim` that `index` gives."""
         return _call_overload('scatter', ((TensorMethods._bind_scatter_value, _op_scatter_value, None), (TensorMethods._bind_scatter_src, _op_scatter_src, None),), (self,) + args, kwargs)
 
+    @staticmethod
+    def _bind_scatter__value(self, dim, index, value):
+        if hasattr(value, '_data'):
+            raise TypeError('value')
+        return (self, dim, index, value)
+
+    @staticmethod
+    def _bind_scatter__src(self, dim, index, src):
+        return (self, dim, index, src)
+
+    def scatter_(self, *args, **kwargs):
+        """In-place version of scatter.value: A copy of `self` with `value` written at the positions along `dim` that `index` gives."""
+        return _call_overload('scatter_', ((TensorMethods._bind_scatter__value, _op_scatter__value, None), (TensorMethods._bind_scatter__src, _op_scatter__src, None),), (self,) + args, kwargs)
+
     def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
         """A copy of `self` reducing (sum, prod, mean, amax, amin) the `src` elements scattered to each position.
 
@@ -1169,12 +1190,26 @@ class TensorMethods:
         """
         return _call(_op_scatter_reduce_two, (self, dim, index, src, reduce, include_self))
 
+    def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+        """In-place version of scatter_reduce.two: A copy of `self` reducing (sum, prod, mean, amax, amin) the `src` elements scattered to each position.
+
+        Schema: ``scatter_reduce_.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor``
+        """
+        return _call(_op_scatter_reduce__two, (self, dim, index, src, reduce, include_self))
+
     def index_add(self, dim, index, source, *, alpha=1):
         """A copy of `self` with `alpha * source` slices added at the positions `index` gives along `dim`.
 
         Schema: ``index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor``
         """
         return _call(_op_index_add, (self, dim, index, source, alpha))
+
+    def index_add_(self, dim, index, source, *, alpha=1):
+        """In-place version of index_add: A copy of `self` with `alpha * source` slices added at the positions `index` gives along `dim`.
+
+        Schema: ``index_add_(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor``
+        """
+        return _call(_op_index_add_, (self, dim, index, source, alpha))
 
     def index_select(self, dim, index):
         """The slices of `self` along `dim` at the positions of the 1-D `index`.
@@ -1245,6 +1280,13 @@ class TensorMethods:
         Schema: ``masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor``
         """
         return _call(_op_masked_scatter, (self, mask, source))
+
+    def masked_scatter_(self, mask, source):
+        """In-place version of masked_scatter: `self` with the leading elements of `source` written, in order, where the boolean `mask` is True.
+
+        Schema: ``masked_scatter_(Tensor self, Tensor mask, Tensor source) -> Tensor``
+        """
+        return _call(_op_masked_scatter_, (self, mask, source))
 
     def __add__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:

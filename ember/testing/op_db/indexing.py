@@ -424,3 +424,37 @@ add(OpInfo("embedding_dense_backward", fn("embedding_dense_backward"), _embeddin
            errors=lambda rng: [
                E((T(f32(rng, (2, 3))), T(np.zeros(2, np.float32)), 4, -1, False), RuntimeError,
                  "embedding_dense_backward", "indices", desc="float indices")]))
+
+
+# ------------------------------------------------------------------------------ in-place twins
+def _self_shaped(gen, drop=()):
+    """The samples whose result has self's shape (valid in place), minus those named in `drop`."""
+    def inplace_gen(rng, dtype):
+        return [s for s in gen(rng, dtype) if s.desc not in drop and s.args[0].layout != "e"]
+    return inplace_gen
+
+
+def _renamed(errors, old, new):
+    def renamed(rng):
+        out = errors(rng)
+        for e in out:
+            e.match = tuple(new if m == old else m for m in e.match)
+        return out
+    return renamed
+
+
+for _name, _method, _gen, _dtypes, _errs, _tol in [
+        ("scatter_add_", "scatter_add_", _scatter_add_samples, NUMERIC, _scatter_errors("scatter_add"), REDUCTION_TOL),
+        ("scatter_.src", "scatter_", _scatter_samples, ALL, _scatter_errors("scatter"), {}),
+        ("scatter_.value", "scatter_", lambda rng, d: _scatter_samples(rng, d, True), ALL,
+         _scatter_errors("scatter", value=True), {}),
+        ("scatter_reduce_.two", "scatter_reduce_", _scatter_reduce_samples, ("float32", "float64", "int64"),
+         lambda rng: [_oor((T(f32(rng, (3, 4))), 0, I([[5]]), T(f32(rng, (1, 1))), "sum"), RuntimeError,
+                           "scatter_reduce")], REDUCTION_TOL),
+        ("index_add_", "index_add_", _index_add_samples, NUMERIC, lambda rng: [
+            E((T(f32(rng, (3, 4))), 0, I([0, 1]), T(f32(rng, (3, 4)))), RuntimeError, "index_add", "source",
+              desc="source shape")], REDUCTION_TOL),
+        ("masked_scatter_", "masked_scatter_", _self_shaped(_masked_scatter_samples, ("broadcast self",)), ALL,
+         lambda rng: [E((T(f32(rng, (3, 4))), T(np.ones((3, 4), np.float32)), T(f32(rng, (12,)))), RuntimeError,
+                        "masked_scatter", "mask", desc="float mask")], {})]:
+    add(OpInfo(_name, method(_method), _gen, dtypes=_dtypes, grad=True, inplace=True, tol=_tol, errors=_errs))
