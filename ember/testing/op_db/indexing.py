@@ -140,7 +140,7 @@ def _scatter_reduce_samples(rng, dtype):
 add(OpInfo("scatter_reduce.two", fn("scatter_reduce"), _scatter_reduce_samples,
            dtypes=("float32", "float64", "int64"), grad=True, tol=REDUCTION_TOL,
            errors=lambda rng: [
-               E((T(f32(rng, (3, 4))), 0, I([[0]]), T(f32(rng, (1, 1))), "median"), RuntimeError, "scatter_reduce",
+               E((T(f32(rng, (3, 4))), 0, I([[0]]), T(f32(rng, (1, 1))), "foo"), RuntimeError, "scatter_reduce",
                  "reduce", desc="unknown reduction"),
                _oor((T(f32(rng, (3, 4))), 0, I([[5]]), T(f32(rng, (1, 1))), "sum"), RuntimeError,
                     "scatter_reduce")]))
