@@ -168,3 +168,31 @@ def test_embedding_max_norm_renormalises_rows_like_torch():
     ot = torch.nn.functional.embedding(torch.tensor(idx), wt, max_norm=1.0)
     np.testing.assert_allclose(values(oe), values(ot), rtol=1e-6)
     np.testing.assert_allclose(values(we), values(wt), rtol=1e-6)     # the weight is renormalised in place
+
+
+_IDX = np.array([[0, 1], [1, 0]])
+SECOND_ORDER = {
+    "gather": lambda m, x, y: m.gather(x * x, 1, m.tensor(_IDX)) * y,
+    "index": lambda m, x, y: (x * x)[m.tensor([1, 0, 1])] * y,
+    "index_put accumulate": lambda m, x, y: m.index_put(x * x, (m.tensor([0, 0]),), y * y, accumulate=True),
+    "index_select": lambda m, x, y: m.index_select(x * x, 0, m.tensor([1, 1])) * y,
+    "masked_fill": lambda m, x, y: m.masked_fill(x * y, m.tensor([[True, False], [False, True]]), 0.5) * x,
+}
+
+
+@pytest.mark.parametrize("name", list(SECOND_ORDER))
+def test_second_order_gradients_match_torch(name):
+    f = SECOND_ORDER[name]
+    xs, ys = RNG.standard_normal((2, 2)), RNG.standard_normal((2,))
+    res = {}
+    for m in (ember, torch):
+        x, y = m.tensor(xs, requires_grad=True), m.tensor(ys, requires_grad=True)
+        out = f(m, x, y)
+        g = m.tensor(np.linspace(-1, 1, int(np.prod(tuple(out.shape)))).reshape(tuple(out.shape)))
+        gx, gy = m.autograd.grad(out, (x, y), g, create_graph=True)
+        ggx, ggy = m.autograd.grad((gx * gx).sum() + (gy * gy).sum(), (x, y))
+        res[m.__name__] = (gx, gy, ggx, ggy)
+    for e, t in zip(res["ember"], res["torch"]):
+        np.testing.assert_allclose(values(e), values(t), rtol=1e-10, atol=1e-12)
+    x, y = ember.tensor(xs, requires_grad=True), ember.tensor(ys, requires_grad=True)
+    assert ember.autograd.gradgradcheck(lambda a, b: f(ember, a, b), (x, y))
