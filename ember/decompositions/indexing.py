@@ -18,13 +18,6 @@ from . import decomposition, explicit_kernel
 
 
 # ------------------------------------------------------------------------------ helpers
-def _prod(shape) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
 def check_bounds(idx, size: int, error, *, negative: bool) -> None:
     """Raise `error(value)` for the first offending extreme of `idx` outside
     [-size, size) (negative=True) or [0, size)."""

@@ -13,8 +13,8 @@ from ember.errors import (ArgumentTypeError, ArgumentValueError, DTypeError, Ind
 from ember.frontend import dtype as _dt
 
 from . import shape_rule
-from .common import (broadcast_shapes, check_tensor, contiguous_strides, iterator_strides, numel, preserved_strides,
-                     type_name, with_layout, wrap_dim)
+from .common import (broadcast_shapes, check_tensor, iterator_strides, numel, preserved_strides, type_name,
+                     with_layout, wrap_dim)
 
 _INDEX_DTYPES = (_dt.int64, _dt.int32)
 
@@ -402,6 +402,3 @@ def embedding_dense_backward(op, grad_output, indices, num_weights, padding_idx,
                          f"types: Long, Int; but got {type_name(indices._dtype)} instead")
     g = _shape(grad_output)
     return ((num_weights, g[-1] if g else 1), grad_output._dtype)
-
-
-__all__ = ["expand_index_entries", "index_layout", "check_values_fit", "no_meta", "REDUCTIONS", "contiguous_strides"]
