@@ -178,6 +178,12 @@ def _binder(op: OpEntry, is_method: bool, indent: str) -> tuple[str, list[str]]:
     params, exprs, prelude = _signature(op.schema, is_method)
     fname = f"_bind_{ident(op.name)}"
     lines = [f"{indent}def {fname}({params}):"] + [indent + p if indent else p for p in prelude]
+    bound = _self_index(op.schema) if is_method else -1
+    for i, a in enumerate(op.schema.arguments):
+        if a.type.base == "Scalar" and not a.type.is_list and i != bound:
+            # a Tensor goes to a sibling overload taking a Tensor there (masked_fill.Tensor, scatter.src)
+            pname = argument_python_name(a, is_method)
+            lines.append(f"{indent}    if hasattr({pname}, '_data'):\n{indent}        raise TypeError({pname!r})")
     lines.append(f"{indent}    return ({', '.join(exprs)}{',' if len(exprs) == 1 else ''})")
     return fname, lines
 
@@ -309,6 +315,8 @@ def gen_backward(registry: Registry, helpers: set[str]) -> str:
              "",
              "",
              "def _load(value, node):",
+             "    if value.__class__ is list:",
+             "        return [_load(v, node) for v in value]",
              "    return value.unpack(node) if value.__class__ is SavedTensor else value",
              "", ""]
     for op in registry.ops:
@@ -379,6 +387,8 @@ def _save_expr(slot: str, schema: FunctionSchema, arg_index: dict, return_index:
     if name in return_index:
         return f"_save(outs[{return_index[name]}], True, {return_index[name]})"
     i = arg_index[name]
+    if schema.arguments[i].type.elem_optional:       # Tensor?[] (index's indices): the tensors
+        return f"[_save(t) for t in args[{i}]]"
     if schema.arguments[i].type.is_tensor_list:
         return f"[tuple(t.shape) for t in args[{i}]]"
     return f"_save(args[{i}])"
@@ -396,7 +406,8 @@ def _pyi_type(arg: Argument) -> str:
     if t.base == "Tensor" and not t.is_list:
         base = "Tensor | Number"
     if t.is_list:
-        base = f"Sequence[{_PYI_TYPES[t.base]}]" + (" | int" if t.base in ("int", "SymInt") else "")
+        elem = _PYI_TYPES[t.base] + (" | None" if t.elem_optional else "")
+        base = f"Sequence[{elem}]" + (" | int" if t.base in ("int", "SymInt") else "")
     if t.optional:
         base += " | None"
     return base

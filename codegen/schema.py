@@ -32,6 +32,7 @@ class Type:
     optional: bool = False    # T?
     alias: str | None = None  # "a" in Tensor(a) / Tensor(a!)
     is_write: bool = False    # Tensor(a!)
+    elem_optional: bool = False  # Tensor?[]: a list whose entries may be None (index's indices)
 
     @property
     def is_tensor(self) -> bool:
@@ -45,6 +46,8 @@ class Type:
         s = self.base
         if self.alias:
             s += f"({self.alias}{'!' if self.is_write else ''})"
+        if self.elem_optional:
+            s += "?"
         if self.is_list:
             s += f"[{self.list_size or ''}]"
         if self.optional:
@@ -92,7 +95,7 @@ class FunctionSchema:
 
 
 _TYPE_RE = re.compile(
-    r"^(?P<base>[A-Za-z]+)(\((?P<alias>[a-z])(?P<write>!)?\))?(?P<list>\[(?P<size>\d*)\])?(?P<opt>\?)?$"
+    r"^(?P<base>[A-Za-z]+)(\((?P<alias>[a-z])(?P<write>!)?\))?(?P<eopt>\?(?=\[))?(?P<list>\[(?P<size>\d*)\])?(?P<opt>\?)?$"
 )
 
 
@@ -106,9 +109,12 @@ def parse_type(text: str) -> Type:
     if m.group("alias") and base != "Tensor":
         raise SchemaError(f"only Tensor arguments may carry an alias annotation, got {text!r}")
     size = m.group("size")
+    if m.group("eopt") and base != "Tensor":
+        raise SchemaError(f"only Tensor lists may have optional entries (Tensor?[]), got {text!r}")
     return Type(
         base=base, is_list=m.group("list") is not None, list_size=int(size) if size else None,
         optional=m.group("opt") is not None, alias=m.group("alias"), is_write=bool(m.group("write")),
+        elem_optional=m.group("eopt") is not None,
     )
 
 

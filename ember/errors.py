@@ -50,3 +50,7 @@ class AutogradError(EmberError, RuntimeError):
 
 class BackendUnavailableError(EmberError, RuntimeError):
     """A device whose backend plugin is missing, broken or has no device."""
+
+
+class IndexOutOfRangeError(EmberError, IndexError):
+    """An index value or index tensor that does not fit the indexed tensor (PyTorch's IndexError)."""

@@ -12,6 +12,8 @@ def _save(value, is_output=False, output_nr=0):
 
 
 def _load(value, node):
+    if value.__class__ is list:
+        return [_load(v, node) for v in value]
     return value.unpack(node) if value.__class__ is SavedTensor else value
 
 
@@ -2548,6 +2550,362 @@ class ConstantPadNdBackward0(Node):
         return out
 
 
+class GatherBackward0(Node):
+    """Backward of gather."""
+
+    __slots__ = ('a_dim', 'a_index', 'm_self_shape', 'needs')
+    saved_slots = ('a_dim', 'a_index', 'm_self_shape')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_dim = _save(args[1])
+            self.a_index = _save(args[2])
+            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_dim = _load(self.a_dim, self)
+            a_index = _load(self.a_index, self)
+            m_self_shape = _load(self.m_self_shape, self)
+            out.append(_H.gather_backward(grad, m_self_shape, a_dim, a_index))
+        else:
+            out.append(None)
+        return out
+
+
+class ScatterAddBackward0(Node):
+    """Backward of scatter_add."""
+
+    __slots__ = ('a_dim', 'a_index', 'm_src_shape', 'needs')
+    saved_slots = ('a_dim', 'a_index', 'm_src_shape')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[1]:
+            self.a_dim = _save(args[1])
+            self.a_index = _save(args[2])
+            self.m_src_shape = tuple(args[3].shape) if hasattr(args[3], 'shape') else ()
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            out.append(grad)
+        else:
+            out.append(None)
+        if needs[1]:
+            a_dim = _load(self.a_dim, self)
+            a_index = _load(self.a_index, self)
+            m_src_shape = _load(self.m_src_shape, self)
+            out.append(_H.gather_to_shape(grad, a_dim, a_index, m_src_shape))
+        else:
+            out.append(None)
+        return out
+
+
+class ScatterBackward0(Node):
+    """Backward of scatter.value."""
+
+    __slots__ = ('a_dim', 'a_index', 'needs')
+    saved_slots = ('a_dim', 'a_index')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_dim = _save(args[1])
+            self.a_index = _save(args[2])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_dim = _load(self.a_dim, self)
+            a_index = _load(self.a_index, self)
+            out.append(_F.scatter(grad, a_dim, a_index, 0))
+        else:
+            out.append(None)
+        return out
+
+
+class ScatterBackward1(Node):
+    """Backward of scatter.src."""
+
+    __slots__ = ('a_dim', 'a_index', 'm_src_shape', 'needs')
+    saved_slots = ('a_dim', 'a_index', 'm_src_shape')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_dim = _save(args[1])
+            self.a_index = _save(args[2])
+        if needs[1]:
+            self.a_dim = _save(args[1])
+            self.a_index = _save(args[2])
+            self.m_src_shape = tuple(args[3].shape) if hasattr(args[3], 'shape') else ()
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_dim = _load(self.a_dim, self)
+            a_index = _load(self.a_index, self)
+            out.append(_F.scatter(grad, a_dim, a_index, 0))
+        else:
+            out.append(None)
+        if needs[1]:
+            a_dim = _load(self.a_dim, self)
+            a_index = _load(self.a_index, self)
+            m_src_shape = _load(self.m_src_shape, self)
+            out.append(_H.gather_to_shape(grad, a_dim, a_index, m_src_shape))
+        else:
+            out.append(None)
+        return out
+
+
+class IndexSelectBackward0(Node):
+    """Backward of index_select."""
+
+    __slots__ = ('a_dim', 'a_index', 'm_self_shape', 'needs')
+    saved_slots = ('a_dim', 'a_index', 'm_self_shape')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_dim = _save(args[1])
+            self.a_index = _save(args[2])
+            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_dim = _load(self.a_dim, self)
+            a_index = _load(self.a_index, self)
+            m_self_shape = _load(self.m_self_shape, self)
+            out.append(_H.index_select_backward(grad, m_self_shape, a_dim, a_index))
+        else:
+            out.append(None)
+        return out
+
+
+class IndexBackward0(Node):
+    """Backward of index.Tensor."""
+
+    __slots__ = ('a_indices', 'm_self_shape', 'needs')
+    saved_slots = ('a_indices', 'm_self_shape')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_indices = [_save(t) for t in args[1]]
+            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_indices = _load(self.a_indices, self)
+            m_self_shape = _load(self.m_self_shape, self)
+            out.append(_H.index_backward(grad, m_self_shape, a_indices))
+        else:
+            out.append(None)
+        return out
+
+
+class IndexPutBackward0(Node):
+    """Backward of index_put."""
+
+    __slots__ = ('a_accumulate', 'a_indices', 'a_values', 'needs')
+    saved_slots = ('a_accumulate', 'a_indices', 'a_values')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_accumulate = _save(args[3])
+            self.a_indices = [_save(t) for t in args[1]]
+            self.a_values = _save(args[2])
+        if needs[1]:
+            self.a_indices = [_save(t) for t in args[1]]
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_accumulate = _load(self.a_accumulate, self)
+            a_indices = _load(self.a_indices, self)
+            a_values = _load(self.a_values, self)
+            out.append(_H.index_put_backward_self(grad, a_indices, a_values, a_accumulate))
+        else:
+            out.append(None)
+        if needs[1]:
+            a_indices = _load(self.a_indices, self)
+            out.append(_F.index(grad, a_indices))
+        else:
+            out.append(None)
+        return out
+
+
+class MaskedFillBackward0(Node):
+    """Backward of masked_fill.Scalar."""
+
+    __slots__ = ('a_mask', 'needs')
+    saved_slots = ('a_mask',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_mask = _save(args[1])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_mask = _load(self.a_mask, self)
+            out.append(_F.masked_fill(grad, a_mask, 0))
+        else:
+            out.append(None)
+        return out
+
+
+class MaskedFillBackward1(Node):
+    """Backward of masked_fill.Tensor."""
+
+    __slots__ = ('a_mask', 'needs')
+    saved_slots = ('a_mask',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_mask = _save(args[1])
+        if needs[1]:
+            self.a_mask = _save(args[1])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_mask = _load(self.a_mask, self)
+            out.append(_F.masked_fill(grad, a_mask, 0))
+        else:
+            out.append(None)
+        if needs[1]:
+            a_mask = _load(self.a_mask, self)
+            out.append(_H.masked_fill_value_backward(grad, a_mask))
+        else:
+            out.append(None)
+        return out
+
+
+class MaskedScatterBackward0(Node):
+    """Backward of masked_scatter."""
+
+    __slots__ = ('a_mask', 'm_source_shape', 'needs')
+    saved_slots = ('a_mask', 'm_source_shape')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_mask = _save(args[1])
+        if needs[1]:
+            self.a_mask = _save(args[1])
+            self.m_source_shape = tuple(args[2].shape) if hasattr(args[2], 'shape') else ()
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_mask = _load(self.a_mask, self)
+            out.append(_F.masked_fill(grad, a_mask, 0))
+        else:
+            out.append(None)
+        if needs[1]:
+            a_mask = _load(self.a_mask, self)
+            m_source_shape = _load(self.m_source_shape, self)
+            out.append(_H.masked_scatter_backward(grad, a_mask, m_source_shape))
+        else:
+            out.append(None)
+        return out
+
+
+class EmbeddingBackward0(Node):
+    """Backward of embedding."""
+
+    __slots__ = ('a_indices', 'a_padding_idx', 'a_scale_grad_by_freq', 'm_weight_shape', 'needs')
+    saved_slots = ('a_indices', 'a_padding_idx', 'a_scale_grad_by_freq', 'm_weight_shape')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_indices = _save(args[1])
+            self.a_padding_idx = _save(args[2])
+            self.a_scale_grad_by_freq = _save(args[3])
+            self.m_weight_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_indices = _load(self.a_indices, self)
+            a_padding_idx = _load(self.a_padding_idx, self)
+            a_scale_grad_by_freq = _load(self.a_scale_grad_by_freq, self)
+            m_weight_shape = _load(self.m_weight_shape, self)
+            out.append(_F.embedding_dense_backward(grad, a_indices, m_weight_shape[0], a_padding_idx, a_scale_grad_by_freq))
+        else:
+            out.append(None)
+        return out
+
+
+class EmbeddingDenseBackwardBackward0(Node):
+    """Backward of embedding_dense_backward."""
+
+    __slots__ = ('a_indices', 'a_padding_idx', 'needs')
+    saved_slots = ('a_indices', 'a_padding_idx')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_indices = _save(args[1])
+            self.a_padding_idx = _save(args[3])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_indices = _load(self.a_indices, self)
+            a_padding_idx = _load(self.a_padding_idx, self)
+            out.append(_H.embedding_double_backward(grad, a_indices, a_padding_idx))
+        else:
+            out.append(None)
+        return out
+
+
 CLASSES = {
     'add.Tensor': AddBackward0,
     'sub.Tensor': SubBackward0,
@@ -2637,4 +2995,16 @@ CLASSES = {
     'native_layer_norm': NativeLayerNormBackward0,
     'native_group_norm': NativeGroupNormBackward0,
     'constant_pad_nd': ConstantPadNdBackward0,
+    'gather': GatherBackward0,
+    'scatter_add': ScatterAddBackward0,
+    'scatter.value': ScatterBackward0,
+    'scatter.src': ScatterBackward1,
+    'index_select': IndexSelectBackward0,
+    'index.Tensor': IndexBackward0,
+    'index_put': IndexPutBackward0,
+    'masked_fill.Scalar': MaskedFillBackward0,
+    'masked_fill.Tensor': MaskedFillBackward1,
+    'masked_scatter': MaskedScatterBackward0,
+    'embedding': EmbeddingBackward0,
+    'embedding_dense_backward': EmbeddingDenseBackwardBackward0,
 }

@@ -288,6 +288,32 @@ _op_upsample_nearest2d = _OPS['upsample_nearest2d']
 _op_upsample_nearest2d_vec = _OPS['upsample_nearest2d.vec']
 _op_upsample_bilinear2d = _OPS['upsample_bilinear2d']
 _op_upsample_bilinear2d_vec = _OPS['upsample_bilinear2d.vec']
+_op_gather = _OPS['gather']
+_op_scatter_add = _OPS['scatter_add']
+_op_scatter_add_ = _OPS['scatter_add_']
+_op_nonzero = _OPS['nonzero']
+_op_scatter_value = _OPS['scatter.value']
+_op_scatter__value = _OPS['scatter_.value']
+_op_scatter_src = _OPS['scatter.src']
+_op_scatter__src = _OPS['scatter_.src']
+_op_scatter_reduce_two = _OPS['scatter_reduce.two']
+_op_scatter_reduce__two = _OPS['scatter_reduce_.two']
+_op_index_add = _OPS['index_add']
+_op_index_add_ = _OPS['index_add_']
+_op_index_select = _OPS['index_select']
+_op_take_along_dim = _OPS['take_along_dim']
+_op_index_Tensor = _OPS['index.Tensor']
+_op_index_put = _OPS['index_put']
+_op_index_put_ = _OPS['index_put_']
+_op_masked_fill_Scalar = _OPS['masked_fill.Scalar']
+_op_masked_fill__Scalar = _OPS['masked_fill_.Scalar']
+_op_masked_fill_Tensor = _OPS['masked_fill.Tensor']
+_op_masked_fill__Tensor = _OPS['masked_fill_.Tensor']
+_op_masked_select = _OPS['masked_select']
+_op_masked_scatter = _OPS['masked_scatter']
+_op_masked_scatter_ = _OPS['masked_scatter_']
+_op_embedding = _OPS['embedding']
+_op_embedding_dense_backward = _OPS['embedding_dense_backward']
 
 def add(input, other, *, alpha=1):
     """Adds `other`, scaled by `alpha`, to `self`, broadcasting both.
@@ -1783,6 +1809,8 @@ def _bind_var_dim(input, dim, unbiased=True, keepdim=False):
     return (input, dim, unbiased, keepdim)
 
 def _bind_var_correction(input, dim=None, *, correction=None, keepdim=False):
+    if hasattr(correction, '_data'):
+        raise TypeError('correction')
     return (input, dim, correction, keepdim)
 
 def _bind_var(input, unbiased=True):
@@ -1806,6 +1834,8 @@ def _bind_std_dim(input, dim, unbiased=True, keepdim=False):
     return (input, dim, unbiased, keepdim)
 
 def _bind_std_correction(input, dim=None, *, correction=None, keepdim=False):
+    if hasattr(correction, '_data'):
+        raise TypeError('correction')
     return (input, dim, correction, keepdim)
 
 def _bind_std(input, unbiased=True):
@@ -1833,9 +1863,13 @@ def var_mean(input, dim=None, *, correction=None, keepdim=False):
     return _call(_op_var_mean_correction, (input, dim, correction, keepdim))
 
 def _bind_norm_ScalarOpt_dim(input, p, dim, keepdim=False):
+    if hasattr(p, '_data'):
+        raise TypeError('p')
     return (input, p, dim, keepdim)
 
 def _bind_norm_Scalar(input, p=2):
+    if hasattr(p, '_data'):
+        raise TypeError('p')
     return (input, p)
 
 _overloads_norm = ((_bind_norm_ScalarOpt_dim, _op_norm_ScalarOpt_dim, None), (_bind_norm_Scalar, _op_norm_Scalar, None),)
@@ -1963,6 +1997,8 @@ def einsum(equation, tensors, *, path=None):
     return _call(_op_einsum, (equation, tensors, path))
 
 def _bind_lerp_Scalar(input, end, weight):
+    if hasattr(weight, '_data'):
+        raise TypeError('weight')
     return (input, end, weight)
 
 def _bind_lerp_Tensor(input, end, weight):
@@ -1981,6 +2017,8 @@ def lerp(*args, **kwargs):
     return _call_overload('lerp', _overloads_lerp, args, kwargs)
 
 def _bind_lerp__Scalar(input, end, weight):
+    if hasattr(weight, '_data'):
+        raise TypeError('weight')
     return (input, end, weight)
 
 def _bind_lerp__Tensor(input, end, weight):
@@ -2296,4 +2334,210 @@ def upsample_bilinear2d(*args, **kwargs):
     """
     return _call_overload('upsample_bilinear2d', _overloads_upsample_bilinear2d, args, kwargs)
 
-__all__ = ['_adaptive_avg_pool2d', '_cdist_forward', '_log_softmax', '_pdist_forward', '_softmax', '_to_copy', 'abs', 'acos', 'acosh', 'adaptive_avg_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'as_strided', 'as_strided_scatter', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'avg_pool1d', 'batch_norm', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'chunk', 'clamp', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv_transpose1d', 'conv_transpose2d', 'convolution', 'copy', 'copy_', 'cos', 'cosh', 'cumprod', 'cumsum', 'diagonal', 'div', 'empty', 'empty_like', 'empty_strided', 'eq', 'exp', 'exp2', 'expand', 'expm1', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_divide', 'fmod', 'frac', 'full', 'full_like', 'ge', 'group_norm', 'gt', 'hypot', 'isfinite', 'isinf', 'isnan', 'layer_norm', 'le', 'lerp', 'log', 'log10', 'log1p', 'log2', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'narrow', 'native_batch_norm', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'ones', 'ones_like', 'pdist', 'permute', 'pow', 'prod', 'rand', 'randint', 'randn', 'reciprocal', 'relu', 'remainder', 'reshape', 'roll', 'round', 'rsqrt', 'rsub', 'scalar_tensor', 'select', 'select_scatter', 'sigmoid', 'sign', 'signbit', 'sin', 'sinh', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'square', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'tan', 'tanh', 'tile', 'topk', 'transpose', 'tril', 'triu', 'trunc', 'unbind', 'unsqueeze', 'var', 'var_mean', 'view', 'where', 'zeros', 'zeros_like']
+def gather(input, dim, index, *, sparse_grad=False):
+    """Values of `self` along `dim` at the positions `index` holds (out[i][j] = self[index[i][j]][j] for dim 0).
+
+    Schema: ``gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor``
+    """
+    return _call(_op_gather, (input, dim, index, sparse_grad))
+
+def scatter_add(input, dim, index, src):
+    """A copy of `self` with each `src` element added at the position along `dim` that `index` gives.
+
+    Schema: ``scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor``
+    """
+    return _call(_op_scatter_add, (input, dim, index, src))
+
+def scatter_add_(input, dim, index, src):
+    """In-place version of scatter_add: A copy of `self` with each `src` element added at the position along `dim` that `index` gives.
+
+    Schema: ``scatter_add_(Tensor self, int dim, Tensor index, Tensor src) -> Tensor``
+    """
+    return _call(_op_scatter_add_, (input, dim, index, src))
+
+def nonzero(input):
+    """The indices of the nonzero elements, one row per element (a data-dependent shape).
+
+    Schema: ``nonzero(Tensor self) -> Tensor``
+    """
+    return _call(_op_nonzero, (input,))
+
+def _bind_scatter_value(input, dim, index, value):
+    if hasattr(value, '_data'):
+        raise TypeError('value')
+    return (input, dim, index, value)
+
+def _bind_scatter_src(input, dim, index, src):
+    return (input, dim, index, src)
+
+_overloads_scatter = ((_bind_scatter_value, _op_scatter_value, None), (_bind_scatter_src, _op_scatter_src, None),)
+def scatter(*args, **kwargs):
+    """A copy of `self` with `value` written at the positions along `dim` that `index` gives.
+
+    Overloads:
+
+    ``scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor``: A copy of `self` with `value` written at the positions along `dim` that `index` gives.
+
+    ``scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor``: A copy of `self` with `src` elements written at the positions along `dim` that `index` gives.
+    """
+    return _call_overload('scatter', _overloads_scatter, args, kwargs)
+
+def _bind_scatter__value(input, dim, index, value):
+    if hasattr(value, '_data'):
+        raise TypeError('value')
+    return (input, dim, index, value)
+
+def _bind_scatter__src(input, dim, index, src):
+    return (input, dim, index, src)
+
+_overloads_scatter_ = ((_bind_scatter__value, _op_scatter__value, None), (_bind_scatter__src, _op_scatter__src, None),)
+def scatter_(*args, **kwargs):
+    """In-place version of scatter.value: A copy of `self` with `value` written at the positions along `dim` that `index` gives.
+
+    Overloads:
+
+    ``scatter_.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor``: In-place version of scatter.value: A copy of `self` with `value` written at the positions along `dim` that `index` gives.
+
+    ``scatter_.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor``: In-place version of scatter.src: A copy of `self` with `src` elements written at the positions along `dim` that `index` gives.
+    """
+    return _call_overload('scatter_', _overloads_scatter_, args, kwargs)
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """A copy of `self` reducing (sum, prod, mean, amax, amin) the `src` elements scattered to each position.
+
+    Schema: ``scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor``
+    """
+    return _call(_op_scatter_reduce_two, (input, dim, index, src, reduce, include_self))
+
+def scatter_reduce_(input, dim, index, src, reduce, *, include_self=True):
+    """In-place version of scatter_reduce.two: A copy of `self` reducing (sum, prod, mean, amax, amin) the `src` elements scattered to each position.
+
+    Schema: ``scatter_reduce_.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor``
+    """
+    return _call(_op_scatter_reduce__two, (input, dim, index, src, reduce, include_self))
+
+def index_add(input, dim, index, source, *, alpha=1):
+    """A copy of `self` with `alpha * source` slices added at the positions `index` gives along `dim`.
+
+    Schema: ``index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor``
+    """
+    return _call(_op_index_add, (input, dim, index, source, alpha))
+
+def index_add_(input, dim, index, source, *, alpha=1):
+    """In-place version of index_add: A copy of `self` with `alpha * source` slices added at the positions `index` gives along `dim`.
+
+    Schema: ``index_add_(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor``
+    """
+    return _call(_op_index_add_, (input, dim, index, source, alpha))
+
+def index_select(input, dim, index):
+    """The slices of `self` along `dim` at the positions of the 1-D `index`.
+
+    Schema: ``index_select(Tensor self, int dim, Tensor index) -> Tensor``
+    """
+    return _call(_op_index_select, (input, dim, index))
+
+def take_along_dim(input, indices, dim=None):
+    """gather along `dim` with `indices` broadcast against `self` (of the flattened tensor when dim is None).
+
+    Schema: ``take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor``
+    """
+    return _call(_op_take_along_dim, (input, indices, dim))
+
+def index(input, indices):
+    """Advanced indexing `self[indices]` with integer or boolean tensors (None keeps a dimension).
+
+    Schema: ``index.Tensor(Tensor self, Tensor?[] indices) -> Tensor``
+    """
+    return _call(_op_index_Tensor, (input, indices))
+
+def index_put(input, indices, values, accumulate=False):
+    """A copy of `self` with `values` written (or added, accumulate=True) at the advanced index `indices`.
+
+    Schema: ``index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor``
+    """
+    return _call(_op_index_put, (input, indices, values, accumulate))
+
+def index_put_(input, indices, values, accumulate=False):
+    """In-place version of index_put: A copy of `self` with `values` written (or added, accumulate=True) at the advanced index `indices`.
+
+    Schema: ``index_put_(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor``
+    """
+    return _call(_op_index_put_, (input, indices, values, accumulate))
+
+def _bind_masked_fill_Scalar(input, mask, value):
+    if hasattr(value, '_data'):
+        raise TypeError('value')
+    return (input, mask, value)
+
+def _bind_masked_fill_Tensor(input, mask, value):
+    return (input, mask, value)
+
+_overloads_masked_fill = ((_bind_masked_fill_Scalar, _op_masked_fill_Scalar, None), (_bind_masked_fill_Tensor, _op_masked_fill_Tensor, None),)
+def masked_fill(*args, **kwargs):
+    """`self` with `value` where the boolean `mask` is True.
+
+    Overloads:
+
+    ``masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor``: `self` with `value` where the boolean `mask` is True.
+
+    ``masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor``: `self` with the 0-d tensor `value` where the boolean `mask` is True.
+    """
+    return _call_overload('masked_fill', _overloads_masked_fill, args, kwargs)
+
+def _bind_masked_fill__Scalar(input, mask, value):
+    if hasattr(value, '_data'):
+        raise TypeError('value')
+    return (input, mask, value)
+
+def _bind_masked_fill__Tensor(input, mask, value):
+    return (input, mask, value)
+
+_overloads_masked_fill_ = ((_bind_masked_fill__Scalar, _op_masked_fill__Scalar, None), (_bind_masked_fill__Tensor, _op_masked_fill__Tensor, None),)
+def masked_fill_(*args, **kwargs):
+    """In-place version of masked_fill.Scalar: `self` with `value` where the boolean `mask` is True.
+
+    Overloads:
+
+    ``masked_fill_.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor``: In-place version of masked_fill.Scalar: `self` with `value` where the boolean `mask` is True.
+
+    ``masked_fill_.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor``: In-place version of masked_fill.Tensor: `self` with the 0-d tensor `value` where the boolean `mask` is True.
+    """
+    return _call_overload('masked_fill_', _overloads_masked_fill_, args, kwargs)
+
+def masked_select(input, mask):
+    """The elements of `self` where the boolean `mask` is True, as a 1-D tensor (a data-dependent shape).
+
+    Schema: ``masked_select(Tensor self, Tensor mask) -> Tensor``
+    """
+    return _call(_op_masked_select, (input, mask))
+
+def masked_scatter(input, mask, source):
+    """`self` with the leading elements of `source` written, in order, where the boolean `mask` is True.
+
+    Schema: ``masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor``
+    """
+    return _call(_op_masked_scatter, (input, mask, source))
+
+def masked_scatter_(input, mask, source):
+    """In-place version of masked_scatter: `self` with the leading elements of `source` written, in order, where the boolean `mask` is True.
+
+    Schema: ``masked_scatter_(Tensor self, Tensor mask, Tensor source) -> Tensor``
+    """
+    return _call(_op_masked_scatter_, (input, mask, source))
+
+def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    """The rows of `weight` at `indices` (a lookup table); the row `padding_idx` gets no gradient.
+
+    Schema: ``embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor``
+    """
+    return _call(_op_embedding, (weight, indices, padding_idx, scale_grad_by_freq, sparse))
+
+def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
+    """The gradient of embedding's weight, the rows of `grad_output` summed per index.
+
+    Schema: ``embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor``
+    """
+    return _call(_op_embedding_dense_backward, (grad_output, indices, num_weights, padding_idx, scale_grad_by_freq))
+
+__all__ = ['_adaptive_avg_pool2d', '_cdist_forward', '_log_softmax', '_pdist_forward', '_softmax', '_to_copy', 'abs', 'acos', 'acosh', 'adaptive_avg_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'as_strided', 'as_strided_scatter', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'avg_pool1d', 'batch_norm', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'chunk', 'clamp', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv_transpose1d', 'conv_transpose2d', 'convolution', 'copy', 'copy_', 'cos', 'cosh', 'cumprod', 'cumsum', 'diagonal', 'div', 'embedding', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'exp', 'exp2', 'expand', 'expm1', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_divide', 'fmod', 'frac', 'full', 'full_like', 'gather', 'ge', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_select', 'isfinite', 'isinf', 'isnan', 'layer_norm', 'le', 'lerp', 'log', 'log10', 'log1p', 'log2', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'narrow', 'native_batch_norm', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'nonzero', 'ones', 'ones_like', 'pdist', 'permute', 'pow', 'prod', 'rand', 'randint', 'randn', 'reciprocal', 'relu', 'remainder', 'reshape', 'roll', 'round', 'rsqrt', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sign', 'signbit', 'sin', 'sinh', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'square', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tanh', 'tile', 'topk', 'transpose', 'tril', 'triu', 'trunc', 'unbind', 'unsqueeze', 'var', 'var_mean', 'view', 'where', 'zeros', 'zeros_like']

@@ -1243,6 +1243,8 @@ class TensorMethods:
 
     @staticmethod
     def _bind_var_correction(self, dim=None, *, correction=None, keepdim=False):
+        if hasattr(correction, '_data'):
+            raise TypeError('correction')
         return (self, dim, correction, keepdim)
 
     @staticmethod
@@ -1259,6 +1261,8 @@ class TensorMethods:
 
     @staticmethod
     def _bind_std_correction(self, dim=None, *, correction=None, keepdim=False):
+        if hasattr(correction, '_data'):
+            raise TypeError('correction')
         return (self, dim, correction, keepdim)
 
     @staticmethod
@@ -1365,6 +1369,8 @@ class TensorMethods:
 
     @staticmethod
     def _bind_lerp_Scalar(self, end, weight):
+        if hasattr(weight, '_data'):
+            raise TypeError('weight')
         return (self, end, weight)
 
     @staticmethod
@@ -1377,6 +1383,8 @@ class TensorMethods:
 
     @staticmethod
     def _bind_lerp__Scalar(self, end, weight):
+        if hasattr(weight, '_data'):
+            raise TypeError('weight')
         return (self, end, weight)
 
     @staticmethod
@@ -1414,6 +1422,167 @@ class TensorMethods:
         Schema: ``addcdiv_(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
         """
         return _call(_op_addcdiv_, (self, tensor1, tensor2, value))
+
+    def gather(self, dim, index, *, sparse_grad=False):
+        """Values of `self` along `dim` at the positions `index` holds (out[i][j] = self[index[i][j]][j] for dim 0).
+
+        Schema: ``gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor``
+        """
+        return _call(_op_gather, (self, dim, index, sparse_grad))
+
+    def scatter_add(self, dim, index, src):
+        """A copy of `self` with each `src` element added at the position along `dim` that `index` gives.
+
+        Schema: ``scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor``
+        """
+        return _call(_op_scatter_add, (self, dim, index, src))
+
+    def scatter_add_(self, dim, index, src):
+        """In-place version of scatter_add: A copy of `self` with each `src` element added at the position along `dim` that `index` gives.
+
+        Schema: ``scatter_add_(Tensor self, int dim, Tensor index, Tensor src) -> Tensor``
+        """
+        return _call(_op_scatter_add_, (self, dim, index, src))
+
+    def nonzero(self):
+        """The indices of the nonzero elements, one row per element (a data-dependent shape).
+
+        Schema: ``nonzero(Tensor self) -> Tensor``
+        """
+        return _call(_op_nonzero, (self,))
+
+    @staticmethod
+    def _bind_scatter_value(self, dim, index, value):
+        if hasattr(value, '_data'):
+            raise TypeError('value')
+        return (self, dim, index, value)
+
+    @staticmethod
+    def _bind_scatter_src(self, dim, index, src):
+        return (self, dim, index, src)
+
+    def scatter(self, *args, **kwargs):
+        """A copy of `self` with `value` written at the positions along `dim` that `index` gives."""
+        return _call_overload('scatter', ((TensorMethods._bind_scatter_value, _op_scatter_value, None), (TensorMethods._bind_scatter_src, _op_scatter_src, None),), (self,) + args, kwargs)
+
+    @staticmethod
+    def _bind_scatter__value(self, dim, index, value):
+        if hasattr(value, '_data'):
+            raise TypeError('value')
+        return (self, dim, index, value)
+
+    @staticmethod
+    def _bind_scatter__src(self, dim, index, src):
+        return (self, dim, index, src)
+
+    def scatter_(self, *args, **kwargs):
+        """In-place version of scatter.value: A copy of `self` with `value` written at the positions along `dim` that `index` gives."""
+        return _call_overload('scatter_', ((TensorMethods._bind_scatter__value, _op_scatter__value, None), (TensorMethods._bind_scatter__src, _op_scatter__src, None),), (self,) + args, kwargs)
+
+    def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+        """A copy of `self` reducing (sum, prod, mean, amax, amin) the `src` elements scattered to each position.
+
+        Schema: ``scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor``
+        """
+        return _call(_op_scatter_reduce_two, (self, dim, index, src, reduce, include_self))
+
+    def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+        """In-place version of scatter_reduce.two: A copy of `self` reducing (sum, prod, mean, amax, amin) the `src` elements scattered to each position.
+
+        Schema: ``scatter_reduce_.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor``
+        """
+        return _call(_op_scatter_reduce__two, (self, dim, index, src, reduce, include_self))
+
+    def index_add(self, dim, index, source, *, alpha=1):
+        """A copy of `self` with `alpha * source` slices added at the positions `index` gives along `dim`.
+
+        Schema: ``index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor``
+        """
+        return _call(_op_index_add, (self, dim, index, source, alpha))
+
+    def index_add_(self, dim, index, source, *, alpha=1):
+        """In-place version of index_add: A copy of `self` with `alpha * source` slices added at the positions `index` gives along `dim`.
+
+        Schema: ``index_add_(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor``
+        """
+        return _call(_op_index_add_, (self, dim, index, source, alpha))
+
+    def index_select(self, dim, index):
+        """The slices of `self` along `dim` at the positions of the 1-D `index`.
+
+        Schema: ``index_select(Tensor self, int dim, Tensor index) -> Tensor``
+        """
+        return _call(_op_index_select, (self, dim, index))
+
+    def take_along_dim(self, indices, dim=None):
+        """gather along `dim` with `indices` broadcast against `self` (of the flattened tensor when dim is None).
+
+        Schema: ``take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor``
+        """
+        return _call(_op_take_along_dim, (self, indices, dim))
+
+    def index_put(self, indices, values, accumulate=False):
+        """A copy of `self` with `values` written (or added, accumulate=True) at the advanced index `indices`.
+
+        Schema: ``index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor``
+        """
+        return _call(_op_index_put, (self, indices, values, accumulate))
+
+    def index_put_(self, indices, values, accumulate=False):
+        """In-place version of index_put: A copy of `self` with `values` written (or added, accumulate=True) at the advanced index `indices`.
+
+        Schema: ``index_put_(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor``
+        """
+        return _call(_op_index_put_, (self, indices, values, accumulate))
+
+    @staticmethod
+    def _bind_masked_fill_Scalar(self, mask, value):
+        if hasattr(value, '_data'):
+            raise TypeError('value')
+        return (self, mask, value)
+
+    @staticmethod
+    def _bind_masked_fill_Tensor(self, mask, value):
+        return (self, mask, value)
+
+    def masked_fill(self, *args, **kwargs):
+        """`self` with `value` where the boolean `mask` is True."""
+        return _call_overload('masked_fill', ((TensorMethods._bind_masked_fill_Scalar, _op_masked_fill_Scalar, None), (TensorMethods._bind_masked_fill_Tensor, _op_masked_fill_Tensor, None),), (self,) + args, kwargs)
+
+    @staticmethod
+    def _bind_masked_fill__Scalar(self, mask, value):
+        if hasattr(value, '_data'):
+            raise TypeError('value')
+        return (self, mask, value)
+
+    @staticmethod
+    def _bind_masked_fill__Tensor(self, mask, value):
+        return (self, mask, value)
+
+    def masked_fill_(self, *args, **kwargs):
+        """In-place version of masked_fill.Scalar: `self` with `value` where the boolean `mask` is True."""
+        return _call_overload('masked_fill_', ((TensorMethods._bind_masked_fill__Scalar, _op_masked_fill__Scalar, None), (TensorMethods._bind_masked_fill__Tensor, _op_masked_fill__Tensor, None),), (self,) + args, kwargs)
+
+    def masked_select(self, mask):
+        """The elements of `self` where the boolean `mask` is True, as a 1-D tensor (a data-dependent shape).
+
+        Schema: ``masked_select(Tensor self, Tensor mask) -> Tensor``
+        """
+        return _call(_op_masked_select, (self, mask))
+
+    def masked_scatter(self, mask, source):
+        """`self` with the leading elements of `source` written, in order, where the boolean `mask` is True.
+
+        Schema: ``masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor``
+        """
+        return _call(_op_masked_scatter, (self, mask, source))
+
+    def masked_scatter_(self, mask, source):
+        """In-place version of masked_scatter: `self` with the leading elements of `source` written, in order, where the boolean `mask` is True.
+
+        Schema: ``masked_scatter_(Tensor self, Tensor mask, Tensor source) -> Tensor``
+        """
+        return _call(_op_masked_scatter_, (self, mask, source))
 
     def __add__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:

@@ -36,5 +36,5 @@ def as_float(x):
     return x if x.dtype.is_floating_point else F._to_copy(x, dtype=get_default_dtype())
 
 
-from . import elementwise, math, reductions, shape_ops, factories, distances, sorting_scans, shape_extra  # noqa: E402,F401  (registration)
+from . import elementwise, math, reductions, shape_ops, factories, distances, indexing, sorting_scans, shape_extra  # noqa: E402,F401  (registration)
 from . import convolution, pooling, normalization, padding  # noqa: E402,F401  (nn layers)

@@ -75,7 +75,7 @@ def _mixed_devices(op, args: tuple, ks: int) -> tuple[int, tuple]:
         if isinstance(args[i], Tensor):
             tensors.append((op.arg_names[i], args[i]))
     for i in op.tensor_list_args:
-        tensors.extend((f"{op.arg_names[i]}[{j}]", t) for j, t in enumerate(args[i]))
+        tensors.extend((f"{op.arg_names[i]}[{j}]", t) for j, t in enumerate(args[i]) if t is not None)
     others = [(n, t) for n, t in tensors if not (t._keys & K.BACKEND_MASK) == cpu]
     scalars = [(n, t) for n, t in tensors if (t._keys & K.BACKEND_MASK) == cpu]
     if others and scalars and all(t.ndim == 0 for _, t in scalars) and op.family in (

@@ -48,7 +48,7 @@ def _unwrapper(op) -> Callable[[tuple], list]:
             if isinstance(a, T):
                 nat[i] = a._data
         for i in l_idx:
-            nat[i] = [t._data for t in nat[i]]
+            nat[i] = [t._data if t is not None else None for t in nat[i]]   # Tensor?[] entries may be None
         return nat
     return unwrap
 
@@ -202,8 +202,8 @@ def fallback_runner(op, key: int) -> Callable | None:
     def move(value, dev):
         if isinstance(value, T):
             return value.to(dev)
-        if isinstance(value, (list, tuple)) and value and isinstance(value[0], T):
-            return [v.to(dev) for v in value]
+        if isinstance(value, (list, tuple)) and any(isinstance(v, T) for v in value):
+            return [v.to(dev) if isinstance(v, T) else v for v in value]     # Tensor?[] may hold None
         return value
 
     def run(args):

@@ -1,9 +1,11 @@
 """`t[index]` and `t[index] = value` through view ops.
 
 Basic indexing (integers, slices, None, Ellipsis) produces views via select, slice and
-unsqueeze; assignment copies into such a view, so autograd sees an in-place copy_. Tensor
-(advanced) indices are an operator-coverage item (index / index_put) and raise a clear
-NotImplementedError until they land.
+unsqueeze; assignment copies into such a view, so autograd sees an in-place copy_.
+Advanced indices (integer or boolean tensors, lists, numpy arrays) are applied after the
+basic ones, as PyTorch does: integers select first (so `x[0, :, [0, 1]]` has shape
+(3, 2) for x of shape (2, 3, 4), unlike NumPy), then one `index.Tensor` call (a copy)
+reads, and one `index_put_` on the basic view writes, so autograd works through both.
 
 Integers are anything with `__index__` (Python ints, numpy integers, 0-dim integer
 tensors). A bool index (`t[True]`, `t[False]`) is a 0-dim mask: reading gives a copy,
@@ -17,7 +19,31 @@ from ember.errors import ArgumentTypeError, DimensionError
 
 
 def _normalize(index) -> tuple:
-    return index if isinstance(index, tuple) else (index,)
+    if isinstance(index, tuple):
+        return index
+    if isinstance(index, list) and any(isinstance(i, (list, tuple, slice)) or i is None or i is Ellipsis
+                                       or hasattr(i, "_data") for i in index):
+        return tuple(index)     # PyTorch's (deprecated) reading of a list holding sequences or slices
+    return (index,)
+
+
+def _advanced(item, Tensor, device):
+    """An index tensor for a list/tuple/numpy array index (int64, or bool for bools)."""
+    from .factories import tensor
+
+    if isinstance(item, Tensor):
+        return item
+    try:
+        out = tensor(item, device=device)
+    except Exception:  # noqa: BLE001 - anything not convertible is not a valid index
+        raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
+                         f"indices (got {type(item).__name__})") from None
+    if out.numel() == 0 and out.dtype.is_floating_point:
+        from . import dtype as _dt
+        from ember._generated import functions as F
+
+        out = F._to_copy(out, dtype=_dt.int64)
+    return out
 
 
 def _as_index(item, Tensor):
@@ -43,11 +69,18 @@ def getitem(t, index, *, for_assignment: bool = False):
     from ember._generated import functions as F
     from .tensor import Tensor
 
-    items = _normalize(index)
+    items = list(_normalize(index))
+    for k, i in enumerate(items):
+        if isinstance(i, list) or (not isinstance(i, (Tensor, tuple, slice, bool, int)) and hasattr(i, "__array__")
+                                   and getattr(i, "ndim", 0) > 0):
+            items[k] = _advanced(i, Tensor, t.device)
     specified = 0
     for i in items:
         if i is not None and i is not Ellipsis and not isinstance(i, bool):
-            specified += 1
+            if isinstance(i, Tensor) and (i.dtype.category == 0 or i.dtype.name == "uint8"):
+                specified += i.dim()
+            else:
+                specified += 1
     ndim = t.dim()
     if specified > ndim:
         if ndim == 0:
@@ -61,6 +94,7 @@ def getitem(t, index, *, for_assignment: bool = False):
     dim = 0
     touched = False
     copy = False
+    adv = {}                   # dim of `out` -> advanced index tensor starting there
     for position, item in enumerate(items):
         if item is None:
             out = F.unsqueeze(out, dim)
@@ -101,18 +135,41 @@ def getitem(t, index, *, for_assignment: bool = False):
         if isinstance(item, Tensor):
             if not (item.dtype.category <= 1):
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-            raise NotImplementedError("indexing with tensors (advanced indexing) is not supported yet; "
-                                      "use integers, slices, None and Ellipsis")
-        if isinstance(item, (list, tuple)):
-            raise NotImplementedError("indexing with sequences (advanced indexing) is not supported yet; "
-                                      "use integers, slices, None and Ellipsis")
+            if item.device != t.device and item.device.type != "cpu":
+                raise IndexError(f"indices should be either on {t.device.type} or on the same device as the "
+                                 f"indexed tensor ({item.device})")
+            if item.device != t.device:
+                item = item.to(t.device)
+            if item.dtype.category == 0 and item.dim() == 0:      # a 0-dim mask adds a dimension
+                out = F.unsqueeze(out, dim)
+                item = F.reshape(item, (1,))
+            adv[dim] = item
+            dim += item.dim() if item.dtype.category == 0 or item.dtype.name == "uint8" else 1
+            touched = True
+            continue
+        if isinstance(item, tuple):
+            items_t = _advanced(list(item), Tensor, t.device)
+            adv[dim] = items_t
+            dim += items_t.dim() if items_t.dtype.category == 0 else 1
+            touched = True
+            continue
         raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
                          f"are valid indices (got {type(item).__name__})")
+    if adv:
+        indices, d = [], 0
+        last = max(adv)
+        while d <= last:
+            it = adv.get(d)
+            indices.append(it)
+            d += 1 if it is None or not (it.dtype.category == 0 or it.dtype.name == "uint8") else max(it.dim(), 1)
+        if for_assignment:
+            return out, indices
+        return F.index(out, indices)
     if not touched:
         out = F.slice(out, 0, None, None, 1) if ndim else F.view(out, ())
     if copy and not for_assignment:
         out = F.clone(out)
-    return out
+    return (out, None) if for_assignment else out
 
 
 def _as_int(v, what):
@@ -134,7 +191,10 @@ def setitem(t, index, value) -> None:
     from .factories import tensor
     from .tensor import Tensor
 
-    view = getitem(t, index, for_assignment=True)
+    view, indices = getitem(t, index, for_assignment=True)
+    if indices is not None:
+        _put(view, indices, value)
+        return
     if isinstance(value, (bool, int, float)):
         F.fill_(view, value)
         return
@@ -143,3 +203,26 @@ def setitem(t, index, value) -> None:
     while value.dim() > view.dim() and value.shape[0] == 1:
         value = F.squeeze(value, [0])
     F.copy_(view, value)
+
+
+def _put(view, indices, value) -> None:
+    """`view[indices] = value` for advanced `indices`: index_put_ into the basic view (a
+    masked_fill_ for one full-shape mask and a number, as PyTorch does)."""
+    from ember._generated import functions as F
+    from .factories import tensor
+    from .tensor import Tensor
+
+    if isinstance(value, (bool, int, float)) and len(indices) == 1 and indices[0] is not None \
+            and indices[0].dtype.category == 0 \
+            and tuple(indices[0].shape) == tuple(view.shape):
+        F.masked_fill_(view, indices[0], value)
+        return
+    if not isinstance(value, Tensor):
+        value = tensor(value, dtype=view.dtype, device=view.device)
+    if value.dtype is not view.dtype:
+        value = F._to_copy(value, dtype=view.dtype)
+    if value.device != view.device:
+        value = value.to(view.device)
+    while value.dim() > 0 and value.shape[0] == 1:
+        value = F.squeeze(value, [0])
+    F.index_put_(view, indices, value)

@@ -21,5 +21,5 @@ def shape_rule(name: str) -> Callable[[Callable], Callable]:
     return register
 
 
-from . import pointwise, reductions, views, tensor_ops, factories, distances, shape_ops  # noqa: E402,F401  (registration)
+from . import pointwise, reductions, views, tensor_ops, factories, distances, indexing, shape_ops  # noqa: E402,F401  (registration)
 from . import nn_layers, nn_norm_pad  # noqa: E402,F401  (nn layers)

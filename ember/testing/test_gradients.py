@@ -126,6 +126,8 @@ def _check_meta_grads(op, dtype):
                 f"{w}: gradient shape {tuple(el.grad.shape)} != torch {tuple(tl.grad.shape)}"
             assert dtype_str(el.grad.dtype) == dtype_str(tl.grad.dtype), \
                 f"{w}: gradient dtype {el.grad.dtype} != torch {tl.grad.dtype}"
+    if not n and not any(s.meta for s in op.samples(op.rng(dtype), dtype)):
+        pytest.skip("every sample has a data-dependent output shape, which meta tensors cannot compute")
     assert n, f"{op.name}[{dtype}]: no differentiable samples on meta"
 
 

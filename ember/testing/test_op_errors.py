@@ -39,6 +39,9 @@ def test_errors(op, index, ember_device):
     err = op.errors(op.rng("errors"))[index]
     s = err.sample
     where = f"{op.name} error input '{s.desc}' on {ember_device.name}"
+    if ember_device.is_meta and not s.meta:
+        pytest.skip("a data-dependent error (index values): meta tensors carry no data, and torch's meta device "
+                    "does not raise it either")
     call_e, call_t = calls(op, s)
     t_args, t_kw, _ = materialize(torch, s, "cpu")
     with pytest.raises(Exception) as t_info:

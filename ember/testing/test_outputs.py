@@ -114,6 +114,9 @@ def _check_meta_layouts(op, dtype):
         assert_same_meta(e_out, t_out, where, view, t_cpu)
         if op.inplace:
             assert e_out is e_args[0], f"{where}: an in-place op must return self"
+    if not n and "data_dependent_shape" in ALL_OPS[op.name].tags:
+        pytest.skip("a data-dependent output shape: torch's meta device and ember's raise NotImplementedError "
+                    "(checked in tests/test_indexing.py)")
     assert n, f"{op.name}[{dtype}]: no sample runs on meta"
 
 
@@ -130,7 +133,7 @@ def test_requires_grad_matches_torch(op, ember_device):
         n = 0
         for s in op.samples(op.rng("float32"), "float32"):
             ts = [t for t in s.tensors() if op_db.is_float(t.dtype)]
-            if not ts:
+            if not ts or (ember_device.is_meta and not s.meta):
                 continue
             for t in ts:
                 t.grad = True
@@ -144,6 +147,8 @@ def test_requires_grad_matches_torch(op, ember_device):
                 assert e.requires_grad == t.requires_grad, \
                     f"{sample_where(op, 'float32', s)}: requires_grad {e.requires_grad} != torch {t.requires_grad}"
             n += 1
+        if not n and ember_device.is_meta and not any(s.meta for s in op.samples(op.rng("float32"), "float32")):
+            pytest.skip("every sample has a data-dependent output shape, which meta tensors cannot compute")
         assert n
 
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import factories, linalg, pointwise, reductions, shape, sorting_scans
+from . import factories, indexing, linalg, pointwise, reductions, shape, sorting_scans
 from . import nn_layers  # convolution, pooling, normalization
 
 
 def make_kernels(xp, native: Callable) -> dict[str, Callable]:
     kernels: dict[str, Callable] = {}
-    for module in (pointwise, reductions, shape, linalg, factories, sorting_scans, nn_layers):
+    for module in (pointwise, reductions, shape, linalg, factories, indexing, sorting_scans, nn_layers):
         kernels.update(module.make(xp, native))
     return kernels

@@ -345,3 +345,60 @@ def nn_backward(which: str, *args):
     from ember.decompositions import nn_backward as helpers
 
     return getattr(helpers, which)(*args)
+# ------------------------------------------------------------------ indexing, scatter, gather
+def gather_backward(grad, self_shape, dim, index):
+    """gather's gradient: the output gradient added back at the gathered positions."""
+    zeros = F.zeros(tuple(self_shape), dtype=grad.dtype, device=grad.device)
+    return F.scatter_add(zeros, dim, index, grad)
+
+
+def gather_to_shape(grad, dim, index, shape):
+    """grad.gather(dim, index) padded with zeros to `shape` (a scatter's src may be larger
+    than its index: the elements beyond the index get no gradient)."""
+    from ember.decompositions.indexing import _pad_to
+
+    return _pad_to(F.gather(grad, dim, index), tuple(shape))
+
+
+def index_select_backward(grad, self_shape, dim, index):
+    zeros = F.zeros(tuple(self_shape), dtype=grad.dtype, device=grad.device)
+    return F.index_add(zeros, dim, index, grad)
+
+
+def index_backward(grad, self_shape, indices):
+    """index's gradient: index_put with accumulate=True into zeros (duplicates add up)."""
+    zeros = F.zeros(tuple(self_shape), dtype=grad.dtype, device=grad.device)
+    return F.index_put(zeros, indices, grad, True)
+
+
+def index_put_backward_self(grad, indices, values, accumulate):
+    if accumulate:
+        return grad
+    return F.index_put(grad, indices, F.zeros_like(values, dtype=grad.dtype), False)
+
+
+def masked_fill_value_backward(grad, mask):
+    return F.sum(F.where(mask, grad, F.zeros((), dtype=grad.dtype, device=grad.device)))
+
+
+def embedding_double_backward(grad, indices, padding_idx):
+    out = F.embedding(grad, indices)
+    if padding_idx >= 0:
+        out = F.where(F.unsqueeze(F.eq(indices, padding_idx), -1), F.zeros((), dtype=out.dtype, device=out.device),
+                      out)
+    return out
+
+
+def masked_scatter_backward(grad, mask, source_shape):
+    """masked_scatter's source gradient: the gradient at the masked positions, in order,
+    zero-padded to the source's size (shapes only on meta, where no mask values exist)."""
+    n = 1
+    for k in source_shape:
+        n *= k
+    if grad.device.type == "meta":
+        return F.zeros(tuple(source_shape), dtype=grad.dtype, device=grad.device)
+    selected = F.masked_select(grad, mask)
+    k = selected.shape[0]
+    if k < n:
+        selected = F.cat([selected, F.zeros((n - k,), dtype=grad.dtype, device=grad.device)])
+    return F.reshape(selected, tuple(source_shape))

@@ -1,0 +1,404 @@
+"""Shape rules of indexing, scatter and gather ops.
+
+Bounds of index *values* are data: they are checked by the kernels (cpu native kernels and
+the explicit kernels in ember/decompositions/indexing.py), never here, so meta tensors
+behave as on PyTorch's meta device (no bounds errors). Ops whose output shape depends on
+data (nonzero, masked_select, boolean-mask indexing) raise NotImplementedError on meta, as
+torch's meta device does.
+"""
+from __future__ import annotations
+
+from ember.errors import (ArgumentTypeError, ArgumentValueError, DTypeError, IndexOutOfRangeError,
+                          MissingKernelError, ShapeError)
+from ember.frontend import dtype as _dt
+
+from . import shape_rule
+from .common import (broadcast_shapes, check_tensor, iterator_strides, numel, preserved_strides, type_name,
+                     with_layout, wrap_dim)
+
+_INDEX_DTYPES = (_dt.int64, _dt.int32)
+
+
+def _shape(t) -> tuple[int, ...]:
+    return tuple(t._data.shape)
+
+
+def no_meta(op, t) -> None:
+    """Data-dependent output shapes cannot be computed on meta (torch raises NotImplementedError)."""
+    if t._device.type == "meta":
+        raise MissingKernelError(f"{op.name}: the output shape depends on the data (a data-dependent shape), "
+                                 "which meta tensors do not carry; run it on a real device")
+
+
+def _same_layout(self):
+    """(shape, dtype): scatter-like results are contiguous on PyTorch's meta device."""
+    return (_shape(self), self._dtype)
+
+
+def _dimsize(shape, d) -> int:
+    return shape[d] if shape else 1
+
+
+def _check_scatter_gather(op, self, dim, index, src=None, *, what="scatter"):
+    """ATen's gather_shape_check / scatter_shape_check."""
+    check_tensor(op, self, "input" if what == "gather" else "self")
+    check_tensor(op, index, "index")
+    if index._dtype not in _INDEX_DTYPES:
+        raise DTypeError(f"{op.name}: {what}(): Expected dtype int32/int64 for index, got "
+                         f"{type_name(index._dtype)} (argument 'index')")
+    s, i = _shape(self), _shape(index)
+    d = wrap_dim(op, dim, len(s))
+    if src is not None:
+        check_tensor(op, src, "src")
+        if src._dtype is not self._dtype:
+            raise DTypeError(f"{op.name}: {what}(): Expected self.dtype to be equal to src.dtype (self is "
+                             f"{type_name(self._dtype)}, argument 'src' is {type_name(src._dtype)})")
+    if numel(i) == 0:
+        return d
+    if max(len(i), 1) != max(len(s), 1):
+        raise ShapeError(f"{op.name}: Index tensor must have the same number of dimensions as "
+                         f"{'input' if what == 'gather' else 'self'} tensor (argument 'index' has {len(i)}, "
+                         f"self has {len(s)})")
+    if src is not None and max(len(_shape(src)), 1) != max(len(i), 1):
+        raise ShapeError(f"{op.name}: Index tensor must have the same number of dimensions as src tensor "
+                         f"(argument 'index' has {len(i)}, 'src' has {len(_shape(src))})")
+    for k in range(len(i)):
+        if k != d and i[k] > _dimsize(s, k):
+            raise ShapeError(f"{op.name}: Size does not match at dimension {k} expected index {list(i)} to be no "
+                             f"larger than self {list(s)} apart from dimension {d} (argument 'index')")
+        if src is not None and i[k] > _dimsize(_shape(src), k):
+            raise ShapeError(f"{op.name}: Expected index {list(i)} to be no larger than self {list(s)} apart from "
+                             f"dimension {d} and to be no larger size than src {list(_shape(src))} "
+                             "(argument 'index')")
+    return d
+
+
+@shape_rule("gather")
+def gather(op, self, dim, index, sparse_grad=False):
+    _check_scatter_gather(op, self, dim, index, what="gather")
+    return (_shape(index), self._dtype)
+
+
+@shape_rule("scatter_add")
+def scatter_add(op, self, dim, index, src):
+    _check_scatter_gather(op, self, dim, index, src, what="scatter")
+    return _same_layout(self)
+
+
+@shape_rule("scatter")
+def scatter(op, self, dim, index, src):
+    if not isinstance(src, (bool, int, float)) and not hasattr(src, "_data"):
+        raise ArgumentTypeError(f"{op.name}(): argument 'src' (or 'value') must be Tensor or Number, "
+                                f"not {type(src).__name__}")
+    _check_scatter_gather(op, self, dim, index, src if hasattr(src, "_data") else None, what="scatter")
+    return _same_layout(self)
+
+
+REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+
+
+@shape_rule("scatter_reduce")
+def scatter_reduce(op, self, dim, index, src, reduce, include_self=True):
+    if reduce not in REDUCTIONS:
+        raise ArgumentValueError(f"{op.name}: reduce argument must be either sum, prod, mean, amax or amin, "
+                                 f"got {reduce!r} (argument 'reduce')")
+    _check_scatter_gather(op, self, dim, index, src, what="scatter")
+    return _same_layout(self)
+
+
+@shape_rule("nonzero")
+def nonzero(op, self):
+    check_tensor(op, self, "input")
+    no_meta(op, self)
+    return ((None, len(_shape(self))), _dt.int64)     # the row count is known after the kernel ran
+
+
+def _check_vector_index(op, index, what):
+    check_tensor(op, index, "index")
+    if index._dtype not in _INDEX_DTYPES:
+        raise DTypeError(f"{op.name}: {what}(): Expected dtype int32 or int64 for index, got "
+                         f"{type_name(index._dtype)} (argument 'index')")
+    if len(_shape(index)) > 1:
+        raise IndexOutOfRangeError(f"{op.name}: {what}(): Index is supposed to be a vector (argument 'index' has "
+                                   f"{len(_shape(index))} dimensions)")
+
+
+@shape_rule("index_select")
+def index_select(op, self, dim, index):
+    check_tensor(op, self, "input")
+    _check_vector_index(op, index, "index_select")
+    s = _shape(self)
+    d = wrap_dim(op, dim, len(s))
+    if not s:
+        return ((), self._dtype)
+    return (s[:d] + (numel(_shape(index)),) + s[d + 1:], self._dtype)
+
+
+@shape_rule("index_add")
+def index_add(op, self, dim, index, source, alpha=1):
+    check_tensor(op, self, "input")
+    check_tensor(op, source, "source")
+    _check_vector_index(op, index, "index_add_")
+    s, src = _shape(self), _shape(source)
+    d = wrap_dim(op, dim, len(s))
+    if source._dtype is not self._dtype:
+        raise DTypeError(f"{op.name}: index_add_(): self ({type_name(self._dtype)}) and source "
+                         f"({type_name(source._dtype)}) must have the same scalar type (argument 'source')")
+    n = numel(_shape(index))
+    if _dimsize(src, d) != n or (len(src) > 0 and len(src) != len(s)) or \
+            any(src[k] != s[k] for k in range(min(len(s), len(src))) if k != d):
+        raise ShapeError(f"{op.name}: index_add_(): source {list(src)} must have the shape of self {list(s)} "
+                         f"except along dim {d}, where it must have the number of indices ({n}) "
+                         "(argument 'source')")
+    return _same_layout(self)
+
+
+@shape_rule("take_along_dim")
+def take_along_dim(op, self, indices, dim=None):
+    check_tensor(op, self, "input")
+    check_tensor(op, indices, "indices")
+    if indices._dtype is not _dt.int64:
+        raise DTypeError(f"{op.name}: torch.take_along_dim(): dtype of indices should be Long but got "
+                         f"{type_name(indices._dtype)} (argument 'indices')")
+    if dim is None:
+        return ((numel(_shape(indices)),), self._dtype)
+    s, i = _shape(self), _shape(indices)
+    d = wrap_dim(op, dim, len(s))
+    if len(s) != len(i):
+        raise ShapeError(f"{op.name}: torch.take_along_dim(): input and indices should have the same number of "
+                         f"dimensions, but got {len(s)} dimensions for input, and {len(i)} dimensions for indices")
+    if not s:
+        return ((), self._dtype)
+    a = s[:d] + (1,) + s[d + 1:]
+    b = i[:d] + (1,) + i[d + 1:]
+    out = list(broadcast_shapes(op, [a, b]))
+    out[d] = i[d]
+    return (tuple(out), self._dtype)
+
+
+# ------------------------------------------------------------------------------ index
+def expand_index_entries(op, self, indices):
+    """Validate `indices` (Tensor?[]) against `self`: a list with one entry per indexed
+    dimension of `self` (a k-dim boolean mask stands for k dimensions), returned as
+    [(dim, tensor or None, is_mask)], plus whether any mask is present."""
+    if not isinstance(indices, (list, tuple)):
+        raise ArgumentTypeError(f"{op.name}(): argument 'indices' must be tuple of Tensors, "
+                                f"not {type(indices).__name__}")
+    s = _shape(self)
+    if not indices:
+        raise IndexOutOfRangeError(f"{op.name}: at least one index must be provided (argument 'indices')")
+    entries, dim, masks = [], 0, False
+    for k, t in enumerate(indices):
+        if t is None:
+            entries.append((dim, None, False))
+            dim += 1
+            continue
+        if not hasattr(t, "_data"):
+            raise ArgumentTypeError(f"{op.name}(): argument 'indices' must be tuple of Tensors, "
+                                    f"not {type(t).__name__} (entry {k})")
+        if t._dtype.category == 2:
+            raise IndexOutOfRangeError(f"{op.name}: tensors used as indices must be long, int, byte or bool tensors "
+                                       f"(argument 'indices', entry {k} is {t._dtype.name})")
+        if t._dtype in (_dt.bool, _dt.uint8):
+            ms = _shape(t)
+            for j, n in enumerate(ms):
+                if dim + j < len(s) and n != s[dim + j]:
+                    raise IndexOutOfRangeError(
+                        f"{op.name}: The shape of the mask {list(ms)} at index {j} does not match the shape of the "
+                        f"indexed tensor {list(s)} at index {dim + j} (argument 'indices')")
+            entries.append((dim, t, True))
+            dim += len(ms)
+            masks = True
+            continue
+        if t._dtype not in (_dt.int64, _dt.int32, _dt.int16, _dt.int8):
+            raise IndexOutOfRangeError(f"{op.name}: tensors used as indices must be long, int, byte or bool tensors "
+                                       f"(argument 'indices', entry {k})")
+        entries.append((dim, t, False))
+        dim += 1
+    if dim > len(s):
+        raise IndexOutOfRangeError(f"{op.name}: too many indices for tensor of dimension {len(s)} (got {dim}) "
+                                   "(argument 'indices')")
+    return entries, masks
+
+
+def index_layout(op, self, entries):
+    """(result shape, its strides or None, broadcast index shape, first advanced dim or None if
+    the advanced dims are not adjacent) for integer-only `entries`."""
+    s = _shape(self)
+    adv = [(d, t) for d, t, _ in entries if t is not None]
+    shapes = [_shape(t) for _, t in adv]
+    try:
+        b = broadcast_shapes(op, shapes)
+    except ShapeError:
+        raise IndexOutOfRangeError(f"{op.name}: shape mismatch: indexing tensors could not be broadcast together "
+                                   f"with shapes {', '.join(str(list(x)) for x in shapes)} "
+                                   "(argument 'indices')") from None
+    dims = [d for d, _ in adv]
+    adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
+    rest = [d for d in range(len(s)) if d not in dims]
+    if adjacent:
+        p = dims[0]
+        shape = s[:p] + b + s[dims[-1] + 1:]
+    else:
+        p = None
+        shape = b + tuple(s[d] for d in rest)
+    return shape, _index_strides(self, adv, b, p, rest, shape), b, p
+
+
+class _Operand:
+    """A stand-in operand (shape, element strides) for TensorIterator's layout rule."""
+
+    class _Data:
+        itemsize = 1
+
+        def __init__(self, shape, strides):
+            self.shape, self.strides = shape, strides
+
+    _dtype = _dt.uint8
+
+    def __init__(self, shape, strides):
+        self._data = self._Data(tuple(shape), tuple(strides))
+
+
+def _index_strides(self, adv, b, p, rest, shape):
+    """The output strides of PyTorch's index kernel (a TensorIterator over `self` restrided to
+    the result shape and the broadcast index tensors)."""
+    s = self._data.shape
+    st = tuple(x // self._dtype.itemsize for x in self._data.strides)
+    nb = len(b)
+    first = p if p is not None else 0
+    self_st = [0] * len(shape)
+    if p is not None:
+        for k in range(p):
+            self_st[k] = st[k]
+        for j, d in enumerate(range(adv[-1][0] + 1, len(s))):
+            self_st[p + nb + j] = st[d]
+    else:
+        for j, d in enumerate(rest):
+            self_st[nb + j] = st[d]
+    ops = [_Operand(shape, self_st)]
+    for _, t in adv:
+        ts = _shape(t)
+        tst = tuple(x // t._dtype.itemsize for x in t._data.strides)
+        full = [0] * len(shape)
+        off = nb - len(ts)
+        for j, (n, x) in enumerate(zip(ts, tst)):
+            full[first + off + j] = 0 if n == 1 else x
+        ops.append(_Operand(shape, full))
+    return iterator_strides(shape, ops)
+
+
+@shape_rule("index")
+def index(op, self, indices):
+    check_tensor(op, self, "input")
+    entries, masks = expand_index_entries(op, self, indices)
+    if masks:
+        no_meta(op, self)
+        return (None, self._dtype)            # the mask's count of True decides the shape
+    if all(t is None for _, t, _ in entries):
+        return _same_layout(self)
+    shape, strides, _, _ = index_layout(op, self, entries)
+    return with_layout(shape, self._dtype, strides)
+
+
+@shape_rule("index_put")
+def index_put(op, self, indices, values, accumulate=False):
+    check_tensor(op, self, "self")
+    check_tensor(op, values, "values")
+    entries, masks = expand_index_entries(op, self, indices)
+    if values._dtype is not self._dtype:
+        raise DTypeError(f"{op.name}: Index put requires the source and destination dtypes match, got "
+                         f"{type_name(self._dtype)} for the destination and {type_name(values._dtype)} for the "
+                         "source (argument 'values')")
+    if not masks and any(t is not None for _, t, _ in entries):
+        shape = index_layout(op, self, entries)[0]
+        check_values_fit(op, _shape(values), shape)
+    return with_layout(_shape(self), self._dtype, preserved_strides(self))    # a clone of self
+
+
+def check_values_fit(op, vshape, shape) -> None:
+    try:
+        ok = broadcast_shapes(op, [tuple(shape), tuple(vshape)]) == tuple(shape)
+    except ShapeError:
+        ok = False
+    if not ok:
+        raise ShapeError(f"{op.name}: shape mismatch: value tensor of shape {list(vshape)} cannot be broadcast to "
+                         f"indexing result of shape {list(shape)} (argument 'values')")
+
+
+# ------------------------------------------------------------------------------ masks
+def _check_mask(op, mask, what):
+    check_tensor(op, mask, "mask")
+    if mask._dtype is not _dt.bool:
+        raise DTypeError(f"{op.name}: {what} only supports boolean masks, but got mask with dtype "
+                         f"{mask._dtype.name} (argument 'mask')")
+
+
+@shape_rule("masked_fill")
+def masked_fill(op, self, mask, value):
+    check_tensor(op, self, "input")
+    _check_mask(op, mask, "masked_fill_")
+    if hasattr(value, "_data"):
+        if len(value._data.shape):
+            raise ShapeError(f"{op.name}: masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
+                             f"with {len(value._data.shape)} dimension(s) (argument 'value')")
+    elif not isinstance(value, (bool, int, float)):
+        raise ArgumentTypeError(f"{op.name}(): argument 'value' must be Number, not {type(value).__name__}")
+    shape = broadcast_shapes(op, [_shape(self), _shape(mask)])
+    if op.inplace_of is not None:
+        if shape != _shape(self):
+            raise ShapeError(f"{op.name}: output with shape {list(_shape(self))} doesn't match the broadcast shape "
+                             f"{list(shape)} (argument 'mask')")
+    if shape == _shape(self):
+        return _same_layout(self)
+    return (shape, self._dtype)
+
+
+@shape_rule("masked_select")
+def masked_select(op, self, mask):
+    check_tensor(op, self, "input")
+    check_tensor(op, mask, "mask")
+    if mask._dtype is not _dt.bool:
+        raise DTypeError(f"{op.name}: masked_select: expected BoolTensor for mask, got {mask._dtype.name} "
+                         "(argument 'mask')")
+    broadcast_shapes(op, [_shape(self), _shape(mask)])
+    no_meta(op, self)
+    return ((None,), self._dtype)
+
+
+@shape_rule("masked_scatter")
+def masked_scatter(op, self, mask, source):
+    check_tensor(op, self, "input")
+    check_tensor(op, source, "source")
+    _check_mask(op, mask, "masked_scatter_")
+    if source._dtype is not self._dtype:
+        raise DTypeError(f"{op.name}: masked_scatter: expected self and source to have same dtypes but got "
+                         f"{type_name(self._dtype)} and {type_name(source._dtype)} (argument 'source')")
+    shape = broadcast_shapes(op, [_shape(self), _shape(mask)])
+    return (shape, self._dtype)
+
+
+# ------------------------------------------------------------------------------ embedding
+@shape_rule("embedding")
+def embedding(op, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    check_tensor(op, weight, "weight")
+    check_tensor(op, indices, "indices")
+    if indices._dtype not in _INDEX_DTYPES:
+        raise DTypeError(f"{op.name}: Expected tensor for argument #1 'indices' to have one of the following scalar "
+                         f"types: Long, Int; but got {type_name(indices._dtype)} instead")
+    if len(_shape(weight)) != 2:
+        raise ShapeError(f"{op.name}: 'weight' must be 2-D (argument 'weight' has {len(_shape(weight))} dimensions)")
+    if sparse:
+        raise MissingKernelError(f"{op.name}: sparse=True (sparse gradients) is not supported (argument 'sparse')")
+    return (_shape(indices) + (_shape(weight)[1],), weight._dtype)
+
+
+@shape_rule("embedding_dense_backward")
+def embedding_dense_backward(op, grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
+    check_tensor(op, grad_output, "grad_output")
+    check_tensor(op, indices, "indices")
+    if indices._dtype not in _INDEX_DTYPES:
+        raise DTypeError(f"{op.name}: Expected tensor for argument #2 'indices' to have one of the following scalar "
+                         f"types: Long, Int; but got {type_name(indices._dtype)} instead")
+    g = _shape(grad_output)
+    return ((num_weights, g[-1] if g else 1), grad_output._dtype)
