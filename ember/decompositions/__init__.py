@@ -36,4 +36,4 @@ def as_float(x):
     return x if x.dtype.is_floating_point else F._to_copy(x, dtype=get_default_dtype())
 
 
-from . import elementwise, reductions, shape_ops, factories  # noqa: E402,F401  (registration)
+from . import elementwise, reductions, shape_ops, factories, activations, losses, random_ops, attention  # noqa: E402,F401  (registration)

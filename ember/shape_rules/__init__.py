@@ -21,4 +21,4 @@ def shape_rule(name: str) -> Callable[[Callable], Callable]:
     return register
 
 
-from . import pointwise, reductions, views, tensor_ops, factories  # noqa: E402,F401  (registration)
+from . import pointwise, reductions, views, tensor_ops, factories, activations, losses, random_ops  # noqa: E402,F401  (registration)
