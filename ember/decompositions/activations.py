@@ -9,6 +9,7 @@ import math
 
 from ember._generated import functions as F
 from ember.frontend import dtype as _dt
+from ember.frontend.type_promotion import result_type
 
 from . import decomposition, explicit_kernel
 
@@ -27,6 +28,14 @@ def _down(r, like):
     return r if r.dtype is like.dtype else F._to_copy(r, dtype=like.dtype)
 
 
+def _promoted(grad_output, self):
+    """(grad_output, self) in their common dtype (the backward ops promote), and that dtype's opmath."""
+    dtype = result_type(grad_output, self)
+    g = grad_output if grad_output.dtype is dtype else F._to_copy(grad_output, dtype=dtype)
+    x = self if self.dtype is dtype else F._to_copy(self, dtype=dtype)
+    return _up(g), _up(x), x
+
+
 @explicit_kernel("gelu")
 def gelu(self, approximate="none"):
     x = _up(self)
@@ -40,7 +49,7 @@ def gelu(self, approximate="none"):
 
 @decomposition("gelu_backward")
 def gelu_backward(grad_output, self, approximate="none"):
-    x, g = _up(self), _up(grad_output)
+    g, x, like = _promoted(grad_output, self)
     if approximate == "tanh":
         x2 = F.mul(x, x)
         inner = F.mul(F.add(x, F.mul(F.mul(x2, x), _GELU_K)), _SQRT_2_PI)
@@ -53,7 +62,7 @@ def gelu_backward(grad_output, self, approximate="none"):
         cdf = F.mul(F.add(F.erf(F.mul(x, _SQRT1_2)), 1.0), 0.5)
         pdf = F.mul(F.exp(F.mul(F.mul(x, x), -0.5)), _INV_SQRT_2PI)
         d = F.add(cdf, F.mul(x, pdf))
-    return _down(F.mul(g, d), self)
+    return _down(F.mul(g, d), like)
 
 
 @explicit_kernel("silu")
@@ -64,9 +73,9 @@ def silu(self):
 
 @decomposition("silu_backward")
 def silu_backward(grad_output, self):
-    x, g = _up(self), _up(grad_output)
+    g, x, like = _promoted(grad_output, self)
     s = F.sigmoid(x)
-    return _down(F.mul(F.mul(g, s), F.add(F.mul(x, F.rsub(s, 1.0)), 1.0)), self)
+    return _down(F.mul(F.mul(g, s), F.add(F.mul(x, F.rsub(s, 1.0)), 1.0)), like)
 
 
 @explicit_kernel("softplus")

@@ -6,8 +6,9 @@ dtype and argument checks.
 """
 from __future__ import annotations
 
-from ember.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError
+from ember.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError  # noqa: F401
 from ember.frontend import dtype as _dt
+from ember.frontend.type_promotion import result_type
 
 from . import RULES, shape_rule
 from .common import NUMBER_TYPES, broadcast_shapes, check_tensor, type_name, with_layout, iterator_strides
@@ -23,8 +24,8 @@ def _base(op) -> str:
     return op.name.split(".")[0].rstrip("_")
 
 
-def _check_scalars(op, args) -> None:
-    for name, value in zip(op.arg_names[1:], args):
+def _check_scalars(op, args, first: int = 1) -> None:
+    for name, value in zip(op.arg_names[first:], args):
         if name == "approximate":
             if not isinstance(value, str):
                 raise ArgumentTypeError(f"{op.name}(): argument 'approximate' must be str, not {type(value).__name__}")
@@ -58,12 +59,9 @@ def activation_backward(op, grad_output, self, *args):
     """gelu_backward / silu_backward: the broadcast shape of grad_output and self."""
     check_tensor(op, grad_output, "grad_output")
     check_tensor(op, self, "self")
-    _check_scalars(op, args)
-    if not self._dtype.is_floating_point:
-        raise MissingKernelError(f'{op.name}(): "{_KERNELS[_base(op)]}" not implemented for '
-                                 f"'{type_name(self._dtype)}'")
-    if grad_output._dtype is not self._dtype:
-        raise DTypeError(f"{op.name}(): expected grad_output and self to have the same dtype, but got "
-                         f"{type_name(grad_output._dtype)} and {type_name(self._dtype)}")
+    _check_scalars(op, args, 2)
+    dtype = result_type(grad_output, self)
+    if not dtype.is_floating_point:
+        raise MissingKernelError(f'{op.name}(): "{_KERNELS[_base(op)]}" not implemented for \'{type_name(dtype)}\'')
     shape = broadcast_shapes(op, [grad_output._data.shape, self._data.shape])
-    return with_layout(shape, self._dtype, iterator_strides(shape, [grad_output, self]))
+    return with_layout(shape, dtype, iterator_strides(shape, [grad_output, self], [dtype, dtype]))
