@@ -40,6 +40,15 @@ def _broadcast(a, b):
     return F.expand(a, shape), F.expand(b, shape)
 
 
+def _broadcast_shape(*shapes):
+    n = max(len(sh) for sh in shapes)
+    out = [1] * n
+    for sh in shapes:
+        for i, d in enumerate((1,) * (n - len(sh)) + tuple(sh)):
+            out[i] = d if out[i] == 1 else out[i]
+    return tuple(out)
+
+
 def _repeat_heads(t, groups: int):
     """repeat_interleave of the head dim (-3) `groups` times, by expand + reshape."""
     shape = tuple(t.shape)
@@ -54,6 +63,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if enable_gqa and query.dim() >= 3 and key.dim() >= 3 and key.shape[-3] != query.shape[-3]:
         key = _repeat_heads(key, query.shape[-3] // key.shape[-3])
         value = _repeat_heads(value, query.shape[-3] // value.shape[-3])
+    if 0 in (L, S, E) or value.shape[-1] == 0 or 0 in tuple(query.shape[:-2]):
+        batch = _broadcast_shape(tuple(query.shape[:-2]), tuple(key.shape[:-2]), tuple(value.shape[:-2]))
+        return F.zeros(batch + (L, value.shape[-1]), dtype=query.dtype, device=query.device)   # nothing to attend
     factor = math.sqrt(1.0 / math.sqrt(E) if scale is None else scale) if E else 1.0
     scores = F.matmul(F.mul(query, factor), F.transpose(F.mul(key, factor), -2, -1))
     masked = None
