@@ -24,7 +24,9 @@ def reduce(loss, reduction: int):
 
 def _any(mask) -> bool:
     """Whether a bool tensor holds a True (a data-dependent check: reads one number back)."""
-    return mask.numel() > 0 and bool(F.sum(mask).item() > 0)
+    if mask.numel() == 0 or mask.device.type == "meta":       # meta tensors carry no values to check
+        return False
+    return bool(F.sum(mask).item() > 0)
 
 
 @decomposition("mse_loss")
@@ -49,6 +51,8 @@ def smooth_l1_loss(self, target, reduction=1, beta=1.0):
 
 @decomposition("huber_loss")
 def huber_loss(self, target, reduction=1, delta=1.0):
+    if self.dtype.is_floating_point and target.dtype is not self.dtype:
+        target = F._to_copy(target, dtype=self.dtype)          # PyTorch's huber_loss keeps the input's dtype
     d = F.abs(F.sub(self, target))
     loss = F.where(F.lt(d, delta), F.mul(F.mul(d, d), 0.5), F.mul(F.sub(d, 0.5 * delta), delta))
     return reduce(loss, reduction)

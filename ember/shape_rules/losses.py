@@ -63,6 +63,13 @@ def pointwise_loss(op, self, target, *rest):
             raise ArgumentValueError(f"{op.name}(): huber_loss does not support non-positive values for delta "
                                      f"(got delta={param}).")
     dtype = result_type(*tensors)
+    if name == "huber_loss" and self._dtype.is_floating_point:
+        dtype = self._dtype                       # PyTorch's huber_loss keeps the input's dtype
+    if name == "binary_cross_entropy" and dtype.is_floating_point:
+        for t, arg in ((target, "target"), (rest[0], "weight")):
+            if t is not None and t._dtype is not self._dtype:
+                raise DTypeError(f"{op.name}(): expected {arg} to have the input's dtype {type_name(self._dtype)}, "
+                                 f"but got {type_name(t._dtype)}")
     if not dtype.is_floating_point:
         if name == "kl_div":
             raise DTypeError(f"{op.name}(): kl_div: Integral inputs not supported (input dtype "
@@ -80,6 +87,8 @@ def pointwise_loss(op, self, target, *rest):
                                 f"size ({list(self._data.shape)})")
     if reduction != 0:
         return ((), dtype)
+    if name in ("kl_div", "binary_cross_entropy_with_logits"):
+        return (shape, dtype)                     # composites in PyTorch: a contiguous result
     return with_layout(shape, dtype, iterator_strides(shape, tensors, [dtype] * len(tensors)))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import warnings
 
 from ember._generated import functions as _F
+from ember.errors import ArgumentListError
 
 __all__ = ["relu", "relu_", "relu6", "gelu", "silu", "softplus", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu",
            "celu", "hardtanh", "hardtanh_", "mish", "hardswish", "hardsigmoid", "sigmoid", "tanh", "softmax",
@@ -67,14 +68,14 @@ def selu(input, inplace: bool = False):
 def celu(input, alpha: float = 1.0, inplace: bool = False):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
     if alpha == 0:
-        raise ValueError("ZeroDivisionError: alpha cannot be 0 for CELU")
+        raise ArgumentListError("ZeroDivisionError: alpha cannot be 0 for CELU")
     fn = _F.elu_ if inplace else _F.elu
     return fn(input, alpha, 1.0, 1.0 / alpha)
 
 
 def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
     if min_val > max_val:
-        raise ValueError("min_val cannot be greater than max_val")
+        raise ArgumentListError("min_val cannot be greater than max_val")
     return _F.hardtanh_(input, min_val, max_val) if inplace else _F.hardtanh(input, min_val, max_val)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import warnings
 
 from ember._generated import functions as _F
+from ember.errors import ArgumentListError
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "kl_div", "cosine_similarity"]
@@ -23,7 +24,7 @@ def _reduction(reduction: str, size_average=None, reduce=None) -> int:
         warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' "
                       "instead.", stacklevel=3)
     if reduction not in _REDUCTIONS:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
+        raise ArgumentListError(f"{reduction} is not a valid value for reduction")
     return _REDUCTIONS[reduction]
 
 
@@ -37,7 +38,7 @@ def _check_same_size(input, target) -> None:
 def _weighted(loss, weight, input, reduction: int, mean_by_weight: bool):
     """The loss (reduction none) times `weight`, then reduced as torch.nn.functional does."""
     if tuple(weight.shape) != tuple(input.shape):
-        raise ValueError("Weights and input must have the same size.")
+        raise ArgumentListError("Weights and input must have the same size.")
     loss = _F.mul(loss, weight)
     if reduction == 0:
         return loss
@@ -89,7 +90,7 @@ def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weigh
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
     r = _reduction(reduction, size_average, reduce)
     if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(f"Using a target size ({tuple(target.shape)}) that is different to the input size "
+        raise ArgumentListError(f"Using a target size ({tuple(target.shape)}) that is different to the input size "
                          f"({tuple(input.shape)}) is deprecated. Please ensure they have the same size.")
     if weight is not None and tuple(weight.shape) != tuple(input.shape):
         weight = _F.expand(weight, tuple(input.shape))
@@ -100,7 +101,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      reduction: str = "mean", pos_weight=None):
     r = _reduction(reduction, size_average, reduce)
     if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(f"Target size ({tuple(target.shape)}) must be the same as input size ({tuple(input.shape)})")
+        raise ArgumentListError(f"Target size ({tuple(target.shape)}) must be the same as input size ({tuple(input.shape)})")
     return _F.binary_cross_entropy_with_logits(input, target, weight, pos_weight, r)
 
 
