@@ -28,6 +28,8 @@ def _uniform_like(self, generator, dtype=None):
 
 @decomposition("bernoulli")
 def bernoulli(self, generator=None):
+    if _any(F.logical_not(F.logical_and(F.ge(self, 0), F.le(self, 1)))):
+        raise ArgumentValueError("bernoulli(): Expected p_in >= 0 && p_in <= 1 (every probability in [0, 1])")
     u = _uniform_like(self, generator)
     return F._to_copy(F.lt(u, self), dtype=self.dtype)
 
@@ -116,8 +118,11 @@ def dropout(input, p, train):
 
 @decomposition("native_dropout")
 def native_dropout(input, p, train=None):
+    mask_dtype = input.dtype if input.numel() == 0 else _dt.bool      # as PyTorch's cpu kernel
     if train is False:
-        return F.clone(input), F.ones_like(input, dtype=_dt.bool)
+        return F.clone(input), F.ones_like(input, dtype=mask_dtype)
+    if input.numel() == 0:
+        return F.clone(input), F.ones_like(input, dtype=mask_dtype)
     mask = _keep_mask(input, p, None)
     scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
     return F.mul(F.mul(input, mask), scale), mask

@@ -31,7 +31,7 @@ def bernoulli(op, self, generator=None):
     if not self._dtype.is_floating_point:
         raise MissingKernelError(f'{op.name}(): "bernoulli_tensor_cpu_p_" not implemented for '
                                  f"'{type_name(self._dtype)}'")
-    return _like(self)
+    return (tuple(self._data.shape), self._dtype)
 
 
 @shape_rule("bernoulli_p")
@@ -41,7 +41,7 @@ def bernoulli_p(op, self, p=0.5, generator=None):
     if op.inplace_of is not None or op.mutated:
         check_no_internal_overlap(op, self)
         return (self._data.shape, self._dtype)
-    return _like(self)
+    return (tuple(self._data.shape), self._dtype)
 
 
 @shape_rule("multinomial")
@@ -101,4 +101,6 @@ def dropout(op, input, p, train):
 @shape_rule("native_dropout")
 def native_dropout(op, input, p, train=None):
     _dropout_checks(op, input, p, train)
-    return (_like(input), _like(input, _dt.bool))
+    # PyTorch's cpu kernel gives an empty input a mask of the input's dtype (its meta kernel: bool)
+    mask_dtype = input._dtype if 0 in tuple(input._data.shape) else _dt.bool
+    return (_like(input), _like(input, mask_dtype))
