@@ -1,0 +1,148 @@
+"""Random nn ops on the device under test (values: skipped on meta): bernoulli, multinomial,
+randperm, dropout, native_dropout and attention dropout.
+
+  test_bernoulli_statistics       values in {0, 1}, the mean of each probability
+  test_multinomial_statistics     frequencies follow the weights; zero weights are never drawn;
+                                  without replacement, a row's samples are distinct
+  test_randperm_is_a_permutation  every value once; positions spread evenly
+  test_dropout_edge_cases         p=0 and train=False are the identity, p=1 zeros, torch's values
+  test_dropout_statistics         the kept share is 1 - p, kept values are scaled by 1 / (1 - p),
+                                  native_dropout's mask matches its output and its gradient
+  test_nn_random_determinism      manual_seed and explicit generators reproduce every draw
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+import ember.nn.functional as EF
+
+from .compare import host
+from .plugin import NUMPY_WARNINGS, require_data
+from .tolerances import RANDOM_N
+
+pytestmark = NUMPY_WARNINGS
+
+# a share of RANDOM_N draws is within this of its probability (5 standard errors at p = 0.5)
+SHARE_TOL = 5 * 0.5 / np.sqrt(RANDOM_N)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_bernoulli_statistics(dtype, ember_device):
+    require_data(ember_device, "random values")
+    ember.manual_seed(21)
+    dt = getattr(ember, dtype)
+    probs = ember.tensor([0.0, 0.1, 0.5, 0.9, 1.0], dtype=dt, device=ember_device.name)
+    draws = ember.bernoulli(probs.expand(RANDOM_N, 5).contiguous())
+    assert draws.dtype is dt and tuple(draws.shape) == (RANDOM_N, 5)
+    a = np.asarray(host(draws), dtype=np.float64)
+    assert set(np.unique(a)) <= {0.0, 1.0}
+    np.testing.assert_allclose(a.mean(0), [0.0, 0.1, 0.5, 0.9, 1.0], atol=SHARE_TOL)
+    flat = np.asarray(host(ember.bernoulli(ember.zeros(RANDOM_N, dtype=dt, device=ember_device.name), 0.3)),
+                      np.float64)
+    assert abs(flat.mean() - 0.3) < SHARE_TOL
+    x = ember.empty(RANDOM_N, dtype=dt, device=ember_device.name)
+    assert x.bernoulli_(0.7) is x
+    assert abs(np.asarray(host(x), np.float64).mean() - 0.7) < SHARE_TOL
+
+
+@pytest.mark.parametrize("replacement", [True, False])
+def test_multinomial_statistics(replacement, ember_device):
+    require_data(ember_device, "random values")
+    ember.manual_seed(5)
+    weights = np.array([1.0, 0.0, 3.0, 4.0, 2.0])
+    rows = RANDOM_N // 10
+    w = ember.tensor(np.tile(weights, (rows, 1)), device=ember_device.name)
+    k = 10 if replacement else 3
+    draws = np.asarray(host(ember.multinomial(w, k, replacement)))
+    assert draws.shape == (rows, k) and draws.dtype == np.int64
+    assert not (draws == 1).any(), "a zero-weight category was drawn"
+    if not replacement:
+        assert all(len(set(r)) == k for r in draws), "samples without replacement repeat within a row"
+    first = draws[:, 0] if not replacement else draws.reshape(-1)
+    freq = np.bincount(first, minlength=5) / first.size
+    np.testing.assert_allclose(freq, weights / weights.sum(), atol=5 * 0.5 / np.sqrt(first.size))
+    one_d = host(ember.multinomial(ember.tensor([0.0, 0.0, 5.0], device=ember_device.name), 4, True))
+    np.testing.assert_array_equal(one_d, [2, 2, 2, 2])
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "float32"])
+def test_randperm_is_a_permutation(dtype, ember_device):
+    require_data(ember_device, "random values")
+    ember.manual_seed(9)
+    n = 300
+    p = ember.randperm(n, dtype=getattr(ember, dtype), device=ember_device.name)
+    assert p.dtype is getattr(ember, dtype) and tuple(p.shape) == (n,)
+    np.testing.assert_array_equal(np.sort(host(p)).astype(np.int64), np.arange(n))
+    positions = np.array([np.asarray(host(ember.randperm(6, device=ember_device.name))).argsort()[0]
+                          for _ in range(600)])
+    counts = np.bincount(positions, minlength=6)
+    assert counts.min() > 600 / 6 * 0.6, counts          # where 0 lands is roughly uniform
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_dropout_edge_cases(dtype, ember_device):
+    require_data(ember_device, "random values")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 5)).astype(dtype)
+    e = ember.tensor(x, device=ember_device.name)
+    t = torch.from_numpy(x)
+    for p, train in ((0.0, True), (0.5, False), (1.0, True), (1.0, False)):
+        np.testing.assert_array_equal(host(ember.dropout(e, p, train)), torch.dropout(t, p, train).numpy())
+        out, mask = ember.native_dropout(e, p, train)
+        t_out, t_mask = torch.native_dropout(t, p, train)
+        np.testing.assert_array_equal(host(out), t_out.numpy())
+        np.testing.assert_array_equal(host(mask), t_mask.numpy())
+    np.testing.assert_array_equal(host(EF.dropout(e, 0.5, training=False)), x)
+    y = ember.tensor(x, device=ember_device.name)
+    assert EF.dropout(y, 1.0, inplace=True) is y and not host(y).any()
+
+
+def test_dropout_statistics(ember_device):
+    require_data(ember_device, "random values")
+    ember.manual_seed(3)
+    p = 0.3
+    x = ember.ones(RANDOM_N, dtype=ember.float64, device=ember_device.name, requires_grad=True)
+    out = ember.dropout(x, p, True)
+    a = host(out)
+    kept = a != 0
+    assert abs(kept.mean() - (1 - p)) < SHARE_TOL
+    np.testing.assert_allclose(a[kept], 1 / (1 - p))
+    out.sum().backward()
+    np.testing.assert_allclose(host(x.grad), np.where(kept, 1 / (1 - p), 0.0))
+    y, mask = ember.native_dropout(ember.full((RANDOM_N,), 2.0, device=ember_device.name), p, True)
+    m = host(mask)
+    assert m.dtype == np.bool_ and abs(m.mean() - (1 - p)) < SHARE_TOL
+    np.testing.assert_allclose(host(y), np.where(m, 2.0 / (1 - p), 0.0), rtol=1e-6)
+    q = ember.randn(2, 3, 4, device=ember_device.name)
+    attn = EF.scaled_dot_product_attention(q, q, ember.ones(2, 3, 4, device=ember_device.name), dropout_p=0.5)
+    assert tuple(attn.shape) == (2, 3, 4) and np.isfinite(host(attn)).all()
+
+
+_DRAWS = {
+    "bernoulli": lambda dev, gen: ember.bernoulli(ember.full((64,), 0.5, device=dev), generator=gen),
+    "bernoulli.p": lambda dev, gen: ember.bernoulli(ember.zeros(64, device=dev), 0.5, generator=gen),
+    "multinomial": lambda dev, gen: ember.multinomial(ember.ones(4, 16, device=dev), 8, generator=gen),
+    "multinomial_replacement": lambda dev, gen: ember.multinomial(ember.ones(16, device=dev), 64, True,
+                                                                  generator=gen),
+    "randperm": lambda dev, gen: ember.randperm(64, generator=gen, device=dev),
+    "dropout": lambda dev, gen: ember.dropout(ember.ones(64, device=dev), 0.5, True),
+}
+
+
+@pytest.mark.parametrize("name", list(_DRAWS))
+def test_nn_random_determinism(name, ember_device):
+    require_data(ember_device, "random values")
+    dev = ember_device.name
+    draw = _DRAWS[name]
+    ember.manual_seed(7)
+    a = host(draw(dev, None)).copy()
+    b = host(draw(dev, None)).copy()
+    ember.manual_seed(7)
+    np.testing.assert_array_equal(a, host(draw(dev, None)))
+    assert not np.array_equal(a, b), "consecutive draws must differ"
+    if name != "dropout":          # dropout takes no generator (as in PyTorch)
+        g1, g2 = ember.Generator().manual_seed(3), ember.Generator().manual_seed(3)
+        np.testing.assert_array_equal(host(draw(dev, g1)), host(draw(dev, g2)))
