@@ -1,6 +1,9 @@
-"""Random nn ops on the device under test (values: skipped on meta): bernoulli, multinomial,
-randperm, dropout, native_dropout and attention dropout.
+"""torch.nn.functional-area ops on the device under test (values: skipped on meta): second
+derivatives of activations and losses, and the random ops bernoulli, multinomial, randperm,
+dropout, native_dropout and attention dropout.
 
+  test_nn_second_order            grad of grad (create_graph=True) vs torch
+  test_nn_gradgradcheck           finite differences of the first derivatives (float64)
   test_bernoulli_statistics       values in {0, 1}, the mean of each probability
   test_multinomial_statistics     frequencies follow the weights; zero weights are never drawn;
                                   without replacement, a row's samples are distinct
@@ -19,11 +22,75 @@ import torch
 import ember
 import ember.nn.functional as EF
 
-from .compare import host
+from . import op_db
+from .compare import assert_same, host
 from .plugin import NUMPY_WARNINGS, require_data
-from .tolerances import RANDOM_N
+from .tolerances import GRADCHECK_ATOL, GRADCHECK_EPS, GRADCHECK_RTOL, RANDOM_N, SECOND_ORDER_TOL
 
 pytestmark = NUMPY_WARNINGS
+
+def _nnf(m):
+    return ember.nn.functional if m is ember else torch.nn.functional
+
+
+# f(module, x, y): x (2, 3) and y (3,) require grad; every op's first derivative is itself differentiable
+_SECOND_ORDER = {
+    "erf": lambda m, x, y: m.erf(x) * y,
+    "gelu": lambda m, x, y: _nnf(m).gelu(x * y),
+    "gelu tanh": lambda m, x, y: _nnf(m).gelu(x * y, approximate="tanh"),
+    "softplus": lambda m, x, y: _nnf(m).softplus(x * y, beta=2.0, threshold=3.0),
+    "elu": lambda m, x, y: _nnf(m).elu(x - y, alpha=0.7),
+    "mish": lambda m, x, y: _nnf(m).mish(x - y),
+    "leaky_relu": lambda m, x, y: _nnf(m).leaky_relu(x - y, 0.1) * y,
+    "cross_entropy": lambda m, x, y: _nnf(m).cross_entropy(x * y, m.tensor([0, 2], device=x.device),
+                                                           label_smoothing=0.1),
+    "cross_entropy (probabilities)": lambda m, x, y: _nnf(m).cross_entropy(x, _nnf(m).softmax(y, 0).expand(2, 3)),
+    "mse_loss": lambda m, x, y: _nnf(m).mse_loss(x, y.expand(2, 3)),
+    "binary_cross_entropy_with_logits": lambda m, x, y: _nnf(m).binary_cross_entropy_with_logits(
+        x - y, m.sigmoid(y).expand(2, 3)),
+    "kl_div": lambda m, x, y: _nnf(m).kl_div(_nnf(m).log_softmax(x, 1), _nnf(m).softmax(y, 0).expand(2, 3),
+                                            reduction="batchmean"),
+    "cosine_similarity": lambda m, x, y: _nnf(m).cosine_similarity(x, y, dim=-1),
+    "scaled_dot_product_attention": lambda m, x, y: _nnf(m).scaled_dot_product_attention(
+        x.unsqueeze(0), (x * y).unsqueeze(0), x.unsqueeze(0), is_causal=True),
+}
+# torch 2.13 cannot differentiate silu_backward: finite differences check silu's second derivative
+_GRADGRAD_ONLY = {"silu": lambda m, x, y: _nnf(m).silu(x * y)}
+
+
+@pytest.mark.parametrize("name", list(_SECOND_ORDER))
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_nn_second_order(name, dtype, ember_device):
+    require_data(ember_device, "second-order gradient values")
+    f = _SECOND_ORDER[name]
+    rng = np.random.default_rng(abs(hash((name, dtype))) % 2 ** 32)
+    xs, ys = op_db.make(rng, (2, 3), dtype), op_db.make(rng, (3,), dtype, domain="positive")
+    results = {}
+    for m, dev in ((ember, ember_device.name), (torch, "cpu")):
+        x = op_db.to_tensor(m, xs, dev, requires_grad=True)
+        y = op_db.to_tensor(m, ys, dev, requires_grad=True)
+        out = f(m, x, y)
+        go = op_db.to_tensor(m, op_db.make(np.random.default_rng(1), tuple(out.shape), dtype), dev)
+        gx, gy = m.autograd.grad(out, (x, y), go, create_graph=True)
+        s = (gx * gx).sum() + (gy * gy).sum()
+        results[m.__name__] = (gx, gy) + tuple(m.autograd.grad(s, (x, y)))
+    for k, (e, t) in enumerate(zip(results["ember"], results["torch"])):
+        assert_same(e, t, SECOND_ORDER_TOL, f"{name}[{dtype}] {['dx', 'dy', 'd2x', 'd2y'][k]}", ember_device.type)
+
+
+@pytest.mark.parametrize("name", list(_SECOND_ORDER) + list(_GRADGRAD_ONLY))
+def test_nn_gradgradcheck(name, ember_device):
+    require_data(ember_device, "finite differences")
+    f = {**_SECOND_ORDER, **_GRADGRAD_ONLY}[name]
+    dev = ember_device.name
+    rng = np.random.default_rng(11)
+    x = ember.tensor(op_db.make(rng, (2, 3), "float64"), requires_grad=True)
+    y = ember.tensor(op_db.make(rng, (3,), "float64", domain="positive"), requires_grad=True)
+    out_shape = tuple(f(ember, x.detach(), y.detach()).shape)
+    go = ember.tensor(op_db.make(rng, out_shape, "float64"), requires_grad=True)
+    assert ember.autograd.gradgradcheck(lambda a, b: f(ember, a.to(dev), b.to(dev)).cpu(), (x, y), (go,),
+                                        eps=GRADCHECK_EPS, atol=GRADCHECK_ATOL, rtol=GRADCHECK_RTOL)
+
 
 # a share of RANDOM_N draws is within this of its probability (5 standard errors at p = 0.5)
 SHARE_TOL = 5 * 0.5 / np.sqrt(RANDOM_N)
