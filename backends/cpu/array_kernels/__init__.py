@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import activations, factories, linalg, pointwise, reductions, shape
+from . import activations, factories, linalg, losses, pointwise, reductions, shape
 
 
 def make_kernels(xp, native: Callable) -> dict[str, Callable]:
     kernels: dict[str, Callable] = {}
-    for module in (pointwise, reductions, shape, linalg, factories, activations):
+    for module in (pointwise, reductions, shape, linalg, factories, activations, losses):
         kernels.update(module.make(xp, native))
     return kernels
