@@ -213,3 +213,17 @@ def test_nn_random_determinism(name, ember_device):
     if name != "dropout":          # dropout takes no generator (as in PyTorch)
         g1, g2 = ember.Generator().manual_seed(3), ember.Generator().manual_seed(3)
         np.testing.assert_array_equal(host(draw(dev, g1)), host(draw(dev, g2)))
+
+
+@pytest.mark.parametrize("name", list(_DRAWS))
+def test_nn_random_matches_cpu(name, ember_device):
+    """One seed gives the cpu's numbers on every device (primdev: the decompositions give what
+    the cpu's native kernels give)."""
+    require_data(ember_device, "random values")
+    if ember_device.type == "cpu":
+        pytest.skip("cpu is the reference this test compares other devices with")
+    ember.manual_seed(13)
+    on_device = host(_DRAWS[name](ember_device.name, None))
+    ember.manual_seed(13)
+    np.testing.assert_array_equal(on_device, host(_DRAWS[name]("cpu", None)),
+                                  err_msg=f"{name}: {ember_device.name} draws differ from cpu's")
