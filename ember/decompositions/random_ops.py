@@ -1,10 +1,9 @@
 """Random ops in terms of the Philox fills (uniform_): bernoulli, multinomial, randperm, dropout.
 
 * bernoulli: uniform < p.
-* multinomial with replacement: the count of cumulative probabilities below a uniform
-  (the cumulative sum is a product with a triangular matrix of ones, no cumsum needed);
-  without replacement: the exponential-race trick (the largest log(u) / p win, taken one by
-  one with argmax, so the samples come out in the order they were drawn).
+* multinomial: the exponential race (the largest log(u) / p wins: the Gumbel-max trick).
+  With replacement every sample is a race of its own; without, the winners of one race are
+  taken one by one with argmax, so the samples come out in the order they were drawn.
 * randperm: the ranks of n uniform keys (ties broken by position) are a uniform random
   permutation; ranking compares every pair, O(n**2) work in chunks, until a sort op lands.
 * dropout: input * (uniform < 1 - p) / (1 - p), differentiated through.
@@ -53,6 +52,9 @@ def _check_distribution(probs):
         raise ArgumentValueError("multinomial(): invalid multinomial distribution (sum of probabilities <= 0)")
 
 
+_RACE_ELEMENTS = 1 << 22       # uniform draws per chunk of samples with replacement
+
+
 @decomposition("multinomial")
 def multinomial(self, num_samples, replacement=False, generator=None):
     one_d = self.dim() == 1
@@ -61,15 +63,15 @@ def multinomial(self, num_samples, replacement=False, generator=None):
     rows, classes = probs.shape
     positions = F.arange(classes, device=self.device)
     if replacement:
-        probs = F.div(probs, F.sum(probs, -1, True))
-        upper = F._to_copy(F.le(F.reshape(positions, (classes, 1)), F.reshape(positions, (1, classes))),
-                           dtype=_dt.float64)
-        cdf = F.matmul(probs, upper)                                     # (rows, classes) running sums
-        u = F.uniform_(F.empty((rows, num_samples, 1), dtype=_dt.float64, device=self.device), 0.0, 1.0,
-                       generator=generator)
-        index = F.sum(F.lt(F.unsqueeze(cdf, 1), u), -1)                 # categories whose cdf is below u
-        last = F.amax(F.where(F.gt(probs, 0), positions, -1), -1, True)  # rounding never picks a p == 0 tail
-        out = F.minimum(index, last)
+        # each sample is its own race (the Gumbel-max trick): draws chunked to bound memory
+        step = max(1, _RACE_ELEMENTS // max(rows * classes, 1))
+        picks = []
+        for start in range(0, num_samples, step):
+            k = min(step, num_samples - start)
+            u = F.uniform_(F.empty((rows, k, classes), dtype=_dt.float64, device=self.device), 0.0, 1.0,
+                           generator=generator)
+            picks.append(F.argmax(F.div(F.log(u), F.unsqueeze(probs, 1)), -1))
+        out = F.cat(picks, -1)
     else:
         u = F.uniform_(F.empty((rows, classes), dtype=_dt.float64, device=self.device), 0.0, 1.0,
                        generator=generator)
