@@ -19,6 +19,7 @@ AUTOCAST_POLICY = {
     'matmul': {'default': 'lower'},
     'mm': {'default': 'lower'},
     'mse_loss': {'cpu': 'none', 'default': 'fp32'},
+    'nll_loss': {'cpu': 'none', 'default': 'fp32'},
     'nll_loss_nd': {'cpu': 'none', 'default': 'fp32'},
     'pow.Tensor_Tensor': {'cpu': 'none', 'default': 'fp32'},
     'rsqrt': {'cpu': 'none', 'default': 'fp32'},

@@ -219,6 +219,7 @@ _op_binary_cross_entropy = _OPS['binary_cross_entropy']
 _op_binary_cross_entropy_with_logits = _OPS['binary_cross_entropy_with_logits']
 _op_kl_div = _OPS['kl_div']
 _op_nll_loss_nd = _OPS['nll_loss_nd']
+_op_nll_loss = _OPS['nll_loss']
 _op_cross_entropy_loss = _OPS['cross_entropy_loss']
 _op_bernoulli = _OPS['bernoulli']
 _op_bernoulli_p = _OPS['bernoulli.p']
@@ -1744,6 +1745,13 @@ def nll_loss_nd(input, target, weight=None, reduction=1, ignore_index=-100):
     Schema: ``nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100) -> Tensor``
     """
     return _call(_op_nll_loss_nd, (input, target, weight, reduction, ignore_index))
+
+def nll_loss(input, target, weight=None, reduction=1, ignore_index=-100):
+    """nll_loss_nd restricted to 1-D and 2-D inputs (ATen's nll_loss).
+
+    Schema: ``nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100) -> Tensor``
+    """
+    return _call(_op_nll_loss, (input, target, weight, reduction, ignore_index))
 
 def cross_entropy_loss(input, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
     """nll_loss of log_softmax(self) for class indices, or -sum(target * log_softmax(self)) for class probabilities.

@@ -146,6 +146,11 @@ def nll_loss_nd(self, target, weight=None, reduction=1, ignore_index=-100):
     return F.div(total, F.sum(w))
 
 
+@decomposition("nll_loss")
+def nll_loss(self, target, weight=None, reduction=1, ignore_index=-100):
+    return nll_loss_nd(self, target, weight, reduction, ignore_index)
+
+
 @decomposition("cross_entropy_loss")
 def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
     ndim = self.dim()

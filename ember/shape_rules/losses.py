@@ -111,6 +111,9 @@ def _check_class_target(op, self, target, weight, allow_probs=False):
     else:
         if len(tshape) == 0 or tshape[0] != shape[0]:
             got = tshape[0] if tshape else "a 0-d target"
+            if op.name == "nll_loss":
+                raise ShapeError(f"{op.name}(): size mismatch (got input: {list(shape)}, target: {list(tshape)}): "
+                                 f"batch_size {shape[0]} != {got}")
             raise ArgumentListError(f"{op.name}(): Expected input batch_size ({shape[0]}) to match target "
                                     f"batch_size ({got}).")
         if len(shape) == 2 and len(tshape) != 1:
@@ -135,6 +138,9 @@ def nll_loss(op, self, target, weight=None, reduction=1, ignore_index=-100):
     _optional_tensor(op, weight, "weight")
     reduction = check_reduction(op, reduction)
     as_int(op, ignore_index, "ignore_index")
+    if op.name == "nll_loss" and self._data.ndim > 2:
+        raise ShapeError(f"{op.name}(): input tensor should be 1D or 2D (got {self._data.ndim}-D; nll_loss_nd "
+                         "takes more dimensions)")
     out = _check_class_target(op, self, target, weight)
     return (out if reduction == 0 else (), self._dtype)
 

@@ -242,6 +242,19 @@ add(OpInfo("nll_loss_nd", nn_op("nll_loss_nd"), _nll_samples, dtypes=FLOAT, grad
            errors=_class_errors("nll_loss_nd", "nll_loss")))
 
 
+def _nll_2d_samples(rng, dtype):
+    return [s for s in _nll_samples(rng, dtype) if s.fn is None and s.args[0].values.ndim <= 2]
+
+
+add(OpInfo("nll_loss", nn_op("nll_loss"), _nll_2d_samples, dtypes=FLOAT, grad=True, tol=LOSS_TOL,
+           errors=lambda rng: [e for e in _class_errors("nll_loss", "nll_loss")(rng)
+                               if e.sample.fn is None and e.exc is not ValueError] + [
+               E((T(f32(rng, (2, 3))), T(np.array([0, 1, 2], np.int64))), RuntimeError, "nll_loss", "size mismatch",
+                 desc="batch size mismatch"),
+               E((T(f32(rng, (2, 3, 4))), T(np.zeros((2, 4), np.int64))), RuntimeError, "nll_loss", "1D or 2D",
+                 desc="3-d input")]))
+
+
 def _ce_samples(rng, dtype):
     S = _class_samples(rng, dtype, logits=True)
     x = lambda *shape: make(rng, shape, dtype, low=-3, high=3)      # noqa: E731
