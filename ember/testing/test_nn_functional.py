@@ -4,6 +4,8 @@ dropout, native_dropout and attention dropout.
 
   test_nn_second_order            grad of grad (create_graph=True) vs torch
   test_nn_gradgradcheck           finite differences of the first derivatives (float64)
+  test_functional_wrappers        torch.nn.functional functions that are Python compositions
+                                  (softmin, logsigmoid, normalize, selu, ...): values and gradients
   test_bernoulli_statistics       values in {0, 1}, the mean of each probability
   test_multinomial_statistics     frequencies follow the weights; zero weights are never drawn;
                                   without replacement, a row's samples are distinct
@@ -90,6 +92,44 @@ def test_nn_gradgradcheck(name, ember_device):
     go = ember.tensor(op_db.make(rng, out_shape, "float64"), requires_grad=True)
     assert ember.autograd.gradgradcheck(lambda a, b: f(ember, a.to(dev), b.to(dev)).cpu(), (x, y), (go,),
                                         eps=GRADCHECK_EPS, atol=GRADCHECK_ATOL, rtol=GRADCHECK_RTOL)
+
+
+_WRAPPERS = {
+    "softmin": lambda F, x: F.softmin(x, dim=1),
+    "logsigmoid": lambda F, x: F.logsigmoid(x * 20),
+    "softsign": lambda F, x: F.softsign(x),
+    "tanhshrink": lambda F, x: F.tanhshrink(x),
+    "normalize": lambda F, x: F.normalize(x),
+    "normalize p=1 dim=0": lambda F, x: F.normalize(x, p=1, dim=0),
+    "normalize p=3": lambda F, x: F.normalize(x, p=3.0),
+    "normalize p=inf": lambda F, x: F.normalize(x, p=float("inf"), dim=-1),
+    "selu": lambda F, x: F.selu(x),
+    "celu": lambda F, x: F.celu(x, alpha=0.5),
+    "relu6": lambda F, x: F.relu6(x * 5),
+    "relu": lambda F, x: F.relu(x),
+    "sigmoid": lambda F, x: F.sigmoid(x),
+    "tanh": lambda F, x: F.tanh(x),
+    "softmax": lambda F, x: F.softmax(x, dim=0),
+    "log_softmax": lambda F, x: F.log_softmax(x, dim=-1),
+    "silu": lambda F, x: F.silu(x),
+    "hardtanh": lambda F, x: F.hardtanh(x, -0.5, 0.5),
+}
+
+
+@pytest.mark.parametrize("name", list(_WRAPPERS))
+def test_functional_wrappers(name, ember_device):
+    require_data(ember_device, "values")
+    rng = np.random.default_rng(17)
+    xs = op_db.make(rng, (3, 4), "float64")
+    go = op_db.make(rng, (3, 4), "float64")
+    results = []
+    for m, dev in ((ember, ember_device.name), (torch, "cpu")):
+        x = op_db.to_tensor(m, xs, dev, requires_grad=True)
+        out = _WRAPPERS[name](_nnf(m), x)
+        out.backward(op_db.to_tensor(m, go, dev))
+        results.append((out, x.grad))
+    for k, (e, t) in enumerate(zip(*results)):
+        assert_same(e, t, None, f"F.{name} {'output' if k == 0 else 'gradient'}", ember_device.type)
 
 
 # a share of RANDOM_N draws is within this of its probability (5 standard errors at p = 0.5)

@@ -8,7 +8,7 @@ from ember.errors import ArgumentListError
 
 __all__ = ["relu", "relu_", "relu6", "gelu", "silu", "softplus", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu",
            "celu", "hardtanh", "hardtanh_", "mish", "hardswish", "hardsigmoid", "sigmoid", "tanh", "softmax",
-           "log_softmax"]
+           "log_softmax", "softmin", "logsigmoid", "softsign", "tanhshrink", "normalize"]
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -119,3 +119,39 @@ def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
     if dim is None:
         dim = _softmax_dim("log_softmax", input.dim(), _stacklevel)
     return _F.log_softmax(input, dim, dtype=dtype)
+
+
+def softmin(input, dim=None, _stacklevel: int = 3, dtype=None):
+    """softmax(-input) along `dim`."""
+    if dim is None:
+        dim = _softmax_dim("softmin", input.dim(), _stacklevel)
+    return _F.softmax(_F.neg(input), dim, dtype=dtype)
+
+
+def logsigmoid(input):
+    """log(sigmoid(x)) = -softplus(-x), computed stably."""
+    return _F.neg(_F.softplus(_F.neg(input)))
+
+
+def softsign(input):
+    """x / (1 + |x|)."""
+    return _F.div(input, _F.add(_F.abs(input), 1))
+
+
+def tanhshrink(input):
+    """x - tanh(x)."""
+    return _F.sub(input, _F.tanh(input))
+
+
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
+    """input / max(||input||_p along dim, eps)."""
+    if p == 2:
+        norm = _F.sqrt(_F.sum(_F.mul(input, input), dim, True))
+    elif p == float("inf"):
+        norm = _F.amax(_F.abs(input), dim, True)
+    elif p == 1:
+        norm = _F.sum(_F.abs(input), dim, True)
+    else:
+        norm = _F.pow(_F.sum(_F.pow(_F.abs(input), p), dim, True), 1.0 / p)
+    result = _F.div(input, _F.clamp(norm, min=eps))
+    return result if out is None else _F.copy_(out, result)
