@@ -6,7 +6,7 @@ dtype and argument checks.
 """
 from __future__ import annotations
 
-from ember.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError  # noqa: F401
+from ember.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError
 from ember.frontend import dtype as _dt
 from ember.frontend.type_promotion import result_type
 

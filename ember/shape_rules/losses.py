@@ -6,10 +6,9 @@ of range, probabilities outside [0, 1]) run in the decompositions, not here.
 """
 from __future__ import annotations
 
-from ember.errors import ArgumentListError, ArgumentTypeError, ArgumentValueError, DimensionError, DTypeError, \
-    MissingKernelError, ShapeError
+from ember.errors import ArgumentListError, ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, \
+    ShapeError
 from ember.frontend import dtype as _dt
-from ember.frontend.tensor import Tensor
 from ember.frontend.type_promotion import result_type
 
 from . import shape_rule

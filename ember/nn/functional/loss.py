@@ -101,7 +101,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      reduction: str = "mean", pos_weight=None):
     r = _reduction(reduction, size_average, reduce)
     if tuple(target.shape) != tuple(input.shape):
-        raise ArgumentListError(f"Target size ({tuple(target.shape)}) must be the same as input size ({tuple(input.shape)})")
+        raise ArgumentListError(f"Target size ({tuple(target.shape)}) must be the same as input size "
+                                f"({tuple(input.shape)})")
     return _F.binary_cross_entropy_with_logits(input, target, weight, pos_weight, r)
 
 

@@ -56,15 +56,16 @@ def _pointwise_loss_samples(name, extra_args=(), domain=None, weight=False, f_kw
             S.append(Sample((T(x((2, 3)), grad=g), T(make(rng, (2, 3), "float64", low=0.05, high=0.95)
                                                      if domain else make(rng, (2, 3), "float64"), grad=g))
                             + mid + (1,) + extra_args, desc="mixed float32 x float64",
-                            meta=name != "huber_loss"))       # torch's meta huber_loss promotes, its cpu kernel does not
+                            meta=name != "huber_loss"))     # torch's meta huber_loss promotes, its cpu one not
         for kw in f_kwargs:
             kw = dict(kw)
             if kw.get("weight") == "W":      # torch's binary cross entropies take no gradient for weight
                 kw["weight"] = T(make(rng, (2, 3), dtype, low=0.1, high=2), grad=not name.startswith("binary"))
             if kw.get("pos_weight") == "P":
                 kw["pos_weight"] = T(make(rng, (3,), dtype, low=0.1, high=3))     # torch: no gradient
+            shown = ", ".join(f"{k}=" + ("T" if isinstance(v, T) else repr(v)) for k, v in kw.items())
             S.append(Sample((T(x((2, 3)), grad=True), T(y((2, 3)), grad=True)), kw, fn=nnf(public),
-                            desc=f"F.{public}({', '.join(f'{k}=' + ('T' if isinstance(v, T) else repr(v)) for k, v in kw.items())})"))
+                            desc=f"F.{public}({shown})"))
         return S
     return gen
 
@@ -141,8 +142,7 @@ def _bcel_samples(rng, dtype):
     return S
 
 
-add(OpInfo("binary_cross_entropy_with_logits", fn("binary_cross_entropy_with_logits") if False else
-           nn_op("binary_cross_entropy_with_logits"), _bcel_samples, dtypes=FLOAT, grad=True, tol=LOSS_TOL,
+add(OpInfo("binary_cross_entropy_with_logits", nn_op("binary_cross_entropy_with_logits"), _bcel_samples, dtypes=FLOAT, grad=True, tol=LOSS_TOL,
            errors=lambda rng: [
                E((T(make(rng, (2, 3), "int64")), T(make(rng, (2, 3), "int64"))), NotImplementedError,
                  "binary_cross_entropy_with_logits", desc="int64 inputs"),
@@ -200,7 +200,8 @@ def _class_samples(rng, dtype, logits: bool):
     S += [Sample((T(x(5), grad=True), T(np.array(3, np.int64))), desc="1-d input, 0-d target"),
           Sample((T(x(5), grad=True), T(np.array(3, np.int64)), None, 0), desc="1-d input, none"),
           Sample((T(x(2, 4, 2, 3), grad=True), T(_targets(rng, (2, 2, 3), 4, ignore=-100))), desc="4-d, -100 ignored"),
-          Sample((T(x(4, 5), grad=True), T(np.full(4, -100, np.int64)), None, 1), desc="all ignored: mean is nan", gradcheck=False),
+          Sample((T(x(4, 5), grad=True), T(np.full(4, -100, np.int64)), None, 1), desc="all ignored: mean is nan",
+                 gradcheck=False),
           Sample((T(x(0, 5)), T(np.zeros(0, np.int64)), None, 1), desc="empty batch, mean (nan)"),
           Sample((T(x(0, 5)), T(np.zeros(0, np.int64)), None, 2), desc="empty batch, sum"),
           Sample((T(x(4, 5), "t", grad=True), T(_targets(rng, (4,), 5))), desc="transposed input")]
@@ -289,7 +290,8 @@ def _ce_errors(rng):
           "label_smoothing", desc="label_smoothing > 1"),
         E((x, T(f32(rng, (2, 3)).__abs__()), None, 1, 1), RuntimeError, "cross_entropy_loss", "ignore_index",
           desc="ignore_index with probabilities"),
-        E((x, T(f32(rng, (2, 4)).__abs__())), RuntimeError, "cross_entropy_loss", desc="probabilities of another shape")]
+        E((x, T(f32(rng, (2, 4)).__abs__())), RuntimeError, "cross_entropy_loss",
+          desc="probabilities of another shape")]
 
 
 add(OpInfo("cross_entropy_loss", nn_op("cross_entropy_loss"), _ce_samples, dtypes=FLOAT, grad=True, tol=LOSS_TOL,

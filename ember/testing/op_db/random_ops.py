@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .activations import nn_op
 from .database import E, add, f32
 from .losses import _data_error
-from .samples import DEVICE, DT, FLOAT, NP_DTYPE, OpInfo, Sample, T, fn, make, method
+from .samples import DEVICE, DT, FLOAT, OpInfo, Sample, T, fn, make, method
 
 
 def rfn(name: str):
@@ -30,7 +29,8 @@ def _prob_samples(rng, dtype):
 add(OpInfo("bernoulli", rfn("bernoulli"), _prob_samples, dtypes=FLOAT, kind="random",
            errors=lambda rng: [
                E((T(make(rng, (2, 3), "int64")),), NotImplementedError, "bernoulli", desc="int64 input"),
-               _data_error((T(f32(rng, (2, 3)) + 2),), RuntimeError, "bernoulli", desc="probabilities outside [0, 1]")]))
+               _data_error((T(f32(rng, (2, 3)) + 2),), RuntimeError, "bernoulli",
+                           desc="probabilities outside [0, 1]")]))
 
 
 def _p_samples(rng, dtype):
