@@ -1,4 +1,4 @@
-"""erf (a primitive) and native kernels of the hot activations, against the array-module API.
+"""erf (a primitive) and native kernels of the activations, against the array-module API.
 
 numpy has no erf: `erf` evaluates W. J. Cody's rational approximations (the Cephes
 coefficients: |x| <= 1 by x * T(x^2) / U(x^2), beyond by 1 - erfc(|x|) with
@@ -109,5 +109,40 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         x = compute(a, dt)
         return xp.asarray(xp.where(x > 0, x, x * negative_slope)).astype(dt, copy=False)
 
+    def softplus(spec, a, beta=1, threshold=20):
+        dt = native(spec[1])
+        x = compute(a, dt)
+        bx = x * beta
+        soft = xp.log1p(xp.exp(xp.minimum(bx, threshold))) / beta      # exp of large values is never taken
+        return xp.asarray(xp.where(bx > threshold, x, soft)).astype(dt, copy=False)
+
+    def elu(spec, a, alpha=1, scale=1, input_scale=1):
+        dt = native(spec[1])
+        x = compute(a, dt)
+        negative = xp.expm1(xp.minimum(x, 0) * input_scale) * (alpha * scale)
+        return xp.asarray(xp.where(x > 0, x * scale, negative)).astype(dt, copy=False)
+
+    def hardtanh(spec, a, min_val=-1, max_val=1):
+        dt = native(spec[1])
+        x = compute(a, dt) if dt.kind == "f" or dt in lowp else a
+        return xp.asarray(xp.minimum(xp.maximum(x, min_val), max_val)).astype(dt, copy=False)
+
+    def mish(spec, a):
+        dt = native(spec[1])
+        x = compute(a, dt)
+        soft = xp.where(x > 20, x, xp.log1p(xp.exp(xp.minimum(x, 20))))
+        return xp.asarray(x * xp.tanh(soft)).astype(dt, copy=False)
+
+    def hardsigmoid(spec, a):
+        dt = native(spec[1])
+        x = compute(a, dt)
+        return xp.asarray(xp.clip(x + 3.0, 0.0, 6.0) / 6.0).astype(dt, copy=False)
+
+    def hardswish(spec, a):
+        dt = native(spec[1])
+        x = compute(a, dt)
+        return xp.asarray(x * xp.clip(x + 3.0, 0.0, 6.0) / 6.0).astype(dt, copy=False)
+
     return {"erf": erf, "gelu": gelu, "gelu_backward": gelu_backward, "silu": silu, "silu_backward": silu_backward,
-            "leaky_relu": leaky_relu}
+            "leaky_relu": leaky_relu, "softplus": softplus, "elu": elu, "hardtanh": hardtanh, "mish": mish,
+            "hardsigmoid": hardsigmoid, "hardswish": hardswish}
