@@ -6,6 +6,8 @@ dropout, native_dropout and attention dropout.
   test_nn_gradgradcheck           finite differences of the first derivatives (float64)
   test_functional_wrappers        torch.nn.functional functions that are Python compositions
                                   (softmin, logsigmoid, normalize, selu, ...): values and gradients
+  test_autocast_dtypes            result dtypes under cpu autocast (linear and attention in
+                                  bfloat16, losses in float32) are torch's
   test_bernoulli_statistics       values in {0, 1}, the mean of each probability
   test_multinomial_statistics     frequencies follow the weights; zero weights are never drawn;
                                   without replacement, a row's samples are distinct
@@ -130,6 +132,35 @@ def test_functional_wrappers(name, ember_device):
         results.append((out, x.grad))
     for k, (e, t) in enumerate(zip(*results)):
         assert_same(e, t, None, f"F.{name} {'output' if k == 0 else 'gradient'}", ember_device.type)
+
+
+_AUTOCAST = {
+    "linear": lambda m, F, x, w, t: F.linear(x, w),
+    "scaled_dot_product_attention": lambda m, F, x, w, t: F.scaled_dot_product_attention(x[None], w[None], w[None]),
+    "cross_entropy": lambda m, F, x, w, t: F.cross_entropy(F.linear(x, w), t),
+    "nll_loss": lambda m, F, x, w, t: F.nll_loss(F.log_softmax(F.linear(x, w), 1), t),
+    "mse_loss": lambda m, F, x, w, t: F.mse_loss(F.linear(x, w), F.linear(x, w)),
+    "binary_cross_entropy_with_logits": lambda m, F, x, w, t: F.binary_cross_entropy_with_logits(
+        F.linear(x, w), m.sigmoid(F.linear(x, w))),
+    "kl_div": lambda m, F, x, w, t: F.kl_div(F.linear(x, w), F.linear(x, w), reduction="sum", log_target=True),
+    "gelu": lambda m, F, x, w, t: F.gelu(F.linear(x, w)),
+    "softplus": lambda m, F, x, w, t: F.softplus(F.linear(x, w)),
+}
+
+
+@pytest.mark.parametrize("name", list(_AUTOCAST))
+def test_autocast_dtypes(name, ember_device):
+    if ember_device.type != "cpu":
+        pytest.skip("torch's cpu autocast lists are the reference; other devices follow their own")
+    rng = np.random.default_rng(2)
+    xs, ws = op_db.make(rng, (3, 4), "float32"), op_db.make(rng, (3, 4), "float32")
+    dtypes = []
+    for m in (ember, torch):
+        x, w = op_db.to_tensor(m, xs), op_db.to_tensor(m, ws)
+        with m.autocast("cpu", dtype=m.bfloat16):
+            out = _AUTOCAST[name](m, _nnf(m), x, w, m.tensor([0, 1, 2]))
+        dtypes.append(str(out.dtype).split(".")[-1])
+    assert dtypes[0] == dtypes[1], f"{name} under cpu autocast: ember {dtypes[0]}, torch {dtypes[1]}"
 
 
 # a share of RANDOM_N draws is within this of its probability (5 standard errors at p = 0.5)
