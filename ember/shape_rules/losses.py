@@ -263,6 +263,8 @@ def scaled_dot_product_attention(op, query, key, value, attn_mask=None, dropout_
         raise ArgumentValueError(f"{op.name}(): dropout_p must be a probability in [0, 1], got {dropout_p!r}")
     batch, L, S, Ev = _sdpa_shapes(op, query, key, value, enable_gqa)
     if attn_mask is not None:
+        if is_causal:
+            raise ArgumentValueError(f"{op.name}(): Explicit attn_mask should not be set when is_causal=True")
         if attn_mask._dtype is not _dt.bool and attn_mask._dtype is not query._dtype:
             raise DTypeError(f"{op.name}(): Expected attn_mask dtype to be bool or float or to match query dtype, "
                              f"but got attn_mask.dtype: {type_name(attn_mask._dtype)} and query.dtype: "
