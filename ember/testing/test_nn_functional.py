@@ -115,6 +115,24 @@ _WRAPPERS = {
     "log_softmax": lambda F, x: F.log_softmax(x, dim=-1),
     "silu": lambda F, x: F.silu(x),
     "hardtanh": lambda F, x: F.hardtanh(x, -0.5, 0.5),
+    "glu": lambda F, x: F.glu(x),
+    "glu dim=0": lambda F, x: F.glu(x[:2], 0),
+    "prelu": lambda F, x: F.prelu(x, x[0, :3].abs().sum(0, keepdim=True)),
+    "prelu per channel": lambda F, x: F.prelu(x.reshape(2, 3, 2), x[0, :3] * 0.5),
+    "threshold": lambda F, x: F.threshold(x, 0.3, -2.0),
+    "softshrink": lambda F, x: F.softshrink(x, 0.4),
+    "hardshrink": lambda F, x: F.hardshrink(x, 0.4),
+    "pairwise_distance": lambda F, x: F.pairwise_distance(x, x * 0.5 - 1),
+    "pairwise_distance p=1 keepdim": lambda F, x: F.pairwise_distance(x, x[0], p=1.0, keepdim=True),
+    "soft_margin_loss": lambda F, x: F.soft_margin_loss(x, x.detach().sign()),
+    "margin_ranking_loss": lambda F, x: F.margin_ranking_loss(x[0], x[1], x[2].sign(), margin=0.2),
+    "hinge_embedding_loss": lambda F, x: F.hinge_embedding_loss(x, x.detach().sign(), margin=0.5, reduction="sum"),
+    "cosine_embedding_loss": lambda F, x: F.cosine_embedding_loss(x[:2], x[1:], x[0, :2].sign(), margin=0.1),
+    "poisson_nll_loss": lambda F, x: F.poisson_nll_loss(x, x.abs() * 3),
+    "poisson_nll_loss full, not log": lambda F, x: F.poisson_nll_loss(x.abs() + 0.5, x.abs() * 3, log_input=False,
+                                                                      full=True),
+    "dropout2d eval": lambda F, x: F.dropout2d(x.reshape(1, 3, 2, 2), training=False),
+    "dropout1d p=0": lambda F, x: F.dropout1d(x.reshape(1, 3, 4), p=0.0),
 }
 
 
@@ -123,12 +141,11 @@ def test_functional_wrappers(name, ember_device):
     require_data(ember_device, "values")
     rng = np.random.default_rng(17)
     xs = op_db.make(rng, (3, 4), "float64")
-    go = op_db.make(rng, (3, 4), "float64")
     results = []
     for m, dev in ((ember, ember_device.name), (torch, "cpu")):
         x = op_db.to_tensor(m, xs, dev, requires_grad=True)
         out = _WRAPPERS[name](_nnf(m), x)
-        out.backward(op_db.to_tensor(m, go, dev))
+        out.backward(op_db.to_tensor(m, op_db.make(np.random.default_rng(3), tuple(out.shape), "float64"), dev))
         results.append((out, x.grad))
     for k, (e, t) in enumerate(zip(*results)):
         assert_same(e, t, None, f"F.{name} {'output' if k == 0 else 'gradient'}", ember_device.type)
@@ -236,6 +253,22 @@ def test_dropout_edge_cases(dtype, ember_device):
     np.testing.assert_array_equal(host(EF.dropout(e, 0.5, training=False)), x)
     y = ember.tensor(x, device=ember_device.name)
     assert EF.dropout(y, 1.0, inplace=True) is y and not host(y).any()
+
+
+def test_feature_dropout(ember_device):
+    """dropout1d/2d/3d zero whole channels and scale the rest by 1 / (1 - p)."""
+    require_data(ember_device, "random values")
+    ember.manual_seed(4)
+    for fn_name, shape in (("dropout1d", (40, 50, 3)), ("dropout2d", (40, 50, 2, 2)), ("dropout3d", (50, 40, 1, 2, 2)),
+                           ("dropout2d", (50, 2, 2))):
+        x = ember.ones(*shape, device=ember_device.name)
+        a = host(getattr(EF, fn_name)(x, 0.25)).reshape(shape[:2] + (-1,) if len(shape) > 3 or fn_name == "dropout1d"
+                                                           else shape[:1] + (-1,))
+        per_channel = a.reshape(a.shape[0] * (a.shape[1] if a.ndim == 3 else 1), -1)
+        assert all(len(set(row)) == 1 for row in per_channel), f"{fn_name}: a channel is partly dropped"
+        values = set(np.unique(per_channel))
+        assert values <= {0.0, np.float32(1 / 0.75)}, values
+        assert abs((per_channel[:, 0] != 0).mean() - 0.75) < 0.1
 
 
 def test_dropout_statistics(ember_device):

@@ -4,11 +4,12 @@ from __future__ import annotations
 import warnings
 
 from ember._generated import functions as _F
-from ember.errors import ArgumentListError
+from ember.errors import ArgumentListError, ShapeError
 
 __all__ = ["relu", "relu_", "relu6", "gelu", "silu", "softplus", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu",
            "celu", "hardtanh", "hardtanh_", "mish", "hardswish", "hardsigmoid", "sigmoid", "tanh", "softmax",
-           "log_softmax", "softmin", "logsigmoid", "softsign", "tanhshrink", "normalize"]
+           "log_softmax", "softmin", "logsigmoid", "softsign", "tanhshrink", "normalize", "glu", "prelu", "threshold",
+           "softshrink", "hardshrink", "pairwise_distance"]
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -155,3 +156,56 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
         norm = _F.pow(_F.sum(_F.pow(_F.abs(input), p), dim, True), 1.0 / p)
     result = _F.div(input, _F.clamp(norm, min=eps))
     return result if out is None else _F.copy_(out, result)
+
+
+def glu(input, dim: int = -1):
+    """a * sigmoid(b), a and b the halves of `input` along `dim`."""
+    n = input.shape[dim]
+    if n % 2:
+        raise ShapeError(f"glu(): Halving dimension must be even, but dimension {dim} is size {n}")
+    a = _F.slice(input, dim, 0, n // 2)
+    b = _F.slice(input, dim, n // 2, n)
+    return _F.mul(a, _F.sigmoid(b))
+
+
+def prelu(input, weight):
+    """x where x > 0, else weight * x; weight has 1 element or one per channel (dim 1)."""
+    if weight.numel() != 1:
+        channels = input.shape[1] if input.dim() >= 2 else input.shape[0] if input.dim() == 1 else 1
+        if weight.numel() != channels:
+            raise ShapeError(f"prelu(): Mismatch of parameter numbers and input channel size. Found parameter "
+                             f"numbers = {weight.numel()} and channel size = {channels}.")
+        if input.dim() >= 2:
+            weight = _F.reshape(weight, (channels,) + (1,) * (input.dim() - 2))
+    return _F.where(_F.gt(input, 0), input, _F.mul(weight, input))
+
+
+def threshold(input, threshold: float, value: float, inplace: bool = False):
+    """x where x > threshold, else value."""
+    out = _F.where(_F.gt(input, threshold), input, value)
+    return _F.copy_(input, out) if inplace else out
+
+
+def softshrink(input, lambd: float = 0.5):
+    """x - lambd above lambd, x + lambd below -lambd, 0 between."""
+    shrunk = _F.where(_F.gt(input, lambd), _F.sub(input, lambd), _F.where(_F.lt(input, -lambd),
+                                                                          _F.add(input, lambd), 0.0))
+    return shrunk
+
+
+def hardshrink(input, lambd: float = 0.5):
+    """x where |x| > lambd, else 0."""
+    return _F.where(_F.logical_or(_F.gt(input, lambd), _F.lt(input, -lambd)), input, 0.0)
+
+
+def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
+    """||x1 - x2 + eps||_p along the last dimension."""
+    d = _F.add(_F.sub(x1, x2), eps)
+    dim = -1 if d.dim() else None
+    if p == float("inf"):
+        out = _F.amax(_F.abs(d), dim if dim is not None else (), keepdim)
+    elif p == 2:
+        out = _F.sqrt(_F.sum(_F.mul(d, d), dim, keepdim))
+    else:
+        out = _F.pow(_F.sum(_F.pow(_F.abs(d), p), dim, keepdim), 1.0 / p)
+    return out

@@ -5,13 +5,15 @@
 """
 from __future__ import annotations
 
+import math
 import warnings
 
 from ember._generated import functions as _F
 from ember.errors import ArgumentListError
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits", "kl_div", "cosine_similarity"]
+           "binary_cross_entropy_with_logits", "kl_div", "cosine_similarity", "soft_margin_loss", "margin_ranking_loss",
+           "hinge_embedding_loss", "cosine_embedding_loss", "poisson_nll_loss"]
 
 _REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
 
@@ -26,6 +28,12 @@ def _reduction(reduction: str, size_average=None, reduce=None) -> int:
     if reduction not in _REDUCTIONS:
         raise ArgumentListError(f"{reduction} is not a valid value for reduction")
     return _REDUCTIONS[reduction]
+
+
+def _reduce(loss, reduction: int):
+    if reduction == 0:
+        return loss
+    return _F.mean(loss) if reduction == 1 else _F.sum(loss)
 
 
 def _check_same_size(input, target) -> None:
@@ -124,3 +132,61 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
 
 def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     return _F.cosine_similarity(x1, x2, dim, eps)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
+    """log(1 + exp(-target * input)), reduced."""
+    r = _reduction(reduction, size_average, reduce)
+    return _reduce(_F.softplus(_F.neg(_F.mul(target, input))), r)
+
+
+def margin_ranking_loss(input1, input2, target, margin: float = 0, size_average=None, reduce=None,
+                        reduction: str = "mean"):
+    """max(0, -target * (input1 - input2) + margin), reduced."""
+    r = _reduction(reduction, size_average, reduce)
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise ArgumentListError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                                f"input1: {tuple(input1.shape)}, input2: {tuple(input2.shape)}, target: "
+                                f"{tuple(target.shape)} ")
+    loss = _F.relu(_F.add(_F.neg(_F.mul(target, _F.sub(input1, input2))), margin))
+    return _reduce(loss, r)
+
+
+def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, reduce=None,
+                         reduction: str = "mean"):
+    """input where target is 1, max(0, margin - input) where target is -1, reduced."""
+    r = _reduction(reduction, size_average, reduce)
+    margin_clamp = _F.relu(_F.rsub(input, margin))
+    loss = _F.add(_F.where(_F.ne(target, 1), margin_clamp, 0.0), _F.where(_F.ne(target, -1), input, 0.0))
+    return _reduce(loss, r)
+
+
+def cosine_embedding_loss(input1, input2, target, margin: float = 0, size_average=None, reduce=None,
+                          reduction: str = "mean"):
+    """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where it is -1, reduced."""
+    r = _reduction(reduction, size_average, reduce)
+    eps = 1e-12
+    dim = input1.dim() - 1
+    prod = _F.sum(_F.mul(input1, input2), dim)
+    mag1 = _F.add(_F.sum(_F.mul(input1, input1), dim), eps)
+    mag2 = _F.add(_F.sum(_F.mul(input2, input2), dim), eps)
+    cos = _F.div(prod, _F.sqrt(_F.mul(mag1, mag2)))
+    pos = _F.rsub(cos, 1.0)
+    neg = _F.relu(_F.sub(cos, margin))
+    loss = _F.add(_F.where(_F.eq(target, 1), pos, 0.0), _F.where(_F.eq(target, -1), neg, 0.0))
+    return _reduce(loss, r)
+
+
+def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False, size_average=None,
+                     eps: float = 1e-8, reduce=None, reduction: str = "mean"):
+    """exp(input) - target * input (log_input), else input - target * log(input + eps); full adds Stirling's term."""
+    r = _reduction(reduction, size_average, reduce)
+    if log_input:
+        loss = _F.sub(_F.exp(input), _F.mul(target, input))
+    else:
+        loss = _F.sub(input, _F.mul(target, _F.log(_F.add(input, eps))))
+    if full:
+        safe = _F.where(_F.gt(target, 1), target, 2.0)
+        stirling = _F.add(_F.sub(_F.mul(safe, _F.log(safe)), safe), _F.mul(_F.log(_F.mul(safe, 2 * math.pi)), 0.5))
+        loss = _F.add(loss, _F.where(_F.gt(target, 1), stirling, 0.0))
+    return _reduce(loss, r)
