@@ -5,6 +5,7 @@ one pass: the class is picked with take_along_axis instead of a one-hot mask.
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Callable
 
 from ember.errors import DimensionError
@@ -18,6 +19,10 @@ def make(xp, native: Callable) -> dict[str, Callable]:
     f32 = xp.dtype("float32")
     i64 = xp.dtype("int64")
     lowp = {native(_dt.float16), native(_dt.bfloat16)}
+
+    def quiet():
+        """0/0 (an all-ignored mean) is NaN, as in PyTorch, without numpy's warning (cupy has no errstate)."""
+        return xp.errstate(invalid="ignore", divide="ignore") if hasattr(xp, "errstate") else contextlib.nullcontext()
 
     def opmath(dt):
         return f32 if dt in lowp else dt
@@ -61,7 +66,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
 
     def nll_loss_nd(spec, x, target, weight=None, reduction=1, ignore_index=-100):
         dt = native(spec[1])
-        with xp.errstate(invalid="ignore", divide="ignore"):
+        with quiet():
             out, _, _ = nll(x.astype(opmath(dt)), target, weight, reduction, ignore_index)
         return xp.asarray(out).astype(dt)
 
@@ -72,7 +77,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         classes = x.shape[cdim]
         logp = log_softmax(x.astype(cdt), cdim, dt)
         wb = along(weight.astype(cdt), cdim, x.ndim) if weight is not None else None
-        with xp.errstate(invalid="ignore", divide="ignore"):
+        with quiet():
             if target.dtype.kind not in "iu":                  # class probabilities (bfloat16 is kind "V")
                 tgt = target.astype(cdt)
                 if label_smoothing > 0:
