@@ -209,7 +209,10 @@ def _binding_preamble(registry: Registry, handles: bool = True) -> list[str]:
         lines.append(f"_op_{ident(op.name)} = _OPS[{op.name!r}]")
         if _named_returns(op.schema):
             fields = [r.name for r in op.schema.returns]
-            lines.append(f"_R_{ident(op.name)} = _namedtuple({op.schema.name!r}, {fields!r})")
+            if None in fields:        # unnamed returns (native_dropout): a plain tuple, as in PyTorch
+                lines.append(f"_R_{ident(op.name)} = lambda *r: r  # noqa: E731")
+            else:
+                lines.append(f"_R_{ident(op.name)} = _namedtuple({op.schema.name!r}, {fields!r})")
     lines.append("")
     return lines
 

@@ -267,7 +267,7 @@ def _resolve_entry(raw, families, sources: SourceIndex, path) -> list[OpEntry]:
             fail(str(exc))
         entry.inplace_twin = twin_schema.full_name
         twin = OpEntry(
-            twin_schema, line, family, tuple(v for v in variants if v == "method") or ("method",),
+            twin_schema, line, family, ("method",) if variants else (),   # no public twin of a private op
             (), inplace_ops, promotion, shape, autograd, autocast,
             "composite", tags + ("inplace",), f"In-place version of {schema.full_name}: {doc.strip()}",
             inplace_of=schema.full_name,

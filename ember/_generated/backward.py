@@ -2906,6 +2906,264 @@ class EmbeddingDenseBackwardBackward0(Node):
         return out
 
 
+class ErfBackward0(Node):
+    """Backward of erf."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F.mul(grad, _F.mul(_F.exp(_F.neg(_F.mul(a_self, a_self))), 1.1283791670955126)))
+        else:
+            out.append(None)
+        return out
+
+
+class GeluBackward0(Node):
+    """Backward of gelu."""
+
+    __slots__ = ('a_approximate', 'a_self', 'needs')
+    saved_slots = ('a_approximate', 'a_self')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_approximate = _save(args[1])
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_approximate = _load(self.a_approximate, self)
+            a_self = _load(self.a_self, self)
+            out.append(_F.gelu_backward(grad, a_self, approximate=a_approximate))
+        else:
+            out.append(None)
+        return out
+
+
+class SiluBackward0(Node):
+    """Backward of silu."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F.silu_backward(grad, a_self))
+        else:
+            out.append(None)
+        return out
+
+
+class SoftplusBackward0(Node):
+    """Backward of softplus."""
+
+    __slots__ = ('a_beta', 'a_self', 'a_threshold', 'needs')
+    saved_slots = ('a_beta', 'a_self', 'a_threshold')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_beta = _save(args[1])
+            self.a_self = _save(args[0])
+            self.a_threshold = _save(args[2])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_beta = _load(self.a_beta, self)
+            a_self = _load(self.a_self, self)
+            a_threshold = _load(self.a_threshold, self)
+            out.append(_F.where(_F.gt(_F.mul(a_self, a_beta), a_threshold), grad, _F.mul(grad, _F.sigmoid(_F.mul(a_self, a_beta)))))
+        else:
+            out.append(None)
+        return out
+
+
+class LeakyReluBackward0(Node):
+    """Backward of leaky_relu."""
+
+    __slots__ = ('a_negative_slope', 'a_self', 'needs')
+    saved_slots = ('a_negative_slope', 'a_self')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_negative_slope = _save(args[1])
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_negative_slope = _load(self.a_negative_slope, self)
+            a_self = _load(self.a_self, self)
+            out.append(_F.where(_F.gt(a_self, 0), grad, _F.mul(grad, a_negative_slope)))
+        else:
+            out.append(None)
+        return out
+
+
+class EluBackward0(Node):
+    """Backward of elu."""
+
+    __slots__ = ('a_alpha', 'a_input_scale', 'a_scale', 'a_self', 'needs')
+    saved_slots = ('a_alpha', 'a_input_scale', 'a_scale', 'a_self')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_alpha = _save(args[1])
+            self.a_input_scale = _save(args[3])
+            self.a_scale = _save(args[2])
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_alpha = _load(self.a_alpha, self)
+            a_input_scale = _load(self.a_input_scale, self)
+            a_scale = _load(self.a_scale, self)
+            a_self = _load(self.a_self, self)
+            out.append(_F.where(_F.gt(a_self, 0), _F.mul(grad, a_scale), _F.mul(grad, _F.mul(_F.exp(_F.mul(a_self, a_input_scale)), a_alpha * a_scale * a_input_scale))))
+        else:
+            out.append(None)
+        return out
+
+
+class HardtanhBackward0(Node):
+    """Backward of hardtanh."""
+
+    __slots__ = ('a_max_val', 'a_min_val', 'a_self', 'needs')
+    saved_slots = ('a_max_val', 'a_min_val', 'a_self')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_max_val = _save(args[2])
+            self.a_min_val = _save(args[1])
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_max_val = _load(self.a_max_val, self)
+            a_min_val = _load(self.a_min_val, self)
+            a_self = _load(self.a_self, self)
+            out.append(_F.where(_F.logical_and(_F.gt(a_self, a_min_val), _F.lt(a_self, a_max_val)), grad, 0.0))
+        else:
+            out.append(None)
+        return out
+
+
+class MishBackward0(Node):
+    """Backward of mish."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F.mul(grad, _F.add(_F.tanh(_F.softplus(a_self)), _F.mul(_F.mul(a_self, _F.sigmoid(a_self)), _F.rsub(_F.square(_F.tanh(_F.softplus(a_self))), 1)))))
+        else:
+            out.append(None)
+        return out
+
+
+class HardswishBackward0(Node):
+    """Backward of hardswish."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F.where(_F.lt(a_self, -3.0), 0.0, _F.where(_F.le(a_self, 3.0), _F.mul(grad, _F.add(_F.div(a_self, 3.0), 0.5)), grad)))
+        else:
+            out.append(None)
+        return out
+
+
+class HardsigmoidBackward0(Node):
+    """Backward of hardsigmoid."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F.where(_F.logical_and(_F.gt(a_self, -3.0), _F.lt(a_self, 3.0)), _F.div(grad, 6.0), 0.0))
+        else:
+            out.append(None)
+        return out
+
+
 CLASSES = {
     'add.Tensor': AddBackward0,
     'sub.Tensor': SubBackward0,
@@ -3007,4 +3265,14 @@ CLASSES = {
     'masked_scatter': MaskedScatterBackward0,
     'embedding': EmbeddingBackward0,
     'embedding_dense_backward': EmbeddingDenseBackwardBackward0,
+    'erf': ErfBackward0,
+    'gelu': GeluBackward0,
+    'silu': SiluBackward0,
+    'softplus': SoftplusBackward0,
+    'leaky_relu': LeakyReluBackward0,
+    'elu': EluBackward0,
+    'hardtanh': HardtanhBackward0,
+    'mish': MishBackward0,
+    'hardswish': HardswishBackward0,
+    'hardsigmoid': HardsigmoidBackward0,
 }

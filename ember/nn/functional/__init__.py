@@ -13,3 +13,8 @@ from .normalization import batch_norm, group_norm, instance_norm, layer_norm  # 
 from .padding import pad  # noqa: F401,E402
 from .vision import interpolate, upsample, upsample_bilinear, upsample_nearest  # noqa: F401,E402
 from .sparse import embedding  # noqa: E402,F401
+from .activation import *  # noqa: E402,F401,F403
+from .attention import *  # noqa: E402,F401,F403
+from .dropout import *  # noqa: E402,F401,F403
+from .linear import *  # noqa: E402,F401,F403
+from .loss import *  # noqa: E402,F401,F403
