@@ -37,4 +37,4 @@ def as_float(x):
 
 
 from . import elementwise, reductions, shape_ops, factories  # noqa: E402,F401  (registration)
-from . import convolution, pooling, normalization, padding  # noqa: E402,F401  (nn layers)
+from . import convolution, pooling, normalization, padding, folding, nn_backward  # noqa: E402,F401  (nn layers)

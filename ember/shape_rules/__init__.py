@@ -22,4 +22,4 @@ def shape_rule(name: str) -> Callable[[Callable], Callable]:
 
 
 from . import pointwise, reductions, views, tensor_ops, factories  # noqa: E402,F401  (registration)
-from . import nn_layers, nn_norm_pad  # noqa: E402,F401  (nn layers)
+from . import nn_layers, nn_norm_pad, nn_core  # noqa: E402,F401  (nn layers)
