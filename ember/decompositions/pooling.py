@@ -297,12 +297,12 @@ def _adaptive_dim_backward(g, d, n):
         return F.zeros(shape[:d] + [n] + shape[d + 1:], dtype=g.dtype, device=g.device)
     if n % out == 0:
         k = n // out
-        spread = F.expand(F.unsqueeze(F.div(g, k), d + 1), shape[:d] + [out, k] + shape[d + 1:])
+        spread = F.expand(F.unsqueeze(F.contiguous(F.div(g, k)), d + 1), shape[:d] + [out, k] + shape[d + 1:])
         return F.reshape(spread, shape[:d] + [n] + shape[d + 1:])
     total = None
     for i in range(out):
         lo, hi = _window(i, n, out)
-        gi = F.div(F.slice(g, d, i, i + 1, 1), hi - lo)
+        gi = F.contiguous(F.div(F.slice(g, d, i, i + 1, 1), hi - lo))
         part = F.expand(gi, shape[:d] + [hi - lo] + shape[d + 1:])
         pads = [0, 0] * (g.dim() - 1 - d) + [lo, n - hi]
         part = F.constant_pad_nd(part, pads, 0)

@@ -8,11 +8,11 @@ returns `self`'s spec; multi-output backward ops return None for outputs their
 """
 from __future__ import annotations
 
-from ember.errors import ArgumentValueError, ShapeError
+from ember.errors import ArgumentValueError, DimensionError, MissingKernelError, ShapeError
 from ember.frontend import dtype as _dt
 
 from . import shape_rule
-from .common import check_int_list, check_tensor
+from .common import check_int_list, check_tensor, type_name
 from .nn_layers import (_adaptive, _check_float, _shape, adaptive_avg_pool2d, avg_pool2d, conv_spec, int_tuple,
                         max_pool2d_with_indices, pool_geometry)
 from .nn_norm_pad import _mode_pad, native_batch_norm, native_group_norm, native_layer_norm
@@ -56,8 +56,14 @@ def avg_pool3d(op, self, kernel_size, stride=(), padding=0, ceil_mode=False, cou
     out = pool_geometry(op, self, kernel_size, stride, padding, 1, ceil_mode, nd=3)
     if divisor_override is not None and divisor_override == 0:
         raise ArgumentValueError(f"{op.name}(): divisor must be not zero (argument 'divisor_override')")
-    _check_float(op, self, "avg_pool3d_out_frame")
+    _check_avg3d_dtype(op, self, "avg_pool3d_out_frame")
     return (out, self._dtype)
+
+
+def _check_avg3d_dtype(op, t, kernel):
+    """PyTorch's cpu avg_pool3d kernels are float32/float64 only."""
+    if t._dtype not in (_dt.float32, _dt.float64):
+        raise MissingKernelError(f'{op.name}(): "{kernel}" not implemented for \'{type_name(t._dtype)}\'')
 
 
 @shape_rule("adaptive_avg_pool3d")
@@ -75,7 +81,9 @@ def _pool_backward(forward_rule):
     return rule
 
 
-_AVG2, _AVG3 = _pool_backward(avg_pool2d), _pool_backward(avg_pool3d)
+_AVG2 = _pool_backward(avg_pool2d)
+_AVG3 = _pool_backward(lambda op, self, *args: (_check_avg3d_dtype(op, self, "avg_pool3d_backward_out_frame"),
+                                                avg_pool3d(op, self, *args))[1])
 _ADA2, _ADA3 = _pool_backward(adaptive_avg_pool2d), _pool_backward(adaptive_avg_pool3d)
 
 
@@ -89,6 +97,14 @@ def avg_pool3d_backward(op, grad_output, self, *args):
     return _AVG3(op, grad_output, self, *args)
 
 
+def _dim_check(op, t, need, nd):
+    """ATen indexes dim -need (IndexError) before its own checks."""
+    r = len(_shape(t))
+    if r < need:
+        raise DimensionError(f"{op.name}(): Dimension out of range (expected to be in range of "
+                             f"[{-max(r, 1)}, {max(r, 1) - 1}], but got {nd})")
+
+
 @shape_rule("_adaptive_avg_pool2d_backward")
 def _adaptive_avg_pool2d_backward(op, grad_output, self):
     return _ADA2(op, grad_output, self, tuple(_shape(grad_output)[-2:]))
@@ -96,6 +112,7 @@ def _adaptive_avg_pool2d_backward(op, grad_output, self):
 
 @shape_rule("_adaptive_avg_pool3d_backward")
 def _adaptive_avg_pool3d_backward(op, grad_output, self):
+    _dim_check(op, grad_output, 4, -4)
     return _ADA3(op, grad_output, self, tuple(_shape(grad_output)[-3:]))
 
 
@@ -168,6 +185,8 @@ def native_group_norm_backward(op, grad_out, input, mean, rstd, weight, N, C, Hx
 
 @shape_rule("_native_batch_norm_legit")
 def _native_batch_norm_legit(op, input, weight, bias, running_mean, running_var, training, momentum, eps):
+    check_tensor(op, input, "input")
+    _dim_check(op, input, 2, 1)
     check_tensor(op, running_mean, "running_mean")
     check_tensor(op, running_var, "running_var")
     return native_batch_norm(op, input, weight, bias, running_mean, running_var, training, momentum, eps)
@@ -175,6 +194,8 @@ def _native_batch_norm_legit(op, input, weight, bias, running_mean, running_var,
 
 @shape_rule("_native_batch_norm_legit_no_stats")
 def _native_batch_norm_legit_no_stats(op, input, weight, bias, training, momentum, eps):
+    check_tensor(op, input, "input")
+    _dim_check(op, input, 2, 1)
     if not training:
         raise ArgumentValueError(f"{op.name}(): running_mean and running_var must be defined in evaluation mode "
                                  "(training=False needs the overload with running statistics)")
@@ -183,6 +204,8 @@ def _native_batch_norm_legit_no_stats(op, input, weight, bias, training, momentu
 
 @shape_rule("_native_batch_norm_legit_no_training")
 def _native_batch_norm_legit_no_training(op, input, weight, bias, running_mean, running_var, momentum, eps):
+    check_tensor(op, input, "input")
+    _dim_check(op, input, 2, 1)
     check_tensor(op, running_mean, "running_mean")
     check_tensor(op, running_var, "running_var")
     return native_batch_norm(op, input, weight, bias, running_mean, running_var, False, momentum, eps)
@@ -237,6 +260,7 @@ def im2col(op, self, kernel_size, dilation, padding, stride):
     check_tensor(op, self, "input")
     kernel, dilation, padding, stride = _fold_params(op, kernel_size, dilation, padding, stride)
     shape = _shape(self)
+    _dim_check(op, self, 3, 2)
     if len(shape) not in (3, 4) or any(n == 0 for n in shape[-3:]):
         raise ShapeError(f"{op.name}(): Expected 3D or 4D (batch mode) tensor for input with possibly 0 batch size "
                          f"and non-zero dimensions for input, but got: {list(shape)}")

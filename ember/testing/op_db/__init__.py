@@ -20,7 +20,7 @@ shared generators), then one module per operator area, each adding its entries o
 from __future__ import annotations
 
 from . import pointwise, reductions, views, copies, linalg, factories  # noqa: F401  (each adds its entries)
-from . import convolution, pooling, normalization, padding  # noqa: F401  (nn layers)
+from . import convolution, pooling, normalization, padding, nn_core  # noqa: F401  (nn layers)
 from .database import EXCLUDED, OP_DB
 from .samples import (ALL, DEVICE, DT, FLOAT, GRAD_DTYPES, LOWP, NUM, SIGNED, ErrorInput, OpInfo, Sample, T,
                       is_float, make, materialize, method, fn, to_tensor)
