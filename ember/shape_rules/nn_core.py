@@ -162,12 +162,13 @@ def native_layer_norm_backward(op, grad_out, input, normalized_shape, mean, rstd
     mask = _mask(op, output_mask)
     specs = native_layer_norm(op, input, normalized_shape, weight, bias)
     _check_grad(op, grad_out, _shape(input), "grad_out")
-    for t, arg in ((mean, "mean"), (rstd, "rstd")):
+    axis = len(_shape(input)) - len(check_int_list(op, normalized_shape, "normalized_shape"))
+    stat = tuple(specs[1][0])
+    for t, arg in ((mean, "mean"), (rstd, "rstd")):      # (*outer, 1, ..., 1) as returned, or (*outer)
         check_tensor(op, t, arg)
-        if tuple(_shape(t)) != tuple(specs[1][0]) and _shape(t) != tuple(specs[1][0][:len(_shape(input)) -
-                                                                                     len(normalized_shape)]):
-            raise ShapeError(f"{op.name}(): Expected {arg} of size {list(specs[1][0])}, but got {list(_shape(t))}")
-    ns = tuple(specs[0][0][len(_shape(input)) - len(check_int_list(op, normalized_shape, "normalized_shape")):])
+        if _shape(t) not in (stat, stat[:axis]):
+            raise ShapeError(f"{op.name}(): Expected {arg} of size {list(stat)}, but got {list(_shape(t))}")
+    ns = _shape(input)[axis:]
     return _masked(mask, ((_shape(input), input._dtype), (ns, (weight if weight is not None else input)._dtype),
                           (ns, (bias if bias is not None else input)._dtype)))
 
@@ -180,7 +181,8 @@ def native_group_norm_backward(op, grad_out, input, mean, rstd, weight, N, C, Hx
     for t, arg in ((mean, "mean"), (rstd, "rstd")):
         _check_grad(op, t, specs[1][0], arg)
     c = (_shape(input)[1],)
-    return _masked(mask, ((_shape(input), input._dtype), (c, (weight if weight is not None else input)._dtype), (c, input._dtype)))
+    w_dtype = (weight if weight is not None else input)._dtype
+    return _masked(mask, ((_shape(input), input._dtype), (c, w_dtype), (c, input._dtype)))
 
 
 @shape_rule("_native_batch_norm_legit")

@@ -237,7 +237,8 @@ def _legit_samples(rng, dtype):
                     0.1, 1e-5), desc="eval (statistics (0,) as torch's cpu)", meta=False),
             Sample((a((2, 4, 3), "t"), a((4,)), None), desc="transposed input, training", fn=_legit_train(0.1),
                    meta=not lowp),
-            Sample((a((2, 3, 4)), a((3,)), a((3,))), desc="output only", fn=lambda m, *args: _legit_train(0.1)(m, *args)[0])]
+            Sample((a((2, 3, 4)), a((3,)), a((3,))), desc="output only",
+                   fn=lambda m, *args: _legit_train(0.1)(m, *args)[0])]
 
 
 def _legit_no_stats_samples(rng, dtype):
@@ -256,7 +257,8 @@ def _legit_eval_samples(rng, dtype):
                     0.1, 1e-5), desc="affine", meta=False),
             Sample((a((2, 2, 3, 2), "t"), None, a((2,)), a((2,), grad=False), a((2,), grad=False, domain="positive"),
                     0.1, 1e-3), desc="transposed 4-d input, bias only", meta=False),
-            Sample((a((2, 3, 4)), a((3,)), None, a((3,), grad=False), a((3,), grad=False, domain="positive"), 0.1, 1e-5),
+            Sample((a((2, 3, 4)), a((3,)), None, a((3,), grad=False), a((3,), grad=False, domain="positive"), 0.1,
+                    1e-5),
                    desc="output only", fn=lambda m, *args: _aten(m, "_native_batch_norm_legit_no_training")(*args)[0])]
 
 
