@@ -355,6 +355,27 @@ _op_multinomial = _OPS['multinomial']
 _op_randperm = _OPS['randperm']
 _op_dropout = _OPS['dropout']
 _op_native_dropout = _OPS['native_dropout']
+_op_convolution_backward = _OPS['convolution_backward']
+_op_max_pool2d_with_indices_backward = _OPS['max_pool2d_with_indices_backward']
+_op_max_pool3d_with_indices_backward = _OPS['max_pool3d_with_indices_backward']
+_op_avg_pool2d_backward = _OPS['avg_pool2d_backward']
+_op_avg_pool3d_backward = _OPS['avg_pool3d_backward']
+_op__adaptive_avg_pool2d_backward = _OPS['_adaptive_avg_pool2d_backward']
+_op__adaptive_avg_pool3d_backward = _OPS['_adaptive_avg_pool3d_backward']
+_op_native_layer_norm_backward = _OPS['native_layer_norm_backward']
+_op_native_group_norm_backward = _OPS['native_group_norm_backward']
+_op__native_batch_norm_legit = _OPS['_native_batch_norm_legit']
+_op__native_batch_norm_legit_no_stats = _OPS['_native_batch_norm_legit.no_stats']
+_op__native_batch_norm_legit_no_training = _OPS['_native_batch_norm_legit_no_training']
+_op_col2im = _OPS['col2im']
+_op_im2col = _OPS['im2col']
+_op_max_pool3d_with_indices = _OPS['max_pool3d_with_indices']
+_op_max_pool3d = _OPS['max_pool3d']
+_op_avg_pool3d = _OPS['avg_pool3d']
+_op__adaptive_avg_pool3d = _OPS['_adaptive_avg_pool3d']
+_op_adaptive_avg_pool3d = _OPS['adaptive_avg_pool3d']
+_op_reflection_pad3d = _OPS['reflection_pad3d']
+_op_replication_pad3d = _OPS['replication_pad3d']
 
 def add(input, other, *, alpha=1):
     """Adds `other`, scaled by `alpha`, to `self`, broadcasting both.
@@ -2224,7 +2245,7 @@ def adaptive_avg_pool2d(input, output_size):
     return _call(_op_adaptive_avg_pool2d, (input, output_size))
 
 def _adaptive_avg_pool2d(input, output_size):
-    """The kernel behind adaptive_avg_pool2d (a matmul with an averaging matrix per dimension).
+    """The kernel behind adaptive_avg_pool2d (one mean per dimension, a reshape or one slice per window).
 
     Schema: ``_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor``
     """
@@ -2874,4 +2895,155 @@ def native_dropout(input, p, train):
     """
     return _call(_op_native_dropout, (input, p, train))
 
-__all__ = ['_adaptive_avg_pool2d', '_cdist_forward', '_log_softmax', '_pdist_forward', '_softmax', '_to_copy', 'abs', 'acos', 'acosh', 'adaptive_avg_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'as_strided', 'as_strided_scatter', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'chunk', 'clamp', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv_transpose1d', 'conv_transpose2d', 'convolution', 'copy', 'copy_', 'cos', 'cosh', 'cosine_similarity', 'cumprod', 'cumsum', 'diagonal', 'div', 'dropout', 'embedding', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'exp', 'exp2', 'expand', 'expm1', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_divide', 'fmod', 'frac', 'full', 'full_like', 'gather', 'ge', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_select', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'log', 'log10', 'log1p', 'log2', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'multinomial', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'nonzero', 'ones', 'ones_like', 'pdist', 'permute', 'pow', 'prod', 'rand', 'randint', 'randn', 'randperm', 'reciprocal', 'relu', 'remainder', 'reshape', 'roll', 'round', 'rsqrt', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sign', 'signbit', 'sin', 'sinh', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'square', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tanh', 'tile', 'topk', 'transpose', 'tril', 'triu', 'trunc', 'unbind', 'unsqueeze', 'var', 'var_mean', 'view', 'where', 'zeros', 'zeros_like']
+def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask):
+    """Gradients of convolution for input, weight and bias (None where output_mask is False).
+
+    Schema: ``convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
+    """
+    return _call(_op_convolution_backward, (grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask))
+
+def max_pool2d_with_indices_backward(grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    """Gradient of max_pool2d_with_indices (each output's gradient to the input position its index names).
+
+    Schema: ``max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor``
+    """
+    return _call(_op_max_pool2d_with_indices_backward, (grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices))
+
+def max_pool3d_with_indices_backward(grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    """Gradient of max_pool3d_with_indices.
+
+    Schema: ``max_pool3d_with_indices_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, int[3] dilation, bool ceil_mode, Tensor indices) -> Tensor``
+    """
+    return _call(_op_max_pool3d_with_indices_backward, (grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices))
+
+def avg_pool2d_backward(grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    """Gradient of avg_pool2d (each output's gradient over its divisor, added to its window).
+
+    Schema: ``avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor``
+    """
+    return _call(_op_avg_pool2d_backward, (grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
+
+def avg_pool3d_backward(grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    """Gradient of avg_pool3d.
+
+    Schema: ``avg_pool3d_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor``
+    """
+    return _call(_op_avg_pool3d_backward, (grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
+
+def _adaptive_avg_pool2d_backward(grad_output, input):
+    """Gradient of _adaptive_avg_pool2d (each window's gradient spread evenly over it).
+
+    Schema: ``_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor``
+    """
+    return _call(_op__adaptive_avg_pool2d_backward, (grad_output, input))
+
+def _adaptive_avg_pool3d_backward(grad_output, input):
+    """Gradient of _adaptive_avg_pool3d.
+
+    Schema: ``_adaptive_avg_pool3d_backward(Tensor grad_output, Tensor self) -> Tensor``
+    """
+    return _call(_op__adaptive_avg_pool3d_backward, (grad_output, input))
+
+def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):
+    """Gradients of native_layer_norm for input, weight and bias from the saved mean and rstd.
+
+    Schema: ``native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
+    """
+    return _call(_op_native_layer_norm_backward, (grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask))
+
+def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
+    """Gradients of native_group_norm (through its output) for input, weight and bias.
+
+    Schema: ``native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
+    """
+    return _call(_op_native_group_norm_backward, (grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask))
+
+def _bind__native_batch_norm_legit(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    return (input, weight, bias, running_mean, running_var, training, momentum, eps)
+
+def _bind__native_batch_norm_legit_no_stats(input, weight, bias, training, momentum, eps):
+    return (input, weight, bias, training, momentum, eps)
+
+_overloads__native_batch_norm_legit = ((_bind__native_batch_norm_legit, _op__native_batch_norm_legit, None), (_bind__native_batch_norm_legit_no_stats, _op__native_batch_norm_legit_no_stats, None),)
+def _native_batch_norm_legit(*args, **kwargs):
+    """native_batch_norm with running statistics (updated in place when training).
+
+    Overloads:
+
+    ``_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)``: native_batch_norm with running statistics (updated in place when training).
+
+    ``_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)``: Batch normalization by the batch statistics, without running statistics.
+    """
+    return _call_overload('_native_batch_norm_legit', _overloads__native_batch_norm_legit, args, kwargs)
+
+def _native_batch_norm_legit_no_training(input, weight, bias, running_mean, running_var, momentum, eps):
+    """Batch normalization in evaluation mode (by the running statistics).
+
+    Schema: ``_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)``
+    """
+    return _call(_op__native_batch_norm_legit_no_training, (input, weight, bias, running_mean, running_var, momentum, eps))
+
+def col2im(input, output_size, kernel_size, dilation, padding, stride):
+    """Sums columns of sliding blocks (N, C*kh*kw, L) back into an (N, C, H, W) image (fold).
+
+    Schema: ``col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor``
+    """
+    return _call(_op_col2im, (input, output_size, kernel_size, dilation, padding, stride))
+
+def im2col(input, kernel_size, dilation, padding, stride):
+    """The sliding blocks of an (N, C, H, W) image as columns (N, C*kh*kw, L) (unfold).
+
+    Schema: ``im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor``
+    """
+    return _call(_op_im2col, (input, kernel_size, dilation, padding, stride))
+
+def max_pool3d_with_indices(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
+    """3-d max pooling and the flat (d * H * W + h * W + w) index of each maximum in its input volume.
+
+    Schema: ``max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)``
+    """
+    return _call(_op_max_pool3d_with_indices, (input, kernel_size, stride, padding, dilation, ceil_mode))
+
+def max_pool3d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
+    """3-d max pooling (stride defaults to the kernel size).
+
+    Schema: ``max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor``
+    """
+    return _call(_op_max_pool3d, (input, kernel_size, stride, padding, dilation, ceil_mode))
+
+def avg_pool3d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True, divisor_override=None):
+    """3-d average pooling (padding counted or not, or a fixed divisor).
+
+    Schema: ``avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor``
+    """
+    return _call(_op_avg_pool3d, (input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
+
+def _adaptive_avg_pool3d(input, output_size):
+    """The kernel behind adaptive_avg_pool3d.
+
+    Schema: ``_adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor``
+    """
+    return _call(_op__adaptive_avg_pool3d, (input, output_size))
+
+def adaptive_avg_pool3d(input, output_size):
+    """3-d average pooling to a given output size (PyTorch's floor/ceil windows).
+
+    Schema: ``adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor``
+    """
+    return _call(_op_adaptive_avg_pool3d, (input, output_size))
+
+def reflection_pad3d(input, padding):
+    """Pads the last three dims with their reflection (the edge not repeated).
+
+    Schema: ``reflection_pad3d(Tensor self, SymInt[6] padding) -> Tensor``
+    """
+    return _call(_op_reflection_pad3d, (input, padding))
+
+def replication_pad3d(input, padding):
+    """Pads the last three dims by repeating their edge values.
+
+    Schema: ``replication_pad3d(Tensor self, SymInt[6] padding) -> Tensor``
+    """
+    return _call(_op_replication_pad3d, (input, padding))
+
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_pdist_forward', '_softmax', '_to_copy', 'abs', 'acos', 'acosh', 'adaptive_avg_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'as_strided', 'as_strided_scatter', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'chunk', 'clamp', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv_transpose1d', 'conv_transpose2d', 'convolution', 'copy', 'copy_', 'cos', 'cosh', 'cosine_similarity', 'cumprod', 'cumsum', 'diagonal', 'div', 'dropout', 'embedding', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'exp', 'exp2', 'expand', 'expm1', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_divide', 'fmod', 'frac', 'full', 'full_like', 'gather', 'ge', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_select', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'log', 'log10', 'log1p', 'log2', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'multinomial', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'nonzero', 'ones', 'ones_like', 'pdist', 'permute', 'pow', 'prod', 'rand', 'randint', 'randn', 'randperm', 'reciprocal', 'relu', 'remainder', 'reshape', 'roll', 'round', 'rsqrt', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sign', 'signbit', 'sin', 'sinh', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'square', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tanh', 'tile', 'topk', 'transpose', 'tril', 'triu', 'trunc', 'unbind', 'unsqueeze', 'var', 'var_mean', 'view', 'where', 'zeros', 'zeros_like']
