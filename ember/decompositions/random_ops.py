@@ -3,9 +3,12 @@
 * bernoulli: uniform < p.
 * multinomial: the exponential race (the largest log(u) / p wins: the Gumbel-max trick).
   With replacement every sample is a race of its own; without, the winners of one race are
-  taken one by one with argmax, so the samples come out in the order they were drawn.
+  its `topk` (a stable descending sort: ties go to the lower index, as argmax), so the
+  samples come out in the order they were drawn and zero-probability categories (keys -inf)
+  fill any remaining places in index order, each drawn once.
 * randperm: the ranks of n uniform keys (ties broken by position) are a uniform random
-  permutation; ranking compares every pair, O(n**2) work in chunks, until a sort op lands.
+  permutation: a stable argsort of the keys, inverted with one scatter_add (O(n log n)); the
+  cpu's native kernel ranks the same Philox keys the same way.
 * dropout: input * (uniform < 1 - p) / (1 - p), differentiated through.
 """
 from __future__ import annotations
@@ -61,7 +64,6 @@ def multinomial(self, num_samples, replacement=False, generator=None):
     probs = F._to_copy(F.unsqueeze(self, 0) if one_d else self, dtype=_dt.float64)
     _check_distribution(probs)
     rows, classes = probs.shape
-    positions = F.arange(classes, device=self.device)
     if replacement:
         # each sample is its own race (the Gumbel-max trick): draws chunked to bound memory
         step = max(1, _RACE_ELEMENTS // max(rows * classes, 1))
@@ -76,31 +78,17 @@ def multinomial(self, num_samples, replacement=False, generator=None):
         u = F.uniform_(F.empty((rows, classes), dtype=_dt.float64, device=self.device), 0.0, 1.0,
                        generator=generator)
         keys = F.div(F.log(u), probs)                                     # the largest log(u) / p win the race
-        picks = []
-        for _ in range(num_samples):
-            winner = F.argmax(keys, -1, True)
-            picks.append(winner)
-            keys = F.where(F.eq(positions, winner), float("-inf"), keys)
-            keys = F.where(F.isnan(keys), float("-inf"), keys)
-        out = F.cat(picks, -1)
+        keys = F.where(F.isnan(keys), float("-inf"), keys)               # sort counts NaN as the largest
+        out = F.topk(keys, num_samples, -1)[1]
     return F.reshape(out, (num_samples,)) if one_d else out
-
-
-_RANK_CHUNK = 2048
 
 
 @decomposition("randperm")
 def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
     keys = F.uniform_(F.empty((n,), dtype=_dt.float64, device=device), 0.0, 1.0, generator=generator)
-    positions = F.arange(n, device=device)
-    ranks = []
-    for start in range(0, n, _RANK_CHUNK):
-        stop = min(n, start + _RANK_CHUNK)
-        mine = F.reshape(F.slice(keys, 0, start, stop), (stop - start, 1))
-        mine_pos = F.reshape(F.slice(positions, 0, start, stop), (stop - start, 1))
-        before = F.logical_or(F.lt(keys, mine), F.logical_and(F.eq(keys, mine), F.lt(positions, mine_pos)))
-        ranks.append(F.sum(before, 1))
-    out = F.cat(ranks, 0) if ranks else F.empty((0,), dtype=_dt.int64, device=device)
+    order = F.argsort(keys, stable=True)                          # order[r]: the position of rank r
+    ranks = F.arange(n, device=device)
+    out = F.scatter_add(F.zeros((n,), dtype=_dt.int64, device=device), 0, order, ranks)   # out[order[r]] = r
     return out if dtype in (None, _dt.int64) else F._to_copy(out, dtype=dtype)
 
 
