@@ -1,9 +1,9 @@
 """Random ops in terms of the Philox fills (uniform_): bernoulli, multinomial, randperm, dropout.
 
 * bernoulli: uniform < p.
-* multinomial: the exponential race (the largest log(u) / p wins: the Gumbel-max trick).
-  With replacement every sample is a race of its own; without, the winners of one race are
-  its `topk` (a stable descending sort: ties go to the lower index, as argmax), so the
+* multinomial: with replacement, the inverse cdf (one uniform per sample, placed among the
+  cdf by one stable sort); without, the exponential race (the largest log(u) / p wins).
+  The winners of the race are its `topk` (a stable descending sort: ties go to the lower index, as argmax), so the
   samples come out in the order they were drawn and zero-probability categories (keys -inf)
   fill any remaining places in index order, each drawn once.
 * randperm: the ranks of n uniform keys (ties broken by position) are a uniform random
@@ -55,7 +55,31 @@ def _check_distribution(probs):
         raise ArgumentValueError("multinomial(): invalid multinomial distribution (sum of probabilities <= 0)")
 
 
-_RACE_ELEMENTS = 1 << 22       # uniform draws per chunk of samples with replacement
+def _inverse_cdf(probs, num_samples: int, generator):
+    """Samples with replacement: category i where cdf[i-1] <= u * total < cdf[i], one uniform each.
+
+    The count of cdf entries <= each target comes from one stable sort of the cdf and the
+    targets together (cdf entries first, so a target equal to cdf[j] counts it): O((C + S)
+    log(C + S)) per row instead of a race over every (sample, category) pair. A zero-weight
+    category i has cdf[i] == cdf[i-1], so no target lands in it; a target rounded up to the
+    total goes to the last category of nonzero weight.
+    """
+    rows, classes = probs.shape
+    device = probs.device
+    cdf = F.cumsum(probs, -1)
+    u = F.uniform_(F.empty((rows, num_samples), dtype=_dt.float64, device=device), 0.0, 1.0, generator=generator)
+    targets = F.mul(u, F.slice(cdf, -1, classes - 1, classes))
+    keys = F.cat([cdf, targets], -1)
+    is_cdf = F.cat([F.ones((rows, classes), dtype=_dt.int64, device=device),
+                    F.zeros((rows, num_samples), dtype=_dt.int64, device=device)], -1)
+    order = F.argsort(keys, stable=True)
+    cdf_before = F.cumsum(F.gather(is_cdf, -1, order), -1)               # cdf entries up to each sorted place
+    width = classes + num_samples
+    place = F.scatter_add(F.zeros((rows, width), dtype=_dt.int64, device=device), -1, order,
+                          F.expand(F.arange(width, device=device), (rows, width)))   # sorted place of each key
+    picked = F.gather(cdf_before, -1, F.slice(place, -1, classes, width))
+    last = F.amax(F.where(F.gt(probs, 0), F.arange(classes, device=device), -1), -1, True)
+    return F.minimum(picked, last)
 
 
 @decomposition("multinomial")
@@ -65,15 +89,7 @@ def multinomial(self, num_samples, replacement=False, generator=None):
     _check_distribution(probs)
     rows, classes = probs.shape
     if replacement:
-        # each sample is its own race (the Gumbel-max trick): draws chunked to bound memory
-        step = max(1, _RACE_ELEMENTS // max(rows * classes, 1))
-        picks = []
-        for start in range(0, num_samples, step):
-            k = min(step, num_samples - start)
-            u = F.uniform_(F.empty((rows, k, classes), dtype=_dt.float64, device=self.device), 0.0, 1.0,
-                           generator=generator)
-            picks.append(F.argmax(F.div(F.log(u), F.unsqueeze(probs, 1)), -1))
-        out = F.cat(picks, -1)
+        out = _inverse_cdf(probs, num_samples, generator)
     else:
         u = F.uniform_(F.empty((rows, classes), dtype=_dt.float64, device=self.device), 0.0, 1.0,
                        generator=generator)
