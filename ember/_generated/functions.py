@@ -354,6 +354,7 @@ _op_bernoulli__float = _OPS['bernoulli_.float']
 _op_multinomial = _OPS['multinomial']
 _op_randperm = _OPS['randperm']
 _op_dropout = _OPS['dropout']
+_op_dropout_ = _OPS['dropout_']
 _op_native_dropout = _OPS['native_dropout']
 
 def add(input, other, *, alpha=1):
@@ -2867,6 +2868,13 @@ def dropout(input, p, train):
     """
     return _call(_op_dropout, (input, p, train))
 
+def dropout_(input, p, train):
+    """In-place version of dropout: Zeros each element with probability p and scales the rest by 1 / (1 - p) when `train`; the identity otherwise.
+
+    Schema: ``dropout_(Tensor input, float p, bool train) -> Tensor``
+    """
+    return _call(_op_dropout_, (input, p, train))
+
 def native_dropout(input, p, train):
     """dropout returning (output, mask), the mask bool, True for kept elements.
 
@@ -2874,4 +2882,4 @@ def native_dropout(input, p, train):
     """
     return _call(_op_native_dropout, (input, p, train))
 
-__all__ = ['_adaptive_avg_pool2d', '_cdist_forward', '_log_softmax', '_pdist_forward', '_softmax', '_to_copy', 'abs', 'acos', 'acosh', 'adaptive_avg_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'as_strided', 'as_strided_scatter', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'chunk', 'clamp', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv_transpose1d', 'conv_transpose2d', 'convolution', 'copy', 'copy_', 'cos', 'cosh', 'cosine_similarity', 'cumprod', 'cumsum', 'diagonal', 'div', 'dropout', 'embedding', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'exp', 'exp2', 'expand', 'expm1', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_divide', 'fmod', 'frac', 'full', 'full_like', 'gather', 'ge', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_select', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'log', 'log10', 'log1p', 'log2', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'multinomial', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'nonzero', 'ones', 'ones_like', 'pdist', 'permute', 'pow', 'prod', 'rand', 'randint', 'randn', 'randperm', 'reciprocal', 'relu', 'remainder', 'reshape', 'roll', 'round', 'rsqrt', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sign', 'signbit', 'sin', 'sinh', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'square', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tanh', 'tile', 'topk', 'transpose', 'tril', 'triu', 'trunc', 'unbind', 'unsqueeze', 'var', 'var_mean', 'view', 'where', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_cdist_forward', '_log_softmax', '_pdist_forward', '_softmax', '_to_copy', 'abs', 'acos', 'acosh', 'adaptive_avg_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'as_strided', 'as_strided_scatter', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'chunk', 'clamp', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv_transpose1d', 'conv_transpose2d', 'convolution', 'copy', 'copy_', 'cos', 'cosh', 'cosine_similarity', 'cumprod', 'cumsum', 'diagonal', 'div', 'dropout', 'dropout_', 'embedding', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'exp', 'exp2', 'expand', 'expm1', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_divide', 'fmod', 'frac', 'full', 'full_like', 'gather', 'ge', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_select', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'log', 'log10', 'log1p', 'log2', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'multinomial', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'nonzero', 'ones', 'ones_like', 'pdist', 'permute', 'pow', 'prod', 'rand', 'randint', 'randn', 'randperm', 'reciprocal', 'relu', 'remainder', 'reshape', 'roll', 'round', 'rsqrt', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sign', 'signbit', 'sin', 'sinh', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'square', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tanh', 'tile', 'topk', 'transpose', 'tril', 'triu', 'trunc', 'unbind', 'unsqueeze', 'var', 'var_mean', 'view', 'where', 'zeros', 'zeros_like']
