@@ -131,8 +131,8 @@ def _class_target(self, target, ignore_index):
     return target, cdim, classes
 
 
-@decomposition("nll_loss_nd")
-def nll_loss_nd(self, target, weight=None, reduction=1, ignore_index=-100):
+def _nll(self, target, weight, reduction: int, ignore_index: int):
+    """(the reduced nll loss, the not-ignored mask, the per-element class weights)."""
     target, cdim, classes = _class_target(self, target, ignore_index)
     valid = F.ne(target, ignore_index)
     safe = F.where(valid, target, 0)
@@ -140,11 +140,16 @@ def nll_loss_nd(self, target, weight=None, reduction=1, ignore_index=-100):
     w = _class_weight(weight, safe, valid, self.dtype)
     loss = F.neg(F.mul(picked, w))
     if reduction == 0:
-        return loss
+        return loss, valid, w
     total = F.sum(loss)
     if reduction == 2:
-        return total
-    return F.div(total, F.sum(w))
+        return total, valid, w
+    return F.div(total, F.sum(w)), valid, w
+
+
+@decomposition("nll_loss_nd")
+def nll_loss_nd(self, target, weight=None, reduction=1, ignore_index=-100):
+    return _nll(self, target, weight, reduction, ignore_index)[0]
 
 
 @decomposition("nll_loss")
@@ -170,11 +175,9 @@ def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100
         if reduction == 2:
             return total
         return F.div(total, self.numel() // classes) if self.numel() else F.mul(total, float("nan"))
-    nll = nll_loss_nd(logp, target, weight, reduction, ignore_index)
+    nll, valid, w = _nll(logp, target, weight, reduction, ignore_index)
     if label_smoothing == 0:
         return nll
-    target, cdim, classes = _class_target(self, target, ignore_index)
-    valid = F.ne(target, ignore_index)
     weighted = logp if weight is None else F.mul(logp, _along(weight, cdim, ndim))
     smooth = F.where(valid, F.neg(F.sum(weighted, cdim)), 0.0)
     if reduction == 0:
@@ -182,7 +185,6 @@ def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100
     elif reduction == 2:
         ret = F.sum(smooth)
     elif weight is not None:
-        w = _class_weight(weight, F.where(valid, target, 0), valid, self.dtype)
         ret = F.div(F.sum(smooth), F.sum(w))
     else:
         ret = F.div(F.sum(smooth), F.sum(valid))
