@@ -28,9 +28,9 @@ AUTOCAST = {"lower", "fp32", "promote", "none"}
 IMPLS = {"primitive", "explicit", "composite"}
 VARIANTS = {"function", "method"}
 NOT_DIFFERENTIABLE = "not_differentiable"
-ENTRY_KEYS = {"func", "family", "variants", "operators", "inplace", "inplace_operators",
+ENTRY_KEYS = {"func", "family", "variants", "operators", "inplace", "inplace_operators", "inplace_variants",
               "promotion", "shape", "autograd", "autocast", "impl", "tags", "doc"}
-FAMILY_KEYS = ENTRY_KEYS - {"func", "operators", "inplace", "inplace_operators", "doc"}
+FAMILY_KEYS = ENTRY_KEYS - {"func", "operators", "inplace", "inplace_operators", "inplace_variants", "doc"}
 
 # Python operators and, for the reflected ones, that the operands are swapped.
 OPERATORS = {
@@ -244,6 +244,13 @@ def _resolve_entry(raw, families, sources: SourceIndex, path) -> list[OpEntry]:
         fail(f"`inplace` must be true or false, got {inplace!r}")
     if inplace_ops and not inplace:
         fail("`inplace_operators` needs `inplace: true`")
+    inplace_variants = raw.get("inplace_variants")
+    if inplace_variants is not None:
+        inplace_variants = _as_tuple(inplace_variants, "inplace_variants", fail)
+        if not inplace:
+            fail("`inplace_variants` needs `inplace: true`")
+        if not set(inplace_variants) <= VARIANTS:
+            fail(f"`inplace_variants` must be a subset of {sorted(VARIANTS)}, got {list(inplace_variants)}")
     tags = _as_tuple(get("tags"), "tags", fail)
     doc = raw.get("doc")
     if not isinstance(doc, str) or not doc.strip():
@@ -266,8 +273,10 @@ def _resolve_entry(raw, families, sources: SourceIndex, path) -> list[OpEntry]:
         except SchemaError as exc:
             fail(str(exc))
         entry.inplace_twin = twin_schema.full_name
+        if inplace_variants is None:
+            inplace_variants = ("method",) if variants else ()     # no public twin of a private op
         twin = OpEntry(
-            twin_schema, line, family, ("method",) if variants else (),   # no public twin of a private op
+            twin_schema, line, family, inplace_variants,
             (), inplace_ops, promotion, shape, autograd, autocast,
             "composite", tags + ("inplace",), f"In-place version of {schema.full_name}: {doc.strip()}",
             inplace_of=schema.full_name,

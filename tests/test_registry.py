@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import ember
@@ -57,6 +58,9 @@ def test_minimal_registry_is_valid(tmp_path):
     (("family: pointwise\n", "family: pointwise\n  impl: composite\n"), "composite op is differentiated"),
     (("family: pointwise\n", "family: pointwise\n  autocast: sometimes\n"), "`autocast` must be one of"),
     (("other: maybe_multiply(grad, alpha)", "other: maybe_multiply(grad,"), "not a valid expression"),
+    (("family: pointwise\n", "family: pointwise\n  inplace_variants: [function]\n"), "needs `inplace: true`"),
+    (("family: pointwise\n", "family: pointwise\n  inplace: true\n  inplace_variants: [global]\n"),
+     "`inplace_variants` must be a subset"),
 ])
 def test_malformed_entries_name_the_entry_line_and_problem(tmp_path, change, message):
     old, new = change
@@ -66,6 +70,31 @@ def test_malformed_entries_name_the_entry_line_and_problem(tmp_path, change, mes
     text = str(info.value)
     assert message in text
     assert "ops_registry.yaml:5:" in text and "add.Tensor" in text
+
+
+def test_inplace_variants_choose_the_twins_public_forms(tmp_path):
+    def twin(extra: str):
+        text = GOOD.replace("family: pointwise\n", "family: pointwise\n  inplace: true\n" + extra, 1)
+        return {op.name: op for op in load_text(tmp_path, text).ops}
+    assert twin("")["add_.Tensor"].variants == ("method",)          # the default: Tensor.add_ only
+    ops = twin("  inplace_variants: [function]\n")
+    assert ops["add_.Tensor"].variants == ("function",) and ops["add.Tensor"].variants == ("function", "method")
+
+
+def test_inplace_function_forms_follow_torch():
+    """ember.name_ exists only where torch.name_ does; and those of erf and dropout do."""
+    torch = pytest.importorskip("torch")
+    twins = {op.schema.name for op in load_registry(REGISTRY_PATH).ops if op.inplace_of}
+    assert [n for n in sorted(twins) if hasattr(ember, n) and not hasattr(torch, n)] == []
+    for name in ("erf_", "dropout_"):
+        assert name in twins and hasattr(ember, name)
+    assert not hasattr(ember.Tensor, "dropout_") and not hasattr(torch.Tensor, "dropout_")
+    x = ember.tensor([0.5, -1.0])
+    assert ember.erf_(x) is x
+    np.testing.assert_allclose(x.numpy(), torch.erf_(torch.tensor([0.5, -1.0])).numpy(), rtol=1e-6)
+    y = ember.ones(6)
+    assert ember.dropout_(y, 1.0, True) is y and not y.numpy().any()
+    assert ember.dropout_(ember.ones(3), 0.5, False).numpy().tolist() == [1.0, 1.0, 1.0]
 
 
 def test_duplicate_entry_is_reported(tmp_path):

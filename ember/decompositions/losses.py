@@ -1,9 +1,10 @@
 """Decompositions of the losses (differentiated through): elementwise losses, nll_loss and
 cross_entropy.
 
-Class-index targets pick their class by comparing an `arange` of the classes with the
-target (a one-hot mask: eq + where + sum), which needs no gather and runs on any backend;
-ignore_index entries get weight 0. Reductions follow ATen's enum: 0 none, 1 mean, 2 sum.
+Class-index targets pick their class with `gather` along the class dim (O(batch) memory, and
+its backward is a scatter_add into the picked positions); ignore_index entries pick class 0
+and are then zeroed with `where`, so an inf or NaN there stays out of the loss and its
+gradient. Reductions follow ATen's enum: 0 none, 1 mean, 2 sum.
 """
 from __future__ import annotations
 
@@ -95,12 +96,17 @@ def kl_div(self, target, reduction=1, log_target=False):
     return reduce(loss, reduction)
 
 
-def _class_mask(target, classes: int, cdim: int, ndim: int, device):
-    """The bool one-hot mask of `target` (class dim `cdim`), of the input's rank."""
-    shape = [1] * ndim
-    shape[cdim] = classes
-    positions = F.reshape(F.arange(classes, device=device), shape)
-    return F.eq(F.unsqueeze(target, cdim), positions)
+def _pick(t, safe, cdim: int):
+    """t's entries at the class indices `safe` along `cdim` (gather; the class dim dropped)."""
+    return F.squeeze(F.gather(t, cdim, F.unsqueeze(safe, cdim)), cdim)
+
+
+def _class_weight(weight, safe, valid, dtype):
+    """The per-element weight of each target's class (weight[target]; 0 where ignored)."""
+    if weight is None:
+        return F._to_copy(valid, dtype=dtype)
+    w = F.reshape(F.gather(weight, 0, F.reshape(safe, (-1,))), tuple(safe.shape))
+    return F.where(valid, w, 0.0)
 
 
 def _along(t, cdim: int, ndim: int):
@@ -125,25 +131,25 @@ def _class_target(self, target, ignore_index):
     return target, cdim, classes
 
 
-@decomposition("nll_loss_nd")
-def nll_loss_nd(self, target, weight=None, reduction=1, ignore_index=-100):
+def _nll(self, target, weight, reduction: int, ignore_index: int):
+    """(the reduced nll loss, the not-ignored mask, the per-element class weights)."""
     target, cdim, classes = _class_target(self, target, ignore_index)
-    ndim = self.dim()
-    mask = _class_mask(target, classes, cdim, ndim, self.device)
-    picked = F.sum(F.where(mask, self, 0.0), cdim)
     valid = F.ne(target, ignore_index)
-    if weight is not None:
-        w = F.sum(F.where(mask, _along(weight, cdim, ndim), 0.0), cdim)
-        w = F.where(valid, w, 0.0)
-    else:
-        w = F._to_copy(valid, dtype=self.dtype)
+    safe = F.where(valid, target, 0)
+    picked = F.where(valid, _pick(self, safe, cdim), 0.0)
+    w = _class_weight(weight, safe, valid, self.dtype)
     loss = F.neg(F.mul(picked, w))
     if reduction == 0:
-        return loss
+        return loss, valid, w
     total = F.sum(loss)
     if reduction == 2:
-        return total
-    return F.div(total, F.sum(w))
+        return total, valid, w
+    return F.div(total, F.sum(w)), valid, w
+
+
+@decomposition("nll_loss_nd")
+def nll_loss_nd(self, target, weight=None, reduction=1, ignore_index=-100):
+    return _nll(self, target, weight, reduction, ignore_index)[0]
 
 
 @decomposition("nll_loss")
@@ -169,11 +175,9 @@ def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100
         if reduction == 2:
             return total
         return F.div(total, self.numel() // classes) if self.numel() else F.mul(total, float("nan"))
-    nll = nll_loss_nd(logp, target, weight, reduction, ignore_index)
+    nll, valid, w = _nll(logp, target, weight, reduction, ignore_index)
     if label_smoothing == 0:
         return nll
-    target, cdim, classes = _class_target(self, target, ignore_index)
-    valid = F.ne(target, ignore_index)
     weighted = logp if weight is None else F.mul(logp, _along(weight, cdim, ndim))
     smooth = F.where(valid, F.neg(F.sum(weighted, cdim)), 0.0)
     if reduction == 0:
@@ -181,8 +185,6 @@ def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100
     elif reduction == 2:
         ret = F.sum(smooth)
     elif weight is not None:
-        mask = _class_mask(target, classes, cdim, ndim, self.device)
-        w = F.where(valid, F.sum(F.where(mask, _along(weight, cdim, ndim), 0.0), cdim), 0.0)
         ret = F.div(F.sum(smooth), F.sum(w))
     else:
         ret = F.div(F.sum(smooth), F.sum(valid))

@@ -221,6 +221,10 @@ def test_multinomial_statistics(replacement, ember_device):
     np.testing.assert_allclose(freq, weights / weights.sum(), atol=5 * 0.5 / np.sqrt(first.size))
     one_d = host(ember.multinomial(ember.tensor([0.0, 0.0, 5.0], device=ember_device.name), 4, True))
     np.testing.assert_array_equal(one_d, [2, 2, 2, 2])
+    # without replacement, more samples than nonzero weights: the zero-weight categories follow,
+    # each once (PyTorch's cpu kernel draws distinct indices too; their order is its topk's)
+    few = host(ember.multinomial(ember.tensor([0.0, 0.0, 5.0, 0.0], device=ember_device.name), 4))
+    assert few[0] == 2 and sorted(few.tolist()) == [0, 1, 2, 3]
 
 
 @pytest.mark.parametrize("dtype", ["int64", "int32", "float32"])

@@ -1,5 +1,5 @@
 """Random ops built on Philox fills: bernoulli (+ .p, bernoulli_.float), multinomial, randperm,
-dropout, native_dropout. Their values are random: test_outputs compares shapes and dtypes
+dropout (+ torch.dropout_), native_dropout. Their values are random: test_outputs compares shapes and dtypes
 (kind="random"); ember/testing/test_nn_random.py checks statistics, exact edge cases
 (p=0, p=1, train=False) and determinism under manual_seed.
 """
@@ -120,6 +120,8 @@ _DROPOUT_ERRORS = lambda name: lambda rng: [         # noqa: E731
     E((T(make(rng, (2, 3), "int64")), 0.5, True), RuntimeError, name, desc="int64 input in training")]
 
 add(OpInfo("dropout", rfn("dropout"), _dropout_samples, dtypes=FLOAT, kind="random", errors=_DROPOUT_ERRORS("dropout")))
+add(OpInfo("dropout_", rfn("dropout_"), _dropout_samples, dtypes=FLOAT, kind="random", inplace=True,
+           errors=_DROPOUT_ERRORS("dropout_")))
 add(OpInfo("native_dropout", fn("native_dropout"),
            lambda rng, dtype: [s if s.desc != "empty" else Sample(s.args, desc="empty (torch's meta and cpu mask "
                                                                    "dtypes differ: cpu's is followed)", meta=False)
