@@ -12,4 +12,5 @@ from .pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm  # noqa: F401,E402
 from .padding import pad  # noqa: F401,E402
 from .vision import interpolate, upsample, upsample_bilinear, upsample_nearest  # noqa: F401,E402
-from .sparse import embedding  # noqa: E402,F401
+from .sparse import embedding, embedding_bag  # noqa: E402,F401
+from .sampling import affine_grid, grid_sample  # noqa: E402,F401
