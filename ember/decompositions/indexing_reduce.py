@@ -1,12 +1,13 @@
 """scatter_reduce over ember ops (differentiated through).
 
 sum and mean (not bool) are two scatter_adds, of the values and of the counts. prod, amax
-and amin (no primitive reduces by index that way) are a one-hot reduction: for `n = self.size(dim)` target positions, each `src` element is compared against every
+and amin (no primitive reduces by index that way) are a one-hot reduction: for
+`n = self.size(dim)` target positions, each `src` element is compared against every
 position (a one-hot of shape index.shape + (n,)), then the masked values are reduced over
-the scattered dimension with sum / prod / amax / amin (mean = sum / count). With
+the scattered dimension with prod / amax / amin. With
 include_self, `self`'s own value joins each reduction as one more row, so amax/amin
-gradients are shared evenly among every tie, `self` included, as in PyTorch. Memory is
-O(index.numel() * n); the cpu backend runs a native kernel instead when no gradient is
+gradients are shared evenly among every tie, `self` included, as in PyTorch. Their memory
+is O(index.numel() * n); the cpu backend runs a native kernel instead when no gradient is
 needed.
 """
 from __future__ import annotations
