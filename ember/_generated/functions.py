@@ -2574,7 +2574,7 @@ def embedding_bag(*args, **kwargs):
     return _call_overload('embedding_bag', _overloads_embedding_bag, args, kwargs)
 
 def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
-    """`input` (N, C, H, W) sampled at the normalised (x, y) locations of `grid` (N, H', W', 2): bilinear (0) or nearest (1), padding zeros (0), border (1) or reflection (2).
+    """`input` (N, C, H, W) sampled at the normalised (x, y) locations of `grid` (N, H', W', 2): bilinear (0), nearest (1) or bicubic (2), padding zeros (0), border (1) or reflection (2).
 
     Schema: ``grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor``
     """

@@ -16,7 +16,8 @@ from ember.frontend import dtype as _dt
 
 from . import decomposition
 
-BILINEAR, NEAREST = 0, 1
+BILINEAR, NEAREST, BICUBIC = 0, 1, 2
+_A = -0.75                                    # the cubic convolution coefficient (as PyTorch)
 ZEROS, BORDER, REFLECTION = 0, 1, 2
 
 
@@ -59,6 +60,41 @@ def _read(flat, xs, ys, h: int, w: int):
     return F.where(F.unsqueeze(inside, 1), vals, F.zeros((), dtype=flat.dtype, device=flat.device))
 
 
+def _cubic_weights(t):
+    """The four cubic convolution weights of the taps at -1, 0, 1, 2 for a fraction t."""
+    def near(x):                                # |x| <= 1
+        return F.add(F.mul(F.sub(F.mul(x, _A + 2), _A + 3), F.mul(x, x)), 1)
+
+    def far(x):                                 # 1 < |x| < 2
+        return F.sub(F.mul(F.add(F.mul(F.sub(F.mul(x, _A), 5 * _A), x), 8 * _A), x), 4 * _A)
+    one_minus = F.rsub(t, 1)
+    return [far(F.add(t, 1)), near(t), near(one_minus), far(F.add(one_minus, 1))]
+
+
+def _bicubic(flat, gx, gy, h: int, w: int, padding_mode: int, align_corners: bool):
+    """16 taps around the unpadded source point, each tap's own coordinates padded (clipped or
+    reflected) before reading, as PyTorch's get_value_bounded."""
+    ix, iy = _unnormalize(gx, w, align_corners), _unnormalize(gy, h, align_corners)
+    x0, y0 = F.floor(ix), F.floor(iy)
+    wx, wy = _cubic_weights(F.sub(ix, x0)), _cubic_weights(F.sub(iy, y0))
+    out = None
+    for j in range(4):
+        ys = _pad_tap(F.add(y0, j - 1), h, padding_mode, align_corners)
+        for i in range(4):
+            xs = _pad_tap(F.add(x0, i - 1), w, padding_mode, align_corners)
+            term = F.mul(_read(flat, xs, ys, h, w), F.unsqueeze(F.mul(wx[i], wy[j]), 1))
+            out = term if out is None else F.add(out, term)
+    return out
+
+
+def _pad_tap(coord, size: int, padding_mode: int, align_corners: bool):
+    if padding_mode == REFLECTION:
+        coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners else _reflect(coord, -1, 2 * size - 1)
+    if padding_mode in (BORDER, REFLECTION):
+        coord = F.clamp(coord, 0, size - 1)
+    return coord
+
+
 @decomposition("grid_sampler_2d")
 def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
     n, c, h, w = input.shape
@@ -73,6 +109,8 @@ def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners
     iy = _source_index(F.select(g, 2, 1), h, padding_mode, align_corners)
     if interpolation_mode == NEAREST:
         out = _read(flat, F.round(ix), F.round(iy), h, w)
+    elif interpolation_mode == BICUBIC:
+        out = _bicubic(flat, F.select(g, 2, 0), F.select(g, 2, 1), h, w, padding_mode, align_corners)
     else:
         x0, y0 = F.floor(ix), F.floor(iy)
         x1, y1 = F.add(x0, 1), F.add(y0, 1)

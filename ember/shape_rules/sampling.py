@@ -104,9 +104,9 @@ def grid_sampler_2d(op, input, grid, interpolation_mode, padding_mode, align_cor
     if grid._dtype is not input._dtype:
         raise DTypeError(f"{op.name}: expected scalar type {type_name(input._dtype)} but found "
                          f"{type_name(grid._dtype)} (argument 'grid')")
-    if interpolation_mode not in (0, 1):
-        raise MissingKernelError(f"{op.name}: interpolation_mode {interpolation_mode} is not supported: 0 "
-                                 "(bilinear) and 1 (nearest) are (argument 'interpolation_mode')")
+    if interpolation_mode not in (0, 1, 2):
+        raise ArgumentValueError(f"{op.name}: interpolation_mode must be 0 (bilinear), 1 (nearest) or 2 (bicubic), "
+                                 f"got {interpolation_mode} (argument 'interpolation_mode')")
     if padding_mode not in (0, 1, 2):
         raise ArgumentValueError(f"{op.name}: padding_mode must be 0 (zeros), 1 (border) or 2 (reflection), got "
                                  f"{padding_mode} (argument 'padding_mode')")

@@ -16,7 +16,7 @@ _ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to a
 
 def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros", align_corners: bool | None = None):
     """`input` (N, C, H, W) sampled at the normalised locations `grid` (N, H', W', 2), as
-    torch.nn.functional.grid_sample: mode 'bilinear' or 'nearest' ('bicubic' and 5-D inputs
+    torch.nn.functional.grid_sample: mode 'bilinear', 'nearest' or 'bicubic' (5-D inputs
     are not supported), padding_mode 'zeros', 'border' or 'reflection'."""
     if mode not in _MODES:
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "

@@ -122,7 +122,7 @@ def _grid(rng, shape, dtype, lay="c"):
 def _grid_samples(rng, dtype):
     x = lambda shape, lay="c": T(make(rng, shape, dtype), lay, grad=True)  # noqa: E731
     out = []
-    for interp, iname in ((0, "bilinear"), (1, "nearest")):
+    for interp, iname in ((0, "bilinear"), (1, "nearest"), (2, "bicubic")):
         for pad, pname in ((0, "zeros"), (1, "border"), (2, "reflection")):
             for align in (False, True):
                 out.append(Sample((x((2, 1, 2, 3)), _grid(rng, (2, 2, 2, 2), dtype), interp, pad, align),
