@@ -94,8 +94,10 @@ def test_embedding_bag_auxiliary_values_match_torch_cpu_where_it_fills_them():
     w = RNG.standard_normal((6, 3))
     i, off = np.array([1, 5, 0, 3, 3, 2, 4, 2]), np.array([0, 2, 2, 5])
     for mode in (1, 2):
-        e = ember._embedding_bag(ember.tensor(w), ember.tensor(i), ember.tensor(off), False, mode, False, None, False, 2)
-        t = torch._embedding_bag(torch.tensor(w), torch.tensor(i), torch.tensor(off), False, mode, False, None, False, 2)
+        e = ember._embedding_bag(ember.tensor(w), ember.tensor(i), ember.tensor(off), False, mode, False, None,
+                                 False, 2)
+        t = torch._embedding_bag(torch.tensor(w), torch.tensor(i), torch.tensor(off), False, mode, False, None,
+                                 False, 2)
         for k in (1, 2) + ((3,) if mode == 2 else ()):
             np.testing.assert_array_equal(values(e[k]), values(t[k]), err_msg=f"mode {mode} output {k}")
 

@@ -177,13 +177,16 @@ add(OpInfo("affine_grid_generator", fn("affine_grid_generator"), _affine_samples
 
 # ------------------------------------------------------------------------------ argwhere, nonzero_numpy
 def _nonzero_like_samples(rng, dtype):
-    sparse = lambda shape: np.where(rng.random(shape) > 0.5, make(rng, shape, dtype), make(rng, shape, dtype) * 0)  # noqa: E731,E501
+    def sparse(shape):
+        a = make(rng, shape, dtype)
+        return np.where(rng.random(shape) > 0.5, a, np.zeros_like(a))
+    one = make(rng, (), dtype)
     return [Sample((T(sparse((3, 4))),), desc="2-d", meta=False),
             Sample((T(sparse((4, 3)), "t"),), desc="transposed", meta=False),
             Sample((T(sparse((2, 1, 3))),), desc="3-d", meta=False),
             Sample((T(make(rng, (0, 3), dtype)),), desc="empty", meta=False),
-            Sample((T(make(rng, (), dtype) * 0 + 1),), desc="0-d nonzero", meta=False),
-            Sample((T(make(rng, (), dtype) * 0),), desc="0-d zero", meta=False)]
+            Sample((T(np.ones_like(one)),), desc="0-d nonzero", meta=False),
+            Sample((T(np.zeros_like(one)),), desc="0-d zero", meta=False)]
 
 
 add(OpInfo("argwhere", fn("argwhere"), _nonzero_like_samples, dtypes=ALL,
