@@ -119,8 +119,8 @@ def _bag_max(weight, idx, off, keep, n: int, bags: int):
     flat = F.reshape(pos, (-1,))
     bag_idx = F.reshape(F.index_select(idx, 0, flat), (bags, longest))
     valid = F.logical_and(valid, F.reshape(F.index_select(keep, 0, flat), (bags, longest)))
-    with_grad = weight.detach()                                             # selection only: no gradient
-    rows = F.reshape(F.index_select(with_grad, 0, F.reshape(bag_idx, (-1,))), (bags, longest, dim))
+    plain = weight.detach()                                                 # selection only: no gradient
+    rows = F.reshape(F.index_select(plain, 0, F.reshape(bag_idx, (-1,))), (bags, longest, dim))
     vals = F.where(F.unsqueeze(valid, 2), rows, F.full((), float("-inf"), dtype=dtype, device=dev))
     arg = F.max(vals, 1)[1]                                                 # (bags, dim), first maximum
     chosen = F.gather(F.expand(F.unsqueeze(bag_idx, 2), (bags, longest, dim)), 1, F.unsqueeze(arg, 1))
