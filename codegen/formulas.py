@@ -1,7 +1,7 @@
 """Compile autograd formulas into the bodies of generated backward nodes.
 
 A formula is a Python expression over ember ops and helpers with `grad`, `grads`, the
-op's arguments, `result` and named returns in scope. Compiling it rewrites names into
+op's arguments, `result` (`result0`, `result1`, ... for the k-th return) and named returns in scope. Compiling it rewrites names into
 locals of the node (`self` -> `a_self`), `x.shape` / `x.dtype` / `x.device` of a tensor
 argument into saved metadata (so the tensor itself need not be kept alive), op calls into
 `_F.op` and helper calls into `_H.helper`, and records what must be saved.
@@ -53,9 +53,9 @@ class _Rewriter(ast.NodeTransformer):
         name = node.id
         if name in ("grad", "grads", "True", "False", "None"):
             return node
-        if name == "result":
-            self.uses.add("a_result")
-            return ast.copy_location(ast.Name("a_result", ast.Load()), node)
+        if name == "result" or (name.startswith("result") and name[6:].isdigit()):   # result, result0, result1...
+            self.uses.add(f"a_{name}")
+            return ast.copy_location(ast.Name(f"a_{name}", ast.Load()), node)
         if name in self.returns:
             self.uses.add(f"a_{name}")
             return ast.copy_location(ast.Name(f"a_{name}", ast.Load()), node)

@@ -209,7 +209,10 @@ def _binding_preamble(registry: Registry, handles: bool = True) -> list[str]:
         lines.append(f"_op_{ident(op.name)} = _OPS[{op.name!r}]")
         if _named_returns(op.schema):
             fields = [r.name for r in op.schema.returns]
-            lines.append(f"_R_{ident(op.name)} = _namedtuple({op.schema.name!r}, {fields!r})")
+            if all(fields):
+                lines.append(f"_R_{ident(op.name)} = _namedtuple({op.schema.name!r}, {fields!r})")
+            else:                       # unnamed returns: a plain tuple, as PyTorch gives
+                lines.append(f"_R_{ident(op.name)} = lambda *outs: outs  # noqa: E731")
     lines.append("")
     return lines
 
@@ -373,6 +376,8 @@ def _backward_class(op: OpEntry, cls: str, op_names: set[str], helpers: set[str]
 def _save_expr(slot: str, schema: FunctionSchema, arg_index: dict, return_index: dict) -> str:
     if slot == "a_result":
         return "_save(outs[0], True, 0)"
+    if slot.startswith("a_result") and slot[8:].isdigit():        # result<k>: the k-th return (unnamed returns)
+        return f"_save(outs[{int(slot[8:])}], True, {int(slot[8:])})"
     if slot.startswith("m_"):
         for name, i in arg_index.items():
             for attr in META_ATTRS:

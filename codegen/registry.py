@@ -267,7 +267,7 @@ def _resolve_entry(raw, families, sources: SourceIndex, path) -> list[OpEntry]:
             fail(str(exc))
         entry.inplace_twin = twin_schema.full_name
         twin = OpEntry(
-            twin_schema, line, family, tuple(v for v in variants if v == "method") or ("method",),
+            twin_schema, line, family, ("method",) if variants else (),   # no public twin of a private op
             (), inplace_ops, promotion, shape, autograd, autocast,
             "composite", tags + ("inplace",), f"In-place version of {schema.full_name}: {doc.strip()}",
             inplace_of=schema.full_name,
@@ -326,6 +326,7 @@ def _check_formula_names(registry: Registry, sources: SourceIndex, path) -> None
             continue
         scope = {a.name for a in op.schema.arguments} | {"grad", "grads", "result", "True", "False", "None"}
         scope |= {r.name for r in op.schema.returns if r.name}
+        scope |= {f"result{k}" for k in range(len(op.schema.returns))}
         for name, formula in op.autograd.items():
             tree = ast.parse(formula, mode="eval")
             for node in ast.walk(tree):
@@ -340,7 +341,7 @@ def _check_formula_names(registry: Registry, sources: SourceIndex, path) -> None
                     if not called and node.id not in scope:
                         raise RegistryError(
                             f"{path}:{op.line}: entry '{op.name}': formula for {name!r} uses {node.id!r}, "
-                            f"which is not in scope (arguments, grad, grads, result, return names)")
+                            f"which is not in scope (arguments, grad, grads, result, result<k>, return names)")
 
 
 def argument_python_name(arg: Argument, is_method: bool) -> str:

@@ -38,7 +38,7 @@ def _make_kernel(op):
             return MetaArray(tuple(shape), dtype, tuple(strides), offset, args[a].storage_nbytes)
         return view
     if op.n_outputs > 1:
-        return lambda specs, *args: tuple(_new(s) for s in specs)
+        return lambda specs, *args: tuple(None if s is None else _new(s) for s in specs)   # None: masked out
     return lambda spec, *args: _new(spec)
 
 
@@ -74,7 +74,9 @@ class MetaBackend(Backend):
         return {name: _make_kernel(op) for name, op in ALL_OPS.items()
                 if "data_dependent_shape" not in op.tags
                 and not (op.device_arg is not None and (op.tensor_args or op.tensor_list_args))
-                and not (op.impl == "composite" and op.is_view)}
+                and not (op.impl == "composite" and op.is_view)
+                # composites that write some arguments and return new tensors (_native_batch_norm_legit)
+                and not (op.impl == "composite" and op.mutated and op.n_outputs > 1)}
 
 
 @hookimpl

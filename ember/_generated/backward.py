@@ -2226,8 +2226,8 @@ class AliasBackward0(Node):
 class ConvolutionBackward0(Node):
     """Backward of convolution."""
 
-    __slots__ = ('a_dilation', 'a_groups', 'a_input', 'a_output_padding', 'a_padding', 'a_stride', 'a_transposed', 'a_weight', 'm_input_shape', 'm_weight_shape', 'needs')
-    saved_slots = ('a_dilation', 'a_groups', 'a_input', 'a_output_padding', 'a_padding', 'a_stride', 'a_transposed', 'a_weight', 'm_input_shape', 'm_weight_shape')
+    __slots__ = ('a_dilation', 'a_groups', 'a_input', 'a_output_padding', 'a_padding', 'a_stride', 'a_transposed', 'a_weight', 'needs')
+    saved_slots = ('a_dilation', 'a_groups', 'a_input', 'a_output_padding', 'a_padding', 'a_stride', 'a_transposed', 'a_weight')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -2235,12 +2235,12 @@ class ConvolutionBackward0(Node):
         if needs[0]:
             self.a_dilation = _save(args[5])
             self.a_groups = _save(args[8])
+            self.a_input = _save(args[0])
             self.a_output_padding = _save(args[7])
             self.a_padding = _save(args[4])
             self.a_stride = _save(args[3])
             self.a_transposed = _save(args[6])
             self.a_weight = _save(args[1])
-            self.m_input_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
         if needs[1]:
             self.a_dilation = _save(args[5])
             self.a_groups = _save(args[8])
@@ -2249,7 +2249,16 @@ class ConvolutionBackward0(Node):
             self.a_padding = _save(args[4])
             self.a_stride = _save(args[3])
             self.a_transposed = _save(args[6])
-            self.m_weight_shape = tuple(args[1].shape) if hasattr(args[1], 'shape') else ()
+            self.a_weight = _save(args[1])
+        if needs[2]:
+            self.a_dilation = _save(args[5])
+            self.a_groups = _save(args[8])
+            self.a_input = _save(args[0])
+            self.a_output_padding = _save(args[7])
+            self.a_padding = _save(args[4])
+            self.a_stride = _save(args[3])
+            self.a_transposed = _save(args[6])
+            self.a_weight = _save(args[1])
 
     def apply(self, grads):
         grad = grads[0]
@@ -2258,13 +2267,13 @@ class ConvolutionBackward0(Node):
         if needs[0]:
             a_dilation = _load(self.a_dilation, self)
             a_groups = _load(self.a_groups, self)
+            a_input = _load(self.a_input, self)
             a_output_padding = _load(self.a_output_padding, self)
             a_padding = _load(self.a_padding, self)
             a_stride = _load(self.a_stride, self)
             a_transposed = _load(self.a_transposed, self)
             a_weight = _load(self.a_weight, self)
-            m_input_shape = _load(self.m_input_shape, self)
-            out.append(_H.nn_backward('conv_backward_input', grad, m_input_shape, a_weight, a_stride, a_padding, a_dilation, a_transposed, a_output_padding, a_groups))
+            out.append(_F.convolution_backward(grad, a_input, a_weight, None, a_stride, a_padding, a_dilation, a_transposed, a_output_padding, a_groups, [True, False, False])[0])
         else:
             out.append(None)
         if needs[1]:
@@ -2275,12 +2284,20 @@ class ConvolutionBackward0(Node):
             a_padding = _load(self.a_padding, self)
             a_stride = _load(self.a_stride, self)
             a_transposed = _load(self.a_transposed, self)
-            m_weight_shape = _load(self.m_weight_shape, self)
-            out.append(_H.nn_backward('conv_backward_weight', grad, a_input, m_weight_shape, a_stride, a_padding, a_dilation, a_transposed, a_output_padding, a_groups))
+            a_weight = _load(self.a_weight, self)
+            out.append(_F.convolution_backward(grad, a_input, a_weight, None, a_stride, a_padding, a_dilation, a_transposed, a_output_padding, a_groups, [False, True, False])[1])
         else:
             out.append(None)
         if needs[2]:
-            out.append(_H.nn_backward('conv_backward_bias', grad))
+            a_dilation = _load(self.a_dilation, self)
+            a_groups = _load(self.a_groups, self)
+            a_input = _load(self.a_input, self)
+            a_output_padding = _load(self.a_output_padding, self)
+            a_padding = _load(self.a_padding, self)
+            a_stride = _load(self.a_stride, self)
+            a_transposed = _load(self.a_transposed, self)
+            a_weight = _load(self.a_weight, self)
+            out.append(_F.convolution_backward(grad, a_input, a_weight, None, a_stride, a_padding, a_dilation, a_transposed, a_output_padding, a_groups, [False, False, True])[2])
         else:
             out.append(None)
         return out
@@ -2289,8 +2306,8 @@ class ConvolutionBackward0(Node):
 class MaxPool2dWithIndicesBackward0(Node):
     """Backward of max_pool2d_with_indices."""
 
-    __slots__ = ('a_ceil_mode', 'a_dilation', 'a_indices', 'a_kernel_size', 'a_padding', 'a_stride', 'm_self_shape', 'needs')
-    saved_slots = ('a_ceil_mode', 'a_dilation', 'a_indices', 'a_kernel_size', 'a_padding', 'a_stride', 'm_self_shape')
+    __slots__ = ('a_ceil_mode', 'a_dilation', 'a_indices', 'a_kernel_size', 'a_padding', 'a_self', 'a_stride', 'needs')
+    saved_slots = ('a_ceil_mode', 'a_dilation', 'a_indices', 'a_kernel_size', 'a_padding', 'a_self', 'a_stride')
     n_outputs = 2
 
     def save(self, args, outs):
@@ -2301,8 +2318,8 @@ class MaxPool2dWithIndicesBackward0(Node):
             self.a_indices = _save(outs[1], True, 1)
             self.a_kernel_size = _save(args[1])
             self.a_padding = _save(args[3])
+            self.a_self = _save(args[0])
             self.a_stride = _save(args[2])
-            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
 
     def apply(self, grads):
         grad = grads[0]
@@ -2314,9 +2331,9 @@ class MaxPool2dWithIndicesBackward0(Node):
             a_indices = _load(self.a_indices, self)
             a_kernel_size = _load(self.a_kernel_size, self)
             a_padding = _load(self.a_padding, self)
+            a_self = _load(self.a_self, self)
             a_stride = _load(self.a_stride, self)
-            m_self_shape = _load(self.m_self_shape, self)
-            out.append(_H.nn_backward('max_pool2d_backward', grad, m_self_shape, a_indices, a_kernel_size, a_stride, a_padding, a_dilation, a_ceil_mode))
+            out.append(_F.max_pool2d_with_indices_backward(grad, a_self, a_kernel_size, a_stride, a_padding, a_dilation, a_ceil_mode, a_indices))
         else:
             out.append(None)
         return out
@@ -2325,8 +2342,8 @@ class MaxPool2dWithIndicesBackward0(Node):
 class AvgPool2dBackward0(Node):
     """Backward of avg_pool2d."""
 
-    __slots__ = ('a_ceil_mode', 'a_count_include_pad', 'a_divisor_override', 'a_kernel_size', 'a_padding', 'a_stride', 'm_self_shape', 'needs')
-    saved_slots = ('a_ceil_mode', 'a_count_include_pad', 'a_divisor_override', 'a_kernel_size', 'a_padding', 'a_stride', 'm_self_shape')
+    __slots__ = ('a_ceil_mode', 'a_count_include_pad', 'a_divisor_override', 'a_kernel_size', 'a_padding', 'a_self', 'a_stride', 'needs')
+    saved_slots = ('a_ceil_mode', 'a_count_include_pad', 'a_divisor_override', 'a_kernel_size', 'a_padding', 'a_self', 'a_stride')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -2337,8 +2354,8 @@ class AvgPool2dBackward0(Node):
             self.a_divisor_override = _save(args[6])
             self.a_kernel_size = _save(args[1])
             self.a_padding = _save(args[3])
+            self.a_self = _save(args[0])
             self.a_stride = _save(args[2])
-            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
 
     def apply(self, grads):
         grad = grads[0]
@@ -2350,9 +2367,33 @@ class AvgPool2dBackward0(Node):
             a_divisor_override = _load(self.a_divisor_override, self)
             a_kernel_size = _load(self.a_kernel_size, self)
             a_padding = _load(self.a_padding, self)
+            a_self = _load(self.a_self, self)
             a_stride = _load(self.a_stride, self)
-            m_self_shape = _load(self.m_self_shape, self)
-            out.append(_H.nn_backward('avg_pool2d_backward', grad, m_self_shape, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad, a_divisor_override))
+            out.append(_F.avg_pool2d_backward(grad, a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad, a_divisor_override))
+        else:
+            out.append(None)
+        return out
+
+
+class AdaptiveAvgPool2dBackward0(Node):
+    """Backward of _adaptive_avg_pool2d."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F._adaptive_avg_pool2d_backward(grad, a_self))
         else:
             out.append(None)
         return out
@@ -2422,56 +2463,66 @@ class NativeBatchNormBackward0(Node):
 class NativeLayerNormBackward0(Node):
     """Backward of native_layer_norm."""
 
-    __slots__ = ('a_eps', 'a_input', 'a_mean', 'a_normalized_shape', 'a_rstd', 'a_weight', 'needs')
-    saved_slots = ('a_eps', 'a_input', 'a_mean', 'a_normalized_shape', 'a_rstd', 'a_weight')
+    __slots__ = ('a_bias', 'a_input', 'a_mean', 'a_normalized_shape', 'a_rstd', 'a_weight', 'needs')
+    saved_slots = ('a_bias', 'a_input', 'a_mean', 'a_normalized_shape', 'a_rstd', 'a_weight')
     n_outputs = 3
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_eps = _save(args[4])
+            self.a_bias = _save(args[3])
             self.a_input = _save(args[0])
             self.a_mean = _save(outs[1], True, 1)
             self.a_normalized_shape = _save(args[1])
             self.a_rstd = _save(outs[2], True, 2)
             self.a_weight = _save(args[2])
         if needs[1]:
-            self.a_eps = _save(args[4])
+            self.a_bias = _save(args[3])
             self.a_input = _save(args[0])
             self.a_mean = _save(outs[1], True, 1)
             self.a_normalized_shape = _save(args[1])
             self.a_rstd = _save(outs[2], True, 2)
+            self.a_weight = _save(args[2])
         if needs[2]:
+            self.a_bias = _save(args[3])
             self.a_input = _save(args[0])
+            self.a_mean = _save(outs[1], True, 1)
             self.a_normalized_shape = _save(args[1])
+            self.a_rstd = _save(outs[2], True, 2)
+            self.a_weight = _save(args[2])
 
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
         out = []
         if needs[0]:
-            a_eps = _load(self.a_eps, self)
+            a_bias = _load(self.a_bias, self)
             a_input = _load(self.a_input, self)
             a_mean = _load(self.a_mean, self)
             a_normalized_shape = _load(self.a_normalized_shape, self)
             a_rstd = _load(self.a_rstd, self)
             a_weight = _load(self.a_weight, self)
-            out.append(_H.nn_backward('layer_norm_backward_input', grad, a_input, a_normalized_shape, a_weight, a_mean, a_rstd, a_eps))
+            out.append(_F.native_layer_norm_backward(grad, a_input, a_normalized_shape, a_mean, a_rstd, a_weight, a_bias, [True, False, False])[0])
         else:
             out.append(None)
         if needs[1]:
-            a_eps = _load(self.a_eps, self)
+            a_bias = _load(self.a_bias, self)
             a_input = _load(self.a_input, self)
             a_mean = _load(self.a_mean, self)
             a_normalized_shape = _load(self.a_normalized_shape, self)
             a_rstd = _load(self.a_rstd, self)
-            out.append(_H.nn_backward('layer_norm_backward_weight', grad, a_input, a_normalized_shape, a_mean, a_rstd, a_eps))
+            a_weight = _load(self.a_weight, self)
+            out.append(_F.native_layer_norm_backward(grad, a_input, a_normalized_shape, a_mean, a_rstd, a_weight, a_bias, [False, True, False])[1])
         else:
             out.append(None)
         if needs[2]:
+            a_bias = _load(self.a_bias, self)
             a_input = _load(self.a_input, self)
+            a_mean = _load(self.a_mean, self)
             a_normalized_shape = _load(self.a_normalized_shape, self)
-            out.append(_H.nn_backward('layer_norm_backward_bias', grad, a_input, a_normalized_shape))
+            a_rstd = _load(self.a_rstd, self)
+            a_weight = _load(self.a_weight, self)
+            out.append(_F.native_layer_norm_backward(grad, a_input, a_normalized_shape, a_mean, a_rstd, a_weight, a_bias, [False, False, True])[2])
         else:
             out.append(None)
         return out
@@ -2480,47 +2531,78 @@ class NativeLayerNormBackward0(Node):
 class NativeGroupNormBackward0(Node):
     """Backward of native_group_norm."""
 
-    __slots__ = ('a_group', 'a_input', 'a_mean', 'a_rstd', 'a_weight', 'needs')
-    saved_slots = ('a_group', 'a_input', 'a_mean', 'a_rstd', 'a_weight')
+    __slots__ = ('a_C', 'a_HxW', 'a_N', 'a_group', 'a_input', 'a_mean', 'a_rstd', 'a_weight', 'needs')
+    saved_slots = ('a_C', 'a_HxW', 'a_N', 'a_group', 'a_input', 'a_mean', 'a_rstd', 'a_weight')
     n_outputs = 3
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
+            self.a_C = _save(args[4])
+            self.a_HxW = _save(args[5])
+            self.a_N = _save(args[3])
             self.a_group = _save(args[6])
             self.a_input = _save(args[0])
             self.a_mean = _save(outs[1], True, 1)
             self.a_rstd = _save(outs[2], True, 2)
             self.a_weight = _save(args[1])
         if needs[1]:
+            self.a_C = _save(args[4])
+            self.a_HxW = _save(args[5])
+            self.a_N = _save(args[3])
             self.a_group = _save(args[6])
             self.a_input = _save(args[0])
             self.a_mean = _save(outs[1], True, 1)
             self.a_rstd = _save(outs[2], True, 2)
+            self.a_weight = _save(args[1])
+        if needs[2]:
+            self.a_C = _save(args[4])
+            self.a_HxW = _save(args[5])
+            self.a_N = _save(args[3])
+            self.a_group = _save(args[6])
+            self.a_input = _save(args[0])
+            self.a_mean = _save(outs[1], True, 1)
+            self.a_rstd = _save(outs[2], True, 2)
+            self.a_weight = _save(args[1])
 
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
         out = []
         if needs[0]:
+            a_C = _load(self.a_C, self)
+            a_HxW = _load(self.a_HxW, self)
+            a_N = _load(self.a_N, self)
             a_group = _load(self.a_group, self)
             a_input = _load(self.a_input, self)
             a_mean = _load(self.a_mean, self)
             a_rstd = _load(self.a_rstd, self)
             a_weight = _load(self.a_weight, self)
-            out.append(_H.nn_backward('group_norm_backward_input', grads, a_input, a_weight, a_mean, a_rstd, a_group))
+            out.append(_H.nn_backward('group_norm_backward_input', grads, a_input, a_weight, a_mean, a_rstd, a_N, a_C, a_HxW, a_group))
         else:
             out.append(None)
         if needs[1]:
+            a_C = _load(self.a_C, self)
+            a_HxW = _load(self.a_HxW, self)
+            a_N = _load(self.a_N, self)
             a_group = _load(self.a_group, self)
             a_input = _load(self.a_input, self)
             a_mean = _load(self.a_mean, self)
             a_rstd = _load(self.a_rstd, self)
-            out.append(_H.nn_backward('group_norm_backward_weight', grad, a_input, a_mean, a_rstd, a_group))
+            a_weight = _load(self.a_weight, self)
+            out.append(_H.nn_backward('group_norm_backward_param', grad, a_input, a_weight, a_mean, a_rstd, a_N, a_C, a_HxW, a_group, 1))
         else:
             out.append(None)
         if needs[2]:
-            out.append(_H.nn_backward('batch_norm_backward_bias', grad))
+            a_C = _load(self.a_C, self)
+            a_HxW = _load(self.a_HxW, self)
+            a_N = _load(self.a_N, self)
+            a_group = _load(self.a_group, self)
+            a_input = _load(self.a_input, self)
+            a_mean = _load(self.a_mean, self)
+            a_rstd = _load(self.a_rstd, self)
+            a_weight = _load(self.a_weight, self)
+            out.append(_H.nn_backward('group_norm_backward_param', grad, a_input, a_weight, a_mean, a_rstd, a_N, a_C, a_HxW, a_group, 2))
         else:
             out.append(None)
         return out
@@ -2906,6 +2988,360 @@ class EmbeddingDenseBackwardBackward0(Node):
         return out
 
 
+class ErfBackward0(Node):
+    """Backward of erf."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F.mul(grad, _F.mul(_F.exp(_F.neg(_F.mul(a_self, a_self))), 1.1283791670955126)))
+        else:
+            out.append(None)
+        return out
+
+
+class GeluBackward0(Node):
+    """Backward of gelu."""
+
+    __slots__ = ('a_approximate', 'a_self', 'needs')
+    saved_slots = ('a_approximate', 'a_self')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_approximate = _save(args[1])
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_approximate = _load(self.a_approximate, self)
+            a_self = _load(self.a_self, self)
+            out.append(_F.gelu_backward(grad, a_self, approximate=a_approximate))
+        else:
+            out.append(None)
+        return out
+
+
+class SiluBackward0(Node):
+    """Backward of silu."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F.silu_backward(grad, a_self))
+        else:
+            out.append(None)
+        return out
+
+
+class SoftplusBackward0(Node):
+    """Backward of softplus."""
+
+    __slots__ = ('a_beta', 'a_self', 'a_threshold', 'needs')
+    saved_slots = ('a_beta', 'a_self', 'a_threshold')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_beta = _save(args[1])
+            self.a_self = _save(args[0])
+            self.a_threshold = _save(args[2])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_beta = _load(self.a_beta, self)
+            a_self = _load(self.a_self, self)
+            a_threshold = _load(self.a_threshold, self)
+            out.append(_F.where(_F.gt(_F.mul(a_self, a_beta), a_threshold), grad, _F.mul(grad, _F.sigmoid(_F.mul(a_self, a_beta)))))
+        else:
+            out.append(None)
+        return out
+
+
+class LeakyReluBackward0(Node):
+    """Backward of leaky_relu."""
+
+    __slots__ = ('a_negative_slope', 'a_self', 'needs')
+    saved_slots = ('a_negative_slope', 'a_self')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_negative_slope = _save(args[1])
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_negative_slope = _load(self.a_negative_slope, self)
+            a_self = _load(self.a_self, self)
+            out.append(_F.where(_F.gt(a_self, 0), grad, _F.mul(grad, a_negative_slope)))
+        else:
+            out.append(None)
+        return out
+
+
+class EluBackward0(Node):
+    """Backward of elu."""
+
+    __slots__ = ('a_alpha', 'a_input_scale', 'a_scale', 'a_self', 'needs')
+    saved_slots = ('a_alpha', 'a_input_scale', 'a_scale', 'a_self')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_alpha = _save(args[1])
+            self.a_input_scale = _save(args[3])
+            self.a_scale = _save(args[2])
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_alpha = _load(self.a_alpha, self)
+            a_input_scale = _load(self.a_input_scale, self)
+            a_scale = _load(self.a_scale, self)
+            a_self = _load(self.a_self, self)
+            out.append(_F.where(_F.gt(a_self, 0), _F.mul(grad, a_scale), _F.mul(grad, _F.mul(_F.exp(_F.mul(a_self, a_input_scale)), a_alpha * a_scale * a_input_scale))))
+        else:
+            out.append(None)
+        return out
+
+
+class HardtanhBackward0(Node):
+    """Backward of hardtanh."""
+
+    __slots__ = ('a_max_val', 'a_min_val', 'a_self', 'needs')
+    saved_slots = ('a_max_val', 'a_min_val', 'a_self')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_max_val = _save(args[2])
+            self.a_min_val = _save(args[1])
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_max_val = _load(self.a_max_val, self)
+            a_min_val = _load(self.a_min_val, self)
+            a_self = _load(self.a_self, self)
+            out.append(_F.where(_F.logical_and(_F.gt(a_self, a_min_val), _F.lt(a_self, a_max_val)), grad, 0.0))
+        else:
+            out.append(None)
+        return out
+
+
+class MishBackward0(Node):
+    """Backward of mish."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F.mul(grad, _F.add(_F.tanh(_F.softplus(a_self)), _F.mul(_F.mul(a_self, _F.sigmoid(a_self)), _F.rsub(_F.square(_F.tanh(_F.softplus(a_self))), 1)))))
+        else:
+            out.append(None)
+        return out
+
+
+class HardswishBackward0(Node):
+    """Backward of hardswish."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F.where(_F.lt(a_self, -3.0), 0.0, _F.where(_F.le(a_self, 3.0), _F.mul(grad, _F.add(_F.div(a_self, 3.0), 0.5)), grad)))
+        else:
+            out.append(None)
+        return out
+
+
+class HardsigmoidBackward0(Node):
+    """Backward of hardsigmoid."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F.where(_F.logical_and(_F.gt(a_self, -3.0), _F.lt(a_self, 3.0)), _F.div(grad, 6.0), 0.0))
+        else:
+            out.append(None)
+        return out
+
+
+class MaxPool3dWithIndicesBackward0(Node):
+    """Backward of max_pool3d_with_indices."""
+
+    __slots__ = ('a_ceil_mode', 'a_dilation', 'a_kernel_size', 'a_padding', 'a_result1', 'a_self', 'a_stride', 'needs')
+    saved_slots = ('a_ceil_mode', 'a_dilation', 'a_kernel_size', 'a_padding', 'a_result1', 'a_self', 'a_stride')
+    n_outputs = 2
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_ceil_mode = _save(args[5])
+            self.a_dilation = _save(args[4])
+            self.a_kernel_size = _save(args[1])
+            self.a_padding = _save(args[3])
+            self.a_result1 = _save(outs[1], True, 1)
+            self.a_self = _save(args[0])
+            self.a_stride = _save(args[2])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_ceil_mode = _load(self.a_ceil_mode, self)
+            a_dilation = _load(self.a_dilation, self)
+            a_kernel_size = _load(self.a_kernel_size, self)
+            a_padding = _load(self.a_padding, self)
+            a_result1 = _load(self.a_result1, self)
+            a_self = _load(self.a_self, self)
+            a_stride = _load(self.a_stride, self)
+            out.append(_F.max_pool3d_with_indices_backward(grad, a_self, a_kernel_size, a_stride, a_padding, a_dilation, a_ceil_mode, a_result1))
+        else:
+            out.append(None)
+        return out
+
+
+class AvgPool3dBackward0(Node):
+    """Backward of avg_pool3d."""
+
+    __slots__ = ('a_ceil_mode', 'a_count_include_pad', 'a_divisor_override', 'a_kernel_size', 'a_padding', 'a_self', 'a_stride', 'needs')
+    saved_slots = ('a_ceil_mode', 'a_count_include_pad', 'a_divisor_override', 'a_kernel_size', 'a_padding', 'a_self', 'a_stride')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_ceil_mode = _save(args[4])
+            self.a_count_include_pad = _save(args[5])
+            self.a_divisor_override = _save(args[6])
+            self.a_kernel_size = _save(args[1])
+            self.a_padding = _save(args[3])
+            self.a_self = _save(args[0])
+            self.a_stride = _save(args[2])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_ceil_mode = _load(self.a_ceil_mode, self)
+            a_count_include_pad = _load(self.a_count_include_pad, self)
+            a_divisor_override = _load(self.a_divisor_override, self)
+            a_kernel_size = _load(self.a_kernel_size, self)
+            a_padding = _load(self.a_padding, self)
+            a_self = _load(self.a_self, self)
+            a_stride = _load(self.a_stride, self)
+            out.append(_F.avg_pool3d_backward(grad, a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad, a_divisor_override))
+        else:
+            out.append(None)
+        return out
+
+
+class AdaptiveAvgPool3dBackward0(Node):
+    """Backward of _adaptive_avg_pool3d."""
+
+    __slots__ = ('a_self', 'needs')
+    saved_slots = ('a_self',)
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = _load(self.a_self, self)
+            out.append(_F._adaptive_avg_pool3d_backward(grad, a_self))
+        else:
+            out.append(None)
+        return out
+
+
 CLASSES = {
     'add.Tensor': AddBackward0,
     'sub.Tensor': SubBackward0,
@@ -2991,6 +3427,7 @@ CLASSES = {
     'convolution': ConvolutionBackward0,
     'max_pool2d_with_indices': MaxPool2dWithIndicesBackward0,
     'avg_pool2d': AvgPool2dBackward0,
+    '_adaptive_avg_pool2d': AdaptiveAvgPool2dBackward0,
     'native_batch_norm': NativeBatchNormBackward0,
     'native_layer_norm': NativeLayerNormBackward0,
     'native_group_norm': NativeGroupNormBackward0,
@@ -3007,4 +3444,17 @@ CLASSES = {
     'masked_scatter': MaskedScatterBackward0,
     'embedding': EmbeddingBackward0,
     'embedding_dense_backward': EmbeddingDenseBackwardBackward0,
+    'erf': ErfBackward0,
+    'gelu': GeluBackward0,
+    'silu': SiluBackward0,
+    'softplus': SoftplusBackward0,
+    'leaky_relu': LeakyReluBackward0,
+    'elu': EluBackward0,
+    'hardtanh': HardtanhBackward0,
+    'mish': MishBackward0,
+    'hardswish': HardswishBackward0,
+    'hardsigmoid': HardsigmoidBackward0,
+    'max_pool3d_with_indices': MaxPool3dWithIndicesBackward0,
+    'avg_pool3d': AvgPool3dBackward0,
+    '_adaptive_avg_pool3d': AdaptiveAvgPool3dBackward0,
 }

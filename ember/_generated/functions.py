@@ -314,6 +314,68 @@ _op_masked_scatter = _OPS['masked_scatter']
 _op_masked_scatter_ = _OPS['masked_scatter_']
 _op_embedding = _OPS['embedding']
 _op_embedding_dense_backward = _OPS['embedding_dense_backward']
+_op_erf = _OPS['erf']
+_op_erf_ = _OPS['erf_']
+_op_gelu = _OPS['gelu']
+_op_gelu_ = _OPS['gelu_']
+_op_gelu_backward = _OPS['gelu_backward']
+_op_silu = _OPS['silu']
+_op_silu_ = _OPS['silu_']
+_op_silu_backward = _OPS['silu_backward']
+_op_softplus = _OPS['softplus']
+_op_leaky_relu = _OPS['leaky_relu']
+_op_leaky_relu_ = _OPS['leaky_relu_']
+_op_elu = _OPS['elu']
+_op_elu_ = _OPS['elu_']
+_op_hardtanh = _OPS['hardtanh']
+_op_hardtanh_ = _OPS['hardtanh_']
+_op_mish = _OPS['mish']
+_op_mish_ = _OPS['mish_']
+_op_hardswish = _OPS['hardswish']
+_op_hardswish_ = _OPS['hardswish_']
+_op_hardsigmoid = _OPS['hardsigmoid']
+_op_hardsigmoid_ = _OPS['hardsigmoid_']
+_op_linear = _OPS['linear']
+_op_cosine_similarity = _OPS['cosine_similarity']
+_op_scaled_dot_product_attention = _OPS['scaled_dot_product_attention']
+_op_mse_loss = _OPS['mse_loss']
+_op_l1_loss = _OPS['l1_loss']
+_op_smooth_l1_loss = _OPS['smooth_l1_loss']
+_op_huber_loss = _OPS['huber_loss']
+_op_binary_cross_entropy = _OPS['binary_cross_entropy']
+_op_binary_cross_entropy_with_logits = _OPS['binary_cross_entropy_with_logits']
+_op_kl_div = _OPS['kl_div']
+_op_nll_loss_nd = _OPS['nll_loss_nd']
+_op_nll_loss = _OPS['nll_loss']
+_op_cross_entropy_loss = _OPS['cross_entropy_loss']
+_op_bernoulli = _OPS['bernoulli']
+_op_bernoulli_p = _OPS['bernoulli.p']
+_op_bernoulli__float = _OPS['bernoulli_.float']
+_op_multinomial = _OPS['multinomial']
+_op_randperm = _OPS['randperm']
+_op_dropout = _OPS['dropout']
+_op_native_dropout = _OPS['native_dropout']
+_op_convolution_backward = _OPS['convolution_backward']
+_op_max_pool2d_with_indices_backward = _OPS['max_pool2d_with_indices_backward']
+_op_max_pool3d_with_indices_backward = _OPS['max_pool3d_with_indices_backward']
+_op_avg_pool2d_backward = _OPS['avg_pool2d_backward']
+_op_avg_pool3d_backward = _OPS['avg_pool3d_backward']
+_op__adaptive_avg_pool2d_backward = _OPS['_adaptive_avg_pool2d_backward']
+_op__adaptive_avg_pool3d_backward = _OPS['_adaptive_avg_pool3d_backward']
+_op_native_layer_norm_backward = _OPS['native_layer_norm_backward']
+_op_native_group_norm_backward = _OPS['native_group_norm_backward']
+_op__native_batch_norm_legit = _OPS['_native_batch_norm_legit']
+_op__native_batch_norm_legit_no_stats = _OPS['_native_batch_norm_legit.no_stats']
+_op__native_batch_norm_legit_no_training = _OPS['_native_batch_norm_legit_no_training']
+_op_col2im = _OPS['col2im']
+_op_im2col = _OPS['im2col']
+_op_max_pool3d_with_indices = _OPS['max_pool3d_with_indices']
+_op_max_pool3d = _OPS['max_pool3d']
+_op_avg_pool3d = _OPS['avg_pool3d']
+_op__adaptive_avg_pool3d = _OPS['_adaptive_avg_pool3d']
+_op_adaptive_avg_pool3d = _OPS['adaptive_avg_pool3d']
+_op_reflection_pad3d = _OPS['reflection_pad3d']
+_op_replication_pad3d = _OPS['replication_pad3d']
 _op__embedding_bag = _OPS['_embedding_bag']
 _op_embedding_bag = _OPS['embedding_bag']
 _op_embedding_bag_padding_idx = _OPS['embedding_bag.padding_idx']
@@ -2191,7 +2253,7 @@ def adaptive_avg_pool2d(input, output_size):
     return _call(_op_adaptive_avg_pool2d, (input, output_size))
 
 def _adaptive_avg_pool2d(input, output_size):
-    """The kernel behind adaptive_avg_pool2d (a matmul with an averaging matrix per dimension).
+    """The kernel behind adaptive_avg_pool2d (one mean per dimension, a reshape or one slice per window).
 
     Schema: ``_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor``
     """
@@ -2548,6 +2610,450 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, sca
     """
     return _call(_op_embedding_dense_backward, (grad_output, indices, num_weights, padding_idx, scale_grad_by_freq))
 
+def erf(input):
+    """The error function 2/sqrt(pi) * integral of exp(-t**2) from 0 to x, of each element.
+
+    Schema: ``erf(Tensor self) -> Tensor``
+    """
+    return _call(_op_erf, (input,))
+
+def erf_(input):
+    """In-place version of erf: The error function 2/sqrt(pi) * integral of exp(-t**2) from 0 to x, of each element.
+
+    Schema: ``erf_(Tensor self) -> Tensor``
+    """
+    return _call(_op_erf_, (input,))
+
+def gelu(input, *, approximate='none'):
+    """x * Phi(x), Phi the standard normal CDF; approximate="tanh" uses the tanh approximation.
+
+    Schema: ``gelu(Tensor self, *, str approximate="none") -> Tensor``
+    """
+    return _call(_op_gelu, (input, approximate))
+
+def gelu_(input, *, approximate='none'):
+    """In-place version of gelu: x * Phi(x), Phi the standard normal CDF; approximate="tanh" uses the tanh approximation.
+
+    Schema: ``gelu_(Tensor self, *, str approximate="none") -> Tensor``
+    """
+    return _call(_op_gelu_, (input, approximate))
+
+def gelu_backward(grad_output, input, *, approximate='none'):
+    """The gradient of gelu for `grad_output` (differentiable, for higher-order gradients).
+
+    Schema: ``gelu_backward(Tensor grad_output, Tensor self, *, str approximate="none") -> Tensor``
+    """
+    return _call(_op_gelu_backward, (grad_output, input, approximate))
+
+def silu(input):
+    """x * sigmoid(x) (the swish activation).
+
+    Schema: ``silu(Tensor self) -> Tensor``
+    """
+    return _call(_op_silu, (input,))
+
+def silu_(input):
+    """In-place version of silu: x * sigmoid(x) (the swish activation).
+
+    Schema: ``silu_(Tensor self) -> Tensor``
+    """
+    return _call(_op_silu_, (input,))
+
+def silu_backward(grad_output, input):
+    """The gradient of silu for `grad_output` (differentiable, for higher-order gradients).
+
+    Schema: ``silu_backward(Tensor grad_output, Tensor self) -> Tensor``
+    """
+    return _call(_op_silu_backward, (grad_output, input))
+
+def softplus(input, beta=1, threshold=20):
+    """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold.
+
+    Schema: ``softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor``
+    """
+    return _call(_op_softplus, (input, beta, threshold))
+
+def leaky_relu(input, negative_slope=0.01):
+    """x where x > 0, else negative_slope * x.
+
+    Schema: ``leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor``
+    """
+    return _call(_op_leaky_relu, (input, negative_slope))
+
+def leaky_relu_(input, negative_slope=0.01):
+    """In-place version of leaky_relu: x where x > 0, else negative_slope * x.
+
+    Schema: ``leaky_relu_(Tensor self, Scalar negative_slope=0.01) -> Tensor``
+    """
+    return _call(_op_leaky_relu_, (input, negative_slope))
+
+def elu(input, alpha=1, scale=1, input_scale=1):
+    """scale * x where x > 0, else scale * alpha * (exp(input_scale * x) - 1).
+
+    Schema: ``elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor``
+    """
+    return _call(_op_elu, (input, alpha, scale, input_scale))
+
+def elu_(input, alpha=1, scale=1, input_scale=1):
+    """In-place version of elu: scale * x where x > 0, else scale * alpha * (exp(input_scale * x) - 1).
+
+    Schema: ``elu_(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor``
+    """
+    return _call(_op_elu_, (input, alpha, scale, input_scale))
+
+def hardtanh(input, min_val=-1, max_val=1):
+    """x clamped to [min_val, max_val] (integers too).
+
+    Schema: ``hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor``
+    """
+    return _call(_op_hardtanh, (input, min_val, max_val))
+
+def hardtanh_(input, min_val=-1, max_val=1):
+    """In-place version of hardtanh: x clamped to [min_val, max_val] (integers too).
+
+    Schema: ``hardtanh_(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor``
+    """
+    return _call(_op_hardtanh_, (input, min_val, max_val))
+
+def mish(input):
+    """x * tanh(softplus(x)).
+
+    Schema: ``mish(Tensor self) -> Tensor``
+    """
+    return _call(_op_mish, (input,))
+
+def mish_(input):
+    """In-place version of mish: x * tanh(softplus(x)).
+
+    Schema: ``mish_(Tensor self) -> Tensor``
+    """
+    return _call(_op_mish_, (input,))
+
+def hardswish(input):
+    """x * relu6(x + 3) / 6.
+
+    Schema: ``hardswish(Tensor self) -> Tensor``
+    """
+    return _call(_op_hardswish, (input,))
+
+def hardswish_(input):
+    """In-place version of hardswish: x * relu6(x + 3) / 6.
+
+    Schema: ``hardswish_(Tensor self) -> Tensor``
+    """
+    return _call(_op_hardswish_, (input,))
+
+def hardsigmoid(input):
+    """relu6(x + 3) / 6.
+
+    Schema: ``hardsigmoid(Tensor self) -> Tensor``
+    """
+    return _call(_op_hardsigmoid, (input,))
+
+def hardsigmoid_(input):
+    """In-place version of hardsigmoid: relu6(x + 3) / 6.
+
+    Schema: ``hardsigmoid_(Tensor self) -> Tensor``
+    """
+    return _call(_op_hardsigmoid_, (input,))
+
+def linear(input, weight, bias=None):
+    """input @ weight.T + bias (torch.nn.functional.linear).
+
+    Schema: ``linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor``
+    """
+    return _call(_op_linear, (input, weight, bias))
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-08):
+    """The cosine of the angle between x1 and x2 along `dim` (broadcasting), norms clamped below by eps.
+
+    Schema: ``cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor``
+    """
+    return _call(_op_cosine_similarity, (x1, x2, dim, eps))
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False):
+    """softmax(q @ k.T * scale + mask) @ v, with optional causal mask, dropout and grouped-query heads.
+
+    Schema: ``scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor``
+    """
+    return _call(_op_scaled_dot_product_attention, (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa))
+
+def mse_loss(input, target, reduction=1):
+    """The squared error (self - target) ** 2, reduced.
+
+    Schema: ``mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor``
+    """
+    return _call(_op_mse_loss, (input, target, reduction))
+
+def l1_loss(input, target, reduction=1):
+    """The absolute error |self - target|, reduced.
+
+    Schema: ``l1_loss(Tensor self, Tensor target, int reduction=1) -> Tensor``
+    """
+    return _call(_op_l1_loss, (input, target, reduction))
+
+def smooth_l1_loss(input, target, reduction=1, beta=1.0):
+    """0.5 * d ** 2 / beta where |d| < beta, else |d| - 0.5 * beta (d = self - target), reduced.
+
+    Schema: ``smooth_l1_loss(Tensor self, Tensor target, int reduction=1, float beta=1.) -> Tensor``
+    """
+    return _call(_op_smooth_l1_loss, (input, target, reduction, beta))
+
+def huber_loss(input, target, reduction=1, delta=1.0):
+    """0.5 * d ** 2 where |d| <= delta, else delta * (|d| - 0.5 * delta) (d = self - target), reduced.
+
+    Schema: ``huber_loss(Tensor self, Tensor target, int reduction=1, float delta=1.) -> Tensor``
+    """
+    return _call(_op_huber_loss, (input, target, reduction, delta))
+
+def binary_cross_entropy(input, target, weight=None, reduction=1):
+    """-(target * log(self) + (1 - target) * log(1 - self)), logs clamped at -100, weighted and reduced.
+
+    Schema: ``binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=1) -> Tensor``
+    """
+    return _call(_op_binary_cross_entropy, (input, target, weight, reduction))
+
+def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=1):
+    """binary_cross_entropy of sigmoid(self), computed stably, with optional weight and pos_weight.
+
+    Schema: ``binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=1) -> Tensor``
+    """
+    return _call(_op_binary_cross_entropy_with_logits, (input, target, weight, pos_weight, reduction))
+
+def kl_div(input, target, reduction=1, *, log_target=False):
+    """target * (log(target) - self) (self holds log-probabilities), reduced.
+
+    Schema: ``kl_div(Tensor self, Tensor target, int reduction=1, *, bool log_target=False) -> Tensor``
+    """
+    return _call(_op_kl_div, (input, target, reduction, log_target))
+
+def nll_loss_nd(input, target, weight=None, reduction=1, ignore_index=-100):
+    """The negative log-likelihood -self[n, target[n], ...] of class indices (class dim 1), weighted and reduced.
+
+    Schema: ``nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100) -> Tensor``
+    """
+    return _call(_op_nll_loss_nd, (input, target, weight, reduction, ignore_index))
+
+def nll_loss(input, target, weight=None, reduction=1, ignore_index=-100):
+    """nll_loss_nd restricted to 1-D and 2-D inputs (ATen's nll_loss).
+
+    Schema: ``nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100) -> Tensor``
+    """
+    return _call(_op_nll_loss, (input, target, weight, reduction, ignore_index))
+
+def cross_entropy_loss(input, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
+    """nll_loss of log_softmax(self) for class indices, or -sum(target * log_softmax(self)) for class probabilities.
+
+    Schema: ``cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100, float label_smoothing=0.) -> Tensor``
+    """
+    return _call(_op_cross_entropy_loss, (input, target, weight, reduction, ignore_index, label_smoothing))
+
+def _bind_bernoulli_p(input, p, *, generator=None):
+    return (input, p, generator)
+
+def _bind_bernoulli(input, *, generator=None):
+    return (input, generator)
+
+_overloads_bernoulli = ((_bind_bernoulli_p, _op_bernoulli_p, None), (_bind_bernoulli, _op_bernoulli, None),)
+def bernoulli(*args, **kwargs):
+    """1 with probability p, else 0, in the shape and dtype of self.
+
+    Overloads:
+
+    ``bernoulli.p(Tensor self, float p, *, Generator? generator=None) -> Tensor``: 1 with probability p, else 0, in the shape and dtype of self.
+
+    ``bernoulli(Tensor self, *, Generator? generator=None) -> Tensor``: 1 with probability self[i], else 0 (the dtype of self).
+    """
+    return _call_overload('bernoulli', _overloads_bernoulli, args, kwargs)
+
+def bernoulli_(input, p=0.5, *, generator=None):
+    """Fills self with 1 with probability p, else 0.
+
+    Schema: ``bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)``
+    """
+    return _call(_op_bernoulli__float, (input, p, generator))
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """Indices drawn from the categories weighted by self (1-d or 2-d rows), with or without replacement.
+
+    Schema: ``multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor``
+    """
+    return _call(_op_multinomial, (input, num_samples, replacement, generator))
+
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """A random permutation of 0..n-1 (int64 unless `dtype` is given).
+
+    Schema: ``randperm(SymInt n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
+    """
+    device = _as_device(device)
+    out = _call(_op_randperm, (n, generator, dtype, device, requires_grad))
+    return out.requires_grad_() if requires_grad else out
+
+def dropout(input, p, train):
+    """Zeros each element with probability p and scales the rest by 1 / (1 - p) when `train`; the identity otherwise.
+
+    Schema: ``dropout(Tensor input, float p, bool train) -> Tensor``
+    """
+    return _call(_op_dropout, (input, p, train))
+
+def native_dropout(input, p, train):
+    """dropout returning (output, mask), the mask bool, True for kept elements.
+
+    Schema: ``native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)``
+    """
+    return _call(_op_native_dropout, (input, p, train))
+
+def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask):
+    """Gradients of convolution for input, weight and bias (None where output_mask is False).
+
+    Schema: ``convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
+    """
+    return _call(_op_convolution_backward, (grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask))
+
+def max_pool2d_with_indices_backward(grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    """Gradient of max_pool2d_with_indices (each output's gradient to the input position its index names).
+
+    Schema: ``max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor``
+    """
+    return _call(_op_max_pool2d_with_indices_backward, (grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices))
+
+def max_pool3d_with_indices_backward(grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices):
+    """Gradient of max_pool3d_with_indices.
+
+    Schema: ``max_pool3d_with_indices_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, int[3] dilation, bool ceil_mode, Tensor indices) -> Tensor``
+    """
+    return _call(_op_max_pool3d_with_indices_backward, (grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices))
+
+def avg_pool2d_backward(grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    """Gradient of avg_pool2d (each output's gradient over its divisor, added to its window).
+
+    Schema: ``avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor``
+    """
+    return _call(_op_avg_pool2d_backward, (grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
+
+def avg_pool3d_backward(grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    """Gradient of avg_pool3d.
+
+    Schema: ``avg_pool3d_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor``
+    """
+    return _call(_op_avg_pool3d_backward, (grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
+
+def _adaptive_avg_pool2d_backward(grad_output, input):
+    """Gradient of _adaptive_avg_pool2d (each window's gradient spread evenly over it).
+
+    Schema: ``_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor``
+    """
+    return _call(_op__adaptive_avg_pool2d_backward, (grad_output, input))
+
+def _adaptive_avg_pool3d_backward(grad_output, input):
+    """Gradient of _adaptive_avg_pool3d.
+
+    Schema: ``_adaptive_avg_pool3d_backward(Tensor grad_output, Tensor self) -> Tensor``
+    """
+    return _call(_op__adaptive_avg_pool3d_backward, (grad_output, input))
+
+def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):
+    """Gradients of native_layer_norm for input, weight and bias from the saved mean and rstd.
+
+    Schema: ``native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
+    """
+    return _call(_op_native_layer_norm_backward, (grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask))
+
+def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
+    """Gradients of native_group_norm (through its output) for input, weight and bias.
+
+    Schema: ``native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
+    """
+    return _call(_op_native_group_norm_backward, (grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask))
+
+def _bind__native_batch_norm_legit(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    return (input, weight, bias, running_mean, running_var, training, momentum, eps)
+
+def _bind__native_batch_norm_legit_no_stats(input, weight, bias, training, momentum, eps):
+    return (input, weight, bias, training, momentum, eps)
+
+_overloads__native_batch_norm_legit = ((_bind__native_batch_norm_legit, _op__native_batch_norm_legit, None), (_bind__native_batch_norm_legit_no_stats, _op__native_batch_norm_legit_no_stats, None),)
+def _native_batch_norm_legit(*args, **kwargs):
+    """native_batch_norm with running statistics (updated in place when training).
+
+    Overloads:
+
+    ``_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)``: native_batch_norm with running statistics (updated in place when training).
+
+    ``_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)``: Batch normalization by the batch statistics, without running statistics.
+    """
+    return _call_overload('_native_batch_norm_legit', _overloads__native_batch_norm_legit, args, kwargs)
+
+def _native_batch_norm_legit_no_training(input, weight, bias, running_mean, running_var, momentum, eps):
+    """Batch normalization in evaluation mode (by the running statistics).
+
+    Schema: ``_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)``
+    """
+    return _call(_op__native_batch_norm_legit_no_training, (input, weight, bias, running_mean, running_var, momentum, eps))
+
+def col2im(input, output_size, kernel_size, dilation, padding, stride):
+    """Sums columns of sliding blocks (N, C*kh*kw, L) back into an (N, C, H, W) image (fold).
+
+    Schema: ``col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor``
+    """
+    return _call(_op_col2im, (input, output_size, kernel_size, dilation, padding, stride))
+
+def im2col(input, kernel_size, dilation, padding, stride):
+    """The sliding blocks of an (N, C, H, W) image as columns (N, C*kh*kw, L) (unfold).
+
+    Schema: ``im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor``
+    """
+    return _call(_op_im2col, (input, kernel_size, dilation, padding, stride))
+
+def max_pool3d_with_indices(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
+    """3-d max pooling and the flat (d * H * W + h * W + w) index of each maximum in its input volume.
+
+    Schema: ``max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)``
+    """
+    return _call(_op_max_pool3d_with_indices, (input, kernel_size, stride, padding, dilation, ceil_mode))
+
+def max_pool3d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
+    """3-d max pooling (stride defaults to the kernel size).
+
+    Schema: ``max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor``
+    """
+    return _call(_op_max_pool3d, (input, kernel_size, stride, padding, dilation, ceil_mode))
+
+def avg_pool3d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True, divisor_override=None):
+    """3-d average pooling (padding counted or not, or a fixed divisor).
+
+    Schema: ``avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor``
+    """
+    return _call(_op_avg_pool3d, (input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
+
+def _adaptive_avg_pool3d(input, output_size):
+    """The kernel behind adaptive_avg_pool3d.
+
+    Schema: ``_adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor``
+    """
+    return _call(_op__adaptive_avg_pool3d, (input, output_size))
+
+def adaptive_avg_pool3d(input, output_size):
+    """3-d average pooling to a given output size (PyTorch's floor/ceil windows).
+
+    Schema: ``adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor``
+    """
+    return _call(_op_adaptive_avg_pool3d, (input, output_size))
+
+def reflection_pad3d(input, padding):
+    """Pads the last three dims with their reflection (the edge not repeated).
+
+    Schema: ``reflection_pad3d(Tensor self, SymInt[6] padding) -> Tensor``
+    """
+    return _call(_op_reflection_pad3d, (input, padding))
+
+def replication_pad3d(input, padding):
+    """Pads the last three dims by repeating their edge values.
+
+    Schema: ``replication_pad3d(Tensor self, SymInt[6] padding) -> Tensor``
+    """
+    return _call(_op_replication_pad3d, (input, padding))
+
 def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=-1):
     """Sums, means or maxima (mode 0/1/2) of the rows of `weight` at `indices`, one bag per offset, with offset2bag, bag_size and max_indices.
 
@@ -2608,4 +3114,4 @@ def nonzero_numpy(input):
     """
     return _call(_op_nonzero_numpy, (input,))
 
-__all__ = ['_adaptive_avg_pool2d', '_cdist_forward', '_embedding_bag', '_log_softmax', '_pdist_forward', '_softmax', '_to_copy', 'abs', 'acos', 'acosh', 'adaptive_avg_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'avg_pool1d', 'batch_norm', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'chunk', 'clamp', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv_transpose1d', 'conv_transpose2d', 'convolution', 'copy', 'copy_', 'cos', 'cosh', 'cumprod', 'cumsum', 'diagonal', 'div', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'exp', 'exp2', 'expand', 'expm1', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_divide', 'fmod', 'frac', 'full', 'full_like', 'gather', 'ge', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_select', 'isfinite', 'isinf', 'isnan', 'layer_norm', 'le', 'lerp', 'log', 'log10', 'log1p', 'log2', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'narrow', 'native_batch_norm', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'nonzero', 'ones', 'ones_like', 'pdist', 'permute', 'pow', 'prod', 'rand', 'randint', 'randn', 'reciprocal', 'relu', 'remainder', 'reshape', 'roll', 'round', 'rsqrt', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sign', 'signbit', 'sin', 'sinh', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'square', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tanh', 'tile', 'topk', 'transpose', 'tril', 'triu', 'trunc', 'unbind', 'unsqueeze', 'var', 'var_mean', 'view', 'where', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_embedding_bag', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_pdist_forward', '_softmax', '_to_copy', 'abs', 'acos', 'acosh', 'adaptive_avg_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'chunk', 'clamp', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv_transpose1d', 'conv_transpose2d', 'convolution', 'copy', 'copy_', 'cos', 'cosh', 'cosine_similarity', 'cumprod', 'cumsum', 'diagonal', 'div', 'dropout', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'exp', 'exp2', 'expand', 'expm1', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_divide', 'fmod', 'frac', 'full', 'full_like', 'gather', 'ge', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_select', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'log', 'log10', 'log1p', 'log2', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'multinomial', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'nonzero', 'ones', 'ones_like', 'pdist', 'permute', 'pow', 'prod', 'rand', 'randint', 'randn', 'randperm', 'reciprocal', 'relu', 'remainder', 'reshape', 'roll', 'round', 'rsqrt', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sign', 'signbit', 'sin', 'sinh', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'square', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tanh', 'tile', 'topk', 'transpose', 'tril', 'triu', 'trunc', 'unbind', 'unsqueeze', 'var', 'var_mean', 'view', 'where', 'zeros', 'zeros_like']

@@ -1584,6 +1584,46 @@ class TensorMethods:
         """
         return _call(_op_masked_scatter_, (self, mask, source))
 
+    def erf(self):
+        """The error function 2/sqrt(pi) * integral of exp(-t**2) from 0 to x, of each element.
+
+        Schema: ``erf(Tensor self) -> Tensor``
+        """
+        return _call(_op_erf, (self,))
+
+    def erf_(self):
+        """In-place version of erf: The error function 2/sqrt(pi) * integral of exp(-t**2) from 0 to x, of each element.
+
+        Schema: ``erf_(Tensor self) -> Tensor``
+        """
+        return _call(_op_erf_, (self,))
+
+    @staticmethod
+    def _bind_bernoulli_p(self, p, *, generator=None):
+        return (self, p, generator)
+
+    @staticmethod
+    def _bind_bernoulli(self, *, generator=None):
+        return (self, generator)
+
+    def bernoulli(self, *args, **kwargs):
+        """1 with probability p, else 0, in the shape and dtype of self."""
+        return _call_overload('bernoulli', ((TensorMethods._bind_bernoulli_p, _op_bernoulli_p, None), (TensorMethods._bind_bernoulli, _op_bernoulli, None),), (self,) + args, kwargs)
+
+    def bernoulli_(self, p=0.5, *, generator=None):
+        """Fills self with 1 with probability p, else 0.
+
+        Schema: ``bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)``
+        """
+        return _call(_op_bernoulli__float, (self, p, generator))
+
+    def multinomial(self, num_samples, replacement=False, *, generator=None):
+        """Indices drawn from the categories weighted by self (1-d or 2-d rows), with or without replacement.
+
+        Schema: ``multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor``
+        """
+        return _call(_op_multinomial, (self, num_samples, replacement, generator))
+
     def argwhere(self):
         """The indices of the nonzero elements, one row per element (nonzero).
 

@@ -74,37 +74,6 @@ def _norm_input_grad(g, xhat, rstd, dims):
     return F.mul(rstd, F.sub(F.sub(g, F.mean(g, dims, True)), F.mul(xhat, F.mean(F.mul(g, xhat), dims, True))))
 
 
-def layer_norm_backward_input(grad, input, normalized_shape, weight, mean, rstd, eps):
-    if grad is None:
-        return None
-    axis = input.dim() - len(normalized_shape)
-    dims = list(range(axis, input.dim()))
-    g, x = _opmath(grad), _opmath(input)
-    mean, rstd = _differentiable_stats(x, dims, _opmath(mean), _opmath(rstd), eps)
-    xhat = F.mul(F.sub(x, mean), rstd)
-    if weight is not None:
-        g = F.mul(g, weight)
-    return _cast(_norm_input_grad(g, xhat, rstd, dims), input.dtype)
-
-
-def layer_norm_backward_weight(grad, input, normalized_shape, mean, rstd, eps):
-    if grad is None:
-        return None
-    axis = input.dim() - len(normalized_shape)
-    x = _opmath(input)
-    mean, rstd = _differentiable_stats(x, list(range(axis, input.dim())), _opmath(mean), _opmath(rstd), eps)
-    xhat = F.mul(F.sub(x, mean), rstd)
-    prod = F.mul(_opmath(grad), xhat)
-    return F.sum(prod, list(range(axis))) if axis else prod
-
-
-def layer_norm_backward_bias(grad, input, normalized_shape):
-    if grad is None:
-        return None
-    axis = input.dim() - len(normalized_shape)
-    return F.sum(_opmath(grad), list(range(axis))) if axis else _opmath(grad)
-
-
 @decomposition("layer_norm")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
     return F.native_layer_norm(input, normalized_shape, weight, bias, eps)[0]
@@ -192,6 +161,24 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
     return F.native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)[0]
 
 
+@decomposition("_native_batch_norm_legit")
+def _native_batch_norm_legit(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """native_batch_norm with running statistics (updated in place when training)."""
+    return tuple(F.native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps))
+
+
+@decomposition("_native_batch_norm_legit.no_stats")
+def _native_batch_norm_legit_no_stats(input, weight, bias, training, momentum, eps):
+    """native_batch_norm without running statistics (batch statistics only)."""
+    return tuple(F.native_batch_norm(input, weight, bias, None, None, training, momentum, eps))
+
+
+@decomposition("_native_batch_norm_legit_no_training")
+def _native_batch_norm_legit_no_training(input, weight, bias, running_mean, running_var, momentum, eps):
+    """native_batch_norm in evaluation mode (normalized by the running statistics)."""
+    return tuple(F.native_batch_norm(input, weight, bias, running_mean, running_var, False, momentum, eps))
+
+
 # ------------------------------------------------------------------------------ group norm
 @explicit_kernel("native_group_norm")
 def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
@@ -209,42 +196,6 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
         out = F.add(out, _channel_view(bias, input.dim()))
     return (_cast(out, input.dtype), _cast(F.reshape(mean, (N, group)), input.dtype),
             _cast(F.reshape(rstd, (N, group)), input.dtype))
-
-
-def group_norm_backward_input(grads, input, weight, mean, rstd, group):
-    """Through the output and, as in PyTorch, through the returned mean and rstd too."""
-    grad, g_mean, g_rstd = (list(grads) + [None, None])[:3]
-    N = input.shape[0]
-    mean3, rstd3 = F.reshape(_opmath(mean), (N, group, 1)), F.reshape(_opmath(rstd), (N, group, 1))
-    centered = F.sub(F.reshape(_opmath(input), (N, group, -1)), mean3)
-    dx = None
-    if grad is not None:
-        g = _opmath(grad)
-        if weight is not None:
-            g = F.mul(g, _channel_view(_opmath(weight), input.dim()))
-        g = F.reshape(g, (N, group, -1))
-        dx = _norm_input_grad(g, F.mul(centered, rstd3), rstd3, [-1])
-    M = centered.shape[-1]
-    if g_mean is not None:                      # d mean / dx = 1 / M
-        part = F.div(F.reshape(_opmath(g_mean), (N, group, 1)), M)
-        dx = part if dx is None else F.add(dx, part)
-    if g_rstd is not None:                      # d rstd / dx = -rstd**3 * (x - mean) / M
-        coef = F.div(F.mul(F.reshape(_opmath(g_rstd), (N, group, 1)), F.mul(rstd3, F.mul(rstd3, rstd3))), -M)
-        part = F.mul(coef, centered)
-        dx = part if dx is None else F.add(dx, part)
-    if dx is None:
-        return None
-    dx = F.expand(dx, tuple(centered.shape)) if tuple(dx.shape) != tuple(centered.shape) else dx
-    return _cast(F.reshape(dx, tuple(input.shape)), input.dtype)
-
-
-def group_norm_backward_weight(grad, input, mean, rstd, group):
-    if grad is None:
-        return None
-    N = input.shape[0]
-    mean3, rstd3 = F.reshape(_opmath(mean), (N, group, 1)), F.reshape(_opmath(rstd), (N, group, 1))
-    xhat = F.reshape(F.mul(F.sub(F.reshape(_opmath(input), (N, group, -1)), mean3), rstd3), tuple(input.shape))
-    return F.sum(F.mul(_opmath(grad), xhat), _bn_dims(input))
 
 
 @decomposition("group_norm")

@@ -112,6 +112,16 @@ def replication_pad2d(self, padding):
     return _pad_dims(self, padding, _replicate_dim)
 
 
+@decomposition("reflection_pad3d")
+def reflection_pad3d(self, padding):
+    return _pad_dims(self, padding, _reflect_dim)
+
+
+@decomposition("replication_pad3d")
+def replication_pad3d(self, padding):
+    return _pad_dims(self, padding, _replicate_dim)
+
+
 @decomposition("pad")
 def pad(self, pad, mode="constant", value=None):
     if mode == "constant":

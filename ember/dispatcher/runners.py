@@ -144,7 +144,7 @@ def _native_body(op, key, kernel, rule, unwrap, device_of, make_tensor):
         specs = rule(op, *args)
         outs = kernel(specs, *unwrap(args))
         dev = device_of(args)
-        return tuple(make_tensor(o, s[1], dev, key, None) for o, s in zip(outs, specs))
+        return tuple(None if o is None else make_tensor(o, s[1], dev, key, None) for o, s in zip(outs, specs))
     return run_multi
 
 

@@ -215,7 +215,7 @@ def pool_geometry(op, self, kernel_size, stride, padding, dilation, ceil_mode, n
     """(batch dims, channels, spatial in, kernel, stride, padding, dilation, spatial out) after ATen's checks."""
     check_tensor(op, self, "input")
     name = op.name.split(".")[0]
-    n_word = "two" if nd == 2 else "one"
+    n_word = {1: "one", 2: "two", 3: "three"}[nd]
     kernel = _pool_param(op, kernel_size, nd, "kernel_size", f"either be a single int, or a tuple of {n_word} ints")
     stride = _pool_param(op, stride, nd, "stride", f"either be omitted, a single int, or a tuple of {n_word} ints",
                          allow_empty=True) or kernel

@@ -38,6 +38,8 @@ ERROR_CASES = [pytest.param(op, i, id=f"{op.name}-{err.sample.desc}") for op in 
 def test_errors(op, index, ember_device):
     err = op.errors(op.rng("errors"))[index]
     s = err.sample
+    if ember_device.is_meta and not s.meta:
+        pytest.skip("a data-dependent check (the values are read): meta tensors carry no data")
     where = f"{op.name} error input '{s.desc}' on {ember_device.name}"
     if ember_device.is_meta and not s.meta:
         pytest.skip("a data-dependent error (index values): meta tensors carry no data, and torch's meta device "

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import factories, indexing, linalg, pointwise, reductions, shape, sorting_scans
+from . import activations, factories, indexing, linalg, losses, pointwise, reductions, shape, sorting_scans
 from . import nn_layers  # convolution, pooling, normalization
 
 
 def make_kernels(xp, native: Callable) -> dict[str, Callable]:
     kernels: dict[str, Callable] = {}
-    for module in (pointwise, reductions, shape, linalg, factories, indexing, sorting_scans, nn_layers):
+    for module in (pointwise, reductions, shape, linalg, factories, indexing, sorting_scans, nn_layers, activations,
+                   losses):
         kernels.update(module.make(xp, native))
     return kernels

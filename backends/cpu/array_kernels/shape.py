@@ -26,7 +26,14 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         # numpy: a new array over the root's buffer (cupy overrides this kernel)
         shape, _, strides, offset = spec
         item = a.itemsize
-        return ndarray(shape, dtype=a.dtype, buffer=root_of(a), offset=offset * item,
+        root = root_of(a)
+        if not root.flags.c_contiguous:
+            # a ufunc's result keeps its inputs' memory order (Fortran, permuted): the same dense
+            # block, seen C-contiguous once its dimensions are sorted by stride
+            dense = root.transpose(sorted(range(root.ndim), key=lambda d: -root.strides[d]))
+            if dense.flags.c_contiguous:
+                root = dense
+        return ndarray(shape, dtype=a.dtype, buffer=root, offset=offset * item,
                        strides=tuple(s * item for s in strides))
 
     def view(spec, a, size):

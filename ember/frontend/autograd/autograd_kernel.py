@@ -27,7 +27,9 @@ from .graph import Node, edge_of, move_retain
 
 
 def autograd_kernel(op, below: int, args: tuple):
-    if op.mutated:
+    # (a composite returning new tensors while writing some arguments, like _native_batch_norm_legit's running
+    # statistics, is differentiated through its decomposition like any composite)
+    if op.mutated and not (op.impl == "composite" and op.n_outputs > 1):
         return _inplace(op, below, args)
     if op.backward_cls is None:
         if op.impl == "composite":

@@ -7,10 +7,17 @@ every other op. One submodule per area; this module re-exports them all.
 from __future__ import annotations
 
 from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # noqa: F401,E402  (nn layers)
-from .pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d,  # noqa: F401,E402
-                      max_pool1d_with_indices, max_pool2d, max_pool2d_with_indices)
+from .pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, avg_pool1d,  # noqa: F401,E402
+                      avg_pool2d, avg_pool3d, max_pool1d, max_pool1d_with_indices, max_pool2d, max_pool2d_with_indices,
+                      max_pool3d, max_pool3d_with_indices)
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm  # noqa: F401,E402
 from .padding import pad  # noqa: F401,E402
 from .vision import interpolate, upsample, upsample_bilinear, upsample_nearest  # noqa: F401,E402
 from .sparse import embedding, embedding_bag  # noqa: E402,F401
+from .activation import *  # noqa: E402,F401,F403
+from .attention import *  # noqa: E402,F401,F403
+from .dropout import *  # noqa: E402,F401,F403
+from .linear import *  # noqa: E402,F401,F403
+from .loss import *  # noqa: E402,F401,F403
+from .folding import fold, unfold  # noqa: F401,E402
 from .sampling import affine_grid, grid_sample  # noqa: E402,F401

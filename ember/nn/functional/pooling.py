@@ -1,4 +1,4 @@
-"""torch.nn.functional's pooling: max/avg pooling (1-d, 2-d) and adaptive average pooling."""
+"""torch.nn.functional's pooling: max/avg pooling (1-d, 2-d, 3-d) and adaptive average pooling."""
 from __future__ import annotations
 
 from ember._generated import functions as _F
@@ -64,3 +64,31 @@ def adaptive_avg_pool2d(input, output_size):
     elif output_size is None:
         output_size = list(input.shape[-2:])
     return _F.adaptive_avg_pool2d(input, output_size)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """3-d max pooling and the flat (d * H * W + h * W + w) index of each maximum in its input volume."""
+    return _F.max_pool3d_with_indices(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """3-d max pooling; with return_indices=True, (values, indices) as torch returns them."""
+    if return_indices:
+        return tuple(max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode))
+    return _F.max_pool3d(input, kernel_size, _stride(stride), padding, dilation, ceil_mode)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """3-d average pooling (padding counted or not, or a fixed divisor)."""
+    return _F.avg_pool3d(input, kernel_size, _stride(stride), padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """3-d average pooling to `output_size` (an int, or a triple whose None entries keep the input size)."""
+    if isinstance(output_size, (list, tuple)):
+        output_size = [input.shape[-3 + i] if s is None else s for i, s in enumerate(output_size)]
+    elif output_size is None:
+        output_size = list(input.shape[-3:])
+    return _F.adaptive_avg_pool3d(input, output_size)

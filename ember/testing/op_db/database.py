@@ -211,3 +211,14 @@ def layouts(rng, dtype, g, shape=(2, 3)):
     a = make(rng, shape, dtype)
     return [(T(a, grad=g), "contiguous"), (T(make(rng, shape[::-1], dtype), "t", grad=g), "transposed"),
             (T(a.copy(), "s", grad=g), "strided")]
+
+
+def reduce_inputs(rng, dtype, g, *, empty=True, domain="any"):
+    """(T, description) inputs of reductions: 2-d, 3-d, 0-d, transposed, strided, expanded, empty."""
+    a = lambda shape: make(rng, shape, dtype, domain=domain)   # noqa: E731
+    ins = [(T(a((2, 3)), grad=g), "2-d"), (T(a((2, 1, 3)), grad=g), "3-d"), (T(a(()), grad=g), "0-d"),
+           (T(a((3, 2)), "t", grad=g), "transposed"), (T(a((2, 4)), "s", grad=g), "strided"),
+           (T(a((3, 1)), "e", grad=g, expand=(3, 2)), "expanded")]
+    if empty:
+        ins.append((T(a((0, 3)), grad=g), "empty"))
+    return ins

@@ -7,17 +7,9 @@ import numpy as np
 
 from ..tolerances import REDUCTION_TOL, SOFTMAX_TOL
 from .samples import ALL, DT, FLOAT, NP_DTYPE, NUM, OpInfo, Sample, T, aten, fn, is_float, make
-from .database import E, add, f32
+from .database import E, add, f32, reduce_inputs
 
 
-def _reduce_inputs(rng, dtype, g, *, empty=True):
-    a = lambda shape: make(rng, shape, dtype)   # noqa: E731
-    ins = [(T(a((2, 3)), grad=g), "2-d"), (T(a((2, 1, 3)), grad=g), "3-d"), (T(a(()), grad=g), "0-d"),
-           (T(a((3, 2)), "t", grad=g), "transposed"), (T(a((2, 4)), "s", grad=g), "strided"),
-           (T(a((3, 1)), "e", grad=g, expand=(3, 2)), "expanded")]
-    if empty:
-        ins.append((T(a((0, 3)), grad=g), "empty"))
-    return ins
 
 
 def _dims_for(t: T, *, allow_multi=True):
@@ -33,7 +25,7 @@ def _dims_for(t: T, *, allow_multi=True):
 def _sum_samples(rng, dtype, *, mean=False):
     g = is_float(dtype)
     S = []
-    for t, desc in _reduce_inputs(rng, dtype, g):
+    for t, desc in reduce_inputs(rng, dtype, g):
         for dim in _dims_for(t):
             for keepdim in (False, True):
                 if dim is None and keepdim:
@@ -69,7 +61,7 @@ add(OpInfo("mean.dim", fn("mean"), lambda rng, d: _sum_samples(rng, d, mean=True
 def _amax_samples(rng, dtype):
     g = is_float(dtype)
     S = []
-    for t, desc in _reduce_inputs(rng, dtype, g, empty=False):
+    for t, desc in reduce_inputs(rng, dtype, g, empty=False):
         for dim in ([()] + _dims_for(t)[1:]):
             for keepdim in (False, True):
                 S.append(Sample((t, dim, keepdim), desc=f"{desc} dim={dim} keepdim={keepdim}"))
@@ -92,7 +84,7 @@ for _nm in ("amax", "amin"):
 def _max_dim_samples(rng, dtype, name):
     g = is_float(dtype)
     S = []
-    for t, desc in _reduce_inputs(rng, dtype, g, empty=False):
+    for t, desc in reduce_inputs(rng, dtype, g, empty=False):
         for dim in (0, -1):
             for keepdim in (False, True):
                 S.append(Sample((t, dim, keepdim), desc=f"{desc} dim={dim} keepdim={keepdim}"))
@@ -105,7 +97,7 @@ def _max_dim_samples(rng, dtype, name):
 
 def _max_all_samples(rng, dtype):
     g = is_float(dtype)
-    return [Sample((t,), desc=desc) for t, desc in _reduce_inputs(rng, dtype, g, empty=False)]
+    return [Sample((t,), desc=desc) for t, desc in reduce_inputs(rng, dtype, g, empty=False)]
 
 
 for _nm in ("max", "min"):
@@ -122,7 +114,7 @@ for _nm in ("max", "min"):
 
 def _argmax_samples(rng, dtype):
     S = []
-    for t, desc in _reduce_inputs(rng, dtype, False, empty=False):
+    for t, desc in reduce_inputs(rng, dtype, False, empty=False):
         for dim in (None, 0, -1):
             for keepdim in (False, True):
                 S.append(Sample((t, dim, keepdim), desc=f"{desc} dim={dim} keepdim={keepdim}"))
@@ -142,7 +134,7 @@ for _nm in ("argmax", "argmin"):
 def _softmax_samples(rng, dtype):
     g = is_float(dtype)
     S = []
-    for t, desc in _reduce_inputs(rng, dtype, g):
+    for t, desc in reduce_inputs(rng, dtype, g):
         for dim in (0, -1):
             S.append(Sample((t, dim), desc=f"{desc} dim={dim}"))
     if dtype != "float64":

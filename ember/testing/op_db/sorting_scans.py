@@ -6,7 +6,7 @@ import numpy as np
 
 from ..tolerances import REDUCTION_TOL
 from .samples import ALL, DT, FLOAT, NP_DTYPE, NUM, OpInfo, Sample, T, fn, is_float, make, method
-from .database import E, add, f32
+from .database import E, add, f32, reduce_inputs
 
 
 def distinct(rng, shape, dtype):
@@ -144,20 +144,12 @@ for _nm, _zeros in (("cumsum", False), ("cumprod", True)):
 
 
 # ------------------------------------------------------------------------------ reductions
-def _reduce_inputs(rng, dtype, g, *, empty=True, domain="any"):
-    a = lambda shape: make(rng, shape, dtype, domain=domain)   # noqa: E731
-    ins = [(T(a((2, 3)), grad=g), "2-d"), (T(a((2, 1, 3)), grad=g), "3-d"), (T(a(()), grad=g), "0-d"),
-           (T(a((3, 2)), "t", grad=g), "transposed"), (T(a((2, 4)), "s", grad=g), "strided"),
-           (T(a((3, 1)), "e", grad=g, expand=(3, 2)), "expanded")]
-    if empty:
-        ins.append((T(a((0, 3)), grad=g), "empty"))
-    return ins
 
 
 def _prod_samples(rng, dtype):
     g = is_float(dtype)
     S = []
-    for t, desc in _reduce_inputs(rng, dtype, g):
+    for t, desc in reduce_inputs(rng, dtype, g):
         for dim in (0, -1):
             for keepdim in (False, True):
                 S.append(Sample((t, dim, keepdim), desc=f"{desc} dim={dim} keepdim={keepdim}"))
@@ -173,7 +165,7 @@ def _prod_samples(rng, dtype):
 
 def _prod_all_samples(rng, dtype):
     g = is_float(dtype)
-    S = [Sample((t,), desc=desc) for t, desc in _reduce_inputs(rng, dtype, g)]
+    S = [Sample((t,), desc=desc) for t, desc in reduce_inputs(rng, dtype, g)]
     if g:
         x = make(rng, (2, 3), dtype)
         x[1, 1] = 0
@@ -191,7 +183,7 @@ add(OpInfo("prod", fn("prod"), _prod_all_samples, dtypes=ALL, grad=True, tol=RED
 def _lse_samples(rng, dtype):
     g = is_float(dtype)
     S = []
-    for t, desc in _reduce_inputs(rng, dtype, g):
+    for t, desc in reduce_inputs(rng, dtype, g):
         for dim in ((0,), -1, (0, -1) if t.values.ndim >= 2 else 0):
             for keepdim in (False, True):
                 S.append(Sample((t, dim, keepdim), desc=f"{desc} dim={dim} keepdim={keepdim}"))
@@ -210,7 +202,7 @@ add(OpInfo("logsumexp", fn("logsumexp"), _lse_samples, dtypes=NUM, grad=True, to
 def _any_all_samples(kind):
     def gen(rng, dtype):
         S = []
-        ins = _reduce_inputs(rng, dtype, False)
+        ins = reduce_inputs(rng, dtype, False)
         zeros = np.zeros((2, 3), NP_DTYPE[dtype])
         ones = np.ones((2, 3), NP_DTYPE[dtype])
         ins += [(T(zeros), "all zero"), (T(ones), "all one")]
@@ -238,7 +230,7 @@ for _nm in ("any", "all"):
 def _var_samples(overload):
     def gen(rng, dtype):
         S = []
-        for t, desc in _reduce_inputs(rng, dtype, True, empty=False):
+        for t, desc in reduce_inputs(rng, dtype, True, empty=False):
             nd = t.values.ndim
             if overload == "correction":
                 for dim in (None, 0, (0, -1) if nd >= 2 else -1):
@@ -284,7 +276,7 @@ add(OpInfo("var_mean.correction", fn("var_mean"), lambda rng, d: [
 def _norm_samples(full):
     def gen(rng, dtype):
         S = []
-        for t, desc in _reduce_inputs(rng, dtype, True, empty=False):
+        for t, desc in reduce_inputs(rng, dtype, True, empty=False):
             nd = t.values.ndim
             for p in (2, 1, float("inf"), -float("inf"), 0, 3, 0.5, "fro"):
                 ties = p in (float("inf"), -float("inf")) and t.layout == "e"

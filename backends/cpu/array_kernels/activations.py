@@ -1,0 +1,148 @@
+"""erf (a primitive) and native kernels of the activations, against the array-module API.
+
+numpy has no erf: `erf` evaluates W. J. Cody's rational approximations (the Cephes
+coefficients: |x| <= 1 by x * T(x^2) / U(x^2), beyond by 1 - erfc(|x|) with
+erfc = exp(-x^2) * P(x) / Q(x)), accurate to a few 1e-16 relative in float64. Every kernel
+computes in float64 (erf) or the opmath dtype (float32 for float16/bfloat16) and rounds once.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from ember.frontend import dtype as _dt
+
+_T = (9.60497373987051638749E0, 9.00260197203842689217E1, 2.23200534594684319226E3, 7.00332514112805075473E3,
+      5.55923013010394962768E4)
+_U = (3.35617141647503099647E1, 5.21357949780152679795E2, 4.59432382970980127987E3, 2.26290000613890934246E4,
+      4.92673942608635921086E4)
+_P = (2.46196981473530512524E-10, 5.64189564831068821977E-1, 7.46321056442269912687E0, 4.86371970985681366614E1,
+      1.96520832956077098242E2, 5.26445194995477358631E2, 9.34528527171957607540E2, 1.02755188689515710272E3,
+      5.57535335369399327526E2)
+_Q = (1.32281951154744992508E1, 8.67072140885989742329E1, 3.54937778887819891062E2, 9.75708501743205489753E2,
+      1.82390916687909736289E3, 2.24633760818710981792E3, 1.65666309194161350182E3, 5.57535340817727675546E2)
+_R = (5.64189583547755073984E-1, 1.27536670759978104416E0, 5.01905042251180477414E0, 6.16021097993053585195E0,
+      7.40974269950448939160E0, 2.97886665372100240670E0)
+_S = (2.26052863220117276590E0, 9.39603524938001434673E0, 1.20489539808096656605E1, 1.70814450747565897222E1,
+      9.60896809063285878198E0, 3.36907645100081516050E0)
+
+_SQRT1_2 = math.sqrt(0.5)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_SQRT_2_PI = math.sqrt(2.0 / math.pi)
+_GELU_K = 0.044715
+
+
+def _polevl(x, coefs):
+    r = coefs[0] + 0 * x
+    for c in coefs[1:]:
+        r = r * x + c
+    return r
+
+
+def _p1evl(x, coefs):
+    r = x + coefs[0]
+    for c in coefs[1:]:
+        r = r * x + c
+    return r
+
+
+def erf_float64(xp, x):
+    """erf of a float64 array (NaN stays NaN, erf(+-inf) = +-1, erf(-0.0) = -0.0)."""
+    ax = xp.abs(x)
+    small = ax <= 1.0
+    z = xp.where(small, x * x, 0.0)
+    inner = x * (_polevl(z, _T) / _p1evl(z, _U))
+    axc = xp.clip(ax, 1.0, 27.0)                       # erfc(27) underflows: erf is exactly +-1 beyond
+    big = axc >= 8.0
+    ratio = xp.where(big, _polevl(axc, _R) / _p1evl(axc, _S), _polevl(axc, _P) / _p1evl(axc, _Q))
+    outer = xp.copysign(1.0 - xp.exp(-axc * axc) * ratio, x)
+    return xp.where(small, inner, xp.where(xp.isnan(x), x, outer))
+
+
+def make(xp, native: Callable) -> dict[str, Callable]:
+    f32 = xp.dtype("float32")
+    f64 = xp.dtype("float64")
+    lowp = {native(_dt.float16), native(_dt.bfloat16)}
+
+    def compute(a, dt):
+        return a.astype(f32 if dt in lowp else dt, copy=False)
+
+    def erf(spec, a):
+        dt = native(spec[1])
+        return erf_float64(xp, a.astype(f64)).astype(dt, copy=False)
+
+    def gelu(spec, a, approximate="none"):
+        dt = native(spec[1])
+        x = compute(a, dt)
+        if approximate == "tanh":
+            out = 0.5 * x * (1.0 + xp.tanh(_SQRT_2_PI * (x + _GELU_K * x * x * x)))
+        else:
+            cdf = 0.5 * (1.0 + erf_float64(xp, x.astype(f64) * _SQRT1_2))
+            out = x * cdf.astype(x.dtype, copy=False)
+        return xp.asarray(out).astype(dt, copy=False)
+
+    def gelu_backward(spec, g, a, approximate="none"):
+        dt = native(spec[1])
+        x, g = compute(a, dt), compute(g, dt)
+        if approximate == "tanh":
+            x2 = x * x
+            t = xp.tanh(_SQRT_2_PI * (x + _GELU_K * x2 * x))
+            d = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _SQRT_2_PI * (1.0 + 3.0 * _GELU_K * x2)
+        else:
+            cdf = (0.5 * (1.0 + erf_float64(xp, x.astype(f64) * _SQRT1_2))).astype(x.dtype, copy=False)
+            d = cdf + x * xp.exp(-0.5 * x * x) * _INV_SQRT_2PI
+        return xp.asarray(g * d).astype(dt, copy=False)
+
+    def silu(spec, a):
+        dt = native(spec[1])
+        x = compute(a, dt)
+        return xp.asarray(x / (1.0 + xp.exp(-x))).astype(dt, copy=False)
+
+    def silu_backward(spec, g, a):
+        dt = native(spec[1])
+        x, g = compute(a, dt), compute(g, dt)
+        s = 1.0 / (1.0 + xp.exp(-x))
+        return xp.asarray(g * s * (1.0 + x * (1.0 - s))).astype(dt, copy=False)
+
+    def leaky_relu(spec, a, negative_slope=0.01):
+        dt = native(spec[1])
+        x = compute(a, dt)
+        return xp.asarray(xp.where(x > 0, x, x * negative_slope)).astype(dt, copy=False)
+
+    def softplus(spec, a, beta=1, threshold=20):
+        dt = native(spec[1])
+        x = compute(a, dt)
+        bx = x * beta
+        soft = xp.log1p(xp.exp(xp.minimum(bx, threshold))) / beta      # exp of large values is never taken
+        return xp.asarray(xp.where(bx > threshold, x, soft)).astype(dt, copy=False)
+
+    def elu(spec, a, alpha=1, scale=1, input_scale=1):
+        dt = native(spec[1])
+        x = compute(a, dt)
+        negative = xp.expm1(xp.minimum(x, 0) * input_scale) * (alpha * scale)
+        return xp.asarray(xp.where(x > 0, x * scale, negative)).astype(dt, copy=False)
+
+    def hardtanh(spec, a, min_val=-1, max_val=1):
+        dt = native(spec[1])
+        x = compute(a, dt) if dt.kind == "f" or dt in lowp else a
+        return xp.asarray(xp.minimum(xp.maximum(x, min_val), max_val)).astype(dt, copy=False)
+
+    def mish(spec, a):
+        dt = native(spec[1])
+        x = compute(a, dt)
+        soft = xp.where(x > 20, x, xp.log1p(xp.exp(xp.minimum(x, 20))))
+        return xp.asarray(x * xp.tanh(soft)).astype(dt, copy=False)
+
+    def hardsigmoid(spec, a):
+        dt = native(spec[1])
+        x = compute(a, dt)
+        return xp.asarray(xp.clip(x + 3.0, 0.0, 6.0) / 6.0).astype(dt, copy=False)
+
+    def hardswish(spec, a):
+        dt = native(spec[1])
+        x = compute(a, dt)
+        return xp.asarray(x * xp.clip(x + 3.0, 0.0, 6.0) / 6.0).astype(dt, copy=False)
+
+    return {"erf": erf, "gelu": gelu, "gelu_backward": gelu_backward, "silu": silu, "silu_backward": silu_backward,
+            "leaky_relu": leaky_relu, "softplus": softplus, "elu": elu, "hardtanh": hardtanh, "mish": mish,
+            "hardsigmoid": hardsigmoid, "hardswish": hardswish}

@@ -1,0 +1,114 @@
+"""Native kernels of cross_entropy_loss / nll_loss_nd (log_softmax and the class pick fused)
+and randperm (an argsort of the same Philox keys the decomposition ranks), against the
+array-module API. They compute what the decompositions in ember/decompositions compute, in
+one pass: the class is picked with take_along_axis instead of a one-hot mask.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Callable
+
+from ember.errors import DimensionError
+from ember.frontend import dtype as _dt
+from ember.frontend.random import default_generator
+
+from . import philox
+
+
+def make(xp, native: Callable) -> dict[str, Callable]:
+    f32 = xp.dtype("float32")
+    i64 = xp.dtype("int64")
+    lowp = {native(_dt.float16), native(_dt.bfloat16)}
+
+    def quiet():
+        """0/0 (an all-ignored mean) is NaN, as in PyTorch, without numpy's warning (cupy has no errstate)."""
+        return xp.errstate(invalid="ignore", divide="ignore") if hasattr(xp, "errstate") else contextlib.nullcontext()
+
+    def opmath(dt):
+        return f32 if dt in lowp else dt
+
+    def along(w, cdim, ndim):
+        shape = [1] * ndim
+        shape[cdim] = w.shape[0]
+        return w.reshape(shape)
+
+    def class_target(logp, target, ignore_index):
+        classes = logp.shape[1 if logp.ndim >= 2 else 0]
+        t = target.astype(i64)
+        if logp.ndim == 1 and t.ndim == 1:
+            t = t.reshape(())
+        valid = t != ignore_index
+        bad = valid & ((t < 0) | (t >= classes))
+        if bool(bad.any()):
+            value = int(t[bad][0]) if int(bad.sum()) == 1 else "some target"
+            raise DimensionError(f"nll_loss(): Target {value} is out of bounds (classes: {classes}).")
+        return t, valid, xp.where(valid, t, 0)
+
+    def nll(logp, target, weight, reduction, ignore_index):
+        cdim = 1 if logp.ndim >= 2 else 0
+        t, valid, safe = class_target(logp, target, ignore_index)
+        picked = xp.take_along_axis(logp, xp.expand_dims(safe, cdim), axis=cdim).squeeze(cdim)
+        w = weight.astype(logp.dtype)[safe] if weight is not None else xp.ones(safe.shape, logp.dtype)
+        w = xp.where(valid, w, xp.zeros((), logp.dtype))
+        loss = -picked * w
+        if reduction == 0:
+            return loss, valid, w
+        if reduction == 2:
+            return loss.sum(), valid, w
+        return loss.sum() / w.sum(), valid, w
+
+    def log_softmax(x, cdim, dt):
+        if x.size == 0:
+            return x
+        shifted = x - xp.max(x, axis=cdim, keepdims=True)
+        logp = shifted - xp.log(xp.sum(xp.exp(shifted), axis=cdim, keepdims=True))
+        return logp.astype(dt).astype(x.dtype)        # rounded as the log_softmax op rounds
+
+    def nll_loss_nd(spec, x, target, weight=None, reduction=1, ignore_index=-100):
+        dt = native(spec[1])
+        with quiet():
+            out, _, _ = nll(x.astype(opmath(dt)), target, weight, reduction, ignore_index)
+        return xp.asarray(out).astype(dt)
+
+    def cross_entropy_loss(spec, x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
+        dt = native(spec[1])
+        cdt = opmath(dt)
+        cdim = 1 if x.ndim >= 2 else 0
+        classes = x.shape[cdim]
+        logp = log_softmax(x.astype(cdt), cdim, dt)
+        wb = along(weight.astype(cdt), cdim, x.ndim) if weight is not None else None
+        with quiet():
+            if target.dtype.kind not in "iu":                  # class probabilities (bfloat16 is kind "V")
+                tgt = target.astype(cdt)
+                if label_smoothing > 0:
+                    tgt = tgt * (1.0 - label_smoothing) + label_smoothing / classes
+                weighted = logp * wb if wb is not None else logp
+                loss = -(weighted * tgt).sum(axis=cdim)
+                if reduction == 1:
+                    loss = loss.sum() / (x.size // classes) if x.size else xp.asarray(float("nan"), cdt)
+                elif reduction == 2:
+                    loss = loss.sum()
+                return xp.asarray(loss).astype(dt)
+            out, valid, w = nll(logp, target, weight, reduction, ignore_index)
+            if label_smoothing == 0:
+                return xp.asarray(out).astype(dt)
+            weighted = logp * wb if wb is not None else logp
+            smooth = xp.where(valid, -weighted.sum(axis=cdim), xp.zeros((), cdt))
+            if reduction == 0:
+                ret = smooth
+            elif reduction == 2:
+                ret = smooth.sum()
+            elif weight is not None:
+                ret = smooth.sum() / w.sum()
+            else:
+                ret = smooth.sum() / valid.sum()
+            return xp.asarray(out * (1.0 - label_smoothing) + ret * (label_smoothing / classes)).astype(dt)
+
+    def randperm(spec, n, generator=None, dtype=None, device=None, requires_grad=False):
+        gen = generator if generator is not None else default_generator("cpu")
+        keys = gen.draw(lambda seed, offset: philox.uniform(xp, seed, offset, (n,), "float64", 0.0, 1.0))
+        ranks = xp.empty(n, dtype=i64)
+        ranks[xp.argsort(keys, kind="stable")] = xp.arange(n, dtype=i64)
+        return ranks.astype(native(spec[1]))
+
+    return {"nll_loss_nd": nll_loss_nd, "cross_entropy_loss": cross_entropy_loss, "randperm": randperm}

@@ -1,0 +1,89 @@
+"""Decompositions of linear, cosine_similarity and scaled_dot_product_attention (the math path)."""
+from __future__ import annotations
+
+import math
+
+from ember._generated import functions as F
+from ember.frontend import dtype as _dt
+from ember.frontend.type_promotion import result_type
+
+from . import decomposition
+
+
+@decomposition("linear")
+def linear(input, weight, bias=None):
+    if weight.dim() == 2:
+        if input.dim() == 2 and bias is not None:
+            return F.addmm(bias, input, F.t(weight))
+        out = F.matmul(input, F.t(weight))
+    else:
+        out = F.matmul(input, weight)
+    return out if bias is None else F.add(out, bias)
+
+
+@decomposition("cosine_similarity")
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    dtype = result_type(x1, x2)
+    a = F._to_copy(x1, dtype=dtype) if x1.dtype is not dtype else x1
+    b = F._to_copy(x2, dtype=dtype) if x2.dtype is not dtype else x2
+    a, b = _broadcast(a, b)
+    na = F.clamp(F.sqrt(F.sum(F.mul(a, a), dim, True)), min=eps)
+    nb = F.clamp(F.sqrt(F.sum(F.mul(b, b), dim, True)), min=eps)
+    return F.sum(F.mul(F.div(a, na), F.div(b, nb)), dim)
+
+
+def _broadcast(a, b):
+    n = max(a.dim(), b.dim())
+    sa = (1,) * (n - a.dim()) + tuple(a.shape)
+    sb = (1,) * (n - b.dim()) + tuple(b.shape)
+    shape = tuple(x if y == 1 else y for x, y in zip(sa, sb))
+    return F.expand(a, shape), F.expand(b, shape)
+
+
+def _broadcast_shape(*shapes):
+    n = max(len(sh) for sh in shapes)
+    out = [1] * n
+    for sh in shapes:
+        for i, d in enumerate((1,) * (n - len(sh)) + tuple(sh)):
+            out[i] = d if out[i] == 1 else out[i]
+    return tuple(out)
+
+
+def _repeat_heads(t, groups: int):
+    """repeat_interleave of the head dim (-3) `groups` times, by expand + reshape."""
+    shape = tuple(t.shape)
+    expanded = F.expand(F.unsqueeze(t, -3), shape[:-2] + (groups,) + shape[-2:])
+    return F.reshape(expanded, shape[:-3] + (shape[-3] * groups,) + shape[-2:])
+
+
+@decomposition("scaled_dot_product_attention")
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
+    if enable_gqa and query.dim() >= 3 and key.dim() >= 3 and key.shape[-3] != query.shape[-3]:
+        key = _repeat_heads(key, query.shape[-3] // key.shape[-3])
+        value = _repeat_heads(value, query.shape[-3] // value.shape[-3])
+    if 0 in (L, S, E) or value.shape[-1] == 0 or 0 in tuple(query.shape[:-2]):
+        batch = _broadcast_shape(tuple(query.shape[:-2]), tuple(key.shape[:-2]), tuple(value.shape[:-2]))
+        return F.zeros(batch + (L, value.shape[-1]), dtype=query.dtype, device=query.device)   # nothing to attend
+    factor = math.sqrt(1.0 / math.sqrt(E) if scale is None else scale) if E else 1.0
+    scores = F.matmul(F.mul(query, factor), F.transpose(F.mul(key, factor), -2, -1))
+    masked = None
+    if is_causal:
+        rows = F.reshape(F.arange(L, device=query.device), (L, 1))
+        cols = F.reshape(F.arange(S, device=query.device), (1, S))
+        masked = F.ge(rows, cols)
+        scores = F.where(masked, scores, float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype is _dt.bool:
+            scores = F.where(attn_mask, scores, float("-inf"))
+            masked = True
+        else:
+            scores = F.add(scores, attn_mask)
+    weights = F.softmax(scores, -1)
+    if masked is not None and scores.numel():
+        # a row with every key masked attends to nothing (zeros), as PyTorch's _safe_softmax
+        weights = F.where(F.eq(F.amax(scores, -1, True), float("-inf")), 0.0, weights)
+    if dropout_p > 0:
+        weights = F.dropout(weights, dropout_p, True)
+    return F.matmul(weights, value)

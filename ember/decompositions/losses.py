@@ -1,0 +1,189 @@
+"""Decompositions of the losses (differentiated through): elementwise losses, nll_loss and
+cross_entropy.
+
+Class-index targets pick their class by comparing an `arange` of the classes with the
+target (a one-hot mask: eq + where + sum), which needs no gather and runs on any backend;
+ignore_index entries get weight 0. Reductions follow ATen's enum: 0 none, 1 mean, 2 sum.
+"""
+from __future__ import annotations
+
+from ember._generated import functions as F
+from ember.errors import ArgumentValueError, DimensionError
+from ember.frontend import dtype as _dt
+
+from . import decomposition
+
+
+def reduce(loss, reduction: int):
+    if reduction == 0:
+        return loss
+    if reduction == 1:
+        return F.mean(loss)
+    return F.sum(loss)
+
+
+def _any(mask) -> bool:
+    """Whether a bool tensor holds a True (a data-dependent check: reads one number back)."""
+    if mask.numel() == 0 or mask.device.type == "meta":       # meta tensors carry no values to check
+        return False
+    return bool(F.sum(mask).item() > 0)
+
+
+@decomposition("mse_loss")
+def mse_loss(self, target, reduction=1):
+    d = F.sub(self, target)
+    return reduce(F.mul(d, d), reduction)
+
+
+@decomposition("l1_loss")
+def l1_loss(self, target, reduction=1):
+    return reduce(F.abs(F.sub(self, target)), reduction)
+
+
+@decomposition("smooth_l1_loss")
+def smooth_l1_loss(self, target, reduction=1, beta=1.0):
+    d = F.abs(F.sub(self, target))
+    if beta == 0:
+        return reduce(d, reduction)
+    loss = F.where(F.lt(d, beta), F.div(F.mul(F.mul(d, d), 0.5), beta), F.sub(d, 0.5 * beta))
+    return reduce(loss, reduction)
+
+
+@decomposition("huber_loss")
+def huber_loss(self, target, reduction=1, delta=1.0):
+    if self.dtype.is_floating_point and target.dtype is not self.dtype:
+        target = F._to_copy(target, dtype=self.dtype)          # PyTorch's huber_loss keeps the input's dtype
+    d = F.abs(F.sub(self, target))
+    loss = F.where(F.lt(d, delta), F.mul(F.mul(d, d), 0.5), F.mul(F.sub(d, 0.5 * delta), delta))
+    return reduce(loss, reduction)
+
+
+@decomposition("binary_cross_entropy")
+def binary_cross_entropy(self, target, weight=None, reduction=1):
+    inside = F.logical_and(F.ge(self, 0), F.le(self, 1))
+    if _any(F.logical_not(inside)):
+        raise ArgumentValueError("binary_cross_entropy(): all elements of input should be between 0 and 1")
+    log_x = F.clamp(F.log(self), min=-100.0)
+    log_1mx = F.clamp(F.log1p(F.neg(self)), min=-100.0)
+    loss = F.sub(F.mul(F.sub(target, 1.0), log_1mx), F.mul(target, log_x))
+    if weight is not None:
+        loss = F.mul(loss, weight)
+    return reduce(loss, reduction)
+
+
+@decomposition("binary_cross_entropy_with_logits")
+def binary_cross_entropy_with_logits(self, target, weight=None, pos_weight=None, reduction=1):
+    # (1 - t) * x + w_pos * log(1 + exp(-x)), with log(1 + exp(-x)) = softplus(-x), computed stably
+    softplus_neg = F.softplus(F.neg(self))
+    if pos_weight is not None:
+        log_weight = F.add(F.mul(F.sub(pos_weight, 1.0), target), 1.0)
+        softplus_neg = F.mul(log_weight, softplus_neg)
+    loss = F.add(F.mul(F.rsub(target, 1.0), self), softplus_neg)
+    if weight is not None:
+        loss = F.mul(loss, weight)
+    return reduce(loss, reduction)
+
+
+@decomposition("kl_div")
+def kl_div(self, target, reduction=1, log_target=False):
+    if log_target:
+        loss = F.mul(F.exp(target), F.sub(target, self))
+    else:
+        positive = F.gt(target, 0)
+        safe_log = F.log(F.where(positive, target, 1.0))        # xlogy: 0 * log(0) is 0 (and its gradient finite)
+        loss = F.sub(F.mul(target, safe_log), F.mul(target, self))
+    return reduce(loss, reduction)
+
+
+def _class_mask(target, classes: int, cdim: int, ndim: int, device):
+    """The bool one-hot mask of `target` (class dim `cdim`), of the input's rank."""
+    shape = [1] * ndim
+    shape[cdim] = classes
+    positions = F.reshape(F.arange(classes, device=device), shape)
+    return F.eq(F.unsqueeze(target, cdim), positions)
+
+
+def _along(t, cdim: int, ndim: int):
+    """A 1-D per-class tensor shaped to broadcast along the class dim."""
+    shape = [1] * ndim
+    shape[cdim] = t.shape[0]
+    return F.reshape(t, shape)
+
+
+def _class_target(self, target, ignore_index):
+    """(target as int64 without a stray size-1 dim, class dim, number of classes), range-checked."""
+    ndim = self.dim()
+    cdim = 1 if ndim >= 2 else 0
+    classes = self.shape[cdim]
+    target = F._to_copy(target, dtype=_dt.int64) if target.dtype is not _dt.int64 else target
+    if ndim == 1 and target.dim() == 1:
+        target = F.reshape(target, ())
+    bad = F.logical_and(F.ne(target, ignore_index), F.logical_or(F.lt(target, 0), F.ge(target, classes)))
+    if _any(bad):
+        value = int(F.sum(F.where(bad, target, 0)).item()) if F.sum(bad).item() == 1 else "some target"
+        raise DimensionError(f"nll_loss(): Target {value} is out of bounds (classes: {classes}).")
+    return target, cdim, classes
+
+
+@decomposition("nll_loss_nd")
+def nll_loss_nd(self, target, weight=None, reduction=1, ignore_index=-100):
+    target, cdim, classes = _class_target(self, target, ignore_index)
+    ndim = self.dim()
+    mask = _class_mask(target, classes, cdim, ndim, self.device)
+    picked = F.sum(F.where(mask, self, 0.0), cdim)
+    valid = F.ne(target, ignore_index)
+    if weight is not None:
+        w = F.sum(F.where(mask, _along(weight, cdim, ndim), 0.0), cdim)
+        w = F.where(valid, w, 0.0)
+    else:
+        w = F._to_copy(valid, dtype=self.dtype)
+    loss = F.neg(F.mul(picked, w))
+    if reduction == 0:
+        return loss
+    total = F.sum(loss)
+    if reduction == 2:
+        return total
+    return F.div(total, F.sum(w))
+
+
+@decomposition("nll_loss")
+def nll_loss(self, target, weight=None, reduction=1, ignore_index=-100):
+    return nll_loss_nd(self, target, weight, reduction, ignore_index)
+
+
+@decomposition("cross_entropy_loss")
+def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
+    ndim = self.dim()
+    cdim = 1 if ndim >= 2 else 0
+    classes = self.shape[cdim]
+    logp = F.log_softmax(self, cdim)
+    if target.dtype.is_floating_point:                      # class probabilities
+        if label_smoothing > 0:
+            target = F.add(F.mul(target, 1.0 - label_smoothing), label_smoothing / classes)
+        if weight is not None:
+            logp = F.mul(logp, _along(weight, cdim, ndim))
+        loss = F.neg(F.sum(F.mul(logp, target), cdim))
+        if reduction == 0:
+            return loss
+        total = F.sum(loss)
+        if reduction == 2:
+            return total
+        return F.div(total, self.numel() // classes) if self.numel() else F.mul(total, float("nan"))
+    nll = nll_loss_nd(logp, target, weight, reduction, ignore_index)
+    if label_smoothing == 0:
+        return nll
+    target, cdim, classes = _class_target(self, target, ignore_index)
+    valid = F.ne(target, ignore_index)
+    weighted = logp if weight is None else F.mul(logp, _along(weight, cdim, ndim))
+    smooth = F.where(valid, F.neg(F.sum(weighted, cdim)), 0.0)
+    if reduction == 0:
+        ret = smooth
+    elif reduction == 2:
+        ret = F.sum(smooth)
+    elif weight is not None:
+        mask = _class_mask(target, classes, cdim, ndim, self.device)
+        w = F.where(valid, F.sum(F.where(mask, _along(weight, cdim, ndim), 0.0), cdim), 0.0)
+        ret = F.div(F.sum(smooth), F.sum(w))
+    else:
+        ret = F.div(F.sum(smooth), F.sum(valid))
+    return F.add(F.mul(nll, 1.0 - label_smoothing), F.mul(ret, label_smoothing / classes))

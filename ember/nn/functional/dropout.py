@@ -1,0 +1,50 @@
+"""torch.nn.functional.dropout."""
+from __future__ import annotations
+
+from ember._generated import functions as _F
+from ember.errors import ArgumentListError
+
+__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d"]
+
+
+def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+    """Zero each element with probability p and scale the rest by 1 / (1 - p) while training."""
+    if p < 0.0 or p > 1.0:
+        raise ArgumentListError(f"dropout probability has to be between 0 and 1, but got {p}")
+    out = _F.dropout(input, p, training)
+    return _F.copy_(input, out) if inplace else out
+
+
+def _feature_dropout(name: str, input, p: float, training: bool, inplace: bool, batched_dim: int):
+    """Zero whole channels: one Bernoulli draw per (sample, channel), scaled by 1 / (1 - p)."""
+    if p < 0.0 or p > 1.0:
+        raise ArgumentListError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if input.dim() not in (batched_dim - 1, batched_dim):
+        raise ArgumentListError(f"{name}: Expected {batched_dim - 1}D or {batched_dim}D input, but received a "
+                                f"{input.dim()}D input.")
+    if not training or p == 0:
+        return input
+    batched = input.dim() == batched_dim
+    lead = 2 if batched else 1
+    shape = tuple(input.shape[:lead]) + (1,) * (input.dim() - lead)
+    if p == 1:
+        out = _F.mul(input, 0.0)
+    else:
+        keep = _F.bernoulli(_F.full(shape, 1.0 - p, dtype=input.dtype, device=input.device))
+        out = _F.mul(input, _F.div(keep, 1.0 - p))
+    return _F.copy_(input, out) if inplace else out
+
+
+def dropout1d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+    """Channel dropout of (N, C, L) or (C, L) inputs."""
+    return _feature_dropout("dropout1d", input, p, training, inplace, 3)
+
+
+def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+    """Channel dropout of (N, C, H, W) or (C, H, W) inputs."""
+    return _feature_dropout("dropout2d", input, p, training, inplace, 4)
+
+
+def dropout3d(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+    """Channel dropout of (N, C, D, H, W) or (C, D, H, W) inputs."""
+    return _feature_dropout("dropout3d", input, p, training, inplace, 5)

@@ -1,0 +1,286 @@
+"""Shape rules of the rest of PyTorch's core ATen nn ops: the backward ops (pooling,
+convolution, layer and group norm), the `_native_batch_norm_legit*` variants, col2im/im2col
+and the 3-d pooling and padding ops (ATen's checks, shared with the 1-d/2-d rules).
+
+A backward op checks that `grad_output` has the shape its forward op gives for `self`, and
+returns `self`'s spec; multi-output backward ops return None for outputs their
+`output_mask` leaves out.
+"""
+from __future__ import annotations
+
+from ember.errors import ArgumentValueError, DimensionError, MissingKernelError, ShapeError
+from ember.frontend import dtype as _dt
+
+from . import shape_rule
+from .common import check_int_list, check_tensor, type_name
+from .nn_layers import (_adaptive, _check_float, _shape, adaptive_avg_pool2d, avg_pool2d, conv_spec, int_tuple,
+                        max_pool2d_with_indices, pool_geometry)
+from .nn_norm_pad import _mode_pad, native_batch_norm, native_group_norm, native_layer_norm
+
+
+def _check_grad(op, grad, expected, arg="grad_output"):
+    check_tensor(op, grad, arg)
+    if _shape(grad) != tuple(expected):
+        raise ShapeError(f"{op.name}(): Expected {arg} of size {list(expected)}, but got {arg} of size "
+                         f"{list(_shape(grad))}")
+
+
+def _mask(op, output_mask):
+    mask = list(output_mask) if isinstance(output_mask, (list, tuple)) else None
+    if mask is None or len(mask) != 3 or not all(isinstance(m, bool) for m in mask):
+        raise ArgumentValueError(f"{op.name}(): argument 'output_mask' must be a list of 3 bools, got {output_mask!r}")
+    return mask
+
+
+def _masked(mask, specs):
+    return tuple(s if m else None for m, s in zip(mask, specs))
+
+
+# ----------------------------------------------------------------------------------- pooling
+@shape_rule("max_pool3d_with_indices")
+def max_pool3d_with_indices(op, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    out = pool_geometry(op, self, kernel_size, stride, padding, dilation, ceil_mode, nd=3)
+    _check_float(op, self, "max_pool3d_with_indices_cpu")
+    return ((out, self._dtype), (out, _dt.int64))
+
+
+@shape_rule("max_pool3d")
+def max_pool3d(op, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return max_pool3d_with_indices(op, self, kernel_size, stride, padding, dilation, ceil_mode)[0]
+
+
+@shape_rule("avg_pool3d")
+def avg_pool3d(op, self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    check_tensor(op, self, "input")
+    out = pool_geometry(op, self, kernel_size, stride, padding, 1, ceil_mode, nd=3)
+    if divisor_override is not None and divisor_override == 0:
+        raise ArgumentValueError(f"{op.name}(): divisor must be not zero (argument 'divisor_override')")
+    _check_avg3d_dtype(op, self, "avg_pool3d_out_frame")
+    return (out, self._dtype)
+
+
+def _check_avg3d_dtype(op, t, kernel):
+    """PyTorch's cpu avg_pool3d kernels are float32/float64 only."""
+    if t._dtype not in (_dt.float32, _dt.float64):
+        raise MissingKernelError(f'{op.name}(): "{kernel}" not implemented for \'{type_name(t._dtype)}\'')
+
+
+@shape_rule("adaptive_avg_pool3d")
+def adaptive_avg_pool3d(op, self, output_size):
+    return _adaptive(op, self, output_size, 3)
+
+
+def _pool_backward(forward_rule):
+    def rule(op, grad_output, self, *args):
+        out = forward_rule(op, self, *args)
+        _check_grad(op, grad_output, out[0])
+        if grad_output._dtype is not self._dtype:
+            raise ShapeError(f"{op.name}(): expected grad_output of dtype {self._dtype}, got {grad_output._dtype}")
+        return (_shape(self), self._dtype)
+    return rule
+
+
+_AVG2 = _pool_backward(avg_pool2d)
+_AVG3 = _pool_backward(lambda op, self, *args: (_check_avg3d_dtype(op, self, "avg_pool3d_backward_out_frame"),
+                                                avg_pool3d(op, self, *args))[1])
+_ADA2, _ADA3 = _pool_backward(adaptive_avg_pool2d), _pool_backward(adaptive_avg_pool3d)
+
+
+@shape_rule("avg_pool2d_backward")
+def avg_pool2d_backward(op, grad_output, self, *args):
+    return _AVG2(op, grad_output, self, *args)
+
+
+@shape_rule("avg_pool3d_backward")
+def avg_pool3d_backward(op, grad_output, self, *args):
+    return _AVG3(op, grad_output, self, *args)
+
+
+def _dim_check(op, t, need, nd):
+    """ATen indexes dim -need (IndexError) before its own checks."""
+    r = len(_shape(t))
+    if r < need:
+        raise DimensionError(f"{op.name}(): Dimension out of range (expected to be in range of "
+                             f"[{-max(r, 1)}, {max(r, 1) - 1}], but got {nd})")
+
+
+@shape_rule("_adaptive_avg_pool2d_backward")
+def _adaptive_avg_pool2d_backward(op, grad_output, self):
+    return _ADA2(op, grad_output, self, tuple(_shape(grad_output)[-2:]))
+
+
+@shape_rule("_adaptive_avg_pool3d_backward")
+def _adaptive_avg_pool3d_backward(op, grad_output, self):
+    _dim_check(op, grad_output, 4, -4)
+    return _ADA3(op, grad_output, self, tuple(_shape(grad_output)[-3:]))
+
+
+def _max_backward(forward_rule):
+    def rule(op, grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices):
+        out = forward_rule(op, self, kernel_size, stride, padding, dilation, ceil_mode)[0][0]
+        _check_grad(op, grad_output, out)
+        _check_grad(op, indices, out, "indices")
+        if indices._dtype is not _dt.int64:
+            raise ShapeError(f"{op.name}(): expected indices of dtype int64, got {indices._dtype}")
+        return (_shape(self), self._dtype)
+    return rule
+
+
+_MAX2, _MAX3 = _max_backward(max_pool2d_with_indices), _max_backward(max_pool3d_with_indices)
+
+
+@shape_rule("max_pool2d_with_indices_backward")
+def max_pool2d_with_indices_backward(op, *args):
+    return _MAX2(op, *args)
+
+
+@shape_rule("max_pool3d_with_indices_backward")
+def max_pool3d_with_indices_backward(op, *args):
+    return _MAX3(op, *args)
+
+
+# ------------------------------------------------------------------------------- convolution
+@shape_rule("convolution_backward")
+def convolution_backward(op, grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
+                         output_padding, groups, output_mask):
+    check_tensor(op, input, "input")
+    check_tensor(op, weight, "weight")
+    mask = _mask(op, output_mask)
+    out = conv_spec(op, _shape(input), input, weight, None, stride, padding, dilation, transposed, output_padding,
+                    groups)
+    _check_grad(op, grad_output, out[0])
+    bias = (_shape(weight)[1] * groups if transposed else _shape(weight)[0],)
+    if bias_sizes is not None:
+        bias = check_int_list(op, bias_sizes, "bias_sizes")
+    return _masked(mask, ((_shape(input), input._dtype), (_shape(weight), weight._dtype), (bias, grad_output._dtype)))
+
+
+# ----------------------------------------------------------------------------- normalization
+@shape_rule("native_layer_norm_backward")
+def native_layer_norm_backward(op, grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):
+    mask = _mask(op, output_mask)
+    specs = native_layer_norm(op, input, normalized_shape, weight, bias)
+    _check_grad(op, grad_out, _shape(input), "grad_out")
+    axis = len(_shape(input)) - len(check_int_list(op, normalized_shape, "normalized_shape"))
+    stat = tuple(specs[1][0])
+    for t, arg in ((mean, "mean"), (rstd, "rstd")):      # (*outer, 1, ..., 1) as returned, or (*outer)
+        check_tensor(op, t, arg)
+        if _shape(t) not in (stat, stat[:axis]):
+            raise ShapeError(f"{op.name}(): Expected {arg} of size {list(stat)}, but got {list(_shape(t))}")
+    ns = _shape(input)[axis:]
+    return _masked(mask, ((_shape(input), input._dtype), (ns, (weight if weight is not None else input)._dtype),
+                          (ns, (bias if bias is not None else input)._dtype)))
+
+
+@shape_rule("native_group_norm_backward")
+def native_group_norm_backward(op, grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
+    mask = _mask(op, output_mask)
+    specs = native_group_norm(op, input, weight, None, N, C, HxW, group, 0.0)
+    _check_grad(op, grad_out, _shape(input), "grad_out")
+    for t, arg in ((mean, "mean"), (rstd, "rstd")):
+        _check_grad(op, t, specs[1][0], arg)
+    c = (_shape(input)[1],)
+    w_dtype = (weight if weight is not None else input)._dtype
+    return _masked(mask, ((_shape(input), input._dtype), (c, w_dtype), (c, input._dtype)))
+
+
+@shape_rule("_native_batch_norm_legit")
+def _native_batch_norm_legit(op, input, weight, bias, running_mean, running_var, training, momentum, eps):
+    check_tensor(op, input, "input")
+    _dim_check(op, input, 2, 1)
+    check_tensor(op, running_mean, "running_mean")
+    check_tensor(op, running_var, "running_var")
+    return native_batch_norm(op, input, weight, bias, running_mean, running_var, training, momentum, eps)
+
+
+@shape_rule("_native_batch_norm_legit_no_stats")
+def _native_batch_norm_legit_no_stats(op, input, weight, bias, training, momentum, eps):
+    check_tensor(op, input, "input")
+    _dim_check(op, input, 2, 1)
+    if not training:
+        raise ArgumentValueError(f"{op.name}(): running_mean and running_var must be defined in evaluation mode "
+                                 "(training=False needs the overload with running statistics)")
+    return native_batch_norm(op, input, weight, bias, None, None, training, momentum, eps)
+
+
+@shape_rule("_native_batch_norm_legit_no_training")
+def _native_batch_norm_legit_no_training(op, input, weight, bias, running_mean, running_var, momentum, eps):
+    check_tensor(op, input, "input")
+    _dim_check(op, input, 2, 1)
+    check_tensor(op, running_mean, "running_mean")
+    check_tensor(op, running_var, "running_var")
+    return native_batch_norm(op, input, weight, bias, running_mean, running_var, False, momentum, eps)
+
+
+# --------------------------------------------------------------------------- col2im / im2col
+def _fold_params(op, kernel_size, dilation, padding, stride):
+    kernel = int_tuple(op, kernel_size, 2, "kernel_size")
+    dilation = int_tuple(op, dilation, 2, "dilation")
+    padding = int_tuple(op, padding, 2, "padding")
+    stride = int_tuple(op, stride, 2, "stride")
+    for vals, arg, ok in ((kernel, "kernel", lambda v: v > 0), (dilation, "dilation", lambda v: v > 0),
+                          (padding, "padding", lambda v: v >= 0), (stride, "stride", lambda v: v > 0)):
+        if not all(ok(v) for v in vals):
+            what = "non-negative" if arg == "padding" else "greater than zero"
+            raise ArgumentValueError(f"{op.name}(): {arg} should be {what}, but got {arg}_height: {vals[0]} "
+                                     f"{arg}_width: {vals[1]} (argument '{arg if arg != 'kernel' else 'kernel_size'}')")
+    return kernel, dilation, padding, stride
+
+
+def blocks(size, kernel, dilation, padding, stride) -> tuple[int, int]:
+    """The number of sliding blocks along each of the two spatial dims."""
+    return tuple((size[i] + 2 * padding[i] - (dilation[i] * (kernel[i] - 1) + 1)) // stride[i] + 1 for i in range(2))
+
+
+@shape_rule("col2im")
+def col2im(op, self, output_size, kernel_size, dilation, padding, stride):
+    check_tensor(op, self, "input")
+    out = int_tuple(op, output_size, 2, "output_size")
+    kernel, dilation, padding, stride = _fold_params(op, kernel_size, dilation, padding, stride)
+    shape = _shape(self)
+    if len(shape) not in (2, 3) or (len(shape) == 3 and shape[1] == 0) or shape[-1] == 0 and len(shape) == 2:
+        raise ShapeError(f"{op.name}(): Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size "
+                         f"and non-zero dimensions for input, but got: {list(shape)}")
+    rows = shape[-2]
+    kk = kernel[0] * kernel[1]
+    if rows % kk:
+        raise ShapeError(f"{op.name}(): Expected size of input's dimension 1 to be divisible by the product of "
+                         f"kernel_size, but got input.size(1)={rows} and kernel_size=({kernel[0]}, {kernel[1]})")
+    nb = blocks(out, kernel, dilation, padding, stride)
+    if nb[0] < 1 or nb[1] < 1 or shape[-1] != nb[0] * nb[1]:
+        raise ShapeError(f"{op.name}(): Given output_size=({out[0]}, {out[1]}), kernel_size=({kernel[0]}, "
+                         f"{kernel[1]}), dilation=({dilation[0]}, {dilation[1]}), padding=({padding[0]}, "
+                         f"{padding[1]}), stride=({stride[0]}, {stride[1]}), expected size of input's dimension 2 "
+                         f"to match the calculated number of sliding blocks {nb[0]} * {nb[1]} = {nb[0] * nb[1]}, "
+                         f"but got input.size(2)={shape[-1]}.")
+    return (shape[:-2] + (rows // kk,) + out, self._dtype)
+
+
+@shape_rule("im2col")
+def im2col(op, self, kernel_size, dilation, padding, stride):
+    check_tensor(op, self, "input")
+    kernel, dilation, padding, stride = _fold_params(op, kernel_size, dilation, padding, stride)
+    shape = _shape(self)
+    _dim_check(op, self, 3, 2)
+    if len(shape) not in (3, 4) or any(n == 0 for n in shape[-3:]):
+        raise ShapeError(f"{op.name}(): Expected 3D or 4D (batch mode) tensor for input with possibly 0 batch size "
+                         f"and non-zero dimensions for input, but got: {list(shape)}")
+    nb = blocks(shape[-2:], kernel, dilation, padding, stride)
+    if nb[0] < 1 or nb[1] < 1:
+        raise ShapeError(f"{op.name}(): Given input with spatial size ({shape[-2]}, {shape[-1]}), kernel_size="
+                         f"({kernel[0]}, {kernel[1]}), dilation=({dilation[0]}, {dilation[1]}), padding=("
+                         f"{padding[0]}, {padding[1]}), calculated shape of the array of sliding blocks as "
+                         f"({nb[0]}, {nb[1]}), but its components must be at least one.")
+    return (shape[:-3] + (shape[-3] * kernel[0] * kernel[1], nb[0] * nb[1]), self._dtype)
+
+
+# ----------------------------------------------------------------------------------- padding
+@shape_rule("reflection_pad3d")
+def reflection_pad3d(op, self, padding):
+    return _mode_pad(op, self, padding, 3, "reflect")
+
+
+@shape_rule("replication_pad3d")
+def replication_pad3d(op, self, padding):
+    return _mode_pad(op, self, padding, 3, "replicate")

@@ -1,0 +1,106 @@
+"""Shape rules of random ops built on the Philox fills: bernoulli, multinomial, randperm, dropout.
+
+Checks that need the data (probabilities outside [0, 1], negative multinomial weights) run
+in the decompositions.
+"""
+from __future__ import annotations
+
+from ember.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, ShapeError
+from ember.frontend import dtype as _dt
+
+from . import shape_rule
+from .common import (NUMBER_TYPES, as_int, check_dtype_arg, check_no_internal_overlap, check_tensor,
+                     preserved_strides, type_name, with_layout)
+
+
+def _like(self, dtype=None):
+    return with_layout(tuple(self._data.shape), dtype or self._dtype, preserved_strides(self))
+
+
+def _probability(op, p, arg: str = "p", what: str = "bernoulli_ expects p to be in [0, 1]"):
+    if not isinstance(p, NUMBER_TYPES) or isinstance(p, bool):
+        raise ArgumentTypeError(f"{op.name}(): argument '{arg}' must be float, not {type(p).__name__}")
+    if not 0.0 <= p <= 1.0:
+        raise ArgumentValueError(f"{op.name}(): {what}, but got {arg}={p}")
+    return p
+
+
+@shape_rule("bernoulli")
+def bernoulli(op, self, generator=None):
+    check_tensor(op, self, "input")
+    if not self._dtype.is_floating_point:
+        raise MissingKernelError(f'{op.name}(): "bernoulli_tensor_cpu_p_" not implemented for '
+                                 f"'{type_name(self._dtype)}'")
+    return (tuple(self._data.shape), self._dtype)
+
+
+@shape_rule("bernoulli_p")
+def bernoulli_p(op, self, p=0.5, generator=None):
+    check_tensor(op, self, "input")
+    _probability(op, p)
+    if op.inplace_of is not None or op.mutated:
+        check_no_internal_overlap(op, self)
+        return (self._data.shape, self._dtype)
+    return (tuple(self._data.shape), self._dtype)
+
+
+@shape_rule("multinomial")
+def multinomial(op, self, num_samples, replacement=False, generator=None):
+    check_tensor(op, self, "input")
+    n = as_int(op, num_samples, "num_samples")
+    shape = tuple(self._data.shape)
+    if len(shape) not in (1, 2):
+        raise ShapeError(f"{op.name}(): prob_dist must be 1 or 2 dim, got {len(shape)}")
+    if not self._dtype.is_floating_point:
+        raise DTypeError(f"{op.name}(): multinomial only supports floating-point dtypes for input, got: "
+                         f"{type_name(self._dtype)}")
+    if n <= 0:
+        raise ArgumentValueError(f"{op.name}(): cannot sample n_sample <= 0 samples (num_samples={n})")
+    if not replacement and n > shape[-1]:
+        raise ArgumentValueError(f"{op.name}(): cannot sample n_sample > prob_dist.size(-1) samples without "
+                                 f"replacement (num_samples={n}, categories={shape[-1]})")
+    return (shape[:-1] + (n,), _dt.int64)
+
+
+# the largest n whose values 0..n-1 a dtype holds exactly (PyTorch's randperm checks)
+_RANDPERM_MAX = {"float16": 2049, "bfloat16": 257, "float32": 2 ** 24 + 1, "float64": 2 ** 53 + 1,
+                 "uint8": 256, "int8": 128, "int16": 2 ** 15, "int32": 2 ** 31, "int64": 2 ** 63}
+
+
+@shape_rule("randperm")
+def randperm(op, n, generator=None, dtype=None, device=None, requires_grad=False):
+    n = as_int(op, n, "n")
+    check_dtype_arg(op, dtype)
+    out = dtype or _dt.int64
+    if n < 0:
+        raise ArgumentValueError(f"{op.name}(): Trying to create tensor with negative dimension {n}: [{n}]")
+    if out is _dt.bool:
+        raise MissingKernelError(f'{op.name}(): "randperm" not implemented for \'Bool\'')
+    if n > _RANDPERM_MAX[out.name]:
+        raise ArgumentValueError(f"{op.name}(): n cannot be greater than {_RANDPERM_MAX[out.name]} for "
+                                 f"{type_name(out)} type (got n={n})")
+    return ((n,), out)
+
+
+def _dropout_checks(op, input, p, train):
+    check_tensor(op, input, "input")
+    _probability(op, p, "p", "dropout probability has to be between 0 and 1")
+    if train is not None and not isinstance(train, bool):
+        raise ArgumentTypeError(f"{op.name}(): argument 'train' must be bool, not {type(train).__name__}")
+    if (train or train is None) and not input._dtype.is_floating_point:
+        raise DTypeError(f"{op.name}(): result type Float can't be cast to the desired output type "
+                         f"{type_name(input._dtype)} (dropout in training needs a floating-point input)")
+
+
+@shape_rule("dropout")
+def dropout(op, input, p, train):
+    _dropout_checks(op, input, p, train)
+    return _like(input)
+
+
+@shape_rule("native_dropout")
+def native_dropout(op, input, p, train=None):
+    _dropout_checks(op, input, p, train)
+    # PyTorch's cpu kernel gives an empty input a mask of the input's dtype (its meta kernel: bool)
+    mask_dtype = input._dtype if 0 in tuple(input._data.shape) else _dt.bool
+    return (_like(input), _like(input, mask_dtype))
