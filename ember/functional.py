@@ -1,6 +1,6 @@
 """Hand-written public functions whose Python signatures are not an ATen schema's
 (torch/functional.py's): `split` (an int or a list of sizes), `einsum` (operands as
-varargs) and `norm` (p may be 'fro'). Each forwards to registry ops.
+varargs), `norm` (p may be 'fro') and `nonzero` (as_tuple). Each forwards to registry ops.
 """
 from __future__ import annotations
 
@@ -62,6 +62,20 @@ def _tensor_norm(self: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=N
     return norm(self, p, dim, keepdim, dtype=dtype)
 
 
+def nonzero(input: Tensor, *, as_tuple: bool = False):
+    """The indices of the nonzero elements: one row per element (an (n, ndim) tensor), or with
+    `as_tuple=True` one 1-D tensor per dimension (aten's nonzero_numpy; a 0-d input counts as 1-D)."""
+    if as_tuple:
+        return tuple(F.nonzero_numpy(input))
+    return F.nonzero(input)
+
+
+def _tensor_nonzero(self: Tensor, *, as_tuple: bool = False):
+    """Tensor.nonzero: see ember.nonzero."""
+    return nonzero(self, as_tuple=as_tuple)
+
+
 Tensor.split = _tensor_split
 Tensor.norm = _tensor_norm
+Tensor.nonzero = _tensor_nonzero
 

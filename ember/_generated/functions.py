@@ -377,6 +377,14 @@ _op__adaptive_avg_pool3d = _OPS['_adaptive_avg_pool3d']
 _op_adaptive_avg_pool3d = _OPS['adaptive_avg_pool3d']
 _op_reflection_pad3d = _OPS['reflection_pad3d']
 _op_replication_pad3d = _OPS['replication_pad3d']
+_op__embedding_bag = _OPS['_embedding_bag']
+_op_embedding_bag = _OPS['embedding_bag']
+_op_embedding_bag_padding_idx = _OPS['embedding_bag.padding_idx']
+_op_grid_sampler_2d = _OPS['grid_sampler_2d']
+_op_grid_sampler = _OPS['grid_sampler']
+_op_affine_grid_generator = _OPS['affine_grid_generator']
+_op_argwhere = _OPS['argwhere']
+_op_nonzero_numpy = _OPS['nonzero_numpy']
 
 def add(input, other, *, alpha=1):
     """Adds `other`, scaled by `alpha`, to `self`, broadcasting both.
@@ -3054,4 +3062,64 @@ def replication_pad3d(input, padding):
     """
     return _call(_op_replication_pad3d, (input, padding))
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_pdist_forward', '_softmax', '_to_copy', 'abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv_transpose1d', 'conv_transpose2d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'cumprod', 'cumsum', 'diagonal', 'div', 'dropout', 'dropout_', 'embedding', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'multinomial', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'nonzero', 'ones', 'ones_like', 'pdist', 'permute', 'pow', 'prod', 'rand', 'randint', 'randn', 'randperm', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'reshape', 'roll', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tile', 'topk', 'transpose', 'tril', 'triu', 'trunc', 'trunc_', 'unbind', 'unsqueeze', 'var', 'var_mean', 'view', 'where', 'zeros', 'zeros_like']
+def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=-1):
+    """Sums, means or maxima (mode 0/1/2) of the rows of `weight` at `indices`, one bag per offset, with offset2bag, bag_size and max_indices.
+
+    Schema: ``_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)``
+    """
+    return _call(_op__embedding_bag, (weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx))
+
+def _bind_embedding_bag_padding_idx(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx):
+    return (weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
+
+def _bind_embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None, include_last_offset=False):
+    return (weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset)
+
+_overloads_embedding_bag = ((_bind_embedding_bag_padding_idx, _op_embedding_bag_padding_idx, None), (_bind_embedding_bag, _op_embedding_bag, None),)
+def embedding_bag(*args, **kwargs):
+    """_embedding_bag with a padding index that may count from the end (None for none).
+
+    Overloads:
+
+    ``embedding_bag.padding_idx(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq, int mode, bool sparse, Tensor? per_sample_weights, bool include_last_offset, int? padding_idx) -> (Tensor, Tensor, Tensor, Tensor)``: _embedding_bag with a padding index that may count from the end (None for none).
+
+    ``embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False) -> (Tensor, Tensor, Tensor, Tensor)``: _embedding_bag without a padding index.
+    """
+    return _call_overload('embedding_bag', _overloads_embedding_bag, args, kwargs)
+
+def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
+    """`input` (N, C, H, W) sampled at the normalised (x, y) locations of `grid` (N, H', W', 2): bilinear (0), nearest (1) or bicubic (2), padding zeros (0), border (1) or reflection (2).
+
+    Schema: ``grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor``
+    """
+    return _call(_op_grid_sampler_2d, (input, grid, interpolation_mode, padding_mode, align_corners))
+
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+    """grid_sampler_2d for 4-D inputs (the 5-D grid_sampler_3d is not implemented).
+
+    Schema: ``grid_sampler(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor``
+    """
+    return _call(_op_grid_sampler, (input, grid, interpolation_mode, padding_mode, align_corners))
+
+def affine_grid_generator(theta, size, align_corners):
+    """The sampling grid (N, H, W, 2) or (N, D, H, W, 3) of the affine maps `theta` (N, 2, 3) or (N, 3, 4) for an output of `size`.
+
+    Schema: ``affine_grid_generator(Tensor theta, SymInt[] size, bool align_corners) -> Tensor``
+    """
+    return _call(_op_affine_grid_generator, (theta, size, align_corners))
+
+def argwhere(input):
+    """The indices of the nonzero elements, one row per element (nonzero).
+
+    Schema: ``argwhere(Tensor self) -> Tensor``
+    """
+    return _call(_op_argwhere, (input,))
+
+def nonzero_numpy(input):
+    """The indices of the nonzero elements as one 1-D tensor per dimension (nonzero(as_tuple=True)).
+
+    Schema: ``nonzero_numpy(Tensor self) -> Tensor[]``
+    """
+    return _call(_op_nonzero_numpy, (input,))
+
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_embedding_bag', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_pdist_forward', '_softmax', '_to_copy', 'abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv_transpose1d', 'conv_transpose2d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'cumprod', 'cumsum', 'diagonal', 'div', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'multinomial', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'nonzero', 'ones', 'ones_like', 'pdist', 'permute', 'pow', 'prod', 'rand', 'randint', 'randn', 'randperm', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'reshape', 'roll', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'tile', 'topk', 'transpose', 'tril', 'triu', 'trunc', 'trunc_', 'unbind', 'unsqueeze', 'var', 'var_mean', 'view', 'where', 'zeros', 'zeros_like']

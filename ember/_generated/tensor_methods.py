@@ -1624,6 +1624,13 @@ class TensorMethods:
         """
         return _call(_op_multinomial, (self, num_samples, replacement, generator))
 
+    def argwhere(self):
+        """The indices of the nonzero elements, one row per element (nonzero).
+
+        Schema: ``argwhere(Tensor self) -> Tensor``
+        """
+        return _call(_op_argwhere, (self,))
+
     def __add__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)

@@ -347,4 +347,17 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, sca
     return F.scatter_add(out, 0, F.expand(F.unsqueeze(idx, 1), (idx.shape[0], dim)), g)
 
 
+# ------------------------------------------------------------------------------ nonzero variants
+@decomposition("argwhere")
+def argwhere(self):
+    return F.nonzero(self)
+
+
+@decomposition("nonzero_numpy")
+def nonzero_numpy(self):
+    """One 1-D tensor of indices per dimension (a 0-d input is treated as 1-D, as PyTorch)."""
+    rows = F.nonzero(self if self.dim() else F.reshape(self, (1,)))
+    return [F.select(rows, 1, d) for d in range(rows.shape[1])]
+
+
 from . import indexing_reduce  # noqa: E402,F401  (scatter_reduce)

@@ -1,11 +1,13 @@
-"""scatter_reduce as a one-hot reduction over ember ops (differentiated through).
+"""scatter_reduce over ember ops (differentiated through).
 
-For `n = self.size(dim)` target positions, each `src` element is compared against every
+sum and mean (not bool) are two scatter_adds, of the values and of the counts. prod, amax
+and amin (no primitive reduces by index that way) are a one-hot reduction: for
+`n = self.size(dim)` target positions, each `src` element is compared against every
 position (a one-hot of shape index.shape + (n,)), then the masked values are reduced over
-the scattered dimension with sum / prod / amax / amin (mean = sum / count). With
+the scattered dimension with prod / amax / amin. With
 include_self, `self`'s own value joins each reduction as one more row, so amax/amin
-gradients are shared evenly among every tie, `self` included, as in PyTorch. Memory is
-O(index.numel() * n); the cpu backend runs a native kernel instead when no gradient is
+gradients are shared evenly among every tie, `self` included, as in PyTorch. Their memory
+is O(index.numel() * n); the cpu backend runs a native kernel instead when no gradient is
 needed.
 """
 from __future__ import annotations
@@ -39,6 +41,20 @@ def _prod(x, dim):
     return F.squeeze(x, [dim])
 
 
+def _sum_mean(base, d: int, ix, s, reduce: str, include_self: bool):
+    """sum and mean as scatter_adds of the values and of the counts: O(index.numel()) memory."""
+    added = F.scatter_add(F.zeros_like(base), d, ix, s)
+    count = F.scatter_add(F.zeros(tuple(base.shape), dtype=_dt.int64, device=base.device), d, ix,
+                          F.ones(tuple(ix.shape), dtype=_dt.int64, device=base.device))
+    hit = F.gt(count, 0)
+    red = F.add(base, added) if include_self else added
+    if reduce == "mean":
+        c = F.add(count, 1) if include_self else F.where(hit, count, 1)
+        c = F._to_copy(c, dtype=base.dtype)
+        red = F.div(red, c) if base.dtype.is_floating_point else F.div(red, c, rounding_mode="floor")
+    return F.where(hit, red, base)
+
+
 @decomposition("scatter_reduce.two")
 def scatter_reduce(self, dim, index, src, reduce, include_self=True):
     if index.numel() == 0:
@@ -53,6 +69,10 @@ def scatter_reduce(self, dim, index, src, reduce, include_self=True):
     s = _window(s, tuple(ix.shape))
     window = tuple(n if k == d else ix.shape[k] for k in range(nd))
     base = _window(x, window)                                   # the part of self that can change
+    if reduce in ("sum", "mean") and x.dtype is not _dt.bool:
+        new = _sum_mean(base, d, ix, s, reduce, include_self)
+        out = _place(x, new) if tuple(new.shape) != tuple(x.shape) else F.clone(new)
+        return out if self.dim() else F.reshape(out, ())
     # move the scattered dim last: (..., m) -> one-hot (..., m, n)
     perm = [k for k in range(nd) if k != d] + [d]
     ip, sp = F.permute(ix, perm), F.permute(s, perm)

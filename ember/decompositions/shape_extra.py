@@ -22,12 +22,12 @@ def _wrap(dim: int, ndim: int) -> int:
 
 @explicit_kernel("flip")
 def flip(self, dims):
-    """Reverses each dimension of `dims` by joining its unit slices in reverse order."""
+    """Reverses each dimension of `dims`: one index_select with the reversed positions per dimension."""
     x = self
     for d in {_wrap(d, self.dim()) for d in dims}:
         n = x.shape[d] if x.dim() else 1
         if n > 1:
-            x = F.cat([F.slice(x, d, i, i + 1, 1) for i in range(n - 1, -1, -1)], d)
+            x = F.index_select(x, d, F.arange(n - 1, -1, -1, dtype=_dt.int64, device=x.device))
     return F.clone(x) if x is self else x
 
 

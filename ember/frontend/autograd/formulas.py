@@ -245,18 +245,11 @@ def to_backward(grad, dtype, device):
 def sort_backward(grad, dim, indices, shape):
     """sort/topk: grad[..., j, ...] goes to position indices[..., j, ...] of `self`.
 
-    Written with a one-hot comparison (no scatter primitive): O(k * n) memory per row.
+    One scatter_add into zeros of self's shape (indices is a permutation along `dim`): O(n).
     """
-    ndim = len(shape)
-    if ndim == 0:
+    if len(shape) == 0:
         return grad
-    d = dim % ndim
-    n = shape[d]
-    view = [1] * (ndim + 1)
-    view[d + 1] = n
-    positions = F.reshape(F.arange(n, device=grad.device), view)
-    mask = F.eq(F.unsqueeze(indices, d + 1), positions)
-    return F.sum(F.where(mask, F.unsqueeze(grad, d + 1), 0.0), d)
+    return F.scatter_add(F.zeros(tuple(shape), dtype=grad.dtype, device=grad.device), dim, indices, grad)
 
 
 def cumsum_backward(grad, dim):

@@ -13,10 +13,11 @@ from .pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_poo
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm  # noqa: F401,E402
 from .padding import pad  # noqa: F401,E402
 from .vision import interpolate, upsample, upsample_bilinear, upsample_nearest  # noqa: F401,E402
-from .sparse import embedding  # noqa: E402,F401
+from .sparse import embedding, embedding_bag  # noqa: E402,F401
 from .activation import *  # noqa: E402,F401,F403
 from .attention import *  # noqa: E402,F401,F403
 from .dropout import *  # noqa: E402,F401,F403
 from .linear import *  # noqa: E402,F401,F403
 from .loss import *  # noqa: E402,F401,F403
 from .folding import fold, unfold  # noqa: F401,E402
+from .sampling import affine_grid, grid_sample  # noqa: E402,F401
