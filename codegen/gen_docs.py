@@ -64,6 +64,6 @@ def _core_aten_section(registry: Registry) -> list[str]:
              f"**{covered} of the {applicable} applicable covered ({100 * covered / applicable:.1f}%)**.", "",
              "| core ATen op | status | Ember ops / reason |", "|---|---|---|"]
     for r in rows:
-        detail = r.excluded if r.status == "excluded" else ", ".join(f"`{n}`" for n in r.ember)
+        detail = {"excluded": r.excluded, "frontend": r.frontend}.get(r.status) or ", ".join(f"`{n}`" for n in r.ember)
         lines.append(f"| `{r.name}` | {r.status} | {detail} |")
     return lines
