@@ -16,10 +16,11 @@ STORAGE = {"bool": "uchar", "uint8": "uchar", "int8": "char", "int16": "short", 
 OPMATH = {"bool": "int", "uint8": "uchar", "int8": "char", "int16": "short", "int32": "int", "int64": "long",
           "float16": "float", "bfloat16": "float", "float32": "float", "float64": "double"}
 NUMPY_OF_CL = {"uchar": np.uint8, "char": np.int8, "short": np.int16, "int": np.int32, "long": np.int64,
-               "float": np.float32, "double": np.float64, "ushort": np.uint16}
+               "float": np.float32, "double": np.float64, "ushort": np.uint16, "ulong": np.uint64}
 FLOAT_CL = ("float", "double")
 
 PRELUDE = r"""
+#pragma OPENCL FP_CONTRACT OFF
 #ifdef EMBER_FP64
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
@@ -48,6 +49,30 @@ inline long ember_iremainder(long a, long b) {
     if (r != 0 && ((r < 0) != (b < 0))) r += b;
     return r;
 }
+/* Philox4x32-10 (Random123), the stream of backends/cpu/array_kernels/philox.py, bit for bit */
+inline uint4 ember_philox(ulong c, ulong seed) {
+    uint x0 = (uint)c, x1 = (uint)(c >> 32), x2 = 0, x3 = 0;
+    uint k0 = (uint)seed, k1 = (uint)(seed >> 32);
+    for (int r = 0; r < 10; ++r) {
+        if (r) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }
+        uint hi0 = mul_hi(0xD2511F53u, x0), lo0 = 0xD2511F53u * x0;
+        uint hi1 = mul_hi(0xCD9E8D57u, x2), lo1 = 0xCD9E8D57u * x2;
+        uint n0 = hi1 ^ x1 ^ k0, n2 = hi0 ^ x3 ^ k1;
+        x0 = n0; x1 = lo1; x2 = n2; x3 = lo0;
+    }
+    return (uint4)(x0, x1, x2, x3);
+}
+inline uint ember_philox_word(ulong seed, ulong base, ulong w) {
+    uint4 b = ember_philox(base + w / 4, seed);
+    uint k = (uint)(w & 3);
+    return k == 0 ? b.x : (k == 1 ? b.y : (k == 2 ? b.z : b.w));
+}
+inline float ember_unit_f(uint w, int bits) { return (float)(w >> (32 - bits)) * ldexp(1.0f, -bits); }
+#ifdef EMBER_FP64
+inline double ember_unit_d(uint w0, uint w1) {
+    return ((double)(w0 >> 5) * 67108864.0 + (double)(w1 >> 6)) * ldexp(1.0, -53);
+}
+#endif
 #define EMBER_FLOORDIV(T)                                                    \
 inline T ember_floordiv_##T(T a, T b) {                                      \
     if (b == 0) return a / b;                                                \
