@@ -1,4 +1,4 @@
-"""Reductions (sum, amax, amin, argmax, argmin) as parallel work-group reductions.
+"""Reductions (sum, amax, amin, argmax, argmin) as parallel work-group reductions; cumsum.
 
 One work-group per output element: its work-items stride over the reduced elements (any
 strides: the reduced dims are decomposed like the elementwise engine's), accumulate in the
@@ -134,4 +134,51 @@ __kernel void k({', '.join(params)}) {{
     def argmin(spec, a, dim=None, keepdim=False):
         return reduce(spec, a, dim, "argmin")
 
-    return {"sum.dim_IntList": sum_, "amax": amax, "amin": amin, "argmax": argmax, "argmin": argmin}
+    def cumsum(spec, a, dim, dtype=None):
+        """One work-item per line along `dim`, summing in order (numpy's sequential cumsum, exactly)."""
+        out_dt = to_numpy_dtype(spec[1])
+        dev = a.device
+        out = backend.new_array(spec[0], out_dt, dev)
+        if out.size == 0:
+            return out
+        if a.ndim == 0:
+            a, out1 = a.view((1,), (1,), a.offset), out.view((1,), (1,), 0)
+        else:
+            out1 = out
+        d = operator.index(dim) % a.ndim
+        outer = [k for k in range(a.ndim) if k != d]
+        acc = cg.opmath(out_dt)
+        nk = len(outer)
+        key = ("cumsum", a.dtype.name, out_dt.name, nk)
+
+        def source() -> str:
+            params = [f"__global const {cg.storage(a.dtype)}* a", "long off", "long len", "long ast", "long ost",
+                      f"__global {cg.storage(out_dt)}* o", "long n"]
+            params += [f"long ksh{k}, long kst{k}, long kos{k}" for k in range(nk)]
+            dec = ""
+            if nk:
+                dec = "{ long r_ = gid; long c_; " + " ".join(
+                    f"c_ = r_ % ksh{k}; r_ /= ksh{k}; p += c_ * kst{k}; q += c_ * kos{k};" for k in range(nk - 1, -1, -1)) + " }"
+            return f"""
+__kernel void k({', '.join(params)}) {{
+    long gid = get_global_id(0); if (gid >= n) return;
+    long p = off, q = 0; {dec}
+    {acc} s = 0;
+    for (long j = 0; j < len; ++j) {{
+        s += ({acc})({cg.load(a.dtype, 'a', 'p + j * ast')});
+        {cg.store(out_dt, 'o', 'q + j * ost', 's', acc)}
+    }}
+}}
+"""
+        kernel = cg.get_kernel(dev, key, source)
+        i64 = np.int64
+        n = out1.size // out1.shape[d]
+        args = [a.buffer, i64(a.offset), i64(a.shape[d]), i64(a.elem_strides[d]), i64(out1.elem_strides[d]),
+                out1.buffer, i64(n)]
+        for k in outer:
+            args += [i64(a.shape[k]), i64(a.elem_strides[k]), i64(out1.elem_strides[k])]
+        cg.launch(dev, kernel, n, args)
+        return out
+
+    return {"sum.dim_IntList": sum_, "amax": amax, "amin": amin, "argmax": argmax, "argmin": argmin,
+            "cumsum": cumsum}
