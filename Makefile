@@ -14,8 +14,9 @@ $(VENV)/.demo-installed: pyproject.toml | $(VPY)
 	$(VPY) -m pip install --quiet -e '.[demo]'
 	touch $@
 
-$(VENV)/.test-installed: pyproject.toml | $(VPY)
-	$(VPY) -m pip install --quiet -e '.[test]'
+# the OpenCL backend plugin is tested too, on PoCL (an OpenCL implementation for CPUs)
+$(VENV)/.test-installed: pyproject.toml backends/opencl/pyproject.toml | $(VPY)
+	$(VPY) -m pip install --quiet -e '.[test]' -e './backends/opencl[pocl]'
 	touch $@
 
 demo: $(VENV)/.demo-installed

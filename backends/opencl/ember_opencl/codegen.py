@@ -1,0 +1,201 @@
+"""OpenCL C generation: type tables, load/store conversions, the program cache, launching.
+
+Kernels are generated from templates per family and per dtype combination and compiled once
+per (kernel key, device): `Device.programs` caches the built kernel for the process.
+
+Storage and compute ("opmath") types follow PyTorch: float16 and bfloat16 are loaded into
+float, computed there and rounded once on store (float16 through `vstore_half_rte`, bfloat16,
+stored as ushort, by round-to-nearest-even); bool is stored as uchar 0/1 and computed as int.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+STORAGE = {"bool": "uchar", "uint8": "uchar", "int8": "char", "int16": "short", "int32": "int", "int64": "long",
+           "float16": "half", "bfloat16": "ushort", "float32": "float", "float64": "double"}
+OPMATH = {"bool": "int", "uint8": "uchar", "int8": "char", "int16": "short", "int32": "int", "int64": "long",
+          "float16": "float", "bfloat16": "float", "float32": "float", "float64": "double"}
+NUMPY_OF_CL = {"uchar": np.uint8, "char": np.int8, "short": np.int16, "int": np.int32, "long": np.int64,
+               "float": np.float32, "double": np.float64, "ushort": np.uint16, "ulong": np.uint64}
+FLOAT_CL = ("float", "double")
+
+PRELUDE = r"""
+#pragma OPENCL FP_CONTRACT OFF
+#ifdef EMBER_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+inline float ember_bf16_to_float(ushort v) { return as_float(((uint)v) << 16); }
+inline ushort ember_float_to_bf16(float f) {
+    uint u = as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x0040u);   /* quiet NaN, sign kept */
+    u += 0x7fffu + ((u >> 16) & 1u);                                               /* round to nearest even */
+    return (ushort)(u >> 16);
+}
+inline float ember_round_f16(float x) { ushort h; vstore_half_rte(x, 0, (half*)&h); return vload_half(0, (const half*)&h); }
+inline float ember_round_bf16(float x) { return ember_bf16_to_float(ember_float_to_bf16(x)); }
+inline long ember_ipow(long a, long b) {
+    if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+    long r = 1;
+    while (b) { if (b & 1) r *= a; a *= a; b >>= 1; }
+    return r;
+}
+inline long ember_ifloordiv(long a, long b) {
+    long q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
+    return q;
+}
+inline long ember_iremainder(long a, long b) {
+    long r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+}
+/* Philox4x32-10 (Random123), the stream of backends/cpu/array_kernels/philox.py, bit for bit */
+inline uint4 ember_philox(ulong c, ulong seed) {
+    uint x0 = (uint)c, x1 = (uint)(c >> 32), x2 = 0, x3 = 0;
+    uint k0 = (uint)seed, k1 = (uint)(seed >> 32);
+    for (int r = 0; r < 10; ++r) {
+        if (r) { k0 += 0x9E3779B9u; k1 += 0xBB67AE85u; }
+        uint hi0 = mul_hi(0xD2511F53u, x0), lo0 = 0xD2511F53u * x0;
+        uint hi1 = mul_hi(0xCD9E8D57u, x2), lo1 = 0xCD9E8D57u * x2;
+        uint n0 = hi1 ^ x1 ^ k0, n2 = hi0 ^ x3 ^ k1;
+        x0 = n0; x1 = lo1; x2 = n2; x3 = lo0;
+    }
+    return (uint4)(x0, x1, x2, x3);
+}
+inline uint ember_philox_word(ulong seed, ulong base, ulong w) {
+    uint4 b = ember_philox(base + w / 4, seed);
+    uint k = (uint)(w & 3);
+    return k == 0 ? b.x : (k == 1 ? b.y : (k == 2 ? b.z : b.w));
+}
+inline float ember_unit_f(uint w, int bits) { return (float)(w >> (32 - bits)) * ldexp(1.0f, -bits); }
+#ifdef EMBER_FP64
+inline double ember_unit_d(uint w0, uint w1) {
+    return ((double)(w0 >> 5) * 67108864.0 + (double)(w1 >> 6)) * ldexp(1.0, -53);
+}
+#endif
+#define EMBER_FLOORDIV(T)                                                    \
+inline T ember_floordiv_##T(T a, T b) {                                      \
+    if (b == 0) return a / b;                                                \
+    T mod = fmod(a, b);                                                      \
+    T div = (a - mod) / b;                                                   \
+    if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;                        \
+    T fl;                                                                    \
+    if (div != 0) { fl = floor(div); if (div - fl > (T)0.5) fl += 1; }       \
+    else fl = copysign((T)0, a / b);                                         \
+    return fl;                                                               \
+}
+EMBER_FLOORDIV(float)
+#ifdef EMBER_FP64
+EMBER_FLOORDIV(double)
+#endif
+"""
+
+
+def storage(dtype) -> str:
+    return STORAGE[np.dtype(dtype).name]
+
+
+def opmath(dtype) -> str:
+    return OPMATH[np.dtype(dtype).name]
+
+
+def load_type(dtype) -> str:
+    """The type a load of `dtype` yields (float for float16/bfloat16)."""
+    name = np.dtype(dtype).name
+    return "float" if name in ("float16", "bfloat16") else STORAGE[name]
+
+
+def load(dtype, ptr: str, idx: str) -> str:
+    name = np.dtype(dtype).name
+    if name == "float16":
+        return f"vload_half({idx}, {ptr})"
+    if name == "bfloat16":
+        return f"ember_bf16_to_float({ptr}[{idx}])"
+    return f"{ptr}[{idx}]"
+
+
+def store(dtype, ptr: str, idx: str, expr: str, expr_type: str) -> str:
+    name = np.dtype(dtype).name
+    if name == "float16":
+        src = expr if expr_type in FLOAT_CL else f"(float)({expr})"
+        return f"vstore_half_rte({src}, {idx}, {ptr});"
+    if name == "bfloat16":
+        return f"{ptr}[{idx}] = ember_float_to_bf16((float)({expr}));"
+    if name == "bool":
+        return f"{ptr}[{idx}] = (uchar)(({expr}) != 0);"
+    return f"{ptr}[{idx}] = ({STORAGE[name]})({expr});"
+
+
+def scalar_arg(value, cltype: str):
+    """A Python number as a kernel argument of OpenCL type `cltype` (integers wrap, as in PyTorch)."""
+    np_t = NUMPY_OF_CL[cltype]
+    if cltype in FLOAT_CL:
+        with np.errstate(over="ignore"):
+            return np_t(float(value))
+    v = int(value)
+    bits = np.dtype(np_t).itemsize * 8
+    if np.issubdtype(np_t, np.signedinteger):
+        v = (v + 2 ** (bits - 1)) % 2 ** bits - 2 ** (bits - 1)
+    else:
+        v %= 2 ** bits
+    return np_t(v)
+
+
+def get_kernel(dev, key, source_fn, name: str = "k"):
+    """The compiled kernel `name` for `key` on `dev`, built from `source_fn()` on first use."""
+    k = dev.programs.get(key)
+    if k is None:
+        import pyopencl as cl
+
+        with dev.lock:
+            k = dev.programs.get(key)
+            if k is None:
+                opts = ["-DEMBER_FP64"] if dev.info.fp64 else []
+                src = PRELUDE + source_fn()
+                try:
+                    prg = cl.Program(dev.context, src).build(options=opts)
+                except cl.Error as exc:
+                    raise RuntimeError(f"ember_opencl: building kernel {key[0]!r} failed:\n{exc}\n{src}") from None
+                k = getattr(prg, name)
+                dev.programs[key] = k
+    return k
+
+
+def launch(dev, kernel, n: int, args, local: int | None = None) -> None:
+    if n <= 0:
+        return
+    if local is None:
+        g = -(-n // 64) * 64
+        kernel(dev.queue, (g,), None, *args)
+    else:
+        kernel(dev.queue, (n,), (local,), *args)
+
+
+def collapse(shape, stride_lists):
+    """Drop size-1 dims and merge dims that are contiguous in every operand (fewer index steps)."""
+    dims = [(n, [s[d] for s in stride_lists]) for d, n in enumerate(shape) if n != 1]
+    if not dims:
+        return (), [() for _ in stride_lists]
+    merged = [dims[0]]
+    for n, st in dims[1:]:
+        pn, pst = merged[-1]
+        if all(a == b * n for a, b in zip(pst, st)):
+            merged[-1] = (pn * n, st)
+        else:
+            merged.append((n, st))
+    shape2 = tuple(n for n, _ in merged)
+    strides2 = [tuple(st[i] for _, st in merged) for i in range(len(stride_lists))]
+    return shape2, strides2
+
+
+def index_code(ndim: int, names: list[str]) -> str:
+    """C statements computing offsets `p_<name>` of the element `gid` (row-major decomposition)."""
+    lines = [f"long p_{n} = off_{n};" for n in names]
+    if ndim == 1:
+        lines += [f"p_{n} += gid * st_{n}0;" for n in names]
+        return "\n    ".join(lines)
+    lines.append("long rem = gid; long c;")
+    for d in range(ndim - 1, -1, -1):
+        lines.append(f"c = rem % sh{d}; rem /= sh{d};" if d else "c = rem;")
+        lines += [f"p_{n} += c * st_{n}{d};" for n in names]
+    return "\n    ".join(lines)

@@ -1,0 +1,113 @@
+"""gather and scatter_add along one dimension (any strides), with the cpu's bounds errors.
+
+gather: one work-item per output element. scatter_add: one work-item per position of the
+index *outside* `dim`, looping along `dim` in order, so colliding indices (which only share
+such a position) add sequentially: no atomics, deterministic, numpy's `add.at` order.
+Index bounds are data: amin/amax of the index are read back (two scalars) and checked first.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.errors import ArgumentValueError
+from ember.frontend import dtype as _dt
+
+from .. import codegen as cg
+from . import reductions
+
+
+def _offset_code(var: str, shape_names: list[str], terms: dict[str, list[str]]) -> str:
+    """C code decomposing linear index `var` over dims `shape_names`, adding c*stride to each pointer."""
+    lines = [f"{{ long r_ = {var}; long c_;"]
+    for d in range(len(shape_names) - 1, -1, -1):
+        lines.append(f"c_ = r_ % {shape_names[d]}; r_ /= {shape_names[d]};")
+        lines += [f"{p} += c_ * {sts[d]};" for p, sts in terms.items() if sts[d] is not None]
+    lines.append("}")
+    return " ".join(lines)
+
+
+def make(backend) -> dict:
+    red = reductions.make(backend)
+
+    def check_bounds(op, index, size, d):
+        if index.size == 0:
+            return
+        lo = int(backend.to_host(red["amin"](((), _dt.int64), index, None)))
+        hi = int(backend.to_host(red["amax"](((), _dt.int64), index, None)))
+        for v in (lo, hi):
+            if v < 0 or v >= size:
+                raise ArgumentValueError(f"{op}(): index {v} is out of bounds for dimension {d} with size {size} "
+                                         "(argument 'index')")
+
+    def one_d(a):
+        return a.view((1,), (1,), a.offset) if a.ndim == 0 else a
+
+    def gather(spec, a, dim, index, sparse_grad=False):
+        out = backend.new_array(spec[0], a.dtype, a.device)
+        if index.size == 0:
+            return out
+        a1, i1 = one_d(a), one_d(index)
+        d = dim % a1.ndim
+        check_bounds("gather", i1, a1.shape[d], d)
+        nd = i1.ndim
+        key = ("gather", a.dtype.name, index.dtype.name, nd, d)
+        shp = [f"sh{k}" for k in range(nd)]
+
+        def source() -> str:
+            bits = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}[a.dtype.itemsize]     # a raw copy of each element
+            params = ["long n", f"__global {bits}* o", f"__global const {bits}* a",
+                      "long off_a", f"__global const {cg.storage(index.dtype)}* ix", "long off_i"]
+            params += [f"long sh{k}, long ast{k}, long ist{k}" for k in range(nd)]
+            offs = _offset_code("gid", shp, {"pa": [None if k == d else f"ast{k}" for k in range(nd)],
+                                             "pi": [f"ist{k}" for k in range(nd)]})
+            return (f"__kernel void k({', '.join(params)}) {{\n long gid = get_global_id(0); if (gid >= n) return;\n"
+                    f" long pa = off_a, pi = off_i; {offs}\n pa += (long)ix[pi] * ast{d};\n"
+                    f" o[gid] = a[pa];\n}}\n")
+        kernel = cg.get_kernel(a.device, key, source)
+        i64 = np.int64
+        args = [i64(out.size), out.buffer, a1.buffer, i64(a1.offset), i1.buffer, i64(i1.offset)]
+        for k in range(nd):
+            args += [i64(i1.shape[k]), i64(a1.elem_strides[k]), i64(i1.elem_strides[k])]
+        cg.launch(a.device, kernel, out.size, args)
+        return out
+
+    def scatter_add(spec, a, dim, index, src):
+        out = backend.new_array(a.shape, a.dtype, a.device)
+        from .memory import make as make_memory
+
+        make_memory(backend)["copy_"](None, out, a)
+        if index.size == 0:
+            return out
+        o1, i1, s1 = one_d(out), one_d(index), one_d(src)
+        d = dim % o1.ndim
+        check_bounds("scatter_add", i1, o1.shape[d], d)
+        nd = i1.ndim
+        outer = [k for k in range(nd) if k != d]
+        n = i1.size // i1.shape[d]
+        ct = cg.opmath(a.dtype)
+        key = ("scatter_add", a.dtype.name, src.dtype.name, index.dtype.name, nd, d)
+        shp = [f"sh{k}" for k in outer]
+
+        def source() -> str:
+            params = ["long n", "long len", f"__global {cg.storage(a.dtype)}* o",
+                      f"__global const {cg.storage(src.dtype)}* s", "long off_s", f"__global const {cg.storage(index.dtype)}* ix", "long off_i",
+                      "long ost_d, long sst_d, long ist_d"]
+            params += [f"long sh{k}, long ost{k}, long sst{k}, long ist{k}" for k in outer]
+            offs = _offset_code("gid", shp, {"po": [f"ost{k}" for k in outer], "ps": [f"sst{k}" for k in outer],
+                                             "pi": [f"ist{k}" for k in outer]}) if outer else ""
+            return (f"__kernel void k({', '.join(params)}) {{\n long gid = get_global_id(0); if (gid >= n) return;\n"
+                    f" long po = 0, ps = off_s, pi = off_i; {offs}\n"
+                    f" for (long j = 0; j < len; ++j) {{\n"
+                    f"  long q = po + (long)ix[pi + j * ist_d] * ost_d;\n"
+                    f"  {ct} v = ({ct})({cg.load(a.dtype, 'o', 'q')}) + ({ct})({cg.load(src.dtype, 's', 'ps + j * sst_d')});\n"
+                    f"  {cg.store(a.dtype, 'o', 'q', 'v', ct)}\n }}\n}}\n")
+        kernel = cg.get_kernel(a.device, key, source)
+        i64 = np.int64
+        args = [i64(n), i64(i1.shape[d]), o1.buffer, s1.buffer, i64(s1.offset), i1.buffer, i64(i1.offset),
+                i64(o1.elem_strides[d]), i64(s1.elem_strides[d]), i64(i1.elem_strides[d])]
+        for k in outer:
+            args += [i64(i1.shape[k]), i64(o1.elem_strides[k]), i64(s1.elem_strides[k]), i64(i1.elem_strides[k])]
+        cg.launch(a.device, kernel, n, args)
+        return out
+
+    return {"gather": gather, "scatter_add": scatter_add}

@@ -1,0 +1,84 @@
+"""The random fills (uniform_, normal_, random_) on the Philox stream of the cpu backend.
+
+Each element computes the Philox4x32-10 block holding its words (the specification in
+backends/cpu/array_kernels/philox.py), so for one seed and offset the uniform and integer
+draws are bit-identical to the cpu's; normals share the uniforms bit for bit and differ only
+by the math library's log/sqrt/cos/sin (a few ulps). Elements are numbered in the tensor's
+logical row-major order, so fills through views match the cpu's too. normal_ is written but
+not registered yet (see the end of make). The generator is the
+opencl device type's default one (seeded by ember.manual_seed with the cpu's) or the one given.
+"""
+from __future__ import annotations
+
+import math
+
+from ember.frontend.random import default_generator
+
+from . import elementwise
+
+UNIFORM_BITS = {"float32": 24, "float16": 11, "bfloat16": 8}
+
+
+def make(backend) -> dict:
+    def draw(generator, self, words_per_element: int, expr: str, ct: str, extra):
+        gen = generator if generator is not None else default_generator("opencl")
+        n = self.size
+
+        def sample(seed, offset):
+            elementwise.run(self, [], [], expr, ct,
+                            [("seed", "ulong", seed), ("base", "ulong", offset // 4)] + extra, tag="random")
+            return None, offset + 4 * (-(-(words_per_element * n) // 4))
+        gen.draw(sample)
+        return self
+
+    def uniform_(spec, self, low=0.0, high=1.0, generator=None):
+        name = self.dtype.name
+        if name == "float64":
+            expr = ("lo + ember_unit_d(ember_philox_word(seed, base, 2 * gid), "
+                    "ember_philox_word(seed, base, 2 * gid + 1)) * span")
+            return draw(generator, self, 2, expr, "double",
+                        [("lo", "double", float(low)), ("span", "double", float(high) - float(low))])
+        expr = f"lo + ember_unit_f(ember_philox_word(seed, base, gid), {UNIFORM_BITS[name]}) * span"
+        return draw(generator, self, 1, expr, "float",
+                    [("lo", "float", float(low)), ("span", "float", float(high) - float(low))])
+
+    def normal_(spec, self, mean=0.0, std=1.0, generator=None):
+        pairs = -(-self.size // 2)
+        if self.dtype.name == "float64":
+            # uniform i uses words 2i, 2i+1: pair p's two uniforms are words 4p..4p+3 (one block)
+            a = "ember_unit_d(ember_philox_word(seed, base, 4 * (gid / 2)), ember_philox_word(seed, base, 4 * (gid / 2) + 1))"
+            b = ("ember_unit_d(ember_philox_word(seed, base, 4 * (gid / 2) + 2), "
+                 "ember_philox_word(seed, base, 4 * (gid / 2) + 3))")
+            ct, words = "double", 4
+        else:
+            a = "ember_unit_f(ember_philox_word(seed, base, 2 * (gid / 2)), 24)"
+            b = "ember_unit_f(ember_philox_word(seed, base, 2 * (gid / 2) + 1), 24)"
+            ct, words = "float", 2
+        expr = (f"(((gid & 1) ? sin(twopi * {b}) : cos(twopi * {b})) * sqrt(({ct})-2 * log(({ct})1 - {a}))) "
+                "* sd + mu")
+        gen = generator if generator is not None else default_generator("opencl")
+
+        def sample(seed, offset):
+            elementwise.run(self, [], [], expr, ct,
+                            [("seed", "ulong", seed), ("base", "ulong", offset // 4), ("twopi", ct, 2.0 * math.pi),
+                             ("sd", ct, std), ("mu", ct, mean)], tag="random")
+            return None, offset + 4 * (-(-(words * pairs) // 4))
+        gen.draw(sample)
+        return self
+
+    def random_(spec, self, low, high=None, generator=None):
+        dt = spec[1]
+        if high is None:
+            high = 2 ** (8 * dt.itemsize - (1 if dt.is_signed else 0)) if dt.category == 1 else (
+                2 if dt.category == 0 else 2 ** {2: 11, 4: 24, 8: 53}[dt.itemsize])
+        expr = ("(long)(((ulong)ember_philox_word(seed, base, 2 * gid) "
+                "| ((ulong)ember_philox_word(seed, base, 2 * gid + 1) << 32)) % range + lo)")
+        return draw(generator, self, 2, expr, "long",
+                    [("range", "ulong", int(high) - int(low)), ("lo", "ulong", int(low))])
+
+    # normal_ is not registered yet: its uniforms are bit-exact, but log/sqrt/cos/sin differ from
+    # numpy's by an ulp now and then, and the suite's test_random_matches_cpu wants equality
+    # (philox.py's spec allows a few ulps); until that is settled normal_ runs on the cpu.
+    kernels = {"uniform_": uniform_, "random_.from": random_}
+    kernels["_device_normal_"] = normal_     # for tests and the next step; not an op name
+    return kernels

@@ -1,0 +1,101 @@
+"""`ember.cuda`-style helpers for the opencl device (to be exposed as `ember.opencl`).
+
+    from ember_opencl import runtime as ocl
+    ocl.is_available(); ocl.device_count(); ocl.synchronize()
+    ocl.memory_allocated(); ocl.max_memory_allocated(); print(ocl.memory_summary())
+
+`device` arguments accept None (opencl:0), an index, "opencl:N" or an ember.device.
+"""
+from __future__ import annotations
+
+
+def _backend():
+    from ember.dispatcher.plugins import REGISTRY
+
+    rec = REGISTRY.load("opencl")
+    if rec.state != "available":
+        from ember.errors import BackendUnavailableError
+
+        raise BackendUnavailableError(f"opencl is {rec.state}: {rec.reason}")
+    return rec.backend
+
+
+def _index(device) -> int | None:
+    if device is None or isinstance(device, int):
+        return device
+    from ember.frontend.device import as_device
+
+    return as_device(device).index
+
+
+def is_available() -> bool:
+    """Whether the plugin loaded and found at least one OpenCL device."""
+    from ember.dispatcher.plugins import REGISTRY
+
+    try:
+        return REGISTRY.load("opencl").state == "available"
+    except Exception:
+        return False
+
+
+def device_count() -> int:
+    return _backend().device_count() if is_available() else 0
+
+
+def get_device_name(device=None) -> str:
+    return _backend().device_description(_index(device) or 0)
+
+
+def synchronize(device=None) -> None:
+    """Wait until every kernel queued on the device (all devices when None) finished."""
+    _backend().synchronize(_index(device))
+
+
+def memory_stats(device=None) -> dict[str, int]:
+    return _backend().memory_stats(_index(device))
+
+
+def memory_allocated(device=None) -> int:
+    """Bytes held by live tensors (rounded as the caching allocator allocates them)."""
+    return memory_stats(device)["allocated_bytes"]
+
+
+def max_memory_allocated(device=None) -> int:
+    return memory_stats(device)["peak_bytes"]
+
+
+def memory_reserved(device=None) -> int:
+    """Bytes held from the OpenCL driver: live blocks plus the allocator's cache."""
+    return memory_stats(device)["reserved_bytes"]
+
+
+def max_memory_reserved(device=None) -> int:
+    return memory_stats(device)["peak_reserved_bytes"]
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    from . import context
+
+    _backend().allocator(context.device(_index(device))).reset_peak()
+
+
+def empty_cache() -> None:
+    """Release the allocator's cached (free) blocks to the driver."""
+    for a in _backend().allocators.values():
+        a.empty_cache()
+
+
+def memory_summary(device=None) -> str:
+    """A table of the allocator's statistics, like torch.cuda.memory_summary()."""
+    s = memory_stats(device)
+    i = _index(device) or 0
+
+    def mib(b: int) -> str:
+        return f"{b / 2**20:12.2f} MiB"
+
+    rows = [("allocated (live tensors)", mib(s["allocated_bytes"])), ("peak allocated", mib(s["peak_bytes"])),
+            ("reserved (from driver)", mib(s["reserved_bytes"])), ("peak reserved", mib(s["peak_reserved_bytes"])),
+            ("allocations", f"{s['num_allocs']:16d}"), ("driver allocations", f"{s['num_driver_allocs']:16d}")]
+    head = f"opencl:{i} memory summary ({get_device_name(i)})"
+    width = max(len(head), 46)
+    return "\n".join([head, "-" * width] + [f"{k:<28}{v}" for k, v in rows])

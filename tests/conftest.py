@@ -1,0 +1,35 @@
+"""Keeps `make test` lean: the opencl conformance run selects the checks that matter most.
+
+On two cores the full suite on one more device costs several minutes; the selection keeps
+every check of the primitive ops (what the opencl kernels implement), of the ops a training
+step leans on, and the suite's device-wide tests. EMBER_OPENCL_FULL=1 runs everything.
+"""
+from __future__ import annotations
+
+import os
+
+LEAN_EXTRA = {"mm", "matmul", "linear", "softmax.int", "log_softmax.int", "relu", "sum.dim_IntList", "mean.dim",
+              "sub.Tensor", "clone", "view", "expand", "t", "cat", "nll_loss", "cross_entropy_loss", "addmm",
+              "_to_copy", "max.dim", "gt.Tensor", "ne.Tensor", "sigmoid", "maximum"}
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("EMBER_OPENCL_FULL") == "1":
+        return
+    from ember.dispatcher import primitive_ops
+
+    keep = set(primitive_ops()) | LEAN_EXTRA
+    selected, dropped = [], []
+    for item in items:
+        if "test_conformance_opencl" not in item.nodeid or "[" not in item.name:
+            selected.append(item)
+            continue
+        op = item.name.split("[", 1)[1].rstrip("]").split("-")[0]
+        ops_param = getattr(item, "callspec", None)
+        if op in keep or (ops_param is not None and not any(p == "op" for p in ops_param.params)):
+            selected.append(item)
+        else:
+            dropped.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = selected

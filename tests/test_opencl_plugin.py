@@ -1,0 +1,149 @@
+"""The ember-opencl plugin itself: device selection, memory accounting, views, conversions, fallback.
+
+The conformance suite (tests/test_conformance_opencl.py) checks op values against torch; this
+file checks what is particular to the plugin. Device tests skip with the reason when the
+plugin is missing or finds no OpenCL device.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import ember
+from test_conformance_opencl import REASON
+
+pytest.importorskip("ember_opencl", reason="the ember-opencl plugin is not installed")
+from ember_opencl import context  # noqa: E402
+
+needs_device = pytest.mark.skipif(bool(REASON), reason=REASON or "opencl available")
+
+
+def fake(p, d, platform, name, type_="cpu"):
+    return context.DeviceInfo(None, p, d, platform, name, type_, True, 2**30)
+
+
+FOUND = [fake(0, 0, "Portable Computing Language", "pthread-cpu"), fake(1, 0, "AMD Accelerated Parallel Processing",
+         "gfx1100", "gpu"), fake(1, 1, "AMD Accelerated Parallel Processing", "gfx90a", "gpu")]
+
+
+def names(selected):
+    return [d.name for d in selected]
+
+
+def test_device_selection_syntax():
+    assert names(context.select(None, FOUND)) == ["gfx1100", "gfx90a"]          # GPUs first by default
+    assert names(context.select("", FOUND[:1])) == ["pthread-cpu"]                # else every device
+    assert names(context.select("1:1", FOUND)) == ["gfx90a"]
+    assert names(context.select("1", FOUND)) == ["gfx1100", "gfx90a"]
+    assert names(context.select("portable, 1:1 ,1:1", FOUND)) == ["pthread-cpu", "gfx90a"]
+    assert names(context.select("cpu", FOUND)) == ["pthread-cpu"]
+    assert names(context.select("GFX1100", FOUND)) == ["gfx1100"]
+    with pytest.raises(ValueError, match="selector '3:0' matches no OpenCL device"):
+        context.select("3:0", FOUND)
+
+
+@needs_device
+def test_devices_and_runtime_helpers():
+    import ember_opencl
+
+    devs = ember_opencl.devices()
+    assert devs and devs[0].index == 0 and devs[0].selector
+    assert any(d.selector == devs[0].selector for d in ember_opencl.devices(all=True))
+    rt = ember_opencl.runtime
+    assert rt.is_available() and rt.device_count() == len(devs)
+    rec = [r for r in ember.backends.status() if r["name"] == "opencl"][0]
+    assert rec["state"] == "available" and rec["devices"][0] == devs[0].describe()
+    with pytest.raises(Exception, match="does not exist"):
+        ember.zeros(2, device=f"opencl:{len(devs)}")
+
+
+@needs_device
+def test_memory_accounting():
+    rt = ember_opencl_runtime()
+    rt.synchronize()
+    before = rt.memory_allocated()
+    x = ember.empty(1000, dtype=ember.float32, device="opencl")        # 4000 bytes -> 4096 (512-byte blocks)
+    assert rt.memory_allocated() == before + 4096
+    assert rt.max_memory_allocated() >= before + 4096
+    v = x[10:20]                                                        # a view allocates nothing
+    assert rt.memory_allocated() == before + 4096
+    del x
+    assert rt.memory_allocated() == before + 4096                      # the view keeps the buffer alive
+    del v
+    assert rt.memory_allocated() == before
+    y = ember.empty(1000, dtype=ember.float32, device="opencl")        # reuses the cached block
+    reserved = rt.memory_reserved()
+    del y
+    assert rt.memory_reserved() == reserved
+    assert "opencl:0 memory summary" in rt.memory_summary()
+
+
+def ember_opencl_runtime():
+    import ember_opencl
+
+    return ember_opencl.runtime
+
+
+@needs_device
+def test_views_share_the_buffer_and_round_trip():
+    base = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    x = ember.from_numpy(base).to("opencl")
+    v = x.permute(2, 0, 1)[1:, :, ::2]
+    assert v.storage_offset() == 1 and v.stride() == (1, 12, 8)
+    np.testing.assert_array_equal(v.cpu().numpy(), base.transpose(2, 0, 1)[1:, :, ::2])
+    v.fill_(-1.0)                                                        # writes through the view
+    expect = base.copy()
+    expect.transpose(2, 0, 1)[1:, :, ::2] = -1
+    np.testing.assert_array_equal(x.cpu().numpy(), expect)
+    x[:, 1:] = x[:, :-1].clone()
+    expect[:, 1:] = expect[:, :-1].copy()
+    np.testing.assert_array_equal(x.cpu().numpy(), expect)
+    x[0, 1:] = x[0, :-1]                                                 # overlapping copy_
+    expect[0, 1:] = expect[0, :-1].copy()
+    np.testing.assert_array_equal(x.cpu().numpy(), expect)
+
+
+@needs_device
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_low_precision_rounding_is_bit_exact(dtype):
+    import ml_dtypes
+
+    rng = np.random.default_rng(0)
+    bits = rng.integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32)
+    specials = np.array([0x3F808000, 0x3F818000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x00000001, 0x477FF000,
+                         0x477FE000, 0x80000000, 0x7F7FFFFF], dtype=np.uint32)
+    f = np.concatenate([bits, specials]).view(np.float32)
+    target = np.float16 if dtype == "float16" else ml_dtypes.bfloat16
+    with np.errstate(over="ignore", invalid="ignore"):
+        expect = f.astype(target)
+    got = ember.from_numpy(f).to("opencl").to(getattr(ember, dtype)).cpu().numpy()
+    e, g = expect.view(np.uint16), got.view(np.uint16)
+    nan = np.isnan(expect.astype(np.float32))
+    assert np.array_equal(np.isnan(got.astype(np.float32)), nan)
+    assert np.array_equal(e[~nan], g[~nan])
+
+
+def run_with_fallback(mode: str) -> subprocess.CompletedProcess:
+    code = ("import warnings, ember\n"
+            "warnings.simplefilter('always')\n"
+            "x = ember.arange(5.0, device='opencl')\n"
+            "for _ in range(2):\n"
+            "    print(ember.nonzero(x).cpu().tolist())\n")
+    env = dict(os.environ, EMBER_OPENCL_FALLBACK=mode)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+
+
+@needs_device
+def test_fallback_modes():
+    warn = run_with_fallback("warn")
+    assert warn.returncode == 0, warn.stderr
+    assert warn.stdout.count("[[1], [2], [3], [4]]") == 2
+    assert warn.stderr.count("nonzero: backend 'opencl' has no kernel for this op; running it on 'cpu'") == 1
+    silent = run_with_fallback("silent")
+    assert silent.returncode == 0 and "no kernel" not in silent.stderr and silent.stdout.count("[[1], [2], [3], [4]]") == 2
+    error = run_with_fallback("error")
+    assert error.returncode != 0 and "MissingKernelError" in error.stderr and "'nonzero'" in error.stderr
