@@ -273,13 +273,14 @@ class ModuleDict(Module):
                 self[m[0]] = m[1]
 
 
-def _param_repr(p: Any) -> str:
+def _param_repr(p: Any, type_name) -> str:
+    """torch's line for one entry of a ParameterList (dtype) / ParameterDict (type name)."""
     if not isinstance(p, Tensor):
         return f"Object of type: {type(p).__name__}"
     size_str = "x".join(str(size) for size in p.size())
     parameter_type = "Parameter" if isinstance(p, Parameter) else "Tensor"
-    device_str = "" if p.device.type == "cpu" else f" ({p.device})"
-    return f"{parameter_type} containing: [{p.type().replace('ember.', 'torch.')} of size {size_str}{device_str}]"
+    device_str = "" if p.device.type in ("cpu", "meta") else f" ({p.device})"
+    return f"{parameter_type} containing: [{type_name(p)} of size {size_str}{device_str}]"
 
 
 class ParameterList(Module):
@@ -340,11 +341,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self) -> str:
-        return "\n".join(f"  ({k}): {_param_repr(p)}" for k, p in enumerate(self))
-
-    def __repr__(self) -> str:
-        body = self.extra_repr()
-        return self._get_name() + "(\n" + body + "\n)" if body else self._get_name() + "()"
+        return "\n".join(f"  ({k}): {_param_repr(p, lambda t: t.dtype)}" for k, p in enumerate(self))
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("ParameterList should not be called.")
@@ -448,11 +445,7 @@ class ParameterDict(Module):
                 self[p[0]] = p[1]
 
     def extra_repr(self) -> str:
-        return "\n".join(f"  ({k}): {_param_repr(p)}" for k, p in self.items())
-
-    def __repr__(self) -> str:
-        body = self.extra_repr()
-        return self._get_name() + "(\n" + body + "\n)" if body else self._get_name() + "()"
+        return "\n".join(f"  ({k}): {_param_repr(p, lambda t: t.type())}" for k, p in self.items())
 
     def __call__(self, input=None):
         raise RuntimeError("ParameterDict should not be called.")

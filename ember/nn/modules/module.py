@@ -430,7 +430,7 @@ class Module:
                             f"dtype={dtype}")
 
         def convert(t: Tensor) -> Tensor:
-            return t.to(device, dtype if (t.is_floating_point() or t.is_complex()) else None,
+            return t.to(device=device, dtype=dtype if (t.is_floating_point() or t.is_complex()) else None,
                         non_blocking=non_blocking)
 
         return self._apply(convert)
