@@ -2,6 +2,8 @@
 same input; outputs, input gradients and parameter gradients compared; reprs compared."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -195,8 +197,13 @@ def test_loss_modules(name, make, kind):
         t = torch.randn(5, 4) if kind == "reg" else torch.rand(5, 4)
     import inspect
     two = len(inspect.signature(make).parameters) == 2
-    tm = make(tnn, torch) if two else make(tnn)
-    em = make(enn, ember) if two else make(enn)
+    with warnings.catch_warnings(record=True) as tw:
+        warnings.simplefilter("always")
+        tm = make(tnn, torch) if two else make(tnn)
+    with warnings.catch_warnings(record=True) as ew:
+        warnings.simplefilter("always")
+        em = make(enn, ember) if two else make(enn)
+    assert [str(w.message) for w in ew] == [str(w.message) for w in tw]
     assert list(em.state_dict()) == list(tm.state_dict())
     assert em.reduction == tm.reduction
     xt = x.clone().requires_grad_(True)
@@ -292,3 +299,15 @@ def test_small_model_repr_matches_torch():
             nn.Softmax(dim=1), nn.LeakyReLU(), nn.AvgPool2d(2), nn.AdaptiveAvgPool2d((1, 1)), nn.Unflatten(1, (2, 2)),
             nn.MultiheadAttention(4, 2), nn.CrossEntropyLoss())
     assert repr(build(enn)) == repr(build(tnn))
+
+
+def test_transformer_encoder_stack_and_deepcopy():
+    import copy
+    tm = tnn.TransformerEncoder(tnn.TransformerEncoderLayer(8, 2, 16, dropout=0.0), 2, norm=tnn.LayerNorm(8),
+                                enable_nested_tensor=False)
+    em = enn.TransformerEncoder(enn.TransformerEncoderLayer(8, 2, 16, dropout=0.0), 2, norm=enn.LayerNorm(8))
+    _check("encoder", tm, em, torch.randn(4, 2, 8), rtol=1e-4, atol=1e-5)
+    c = copy.deepcopy(em)
+    assert c.layers[0].linear1.weight is not em.layers[0].linear1.weight
+    assert isinstance(c.layers[0].linear1.weight, enn.Parameter)
+    assert (c.layers[0].linear1.weight == em.layers[0].linear1.weight).all()

@@ -1,6 +1,8 @@
 """Losses as modules (torch.nn.modules.loss): each holds its options and calls the functional loss."""
 from __future__ import annotations
 
+import warnings
+
 from .. import functional as F
 from .module import Module
 
@@ -9,6 +11,13 @@ __all__ = ["L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEn
 
 
 def _legacy_get_string(size_average, reduce) -> str:
+    """torch's mapping of the deprecated size_average/reduce flags to a reduction (with its warning)."""
+    warnings.warn("size_average and reduce args will be deprecated, please use reduction='{}' instead."
+                  .format(_legacy_value(size_average, reduce)), stacklevel=3)
+    return _legacy_value(size_average, reduce)
+
+
+def _legacy_value(size_average, reduce) -> str:
     if size_average is None:
         size_average = True
     if reduce is None:
