@@ -478,3 +478,82 @@ def test_parameters_vector_roundtrip():
     assert isinstance(m.weight, enn.Parameter) and m.weight.requires_grad
     with pytest.raises(TypeError, match="expected torch.Tensor, but got: list"):
         enn.utils.vector_to_parameters([1], m.parameters())
+
+
+def _gpt(nn, F, lib):
+    """A nanoGPT-style model written once against the torch API (weight tying, apply-init, tril buffer)."""
+    class Block(nn.Module):
+        def __init__(self, d, h, t):
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(d, bias=False)
+            self.c_attn = nn.Linear(d, 3 * d)
+            self.c_proj = nn.Linear(d, d)
+            self.ln_2 = nn.LayerNorm(d)
+            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(approximate="tanh"), nn.Linear(4 * d, d),
+                                     nn.Dropout(0.0))
+            self.register_buffer("mask", lib.tril(lib.ones(t, t)).view(1, 1, t, t), persistent=False)
+            self.h = h
+
+        def forward(self, x):
+            B, T, C = x.size()
+            q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+            q, k, v = (z.view(B, T, self.h, C // self.h).transpose(1, 2) for z in (q, k, v))
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = F.softmax(att.masked_fill(self.mask[:, :, :T, :T] == 0, float("-inf")), dim=-1)
+            y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+            x = x + self.c_proj(y)
+            return x + self.mlp(self.ln_2(x))
+
+    class GPT(nn.Module):
+        def __init__(self, vocab=11, d=8, h=2, t=6, n=2):
+            super().__init__()
+            self.transformer = nn.ModuleDict(dict(wte=nn.Embedding(vocab, d), wpe=nn.Embedding(t, d),
+                                                  h=nn.ModuleList([Block(d, h, t) for _ in range(n)]),
+                                                  ln_f=nn.LayerNorm(d)))
+            self.lm_head = nn.Linear(d, vocab, bias=False)
+            self.transformer.wte.weight = self.lm_head.weight
+            self.apply(self._init_weights)
+
+        def _init_weights(self, module):
+            if isinstance(module, nn.Linear):
+                nn.init.normal_(module.weight, mean=0.0, std=0.02)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.Embedding):
+                nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+        def forward(self, idx, targets):
+            pos = lib.arange(0, idx.size(1), dtype=lib.long)
+            x = self.transformer.wte(idx) + self.transformer.wpe(pos)
+            for block in self.transformer.h:
+                x = block(x)
+            logits = self.lm_head(self.transformer.ln_f(x))
+            return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+    return GPT()
+
+
+def test_nanogpt_style_model_matches_torch():
+    import ember.nn.functional as EF
+    import torch.nn.functional as TF
+    torch.manual_seed(0)
+    tm, em = _gpt(tnn, TF, torch), _gpt(enn, EF, ember)
+    assert [n for n, _ in em.named_parameters()] == [n for n, _ in tm.named_parameters()]
+    assert list(em.state_dict()) == list(tm.state_dict())
+    assert em.lm_head.weight is em.transformer.wte.weight
+    decay = [n for n, p in em.named_parameters() if p.dim() >= 2]
+    assert decay == [n for n, p in tm.named_parameters() if p.dim() >= 2]
+    em.load_state_dict({k: _e(v) for k, v in tm.state_dict().items()})
+    assert em.lm_head.weight is em.transformer.wte.weight        # tying survives loading
+    idx, tgt = torch.randint(0, 11, (3, 6)), torch.randint(0, 11, (3, 6))
+    tl = tm(idx, tgt)
+    el = em(ember.tensor(idx.numpy()), ember.tensor(tgt.numpy()))
+    np.testing.assert_allclose(el.item(), tl.item(), rtol=1e-5)
+    tl.backward()
+    el.backward()
+    tg = dict(tm.named_parameters())
+    for n, p in em.named_parameters():
+        np.testing.assert_allclose(p.grad.numpy(), tg[n].grad.numpy(), rtol=1e-4, atol=1e-6, err_msg=n)
+    tn = torch.nn.utils.clip_grad_norm_(tm.parameters(), 0.01)
+    en = enn.utils.clip_grad_norm_(em.parameters(), 0.01)
+    np.testing.assert_allclose(en.item(), tn.item(), rtol=1e-5)
