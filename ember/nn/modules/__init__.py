@@ -15,3 +15,12 @@ from .activation import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .attention import MultiheadAttention  # noqa: F401
 from .transformer import TransformerEncoder, TransformerEncoderLayer  # noqa: F401
+
+from . import activation as _activation, loss as _loss  # noqa: E402
+
+__all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity", "Linear",
+           "Bilinear", "Flatten", "Unflatten", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool1d",
+           "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "BatchNorm1d",
+           "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
+           "Embedding", "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+           *_activation.__all__, *_loss.__all__]

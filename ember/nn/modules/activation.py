@@ -1,6 +1,8 @@
 """Activation modules (torch.nn.modules.activation); MultiheadAttention lives in attention.py."""
 from __future__ import annotations
 
+import warnings
+
 import ember
 from .. import functional as F
 from ..parameter import Parameter
@@ -40,8 +42,17 @@ class ReLU(Module):
 
 
 class Hardtanh(Module):
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False,
+                 min_value: float | None = None, max_value: float | None = None) -> None:
         super().__init__()
+        if min_value is not None:
+            warnings.warn("keyword argument `min_value` is deprecated and rename to `min_val`", FutureWarning,
+                          stacklevel=2)
+            min_val = min_value
+        if max_value is not None:
+            warnings.warn("keyword argument `max_value` is deprecated and rename to `max_val`", FutureWarning,
+                          stacklevel=2)
+            max_val = max_value
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
         if self.max_val <= self.min_val:
             raise AssertionError("max_val must be greater than min_val")
