@@ -311,3 +311,32 @@ def test_transformer_encoder_stack_and_deepcopy():
     assert c.layers[0].linear1.weight is not em.layers[0].linear1.weight
     assert isinstance(c.layers[0].linear1.weight, enn.Parameter)
     assert (c.layers[0].linear1.weight == em.layers[0].linear1.weight).all()
+
+
+def test_layer_extras_match_torch():
+    w = torch.randn(4, 3)
+    te, ee = tnn.Embedding.from_pretrained(w, padding_idx=1), enn.Embedding.from_pretrained(_e(w), padding_idx=1)
+    assert not ee.weight.requires_grad and repr(ee) == repr(te)
+    _close(ee(ember.tensor([[0, 3]])), te(torch.tensor([[0, 3]])))
+    x = torch.randn(1, 3, 5, 5)
+    tc, ec = tnn.ConvTranspose2d(3, 2, 3, stride=2), enn.ConvTranspose2d(3, 2, 3, stride=2)
+    _copy_state(tc, ec)
+    _close(ec(_e(x), output_size=[12, 12]), tc(x, output_size=[12, 12]))
+    with pytest.raises(ValueError, match="requested an output size of"):
+        ec(_e(x), output_size=[20, 20])
+    tp, ep = tnn.MaxPool2d(2, return_indices=True), enn.MaxPool2d(2, return_indices=True)
+    (to, ti), (eo, ei) = tp(x), ep(_e(x))
+    _close(eo, to)
+    assert ei.tolist() == ti.tolist()
+    tm, em = tnn.MultiheadAttention(6, 3), enn.MultiheadAttention(6, 3)
+    _copy_state(tm, em)
+    q = torch.randn(4, 6)                  # unbatched (L, E)
+    (to, tw), (eo, ew) = tm(q, q, q), em(_e(q), _e(q), _e(q))
+    _close(eo, to)
+    _close(ew, tw)
+    with pytest.raises(ValueError, match="in_channels must be divisible by groups"):
+        enn.Conv2d(3, 4, 1, groups=2)
+    with pytest.raises(ValueError, match="padding='same' is not supported for strided convolutions"):
+        enn.Conv1d(1, 1, 3, stride=2, padding="same")
+    with pytest.raises(ValueError, match=r"expected 4D input \(got 3D input\)"):
+        enn.BatchNorm2d(3)(ember.randn(2, 3, 4))
