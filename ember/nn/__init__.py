@@ -1,8 +1,12 @@
 """ember.nn: neural-network building blocks (PyTorch's torch.nn).
 
-`ember.nn.functional` holds the functional API; modules, Parameter and init arrive with the
-"Training real models" issue.
+`ember.nn.functional` is the functional API; `Module`, `Parameter`, the containers and the
+layers come from `ember.nn.modules`; `ember.nn.init` and `ember.nn.utils` as in torch.
 """
 from __future__ import annotations
 
 from . import functional  # noqa: F401
+from .parameter import Buffer, Parameter  # noqa: F401
+from .modules import *  # noqa: F401,F403
+from .modules import Module  # noqa: F401
+from . import init, utils  # noqa: F401,E402

@@ -63,6 +63,8 @@ def adaptive_avg_pool2d(input, output_size):
         output_size = [input.shape[-2 + i] if s is None else s for i, s in enumerate(output_size)]
     elif output_size is None:
         output_size = list(input.shape[-2:])
+    else:
+        output_size = [output_size, output_size]
     return _F.adaptive_avg_pool2d(input, output_size)
 
 
