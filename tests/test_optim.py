@@ -232,3 +232,42 @@ def test_state_follows_parameter_dtype_on_load():
     st = opt2.state[q]
     assert st["exp_avg"].dtype == ember.float32 and st["step"].dtype == ember.float32
     assert float(st["step"]) == 1.0
+
+
+def _primdev():
+    """The primitives-only test device (tests/plugins/ember_primdev.py), registered once."""
+    import sys
+    from pathlib import Path
+
+    from ember.dispatcher.plugins import REGISTRY
+
+    if "primdev" not in REGISTRY.records:
+        sys.path.insert(0, str(Path(__file__).parent / "plugins"))
+        import ember_primdev
+
+        ember.backends.register("primdev", ember_primdev)
+    return "primdev"
+
+
+@pytest.mark.parametrize("name,kwargs", CONFIGS[1::2], ids=[f"{n}-{i}" for i, (n, _) in enumerate(CONFIGS) if i % 2])
+def test_runs_on_a_primitives_only_device_and_on_meta(name, kwargs):
+    """The updates use ember ops only: on a device with just the primitive kernels they give
+    the cpu's values; on meta they run and keep shapes."""
+    dev = _primdev()
+    values = _init_values(np.float64)
+    results = []
+    for device in ("cpu", dev, "meta"):
+        params = [ember.tensor(values[k], device=device, requires_grad=True) for k in ("w1", "b1", "w2", "b2")]
+        opt = getattr(ember.optim, name)(params, **kwargs)
+        for _ in range(10):
+            opt.zero_grad()
+            loss = sum(((q - 0.3) ** 2 * (1.0 + q * q)).sum() for q in params)
+            (-loss if kwargs.get("maximize") else loss).backward()
+            opt.step()
+        assert all(p.device.type == device for p in params)
+        assert all(v.device.type in (device, "cpu") for s in opt.state.values() for v in s.values()
+                   if isinstance(v, ember.Tensor))
+        if device != "meta":
+            results.append([p.detach().to("cpu").numpy() for p in params])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
