@@ -10,7 +10,8 @@ of UTF-8 JSON header, then the raw little-endian tensor bytes), readable by the
 * "ember_structure": the saved object as JSON: None, bools, ints and strings as themselves;
   {"float": repr}, {"tensor": name, "device": str, "requires_grad": bool}, {"list": [...]},
   {"tuple": [...]}, {"dict": [[key, value], ...]} (keys of any supported type, e.g. the int
-  keys of an optimizer's state), {"dtype": name}, {"device": str};
+  keys of an optimizer's state), {"dtype": name}, {"device": str}, {"size": [ints]}
+  (ember.Size); namedtuples are saved as plain tuples;
 * "ember_digest": the SHA-256 of the header (with the digest's own 64 hex digits read as
   zeros) and of the tensor bytes, so a changed byte anywhere is detected.
 
@@ -103,6 +104,10 @@ class _Writer:
             return {"dtype": obj.name}
         if isinstance(obj, _device):
             return {"device": str(obj)}
+        from ember.frontend.tensor import Size
+
+        if isinstance(obj, Size):
+            return {"size": [int(v) for v in obj]}
         if isinstance(obj, dict):
             return {"dict": [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in obj.items()]}
         if isinstance(obj, list):
@@ -289,6 +294,10 @@ class _Decoder:
                         raise _fail(f"a dict key of type {type(key).__name__} is not hashable") from None
                     out[key] = self.decode(pair[1], depth + 1)
                 return out
+            if kind == "size" and len(v) == 1 and isinstance(body, list) and all(type(x) is int for x in body):
+                from ember.frontend.tensor import Size
+
+                return Size(body)
             if kind == "dtype" and len(v) == 1 and body in _DTYPE_CODES:
                 from ember.frontend.dtype import dtype_from_name
 

@@ -63,7 +63,7 @@ def test_nested_structure_round_trips():
     obj = {"model": {"w": w, "b": ember.zeros(3)}, "step": 7, "lr": 0.1, "betas": (0.9, 0.999),
            "name": "gpt", "none": None, "flags": [True, False], "nums": [1, -2 ** 70, 1e-300, float("inf")],
            "nan": float("nan"), 0: {"exp_avg": ember.ones(2)}, 3: [], "empty": {}, "t": (), "dtype": ember.bfloat16,
-           "device": ember.device("cpu"), "unicode": "héllo ✓", "nested": [[[{"deep": (1, [2, {"x": None}])}]]]}
+           "device": ember.device("cpu"), "size": ember.Size([2, 3]), "unicode": "héllo ✓", "nested": [[[{"deep": (1, [2, {"x": None}])}]]]}
     out, _ = _roundtrip(obj)
     _same(out, obj)
     assert out["model"]["w"].requires_grad and out["model"]["w"].is_leaf
