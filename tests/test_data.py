@@ -240,3 +240,20 @@ def test_worker_errors_are_reraised():
         list(eud.DataLoader(_Faulty(), batch_size=2, num_workers=2))
     with pytest.raises(KeyError, match="sample 5 is broken"):
         list(eud.DataLoader(_Faulty(), batch_size=2))
+
+
+def test_breaking_out_of_an_epoch_stops_the_workers():
+    import gc
+    import multiprocessing as mp
+    import time
+
+    ds = eud.TensorDataset(ember.arange(100))
+    for _ in range(2):
+        for b in eud.DataLoader(ds, batch_size=4, num_workers=2):
+            assert b[0].tolist() == [0, 1, 2, 3]
+            break
+    gc.collect()
+    deadline = time.time() + 10
+    while mp.active_children() and time.time() < deadline:
+        time.sleep(0.1)
+    assert mp.active_children() == []
