@@ -271,3 +271,21 @@ def test_runs_on_a_primitives_only_device_and_on_meta(name, kwargs):
             results.append([p.detach().to("cpu").numpy() for p in params])
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_step_hooks():
+    calls = []
+    w = ember.tensor([1.0], requires_grad=True)
+    w.grad = ember.tensor([1.0])
+    opt = ember.optim.SGD([w], lr=0.5)
+    h1 = opt.register_step_pre_hook(lambda o, a, k: calls.append(("pre", float(w.detach()))))
+    h2 = opt.register_step_post_hook(lambda o, a, k: calls.append(("post", float(w.detach()))))
+    opt.step()
+    assert calls == [("pre", 1.0), ("post", 0.5)]
+    h1.remove()
+    h2.remove()
+    opt.step()
+    assert len(calls) == 2
+    # a pre-hook may replace the arguments: here it supplies a closure
+    opt.register_step_pre_hook(lambda o, a, k: ((lambda: 42,), {}))
+    assert opt.step() == 42

@@ -7,6 +7,7 @@ from one optimizer loads into another built over the same parameters.
 """
 from __future__ import annotations
 
+import functools
 import warnings
 from collections import defaultdict
 from copy import deepcopy
@@ -36,8 +37,58 @@ def _scalar_step(value: float = 0.0) -> Tensor:
     return tensor(float(value), dtype=scalar)
 
 
+class _RemovableHandle:
+    """What register_step_*_hook returns: `.remove()` unregisters the hook."""
+
+    def __init__(self, hooks: dict, key: int) -> None:
+        self._hooks, self._key = hooks, key
+
+    def remove(self) -> None:
+        self._hooks.pop(self._key, None)
+
+
+def _with_step_hooks(step):
+    """Wrap a subclass's step so the pre-hooks (which may replace args/kwargs) and post-hooks run."""
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        for hook in list(self.__dict__.get("_step_pre_hooks", {}).values()):
+            out = hook(self, args, kwargs)
+            if out is not None:
+                if not (isinstance(out, tuple) and len(out) == 2):
+                    raise RuntimeError(f"optimizer step pre-hook must return None or a tuple of (new_args, "
+                                       f"new_kwargs), but got {out}.")
+                args, kwargs = out
+        result = step(self, *args, **kwargs)
+        for hook in list(self.__dict__.get("_step_post_hooks", {}).values()):
+            hook(self, args, kwargs)
+        return result
+
+    wrapper._ember_step_hooks = True
+    return wrapper
+
+
 class Optimizer:
     """Base class of the optimizers: `param_groups` (a list of dicts), `state` (per parameter)."""
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_ember_step_hooks", False):
+            cls.step = _with_step_hooks(step)
+
+    def register_step_pre_hook(self, hook) -> _RemovableHandle:
+        """hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs), run before each step."""
+        hooks = self.__dict__.setdefault("_step_pre_hooks", {})
+        key = max(hooks, default=-1) + 1
+        hooks[key] = hook
+        return _RemovableHandle(hooks, key)
+
+    def register_step_post_hook(self, hook) -> _RemovableHandle:
+        """hook(optimizer, args, kwargs) -> None, run after each step."""
+        hooks = self.__dict__.setdefault("_step_post_hooks", {})
+        key = max(hooks, default=-1) + 1
+        hooks[key] = hook
+        return _RemovableHandle(hooks, key)
 
     def __init__(self, params: Iterable, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
