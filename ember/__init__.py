@@ -42,3 +42,29 @@ from ember.dispatcher.plugins import REGISTRY as _REGISTRY
 _REGISTRY.discover()
 
 __version__ = "0.1.0"
+
+# Imported on first use, so `import ember` stays fast: ember.optim, ember.utils, ember.serialization,
+# and ember.save / ember.load (torch.save/torch.load's counterparts, in ember/serialization.py).
+_LAZY_MODULES = {"optim", "utils", "serialization"}
+
+
+def save(obj, f, pickle_module=None, pickle_protocol: int = 2, _use_new_zipfile_serialization: bool = True) -> None:
+    """Save `obj` to a path or binary file; see ember.serialization.save."""
+    from ember.serialization import save as _save
+
+    _save(obj, f, pickle_module, pickle_protocol, _use_new_zipfile_serialization)
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
+    """Load what ember.save wrote (no code is ever run); see ember.serialization.load."""
+    from ember.serialization import load as _load
+
+    return _load(f, map_location, pickle_module, weights_only=weights_only, mmap=mmap, **pickle_load_args)
+
+
+def __getattr__(name: str):
+    if name in _LAZY_MODULES:
+        import importlib
+
+        return importlib.import_module(f"ember.{name}")
+    raise AttributeError(f"module 'ember' has no attribute {name!r}")

@@ -1,0 +1,14 @@
+"""ember.optim: optimizers (torch.optim's algorithms, signatures and state_dict format) and
+`ember.optim.lr_scheduler`."""
+from __future__ import annotations
+
+from .optimizer import Optimizer
+from .sgd import SGD
+from .adam import Adam
+from .adamw import AdamW
+from .rmsprop import RMSprop
+from .adagrad import Adagrad
+from .adadelta import Adadelta
+from . import lr_scheduler  # noqa: E402
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "lr_scheduler"]
