@@ -2,14 +2,6 @@
 from __future__ import annotations
 
 
-def contiguous_strides(shape) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for s in reversed(tuple(shape)):
-        strides.append(acc)
-        acc *= max(s, 1)
-    return tuple(reversed(strides))
-
-
 class MetaArray:
     """Shape, dtype, strides (exposed in bytes, like numpy), storage offset and size."""
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from ember.dispatcher import ALL_OPS, Backend, hookimpl
 
-from .array import MetaArray, contiguous_strides
+from ember.shape_rules.common import contiguous_strides
+
+from .array import MetaArray
 
 
 def _new(spec) -> MetaArray:

@@ -27,7 +27,7 @@ class OpDef:
         "doc", "arg_names", "tensor_args", "tensor_list_args", "device_arg", "mutated",
         "alias_return", "n_outputs", "output_names", "differentiable", "inplace_of",
         "inplace_needs_clone", "backward_cls", "shape_rule", "explicit", "decomposition",
-        "kernels", "functionality", "cache", "cross_device", "float_outputs", "__weakref__",
+        "kernels", "functionality", "cache", "cross_device", "first_output_only", "records_inplace", "float_outputs", "__weakref__",
     )
 
     def __init__(self, name: str, schema: str, *, family: str, promotion: str, shape_rule: str,
@@ -57,6 +57,12 @@ class OpDef:
         self.inplace_of = inplace_of
         self.inplace_needs_clone = inplace_needs_clone
         self.cross_device = "cross_device" in tags
+        # autograd: only output 0 gets a grad_fn (native_layer_norm's mean/rstd are not differentiable)
+        self.first_output_only = "only_first_output_differentiable" in tags
+        # autograd records a write into an argument as an in-place op; a composite returning new
+        # tensors while it writes some arguments (_native_batch_norm_legit's running statistics)
+        # is differentiated through its decomposition instead
+        self.records_inplace = bool(mutated) and not (impl == "composite" and len(output_names) > 1)
         self.backward_cls = None
         self.shape_rule: Callable | None = None
         self.explicit: Callable | None = None

@@ -9,14 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 
-def contiguous_strides(shape) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for s in reversed(tuple(shape)):
-        strides.append(acc)
-        acc *= max(s, 1)
-    return tuple(reversed(strides))
-
-
 class CLArray:
     __slots__ = ("shape", "dtype", "elem_strides", "offset", "block", "device")
 

@@ -17,10 +17,11 @@ import numpy as np
 
 from ember.dispatcher import Backend, hookimpl
 from ember.frontend.numpy_interop import to_numpy_dtype
+from ember.shape_rules.common import contiguous_strides
 
 from . import context
 from .allocator import CachingAllocator
-from .array import CLArray, contiguous_strides
+from .array import CLArray
 
 ENV_FALLBACK = "EMBER_OPENCL_FALLBACK"
 FALLBACK_MODES = ("warn", "silent", "error")

@@ -27,9 +27,7 @@ from .graph import Node, edge_of, move_retain
 
 
 def autograd_kernel(op, below: int, args: tuple):
-    # (a composite returning new tensors while writing some arguments, like _native_batch_norm_legit's running
-    # statistics, is differentiated through its decomposition like any composite)
-    if op.mutated and not (op.impl == "composite" and op.n_outputs > 1):
+    if op.records_inplace:
         return _inplace(op, below, args)
     if op.backward_cls is None:
         if op.impl == "composite":
@@ -59,16 +57,11 @@ def record(op, args: tuple, out) -> None:
                     edges.append(None)
                     metas.append(None)
             needs.append(any_need)
-        elif a.__class__ is Tensor or isinstance(a, Tensor):
-            if a._ag is not None:
-                edges.append(edge_of(a))
-                metas.append((a._data.shape, a._dtype, a._device))
-                needs.append(True)
-                continue
-            edges.append(None)
-            metas.append(None)
-            needs.append(False)
-        else:                                  # a Python number in a Tensor argument
+        elif isinstance(a, Tensor) and a._ag is not None:
+            edges.append(edge_of(a))
+            metas.append((a._data.shape, a._dtype, a._device))
+            needs.append(True)
+        else:                                  # no history, or a Python number in a Tensor argument
             edges.append(None)
             metas.append(None)
             needs.append(False)
@@ -82,7 +75,7 @@ def record(op, args: tuple, out) -> None:
     node.save(args, outs)
     if STATE.anomaly:
         node.anomaly_trace = "".join(traceback.format_stack()[:-3])
-    first_only = "only_first_output_differentiable" in op.tags      # e.g. native_layer_norm's mean/rstd
+    first_only = op.first_output_only
     for k, o in enumerate(outs):
         if o._dtype.is_floating_point and not (first_only and k):
             o._ag = AutogradMeta(node, k)
