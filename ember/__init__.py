@@ -45,7 +45,7 @@ __version__ = "0.1.0"
 
 # Imported on first use, so `import ember` stays fast: ember.optim, ember.utils, ember.serialization,
 # and ember.save / ember.load (torch.save/torch.load's counterparts, in ember/serialization.py).
-_LAZY_MODULES = {"optim", "utils", "serialization"}
+_LAZY_MODULES = {"optim", "utils", "serialization", "amp"}
 
 
 def save(obj, f, pickle_module=None, pickle_protocol: int = 2, _use_new_zipfile_serialization: bool = True) -> None:
