@@ -21,14 +21,14 @@ X = np.random.default_rng(2).standard_normal((5, 4)).astype(np.float32)
 Y = np.random.default_rng(3).standard_normal((5, 3)).astype(np.float32)
 
 
-def _linear(m):
-    w = m.tensor(W0, requires_grad=True)
-    b = m.tensor(B0, requires_grad=True)
+def _linear(m, device="cpu"):
+    w = m.tensor(W0, requires_grad=True, device=device)
+    b = m.tensor(B0, requires_grad=True, device=device)
     return w, b
 
 
 def _loss(m, w, b):
-    return ((m.tensor(X) @ w.t() + b - m.tensor(Y)) ** 2).mean()
+    return ((m.tensor(X, device=w.device) @ w.t() + b - m.tensor(Y, device=w.device)) ** 2).mean()
 
 
 def _poison(param, value: float) -> None:
@@ -37,10 +37,11 @@ def _poison(param, value: float) -> None:
         param.grad[0] = value
 
 
-def _run_scaler(m, inject: dict, steps: int = 9, unscale_first: bool = False, clip: float | None = None):
-    w, b = _linear(m)
+def _run_scaler(m, inject: dict, steps: int = 9, unscale_first: bool = False, clip: float | None = None,
+                device: str = "cpu"):
+    w, b = _linear(m, device)
     opt = m.optim.SGD([w, b], lr=0.05, momentum=0.9)
-    scaler = m.amp.GradScaler("cpu", init_scale=2.0 ** 10, growth_interval=2)
+    scaler = m.amp.GradScaler(device, init_scale=2.0 ** 10, growth_interval=2)
     record = []
     for i in range(steps):
         opt.zero_grad()
@@ -54,7 +55,7 @@ def _run_scaler(m, inject: dict, steps: int = 9, unscale_first: bool = False, cl
         ret = scaler.step(opt, lambda: m.tensor(float(i)))   # the closure's value comes back when stepped
         scaler.update()
         record.append((None if ret is None else float(ret), scaler.get_scale(), scaler._get_growth_tracker()))
-    return record, [w.detach().numpy(), b.detach().numpy()], scaler
+    return record, [w.detach().cpu().numpy(), b.detach().cpu().numpy()], scaler
 
 
 INJECT = {1: float("inf"), 4: float("nan"), 5: float("-inf")}
@@ -71,6 +72,15 @@ def test_scale_sequence_and_skipped_steps_like_torch(unscale_first, clip):
     assert [r[0] is None for r in rec_t] == [i in INJECT for i in range(9)]
     for pe, pt in zip(params_e, params_t):
         np.testing.assert_allclose(pe, pt, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(not ember.opencl.is_available(), reason="the opencl plugin (PoCL) is not installed")
+def test_scale_sequence_on_opencl_like_cpu():
+    rec_o, params_o, scaler = _run_scaler(ember, INJECT, unscale_first=True, clip=0.5, device="opencl")
+    rec_c, params_c, _ = _run_scaler(ember, INJECT, unscale_first=True, clip=0.5)
+    assert scaler._scale.device.type == "opencl" and rec_o == rec_c
+    for po, pc in zip(params_o, params_c):
+        np.testing.assert_allclose(po, pc, rtol=1e-5, atol=1e-6)
 
 
 def _run_two_optimizers(m):
@@ -294,6 +304,19 @@ def test_autocast_gradscaler_training_like_torch(low, rtol):
     np.testing.assert_allclose(loss_e, loss_t, rtol=rtol)
     for pe, pt in zip(params_e, params_t):
         np.testing.assert_allclose(pe, pt, rtol=rtol, atol=rtol)
+
+
+def test_gradscaler_on_meta_steps_without_reading_values():
+    w = ember.ones(3, device="meta", requires_grad=True)
+    opt = ember.optim.SGD([w], lr=0.1, momentum=0.9)
+    scaler = ember.amp.GradScaler("meta")
+    assert scaler.is_enabled()
+    scaled = scaler.scale((w * w).sum())
+    assert scaled.device.type == "meta" and scaler._scale.device.type == "meta"
+    scaled.backward()
+    assert scaler.step(opt) is None and "momentum_buffer" in opt.state[w]   # the step ran
+    scaler.update()
+    assert scaler._scale.shape == () and scaler._scale.dtype is ember.float32
 
 
 def _custom_function_dtypes(m):

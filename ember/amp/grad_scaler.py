@@ -210,7 +210,10 @@ class GradScaler:
 
     def _maybe_opt_step(self, optimizer, optimizer_state: dict, *args, **kwargs):
         retval = None
-        if not sum(v.item() for v in optimizer_state["found_inf_per_device"].values()):
+        found = optimizer_state["found_inf_per_device"].values()
+        # meta tensors hold no values: nothing can be found, and the step runs, so that a meta
+        # run (memory estimation) traces the optimizer as a real run would
+        if not sum(v.item() for v in found if v.device.type != "meta"):
             retval = optimizer.step(*args, **kwargs)
         return retval
 
