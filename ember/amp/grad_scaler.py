@@ -82,7 +82,7 @@ def _update_scale_(scale: Tensor, growth_tracker: Tensor, found_inf: Tensor, gro
 
     inf = found_inf > 0
     successful = growth_tracker + 1
-    grow = F.logical_and(F.logical_not(inf), successful >= growth_interval)
+    grow = F.logical_and(F.logical_not(inf), successful == growth_interval)     # ==, as torch's kernel
     grown = scale * growth_factor
     grown = F.where(F.isfinite(grown), grown, scale)
     new_scale = F.where(inf, scale * backoff_factor, F.where(grow, grown, scale))
