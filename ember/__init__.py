@@ -37,6 +37,8 @@ from ember.frontend import resize as _resize  # noqa: E402,F401  (Tensor.resize_
 from ember import autograd, backends, dispatcher, errors, nn  # noqa: E402
 
 long, int, short, float, double, half = (_ALIASES[n] for n in ("long", "int", "short", "float", "double", "half"))  # noqa: A001
+from ember.backends.cuda import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
+from ember.compiler import compile  # noqa: E402,A004  (identity for now; see ember/compiler.py)
 
 from ember.dispatcher.plugins import REGISTRY as _REGISTRY
 _REGISTRY.discover()
@@ -44,8 +46,10 @@ _REGISTRY.discover()
 __version__ = "0.1.0"
 
 # Imported on first use, so `import ember` stays fast: ember.optim, ember.utils, ember.serialization,
-# and ember.save / ember.load (torch.save/torch.load's counterparts, in ember/serialization.py).
-_LAZY_MODULES = {"optim", "utils", "serialization"}
+# ember.amp, the device helper modules ember.cuda / ember.opencl / ember.cpu / ember.accelerator
+# (none loads a plugin before one of its functions is called), and ember.save / ember.load
+# (torch.save/torch.load's counterparts, in ember/serialization.py).
+_LAZY_MODULES = {"optim", "utils", "serialization", "amp", "cuda", "opencl", "cpu", "accelerator"}
 
 
 def save(obj, f, pickle_module=None, pickle_protocol: int = 2, _use_new_zipfile_serialization: bool = True) -> None:

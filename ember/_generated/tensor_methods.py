@@ -1078,6 +1078,13 @@ class TensorMethods:
         """
         return _call(_op_fill__Scalar, (self, value))
 
+    def zero_(self):
+        """Fills `self` with zeros (fill_ with 0).
+
+        Schema: ``zero_(Tensor(a!) self) -> Tensor(a!)``
+        """
+        return _call(_op_zero_, (self,))
+
     def mm(self, mat2):
         """The matrix product of two 2-D tensors.
 

@@ -2,10 +2,14 @@
 
 A plugin is available (its device works), unavailable (installed, but e.g. no GPU: the
 reason says why) or broken (it failed to import or initialise: the error says how).
+The submodules cuda, cudnn and mps hold torch.backends' flags (allow_tf32, benchmark, ...).
 """
 from __future__ import annotations
 
 from ember.dispatcher.plugins import REGISTRY
+
+# torch.backends.<name>'s flags and queries (small modules, nothing heavy imported)
+from . import cuda, cudnn, mps  # noqa: E402,F401
 
 
 def status() -> list[dict]:

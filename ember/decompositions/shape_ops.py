@@ -185,6 +185,11 @@ def fill(self, value):
     return F.fill_(F.clone(self), value)          # clone keeps self's layout; fill_ zeroes its grad
 
 
+@decomposition("zero_")
+def zero_(self):
+    return F.fill_(self, 0)
+
+
 @decomposition("copy")
 def copy(self, src, non_blocking=False):
     return F.copy_(F.clone(self), src, non_blocking)

@@ -26,6 +26,10 @@ class Backend:
     device_type: str = ""
     #: whether `device_type:N` indexes several devices
     multi_device: bool = False
+    #: optional: the import name of a module of torch.cuda-style helpers (synchronize,
+    #: memory_allocated, empty_cache, memory_summary, ...) that `ember.<device_type>` calls;
+    #: helpers it lacks fall back to this class's generic methods (see ember/_device_module.py)
+    runtime_module: str | None = None
 
     # -- availability -----------------------------------------------------------------
     def is_available(self) -> bool:

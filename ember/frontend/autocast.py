@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import warnings
 
 from ember.dispatcher import keys as K
 from ember.dispatcher.dispatch import call
@@ -22,17 +23,35 @@ _DEFAULT_DTYPE = {"cpu": _dt.bfloat16}
 
 
 class autocast:
-    """Context manager / decorator enabling autocast for one device type."""
+    """Context manager / decorator enabling autocast for one device type (torch.amp.autocast).
 
-    def __init__(self, device_type: str, dtype=None, enabled: bool = True, cache_enabled: bool = True) -> None:
+    As in PyTorch: `dtype=None` takes the device type's default (`get_autocast_dtype`), a
+    dtype other than float16/bfloat16 warns and disables the region, and a device type
+    whose backend is not available (e.g. "cuda" without the plugin) warns and disables it.
+    An unknown device type is an error. Attributes `device`, `fast_dtype`, `_enabled` and
+    `_cache_enabled` are torch's; `device_type`, `enabled`, `cache_enabled` are ember's names.
+    """
+
+    def __init__(self, device_type: str, dtype=None, enabled: bool = True, cache_enabled: bool | None = None) -> None:
         if not isinstance(device_type, str):
-            raise TypeError(f"autocast(): expected device_type of type str, got {type(device_type).__name__}")
-        self.device_type = device_type.split(":")[0]
-        self.fast_dtype = dtype or _DEFAULT_DTYPE.get(self.device_type, _dt.float16)
-        if self.fast_dtype not in (_dt.float16, _dt.bfloat16):
-            raise ValueError(f"autocast(): dtype must be float16 or bfloat16, got {self.fast_dtype}")
-        self.enabled = enabled
-        self.cache_enabled = cache_enabled
+            raise ValueError(f"autocast(): expected `device_type` of type `str`, got: `{type(device_type)}`")
+        self.device_type = self.device = device_type.split(":")[0]
+        if not is_autocast_available(self.device_type):
+            raise RuntimeError(f"User specified an unsupported autocast device_type '{self.device_type}'")
+        self.fast_dtype = get_autocast_dtype(self.device_type) if dtype is None else dtype
+        self.cache_enabled = self._cache_enabled = True if cache_enabled is None else bool(cache_enabled)
+        if enabled:
+            name = self.device_type.upper()
+            if not _device_usable(self.device_type):
+                warnings.warn(f"{name} is not available (no usable backend for device type "
+                              f"{self.device_type!r}). Disabling autocast.", stacklevel=2)
+                enabled = False
+            elif self.fast_dtype not in (_dt.float16, _dt.bfloat16):
+                warnings.warn(f"In {name} autocast, but the target dtype is not supported. Disabling autocast.\n"
+                              f"{name} Autocast only supports dtypes of ember.bfloat16, ember.float16 currently.",
+                              stacklevel=2)
+                enabled = False
+        self.enabled = self._enabled = enabled
 
     def __enter__(self):
         st = STATE
@@ -87,6 +106,28 @@ def _sync_key() -> None:
         st.include |= K.AUTOCAST
     else:
         st.include &= ~K.AUTOCAST
+
+
+def _device_usable(device_type: str) -> bool:
+    """cpu and meta always; a plugin's device type when its backend loaded and is available."""
+    if device_type in ("cpu", "meta"):
+        return True
+    from ember.dispatcher.plugins import REGISTRY
+
+    try:
+        return REGISTRY.load(device_type).state == "available"
+    except Exception:
+        return False
+
+
+def is_autocast_available(device_type: str) -> bool:
+    """Whether `device_type` is one autocast knows: cpu, meta, cuda, or an installed plugin's type.
+
+    (Whether its backend is usable right now is checked when a region is entered.)
+    """
+    from ember.dispatcher.plugins import REGISTRY
+
+    return device_type in ("cpu", "meta", "cuda") or device_type in REGISTRY.records
 
 
 def is_autocast_enabled(device_type: str = "cpu") -> bool:

@@ -37,6 +37,7 @@ def fallback_mode() -> str:
 class OpenCLBackend(Backend):
     device_type = "opencl"
     multi_device = True
+    runtime_module = "ember_opencl.runtime"     # ember.opencl's helpers
 
     def __init__(self) -> None:
         self.allocators: dict[int, CachingAllocator] = {}

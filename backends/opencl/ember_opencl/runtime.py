@@ -1,4 +1,4 @@
-"""`ember.cuda`-style helpers for the opencl device (to be exposed as `ember.opencl`).
+"""`ember.cuda`-style helpers for the opencl device, exposed as `ember.opencl` (ember/_device_module.py).
 
     from ember_opencl import runtime as ocl
     ocl.is_available(); ocl.device_count(); ocl.synchronize()

@@ -1,4 +1,4 @@
-"""Copies and joins: clone, cat/stack, the *_scatter ops, copy_, _to_copy, fill_."""
+"""Copies and joins: clone, cat/stack, the *_scatter ops, copy_, _to_copy, fill_, zero_."""
 from __future__ import annotations
 
 import numpy as np
@@ -157,6 +157,15 @@ def _fill_samples(rng, dtype):
 
 add(OpInfo("fill_.Scalar", method("fill_"), _fill_samples, dtypes=ALL, grad=True, inplace=True,
            errors=lambda rng: [E((T(f32(rng, (2,))), "x"), TypeError, "fill_", desc="str value")]))
+
+
+def _zero_samples(rng, dtype):
+    return [Sample(s.args[:1], desc=s.desc) for s in _fill_samples(rng, dtype) if s.desc in
+            ("int", "0-d", "empty", "transposed", "strided")]
+
+
+add(OpInfo("zero_", method("zero_"), _zero_samples, dtypes=ALL, grad=True, inplace=True,
+           errors=lambda rng: [E(("x",), TypeError, "zero_", fn=lambda m, x: m.zero_(x), desc="not a tensor")]))
 
 
 add(OpInfo("fill.Scalar", fn("fill"), _fill_samples, dtypes=ALL, grad=True,
