@@ -143,6 +143,17 @@ def test_digits_mlp_trains_on_opencl_as_on_cpu():
     assert pick_device("auto").type == "opencl"
 
 
+@pytest.mark.skipif(bool(OPENCL_REASON), reason=OPENCL_REASON or "opencl available")
+def test_opencl_tensors_name_their_index_so_list_indexing_works():
+    # char_gpt's top-k filter, `logits[logits < v[:, [-1]]] = -inf`, on tensors made by factories and .to()
+    made = [ember.zeros(2, device="opencl"), ember.tensor([1.0], device="opencl"), ember.ones(2).to("opencl"),
+            ember.nn.Linear(2, 2).to("opencl").weight, ember.arange(3, device=ember.device("opencl"))]
+    assert {str(t.device) for t in made} == {"opencl:0"}
+    x = ember.arange(6.0).view(2, 3).to("opencl")
+    x[x < x[:, [-1]]] = -1.0
+    np.testing.assert_array_equal(x.cpu().numpy(), [[-1.0, -1.0, 2.0], [-1.0, -1.0, 5.0]])
+
+
 def test_progress_bar_writes_one_finished_line_off_a_terminal():
     out = io.StringIO()
     bar = ProgressBar(range(3), desc="epoch 1", width=6, stream=out)
