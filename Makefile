@@ -20,7 +20,7 @@ $(VENV)/.test-installed: pyproject.toml backends/opencl/pyproject.toml | $(VPY)
 	touch $@
 
 demo: $(VENV)/.demo-installed
-	$(VPY) examples/logistic_regression_digits.py
+	$(VPY) examples/digits_mlp.py
 
 test: $(VENV)/.test-installed
 	$(VPY) -m codegen --check

@@ -32,7 +32,7 @@ from ember.frontend.mode import DispatchMode
 from ember.frontend.printing import set_printoptions, get_printoptions
 from ember.frontend.type_promotion import promote_types, result_type, can_cast
 from ember._generated.functions import *  # noqa: F401,F403  (every public op)
-from ember.functional import einsum, nonzero, norm, split  # noqa: E402  (torch/functional.py's signatures)
+from ember.functional import einsum, flatten, nonzero, norm, split  # noqa: E402  (torch/functional.py's signatures)
 from ember.frontend import resize as _resize  # noqa: E402,F401  (Tensor.resize_)
 from ember import autograd, backends, dispatcher, errors, nn  # noqa: E402
 

@@ -1,6 +1,7 @@
 """Hand-written public functions whose Python signatures are not an ATen schema's
 (torch/functional.py's): `split` (an int or a list of sizes), `einsum` (operands as
-varargs), `norm` (p may be 'fro') and `nonzero` (as_tuple). Each forwards to registry ops.
+varargs), `norm` (p may be 'fro'), `nonzero` (as_tuple) and `flatten` (Tensor.flatten's reshape).
+Each forwards to registry ops.
 """
 from __future__ import annotations
 
@@ -16,6 +17,13 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple[Tensor,
     if isinstance(split_size_or_sections, (list, tuple)):
         return F.split_with_sizes(tensor, split_size_or_sections, dim)
     return F._call(F._op_split_Tensor, (tensor, split_size_or_sections, dim))
+
+
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """torch.flatten: dims `start_dim`..`end_dim` merged into one (a view when the strides allow)."""
+    if not isinstance(input, Tensor):
+        raise ArgumentTypeError(f"flatten(): argument 'input' must be Tensor, not {type(input).__name__}")
+    return input.flatten(start_dim, end_dim)
 
 
 def einsum(equation: str, *operands) -> Tensor:

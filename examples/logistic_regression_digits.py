@@ -1,8 +1,9 @@
 """Multinomial logistic regression on scikit-learn's digits, with hand-written ember ops.
 
 No nn module, no optimizer: the model is a weight matrix and a bias, the loss is written
-out with log_softmax, and the update is plain gradient descent on `.grad`. Run with
-`make demo`; it prints the loss every 25 steps and the final test accuracy.
+out with log_softmax, and the update is plain gradient descent on `.grad` (`make demo` runs
+digits_mlp.py, the same task with nn/optim/DataLoader). It prints the loss every 25 steps and
+the final test accuracy.
 
     python examples/logistic_regression_digits.py [--device cpu] [--steps 300] [--lr 0.5]
 """

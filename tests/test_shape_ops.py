@@ -37,6 +37,16 @@ def test_norm_rejects_nuclear_and_keeps_fro():
         ember.norm(x, "nuc")
 
 
+def test_flatten_function_matches_torch():
+    x = np.arange(120.0).reshape(2, 3, 4, 5)
+    for args in [(), (1,), (1, 2), (0, -2), (-1,)]:
+        e, t = ember.flatten(ember.tensor(x), *args), torch.flatten(torch.tensor(x), *args)
+        np.testing.assert_array_equal(e.numpy(), t.numpy())
+    assert tuple(ember.flatten(ember.tensor(3.0)).shape) == (1,)
+    with pytest.raises(TypeError, match="flatten.*'input' must be Tensor, not list"):
+        ember.flatten([1.0])
+
+
 def test_einsum_takes_varargs_and_a_list():
     a, b = np.random.default_rng(0).random((2, 3)), np.random.default_rng(1).random((3, 4))
     e1 = ember.einsum("ij,jk->ik", ember.tensor(a), ember.tensor(b))

@@ -63,9 +63,12 @@ def _output_device(op, backend, args):
     for i in op.tensor_list_args:
         if args[i]:
             return args[i][0]._device
-    from ember.frontend.device import as_device
+    from ember.frontend.device import as_device, device
 
-    return as_device(args[op.device_arg] if op.device_arg is not None else None)
+    dev = as_device(args[op.device_arg] if op.device_arg is not None else None)
+    # as torch's cuda tensors, a tensor of a multi-device backend names its device's index ("opencl"
+    # means the first device, opencl:0, as in ember.tensor(..., device="opencl") and indexing)
+    return device(dev.type, 0) if dev.index is None and backend.multi_device else dev
 
 
 def _cross_device_args(op, key, backend, args):
