@@ -1,23 +1,27 @@
 """OpenCL C for the GEMM behind bmm: two register-blocked kernels and the per-device choice.
 
-Both compute C[b] = A[b] @ B[b] for a batch of (n, K) x (K, m) products, accumulate in the
-opmath type (float for float16/bfloat16) with fma() for floating types (so the result does
-not depend on the compiler contracting a*b+c) and round once on store. Both handle any size
-(edge tiles are bounds-checked) and read A with arbitrary strides and offsets.
+Both compute C[b] = A[b] @ B[b] for a batch of (n, K) x (K, m) products in the opmath type
+(float for float16/bfloat16), accumulating floating types with fused multiply-adds, and round
+once on store into a contiguous C. Sizes need not be multiples of the tiles.
 
-`register` (CPU devices, e.g. PoCL): no local memory and no barrier. Each work-item owns an
-R x W micro-tile of C (R rows, W columns as one W-wide vector), streams a W-wide row of B
-per k with one vector load and broadcasts R scalars of A into it, like a BLAS micro-kernel;
-the CPU caches do the staging that local memory does on a GPU. PoCL's CPU driver runs a
-work-group as a loop over its work-items and pays for every barrier (it spills the work-items'
-private state to memory at each one), so a barrier-free kernel with a lot of work per
-work-item is what it runs fastest. B must be unit-stride along its columns (the caller packs
-it otherwise); edge work-items load B lane by lane.
+`register` (CPU devices, e.g. PoCL): `pack_source` first copies A into K-major panels of R
+rows and B into K-major panels of W columns, converted to opmath and zero-padded (so any
+strides, offsets, dtypes and a stride-0 batch are handled there, once, in O(K (n + m))).
+Each work-item then owns an R x W tile of C (R rows, W columns as one W-wide vector): per k
+it loads one aligned W-vector of B and broadcasts R scalars of A into it, like a BLAS
+micro-kernel, with no local memory and no barrier; the CPU caches do the staging that local
+memory does on a GPU. Why this shape for PoCL's CPU driver: it runs a work-group as a loop
+over its work-items and spills their private state to memory at every barrier; it calls its
+builtins (fma, vloadn) out of line, so the loop uses none (typed vector loads from the
+aligned panels; a * b + c with FP_CONTRACT ON, which LLVM turns into vfmadd); and a B row
+read in place from a power-of-two-wide matrix (4 KiB apart per k) thrashes the cache sets,
+which the packed panels avoid. A work-group is 16 row tiles sharing one B panel (in L1).
 
 `local` (GPUs and accelerators): the classic local-memory tiling. A work-group of S x S
 work-items computes a TS x TS tile of C (TS = S * P), staging TS x S tiles of A and S x TS
 tiles of B in local memory (loaded coalesced, with the operands' own strides, so transposed
-operands need no copy) and each work-item accumulates a P x P micro-tile strided by S.
+operands need no copy), and each work-item accumulates a P x P micro-tile strided by S with
+explicit fma().
 """
 from __future__ import annotations
 
@@ -43,7 +47,7 @@ class GemmConfig:
 def config_for(dev, out_dtype, variant: str | None = None) -> GemmConfig:
     """The blocking for `dev`: register-blocked on CPUs, local-memory tiles on GPUs/accelerators.
 
-    `variant` forces one kernel (tests run the GPU kernel on PoCL with it). Measured on PoCL
+    `variant` forces one kernel (tests run both on PoCL). Measured on PoCL
     (2 Zen 3 cores, 1024^3 float32): 8 rows x one 256-bit vector per work-item and work-groups
     of 16 row blocks sharing one B panel ran fastest (8x8: ~13 GFLOP/s; 4x8: ~11; 6x16: ~11-13).
     """
@@ -56,27 +60,27 @@ def config_for(dev, out_dtype, variant: str | None = None) -> GemmConfig:
 
 
 def _madd(acc: str, a: str, b: str, c: str) -> str:
-    """c + a * b in the opmath type: fma for floating types (exact, no dependence on contraction)."""
+    """c + a * b in the opmath type: fma() for floating types (one rounding, whatever the compiler)."""
     return f"fma({a}, {b}, {c})" if acc in cg.FLOAT_CL else f"({c} + {a} * {b})"
 
 
-def pack_source(dt, acc: str, tile: int) -> str:
+def pack_source(dt, acc: str) -> str:
     """Copy a strided (batch, outer, K) operand into K-major panels of `tile` outer indices, as `acc`.
 
     out[((bat * nblk + p) * K + k) * tile + j] = src[off + bat*sbat + (p*tile + j)*si + k*sk], zero
-    past `lim`, so the GEMM loop needs no bounds check. A work-item writes one k row of a panel.
+    past `lim`, so the GEMM loop needs no bounds check. A work-item writes one k row of a panel;
+    `tile` is an argument, so one build serves both operands.
     """
-    loads = "\n    ".join(
-        f"o[{j}] = i + {j} < lim ? ({acc})({cg.load(dt, 'src', f'q + {j} * si')}) : ({acc})0;" for j in range(tile))
+    load = cg.load(dt, "src", "q + j * si")
     return f"""
 __kernel void k(__global const {cg.storage(dt)}* src, long off, long sbat, long si, long sk,
-                __global {acc}* out, long lim, long K, long nblk) {{
+                __global {acc}* out, long lim, long K, long nblk, int tile) {{
     long k = get_global_id(0), p = get_global_id(1), bat = get_global_id(2);
     if (k >= K) return;
-    long i = p * {tile};
+    long i = p * tile;
     long q = off + bat * sbat + i * si + k * sk;
-    __global {acc}* o = out + ((bat * nblk + p) * K + k) * {tile};
-    {loads}
+    __global {acc}* o = out + ((bat * nblk + p) * K + k) * tile;
+    for (int j = 0; j < tile; ++j) o[j] = i + j < lim ? ({acc})({load}) : ({acc})0;
 }}
 """
 
@@ -131,6 +135,7 @@ __kernel void k(__global const {acc}* Ap, long sapb, __global const {vt}* Bp, lo
 
 
 def local_source(a_dt, b_dt, out_dt, cfg: GemmConfig) -> str:
+    """The local-memory kernel over A and B in place (any strides, offsets, stride-0 batch)."""
     acc = cg.opmath(out_dt)
     P, S = cfg.rows, cfg.width
     TS = S * P
@@ -151,7 +156,7 @@ __kernel __attribute__((reqd_work_group_size({S}, {S}, 1)))
 void k(__global const {sa}* A, long offa, long sab, long san, long sak,
        __global const {sb}* B, long offb, long sbb, long sbk, long sbm,
        __global {so}* C, long n, long m, long K) {{
-    __local {acc} As[{S}][{TS}];
+    __local {acc} As[{S}][{TS} + 1];      /* +1: the transposing stores hit distinct banks */
     __local {acc} Bs[{S}][{TS}];
     int tx = get_local_id(0), ty = get_local_id(1);
     long rowb = get_group_id(1) * {TS}, colb = get_group_id(0) * {TS}, bat = get_global_id(2);

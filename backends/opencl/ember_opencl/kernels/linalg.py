@@ -20,12 +20,12 @@ def _pack(backend, dev, x, acc: str, tile: int, outer: int, s_outer: int, s_k: i
     nblk = -(-outer // tile)
     batches = 1 if x.elem_strides[0] == 0 or nb == 1 else nb
     out = backend.new_array((batches * nblk * K * tile,), cg.NUMPY_OF_CL[acc], dev)
-    key = ("gemm_pack", x.dtype.name, acc, tile)
-    kernel = cg.get_kernel(dev, key, lambda: gemm.pack_source(x.dtype, acc, tile))
+    key = ("gemm_pack", x.dtype.name, acc)
+    kernel = cg.get_kernel(dev, key, lambda: gemm.pack_source(x.dtype, acc))
     i64 = np.int64
     lx = min(64, dev.max_wg)
     kernel(dev.queue, (-(-K // lx) * lx, nblk, batches), (lx, 1, 1), x.buffer, i64(x.offset), i64(x.elem_strides[0]),
-           i64(s_outer), i64(s_k), out.buffer, i64(outer), i64(K), i64(nblk))
+           i64(s_outer), i64(s_k), out.buffer, i64(outer), i64(K), i64(nblk), np.int32(tile))
     return out, (0 if batches == 1 else nblk * K * tile)
 
 
