@@ -1,8 +1,10 @@
-"""bmm as a tiled local-memory GEMM (mm, matmul, linear and conv via im2col reach it).
+"""bmm on the opencl device (mm, matmul, linear and conv via im2col reach it).
 
-Each work-group computes a TILE x TILE block of one batch's product: it stages TILE x TILE
-tiles of both operands in local memory (read with their own strides, so transposed and
-broadcast operands need no copy), accumulates in the opmath type and rounds once on store.
+The kernels and the per-device blocking are in `gemm`. On CPU devices (PoCL) both operands
+are first packed into K-major panels in the opmath type (two O(K(n+m)) passes against the
+product's O(nKm); they also take any strides, offsets, dtype and broadcast batch), then the
+register-blocked kernel runs over the panels. On GPUs the local-memory kernel reads the
+operands in place with their own strides.
 """
 from __future__ import annotations
 
@@ -11,8 +13,20 @@ import numpy as np
 from ember.frontend.numpy_interop import to_numpy_dtype
 
 from .. import codegen as cg
+from . import elementwise, gemm
 
-TILE = 16
+def _pack(backend, dev, x, acc: str, tile: int, outer: int, s_outer: int, s_k: int, nb: int, K: int):
+    """`x` (batch, outer, K with the given strides) as K-major panels of `tile` (see gemm.pack_source)."""
+    nblk = -(-outer // tile)
+    batches = 1 if x.elem_strides[0] == 0 or nb == 1 else nb
+    out = backend.new_array((batches * nblk * K * tile,), cg.NUMPY_OF_CL[acc], dev)
+    key = ("gemm_pack", x.dtype.name, acc)
+    kernel = cg.get_kernel(dev, key, lambda: gemm.pack_source(x.dtype, acc))
+    i64 = np.int64
+    lx = min(64, dev.max_wg)
+    kernel(dev.queue, (-(-K // lx) * lx, nblk, batches), (lx, 1, 1), x.buffer, i64(x.offset), i64(x.elem_strides[0]),
+           i64(s_outer), i64(s_k), out.buffer, i64(outer), i64(K), i64(nblk), np.int32(tile))
+    return out, (0 if batches == 1 else nblk * K * tile)
 
 
 def make(backend) -> dict:
@@ -25,37 +39,28 @@ def make(backend) -> dict:
         if out.size == 0:
             return out
         acc = cg.opmath(out_dt)
-        key = ("bmm", a.dtype.name, b.dtype.name, out_dt.name, TILE)
-        T = TILE
-
-        def source() -> str:
-            return f"""
-__kernel void k(__global const {cg.storage(a.dtype)}* A, long offa, long sab, long san, long sak,
-                __global const {cg.storage(b.dtype)}* B, long offb, long sbb, long sbk, long sbm,
-                __global {cg.storage(out_dt)}* C, long n, long m, long K) {{
-    __local {acc} As[{T}][{T}];
-    __local {acc} Bs[{T}][{T}];
-    int tx = get_local_id(0), ty = get_local_id(1);
-    long col = get_group_id(0) * {T} + tx, row = get_group_id(1) * {T} + ty, bat = get_global_id(2);
-    long pa = offa + bat * sab, pb = offb + bat * sbb;
-    {acc} s = 0;
-    for (long t = 0; t < K; t += {T}) {{
-        long ka = t + tx, kb = t + ty;
-        As[ty][tx] = (row < n && ka < K) ? ({acc})({cg.load(a.dtype, 'A', 'pa + row * san + ka * sak')}) : ({acc})0;
-        Bs[ty][tx] = (kb < K && col < m) ? ({acc})({cg.load(b.dtype, 'B', 'pb + kb * sbk + col * sbm')}) : ({acc})0;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int j = 0; j < {T}; ++j) s += As[ty][j] * Bs[j][tx];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }}
-    if (row < n && col < m) {{ long o = (bat * n + row) * m + col; {cg.store(out_dt, 'C', 'o', 's', acc)} }}
-}}
-"""
-        kernel = cg.get_kernel(dev, key, source)
+        if k == 0:
+            return elementwise.run(out, [0], [acc], "x0", acc, tag="fill")
+        cfg = gemm.config_for(dev, out_dt)
         i64 = np.int64
-        sa, sb = a.elem_strides, b.elem_strides
-        gx, gy = -(-m // T) * T, -(-n // T) * T
-        kernel(dev.queue, (gx, gy, nb), (T, T, 1), a.buffer, i64(a.offset), *map(i64, sa), b.buffer,
-               i64(b.offset), *map(i64, sb), out.buffer, i64(n), i64(m), i64(k))
+        key = ("bmm", a.dtype.name, b.dtype.name, out_dt.name, cfg)
+        if cfg.variant == "register":
+            R, W = cfg.rows, cfg.width
+            sa, sb = a.elem_strides, b.elem_strides
+            ap, sapb = _pack(backend, dev, a, acc, R, n, sa[1], sa[2], nb, k)
+            bp, sbpb = _pack(backend, dev, b, acc, W, m, sb[2], sb[1], nb, k)
+            kernel = cg.get_kernel(dev, key, lambda: gemm.register_source(out_dt, cfg))
+            gx, gy = -(-m // W), -(-n // R)
+            lx, ly = (min(g, dev.max_wg) for g in cfg.group)   # fixed: PoCL compiles per local size
+            gx, gy = -(-gx // lx) * lx, -(-gy // ly) * ly
+            kernel(dev.queue, (gx, gy, nb), (lx, ly, 1), ap.buffer, i64(sapb), bp.buffer, i64(sbpb // W),
+                   out.buffer, i64(n), i64(m), i64(k))
+            return out
+        S, TS = cfg.width, cfg.width * cfg.rows
+        kernel = cg.get_kernel(dev, key, lambda: gemm.local_source(a.dtype, b.dtype, out_dt, cfg))
+        gx, gy = -(-m // TS) * S, -(-n // TS) * S
+        kernel(dev.queue, (gx, gy, nb), (S, S, 1), a.buffer, i64(a.offset), *map(i64, a.elem_strides), b.buffer,
+               i64(b.offset), *map(i64, b.elem_strides), out.buffer, i64(n), i64(m), i64(k))
         return out
 
     return {"bmm": bmm}
