@@ -7,13 +7,15 @@ assignment routes Parameters, Modules and Buffers into them (`__setattr__`).
 from __future__ import annotations
 
 import itertools
-import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Callable, Iterator, NamedTuple
 
 from ember.frontend.tensor import Tensor
 from ..parameter import Buffer, Parameter
+from .hooks import HookedCall, RemovableHandle
+from .hooks import (register_module_forward_hook, register_module_forward_pre_hook,  # noqa: F401  (torch's home)
+                    register_module_full_backward_hook, register_module_full_backward_pre_hook)
 
 __all__ = ["Module", "RemovableHandle"]
 
@@ -37,34 +39,6 @@ def _addindent(s_: str, num_spaces: int) -> str:
     return first + "\n" + "\n".join((num_spaces * " ") + line for line in s)
 
 
-class RemovableHandle:
-    """A handle whose `remove()` unregisters a hook (torch.utils.hooks.RemovableHandle)."""
-
-    next_id = 0
-
-    def __init__(self, hooks_dict: dict, *, extra_dict=None) -> None:
-        self.hooks_dict_ref = weakref.ref(hooks_dict)
-        self.id = RemovableHandle.next_id
-        RemovableHandle.next_id += 1
-        self.extra_dict_ref = tuple(weakref.ref(d) for d in (extra_dict if isinstance(extra_dict, list)
-                                                          else [extra_dict] if extra_dict is not None else []))
-
-    def remove(self) -> None:
-        hooks = self.hooks_dict_ref()
-        if hooks is not None and self.id in hooks:
-            del hooks[self.id]
-        for ref in self.extra_dict_ref:
-            d = ref()
-            if d is not None and self.id in d:
-                del d[self.id]
-
-    def __enter__(self) -> "RemovableHandle":
-        return self
-
-    def __exit__(self, *args) -> None:
-        self.remove()
-
-
 class _IncompatibleKeys(NamedTuple("IncompatibleKeys", [("missing_keys", list), ("unexpected_keys", list)])):
     __slots__ = ()
 
@@ -80,7 +54,7 @@ def _forward_unimplemented(self, *input: Any) -> None:
     raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
 
-class Module:
+class Module(HookedCall):
     """Base class for all neural network modules."""
 
     dump_patches: bool = False
@@ -107,6 +81,8 @@ class Module:
         s("_forward_hooks_always_called", OrderedDict())
         s("_forward_pre_hooks", OrderedDict())
         s("_forward_pre_hooks_with_kwargs", OrderedDict())
+        s("_backward_pre_hooks", OrderedDict())
+        s("_backward_hooks", OrderedDict())
         s("_state_dict_hooks", OrderedDict())
         s("_load_state_dict_post_hooks", OrderedDict())
         if self.call_super_init:
@@ -251,6 +227,10 @@ class Module:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        for name in ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
+                     "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_backward_pre_hooks", "_backward_hooks",
+                     "_state_dict_hooks", "_load_state_dict_post_hooks"):
+            self.__dict__.setdefault(name, OrderedDict())     # modules pickled before a hook kind existed
 
     # -- traversal -----------------------------------------------------------------------------
     def _named_members(self, get_members_fn, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
@@ -465,72 +445,8 @@ class Module:
     def share_memory(self) -> "Module":
         return self
 
-    # -- hooks ---------------------------------------------------------------------------------
-    def register_forward_pre_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False) -> RemovableHandle:
-        """hook(module, args) -> None | new args; with_kwargs: hook(module, args, kwargs) -> None | (args, kwargs)."""
-        handle = RemovableHandle(self._forward_pre_hooks, extra_dict=self._forward_pre_hooks_with_kwargs)
-        self._forward_pre_hooks[handle.id] = hook
-        if with_kwargs:
-            self._forward_pre_hooks_with_kwargs[handle.id] = True
-        if prepend:
-            self._forward_pre_hooks.move_to_end(handle.id, last=False)
-        return handle
-
-    def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
-                              always_call: bool = False) -> RemovableHandle:
-        """hook(module, args, output) -> None | new output (with_kwargs: hook(module, args, kwargs, output))."""
-        handle = RemovableHandle(self._forward_hooks, extra_dict=[self._forward_hooks_with_kwargs,
-                                                                  self._forward_hooks_always_called])
-        self._forward_hooks[handle.id] = hook
-        if with_kwargs:
-            self._forward_hooks_with_kwargs[handle.id] = True
-        if always_call:
-            self._forward_hooks_always_called[handle.id] = True
-        if prepend:
-            self._forward_hooks.move_to_end(handle.id, last=False)
-        return handle
-
-    def _call_impl(self, *args, **kwargs):
-        if not (self._forward_hooks or self._forward_pre_hooks):
-            return self.forward(*args, **kwargs)
-        for hook_id, hook in list(self._forward_pre_hooks.items()):
-            if hook_id in self._forward_pre_hooks_with_kwargs:
-                result = hook(self, args, kwargs)
-                if result is not None:
-                    if isinstance(result, tuple) and len(result) == 2:
-                        args, kwargs = result
-                    else:
-                        raise RuntimeError("forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
-                                           f"but got {result}.")
-            else:
-                result = hook(self, args)
-                if result is not None:
-                    args = result if isinstance(result, tuple) else (result,)
-        called = set()
-        try:
-            result = self.forward(*args, **kwargs)
-        except Exception:
-            for hook_id, hook in list(self._forward_hooks.items()):
-                if hook_id in self._forward_hooks_always_called and hook_id not in called:
-                    try:
-                        if hook_id in self._forward_hooks_with_kwargs:
-                            hook(self, args, kwargs, None)
-                        else:
-                            hook(self, args, None)
-                    except Exception:
-                        pass
-            raise
-        for hook_id, hook in list(self._forward_hooks.items()):
-            called.add(hook_id)
-            if hook_id in self._forward_hooks_with_kwargs:
-                hook_result = hook(self, args, kwargs, result)
-            else:
-                hook_result = hook(self, args, result)
-            if hook_result is not None:
-                result = hook_result
-        return result
-
-    __call__ = _call_impl
+    # -- hooks: register_forward_(pre_)hook, register_full_backward_(pre_)hook, _call_impl in hooks.py
+    __call__ = HookedCall._call_impl
 
     # -- state dict ------------------------------------------------------------------------------
     def get_extra_state(self) -> Any:
