@@ -38,12 +38,10 @@ from ember.dispatcher.state import STATE
 from ember.frontend.mode import DispatchMode
 from ember.frontend.tensor import Tensor
 
-from .flop_formulas import FLOP_FORMULAS, ZERO_FLOP_OPS
+from .flop_formulas import FLOP_FORMULAS, ZERO_FLOP_OPS, register_flop_formula
 from .module_tracker import ModuleTracker
 
 __all__ = ["FlopCounterMode", "register_flop_formula"]
-
-from .flop_formulas import register_flop_formula  # noqa: E402  (torch exports it from flop_counter)
 
 
 def _shape(v):
