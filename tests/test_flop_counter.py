@@ -168,3 +168,32 @@ def test_mode_changes_no_result_under_autocast():
     assert got.dtype == ref.dtype == ember.bfloat16
     np.testing.assert_array_equal(got.float().numpy(), ref.float().numpy())
     assert c.get_total_flops() == 2 * 4 * (8 * 16 + 16 * 16 + 16 * 4)
+
+
+@pytest.mark.parametrize("build,cfg", [
+    (models.build_gpt2, models.GPT2Config(vocab_size=100, n_ctx=32, n_embd=64, n_layer=2, n_head=4)),
+    (models.build_llama, models.LlamaConfig(vocab_size=100, dim=64, n_layers=2, n_heads=4, hidden_dim=96))],
+    ids=["gpt2", "llama"])
+def test_tiny_decoders_training_step_per_module(build, cfg):
+    """Forward and backward through residual blocks: each module's backward counted for it, as torch.
+
+    torch 2.13's counter counts 0 for its cpu SDPA kernel on these (transposed, causal) inputs;
+    ember counts torch's SDPA formula there: forward once, backward twice (the bmm it runs).
+    """
+    from torch.utils.flop_counter import sdpa_flop_count
+
+    counts = {}
+    for lib in (torch, ember):
+        model = build(cfg, lib=lib)
+        x = lib.zeros(2, 5, dtype=lib.int64)
+        counter = _run(lib, lambda: model(x).sum().backward())
+        counts[lib] = {m: sum(ops.values()) for m, ops in counter.get_flop_counts().items()}
+    heads = cfg.n_head if hasattr(cfg, "n_head") else cfg.n_heads
+    width = cfg.n_embd if hasattr(cfg, "n_embd") else cfg.dim
+    sdpa = 3 * sdpa_flop_count((2, heads, 5, width // heads), (2, heads, 5, width // heads), (2, heads, 5, width // heads))
+    expected = {}
+    for m, n in counts[torch].items():
+        attentions = sum(1 for a in counts[torch] if a.endswith((".attn", ".attention")) and
+                         (m == "Global" or a == m or a.startswith(m + ".")))
+        expected[m] = n + attentions * sdpa
+    assert counts[ember] == expected
