@@ -214,3 +214,18 @@ def test_tiny_decoders_training_step_per_module(build, cfg):
                          (m == "Global" or a == m or a.startswith(m + ".")))
         expected[m] = n + attentions * sdpa
     assert counts[ember] == expected
+
+
+def test_llama7b_training_step_on_meta_matches_closed_form():
+    """Issue 6's CLI configuration (batch 1, seq 2048, bfloat16): 6 x matmul parameters x tokens, plus
+    attention's two products forward and four backward per layer (torch's formulas)."""
+    with ember.device("meta"):
+        model = models.llama7b().to(ember.bfloat16)
+    with FlopCounterMode(display=False) as counter:
+        model(ember.zeros(1, 2048, dtype=ember.int64, device="meta")).float().sum().backward()
+    d, h, v, layers, t = 4096, 11008, 32000, 32, 2048
+    matmul_params = layers * (4 * d * d + 3 * d * h) + v * d          # the embedding is a gather
+    attention = layers * 3 * (2 * 2 * t * t * d)                       # (q@k^T, attn@v) x (1 fwd + 2 bwd)
+    assert counter.get_total_flops() == 6 * matmul_params * t + attention == 87_784_836_562_944
+    per_layer = {m: sum(ops.values()) for m, ops in counter.get_flop_counts().items() if m.count(".") == 2}
+    assert len(per_layer) == layers and len(set(per_layer.values())) == 1
