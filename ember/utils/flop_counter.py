@@ -13,7 +13,8 @@ backward alike (backward() inside the block). For each call, in this order:
 2. the op does no arithmetic (`ZERO_FLOP_OPS`: views, copies, allocation, gathers): it runs,
    nothing is recorded;
 3. the op is composite and the device runs its decomposition (it has no native kernel of its
-   own, or the device is meta, where the kernel only computes the output's shape):
+   own, or autograd records the call, which always runs the decomposition, or the device is
+   meta, where the kernel only computes the output's shape):
    the mode follows it into the decomposition, so the ops it is made of are counted (this
    is where `linear`, `matmul`, `einsum`, `conv2d` become `mm`, `bmm`, `convolution`), as
    torch's FlopCounterMode decomposes an op it has no formula for;
@@ -174,6 +175,8 @@ def _follows_decomposition(op, args: tuple) -> bool:
         return False
     if bk not in op.kernels:
         return True
+    if not STATE.exclude & K.AUTOGRAD and _any_requires_grad(op, args):
+        return True                                          # autograd_kernel runs the decomposition
     from ember.dispatcher.plugins import REGISTRY
 
     return REGISTRY.by_key[bk].device_type == "meta"     # no values: its one-step kernel is only a shortcut
