@@ -229,3 +229,15 @@ def test_llama7b_training_step_on_meta_matches_closed_form():
     assert counter.get_total_flops() == 6 * matmul_params * t + attention == 87_784_836_562_944
     per_layer = {m: sum(ops.values()) for m, ops in counter.get_flop_counts().items() if m.count(".") == 2}
     assert len(per_layer) == layers and len(set(per_layer.values())) == 1
+
+
+def test_composite_with_native_kernel_is_unknown_unless_autograd_decomposes_it():
+    """cpu runs cross_entropy_loss with its own kernel (one unknown op); under autograd it runs the
+    decomposition, which the counter follows (its parts are the unknown ops, counted as they run)."""
+    x, target = ember.randn(4, 5), ember.tensor([1, 0, 3, 2])
+    with FlopCounterMode(display=False) as c:
+        ember.nn.functional.cross_entropy(x, target)
+    assert c.get_unknown_ops() == {"cross_entropy_loss": 1}
+    with FlopCounterMode(display=False) as c:
+        ember.nn.functional.cross_entropy(x.requires_grad_(), target).backward()
+    assert "cross_entropy_loss" not in c.get_unknown_ops() and c.get_unknown_ops()["log_softmax.int"] == 1
