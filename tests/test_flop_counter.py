@@ -185,6 +185,20 @@ def test_mode_changes_no_result_under_autocast():
     assert got.dtype == ref.dtype == ember.bfloat16
     np.testing.assert_array_equal(got.float().numpy(), ref.float().numpy())
     assert c.get_total_flops() == 2 * 4 * (8 * 16 + 16 * 16 + 16 * 4)
+    grads = []
+    for counted in (False, True):                     # a training step: same outputs and gradients
+        em.zero_grad()
+        counter = FlopCounterMode(display=False)
+        if counted:
+            counter.__enter__()
+        with ember.autocast("cpu", dtype=ember.bfloat16):
+            y = em(x)
+        ember.nn.functional.cross_entropy(y.float(), ember.tensor([0, 1, 2, 3])).backward()
+        if counted:
+            counter.__exit__(None, None, None)
+        grads.append([y.detach().float().numpy()] + [p.grad.numpy().copy() for p in em.parameters()])
+    for a, b in zip(*grads):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("build,cfg", [
