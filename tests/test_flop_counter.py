@@ -255,3 +255,31 @@ def test_composite_with_native_kernel_is_unknown_unless_autograd_decomposes_it()
     with FlopCounterMode(display=False) as c:
         ember.nn.functional.cross_entropy(x.requires_grad_(), target).backward()
     assert "cross_entropy_loss" not in c.get_unknown_ops() and c.get_unknown_ops()["log_softmax.int"] == 1
+
+
+def test_module_tracker_forward_and_backward_as_torch():
+    """Names as torch's (root class name, then attributes); in backward a module is current from its
+    output's gradient to its input's; the same observations as torch.utils.module_tracker's."""
+    import torch.utils.module_tracker
+
+    from ember.utils.module_tracker import ModuleTracker
+
+    observed = {}
+    for lib, tracker_cls in ((torch, torch.utils.module_tracker.ModuleTracker), (ember, ModuleTracker)):
+        nn = lib.nn
+        model = nn.Sequential(nn.Linear(3, 4), nn.Sequential(nn.Tanh(), nn.Linear(4, 2)))
+        seen, kept = [], {}
+        with tracker_cls() as tracker:
+            model[1][0].register_forward_pre_hook(lambda m, i: seen.append((tracker.is_bw, set(tracker.parents))))
+            model[1][0].register_forward_hook(lambda m, i, o: kept.update(tanh_out=o))
+            x = lib.randn(2, 3, requires_grad=True)
+            y = model(x)
+            seen.append(set(tracker.parents))
+            kept["tanh_out"].register_hook(lambda g: seen.append((tracker.is_bw, set(tracker.parents))))
+            x.register_hook(lambda g: seen.append((tracker.is_bw, set(tracker.parents))))
+            y.sum().backward()
+        observed[lib] = seen
+    assert observed[ember] == observed[torch] == [
+        (False, {"Global", "Sequential", "Sequential.1", "Sequential.1.0"}), {"Global"},
+        (True, {"Global", "Sequential", "Sequential.1", "Sequential.1.0"}),   # tanh's backward is next
+        (True, {"Global"})]                                                   # every module is done

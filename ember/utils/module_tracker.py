@@ -47,6 +47,13 @@ class ModuleTracker:
         self._hooks: list = []
         self._handles: list = []
         self._running_forward = 0
+        self._is_bw = False
+
+    @property
+    def is_bw(self) -> bool:
+        """Whether a backward pass is running: True from the first module gradient seen until the next
+        module forward (torch asks its engine; its flag also stays True until another forward)."""
+        return self._is_bw
 
     def _get_mod_name(self, mod) -> str:
         if mod not in self._known_modules:
@@ -61,17 +68,20 @@ class ModuleTracker:
 
     def _add_fn(self, name: str):
         def fn(*args) -> None:
+            self._is_bw = True
             self.parents.add(name)
         return fn
 
     def _remove_fn(self, name: str):
         def fn(*args) -> None:
+            self._is_bw = True
             self.parents.discard(name)
         return fn
 
     def _fw_pre_hook(self, mod, input) -> None:
         if self._running_forward == 0:
             self.parents = {"Global"}            # names left by an earlier backward
+            self._is_bw = False
         self._running_forward += 1
         name = self._get_mod_name(mod)
         self.parents.add(name)
