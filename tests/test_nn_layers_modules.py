@@ -96,6 +96,9 @@ CASES = [
     ("layernorm_nobias", lambda nn: nn.LayerNorm([5, 6], bias=False, eps=1e-6), (X3,)),
     ("layernorm_noaffine", lambda nn: nn.LayerNorm(6, elementwise_affine=False), (X2,)),
     ("groupnorm", lambda nn: nn.GroupNorm(3, 6), (torch.randn(2, 6, 4),)),
+    ("rmsnorm", lambda nn: nn.RMSNorm(6), (X3,)),
+    ("rmsnorm_2d_eps", lambda nn: nn.RMSNorm([5, 6], eps=1e-3), (X3 * 1e-2,)),
+    ("rmsnorm_noaffine", lambda nn: nn.RMSNorm(6, elementwise_affine=False), (X2,)),
     ("relu", lambda nn: nn.ReLU(), (X2,)),
     ("gelu_tanh", lambda nn: nn.GELU(approximate="tanh"), (X2,)),
     ("gelu", lambda nn: nn.GELU(), (X2,)),
@@ -116,6 +119,31 @@ CASES = [
     ("glu", lambda nn: nn.GLU(), (X2,)),
     ("dropout_eval", lambda nn: nn.Dropout(0.3), (X2,)),
 ]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float64"])
+def test_rms_norm_dtypes_match_torch(dtype):
+    """Computed in the opmath type (float32 for half types) and cast back; eps=None is that type's epsilon."""
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(3, 4, 8, generator=g) * 1e-3).to(getattr(torch, dtype))   # small values: eps matters
+    w = torch.randn(8, generator=g).to(getattr(torch, dtype))
+    rtol = {"bfloat16": 2 ** -8, "float16": 2 ** -11, "float64": 1e-13}[dtype]     # one rounding of the output
+    for eps in (None, 1e-2):
+        t = torch.nn.functional.rms_norm(x, (8,), w, eps)
+        e = enn.functional.rms_norm(_e(x.double()).to(getattr(ember, dtype)), [8],
+                                    _e(w.double()).to(getattr(ember, dtype)), eps)
+        assert str(e.dtype).split(".")[-1] == dtype
+        np.testing.assert_allclose(e.to(ember.float64).numpy(), t.double().numpy(), rtol=rtol, atol=0)
+
+
+def test_rms_norm_errors_name_the_argument():
+    with pytest.raises(RuntimeError, match=r"rms_norm\(\): Given normalized_shape=\[5\], expected input with shape "
+                                           r"\[\*, 5\], but got input of size\[2, 3\]"):
+        enn.functional.rms_norm(ember.zeros(2, 3), [5])
+    with pytest.raises(RuntimeError, match="Expected weight to be of same shape as normalized_shape"):
+        enn.functional.rms_norm(ember.zeros(2, 4), [4], ember.ones(3))
+    with pytest.raises(RuntimeError, match="Given normalized_shape"):
+        torch.nn.functional.rms_norm(torch.zeros(2, 3), [5])
 
 
 @pytest.mark.parametrize("name,make,inputs", CASES, ids=[c[0] for c in CASES])

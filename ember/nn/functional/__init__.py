@@ -10,7 +10,7 @@ from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # noqa: F4
 from .pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, avg_pool1d,  # noqa: F401,E402
                       avg_pool2d, avg_pool3d, max_pool1d, max_pool1d_with_indices, max_pool2d, max_pool2d_with_indices,
                       max_pool3d, max_pool3d_with_indices)
-from .normalization import batch_norm, group_norm, instance_norm, layer_norm  # noqa: F401,E402
+from .normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm  # noqa: F401,E402
 from .padding import pad  # noqa: F401,E402
 from .vision import interpolate, upsample, upsample_bilinear, upsample_nearest  # noqa: F401,E402
 from .sparse import embedding, embedding_bag  # noqa: E402,F401

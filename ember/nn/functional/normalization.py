@@ -1,4 +1,4 @@
-"""torch.nn.functional's normalizations: batch_norm, instance_norm, layer_norm, group_norm."""
+"""torch.nn.functional's normalizations: batch_norm, instance_norm, layer_norm, group_norm, rms_norm."""
 from __future__ import annotations
 
 import math
@@ -34,6 +34,52 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             running_mean.copy_(_F.mean(_F.reshape(rm, [n, c]), [0]))
             running_var.copy_(_F.mean(_F.reshape(rv, [n, c]), [0]))
     return _F.reshape(out, size)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """Root-mean-square normalization over the trailing `normalized_shape` dims (torch's math path).
+
+    Computed in the input's opmath type (float32 for float16/bfloat16), weight included, then cast
+    to the input's dtype; `eps=None` is the machine epsilon of that opmath type, as in PyTorch.
+    """
+    from ember.errors import ArgumentTypeError, ShapeError
+    from ember.frontend import dtype as _dt
+    from ember.frontend.tensor import Tensor
+
+    if not isinstance(input, Tensor):
+        raise ArgumentTypeError(f"rms_norm(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if isinstance(normalized_shape, int):
+        normalized_shape = [normalized_shape]
+    ns = [int(n) for n in normalized_shape]
+    shape = list(input.shape)
+    if not ns:
+        raise ShapeError("rms_norm(): Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
+                         f"least one element, but got normalized_shape = {ns}")
+    if weight is not None and list(weight.shape) != ns:
+        raise ShapeError(f"rms_norm(): Expected weight to be of same shape as normalized_shape, but got weight of "
+                         f"shape {list(weight.shape)} and normalized_shape = {ns}")
+    if len(shape) < len(ns) or shape[len(shape) - len(ns):] != ns:
+        raise ShapeError(f"rms_norm(): Given normalized_shape={ns}, expected input with shape "
+                         f"[*, {', '.join(map(str, ns))}], but got input of size{shape}")
+    if not input.dtype.is_floating_point:
+        raise ArgumentTypeError(f"rms_norm(): expected a floating-point input, got {input.dtype}")
+    opmath = _dt.float32 if input.dtype in (_dt.float16, _dt.bfloat16) else input.dtype
+    if eps is None:
+        eps = _machine_eps(opmath)
+    x = input.to(opmath)
+    dims = list(range(-len(ns), 0))
+    out = x * _F.rsqrt(_F.mean(x * x, dims, True) + eps)
+    if weight is not None:
+        out = out * weight
+    return out.to(input.dtype)
+
+
+def _machine_eps(dtype) -> float:
+    """Machine epsilon of a floating ember dtype."""
+    from ember.frontend import dtype as _dt
+
+    return {_dt.float64: 2.220446049250313e-16, _dt.float32: 1.1920928955078125e-07,
+            _dt.float16: 0.0009765625, _dt.bfloat16: 0.0078125}[dtype]
 
 
 def _no_grad():

@@ -8,7 +8,7 @@ from .flatten import Flatten, Unflatten  # noqa: F401
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d  # noqa: F401
 from .pooling import AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d  # noqa: F401
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
-from .normalization import GroupNorm, LayerNorm  # noqa: F401
+from .normalization import GroupNorm, LayerNorm, RMSNorm  # noqa: F401
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401
 from .sparse import Embedding  # noqa: F401
 from .activation import *  # noqa: F401,F403
@@ -21,6 +21,6 @@ from . import activation as _activation, loss as _loss  # noqa: E402
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Identity", "Linear",
            "Bilinear", "Flatten", "Unflatten", "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool1d",
            "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "BatchNorm1d",
-           "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
+           "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm", "RMSNorm", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
            "Embedding", "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
            *_activation.__all__, *_loss.__all__]

@@ -1,4 +1,4 @@
-"""LayerNorm and GroupNorm (torch.nn.modules.normalization)."""
+"""LayerNorm, GroupNorm and RMSNorm (torch.nn.modules.normalization)."""
 from __future__ import annotations
 
 import numbers
@@ -9,7 +9,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["LayerNorm", "GroupNorm"]
+__all__ = ["LayerNorm", "GroupNorm", "RMSNorm"]
 
 
 def _affine_parameters(module: Module, affine: bool, shape, bias: bool, device, dtype) -> None:
@@ -76,3 +76,34 @@ class GroupNorm(Module):
     def extra_repr(self) -> str:
         return ("{num_groups}, {num_channels}, eps={eps}, affine={affine}, "
                 "bias={use_bias}".format(**self.__dict__, use_bias=self.bias is not None))
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalization over the trailing `normalized_shape` dims, with an optional weight.
+
+    `eps=None` uses the machine epsilon of the computation's dtype (torch.finfo(...).eps), as torch.
+    """
+
+    def __init__(self, normalized_shape, eps: float | None = None, elementwise_affine: bool = True,
+                 device=None, dtype=None) -> None:
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if self.elementwise_affine:
+            self.weight = Parameter(ember.empty(self.normalized_shape, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}".format(**self.__dict__)
