@@ -77,9 +77,8 @@ class CUDABackend(Backend):
                 f"cupy {cupy.__version__})")
 
     def index(self, device_index: int | None) -> int:
-        import cupy
-
-        i = cupy.cuda.runtime.getDevice() if device_index is None else int(device_index)
+        """The device of `cuda:N` (N=device_index); plain `cuda` is cuda:0, as ember labels it."""
+        i = 0 if device_index is None else int(device_index)
         if not 0 <= i < self.count:
             raise IndexError(f"cuda:{i} does not exist: {self.count} CUDA device(s)")
         return i

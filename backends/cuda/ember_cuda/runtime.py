@@ -5,7 +5,8 @@
     cuda.manual_seed(0); cuda.memory_allocated(); print(cuda.memory_summary())
     s = cuda.Stream(); e = cuda.Event(enable_timing=True)
 
-`device` arguments accept None (the current device), an index, "cuda:N" or an ember.device.
+`device` arguments accept None, an index, "cuda:N" or an ember.device; None is cuda:0 for
+memory statistics and synchronize (all devices), cupy's current device for Stream.
 `is_available()`, `device_count()` and `manual_seed*` never raise; the others raise
 BackendUnavailableError naming the reason when the backend is not available. Ops run on
 cupy's current device and stream: `set_device` / `with Stream(...)` choose them.
@@ -70,11 +71,22 @@ def current_device() -> int:
 
 
 def set_device(device) -> None:
-    """Make `device` the current one: factories with device="cuda" and new streams use it."""
+    """Make `device` cupy's current device (new Streams and Events, raw cupy code use it).
+
+    Unlike torch, ember labels a plain "cuda" device cuda:0 when a tensor is created, so
+    tensors still go where their device says; pass "cuda:N" to place them.
+    """
     import cupy
 
     i = _backend().index(_index(device))
     cupy.cuda.Device(i).use()
+
+
+def _current_or(device) -> int:
+    import cupy
+
+    b = _backend()
+    return b.index(_index(device)) if device is not None else int(cupy.cuda.runtime.getDevice())
 
 
 def get_device_name(device=None) -> str:
@@ -153,7 +165,7 @@ class Stream:
     def __init__(self, device=None, priority: int = 0) -> None:
         import cupy
 
-        self.device_index = _backend().index(_index(device))
+        self.device_index = _current_or(device)
         with cupy.cuda.Device(self.device_index):
             self.cupy_stream = cupy.cuda.Stream(non_blocking=True, priority=priority)
         self._prev: list = []
@@ -198,7 +210,7 @@ def current_stream(device=None) -> Stream:
     import cupy
 
     s = object.__new__(Stream)
-    s.device_index = _backend().index(_index(device))
+    s.device_index = _current_or(device)
     with cupy.cuda.Device(s.device_index):
         s.cupy_stream = cupy.cuda.get_current_stream()
     s._prev = []

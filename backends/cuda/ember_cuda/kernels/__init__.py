@@ -3,9 +3,10 @@
 1. `ember_cpu.array_kernels.make_kernels(xp, native, "cuda")` with `xp` the cupy namespace of
    ember_cuda.xp: every kernel the cpu backend has, running on cupy arrays, random kernels
    drawing from the cuda default generator through the fused Philox block function.
-2. Overrides where cupy differs from numpy: `as_strided`/`expand` (a view is a memory pointer
-   into the allocation; cupy has no buffer= constructor), `empty`/`arange` (on the device the
-   factory names; bfloat16 refused with a clear error).
+2. Overrides where cupy differs from numpy: `as_strided`/`expand` and the `view`/`slice`
+   paths that use it (a view is a memory pointer into the allocation; cupy has no buffer=
+   constructor), `empty`/`arange` (on the device the factory names; bfloat16 refused with a
+   clear error).
 3. With `fused=True`, the fused kernels of kernels/fused.py (softmax, log_softmax, layer_norm,
    cross_entropy) replace the library's multi-pass versions.
 4. With several GPUs, every kernel is wrapped to run under the device of its operands.
@@ -40,6 +41,16 @@ def make_kernels(backend, fused: bool = True) -> dict[str, Callable]:
         ptr = cupy.cuda.MemoryPointer(a.data.mem, int(offset) * item)
         return ndarray(tuple(shape), dtype=a.dtype, memptr=ptr, strides=tuple(int(s) * item for s in strides))
 
+    # the library's view/slice fall back to its numpy-only as_strided; these use cupy's
+    def view(spec, a, size):
+        out = a.reshape(spec[0])
+        return out if out.base is not None else as_strided(spec, a)
+
+    def slice_(spec, a, dim=0, start=None, end=None, step=1):
+        d = dim % a.ndim
+        out = a[(slice(None),) * d + (slice(start, end, step),)]
+        return out if out.size else as_strided(spec, a)
+
     def empty(spec, size, dtype=None, device=None, requires_grad=False):
         return backend.empty(spec[0], spec[1], _index(device))
 
@@ -50,8 +61,8 @@ def make_kernels(backend, fused: bool = True) -> dict[str, Callable]:
         with cupy.cuda.Device(backend.index(_index(device))):
             return shared_arange(spec, start, end, step)
 
-    kernels.update({"as_strided": as_strided, "expand": as_strided, "empty.memory_format": empty,
-                    "arange.start_step": arange})
+    kernels.update({"as_strided": as_strided, "expand": as_strided, "view": view, "slice.Tensor": slice_,
+                    "empty.memory_format": empty, "arange.start_step": arange})
     if fused:
         from . import fused as fused_kernels
 
