@@ -138,6 +138,73 @@ def test_kernel_table_registers_every_primitive():
     assert set(make_kernels(OneDevice(), fused=False)) == set(kernels)
 
 
+def test_view_kernels_give_the_cpu_layouts_on_cupy_arrays():
+    """View kernels only build array metadata, which cupy does without a GPU: same layouts as cpu."""
+    cupy = pytest.importorskip("cupy", reason="needs cupy (not a GPU)")
+    from ember.dispatcher.plugins import REGISTRY
+    from ember_cpu.array_kernels import make_kernels as shared
+    from ember_cuda.kernels import make_kernels
+
+    class OneDevice:
+        def device_count(self):
+            return 1
+    from ember.frontend.numpy_interop import to_numpy_dtype
+
+    gpu, cpu = make_kernels(OneDevice()), shared(np, to_numpy_dtype)
+    cpu_backend = REGISTRY.load("cpu").backend
+    mem = cupy.cuda.memory.UnownedMemory(1 << 20, 96, None, 0)          # never dereferenced
+    roots = (np.arange(24, dtype=np.float32).reshape(4, 6),
+             cupy.ndarray((4, 6), np.float32, memptr=cupy.cuda.MemoryPointer(mem, 0)))
+    f32 = ember.float32
+
+    def layout(a, offset_of):
+        return tuple(a.shape), tuple(s // a.itemsize for s in a.strides), offset_of(a)
+    cases = [
+        ("as_strided", lambda r: r, (((2, 3), f32, (6, 2), 1),), ()),
+        ("expand", lambda r: r[1:2], (((3, 6), f32, (0, 1), 6),), ((3, 6),)),
+        ("view", lambda r: r, (((2, 12), f32, (12, 1), 0),), ((2, 12),)),
+        ("view", lambda r: r.T, (((6, 2, 2), f32, (1, 12, 6), 0),), ((6, 2, 2),)),
+        ("slice.Tensor", lambda r: r, (((4, 2), f32, (6, 2), 2),), (1, 2, 5, 2)),
+        ("slice.Tensor", lambda r: r[1:], (((3, 0), f32, (6, 1), 9),), (1, 3, 3, 1)),
+        ("select.int", lambda r: r, (((6,), f32, (1,), 12),), (0, 2)),
+        ("permute", lambda r: r[:, 1:], (((5, 4), f32, (1, 6), 1),), ((1, 0),)),
+        ("transpose.int", lambda r: r, (((6, 4), f32, (1, 6), 0),), (0, 1)),
+        ("unsqueeze", lambda r: r[2], (((1, 6), f32, (6, 1), 12),), (0,)),
+        ("squeeze.dims", lambda r: r[2:3], (((6,), f32, (1,), 12),), ((0,),)),
+    ]
+    for op, pick, (spec,), args in cases:
+        want = layout(cpu[op](spec, pick(roots[0]), *args), cpu_backend.storage_offset)
+        got = layout(gpu[op](spec, pick(roots[1]), *args), lambda a: cuda_plugin.CUDABackend.storage_offset(None, a))
+        assert got == want, (op, spec)
+        if op in ("as_strided", "expand", "slice.Tensor"):
+            assert want == (spec[0], spec[2], spec[3]), (op, spec)
+
+
+def test_counting_allocator_counts_until_the_last_view_is_gone():
+    cupy = pytest.importorskip("cupy", reason="needs cupy (not a GPU)")
+    import gc
+
+    from ember_cuda.memory import CountingAllocator
+
+    class FakePool:                      # cupy's pool rounds to 512 bytes; pointers never dereferenced
+        def malloc(self, n):
+            size = -(-n // 512) * 512
+            return cupy.cuda.MemoryPointer(cupy.cuda.memory.UnownedMemory(1 << 20, size, None, 0), 0)
+    alloc = CountingAllocator(FakePool())
+    st = alloc.device_stats(0)
+    p = alloc(1000)
+    q = alloc(3000)
+    assert (st.allocated, st.peak, st.num_allocs) == (1024 + 3072, 4096, 2)
+    a = cupy.ndarray((250,), np.float32, memptr=p)
+    view = a[10:20]
+    del p, a
+    gc.collect()
+    assert st.allocated == 4096                      # the view keeps the block
+    del view, q
+    gc.collect()
+    assert (st.allocated, st.peak) == (0, 4096)
+
+
 # -------------------------------------------------------------------- kernel sources on the host
 @needs_cxx
 def test_philox_source_matches_the_reference():
