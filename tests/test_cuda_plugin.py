@@ -138,6 +138,24 @@ def test_kernel_table_registers_every_primitive():
     assert set(make_kernels(OneDevice(), fused=False)) == set(kernels)
 
 
+def test_the_cupy_namespace_has_what_the_kernel_library_calls():
+    """Every `xp.NAME` of the shared library exists on cupy's namespace (errstate: checked for)."""
+    pytest.importorskip("cupy", reason="needs cupy (not a GPU)")
+    import re
+    from pathlib import Path
+
+    import ember_cpu.array_kernels as lib
+    from ember_cuda.xp import namespace
+
+    used = set()
+    for f in Path(lib.__file__).parent.glob("*.py"):
+        used |= set(re.findall(r"\bxp\.([A-Za-z_]\w*)", f.read_text()))
+    ns = namespace()
+    assert len(used) > 50
+    assert sorted(n for n in used if not hasattr(ns, n)) == ["errstate"]
+    assert hasattr(ns.add, "at") and ns.philox_blocks is not None
+
+
 def test_view_kernels_give_the_cpu_layouts_on_cupy_arrays():
     """View kernels only build array metadata, which cupy does without a GPU: same layouts as cpu."""
     cupy = pytest.importorskip("cupy", reason="needs cupy (not a GPU)")
