@@ -6,7 +6,7 @@
 2. Overrides where cupy differs from numpy: `as_strided`/`expand` and the `view`/`slice`
    paths that use it (a view is a memory pointer into the allocation; cupy has no buffer=
    constructor), `empty`/`arange` (on the device the factory names; bfloat16 refused with a
-   clear error).
+   clear error), `normal_` (Box-Muller on the host, so cuda's normals equal cpu's bit for bit).
 3. With `fused=True`, the fused kernels of kernels/fused.py (softmax, log_softmax, layer_norm,
    cross_entropy) replace the library's multi-pass versions.
 4. With several GPUs, every kernel is wrapped to run under the device of its operands.
@@ -61,7 +61,22 @@ def make_kernels(backend, fused: bool = True) -> dict[str, Callable]:
         with cupy.cuda.Device(backend.index(_index(device))):
             return shared_arange(spec, start, end, step)
 
-    kernels.update({"as_strided": as_strided, "expand": as_strided, "view": view, "slice.Tensor": slice_,
+    def normal_(spec, self, mean=0.0, std=1.0, generator=None):
+        # Box-Muller's log/sqrt/cos/sin differ between cupy's and numpy's math libraries by an ulp
+        # now and then, and the conformance suite wants cuda's normals equal to cpu's: the values
+        # are computed on the host from the same Philox stream, then copied (as ember-opencl does).
+        # The uniforms, integers, permutations and dropout masks are drawn on the device.
+        import numpy as np
+
+        from ember.frontend.random import default_generator
+        from ember_cpu.array_kernels import philox
+
+        gen = generator if generator is not None else default_generator("cuda")
+        values = gen.draw(lambda seed, offset: philox.normal(np, seed, offset, self.shape, spec[1].name, mean, std))
+        self[...] = cupy.asarray(values)
+        return self
+
+    kernels.update({"normal_": normal_, "as_strided": as_strided, "expand": as_strided, "view": view, "slice.Tensor": slice_,
                     "empty.memory_format": empty, "arange.start_step": arange})
     if fused:
         from . import fused as fused_kernels
