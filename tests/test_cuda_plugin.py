@@ -272,35 +272,34 @@ def _softmax_ref(x, log):
     return s - np.log(np.exp(s).sum(axis=-1, keepdims=True)) if log else np.exp(s) / np.exp(s).sum(-1, keepdims=True)
 
 
+# threads per block: 1 (no tree reduction), fewer than a row's elements, more (idle threads)
+THREADS = (1, 4, 32)
+
+
 @needs_cxx
 @pytest.mark.parametrize("ctype,dtype", [("float", np.float32), ("double", np.float64)])
 def test_fused_softmax_and_layer_norm_arithmetic(ctype, dtype):
-    from ember_cuda.kernels import fused
-
     rng = np.random.default_rng(0)
     x = (rng.standard_normal((5, 7)) * 4).astype(dtype)
     x[2, 3] = 60                                   # a dominant logit: the max shift matters
-    sm = host.row_kernel_library(fused._SOFTMAX, ctype, "ember_softmax", "const void* x, void* y, long long n, int lg",
-                                 f"(const {ctype}*)x, ({ctype}*)y, n, lg")
+    lib = host.fused_library()
     tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-13)
     for log in (0, 1):
-        y = np.empty_like(x)
-        sm.run(ctypes.c_longlong(5), host.ptr(x), host.ptr(y), ctypes.c_longlong(7), ctypes.c_int(log))
-        np.testing.assert_allclose(y, _softmax_ref(x.astype(np.float64), log), **tol)
+        for threads in THREADS:
+            y = np.empty_like(x)
+            getattr(lib, f"run_softmax_{ctype}")(ctypes.c_longlong(5), ctypes.c_int(threads), host.ptr(x), host.ptr(y), ctypes.c_longlong(7),
+                   ctypes.c_int(log))
+            np.testing.assert_allclose(y, _softmax_ref(x.astype(np.float64), log), **tol)
 
-    ln = host.row_kernel_library(
-        fused._LAYER_NORM, ctype, "ember_layer_norm",
-        f"const void* x, const void* w, const void* b, void* y, void* m, void* r, long long n, {ctype} eps, int hw, int hb",
-        f"(const {ctype}*)x, (const {ctype}*)w, (const {ctype}*)b, ({ctype}*)y, ({ctype}*)m, ({ctype}*)r, n, eps, hw, hb")
     x = (rng.standard_normal((4, 6)) + 1000).astype(dtype)     # a large mean: the two-pass variance matters
     w, b = rng.standard_normal(6).astype(dtype), rng.standard_normal(6).astype(dtype)
     ceps = ctypes.c_float(1e-5) if dtype == np.float32 else ctypes.c_double(1e-5)
     x64 = x.astype(np.float64)
     mean = x64.mean(-1, keepdims=True)
     rstd = 1 / np.sqrt(((x64 - mean) ** 2).mean(-1, keepdims=True) + 1e-5)
-    for hw, hb in ((1, 1), (0, 0)):
+    for (hw, hb), threads in zip(((1, 1), (0, 0), (1, 0)), THREADS):
         y, m, r = np.empty_like(x), np.empty(4, dtype), np.empty(4, dtype)
-        ln.run(ctypes.c_longlong(4), host.ptr(x), host.ptr(w), host.ptr(b), host.ptr(y), host.ptr(m), host.ptr(r),
+        getattr(lib, f"run_layer_norm_{ctype}")(ctypes.c_longlong(4), ctypes.c_int(threads), host.ptr(x), host.ptr(w), host.ptr(b), host.ptr(y), host.ptr(m), host.ptr(r),
                ctypes.c_longlong(6), ceps, ctypes.c_int(hw), ctypes.c_int(hb))
         want = (x64 - mean) * rstd * (w if hw else 1) + (b if hb else 0)
         lt = dict(rtol=1e-3, atol=1e-3) if dtype == np.float32 else tol       # float32 inputs near 1000
@@ -311,19 +310,14 @@ def test_fused_softmax_and_layer_norm_arithmetic(ctype, dtype):
 
 @needs_cxx
 def test_fused_cross_entropy_arithmetic():
-    from ember_cuda.kernels import fused
-
-    ce = host.row_kernel_library(
-        fused._CROSS_ENTROPY, "double", "ember_cross_entropy",
-        "const void* x, const void* t, const void* w, void* loss, void* ws, void* bad, long long C, long long ig, int hw",
-        "(const double*)x, (const long long*)t, (const double*)w, (double*)loss, (double*)ws, (int*)bad, C, ig, hw")
+    lib = host.fused_library()
     rng = np.random.default_rng(1)
     x = rng.standard_normal((6, 5)) * 3
     t = np.array([0, 4, -100, 2, 7, 1], np.int64)          # an ignored row and an out-of-range target
     w = rng.random(5) + 0.5
-    for hw in (0, 1):
+    for hw, threads in ((0, 1), (1, 4), (1, 32)):
         loss, ws, bad = np.empty(6), np.empty(6), np.zeros(6, np.int32)
-        ce.run(ctypes.c_longlong(6), host.ptr(x), host.ptr(t), host.ptr(w), host.ptr(loss), host.ptr(ws), host.ptr(bad),
+        lib.run_cross_entropy_double(ctypes.c_longlong(6), ctypes.c_int(threads), host.ptr(x), host.ptr(t), host.ptr(w), host.ptr(loss), host.ptr(ws), host.ptr(bad),
                ctypes.c_longlong(5), ctypes.c_longlong(-100), ctypes.c_int(hw))
         logp = _softmax_ref(x, 1)
         for i, ti in enumerate(t):
