@@ -197,8 +197,10 @@ def step_digits(vpy: str) -> bool:
     if not script.exists():           # examples/ is being rewritten: digits_mlp.py replaces this one
         script = ROOT / "examples" / "logistic_regression_digits.py"
     rc, out = run("digits", [vpy, str(script.relative_to(ROOT)), "--device", "cuda"], 120, tail=20)
-    m = re.search(r"accuracy\s+([0-9.]+)", out)
-    acc = float(m.group(1)) if m else None
+    m = re.findall(r"accuracy[^0-9]*([0-9]+(?:\.[0-9]+)?)", out, re.I)
+    acc = float(m[-1]) if m else None
+    if acc is not None and acc > 1:         # printed as a percentage
+        acc /= 100
     ok = rc == 0 and acc is not None and acc > 0.9
     return record("digits", ok, time.perf_counter() - t0, f"{script.name}: accuracy {acc}")
 
