@@ -103,3 +103,21 @@ extern "C" void run_{name}_{ctype}(long long rows, int threads, {p}) {{
 
 def ptr(a):
     return a.ctypes.data_as(ctypes.c_void_p)
+
+
+def launcher(lib: ctypes.CDLL):
+    """A stand-in for ember_cuda.kernels.fused._kernel: `kernel(grid, block, args)` on the host library,
+    numpy arrays passed as pointers, numpy scalars as the C types they stand for."""
+    import numpy as np
+
+    conv = {np.int64: ctypes.c_longlong, np.int32: ctypes.c_int, np.float32: ctypes.c_float,
+            np.float64: ctypes.c_double}
+
+    def get(name: str, body: str, ctype: str):
+        fn = getattr(lib, f"run_{name.removeprefix('ember_')}_{ctype}")
+
+        def launch(grid, block, args):
+            c_args = [ptr(a) if isinstance(a, np.ndarray) else conv[type(a)](a) for a in args]
+            fn(ctypes.c_longlong(grid[0]), ctypes.c_int(block[0]), *c_args)
+        return launch
+    return get

@@ -330,6 +330,54 @@ def test_fused_cross_entropy_arithmetic():
         assert bad.tolist() == [0, 0, 0, 0, 1, 0]
 
 
+@needs_cxx
+def test_fused_kernels_python_side_matches_the_shared_kernels(monkeypatch):
+    """fused.make's wrappers (dim moves, dtype rounds, fallbacks, reductions, errors) with xp=numpy and
+    the kernels run on the host: their results equal the shared kernels' they replace."""
+    from ember.errors import DimensionError
+    from ember.frontend.numpy_interop import to_numpy_dtype
+    from ember_cpu.array_kernels import make_kernels as shared_kernels
+    from ember_cuda.kernels import fused
+
+    monkeypatch.setattr(fused, "_kernel", host.launcher(host.fused_library()))
+    shared = shared_kernels(np, to_numpy_dtype)
+    mine = fused.make(np, to_numpy_dtype, shared)
+    rng = np.random.default_rng(2)
+    f16, f32, f64 = ember.float16, ember.float32, ember.float64
+
+    def same(op, spec, *args, rtol=1e-6):
+        got, want = mine[op](spec, *args), shared[op](spec, *args)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            assert g.shape == w.shape and g.dtype == w.dtype, (op, g.shape, w.shape, g.dtype, w.dtype)
+            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=rtol, err_msg=op)
+
+    x = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    for op in ("softmax.int", "log_softmax.int"):
+        for dim in (0, 1, -1):
+            same(op, ((3, 4, 5), f32), x, dim)
+        same(op, ((3, 4, 5), f64), x, 1, f64)                                    # dtype= upcasts first
+        same(op, ((3, 4, 5), f16), x.astype(np.float16), 2, rtol=1e-3)           # float16 via float32
+        same(op, ((), f32), np.float32(3.0).reshape(()), 0)                       # 0-d: the shared kernel
+    w, b = rng.standard_normal((4, 5)).astype(np.float32), rng.standard_normal((4, 5)).astype(np.float32)
+    specs = (((3, 4, 5), f32), ((3, 1, 1), f32), ((3, 1, 1), f32))
+    for wb in ((w, b), (None, None), (w, None)):
+        same("native_layer_norm", specs, x, [4, 5], *wb, 1e-5, rtol=1e-5)
+    same("native_layer_norm", (((3, 4, 5), f16), ((3, 4, 1), f32), ((3, 4, 1), f32)), x.astype(np.float16), [5],
+         None, None, 1e-5, rtol=1e-3)
+    logits = rng.standard_normal((6, 5)) * 3
+    target = np.array([0, 4, -100, 2, 3, 1])
+    weight = rng.random(5) + 0.5
+    for red, shape in ((0, (6,)), (1, ()), (2, ())):
+        for wt in (None, weight):
+            same("cross_entropy_loss", (shape, f64), logits, target, wt, red, -100, 0.0, rtol=1e-12)
+        same("cross_entropy_loss", (shape, f64), logits, target, None, red, -100, 0.1, rtol=1e-12)   # shared path
+    probs = rng.random((6, 5))
+    same("cross_entropy_loss", ((), f64), logits, probs, None, 1, -100, 0.0, rtol=1e-12)          # shared path
+    bad = np.array([0, 4, 9, 2, 3, 1])
+    with pytest.raises(DimensionError, match="Target 9 is out of bounds"):
+        mine["cross_entropy_loss"](((), f64), logits, bad, None, 1, -100, 0.0)
+
+
 # ---------------------------------------------------------------------------- with a GPU
 @needs_gpu
 def test_gpu_runtime_memory_streams_and_events():
