@@ -51,7 +51,7 @@ GPU_PYVER ?= $(shell $(GPU_PY) -c 'import sys; print(f"{sys.version_info[0]}.{sy
 gpu-wheels:
 	$(GPU_PY) -m pip download --quiet --only-binary=:all: --no-deps --python-version $(GPU_PYVER) -d .gpu-wheels \
 		pluggy ml_dtypes pytest iniconfig packaging pygments tomli exceptiongroup \
-		scikit-learn scipy joblib threadpoolctl narwhals
+		scikit-learn scipy joblib threadpoolctl narwhals pytest-xdist execnet
 	# an older ml_dtypes for a numpy 1.x machine (pip picks the newest one that fits)
 	$(GPU_PY) -m pip download --quiet --only-binary=:all: --no-deps --python-version $(GPU_PYVER) -d .gpu-wheels \
 		'ml_dtypes==0.4.1'

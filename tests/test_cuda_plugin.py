@@ -91,7 +91,8 @@ def test_runtime_helpers_without_a_gpu():
     runtime.manual_seed_all(5)
     assert ember.frontend.random.default_generator("cuda").initial_seed() == 5
     for call in (runtime.memory_allocated, runtime.synchronize, runtime.current_device, runtime.memory_summary,
-                 runtime.Stream, runtime.Event, runtime.empty_cache, lambda: runtime.set_device(0)):
+                 runtime.Stream, runtime.Event, runtime.empty_cache, lambda: runtime.set_device(0),
+                 runtime.mem_get_info, runtime.get_device_capability):
         with pytest.raises(BackendUnavailableError, match="cuda is unavailable: "):
             call()
 
@@ -112,7 +113,8 @@ def test_runtime_has_the_helpers_ember_cuda_delegates_to():
     names = ["is_available", "device_count", "current_device", "set_device", "synchronize", "manual_seed",
              "manual_seed_all", "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
              "memory_summary", "empty_cache", "Stream", "Event", "memory_reserved", "max_memory_reserved",
-             "memory_stats", "get_device_name", "current_stream"]
+             "memory_stats", "get_device_name", "current_stream", "stream", "get_device_capability",
+             "mem_get_info", "is_bf16_supported"]
     missing = [n for n in names if not callable(getattr(runtime, n, None))]
     assert not missing
     ocl = pytest.importorskip("ember_opencl.runtime")
@@ -403,6 +405,9 @@ def test_gpu_runtime_memory_streams_and_events():
     assert e0.elapsed_time(e1) >= 0 and s.query()
     assert float(y.sum().item()) == 256.0 ** 3
     assert runtime.current_device() == 0 and runtime.device_count() >= 1
+    free, total = runtime.mem_get_info()
+    assert 0 < free <= total and runtime.get_device_capability()[0] >= 3
+    assert runtime.is_bf16_supported() is False
 
 
 @needs_gpu

@@ -94,6 +94,30 @@ def get_device_name(device=None) -> str:
     return b.device_description(b.index(_index(device)))
 
 
+def get_device_capability(device=None) -> tuple[int, int]:
+    """(major, minor) compute capability, as torch.cuda.get_device_capability."""
+    import cupy
+
+    b = _backend()
+    props = cupy.cuda.runtime.getDeviceProperties(b.index(_index(device)))
+    return int(props["major"]), int(props["minor"])
+
+
+def mem_get_info(device=None) -> tuple[int, int]:
+    """(free, total) bytes of the device, from the driver."""
+    import cupy
+
+    b = _backend()
+    with cupy.cuda.Device(b.index(_index(device))):
+        free, total = cupy.cuda.runtime.memGetInfo()
+    return int(free), int(total)
+
+
+def is_bf16_supported() -> bool:
+    """False: cupy has no bfloat16 dtype, so ember's cuda backend refuses bfloat16 tensors."""
+    return False
+
+
 def synchronize(device=None) -> None:
     """Wait until every kernel queued on the device (all devices when None) finished."""
     _backend().synchronize(_index(device))
@@ -215,6 +239,13 @@ def current_stream(device=None) -> Stream:
         s.cupy_stream = cupy.cuda.get_current_stream()
     s._prev = []
     return s
+
+
+def stream(s: "Stream | None"):
+    """`with stream(s):` as torch.cuda.stream: a no-op for None."""
+    import contextlib
+
+    return contextlib.nullcontext() if s is None else s
 
 
 class Event:

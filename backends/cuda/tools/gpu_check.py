@@ -9,13 +9,14 @@ run reports everything; the exit status is non-zero if any step failed. Steps:
   1. environment   python, numpy, cupy, torch versions; the GPU cupy sees (fails without one)
   2. install       a venv with --system-site-packages (the preinstalled cupy/numpy/torch), ember
                    and ember-cuda installed editable with --no-deps --no-build-isolation (no
-                   network); missing pure-Python deps (pluggy, ml_dtypes, pytest, scikit-learn)
+                   network); missing deps (pluggy, ml_dtypes, pytest, scikit-learn, pytest-xdist)
                    from --wheels DIR if given (`make gpu-wheels` fills .gpu-wheels on a networked
                    machine; carry it)
   3. plugin        `python -m ember info` must list cuda as available
   4. unit tests    tests/test_cuda_plugin.py (the GPU tests run: memory stats, streams, events,
                    Philox bit-identity with cpu, DLPack with cupy and torch)
   5. conformance   tests/test_conformance_cuda.py, lean selection (tests/conftest.py), <= 300 s
+                   (8 pytest-xdist workers when xdist is there or in the wheels)
   6. digits        examples/logistic_regression_digits.py --device cuda (to switch to
                    examples/digits_mlp.py once it lands); accuracy must exceed 0.9
   7. bench         backends/cuda/tools/gpu_bench.py: tiny-op overhead and 4096^2 matmul TFLOP/s
@@ -103,7 +104,8 @@ def step_install(py: str, venv: Path, wheels: Path | None) -> str | None:
                     tail=1)
     if rc == 0 and rc2 == 0:
         Path(site.strip().splitlines()[-1], "_ember_base_site.pth").write_text(out)
-    need = {"pluggy": "pluggy", "ml_dtypes": "ml_dtypes", "pytest": "pytest", "sklearn": "scikit-learn"}
+    need = {"pluggy": "pluggy", "ml_dtypes": "ml_dtypes", "pytest": "pytest", "sklearn": "scikit-learn",
+            "xdist": "pytest-xdist"}            # xdist is optional: the conformance run uses 8 workers with it
     rc, out = run("deps-probe", [str(vpy), "-c", "import importlib.util as u; print('MISSING', *[m for m in "
                                  f"{list(need)!r} if u.find_spec(m) is None])"], 60, tail=5)
     missing = [need[m] for m in out.split("MISSING", 1)[-1].split()] if rc == 0 else list(need.values())
@@ -229,8 +231,10 @@ def main(argv=None) -> int:
     vpy = step_install(args.python, Path(args.venv), wheels)
     if vpy is not None and step_plugin(vpy):
         step_pytest(vpy, "unit", "4. ember-cuda unit tests (GPU tests included)", "tests/test_cuda_plugin.py", 150)
-        step_pytest(vpy, "conformance", "5. conformance suite on cuda (lean selection)",
-                    "tests/test_conformance_cuda.py", 300)
+        has_xdist = subprocess.run([vpy, "-c", "import xdist"], capture_output=True).returncode == 0
+        step_pytest(vpy, "conformance", "5. conformance suite on cuda (lean selection"
+                    + (", 8 workers)" if has_xdist else ")"), "tests/test_conformance_cuda.py", 300,
+                    ["-n", "8"] if has_xdist else [])
         step_digits(vpy)
         step_bench(vpy, args.quick)
 

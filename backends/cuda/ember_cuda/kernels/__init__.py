@@ -76,8 +76,8 @@ def make_kernels(backend, fused: bool = True) -> dict[str, Callable]:
         self[...] = cupy.asarray(values)
         return self
 
-    kernels.update({"normal_": normal_, "as_strided": as_strided, "expand": as_strided, "view": view, "slice.Tensor": slice_,
-                    "empty.memory_format": empty, "arange.start_step": arange})
+    kernels.update({"normal_": normal_, "as_strided": as_strided, "expand": as_strided, "view": view,
+                    "slice.Tensor": slice_, "empty.memory_format": empty, "arange.start_step": arange})
     if fused:
         from . import fused as fused_kernels
 
