@@ -4,7 +4,7 @@ PY   ?= python3
 VENV := .venv
 VPY  := $(VENV)/bin/python
 
-.PHONY: demo test codegen bench clean
+.PHONY: demo test codegen bench clean gpu-check gpu-wheels
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -14,9 +14,13 @@ $(VENV)/.demo-installed: pyproject.toml | $(VPY)
 	$(VPY) -m pip install --quiet -e '.[demo]'
 	touch $@
 
-# the OpenCL backend plugin is tested too, on PoCL (an OpenCL implementation for CPUs)
-$(VENV)/.test-installed: pyproject.toml backends/opencl/pyproject.toml | $(VPY)
-	$(VPY) -m pip install --quiet -e '.[test]' -e './backends/opencl[pocl]'
+# the OpenCL backend plugin is tested too, on PoCL (an OpenCL implementation for CPUs). The CUDA
+# plugin is installed without its cupy extra (CI has no GPU, cupy is never required); cupy-cuda12x
+# is then added when pip can get it (~15 s, ~300 MB), so CI runs the "cupy present, no GPU"
+# path (the driver error as the reason) and tests/test_cuda_plugin.py simulates the no-cupy one.
+$(VENV)/.test-installed: pyproject.toml backends/opencl/pyproject.toml backends/cuda/pyproject.toml | $(VPY)
+	$(VPY) -m pip install --quiet -e '.[test]' -e './backends/opencl[pocl]' -e ./backends/cuda
+	$(VPY) -m pip install --quiet cupy-cuda12x || echo "cupy-cuda12x not installable: the cuda tests cover the no-cupy path only"
 	touch $@
 
 demo: $(VENV)/.demo-installed
@@ -32,5 +36,26 @@ codegen: $(VENV)/.test-installed
 bench: $(VENV)/.test-installed
 	$(VPY) asv_benchmarks/compare.py
 
+# On a machine with an NVIDIA GPU (cupy, numpy, torch preinstalled, no network): install ember and
+# ember-cuda into .venv-gpu (--system-site-packages, no downloads), then plugin status, the cuda
+# unit tests, the conformance suite on cuda, the digits example on cuda and the bench vs raw cupy.
+# Every step guarded; exit status non-zero if one failed. GPU_PY: the interpreter that has cupy.
+GPU_PY ?= python3
+gpu-check:
+	$(GPU_PY) backends/cuda/tools/gpu_check.py --python $(GPU_PY)
+
+# Run on a networked machine before gpu-check when the GPU machine lacks pure-Python deps (ember's
+# pluggy/ml_dtypes, pytest, scikit-learn for the digits example): wheels for GPU_PYVER go to
+# .gpu-wheels, which gpu-check installs from (carry it to the GPU machine).
+GPU_PYVER ?= $(shell $(GPU_PY) -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+gpu-wheels:
+	$(GPU_PY) -m pip download --quiet --only-binary=:all: --no-deps --python-version $(GPU_PYVER) -d .gpu-wheels \
+		pluggy ml_dtypes pytest iniconfig packaging pygments tomli exceptiongroup \
+		scikit-learn scipy joblib threadpoolctl narwhals pytest-xdist execnet
+	# an older ml_dtypes for a numpy 1.x machine (pip picks the newest one that fits)
+	$(GPU_PY) -m pip download --quiet --only-binary=:all: --no-deps --python-version $(GPU_PYVER) -d .gpu-wheels \
+		'ml_dtypes==0.4.1'
+	du -sh .gpu-wheels
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) .venv-gpu .gpu-wheels build *.egg-info

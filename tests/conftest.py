@@ -1,9 +1,11 @@
-"""Keeps `make test` lean: the opencl conformance run selects the checks that matter most.
+"""Keeps `make test` lean: the opencl and cuda conformance runs select the checks that matter most.
 
 On two cores the full suite on one more device costs several minutes; the selection keeps
-the checks of the primitive ops (what the opencl kernels implement) and of the ops a training
+the checks of the primitive ops (what the device kernels implement) and of the ops a training
 step leans on, except finite-difference gradchecks, and the suite's device-wide tests.
-EMBER_OPENCL_FULL=1 runs everything.
+EMBER_OPENCL_FULL=1 / EMBER_CUDA_FULL=1 run everything. The cuda run (GPU machines only,
+`make gpu-check`) also keeps the ops with fused cuda kernels and drops bfloat16 cases (cupy
+has no bfloat16).
 """
 from __future__ import annotations
 
@@ -21,15 +23,32 @@ LEAN_SKIP_TESTS = {"test_gradcheck", "test_nn_second_order", "test_nn_gradgradch
                    "test_second_order", "test_functional_wrappers"}
 
 
+# the ops with fused cuda kernels (ember_cuda.kernels.fused) and the Philox random kernels
+CUDA_EXTRA = {"native_layer_norm", "layer_norm", "cross_entropy_loss", "uniform_", "normal_", "random_.from",
+              "randperm", "dropout", "log_softmax.int"}
+
+LEAN_FILES = {"test_conformance_opencl": ("EMBER_OPENCL_FULL", set()),
+              "test_conformance_cuda": ("EMBER_CUDA_FULL", CUDA_EXTRA)}
+
+
+def _lean_file(item):
+    for name, (env, extra) in LEAN_FILES.items():
+        if name in item.nodeid:
+            return name, os.environ.get(env) == "1", extra
+    return None, True, set()
+
+
 def pytest_collection_modifyitems(config, items):
-    if os.environ.get("EMBER_OPENCL_FULL") == "1":
-        return
     from ember.dispatcher import primitive_ops
 
     keep = set(primitive_ops()) | LEAN_EXTRA
     selected, dropped = [], []
     for item in items:
-        if "test_conformance_opencl" not in item.nodeid or "[" not in item.name:
+        name, full, extra = _lean_file(item)
+        if name == "test_conformance_cuda" and "bfloat16" in item.name:
+            dropped.append(item)
+            continue
+        if name is None or full or "[" not in item.name:
             selected.append(item)
             continue
         if item.name.split("[", 1)[0] in LEAN_SKIP_TESTS:
@@ -37,7 +56,7 @@ def pytest_collection_modifyitems(config, items):
             continue
         op = item.name.split("[", 1)[1].rstrip("]").split("-")[0]
         ops_param = getattr(item, "callspec", None)
-        if op in keep or (ops_param is not None and not any(p == "op" for p in ops_param.params)):
+        if op in keep or op in extra or (ops_param is not None and not any(p == "op" for p in ops_param.params)):
             selected.append(item)
         else:
             dropped.append(item)

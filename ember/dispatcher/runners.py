@@ -81,8 +81,8 @@ def _cross_device_args(op, key, backend, args):
         a = new[i]
         if isinstance(a, T) and (a._keys & K.BACKEND_MASK) != key:
             host = REGISTRY.by_key[a._keys & K.BACKEND_MASK].to_host(a._data)
-            new[i] = _frontend().make_tensor(backend.from_host(host), a._dtype, _output_device(op, backend, args),
-                                              key, None)
+            out_dev = _output_device(op, backend, args)
+            new[i] = _frontend().make_tensor(backend.from_host(host, out_dev.index), a._dtype, out_dev, key, None)
     return tuple(new)
 
 

@@ -154,11 +154,18 @@ def from_dlpack(ext) -> Tensor:
     wrapper = DLPackHostImport(ext)
     dev_type, _ = wrapper.device()
     if dev_type != 1:  # kDLCPU
-        for rec in REGISTRY.records.values():
-            if rec.backend is not None and hasattr(rec.backend, "from_dlpack"):
+        # a backend takes the DLPack device types it lists in `dlpack_device_types` (ember-cuda:
+        # kDLCUDA); plugins are loaded here if need be, as a first use of their device would
+        for name in list(REGISTRY.records):
+            rec = REGISTRY.load(name)
+            if rec.state == "available" and hasattr(rec.backend, "from_dlpack") and \
+                    dev_type in getattr(rec.backend, "dlpack_device_types", (dev_type,)):
                 native, dt, dev = rec.backend.from_dlpack(ext)
                 return make_tensor(native, dt, dev, rec.key, None)
-        raise ArgumentTypeError(f"from_dlpack(): no installed backend accepts DLPack device type {dev_type}")
+        down = "; ".join(f"{r.name} is {r.state}: {r.reason}" for r in REGISTRY.records.values()
+                         if r.state in ("unavailable", "broken"))
+        raise ArgumentTypeError(f"from_dlpack(): no installed backend accepts DLPack device type {dev_type}"
+                                + (f" ({down})" if down else ""))
     array = np.from_dlpack(wrapper)
     if wrapper.was_bfloat16:
         array = array.view(to_numpy_dtype(_dt.bfloat16))

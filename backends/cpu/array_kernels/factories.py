@@ -8,7 +8,7 @@ from ember.frontend.random import default_generator
 from . import philox
 
 
-def make(xp, native: Callable) -> dict[str, Callable]:
+def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
     def empty(spec, size, dtype=None, device=None, requires_grad=False):
         return xp.empty(spec[0], dtype=native(spec[1]))
 
@@ -25,21 +25,21 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         return gen if gen is not None else default_generator(device)
 
     def uniform_(spec, self, low=0.0, high=1.0, generator=None):
-        gen = _generator(generator, "cpu")
+        gen = _generator(generator, device_type)
         values = gen.draw(lambda seed, offset: philox.uniform(xp, seed, offset, self.shape, spec[1].name, low, high,
                                                               native_dtype=self.dtype))
         self[...] = values
         return self
 
     def normal_(spec, self, mean=0.0, std=1.0, generator=None):
-        gen = _generator(generator, "cpu")
+        gen = _generator(generator, device_type)
         values = gen.draw(lambda seed, offset: philox.normal(xp, seed, offset, self.shape, spec[1].name, mean, std,
                                                              native_dtype=self.dtype))
         self[...] = values
         return self
 
     def random_(spec, self, low, high=None, generator=None):
-        gen = _generator(generator, "cpu")
+        gen = _generator(generator, device_type)
         dt = spec[1]
         if high is None:
             high = 2 ** (8 * dt.itemsize - (1 if dt.is_signed else 0)) if dt.category == 1 else (

@@ -15,7 +15,7 @@ from ember.frontend.random import default_generator
 from . import philox
 
 
-def make(xp, native: Callable) -> dict[str, Callable]:
+def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
     f32 = xp.dtype("float32")
     i64 = xp.dtype("int64")
     lowp = {native(_dt.float16), native(_dt.bfloat16)}
@@ -105,7 +105,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
             return xp.asarray(out * (1.0 - label_smoothing) + ret * (label_smoothing / classes)).astype(dt)
 
     def randperm(spec, n, generator=None, dtype=None, device=None, requires_grad=False):
-        gen = generator if generator is not None else default_generator("cpu")
+        gen = generator if generator is not None else default_generator(device_type)
         keys = gen.draw(lambda seed, offset: philox.uniform(xp, seed, offset, (n,), "float64", 0.0, 1.0))
         ranks = xp.empty(n, dtype=i64)
         ranks[xp.argsort(keys, kind="stable")] = xp.arange(n, dtype=i64)

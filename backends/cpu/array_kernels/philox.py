@@ -185,6 +185,12 @@ def random_bits(xp: Any, seed: int, offset: int, n: int) -> tuple[Any, int]:
         raise ValueError(f"n must be non-negative, got {n}")
     nblocks = -(-n // 4)
     base = (offset // 4) & _MASK64
+    fused = getattr(xp, "philox_blocks", None)
+    if fused is not None:
+        # an array-module namespace may bring a fused block function (ember_cuda's RawKernel,
+        # generated from this module's constants): philox_blocks(seed, base, nblocks) returns
+        # the nblocks * 4 words of this specification as a 1-D uint32 array
+        return fused(int(seed) & _MASK64, base, nblocks)[:n], offset + 4 * nblocks
     # uint64 addition wraps mod 2**64, matching the specification.
     c = xp.arange(nblocks, dtype=xp.uint64) + xp.uint64(base)
     lo = (c & xp.uint64(_MASK32)).astype(xp.uint32)

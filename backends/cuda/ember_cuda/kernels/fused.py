@@ -1,0 +1,232 @@
+"""Fused cupy RawKernels: softmax / log_softmax, layer_norm and cross_entropy, one block per row.
+
+The shared array-module versions take 4-6 cupy kernels each (max, subtract, exp, sum, divide,
+...) with a temporary per step; these read each row once or twice from global memory and
+reduce in shared memory. Each handles the common case (float32/float64 compute, contiguous
+rows after moving the reduced dim last) and hands every other case to the shared kernel it
+replaces, so behaviour and error messages stay the library's:
+
+* softmax.int / log_softmax.int: any dim (moved last, copied back when it is not last);
+  float16 inputs compute in float32 and round once, like PyTorch's opmath.
+* native_layer_norm: the two-pass mean and variance (no cancellation), rstd = 1/sqrt(var+eps),
+  the affine weight and bias applied in the same pass; float16 computes in float32.
+* cross_entropy_loss: (N, C) logits with class-index targets, no label smoothing, float32 or
+  float64; out-of-range targets are flagged per row and re-run through the shared kernel for
+  its error message. Other shapes and probability targets use the shared kernel.
+
+Sources are generated per compute type (float, double) and compiled once per device by cupy.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+MAX_THREADS = 256
+
+_REDUCE = """
+__device__ __forceinline__ {T} ember_block_max({T} v, {T}* sh) {{
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {{
+        if (threadIdx.x < s) sh[threadIdx.x] = fmax(sh[threadIdx.x], sh[threadIdx.x + s]);
+        __syncthreads();
+    }}
+    {T} r = sh[0];
+    __syncthreads();
+    return r;
+}}
+
+__device__ __forceinline__ {T} ember_block_sum({T} v, {T}* sh) {{
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {{
+        if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
+        __syncthreads();
+    }}
+    {T} r = sh[0];
+    __syncthreads();
+    return r;
+}}
+"""
+
+_SOFTMAX = """
+extern "C" __global__ void ember_softmax(const {T}* x, {T}* y, long long n, int log_out) {{
+    __shared__ {T} sh[%d];
+    const {T}* xr = x + (long long)blockIdx.x * n;
+    {T}* yr = y + (long long)blockIdx.x * n;
+    {T} m = xr[0];                      /* rows are never empty */
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) m = fmax(m, xr[i]);
+    m = ember_block_max(m, sh);
+    {T} s = 0;
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) s += exp(xr[i] - m);
+    s = ember_block_sum(s, sh);
+    if (log_out) {{
+        {T} ls = log(s);
+        for (long long i = threadIdx.x; i < n; i += blockDim.x) yr[i] = (xr[i] - m) - ls;
+    }} else {{
+        for (long long i = threadIdx.x; i < n; i += blockDim.x) yr[i] = exp(xr[i] - m) / s;
+    }}
+}}
+""" % MAX_THREADS
+
+_LAYER_NORM = """
+extern "C" __global__ void ember_layer_norm(const {T}* x, const {T}* w, const {T}* b, {T}* y, {T}* mean_out,
+                                            {T}* rstd_out, long long n, {T} eps, int has_w, int has_b) {{
+    __shared__ {T} sh[%d];
+    const {T}* xr = x + (long long)blockIdx.x * n;
+    {T}* yr = y + (long long)blockIdx.x * n;
+    {T} s = 0;
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) s += xr[i];
+    {T} mean = ember_block_sum(s, sh) / ({T})n;
+    {T} q = 0;
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) {{
+        {T} d = xr[i] - mean;
+        q += d * d;
+    }}
+    {T} rstd = ({T})1 / sqrt(ember_block_sum(q, sh) / ({T})n + eps);
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) {{
+        {T} v = (xr[i] - mean) * rstd;
+        if (has_w) v = v * w[i];
+        if (has_b) v = v + b[i];
+        yr[i] = v;
+    }}
+    if (threadIdx.x == 0) {{
+        mean_out[blockIdx.x] = mean;
+        rstd_out[blockIdx.x] = rstd;
+    }}
+}}
+""" % MAX_THREADS
+
+_CROSS_ENTROPY = """
+extern "C" __global__ void ember_cross_entropy(const {T}* x, const long long* target, const {T}* weight,
+                                               {T}* loss, {T}* wsel, int* bad, long long C,
+                                               long long ignore_index, int has_w) {{
+    __shared__ {T} sh[%d];
+    const {T}* xr = x + (long long)blockIdx.x * C;
+    {T} m = xr[0];                      /* rows are never empty */
+    for (long long i = threadIdx.x; i < C; i += blockDim.x) m = fmax(m, xr[i]);
+    m = ember_block_max(m, sh);
+    {T} s = 0;
+    for (long long i = threadIdx.x; i < C; i += blockDim.x) s += exp(xr[i] - m);
+    s = ember_block_sum(s, sh);
+    if (threadIdx.x == 0) {{
+        long long t = target[blockIdx.x];
+        {T} l = 0, w = 0;
+        if (t != ignore_index) {{
+            if (t < 0 || t >= C) {{
+                bad[blockIdx.x] = 1;
+            }} else {{
+                w = has_w ? weight[t] : ({T})1;
+                l = -(((xr[t] - m) - log(s)) * w);
+            }}
+        }}
+        loss[blockIdx.x] = l;
+        wsel[blockIdx.x] = w;
+    }}
+}}
+""" % MAX_THREADS
+
+_CTYPE = {"float32": "float", "float64": "double"}
+_COMPILED: dict = {}
+
+
+def _kernel(name: str, body: str, ctype: str):
+    key = (name, ctype)
+    k = _COMPILED.get(key)
+    if k is None:
+        import cupy
+
+        k = _COMPILED[key] = cupy.RawKernel((_REDUCE + body).format(T=ctype), name)
+    return k
+
+
+def _threads(n: int) -> int:
+    t = 32
+    while t < n and t < MAX_THREADS:
+        t *= 2
+    return t
+
+
+def make(xp, native: Callable, shared: dict) -> dict[str, Callable]:
+    import numpy as np
+
+    f32 = xp.dtype("float32")
+    f16 = xp.dtype("float16")
+    scalar = {"float32": np.float32, "float64": np.float64}
+
+    def compute_dtype(dt):
+        return f32 if dt == f16 else dt
+
+    def softmax_like(op: str, log_out: int):
+        fallback = shared[op]
+
+        def kernel(spec, a, dim, dtype=None):
+            dt = native(spec[1])
+            ct = compute_dtype(dt)
+            if a.ndim == 0 or a.size == 0 or ct.name not in _CTYPE:
+                return fallback(spec, a, dim, dtype)
+            d = int(dim) % a.ndim
+            x = a.astype(ct, copy=False)
+            if d != a.ndim - 1:
+                x = xp.moveaxis(x, d, -1)
+            x = xp.ascontiguousarray(x)
+            n = x.shape[-1]
+            y = xp.empty(x.shape, dtype=ct)
+            _kernel("ember_softmax", _SOFTMAX, _CTYPE[ct.name])((x.size // n,), (_threads(n),),
+                                                                (x, y, np.int64(n), np.int32(log_out)))
+            if d != a.ndim - 1:
+                y = xp.ascontiguousarray(xp.moveaxis(y, -1, d))
+            return y if y.dtype == dt else y.astype(dt)
+        return kernel
+
+    shared_layer_norm = shared["native_layer_norm"]
+
+    def native_layer_norm(specs, x, normalized_shape, w, b, eps):
+        dt = native(specs[0][1])
+        ct = compute_dtype(dt)
+        if x.size == 0 or ct.name not in _CTYPE:
+            return shared_layer_norm(specs, x, normalized_shape, w, b, eps)
+        n = 1
+        for s in normalized_shape:
+            n *= int(s)
+        xc = xp.ascontiguousarray(x.astype(ct, copy=False))
+        rows = xc.size // n
+        y = xp.empty(xc.shape, dtype=ct)
+        mean = xp.empty(rows, dtype=ct)
+        rstd = xp.empty(rows, dtype=ct)
+        wc = xp.ascontiguousarray(w.astype(ct, copy=False)).reshape(-1) if w is not None else xc
+        bc = xp.ascontiguousarray(b.astype(ct, copy=False)).reshape(-1) if b is not None else xc
+        _kernel("ember_layer_norm", _LAYER_NORM, _CTYPE[ct.name])(
+            (rows,), (_threads(n),),
+            (xc, wc, bc, y, mean, rstd, np.int64(n), scalar[ct.name](eps), np.int32(w is not None),
+             np.int32(b is not None)))
+        return (y if y.dtype == dt else y.astype(dt), mean.reshape(specs[1][0]).astype(native(specs[1][1])),
+                rstd.reshape(specs[2][0]).astype(native(specs[2][1])))
+
+    shared_ce = shared["cross_entropy_loss"]
+
+    def cross_entropy_loss(spec, x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
+        dt = native(spec[1])
+        if (x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0 or dt.name not in _CTYPE or x.dtype != dt
+                or target.dtype.kind not in "iu" or target.ndim != 1 or label_smoothing != 0):
+            return shared_ce(spec, x, target, weight, reduction, ignore_index, label_smoothing)
+        N, C = x.shape
+        xc = xp.ascontiguousarray(x)
+        t = xp.ascontiguousarray(target.astype(xp.int64, copy=False))
+        loss = xp.empty(N, dtype=dt)
+        wsel = xp.empty(N, dtype=dt)
+        bad = xp.zeros(N, dtype=xp.int32)
+        wc = xp.ascontiguousarray(weight.astype(dt, copy=False)) if weight is not None else xc
+        _kernel("ember_cross_entropy", _CROSS_ENTROPY, _CTYPE[dt.name])(
+            (N,), (_threads(C),),
+            (xc, t, wc, loss, wsel, bad, np.int64(C), np.int64(ignore_index), np.int32(weight is not None)))
+        if bool(bad.any()):              # an out-of-range target: the shared kernel raises its error
+            return shared_ce(spec, x, target, weight, reduction, ignore_index, label_smoothing)
+        if reduction == 0:
+            return loss
+        if reduction == 2:
+            return loss.sum()
+        return loss.sum() / wsel.sum()
+
+    return {"softmax.int": softmax_like("softmax.int", 0), "log_softmax.int": softmax_like("log_softmax.int", 1),
+            "native_layer_norm": native_layer_norm, "cross_entropy_loss": cross_entropy_loss}
+
