@@ -44,6 +44,7 @@ def probe() -> tuple[int, str]:
 
 class CUDABackend(Backend):
     device_type = "cuda"
+    runtime_module = "ember_cuda.runtime"       # ember.cuda's helpers
     multi_device = True
     dlpack_device_types = (2, 13)       # kDLCUDA, kDLCUDAManaged
 

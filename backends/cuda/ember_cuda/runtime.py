@@ -64,9 +64,9 @@ def device_count() -> int:
 
 
 def current_device() -> int:
+    _backend()                  # before importing cupy: without it, the error names the reason
     import cupy
 
-    _backend()
     return int(cupy.cuda.runtime.getDevice())
 
 
@@ -76,16 +76,16 @@ def set_device(device) -> None:
     Unlike torch, ember labels a plain "cuda" device cuda:0 when a tensor is created, so
     tensors still go where their device says; pass "cuda:N" to place them.
     """
+    i = _backend().index(_index(device))
     import cupy
 
-    i = _backend().index(_index(device))
     cupy.cuda.Device(i).use()
 
 
 def _current_or(device) -> int:
+    b = _backend()
     import cupy
 
-    b = _backend()
     return b.index(_index(device)) if device is not None else int(cupy.cuda.runtime.getDevice())
 
 
@@ -96,18 +96,18 @@ def get_device_name(device=None) -> str:
 
 def get_device_capability(device=None) -> tuple[int, int]:
     """(major, minor) compute capability, as torch.cuda.get_device_capability."""
+    b = _backend()
     import cupy
 
-    b = _backend()
     props = cupy.cuda.runtime.getDeviceProperties(b.index(_index(device)))
     return int(props["major"]), int(props["minor"])
 
 
 def mem_get_info(device=None) -> tuple[int, int]:
     """(free, total) bytes of the device, from the driver."""
+    b = _backend()
     import cupy
 
-    b = _backend()
     with cupy.cuda.Device(b.index(_index(device))):
         free, total = cupy.cuda.runtime.memGetInfo()
     return int(free), int(total)
@@ -187,9 +187,9 @@ class Stream:
     """A CUDA stream (cupy.cuda.Stream); `with stream:` makes ember's ops on that device run on it."""
 
     def __init__(self, device=None, priority: int = 0) -> None:
+        self.device_index = _current_or(device)
         import cupy
 
-        self.device_index = _current_or(device)
         with cupy.cuda.Device(self.device_index):
             self.cupy_stream = cupy.cuda.Stream(non_blocking=True, priority=priority)
         self._prev: list = []
@@ -252,9 +252,9 @@ class Event:
     """A CUDA event (cupy.cuda.Event): record on a stream, wait, synchronize, time."""
 
     def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> None:
+        _backend()
         import cupy
 
-        _backend()
         self.cupy_event = cupy.cuda.Event(block=blocking, disable_timing=not enable_timing,
                                           interprocess=interprocess)
 
