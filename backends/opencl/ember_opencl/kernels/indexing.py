@@ -1,9 +1,16 @@
-"""gather and scatter_add along one dimension (any strides), with the cpu's bounds errors.
+"""gather and scatter_add along one dimension (any strides), with the cpu's bounds errors; nonzero.
 
 gather: one work-item per output element. scatter_add: one work-item per position of the
 index *outside* `dim`, looping along `dim` in order, so colliding indices (which only share
 such a position) add sequentially: no atomics, deterministic, numpy's `add.at` order.
 Index bounds are data: amin/amax of the index are read back (two scalars) and checked first.
+
+nonzero: count, prefix-sum, scatter. Work-item c counts the nonzero elements of its chunk of
+NZ_CHUNK consecutive elements (row-major order, any strides); one work-group turns the counts
+into exclusive offsets (each work-item sums a stretch serially, then a scan of the stretch
+totals in local memory) and stores the total, the only value read back (it is the output's
+row count); then each work-item writes the coordinates of its chunk's nonzero elements from
+its offset on, so rows come in row-major order, as PyTorch's.
 """
 from __future__ import annotations
 
@@ -110,4 +117,81 @@ def make(backend) -> dict:
         cg.launch(a.device, kernel, n, args)
         return out
 
-    return {"gather": gather, "scatter_add": scatter_add}
+    def nonzero(spec, a):
+        nd = a.ndim
+        a1 = one_d(a)
+        n = a1.size
+        dev = a.device
+        i64 = np.int64
+        if n == 0:
+            return backend.new_array((0, nd), np.int64, dev)
+        chunks = -(-n // NZ_CHUNK)
+        counts = backend.new_array((chunks + 1,), np.int64, dev)     # counts, then offsets; [chunks]: the total
+        shp = [f"sh{k}" for k in range(a1.ndim)]
+        offs = _offset_code("i", shp, {"p": [f"st{k}" for k in range(a1.ndim)]})
+        params = [f"__global const {cg.storage(a.dtype)}* a", "long off", "long n"]
+        params += [f"long sh{k}, long st{k}" for k in range(a1.ndim)]
+        shape_args = []
+        for k in range(a1.ndim):
+            shape_args += [i64(a1.shape[k]), i64(a1.elem_strides[k])]
+        test = f"(({cg.load(a.dtype, 'a', 'p')}) != 0)"
+
+        def count_source() -> str:
+            return (f"__kernel void k({', '.join(params)}, __global long* cnt, long chunks) {{\n"
+                    f" long c = get_global_id(0); if (c >= chunks) return;\n long m = 0;\n"
+                    f" for (long i = c * {NZ_CHUNK}; i < min(n, (c + 1) * {NZ_CHUNK}); ++i) {{\n"
+                    f"  long p = off; {offs}\n  m += {test};\n }}\n cnt[c] = m;\n}}\n")
+
+        def scatter_source() -> str:
+            cols = " ".join(f"c_ = r_ % sh{k}; r_ /= sh{k}; o[w * {nd} + {k}] = c_;" for k in range(nd - 1, -1, -1))
+            return (f"__kernel void k({', '.join(params)}, __global const long* ofs, long chunks, __global long* o) {{\n"
+                    f" long c = get_global_id(0); if (c >= chunks) return;\n long w = ofs[c];\n"
+                    f" for (long i = c * {NZ_CHUNK}; i < min(n, (c + 1) * {NZ_CHUNK}); ++i) {{\n"
+                    f"  long p = off; {offs}\n"
+                    f"  if ({test}) {{ {{ long r_ = i; long c_; {cols} }} ++w; }}\n }}\n}}\n")
+
+        key = ("nonzero", a.dtype.name, a1.ndim)
+        kcount = cg.get_kernel(dev, key + ("count",), count_source)
+        cg.launch(dev, kcount, chunks, [a1.buffer, i64(a1.offset), i64(n), *shape_args, counts.buffer, i64(chunks)])
+        L = 1
+        while L < min(chunks, 256, dev.max_wg):
+            L *= 2
+        kscan = cg.get_kernel(dev, ("exclusive_scan", L), lambda: SCAN_SOURCE.replace("LSIZE", str(L)))
+        kscan(dev.queue, (L,), (L,), counts.buffer, i64(chunks))
+        total = np.empty(1, np.int64)
+        import pyopencl as cl
+
+        cl.enqueue_copy(dev.queue, total, counts.buffer, src_offset=chunks * 8, is_blocking=True)
+        out = backend.new_array((int(total[0]), nd), np.int64, dev)
+        if out.size:
+            kscatter = cg.get_kernel(dev, key + ("scatter",), scatter_source)
+            cg.launch(dev, kscatter, chunks, [a1.buffer, i64(a1.offset), i64(n), *shape_args, counts.buffer,
+                                              i64(chunks), out.buffer])
+        return out
+
+    return {"gather": gather, "scatter_add": scatter_add, "nonzero": nonzero}
+
+
+NZ_CHUNK = 256     # elements per work-item of nonzero's count and scatter passes
+
+# In place: x[0..n) becomes its exclusive prefix sum, x[n] the total; one work-group of LSIZE items.
+SCAN_SOURCE = r"""
+__kernel void k(__global long* x, long n) {
+    __local long part[LSIZE];
+    int lid = get_local_id(0);
+    long per = (n + LSIZE - 1) / LSIZE, lo = min(n, lid * per), hi = min(n, lo + per);
+    long s = 0;
+    for (long i = lo; i < hi; ++i) s += x[i];
+    part[lid] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int d = 1; d < LSIZE; d <<= 1) {
+        long v = lid >= d ? part[lid - d] : 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        part[lid] += v;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    long run = part[lid] - s;
+    for (long i = lo; i < hi; ++i) { long c = x[i]; x[i] = run; run += c; }
+    if (lid == LSIZE - 1) x[n] = part[lid];
+}
+"""

@@ -1,0 +1,187 @@
+"""sort.stable: a stable sort along one dim, any dtype and strides, ascending or descending.
+
+Every element is sorted as the pair (key, original position), so the order is total and any
+sorting network is stable. NaN counts as the largest value (last ascending, first descending);
+-0.0 equals 0.0; equal keys keep their order in both directions, as PyTorch's stable sort.
+Keys are compared in the opmath type (float16/bfloat16 widen to float exactly).
+
+1. `segments`: one work-group per segment of S elements of a row (S a power of two, at most
+   what local memory holds): a bitonic sort of the (key, position) pairs in local memory,
+   padded past the row's end with entries that sort last. Rows of up to S elements are done.
+2. `merge` passes, for longer rows: sorted runs of width w pair up into runs of 2w; each
+   element finds its place by a binary search of its rank in the partner run (ranks are
+   unambiguous because the order is total), one work-item per element, ping-pong buffers.
+3. `finish`: values are copied bit for bit from the input at the sorted positions (NaN
+   payloads and -0.0 kept), positions become the int64 indices.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from .. import codegen as cg
+from ..array import CLArray
+
+MAX_SEGMENT = 2048
+RAW = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
+
+
+def _before(ct: str, descending: bool) -> str:
+    """OpenCL C `before(ka, ia, kb, ib)`: whether (ka, ia) sorts ahead of (kb, ib)."""
+    if ct in cg.FLOAT_CL:
+        nan = ("int an = isnan(ka), bn = isnan(kb);\n"
+               f"    if (an != bn) return {'an' if descending else 'bn'};\n"
+               "    if (!an && ka != kb) ")
+    else:
+        nan = "if (ka != kb) "
+    return (f"inline int before({ct} ka, long ia, {ct} kb, long ib) {{\n"
+            f"    {nan}return ka {'>' if descending else '<'} kb;\n"
+            "    return ia < ib;\n}\n")
+
+
+def _row_offset_code(nd: int) -> str:
+    """C code: `p` += the offset of row `r` over the outer dims (osh0.., ost0..)."""
+    if nd == 0:
+        return ""
+    parts = ["{ long r_ = r; long c_;"]
+    for k in range(nd - 1, -1, -1):
+        parts.append(f"c_ = r_ % osh{k}; r_ /= osh{k}; p += c_ * ost{k}; q += c_ * qst{k};")
+    parts.append("}")
+    return " ".join(parts)
+
+
+def segment_size(dev, n: int, key_bytes: int) -> int:
+    """The bitonic segment: the next power of two >= n, capped by local memory and MAX_SEGMENT."""
+    local = int(getattr(dev.cl_device, "local_mem_size", 32768))
+    cap = MAX_SEGMENT
+    while cap > 64 and cap * (key_bytes + 8) > local // 2:
+        cap //= 2
+    s = 1
+    while s < min(n, cap):
+        s *= 2
+    return s
+
+
+def make(backend) -> dict:
+    def sort_stable(specs, a: CLArray, stable=None, dim=-1, descending=False):
+        dev = a.device
+        values = backend.new_array(a.shape, a.dtype, dev)
+        indices = backend.new_array(a.shape, np.int64, dev)
+        if a.size == 0:
+            return values, indices
+        if a.ndim == 0:
+            a1, v1, i1 = (x.view((1,), (1,), x.offset) for x in (a, values, indices))
+            d = 0
+        else:
+            a1, v1, i1 = a, values, indices
+            d = operator.index(dim) % a.ndim
+        n = a1.shape[d]
+        rows = a1.size // n
+        outer = [k for k in range(a1.ndim) if k != d]
+        ct = cg.opmath(a.dtype)
+        ctn = np.dtype(cg.NUMPY_OF_CL.get(ct, np.float32))
+        nd = len(outer)
+        desc = bool(descending)
+        S = segment_size(dev, n, ctn.itemsize)
+        L = max(1, min(S // 2, dev.max_wg, 256))
+        keys = [backend.new_array((rows * n,), ctn, dev) for _ in range(2)]
+        pos = [backend.new_array((rows * n,), np.int64, dev) for _ in range(2)]
+        head = _before(ct, desc)
+        outer_params = [f"long osh{k}, long ost{k}, long qst{k}" for k in range(nd)]
+        i64 = np.int64
+        outer_args = []
+        for k in outer:
+            outer_args += [i64(a1.shape[k]), i64(a1.elem_strides[k]), i64(v1.elem_strides[k])]
+
+        def seg_source() -> str:
+            params = [f"__global const {cg.storage(a.dtype)}* a", "long off", "long n", "long ast", "long nseg",
+                      f"__global {ct}* ko", "__global long* po"] + outer_params
+            return head + f"""
+__kernel void k({', '.join(params)}) {{
+    __local {ct} lk[{S}]; __local long lp[{S}];
+    long g = get_group_id(0); int lid = get_local_id(0);
+    long r = g / nseg, s0 = (g % nseg) * {S};
+    long p = off, q = 0; {_row_offset_code(nd)}
+    for (int i = lid; i < {S}; i += {L}) {{
+        long j = s0 + i;
+        if (j < n) {{ lk[i] = ({ct})({cg.load(a.dtype, 'a', 'p + j * ast')}); lp[i] = j; }}
+        else {{ lk[i] = ({ct})0; lp[i] = n + i; }}
+    }}
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int k = 2; k <= {S}; k <<= 1) {{
+        for (int j = k >> 1; j > 0; j >>= 1) {{
+            for (int i = lid; i < {S}; i += {L}) {{
+                int ixj = i ^ j;
+                if (ixj > i) {{
+                    {ct} ka = lk[i], kb = lk[ixj]; long ia = lp[i], ib = lp[ixj];
+                    int swap_ = (ia >= n || ib >= n) ? (ia > ib) : !before(ka, ia, kb, ib);
+                    if ((i & k) != 0) swap_ = !swap_;
+                    if (swap_) {{ lk[i] = kb; lk[ixj] = ka; lp[i] = ib; lp[ixj] = ia; }}
+                }}
+            }}
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }}
+    }}
+    for (int i = lid; i < {S}; i += {L}) {{
+        long j = s0 + i;
+        if (j < n) {{ ko[r * n + j] = lk[i]; po[r * n + j] = lp[i]; }}
+    }}
+}}
+"""
+
+        nseg = -(-n // S)
+        kseg = cg.get_kernel(dev, ("sort_segments", a.dtype.name, desc, nd, S, L), seg_source)
+        kseg(dev.queue, (rows * nseg * L,), (L,), a1.buffer, i64(a1.offset), i64(n), i64(a1.elem_strides[d]),
+             i64(nseg), keys[0].buffer, pos[0].buffer, *outer_args)
+        cur, w = 0, S
+        if w < n:
+            def merge_source() -> str:
+                return head + f"""
+__kernel void k(__global const {ct}* ki, __global const long* pi, __global {ct}* ko, __global long* po,
+                long n, long w, long total) {{
+    long e = get_global_id(0); if (e >= total) return;
+    long r = e / n, p = e % n, base = r * n;
+    long as_ = p / w * w, bs = as_ ^ w;
+    {ct} k0 = ki[e]; long i0 = pi[e];
+    long out = p;
+    if (bs < n) {{
+        long lo = 0, hi = min(w, n - bs);
+        while (lo < hi) {{
+            long mid = (lo + hi) >> 1;
+            if (before(ki[base + bs + mid], pi[base + bs + mid], k0, i0)) lo = mid + 1; else hi = mid;
+        }}
+        out = min(as_, bs) + (p - as_) + lo;
+    }}
+    ko[base + out] = k0; po[base + out] = i0;
+}}
+"""
+            kmerge = cg.get_kernel(dev, ("sort_merge", a.dtype.name, desc), merge_source)
+            total = rows * n
+            while w < n:
+                cg.launch(dev, kmerge, total, [keys[cur].buffer, pos[cur].buffer, keys[1 - cur].buffer,
+                                               pos[1 - cur].buffer, i64(n), i64(w), i64(total)])
+                cur, w = 1 - cur, 2 * w
+
+        bits = RAW[a.dtype.itemsize]
+
+        def finish_source() -> str:
+            params = [f"__global const {bits}* a", "long off", "long n", "long ast", "long vst",
+                      "__global const long* pi", f"__global {bits}* vo", "__global long* io", "long total"] + outer_params
+            return f"""
+__kernel void k({', '.join(params)}) {{
+    long e = get_global_id(0); if (e >= total) return;
+    long r = e / n, j = e % n;
+    long p = off, q = 0; {_row_offset_code(nd)}
+    long src = pi[e];
+    vo[q + j * vst] = a[p + src * ast];
+    io[q + j * vst] = src;
+}}
+"""
+        kfin = cg.get_kernel(dev, ("sort_finish", a.dtype.itemsize, nd), finish_source)
+        cg.launch(dev, kfin, rows * n, [a1.buffer, i64(a1.offset), i64(n), i64(a1.elem_strides[d]),
+                                        i64(v1.elem_strides[d]), pos[cur].buffer, v1.buffer, i1.buffer,
+                                        i64(rows * n), *outer_args])
+        return values, indices
+
+    return {"sort.stable": sort_stable}
