@@ -156,10 +156,11 @@ def make(backend) -> dict:
         L = 1
         while L < min(chunks, 256, dev.max_wg):
             L *= 2
-        kscan = cg.get_kernel(dev, ("exclusive_scan", L), lambda: SCAN_SOURCE.replace("LSIZE", str(L)))
-        kscan(dev.queue, (L,), (L,), counts.buffer, i64(chunks))
-        total = np.empty(1, np.int64)
         import pyopencl as cl
+
+        kscan = cg.get_kernel(dev, ("exclusive_scan",), lambda: SCAN_SOURCE)
+        kscan(dev.queue, (L,), (L,), counts.buffer, i64(chunks), cl.LocalMemory(8 * L))
+        total = np.empty(1, np.int64)
 
         cl.enqueue_copy(dev.queue, total, counts.buffer, src_offset=chunks * 8, is_blocking=True)
         out = backend.new_array((int(total[0]), nd), np.int64, dev)
@@ -174,11 +175,11 @@ def make(backend) -> dict:
 
 NZ_CHUNK = 256     # elements per work-item of nonzero's count and scatter passes
 
-# In place: x[0..n) becomes its exclusive prefix sum, x[n] the total; one work-group of LSIZE items.
+# In place: x[0..n) becomes its exclusive prefix sum, x[n] the total; one work-group of
+# LSIZE (a power of two) items, `part` LSIZE longs of local memory.
 SCAN_SOURCE = r"""
-__kernel void k(__global long* x, long n) {
-    __local long part[LSIZE];
-    int lid = get_local_id(0);
+__kernel void k(__global long* x, long n, __local long* part) {
+    int lid = get_local_id(0), LSIZE = get_local_size(0);
     long per = (n + LSIZE - 1) / LSIZE, lo = min(n, lid * per), hi = min(n, lo + per);
     long s = 0;
     for (long i = lo; i < hi; ++i) s += x[i];

@@ -27,16 +27,16 @@ MAX_SEGMENT = 2048
 RAW = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
 
 
-def _before(ct: str, descending: bool) -> str:
-    """OpenCL C `before(ka, ia, kb, ib)`: whether (ka, ia) sorts ahead of (kb, ib)."""
+def _before(ct: str) -> str:
+    """OpenCL C `before(ka, ia, kb, ib, desc)`: whether (ka, ia) sorts ahead of (kb, ib)."""
     if ct in cg.FLOAT_CL:
         nan = ("int an = isnan(ka), bn = isnan(kb);\n"
-               f"    if (an != bn) return {'an' if descending else 'bn'};\n"
+               "    if (an != bn) return desc ? an : bn;\n"
                "    if (!an && ka != kb) ")
     else:
         nan = "if (ka != kb) "
-    return (f"inline int before({ct} ka, long ia, {ct} kb, long ib) {{\n"
-            f"    {nan}return ka {'>' if descending else '<'} kb;\n"
+    return (f"inline int before({ct} ka, long ia, {ct} kb, long ib, int desc) {{\n"
+            f"    {nan}return desc ? ka > kb : ka < kb;\n"
             "    return ia < ib;\n}\n")
 
 
@@ -87,7 +87,7 @@ def make(backend) -> dict:
         L = max(1, min(S // 2, dev.max_wg, 256))
         keys = [backend.new_array((rows * n,), ctn, dev) for _ in range(2)]
         pos = [backend.new_array((rows * n,), np.int64, dev) for _ in range(2)]
-        head = _before(ct, desc)
+        head = _before(ct)
         outer_params = [f"long osh{k}, long ost{k}, long qst{k}" for k in range(nd)]
         i64 = np.int64
         outer_args = []
@@ -96,26 +96,26 @@ def make(backend) -> dict:
 
         def seg_source() -> str:
             params = [f"__global const {cg.storage(a.dtype)}* a", "long off", "long n", "long ast", "long nseg",
-                      f"__global {ct}* ko", "__global long* po"] + outer_params
+                      f"__global {ct}* ko", "__global long* po", "int desc", "int S",
+                      f"__local {ct}* lk", "__local long* lp"] + outer_params
             return head + f"""
 __kernel void k({', '.join(params)}) {{
-    __local {ct} lk[{S}]; __local long lp[{S}];
-    long g = get_group_id(0); int lid = get_local_id(0);
-    long r = g / nseg, s0 = (g % nseg) * {S};
+    long g = get_group_id(0); int lid = get_local_id(0), L = get_local_size(0);
+    long r = g / nseg, s0 = (g % nseg) * S;
     long p = off, q = 0; {_row_offset_code(nd)}
-    for (int i = lid; i < {S}; i += {L}) {{
+    for (int i = lid; i < S; i += L) {{
         long j = s0 + i;
         if (j < n) {{ lk[i] = ({ct})({cg.load(a.dtype, 'a', 'p + j * ast')}); lp[i] = j; }}
         else {{ lk[i] = ({ct})0; lp[i] = n + i; }}
     }}
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int k = 2; k <= {S}; k <<= 1) {{
+    for (int k = 2; k <= S; k <<= 1) {{
         for (int j = k >> 1; j > 0; j >>= 1) {{
-            for (int i = lid; i < {S}; i += {L}) {{
+            for (int i = lid; i < S; i += L) {{
                 int ixj = i ^ j;
                 if (ixj > i) {{
                     {ct} ka = lk[i], kb = lk[ixj]; long ia = lp[i], ib = lp[ixj];
-                    int swap_ = (ia >= n || ib >= n) ? (ia > ib) : !before(ka, ia, kb, ib);
+                    int swap_ = (ia >= n || ib >= n) ? (ia > ib) : !before(ka, ia, kb, ib, desc);
                     if ((i & k) != 0) swap_ = !swap_;
                     if (swap_) {{ lk[i] = kb; lk[ixj] = ka; lp[i] = ib; lp[ixj] = ia; }}
                 }}
@@ -123,7 +123,7 @@ __kernel void k({', '.join(params)}) {{
             barrier(CLK_LOCAL_MEM_FENCE);
         }}
     }}
-    for (int i = lid; i < {S}; i += {L}) {{
+    for (int i = lid; i < S; i += L) {{
         long j = s0 + i;
         if (j < n) {{ ko[r * n + j] = lk[i]; po[r * n + j] = lp[i]; }}
     }}
@@ -131,15 +131,18 @@ __kernel void k({', '.join(params)}) {{
 """
 
         nseg = -(-n // S)
-        kseg = cg.get_kernel(dev, ("sort_segments", a.dtype.name, desc, nd, S, L), seg_source)
+        import pyopencl as cl
+
+        kseg = cg.get_kernel(dev, ("sort_segments", a.dtype.name, nd), seg_source)
         kseg(dev.queue, (rows * nseg * L,), (L,), a1.buffer, i64(a1.offset), i64(n), i64(a1.elem_strides[d]),
-             i64(nseg), keys[0].buffer, pos[0].buffer, *outer_args)
+             i64(nseg), keys[0].buffer, pos[0].buffer, np.int32(desc), np.int32(S),
+             cl.LocalMemory(S * ctn.itemsize), cl.LocalMemory(S * 8), *outer_args)
         cur, w = 0, S
         if w < n:
             def merge_source() -> str:
                 return head + f"""
 __kernel void k(__global const {ct}* ki, __global const long* pi, __global {ct}* ko, __global long* po,
-                long n, long w, long total) {{
+                long n, long w, long total, int desc) {{
     long e = get_global_id(0); if (e >= total) return;
     long r = e / n, p = e % n, base = r * n;
     long as_ = p / w * w, bs = as_ ^ w;
@@ -149,18 +152,18 @@ __kernel void k(__global const {ct}* ki, __global const long* pi, __global {ct}*
         long lo = 0, hi = min(w, n - bs);
         while (lo < hi) {{
             long mid = (lo + hi) >> 1;
-            if (before(ki[base + bs + mid], pi[base + bs + mid], k0, i0)) lo = mid + 1; else hi = mid;
+            if (before(ki[base + bs + mid], pi[base + bs + mid], k0, i0, desc)) lo = mid + 1; else hi = mid;
         }}
         out = min(as_, bs) + (p - as_) + lo;
     }}
     ko[base + out] = k0; po[base + out] = i0;
 }}
 """
-            kmerge = cg.get_kernel(dev, ("sort_merge", a.dtype.name, desc), merge_source)
+            kmerge = cg.get_kernel(dev, ("sort_merge", a.dtype.name), merge_source)
             total = rows * n
             while w < n:
                 cg.launch(dev, kmerge, total, [keys[cur].buffer, pos[cur].buffer, keys[1 - cur].buffer,
-                                               pos[1 - cur].buffer, i64(n), i64(w), i64(total)])
+                                               pos[1 - cur].buffer, i64(n), i64(w), i64(total), np.int32(desc)])
                 cur, w = 1 - cur, 2 * w
 
         bits = RAW[a.dtype.itemsize]
