@@ -6,11 +6,12 @@ such a position) add sequentially: no atomics, deterministic, numpy's `add.at` o
 Index bounds are data: amin/amax of the index are read back (two scalars) and checked first.
 
 nonzero: count, prefix-sum, scatter. Work-item c counts the nonzero elements of its chunk of
-NZ_CHUNK consecutive elements (row-major order, any strides); one work-group turns the counts
+NZ_CHUNK consecutive elements (a strided input is first copied to row-major order); one work-group turns the counts
 into exclusive offsets (each work-item sums a stretch serially, then a scan of the stretch
 totals in local memory) and stores the total, the only value read back (it is the output's
 row count); then each work-item writes the coordinates of its chunk's nonzero elements from
-its offset on, so rows come in row-major order, as PyTorch's.
+its offset on, so rows come in row-major order, as PyTorch's. One program per dtype holds
+the three kernels (the rank is an argument), so the suite compiles few.
 """
 from __future__ import annotations
 
@@ -118,6 +119,10 @@ def make(backend) -> dict:
         return out
 
     def nonzero(spec, a):
+        import pyopencl as cl
+
+        from .memory import make as make_memory
+
         nd = a.ndim
         a1 = one_d(a)
         n = a1.size
@@ -125,49 +130,26 @@ def make(backend) -> dict:
         i64 = np.int64
         if n == 0:
             return backend.new_array((0, nd), np.int64, dev)
+        if not a1.is_contiguous:                   # the passes walk the elements in row-major order
+            tmp = backend.new_array(a1.shape, a1.dtype, dev)
+            make_memory(backend)["copy_"](None, tmp, a1)
+            a1 = tmp
         chunks = -(-n // NZ_CHUNK)
         counts = backend.new_array((chunks + 1,), np.int64, dev)     # counts, then offsets; [chunks]: the total
-        shp = [f"sh{k}" for k in range(a1.ndim)]
-        offs = _offset_code("i", shp, {"p": [f"st{k}" for k in range(a1.ndim)]})
-        params = [f"__global const {cg.storage(a.dtype)}* a", "long off", "long n"]
-        params += [f"long sh{k}, long st{k}" for k in range(a1.ndim)]
-        shape_args = []
-        for k in range(a1.ndim):
-            shape_args += [i64(a1.shape[k]), i64(a1.elem_strides[k])]
-        test = f"(({cg.load(a.dtype, 'a', 'p')}) != 0)"
-
-        def count_source() -> str:
-            return (f"__kernel void k({', '.join(params)}, __global long* cnt, long chunks) {{\n"
-                    f" long c = get_global_id(0); if (c >= chunks) return;\n long m = 0;\n"
-                    f" for (long i = c * {NZ_CHUNK}; i < min(n, (c + 1) * {NZ_CHUNK}); ++i) {{\n"
-                    f"  long p = off; {offs}\n  m += {test};\n }}\n cnt[c] = m;\n}}\n")
-
-        def scatter_source() -> str:
-            cols = " ".join(f"c_ = r_ % sh{k}; r_ /= sh{k}; o[w * {nd} + {k}] = c_;" for k in range(nd - 1, -1, -1))
-            return (f"__kernel void k({', '.join(params)}, __global const long* ofs, long chunks, __global long* o) {{\n"
-                    f" long c = get_global_id(0); if (c >= chunks) return;\n long w = ofs[c];\n"
-                    f" for (long i = c * {NZ_CHUNK}; i < min(n, (c + 1) * {NZ_CHUNK}); ++i) {{\n"
-                    f"  long p = off; {offs}\n"
-                    f"  if ({test}) {{ {{ long r_ = i; long c_; {cols} }} ++w; }}\n }}\n}}\n")
-
-        key = ("nonzero", a.dtype.name, a1.ndim)
-        kcount = cg.get_kernel(dev, key + ("count",), count_source)
-        cg.launch(dev, kcount, chunks, [a1.buffer, i64(a1.offset), i64(n), *shape_args, counts.buffer, i64(chunks)])
+        kcount, kscan, kscatter = cg.get_kernels(dev, ("nonzero", a.dtype.name), lambda: nonzero_source(a.dtype),
+                                                 ("count", "scan", "scatter"))
+        cg.launch(dev, kcount, chunks, [a1.buffer, i64(a1.offset), i64(n), counts.buffer, i64(chunks)])
         L = 1
         while L < min(chunks, 256, dev.max_wg):
             L *= 2
-        import pyopencl as cl
-
-        kscan = cg.get_kernel(dev, ("exclusive_scan",), lambda: SCAN_SOURCE)
         kscan(dev.queue, (L,), (L,), counts.buffer, i64(chunks), cl.LocalMemory(8 * L))
         total = np.empty(1, np.int64)
-
         cl.enqueue_copy(dev.queue, total, counts.buffer, src_offset=chunks * 8, is_blocking=True)
         out = backend.new_array((int(total[0]), nd), np.int64, dev)
         if out.size:
-            kscatter = cg.get_kernel(dev, key + ("scatter",), scatter_source)
-            cg.launch(dev, kscatter, chunks, [a1.buffer, i64(a1.offset), i64(n), *shape_args, counts.buffer,
-                                              i64(chunks), out.buffer])
+            shape = backend.from_host(np.array(a.shape, np.int64), dev.info.index)
+            cg.launch(dev, kscatter, chunks, [a1.buffer, i64(a1.offset), i64(n), counts.buffer, i64(chunks),
+                                              shape.buffer, np.int32(nd), out.buffer])
         return out
 
     return {"gather": gather, "scatter_add": scatter_add, "nonzero": nonzero}
@@ -175,24 +157,47 @@ def make(backend) -> dict:
 
 NZ_CHUNK = 256     # elements per work-item of nonzero's count and scatter passes
 
-# In place: x[0..n) becomes its exclusive prefix sum, x[n] the total; one work-group of
-# LSIZE (a power of two) items, `part` LSIZE longs of local memory.
-SCAN_SOURCE = r"""
-__kernel void k(__global long* x, long n, __local long* part) {
-    int lid = get_local_id(0), LSIZE = get_local_size(0);
-    long per = (n + LSIZE - 1) / LSIZE, lo = min(n, lid * per), hi = min(n, lo + per);
+def nonzero_source(dtype) -> str:
+    """nonzero's program for `dtype`: `count` per chunk, `scan` (counts -> exclusive offsets and
+    the total, one work-group; `part` holds a long per work-item), `scatter` of coordinates."""
+    st = cg.storage(dtype)
+    test = f"(({cg.load(dtype, 'a', 'off + i')}) != 0)"
+    return f"""
+__kernel void count(__global const {st}* a, long off, long n, __global long* cnt, long chunks) {{
+    long c = get_global_id(0); if (c >= chunks) return;
+    long m = 0;
+    for (long i = c * {NZ_CHUNK}; i < min(n, (c + 1) * {NZ_CHUNK}); ++i) m += {test};
+    cnt[c] = m;
+}}
+
+__kernel void scan(__global long* x, long n, __local long* part) {{
+    int lid = get_local_id(0), L = get_local_size(0);
+    long per = (n + L - 1) / L, lo = min(n, lid * per), hi = min(n, lo + per);
     long s = 0;
     for (long i = lo; i < hi; ++i) s += x[i];
     part[lid] = s;
     barrier(CLK_LOCAL_MEM_FENCE);
-    for (int d = 1; d < LSIZE; d <<= 1) {
+    for (int d = 1; d < L; d <<= 1) {{
         long v = lid >= d ? part[lid - d] : 0;
         barrier(CLK_LOCAL_MEM_FENCE);
         part[lid] += v;
         barrier(CLK_LOCAL_MEM_FENCE);
-    }
+    }}
     long run = part[lid] - s;
-    for (long i = lo; i < hi; ++i) { long c = x[i]; x[i] = run; run += c; }
-    if (lid == LSIZE - 1) x[n] = part[lid];
-}
+    for (long i = lo; i < hi; ++i) {{ long c = x[i]; x[i] = run; run += c; }}
+    if (lid == L - 1) x[n] = part[lid];
+}}
+
+__kernel void scatter(__global const {st}* a, long off, long n, __global const long* ofs, long chunks,
+                      __global const long* shape, int nd, __global long* o) {{
+    long c = get_global_id(0); if (c >= chunks) return;
+    long w = ofs[c];
+    for (long i = c * {NZ_CHUNK}; i < min(n, (c + 1) * {NZ_CHUNK}); ++i) {{
+        if ({test}) {{
+            long r = i;
+            for (int k = nd - 1; k >= 0; --k) {{ o[w * nd + k] = r % shape[k]; r /= shape[k]; }}
+            ++w;
+        }}
+    }}
+}}
 """

@@ -13,6 +13,10 @@ Keys are compared in the opmath type (float16/bfloat16 widen to float exactly).
    unambiguous because the order is total), one work-item per element, ping-pong buffers.
 3. `finish`: values are copied bit for bit from the input at the sorted positions (NaN
    payloads and -0.0 kept), positions become the int64 indices.
+
+The three kernels form one program per dtype: the rank and strides outside `dim` reach them
+as a table of per-row offsets (computed on the host), segment size and direction as
+arguments, so a test run compiles one sort program per dtype, not one per shape.
 """
 from __future__ import annotations
 
@@ -40,15 +44,15 @@ def _before(ct: str) -> str:
             "    return ia < ib;\n}\n")
 
 
-def _row_offset_code(nd: int) -> str:
-    """C code: `p` += the offset of row `r` over the outer dims (osh0.., ost0..)."""
-    if nd == 0:
-        return ""
-    parts = ["{ long r_ = r; long c_;"]
-    for k in range(nd - 1, -1, -1):
-        parts.append(f"c_ = r_ % osh{k}; r_ /= osh{k}; p += c_ * ost{k}; q += c_ * qst{k};")
-    parts.append("}")
-    return " ".join(parts)
+def row_offsets(shape, dims, strides_list, offsets) -> np.ndarray:
+    """[rows, len(strides_list)] int64: per row (row-major over `dims`), each operand's element offset."""
+    sizes = [shape[k] for k in dims]
+    rows = int(np.prod(sizes)) if sizes else 1
+    table = np.empty((rows, len(strides_list)), np.int64)
+    idx = np.indices(sizes).reshape(len(sizes), rows) if sizes else np.zeros((0, 1), np.int64)
+    for j, (st, off) in enumerate(zip(strides_list, offsets)):
+        table[:, j] = off + (idx * np.array([st[k] for k in dims], np.int64)[:, None]).sum(0)
+    return table
 
 
 def segment_size(dev, n: int, key_bytes: int) -> int:
@@ -63,49 +67,17 @@ def segment_size(dev, n: int, key_bytes: int) -> int:
     return s
 
 
-def make(backend) -> dict:
-    def sort_stable(specs, a: CLArray, stable=None, dim=-1, descending=False):
-        dev = a.device
-        values = backend.new_array(a.shape, a.dtype, dev)
-        indices = backend.new_array(a.shape, np.int64, dev)
-        if a.size == 0:
-            return values, indices
-        if a.ndim == 0:
-            a1, v1, i1 = (x.view((1,), (1,), x.offset) for x in (a, values, indices))
-            d = 0
-        else:
-            a1, v1, i1 = a, values, indices
-            d = operator.index(dim) % a.ndim
-        n = a1.shape[d]
-        rows = a1.size // n
-        outer = [k for k in range(a1.ndim) if k != d]
-        ct = cg.opmath(a.dtype)
-        ctn = np.dtype(cg.NUMPY_OF_CL.get(ct, np.float32))
-        nd = len(outer)
-        desc = bool(descending)
-        S = segment_size(dev, n, ctn.itemsize)
-        L = max(1, min(S // 2, dev.max_wg, 256))
-        keys = [backend.new_array((rows * n,), ctn, dev) for _ in range(2)]
-        pos = [backend.new_array((rows * n,), np.int64, dev) for _ in range(2)]
-        head = _before(ct)
-        outer_params = [f"long osh{k}, long ost{k}, long qst{k}" for k in range(nd)]
-        i64 = np.int64
-        outer_args = []
-        for k in outer:
-            outer_args += [i64(a1.shape[k]), i64(a1.elem_strides[k]), i64(v1.elem_strides[k])]
-
-        def seg_source() -> str:
-            params = [f"__global const {cg.storage(a.dtype)}* a", "long off", "long n", "long ast", "long nseg",
-                      f"__global {ct}* ko", "__global long* po", "int desc", "int S",
-                      f"__local {ct}* lk", "__local long* lp"] + outer_params
-            return head + f"""
-__kernel void k({', '.join(params)}) {{
+def _source(dtype, ct: str) -> str:
+    """One program per dtype: kernels `seg` (bitonic segments), `merge` (one merge pass), `fin` (outputs)."""
+    st, raw = cg.storage(dtype), RAW[np.dtype(dtype).itemsize]
+    return _before(ct) + f"""
+__kernel void seg(__global const {st}* a, __global const long* rowoff, long n, long ast, long nseg,
+                  __global {ct}* ko, __global long* po, int desc, int S, __local {ct}* lk, __local long* lp) {{
     long g = get_group_id(0); int lid = get_local_id(0), L = get_local_size(0);
-    long r = g / nseg, s0 = (g % nseg) * S;
-    long p = off, q = 0; {_row_offset_code(nd)}
+    long r = g / nseg, s0 = (g % nseg) * S, p = rowoff[2 * r];
     for (int i = lid; i < S; i += L) {{
         long j = s0 + i;
-        if (j < n) {{ lk[i] = ({ct})({cg.load(a.dtype, 'a', 'p + j * ast')}); lp[i] = j; }}
+        if (j < n) {{ lk[i] = ({ct})({cg.load(dtype, 'a', 'p + j * ast')}); lp[i] = j; }}
         else {{ lk[i] = ({ct})0; lp[i] = n + i; }}
     }}
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -128,21 +100,9 @@ __kernel void k({', '.join(params)}) {{
         if (j < n) {{ ko[r * n + j] = lk[i]; po[r * n + j] = lp[i]; }}
     }}
 }}
-"""
 
-        nseg = -(-n // S)
-        import pyopencl as cl
-
-        kseg = cg.get_kernel(dev, ("sort_segments", a.dtype.name, nd), seg_source)
-        kseg(dev.queue, (rows * nseg * L,), (L,), a1.buffer, i64(a1.offset), i64(n), i64(a1.elem_strides[d]),
-             i64(nseg), keys[0].buffer, pos[0].buffer, np.int32(desc), np.int32(S),
-             cl.LocalMemory(S * ctn.itemsize), cl.LocalMemory(S * 8), *outer_args)
-        cur, w = 0, S
-        if w < n:
-            def merge_source() -> str:
-                return head + f"""
-__kernel void k(__global const {ct}* ki, __global const long* pi, __global {ct}* ko, __global long* po,
-                long n, long w, long total, int desc) {{
+__kernel void merge(__global const {ct}* ki, __global const long* pi, __global {ct}* ko, __global long* po,
+                    long n, long w, long total, int desc) {{
     long e = get_global_id(0); if (e >= total) return;
     long r = e / n, p = e % n, base = r * n;
     long as_ = p / w * w, bs = as_ ^ w;
@@ -158,33 +118,58 @@ __kernel void k(__global const {ct}* ki, __global const long* pi, __global {ct}*
     }}
     ko[base + out] = k0; po[base + out] = i0;
 }}
-"""
-            kmerge = cg.get_kernel(dev, ("sort_merge", a.dtype.name), merge_source)
-            total = rows * n
-            while w < n:
-                cg.launch(dev, kmerge, total, [keys[cur].buffer, pos[cur].buffer, keys[1 - cur].buffer,
-                                               pos[1 - cur].buffer, i64(n), i64(w), i64(total), np.int32(desc)])
-                cur, w = 1 - cur, 2 * w
 
-        bits = RAW[a.dtype.itemsize]
-
-        def finish_source() -> str:
-            params = [f"__global const {bits}* a", "long off", "long n", "long ast", "long vst",
-                      "__global const long* pi", f"__global {bits}* vo", "__global long* io", "long total"] + outer_params
-            return f"""
-__kernel void k({', '.join(params)}) {{
+__kernel void fin(__global const {raw}* a, __global const long* rowoff, long n, long ast, long vst,
+                  __global const long* pi, __global {raw}* vo, __global long* io, long total) {{
     long e = get_global_id(0); if (e >= total) return;
-    long r = e / n, j = e % n;
-    long p = off, q = 0; {_row_offset_code(nd)}
-    long src = pi[e];
-    vo[q + j * vst] = a[p + src * ast];
-    io[q + j * vst] = src;
+    long r = e / n, j = e % n, src = pi[e], q = rowoff[2 * r + 1] + j * vst;
+    vo[q] = a[rowoff[2 * r] + src * ast];
+    io[q] = src;
 }}
 """
-        kfin = cg.get_kernel(dev, ("sort_finish", a.dtype.itemsize, nd), finish_source)
-        cg.launch(dev, kfin, rows * n, [a1.buffer, i64(a1.offset), i64(n), i64(a1.elem_strides[d]),
-                                        i64(v1.elem_strides[d]), pos[cur].buffer, v1.buffer, i1.buffer,
-                                        i64(rows * n), *outer_args])
+
+
+def make(backend) -> dict:
+    def sort_stable(specs, a: CLArray, stable=None, dim=-1, descending=False):
+        import pyopencl as cl
+
+        dev = a.device
+        values = backend.new_array(a.shape, a.dtype, dev)
+        indices = backend.new_array(a.shape, np.int64, dev)
+        if a.size == 0:
+            return values, indices
+        if a.ndim == 0:
+            a1, v1, i1 = (x.view((1,), (1,), x.offset) for x in (a, values, indices))
+            d = 0
+        else:
+            a1, v1, i1 = a, values, indices
+            d = operator.index(dim) % a.ndim
+        n = a1.shape[d]
+        rows = a1.size // n
+        ct = cg.opmath(a.dtype)
+        ctn = np.dtype(cg.NUMPY_OF_CL[ct])
+        desc = np.int32(bool(descending))
+        S = segment_size(dev, n, ctn.itemsize)
+        L = max(1, min(S // 2, dev.max_wg, 256))
+        outer = [k for k in range(a1.ndim) if k != d]
+        rowoff = backend.from_host(row_offsets(a1.shape, outer, [a1.elem_strides, v1.elem_strides], [a1.offset, 0]),
+                                   dev.info.index)
+        keys = [backend.new_array((rows * n,), ctn, dev) for _ in range(2)]
+        pos = [backend.new_array((rows * n,), np.int64, dev) for _ in range(2)]
+        kseg, kmerge, kfin = cg.get_kernels(dev, ("sort", a.dtype.name), lambda: _source(a.dtype, ct),
+                                            ("seg", "merge", "fin"))
+        i64 = np.int64
+        nseg = -(-n // S)
+        kseg(dev.queue, (rows * nseg * L,), (L,), a1.buffer, rowoff.buffer, i64(n), i64(a1.elem_strides[d]),
+             i64(nseg), keys[0].buffer, pos[0].buffer, desc, np.int32(S),
+             cl.LocalMemory(S * ctn.itemsize), cl.LocalMemory(S * 8))
+        cur, w, total = 0, S, rows * n
+        while w < n:
+            cg.launch(dev, kmerge, total, [keys[cur].buffer, pos[cur].buffer, keys[1 - cur].buffer,
+                                           pos[1 - cur].buffer, i64(n), i64(w), i64(total), desc])
+            cur, w = 1 - cur, 2 * w
+        cg.launch(dev, kfin, total, [a1.buffer, rowoff.buffer, i64(n), i64(a1.elem_strides[d]),
+                                     i64(v1.elem_strides[d]), pos[cur].buffer, v1.buffer, i1.buffer, i64(total)])
         return values, indices
 
     return {"sort.stable": sort_stable}
