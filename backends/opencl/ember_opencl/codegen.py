@@ -201,8 +201,11 @@ def index_code(ndim: int, names: list[str]) -> str:
     return "\n    ".join(lines)
 
 
-def get_kernels(dev, key, source_fn, names) -> tuple:
-    """Several kernels of one program, built once for `key` on `dev` (one compile, not one per kernel)."""
+def get_program(dev, key, source_fn) -> dict:
+    """{name: kernel} of one program holding several kernels, built once for `key` on `dev`.
+
+    One build of many kernels costs little more than one of a single kernel (PoCL: most of a
+    build is fixed cost), so families put the kernels of every dtype in one program."""
     ks = dev.programs.get(key)
     if ks is None:
         import pyopencl as cl
@@ -216,6 +219,6 @@ def get_kernels(dev, key, source_fn, names) -> tuple:
                     prg = cl.Program(dev.context, src).build(options=opts)
                 except cl.Error as exc:
                     raise RuntimeError(f"ember_opencl: building kernels {key[0]!r} failed:\n{exc}\n{src}") from None
-                ks = tuple(getattr(prg, n) for n in names)
+                ks = {k.function_name: k for k in prg.all_kernels()}
                 dev.programs[key] = ks
     return ks

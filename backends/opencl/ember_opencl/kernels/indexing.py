@@ -10,8 +10,8 @@ NZ_CHUNK consecutive elements (a strided input is first copied to row-major orde
 into exclusive offsets (each work-item sums a stretch serially, then a scan of the stretch
 totals in local memory) and stores the total, the only value read back (it is the output's
 row count); then each work-item writes the coordinates of its chunk's nonzero elements from
-its offset on, so rows come in row-major order, as PyTorch's. One program per dtype holds
-the three kernels (the rank is an argument), so the suite compiles few.
+its offset on, so rows come in row-major order, as PyTorch's. One program holds the
+kernels of every dtype (the rank is an argument), so a process compiles it once.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import numpy as np
 
 from ember.errors import ArgumentValueError
 from ember.frontend import dtype as _dt
+from ember.frontend.numpy_interop import to_numpy_dtype
 
 from .. import codegen as cg
 from . import reductions
@@ -136,8 +137,8 @@ def make(backend) -> dict:
             a1 = tmp
         chunks = -(-n // NZ_CHUNK)
         counts = backend.new_array((chunks + 1,), np.int64, dev)     # counts, then offsets; [chunks]: the total
-        kcount, kscan, kscatter = cg.get_kernels(dev, ("nonzero", a.dtype.name), lambda: nonzero_source(a.dtype),
-                                                 ("count", "scan", "scatter"))
+        ks = cg.get_program(dev, ("nonzero",), nonzero_program)
+        kcount, kscan, kscatter = ks[f"count_{a.dtype.name}"], ks["scan"], ks[f"scatter_{a.dtype.name}"]
         cg.launch(dev, kcount, chunks, [a1.buffer, i64(a1.offset), i64(n), counts.buffer, i64(chunks)])
         L = 1
         while L < min(chunks, 256, dev.max_wg):
@@ -157,38 +158,30 @@ def make(backend) -> dict:
 
 NZ_CHUNK = 256     # elements per work-item of nonzero's count and scatter passes
 
-def nonzero_source(dtype) -> str:
-    """nonzero's program for `dtype`: `count` per chunk, `scan` (counts -> exclusive offsets and
-    the total, one work-group; `part` holds a long per work-item), `scatter` of coordinates."""
+def nonzero_program() -> str:
+    """nonzero's program: `scan` and every dtype's `count_<dtype>`, `scatter_<dtype>`."""
+    from .sorting import DTYPES
+
+    parts = [NZ_SCAN]
+    for name in DTYPES:
+        src = _nonzero_source(to_numpy_dtype(getattr(_dt, name)), name)
+        parts.append(f"#ifdef EMBER_FP64\n{src}#endif\n" if name == "float64" else src)
+    return "".join(parts)
+
+
+def _nonzero_source(dtype, name: str) -> str:
+    """`count_<name>` (nonzero elements per chunk) and `scatter_<name>` (their coordinates)."""
     st = cg.storage(dtype)
     test = f"(({cg.load(dtype, 'a', 'off + i')}) != 0)"
     return f"""
-__kernel void count(__global const {st}* a, long off, long n, __global long* cnt, long chunks) {{
+__kernel void count_{name}(__global const {st}* a, long off, long n, __global long* cnt, long chunks) {{
     long c = get_global_id(0); if (c >= chunks) return;
     long m = 0;
     for (long i = c * {NZ_CHUNK}; i < min(n, (c + 1) * {NZ_CHUNK}); ++i) m += {test};
     cnt[c] = m;
 }}
 
-__kernel void scan(__global long* x, long n, __local long* part) {{
-    int lid = get_local_id(0), L = get_local_size(0);
-    long per = (n + L - 1) / L, lo = min(n, lid * per), hi = min(n, lo + per);
-    long s = 0;
-    for (long i = lo; i < hi; ++i) s += x[i];
-    part[lid] = s;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int d = 1; d < L; d <<= 1) {{
-        long v = lid >= d ? part[lid - d] : 0;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        part[lid] += v;
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }}
-    long run = part[lid] - s;
-    for (long i = lo; i < hi; ++i) {{ long c = x[i]; x[i] = run; run += c; }}
-    if (lid == L - 1) x[n] = part[lid];
-}}
-
-__kernel void scatter(__global const {st}* a, long off, long n, __global const long* ofs, long chunks,
+__kernel void scatter_{name}(__global const {st}* a, long off, long n, __global const long* ofs, long chunks,
                       __global const long* shape, int nd, __global long* o) {{
     long c = get_global_id(0); if (c >= chunks) return;
     long w = ofs[c];
@@ -200,4 +193,26 @@ __kernel void scatter(__global const {st}* a, long off, long n, __global const l
         }}
     }}
 }}
+"""
+
+
+# counts -> exclusive offsets in place, x[n] = the total; one work-group, `part` a long per item
+NZ_SCAN = r"""
+__kernel void scan(__global long* x, long n, __local long* part) {
+    int lid = get_local_id(0), L = get_local_size(0);
+    long per = (n + L - 1) / L, lo = min(n, lid * per), hi = min(n, lo + per);
+    long s = 0;
+    for (long i = lo; i < hi; ++i) s += x[i];
+    part[lid] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int d = 1; d < L; d <<= 1) {
+        long v = lid >= d ? part[lid - d] : 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        part[lid] += v;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    long run = part[lid] - s;
+    for (long i = lo; i < hi; ++i) { long c = x[i]; x[i] = run; run += c; }
+    if (lid == L - 1) x[n] = part[lid];
+}
 """

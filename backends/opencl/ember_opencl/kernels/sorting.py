@@ -14,15 +14,18 @@ Keys are compared in the opmath type (float16/bfloat16 widen to float exactly).
 3. `finish`: values are copied bit for bit from the input at the sorted positions (NaN
    payloads and -0.0 kept), positions become the int64 indices.
 
-The three kernels form one program per dtype: the rank and strides outside `dim` reach them
-as a table of per-row offsets (computed on the host), segment size and direction as
-arguments, so a test run compiles one sort program per dtype, not one per shape.
+The kernels of every dtype form one program: the rank and strides outside `dim` reach them as
+a table of per-row offsets (computed on the host), segment size and direction as arguments,
+so a process compiles one sort program, not one per dtype and shape.
 """
 from __future__ import annotations
 
 import operator
 
 import numpy as np
+
+from ember.frontend import dtype as _dt
+from ember.frontend.numpy_interop import to_numpy_dtype
 
 from .. import codegen as cg
 from ..array import CLArray
@@ -31,15 +34,15 @@ MAX_SEGMENT = 2048
 RAW = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}
 
 
-def _before(ct: str) -> str:
-    """OpenCL C `before(ka, ia, kb, ib, desc)`: whether (ka, ia) sorts ahead of (kb, ib)."""
+def _before(ct: str, name: str) -> str:
+    """OpenCL C `before_<name>(ka, ia, kb, ib, desc)`: whether (ka, ia) sorts ahead of (kb, ib)."""
     if ct in cg.FLOAT_CL:
         nan = ("int an = isnan(ka), bn = isnan(kb);\n"
                "    if (an != bn) return desc ? an : bn;\n"
                "    if (!an && ka != kb) ")
     else:
         nan = "if (ka != kb) "
-    return (f"inline int before({ct} ka, long ia, {ct} kb, long ib, int desc) {{\n"
+    return (f"inline int before_{name}({ct} ka, long ia, {ct} kb, long ib, int desc) {{\n"
             f"    {nan}return desc ? ka > kb : ka < kb;\n"
             "    return ia < ib;\n}\n")
 
@@ -67,11 +70,24 @@ def segment_size(dev, n: int, key_bytes: int) -> int:
     return s
 
 
-def _source(dtype, ct: str) -> str:
-    """One program per dtype: kernels `seg` (bitonic segments), `merge` (one merge pass), `fin` (outputs)."""
+DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
+
+
+def program_source() -> str:
+    """Every dtype's kernels in one program (float64's when the device has fp64)."""
+    parts = []
+    for name in DTYPES:
+        src = _source(to_numpy_dtype(getattr(_dt, name)), cg.OPMATH[name], name)
+        parts.append(f"#ifdef EMBER_FP64\n{src}#endif\n" if name == "float64" else src)
+    return "".join(parts)
+
+
+def _source(dtype, ct: str, name: str) -> str:
+    """The kernels of `dtype`: `seg_<name>` (bitonic segments), `merge_<name>` (one merge pass),
+    `fin_<name>` (the outputs)."""
     st, raw = cg.storage(dtype), RAW[np.dtype(dtype).itemsize]
-    return _before(ct) + f"""
-__kernel void seg(__global const {st}* a, __global const long* rowoff, long n, long ast, long nseg,
+    return _before(ct, name) + f"""
+__kernel void seg_{name}(__global const {st}* a, __global const long* rowoff, long n, long ast, long nseg,
                   __global {ct}* ko, __global long* po, int desc, int S, __local {ct}* lk, __local long* lp) {{
     long g = get_group_id(0); int lid = get_local_id(0), L = get_local_size(0);
     long r = g / nseg, s0 = (g % nseg) * S, p = rowoff[2 * r];
@@ -87,7 +103,7 @@ __kernel void seg(__global const {st}* a, __global const long* rowoff, long n, l
                 int ixj = i ^ j;
                 if (ixj > i) {{
                     {ct} ka = lk[i], kb = lk[ixj]; long ia = lp[i], ib = lp[ixj];
-                    int swap_ = (ia >= n || ib >= n) ? (ia > ib) : !before(ka, ia, kb, ib, desc);
+                    int swap_ = (ia >= n || ib >= n) ? (ia > ib) : !before_{name}(ka, ia, kb, ib, desc);
                     if ((i & k) != 0) swap_ = !swap_;
                     if (swap_) {{ lk[i] = kb; lk[ixj] = ka; lp[i] = ib; lp[ixj] = ia; }}
                 }}
@@ -101,7 +117,7 @@ __kernel void seg(__global const {st}* a, __global const long* rowoff, long n, l
     }}
 }}
 
-__kernel void merge(__global const {ct}* ki, __global const long* pi, __global {ct}* ko, __global long* po,
+__kernel void merge_{name}(__global const {ct}* ki, __global const long* pi, __global {ct}* ko, __global long* po,
                     long n, long w, long total, int desc) {{
     long e = get_global_id(0); if (e >= total) return;
     long r = e / n, p = e % n, base = r * n;
@@ -112,14 +128,14 @@ __kernel void merge(__global const {ct}* ki, __global const long* pi, __global {
         long lo = 0, hi = min(w, n - bs);
         while (lo < hi) {{
             long mid = (lo + hi) >> 1;
-            if (before(ki[base + bs + mid], pi[base + bs + mid], k0, i0, desc)) lo = mid + 1; else hi = mid;
+            if (before_{name}(ki[base + bs + mid], pi[base + bs + mid], k0, i0, desc)) lo = mid + 1; else hi = mid;
         }}
         out = min(as_, bs) + (p - as_) + lo;
     }}
     ko[base + out] = k0; po[base + out] = i0;
 }}
 
-__kernel void fin(__global const {raw}* a, __global const long* rowoff, long n, long ast, long vst,
+__kernel void fin_{name}(__global const {raw}* a, __global const long* rowoff, long n, long ast, long vst,
                   __global const long* pi, __global {raw}* vo, __global long* io, long total) {{
     long e = get_global_id(0); if (e >= total) return;
     long r = e / n, j = e % n, src = pi[e], q = rowoff[2 * r + 1] + j * vst;
@@ -156,8 +172,8 @@ def make(backend) -> dict:
                                    dev.info.index)
         keys = [backend.new_array((rows * n,), ctn, dev) for _ in range(2)]
         pos = [backend.new_array((rows * n,), np.int64, dev) for _ in range(2)]
-        kseg, kmerge, kfin = cg.get_kernels(dev, ("sort", a.dtype.name), lambda: _source(a.dtype, ct),
-                                            ("seg", "merge", "fin"))
+        ks = cg.get_program(dev, ("sort",), program_source)
+        kseg, kmerge, kfin = (ks[f"{k}_{a.dtype.name}"] for k in ("seg", "merge", "fin"))
         i64 = np.int64
         nseg = -(-n // S)
         kseg(dev.queue, (rows * nseg * L,), (L,), a1.buffer, rowoff.buffer, i64(n), i64(a1.elem_strides[d]),
