@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .gen_docs import BUILTIN_BACKENDS, gen_ops_md
+from .gen_docs import gen_ops_md
 from .gen_python import gen_autocast_table, gen_backward, gen_functions, gen_op_table, gen_pyi, gen_tensor_methods
 from .registry import ROOT, RegistryError, SourceIndex, load_registry
 
@@ -33,9 +33,7 @@ def python_outputs(registry, sources) -> dict[Path, str]:
 
 def coverage() -> dict:
     """Ask a fresh interpreter (importing the generated code) how each op runs per backend."""
-    code = ("import json, ember; from ember.dispatcher.coverage import coverage_matrix; "
-            f"print(json.dumps(coverage_matrix({list(BUILTIN_BACKENDS)!r})))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run([sys.executable, "-m", "codegen.coverage_probe"], capture_output=True, text=True, cwd=ROOT)
     if proc.returncode:
         raise SystemExit(f"codegen: computing the coverage matrix failed:\n{proc.stderr}")
     return json.loads(proc.stdout)

@@ -7,8 +7,10 @@ plugin is missing or finds no OpenCL device.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -128,9 +130,14 @@ def test_low_precision_rounding_is_bit_exact(dtype):
 
 
 def run_with_fallback(mode: str) -> subprocess.CompletedProcess:
+    """nonzero on opencl with its kernel taken out, as a plugin lacking one would run it."""
     code = ("import warnings, ember\n"
+            "from ember.dispatcher.operator import ALL_OPS, invalidate_caches\n"
+            "from ember.dispatcher.plugins import REGISTRY\n"
             "warnings.simplefilter('always')\n"
             "x = ember.arange(5.0, device='opencl')\n"
+            "del ALL_OPS['nonzero'].kernels[REGISTRY.load('opencl').key]\n"
+            "invalidate_caches()\n"
             "for _ in range(2):\n"
             "    print(ember.nonzero(x).cpu().tolist())\n")
     env = dict(os.environ, EMBER_OPENCL_FALLBACK=mode)
@@ -147,3 +154,79 @@ def test_fallback_modes():
     assert silent.returncode == 0 and "no kernel" not in silent.stderr and silent.stdout.count("[[1], [2], [3], [4]]") == 2
     error = run_with_fallback("error")
     assert error.returncode != 0 and "MissingKernelError" in error.stderr and "'nonzero'" in error.stderr
+
+
+def test_every_primitive_op_has_a_native_opencl_kernel():
+    """Zero cpu fallbacks for primitives: the plugin's own kernel table holds every one (no device
+    needed), and docs/ops.md's coverage matrix, generated from that table, says so."""
+    from ember.dispatcher import primitive_ops
+    from ember_opencl.plugin import OpenCLBackend
+
+    table = OpenCLBackend().kernels()
+    prims = set(primitive_ops())
+    assert len(prims) >= 46
+    assert sorted(prims - set(table)) == []
+    doc = (Path(__file__).parents[1] / "docs" / "ops.md").read_text()
+    assert f"Primitive ops native on opencl: {len(prims)} of {len(prims)}." in doc
+    for name in prims:
+        assert re.search(rf"^\| `{re.escape(name)}` \| \w+ \| \w+ \| native \|$", doc, re.M), name
+
+
+@needs_device
+def test_no_primitive_op_resolves_to_the_fallback():
+    """On the live device every primitive dispatches to an opencl kernel (coverage_matrix: native)."""
+    from ember.dispatcher import primitive_ops
+    from ember.dispatcher.coverage import coverage_matrix
+
+    matrix = coverage_matrix(["opencl"])
+    assert [n for n in primitive_ops() if matrix[n]["opencl"] != "native"] == []
+
+
+@needs_device
+def test_sort_long_rows_merge_passes_and_stability():
+    """Rows longer than one local-memory segment (merge passes), many ties, NaN, -0.0, strided input."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    x = rng.integers(-20, 20, (3, 4500)).astype(np.float32)
+    x[:, ::9] = np.nan
+    x[:, 1::13] = -0.0
+    e = ember.from_numpy(x).to("opencl")
+    for desc in (False, True):
+        v, i = ember.sort(e, dim=-1, descending=desc, stable=True)
+        tv, ti = torch.sort(torch.from_numpy(x), dim=-1, descending=desc, stable=True)
+        np.testing.assert_array_equal(i.cpu().numpy(), ti.numpy())
+        np.testing.assert_array_equal(v.cpu().numpy(), tv.numpy())
+    v, i = ember.sort(e.t()[::2], dim=0, descending=True, stable=True)      # along a strided dim
+    tv, ti = torch.sort(torch.from_numpy(x).t()[::2], dim=0, descending=True, stable=True)
+    np.testing.assert_array_equal(i.cpu().numpy(), ti.numpy())
+    assert np.signbit(v.cpu().numpy()).sum() == np.signbit(tv.numpy()).sum()     # -0.0 copied bit for bit
+
+
+@needs_device
+def test_nonzero_spans_many_chunks_in_row_major_order():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 3, (4, 900, 3)).astype(np.float32) * (rng.random((4, 900, 3)) < 0.3)
+    x[0, :5, 0] = np.nan
+    e = ember.from_numpy(x).to("opencl").permute(2, 0, 1)[:, 1::2]
+    got = ember.nonzero(e)
+    assert got.dtype == ember.int64 and got.device.type == "opencl"
+    np.testing.assert_array_equal(got.cpu().numpy(), torch.nonzero(torch.from_numpy(x).permute(2, 0, 1)[:, 1::2]).numpy())
+    assert tuple(ember.nonzero(ember.zeros(3, 0, device="opencl")).shape) == (0, 2)
+    assert tuple(ember.nonzero(ember.tensor(2.0, device="opencl")).shape) == (1, 0)
+
+
+@needs_device
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_normal_matches_cpu_within_the_documented_ulps(dtype):
+    """normal_ on opencl: the cpu's Box-Muller on the same Philox uniforms; log/cos/sin differ by an
+    ulp or two, bounded by ember.testing.tolerances.NORMAL_MATCH_ULPS (odd length: last sine dropped)."""
+    from ember.testing.test_random import assert_normals_match
+
+    for mean, std in ((0.0, 1.0), (-3.0, 10.0)):
+        ember.manual_seed(5)
+        dev = ember.empty(4001, dtype=getattr(ember, dtype), device="opencl").normal_(mean, std)
+        ember.manual_seed(5)
+        ref = ember.empty(4001, dtype=getattr(ember, dtype)).normal_(mean, std)
+        assert_normals_match(dev.cpu().float().numpy(), ref.float().numpy(), mean, f"normal_ {dtype} opencl",
+                             dtype=dtype)

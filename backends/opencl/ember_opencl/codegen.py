@@ -199,3 +199,26 @@ def index_code(ndim: int, names: list[str]) -> str:
         lines.append(f"c = rem % sh{d}; rem /= sh{d};" if d else "c = rem;")
         lines += [f"p_{n} += c * st_{n}{d};" for n in names]
     return "\n    ".join(lines)
+
+
+def get_program(dev, key, source_fn) -> dict:
+    """{name: kernel} of one program holding several kernels, built once for `key` on `dev`.
+
+    One build of many kernels costs little more than one of a single kernel (PoCL: most of a
+    build is fixed cost), so families put the kernels of every dtype in one program."""
+    ks = dev.programs.get(key)
+    if ks is None:
+        import pyopencl as cl
+
+        with dev.lock:
+            ks = dev.programs.get(key)
+            if ks is None:
+                opts = ["-DEMBER_FP64"] if dev.info.fp64 else []
+                src = PRELUDE + source_fn()
+                try:
+                    prg = cl.Program(dev.context, src).build(options=opts)
+                except cl.Error as exc:
+                    raise RuntimeError(f"ember_opencl: building kernels {key[0]!r} failed:\n{exc}\n{src}") from None
+                ks = {k.function_name: k for k in prg.all_kernels()}
+                dev.programs[key] = ks
+    return ks

@@ -1,9 +1,17 @@
-"""gather and scatter_add along one dimension (any strides), with the cpu's bounds errors.
+"""gather and scatter_add along one dimension (any strides), with the cpu's bounds errors; nonzero.
 
 gather: one work-item per output element. scatter_add: one work-item per position of the
 index *outside* `dim`, looping along `dim` in order, so colliding indices (which only share
 such a position) add sequentially: no atomics, deterministic, numpy's `add.at` order.
 Index bounds are data: amin/amax of the index are read back (two scalars) and checked first.
+
+nonzero: count, prefix-sum, scatter. Work-item c counts the nonzero elements of its chunk of
+NZ_CHUNK consecutive elements (a strided input is first copied to row-major order); one work-group turns the counts
+into exclusive offsets (each work-item sums a stretch serially, then a scan of the stretch
+totals in local memory) and stores the total, the only value read back (it is the output's
+row count); then each work-item writes the coordinates of its chunk's nonzero elements from
+its offset on, so rows come in row-major order, as PyTorch's. One program holds the
+kernels of every dtype (the rank is an argument), so a process compiles it once.
 """
 from __future__ import annotations
 
@@ -11,6 +19,7 @@ import numpy as np
 
 from ember.errors import ArgumentValueError
 from ember.frontend import dtype as _dt
+from ember.frontend.numpy_interop import to_numpy_dtype
 
 from .. import codegen as cg
 from . import reductions
@@ -110,4 +119,100 @@ def make(backend) -> dict:
         cg.launch(a.device, kernel, n, args)
         return out
 
-    return {"gather": gather, "scatter_add": scatter_add}
+    def nonzero(spec, a):
+        import pyopencl as cl
+
+        from .memory import make as make_memory
+
+        nd = a.ndim
+        a1 = one_d(a)
+        n = a1.size
+        dev = a.device
+        i64 = np.int64
+        if n == 0:
+            return backend.new_array((0, nd), np.int64, dev)
+        if not a1.is_contiguous:                   # the passes walk the elements in row-major order
+            tmp = backend.new_array(a1.shape, a1.dtype, dev)
+            make_memory(backend)["copy_"](None, tmp, a1)
+            a1 = tmp
+        chunks = -(-n // NZ_CHUNK)
+        counts = backend.new_array((chunks + 1,), np.int64, dev)     # counts, then offsets; [chunks]: the total
+        ks = cg.get_program(dev, ("nonzero",), nonzero_program)
+        kcount, kscan, kscatter = ks[f"count_{a.dtype.name}"], ks["scan"], ks[f"scatter_{a.dtype.name}"]
+        cg.launch(dev, kcount, chunks, [a1.buffer, i64(a1.offset), i64(n), counts.buffer, i64(chunks)])
+        L = 1
+        while L < min(chunks, 256, dev.max_wg):
+            L *= 2
+        kscan(dev.queue, (L,), (L,), counts.buffer, i64(chunks), cl.LocalMemory(8 * L))
+        total = np.empty(1, np.int64)
+        cl.enqueue_copy(dev.queue, total, counts.buffer, src_offset=chunks * 8, is_blocking=True)
+        out = backend.new_array((int(total[0]), nd), np.int64, dev)
+        if out.size:
+            shape = backend.from_host(np.array(a.shape, np.int64), dev.info.index)
+            cg.launch(dev, kscatter, chunks, [a1.buffer, i64(a1.offset), i64(n), counts.buffer, i64(chunks),
+                                              shape.buffer, np.int32(nd), out.buffer])
+        return out
+
+    return {"gather": gather, "scatter_add": scatter_add, "nonzero": nonzero}
+
+
+NZ_CHUNK = 256     # elements per work-item of nonzero's count and scatter passes
+
+def nonzero_program() -> str:
+    """nonzero's program: `scan` and every dtype's `count_<dtype>`, `scatter_<dtype>`."""
+    from .sorting import DTYPES
+
+    parts = [NZ_SCAN]
+    for name in DTYPES:
+        src = _nonzero_source(to_numpy_dtype(getattr(_dt, name)), name)
+        parts.append(f"#ifdef EMBER_FP64\n{src}#endif\n" if name == "float64" else src)
+    return "".join(parts)
+
+
+def _nonzero_source(dtype, name: str) -> str:
+    """`count_<name>` (nonzero elements per chunk) and `scatter_<name>` (their coordinates)."""
+    st = cg.storage(dtype)
+    test = f"(({cg.load(dtype, 'a', 'off + i')}) != 0)"
+    return f"""
+__kernel void count_{name}(__global const {st}* a, long off, long n, __global long* cnt, long chunks) {{
+    long c = get_global_id(0); if (c >= chunks) return;
+    long m = 0;
+    for (long i = c * {NZ_CHUNK}; i < min(n, (c + 1) * {NZ_CHUNK}); ++i) m += {test};
+    cnt[c] = m;
+}}
+
+__kernel void scatter_{name}(__global const {st}* a, long off, long n, __global const long* ofs, long chunks,
+                      __global const long* shape, int nd, __global long* o) {{
+    long c = get_global_id(0); if (c >= chunks) return;
+    long w = ofs[c];
+    for (long i = c * {NZ_CHUNK}; i < min(n, (c + 1) * {NZ_CHUNK}); ++i) {{
+        if ({test}) {{
+            long r = i;
+            for (int k = nd - 1; k >= 0; --k) {{ o[w * nd + k] = r % shape[k]; r /= shape[k]; }}
+            ++w;
+        }}
+    }}
+}}
+"""
+
+
+# counts -> exclusive offsets in place, x[n] = the total; one work-group, `part` a long per item
+NZ_SCAN = r"""
+__kernel void scan(__global long* x, long n, __local long* part) {
+    int lid = get_local_id(0), L = get_local_size(0);
+    long per = (n + L - 1) / L, lo = min(n, lid * per), hi = min(n, lo + per);
+    long s = 0;
+    for (long i = lo; i < hi; ++i) s += x[i];
+    part[lid] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int d = 1; d < L; d <<= 1) {
+        long v = lid >= d ? part[lid - d] : 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        part[lid] += v;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    long run = part[lid] - s;
+    for (long i = lo; i < hi; ++i) { long c = x[i]; x[i] = run; run += c; }
+    if (lid == L - 1) x[n] = part[lid];
+}
+"""
