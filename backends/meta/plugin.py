@@ -44,6 +44,18 @@ def _make_kernel(op):
     return lambda spec, *args: _new(spec)
 
 
+def _cpu_native_ops() -> set[str] | None:
+    """The op names the cpu backend runs with its own kernels (None if it is not installed)."""
+    try:
+        import numpy as np
+
+        from ember.frontend.numpy_interop import to_numpy_dtype
+        from ember_cpu.array_kernels import make_kernels
+    except ImportError:
+        return None
+    return set(make_kernels(np, to_numpy_dtype))
+
+
 class MetaBackend(Backend):
     device_type = "meta"
 
@@ -69,6 +81,10 @@ class MetaBackend(Backend):
         return array.storage_nbytes
 
     def kernels(self):
+        native = _cpu_native_ops()
+        # composite ops run through their decompositions where the cpu backend does too, so a
+        # meta run allocates exactly the storages a cpu run does (ember.memory predicts cpu's
+        # allocation sequence; docs/memory.md);
         # ops whose output may live on another device (_to_copy, *_like(device=...)) keep
         # their explicit kernels/decompositions, which allocate on the target device;
         # composite ops returning an alias (reshape, contiguous, t) are a view or a copy
@@ -77,6 +93,7 @@ class MetaBackend(Backend):
                 if "data_dependent_shape" not in op.tags
                 and not (op.device_arg is not None and (op.tensor_args or op.tensor_list_args))
                 and not (op.impl == "composite" and op.is_view)
+                and not (op.impl == "composite" and native is not None and name not in native)
                 # composites that write some arguments and return new tensors (_native_batch_norm_legit)
                 and not (op.impl == "composite" and op.mutated and op.n_outputs > 1)}
 
