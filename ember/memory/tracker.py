@@ -13,7 +13,8 @@ from its allocation on. Roles, most specific first:
     parameters       storages of nn.Parameter objects (seen in module forwards, `model=`)
     gradients        `.grad` of parameters (seen at optimizer steps and at exit)
     optimizer_state  tensors in `optimizer.state` (seen after each step)
-    inputs           tensors passed to a module's forward that were allocated outside any module
+    inputs           tensors passed to a module's forward that were allocated outside any module, and
+                     tensors made before the block (counted from their first use by an op)
     activations      storages of tensors the autograd graph saves for backward (hook `SAVE_HOOK`)
     other            storages alive at entry with no known role (buffers)
     temporaries      everything else
@@ -53,6 +54,17 @@ class _OpMode(DispatchMode):
 
     def __ember_dispatch__(self, op, args: tuple):
         tr = self.tracker
+        live = tr._live
+        for a in args:            # tensors made before the block are counted from their first use
+            st = getattr(a, "_storage", None)
+            if st is not None:
+                if id(st) not in live:
+                    tr._add(st, "inputs", "<existing>")
+            elif a.__class__ in (list, tuple):
+                for t in a:
+                    st = getattr(t, "_storage", None)
+                    if st is not None and id(st) not in live:
+                        tr._add(st, "inputs", "<existing>")
         prev = tr._op
         tr._op = op.name
         try:

@@ -1,0 +1,138 @@
+"""ember.memory.track: an MLP training step (forward, backward, AdamW step) on meta and cpu.
+
+The cpu peak is checked against an independent measurement: tracemalloc's numpy domain
+(numpy reports every data buffer it allocates or frees to tracemalloc under
+`np.lib.tracemalloc_domain`). tracemalloc's own peak (`get_traced_memory`) mixes all domains
+(Python objects included) and cannot be restricted to one, so the test samples the numpy
+domain's live bytes (a snapshot filtered by DomainFilter) right after every storage
+allocation: live bytes only rise at allocations, so the largest sample is the domain's peak
+up to scratch buffers a single kernel allocates and frees internally. The all-domain peak is
+an upper bound and is printed too.
+"""
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import ember
+import ember.memory
+from ember import nn
+from ember.frontend import tensor as tensor_mod
+
+
+def _build(device):
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                          nn.Linear(256, 10)).to(device)
+    opt = ember.optim.AdamW(model.parameters(), lr=1e-3)
+    x = ember.randn(64, 128, device=device)
+    y = ember.randint(0, 10, (64,), device=device)
+    return model, opt, x, y
+
+
+def _step(model, opt, x, y):
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+
+
+def _tracked(device):
+    model, opt, x, y = _build(device)
+    with ember.memory.track(model=model, optimizer=opt) as mem:
+        _step(model, opt, x, y)
+    return mem, model
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return {dev: _tracked(dev) for dev in ("meta", "cpu")}
+
+
+def _numpy_bytes() -> int:
+    snap = tracemalloc.take_snapshot().filter_traces([tracemalloc.DomainFilter(True, np.lib.tracemalloc_domain)])
+    return sum(t.size for t in snap.traces)
+
+
+def test_meta_predicts_cpu_allocation_sequence(runs):
+    meta, cpu = runs["meta"][0], runs["cpu"][0]
+    assert meta.peak_bytes == cpu.peak_bytes > 0
+    assert meta.current_bytes == cpu.current_bytes
+    strip = [[(e["bytes"], e["category"], e["module"], e["op"]) for e in m.timeline] for m in (meta, cpu)]
+    assert strip[0] == strip[1]
+    assert meta.breakdown == cpu.breakdown
+
+
+def test_cpu_peak_against_tracemalloc_numpy_domain():
+    tracemalloc.start(1)
+    try:
+        model, opt, x, y = _build("cpu")        # everything numpy allocates from here is traced
+        samples = [_numpy_bytes()]
+        tracemalloc.reset_peak()
+        with ember.memory.track(model=model, optimizer=opt) as mem:
+            record = tensor_mod.ALLOC_HOOK
+
+            def sampled(storage):
+                record(storage)
+                samples.append(_numpy_bytes())
+            tensor_mod.ALLOC_HOOK = sampled
+            _step(model, opt, x, y)
+        all_domains_peak = tracemalloc.get_traced_memory()[1]
+        end = _numpy_bytes()
+    finally:
+        tracemalloc.stop()
+    measured = max(samples)
+    err = (mem.peak_bytes - measured) / measured
+    print(f"\ncpu MLP step: tracked peak {mem.peak_bytes} B, tracemalloc numpy-domain peak {measured} B "
+          f"(error {100 * err:+.3f}%), all-domain peak {all_domains_peak} B; "
+          f"at exit tracked {mem.current_bytes} B, numpy domain {end} B")
+    assert abs(err) <= 0.03
+    assert abs(mem.current_bytes - end) / end <= 0.03
+    assert mem.peak_bytes <= all_domains_peak
+
+
+def test_breakdown_categories(runs):
+    mem, model = runs["meta"]
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    b = mem.breakdown
+    assert b["parameters"]["max"] == params
+    assert b["gradients"]["max"] == params
+    # AdamW: exp_avg and exp_avg_sq per parameter, plus one 0-d float32 `step` per parameter
+    # (a cpu tensor, which the tracker records whatever the parameters' device)
+    n = len(list(model.parameters()))
+    assert b["optimizer_state"]["max"] == 2 * params + 4 * n
+    assert b["activations"]["max"] > 0 and b["temporaries"]["max"] > 0
+    assert b["inputs"]["max"] == 64 * 128 * 4 + 64 * 8
+    assert sum(d["at_peak"] for d in b.values()) == mem.peak_bytes
+    # parameters, moments, steps and inputs stay; zero_grad (set_to_none) freed the gradients
+    assert mem.current_bytes == 3 * params + 4 * n + b["inputs"]["max"]
+    mods = mem.by_module
+    assert mods["Sequential.0"]["forward"] > 0 and mods["Sequential.0"]["backward"] > 0
+    assert mods["optimizer.AdamW"]["backward"] >= 2 * params
+
+
+def test_report_json_plot(runs, tmp_path):
+    import json
+
+    mem = runs["cpu"][0]
+    text = mem.report()
+    assert "parameters" in text and "optimizer.AdamW" in text
+    data = json.loads(mem.to_json())
+    assert data["peak_bytes"] == mem.peak_bytes
+    assert max(e["current"] for e in data["timeline"]) == mem.peak_bytes
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="needs matplotlib"):
+            mem.plot(str(tmp_path / "m.png"))
+    else:
+        mem.plot(str(tmp_path / "m.png"))
+        assert (tmp_path / "m.png").stat().st_size > 0
+
+
+def test_not_in_use_and_no_nesting():
+    assert tensor_mod.ALLOC_HOOK is None
+    with ember.memory.track():
+        with pytest.raises(RuntimeError, match="already recording"):
+            ember.memory.track().__enter__()
+    assert tensor_mod.ALLOC_HOOK is None
