@@ -136,3 +136,34 @@ def test_not_in_use_and_no_nesting():
         with pytest.raises(RuntimeError, match="already recording"):
             ember.memory.track().__enter__()
     assert tensor_mod.ALLOC_HOOK is None
+
+
+MiB = 1 << 20
+
+
+def test_cuda_caching_model_rules():
+    from ember.memory import simulate
+
+    seq = [("alloc", 100, "a"),            # 512-byte block in a new 2 MiB small segment
+           ("alloc", 3 * MiB // 2, "b"),   # large pool: a 20 MiB segment, split
+           ("alloc", 11 * MiB, "c"),       # best fit: the 18.5 MiB remainder, split again
+           ("free", 0, "b"), ("free", 0, "c"),   # merge back into one free 20 MiB block
+           ("alloc", 25 * MiB, "d"),       # no fit: a 26 MiB segment; the 1 MiB rest is not split
+           ("alloc", MiB + 1, "e")]        # rounds to MiB + 512: large pool, from the 20 MiB block
+    r = simulate(seq, "cuda-caching")
+    assert r["peak_reserved"] == r["reserved"] == (2 + 20 + 26) * MiB
+    assert r["peak_allocated"] == r["allocated"] == 512 + 26 * MiB + MiB + 512
+    small = [("alloc", MiB, "x"), ("alloc", MiB, "y"), ("alloc", 1, "z"), ("alloc", 0, "w")]
+    r = simulate(small, "cuda-caching")
+    assert (r["reserved"], r["allocated"]) == (4 * MiB, 2 * MiB + 512)
+    assert simulate(seq, "exact")["peak_allocated"] == 100 + 25 * MiB + MiB + 1
+    with pytest.raises(ValueError, match="'allocator' must be one of"):
+        simulate(seq, "buddy")
+
+
+def test_allocator_models_on_a_training_step(runs):
+    mem = runs["meta"][0]
+    assert mem.simulate("exact")["peak_allocated"] == mem.peak_bytes
+    cc = mem.simulate("cuda-caching")
+    assert mem.peak_bytes < cc["peak_allocated"] <= cc["peak_reserved"]
+    assert cc["peak_reserved"] % (2 * MiB) == 0

@@ -8,9 +8,10 @@ On the meta device the same run predicts what a real device would allocate.
 """
 from __future__ import annotations
 
+from .allocators import MODELS, simulate
 from .tracker import CATEGORIES, MemoryTracker
 
-__all__ = ["track", "MemoryTracker", "CATEGORIES"]
+__all__ = ["track", "MemoryTracker", "CATEGORIES", "simulate", "MODELS"]
 
 
 def track(model=None, optimizer=None, device=None) -> MemoryTracker:

@@ -275,13 +275,23 @@ class MemoryTracker:
 
     @property
     def timeline(self) -> list[dict[str, Any]]:
-        """One entry per event: time index, signed bytes, current total, category, module, phase, op."""
+        """One entry per event: time index t, kind ("alloc" | "free"), signed bytes, current total, id (the
+        storage's record index), category, module, phase ("forward", "backward", "optimizer", "global"), op, device."""
         out, cur = [], 0
+        index = {id(r): i for i, r in enumerate(self.records)}
         for t, (sign, r) in enumerate(self.events):
             cur += sign * r.nbytes
-            out.append({"t": t, "bytes": sign * r.nbytes, "current": cur, "category": r.category,
-                        "module": r.module, "phase": r.phase, "op": r.op, "device": r.device})
+            out.append({"t": t, "kind": "alloc" if sign > 0 else "free", "bytes": sign * r.nbytes, "current": cur,
+                        "id": index[id(r)], "category": r.category, "module": r.module, "phase": r.phase,
+                        "op": r.op, "device": r.device})
         return out
+
+    def simulate(self, allocator: str = "cuda-caching", device: str | None = None) -> dict[str, int]:
+        """The timeline replayed through an allocator model (ember/memory/allocators.py):
+        peak_allocated and peak_reserved as the modelled allocator would report them."""
+        from .allocators import simulate
+
+        return simulate(self.timeline, allocator, device)
 
     def report(self) -> str:
         from .report import report
