@@ -20,6 +20,27 @@ from ember import nn
 from ember.frontend import tensor as tensor_mod
 
 
+def _build_gpt2(device):
+    from ember.testing.models import GPT2Config, build_gpt2
+
+    ember.manual_seed(0)
+    model = build_gpt2(GPT2Config(vocab_size=100, n_ctx=32, n_embd=64, n_layer=2, n_head=4), device=device)
+    opt = ember.optim.AdamW(model.parameters(), lr=1e-3)
+    x = ember.randint(0, 100, (2, 16), device=device)
+    return model, opt, x, x.reshape(-1)
+
+
+def _step_lm(model, opt, x, y):
+    logits = model(x)
+    loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+
+
+CASES = {"mlp": (lambda d: _build(d), lambda *a: _step(*a)), "gpt2": (_build_gpt2, _step_lm)}
+
+
 def _build(device):
     ember.manual_seed(0)
     model = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
@@ -63,10 +84,27 @@ def test_meta_predicts_cpu_allocation_sequence(runs):
     assert meta.breakdown == cpu.breakdown
 
 
+def test_meta_predicts_cpu_gpt2_step():
+    build, step = CASES["gpt2"]
+    mems = []
+    for device in ("meta", "cpu"):
+        model, opt, x, y = build(device)
+        with ember.memory.track(model=model, optimizer=opt) as mem:
+            step(model, opt, x, y)
+        mems.append(mem)
+    print(f"\ngpt2 step: meta peak {mems[0].peak_bytes} B, cpu tracked peak {mems[1].peak_bytes} B")
+    assert mems[0].peak_bytes == mems[1].peak_bytes
+    assert [(e["bytes"], e["op"]) for e in mems[0].timeline] == [(e["bytes"], e["op"]) for e in mems[1].timeline]
+    assert mems[0].breakdown == mems[1].breakdown
+
+
 def test_cpu_peak_against_tracemalloc_numpy_domain():
+    # the mlp only: a snapshot per allocation costs time proportional to all traced blocks
+    case = "mlp"
+    build, step = CASES[case]
     tracemalloc.start(1)
     try:
-        model, opt, x, y = _build("cpu")        # everything numpy allocates from here is traced
+        model, opt, x, y = build("cpu")          # everything numpy allocates from here is traced
         samples = [_numpy_bytes()]
         tracemalloc.reset_peak()
         with ember.memory.track(model=model, optimizer=opt) as mem:
@@ -76,14 +114,14 @@ def test_cpu_peak_against_tracemalloc_numpy_domain():
                 record(storage)
                 samples.append(_numpy_bytes())
             tensor_mod.ALLOC_HOOK = sampled
-            _step(model, opt, x, y)
+            step(model, opt, x, y)
         all_domains_peak = tracemalloc.get_traced_memory()[1]
         end = _numpy_bytes()
     finally:
         tracemalloc.stop()
     measured = max(samples)
     err = (mem.peak_bytes - measured) / measured
-    print(f"\ncpu MLP step: tracked peak {mem.peak_bytes} B, tracemalloc numpy-domain peak {measured} B "
+    print(f"\ncpu {case} step: tracked peak {mem.peak_bytes} B, tracemalloc numpy-domain peak {measured} B "
           f"(error {100 * err:+.3f}%), all-domain peak {all_domains_peak} B; "
           f"at exit tracked {mem.current_bytes} B, numpy domain {end} B")
     assert abs(err) <= 0.03
@@ -131,7 +169,15 @@ def test_report_json_plot(runs, tmp_path):
 
 
 def test_not_in_use_and_no_nesting():
+    from ember.dispatcher import ALL_OPS
+
+    meta_key = ember.empty(1, device="meta")._keys & ember.dispatcher.keys.BACKEND_MASK
     assert tensor_mod.ALLOC_HOOK is None
+    # meta runs lerp through one kernel (torch meta's strides), and through cpu's decomposition while tracking
+    assert meta_key in ALL_OPS["lerp.Scalar"].kernels
+    with ember.memory.track():
+        assert meta_key not in ALL_OPS["lerp.Scalar"].kernels
+    assert meta_key in ALL_OPS["lerp.Scalar"].kernels
     with ember.memory.track():
         with pytest.raises(RuntimeError, match="already recording"):
             ember.memory.track().__enter__()

@@ -80,11 +80,28 @@ class MetaBackend(Backend):
     def storage_nbytes(self, array) -> int:
         return array.storage_nbytes
 
+    def set_memory_tracking(self, on: bool) -> None:
+        """While ember.memory tracks, composite ops run through the decompositions the cpu backend
+        runs (instead of one meta kernel each), so a meta run allocates the storages a cpu run does,
+        temporaries included. Outside tracking the single kernels stay: their outputs' strides are
+        those of torch's meta device, which some decompositions do not reproduce (topk, lerp)."""
+        from ember.dispatcher.operator import invalidate_caches
+
+        key = self.key
+        if on:
+            native = _cpu_native_ops()
+            if native is None:
+                return
+            self._parked = {name: op.kernels.pop(key) for name, op in ALL_OPS.items()
+                            if op.impl == "composite" and name not in native and key in op.kernels
+                            and (op.decomposition is not None or op.explicit is not None)}
+        else:
+            for name, entry in getattr(self, "_parked", {}).items():
+                ALL_OPS[name].kernels[key] = entry
+            self._parked = {}
+        invalidate_caches()
+
     def kernels(self):
-        native = _cpu_native_ops()
-        # composite ops run through their decompositions where the cpu backend does too, so a
-        # meta run allocates exactly the storages a cpu run does (ember.memory predicts cpu's
-        # allocation sequence; docs/memory.md);
         # ops whose output may live on another device (_to_copy, *_like(device=...)) keep
         # their explicit kernels/decompositions, which allocate on the target device;
         # composite ops returning an alias (reshape, contiguous, t) are a view or a copy
@@ -93,7 +110,6 @@ class MetaBackend(Backend):
                 if "data_dependent_shape" not in op.tags
                 and not (op.device_arg is not None and (op.tensor_args or op.tensor_list_args))
                 and not (op.impl == "composite" and op.is_view)
-                and not (op.impl == "composite" and native is not None and name not in native)
                 # composites that write some arguments and return new tensors (_native_batch_norm_legit)
                 and not (op.impl == "composite" and op.mutated and op.n_outputs > 1)}
 

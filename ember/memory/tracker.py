@@ -24,6 +24,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from ember.dispatcher.plugins import REGISTRY
 from ember.frontend.mode import DispatchMode
 
 CATEGORIES = ("parameters", "gradients", "optimizer_state", "inputs", "activations", "other", "temporaries")
@@ -108,6 +109,7 @@ class MemoryTracker:
         self._modules = ModuleTracker()
         self._mode = _OpMode(self)
         self._handles: list = []
+        self._backends: list = []
         self._active = False
 
     # -- recording ------------------------------------------------------------------------------
@@ -216,6 +218,15 @@ class MemoryTracker:
         self._modules.__enter__()
         self._handles.append(register_module_forward_pre_hook(self._fw_pre_hook))
         self._mode.__enter__()
+        # load cpu and meta now: meta tensors made inside the block are then predicted like cpu's, and
+        # no plugin loads mid-block (a load reinstalls every backend's kernels)
+        for name in ("cpu", "meta"):
+            if name in REGISTRY.records:
+                REGISTRY.load(name)
+        self._backends = [rec.backend for rec in REGISTRY.records.values()
+                          if rec.state == "available" and hasattr(rec.backend, "set_memory_tracking")]
+        for backend in self._backends:
+            backend.set_memory_tracking(True)
         tensor_mod.ALLOC_HOOK = self._on_alloc
         graph.SAVE_HOOK = self._on_save
         return self
@@ -226,6 +237,9 @@ class MemoryTracker:
 
         tensor_mod.ALLOC_HOOK = None
         graph.SAVE_HOOK = None
+        for backend in self._backends:
+            backend.set_memory_tracking(False)
+        self._backends = []
         self._mode.__exit__(*exc)
         if self.model is not None:
             self._scan_module(self.model, recurse=True)
