@@ -203,6 +203,10 @@ def test_cuda_caching_model_rules():
     r = simulate(small, "cuda-caching")
     assert (r["reserved"], r["allocated"]) == (4 * MiB, 2 * MiB + 512)
     assert simulate(seq, "exact")["peak_allocated"] == 100 + 25 * MiB + MiB + 1
+    # cupy: a new chunk of exactly the rounded size per miss; "e" splits b's cached 1.5 MiB chunk (best fit)
+    r = simulate(seq, "cupy-pool")
+    assert r["peak_reserved"] == r["reserved"] == 512 + 3 * MiB // 2 + 11 * MiB + 25 * MiB
+    assert r["allocated"] == 512 + 25 * MiB + MiB + 512
     with pytest.raises(ValueError, match="'allocator' must be one of"):
         simulate(seq, "buddy")
 
@@ -213,3 +217,5 @@ def test_allocator_models_on_a_training_step(runs):
     cc = mem.simulate("cuda-caching")
     assert mem.peak_bytes < cc["peak_allocated"] <= cc["peak_reserved"]
     assert cc["peak_reserved"] % (2 * MiB) == 0
+    cp = mem.simulate("cupy-pool")
+    assert mem.peak_bytes < cp["peak_allocated"] <= cp["peak_reserved"] < cc["peak_reserved"]

@@ -23,10 +23,15 @@ report.
                     never returned (no empty_cache, no out-of-memory retry).
                   Not modelled: streams (one stream assumed), expandable segments,
                   max_split_size_mb and roundup_power2_divisions settings, garbage collection.
+    cupy-pool     CuPy's default MemoryPool (cupy/cuda/memory.pyx, SingleDeviceMemoryPool):
+                  requests rounded up to 512 bytes; one pool; the smallest cached free chunk that
+                  fits is split (the remainder, a multiple of 512, stays cached), else a new
+                  allocation of exactly the rounded size; freed chunks merge with free neighbours
+                  of the same allocation; nothing is returned (free_all_blocks not called).
 """
 from __future__ import annotations
 
-MODELS = ("exact", "cuda-caching")
+MODELS = ("exact", "cuda-caching", "cupy-pool")
 
 _MIN_BLOCK = 512
 _SMALL_SIZE = 1 << 20
@@ -53,7 +58,8 @@ class _Block:
 class CudaCachingModel:
     """A replay of PyTorch's caching allocator (see the module docstring for the rules)."""
 
-    def __init__(self) -> None:
+    def __init__(self, cupy: bool = False) -> None:
+        self.cupy = cupy              # CuPy's pool: one pool, segments of the rounded request size
         self.pools: dict[bool, list[_Block]] = {True: [], False: []}   # small? -> free blocks
         self.allocated = self.reserved = self.peak_allocated = self.peak_reserved = 0
         self.segments = 0
@@ -62,14 +68,17 @@ class CudaCachingModel:
         if nbytes <= 0:
             return None
         size = _round(nbytes, _MIN_BLOCK)
-        small = size <= _SMALL_SIZE
+        small = size <= _SMALL_SIZE or self.cupy
         pool = self.pools[small]
         fits = [b for b in pool if b.size >= size]
         if fits:
             block = min(fits, key=lambda b: (b.size, b.segment, b.offset))
             pool.remove(block)
         else:
-            seg = _SMALL_BUFFER if small else (_LARGE_BUFFER if size < _MIN_LARGE_ALLOC else _round(size, _ROUND_LARGE))
+            if self.cupy:
+                seg = size
+            else:
+                seg = _SMALL_BUFFER if small else (_LARGE_BUFFER if size < _MIN_LARGE_ALLOC else _round(size, _ROUND_LARGE))
             block = _Block(self.segments, 0, seg, small)
             self.segments += 1
             self.reserved += seg
@@ -136,7 +145,7 @@ def simulate(events, allocator: str = "exact", device: str | None = None) -> dic
             else:
                 cur -= sizes.pop(key, 0)
         return {"peak_allocated": peak, "peak_reserved": peak, "allocated": cur, "reserved": cur}
-    model = CudaCachingModel()
+    model = CudaCachingModel(cupy=allocator == "cupy-pool")
     live: dict = {}
     for kind, n, key in steps:
         if kind == "alloc":
