@@ -250,3 +250,35 @@ def test_opencl_peak_against_plugin_counters(runs):
     err = (predicted - measured) / measured
     print(f"meta-predicted peak {predicted} B vs opencl plugin {measured} B: error {100 * err:+.3f}%")
     assert abs(err) <= 0.03
+
+
+def _tiny_mlp():
+    return nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10))
+
+
+def test_cli_gpt2_small_closed_form(capsys, tmp_path):
+    from ember.memory.cli import main
+
+    assert main(["ember.testing.models:gpt2_small", "--batch", "1", "--seq", "8", "--optimizer", "adamw",
+                 "--allocator", "cuda-caching", "--json", str(tmp_path / "m.json")]) == 0
+    out = capsys.readouterr().out
+    print(out.split("\n\nmodule")[0])
+    assert "124,439,808 parameters" in out
+    import json
+
+    b = json.loads((tmp_path / "m.json").read_text())["breakdown"]
+    n_bytes = 124_439_808 * 4
+    assert b["parameters"]["max"] == b["gradients"]["max"] == n_bytes
+    assert b["optimizer_state"]["max"] == 2 * n_bytes          # the cpu `step` counters are not on meta
+
+
+def test_cli_measure_and_errors(capsys):
+    from ember.memory.cli import main
+
+    assert main([f"{__name__}:_tiny_mlp", "--batch", "4", "--optimizer", "sgd", "--measure", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "prediction error +0.000%" in out
+    with pytest.raises(SystemExit, match="MODULE:FACTORY"):
+        main(["nocolon", "--batch", "1"])
+    with pytest.raises(SystemExit, match="nn.Embedding"):
+        main([f"{__name__}:_tiny_mlp", "--batch", "1", "--seq", "4"])
