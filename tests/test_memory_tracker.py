@@ -38,7 +38,27 @@ def _step_lm(model, opt, x, y):
     opt.zero_grad()
 
 
-CASES = {"mlp": (lambda d: _build(d), lambda *a: _step(*a)), "gpt2": (_build_gpt2, _step_lm)}
+def _build_cnn(device):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    from digits_cnn import cnn_model
+
+    ember.manual_seed(0)
+    model = cnn_model(ember)().to(device)
+    opt = ember.optim.AdamW(model.parameters(), lr=1e-3)
+    return model, opt, ember.randn(32, 1, 8, 8, device=device), ember.randint(0, 10, (32,), device=device)
+
+
+def _step_nll(model, opt, x, y):
+    nn.functional.nll_loss(model(x), y).backward()
+    opt.step()
+    opt.zero_grad()
+
+
+CASES = {"mlp": (lambda d: _build(d), lambda *a: _step(*a)), "gpt2": (_build_gpt2, _step_lm),
+         "cnn": (_build_cnn, _step_nll)}
 
 
 def _build(device):
@@ -98,10 +118,17 @@ def test_meta_predicts_cpu_gpt2_step():
     assert mems[0].breakdown == mems[1].breakdown
 
 
-def test_cpu_peak_against_tracemalloc_numpy_domain():
-    # the mlp only: a snapshot per allocation costs time proportional to all traced blocks
-    case = "mlp"
+@pytest.mark.parametrize("case", ["mlp", "cnn"])
+def test_cpu_peak_against_tracemalloc_numpy_domain(runs, case):
+    # small models only: a snapshot per allocation costs time proportional to all traced blocks
     build, step = CASES[case]
+    if case == "mlp":
+        predicted = runs["meta"][0].peak_bytes
+    else:
+        model, opt, x, y = build("meta")
+        with ember.memory.track(model=model, optimizer=opt) as meta:
+            step(model, opt, x, y)
+        predicted = meta.peak_bytes
     tracemalloc.start(1)
     try:
         model, opt, x, y = build("cpu")          # everything numpy allocates from here is traced
@@ -127,6 +154,9 @@ def test_cpu_peak_against_tracemalloc_numpy_domain():
     assert abs(err) <= 0.03
     assert abs(mem.current_bytes - end) / end <= 0.03
     assert mem.peak_bytes <= all_domains_peak
+    err = (predicted - measured) / measured
+    print(f"meta-predicted peak {predicted} B: error {100 * err:+.3f}%")
+    assert abs(err) <= 0.03
 
 
 def test_breakdown_categories(runs):
