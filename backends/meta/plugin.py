@@ -44,6 +44,18 @@ def _make_kernel(op):
     return lambda spec, *args: _new(spec)
 
 
+def _cpu_native_ops() -> set[str] | None:
+    """The op names the cpu backend runs with its own kernels (None if it is not installed)."""
+    try:
+        import numpy as np
+
+        from ember.frontend.numpy_interop import to_numpy_dtype
+        from ember_cpu.array_kernels import make_kernels
+    except ImportError:
+        return None
+    return set(make_kernels(np, to_numpy_dtype))
+
+
 class MetaBackend(Backend):
     device_type = "meta"
 
@@ -67,6 +79,27 @@ class MetaBackend(Backend):
 
     def storage_nbytes(self, array) -> int:
         return array.storage_nbytes
+
+    def set_memory_tracking(self, on: bool) -> None:
+        """While ember.memory tracks, composite ops run through the decompositions the cpu backend
+        runs (instead of one meta kernel each), so a meta run allocates the storages a cpu run does,
+        temporaries included. Outside tracking the single kernels stay: their outputs' strides are
+        those of torch's meta device, which some decompositions do not reproduce (topk, lerp)."""
+        from ember.dispatcher.operator import invalidate_caches
+
+        key = self.key
+        if on:
+            native = _cpu_native_ops()
+            if native is None:
+                return
+            self._parked = {name: op.kernels.pop(key) for name, op in ALL_OPS.items()
+                            if op.impl == "composite" and name not in native and key in op.kernels
+                            and (op.decomposition is not None or op.explicit is not None)}
+        else:
+            for name, entry in getattr(self, "_parked", {}).items():
+                ALL_OPS[name].kernels[key] = entry
+            self._parked = {}
+        invalidate_caches()
 
     def kernels(self):
         # ops whose output may live on another device (_to_copy, *_like(device=...)) keep

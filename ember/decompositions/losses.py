@@ -25,9 +25,12 @@ def reduce(loss, reduction: int):
 
 def _any(mask) -> bool:
     """Whether a bool tensor holds a True (a data-dependent check: reads one number back)."""
-    if mask.numel() == 0 or mask.device.type == "meta":       # meta tensors carry no values to check
+    if mask.numel() == 0:
         return False
-    return bool(F.sum(mask).item() > 0)
+    count = F.sum(mask)              # computed on meta too: meta allocates what cpu allocates (ember.memory)
+    if count.device.type == "meta":  # meta tensors carry no values to check
+        return False
+    return bool(count.item() > 0)
 
 
 @decomposition("mse_loss")

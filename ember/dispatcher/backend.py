@@ -78,6 +78,10 @@ class Backend:
         """Allocator statistics such as {"allocated_bytes": ..., "peak_bytes": ...}."""
         return {}
 
+    def set_memory_tracking(self, on: bool) -> None:
+        """Called as `ember.memory.track` starts (True) and stops (False) recording. The meta
+        backend uses it to allocate what the cpu backend would; a real device needs nothing."""
+
     # -- fallback -------------------------------------------------------------------------
     #: If set, the device type whose kernels run an op this backend lacks (arrays are moved
     #: there and back through the host), with a one-time warning naming the op.

@@ -484,12 +484,22 @@ def make_tensor(data: Any, dtype: _dt.dtype, device, keys: int, storage: Storage
     t._dtype = dtype
     t._device = device
     t._keys = keys
-    t._storage = storage if storage is not None else Storage(data.nbytes, device)
     t._ag = None
     t._base = base
+    if storage is None:
+        storage = Storage(data.nbytes, device)
+        t._storage = storage
+        if ALLOC_HOOK is not None:          # ember.memory.track: the only cost when not tracking
+            ALLOC_HOOK(storage)
+    else:
+        t._storage = storage
     if _STATE.inference_mode:
         t.__dict__["_inference"] = True
     return t
+
+
+#: set by `ember.memory.track` while it records: called with each new Storage
+ALLOC_HOOK = None
 
 
 def _rebuild(array, device: str, requires_grad: bool) -> Tensor:

@@ -14,6 +14,9 @@ from ember.errors import AutogradError
 
 _sequence = itertools.count()
 
+#: set by `ember.memory.track` while it records: called with the storage of each saved tensor
+SAVE_HOOK = None
+
 
 class Node:
     """A backward function: maps the gradients of its outputs to those of its inputs."""
@@ -171,6 +174,8 @@ class SavedTensor:
         self.is_output = is_output
         self.output_nr = output_nr
         self.tensor = tensor.detach() if is_output else tensor
+        if SAVE_HOOK is not None:           # ember.memory.track: activations saved for backward
+            SAVE_HOOK(tensor._storage)
 
     def unpack(self, node):
         if self.tensor is None:

@@ -1,0 +1,24 @@
+"""`ember.memory`: record and predict memory use (see docs/memory.md).
+
+    with ember.memory.track(model=model, optimizer=opt) as mem:
+        loss = loss_fn(model(x), y); loss.backward(); opt.step()
+    print(mem.peak_bytes); print(mem.report())
+
+On the meta device the same run predicts what a real device would allocate.
+"""
+from __future__ import annotations
+
+from .allocators import MODELS, simulate
+from .tracker import CATEGORIES, MemoryTracker
+
+__all__ = ["track", "MemoryTracker", "CATEGORIES", "simulate", "MODELS"]
+
+
+def track(model=None, optimizer=None, device=None) -> MemoryTracker:
+    """A context manager recording every storage allocation and release (any backend, meta included).
+
+    `model`: its parameters, gradients and buffers alive at entry are counted from the start and
+    classified; `optimizer`: its state is classified as optimizer state and its steps are
+    attributed to `optimizer.<Class>`; `device`: record only storages on this device (e.g. "cpu").
+    """
+    return MemoryTracker(model=model, optimizer=optimizer, device=device)

@@ -1,0 +1,314 @@
+"""ember.memory.track: an MLP training step (forward, backward, AdamW step) on meta and cpu.
+
+The cpu peak is checked against an independent measurement: tracemalloc's numpy domain
+(numpy reports every data buffer it allocates or frees to tracemalloc under
+`np.lib.tracemalloc_domain`). tracemalloc's own peak (`get_traced_memory`) mixes all domains
+(Python objects included) and cannot be restricted to one, so the test samples the numpy
+domain's live bytes (a snapshot filtered by DomainFilter) right after every storage
+allocation: live bytes only rise at allocations, so the largest sample is the domain's peak
+up to scratch buffers a single kernel allocates and frees internally. The all-domain peak is
+an upper bound and is printed too.
+"""
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import ember
+import ember.memory
+from ember import nn
+from ember.frontend import tensor as tensor_mod
+
+
+def _build_gpt2(device):
+    from ember.testing.models import GPT2Config, build_gpt2
+
+    ember.manual_seed(0)
+    model = build_gpt2(GPT2Config(vocab_size=100, n_ctx=32, n_embd=64, n_layer=2, n_head=4), device=device)
+    opt = ember.optim.AdamW(model.parameters(), lr=1e-3)
+    x = ember.randint(0, 100, (2, 16), device=device)
+    return model, opt, x, x.reshape(-1)
+
+
+def _step_lm(model, opt, x, y):
+    logits = model(x)
+    loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+
+
+def _build_cnn(device):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    from digits_cnn import cnn_model
+
+    ember.manual_seed(0)
+    model = cnn_model(ember)().to(device)
+    opt = ember.optim.AdamW(model.parameters(), lr=1e-3)
+    return model, opt, ember.randn(32, 1, 8, 8, device=device), ember.randint(0, 10, (32,), device=device)
+
+
+def _step_nll(model, opt, x, y):
+    nn.functional.nll_loss(model(x), y).backward()
+    opt.step()
+    opt.zero_grad()
+
+
+CASES = {"mlp": (lambda d: _build(d), lambda *a: _step(*a)), "gpt2": (_build_gpt2, _step_lm),
+         "cnn": (_build_cnn, _step_nll)}
+
+
+def _build(device):
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                          nn.Linear(256, 10)).to(device)
+    opt = ember.optim.AdamW(model.parameters(), lr=1e-3)
+    x = ember.randn(64, 128, device=device)
+    y = ember.randint(0, 10, (64,), device=device)
+    return model, opt, x, y
+
+
+def _step(model, opt, x, y):
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+
+
+def _tracked(device):
+    model, opt, x, y = _build(device)
+    with ember.memory.track(model=model, optimizer=opt) as mem:
+        _step(model, opt, x, y)
+    return mem, model
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return {dev: _tracked(dev) for dev in ("meta", "cpu")}
+
+
+def _numpy_bytes() -> int:
+    snap = tracemalloc.take_snapshot().filter_traces([tracemalloc.DomainFilter(True, np.lib.tracemalloc_domain)])
+    return sum(t.size for t in snap.traces)
+
+
+def test_meta_predicts_cpu_allocation_sequence(runs):
+    meta, cpu = runs["meta"][0], runs["cpu"][0]
+    assert meta.peak_bytes == cpu.peak_bytes > 0
+    assert meta.current_bytes == cpu.current_bytes
+    strip = [[(e["bytes"], e["category"], e["module"], e["op"]) for e in m.timeline] for m in (meta, cpu)]
+    assert strip[0] == strip[1]
+    assert meta.breakdown == cpu.breakdown
+
+
+def test_meta_predicts_cpu_gpt2_step():
+    build, step = CASES["gpt2"]
+    mems = []
+    for device in ("meta", "cpu"):
+        model, opt, x, y = build(device)
+        with ember.memory.track(model=model, optimizer=opt) as mem:
+            step(model, opt, x, y)
+        mems.append(mem)
+    print(f"\ngpt2 step: meta peak {mems[0].peak_bytes} B, cpu tracked peak {mems[1].peak_bytes} B")
+    assert mems[0].peak_bytes == mems[1].peak_bytes
+    assert [(e["bytes"], e["op"]) for e in mems[0].timeline] == [(e["bytes"], e["op"]) for e in mems[1].timeline]
+    assert mems[0].breakdown == mems[1].breakdown
+
+
+@pytest.mark.parametrize("case", ["mlp", "cnn"])
+def test_cpu_peak_against_tracemalloc_numpy_domain(runs, case):
+    # small models only: a snapshot per allocation costs time proportional to all traced blocks
+    build, step = CASES[case]
+    if case == "mlp":
+        predicted = runs["meta"][0].peak_bytes
+    else:
+        model, opt, x, y = build("meta")
+        with ember.memory.track(model=model, optimizer=opt) as meta:
+            step(model, opt, x, y)
+        predicted = meta.peak_bytes
+    tracemalloc.start(1)
+    try:
+        model, opt, x, y = build("cpu")          # everything numpy allocates from here is traced
+        samples = [_numpy_bytes()]
+        tracemalloc.reset_peak()
+        with ember.memory.track(model=model, optimizer=opt) as mem:
+            record = tensor_mod.ALLOC_HOOK
+
+            def sampled(storage):
+                record(storage)
+                samples.append(_numpy_bytes())
+            tensor_mod.ALLOC_HOOK = sampled
+            step(model, opt, x, y)
+        all_domains_peak = tracemalloc.get_traced_memory()[1]
+        end = _numpy_bytes()
+    finally:
+        tracemalloc.stop()
+    measured = max(samples)
+    err = (mem.peak_bytes - measured) / measured
+    print(f"\ncpu {case} step: tracked peak {mem.peak_bytes} B, tracemalloc numpy-domain peak {measured} B "
+          f"(error {100 * err:+.3f}%), all-domain peak {all_domains_peak} B; "
+          f"at exit tracked {mem.current_bytes} B, numpy domain {end} B")
+    assert abs(err) <= 0.03
+    assert abs(mem.current_bytes - end) / end <= 0.03
+    assert mem.peak_bytes <= all_domains_peak
+    err = (predicted - measured) / measured
+    print(f"meta-predicted peak {predicted} B: error {100 * err:+.3f}%")
+    assert abs(err) <= 0.03
+
+
+def test_breakdown_categories(runs):
+    mem, model = runs["meta"]
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    b = mem.breakdown
+    assert b["parameters"]["max"] == params
+    assert b["gradients"]["max"] == params
+    # AdamW: exp_avg and exp_avg_sq per parameter, plus one 0-d float32 `step` per parameter
+    # (a cpu tensor, which the tracker records whatever the parameters' device)
+    n = len(list(model.parameters()))
+    assert b["optimizer_state"]["max"] == 2 * params + 4 * n
+    assert b["activations"]["max"] > 0 and b["temporaries"]["max"] > 0
+    assert b["inputs"]["max"] == 64 * 128 * 4 + 64 * 8
+    assert sum(d["at_peak"] for d in b.values()) == mem.peak_bytes
+    # parameters, moments, steps and inputs stay; zero_grad (set_to_none) freed the gradients
+    assert mem.current_bytes == 3 * params + 4 * n + b["inputs"]["max"]
+    mods = mem.by_module
+    assert mods["Sequential.0"]["forward"] > 0 and mods["Sequential.0"]["backward"] > 0
+    assert mods["optimizer.AdamW"]["backward"] >= 2 * params
+
+
+def test_report_json_plot(runs, tmp_path):
+    import json
+
+    mem = runs["cpu"][0]
+    text = mem.report()
+    assert "parameters" in text and "optimizer.AdamW" in text
+    data = json.loads(mem.to_json())
+    assert data["peak_bytes"] == mem.peak_bytes
+    assert max(e["current"] for e in data["timeline"]) == mem.peak_bytes
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="needs matplotlib"):
+            mem.plot(str(tmp_path / "m.png"))
+    else:
+        mem.plot(str(tmp_path / "m.png"))
+        assert (tmp_path / "m.png").stat().st_size > 0
+
+
+def test_not_in_use_and_no_nesting():
+    from ember.dispatcher import ALL_OPS
+
+    meta_key = ember.empty(1, device="meta")._keys & ember.dispatcher.keys.BACKEND_MASK
+    assert tensor_mod.ALLOC_HOOK is None
+    # meta runs lerp through one kernel (torch meta's strides), and through cpu's decomposition while tracking
+    assert meta_key in ALL_OPS["lerp.Scalar"].kernels
+    with ember.memory.track():
+        assert meta_key not in ALL_OPS["lerp.Scalar"].kernels
+    assert meta_key in ALL_OPS["lerp.Scalar"].kernels
+    with ember.memory.track():
+        with pytest.raises(RuntimeError, match="already recording"):
+            ember.memory.track().__enter__()
+    assert tensor_mod.ALLOC_HOOK is None
+
+
+MiB = 1 << 20
+
+
+def test_cuda_caching_model_rules():
+    from ember.memory import simulate
+
+    seq = [("alloc", 100, "a"),            # 512-byte block in a new 2 MiB small segment
+           ("alloc", 3 * MiB // 2, "b"),   # large pool: a 20 MiB segment, split
+           ("alloc", 11 * MiB, "c"),       # best fit: the 18.5 MiB remainder, split again
+           ("free", 0, "b"), ("free", 0, "c"),   # merge back into one free 20 MiB block
+           ("alloc", 25 * MiB, "d"),       # no fit: a 26 MiB segment; the 1 MiB rest is not split
+           ("alloc", MiB + 1, "e")]        # rounds to MiB + 512: large pool, from the 20 MiB block
+    r = simulate(seq, "cuda-caching")
+    assert r["peak_reserved"] == r["reserved"] == (2 + 20 + 26) * MiB
+    assert r["peak_allocated"] == r["allocated"] == 512 + 26 * MiB + MiB + 512
+    small = [("alloc", MiB, "x"), ("alloc", MiB, "y"), ("alloc", 1, "z"), ("alloc", 0, "w")]
+    r = simulate(small, "cuda-caching")
+    assert (r["reserved"], r["allocated"]) == (4 * MiB, 2 * MiB + 512)
+    assert simulate(seq, "exact")["peak_allocated"] == 100 + 25 * MiB + MiB + 1
+    # cupy: a new chunk of exactly the rounded size per miss; "e" splits b's cached 1.5 MiB chunk (best fit)
+    r = simulate(seq, "cupy-pool")
+    assert r["peak_reserved"] == r["reserved"] == 512 + 3 * MiB // 2 + 11 * MiB + 25 * MiB
+    assert r["allocated"] == 512 + 25 * MiB + MiB + 512
+    with pytest.raises(ValueError, match="'allocator' must be one of"):
+        simulate(seq, "buddy")
+
+
+def test_allocator_models_on_a_training_step(runs):
+    mem = runs["meta"][0]
+    assert mem.simulate("exact")["peak_allocated"] == mem.peak_bytes
+    cc = mem.simulate("cuda-caching")
+    assert mem.peak_bytes < cc["peak_allocated"] <= cc["peak_reserved"]
+    assert cc["peak_reserved"] % (2 * MiB) == 0
+    cp = mem.simulate("cupy-pool")
+    assert mem.peak_bytes < cp["peak_allocated"] <= cp["peak_reserved"] < cc["peak_reserved"]
+
+
+@pytest.mark.filterwarnings("ignore:normal_. backend .opencl. has no kernel")
+def test_opencl_peak_against_plugin_counters(runs):
+    if not ember.opencl.is_available():
+        pytest.skip("opencl backend not available")
+    from ember_opencl.allocator import round_size
+
+    build, step = CASES["mlp"]
+    model, opt, x, y = build("opencl")
+    ember.opencl.synchronize()
+    ember.opencl.reset_peak_memory_stats()
+    with ember.memory.track(model=model, optimizer=opt, device="opencl") as mem:
+        step(model, opt, x, y)
+    ember.opencl.synchronize()
+    measured = ember.opencl.max_memory_allocated()
+    # the plugin counts each block at its rounded size (512 B, or 2 MiB above 1 MiB): replay that rounding
+    cur = rounded_peak = 0
+    for e in mem.timeline:
+        n = round_size(abs(e["bytes"]))
+        cur += n if e["kind"] == "alloc" else -n
+        rounded_peak = max(rounded_peak, cur)
+    err = (rounded_peak - measured) / measured
+    print(f"\nopencl mlp step: tracked peak {mem.peak_bytes} B ({rounded_peak} B at the plugin's rounding), "
+          f"plugin max_memory_allocated {measured} B (error {100 * err:+.3f}%)")
+    assert abs(err) <= 0.03
+    assert mem.peak_bytes <= measured
+    predicted = runs["meta"][0].peak_bytes
+    err = (predicted - measured) / measured
+    print(f"meta-predicted peak {predicted} B vs opencl plugin {measured} B: error {100 * err:+.3f}%")
+    assert abs(err) <= 0.03
+
+
+def _tiny_mlp():
+    return nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 10))
+
+
+def test_cli_gpt2_small_closed_form(capsys, tmp_path):
+    from ember.memory.cli import main
+
+    assert main(["ember.testing.models:gpt2_small", "--batch", "1", "--seq", "8", "--optimizer", "adamw",
+                 "--allocator", "cuda-caching", "--json", str(tmp_path / "m.json")]) == 0
+    out = capsys.readouterr().out
+    print(out.split("\n\nmodule")[0])
+    assert "124,439,808 parameters" in out
+    import json
+
+    b = json.loads((tmp_path / "m.json").read_text())["breakdown"]
+    n_bytes = 124_439_808 * 4
+    assert b["parameters"]["max"] == b["gradients"]["max"] == n_bytes
+    assert b["optimizer_state"]["max"] == 2 * n_bytes          # the cpu `step` counters are not on meta
+
+
+def test_cli_measure_and_errors(capsys):
+    from ember.memory.cli import main
+
+    assert main([f"{__name__}:_tiny_mlp", "--batch", "4", "--optimizer", "sgd", "--measure", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "prediction error +0.000%" in out
+    with pytest.raises(SystemExit, match="MODULE:FACTORY"):
+        main(["nocolon", "--batch", "1"])
+    with pytest.raises(SystemExit, match="nn.Embedding"):
+        main([f"{__name__}:_tiny_mlp", "--batch", "1", "--seq", "4"])
