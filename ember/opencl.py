@@ -17,30 +17,8 @@ from ember._device_module import DeviceModule, module_for
 
 _MODULE = module_for("opencl")
 
-is_available = _MODULE.is_available
-device_count = _MODULE.device_count
-is_initialized = _MODULE.is_initialized
-init = _MODULE.init
-current_device = _MODULE.current_device
-set_device = _MODULE.set_device
+# the torch.cuda-style functions (DeviceModule.EXPORTED), bound to this device type
+globals().update({name: getattr(_MODULE, name) for name in DeviceModule.EXPORTED})
 device = _MODULE.device_context()
-get_device_name = _MODULE.get_device_name
-synchronize = _MODULE.synchronize
-memory_stats = _MODULE.memory_stats
-memory_allocated = _MODULE.memory_allocated
-max_memory_allocated = _MODULE.max_memory_allocated
-memory_reserved = _MODULE.memory_reserved
-max_memory_reserved = _MODULE.max_memory_reserved
-reset_peak_memory_stats = _MODULE.reset_peak_memory_stats
-empty_cache = _MODULE.empty_cache
-memory_summary = _MODULE.memory_summary
-is_bf16_supported = _MODULE.is_bf16_supported
-manual_seed = _MODULE.manual_seed
-manual_seed_all = _MODULE.manual_seed_all
-seed = _MODULE.seed
-seed_all = _MODULE.seed_all
-initial_seed = _MODULE.initial_seed
-get_rng_state = _MODULE.get_rng_state
-set_rng_state = _MODULE.set_rng_state
 
 __all__ = list(DeviceModule.EXPORTED) + ["device"]
