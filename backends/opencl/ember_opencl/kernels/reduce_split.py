@@ -73,9 +73,9 @@ def plan(M: int, R: int, dev) -> tuple[int, int]:
 
 
 def vectorizable(kind: str, src: "Source", lanes: int) -> bool:
-    """Whether a pass reads with VW-wide vector loads: one work-item per chunk, the reduced
-    elements contiguous (one collapsed dim of stride 1), and a kind without indices."""
-    return lanes == 1 and kind not in ARG_KINDS and len(src.rshape) == 1 and src.rst[0] == 1
+    """Whether a pass reads with VW-wide vector loads: one work-item per chunk and the reduced
+    elements contiguous (one collapsed dim of stride 1)."""
+    return lanes == 1 and len(src.rshape) == 1 and src.rst[0] == 1
 
 
 def _offsets_code(prefix: str, var: str, nd: int) -> str:
@@ -121,10 +121,26 @@ def _vload(dtype, acc: str, ptr: str) -> str:
     return v if t == acc else f"convert_{acc}{VW}({v})"
 
 
+def _mask_t(acc: str) -> str:
+    """The signed integer type of `acc`'s vector comparison masks."""
+    return {"float": "int", "double": "long", "uchar": "char", "char": "char", "short": "short",
+            "int": "int", "long": "long"}[acc]
+
+
 def _vector_loop(kind: str, acc: str, src: Source) -> str:
     """C code folding elements [j, jend) of the chunk into `v` with VW-wide loads, then the tail."""
+    is_arg = kind in ARG_KINDS
     if kind == "sum":
         vcomb = "vv = vv + ww;"
+    elif is_arg:
+        # the scalar combine lane-wise, its masks widened to the index vectors' long
+        cmp = ">" if kind == "argmax" else "<"
+        lv = f"convert_long{VW}"
+        nan_w, nan_v = (f"{lv}(isnan(ww))", f"{lv}(isnan(vv))") if acc in cg.FLOAT_CL else ("0", "0")
+        vcomb = (f"{{ long{VW} nw = {nan_w}, nv = {nan_v}, lt = wiv < viv;"
+                 f" long{VW} take = (nw & (~nv | lt)) | (~nw & ~nv & ({lv}(ww {cmp} vv) | ({lv}(ww == vv) & lt)));"
+                 f" vv = select(vv, ww, {'take' if acc in ('double', 'long') else f'convert_{_mask_t(acc)}{VW}(take)'});"
+                 f" viv = select(viv, wiv, take); }}")
     else:
         cmp = ">" if kind == "amax" else "<"
         if acc in cg.FLOAT_CL:
@@ -132,14 +148,21 @@ def _vector_loop(kind: str, acc: str, src: Source) -> str:
         else:
             vcomb = f"vv = select(vv, ww, ww {cmp} vv);"
     ident, combine = _combine(kind, acc)
-    fold = " ".join(f"w = vv.s{i:x}; {combine}" for i in range(VW))
+    fold = " ".join(f"{{ w = vv.s{i:x}; {'wi = viv.s%x;' % i if is_arg else ''} {combine} }}" for i in range(VW))
     load = cg.load(src.dtype, "a", "p") if src.dtype is not None else "a[p]"
+    if not is_arg:
+        idx_decl = idx_load = wi = ""
+    else:
+        idx_decl = f"long{VW} viv = (long{VW})(LONG_MAX), wiv;"
+        idx_load = (f"wiv = vload{VW}(0, ai + base + j);" if src.idx is not None
+                    else f"wiv = (long{VW})(j) + (long{VW})({', '.join(str(i) for i in range(VW))});")
+        wi = "wi = ai[p];" if src.idx is not None else "wi = j;"
     return f"""
-    {acc}{VW} vv = ({acc}{VW})(({acc})({ident})), ww;
+    {acc}{VW} vv = ({acc}{VW})(({acc})({ident})), ww; {idx_decl}
     long j = s * CH;
-    for (; j + {VW} <= jend; j += {VW}) {{ ww = {_vload(src.dtype, acc, 'a + base + j')}; {vcomb} }}
+    for (; j + {VW} <= jend; j += {VW}) {{ ww = {_vload(src.dtype, acc, 'a + base + j')}; {idx_load} {vcomb} }}
     {fold}
-    for (; j < jend; ++j) {{ long p = base + j; w = ({acc})({load}); {combine} }}"""
+    for (; j < jend; ++j) {{ long p = base + j; w = ({acc})({load}); {wi} {combine} }}"""
 
 
 def _source(kind: str, acc: str, src: Source, lanes: int, out_dt) -> str:
