@@ -2,7 +2,9 @@
 
 A pass gives each output `m` `splits` chunks of the reduced elements, and each chunk `lanes`
 work-items: lane `l` of chunk `s` combines the elements `s * chunk + l + k * lanes` (adjacent
-lanes read adjacent elements, so PoCL vectorizes across them and GPUs coalesce), then writes
+lanes read adjacent elements, so GPUs coalesce; CPU devices get one lane, which reads
+contiguous elements with VW-wide vector loads, as PoCL does not vectorize a loop inside a
+work-item by itself), then writes
 its partial (value and, for argmax/argmin, index) in the opmath type, with no barrier and no
 local memory. The partials of output `m` form row `m` of a contiguous (M, splits * lanes)
 array that the next pass reduces the same way; when `lanes * splits == 1` a work-item reduces
