@@ -162,11 +162,17 @@ def get_kernel(dev, key, source_fn, name: str = "k"):
 
 
 def launch(dev, kernel, n: int, args, local: int | None = None) -> None:
+    """1-d launch of `n` work-items, always with an explicit work-group size.
+
+    Without `local`, a fixed size per device (64 on CPUs, 256 elsewhere, capped by the device):
+    PoCL builds one binary per local size and, given none, picks one per global size, i.e. a new
+    build for every tensor size. The global size is padded: the kernels guard `gid >= n`.
+    """
     if n <= 0:
         return
     if local is None:
-        g = -(-n // 64) * 64
-        kernel(dev.queue, (g,), None, *args)
+        local = min(64 if "cpu" in dev.info.type else 256, dev.max_wg)
+        kernel(dev.queue, (-(-n // local) * local,), (local,), *args)
     else:
         kernel(dev.queue, (n,), (local,), *args)
 

@@ -1,9 +1,10 @@
-"""Reductions (sum, amax, amin, argmax, argmin) as parallel work-group reductions; cumsum.
+"""Reductions (sum, amax, amin, argmax, argmin) and cumsum.
 
-One work-group per output element: its work-items stride over the reduced elements (any
-strides: the reduced dims are decomposed like the elementwise engine's), accumulate in the
-opmath type, then combine in local memory by a tree. amax/amin propagate NaN; argmax/argmin
-give the first index of the extreme value (the first NaN if any), as PyTorch.
+The reductions collapse the kept and reduced dims (any strides) and run kernels/reduce_split.py's
+engine: one work-item per output when there are many outputs or few reduced elements, else a
+split reduction (many work-items write partials in the opmath type, a further pass reduces
+them). amax/amin propagate NaN; argmax/argmin give the first index of the extreme value (the
+first NaN if any), as PyTorch.
 """
 from __future__ import annotations
 
@@ -15,9 +16,7 @@ from ember.frontend.numpy_interop import to_numpy_dtype
 
 from .. import codegen as cg
 from ..array import CLArray
-
-INT_LIMITS = {"uchar": ("0", "UCHAR_MAX"), "char": ("CHAR_MIN", "CHAR_MAX"), "short": ("SHRT_MIN", "SHRT_MAX"),
-              "int": ("INT_MIN", "INT_MAX"), "long": ("LONG_MIN", "LONG_MAX")}
+from .reduce_split import ARG_KINDS, Source, plan, run_pass
 
 
 def _dims(a: CLArray, dim) -> list[int]:
@@ -27,18 +26,6 @@ def _dims(a: CLArray, dim) -> list[int]:
         dim = [dim]
     dims = sorted({operator.index(d) % a.ndim for d in dim})
     return dims if dims else list(range(a.ndim))
-
-
-def _offsets_code(prefix: str, var: str, nd: int) -> str:
-    """C code adding to `p` the offset of linear index `var` over dims `<prefix>sh0..`, strides `<prefix>st0..`."""
-    if nd == 0:
-        return ""
-    lines = [f"{{ long r_ = {var}; long c_;"]
-    for d in range(nd - 1, -1, -1):
-        lines.append(f"c_ = r_ % {prefix}sh{d}; r_ /= {prefix}sh{d}; p += c_ * {prefix}st{d};" if d
-                     else f"p += r_ * {prefix}st0;")
-    lines.append("}")
-    return " ".join(lines)
 
 
 def make(backend) -> dict:
@@ -56,68 +43,22 @@ def make(backend) -> dict:
             R *= s
         if M == 0:
             return out
-        is_arg = kind in ("argmax", "argmin")
         acc = cg.opmath(out_dt) if kind == "sum" else cg.opmath(a.dtype)
-        is_float = acc in cg.FLOAT_CL
-        if kind == "sum":
-            ident, combine = "0", "v = v + w;"
-        else:
-            big = kind in ("amax", "argmax")
-            lo, hi = ("-INFINITY", "INFINITY") if is_float else INT_LIMITS[acc]
-            ident = lo if big else hi
-            cmp = ">" if big else "<"
-            nan_a = "isnan(v)" if is_float else "0"
-            nan_b = "isnan(w)" if is_float else "0"
-            if is_arg:
-                combine = (f"int take = {nan_b} ? (!{nan_a} || wi < vi) : (!{nan_a} && (w {cmp} v || (w == v && wi < vi)));"
-                           " if (take) { v = w; vi = wi; }")
-            else:
-                combine = f"if ({nan_b} || (!{nan_a} && w {cmp} v)) v = w;"
-        L = 1
-        while L < min(R, 256, dev.max_wg):
-            L *= 2
-        nk, nr = len(kshape), len(rshape)
-        key = ("reduce", kind, a.dtype.name, out_dt.name, acc, nk, nr, L)
-
-        def source() -> str:
-            params = ["__global const " + cg.storage(a.dtype) + "* a", "long off", "long R",
-                      "__global " + cg.storage(out_dt) + "* o"]
-            params += [f"long ksh{d}, long kst{d}" for d in range(nk)] + [f"long rsh{d}, long rst{d}" for d in range(nr)]
-            idx_decl = "long vi = LONG_MAX, wi;" if is_arg else ""
-            local_idx = f"__local long li[{L}];" if is_arg else ""
-            store_v = "li[lid] = vi;" if is_arg else ""
-            load_w = "wi = li[lid + s];" if is_arg else ""
-            res = "vi" if is_arg else "v"
-            res_t = "long" if is_arg else acc
-            return f"""
-__kernel void k({', '.join(params)}) {{
-    __local {acc} lv[{L}]; {local_idx}
-    long g = get_group_id(0); int lid = get_local_id(0);
-    long base = off; {{ long p = 0; {_offsets_code('k', 'g', nk)} base += p; }}
-    {acc} v = ({acc})({ident}), w; {idx_decl}
-    for (long j = lid; j < R; j += {L}) {{
-        long p = base; {_offsets_code('r', 'j', nr)}
-        w = ({acc})({cg.load(a.dtype, 'a', 'p')}); {'wi = j;' if is_arg else ''}
-        {combine}
-    }}
-    lv[lid] = v; {store_v}
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = {L} / 2; s > 0; s >>= 1) {{
-        if (lid < s) {{ w = lv[lid + s]; {load_w} {combine} lv[lid] = v; {store_v} }}
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }}
-    if (lid == 0) {{ {cg.store(out_dt, 'o', 'g', res, res_t)} }}
-}}
-"""
-        kernel = cg.get_kernel(dev, key, source)
-        i64 = np.int64
-        args = [a.buffer, i64(a.offset), i64(R), out.buffer]
-        for s, st in zip(kshape, kst):
-            args += [i64(s), i64(st)]
-        for s, st in zip(rshape, rst):
-            args += [i64(s), i64(st)]
-        cg.launch(dev, kernel, M * L, args, local=L)
-        return out
+        src = Source(a.dtype, a.buffer, a.offset, kshape, kst, rshape, rst, None)
+        while True:
+            lanes, splits = plan(M, R, dev)
+            if lanes * splits == 1:
+                run_pass(dev, kind, acc, src, M, R, 1, 1, R, out)
+                return out
+            chunk = -(-R // (splits * lanes)) * lanes
+            n = M * splits * lanes
+            part = backend.new_array((n,), cg.NUMPY_OF_CL[acc], dev)
+            pidx = backend.new_array((n,), np.int64, dev) if kind in ARG_KINDS else None
+            run_pass(dev, kind, acc, src, M, R, lanes, splits, chunk, (part, pidx))
+            # the partials of output m are the row m of a contiguous (M, splits * lanes) array
+            R = splits * lanes
+            src = Source(None, part.buffer, 0, (M,) if M > 1 else (), (R,) if M > 1 else (), (R,), (1,),
+                         pidx.buffer if pidx is not None else None)
 
     def sum_(spec, a, dim=None, keepdim=False, dtype=None):
         return reduce(spec, a, dim, "sum")
@@ -177,7 +118,8 @@ __kernel void k({', '.join(params)}) {{
                 out1.buffer, i64(n)]
         for k in outer:
             args += [i64(a.shape[k]), i64(a.elem_strides[k]), i64(out1.elem_strides[k])]
-        cg.launch(dev, kernel, n, args)
+        local = min(64, dev.max_wg)                  # explicit: PoCL builds one binary per local size
+        cg.launch(dev, kernel, -(-n // local) * local, args, local=local)
         return out
 
     return {"sum.dim_IntList": sum_, "amax": amax, "amin": amin, "argmax": argmax, "argmin": argmin,
