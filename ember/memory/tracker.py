@@ -1,7 +1,7 @@
 """MemoryTracker: records every storage allocation and release, on any backend, with its role.
 
 An allocation is a new `Storage` (ember/frontend/tensor.py `make_tensor`, hook `ALLOC_HOOK`);
-its release is the moment the last reference to that Storage goes (a `weakref.finalize`), which
+its release is the moment the last reference to that Storage goes (a weakref callback), which
 is when the backend array is freed too (tensors and their views hold both). On meta nothing is
 allocated but every Storage carries the byte size the array would have, so the same sequence
 predicts what a real device measures.
@@ -103,7 +103,8 @@ class MemoryTracker:
         self.current_bytes = 0
         self.peak_bytes = 0
         self._peak_t = -1
-        self._live: dict[int, tuple[_Record, Any]] = {}   # id(storage) -> (record, finalizer)
+        self._live: dict[int, tuple[_Record, Any]] = {}   # id(storage) -> (record, weakref)
+        self._where_cache: dict[tuple, tuple[str, str]] = {}
         self._op = ""
         self._phase_override: str | None = None
         self._modules = ModuleTracker()
@@ -117,8 +118,13 @@ class MemoryTracker:
         if self._phase_override is not None:
             return self._phase_override, "optimizer"
         names = self._modules.parents
-        name = max(names, key=lambda n: (n != "Global", n.count("."), len(n))) if names else "Global"
-        return name, ("backward" if self._modules.is_bw else "forward") if name != "Global" else "global"
+        key = (tuple(names), self._modules.is_bw)          # asked at every allocation: cached
+        where = self._where_cache.get(key)
+        if where is None:
+            name = max(names, key=lambda n: (n != "Global", n.count("."), len(n))) if names else "Global"
+            where = name, ("backward" if key[1] else "forward") if name != "Global" else "global"
+            self._where_cache[key] = where
+        return where
 
     def _add(self, storage, category: str, op: str) -> _Record | None:
         dev = str(storage.device)
@@ -133,9 +139,8 @@ class MemoryTracker:
         if self.current_bytes > self.peak_bytes:
             self.peak_bytes = self.current_bytes
             self._peak_t = t
-        fin = weakref.finalize(storage, self._free, id(storage))
-        fin.atexit = False
-        self._live[id(storage)] = (rec, fin)
+        key = id(storage)         # a weakref callback (cheaper than weakref.finalize) frees it
+        self._live[key] = (rec, weakref.ref(storage, lambda _ref, key=key, free=self._free: free(key)))
         return rec
 
     def _free(self, key: int) -> None:
@@ -249,9 +254,7 @@ class MemoryTracker:
         for h in self._handles:
             h.remove()
         self._handles = []
-        for _, fin in self._live.values():
-            fin.detach()                   # storages outliving the block stay live in the record
-        self._live.clear()
+        self._live.clear()                 # drops the weakrefs: storages outliving the block stay live in the record
         self._active = False
 
     # -- results --------------------------------------------------------------------------------
