@@ -143,22 +143,7 @@ def scalar_arg(value, cltype: str):
 
 def get_kernel(dev, key, source_fn, name: str = "k"):
     """The compiled kernel `name` for `key` on `dev`, built from `source_fn()` on first use."""
-    k = dev.programs.get(key)
-    if k is None:
-        import pyopencl as cl
-
-        with dev.lock:
-            k = dev.programs.get(key)
-            if k is None:
-                opts = ["-DEMBER_FP64"] if dev.info.fp64 else []
-                src = PRELUDE + source_fn()
-                try:
-                    prg = cl.Program(dev.context, src).build(options=opts)
-                except cl.Error as exc:
-                    raise RuntimeError(f"ember_opencl: building kernel {key[0]!r} failed:\n{exc}\n{src}") from None
-                k = getattr(prg, name)
-                dev.programs[key] = k
-    return k
+    return get_program(dev, key, source_fn)[name]
 
 
 def launch(dev, kernel, n: int, args, local: int | None = None) -> None:
@@ -224,7 +209,7 @@ def get_program(dev, key, source_fn) -> dict:
                 try:
                     prg = cl.Program(dev.context, src).build(options=opts)
                 except cl.Error as exc:
-                    raise RuntimeError(f"ember_opencl: building kernels {key[0]!r} failed:\n{exc}\n{src}") from None
+                    raise RuntimeError(f"ember_opencl: building kernel(s) {key[0]!r} failed:\n{exc}\n{src}") from None
                 ks = {k.function_name: k for k in prg.all_kernels()}
                 dev.programs[key] = ks
     return ks
