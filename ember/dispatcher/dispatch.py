@@ -50,6 +50,30 @@ def redispatch(op, ks: int, args: tuple):
     return entry(args)
 
 
+def backend_key(op, args: tuple) -> int:
+    """The backend key `call` dispatches `op` on `args` to; 0 when it would raise (devices mixed).
+
+    For tools that look at a call before it runs (FlopCounterMode); `call` inlines the same
+    key union, being on every op's path.
+    """
+    ks = 0
+    for i in op.tensor_args:
+        if isinstance(args[i], Tensor):
+            ks |= args[i]._keys
+    for i in op.tensor_list_args:
+        for a in args[i]:
+            if isinstance(a, Tensor):
+                ks |= a._keys
+    bk = ks & K.BACKEND_MASK
+    if bk and not bk & (bk - 1):
+        return bk
+    try:
+        ks, _ = _backend_of_unusual_call(op, args, ks)
+    except Exception:
+        return 0
+    return ks & K.BACKEND_MASK
+
+
 def _backend_of_unusual_call(op, args: tuple, ks: int) -> tuple[int, tuple]:
     """Key set of calls with no tensor (factories) or tensors on several devices."""
     from ember.frontend.device import backend_key_for_device

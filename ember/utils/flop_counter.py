@@ -35,6 +35,7 @@ from collections import defaultdict
 from typing import Any, Callable
 
 from ember.dispatcher import keys as K
+from ember.dispatcher.dispatch import backend_key
 from ember.dispatcher.state import STATE
 from ember.frontend.mode import DispatchMode
 from ember.frontend.tensor import Tensor
@@ -147,30 +148,11 @@ class FlopCounterMode:
             self.unknown_counts[par][name] += 1
 
 
-def _backend_key(op, args: tuple) -> int:
-    """The backend key this call resolves to (0 if unclear)."""
-    ks = 0
-    for i in op.tensor_args:
-        a = args[i]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-    for i in op.tensor_list_args:
-        for a in args[i]:
-            if isinstance(a, Tensor):
-                ks |= a._keys
-    bk = ks & K.BACKEND_MASK
-    if not bk and op.device_arg is not None:
-        from ember.frontend.device import backend_key_for_device
-
-        return backend_key_for_device(args[op.device_arg])
-    return bk if bk and not bk & (bk - 1) else 0
-
-
 def _follows_decomposition(op, args: tuple) -> bool:
     """Whether the device would run `op`'s decomposition (so its parts can be counted instead)."""
     if op.impl != "composite" or op.decomposition is None or op.mutated:
         return False
-    bk = _backend_key(op, args)
+    bk = backend_key(op, args)
     if not bk:
         return False
     if bk not in op.kernels:
