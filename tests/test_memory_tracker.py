@@ -312,3 +312,35 @@ def test_cli_measure_and_errors(capsys):
         main(["nocolon", "--batch", "1"])
     with pytest.raises(SystemExit, match="nn.Embedding"):
         main([f"{__name__}:_tiny_mlp", "--batch", "1", "--seq", "4"])
+
+
+def test_without_op_names_the_same_peak_breakdown_and_modules():
+    """`ops=False` drops the per-call dispatch mode: the same recording, every allocation's op "".
+    (Inputs are made inside the block: without `ops`, a tensor from before the block that only an
+    op uses, never a module or autograd, is not seen.)"""
+    mems = {}
+    for ops in (False, True):
+        model, opt, _, _ = _build("meta")
+        with ember.memory.track(model=model, optimizer=opt, ops=ops) as mems[ops]:
+            _step(model, opt, ember.randn(64, 128, device="meta"), ember.randint(0, 10, (64,), device="meta"))
+    lean, full = mems[False], mems[True]
+    assert lean.peak_bytes == full.peak_bytes > 0 and lean.current_bytes == full.current_bytes
+    assert lean.breakdown == full.breakdown
+    assert lean.by_module == full.by_module
+    strip = [[(e["kind"], e["bytes"], e["category"], e["module"], e["phase"]) for e in m.timeline] for m in (lean, full)]
+    assert strip[0] == strip[1]
+    assert {e["op"] for e in lean.timeline} <= {"", "<existing>"}
+    assert {"linear", "randn", "cross_entropy_loss"} <= {e["op"] for e in full.timeline}
+
+
+def test_storages_released_after_the_block_are_not_recorded():
+    x = ember.ones(4)
+    with ember.memory.track() as mem:
+        y = x * 2
+    n_events = len(mem.events)
+    del y                                   # its storage class still reports releases: to no tracker
+    with ember.memory.track() as other:
+        z = x + 1
+        del z
+    assert len(mem.events) == n_events
+    assert [e["kind"] for e in other.timeline] == ["alloc", "alloc", "free"]   # x from first use, z, z freed
