@@ -197,6 +197,8 @@ def test_small_gpt_step_opencl_against_plugin_counters():
           f"({rounded_peak(mem)} B at the plugin's rounding); meta-predicted {meta_peak} B (error {100 * err:+.3f}%), "
           f"{rounded_peak(predicted)} B at the plugin's rounding (error {100 * err_rounded:+.3f}%)")
     assert abs(err) <= 0.03
+    # exact: this step's peak is in the optimizer step, where the plugin holds no GEMM workspace (the digits
+    # CNN's peak is inside a GEMM and is 27% above the storages: docs/memory.md, "Meta predicts cpu")
     assert rounded_peak(mem) == measured
     assert abs(err_rounded) <= 0.03
 
