@@ -14,7 +14,7 @@ from .tracker import CATEGORIES, MemoryTracker
 __all__ = ["track", "MemoryTracker", "CATEGORIES", "simulate", "MODELS"]
 
 
-def track(model=None, optimizer=None, device=None, ops: bool = True) -> MemoryTracker:
+def track(model=None, optimizer=None, device=None, ops: bool = True, target: str | None = None) -> MemoryTracker:
     """A context manager recording every storage allocation and release (any backend, meta included).
 
     `model`: its parameters, gradients and buffers alive at entry are counted from the start and
@@ -27,5 +27,9 @@ def track(model=None, optimizer=None, device=None, ops: bool = True) -> MemoryTr
     allocation's op is "", and tensors from before the block count only once a module, the
     optimizer or autograd sees them. Peaks of code that creates its inputs inside the block are
     the same either way.
+
+    `target`: the device type a meta run predicts (default cpu). Backends declare the scratch their
+    kernels allocate inside one call (`Backend.workspace_ops`, e.g. opencl's packed GEMM panels);
+    with a target, meta records it as a temporary alive with that kernel's output.
     """
-    return MemoryTracker(model=model, optimizer=optimizer, device=device, ops=ops)
+    return MemoryTracker(model=model, optimizer=optimizer, device=device, ops=ops, target=target)

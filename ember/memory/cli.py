@@ -45,6 +45,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", default=None, help="write the record as JSON here")
     p.add_argument("--plot", default=None, help="write a timeline PNG here (needs matplotlib: pip install ember[plot])")
     p.add_argument("--measure", default=None, metavar="DEVICE", help="also run for real on DEVICE and print the error")
+    p.add_argument("--target", default=None, metavar="DEVICE",
+                   help="predict for DEVICE's kernels: the scratch its plugin declares is added "
+                        "(default: the --measure device, else cpu)")
     return p
 
 
@@ -98,7 +101,8 @@ def run_step(factory, args, device: str):
     dev_type = ember.device(device).type
     scaler = ember.amp.GradScaler(dev_type) if amp is ember.float16 else None
     flops = FlopCounterMode(display=False)
-    with ember.memory.track(model=model, optimizer=opt) as mem, flops:
+    predict_for = (args.target or args.measure) if device == "meta" else None
+    with ember.memory.track(model=model, optimizer=opt, target=predict_for) as mem, flops:
         with ember.autocast(dev_type, dtype=amp, enabled=amp is not None):
             out = model(x)
             out = out[0] if isinstance(out, tuple) else out

@@ -122,7 +122,7 @@ class MemoryTracker:
     `records`, `events` and the reports are built from them when asked.
     """
 
-    def __init__(self, model=None, optimizer=None, device=None, ops: bool = True) -> None:
+    def __init__(self, model=None, optimizer=None, device=None, ops: bool = True, target: str | None = None) -> None:
         from ember.utils.module_tracker import ModuleTracker
 
         self.model = model
@@ -147,6 +147,8 @@ class MemoryTracker:
         self._last_device: Any = None
         self._last_device_name: str | None = None
         self._op = ""
+        self._target = target
+        self._workspace: list = []              # scratch storages of the kernel running now (meta)
         self._phase_override: str | None = None
         self._modules = ModuleTracker()
         self._mode = _OpMode(self) if ops else None
@@ -215,6 +217,18 @@ class MemoryTracker:
 
     def _on_alloc(self, storage) -> None:
         self._add(storage, _RANK_TEMPORARIES, self._op)
+        if self._workspace:
+            self._workspace = []          # a kernel's scratch lives until its output is recorded
+
+    def _kernel_workspace(self, sizes: tuple[int, ...]) -> None:
+        """Scratch the predicted device's kernel allocates inside the call now running on meta."""
+        from ember.frontend.device import device
+
+        meta = device("meta")
+        for nbytes in sizes:
+            storage = Storage(nbytes, meta)
+            self._add(storage, _RANK_TEMPORARIES, self._op or "<workspace>")
+            self._workspace.append(storage)
 
     def _role(self, storage, category: str) -> None:
         """Give a storage a role: upgrade its category, or record it as alive from now on."""
@@ -280,6 +294,7 @@ class MemoryTracker:
 
         if tensor_mod.ALLOC_HOOK is not None:
             raise RuntimeError("ember.memory.track: another memory tracker is already recording (trackers do not nest)")
+        target = self._target_backend()
         self._active = True
         if self.model is not None:
             self._scan_module(self.model, recurse=True)
@@ -300,11 +315,22 @@ class MemoryTracker:
                           if rec.state == "available" and hasattr(rec.backend, "set_memory_tracking")]
         for backend in self._backends:
             backend.set_memory_tracking(True)
+        if target is not None:
+            REGISTRY.load("meta").backend.predict_workspace(target, self._kernel_workspace)
         global _ACTIVE
         _ACTIVE = self
         tensor_mod.ALLOC_HOOK = self._on_alloc
         graph.SAVE_HOOK = self._on_save
         return self
+
+    def _target_backend(self):
+        """The backend whose kernels' scratch a meta run adds (None: cpu, whose numpy kernels keep
+        none worth counting, docs/memory.md); raises BackendUnavailableError naming why."""
+        from ember.frontend.device import device
+
+        if self._target is None or device(self._target).type == "cpu":
+            return None
+        return REGISTRY.backend_for(device(self._target))
 
     def __exit__(self, *exc) -> None:
         from ember.frontend import tensor as tensor_mod
@@ -314,6 +340,9 @@ class MemoryTracker:
         _ACTIVE = None
         tensor_mod.ALLOC_HOOK = None
         graph.SAVE_HOOK = None
+        if self._target is not None and "meta" in REGISTRY.records:
+            REGISTRY.load("meta").backend.predict_workspace(None, None)
+            self._workspace = []
         for backend in self._backends:
             backend.set_memory_tracking(False)
         self._backends = []
