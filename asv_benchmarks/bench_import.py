@@ -1,4 +1,4 @@
-"""Time to `import` the framework in a fresh interpreter (ember vs PyTorch)."""
+"""Time to `import` the framework in a fresh interpreter (ember vs PyTorch vs numpy, which ember imports)."""
 from __future__ import annotations
 
 import subprocess
@@ -6,7 +6,7 @@ import sys
 
 
 class Import:
-    params = ["ember", "torch"]
+    params = ["ember", "torch", "numpy"]
     param_names = ["framework"]
     timeout = 120
 
