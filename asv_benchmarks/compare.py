@@ -118,12 +118,20 @@ def measure(variants: dict[str, Callable], repeat: int, sample_time: float) -> d
 
 
 def import_times(repeat: int) -> dict[str, float]:
-    """Median wall time of `python -c "import X"` (interpreter start included), alternating."""
+    """Median wall time of `python -c "import X"` (interpreter start included), alternating.
+
+    Measured with bytecode caches in place, as an installed package has them (pip compiles
+    torch's at install): PYTHONDONTWRITEBYTECODE is dropped from the children's environment and
+    one unmeasured import of each writes the caches (an editable install's first import compiles
+    ember's sources, ~0.8 s that a second import does not pay)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     samples: dict[str, list[float]] = {"ember": [], "torch": []}
+    for name in samples:
+        subprocess.run([sys.executable, "-c", f"import {name}"], check=True, env=env)
     for _ in range(repeat):
         for name in samples:
             start = time.perf_counter()
-            subprocess.run([sys.executable, "-c", f"import {name}"], check=True)
+            subprocess.run([sys.executable, "-c", f"import {name}"], check=True, env=env)
             samples[name].append(time.perf_counter() - start)
     return {name: statistics.median(v) for name, v in samples.items()}
 
