@@ -198,6 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     print(environment_line())
     print(f"medians of {args.repeat} alternating samples of ~{args.sample_time * 1e3:g} ms; "
           f"import: {args.import_repeat} fresh interpreters each")
+    load, cpus = os.getloadavg()[0], os.cpu_count() or 1
+    if load > cpus and args.threads is None:
+        print(f"warning: load average {load:.1f} on {cpus} cpus: multi-threaded ops (BLAS, torch's pool) wait for "
+              "descheduled threads and small-model rows become noise; --threads 1 compares single-core work")
     print(HEADER)
     missed = 0
     for row in headline_rows() + (extra_rows() if args.all else []):
