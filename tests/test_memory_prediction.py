@@ -28,32 +28,11 @@ import ember.memory
 from ember import nn
 from ember.frontend import tensor as tensor_mod
 from ember.memory.cli import main
-from ember.testing.models import GPT2Config, LlamaConfig, build_gpt2, build_llama
+from ember.testing.models import LlamaConfig, build_llama
 
-SMALL_GPT = GPT2Config(vocab_size=256, n_ctx=32, n_embd=64, n_layer=2, n_head=2)
+from memory_steps import CASES, build_gpt as _build_gpt, build_mlp as _build_mlp, step_gpt as _step_gpt
+from memory_steps import step_mlp as _step_fp32
 
-
-def _build_gpt(device):
-    ember.manual_seed(0)
-    model = build_gpt2(SMALL_GPT, device=device)
-    opt = ember.optim.AdamW(model.parameters(), lr=1e-3)
-    x = ember.randint(0, SMALL_GPT.vocab_size, (2, SMALL_GPT.n_ctx), device=device)
-    return model, opt, x, x.reshape(-1)
-
-
-def _step_gpt(model, opt, x, y):
-    logits = model(x)
-    nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y).backward()
-    opt.step()
-    opt.zero_grad()
-
-
-def _build_mlp(device):
-    ember.manual_seed(0)
-    model = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
-                          nn.Linear(256, 10)).to(device)
-    opt = ember.optim.AdamW(model.parameters(), lr=1e-3)
-    return model, opt, ember.randn(64, 128, device=device), ember.randint(0, 10, (64,), device=device)
 
 
 def _amp_step(dtype):
@@ -158,29 +137,6 @@ def test_amp_breakdown_half_size_activations_float32_state():
                                         ("Sequential.4", 10 * 256 * 2)]
 
 
-def _step_fp32(model, opt, x, y):
-    nn.functional.cross_entropy(model(x), y).backward()
-    opt.step()
-    opt.zero_grad()
-
-
-def _build_cnn(device):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-    from digits_cnn import cnn_model
-
-    ember.manual_seed(0)
-    model = cnn_model(ember)().to(device)
-    opt = ember.optim.AdamW(model.parameters(), lr=1e-3)
-    return model, opt, ember.randn(32, 1, 8, 8, device=device), ember.randint(0, 10, (32,), device=device)
-
-
-def _step_cnn(model, opt, x, y):
-    nn.functional.nll_loss(model(x), y).backward()
-    opt.step()
-    opt.zero_grad()
 
 
 @pytest.mark.filterwarnings("ignore:normal_. backend .opencl. has no kernel")
@@ -192,7 +148,7 @@ def test_step_on_opencl_against_plugin_counters(case):
         pytest.skip("opencl backend not available")
     from ember_opencl.allocator import round_size
 
-    build, step = {"gpt2": (_build_gpt, _step_gpt), "cnn": (_build_cnn, _step_cnn)}[case]
+    build, step = CASES[case]
     model, opt, x, y = build("meta")
     with ember.memory.track(model=model, optimizer=opt, target="opencl") as predicted:
         step(model, opt, x, y)

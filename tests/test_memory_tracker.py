@@ -19,63 +19,11 @@ import ember.memory
 from ember import nn
 from ember.frontend import tensor as tensor_mod
 
-
-def _build_gpt2(device):
-    from ember.testing.models import GPT2Config, build_gpt2
-
-    ember.manual_seed(0)
-    model = build_gpt2(GPT2Config(vocab_size=100, n_ctx=32, n_embd=64, n_layer=2, n_head=4), device=device)
-    opt = ember.optim.AdamW(model.parameters(), lr=1e-3)
-    x = ember.randint(0, 100, (2, 16), device=device)
-    return model, opt, x, x.reshape(-1)
+import memory_steps
 
 
-def _step_lm(model, opt, x, y):
-    logits = model(x)
-    loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y)
-    loss.backward()
-    opt.step()
-    opt.zero_grad()
-
-
-def _build_cnn(device):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
-    from digits_cnn import cnn_model
-
-    ember.manual_seed(0)
-    model = cnn_model(ember)().to(device)
-    opt = ember.optim.AdamW(model.parameters(), lr=1e-3)
-    return model, opt, ember.randn(32, 1, 8, 8, device=device), ember.randint(0, 10, (32,), device=device)
-
-
-def _step_nll(model, opt, x, y):
-    nn.functional.nll_loss(model(x), y).backward()
-    opt.step()
-    opt.zero_grad()
-
-
-CASES = {"mlp": (lambda d: _build(d), lambda *a: _step(*a)), "gpt2": (_build_gpt2, _step_lm),
-         "cnn": (_build_cnn, _step_nll)}
-
-
-def _build(device):
-    ember.manual_seed(0)
-    model = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
-                          nn.Linear(256, 10)).to(device)
-    opt = ember.optim.AdamW(model.parameters(), lr=1e-3)
-    x = ember.randn(64, 128, device=device)
-    y = ember.randint(0, 10, (64,), device=device)
-    return model, opt, x, y
-
-
-def _step(model, opt, x, y):
-    loss = nn.functional.cross_entropy(model(x), y)
-    loss.backward()
-    opt.step()
-    opt.zero_grad()
+CASES = memory_steps.CASES
+_build, _step = CASES["mlp"]
 
 
 def _tracked(device):
