@@ -10,7 +10,7 @@ import torch
 import ember
 from ember.decompositions.optimizers import adam_update, sgd_update
 
-from test_optim import CONFIGS, _init_values, _run
+from test_optim import CONFIGS, _init_values, _primdev, _run
 
 FUSED_CONFIGS = [c for c in CONFIGS if c[0] in ("SGD", "Adam", "AdamW")]
 
@@ -75,8 +75,8 @@ def test_foreach_and_fused_argument_checks_match_torch():
         assert lib.optim.AdamW([w]).param_groups[0]["foreach"] is None
         assert lib.optim.AdamW([w]).param_groups[0]["fused"] is None
     with pytest.raises(RuntimeError, match=r"`fused=True` requires all the params to be floating point Tensors "
-                                           r"of supported devices: \['cpu'\]"):
-        ember.optim.Adam([ember.zeros(2, device="meta", requires_grad=True)], fused=True)
+                                           r"of supported devices: \['cpu', 'cuda', 'opencl', 'meta'\]"):
+        ember.optim.Adam([ember.zeros(2, device=_primdev(), requires_grad=True)], fused=True)
 
 
 @pytest.mark.parametrize("name", ["SGD", "Adam"])
@@ -104,3 +104,25 @@ def test_fused_op_errors_name_the_op_and_argument():
                                            r"self\[1\] \(\[2\], Float\), got \[3\], Float"):
         ember._fused_adam_(p, p, [ember.zeros(3), ember.zeros(3)], p, [], [ember.tensor(0.0)] * 2, lr=0.1,
                            beta1=0.9, beta2=0.99, weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False)
+
+
+@pytest.mark.parametrize("name,kwargs", FUSED_CONFIGS[1::2], ids=[f"{n}-{i}" for i, (n, _) in
+                                                                   enumerate(FUSED_CONFIGS) if i % 2])
+def test_opencl_fused_kernels_match_cpu(name, kwargs):
+    """The opencl plugin's in-place kernels (backends/opencl/.../optimizers.py) against the cpu's."""
+    if not ember.opencl.is_available():
+        pytest.skip("opencl backend not available")
+    values = _init_values(np.float32)
+    results = []
+    for device in ("cpu", "opencl"):
+        params = [ember.tensor(values[k], device=device, requires_grad=True) for k in ("w1", "b1", "w2", "b2")]
+        opt = getattr(ember.optim, name)(params, **kwargs)
+        for _ in range(5):
+            opt.zero_grad()
+            loss = sum(((q - 0.3) ** 2 * (1.0 + q * q)).sum() for q in params)
+            (-loss if kwargs.get("maximize") else loss).backward()
+            opt.step()
+        assert all(s["step"].device.type == device for s in opt.state.values() if "step" in s)
+        results.append([p.detach().to("cpu").numpy() for p in params])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)

@@ -1,13 +1,16 @@
 """The single-tensor optimizer updates (torch's `_single_tensor_adam` / `_single_tensor_sgd`,
-op for op) and, built on them, the decompositions of the fused updates `_fused_adam_` and
-`_fused_sgd_`: a backend without a fused kernel runs the same ops one tensor at a time, so
-every path gives the same numbers. `ember.optim` calls these functions for its per-tensor path.
+op for op) and, built on them, the explicit (backend-agnostic) kernels of the fused updates
+`_fused_adam_` and `_fused_sgd_`: a backend without a fused kernel runs the same ops one tensor
+at a time, so every path gives the same numbers. `ember.optim` calls these functions for its
+per-tensor path. (Explicit, not composite: a tool that follows decompositions, such as
+FlopCounterMode on meta, runs the device's fused kernel instead of per-tensor steps that read
+values meta tensors do not have.)
 """
 from __future__ import annotations
 
 from ember._generated import functions as F
 
-from . import decomposition
+from . import explicit_kernel
 
 
 def adam_update(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step_t, lr: float, beta1: float, beta2: float,
@@ -56,7 +59,7 @@ def sgd_update(p, grad, buf, weight_decay: float, momentum: float, lr: float, da
     p.add_(grad, alpha=-lr)
 
 
-@decomposition("_fused_adam_")
+@explicit_kernel("_fused_adam_")
 def fused_adam_(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay,
                 eps, amsgrad, maximize, decoupled_weight_decay=False):
     for i, p in enumerate(self):
@@ -65,7 +68,7 @@ def fused_adam_(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps
     return ()
 
 
-@decomposition("_fused_sgd_")
+@explicit_kernel("_fused_sgd_")
 def fused_sgd_(self, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize,
                is_first_step):
     for i, p in enumerate(self):

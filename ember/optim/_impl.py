@@ -3,17 +3,22 @@
 torch has three (`_single_tensor_*`, `_multi_tensor_*` with `foreach=True`, `_fused_*` with
 `fused=True`). Ember has two: the single-tensor algorithm (ember/decompositions/optimizers.py),
 and the fused ops `_fused_adam_` / `_fused_sgd_`, which compute the same update op for op in
-one dispatched call per parameter group (a kernel on cpu; elsewhere their decomposition, the
-single-tensor algorithm). `foreach=True` and `fused=True` both select the fused op; since the
-numbers are the same, the default (`None`) selects it too wherever it has a kernel. The
+one dispatched call per parameter group (a kernel on cpu, cuda, opencl; elsewhere their
+decomposition, the single-tensor algorithm). `foreach=True` and `fused=True` both select the
+fused op; since the numbers are the same, the default (`None`) selects it too wherever it has a
+kernel. The
 single-tensor path runs for `foreach=False` (unless `fused=True`), `differentiable=True`, and
-groups the fused kernel does not take (a parameter off the cpu, or not float32/float64).
+groups the fused kernels do not take (a parameter on another device, or not float32/float64).
+As torch's fused path, it keeps Adam's `step` on the parameter's device (the cpu's for cpu).
 """
 from __future__ import annotations
 
 from ember.frontend import dtype as _dt
 
-_FUSED_DEVICES = ("cpu",)          # devices whose backend runs the fused kernels natively
+# devices whose backends run the fused ops with their own kernels, which allocate no tensors (cpu and
+# cuda: backends/cpu/array_kernels/optimizers.py; opencl: in-place elementwise kernels; meta: none,
+# so a step there predicts what the real devices allocate: nothing beyond the state)
+_FUSED_DEVICES = ("cpu", "cuda", "opencl", "meta")
 _FUSED_DTYPES = (_dt.float32, _dt.float64)
 
 

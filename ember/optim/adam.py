@@ -69,7 +69,7 @@ class Adam(Optimizer):
                 for p in params:
                     state = self.state[p]
                     if len(state) == 0:
-                        state["step"] = _scalar_step()
+                        state["step"] = _scalar_step(device=p.device if fused else None)
                         state["exp_avg"] = F.zeros_like(p)
                         state["exp_avg_sq"] = F.zeros_like(p)
                         if amsgrad:
