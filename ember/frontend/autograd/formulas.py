@@ -169,6 +169,22 @@ def linear_backward_bias(grad, bias):
     return grad
 
 
+def cross_entropy_indices_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing):
+    """The gradient of cross entropy (class indices) for `self`: one fused op in a plain backward;
+    with create_graph, the gradient of cross_entropy_loss's decomposition, so it has a graph of
+    its own (higher-order gradients)."""
+    from ember.dispatcher.state import STATE
+
+    if not STATE.grad_enabled:
+        return F._cross_entropy_indices_backward(grad, self, target, weight, reduction, ignore_index,
+                                                 label_smoothing)
+    from ember.decompositions.losses import cross_entropy_loss
+    from ember.frontend.autograd.engine import grad as autograd_grad
+
+    loss = cross_entropy_loss(self, target, weight, reduction, ignore_index, label_smoothing)
+    return autograd_grad(loss, self, grad, create_graph=True)[0]
+
+
 def softmax_backward(grad, result, dim):
     return F.mul(result, F.sub(grad, F.sum(F.mul(grad, result), dim, keepdim=True)))
 

@@ -1,6 +1,6 @@
-"""Shape rules of the fused optimizer updates (_fused_adam_, _fused_sgd_): the tensor lists
-line up one entry per parameter, each state tensor like its parameter. They return no spec:
-the ops write into their arguments and return nothing."""
+"""Shape rules of the fused ops: the optimizer updates (_fused_adam_, _fused_sgd_), whose tensor
+lists line up one entry per parameter, each state tensor like its parameter (no spec: they write
+into their arguments and return nothing); the cross-entropy backward (a gradient like `self`)."""
 from __future__ import annotations
 
 from ember.errors import ArgumentListError, DTypeError, ShapeError
@@ -55,3 +55,14 @@ def fused_sgd(op, params, grads, momentum_buffer_list, weight_decay, momentum, l
         lists.append(("momentum_buffer_list", momentum_buffer_list))
     _check_lists(op, params, lists)
     return ()
+
+
+@shape_rule("cross_entropy_indices_backward")
+def cross_entropy_indices_backward(op, grad_output, self, target, weight, reduction, ignore_index, label_smoothing):
+    check_tensor(op, grad_output, "grad_output")
+    check_tensor(op, self, "self")
+    check_tensor(op, target, "target")
+    if not self._dtype.is_floating_point or grad_output._dtype is not self._dtype:
+        raise DTypeError(f"{op.name}(): expected floating-point self and grad_output of its dtype, got "
+                         f"{type_name(self._dtype)} and {type_name(grad_output._dtype)}")
+    return (tuple(self._data.shape), self._dtype)
