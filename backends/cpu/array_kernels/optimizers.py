@@ -39,7 +39,46 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         else:
             m[...] = r(c(g) - c(r(c(diff) * (1 - w))))
 
+    def adam_one_inplace(p, g, m, v, vmax, s, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled):
+        """float32/float64: the same ops, in place where the single-tensor algorithm's result is
+        written anyway (each `a op= b` rounds as `a op b`), so a step allocates three temporaries."""
+        if maximize:
+            g = -g
+        s += 1
+        if weight_decay != 0:
+            if decoupled:
+                p *= 1 - lr * weight_decay
+            else:
+                g = g + p * weight_decay
+        w = 1 - beta1
+        diff = g - m
+        if abs(w) < 0.5:
+            diff *= w
+            m += diff
+        else:
+            diff *= 1 - w
+            xp.subtract(g, diff, out=m)
+        v *= beta2
+        sq = g * g
+        sq *= 1 - beta2
+        v += sq
+        step = float(s)
+        step_size = lr / (1 - beta1 ** step)
+        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+        if amsgrad:
+            xp.maximum(vmax, v, out=vmax)
+            v = vmax
+        denom = xp.sqrt(v)
+        denom /= bias_correction2_sqrt
+        denom += eps
+        xp.divide(m, denom, out=denom)
+        denom *= -step_size
+        p += denom
+
     def adam_one(p, g, m, v, vmax, s, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled):
+        if p.dtype not in lowp:
+            return adam_one_inplace(p, g, m, v, vmax, s, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize,
+                                    decoupled)
         c, r = rounding(p.dtype)
         if maximize:
             g = -g
