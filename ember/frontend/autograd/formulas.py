@@ -157,7 +157,7 @@ def linear_backward_weight(grad, input, weight):
     if input.dim() > 2:
         grad = F.reshape(grad, (-1, grad.shape[-1]))
         input = F.reshape(input, (-1, input.shape[-1]))
-    return F.mm(F.t(grad), input)
+    return F.mm(F.transpose(grad, 0, 1), input)
 
 
 def linear_backward_bias(grad, bias):
