@@ -128,9 +128,10 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
         with quiet():
             scale = g_out / w.sum() if reduction == 1 else g_out
             scale = xp.broadcast_to(scale, safe.shape)      # ignored elements get 0 (also when mean's 1/0)
-            g = xp.zeros(logp.shape, cdt)
-            idx = xp.expand_dims(safe, cdim)
-            xp.put_along_axis(g, idx, xp.expand_dims(-(1.0 - label_smoothing) * xp.where(valid, scale * w, xp.zeros((), cdt)), cdim), axis=cdim)
+            # the target class as a one-hot mask (a comparison, which cupy has as numpy does)
+            onehot = xp.expand_dims(safe, cdim) == along(xp.arange(classes), cdim, x.ndim)
+            picked = -(1.0 - label_smoothing) * xp.where(valid, scale * w, xp.zeros((), cdt))
+            g = xp.where(onehot, xp.expand_dims(picked, cdim), xp.zeros((), cdt))
             if label_smoothing > 0:
                 smooth = xp.expand_dims(xp.where(valid, scale, xp.zeros((), cdt)) * (-label_smoothing / classes),
                                         cdim)
