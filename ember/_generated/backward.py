@@ -3249,8 +3249,8 @@ class HardsigmoidBackward0(Node):
 class LinearBackward0(Node):
     """Backward of linear."""
 
-    __slots__ = ('a_bias', 'a_input', 'a_weight', 'needs')
-    saved_slots = ('a_bias', 'a_input', 'a_weight')
+    __slots__ = ('a_input', 'a_weight', 'm_bias_shape', 'm_weight_shape', 'needs')
+    saved_slots = ('a_input', 'a_weight', 'm_bias_shape', 'm_weight_shape')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -3259,9 +3259,9 @@ class LinearBackward0(Node):
             self.a_weight = _save(args[1])
         if needs[1]:
             self.a_input = _save(args[0])
-            self.a_weight = _save(args[1])
+            self.m_weight_shape = tuple(args[1].shape) if hasattr(args[1], 'shape') else ()
         if needs[2]:
-            self.a_bias = _save(args[2])
+            self.m_bias_shape = tuple(args[2].shape) if hasattr(args[2], 'shape') else ()
 
     def apply(self, grads):
         grad = grads[0]
@@ -3274,13 +3274,13 @@ class LinearBackward0(Node):
             out.append(None)
         if needs[1]:
             a_input = _load(self.a_input, self)
-            a_weight = _load(self.a_weight, self)
-            out.append(_H.linear_backward_weight(grad, a_input, a_weight))
+            m_weight_shape = _load(self.m_weight_shape, self)
+            out.append(_H.linear_backward_weight(grad, a_input, m_weight_shape))
         else:
             out.append(None)
         if needs[2]:
-            a_bias = _load(self.a_bias, self)
-            out.append(_H.linear_backward_bias(grad, a_bias))
+            m_bias_shape = _load(self.m_bias_shape, self)
+            out.append(_H.linear_backward_bias(grad, m_bias_shape))
         else:
             out.append(None)
         return out

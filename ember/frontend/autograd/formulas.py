@@ -146,9 +146,11 @@ def linear_backward_input(grad, weight):
     return F.mm(grad, weight) if grad.dim() == 2 else F.matmul(grad, weight)
 
 
-def linear_backward_weight(grad, input, weight):
-    """grad.T @ input over the flattened leading dimensions (an outer product for a 1-D input)."""
-    if weight.dim() == 1:
+def linear_backward_weight(grad, input, weight_shape):
+    """grad.T @ input over the flattened leading dimensions (an outer product for a 1-D input).
+    Takes the weight's shape, not the weight: the node saves the weight only when the input's
+    gradient needs it (as torch's addmm saves mat2 only for mat1's gradient)."""
+    if len(weight_shape) == 1:
         if input.dim() == 1:
             return F.mul(grad, input)
         return F.matmul(F.reshape(grad, (-1,)), F.reshape(input, (-1, input.shape[-1])))
@@ -160,11 +162,12 @@ def linear_backward_weight(grad, input, weight):
     return F.mm(F.transpose(grad, 0, 1), input)
 
 
-def linear_backward_bias(grad, bias):
+def linear_backward_bias(grad, bias_shape):
     """The gradient summed over the leading dimensions the bias was broadcast along (one sum when
-    the bias is the output's trailing shape; other broadcasts are reduced by the engine)."""
-    lead = grad.dim() - bias.dim()
-    if lead > 0 and tuple(grad.shape[lead:]) == tuple(bias.shape):
+    the bias is the output's trailing shape; other broadcasts are reduced by the engine). Takes
+    the bias's shape, not the bias: the node keeps no reference to it (as torch's addmm)."""
+    lead = grad.dim() - len(bias_shape)
+    if lead > 0 and tuple(grad.shape[lead:]) == tuple(bias_shape):
         return F.sum(grad, list(range(lead)))
     return grad
 
