@@ -59,6 +59,21 @@ def erf_float64(xp, x):
     return xp.where(small, inner, xp.where(xp.isnan(x), x, outer))
 
 
+def _square(xp, x):
+    """x * x in a new array (an array for 0-d inputs too, so that it can be updated in place)."""
+    return xp.multiply(x, x, out=xp.empty_like(x))
+
+
+def _tanh_inner(xp, x):
+    """tanh(sqrt(2/pi) (x + k x^3)) of the tanh GELU, in one new buffer (x in its compute dtype)."""
+    t = _square(xp, x)
+    t *= _GELU_K
+    t += 1.0
+    t *= x
+    t *= _SQRT_2_PI
+    return xp.tanh(t, out=t)
+
+
 def make(xp, native: Callable) -> dict[str, Callable]:
     f32 = xp.dtype("float32")
     f64 = xp.dtype("float64")
@@ -75,7 +90,10 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         dt = native(spec[1])
         x = compute(a, dt)
         if approximate == "tanh":
-            out = 0.5 * x * (1.0 + xp.tanh(_SQRT_2_PI * (x + _GELU_K * x * x * x)))
+            out = _tanh_inner(xp, x)                  # one buffer, updated in place
+            out += 1.0
+            out *= x
+            out *= 0.5
         else:
             cdf = 0.5 * (1.0 + erf_float64(xp, x.astype(f64) * _SQRT1_2))
             out = x * cdf.astype(x.dtype, copy=False)
@@ -85,9 +103,19 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         dt = native(spec[1])
         x, g = compute(a, dt), compute(g, dt)
         if approximate == "tanh":
-            x2 = x * x
-            t = xp.tanh(_SQRT_2_PI * (x + _GELU_K * x2 * x))
-            d = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _SQRT_2_PI * (1.0 + 3.0 * _GELU_K * x2)
+            # d = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3k x^2), t = tanh(inner): three buffers
+            t = _tanh_inner(xp, x)
+            slope = _square(xp, x)
+            slope *= 3.0 * _GELU_K
+            slope += 1.0
+            slope *= x
+            slope *= 0.5 * _SQRT_2_PI
+            d = _square(xp, t)
+            xp.subtract(1.0, d, out=d)
+            d *= slope
+            t += 1.0
+            t *= 0.5
+            d += t
         else:
             cdf = (0.5 * (1.0 + erf_float64(xp, x.astype(f64) * _SQRT1_2))).astype(x.dtype, copy=False)
             d = cdf + x * xp.exp(-0.5 * x * x) * _INV_SQRT_2PI
