@@ -478,8 +478,11 @@ def _wrap_dim(op: str, dim: int, ndim: int) -> int:
 
 
 def make_tensor(data: Any, dtype: _dt.dtype, device, keys: int, storage: Storage | None, base=None) -> Tensor:
-    """Wrap a native array as a Tensor; a new Storage when `storage` is None."""
-    t = object.__new__(Tensor)
+    """Wrap a native array as a Tensor; a new Storage when `storage` is None.
+
+    Every op result is made here, so it sets the slots directly (no __init__ call).
+    """
+    t = _new_object(Tensor)
     t._data = data
     t._dtype = dtype
     t._device = device
@@ -488,15 +491,15 @@ def make_tensor(data: Any, dtype: _dt.dtype, device, keys: int, storage: Storage
     t._base = base
     if storage is None:
         storage = Storage(data.nbytes, device)
-        t._storage = storage
         if ALLOC_HOOK is not None:          # ember.memory.track: the only cost when not tracking
             ALLOC_HOOK(storage)
-    else:
-        t._storage = storage
+    t._storage = storage
     if _STATE.inference_mode:
         t.__dict__["_inference"] = True
     return t
 
+
+_new_object = object.__new__
 
 #: set by `ember.memory.track` while it records: called with each new Storage
 ALLOC_HOOK = None
