@@ -41,16 +41,19 @@ class Storage:
 class AutogradMeta:
     """Autograd state of a tensor that requires grad (None on plain tensors)."""
 
-    __slots__ = ("grad", "grad_fn", "output_nr", "hooks", "retains_grad", "accumulator", "is_view_of_leaf")
+    __slots__ = ("grad_fn", "output_nr", "__dict__")
+
+    # One is made for every differentiable op result, which rarely sets the others: those
+    # are class-level defaults (an instance that sets one keeps its own in __dict__).
+    grad = None
+    hooks = None
+    retains_grad = False
+    accumulator = None          # weakref to the leaf's AccumulateGrad node
+    is_view_of_leaf = False
 
     def __init__(self, grad_fn=None, output_nr: int = 0) -> None:
-        self.grad = None
         self.grad_fn = grad_fn
         self.output_nr = output_nr
-        self.hooks = None
-        self.retains_grad = False
-        self.accumulator = None
-        self.is_view_of_leaf = False
 
 
 class Tensor(TensorMethods, ConversionMethods):

@@ -32,9 +32,9 @@ class Node:
 
     __slots__ = ("next_edges", "input_meta", "seq", "__weakref__", "__dict__")
 
-    def __init__(self) -> None:
-        self.next_edges: tuple = ()      # per input: (node, output_nr) or None
-        self.input_meta: tuple = ()      # per input: (shape, dtype, device) or None
+    def __init__(self, next_edges: tuple = (), input_meta: tuple = ()) -> None:
+        self.next_edges = next_edges     # per input: (node, output_nr) or None
+        self.input_meta = input_meta     # per input: (shape, dtype, device) or None
         self.seq = next(_sequence)
 
     def name(self) -> str:
@@ -79,9 +79,12 @@ class AccumulateGrad(Node):
     __slots__ = ("variable",)
 
     def __init__(self, variable) -> None:
-        super().__init__()
-        self.variable = variable
+        # made afresh whenever a leaf enters a graph after its previous graph died (the
+        # tensor holds it weakly), so Node.__init__ is inlined
+        self.next_edges = ()
         self.input_meta = ()
+        self.seq = next(_sequence)
+        self.variable = variable
 
     def tensor_hooks(self, grad):
         """Run the leaf's tensor hooks (Tensor.register_hook) on its incoming gradient.
@@ -120,7 +123,8 @@ class AccumulateGrad(Node):
 def accumulator_of(tensor) -> AccumulateGrad:
     """The AccumulateGrad node of a leaf (one per leaf, held weakly by the tensor)."""
     ag = tensor._ag
-    node = ag.accumulator() if ag.accumulator is not None else None
+    ref = ag.accumulator
+    node = ref() if ref is not None else None
     if node is None:
         node = AccumulateGrad(tensor)
         ag.accumulator = weakref.ref(node)
