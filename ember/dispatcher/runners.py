@@ -184,12 +184,12 @@ def python_runner(op, key: int, fn: Callable) -> Callable:
         if rule is not None:
             rule(op, *args)
         st = STATE
-        prev = st.exclude
-        st.exclude = prev | mask
+        prev = st.keys
+        st.keys = (prev[0], prev[1] | mask)
         try:
             out = fn(*args)
         finally:
-            st.exclude = prev
+            st.keys = (st.keys[0], prev[1])     # the excluded keys as they were
         if fresh_output:
             _reset_versions(out, args, T)
         return out
@@ -237,8 +237,8 @@ def fallback_runner(op, key: int) -> Callable | None:
                           f"running it on '{target}' (copying inputs there and results back)", stacklevel=4)
         home = _output_device(op, backend, args)
         st = STATE
-        prev = st.exclude
-        st.exclude = prev | K.FUNCTIONALITY_MASK
+        prev = st.keys
+        st.keys = (prev[0], prev[1] | K.FUNCTIONALITY_MASK)
         try:
             moved = tuple(move(a, target) for a in args)
             out = call(op, moved)
@@ -250,7 +250,7 @@ def fallback_runner(op, key: int) -> Callable | None:
                 return tuple(o.to(home) for o in out)
             return out.to(home)
         finally:
-            st.exclude = prev
+            st.keys = (st.keys[0], prev[1])     # the excluded keys as they were
     return run
 
 

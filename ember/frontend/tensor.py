@@ -16,6 +16,7 @@ from ember.frontend.bindings_support import OPERAND_CLASSES
 from ember.dispatcher import dispatch as _dispatch
 from ember.dispatcher import keys as K
 from ember.dispatcher.plugins import REGISTRY
+from ember.dispatcher.state import INFERENCE_THREADS as _INFERENCE_THREADS
 from ember.dispatcher.state import STATE as _STATE
 from ember.errors import ArgumentTypeError, ArgumentValueError, AutogradError, DimensionError
 
@@ -497,7 +498,7 @@ def make_tensor(data: Any, dtype: _dt.dtype, device, keys: int, storage: Storage
         if ALLOC_HOOK is not None:          # ember.memory.track: the only cost when not tracking
             ALLOC_HOOK(storage)
     t._storage = storage
-    if _STATE.inference_mode:
+    if _INFERENCE_THREADS and _STATE.inference_mode:
         t.__dict__["_inference"] = True
     return t
 

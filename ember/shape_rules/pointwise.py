@@ -145,17 +145,23 @@ def pointwise(op, *args):
     """Broadcast shape of the tensor operands; dtype by the op's promotion rule."""
     idx = op.tensor_args
     if len(idx) == 2:
-        # fast path, the common case: two tensors of one dtype and shape, both contiguous
-        # (the result is a plain contiguous tensor of that dtype and shape) and an int alpha
+        # fast path, the common case: two tensors of one dtype and shape and an int alpha,
+        # both contiguous or one-dimensional (either way the result is a plain contiguous
+        # tensor of that dtype and shape; an in-place op's `self` must be contiguous, not
+        # expanded, so it always takes the test)
         a = args[idx[0]]
         b = args[idx[1]]
         if isinstance(a, Tensor) and isinstance(b, Tensor) and a._dtype is b._dtype and op.promotion == "default":
-            sa = a._data.shape
-            if sa == b._data.shape and (op.arg_names[-1] != "alpha" or args[-1].__class__ is int):
-                try:
-                    contiguous = a._data.flags.c_contiguous and b._data.flags.c_contiguous
-                except AttributeError:
-                    contiguous = is_contiguous_data(a._data) and is_contiguous_data(b._data)
+            da, db = a._data, b._data
+            sa = da.shape
+            if sa == db.shape and (op.arg_names[-1] != "alpha" or args[-1].__class__ is int):
+                if len(sa) < 2 and not op.mutated:
+                    contiguous = True
+                else:
+                    try:
+                        contiguous = da.flags.c_contiguous and db.flags.c_contiguous
+                    except AttributeError:
+                        contiguous = is_contiguous_data(da) and is_contiguous_data(db)
                 if contiguous:
                     check = _CHECK_OF_OP.get(op.name, _UNSET)
                     if check is _UNSET:

@@ -19,7 +19,7 @@ import traceback
 from ember.dispatcher import keys as K
 from ember.dispatcher.dispatch import call, redispatch
 from ember.dispatcher.operator import ALL_OPS
-from ember.dispatcher.state import STATE
+from ember.dispatcher.state import ANOMALY_THREADS, STATE
 from ember.errors import AutogradError
 from ember.frontend.tensor import AutogradMeta, Tensor
 
@@ -99,7 +99,7 @@ def record(op, args: tuple, out) -> None:
     node.needs = tuple(needs)
     if op.n_outputs == 1:
         node.save(args, (out,))
-        if STATE.anomaly:
+        if ANOMALY_THREADS and STATE.anomaly:
             node.anomaly_trace = "".join(traceback.format_stack()[:-3])
         if out._dtype.is_floating_point:
             out._ag = AutogradMeta(node, 0)
@@ -107,7 +107,7 @@ def record(op, args: tuple, out) -> None:
         base = out._base
     else:
         node.save(args, out)
-        if STATE.anomaly:
+        if ANOMALY_THREADS and STATE.anomaly:
             node.anomaly_trace = "".join(traceback.format_stack()[:-3])
         first_only = op.first_output_only
         for k, o in enumerate(out):
