@@ -1,78 +1,220 @@
 """Side-by-side ratios in one process: ember vs PyTorch (and numpy), alternating, medians.
 
-    python asv_benchmarks/compare.py [--repeat 15] [--number 2000]
+    python asv_benchmarks/compare.py            # issue 8's acceptance rows, ~1-2 minutes
+    python asv_benchmarks/compare.py --quick    # smoke run: few samples, a few seconds
+    python asv_benchmarks/compare.py --all      # also the informational rows (method call, in-place op,
+                                                # 256x256 elementwise and reductions)
 
-Each case runs its ember, torch and numpy variants in alternation, many times, and the
-table reports the median time per call and the ratios ember/torch and ember/numpy.
-Import times are measured in fresh interpreters, also alternating.
+Each row runs its ember, torch and numpy variants (the workloads of asv_benchmarks/workloads.py,
+shared with the asv benchmarks) in alternation: one sample of each in turn, `--repeat` times,
+each sample long enough (`--sample-time`) for the clock. The table reports the median time per
+call of each framework, the ratios ember/torch and ember/numpy, the row's target (issue 8's
+acceptance criteria) and whether the measured ratio meets it. Import times are measured in fresh
+interpreters (`python -c "import X"`, interpreter start included for both), also alternating.
+
+The machine may be shared: only the ratios, measured side by side, are meaningful, never a lone time.
 """
 from __future__ import annotations
 
 import argparse
+import os
+import platform
 import statistics
 import subprocess
 import sys
 import time
-import timeit
+from dataclasses import dataclass
+from typing import Callable
 
-import numpy as np
-
-
-def tiny_add_cases():
-    import ember
-    import torch
-
-    data = np.arange(8, dtype=np.float32)
-    cases = {}
-    for grad in (False, True):
-        ea, eb = ember.tensor(data, requires_grad=grad), ember.tensor(data, requires_grad=grad)
-        ta, tb = torch.tensor(data, requires_grad=grad), torch.tensor(data, requires_grad=grad)
-        variants = {"ember": lambda ea=ea, eb=eb: ea + eb, "torch": lambda ta=ta, tb=tb: ta + tb}
-        if not grad:
-            na, nb = data.copy(), data.copy()
-            variants["numpy"] = lambda: na + nb
-        cases[f"a + b, shape (8,), requires_grad={grad}"] = variants
-    return cases
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def measure(variants: dict, repeat: int, number: int) -> dict[str, float]:
-    samples = {name: [] for name in variants}
+def workloads():
+    """asv_benchmarks.workloads, imported on first use (after --threads has set the thread variables)."""
+    from asv_benchmarks import workloads as module
+
+    return module
+
+
+@dataclass(frozen=True)
+class Target:
+    """`ember/<against> <= ratio` on time per call (for a throughput target, ratio is 1/throughput ratio)."""
+
+    against: str
+    ratio: float
+    text: str
+
+    def met(self, times: dict[str, float]) -> bool:
+        return times["ember"] / times[self.against] <= self.ratio
+
+
+def at_most(against: str, ratio: float) -> Target:
+    return Target(against, ratio, f"<= {ratio:g}x {against}")
+
+
+def throughput_at_least(against: str, ratio: float) -> Target:
+    return Target(against, 1.0 / ratio, f"thrpt >= {ratio:g}x {against}")
+
+
+@dataclass(frozen=True)
+class Row:
+    label: str
+    build: Callable[[str], Callable]     # framework -> the callable to time (NotImplementedError: none)
+    target: Target | None = None
+
+
+def headline_rows() -> list[Row]:
+    """Issue 8's acceptance list (criterion 5, `import ember`, is measured separately)."""
+    W = workloads()
+    return [
+        Row("a + b (8,)", lambda fw: W.tiny_add(fw, False), at_most("torch", 1.5)),
+        Row("a + b (8,), requires_grad", lambda fw: W.tiny_add(fw, True), at_most("torch", 1.5)),
+        Row("digits MLP step, SGD", lambda fw: W.mlp_step(fw, "sgd"), at_most("torch", 1.0)),
+        Row("digits MLP step, Adam", lambda fw: W.mlp_step(fw, "adam"), at_most("torch", 1.0)),
+        Row("GPT block fwd+bwd (128, 4h, 64x8)", W.gpt_block_step, at_most("torch", 1.5)),
+        Row("matmul 1024x1024 float32", W.matmul, throughput_at_least("numpy", 0.95)),
+        Row("GPT-2 small on meta", W.gpt2_small_meta, at_most("torch", 1.0)),
+    ]
+
+
+def extra_rows() -> list[Row]:
+    """Informational rows (no acceptance target): the rest of the asv suite's workloads."""
+    W = workloads()
+    rows = [Row("a.mul(b) (8,)", W.tiny_method), Row("a.mul_(b) (8,)", W.tiny_inplace)]
+    rows += [Row(f"{op} 256x256", lambda fw, op=op: W.elementwise(fw, op)) for op in W.ELEMENTWISE_OPS]
+    rows += [Row(f"{op} 256x256", lambda fw, op=op: W.reduction(fw, op)) for op in W.REDUCTION_OPS]
+    return rows
+
+
+def build_variants(row: Row) -> dict[str, Callable]:
+    variants = {}
+    for fw in workloads().FRAMEWORKS:
+        try:
+            variants[fw] = row.build(fw)
+        except NotImplementedError:
+            pass
+    return variants
+
+
+def _sample(fn: Callable, number: int) -> float:
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - start) / number
+
+
+def measure(variants: dict[str, Callable], repeat: int, sample_time: float) -> dict[str, float]:
+    """Median seconds per call of each variant: `repeat` samples, taken in alternation."""
+    numbers = {}
+    for name, fn in variants.items():
+        fn(), fn()                                             # warm-up: caches, optimizer state
+        per_call = _sample(fn, 1)
+        numbers[name] = max(1, int(sample_time / max(per_call, 1e-9)))
+    samples: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(repeat):
         for name, fn in variants.items():
-            samples[name].append(timeit.timeit(fn, number=number) / number)
+            samples[name].append(_sample(fn, numbers[name]))
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
 def import_times(repeat: int) -> dict[str, float]:
-    """Wall time of `python -c "import X"` (interpreter start included), alternating."""
-    samples = {"ember": [], "torch": []}
+    """Median wall time of `python -c "import X"` (interpreter start included), alternating.
+
+    Measured with bytecode caches in place, as an installed package has them (pip compiles
+    torch's at install): PYTHONDONTWRITEBYTECODE is dropped from the children's environment and
+    one unmeasured import of each writes the caches (an editable install's first import compiles
+    ember's sources, ~0.8 s that a second import does not pay)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    samples: dict[str, list[float]] = {"ember": [], "torch": []}
+    for name in samples:
+        subprocess.run([sys.executable, "-c", f"import {name}"], check=True, env=env)
     for _ in range(repeat):
         for name in samples:
             start = time.perf_counter()
-            subprocess.run([sys.executable, "-c", f"import {name}"], check=True)
+            subprocess.run([sys.executable, "-c", f"import {name}"], check=True, env=env)
             samples[name].append(time.perf_counter() - start)
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=15)
-    parser.add_argument("--number", type=int, default=2000)
-    parser.add_argument("--import-repeat", type=int, default=5)
-    args = parser.parse_args()
+def fmt_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}" if unit != "s" else f"{seconds:.3f} s"
+    return f"{seconds / 1e-9:.3g} ns"
 
-    print(f"{'case':<44} {'ember':>10} {'torch':>10} {'numpy':>10} {'ember/torch':>12} {'ember/numpy':>12}")
-    for case, variants in tiny_add_cases().items():
-        t = measure(variants, args.repeat, args.number)
-        numpy_t = t.get("numpy")
-        print(f"{case:<44} {t['ember'] * 1e6:>8.2f}us {t['torch'] * 1e6:>8.2f}us "
-              f"{(numpy_t or 0) * 1e6:>8.2f}us {t['ember'] / t['torch']:>11.2f}x "
-              + (f"{t['ember'] / numpy_t:>11.2f}x" if numpy_t else f"{'-':>12}"))
+
+HEADER = (f"{'case':<36} {'ember':>9} {'torch':>9} {'numpy':>9} {'ember/torch':>11} {'ember/numpy':>11}"
+          f"  {'target':<22} {'status'}")
+
+
+def format_row(label: str, times: dict[str, float], target: Target | None) -> str:
+    def ratio(other: str) -> str:
+        return f"{times['ember'] / times[other]:.2f}x" if other in times else "-"
+
+    status = "-" if target is None else ("MET" if target.met(times) else "MISSED")
+    return (f"{label:<36} {fmt_time(times.get('ember')):>9} {fmt_time(times.get('torch')):>9} "
+            f"{fmt_time(times.get('numpy')):>9} {ratio('torch'):>11} {ratio('numpy'):>11}"
+            f"  {target.text if target else '-':<22} {status}")
+
+
+def environment_line() -> str:
+    import numpy
+    import torch
+
+    import ember
+
+    threads = {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+               if k in os.environ}
+    return (f"ember {ember.__version__}, torch {torch.__version__} ({torch.get_num_threads()} threads), "
+            f"numpy {numpy.__version__}, python {platform.python_version()}, {os.cpu_count()} cpus"
+            + (f", {threads}" if threads else ""))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=15, help="samples per variant (default 15)")
+    parser.add_argument("--sample-time", type=float, default=0.05, help="seconds per sample (default 0.05)")
+    parser.add_argument("--import-repeat", type=int, default=7, help="fresh interpreters per framework")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 3 samples of ~5 ms, 1 import each")
+    parser.add_argument("--all", action="store_true", help="also the informational rows without a target")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="cap every framework's threads (OMP/OPENBLAS/MKL_NUM_THREADS and torch.set_num_threads); "
+                             "default: each library's own default. On a loaded machine, torch's thread pool waits "
+                             "for busy cores on every parallel op; --threads 1 compares single-core work")
+    args = parser.parse_args(argv)
+    if args.threads is not None:
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = str(args.threads)       # before numpy/torch are imported; import rows inherit it
+    if args.threads is not None:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    if args.quick:
+        args.repeat, args.sample_time, args.import_repeat = 3, 0.005, 1
+
+    started = time.perf_counter()
+    print(environment_line())
+    print(f"medians of {args.repeat} alternating samples of ~{args.sample_time * 1e3:g} ms; "
+          f"import: {args.import_repeat} fresh interpreters each")
+    load, cpus = os.getloadavg()[0], os.cpu_count() or 1
+    if load > cpus and args.threads is None:
+        print(f"warning: load average {load:.1f} on {cpus} cpus: multi-threaded ops (BLAS, torch's pool) wait for "
+              "descheduled threads and small-model rows become noise; --threads 1 compares single-core work")
+    print(HEADER)
+    missed = 0
+    for row in headline_rows() + (extra_rows() if args.all else []):
+        times = measure(build_variants(row), args.repeat, args.sample_time)
+        print(format_row(row.label, times, row.target), flush=True)
+        missed += row.target is not None and not row.target.met(times)
     imp = import_times(args.import_repeat)
-    label = 'python -c "import X" (wall)'
-    print(f"{label:<44} {imp['ember']:>9.3f}s {imp['torch']:>9.3f}s {'':>10} "
-          f"{imp['ember'] / imp['torch']:>11.2f}x")
+    target = at_most("torch", 0.3)
+    print(format_row('import (python -c "import X")', imp, target))
+    missed += not target.met(imp)
+    print(f"{missed} target(s) missed; {time.perf_counter() - started:.0f} s")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

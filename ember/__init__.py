@@ -34,7 +34,7 @@ from ember.frontend.type_promotion import promote_types, result_type, can_cast
 from ember._generated.functions import *  # noqa: F401,F403  (every public op)
 from ember.functional import einsum, flatten, nonzero, norm, split  # noqa: E402  (torch/functional.py's signatures)
 from ember.frontend import resize as _resize  # noqa: E402,F401  (Tensor.resize_)
-from ember import autograd, backends, dispatcher, errors, nn  # noqa: E402
+from ember import autograd, backends, dispatcher, errors  # noqa: E402
 
 long, int, short, float, double, half = (_ALIASES[n] for n in ("long", "int", "short", "float", "double", "half"))  # noqa: A001
 from ember.backends.cuda import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
@@ -45,11 +45,11 @@ _REGISTRY.discover()
 
 __version__ = "0.1.0"
 
-# Imported on first use, so `import ember` stays fast: ember.optim, ember.utils, ember.serialization,
+# Imported on first use, so `import ember` stays fast: ember.nn, ember.optim, ember.utils, ember.serialization,
 # ember.amp, the device helper modules ember.cuda / ember.opencl / ember.cpu / ember.accelerator
 # (none loads a plugin before one of its functions is called), and ember.save / ember.load
 # (torch.save/torch.load's counterparts, in ember/serialization.py).
-_LAZY_MODULES = {"optim", "utils", "serialization", "amp", "cuda", "opencl", "cpu", "accelerator"}
+_LAZY_MODULES = {"nn", "optim", "utils", "serialization", "amp", "cuda", "opencl", "cpu", "accelerator"}
 
 
 def save(obj, f, pickle_module=None, pickle_protocol: int = 2, _use_new_zipfile_serialization: bool = True) -> None:
@@ -64,6 +64,10 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     from ember.serialization import load as _load
 
     return _load(f, map_location, pickle_module, weights_only=weights_only, mmap=mmap, **pickle_load_args)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _LAZY_MODULES)
 
 
 def __getattr__(name: str):

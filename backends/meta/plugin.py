@@ -101,6 +101,30 @@ class MetaBackend(Backend):
             self._parked = {}
         invalidate_caches()
 
+    def predict_workspace(self, target, sink) -> None:
+        """While ember.memory predicts for the backend `target` (None: stop), the meta kernels of
+        `target.workspace_ops` report the scratch that backend's kernel would allocate: `sink`
+        receives the byte sizes before the kernel's output exists (the tracker keeps them alive
+        until the output is recorded, so the peak sees inputs, scratch and output together)."""
+        from ember.dispatcher.operator import invalidate_caches
+
+        key = self.key
+        for name, entry in getattr(self, "_unwrapped", {}).items():
+            ALL_OPS[name].kernels[key] = entry
+        self._unwrapped = {}
+        if target is not None:
+            for name in target.workspace_ops:
+                op = ALL_OPS.get(name)
+                if op is None or key not in op.kernels:
+                    continue
+                kernel, origin = self._unwrapped[name] = op.kernels[key]
+
+                def with_workspace(spec, *arrays, kernel=kernel, name=name):
+                    sink(target.workspace(name, arrays))
+                    return kernel(spec, *arrays)
+                op.kernels[key] = (with_workspace, f"{origin} + {target.device_type} workspace")
+        invalidate_caches()
+
     def kernels(self):
         # ops whose output may live on another device (_to_copy, *_like(device=...)) keep
         # their explicit kernels/decompositions, which allocate on the target device;

@@ -82,6 +82,16 @@ class Backend:
         """Called as `ember.memory.track` starts (True) and stops (False) recording. The meta
         backend uses it to allocate what the cpu backend would; a real device needs nothing."""
 
+    #: Ops whose kernels allocate scratch memory inside one call (packed GEMM panels, say), which
+    #: `workspace` sizes; `ember.memory` adds it to meta predictions made for this device type.
+    workspace_ops: frozenset[str] = frozenset()
+
+    def workspace(self, op_name: str, arrays: tuple) -> tuple[int, ...]:
+        """Byte sizes of the scratch buffers this backend's kernel for `op_name` allocates (and
+        frees before returning) for these arguments: anything with shape, dtype (an ember dtype)
+        and element strides, meta arrays included. Only called for `workspace_ops`."""
+        return ()
+
     # -- fallback -------------------------------------------------------------------------
     #: If set, the device type whose kernels run an op this backend lacks (arrays are moved
     #: there and back through the host), with a one-time warning naming the op.

@@ -12,20 +12,22 @@ def _fmt(n: int) -> str:
     return f"{n} B"
 
 
-def report(tracker) -> str:
-    """A table: the peak, the breakdown by category (at the peak and each category's maximum), and the
-    modules holding the most bytes at the peak."""
+def report(tracker, top: int | None = 25) -> str:
+    """A table: the peak, the breakdown by category (at the peak and each category's maximum, also in
+    exact bytes), and the `top` modules holding the most bytes at the peak (None: all of them)."""
     b = tracker.breakdown
     lines = [f"peak: {_fmt(tracker.peak_bytes)} ({tracker.peak_bytes} bytes)   "
              f"current: {_fmt(tracker.current_bytes)}   events: {len(tracker.events)}",
              "",
-             f"{'category':<18}{'at peak':>14}{'max':>14}"]
+             f"{'category':<18}{'at peak':>14}{'max':>14}{'max (bytes)':>22}"]
     for cat, d in b.items():
-        lines.append(f"{cat:<18}{_fmt(d['at_peak']):>14}{_fmt(d['max']):>14}")
+        lines.append(f"{cat:<18}{_fmt(d['at_peak']):>14}{_fmt(d['max']):>14}{d['max']:>22,}")
     lines += ["", f"{'module':<40}{'forward':>14}{'backward':>14}{'at peak':>14}"]
     mods = sorted(tracker.by_module.items(), key=lambda kv: -kv[1]["at_peak"])
-    for name, d in mods:
+    for name, d in mods[:top]:
         lines.append(f"{name:<40}{_fmt(d['forward']):>14}{_fmt(d['backward']):>14}{_fmt(d['at_peak']):>14}")
+    if top is not None and len(mods) > top:
+        lines.append(f"... {len(mods) - top} more modules (to_json() has them all)")
     return "\n".join(lines)
 
 

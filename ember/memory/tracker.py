@@ -1,8 +1,11 @@
 """MemoryTracker: records every storage allocation and release, on any backend, with its role.
 
 An allocation is a new `Storage` (ember/frontend/tensor.py `make_tensor`, hook `ALLOC_HOOK`);
-its release is the moment the last reference to that Storage goes (a weakref callback), which
-is when the backend array is freed too (tensors and their views hold both). On meta nothing is
+its release is the moment the last reference to that Storage goes, which is when the backend
+array is freed too (tensors and their views hold both). The tracker sees it by switching the
+storage's class to `_TrackedStorage`, whose `__del__` reports the release: cheaper per
+allocation than a weakref with a callback, and untracked storages keep the plain class, so a
+program not tracking pays nothing. On meta nothing is
 allocated but every Storage carries the byte size the array would have, so the same sequence
 predicts what a real device measures.
 
@@ -21,18 +24,23 @@ from its allocation on. Roles, most specific first:
 """
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from ember.dispatcher.plugins import REGISTRY
 from ember.frontend.mode import DispatchMode
+from ember.frontend.tensor import Storage, Tensor
 
 CATEGORIES = ("parameters", "gradients", "optimizer_state", "inputs", "activations", "other", "temporaries")
 _RANK = {c: i for i, c in enumerate(CATEGORIES)}
+_RANK_ACTIVATIONS = _RANK["activations"]
+_RANK_INPUTS = _RANK["inputs"]
+_RANK_TEMPORARIES = _RANK["temporaries"]
+_RANK_OTHER = _RANK["other"]
 
 
 class _Record:
-    """One storage: size, role, where and when it was allocated and freed (event indices)."""
+    """One storage, as the results present it: size, role, where and when it was allocated and
+    freed (event indices; t_free None while alive)."""
 
     __slots__ = ("nbytes", "category", "module", "phase", "op", "device", "t_alloc", "t_free")
 
@@ -45,6 +53,24 @@ class _Record:
         self.device = device
         self.t_alloc = t
         self.t_free: int | None = None
+
+
+#: the tracker recording now (trackers do not nest); read by `_TrackedStorage.__del__`
+_ACTIVE: "MemoryTracker | None" = None
+
+
+class _TrackedStorage(Storage):
+    """A Storage whose release the active tracker records (its class is switched at allocation)."""
+
+    __slots__ = ()
+
+    def __del__(self) -> None:
+        tracker = _ACTIVE
+        if tracker is not None:
+            index = tracker._live.pop(id(self), None)
+            if index is not None:
+                tracker._events.append(~index)
+                tracker.current_bytes -= tracker._nbytes[index]
 
 
 class _OpMode(DispatchMode):
@@ -60,12 +86,12 @@ class _OpMode(DispatchMode):
             st = getattr(a, "_storage", None)
             if st is not None:
                 if id(st) not in live:
-                    tr._add(st, "inputs", "<existing>")
+                    tr._add(st, _RANK_INPUTS, "<existing>")
             elif a.__class__ in (list, tuple):
                 for t in a:
                     st = getattr(t, "_storage", None)
                     if st is not None and id(st) not in live:
-                        tr._add(st, "inputs", "<existing>")
+                        tr._add(st, _RANK_INPUTS, "<existing>")
         prev = tr._op
         tr._op = op.name
         try:
@@ -75,8 +101,6 @@ class _OpMode(DispatchMode):
 
 
 def _tensors(value, out: list) -> list:
-    from ember.frontend.tensor import Tensor
-
     stack = [value]
     while stack:
         v = stack.pop()
@@ -90,94 +114,151 @@ def _tensors(value, out: list) -> list:
 
 
 class MemoryTracker:
-    """Context manager recording storage allocations and releases; see `ember.memory.track`."""
+    """Context manager recording storage allocations and releases; see `ember.memory.track`.
 
-    def __init__(self, model=None, optimizer=None, device=None) -> None:
+    Recording keeps plain columns (lists of ints and strings, one entry per storage) and a list
+    of events (index: allocation, ~index: release): a few appends per allocation and nothing for
+    the garbage collector to traverse, which matters once a long run has recorded millions.
+    `records`, `events` and the reports are built from them when asked.
+    """
+
+    def __init__(self, model=None, optimizer=None, device=None, ops: bool = True, target: str | None = None) -> None:
         from ember.utils.module_tracker import ModuleTracker
 
         self.model = model
         self.optimizer = optimizer
         self.device = None if device is None else str(device)
-        self.records: list[_Record] = []
-        self.events: list[tuple[int, _Record]] = []     # (+1 alloc | -1 free, record)
         self.current_bytes = 0
         self.peak_bytes = 0
         self._peak_t = -1
-        self._live: dict[int, tuple[_Record, Any]] = {}   # id(storage) -> (record, weakref)
-        self._where_cache: dict[tuple, tuple[str, str]] = {}
+        # one entry per recorded storage, by its index
+        self._nbytes: list[int] = []
+        self._category: list[int] = []          # rank in CATEGORIES (upgraded while alive)
+        self._place: list[int] = []             # index into self._places: (module, phase)
+        self._opname: list[str] = []
+        self._device: list[str] = []
+        self._events: list[int] = []            # index: allocated, ~index: released
+        self._live: dict[int, int] = {}         # id(storage) -> index, while alive
+        self._places: list[tuple[str, str]] = []
+        self._place_index: dict[tuple[str, str], int] = {}
+        self._place_now = -1
+        self._place_version = -1
+        self._devices: dict[Any, str | None] = {}       # device -> its name, None when not tracked
+        self._last_device: Any = None
+        self._last_device_name: str | None = None
         self._op = ""
+        self._target = target
+        self._workspace: list = []              # scratch storages of the kernel running now (meta)
         self._phase_override: str | None = None
         self._modules = ModuleTracker()
-        self._mode = _OpMode(self)
+        self._mode = _OpMode(self) if ops else None
         self._handles: list = []
         self._backends: list = []
         self._active = False
 
     # -- recording ------------------------------------------------------------------------------
-    def _where(self) -> tuple[str, str]:
+    def _place_of_allocation(self) -> int:
+        """Index of (module, phase) now: the innermost running module, or the optimizer step."""
         if self._phase_override is not None:
-            return self._phase_override, "optimizer"
-        names = self._modules.parents
-        key = (tuple(names), self._modules.is_bw)          # asked at every allocation: cached
-        where = self._where_cache.get(key)
-        if where is None:
+            return self._intern_place((self._phase_override, "optimizer"))
+        modules = self._modules
+        if modules.version != self._place_version:      # asked at every allocation: recomputed on change
+            names = modules.parents
             name = max(names, key=lambda n: (n != "Global", n.count("."), len(n))) if names else "Global"
-            where = name, ("backward" if key[1] else "forward") if name != "Global" else "global"
-            self._where_cache[key] = where
-        return where
+            phase = ("backward" if modules.is_bw else "forward") if name != "Global" else "global"
+            self._place_now = self._intern_place((name, phase))
+            self._place_version = modules.version
+        return self._place_now
 
-    def _add(self, storage, category: str, op: str) -> _Record | None:
-        dev = str(storage.device)
-        if self.device is not None and dev != self.device and storage.device.type != self.device:
+    def _intern_place(self, place: tuple[str, str]) -> int:
+        index = self._place_index.get(place)
+        if index is None:
+            index = self._place_index[place] = len(self._places)
+            self._places.append(place)
+        return index
+
+    def _device_name(self, device) -> str | None:
+        name = str(device)
+        if self.device is not None and name != self.device and device.type != self.device:
+            name = None
+        self._devices[device] = name
+        return name
+
+    def _add(self, storage, rank: int, op: str) -> int | None:
+        """Record a storage alive from now on, in category `rank`; its index (None: other device)."""
+        device = storage.device
+        if device is self._last_device:       # devices hash in Python: one identity check first
+            dev = self._last_device_name
+        else:
+            try:
+                dev = self._devices[device]
+            except KeyError:
+                dev = self._device_name(device)
+            self._last_device, self._last_device_name = device, dev
+        if dev is None:
             return None
-        module, phase = self._where()
-        t = len(self.events)
-        rec = _Record(int(storage.nbytes), category, module, phase, op, dev, t)
-        self.records.append(rec)
-        self.events.append((1, rec))
-        self.current_bytes += rec.nbytes
-        if self.current_bytes > self.peak_bytes:
-            self.peak_bytes = self.current_bytes
-            self._peak_t = t
-        key = id(storage)         # a weakref callback (cheaper than weakref.finalize) frees it
-        self._live[key] = (rec, weakref.ref(storage, lambda _ref, key=key, free=self._free: free(key)))
-        return rec
-
-    def _free(self, key: int) -> None:
-        entry = self._live.pop(key, None)
-        if entry is None:
-            return
-        rec = entry[0]
-        rec.t_free = len(self.events)
-        self.events.append((-1, rec))
-        self.current_bytes -= rec.nbytes
+        nbytes = storage.nbytes
+        index = len(self._nbytes)
+        self._nbytes.append(nbytes)
+        self._category.append(rank)
+        self._place.append(self._place_of_allocation())
+        self._opname.append(op)
+        self._device.append(dev)
+        events = self._events
+        events.append(index)
+        current = self.current_bytes = self.current_bytes + nbytes
+        if current > self.peak_bytes:
+            self.peak_bytes = current
+            self._peak_t = len(events) - 1
+        self._live[id(storage)] = index
+        if storage.__class__ is Storage:
+            storage.__class__ = _TrackedStorage     # its __del__ reports the release
+        return index
 
     def _on_alloc(self, storage) -> None:
-        self._add(storage, "temporaries", self._op)
+        self._add(storage, _RANK_TEMPORARIES, self._op)
+        if self._workspace:
+            self._workspace = []          # a kernel's scratch lives until its output is recorded
 
-    def _role(self, storage, category: str, op: str = "<existing>") -> None:
-        """Give a storage a role: upgrade its record, or record it as alive from now on."""
-        entry = self._live.get(id(storage))
-        if entry is None:
-            self._add(storage, category, op)
-            return
-        rec = entry[0]
-        if _RANK[category] < _RANK[rec.category]:
-            rec.category = category
+    def _kernel_workspace(self, sizes: tuple[int, ...]) -> None:
+        """Scratch the predicted device's kernel allocates inside the call now running on meta."""
+        from ember.frontend.device import device
+
+        meta = device("meta")
+        for nbytes in sizes:
+            storage = Storage(nbytes, meta)
+            self._add(storage, _RANK_TEMPORARIES, self._op or "<workspace>")
+            self._workspace.append(storage)
+
+    def _role(self, storage, category: str) -> None:
+        """Give a storage a role: upgrade its category, or record it as alive from now on."""
+        rank = _RANK[category]
+        index = self._live.get(id(storage))
+        if index is None:
+            self._add(storage, rank, "<existing>")
+        elif rank < self._category[index]:
+            self._category[index] = rank
 
     def _on_save(self, storage) -> None:
-        entry = self._live.get(id(storage))
-        if entry is not None and _RANK["activations"] < _RANK[entry[0].category]:
-            entry[0].category = "activations"
+        index = self._live.get(id(storage))
+        if index is None:                   # made before the block (without `ops`, not seen before)
+            self._add(storage, _RANK_INPUTS, "<existing>")
+        elif _RANK_ACTIVATIONS < self._category[index]:
+            self._category[index] = _RANK_ACTIVATIONS
 
     def _scan_module(self, mod, recurse: bool) -> None:
-        for p in mod.parameters(recurse=recurse):
+        params = mod.parameters() if recurse else mod._parameters.values()
+        buffers = mod.buffers() if recurse else mod._buffers.values()
+        for p in params:
+            if p is None:
+                continue
             self._role(p._storage, "parameters")
             g = p.grad
             if g is not None:
                 self._role(g._storage, "gradients")
-        for b in mod.buffers(recurse=recurse):
-            self._role(b._storage, "other")
+        for b in buffers:
+            if b is not None:
+                self._role(b._storage, "other")
 
     def _scan_optimizer(self, opt) -> None:
         for group in opt.param_groups:
@@ -192,11 +273,11 @@ class MemoryTracker:
     def _fw_pre_hook(self, mod, args) -> None:
         self._scan_module(mod, recurse=False)
         for t in _tensors(args, []):
-            entry = self._live.get(id(t._storage))
-            if entry is None:
+            index = self._live.get(id(t._storage))
+            if index is None:
                 self._role(t._storage, "inputs")
-            elif entry[0].module == "Global" and entry[0].category in ("temporaries", "other"):
-                entry[0].category = "inputs"
+            elif self._places[self._place[index]][0] == "Global" and self._category[index] >= _RANK_OTHER:
+                self._category[index] = _RANK_INPUTS
 
     def _step_pre_hook(self, opt, args, kwargs) -> None:
         self._scan_optimizer(opt)
@@ -213,6 +294,7 @@ class MemoryTracker:
 
         if tensor_mod.ALLOC_HOOK is not None:
             raise RuntimeError("ember.memory.track: another memory tracker is already recording (trackers do not nest)")
+        target = self._target_backend()
         self._active = True
         if self.model is not None:
             self._scan_module(self.model, recurse=True)
@@ -222,7 +304,8 @@ class MemoryTracker:
                               self.optimizer.register_step_post_hook(self._step_post_hook)]
         self._modules.__enter__()
         self._handles.append(register_module_forward_pre_hook(self._fw_pre_hook))
-        self._mode.__enter__()
+        if self._mode is not None:
+            self._mode.__enter__()
         # load cpu and meta now: meta tensors made inside the block are then predicted like cpu's, and
         # no plugin loads mid-block (a load reinstalls every backend's kernels)
         for name in ("cpu", "meta"):
@@ -232,20 +315,39 @@ class MemoryTracker:
                           if rec.state == "available" and hasattr(rec.backend, "set_memory_tracking")]
         for backend in self._backends:
             backend.set_memory_tracking(True)
+        if target is not None:
+            REGISTRY.load("meta").backend.predict_workspace(target, self._kernel_workspace)
+        global _ACTIVE
+        _ACTIVE = self
         tensor_mod.ALLOC_HOOK = self._on_alloc
         graph.SAVE_HOOK = self._on_save
         return self
+
+    def _target_backend(self):
+        """The backend whose kernels' scratch a meta run adds (None: cpu, whose numpy kernels keep
+        none worth counting, docs/memory.md); raises BackendUnavailableError naming why."""
+        from ember.frontend.device import device
+
+        if self._target is None or device(self._target).type == "cpu":
+            return None
+        return REGISTRY.backend_for(device(self._target))
 
     def __exit__(self, *exc) -> None:
         from ember.frontend import tensor as tensor_mod
         from ember.frontend.autograd import graph
 
+        global _ACTIVE
+        _ACTIVE = None
         tensor_mod.ALLOC_HOOK = None
         graph.SAVE_HOOK = None
+        if self._target is not None and "meta" in REGISTRY.records:
+            REGISTRY.load("meta").backend.predict_workspace(None, None)
+            self._workspace = []
         for backend in self._backends:
             backend.set_memory_tracking(False)
         self._backends = []
-        self._mode.__exit__(*exc)
+        if self._mode is not None:
+            self._mode.__exit__(*exc)
         if self.model is not None:
             self._scan_module(self.model, recurse=True)
         if self.optimizer is not None:
@@ -254,39 +356,76 @@ class MemoryTracker:
         for h in self._handles:
             h.remove()
         self._handles = []
-        self._live.clear()                 # drops the weakrefs: storages outliving the block stay live in the record
+        self._live.clear()                 # storages outliving the block stay live in the record
         self._active = False
 
     # -- results --------------------------------------------------------------------------------
-    def _live_at(self, t: int) -> list[_Record]:
-        return [r for r in self.records if r.t_alloc <= t and (r.t_free is None or r.t_free > t)]
+    def _records_and_events(self) -> tuple[list[_Record], list[tuple[int, _Record]]]:
+        """The columns as records (allocation order) and the events as (+1 | -1, record) pairs."""
+        places, cats, ops, devs = self._places, self._category, self._opname, self._device
+        records = [_Record(n, CATEGORIES[cats[i]], *places[self._place[i]], ops[i], devs[i], -1)
+                   for i, n in enumerate(self._nbytes)]
+        events = []
+        for t, e in enumerate(self._events):
+            if e >= 0:
+                r = records[e]
+                r.t_alloc = t
+                events.append((1, r))
+            else:
+                r = records[~e]
+                r.t_free = t
+                events.append((-1, r))
+        return records, events
+
+    @property
+    def records(self) -> list[_Record]:
+        """One record per recorded storage, in allocation order."""
+        return self._records_and_events()[0]
+
+    @property
+    def events(self) -> list[tuple[int, _Record]]:
+        """Allocations (+1) and releases (-1) in order, each with its storage's record."""
+        return self._records_and_events()[1]
+
+    def _live_at_peak(self) -> list[int]:
+        """Indices of the storages alive at the overall peak."""
+        alive: set[int] = set()
+        for e in self._events[:self._peak_t + 1]:
+            if e >= 0:
+                alive.add(e)
+            else:
+                alive.discard(~e)
+        return sorted(alive)
 
     @property
     def breakdown(self) -> dict[str, dict[str, int]]:
         """Bytes per category: `at_peak` (live at the overall peak) and `max` (each category's own peak)."""
-        at_peak = dict.fromkeys(CATEGORIES, 0)
-        for r in self._live_at(self._peak_t):
-            at_peak[r.category] += r.nbytes
-        cur = dict.fromkeys(CATEGORIES, 0)
-        mx = dict.fromkeys(CATEGORIES, 0)
-        for sign, r in self.events:
-            cur[r.category] += sign * r.nbytes
-            if cur[r.category] > mx[r.category]:
-                mx[r.category] = cur[r.category]
-        return {c: {"at_peak": at_peak[c], "max": mx[c]} for c in CATEGORIES}
+        nbytes, cats = self._nbytes, self._category
+        at_peak = [0] * len(CATEGORIES)
+        for i in self._live_at_peak():
+            at_peak[cats[i]] += nbytes[i]
+        cur = [0] * len(CATEGORIES)
+        mx = [0] * len(CATEGORIES)
+        for e in self._events:
+            i = e if e >= 0 else ~e
+            c = cats[i]
+            cur[c] += nbytes[i] if e >= 0 else -nbytes[i]
+            if cur[c] > mx[c]:
+                mx[c] = cur[c]
+        return {c: {"at_peak": at_peak[k], "max": mx[k]} for k, c in enumerate(CATEGORIES)}
 
     @property
     def by_module(self) -> dict[str, dict[str, int]]:
         """Per module (innermost running module at allocation; optimizer steps as `optimizer.<Class>`):
         bytes allocated in forward, in backward (or the step), and live at the peak."""
         out: dict[str, dict[str, int]] = {}
-        peak_ids = {id(r) for r in self._live_at(self._peak_t)}
-        for r in self.records:
+        at_peak = set(self._live_at_peak())
+        for i, r in enumerate(self.records):
             d = out.setdefault(r.module, {"forward": 0, "backward": 0, "at_peak": 0})
             key = "backward" if r.phase in ("backward", "optimizer") else "forward"
             if r.op != "<existing>":
                 d[key] += r.nbytes
-            if id(r) in peak_ids:
+            if i in at_peak:
                 d["at_peak"] += r.nbytes
         return out
 
@@ -295,11 +434,13 @@ class MemoryTracker:
         """One entry per event: time index t, kind ("alloc" | "free"), signed bytes, current total, id (the
         storage's record index), category, module, phase ("forward", "backward", "optimizer", "global"), op, device."""
         out, cur = [], 0
-        index = {id(r): i for i, r in enumerate(self.records)}
-        for t, (sign, r) in enumerate(self.events):
+        records = self.records
+        for t, e in enumerate(self._events):
+            i, sign = (e, 1) if e >= 0 else (~e, -1)
+            r = records[i]
             cur += sign * r.nbytes
             out.append({"t": t, "kind": "alloc" if sign > 0 else "free", "bytes": sign * r.nbytes, "current": cur,
-                        "id": index[id(r)], "category": r.category, "module": r.module, "phase": r.phase,
+                        "id": i, "category": r.category, "module": r.module, "phase": r.phase,
                         "op": r.op, "device": r.device})
         return out
 

@@ -48,6 +48,7 @@ class ModuleTracker:
         self._handles: list = []
         self._running_forward = 0
         self._is_bw = False
+        self.version = 0             # bumped at every change of `parents` or `is_bw` (for caches)
 
     @property
     def is_bw(self) -> bool:
@@ -70,12 +71,14 @@ class ModuleTracker:
         def fn(*args) -> None:
             self._is_bw = True
             self.parents.add(name)
+            self.version += 1
         return fn
 
     def _remove_fn(self, name: str):
         def fn(*args) -> None:
             self._is_bw = True
             self.parents.discard(name)
+            self.version += 1
         return fn
 
     def _fw_pre_hook(self, mod, input) -> None:
@@ -85,6 +88,7 @@ class ModuleTracker:
         self._running_forward += 1
         name = self._get_mod_name(mod)
         self.parents.add(name)
+        self.version += 1
         remove = self._remove_fn(name)
         for t in _tensors_requiring_grad(input):
             self._hooks.append(t.register_hook(remove))
@@ -93,6 +97,7 @@ class ModuleTracker:
         self._running_forward -= 1
         name = self._get_mod_name(mod)
         self.parents.discard(name)
+        self.version += 1
         add = self._add_fn(name)
         for t in _tensors_requiring_grad(output):
             self._hooks.append(t.register_hook(add))

@@ -29,6 +29,25 @@ def _pack(backend, dev, x, acc: str, tile: int, outer: int, s_outer: int, s_k: i
     return out, (0 if batches == 1 else nblk * K * tile)
 
 
+def _packed_nbytes(x, acc_size: int, tile: int, outer: int, nb: int, K: int) -> int:
+    """What `_pack` allocates for `x` (see there)."""
+    batches = 1 if x.elem_strides[0] == 0 or nb == 1 else nb
+    return batches * -(-outer // tile) * K * tile * acc_size
+
+
+def bmm_workspace(dev, a, b) -> tuple[int, ...]:
+    """The scratch `bmm` allocates on `dev` for operands shaped like `a` and `b` (the two packed
+    panels of the register kernel; none for the local-memory kernel): ember.memory's prediction."""
+    out_dt = np.result_type(to_numpy_dtype(a.dtype), to_numpy_dtype(b.dtype))
+    nb, n, k = a.shape
+    m = b.shape[2]
+    cfg = gemm.config_for(dev, out_dt)
+    if cfg.variant != "register" or n * m * nb == 0 or k == 0:
+        return ()
+    acc_size = np.dtype(cg.NUMPY_OF_CL[cg.opmath(out_dt)]).itemsize
+    return (_packed_nbytes(a, acc_size, cfg.rows, n, nb, k), _packed_nbytes(b, acc_size, cfg.width, m, nb, k))
+
+
 def make(backend) -> dict:
     def bmm(spec, a, b):
         out_dt = to_numpy_dtype(spec[1])

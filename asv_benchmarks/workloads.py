@@ -1,0 +1,252 @@
+"""The workloads that the asv benchmarks and compare.py time, defined once for every framework.
+
+Each builder takes `framework` ("ember", "torch" or "numpy") and returns a zero-argument callable
+that runs one iteration of the workload (setup, such as building tensors or a model, is done by
+the builder and not timed). The same code runs in ember and in torch: models are written against
+a `lib` namespace (ember or torch), as ember/testing/models.py does, and start from the same
+numpy-generated weights, so a ratio compares the same computation. numpy counterparts are
+hand-written where one exists (the MLP's forward, backward and optimizer update); a builder raises
+NotImplementedError for a framework without a counterpart (asv then skips that parameter).
+
+The training workloads return the loss tensor (or float, for numpy) from their callable, so
+tests/test_benchmarks.py can check that ember, torch and numpy compute the same values.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+FRAMEWORKS = ("ember", "torch", "numpy")
+ELEMENTWISE_OPS = ("add", "mul", "exp", "relu")
+REDUCTION_OPS = ("sum", "mean", "amax", "sum_dim1")
+OPTIMIZERS = ("sgd", "adam")
+
+# the digits MLP (sklearn's 8x8 digits: 64 features, 10 classes) and the GPT block's shapes (issue 8)
+MLP_SIZES = (64, 128, 10)
+MLP_BATCH = 64
+LR = 1e-2
+GPT_EMBD, GPT_HEADS, GPT_SEQ, GPT_BATCH = 128, 4, 64, 8
+
+
+def lib_of(framework: str):
+    """The module that provides `framework`'s tensor API (ember or torch; numpy for "numpy")."""
+    if framework == "ember":
+        import ember as lib
+    elif framework == "torch":
+        import torch as lib
+    elif framework == "numpy":
+        lib = np
+    else:
+        raise ValueError(f"workloads: framework must be one of {FRAMEWORKS}, got {framework!r}")
+    return lib
+
+
+def _no_numpy(framework: str, what: str) -> None:
+    if framework == "numpy":
+        raise NotImplementedError(f"{what}: no numpy counterpart")
+
+
+# --- tiny ops: the whole cost is per-call overhead -------------------------------------------------
+
+def _tiny_pair(framework: str, requires_grad: bool = False):
+    data = np.arange(8, dtype=np.float32)
+    if framework == "numpy":
+        if requires_grad:
+            raise NotImplementedError("numpy has no autograd")
+        return data.copy(), data.copy()
+    lib = lib_of(framework)
+    return lib.tensor(data, requires_grad=requires_grad), lib.tensor(data, requires_grad=requires_grad)
+
+
+def tiny_add(framework: str, requires_grad: bool = False) -> Callable:
+    """`a + b` on shape (8,) float32."""
+    a, b = _tiny_pair(framework, requires_grad)
+    return lambda: a + b
+
+
+def tiny_method(framework: str) -> Callable:
+    """A Tensor method call, `a.mul(b)` (numpy: `np.multiply(a, b)`), on shape (8,)."""
+    a, b = _tiny_pair(framework)
+    if framework == "numpy":
+        return lambda: np.multiply(a, b)
+    return lambda: a.mul(b)
+
+
+def tiny_inplace(framework: str) -> Callable:
+    """An in-place op, `a.mul_(b)` (numpy: `np.multiply(a, b, out=a)`), on shape (8,); b is ones."""
+    a, _ = _tiny_pair(framework)
+    b = _tiny_pair(framework)[1] * 0 + 1             # ones: the values stay put however often it runs
+    if framework == "numpy":
+        return lambda: np.multiply(a, b, out=a)
+    return lambda: a.mul_(b)
+
+
+# --- medium tensors: the work is numpy's; ember should add nothing measurable ---------------------
+
+def _medium(framework: str, n: int = 256, count: int = 2):
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((n, n), dtype=np.float32) for _ in range(count)]
+    if framework == "numpy":
+        return arrays
+    lib = lib_of(framework)
+    return [lib.from_numpy(a) for a in arrays]
+
+
+def elementwise(framework: str, op: str) -> Callable:
+    """One elementwise op (ELEMENTWISE_OPS) on 256x256 float32."""
+    a, b = _medium(framework)
+    if framework == "numpy":
+        fns = {"add": lambda: a + b, "mul": lambda: a * b, "exp": lambda: np.exp(a),
+               "relu": lambda: np.maximum(a, 0)}
+    else:
+        lib = lib_of(framework)
+        fns = {"add": lambda: a + b, "mul": lambda: a * b, "exp": lambda: lib.exp(a), "relu": lambda: lib.relu(a)}
+    return fns[op]
+
+
+def reduction(framework: str, op: str) -> Callable:
+    """One reduction (REDUCTION_OPS: full sum, mean, amax; sum over dim 1) of 256x256 float32."""
+    (a,) = _medium(framework, count=1)
+    if framework == "numpy":
+        fns = {"sum": lambda: a.sum(), "mean": lambda: a.mean(), "amax": lambda: a.max(),
+               "sum_dim1": lambda: a.sum(axis=1)}
+    else:
+        fns = {"sum": lambda: a.sum(), "mean": lambda: a.mean(), "amax": lambda: a.amax(),
+               "sum_dim1": lambda: a.sum(dim=1)}
+    return fns[op]
+
+
+def matmul(framework: str, n: int = 1024) -> Callable:
+    """`a @ b` of two n x n float32 matrices (1024: a BLAS-bound workload)."""
+    a, b = _medium(framework, n=n)
+    return lambda: a @ b
+
+
+# --- the digits MLP training step -------------------------------------------------------------------
+
+def mlp_weights(seed: int = 0) -> dict[str, np.ndarray]:
+    """The 64-128-10 MLP's weights in torch's Linear layout ((out, in) weights), plus a batch."""
+    rng = np.random.default_rng(seed)
+    (i, h, o) = MLP_SIZES
+    return {"0.weight": rng.uniform(-1, 1, (h, i)).astype(np.float32) / np.sqrt(i),
+            "0.bias": rng.uniform(-1, 1, h).astype(np.float32) / np.sqrt(i),
+            "2.weight": rng.uniform(-1, 1, (o, h)).astype(np.float32) / np.sqrt(h),
+            "2.bias": rng.uniform(-1, 1, o).astype(np.float32) / np.sqrt(h),
+            "x": rng.standard_normal((MLP_BATCH, i)).astype(np.float32),
+            "y": rng.integers(0, o, MLP_BATCH)}
+
+
+def mlp_step(framework: str, optimizer: str = "sgd", seed: int = 0) -> Callable:
+    """One training step of the 64-128-10 MLP on a batch of 64: zero_grad, forward, cross_entropy,
+    backward, optimizer step (OPTIMIZERS: SGD, Adam; lr LR). Returns the callable; it returns the loss."""
+    w = mlp_weights(seed)
+    if framework == "numpy":
+        return _NumpyMLP(w, optimizer).step
+    lib = lib_of(framework)
+    nn = lib.nn
+    model = nn.Sequential(nn.Linear(MLP_SIZES[0], MLP_SIZES[1]), nn.ReLU(), nn.Linear(MLP_SIZES[1], MLP_SIZES[2]))
+    model.load_state_dict({k: lib.tensor(v) for k, v in w.items() if "." in k})
+    x, y = lib.tensor(w["x"]), lib.tensor(w["y"])
+    opt = {"sgd": lib.optim.SGD, "adam": lib.optim.Adam}[optimizer](model.parameters(), lr=LR)
+    cross_entropy = nn.functional.cross_entropy
+
+    def step():
+        opt.zero_grad()
+        loss = cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+class _NumpyMLP:
+    """The MLP step written by hand in numpy: what a framework with no overhead at all would cost."""
+
+    def __init__(self, w: dict[str, np.ndarray], optimizer: str) -> None:
+        self.params = [w["0.weight"].copy(), w["0.bias"].copy(), w["2.weight"].copy(), w["2.bias"].copy()]
+        self.x, self.y = w["x"], w["y"]
+        self.onehot = np.eye(MLP_SIZES[2], dtype=np.float32)[self.y]
+        self.adam = optimizer == "adam"
+        self.m = [np.zeros_like(p) for p in self.params]
+        self.v = [np.zeros_like(p) for p in self.params]
+        self.t = 0
+
+    def step(self) -> float:
+        w1, b1, w2, b2 = self.params
+        x, n = self.x, self.x.shape[0]
+        h = x @ w1.T + b1
+        r = np.maximum(h, 0)
+        logits = r @ w2.T + b2
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        e = np.exp(shifted)
+        s = e.sum(axis=1, keepdims=True)
+        loss = float(np.log(s).mean() - (shifted * self.onehot).sum() / n)
+        dlogits = (e / s - self.onehot) / n
+        dr = dlogits @ w2
+        dr *= h > 0
+        grads = [dr.T @ x, dr.sum(axis=0), dlogits.T @ r, dlogits.sum(axis=0)]
+        if self.adam:
+            self._adam(grads)
+        else:
+            for p, g in zip(self.params, grads):
+                p -= LR * g
+        return loss
+
+    def _adam(self, grads, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8) -> None:
+        self.t += 1
+        c1, c2 = 1 - beta1 ** self.t, 1 - beta2 ** self.t
+        for p, g, m, v in zip(self.params, grads, self.m, self.v):
+            m *= beta1
+            m += (1 - beta1) * g
+            v *= beta2
+            v += (1 - beta2) * g * g
+            p -= (LR / c1) * m / (np.sqrt(v / c2) + eps)
+
+
+# --- a GPT block forward + backward ----------------------------------------------------------------
+
+def gpt_block_config():
+    """GPT-2's block at n_embd 128, 4 heads (ember.testing.models' definition, run with lib=ember or torch)."""
+    from ember.testing.models import GPT2Config
+
+    return GPT2Config(n_ctx=GPT_SEQ, n_embd=GPT_EMBD, n_head=GPT_HEADS, n_layer=1)
+
+
+def gpt_block_step(framework: str, seed: int = 0) -> Callable:
+    """Forward and backward of one GPT-2 block (n_embd 128, 4 heads, seq 64, batch 8), loss mean(out**2).
+    The block is ember.testing.models' GPT-2 Block built with `lib`; weights from a numpy rng."""
+    _no_numpy(framework, "gpt_block_step")
+    from ember.testing.models import _gpt2_classes
+
+    lib = lib_of(framework)
+    block = _gpt2_classes(lib).Block(gpt_block_config())
+    rng = np.random.default_rng(seed)
+    state = {k: (rng.standard_normal(tuple(v.shape)) * 0.02 + (1.0 if k.endswith("ln_1.weight") or
+                                                                 k.endswith("ln_2.weight") else 0.0))
+             .astype(np.float32) for k, v in block.state_dict().items()}
+    block.load_state_dict({k: lib.tensor(v) for k, v in state.items()})
+    x = lib.tensor(rng.standard_normal((GPT_BATCH, GPT_SEQ, GPT_EMBD)).astype(np.float32))
+
+    def step():
+        block.zero_grad()
+        out = block(x)
+        loss = (out * out).mean()
+        loss.backward()
+        return loss
+
+    step.block = block                               # for tests: the gradients to compare
+    return step
+
+
+# --- GPT-2 small built on the meta device ----------------------------------------------------------
+
+def gpt2_small_meta(framework: str) -> Callable:
+    """Construct GPT-2 small (124M parameters) on the meta device: module and parameter creation
+    without allocation, i.e. the framework's own Python overhead."""
+    _no_numpy(framework, "gpt2_small_meta")
+    from ember.testing.models import build_gpt2
+
+    lib = lib_of(framework)
+    return lambda: build_gpt2(lib=lib, device="meta")

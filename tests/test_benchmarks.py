@@ -1,0 +1,83 @@
+"""The benchmark workloads (asv_benchmarks/workloads.py, shared by the asv suite and compare.py)
+run, and ember's and torch's training workloads compute the same values from the same weights,
+so compare.py's ratios compare the same computation (and the numpy MLP is the same step too).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from asv_benchmarks import compare, workloads as W  # noqa: E402
+
+import ember  # noqa: E402
+
+
+def _value(x) -> float:
+    return float(x) if isinstance(x, float) else float(x.detach().numpy())
+
+
+@pytest.mark.parametrize("row", compare.headline_rows() + compare.extra_rows(), ids=lambda r: r.label)
+def test_compare_rows_run(row):
+    variants = compare.build_variants(row)
+    assert {"ember", "torch"} <= set(variants), row.label
+    results = {fw: fn() for fw, fn in variants.items()}
+    if row.label.endswith(("256x256", "(8,)")) and "numpy" in results:   # same values in every framework
+        for fw in ("ember", "torch"):
+            np.testing.assert_allclose(np.asarray(results[fw].detach().numpy()), np.asarray(results["numpy"]),
+                                       rtol=1e-5, atol=1e-5, err_msg=f"{row.label}: {fw} vs numpy")
+
+
+def test_matmul_values():
+    a, b = W._medium("numpy", n=64)
+    expected = a @ b
+    for fw in ("ember", "torch"):
+        got = W.matmul(fw, n=64)().numpy()
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4, err_msg=fw)
+
+
+@pytest.mark.parametrize("optimizer", W.OPTIMIZERS)
+def test_mlp_step_same_losses(optimizer):
+    """Three steps from the same weights: the losses agree, so forward, backward and update do too."""
+    steps = {fw: W.mlp_step(fw, optimizer) for fw in W.FRAMEWORKS}
+    losses = {fw: [_value(step()) for _ in range(3)] for fw, step in steps.items()}
+    assert losses["torch"][2] < losses["torch"][0]                    # it trains
+    for fw in ("ember", "numpy"):
+        np.testing.assert_allclose(losses[fw], losses["torch"], rtol=1e-5, err_msg=f"{fw} vs torch ({optimizer})")
+
+
+def test_gpt_block_same_loss_and_grads():
+    steps = {fw: W.gpt_block_step(fw) for fw in ("ember", "torch")}
+    losses = {fw: _value(step()) for fw, step in steps.items()}
+    np.testing.assert_allclose(losses["ember"], losses["torch"], rtol=1e-5)
+    grads = {fw: {n: p.grad.numpy() for n, p in step.block.named_parameters()} for fw, step in steps.items()}
+    assert grads["ember"].keys() == grads["torch"].keys()
+    for name, g in grads["torch"].items():
+        np.testing.assert_allclose(grads["ember"][name], g, rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+def test_gpt2_meta_same_parameter_count():
+    counts = {fw: sum(p.numel() for p in W.gpt2_small_meta(fw)().parameters()) for fw in ("ember", "torch")}
+    assert counts["ember"] == counts["torch"] == 124_439_808
+    assert W.gpt2_small_meta("ember")().wte.weight.device == ember.device("meta")
+
+
+def test_targets_and_table_format():
+    times = {"ember": 1.4e-6, "torch": 1e-6, "numpy": 2e-6}
+    assert compare.at_most("torch", 1.5).met(times) and not compare.at_most("torch", 1.0).met(times)
+    assert compare.throughput_at_least("numpy", 0.95).met({"ember": 1.05e-3, "numpy": 1e-3})
+    assert not compare.throughput_at_least("numpy", 0.95).met({"ember": 1.06e-3, "numpy": 1e-3})
+    line = compare.format_row("a + b", times, compare.at_most("torch", 1.5))
+    assert "1.40x" in line and "0.70x" in line and line.endswith("MET")
+    assert compare.format_row("x", {"ember": 2e-3, "torch": 1e-3}, compare.at_most("torch", 1.0)).endswith("MISSED")
+
+
+def test_unknown_framework_is_a_clear_error():
+    with pytest.raises(ValueError, match="workloads: framework must be one of .* got 'jax'"):
+        W.lib_of("jax")
+    with pytest.raises(NotImplementedError, match="gpt_block_step: no numpy counterpart"):
+        W.gpt_block_step("numpy")
