@@ -144,6 +144,15 @@ def _native_body(op, key, kernel, rule, unwrap, device_of, single_device, make_t
         dev = single_device
         if dev is not None and op.tensor_args == (0, 1) and not op.tensor_list_args:
             T = _frontend().Tensor
+            on_args = getattr(rule, "on_args", None)     # the rule's form taking the tuple
+            if on_args is not None:
+                def run_binary_on_args(args):
+                    spec = on_args(op, args)
+                    a, b = args[0], args[1]
+                    out = kernel(spec, a._data if isinstance(a, T) else a, b._data if isinstance(b, T) else b,
+                                 *args[2:])
+                    return make_tensor(out, spec[1], dev, key, None)
+                return run_binary_on_args
 
             def run_binary(args):
                 # the commonest call (a + b, matmul, ...): `unwrap` inlined

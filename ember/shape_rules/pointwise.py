@@ -143,6 +143,12 @@ def _extra_checks(op, args, operands, result_dtype):
 @shape_rule("pointwise")
 def pointwise(op, *args):
     """Broadcast shape of the tensor operands; dtype by the op's promotion rule."""
+    return pointwise_on_args(op, args)
+
+
+def pointwise_on_args(op, args: tuple):
+    """`pointwise` taking the argument tuple itself: backend entries call this form (a call
+    with `*args` repacks the tuple, a measurable part of a tiny op's cost)."""
     idx = op.tensor_args
     if len(idx) == 2:
         # fast path, the common case: two tensors of one dtype and shape and an int alpha,
@@ -196,6 +202,9 @@ def pointwise(op, *args):
         tensors.reverse()           # computed as sub(other, self): other leads the layout
     common = result_type(*operands) if op.promotion == "always_bool" else result
     return with_layout(shape, result, iterator_strides(shape, tensors, [common] * len(tensors), scalars))
+
+
+pointwise.on_args = pointwise_on_args
 
 
 def _inplace_result(op, self: Tensor, shape, result):
