@@ -49,7 +49,6 @@ class AutogradMeta:
     grad = None
     hooks = None
     retains_grad = False
-    accumulator = None          # weakref to the leaf's AccumulateGrad node
     is_view_of_leaf = False
 
     def __init__(self, grad_fn=None, output_nr: int = 0) -> None:
