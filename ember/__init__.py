@@ -39,6 +39,7 @@ from ember import autograd, backends, dispatcher, errors  # noqa: E402
 long, int, short, float, double, half = (_ALIASES[n] for n in ("long", "int", "short", "float", "double", "half"))  # noqa: A001
 from ember.backends.cuda import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
 from ember.compiler import compile  # noqa: E402,A004  (identity for now; see ember/compiler.py)
+from ember.threads import get_num_threads, set_num_threads  # noqa: E402
 
 from ember.dispatcher.plugins import REGISTRY as _REGISTRY
 _REGISTRY.discover()

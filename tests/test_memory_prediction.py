@@ -127,11 +127,13 @@ def test_amp_breakdown_half_size_activations_float32_state():
         return [(e["module"], e["bytes"]) for e in mem.timeline
                 if e["kind"] == "alloc" and e["phase"] == "forward" and e["category"] == "activations"]
 
-    # float32: the ReLU outputs (64 x 256) are the only activations the layers allocate (Linear saves
-    # its input and the weight Parameter itself)
-    assert forward_activations(fp32) == [("Sequential.1", 64 * 256 * 4), ("Sequential.3", 64 * 256 * 4)]
+    # float32: the ReLU outputs (64 x 256) and the logits (64 x 10, saved by cross_entropy) are the
+    # activations the layers allocate (Linear saves its input and the weight Parameter itself)
+    assert forward_activations(fp32) == [("Sequential.1", 64 * 256 * 4), ("Sequential.3", 64 * 256 * 4),
+                                         ("Sequential.4", 64 * 10 * 4)]
     # autocast float16: the same ReLU outputs at half the size, plus the float16 casts Linear saves:
-    # the input of the first layer and the weights of the others (grad of their input needs them)
+    # the input of the first layer and the weights of the others (grad of their input needs them); the
+    # float16 logits are not saved (cross_entropy saves its float32 cast, made outside the modules)
     assert forward_activations(amp) == [("Sequential.0", 64 * 128 * 2), ("Sequential.1", 64 * 256 * 2),
                                         ("Sequential.2", 256 * 256 * 2), ("Sequential.3", 64 * 256 * 2),
                                         ("Sequential.4", 10 * 256 * 2)]

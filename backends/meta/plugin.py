@@ -39,7 +39,7 @@ def _make_kernel(op):
             shape, dtype, strides, offset = spec
             return MetaArray(tuple(shape), dtype, tuple(strides), offset, args[a].storage_nbytes)
         return view
-    if op.n_outputs > 1:
+    if op.n_outputs != 1:                   # several outputs, or none (the fused optimizer updates)
         return lambda specs, *args: tuple(None if s is None else _new(s) for s in specs)   # None: masked out
     return lambda spec, *args: _new(spec)
 

@@ -3,6 +3,7 @@
 autocast dtype), fp32, promote (to the widest input type) or none."""
 
 AUTOCAST_POLICY = {
+    '_cross_entropy_indices': {'default': 'fp32'},
     '_log_softmax': {'cpu': 'none', 'default': 'fp32'},
     '_softmax': {'cpu': 'none', 'default': 'fp32'},
     'addmm': {'default': 'lower'},

@@ -3246,6 +3246,80 @@ class HardsigmoidBackward0(Node):
         return out
 
 
+class LinearBackward0(Node):
+    """Backward of linear."""
+
+    __slots__ = ('a_input', 'a_weight', 'm_bias_shape', 'm_weight_shape', 'needs')
+    saved_slots = ('a_input', 'a_weight', 'm_bias_shape', 'm_weight_shape')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_weight = _save(args[1])
+        if needs[1]:
+            self.a_input = _save(args[0])
+            self.m_weight_shape = tuple(args[1].shape) if hasattr(args[1], 'shape') else ()
+        if needs[2]:
+            self.m_bias_shape = tuple(args[2].shape) if hasattr(args[2], 'shape') else ()
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_weight = _load(self.a_weight, self)
+            out.append(_H.linear_backward_input(grad, a_weight))
+        else:
+            out.append(None)
+        if needs[1]:
+            a_input = _load(self.a_input, self)
+            m_weight_shape = _load(self.m_weight_shape, self)
+            out.append(_H.linear_backward_weight(grad, a_input, m_weight_shape))
+        else:
+            out.append(None)
+        if needs[2]:
+            m_bias_shape = _load(self.m_bias_shape, self)
+            out.append(_H.linear_backward_bias(grad, m_bias_shape))
+        else:
+            out.append(None)
+        return out
+
+
+class CrossEntropyIndicesBackward0(Node):
+    """Backward of _cross_entropy_indices."""
+
+    __slots__ = ('a_ignore_index', 'a_label_smoothing', 'a_reduction', 'a_self', 'a_target', 'a_weight', 'needs')
+    saved_slots = ('a_ignore_index', 'a_label_smoothing', 'a_reduction', 'a_self', 'a_target', 'a_weight')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_ignore_index = _save(args[4])
+            self.a_label_smoothing = _save(args[5])
+            self.a_reduction = _save(args[3])
+            self.a_self = _save(args[0])
+            self.a_target = _save(args[1])
+            self.a_weight = _save(args[2])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_ignore_index = _load(self.a_ignore_index, self)
+            a_label_smoothing = _load(self.a_label_smoothing, self)
+            a_reduction = _load(self.a_reduction, self)
+            a_self = _load(self.a_self, self)
+            a_target = _load(self.a_target, self)
+            a_weight = _load(self.a_weight, self)
+            out.append(_H.cross_entropy_indices_backward(grad, a_self, a_target, a_weight, a_reduction, a_ignore_index, a_label_smoothing))
+        else:
+            out.append(None)
+        return out
+
+
 class MaxPool3dWithIndicesBackward0(Node):
     """Backward of max_pool3d_with_indices."""
 
@@ -3454,6 +3528,8 @@ CLASSES = {
     'mish': MishBackward0,
     'hardswish': HardswishBackward0,
     'hardsigmoid': HardsigmoidBackward0,
+    'linear': LinearBackward0,
+    '_cross_entropy_indices': CrossEntropyIndicesBackward0,
     'max_pool3d_with_indices': MaxPool3dWithIndicesBackward0,
     'avg_pool3d': AvgPool3dBackward0,
     '_adaptive_avg_pool3d': AdaptiveAvgPool3dBackward0,

@@ -40,3 +40,4 @@ from . import elementwise, math, reductions, shape_ops, factories, distances, in
 from . import convolution, pooling, normalization, padding, folding, nn_backward  # noqa: E402,F401  (nn layers)
 from . import activations, losses, random_ops, attention  # noqa: E402,F401  (nn functional)
 from . import embedding_bag, grid_sampler  # noqa: E402,F401  (embedding_bag, grid sampling)
+from . import optimizers, fused_losses  # noqa: E402,F401  (fused optimizer updates and cross entropy)

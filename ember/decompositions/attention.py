@@ -7,10 +7,10 @@ from ember._generated import functions as F
 from ember.frontend import dtype as _dt
 from ember.frontend.type_promotion import result_type
 
-from . import decomposition
+from . import decomposition, explicit_kernel
 
 
-@decomposition("linear")
+@explicit_kernel("linear")
 def linear(input, weight, bias=None):
     if weight.dim() == 2:
         if input.dim() == 2 and bias is not None:

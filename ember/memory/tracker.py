@@ -70,7 +70,7 @@ class _TrackedStorage(Storage):
             index = tracker._live.pop(id(self), None)
             if index is not None:
                 tracker._events.append(~index)
-                tracker.current_bytes -= tracker._nbytes[index]
+                tracker.current_bytes -= tracker._info[index][0]
 
 
 class _OpMode(DispatchMode):
@@ -132,11 +132,8 @@ class MemoryTracker:
         self.peak_bytes = 0
         self._peak_t = -1
         # one entry per recorded storage, by its index
-        self._nbytes: list[int] = []
+        self._info: list[tuple[int, int, str, str]] = []    # (bytes, place, op, device); place indexes _places
         self._category: list[int] = []          # rank in CATEGORIES (upgraded while alive)
-        self._place: list[int] = []             # index into self._places: (module, phase)
-        self._opname: list[str] = []
-        self._device: list[str] = []
         self._events: list[int] = []            # index: allocated, ~index: released
         self._live: dict[int, int] = {}         # id(storage) -> index, while alive
         self._places: list[tuple[str, str]] = []
@@ -184,8 +181,10 @@ class MemoryTracker:
         self._devices[device] = name
         return name
 
-    def _add(self, storage, rank: int, op: str) -> int | None:
-        """Record a storage alive from now on, in category `rank`; its index (None: other device)."""
+    def _add(self, storage, rank: int = _RANK_TEMPORARIES, op: str | None = None) -> int | None:
+        """Record a storage alive from now on, in category `rank`, allocated by `op` (default: the
+        op running now); its index (None: not on the tracked device). This is `ALLOC_HOOK`, called
+        for every new storage: kept to a few appends."""
         device = storage.device
         if device is self._last_device:       # devices hash in Python: one identity check first
             dev = self._last_device_name
@@ -197,13 +196,14 @@ class MemoryTracker:
             self._last_device, self._last_device_name = device, dev
         if dev is None:
             return None
+        if self._phase_override is None and self._modules.version == self._place_version:
+            place = self._place_now
+        else:
+            place = self._place_of_allocation()
         nbytes = storage.nbytes
-        index = len(self._nbytes)
-        self._nbytes.append(nbytes)
+        index = len(self._category)
         self._category.append(rank)
-        self._place.append(self._place_of_allocation())
-        self._opname.append(op)
-        self._device.append(dev)
+        self._info.append((nbytes, place, self._op if op is None else op, dev))
         events = self._events
         events.append(index)
         current = self.current_bytes = self.current_bytes + nbytes
@@ -213,22 +213,19 @@ class MemoryTracker:
         self._live[id(storage)] = index
         if storage.__class__ is Storage:
             storage.__class__ = _TrackedStorage     # its __del__ reports the release
-        return index
-
-    def _on_alloc(self, storage) -> None:
-        self._add(storage, _RANK_TEMPORARIES, self._op)
         if self._workspace:
-            self._workspace = []          # a kernel's scratch lives until its output is recorded
+            self._workspace = []        # the scratch of the kernel before lives until its output is recorded
+        return index
 
     def _kernel_workspace(self, sizes: tuple[int, ...]) -> None:
         """Scratch the predicted device's kernel allocates inside the call now running on meta."""
         from ember.frontend.device import device
 
         meta = device("meta")
-        for nbytes in sizes:
-            storage = Storage(nbytes, meta)
+        storages = [Storage(nbytes, meta) for nbytes in sizes]
+        for storage in storages:
             self._add(storage, _RANK_TEMPORARIES, self._op or "<workspace>")
-            self._workspace.append(storage)
+        self._workspace = storages
 
     def _role(self, storage, category: str) -> None:
         """Give a storage a role: upgrade its category, or record it as alive from now on."""
@@ -276,7 +273,7 @@ class MemoryTracker:
             index = self._live.get(id(t._storage))
             if index is None:
                 self._role(t._storage, "inputs")
-            elif self._places[self._place[index]][0] == "Global" and self._category[index] >= _RANK_OTHER:
+            elif self._places[self._info[index][1]][0] == "Global" and self._category[index] >= _RANK_OTHER:
                 self._category[index] = _RANK_INPUTS
 
     def _step_pre_hook(self, opt, args, kwargs) -> None:
@@ -319,7 +316,7 @@ class MemoryTracker:
             REGISTRY.load("meta").backend.predict_workspace(target, self._kernel_workspace)
         global _ACTIVE
         _ACTIVE = self
-        tensor_mod.ALLOC_HOOK = self._on_alloc
+        tensor_mod.ALLOC_HOOK = self._add
         graph.SAVE_HOOK = self._on_save
         return self
 
@@ -362,9 +359,9 @@ class MemoryTracker:
     # -- results --------------------------------------------------------------------------------
     def _records_and_events(self) -> tuple[list[_Record], list[tuple[int, _Record]]]:
         """The columns as records (allocation order) and the events as (+1 | -1, record) pairs."""
-        places, cats, ops, devs = self._places, self._category, self._opname, self._device
-        records = [_Record(n, CATEGORIES[cats[i]], *places[self._place[i]], ops[i], devs[i], -1)
-                   for i, n in enumerate(self._nbytes)]
+        places, cats = self._places, self._category
+        records = [_Record(n, CATEGORIES[cats[i]], *places[place], op, dev, -1)
+                   for i, (n, place, op, dev) in enumerate(self._info)]
         events = []
         for t, e in enumerate(self._events):
             if e >= 0:
@@ -400,7 +397,7 @@ class MemoryTracker:
     @property
     def breakdown(self) -> dict[str, dict[str, int]]:
         """Bytes per category: `at_peak` (live at the overall peak) and `max` (each category's own peak)."""
-        nbytes, cats = self._nbytes, self._category
+        nbytes, cats = [info[0] for info in self._info], self._category
         at_peak = [0] * len(CATEGORIES)
         for i in self._live_at_peak():
             at_peak[cats[i]] += nbytes[i]

@@ -6,6 +6,9 @@ from typing import Any, Callable
 
 from ember.frontend.autograd.grad_mode import no_grad
 
+from ember.decompositions.optimizers import adam_update
+
+from ._impl import bump_versions, check_fused_params, check_impl_args, use_fused
 from .optimizer import Optimizer, _params_with_grad, _scalar_step
 
 
@@ -25,8 +28,9 @@ def _check_adam_args(lr, betas, eps, weight_decay) -> None:
 class Adam(Optimizer):
     """Adam(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *, ...).
 
-    `decoupled_weight_decay=True` is AdamW. `foreach`, `capturable` and `fused` are accepted
-    for compatibility; ember has one implementation, which they do not change.
+    `decoupled_weight_decay=True` is AdamW. `foreach` / `fused` choose the implementation as in
+    torch (see ember/optim/_impl.py: the fused op by default, the single-tensor algorithm with
+    `foreach=False`; the same numbers either way); `capturable` is accepted for compatibility.
     """
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
@@ -34,10 +38,13 @@ class Adam(Optimizer):
                  maximize: bool = False, capturable: bool = False, differentiable: bool = False,
                  fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:
         _check_adam_args(lr, betas, eps, weight_decay)
+        check_impl_args(foreach, fused, differentiable)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, foreach=foreach, capturable=capturable, differentiable=differentiable,
                         fused=fused, decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
+        if fused:
+            check_fused_params(p for g in self.param_groups for p in g["params"])
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
@@ -57,34 +64,36 @@ class Adam(Optimizer):
                 lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
                 amsgrad, maximize = group["amsgrad"], group["maximize"]
                 decoupled = group.get("decoupled_weight_decay", False)
-                for p in _params_with_grad(group):
+                params = _params_with_grad(group)
+                fused = use_fused(group, params)
+                for p in params:
                     state = self.state[p]
                     if len(state) == 0:
-                        state["step"] = _scalar_step()
+                        state["step"] = _scalar_step(device=p.device if fused else None)
                         state["exp_avg"] = F.zeros_like(p)
                         state["exp_avg_sq"] = F.zeros_like(p)
                         if amsgrad:
                             state["max_exp_avg_sq"] = F.zeros_like(p)
-                    grad = p.grad if not maximize else -p.grad
-                    exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
-                    step_t.add_(1)
-                    if weight_decay != 0:
-                        if decoupled:
-                            p.mul_(1 - lr * weight_decay)
-                        else:
-                            grad = grad.add(p, alpha=weight_decay)
-                    exp_avg.lerp_(grad, 1 - beta1)
-                    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-                    step = step_t.item()
-                    bias_correction1 = 1 - beta1 ** step
-                    bias_correction2 = 1 - beta2 ** step
-                    step_size = lr / bias_correction1
-                    bias_correction2_sqrt = bias_correction2 ** 0.5
-                    if amsgrad:
-                        max_sq = state["max_exp_avg_sq"]
-                        max_sq.copy_(F.maximum(max_sq, exp_avg_sq))
-                        denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-                    else:
-                        denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-                    p.addcdiv_(exp_avg, denom, value=-step_size)
+                    if not fused:
+                        adam_update(p, p.grad, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"),
+                                    state["step"], lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled)
+                if fused and params:
+                    self._fused_step(group, params)
         return loss
+
+    def _fused_step(self, group: dict, params: list) -> None:
+        """The whole group in one `_fused_adam_` call (ember/optim/_impl.py)."""
+        from ember._generated import functions as F
+
+        states = [self.state[p] for p in params]
+        beta1, beta2 = group["betas"]
+        amsgrad = group["amsgrad"]
+        exp_avgs = [s["exp_avg"] for s in states]
+        exp_avg_sqs = [s["exp_avg_sq"] for s in states]
+        max_sqs = [s["max_exp_avg_sq"] for s in states] if amsgrad else []
+        steps = [s["step"] for s in states]
+        F._fused_adam_(params, [p.grad for p in params], exp_avgs, exp_avg_sqs, max_sqs, steps, lr=group["lr"],
+                       beta1=beta1, beta2=beta2, weight_decay=group["weight_decay"], eps=group["eps"],
+                       amsgrad=amsgrad, maximize=group["maximize"],
+                       decoupled_weight_decay=group.get("decoupled_weight_decay", False))
+        bump_versions(params, exp_avgs, exp_avg_sqs, max_sqs, steps)

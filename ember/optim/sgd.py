@@ -6,6 +6,9 @@ from typing import Any, Callable
 
 from ember.frontend.autograd.grad_mode import no_grad
 
+from ember.decompositions.optimizers import sgd_update
+
+from ._impl import bump_versions, check_fused_params, check_impl_args, use_fused
 from .optimizer import Optimizer, _params_with_grad
 
 
@@ -26,7 +29,10 @@ class SGD(Optimizer):
                         fused=fused)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        check_impl_args(foreach, fused, differentiable)
         super().__init__(params, defaults)
+        if fused:
+            check_fused_params(p for g in self.param_groups for p in g["params"])
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
@@ -40,20 +46,40 @@ class SGD(Optimizer):
         loss = self._closure_loss(closure)
         with no_grad():
             for group in self.param_groups:
-                lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
-                weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
-                for p in _params_with_grad(group):
-                    grad = p.grad if not maximize else -p.grad
-                    if weight_decay != 0:
-                        grad = grad.add(p, alpha=weight_decay)
-                    if momentum != 0:
-                        state = self.state[p]
-                        buf = state.get("momentum_buffer")
-                        if buf is None:
-                            buf = grad.clone().detach()
-                            state["momentum_buffer"] = buf
-                        else:
-                            buf.mul_(momentum).add_(grad, alpha=1 - dampening)
-                        grad = grad.add(buf, alpha=momentum) if nesterov else buf
-                    p.add_(grad, alpha=-lr)
+                params = _params_with_grad(group)
+                momentum = group["momentum"]
+                bufs = [self.state[p].get("momentum_buffer") for p in params] if momentum != 0 else []
+                # the first step creates the momentum buffers (a clone of the gradient): per tensor
+                if params and use_fused(group, params) and None not in bufs:
+                    self._fused_step(group, params, bufs)
+                    continue
+                for p in params:
+                    self._single_tensor_step(group, p)
         return loss
+
+    def _single_tensor_step(self, group: dict, p) -> None:
+        lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+        weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
+        buf = None
+        if momentum != 0:
+            state = self.state[p]
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                from ember._generated import functions as F
+
+                grad = F.neg(p.grad) if maximize else p.grad
+                if weight_decay != 0:
+                    grad = grad.add(p, alpha=weight_decay)
+                state["momentum_buffer"] = buf = grad.clone().detach()
+                sgd_update(p, grad, buf, 0, momentum, lr, dampening, nesterov, False, True)
+                return
+        sgd_update(p, p.grad, buf, weight_decay, momentum, lr, dampening, nesterov, maximize, False)
+
+    def _fused_step(self, group: dict, params: list, bufs: list) -> None:
+        """The whole group in one `_fused_sgd_` call (ember/optim/_impl.py)."""
+        from ember._generated import functions as F
+
+        F._fused_sgd_(params, [p.grad for p in params], bufs, weight_decay=group["weight_decay"],
+                      momentum=group["momentum"], lr=group["lr"], dampening=group["dampening"],
+                      nesterov=group["nesterov"], maximize=group["maximize"], is_first_step=False)
+        bump_versions(params, bufs)

@@ -24,4 +24,5 @@ def shape_rule(name: str) -> Callable[[Callable], Callable]:
 from . import pointwise, reductions, views, tensor_ops, factories, distances, indexing, shape_ops  # noqa: E402,F401  (registration)
 from . import nn_layers, nn_norm_pad, nn_core  # noqa: E402,F401  (nn layers)
 from . import activations, losses, random_ops  # noqa: E402,F401  (nn functional)
+from . import fused  # noqa: E402,F401  (fused optimizer updates, cross-entropy backward)
 from . import sampling  # noqa: E402,F401  (embedding_bag, grid sampling, nonzero_numpy)

@@ -148,8 +148,15 @@ class FlopCounterMode:
             self.unknown_counts[par][name] += 1
 
 
+# ops ember implements as one explicit op where torch decomposes them (CompositeImplicitAutograd):
+# followed into their explicit kernel, so they count as torch's parts (linear: addmm / mm)
+_TORCH_DECOMPOSES = frozenset({"linear"})
+
+
 def _follows_decomposition(op, args: tuple) -> bool:
     """Whether the device would run `op`'s decomposition (so its parts can be counted instead)."""
+    if op.name in _TORCH_DECOMPOSES:
+        return True
     if op.impl != "composite" or op.decomposition is None or op.mutated:
         return False
     bk = backend_key(op, args)
@@ -209,7 +216,7 @@ def _run_decomposition(op, args: tuple):
     try:
         if op.shape_rule is not None:
             op.shape_rule(op, *args)
-        out = op.decomposition(*args)
+        out = (op.decomposition or op.explicit)(*args)
     finally:
         st.exclude = prev
     recorded = not st.exclude & K.AUTOGRAD and _any_requires_grad(op, args)   # autograd saved what it needs

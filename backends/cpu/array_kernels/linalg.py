@@ -17,4 +17,16 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         r = xp.matmul(a, b)
         return r if r.dtype == dt else r.astype(dt)
 
-    return {"mm": matmul, "bmm": matmul}
+    def linear(spec, x, w, b=None):
+        """x @ w.T (+ b): the product rounded to the result dtype, then the bias added, as mm + add."""
+        dt = native(spec[1])
+        wt = w.T if w.ndim == 2 else w
+        if dt in lowp:
+            r = xp.matmul(x.astype(f32), wt.astype(f32)).astype(dt)
+            return r if b is None else (r.astype(f32) + b.astype(f32)).astype(dt)
+        r = xp.matmul(x, wt)
+        if b is not None:
+            r = r + b
+        return r if r.dtype == dt else r.astype(dt)
+
+    return {"mm": matmul, "bmm": matmul, "linear": linear}

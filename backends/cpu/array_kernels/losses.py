@@ -111,4 +111,34 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
         ranks[xp.argsort(keys, kind="stable")] = xp.arange(n, dtype=i64)
         return ranks.astype(native(spec[1]))
 
-    return {"nll_loss_nd": nll_loss_nd, "cross_entropy_loss": cross_entropy_loss, "randperm": randperm}
+    def cross_entropy_indices_backward(spec, grad, x, target, weight, reduction, ignore_index, label_smoothing):
+        """d loss / d x of cross entropy with class indices, in one pass: the gradient nll_loss (and
+        label smoothing) sends to the log-probabilities, through log_softmax's backward."""
+        dt = native(spec[1])
+        cdt = opmath(dt)
+        cdim = 1 if x.ndim >= 2 else 0
+        classes = x.shape[cdim]
+        if x.size == 0:
+            return xp.zeros(x.shape, dt)
+        logp = log_softmax(x.astype(cdt), cdim, dt).astype(cdt)
+        t, valid, safe = class_target(logp, target, ignore_index)
+        w = weight.astype(cdt)[safe] if weight is not None else xp.ones(safe.shape, cdt)
+        w = xp.where(valid, w, xp.zeros((), cdt))
+        g_out = grad.astype(cdt)
+        with quiet():
+            scale = g_out / w.sum() if reduction == 1 else g_out
+            scale = xp.broadcast_to(scale, safe.shape)      # ignored elements get 0 (also when mean's 1/0)
+            # the target class as a one-hot mask (a comparison, which cupy has as numpy does)
+            onehot = xp.expand_dims(safe, cdim) == along(xp.arange(classes), cdim, x.ndim)
+            picked = -(1.0 - label_smoothing) * xp.where(valid, scale * w, xp.zeros((), cdt))
+            g = xp.where(onehot, xp.expand_dims(picked, cdim), xp.zeros((), cdt))
+            if label_smoothing > 0:
+                smooth = xp.expand_dims(xp.where(valid, scale, xp.zeros((), cdt)) * (-label_smoothing / classes),
+                                        cdim)
+                g = g + (smooth * along(weight.astype(cdt), cdim, x.ndim) if weight is not None else smooth)
+            out = g - xp.exp(logp) * g.sum(axis=cdim, keepdims=True)
+        return out.astype(dt)
+
+    return {"nll_loss_nd": nll_loss_nd, "cross_entropy_loss": cross_entropy_loss, "randperm": randperm,
+            "_cross_entropy_indices": cross_entropy_loss,
+            "_cross_entropy_indices_backward": cross_entropy_indices_backward}

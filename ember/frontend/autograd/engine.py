@@ -9,6 +9,7 @@ own graph is recorded (higher-order gradients).
 from __future__ import annotations
 
 import heapq
+import sys
 from typing import Sequence
 
 from ember.dispatcher.state import STATE, set_grad_enabled_state
@@ -206,8 +207,9 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                     if res is not None:
                         grads = list(res)
             if isinstance(node, AccumulateGrad):
-                if accumulate:
+                if accumulate and not _steal(node, grads):
                     node.apply(grads)
+                grads = None
                 continue
             # a node run twice without retain_graph fails when it unpacks a freed saved
             # tensor (SavedTensor.unpack), as in PyTorch: nodes that saved no tensor can rerun
@@ -238,6 +240,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                     if nxt not in buffers:
                         buffers[nxt] = [None] * _n_outputs(nxt)
                     heapq.heappush(heap, (-nxt.seq, id(nxt), nxt))
+            outs = grads = g = None        # hold no gradient past its node: _steal counts references
     finally:
         set_grad_enabled_state(prev)
 
@@ -250,6 +253,32 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             captured = [g.detach() if g is not None else None for g in captured]
         return tuple(captured)
     return None
+
+
+# references to a gradient nobody else holds when _steal looks at it: the engine's list of the
+# node's incoming gradients, _steal's local and getrefcount's argument (and for its storage: the
+# gradient tensor and the argument)
+_FREE_GRAD_REFS = 3
+_FREE_STORAGE_REFS = 2
+
+
+def _steal(node: AccumulateGrad, grads: list) -> bool:
+    """Make the incoming gradient the leaf's `.grad` without the copy AccumulateGrad takes, when
+    that is unobservable (torch does the same): no `.grad` yet, grad mode off, and a gradient
+    that is a fresh tensor no one else refers to, alone on its storage and laid out as the leaf."""
+    g = grads[0]
+    if g is None or STATE.grad_enabled or g._ag is not None or g._base is not None:
+        return False
+    var = node.variable
+    ag = var._ag
+    if ag is None or ag.grad is not None or ag.hooks:
+        return False
+    if sys.getrefcount(g) > _FREE_GRAD_REFS or sys.getrefcount(g._storage) > _FREE_STORAGE_REFS:
+        return False
+    if getattr(g._data, "base", None) is not None or g._device != var._device or g.stride() != var.stride():
+        return False
+    ag.grad = g
+    return True
 
 
 def _capture_nodes(inputs):

@@ -57,8 +57,18 @@ def _weighted(loss, weight, input, reduction: int, mean_by_weight: bool):
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
                   reduction: str = "mean", label_smoothing: float = 0.0):
-    return _F.cross_entropy_loss(input, target, weight, _reduction(reduction, size_average, reduce), ignore_index,
-                                 label_smoothing)
+    r = _reduction(reduction, size_average, reduce)
+    if _class_indices(target) and (weight is None or not getattr(weight, "requires_grad", False)):
+        # one op with a fused backward (a training step's loss); a weight that requires grad and
+        # probability targets go through cross_entropy_loss's decomposition, differentiable in both
+        return _F._cross_entropy_indices(input, target, weight, r, ignore_index, label_smoothing)
+    return _F.cross_entropy_loss(input, target, weight, r, ignore_index, label_smoothing)
+
+
+def _class_indices(target) -> bool:
+    from ember.frontend import dtype as _dt
+
+    return getattr(target, "dtype", None) is _dt.int64
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,

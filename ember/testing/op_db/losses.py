@@ -7,11 +7,13 @@ inputs marked `meta=False`: the meta device has no values to check.
 """
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 
 from ..tolerances import SOFTMAX_TOL
 from .activations import nn_op, nnf
-from .database import E, add, f32
+from .database import EXCLUDED, E, add, f32
 from .samples import FLOAT, ErrorInput, NP_DTYPE, OpInfo, Sample, T, make
 
 LOSS_TOL = SOFTMAX_TOL          # reductions of a few terms: the softmax table
@@ -296,3 +298,32 @@ def _ce_errors(rng):
 
 add(OpInfo("cross_entropy_loss", nn_op("cross_entropy_loss"), _ce_samples, dtypes=FLOAT, grad=True, tol=LOSS_TOL,
            errors=_ce_errors))
+
+
+# ---- _cross_entropy_indices: F.cross_entropy's op for class indices (its fused backward,
+# _cross_entropy_indices_backward, is what test_grad and gradcheck run); torch's reference is
+# aten.cross_entropy_loss
+def _ce_indices_call(m, *a, **k):
+    if m.__name__ == "torch":
+        return m.ops.aten.cross_entropy_loss(*a, **k)
+    return importlib.import_module("ember._generated.functions")._cross_entropy_indices(*a, **k)
+
+
+_ce_indices_call.__name__ = "_cross_entropy_indices"
+
+
+def _ce_indices_samples(rng, dtype):
+    S = [s for s in _ce_samples(rng, dtype) if s.fn is None and len(s.args) > 1
+         and s.args[1].arr.dtype == np.int64]
+    return S
+
+
+add(OpInfo("_cross_entropy_indices", _ce_indices_call, _ce_indices_samples, dtypes=FLOAT, grad=True, tol=LOSS_TOL,
+           errors=lambda rng: [e for e in _class_errors("_cross_entropy_indices", "cross_entropy")(rng)[1:]
+                               if e.sample.fn is None]))
+EXCLUDED["_cross_entropy_indices_backward"] = ("the backward of _cross_entropy_indices: test_grad and gradcheck of "
+                                               "_cross_entropy_indices run it against torch and finite differences")
+EXCLUDED["_fused_adam_"] = ("an optimizer update writing into its arguments: tests/test_optim.py and "
+                            "tests/test_optim_fused.py check it against torch's Adam/AdamW and the per-tensor path")
+EXCLUDED["_fused_sgd_"] = ("an optimizer update writing into its arguments: tests/test_optim.py and "
+                           "tests/test_optim_fused.py check it against torch's SGD and the per-tensor path")

@@ -1,0 +1,68 @@
+"""Shape rules of the fused ops: the optimizer updates (_fused_adam_, _fused_sgd_), whose tensor
+lists line up one entry per parameter, each state tensor like its parameter (no spec: they write
+into their arguments and return nothing); the cross-entropy backward (a gradient like `self`)."""
+from __future__ import annotations
+
+from ember.errors import ArgumentListError, DTypeError, ShapeError
+
+from . import shape_rule
+from .common import check_tensor, type_name
+
+
+def _check_lists(op, params, named_lists, steps=None) -> None:
+    n = len(params)
+    for name, lst in named_lists:
+        if len(lst) != n:
+            raise ArgumentListError(f"{op.name}(): argument '{name}' must have one tensor per parameter "
+                                    f"({n}), got {len(lst)}")
+    for i, p in enumerate(params):
+        check_tensor(op, p, f"self[{i}]")
+        if not p._dtype.is_floating_point:
+            raise DTypeError(f"{op.name}(): expected floating-point parameters, got {type_name(p._dtype)} "
+                             f"(argument 'self[{i}]')")
+        shape = p._data.shape
+        for name, lst in named_lists:
+            t = check_tensor(op, lst[i], f"{name}[{i}]")
+            if t._data.shape != shape or t._dtype is not p._dtype:
+                raise ShapeError(f"{op.name}(): {name}[{i}] must have the shape and dtype of self[{i}] "
+                                 f"({list(shape)}, {type_name(p._dtype)}), got {list(t._data.shape)}, "
+                                 f"{type_name(t._dtype)}")
+    if steps is not None:
+        if len(steps) != n:
+            raise ArgumentListError(f"{op.name}(): argument 'state_steps' must have one tensor per parameter "
+                                    f"({n}), got {len(steps)}")
+        for i, s in enumerate(steps):
+            if check_tensor(op, s, f"state_steps[{i}]").ndim != 0:
+                raise ShapeError(f"{op.name}(): state_steps[{i}] must be a 0-dim tensor, got shape "
+                                 f"{list(s._data.shape)}")
+
+
+@shape_rule("fused_adam")
+def fused_adam(op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2,
+               weight_decay, eps, amsgrad, maximize, decoupled_weight_decay=False):
+    lists = [("grads", grads), ("exp_avgs", exp_avgs), ("exp_avg_sqs", exp_avg_sqs)]
+    if amsgrad:
+        lists.append(("max_exp_avg_sqs", max_exp_avg_sqs))
+    _check_lists(op, params, lists, state_steps)
+    return ()
+
+
+@shape_rule("fused_sgd")
+def fused_sgd(op, params, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize,
+              is_first_step):
+    lists = [("grads", grads)]
+    if momentum_buffer_list:
+        lists.append(("momentum_buffer_list", momentum_buffer_list))
+    _check_lists(op, params, lists)
+    return ()
+
+
+@shape_rule("cross_entropy_indices_backward")
+def cross_entropy_indices_backward(op, grad_output, self, target, weight, reduction, ignore_index, label_smoothing):
+    check_tensor(op, grad_output, "grad_output")
+    check_tensor(op, self, "self")
+    check_tensor(op, target, "target")
+    if not self._dtype.is_floating_point or grad_output._dtype is not self._dtype:
+        raise DTypeError(f"{op.name}(): expected floating-point self and grad_output of its dtype, got "
+                         f"{type_name(self._dtype)} and {type_name(grad_output._dtype)}")
+    return (tuple(self._data.shape), self._dtype)

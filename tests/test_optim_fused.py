@@ -1,0 +1,128 @@
+"""The fused optimizer updates (_fused_adam_, _fused_sgd_): the path ember.optim takes by default
+on cpu gives exactly (bit for bit) the single-tensor algorithm's numbers, whose agreement with
+torch tests/test_optim.py checks; torch's foreach/fused argument checks; version counters."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember.decompositions.optimizers import adam_update, sgd_update
+
+from test_optim import CONFIGS, _init_values, _primdev, _run
+
+FUSED_CONFIGS = [c for c in CONFIGS if c[0] in ("SGD", "Adam", "AdamW")]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("name,kwargs", FUSED_CONFIGS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(FUSED_CONFIGS)])
+def test_fused_path_equals_single_tensor_path(name, kwargs, dtype):
+    values = _init_values(dtype)
+    single, single_losses, single_opt = _run(ember, name, dict(kwargs, foreach=False), values, 8)
+    for impl in (dict(), dict(fused=True), dict(foreach=True)):
+        params, losses, opt = _run(ember, name, dict(kwargs, **impl), values, 8)
+        assert losses == single_losses
+        for a, b in zip(params, single):
+            np.testing.assert_array_equal(a, b)
+        for s, t in zip(opt.state.values(), single_opt.state.values()):
+            assert sorted(s) == sorted(t)
+            for k in s:
+                np.testing.assert_array_equal(s[k].numpy(), t[k].numpy())
+
+
+def _tensors(dtype, n=3, seed=1):
+    """Three tensors; from seed 3 on (exp_avg_sq, max_exp_avg_sq) non-negative, as those states are."""
+    rng = np.random.default_rng(seed)
+    values = [rng.normal(size=(5, 4)).astype(np.float32) for _ in range(n)]
+    return [ember.tensor(np.abs(v) if seed >= 3 else v, dtype=dtype) for v in values]
+
+
+@pytest.mark.parametrize("dtype", [ember.float16, ember.bfloat16])
+def test_fused_kernels_round_low_precision_as_the_ops_do(dtype):
+    """float16/bfloat16: the kernel computes each step in float32 and rounds as each op would."""
+    kw = dict(lr=0.01, beta1=0.9, beta2=0.99, weight_decay=0.1, eps=1e-3, amsgrad=True, maximize=True)
+    fused, single = [_tensors(dtype, seed=s) for s in range(5)], [_tensors(dtype, seed=s) for s in range(5)]
+    fused_steps, single_steps = [ember.tensor(2.0) for _ in range(3)], [ember.tensor(2.0) for _ in range(3)]
+    with ember.no_grad():
+        ember._fused_adam_(*fused, fused_steps, decoupled_weight_decay=False, **kw)
+        for i in range(3):
+            adam_update(*(lst[i] for lst in single), single_steps[i], kw["lr"], kw["beta1"], kw["beta2"],
+                        kw["weight_decay"], kw["eps"], True, True, False)
+    for f, s in zip(fused, single):
+        for a, b in zip(f, s):
+            np.testing.assert_array_equal(a.float().numpy(), b.float().numpy())
+    assert [float(s) for s in fused_steps] == [3.0] * 3
+
+    fused, single = [_tensors(dtype, seed=s) for s in range(3)], [_tensors(dtype, seed=s) for s in range(3)]
+    kw = dict(weight_decay=0.05, momentum=0.9, lr=0.1, dampening=0.2, nesterov=False, maximize=False)
+    with ember.no_grad():
+        ember._fused_sgd_(*fused, is_first_step=False, **kw)
+        for i in range(3):
+            sgd_update(*(lst[i] for lst in single), *kw.values(), False)
+    for f, s in zip(fused, single):
+        for a, b in zip(f, s):
+            np.testing.assert_array_equal(a.float().numpy(), b.float().numpy())
+
+
+def test_foreach_and_fused_argument_checks_match_torch():
+    for lib in (torch, ember):
+        w = lib.zeros(2, requires_grad=True)
+        with pytest.raises(RuntimeError, match="`fused` and `foreach` cannot be `True` together"):
+            lib.optim.Adam([w], foreach=True, fused=True)
+        with pytest.raises(RuntimeError, match="`fused` does not support `differentiable`"):
+            lib.optim.SGD([w], lr=0.1, fused=True, differentiable=True)
+        assert lib.optim.AdamW([w]).param_groups[0]["foreach"] is None
+        assert lib.optim.AdamW([w]).param_groups[0]["fused"] is None
+    with pytest.raises(RuntimeError, match=r"`fused=True` requires all the params to be floating point Tensors "
+                                           r"of supported devices: \['cpu', 'cuda', 'opencl', 'meta'\]"):
+        ember.optim.Adam([ember.zeros(2, device=_primdev(), requires_grad=True)], fused=True)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam"])
+def test_fused_step_bumps_versions_so_autograd_refuses_stale_saved_tensors(name):
+    w = ember.tensor([1.0, 2.0], requires_grad=True)
+    opt = getattr(ember.optim, name)([w], lr=0.1, momentum=0.9) if name == "SGD" else ember.optim.Adam([w])
+    for _ in range(2):                   # the second SGD step is the fused one (the buffer exists)
+        opt.zero_grad()
+        (w * w).sum().backward()
+        out = (w * w).sum()              # saves w for backward
+        before = w._version
+        opt.step()
+        assert w._version > before
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.backward()
+
+
+def test_fused_op_errors_name_the_op_and_argument():
+    p = [ember.zeros(3), ember.zeros(2)]
+    with pytest.raises(ValueError, match=r"_fused_sgd_\(\): argument 'grads' must have one tensor per parameter "
+                                         r"\(2\), got 1"):
+        ember._fused_sgd_(p, [ember.zeros(3)], [], weight_decay=0.0, momentum=0.0, lr=0.1, dampening=0.0,
+                          nesterov=False, maximize=False, is_first_step=False)
+    with pytest.raises(RuntimeError, match=r"_fused_adam_\(\): exp_avgs\[1\] must have the shape and dtype of "
+                                           r"self\[1\] \(\[2\], Float\), got \[3\], Float"):
+        ember._fused_adam_(p, p, [ember.zeros(3), ember.zeros(3)], p, [], [ember.tensor(0.0)] * 2, lr=0.1,
+                           beta1=0.9, beta2=0.99, weight_decay=0.0, eps=1e-8, amsgrad=False, maximize=False)
+
+
+@pytest.mark.parametrize("name,kwargs", FUSED_CONFIGS[1::2], ids=[f"{n}-{i}" for i, (n, _) in
+                                                                   enumerate(FUSED_CONFIGS) if i % 2])
+def test_opencl_fused_kernels_match_cpu(name, kwargs):
+    """The opencl plugin's in-place kernels (backends/opencl/.../optimizers.py) against the cpu's."""
+    if not ember.opencl.is_available():
+        pytest.skip("opencl backend not available")
+    values = _init_values(np.float32)
+    results = []
+    for device in ("cpu", "opencl"):
+        params = [ember.tensor(values[k], device=device, requires_grad=True) for k in ("w1", "b1", "w2", "b2")]
+        opt = getattr(ember.optim, name)(params, **kwargs)
+        for _ in range(5):
+            opt.zero_grad()
+            loss = sum(((q - 0.3) ** 2 * (1.0 + q * q)).sum() for q in params)
+            (-loss if kwargs.get("maximize") else loss).backward()
+            opt.step()
+        assert all(s["step"].device.type == device for s in opt.state.values() if "step" in s)
+        results.append([p.detach().to("cpu").numpy() for p in params])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
