@@ -3296,9 +3296,9 @@ class CrossEntropyIndicesBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_ignore_index = _save(args[4])
-            self.a_label_smoothing = _save(args[5])
-            self.a_reduction = _save(args[3])
+            self.a_ignore_index = args[4]
+            self.a_label_smoothing = args[5]
+            self.a_reduction = args[3]
             self.a_self = _save(args[0])
             self.a_target = _save(args[1])
             self.a_weight = _save(args[2])
