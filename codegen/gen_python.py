@@ -396,6 +396,8 @@ def _save_expr(slot: str, schema: FunctionSchema, arg_index: dict, return_index:
         return f"[_save(t) for t in args[{i}]]"
     if schema.arguments[i].type.is_tensor_list:
         return f"[tuple(t.shape) for t in args[{i}]]"
+    if schema.arguments[i].type.base != "Tensor":
+        return f"args[{i}]"          # a Scalar, int[], bool, ...: never a tensor to check for in-place changes
     return f"_save(args[{i}])"
 
 

@@ -142,6 +142,33 @@ def test_next_functions_structure():
     assert shapes[0] == shapes[1]
 
 
+def test_leaf_accumulator_kept_without_reference_cycle():
+    """A leaf's AccumulateGrad lives as long as the leaf (one node across graphs) without a
+    reference cycle: an unused leaf is freed at once, no garbage collection needed. A graph
+    outliving its leaf still runs the leaf's hooks, as PyTorch's does."""
+    import gc
+    import weakref
+
+    x = ember.tensor(A, requires_grad=True)
+    first = (x * 2).grad_fn.next_functions[0][0]
+    assert (x * 3).grad_fn.next_functions[0][0] is first and first.variable is x
+    x.requires_grad_(False)
+    x.requires_grad_(True)
+    assert (x * 2).grad_fn.next_functions[0][0] is not first       # a new AutogradMeta, a new node
+    gc.disable()
+    try:
+        ref = weakref.ref(x)
+        seen = []
+        x.register_hook(lambda g: seen.append(g.sum().item()))
+        y = (x * 2).sum()
+        del x
+        assert ref() is None
+        y.backward()
+        assert seen == [2.0 * A.size]
+    finally:
+        gc.enable()
+
+
 def test_leaf_and_requires_grad_propagation():
     for lib in LIBS:
         x = lib.tensor(A, requires_grad=True)

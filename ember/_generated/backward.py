@@ -27,7 +27,7 @@ class AddBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[1]:
-            self.a_alpha = _save(args[2])
+            self.a_alpha = args[2]
 
     def apply(self, grads):
         grad = grads[0]
@@ -55,7 +55,7 @@ class SubBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[1]:
-            self.a_alpha = _save(args[2])
+            self.a_alpha = args[2]
 
     def apply(self, grads):
         grad = grads[0]
@@ -115,10 +115,10 @@ class DivBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_other = _save(args[1])
-            self.a_rounding_mode = _save(args[2])
+            self.a_rounding_mode = args[2]
         if needs[1]:
             self.a_other = _save(args[1])
-            self.a_rounding_mode = _save(args[2])
+            self.a_rounding_mode = args[2]
             self.a_self = _save(args[0])
 
     def apply(self, grads):
@@ -1240,8 +1240,8 @@ class SumBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim = _save(args[1])
-            self.a_keepdim = _save(args[2])
+            self.a_dim = args[1]
+            self.a_keepdim = args[2]
             self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
 
     def apply(self, grads):
@@ -1268,8 +1268,8 @@ class AmaxBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim = _save(args[1])
-            self.a_keepdim = _save(args[2])
+            self.a_dim = args[1]
+            self.a_keepdim = args[2]
             self.a_result = _save(outs[0], True, 0)
             self.a_self = _save(args[0])
 
@@ -1298,8 +1298,8 @@ class AminBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim = _save(args[1])
-            self.a_keepdim = _save(args[2])
+            self.a_dim = args[1]
+            self.a_keepdim = args[2]
             self.a_result = _save(outs[0], True, 0)
             self.a_self = _save(args[0])
 
@@ -1328,9 +1328,9 @@ class MaxBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim = _save(args[1])
+            self.a_dim = args[1]
             self.a_indices = _save(outs[1], True, 1)
-            self.a_keepdim = _save(args[2])
+            self.a_keepdim = args[2]
             self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
 
     def apply(self, grads):
@@ -1358,9 +1358,9 @@ class MinBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim = _save(args[1])
+            self.a_dim = args[1]
             self.a_indices = _save(outs[1], True, 1)
-            self.a_keepdim = _save(args[2])
+            self.a_keepdim = args[2]
             self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
 
     def apply(self, grads):
@@ -1388,7 +1388,7 @@ class SoftmaxBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim = _save(args[1])
+            self.a_dim = args[1]
             self.a_result = _save(outs[0], True, 0)
 
     def apply(self, grads):
@@ -1414,7 +1414,7 @@ class LogSoftmaxBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim = _save(args[1])
+            self.a_dim = args[1]
             self.a_result = _save(outs[0], True, 0)
 
     def apply(self, grads):
@@ -1440,9 +1440,9 @@ class AsStridedBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_size = _save(args[1])
-            self.a_storage_offset = _save(args[3])
-            self.a_stride = _save(args[2])
+            self.a_size = args[1]
+            self.a_storage_offset = args[3]
+            self.a_stride = args[2]
             self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
             self.m_self_storage_offset = args[0].storage_offset()
             self.m_self_stride = args[0].stride()
@@ -1498,7 +1498,7 @@ class PermuteBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dims = _save(args[1])
+            self.a_dims = args[1]
 
     def apply(self, grads):
         grad = grads[0]
@@ -1522,8 +1522,8 @@ class TransposeBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim0 = _save(args[1])
-            self.a_dim1 = _save(args[2])
+            self.a_dim0 = args[1]
+            self.a_dim1 = args[2]
 
     def apply(self, grads):
         grad = grads[0]
@@ -1593,7 +1593,7 @@ class UnsqueezeBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim = _save(args[1])
+            self.a_dim = args[1]
 
     def apply(self, grads):
         grad = grads[0]
@@ -1617,10 +1617,10 @@ class SliceBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim = _save(args[1])
-            self.a_end = _save(args[3])
-            self.a_start = _save(args[2])
-            self.a_step = _save(args[4])
+            self.a_dim = args[1]
+            self.a_end = args[3]
+            self.a_start = args[2]
+            self.a_step = args[4]
             self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
 
     def apply(self, grads):
@@ -1649,8 +1649,8 @@ class SelectBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim = _save(args[1])
-            self.a_index = _save(args[2])
+            self.a_dim = args[1]
+            self.a_index = args[2]
             self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
 
     def apply(self, grads):
@@ -1698,7 +1698,7 @@ class CatBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim = _save(args[1])
+            self.a_dim = args[1]
             self.a_tensors = [tuple(t.shape) for t in args[0]]
         self.c_tensors = len(args[0])
 
@@ -1725,16 +1725,16 @@ class SliceScatterBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim = _save(args[2])
-            self.a_end = _save(args[4])
+            self.a_dim = args[2]
+            self.a_end = args[4]
             self.a_src = _save(args[1])
-            self.a_start = _save(args[3])
-            self.a_step = _save(args[5])
+            self.a_start = args[3]
+            self.a_step = args[5]
         if needs[1]:
-            self.a_dim = _save(args[2])
-            self.a_end = _save(args[4])
-            self.a_start = _save(args[3])
-            self.a_step = _save(args[5])
+            self.a_dim = args[2]
+            self.a_end = args[4]
+            self.a_start = args[3]
+            self.a_step = args[5]
 
     def apply(self, grads):
         grad = grads[0]
@@ -1770,12 +1770,12 @@ class SelectScatterBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim = _save(args[2])
-            self.a_index = _save(args[3])
+            self.a_dim = args[2]
+            self.a_index = args[3]
             self.a_src = _save(args[1])
         if needs[1]:
-            self.a_dim = _save(args[2])
-            self.a_index = _save(args[3])
+            self.a_dim = args[2]
+            self.a_index = args[3]
 
     def apply(self, grads):
         grad = grads[0]
@@ -1807,14 +1807,14 @@ class AsStridedScatterBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_size = _save(args[2])
+            self.a_size = args[2]
             self.a_src = _save(args[1])
-            self.a_storage_offset = _save(args[4])
-            self.a_stride = _save(args[3])
+            self.a_storage_offset = args[4]
+            self.a_stride = args[3]
         if needs[1]:
-            self.a_size = _save(args[2])
-            self.a_storage_offset = _save(args[4])
-            self.a_stride = _save(args[3])
+            self.a_size = args[2]
+            self.a_storage_offset = args[4]
+            self.a_stride = args[3]
 
     def apply(self, grads):
         grad = grads[0]
@@ -1982,7 +1982,7 @@ class SortBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim = _save(args[2])
+            self.a_dim = args[2]
             self.a_indices = _save(outs[1], True, 1)
             self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
 
@@ -2010,7 +2010,7 @@ class CumsumBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim = _save(args[1])
+            self.a_dim = args[1]
 
     def apply(self, grads):
         grad = grads[0]
@@ -2034,8 +2034,8 @@ class LogsumexpBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim = _save(args[1])
-            self.a_keepdim = _save(args[2])
+            self.a_dim = args[1]
+            self.a_keepdim = args[2]
             self.a_result = _save(outs[0], True, 0)
             self.a_self = _save(args[0])
 
@@ -2064,9 +2064,9 @@ class VarBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_correction = _save(args[2])
-            self.a_dim = _save(args[1])
-            self.a_keepdim = _save(args[3])
+            self.a_correction = args[2]
+            self.a_dim = args[1]
+            self.a_keepdim = args[3]
             self.a_self = _save(args[0])
 
     def apply(self, grads):
@@ -2094,9 +2094,9 @@ class StdBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_correction = _save(args[2])
-            self.a_dim = _save(args[1])
-            self.a_keepdim = _save(args[3])
+            self.a_correction = args[2]
+            self.a_dim = args[1]
+            self.a_keepdim = args[3]
             self.a_result = _save(outs[0], True, 0)
             self.a_self = _save(args[0])
 
@@ -2126,9 +2126,9 @@ class NormBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim = _save(args[2])
-            self.a_keepdim = _save(args[3])
-            self.a_p = _save(args[1])
+            self.a_dim = args[2]
+            self.a_keepdim = args[3]
+            self.a_p = args[1]
             self.a_result = _save(outs[0], True, 0)
             self.a_self = _save(args[0])
 
@@ -2158,7 +2158,7 @@ class FlipBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dims = _save(args[1])
+            self.a_dims = args[1]
 
     def apply(self, grads):
         grad = grads[0]
@@ -2182,9 +2182,9 @@ class DiagonalBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim1 = _save(args[2])
-            self.a_dim2 = _save(args[3])
-            self.a_offset = _save(args[1])
+            self.a_dim1 = args[2]
+            self.a_dim2 = args[3]
+            self.a_offset = args[1]
             self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
 
     def apply(self, grads):
@@ -2233,31 +2233,31 @@ class ConvolutionBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dilation = _save(args[5])
-            self.a_groups = _save(args[8])
+            self.a_dilation = args[5]
+            self.a_groups = args[8]
             self.a_input = _save(args[0])
-            self.a_output_padding = _save(args[7])
-            self.a_padding = _save(args[4])
-            self.a_stride = _save(args[3])
-            self.a_transposed = _save(args[6])
+            self.a_output_padding = args[7]
+            self.a_padding = args[4]
+            self.a_stride = args[3]
+            self.a_transposed = args[6]
             self.a_weight = _save(args[1])
         if needs[1]:
-            self.a_dilation = _save(args[5])
-            self.a_groups = _save(args[8])
+            self.a_dilation = args[5]
+            self.a_groups = args[8]
             self.a_input = _save(args[0])
-            self.a_output_padding = _save(args[7])
-            self.a_padding = _save(args[4])
-            self.a_stride = _save(args[3])
-            self.a_transposed = _save(args[6])
+            self.a_output_padding = args[7]
+            self.a_padding = args[4]
+            self.a_stride = args[3]
+            self.a_transposed = args[6]
             self.a_weight = _save(args[1])
         if needs[2]:
-            self.a_dilation = _save(args[5])
-            self.a_groups = _save(args[8])
+            self.a_dilation = args[5]
+            self.a_groups = args[8]
             self.a_input = _save(args[0])
-            self.a_output_padding = _save(args[7])
-            self.a_padding = _save(args[4])
-            self.a_stride = _save(args[3])
-            self.a_transposed = _save(args[6])
+            self.a_output_padding = args[7]
+            self.a_padding = args[4]
+            self.a_stride = args[3]
+            self.a_transposed = args[6]
             self.a_weight = _save(args[1])
 
     def apply(self, grads):
@@ -2313,13 +2313,13 @@ class MaxPool2dWithIndicesBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_ceil_mode = _save(args[5])
-            self.a_dilation = _save(args[4])
+            self.a_ceil_mode = args[5]
+            self.a_dilation = args[4]
             self.a_indices = _save(outs[1], True, 1)
-            self.a_kernel_size = _save(args[1])
-            self.a_padding = _save(args[3])
+            self.a_kernel_size = args[1]
+            self.a_padding = args[3]
             self.a_self = _save(args[0])
-            self.a_stride = _save(args[2])
+            self.a_stride = args[2]
 
     def apply(self, grads):
         grad = grads[0]
@@ -2349,13 +2349,13 @@ class AvgPool2dBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_ceil_mode = _save(args[4])
-            self.a_count_include_pad = _save(args[5])
-            self.a_divisor_override = _save(args[6])
-            self.a_kernel_size = _save(args[1])
-            self.a_padding = _save(args[3])
+            self.a_ceil_mode = args[4]
+            self.a_count_include_pad = args[5]
+            self.a_divisor_override = args[6]
+            self.a_kernel_size = args[1]
+            self.a_padding = args[3]
             self.a_self = _save(args[0])
-            self.a_stride = _save(args[2])
+            self.a_stride = args[2]
 
     def apply(self, grads):
         grad = grads[0]
@@ -2409,22 +2409,22 @@ class NativeBatchNormBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_eps = _save(args[7])
+            self.a_eps = args[7]
             self.a_input = _save(args[0])
             self.a_running_mean = _save(args[3])
             self.a_running_var = _save(args[4])
             self.a_save_invstd = _save(outs[2], True, 2)
             self.a_save_mean = _save(outs[1], True, 1)
-            self.a_training = _save(args[5])
+            self.a_training = args[5]
             self.a_weight = _save(args[1])
         if needs[1]:
-            self.a_eps = _save(args[7])
+            self.a_eps = args[7]
             self.a_input = _save(args[0])
             self.a_running_mean = _save(args[3])
             self.a_running_var = _save(args[4])
             self.a_save_invstd = _save(outs[2], True, 2)
             self.a_save_mean = _save(outs[1], True, 1)
-            self.a_training = _save(args[5])
+            self.a_training = args[5]
 
     def apply(self, grads):
         grad = grads[0]
@@ -2473,21 +2473,21 @@ class NativeLayerNormBackward0(Node):
             self.a_bias = _save(args[3])
             self.a_input = _save(args[0])
             self.a_mean = _save(outs[1], True, 1)
-            self.a_normalized_shape = _save(args[1])
+            self.a_normalized_shape = args[1]
             self.a_rstd = _save(outs[2], True, 2)
             self.a_weight = _save(args[2])
         if needs[1]:
             self.a_bias = _save(args[3])
             self.a_input = _save(args[0])
             self.a_mean = _save(outs[1], True, 1)
-            self.a_normalized_shape = _save(args[1])
+            self.a_normalized_shape = args[1]
             self.a_rstd = _save(outs[2], True, 2)
             self.a_weight = _save(args[2])
         if needs[2]:
             self.a_bias = _save(args[3])
             self.a_input = _save(args[0])
             self.a_mean = _save(outs[1], True, 1)
-            self.a_normalized_shape = _save(args[1])
+            self.a_normalized_shape = args[1]
             self.a_rstd = _save(outs[2], True, 2)
             self.a_weight = _save(args[2])
 
@@ -2538,28 +2538,28 @@ class NativeGroupNormBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_C = _save(args[4])
-            self.a_HxW = _save(args[5])
-            self.a_N = _save(args[3])
-            self.a_group = _save(args[6])
+            self.a_C = args[4]
+            self.a_HxW = args[5]
+            self.a_N = args[3]
+            self.a_group = args[6]
             self.a_input = _save(args[0])
             self.a_mean = _save(outs[1], True, 1)
             self.a_rstd = _save(outs[2], True, 2)
             self.a_weight = _save(args[1])
         if needs[1]:
-            self.a_C = _save(args[4])
-            self.a_HxW = _save(args[5])
-            self.a_N = _save(args[3])
-            self.a_group = _save(args[6])
+            self.a_C = args[4]
+            self.a_HxW = args[5]
+            self.a_N = args[3]
+            self.a_group = args[6]
             self.a_input = _save(args[0])
             self.a_mean = _save(outs[1], True, 1)
             self.a_rstd = _save(outs[2], True, 2)
             self.a_weight = _save(args[1])
         if needs[2]:
-            self.a_C = _save(args[4])
-            self.a_HxW = _save(args[5])
-            self.a_N = _save(args[3])
-            self.a_group = _save(args[6])
+            self.a_C = args[4]
+            self.a_HxW = args[5]
+            self.a_N = args[3]
+            self.a_group = args[6]
             self.a_input = _save(args[0])
             self.a_mean = _save(outs[1], True, 1)
             self.a_rstd = _save(outs[2], True, 2)
@@ -2618,7 +2618,7 @@ class ConstantPadNdBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_pad = _save(args[1])
+            self.a_pad = args[1]
 
     def apply(self, grads):
         grad = grads[0]
@@ -2642,7 +2642,7 @@ class GatherBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim = _save(args[1])
+            self.a_dim = args[1]
             self.a_index = _save(args[2])
             self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
 
@@ -2670,7 +2670,7 @@ class ScatterAddBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[1]:
-            self.a_dim = _save(args[1])
+            self.a_dim = args[1]
             self.a_index = _save(args[2])
             self.m_src_shape = tuple(args[3].shape) if hasattr(args[3], 'shape') else ()
 
@@ -2702,7 +2702,7 @@ class ScatterBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim = _save(args[1])
+            self.a_dim = args[1]
             self.a_index = _save(args[2])
 
     def apply(self, grads):
@@ -2728,10 +2728,10 @@ class ScatterBackward1(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim = _save(args[1])
+            self.a_dim = args[1]
             self.a_index = _save(args[2])
         if needs[1]:
-            self.a_dim = _save(args[1])
+            self.a_dim = args[1]
             self.a_index = _save(args[2])
             self.m_src_shape = tuple(args[3].shape) if hasattr(args[3], 'shape') else ()
 
@@ -2765,7 +2765,7 @@ class IndexSelectBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_dim = _save(args[1])
+            self.a_dim = args[1]
             self.a_index = _save(args[2])
             self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
 
@@ -2819,7 +2819,7 @@ class IndexPutBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_accumulate = _save(args[3])
+            self.a_accumulate = args[3]
             self.a_indices = [_save(t) for t in args[1]]
             self.a_values = _save(args[2])
         if needs[1]:
@@ -2943,8 +2943,8 @@ class EmbeddingBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_indices = _save(args[1])
-            self.a_padding_idx = _save(args[2])
-            self.a_scale_grad_by_freq = _save(args[3])
+            self.a_padding_idx = args[2]
+            self.a_scale_grad_by_freq = args[3]
             self.m_weight_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
 
     def apply(self, grads):
@@ -2973,7 +2973,7 @@ class EmbeddingDenseBackwardBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_indices = _save(args[1])
-            self.a_padding_idx = _save(args[3])
+            self.a_padding_idx = args[3]
 
     def apply(self, grads):
         grad = grads[0]
@@ -3022,7 +3022,7 @@ class GeluBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_approximate = _save(args[1])
+            self.a_approximate = args[1]
             self.a_self = _save(args[0])
 
     def apply(self, grads):
@@ -3072,9 +3072,9 @@ class SoftplusBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_beta = _save(args[1])
+            self.a_beta = args[1]
             self.a_self = _save(args[0])
-            self.a_threshold = _save(args[2])
+            self.a_threshold = args[2]
 
     def apply(self, grads):
         grad = grads[0]
@@ -3100,7 +3100,7 @@ class LeakyReluBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_negative_slope = _save(args[1])
+            self.a_negative_slope = args[1]
             self.a_self = _save(args[0])
 
     def apply(self, grads):
@@ -3126,9 +3126,9 @@ class EluBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_alpha = _save(args[1])
-            self.a_input_scale = _save(args[3])
-            self.a_scale = _save(args[2])
+            self.a_alpha = args[1]
+            self.a_input_scale = args[3]
+            self.a_scale = args[2]
             self.a_self = _save(args[0])
 
     def apply(self, grads):
@@ -3156,8 +3156,8 @@ class HardtanhBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_max_val = _save(args[2])
-            self.a_min_val = _save(args[1])
+            self.a_max_val = args[2]
+            self.a_min_val = args[1]
             self.a_self = _save(args[0])
 
     def apply(self, grads):
@@ -3296,9 +3296,9 @@ class CrossEntropyIndicesBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_ignore_index = _save(args[4])
-            self.a_label_smoothing = _save(args[5])
-            self.a_reduction = _save(args[3])
+            self.a_ignore_index = args[4]
+            self.a_label_smoothing = args[5]
+            self.a_reduction = args[3]
             self.a_self = _save(args[0])
             self.a_target = _save(args[1])
             self.a_weight = _save(args[2])
@@ -3330,13 +3330,13 @@ class MaxPool3dWithIndicesBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_ceil_mode = _save(args[5])
-            self.a_dilation = _save(args[4])
-            self.a_kernel_size = _save(args[1])
-            self.a_padding = _save(args[3])
+            self.a_ceil_mode = args[5]
+            self.a_dilation = args[4]
+            self.a_kernel_size = args[1]
+            self.a_padding = args[3]
             self.a_result1 = _save(outs[1], True, 1)
             self.a_self = _save(args[0])
-            self.a_stride = _save(args[2])
+            self.a_stride = args[2]
 
     def apply(self, grads):
         grad = grads[0]
@@ -3366,13 +3366,13 @@ class AvgPool3dBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_ceil_mode = _save(args[4])
-            self.a_count_include_pad = _save(args[5])
-            self.a_divisor_override = _save(args[6])
-            self.a_kernel_size = _save(args[1])
-            self.a_padding = _save(args[3])
+            self.a_ceil_mode = args[4]
+            self.a_count_include_pad = args[5]
+            self.a_divisor_override = args[6]
+            self.a_kernel_size = args[1]
+            self.a_padding = args[3]
             self.a_self = _save(args[0])
-            self.a_stride = _save(args[2])
+            self.a_stride = args[2]
 
     def apply(self, grads):
         grad = grads[0]

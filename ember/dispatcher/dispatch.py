@@ -25,20 +25,24 @@ def call(op, args: tuple):
         a = args[i]
         if isinstance(a, T):
             ks |= a._keys
-    for i in op.tensor_list_args:
-        for a in args[i]:
-            if isinstance(a, T):
-                ks |= a._keys
-    bk = ks & K.BACKEND_MASK
+    if op.tensor_list_args:
+        for i in op.tensor_list_args:
+            for a in args[i]:
+                if isinstance(a, T):
+                    ks |= a._keys
+    bk = ks & _BACKEND_MASK
     if bk & (bk - 1) or not bk:
         ks, args = _backend_of_unusual_call(op, args, ks)
-    st = STATE
-    ks = (ks | st.include) & ~st.exclude
+    include, exclude = STATE.keys
+    ks = (ks | include) & ~exclude
     try:
         entry = op.cache[ks]
     except KeyError:
         entry = op.resolve(ks)
     return entry(args)
+
+
+_BACKEND_MASK = K.BACKEND_MASK
 
 
 def redispatch(op, ks: int, args: tuple):

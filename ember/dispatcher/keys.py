@@ -6,7 +6,7 @@ vendor devices), so a plugin never competes for a fixed "private use" slot.
 """
 from __future__ import annotations
 
-MAX_BACKENDS = 48
+MAX_BACKENDS = 27   # so every key set fits one 30-bit digit of a Python int (fast int operations)
 BACKEND_MASK = (1 << MAX_BACKENDS) - 1
 AUTOGRAD = 1 << MAX_BACKENDS
 AUTOCAST = 1 << (MAX_BACKENDS + 1)

@@ -100,7 +100,12 @@ class OpDef:
             if key & K.FUNCTIONALITY_MASK:
                 kernel = self.functionality.get(key)
                 if kernel is not None:
-                    entry = functools.partial(kernel, self, below)
+                    # a kernel may build a specialised entry per (op, key set), e.g. with the
+                    # entry below it resolved once (`make_entry(op, below)`, None: not for this op)
+                    make_entry = getattr(kernel, "make_entry", None)
+                    entry = make_entry(self, below) if make_entry is not None else None
+                    if entry is None:
+                        entry = functools.partial(kernel, self, below)
                     return _traced(self, ks, key, kernel.__name__, entry) if _TRACE else entry
                 remaining &= ~key
                 continue

@@ -26,20 +26,24 @@ def _frontend():
     return tensor
 
 
-def _unwrapper(op) -> Callable[[tuple], list]:
-    """A function turning the argument tuple into the kernel's native arguments."""
+def _unwrapper(op) -> Callable[[tuple], tuple]:
+    """A function turning the argument tuple into the kernel's native arguments.
+
+    Built once per (op, key set) entry, specialised for the common argument layouts (one or
+    two leading tensor arguments) so a call pays no loop over the argument positions.
+    """
     T = _frontend().Tensor
     t_idx, l_idx = op.tensor_args, op.tensor_list_args
-    if not l_idx and len(t_idx) == 1:
-        (i,) = t_idx
-
-        def unwrap1(args):
-            nat = list(args)
-            a = nat[i]
-            if isinstance(a, T):
-                nat[i] = a._data
-            return nat
-        return unwrap1
+    if not l_idx and t_idx == (0,):
+        def unwrap_first(args):
+            a = args[0]
+            return (a._data if isinstance(a, T) else a,) + args[1:]
+        return unwrap_first
+    if not l_idx and t_idx == (0, 1):
+        def unwrap_first_two(args):
+            a, b = args[0], args[1]
+            return (a._data if isinstance(a, T) else a, b._data if isinstance(b, T) else b) + args[2:]
+        return unwrap_first_two
 
     def unwrap(args):
         nat = list(args)
@@ -105,15 +109,15 @@ def native_runner(op, key: int, kernel: Callable) -> Callable:
         return single_device if single_device is not None else _output_device(op, backend, args)
 
     if op.cross_device:
-        inner = _native_body(op, key, kernel, rule, unwrap, device_of, make_tensor)
+        inner = _native_body(op, key, kernel, rule, unwrap, device_of, single_device, make_tensor)
 
         def run_cross(args):
             return inner(_cross_device_args(op, key, backend, args))
         return run_cross
-    return _native_body(op, key, kernel, rule, unwrap, device_of, make_tensor)
+    return _native_body(op, key, kernel, rule, unwrap, device_of, single_device, make_tensor)
 
 
-def _native_body(op, key, kernel, rule, unwrap, device_of, make_tensor):
+def _native_body(op, key, kernel, rule, unwrap, device_of, single_device, make_tensor):
     if op.mutated:
         m = op.mutated[0]
 
@@ -137,6 +141,32 @@ def _native_body(op, key, kernel, rule, unwrap, device_of, make_tensor):
         return run_view
 
     if op.n_outputs == 1:
+        dev = single_device
+        if dev is not None and op.tensor_args == (0, 1) and not op.tensor_list_args:
+            T = _frontend().Tensor
+            on_args = getattr(rule, "on_args", None)     # the rule's form taking the tuple
+            if on_args is not None:
+                def run_binary_on_args(args):
+                    spec = on_args(op, args)
+                    a, b = args[0], args[1]
+                    out = kernel(spec, a._data if isinstance(a, T) else a, b._data if isinstance(b, T) else b,
+                                 *args[2:])
+                    return make_tensor(out, spec[1], dev, key, None)
+                return run_binary_on_args
+
+            def run_binary(args):
+                # the commonest call (a + b, matmul, ...): `unwrap` inlined
+                spec = rule(op, *args)
+                a, b = args[0], args[1]
+                out = kernel(spec, a._data if isinstance(a, T) else a, b._data if isinstance(b, T) else b, *args[2:])
+                return make_tensor(out, spec[1], dev, key, None)
+            return run_binary
+        if dev is not None:
+            def run_single_device(args):
+                spec = rule(op, *args)
+                return make_tensor(kernel(spec, *unwrap(args)), spec[1], dev, key, None)
+            return run_single_device
+
         def run(args):
             spec = rule(op, *args)
             out = kernel(spec, *unwrap(args))
@@ -163,12 +193,12 @@ def python_runner(op, key: int, fn: Callable) -> Callable:
         if rule is not None:
             rule(op, *args)
         st = STATE
-        prev = st.exclude
-        st.exclude = prev | mask
+        prev = st.keys
+        st.keys = (prev[0], prev[1] | mask)
         try:
             out = fn(*args)
         finally:
-            st.exclude = prev
+            st.keys = (st.keys[0], prev[1])     # the excluded keys as they were
         if fresh_output:
             _reset_versions(out, args, T)
         return out
@@ -216,8 +246,8 @@ def fallback_runner(op, key: int) -> Callable | None:
                           f"running it on '{target}' (copying inputs there and results back)", stacklevel=4)
         home = _output_device(op, backend, args)
         st = STATE
-        prev = st.exclude
-        st.exclude = prev | K.FUNCTIONALITY_MASK
+        prev = st.keys
+        st.keys = (prev[0], prev[1] | K.FUNCTIONALITY_MASK)
         try:
             moved = tuple(move(a, target) for a in args)
             out = call(op, moved)
@@ -229,7 +259,7 @@ def fallback_runner(op, key: int) -> Callable | None:
                 return tuple(o.to(home) for o in out)
             return out.to(home)
         finally:
-            st.exclude = prev
+            st.keys = (st.keys[0], prev[1])     # the excluded keys as they were
     return run
 
 

@@ -2,6 +2,15 @@
 
 Everything here is per thread, as in PyTorch: a `no_grad` block or an autocast region in
 one thread does not affect another.
+
+Reading an attribute of a `threading.local` costs several times a plain attribute read,
+and every op call reads this state, so the hot path is kept to one such read:
+
+- `keys` holds (included keys, excluded keys) together, read once per call; `include`
+  and `exclude` are views of it for everything else.
+- inference mode and anomaly detection are rarely on: the module-level sets
+  `INFERENCE_THREADS` / `ANOMALY_THREADS` hold the ids of threads that switched them on,
+  and the hot path reads the thread's own flag only when the set is not empty.
 """
 from __future__ import annotations
 
@@ -9,19 +18,66 @@ import threading
 
 from .keys import AUTOGRAD
 
+#: ids of threads that have inference mode / anomaly detection on (see the module docstring)
+INFERENCE_THREADS: set[int] = set()
+ANOMALY_THREADS: set[int] = set()
+
 
 class _DispatchState(threading.local):
-    include: int = 0          # keys added to every call's key set (Autocast, Mode)
-    exclude: int = 0          # keys removed from every call's key set (Autograd under no_grad)
+    keys: tuple[int, int] = (0, 0)    # (included keys, excluded keys) of every call's key set
     grad_enabled: bool = True
-    inference_mode: bool = False
-    anomaly: bool = False             # autograd anomaly detection
+    _inference_mode: bool = False
+    _anomaly: bool = False
 
     def __init__(self) -> None:
         self.autocast: dict[str, object] = {}     # device type -> dtype while enabled
         self.autocast_cache: dict | None = None    # weight-cast cache of the outermost region
         self.autocast_depth = 0
         self.modes: list = []                      # Mode stack, innermost last
+
+    @property
+    def include(self) -> int:
+        """Keys added to every call's key set (Autocast, Mode)."""
+        return self.keys[0]
+
+    @include.setter
+    def include(self, value: int) -> None:
+        self.keys = (value, self.keys[1])
+
+    @property
+    def exclude(self) -> int:
+        """Keys removed from every call's key set (Autograd under no_grad, ...)."""
+        return self.keys[1]
+
+    @exclude.setter
+    def exclude(self, value: int) -> None:
+        self.keys = (self.keys[0], value)
+
+    @property
+    def inference_mode(self) -> bool:
+        return self._inference_mode
+
+    @inference_mode.setter
+    def inference_mode(self, on: bool) -> None:
+        self._inference_mode = on
+        _mark_thread(INFERENCE_THREADS, on)
+
+    @property
+    def anomaly(self) -> bool:
+        """Autograd anomaly detection."""
+        return self._anomaly
+
+    @anomaly.setter
+    def anomaly(self, on: bool) -> None:
+        self._anomaly = on
+        _mark_thread(ANOMALY_THREADS, on)
+
+
+def _mark_thread(threads: set[int], on: bool) -> None:
+    if on:
+        threads.add(threading.get_ident())
+    else:
+        threads.discard(threading.get_ident())
 
 
 STATE = _DispatchState()
@@ -32,8 +88,6 @@ def set_grad_enabled_state(enabled: bool) -> bool:
     st = STATE
     prev = st.grad_enabled
     st.grad_enabled = enabled
-    if enabled:
-        st.exclude &= ~AUTOGRAD
-    else:
-        st.exclude |= AUTOGRAD
+    include, exclude = st.keys
+    st.keys = (include, exclude & ~AUTOGRAD if enabled else exclude | AUTOGRAD)
     return prev

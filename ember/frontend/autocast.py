@@ -182,12 +182,12 @@ def autocast_kernel(op, below: int, args: tuple):
         new_args = args
     else:
         new_args = _apply_policy(policy, op, args, dtype)
-    prev = st.exclude
-    st.exclude = prev | K.AUTOCAST
+    prev = st.keys
+    st.keys = (prev[0], prev[1] | K.AUTOCAST)
     try:
         return call(op, new_args)
     finally:
-        st.exclude = prev
+        st.keys = (st.keys[0], prev[1])     # the excluded keys as they were
 
 
 def _eligible(t) -> bool:

@@ -16,6 +16,7 @@ from ember.frontend.bindings_support import OPERAND_CLASSES
 from ember.dispatcher import dispatch as _dispatch
 from ember.dispatcher import keys as K
 from ember.dispatcher.plugins import REGISTRY
+from ember.dispatcher.state import INFERENCE_THREADS as _INFERENCE_THREADS
 from ember.dispatcher.state import STATE as _STATE
 from ember.errors import ArgumentTypeError, ArgumentValueError, AutogradError, DimensionError
 
@@ -41,16 +42,18 @@ class Storage:
 class AutogradMeta:
     """Autograd state of a tensor that requires grad (None on plain tensors)."""
 
-    __slots__ = ("grad", "grad_fn", "output_nr", "hooks", "retains_grad", "accumulator", "is_view_of_leaf")
+    __slots__ = ("grad_fn", "output_nr", "__dict__")
+
+    # One is made for every differentiable op result, which rarely sets the others: those
+    # are class-level defaults (an instance that sets one keeps its own in __dict__).
+    grad = None
+    hooks = None
+    retains_grad = False
+    is_view_of_leaf = False
 
     def __init__(self, grad_fn=None, output_nr: int = 0) -> None:
-        self.grad = None
         self.grad_fn = grad_fn
         self.output_nr = output_nr
-        self.hooks = None
-        self.retains_grad = False
-        self.accumulator = None
-        self.is_view_of_leaf = False
 
 
 class Tensor(TensorMethods, ConversionMethods):
@@ -478,8 +481,11 @@ def _wrap_dim(op: str, dim: int, ndim: int) -> int:
 
 
 def make_tensor(data: Any, dtype: _dt.dtype, device, keys: int, storage: Storage | None, base=None) -> Tensor:
-    """Wrap a native array as a Tensor; a new Storage when `storage` is None."""
-    t = object.__new__(Tensor)
+    """Wrap a native array as a Tensor; a new Storage when `storage` is None.
+
+    Every op result is made here, so it sets the slots directly (no __init__ call).
+    """
+    t = _new_object(Tensor)
     t._data = data
     t._dtype = dtype
     t._device = device
@@ -488,15 +494,15 @@ def make_tensor(data: Any, dtype: _dt.dtype, device, keys: int, storage: Storage
     t._base = base
     if storage is None:
         storage = Storage(data.nbytes, device)
-        t._storage = storage
         if ALLOC_HOOK is not None:          # ember.memory.track: the only cost when not tracking
             ALLOC_HOOK(storage)
-    else:
-        t._storage = storage
-    if _STATE.inference_mode:
+    t._storage = storage
+    if _INFERENCE_THREADS and _STATE.inference_mode:
         t.__dict__["_inference"] = True
     return t
 
+
+_new_object = object.__new__
 
 #: set by `ember.memory.track` while it records: called with each new Storage
 ALLOC_HOOK = None

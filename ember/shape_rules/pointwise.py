@@ -117,17 +117,25 @@ _CHECKS = {"sub": _check_sub_alpha, "rsub": _check_sub_alpha, "add": _check_alph
            "bitwise_and": _check_integral("bitwise_and_cpu"), "bitwise_or": _check_integral("bitwise_or_cpu"),
            "bitwise_xor": _check_integral("bitwise_xor_cpu"), "bitwise_not": _check_integral("bitwise_not_cpu")}
 _CHECK_OF_OP: dict[str, object] = {}     # op name (overload, in-place) -> check or None
+_UNSET = object()
+
+
+def _check_of(op):
+    """The per-op check of `op` (None for most ops), looked up once per op name."""
+    name = op.name
+    try:
+        return _CHECK_OF_OP[name]
+    except KeyError:
+        check = _CHECKS.get(name.split(".")[0].rstrip("_"))
+        if check is None and "alpha" in op.arg_names:
+            check = _check_alpha
+        _CHECK_OF_OP[name] = check
+        return check
 
 
 def _extra_checks(op, args, operands, result_dtype):
     """Per-op argument and dtype checks of pointwise ops (PyTorch's errors)."""
-    name = op.name
-    try:
-        check = _CHECK_OF_OP[name]
-    except KeyError:
-        check = _CHECK_OF_OP[name] = _CHECKS.get(name.split(".")[0].rstrip("_"))
-        if check is None and "alpha" in op.arg_names:
-            check = _CHECK_OF_OP[name] = _check_alpha
+    check = _check_of(op)
     if check is not None:
         check(op, args, operands, result_dtype)
 
@@ -135,19 +143,37 @@ def _extra_checks(op, args, operands, result_dtype):
 @shape_rule("pointwise")
 def pointwise(op, *args):
     """Broadcast shape of the tensor operands; dtype by the op's promotion rule."""
+    return pointwise_on_args(op, args)
+
+
+def pointwise_on_args(op, args: tuple):
+    """`pointwise` taking the argument tuple itself: backend entries call this form (a call
+    with `*args` repacks the tuple, a measurable part of a tiny op's cost)."""
     idx = op.tensor_args
     if len(idx) == 2:
+        # fast path, the common case: two tensors of one dtype and shape and an int alpha,
+        # both contiguous or one-dimensional (either way the result is a plain contiguous
+        # tensor of that dtype and shape; an in-place op's `self` must be contiguous, not
+        # expanded, so it always takes the test)
         a = args[idx[0]]
         b = args[idx[1]]
-        if a.__class__ is Tensor and b.__class__ is Tensor and a._dtype is b._dtype and op.promotion == "default":
-            sa = a._data.shape
-            if sa == b._data.shape and (op.arg_names[-1] != "alpha" or args[-1].__class__ is int):
-                try:
-                    contiguous = a._data.flags.c_contiguous and b._data.flags.c_contiguous
-                except AttributeError:
-                    contiguous = is_contiguous_data(a._data) and is_contiguous_data(b._data)
+        if isinstance(a, Tensor) and isinstance(b, Tensor) and a._dtype is b._dtype and op.promotion == "default":
+            da, db = a._data, b._data
+            sa = da.shape
+            if sa == db.shape and (op.arg_names[-1] != "alpha" or args[-1].__class__ is int):
+                if len(sa) < 2 and not op.mutated:
+                    contiguous = True
+                else:
+                    try:
+                        contiguous = da.flags.c_contiguous and db.flags.c_contiguous
+                    except AttributeError:
+                        contiguous = is_contiguous_data(da) and is_contiguous_data(db)
                 if contiguous:
-                    _extra_checks(op, args, (a, b), a._dtype)
+                    check = _CHECK_OF_OP.get(op.name, _UNSET)
+                    if check is _UNSET:
+                        check = _check_of(op)
+                    if check is not None and check is not _check_alpha:   # an int alpha passes it
+                        check(op, args, (a, b), a._dtype)
                     return (sa, a._dtype)
     operands = _operands(op, args)
     tensors = [o for o in operands if isinstance(o, Tensor)]
@@ -176,6 +202,9 @@ def pointwise(op, *args):
         tensors.reverse()           # computed as sub(other, self): other leads the layout
     common = result_type(*operands) if op.promotion == "always_bool" else result
     return with_layout(shape, result, iterator_strides(shape, tensors, [common] * len(tensors), scalars))
+
+
+pointwise.on_args = pointwise_on_args
 
 
 def _inplace_result(op, self: Tensor, shape, result):

@@ -12,11 +12,27 @@ from ember.frontend import dtype as _dt
 from ember.frontend.type_promotion import promote_types
 
 
+class _NativeDtypes(dict):
+    """{ember dtype: native dtype}, filled on first use: a dict lookup per kernel call, no
+    Python call (kernels run on every op; `native` may not know every dtype, e.g. cupy's
+    bfloat16, so entries are made only when asked for)."""
+
+    def __init__(self, native: Callable) -> None:
+        super().__init__()
+        self.native = native
+
+    def __missing__(self, dtype):
+        value = self[dtype] = self.native(dtype)
+        return value
+
+
 def make(xp, native: Callable) -> dict[str, Callable]:
     ndarray = xp.ndarray
     f32 = xp.dtype("float32")
     bool_ = xp.dtype(bool)
     lowp = {native(_dt.float16), native(_dt.bfloat16)}
+    lowp_dtypes = {_dt.float16, _dt.bfloat16}      # the same, as ember dtypes (a cheaper hash)
+    native_of = _NativeDtypes(native)
 
     def cast_in(x, dt):
         if isinstance(x, ndarray):
@@ -59,14 +75,21 @@ def make(xp, native: Callable) -> dict[str, Callable]:
 
     def binary(ufunc):
         def kernel(spec, a, b, *rest):
-            dt = native(spec[1])
+            dt = native_of[spec[1]]
+            if a.__class__ is ndarray and b.__class__ is ndarray and a.dtype is dt and b.dtype is dt \
+                    and spec[1] not in lowp_dtypes:
+                # the common case: operands already in the result dtype, which is also the
+                # compute dtype; what follows would cast nothing
+                r = ufunc(a, b)
+                if r.__class__ is ndarray:      # 0-d operands give a numpy scalar
+                    return r
             cdt = f32 if dt in lowp else dt
             return out(ufunc(cast_in(a, cdt), cast_in(b, cdt)), dt)
         return kernel
 
     def unary_float(ufunc):
         def kernel(spec, a):
-            dt = native(spec[1])
+            dt = native_of[spec[1]]
             cdt = f32 if dt in lowp else dt
             return out(ufunc(cast_in(a, cdt)), dt)
         return kernel
@@ -78,7 +101,12 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         return kernel
 
     def add(spec, a, b, alpha=1):
-        dt = native(spec[1])
+        dt = native_of[spec[1]]
+        if alpha == 1 and a.__class__ is ndarray and b.__class__ is ndarray and a.dtype is dt and b.dtype is dt \
+                and spec[1] not in lowp_dtypes:
+            r = xp.add(a, b)                    # the common case, as in `binary`
+            if r.__class__ is ndarray:
+                return r
         cdt = f32 if dt in lowp else dt
         b = cast_in(b, cdt)
         if alpha != 1:
@@ -86,7 +114,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         return out(xp.add(cast_in(a, cdt), b), dt)
 
     def sub(spec, a, b, alpha=1):
-        dt = native(spec[1])
+        dt = native_of[spec[1]]
         cdt = f32 if dt in lowp else dt
         b = cast_in(b, cdt)
         if alpha != 1:
@@ -94,7 +122,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         return out(xp.subtract(cast_in(a, cdt), b), dt)
 
     def div(spec, a, b, rounding_mode=None):
-        dt = native(spec[1])
+        dt = native_of[spec[1]]
         cdt = f32 if dt in lowp else dt
         a, b = cast_in(a, cdt), cast_in(b, cdt)
         if rounding_mode is None:
@@ -113,13 +141,13 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         return out(q + fix, dt)
 
     def neg(spec, a):
-        return out(xp.negative(a), native(spec[1]))
+        return out(xp.negative(a), native_of[spec[1]])
 
     def abs_(spec, a):
-        return out(xp.abs(a), native(spec[1]))
+        return out(xp.abs(a), native_of[spec[1]])
 
     def pow_(spec, a, b):
-        dt = native(spec[1])
+        dt = native_of[spec[1]]
         cdt = f32 if dt in lowp else dt
         a, b = cast_in(a, cdt), cast_in(b, cdt)
         if xp.dtype(cdt).kind in "iu" and isinstance(b, ndarray):
@@ -136,7 +164,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
 
     def rounding(ufunc):
         def kernel(spec, a):
-            dt = native(spec[1])
+            dt = native_of[spec[1]]
             if xp.dtype(dt).kind in "iub":
                 return out(xp.copy(a), dt)            # integers are already rounded
             cdt = f32 if dt in lowp else dt
@@ -146,7 +174,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
     def int_checked(ufunc, name):
         """fmod/remainder: an integer division by zero raises, as in PyTorch."""
         def kernel(spec, a, b):
-            dt = native(spec[1])
+            dt = native_of[spec[1]]
             cdt = f32 if dt in lowp else dt
             a, b = cast_in(a, cdt), cast_in(b, cdt)
             if xp.dtype(cdt).kind in "iu" and bool(xp.any(xp.asarray(b) == 0)):
@@ -167,7 +195,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         return kernel
 
     def where(spec, c, a, b):
-        dt = native(spec[1])
+        dt = native_of[spec[1]]
         return out(xp.where(c, cast_in(a, dt), cast_in(b, dt)), dt)
 
     return {
@@ -193,11 +221,11 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         "logical_and": compare(xp.logical_and), "logical_or": compare(xp.logical_or),
         "logical_xor": compare(xp.logical_xor),
         "bitwise_and.Tensor": binary(xp.bitwise_and), "bitwise_or.Tensor": binary(xp.bitwise_or),
-        "bitwise_xor.Tensor": binary(xp.bitwise_xor), "bitwise_not": lambda spec, a: out(xp.invert(a), native(spec[1])),
+        "bitwise_xor.Tensor": binary(xp.bitwise_xor), "bitwise_not": lambda spec, a: out(xp.invert(a), native_of[spec[1]]),
         "isnan": classify(xp.isnan), "isinf": classify(xp.isinf), "isfinite": classify(xp.isfinite),
         "signbit": classify(xp.signbit),
         # not primitives, but one array call each on cpu/cuda
         "rsqrt": unary_float(lambda x: 1.0 / xp.sqrt(x)),
         "sigmoid": unary_float(lambda x: 1.0 / (1.0 + xp.exp(-x))),
-        "relu": lambda spec, a: out(xp.where(a < 0, xp.zeros((), a.dtype), a), native(spec[1])),
+        "relu": lambda spec, a: out(xp.where(a < 0, xp.zeros((), a.dtype), a), native_of[spec[1]]),
     }

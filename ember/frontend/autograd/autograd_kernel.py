@@ -19,11 +19,11 @@ import traceback
 from ember.dispatcher import keys as K
 from ember.dispatcher.dispatch import call, redispatch
 from ember.dispatcher.operator import ALL_OPS
-from ember.dispatcher.state import STATE
+from ember.dispatcher.state import ANOMALY_THREADS, STATE
 from ember.errors import AutogradError
 from ember.frontend.tensor import AutogradMeta, Tensor
 
-from .graph import Node, edge_of, move_retain
+from .graph import Node, accumulator_of, edge_of, move_retain
 
 
 def autograd_kernel(op, below: int, args: tuple):
@@ -38,6 +38,27 @@ def autograd_kernel(op, below: int, args: tuple):
     out = redispatch(op, below, args)
     record(op, args, out)
     return out
+
+
+def autograd_entry(op, below: int):
+    """The Autograd entry of an out-of-place op with formulas, for one key set.
+
+    The same as `autograd_kernel`, with the entry below Autograd resolved once, here: the
+    dispatcher caches this entry per (op, key set) and forgets both on any registration.
+    Other ops (in-place, composite, no formula) get None: they take `autograd_kernel`.
+    """
+    if op.records_inplace or op.backward_cls is None:
+        return None
+    run_below = op.cache.get(below) or op.resolve(below)
+
+    def run_and_record(args):
+        out = run_below(args)
+        record(op, args, out)
+        return out
+    return run_and_record
+
+
+autograd_kernel.make_entry = autograd_entry
 
 
 def record(op, args: tuple, out) -> None:
@@ -58,32 +79,48 @@ def record(op, args: tuple, out) -> None:
                     metas.append(None)
             needs.append(any_need)
         elif isinstance(a, Tensor) and a._ag is not None:
-            edges.append(edge_of(a))
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:
+                edges.append((accumulator_of(a), 0))            # a leaf
+            elif a._base is None:
+                edges.append((fn, ag.output_nr))                # an op result (edge_of's common cases)
+            else:
+                edges.append(edge_of(a))                        # a view: its base may have moved on
             metas.append((a._data.shape, a._dtype, a._device))
             needs.append(True)
         else:                                  # no history, or a Python number in a Tensor argument
             edges.append(None)
             metas.append(None)
             needs.append(False)
-    if not any(needs):
+    if True not in needs:
         return
-    node = op.backward_cls()
-    node.next_edges = tuple(edges)
-    node.input_meta = tuple(metas)
+    node = op.backward_cls(tuple(edges), tuple(metas))
     node.needs = tuple(needs)
-    outs = out if op.n_outputs > 1 else (out,)
-    node.save(args, outs)
-    if STATE.anomaly:
-        node.anomaly_trace = "".join(traceback.format_stack()[:-3])
-    first_only = op.first_output_only
-    for k, o in enumerate(outs):
-        if o._dtype.is_floating_point and not (first_only and k):
-            o._ag = AutogradMeta(node, k)
-            o._keys |= K.AUTOGRAD
-    base = outs[0]._base
+    if op.n_outputs == 1:
+        node.save(args, (out,))
+        if ANOMALY_THREADS and STATE.anomaly:
+            node.anomaly_trace = "".join(traceback.format_stack()[:-3])
+        if out._dtype.is_floating_point:
+            out._ag = AutogradMeta(node, 0)
+            out._keys |= _AUTOGRAD
+        base = out._base
+    else:
+        node.save(args, out)
+        if ANOMALY_THREADS and STATE.anomaly:
+            node.anomaly_trace = "".join(traceback.format_stack()[:-3])
+        first_only = op.first_output_only
+        for k, o in enumerate(out):
+            if o._dtype.is_floating_point and not (first_only and k):
+                o._ag = AutogradMeta(node, k)
+                o._keys |= _AUTOGRAD
+        base = out[0]._base
     if base is not None:
         # a view: remember which history of its base it was derived from (see graph.edge_of)
         node._view_of = base._ag.grad_fn if base._ag is not None else None
+
+
+_AUTOGRAD = K.AUTOGRAD
 
 
 def _inplace(op, below: int, args: tuple):

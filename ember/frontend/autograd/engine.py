@@ -270,6 +270,8 @@ def _steal(node: AccumulateGrad, grads: list) -> bool:
     if g is None or STATE.grad_enabled or g._ag is not None or g._base is not None:
         return False
     var = node.variable
+    if var is None:                 # the leaf was freed (the graph outlived it): nothing to steal into
+        return False
     ag = var._ag
     if ag is None or ag.grad is not None or ag.hooks:
         return False

@@ -32,9 +32,9 @@ class Node:
 
     __slots__ = ("next_edges", "input_meta", "seq", "__weakref__", "__dict__")
 
-    def __init__(self) -> None:
-        self.next_edges: tuple = ()      # per input: (node, output_nr) or None
-        self.input_meta: tuple = ()      # per input: (shape, dtype, device) or None
+    def __init__(self, next_edges: tuple = (), input_meta: tuple = ()) -> None:
+        self.next_edges = next_edges     # per input: (node, output_nr) or None
+        self.input_meta = input_meta     # per input: (shape, dtype, device) or None
         self.seq = next(_sequence)
 
     def name(self) -> str:
@@ -74,14 +74,30 @@ class Node:
 
 
 class AccumulateGrad(Node):
-    """The node of a leaf tensor: adds incoming gradients into `leaf.grad`."""
+    """The node of a leaf tensor: adds incoming gradients into `leaf.grad`.
 
-    __slots__ = ("variable",)
+    One per leaf, made on the leaf's first use in a graph and held by the tensor (see
+    `accumulator_of`). The node holds the leaf weakly and the leaf's AutogradMeta strongly,
+    so there is no reference cycle (tensors are freed as soon as they are unused) and a graph
+    that outlives its leaf still runs the leaf's hooks.
+    """
+
+    __slots__ = ("ag", "_variable")
 
     def __init__(self, variable) -> None:
         super().__init__()
-        self.variable = variable
-        self.input_meta = ()
+        self.ag = variable._ag
+        self._variable = weakref.ref(variable)
+
+    @property
+    def variable(self):
+        """The leaf tensor (None once it is freed)."""
+        return self._variable()
+
+    def _leaf_meta(self):
+        """The leaf's autograd state now: None if it stopped requiring grad."""
+        var = self._variable()
+        return self.ag if var is None else var._ag
 
     def tensor_hooks(self, grad):
         """Run the leaf's tensor hooks (Tensor.register_hook) on its incoming gradient.
@@ -89,7 +105,7 @@ class AccumulateGrad(Node):
         The engine calls this before capturing gradients for autograd.grad and before
         accumulating, so hooks see (and may replace) the gradient in both cases, as in PyTorch.
         """
-        ag = self.variable._ag
+        ag = self._leaf_meta()
         if ag is None or not ag.hooks or grad is None:
             return grad
         for hook in list(ag.hooks):
@@ -102,8 +118,7 @@ class AccumulateGrad(Node):
         from ember.dispatcher.state import STATE
 
         grad = grads[0]
-        var = self.variable
-        ag = var._ag
+        ag = self._leaf_meta()
         if ag is None or grad is None:
             return ()
         if ag.grad is None:
@@ -118,12 +133,11 @@ class AccumulateGrad(Node):
 
 
 def accumulator_of(tensor) -> AccumulateGrad:
-    """The AccumulateGrad node of a leaf (one per leaf, held weakly by the tensor)."""
-    ag = tensor._ag
-    node = ag.accumulator() if ag.accumulator is not None else None
-    if node is None:
-        node = AccumulateGrad(tensor)
-        ag.accumulator = weakref.ref(node)
+    """The AccumulateGrad node of a leaf, kept in the tensor's __dict__ (one per leaf and
+    AutogradMeta: a leaf whose requires_grad was switched off and on gets a new one)."""
+    node = tensor.__dict__.get("_grad_accumulator")
+    if node is None or node.ag is not tensor._ag:
+        node = tensor.__dict__["_grad_accumulator"] = AccumulateGrad(tensor)
     return node
 
 
