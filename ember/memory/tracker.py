@@ -29,6 +29,7 @@ from typing import Any
 from ember.dispatcher.plugins import REGISTRY
 from ember.frontend.mode import DispatchMode
 from ember.frontend.tensor import Storage, Tensor
+from ember.utils.module_tracker import ModuleTracker
 
 CATEGORIES = ("parameters", "gradients", "optimizer_state", "inputs", "activations", "other", "temporaries")
 _RANK = {c: i for i, c in enumerate(CATEGORIES)}
@@ -36,6 +37,9 @@ _RANK_ACTIVATIONS = _RANK["activations"]
 _RANK_INPUTS = _RANK["inputs"]
 _RANK_TEMPORARIES = _RANK["temporaries"]
 _RANK_OTHER = _RANK["other"]
+_RANK_PARAMETERS = _RANK["parameters"]
+_RANK_GRADIENTS = _RANK["gradients"]
+_RANK_OPTIMIZER_STATE = _RANK["optimizer_state"]
 
 
 class _Record:
@@ -100,6 +104,19 @@ class _OpMode(DispatchMode):
             tr._op = prev
 
 
+class _ModuleAttribution(ModuleTracker):
+    """The module tracker whose state names an allocation's module and phase; its forward pre-hook
+    also hands each module call to the memory tracker (one global hook per module call, not two)."""
+
+    def __init__(self, on_forward) -> None:
+        super().__init__()
+        self._on_forward = on_forward
+
+    def _fw_pre_hook(self, mod, input) -> None:
+        super()._fw_pre_hook(mod, input)
+        self._on_forward(mod, input)
+
+
 def _tensors(value, out: list) -> list:
     stack = [value]
     while stack:
@@ -123,8 +140,6 @@ class MemoryTracker:
     """
 
     def __init__(self, model=None, optimizer=None, device=None, ops: bool = True, target: str | None = None) -> None:
-        from ember.utils.module_tracker import ModuleTracker
-
         self.model = model
         self.optimizer = optimizer
         self.device = None if device is None else str(device)
@@ -147,7 +162,7 @@ class MemoryTracker:
         self._target = target
         self._workspace: list = []              # scratch storages of the kernel running now (meta)
         self._phase_override: str | None = None
-        self._modules = ModuleTracker()
+        self._modules = _ModuleAttribution(self._fw_pre_hook)
         self._mode = _OpMode(self) if ops else None
         self._handles: list = []
         self._backends: list = []
@@ -258,14 +273,29 @@ class MemoryTracker:
                 self._role(b._storage, "other")
 
     def _scan_optimizer(self, opt) -> None:
+        """Classify the optimizer's parameters, their gradients and its state (before and after
+        every step: gradients and lazily created state appear between steps)."""
+        live, cats, role = self._live, self._category, self._role
         for group in opt.param_groups:
             for p in group["params"]:
-                self._role(p._storage, "parameters")
-                if p.grad is not None:
-                    self._role(p.grad._storage, "gradients")
+                index = live.get(id(p._storage))
+                if index is None or cats[index] != _RANK_PARAMETERS:   # known parameters: one lookup
+                    role(p._storage, "parameters")
+                g = p.grad
+                if g is not None:
+                    index = live.get(id(g._storage))
+                    if index is None or cats[index] > _RANK_GRADIENTS:
+                        role(g._storage, "gradients")
         for state in opt.state.values():
-            for t in _tensors(state, []):
-                self._role(t._storage, "optimizer_state")
+            values = state.values() if isinstance(state, dict) else _tensors(state, [])
+            for t in values:
+                if isinstance(t, Tensor):
+                    index = live.get(id(t._storage))
+                    if index is None or cats[index] > _RANK_OPTIMIZER_STATE:
+                        role(t._storage, "optimizer_state")
+                elif isinstance(t, (list, tuple, dict)):
+                    for u in _tensors(t, []):
+                        role(u._storage, "optimizer_state")
 
     def _fw_pre_hook(self, mod, args) -> None:
         self._scan_module(mod, recurse=False)
@@ -287,7 +317,6 @@ class MemoryTracker:
     def __enter__(self) -> "MemoryTracker":
         from ember.frontend import tensor as tensor_mod
         from ember.frontend.autograd import graph
-        from ember.nn.modules.module import register_module_forward_pre_hook
 
         if tensor_mod.ALLOC_HOOK is not None:
             raise RuntimeError("ember.memory.track: another memory tracker is already recording (trackers do not nest)")
@@ -300,7 +329,6 @@ class MemoryTracker:
             self._handles += [self.optimizer.register_step_pre_hook(self._step_pre_hook),
                               self.optimizer.register_step_post_hook(self._step_post_hook)]
         self._modules.__enter__()
-        self._handles.append(register_module_forward_pre_hook(self._fw_pre_hook))
         if self._mode is not None:
             self._mode.__enter__()
         # load cpu and meta now: meta tensors made inside the block are then predicted like cpu's, and

@@ -42,10 +42,12 @@ class ModuleTracker:
 
     def __init__(self) -> None:
         self.parents: set[str] = {"Global"}
-        self._known_modules: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-        self._seen_modules: weakref.WeakSet = weakref.WeakSet()
-        self._hooks: list = []
+        # id(module) -> (weakref to it, its name, whether its children are named too): a plain dict
+        # (asked twice per module call; a WeakKeyDictionary builds a weakref per lookup)
+        self._names: dict[int, tuple] = {}
+        self._grad_hooks: dict[str, tuple] = {}     # name -> (add, remove) gradient hooks
         self._handles: list = []
+        self._active = False
         self._running_forward = 0
         self._is_bw = False
         self.version = 0             # bumped at every change of `parents` or `is_bw` (for caches)
@@ -57,29 +59,37 @@ class ModuleTracker:
         return self._is_bw
 
     def _get_mod_name(self, mod) -> str:
-        if mod not in self._known_modules:
-            self._known_modules[mod] = type(mod).__name__
-        mod_name = self._known_modules[mod]
-        if mod not in self._seen_modules:
-            for name, submod in mod.named_children():
-                self._known_modules[submod] = f"{mod_name}.{name}"
-                self._get_mod_name(submod)
-            self._seen_modules.add(mod)
+        entry = self._names.get(id(mod))
+        if entry is not None and entry[2] and entry[0]() is mod:
+            return entry[1]
+        mod_name = entry[1] if entry is not None and entry[0]() is mod else type(mod).__name__
+        self._names[id(mod)] = (weakref.ref(mod), mod_name, True)
+        for name, submod in mod.named_children():
+            known = self._names.get(id(submod))
+            if known is None or known[0]() is not submod:
+                self._names[id(submod)] = (weakref.ref(submod), f"{mod_name}.{name}", False)
+            self._get_mod_name(submod)
         return mod_name
 
-    def _add_fn(self, name: str):
-        def fn(*args) -> None:
-            self._is_bw = True
-            self.parents.add(name)
-            self.version += 1
-        return fn
+    def _hooks_of(self, name: str) -> tuple:
+        """The gradient hooks marking `name`'s backward: `add` on its outputs (its backward starts),
+        `remove` on its inputs (it ended). Made once per name; inert outside the `with` block, so
+        they need no removal (they go with the tensors)."""
+        hooks = self._grad_hooks.get(name)
+        if hooks is None:
+            def add(*args) -> None:
+                if self._active:
+                    self._is_bw = True
+                    self.parents.add(name)
+                    self.version += 1
 
-    def _remove_fn(self, name: str):
-        def fn(*args) -> None:
-            self._is_bw = True
-            self.parents.discard(name)
-            self.version += 1
-        return fn
+            def remove(*args) -> None:
+                if self._active:
+                    self._is_bw = True
+                    self.parents.discard(name)
+                    self.version += 1
+            hooks = self._grad_hooks[name] = (add, remove)
+        return hooks
 
     def _fw_pre_hook(self, mod, input) -> None:
         if self._running_forward == 0:
@@ -89,22 +99,23 @@ class ModuleTracker:
         name = self._get_mod_name(mod)
         self.parents.add(name)
         self.version += 1
-        remove = self._remove_fn(name)
+        remove = self._hooks_of(name)[1]
         for t in _tensors_requiring_grad(input):
-            self._hooks.append(t.register_hook(remove))
+            t.register_hook(remove)
 
     def _fw_post_hook(self, mod, input, output) -> None:
         self._running_forward -= 1
         name = self._get_mod_name(mod)
         self.parents.discard(name)
         self.version += 1
-        add = self._add_fn(name)
+        add = self._hooks_of(name)[0]
         for t in _tensors_requiring_grad(output):
-            self._hooks.append(t.register_hook(add))
+            t.register_hook(add)
 
     def __enter__(self) -> "ModuleTracker":
         from ember.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 
+        self._active = True
         self._handles = [register_module_forward_pre_hook(self._fw_pre_hook),
                          register_module_forward_hook(self._fw_post_hook, always_call=True)]
         return self
@@ -113,6 +124,4 @@ class ModuleTracker:
         for h in self._handles:
             h.remove()
         self._handles = []
-        for h in self._hooks:
-            h.remove()
-        self._hooks.clear()
+        self._active = False
