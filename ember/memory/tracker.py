@@ -154,6 +154,7 @@ class MemoryTracker:
         self._places: list[tuple[str, str]] = []
         self._place_index: dict[tuple[str, str], int] = {}
         self._place_now = -1
+        self._depth: dict[str, tuple] = {}      # module name -> its sort key for "innermost"
         self._place_version = -1
         self._devices: dict[Any, str | None] = {}       # device -> its name, None when not tracked
         self._last_device: Any = None
@@ -162,6 +163,7 @@ class MemoryTracker:
         self._target = target
         self._workspace: list = []              # scratch storages of the kernel running now (meta)
         self._phase_override: str | None = None
+        self._recorded_before_step = 0
         self._modules = _ModuleAttribution(self._fw_pre_hook)
         self._mode = _OpMode(self) if ops else None
         self._handles: list = []
@@ -176,7 +178,11 @@ class MemoryTracker:
         modules = self._modules
         if modules.version != self._place_version:      # asked at every allocation: recomputed on change
             names = modules.parents
-            name = max(names, key=lambda n: (n != "Global", n.count("."), len(n))) if names else "Global"
+            depth = self._depth
+            for n in names:
+                if n not in depth:                      # innermost: the most dotted name, then the longest
+                    depth[n] = (n != "Global", n.count("."), len(n))
+            name = max(names, key=depth.__getitem__) if names else "Global"
             phase = ("backward" if modules.is_bw else "forward") if name != "Global" else "global"
             self._place_now = self._intern_place((name, phase))
             self._place_version = modules.version
@@ -309,10 +315,12 @@ class MemoryTracker:
     def _step_pre_hook(self, opt, args, kwargs) -> None:
         self._scan_optimizer(opt)
         self._phase_override = f"optimizer.{type(opt).__name__}"
+        self._recorded_before_step = len(self._category)
 
     def _step_post_hook(self, opt, args, kwargs) -> None:
         self._phase_override = None
-        self._scan_optimizer(opt)
+        if len(self._category) > self._recorded_before_step:    # new state can only be a new storage
+            self._scan_optimizer(opt)
 
     def __enter__(self) -> "MemoryTracker":
         from ember.frontend import tensor as tensor_mod

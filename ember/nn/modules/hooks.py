@@ -265,10 +265,13 @@ class HookedCall:
                 or _global_forward_hooks or _global_forward_pre_hooks or _global_backward_hooks
                 or _global_backward_pre_hooks):
             return self.forward(*args, **kwargs)
-        backward_pre_hooks = [*_global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()]
-        backward_hooks = [*_global_backward_hooks.values(), *self._backward_hooks.values()]
+        backward_pre_hooks = backward_hooks = ()
+        if _global_backward_pre_hooks or self._backward_pre_hooks or _global_backward_hooks or self._backward_hooks:
+            backward_pre_hooks = [*_global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()]
+            backward_hooks = [*_global_backward_hooks.values(), *self._backward_hooks.values()]
+        with_kwargs_pre = self._forward_pre_hooks_with_kwargs
         for hook_id, hook in (*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()):
-            if hook_id in self._forward_pre_hooks_with_kwargs:
+            if with_kwargs_pre and hook_id in with_kwargs_pre:
                 result = hook(self, args, kwargs)
                 if result is not None:
                     if isinstance(result, tuple) and len(result) == 2:
@@ -285,21 +288,20 @@ class HookedCall:
             bw_hook = BackwardHook(self, backward_hooks, backward_pre_hooks)
             args = bw_hook.setup_input_hook(args)
         forward_hooks = (*_global_forward_hooks.items(), *self._forward_hooks.items())
-        with_kwargs = {**_global_forward_hooks_with_kwargs, **self._forward_hooks_with_kwargs}
-        called = set()
+        with_kwargs = ({**_global_forward_hooks_with_kwargs, **self._forward_hooks_with_kwargs}
+                       if _global_forward_hooks_with_kwargs or self._forward_hooks_with_kwargs else {})
         try:
             result = self.forward(*args, **kwargs)
-        except Exception:
+        except Exception:           # no forward hook has run yet: the always_call ones run now
             always = {**_global_forward_hooks_always_called, **self._forward_hooks_always_called}
             for hook_id, hook in forward_hooks:
-                if hook_id in always and hook_id not in called:
+                if hook_id in always:
                     try:
                         hook(self, args, kwargs, None) if hook_id in with_kwargs else hook(self, args, None)
                     except Exception:
                         pass
             raise
         for hook_id, hook in forward_hooks:
-            called.add(hook_id)
             hook_result = hook(self, args, kwargs, result) if hook_id in with_kwargs else hook(self, args, result)
             if hook_result is not None:
                 result = hook_result
