@@ -26,6 +26,23 @@ from typing import Any, Callable
 from ember.errors import BackendUnavailableError
 
 
+#: torch.cuda's memory counters and the `memory_stats()` key each one reads
+STAT_KEYS = {"memory_allocated": "allocated_bytes", "max_memory_allocated": "peak_bytes",
+             "memory_reserved": "reserved_bytes", "max_memory_reserved": "peak_reserved_bytes"}
+
+
+def stat_readers(memory_stats: Callable) -> dict[str, Callable]:
+    """The four counters as functions of `device=None`, each reading its key of `memory_stats(device)`:
+    what a plugin's runtime module exports next to its own memory_stats."""
+    def reader(name: str, key: str) -> Callable:
+        def read(device=None) -> int:
+            return memory_stats(device)[key]
+        read.__name__ = read.__qualname__ = name
+        read.__doc__ = f"memory_stats(device)[{key!r}] (torch.cuda.{name})."
+        return read
+    return {name: reader(name, key) for name, key in STAT_KEYS.items()}
+
+
 class DeviceModule:
     """The helpers of one device type, bound to the backend registry."""
 
@@ -143,26 +160,26 @@ class DeviceModule:
             return {}
         return dict(self._delegate("memory_stats", device, lambda b, i: b.memory_stats(i)))
 
-    def _stat(self, funcname: str, key: str, device) -> int:
+    def _stat(self, funcname: str, device) -> int:
         if not self.is_available():
             return 0
         helper = self._runtime_helper(funcname)
         if helper is not None:
             return int(helper(self._index(device, funcname)))
-        return int(self.memory_stats(device).get(key, 0))
+        return int(self.memory_stats(device).get(STAT_KEYS[funcname], 0))
 
     def memory_allocated(self, device=None) -> int:
         """Bytes held by live tensors (0 when the device is not available)."""
-        return self._stat("memory_allocated", "allocated_bytes", device)
+        return self._stat("memory_allocated", device)
 
     def max_memory_allocated(self, device=None) -> int:
-        return self._stat("max_memory_allocated", "peak_bytes", device)
+        return self._stat("max_memory_allocated", device)
 
     def memory_reserved(self, device=None) -> int:
-        return self._stat("memory_reserved", "reserved_bytes", device)
+        return self._stat("memory_reserved", device)
 
     def max_memory_reserved(self, device=None) -> int:
-        return self._stat("max_memory_reserved", "peak_reserved_bytes", device)
+        return self._stat("max_memory_reserved", device)
 
     def reset_peak_memory_stats(self, device=None) -> None:
         def unsupported(b, i):

@@ -28,8 +28,9 @@ from typing import Any
 
 from ember.dispatcher.plugins import REGISTRY
 from ember.frontend.mode import DispatchMode
-from ember.frontend.tensor import Storage, Tensor
+from ember.frontend.tensor import Storage
 from ember.utils.module_tracker import ModuleTracker
+from ember.utils.tensor_tree import tensors_in
 
 CATEGORIES = ("parameters", "gradients", "optimizer_state", "inputs", "activations", "other", "temporaries")
 _RANK = {c: i for i, c in enumerate(CATEGORIES)}
@@ -117,19 +118,6 @@ class _ModuleAttribution(ModuleTracker):
         self._on_forward(mod, input)
 
 
-def _tensors(value, out: list) -> list:
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, Tensor):
-            out.append(v)
-        elif isinstance(v, (list, tuple)):
-            stack.extend(v)
-        elif isinstance(v, dict):
-            stack.extend(v.values())
-    return out
-
-
 class MemoryTracker:
     """Context manager recording storage allocations and releases; see `ember.memory.track`.
 
@@ -168,7 +156,6 @@ class MemoryTracker:
         self._mode = _OpMode(self) if ops else None
         self._handles: list = []
         self._backends: list = []
-        self._active = False
 
     # -- recording ------------------------------------------------------------------------------
     def _place_of_allocation(self) -> int:
@@ -292,20 +279,14 @@ class MemoryTracker:
                     index = live.get(id(g._storage))
                     if index is None or cats[index] > _RANK_GRADIENTS:
                         role(g._storage, "gradients")
-        for state in opt.state.values():
-            values = state.values() if isinstance(state, dict) else _tensors(state, [])
-            for t in values:
-                if isinstance(t, Tensor):
-                    index = live.get(id(t._storage))
-                    if index is None or cats[index] > _RANK_OPTIMIZER_STATE:
-                        role(t._storage, "optimizer_state")
-                elif isinstance(t, (list, tuple, dict)):
-                    for u in _tensors(t, []):
-                        role(u._storage, "optimizer_state")
+        for t in tensors_in(list(opt.state.values())):
+            index = live.get(id(t._storage))
+            if index is None or cats[index] > _RANK_OPTIMIZER_STATE:
+                role(t._storage, "optimizer_state")
 
     def _fw_pre_hook(self, mod, args) -> None:
         self._scan_module(mod, recurse=False)
-        for t in _tensors(args, []):
+        for t in tensors_in(args):
             index = self._live.get(id(t._storage))
             if index is None:
                 self._role(t._storage, "inputs")
@@ -329,7 +310,6 @@ class MemoryTracker:
         if tensor_mod.ALLOC_HOOK is not None:
             raise RuntimeError("ember.memory.track: another memory tracker is already recording (trackers do not nest)")
         target = self._target_backend()
-        self._active = True
         if self.model is not None:
             self._scan_module(self.model, recurse=True)
         if self.optimizer is not None:
@@ -390,7 +370,6 @@ class MemoryTracker:
             h.remove()
         self._handles = []
         self._live.clear()                 # storages outliving the block stay live in the record
-        self._active = False
 
     # -- results --------------------------------------------------------------------------------
     def _records_and_events(self) -> tuple[list[_Record], list[tuple[int, _Record]]]:

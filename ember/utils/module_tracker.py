@@ -17,24 +17,13 @@ from __future__ import annotations
 
 import weakref
 
-from ember.frontend.tensor import Tensor
+from .tensor_tree import tensors_in
 
 __all__ = ["ModuleTracker"]
 
 
 def _tensors_requiring_grad(value) -> list:
-    out = []
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, Tensor):
-            if v.requires_grad:
-                out.append(v)
-        elif isinstance(v, (list, tuple)):
-            stack.extend(v)
-        elif isinstance(v, dict):
-            stack.extend(v.values())
-    return out
+    return [t for t in tensors_in(value) if t.requires_grad]
 
 
 class ModuleTracker:

@@ -13,6 +13,8 @@ cupy's current device and stream: `set_device` / `with Stream(...)` choose them.
 """
 from __future__ import annotations
 
+from ember._device_module import stat_readers
+
 
 def _record():
     from ember.dispatcher.plugins import REGISTRY
@@ -135,25 +137,17 @@ def manual_seed_all(seed: int) -> None:
 
 
 def memory_stats(device=None) -> dict[str, int]:
+    """cupy's pool counters: allocated_bytes (live arrays, at the pool's rounding), reserved_bytes
+    (held from the driver: live blocks plus the pool's cache) and their peaks."""
     return _backend().memory_stats(_index(device))
 
 
-def memory_allocated(device=None) -> int:
-    """Bytes held by live arrays (rounded as cupy's memory pool allocates them)."""
-    return memory_stats(device)["allocated_bytes"]
-
-
-def max_memory_allocated(device=None) -> int:
-    return memory_stats(device)["peak_bytes"]
-
-
-def memory_reserved(device=None) -> int:
-    """Bytes cupy's pool holds from the driver: live blocks plus its cache."""
-    return memory_stats(device)["reserved_bytes"]
-
-
-def max_memory_reserved(device=None) -> int:
-    return memory_stats(device)["peak_reserved_bytes"]
+# memory_allocated, max_memory_allocated, memory_reserved, max_memory_reserved: read from memory_stats
+_readers = stat_readers(memory_stats)
+memory_allocated = _readers["memory_allocated"]
+max_memory_allocated = _readers["max_memory_allocated"]
+memory_reserved = _readers["memory_reserved"]
+max_memory_reserved = _readers["max_memory_reserved"]
 
 
 def reset_peak_memory_stats(device=None) -> None:

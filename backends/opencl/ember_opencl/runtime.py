@@ -8,6 +8,8 @@
 """
 from __future__ import annotations
 
+from ember._device_module import stat_readers
+
 
 def _backend():
     from ember.dispatcher.plugins import REGISTRY
@@ -52,25 +54,17 @@ def synchronize(device=None) -> None:
 
 
 def memory_stats(device=None) -> dict[str, int]:
+    """The caching allocator's counters: allocated_bytes (live tensors, at the allocator's rounding),
+    reserved_bytes (held from the OpenCL driver: live blocks plus the cache) and their peaks."""
     return _backend().memory_stats(_index(device))
 
 
-def memory_allocated(device=None) -> int:
-    """Bytes held by live tensors (rounded as the caching allocator allocates them)."""
-    return memory_stats(device)["allocated_bytes"]
-
-
-def max_memory_allocated(device=None) -> int:
-    return memory_stats(device)["peak_bytes"]
-
-
-def memory_reserved(device=None) -> int:
-    """Bytes held from the OpenCL driver: live blocks plus the allocator's cache."""
-    return memory_stats(device)["reserved_bytes"]
-
-
-def max_memory_reserved(device=None) -> int:
-    return memory_stats(device)["peak_reserved_bytes"]
+# memory_allocated, max_memory_allocated, memory_reserved, max_memory_reserved: read from memory_stats
+_readers = stat_readers(memory_stats)
+memory_allocated = _readers["memory_allocated"]
+max_memory_allocated = _readers["max_memory_allocated"]
+memory_reserved = _readers["memory_reserved"]
+max_memory_reserved = _readers["max_memory_reserved"]
 
 
 def reset_peak_memory_stats(device=None) -> None:
