@@ -33,9 +33,8 @@ def adam_update(p, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step_t, lr: float,
     bias_correction2_sqrt = bias_correction2 ** 0.5
     if amsgrad:
         max_exp_avg_sq.copy_(F.maximum(max_exp_avg_sq, exp_avg_sq))
-        denom = (max_exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-    else:
-        denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+        exp_avg_sq = max_exp_avg_sq
+    denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
     p.addcdiv_(exp_avg, denom, value=-step_size)
 
 

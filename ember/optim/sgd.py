@@ -60,20 +60,16 @@ class SGD(Optimizer):
     def _single_tensor_step(self, group: dict, p) -> None:
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
         weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
-        buf = None
+        buf, is_first_step = None, False
         if momentum != 0:
             state = self.state[p]
             buf = state.get("momentum_buffer")
-            if buf is None:
+            if buf is None:     # the first step: a new buffer, which sgd_update fills with the gradient
                 from ember._generated import functions as F
 
-                grad = F.neg(p.grad) if maximize else p.grad
-                if weight_decay != 0:
-                    grad = grad.add(p, alpha=weight_decay)
-                state["momentum_buffer"] = buf = grad.clone().detach()
-                sgd_update(p, grad, buf, 0, momentum, lr, dampening, nesterov, False, True)
-                return
-        sgd_update(p, p.grad, buf, weight_decay, momentum, lr, dampening, nesterov, maximize, False)
+                state["momentum_buffer"] = buf = F.empty_like(p.grad)
+                is_first_step = True
+        sgd_update(p, p.grad, buf, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step)
 
     def _fused_step(self, group: dict, params: list, bufs: list) -> None:
         """The whole group in one `_fused_sgd_` call (ember/optim/_impl.py)."""
