@@ -13,6 +13,8 @@ cupy operand (or its `device=` argument).
 """
 from __future__ import annotations
 
+import functools
+
 import os
 
 import numpy as np
@@ -143,14 +145,10 @@ class CUDABackend(Backend):
         return make_kernels(self, fused=os.environ.get(ENV_FUSED, "1").strip() != "0")
 
 
-_BACKEND: CUDABackend | None = None
-
-
+@functools.cache
 def backend() -> CUDABackend:
-    global _BACKEND
-    if _BACKEND is None:
-        _BACKEND = CUDABackend()
-    return _BACKEND
+    """The plugin's one backend instance."""
+    return CUDABackend()
 
 
 @hookimpl

@@ -10,6 +10,8 @@ naming the op). It is read when the backend loads.
 """
 from __future__ import annotations
 
+import functools
+
 import os
 import warnings
 
@@ -138,14 +140,10 @@ class OpenCLBackend(Backend):
         return make_kernels(self)
 
 
-_BACKEND: OpenCLBackend | None = None
-
-
+@functools.cache
 def backend() -> OpenCLBackend:
-    global _BACKEND
-    if _BACKEND is None:
-        _BACKEND = OpenCLBackend()
-    return _BACKEND
+    """The plugin's one backend instance."""
+    return OpenCLBackend()
 
 
 @hookimpl
