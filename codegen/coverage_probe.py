@@ -5,7 +5,7 @@ Built-in backends are asked through ember.dispatcher.coverage_matrix. In-repo pl
 or its driver library, so docs/ops.md is the same on every machine, with or without the
 plugin installed or an OpenCL driver present. The rules are coverage_matrix's: native when
 the plugin has a kernel, else the op's explicit kernel, else its decomposition, else the
-plugin's cpu fallback.
+plugin's cpu fallback (ember.dispatcher.coverage.how_op_runs).
 """
 from __future__ import annotations
 
@@ -32,16 +32,14 @@ def plugin_kernel_names(device_type: str) -> set[str]:
 
 
 def main() -> None:
-    from ember.dispatcher.coverage import coverage_matrix
+    from ember.dispatcher.coverage import coverage_matrix, how_op_runs
     from ember.dispatcher.operator import ALL_OPS
 
     matrix = coverage_matrix(list(BUILTIN))
     for dt in PLUGINS:
         native = plugin_kernel_names(dt)
         for name, op in ALL_OPS.items():
-            how = ("native" if name in native else "explicit" if op.explicit is not None
-                   else "decomposed" if op.decomposition is not None else "fallback")
-            matrix.setdefault(name, {})[dt] = how
+            matrix.setdefault(name, {})[dt] = how_op_runs(op, name in native, True)
     print(json.dumps(matrix))
 
 

@@ -16,15 +16,17 @@ def coverage_matrix(device_types) -> dict[str, dict[str, str]]:
     for name, op in ALL_OPS.items():
         row = {}
         for dt, rec in backends.items():
-            if rec.key in op.kernels:
-                row[dt] = "native"
-            elif op.explicit is not None:
-                row[dt] = "explicit"
-            elif op.decomposition is not None:
-                row[dt] = "decomposed"
-            elif rec.backend.fallback_device:
-                row[dt] = "fallback"
-            else:
-                row[dt] = "missing"
+            row[dt] = how_op_runs(op, rec.key in op.kernels, bool(rec.backend.fallback_device))
         out[name] = row
     return out
+
+
+def how_op_runs(op, native: bool, has_fallback: bool) -> str:
+    """How `op` runs on a backend that has (`native`) or lacks its own kernel for it."""
+    if native:
+        return "native"
+    if op.explicit is not None:
+        return "explicit"
+    if op.decomposition is not None:
+        return "decomposed"
+    return "fallback" if has_fallback else "missing"

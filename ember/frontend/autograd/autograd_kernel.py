@@ -97,18 +97,16 @@ def record(op, args: tuple, out) -> None:
         return
     node = op.backward_cls(tuple(edges), tuple(metas))
     node.needs = tuple(needs)
+    if ANOMALY_THREADS and STATE.anomaly:
+        node.anomaly_trace = "".join(traceback.format_stack()[:-3])
     if op.n_outputs == 1:
         node.save(args, (out,))
-        if ANOMALY_THREADS and STATE.anomaly:
-            node.anomaly_trace = "".join(traceback.format_stack()[:-3])
         if out._dtype.is_floating_point:
             out._ag = AutogradMeta(node, 0)
             out._keys |= _AUTOGRAD
         base = out._base
     else:
         node.save(args, out)
-        if ANOMALY_THREADS and STATE.anomaly:
-            node.anomaly_trace = "".join(traceback.format_stack()[:-3])
         first_only = op.first_output_only
         for k, o in enumerate(out):
             if o._dtype.is_floating_point and not (first_only and k):
