@@ -46,6 +46,17 @@ __device__ __forceinline__ {T} ember_block_sum({T} v, {T}* sh) {{
     __syncthreads();
     return r;
 }}
+
+/* the row's max m and sum of exp(x - m): the stable log-sum-exp's two parts (softmax, cross entropy) */
+__device__ __forceinline__ void ember_row_max_sumexp(const {T}* xr, long long n, {T}* sh, {T}* m_out, {T}* s_out) {{
+    {T} m = xr[0];                      /* rows are never empty */
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) m = fmax(m, xr[i]);
+    m = ember_block_max(m, sh);
+    {T} s = 0;
+    for (long long i = threadIdx.x; i < n; i += blockDim.x) s += exp(xr[i] - m);
+    *m_out = m;
+    *s_out = ember_block_sum(s, sh);
+}}
 """
 
 _SOFTMAX = """
@@ -53,12 +64,8 @@ extern "C" __global__ void ember_softmax(const {T}* x, {T}* y, long long n, int 
     __shared__ {T} sh[%d];
     const {T}* xr = x + (long long)blockIdx.x * n;
     {T}* yr = y + (long long)blockIdx.x * n;
-    {T} m = xr[0];                      /* rows are never empty */
-    for (long long i = threadIdx.x; i < n; i += blockDim.x) m = fmax(m, xr[i]);
-    m = ember_block_max(m, sh);
-    {T} s = 0;
-    for (long long i = threadIdx.x; i < n; i += blockDim.x) s += exp(xr[i] - m);
-    s = ember_block_sum(s, sh);
+    {T} m, s;
+    ember_row_max_sumexp(xr, n, sh, &m, &s);
     if (log_out) {{
         {T} ls = log(s);
         for (long long i = threadIdx.x; i < n; i += blockDim.x) yr[i] = (xr[i] - m) - ls;
@@ -102,12 +109,8 @@ extern "C" __global__ void ember_cross_entropy(const {T}* x, const long long* ta
                                                long long ignore_index, int has_w) {{
     __shared__ {T} sh[%d];
     const {T}* xr = x + (long long)blockIdx.x * C;
-    {T} m = xr[0];                      /* rows are never empty */
-    for (long long i = threadIdx.x; i < C; i += blockDim.x) m = fmax(m, xr[i]);
-    m = ember_block_max(m, sh);
-    {T} s = 0;
-    for (long long i = threadIdx.x; i < C; i += blockDim.x) s += exp(xr[i] - m);
-    s = ember_block_sum(s, sh);
+    {T} m, s;
+    ember_row_max_sumexp(xr, C, sh, &m, &s);
     if (threadIdx.x == 0) {{
         long long t = target[blockIdx.x];
         {T} l = 0, w = 0;
