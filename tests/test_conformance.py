@@ -53,6 +53,34 @@ def _collect(modules):
 SUITE = _collect(ember.testing.TEST_MODULES)
 globals().update(SUITE)
 
+# the suite's tests about the registry as a whole, run once here rather than per plugin device
+_REGISTRY_WIDE = ("test_samples_cover_the_required_kinds", "test_differentiable_ops_are_marked",
+                  "test_gradcheck_detects_a_wrong_formula")
+
+
+def plugin_unavailable_reason(device_type: str, install: str) -> str:
+    """'' when the plugin's device works, else why not (plugin missing, no device, broken)."""
+    from ember.dispatcher.plugins import REGISTRY
+
+    if device_type not in REGISTRY.records:
+        return f"the ember-{device_type} plugin is not installed ({install})"
+    rec = REGISTRY.load(device_type)
+    return "" if rec.state == "available" else f"{device_type} backend is {rec.state}: {rec.reason}"
+
+
+def plugin_suite(device_type: str, reason: str) -> dict:
+    """The suite's per-device tests plus an `ember_device` fixture for `device_type` that skips
+    with `reason` when it is not empty: a plugin's conformance module does `globals().update()`."""
+    @pytest.fixture(scope="session", name="ember_device")
+    def ember_device():
+        if reason:
+            pytest.skip(reason)
+        return resolve_device(device_type)
+
+    tests = {name: fn for name, fn in _collect(ember.testing.TEST_MODULES).items()
+             if not name.startswith("test_every") and name not in _REGISTRY_WIDE}
+    return {"ember_device": ember_device, **tests}
+
 
 def test_the_suite_is_collected_here():
     assert len(SUITE) >= 15, sorted(SUITE)

@@ -16,37 +16,11 @@ os.environ.setdefault("EMBER_OPENCL_FALLBACK", "silent")
 
 pytest.register_assert_rewrite("ember.testing")
 
-import ember  # noqa: E402
-import ember.testing  # noqa: E402
-from ember.testing.plugin import NUMPY_WARNINGS, resolve_device  # noqa: E402
+from ember.testing.plugin import NUMPY_WARNINGS  # noqa: E402
 
-from test_conformance import _collect  # noqa: E402
+from test_conformance import plugin_suite, plugin_unavailable_reason  # noqa: E402
 
 pytestmark = NUMPY_WARNINGS
 
-
-def opencl_unavailable_reason() -> str:
-    """'' when the opencl device works, else why not (plugin missing, no device, broken)."""
-    from ember.dispatcher.plugins import REGISTRY
-
-    if "opencl" not in REGISTRY.records:
-        return "the ember-opencl plugin is not installed (pip install ./backends/opencl[pocl])"
-    rec = REGISTRY.load("opencl")
-    return "" if rec.state == "available" else f"opencl backend is {rec.state}: {rec.reason}"
-
-
-REASON = opencl_unavailable_reason()
-
-
-@pytest.fixture(scope="session")
-def ember_device():
-    if REASON:
-        pytest.skip(REASON)
-    return resolve_device("opencl")
-
-
-SUITE = {name: fn for name, fn in _collect(ember.testing.TEST_MODULES).items()
-         if not name.startswith("test_every") and name not in ("test_samples_cover_the_required_kinds",
-                                                               "test_differentiable_ops_are_marked",
-                                                               "test_gradcheck_detects_a_wrong_formula")}
-globals().update(SUITE)
+REASON = plugin_unavailable_reason("opencl", "pip install ./backends/opencl[pocl]")
+globals().update(plugin_suite("opencl", REASON))
