@@ -59,12 +59,8 @@ def memory_stats(device=None) -> dict[str, int]:
     return _backend().memory_stats(_index(device))
 
 
-# memory_allocated, max_memory_allocated, memory_reserved, max_memory_reserved: read from memory_stats
-_readers = stat_readers(memory_stats)
-memory_allocated = _readers["memory_allocated"]
-max_memory_allocated = _readers["max_memory_allocated"]
-memory_reserved = _readers["memory_reserved"]
-max_memory_reserved = _readers["max_memory_reserved"]
+# torch.cuda's four counters, each a key of memory_stats (ember._device_module.STAT_KEYS order)
+memory_allocated, max_memory_allocated, memory_reserved, max_memory_reserved = stat_readers(memory_stats).values()
 
 
 def reset_peak_memory_stats(device=None) -> None:
