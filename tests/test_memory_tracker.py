@@ -264,3 +264,30 @@ def test_storages_released_after_the_block_are_not_recorded():
         del z
     assert len(mem.events) == n_events
     assert [e["kind"] for e in other.timeline] == ["alloc", "alloc", "free"]   # x from first use, z, z freed
+
+
+def test_by_module_backward_of_siblings_sharing_an_input_and_parameters_at_entry():
+    """Each module's backward is the nodes its forward made: two Linear siblings reading the same
+    input (LLaMA's w1/w3) each own their weight and bias gradients, and the parameters that exist
+    when the block starts are listed under the module holding them, not under "Global"."""
+
+    class Gated(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w1 = nn.Linear(8, 16)
+            self.w3 = nn.Linear(8, 16)
+
+        def forward(self, x):
+            return self.w1(x) * self.w3(x)
+
+    model = Gated()
+    x = ember.randn(4, 8)
+    with ember.memory.track(model=model) as mem:
+        model(x).sum().backward()
+    mods = mem.by_module
+    linear_grads = 16 * 8 * 4 + 16 * 4                # weight and bias gradients, float32
+    assert mods["Gated.w1"]["backward"] == mods["Gated.w3"]["backward"] == linear_grads
+    assert mods["Gated.w1"]["forward"] == mods["Gated.w3"]["forward"] == 4 * 16 * 4
+    assert mods["Gated"]["backward"] == 2 * 4 * 16 * 4  # the product's gradients for both factors
+    assert mods["Gated.w1"]["at_peak"] >= linear_grads  # its parameters live there from the start
+    assert "Global" not in mods or mods["Global"]["at_peak"] < linear_grads

@@ -58,6 +58,10 @@ def _cpu_native_ops() -> set[str] | None:
 
 class MetaBackend(Backend):
     device_type = "meta"
+    # memory tracking's kernel swaps (set_memory_tracking, predict_workspace): what is swapped out now
+    _decomposed_while_tracking: tuple | None = None
+    _parked: dict = {}
+    _unwrapped: dict = {}
 
     def to_host(self, array):
         from ember.errors import MissingKernelError
@@ -89,17 +93,19 @@ class MetaBackend(Backend):
 
         key = self.key
         if on:
-            native = _cpu_native_ops()
-            if native is None:
-                return
-            self._parked = {name: op.kernels.pop(key) for name, op in ALL_OPS.items()
-                            if op.impl == "composite" and name not in native and key in op.kernels
-                            and (op.decomposition is not None or op.explicit is not None)}
+            if self._decomposed_while_tracking is None:    # the same ops every time: found once
+                native = _cpu_native_ops()
+                self._decomposed_while_tracking = () if native is None else tuple(
+                    op for name, op in ALL_OPS.items()
+                    if op.impl == "composite" and name not in native and key in op.kernels
+                    and (op.decomposition is not None or op.explicit is not None))
+            self._parked = {op: op.kernels.pop(key) for op in self._decomposed_while_tracking if key in op.kernels}
         else:
-            for name, entry in getattr(self, "_parked", {}).items():
-                ALL_OPS[name].kernels[key] = entry
+            for op, entry in self._parked.items():
+                op.kernels[key] = entry
+        invalidate_caches(self._parked)        # only these ops' entries change: the rest stay resolved
+        if not on:
             self._parked = {}
-        invalidate_caches()
 
     def predict_workspace(self, target, sink) -> None:
         """While ember.memory predicts for the backend `target` (None: stop), the meta kernels of
@@ -109,7 +115,8 @@ class MetaBackend(Backend):
         from ember.dispatcher.operator import invalidate_caches
 
         key = self.key
-        for name, entry in getattr(self, "_unwrapped", {}).items():
+        changed = [ALL_OPS[name] for name in self._unwrapped]
+        for name, entry in self._unwrapped.items():
             ALL_OPS[name].kernels[key] = entry
         self._unwrapped = {}
         if target is not None:
@@ -123,7 +130,8 @@ class MetaBackend(Backend):
                     sink(target.workspace(name, arrays))
                     return kernel(spec, *arrays)
                 op.kernels[key] = (with_workspace, f"{origin} + {target.device_type} workspace")
-        invalidate_caches()
+                changed.append(op)
+        invalidate_caches(changed)
 
     def kernels(self):
         # ops whose output may live on another device (_to_copy, *_like(device=...)) keep

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Callable
+from typing import Callable, Iterable
 
 from . import keys as K
 
@@ -143,9 +143,11 @@ def _traced(op: OpDef, ks: int, key: int, origin: str, entry: Callable) -> Calla
     return traced
 
 
-def invalidate_caches() -> None:
-    """Forget every resolved kernel (called whenever a kernel is registered)."""
-    for op in ALL_OPS.values():
+def invalidate_caches(ops: Iterable[OpDef] | None = None) -> None:
+    """Forget the resolved entries of `ops` (default: every op; called whenever a kernel is registered).
+    An op's entries embed its own kernels only (a composite calls other ops through the dispatcher),
+    so swapping some ops' kernels needs only their caches cleared."""
+    for op in (ALL_OPS.values() if ops is None else ops):
         op.cache.clear()
 
 

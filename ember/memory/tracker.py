@@ -26,7 +26,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from bisect import bisect_right
+
 from ember.dispatcher.plugins import REGISTRY
+from ember.frontend.autograd.graph import next_sequence_number
 from ember.frontend.mode import DispatchMode
 from ember.frontend.tensor import Storage
 from ember.utils.module_tracker import ModuleTracker
@@ -106,16 +109,64 @@ class _OpMode(DispatchMode):
 
 
 class _ModuleAttribution(ModuleTracker):
-    """The module tracker whose state names an allocation's module and phase; its forward pre-hook
-    also hands each module call to the memory tracker (one global hook per module call, not two)."""
+    """Keeps the tracker's place (module, phase) current: the innermost module running in forward,
+    and in backward the module whose forward made the node the engine is running.
 
-    def __init__(self, on_forward) -> None:
+    ModuleTracker names the modules and installs the global forward hooks; its own backward
+    tracking (gradient hooks on every module call's inputs and outputs, the name removed when the
+    first input's gradient arrives) is replaced by the autograd nodes' creation numbers. Each module
+    entry and exit takes a number (`next_sequence_number`) and records the module innermost from
+    then on, so a node's `seq` finds the module that made it by bisection. This costs nothing per
+    module call in backward, and sibling modules sharing an input (LLaMA's w1 and w3) each get
+    their own backward.
+    """
+
+    def __init__(self, tracker: "MemoryTracker") -> None:
         super().__init__()
-        self._on_forward = on_forward
+        self._tracker = tracker
+        self._places_of: dict[str, tuple[int, int]] = {}    # module name -> (forward, backward) place
+        self._running: list[tuple[int, int]] = []           # places of the enclosing modules, outermost first
+        self._bounds: list[int] = []           # sequence number at each module entry and exit, increasing
+        self._backward_place: list[int] = []   # the backward place of nodes numbered from each bound on
 
-    def _fw_pre_hook(self, mod, input) -> None:
-        super()._fw_pre_hook(mod, input)
-        self._on_forward(mod, input)
+    def places(self, mod) -> tuple[int, int]:
+        """`mod`'s forward and backward places."""
+        name = self._get_mod_name(mod)
+        places = self._places_of.get(name)
+        if places is None:
+            intern = self._tracker._intern_place
+            places = self._places_of[name] = (intern((name, "forward")), intern((name, "backward")))
+        return places
+
+    def _fw_pre_hook(self, mod, args) -> None:
+        tr = self._tracker
+        places = self.places(mod)
+        self._running.append(places)
+        tr._place_now = places[0]
+        self._bounds.append(next_sequence_number())
+        self._backward_place.append(places[1])
+        tr._on_module_forward(mod, args)
+
+    def _fw_post_hook(self, mod, args, output) -> None:
+        running = self._running
+        if running:
+            running.pop()
+        places = running[-1] if running else (_GLOBAL_PLACE, _GLOBAL_PLACE)
+        self._tracker._place_now = places[0]
+        self._bounds.append(next_sequence_number())
+        self._backward_place.append(places[1])
+
+    def on_node(self, node) -> None:
+        """`graph.NODE_HOOK`: the engine runs `node` next (None: the backward pass ended)."""
+        if node is None:
+            self._tracker._place_now = _GLOBAL_PLACE
+            return
+        i = bisect_right(self._bounds, node.seq) - 1
+        self._tracker._place_now = self._backward_place[i] if i >= 0 else _GLOBAL_PLACE
+
+
+#: the place of allocations outside any module and optimizer step (interned first)
+_GLOBAL_PLACE = 0
 
 
 class MemoryTracker:
@@ -141,40 +192,21 @@ class MemoryTracker:
         self._live: dict[int, int] = {}         # id(storage) -> index, while alive
         self._places: list[tuple[str, str]] = []
         self._place_index: dict[tuple[str, str], int] = {}
-        self._place_now = -1
-        self._depth: dict[str, tuple] = {}      # module name -> its sort key for "innermost"
-        self._place_version = -1
+        self._place_now = self._intern_place(("Global", "global"))     # kept current by _modules and the step hooks
         self._devices: dict[Any, str | None] = {}       # device -> its name, None when not tracked
         self._last_device: Any = None
         self._last_device_name: str | None = None
         self._op = ""
         self._target = target
         self._workspace: list = []              # scratch storages of the kernel running now (meta)
-        self._phase_override: str | None = None
+        self._place_before_step = _GLOBAL_PLACE
         self._recorded_before_step = 0
-        self._modules = _ModuleAttribution(self._fw_pre_hook)
+        self._modules = _ModuleAttribution(self)
         self._mode = _OpMode(self) if ops else None
         self._handles: list = []
         self._backends: list = []
 
     # -- recording ------------------------------------------------------------------------------
-    def _place_of_allocation(self) -> int:
-        """Index of (module, phase) now: the innermost running module, or the optimizer step."""
-        if self._phase_override is not None:
-            return self._intern_place((self._phase_override, "optimizer"))
-        modules = self._modules
-        if modules.version != self._place_version:      # asked at every allocation: recomputed on change
-            names = modules.parents
-            depth = self._depth
-            for n in names:
-                if n not in depth:                      # innermost: the most dotted name, then the longest
-                    depth[n] = (n != "Global", n.count("."), len(n))
-            name = max(names, key=depth.__getitem__) if names else "Global"
-            phase = ("backward" if modules.is_bw else "forward") if name != "Global" else "global"
-            self._place_now = self._intern_place((name, phase))
-            self._place_version = modules.version
-        return self._place_now
-
     def _intern_place(self, place: tuple[str, str]) -> int:
         index = self._place_index.get(place)
         if index is None:
@@ -204,14 +236,10 @@ class MemoryTracker:
             self._last_device, self._last_device_name = device, dev
         if dev is None:
             return None
-        if self._phase_override is None and self._modules.version == self._place_version:
-            place = self._place_now
-        else:
-            place = self._place_of_allocation()
         nbytes = storage.nbytes
         index = len(self._category)
         self._category.append(rank)
-        self._info.append((nbytes, place, self._op if op is None else op, dev))
+        self._info.append((nbytes, self._place_now, self._op if op is None else op, dev))
         events = self._events
         events.append(index)
         current = self.current_bytes = self.current_bytes + nbytes
@@ -284,7 +312,8 @@ class MemoryTracker:
             if index is None or cats[index] > _RANK_OPTIMIZER_STATE:
                 role(t._storage, "optimizer_state")
 
-    def _fw_pre_hook(self, mod, args) -> None:
+    def _on_module_forward(self, mod, args) -> None:
+        """A module's forward starts: its parameters and buffers, and the inputs made outside any module."""
         self._scan_module(mod, recurse=False)
         for t in tensors_in(args):
             index = self._live.get(id(t._storage))
@@ -295,11 +324,12 @@ class MemoryTracker:
 
     def _step_pre_hook(self, opt, args, kwargs) -> None:
         self._scan_optimizer(opt)
-        self._phase_override = f"optimizer.{type(opt).__name__}"
+        self._place_before_step = self._place_now
+        self._place_now = self._intern_place((f"optimizer.{type(opt).__name__}", "optimizer"))
         self._recorded_before_step = len(self._category)
 
     def _step_post_hook(self, opt, args, kwargs) -> None:
-        self._phase_override = None
+        self._place_now = self._place_before_step
         if len(self._category) > self._recorded_before_step:    # new state can only be a new storage
             self._scan_optimizer(opt)
 
@@ -310,8 +340,11 @@ class MemoryTracker:
         if tensor_mod.ALLOC_HOOK is not None:
             raise RuntimeError("ember.memory.track: another memory tracker is already recording (trackers do not nest)")
         target = self._target_backend()
-        if self.model is not None:
-            self._scan_module(self.model, recurse=True)
+        if self.model is not None:          # what exists now is listed under the module holding it
+            for mod in self.model.modules():
+                self._place_now = self._modules.places(mod)[0]
+                self._scan_module(mod, recurse=False)
+            self._place_now = _GLOBAL_PLACE
         if self.optimizer is not None:
             self._scan_optimizer(self.optimizer)
             self._handles += [self.optimizer.register_step_pre_hook(self._step_pre_hook),
@@ -334,6 +367,7 @@ class MemoryTracker:
         _ACTIVE = self
         tensor_mod.ALLOC_HOOK = self._add
         graph.SAVE_HOOK = self._on_save
+        graph.NODE_HOOK = self._modules.on_node
         return self
 
     def _target_backend(self):
@@ -353,6 +387,7 @@ class MemoryTracker:
         _ACTIVE = None
         tensor_mod.ALLOC_HOOK = None
         graph.SAVE_HOOK = None
+        graph.NODE_HOOK = None
         if self._target is not None and "meta" in REGISTRY.records:
             REGISTRY.load("meta").backend.predict_workspace(None, None)
             self._workspace = []

@@ -39,7 +39,6 @@ class ModuleTracker:
         self._active = False
         self._running_forward = 0
         self._is_bw = False
-        self.version = 0             # bumped at every change of `parents` or `is_bw` (for caches)
 
     @property
     def is_bw(self) -> bool:
@@ -70,13 +69,11 @@ class ModuleTracker:
                 if self._active:
                     self._is_bw = True
                     self.parents.add(name)
-                    self.version += 1
 
             def remove(*args) -> None:
                 if self._active:
                     self._is_bw = True
                     self.parents.discard(name)
-                    self.version += 1
             hooks = self._grad_hooks[name] = (add, remove)
         return hooks
 
@@ -87,7 +84,6 @@ class ModuleTracker:
         self._running_forward += 1
         name = self._get_mod_name(mod)
         self.parents.add(name)
-        self.version += 1
         remove = self._hooks_of(name)[1]
         for t in _tensors_requiring_grad(input):
             t.register_hook(remove)
@@ -96,7 +92,6 @@ class ModuleTracker:
         self._running_forward -= 1
         name = self._get_mod_name(mod)
         self.parents.discard(name)
-        self.version += 1
         add = self._hooks_of(name)[0]
         for t in _tensors_requiring_grad(output):
             t.register_hook(add)

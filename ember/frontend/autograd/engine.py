@@ -15,6 +15,7 @@ from typing import Sequence
 from ember.dispatcher.state import STATE, set_grad_enabled_state
 from ember.errors import AutogradError
 
+from . import graph
 from .graph import AccumulateGrad, Node, edge_of, store_retained
 
 
@@ -173,10 +174,13 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             heapq.heappush(heap, (-node.seq, id(node), node))
 
     prev = set_grad_enabled_state(create_graph)
+    node_hook = graph.NODE_HOOK
     try:
         while heap:
             _, _, node = heapq.heappop(heap)
             grads = buffers.pop(node)
+            if node_hook is not None:
+                node_hook(node)
             # tensor hooks (leaf hooks live on the tensor, non-leaf ones on its grad_fn) and
             # retain_grad run first, so gradients captured for autograd.grad include them
             if isinstance(node, AccumulateGrad):
@@ -243,6 +247,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             outs = grads = g = None        # hold no gradient past its node: _steal counts references
     finally:
         set_grad_enabled_state(prev)
+        if node_hook is not None:
+            node_hook(None)
 
     if inputs is not None and not accumulate:
         for k, g in enumerate(captured):
