@@ -81,3 +81,24 @@ def test_unknown_framework_is_a_clear_error():
         W.lib_of("jax")
     with pytest.raises(NotImplementedError, match="gpt_block_step: no numpy counterpart"):
         W.gpt_block_step("numpy")
+
+
+def test_memory_benchmarks_run():
+    """bench_memory's classes run as asv runs them: the timed step under each tracking mode, and the
+    side-by-side ratio (one short round here; a ratio is positive and finite, the tracker exits)."""
+    from asv_benchmarks import bench_memory
+    from ember.frontend import tensor as tensor_mod
+
+    for tracking in bench_memory.TrainingStepTracked.params:
+        bench = bench_memory.TrainingStepTracked()
+        bench.setup(tracking)
+        bench.time_step(tracking)
+        assert (tensor_mod.ALLOC_HOOK is None) == (tracking == "off")
+        bench.teardown(tracking)
+    assert tensor_mod.ALLOC_HOOK is None
+    for tracking in bench_memory.TrackerOverhead.params:
+        bench = bench_memory.TrackerOverhead()
+        bench.rounds, bench.steps_per_block = 2, 1
+        bench.setup(tracking)
+        assert 0 < bench.track_ratio(tracking) < float("inf")
+        assert tensor_mod.ALLOC_HOOK is None
