@@ -64,6 +64,23 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
         logp = shifted - xp.log(xp.sum(xp.exp(shifted), axis=cdim, keepdims=True))
         return logp.astype(dt).astype(x.dtype)        # rounded as the log_softmax op rounds
 
+    def plain_rows(x, target, weight, ignore_index, label_smoothing):
+        """The commonest cross entropy (2-D float32/64 logits, class indices all in range, none
+        ignored, no weight, no smoothing) as (shifted logits, log-sum-exp per row, targets, row
+        indices); None for any other call, which takes the general path. Both paths compute the
+        same roundings: -logp[t] = lse - shifted[t] exactly, and the same gradient terms."""
+        if weight is not None or label_smoothing != 0 or x.ndim != 2 or target.ndim != 1 \
+                or target.dtype.kind not in "iu" or x.dtype in lowp or x.dtype.kind != "f" or x.size == 0:
+            return None
+        n, classes = x.shape
+        if 0 <= ignore_index < classes or target.shape[0] != n:
+            return None
+        if int(target.min()) < 0 or int(target.max()) >= classes:
+            return None                                  # the general path names the bad target
+        shifted = x - x.max(axis=1, keepdims=True)
+        lse = xp.log(xp.exp(shifted).sum(axis=1))
+        return shifted, lse, target, xp.arange(n)
+
     def nll_loss_nd(spec, x, target, weight=None, reduction=1, ignore_index=-100):
         dt = native(spec[1])
         with quiet():
@@ -72,6 +89,14 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
 
     def cross_entropy_loss(spec, x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
         dt = native(spec[1])
+        plain = plain_rows(x, target, weight, ignore_index, label_smoothing) if x.dtype == dt else None
+        if plain is not None:
+            shifted, lse, t, rows = plain
+            losses = lse - shifted[rows, t]
+            if reduction == 0:
+                return losses
+            total = losses.sum()
+            return xp.asarray(total / x.dtype.type(x.shape[0]) if reduction == 1 else total)
         cdt = opmath(dt)
         cdim = 1 if x.ndim >= 2 else 0
         classes = x.shape[cdim]
@@ -120,6 +145,15 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
         classes = x.shape[cdim]
         if x.size == 0:
             return xp.zeros(x.shape, dt)
+        plain = plain_rows(x, target, weight, ignore_index, label_smoothing) \
+            if x.dtype == dt and grad.dtype == dt else None
+        if plain is not None:
+            shifted, lse, t, rows = plain
+            scale = grad / x.dtype.type(x.shape[0]) if reduction == 1 else grad    # per row when unreduced
+            out = xp.exp(shifted - lse[:, None])            # softmax
+            out *= scale[:, None] if reduction == 0 else scale
+            out[rows, t] -= scale
+            return out
         logp = log_softmax(x.astype(cdt), cdim, dt).astype(cdt)
         t, valid, safe = class_target(logp, target, ignore_index)
         w = weight.astype(cdt)[safe] if weight is not None else xp.ones(safe.shape, cdt)
