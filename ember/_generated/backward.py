@@ -1224,7 +1224,7 @@ class ReluBackward0(Node):
         out = []
         if needs[0]:
             a_result = _load(self.a_result, self)
-            out.append(_H.threshold_backward(grad, a_result, 0))
+            out.append(_F.threshold_backward(grad, a_result, 0))
         else:
             out.append(None)
         return out

@@ -1,5 +1,5 @@
 """Explicit kernels of the torch.nn.functional activations, and the decompositions of the
-gradient ops gelu_backward / silu_backward (composite, so higher-order gradients work).
+gradient ops gelu_backward / silu_backward / threshold_backward (composite, so higher-order gradients work).
 
 float16/bfloat16 inputs are computed in float32 and rounded once, as PyTorch's kernels do.
 """
@@ -63,6 +63,13 @@ def gelu_backward(grad_output, self, approximate="none"):
         pdf = F.mul(F.exp(F.mul(F.mul(x, x), -0.5)), _INV_SQRT_2PI)
         d = F.add(cdf, F.mul(x, pdf))
     return _down(F.mul(g, d), like)
+
+
+@decomposition("threshold_backward")
+def threshold_backward(grad_output, self, threshold):
+    dtype = result_type(grad_output, self)
+    g = grad_output if grad_output.dtype is dtype else F._to_copy(grad_output, dtype=dtype)
+    return F.where(F.le(self, threshold), 0, g)       # a NaN in `self` passes the gradient, as in torch
 
 
 @explicit_kernel("silu")

@@ -16,7 +16,8 @@ from .common import NUMBER_TYPES, broadcast_shapes, check_tensor, type_name, wit
 # the name of PyTorch's cpu kernel, quoted in its "not implemented for 'Long'" errors
 _KERNELS = {"gelu": "GeluKernelImpl", "silu": "silu_cpu", "softplus": "softplus_cpu", "leaky_relu": "leaky_relu_cpu",
             "elu": "elu_cpu", "mish": "mish_cpu", "hardswish": "hardswish_cpu", "hardsigmoid": "hardsigmoid_cpu",
-            "gelu_backward": "GeluBackwardKernelImpl", "silu_backward": "silu_backward_cpu"}
+            "gelu_backward": "GeluBackwardKernelImpl", "silu_backward": "silu_backward_cpu",
+            "threshold_backward": "threshold_cpu"}
 _APPROXIMATIONS = ("none", "tanh")
 
 
@@ -65,3 +66,21 @@ def activation_backward(op, grad_output, self, *args):
         raise MissingKernelError(f'{op.name}(): "{_KERNELS[_base(op)]}" not implemented for \'{type_name(dtype)}\'')
     shape = broadcast_shapes(op, [grad_output._data.shape, self._data.shape])
     return with_layout(shape, dtype, iterator_strides(shape, [grad_output, self], [dtype, dtype]))
+
+
+@shape_rule("threshold_backward")
+def threshold_backward(op, grad_output, self, threshold):
+    """threshold_backward: the broadcast shape of grad_output and self in their promoted dtype, any
+    dtype but bool (as torch's threshold_cpu)."""
+    check_tensor(op, grad_output, "grad_output")
+    check_tensor(op, self, "self")
+    _check_scalars(op, (threshold,), 2)
+    dtype = result_type(grad_output, self)
+    if dtype is _dt.bool:
+        raise MissingKernelError(f'{op.name}(): "{_KERNELS[_base(op)]}" not implemented for \'{type_name(dtype)}\'')
+    shape = grad_output._data.shape
+    if shape == self._data.shape and grad_output.is_contiguous() and self.is_contiguous():
+        return (shape, dtype)                                   # relu's backward: the common case
+    shape = broadcast_shapes(op, [shape, self._data.shape])
+    # torch's TensorIterator takes `self` first, so the output follows its layout
+    return with_layout(shape, dtype, iterator_strides(shape, [self, grad_output], [dtype, dtype]))

@@ -171,6 +171,11 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         x = compute(a, dt)
         return xp.asarray(x * xp.clip(x + 3.0, 0.0, 6.0) / 6.0).astype(dt, copy=False)
 
-    return {"erf": erf, "gelu": gelu, "gelu_backward": gelu_backward, "silu": silu, "silu_backward": silu_backward,
+    def threshold_backward(spec, g, x, threshold):
+        dt = native(spec[1])
+        # `not x <= threshold` rather than `x > threshold`: a NaN passes the gradient, as in torch
+        return xp.asarray(xp.where(x <= threshold, xp.zeros((), dt), g.astype(dt, copy=False)))
+
+    return {"erf": erf, "gelu": gelu, "gelu_backward": gelu_backward, "threshold_backward": threshold_backward, "silu": silu, "silu_backward": silu_backward,
             "leaky_relu": leaky_relu, "softplus": softplus, "elu": elu, "hardtanh": hardtanh, "mish": mish,
             "hardsigmoid": hardsigmoid, "hardswish": hardswish}

@@ -86,10 +86,6 @@ def clamp_backward_max(grad, self, min, max):
     return F.where(above, grad, 0.0)
 
 
-def threshold_backward(grad, result, threshold):
-    return F.where(F.gt(result, threshold), grad, 0.0)
-
-
 def _unsqueeze_dims(grad, dims, ndim: int):
     for d in sorted(d % ndim for d in dims):
         grad = F.unsqueeze(grad, d)

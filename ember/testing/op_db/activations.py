@@ -200,6 +200,35 @@ add(OpInfo("silu_backward", nn_op("silu_backward"), _backward_samples(grad=False
            errors=_backward_errors("silu_backward")))
 
 
+
+def _threshold_backward_samples(rng, dtype):
+    g = is_float(dtype)
+    a = lambda *shape: make(rng, shape, dtype)         # noqa: E731
+    S = [Sample((T(a(2, 3), grad=g), T(a(2, 3), grad=g), 0), desc="relu's (threshold 0)"),
+         Sample((T(a(2, 3), grad=g), T(a(2, 3), grad=g), 1.5), desc="float threshold"),
+         Sample((T(a(2, 3), "t", grad=g), T(a(2, 3), grad=g), 0), desc="transposed grad_output"),
+         Sample((T(a(2, 3), grad=g), T(a(2, 3), "t", grad=g), 0), desc="transposed self"),
+         Sample((T(a(3), grad=g), T(a(2, 3), grad=g), 0), desc="broadcast grad_output"),
+         Sample((T(a(0, 3)), T(a(0, 3)), 0), desc="empty"),
+         Sample((T(a(), grad=g), T(a(), grad=g), 0), desc="0-d")]
+    if g:
+        # mixed dtypes promote (torch's cpu kernel); torch's meta kernel keeps grad_output's dtype
+        # instead, so integer grad_outputs with an int64 self are not compared with it
+        S.append(Sample((T(a(2, 3), grad=True), T(make(rng, (2, 3), "int64")), 0), desc="int64 self"))          # a NaN in self passes the gradient (torch tests `self <= threshold`); -0.0 and 0.0 stop it
+        special = np.array([np.nan, -0.0, 0.0, 1.0, -1.0, np.inf], dtype=NP_DTYPE[dtype])
+        S.append(Sample((T(a(6), grad=True), T(special), 0), desc="nan, signed zeros, inf in self"))
+    return S
+
+
+add(OpInfo("threshold_backward", nn_op("threshold_backward"), _threshold_backward_samples,
+           dtypes=FLOAT + ("int64", "int32", "uint8"), grad=True,
+           errors=lambda rng: [
+               E((T(make(rng, (2, 3), "bool")), T(make(rng, (2, 3), "bool")), 0), NotImplementedError,
+                 "threshold_backward", desc="bool grad_output and self"),
+               E((T(f32(rng, (2, 3))), T(f32(rng, (4,))), 0), RuntimeError, "threshold_backward",
+                 desc="shapes do not broadcast")]))
+
+
 # ---- linear
 def _linear_samples(rng, dtype):
     g = is_float(dtype)
