@@ -11,7 +11,8 @@ from ember.frontend import dtype as _dt
 from ember.frontend.type_promotion import result_type
 
 from . import RULES, shape_rule
-from .common import NUMBER_TYPES, broadcast_shapes, check_tensor, type_name, with_layout, iterator_strides
+from .common import (NUMBER_TYPES, broadcast_shapes, check_tensor, is_contiguous_data, iterator_strides, type_name,
+                     with_layout)
 
 # the name of PyTorch's cpu kernel, quoted in its "not implemented for 'Long'" errors
 _KERNELS = {"gelu": "GeluKernelImpl", "silu": "silu_cpu", "softplus": "softplus_cpu", "leaky_relu": "leaky_relu_cpu",
@@ -78,9 +79,15 @@ def threshold_backward(op, grad_output, self, threshold):
     dtype = result_type(grad_output, self)
     if dtype is _dt.bool:
         raise MissingKernelError(f'{op.name}(): "{_KERNELS[_base(op)]}" not implemented for \'{type_name(dtype)}\'')
-    shape = grad_output._data.shape
-    if shape == self._data.shape and grad_output.is_contiguous() and self.is_contiguous():
-        return (shape, dtype)                                   # relu's backward: the common case
+    dg, dx = grad_output._data, self._data
+    shape = dg.shape
+    if shape == dx.shape:                                       # relu's backward: the common case
+        try:
+            contiguous = dg.flags.c_contiguous and dx.flags.c_contiguous
+        except AttributeError:                                  # not a numpy array (meta, opencl)
+            contiguous = is_contiguous_data(dg) and is_contiguous_data(dx)
+        if contiguous:
+            return (shape, dtype)
     shape = broadcast_shapes(op, [shape, self._data.shape])
     # torch's TensorIterator takes `self` first, so the output follows its layout
     return with_layout(shape, dtype, iterator_strides(shape, [self, grad_output], [dtype, dtype]))
