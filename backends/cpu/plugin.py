@@ -38,6 +38,8 @@ class CPUBackend(Backend):
         return np.empty(shape, dtype=to_numpy_dtype(dtype))
 
     def storage_offset(self, array) -> int:
+        if array.base is None:          # owns its memory (every fresh op result): no pointer arithmetic
+            return 0
         root = root_of(array)
         return (array.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // array.itemsize
 

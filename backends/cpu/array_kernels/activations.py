@@ -7,6 +7,7 @@ computes in float64 (erf) or the opmath dtype (float32 for float16/bfloat16) and
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Callable
 
@@ -64,14 +65,26 @@ def _square(xp, x):
     return xp.multiply(x, x, out=xp.empty_like(x))
 
 
-def _tanh_inner(xp, x):
-    """tanh(sqrt(2/pi) (x + k x^3)) of the tanh GELU, in one new buffer (x in its compute dtype)."""
-    t = _square(xp, x)
-    t *= _GELU_K
-    t += 1.0
-    t *= x
-    t *= _SQRT_2_PI
-    return xp.tanh(t, out=t)
+def _quiet_overflow(xp):
+    """exp(-2 z) overflows to inf for very negative z, which the formulas below want; numpy would
+    warn (cupy has no errstate and does not warn)."""
+    return xp.errstate(over="ignore") if hasattr(xp, "errstate") else contextlib.nullcontext()
+
+
+def _gelu_tanh_parts(xp, x):
+    """(e, x^2) for the tanh GELU, in two new buffers: e = exp(-2 z), z = sqrt(2/pi) (x + k x^3).
+
+    The tanh GELU 0.5 x (1 + tanh z) is x / (1 + e), since 1 + tanh z = 2 / (1 + exp(-2 z)): one
+    exp instead of a tanh (numpy's float32 tanh is about twice its exp here), and no cancellation
+    in 1 + tanh z where tanh z is near -1."""
+    x2 = _square(xp, x)
+    e = xp.multiply(x2, _GELU_K, out=xp.empty_like(x))
+    e += 1.0
+    e *= x
+    e *= -2.0 * _SQRT_2_PI
+    with _quiet_overflow(xp):
+        xp.exp(e, out=e)
+    return e, x2
 
 
 def make(xp, native: Callable) -> dict[str, Callable]:
@@ -90,10 +103,9 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         dt = native(spec[1])
         x = compute(a, dt)
         if approximate == "tanh":
-            out = _tanh_inner(xp, x)                  # one buffer, updated in place
+            out, _ = _gelu_tanh_parts(xp, x)              # x / (1 + exp(-2 z)), in e's buffer
             out += 1.0
-            out *= x
-            out *= 0.5
+            xp.divide(x, out, out=out)
         else:
             cdf = 0.5 * (1.0 + erf_float64(xp, x.astype(f64) * _SQRT1_2))
             out = x * cdf.astype(x.dtype, copy=False)
@@ -103,19 +115,20 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         dt = native(spec[1])
         x, g = compute(a, dt), compute(g, dt)
         if approximate == "tanh":
-            # d = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3k x^2), t = tanh(inner): three buffers
-            t = _tanh_inner(xp, x)
-            slope = _square(xp, x)
+            # with s = 1 / (1 + e), the logistic of 2 z: 1 + t = 2 s and 1 - t^2 = 4 s (1 - s), so
+            # d = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3k x^2) = s + 2 sqrt(2/pi) x (1 + 3k x^2) s (1 - s)
+            # (1 - s, not the exact e s: e is inf where z is very negative, and inf * 0 would be NaN)
+            e, slope = _gelu_tanh_parts(xp, x)
             slope *= 3.0 * _GELU_K
             slope += 1.0
             slope *= x
-            slope *= 0.5 * _SQRT_2_PI
-            d = _square(xp, t)
-            xp.subtract(1.0, d, out=d)
-            d *= slope
-            t += 1.0
-            t *= 0.5
-            d += t
+            slope *= 2.0 * _SQRT_2_PI
+            d = e + 1.0
+            xp.reciprocal(d, out=d)                       # s
+            xp.subtract(1.0, d, out=e)                    # 1 - s
+            e *= d
+            e *= slope
+            d += e
         else:
             cdf = (0.5 * (1.0 + erf_float64(xp, x.astype(f64) * _SQRT1_2))).astype(x.dtype, copy=False)
             d = cdf + x * xp.exp(-0.5 * x * x) * _INV_SQRT_2PI

@@ -75,6 +75,8 @@ def _validate(node: Node, grads: tuple):
         if g is None or i >= len(metas) or metas[i] is None:
             continue
         shape, dtype, device = metas[i]
+        if g._dtype is dtype and g._device is device and g._data.shape == shape:
+            continue                        # the common case: already the input's (devices are interned)
         if tuple(g.shape) != shape:
             try:
                 g = sum_to(g, shape)
@@ -283,7 +285,13 @@ def _steal(node: AccumulateGrad, grads: list) -> bool:
         return False
     if sys.getrefcount(g) > _FREE_GRAD_REFS or sys.getrefcount(g._storage) > _FREE_STORAGE_REFS:
         return False
-    if getattr(g._data, "base", None) is not None or g._device != var._device or g.stride() != var.stride():
+    if getattr(g._data, "base", None) is not None or (g._device is not var._device and g._device != var._device):
+        return False
+    try:                        # same dtype (validated) and device: the arrays' own strides compare
+        same_layout = g._data.strides == var._data.strides
+    except AttributeError:
+        same_layout = g.stride() == var.stride()
+    if not same_layout:
         return False
     ag.grad = g
     return True
