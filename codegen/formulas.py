@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from .registry import OpEntry
+from .registry import OpEntry, formula_inputs
 
 # tensor metadata a formula may read without the tensor being saved (x.shape, x.stride, ...)
 META_ATTRS = ("shape", "dtype", "device", "stride", "storage_offset")
@@ -19,9 +19,10 @@ META_ATTRS = ("shape", "dtype", "device", "stride", "storage_offset")
 
 @dataclass
 class CompiledFormula:
-    input_name: str
+    input_name: str                           # the input (the first, for a grouped formula)
     code: str                                 # the rewritten expression
     uses: set[str] = field(default_factory=set)   # saved slots read: a_<arg>, m_<arg>_<attr>, a_result...
+    inputs: tuple[str, ...] = ()              # every input a grouped formula returns a gradient for, in order
 
 
 class _Rewriter(ast.NodeTransformer):
@@ -51,7 +52,7 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Name(self, node: ast.Name):
         name = node.id
-        if name in ("grad", "grads", "True", "False", "None"):
+        if name in ("grad", "grads", "grad_input_mask", "True", "False", "None"):
             return node
         if name == "result" or (name.startswith("result") and name[6:].isdigit()):   # result, result0, result1...
             self.uses.add(f"a_{name}")
@@ -67,11 +68,12 @@ class _Rewriter(ast.NodeTransformer):
 
 def compile_formulas(entry: OpEntry, op_names: set[str], helpers: set[str]) -> list[CompiledFormula]:
     out = []
-    for input_name, text in (entry.autograd or {}).items():
+    for key, text in (entry.autograd or {}).items():
         rewriter = _Rewriter(entry, op_names, helpers)
         tree = rewriter.visit(ast.parse(text, mode="eval"))
         ast.fix_missing_locations(tree)
-        out.append(CompiledFormula(input_name, ast.unparse(tree), rewriter.uses))
+        inputs = formula_inputs(key)
+        out.append(CompiledFormula(inputs[0], ast.unparse(tree), rewriter.uses, inputs))
     return out
 
 

@@ -48,7 +48,7 @@ def gen_op_table(registry: Registry) -> str:
         alias = None
         if s.returns and s.returns[0].type.alias:
             alias = next(i for i, a in enumerate(args) if a.type.alias == s.returns[0].type.alias)
-        diff = tuple(i for i, a in enumerate(args) if op.autograd and a.name in op.autograd)
+        diff = tuple(i for i, a in enumerate(args) if a.name in op.differentiable_inputs)
         needs_clone = False
         if op.inplace_of:
             base = registry.by_name()[op.inplace_of]
@@ -347,16 +347,32 @@ def _backward_class(op: OpEntry, cls: str, op_names: set[str], helpers: set[str]
              f"    saved_slots = {tuple(slots)!r}",
              f"    n_outputs = {len(schema.returns)}", "",
              "    def save(self, args, outs):", "        needs = self.needs"]
-    for k, f in enumerate(formulas):
+    # needs[k]: whether the k-th differentiable input (schema order, the formulas' order) needs a gradient
+    first = 0
+    needs_of = []                   # per formula: its inputs' positions in `needs`
+    for f in formulas:
+        needs_of.append(list(range(first, first + len(f.inputs))))
+        first += len(f.inputs)
+    for f, ks in zip(formulas, needs_of):
         if f.uses:
-            lines.append(f"        if needs[{k}]:")
+            lines.append(f"        if {' or '.join(f'needs[{k}]' for k in ks)}:")
             for slot in sorted(f.uses):
                 lines.append(f"            self.{slot} = {_save_expr(slot, schema, arg_index, return_index)}")
     for n in list_inputs:
         lines.append(f"        self.c_{n} = len(args[{arg_index[n]}])")
     lines += ["", "    def apply(self, grads):", "        grad = grads[0]", "        needs = self.needs",
               "        out = []"]
-    for k, f in enumerate(formulas):
+    for f, ks in zip(formulas, needs_of):
+        if len(ks) > 1:             # one call computes the gradients of several inputs (grad_input_mask)
+            lines.append(f"        if {' or '.join(f'needs[{k}]' for k in ks)}:")
+            lines.append(f"            grad_input_mask = [{', '.join(f'needs[{k}]' for k in ks)}]")
+            for slot in sorted(f.uses):
+                lines.append(f"            {slot} = _load(self.{slot}, self)")
+            lines.append(f"            out.extend({f.code})")
+            lines.append("        else:")
+            lines.append(f"            out.extend({[None] * len(ks)!r})")
+            continue
+        k = ks[0]
         is_list = f.input_name in list_inputs
         lines.append(f"        if needs[{k}]:")
         for slot in sorted(f.uses):

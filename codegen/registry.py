@@ -77,7 +77,16 @@ class OpEntry:
 
     @property
     def differentiable_inputs(self) -> tuple[str, ...]:
-        return tuple(self.autograd) if self.autograd else ()
+        """The inputs with a gradient formula (a grouped key "input, weight, bias" names several)."""
+        if not self.autograd:
+            return ()
+        return tuple(name for key in self.autograd for name in formula_inputs(key))
+
+
+def formula_inputs(key: str) -> tuple[str, ...]:
+    """The inputs an `autograd` key names: one, or several for a formula computing their gradients
+    together (torch's derivatives.yaml form "input, weight, bias: f(..., grad_input_mask)")."""
+    return tuple(name.strip() for name in key.split(","))
 
 
 @dataclass
@@ -312,19 +321,30 @@ def _resolve_autograd(raw, schema: FunctionSchema, impl: str, fail) -> dict[str,
         fail(f"`autograd` must be a mapping input -> formula or {NOT_DIFFERENTIABLE!r}, got {raw!r}")
     formulas: dict[str, str] = {}
     tensor_args = {a.name: a for a in schema.arguments if a.type.base == "Tensor"}
-    for name, formula in raw.items():
-        if name == "__line__":
+    seen: set[str] = set()
+    for key, formula in raw.items():
+        if key == "__line__":
             continue
-        if name not in tensor_args:
-            fail(f"autograd names {name!r}, which is not a Tensor argument of the schema "
-                 f"(Tensor arguments: {sorted(tensor_args)})")
+        names = formula_inputs(key)
+        for name in names:
+            if name not in tensor_args:
+                fail(f"autograd names {name!r}, which is not a Tensor argument of the schema "
+                     f"(Tensor arguments: {sorted(tensor_args)})")
+            if name in seen:
+                fail(f"autograd gives {name!r} two formulas")
+            seen.add(name)
         if not isinstance(formula, str):
-            fail(f"the formula for {name!r} must be a string expression, got {formula!r}")
+            fail(f"the formula for {key!r} must be a string expression, got {formula!r}")
         try:
             ast.parse(formula, mode="eval")
         except SyntaxError as exc:
-            fail(f"the formula for {name!r} is not a valid expression: {exc.msg}")
-        formulas[name] = formula
+            fail(f"the formula for {key!r} is not a valid expression: {exc.msg}")
+        if len(names) > 1 and "grad_input_mask" not in formula:
+            fail(f"the grouped formula for {key!r} must pass grad_input_mask (which of them need a gradient)")
+        formulas[", ".join(names)] = formula
+    order = [a.name for a in schema.arguments if a.name in seen]
+    if [n for key in formulas for n in formula_inputs(key)] != order:
+        fail(f"autograd formulas must follow the schema's argument order ({', '.join(order)})")
     return formulas
 
 
@@ -333,7 +353,8 @@ def _check_formula_names(registry: Registry, sources: SourceIndex, path) -> None
     for op in registry.ops:
         if not op.autograd or op.inplace_of:
             continue
-        scope = {a.name for a in op.schema.arguments} | {"grad", "grads", "result", "True", "False", "None"}
+        scope = {a.name for a in op.schema.arguments} | {"grad", "grads", "result", "True", "False", "None",
+                                                          "grad_input_mask"}
         scope |= {r.name for r in op.schema.returns if r.name}
         scope |= {f"result{k}" for k in range(len(op.schema.returns))}
         for name, formula in op.autograd.items():

@@ -2232,25 +2232,7 @@ class ConvolutionBackward0(Node):
 
     def save(self, args, outs):
         needs = self.needs
-        if needs[0]:
-            self.a_dilation = args[5]
-            self.a_groups = args[8]
-            self.a_input = _save(args[0])
-            self.a_output_padding = args[7]
-            self.a_padding = args[4]
-            self.a_stride = args[3]
-            self.a_transposed = args[6]
-            self.a_weight = _save(args[1])
-        if needs[1]:
-            self.a_dilation = args[5]
-            self.a_groups = args[8]
-            self.a_input = _save(args[0])
-            self.a_output_padding = args[7]
-            self.a_padding = args[4]
-            self.a_stride = args[3]
-            self.a_transposed = args[6]
-            self.a_weight = _save(args[1])
-        if needs[2]:
+        if needs[0] or needs[1] or needs[2]:
             self.a_dilation = args[5]
             self.a_groups = args[8]
             self.a_input = _save(args[0])
@@ -2264,7 +2246,8 @@ class ConvolutionBackward0(Node):
         grad = grads[0]
         needs = self.needs
         out = []
-        if needs[0]:
+        if needs[0] or needs[1] or needs[2]:
+            grad_input_mask = [needs[0], needs[1], needs[2]]
             a_dilation = _load(self.a_dilation, self)
             a_groups = _load(self.a_groups, self)
             a_input = _load(self.a_input, self)
@@ -2273,33 +2256,9 @@ class ConvolutionBackward0(Node):
             a_stride = _load(self.a_stride, self)
             a_transposed = _load(self.a_transposed, self)
             a_weight = _load(self.a_weight, self)
-            out.append(_F.convolution_backward(grad, a_input, a_weight, None, a_stride, a_padding, a_dilation, a_transposed, a_output_padding, a_groups, [True, False, False])[0])
+            out.extend(_F.convolution_backward(grad, a_input, a_weight, None, a_stride, a_padding, a_dilation, a_transposed, a_output_padding, a_groups, grad_input_mask))
         else:
-            out.append(None)
-        if needs[1]:
-            a_dilation = _load(self.a_dilation, self)
-            a_groups = _load(self.a_groups, self)
-            a_input = _load(self.a_input, self)
-            a_output_padding = _load(self.a_output_padding, self)
-            a_padding = _load(self.a_padding, self)
-            a_stride = _load(self.a_stride, self)
-            a_transposed = _load(self.a_transposed, self)
-            a_weight = _load(self.a_weight, self)
-            out.append(_F.convolution_backward(grad, a_input, a_weight, None, a_stride, a_padding, a_dilation, a_transposed, a_output_padding, a_groups, [False, True, False])[1])
-        else:
-            out.append(None)
-        if needs[2]:
-            a_dilation = _load(self.a_dilation, self)
-            a_groups = _load(self.a_groups, self)
-            a_input = _load(self.a_input, self)
-            a_output_padding = _load(self.a_output_padding, self)
-            a_padding = _load(self.a_padding, self)
-            a_stride = _load(self.a_stride, self)
-            a_transposed = _load(self.a_transposed, self)
-            a_weight = _load(self.a_weight, self)
-            out.append(_F.convolution_backward(grad, a_input, a_weight, None, a_stride, a_padding, a_dilation, a_transposed, a_output_padding, a_groups, [False, False, True])[2])
-        else:
-            out.append(None)
+            out.extend([None, None, None])
         return out
 
 
@@ -2469,21 +2428,7 @@ class NativeLayerNormBackward0(Node):
 
     def save(self, args, outs):
         needs = self.needs
-        if needs[0]:
-            self.a_bias = _save(args[3])
-            self.a_input = _save(args[0])
-            self.a_mean = _save(outs[1], True, 1)
-            self.a_normalized_shape = args[1]
-            self.a_rstd = _save(outs[2], True, 2)
-            self.a_weight = _save(args[2])
-        if needs[1]:
-            self.a_bias = _save(args[3])
-            self.a_input = _save(args[0])
-            self.a_mean = _save(outs[1], True, 1)
-            self.a_normalized_shape = args[1]
-            self.a_rstd = _save(outs[2], True, 2)
-            self.a_weight = _save(args[2])
-        if needs[2]:
+        if needs[0] or needs[1] or needs[2]:
             self.a_bias = _save(args[3])
             self.a_input = _save(args[0])
             self.a_mean = _save(outs[1], True, 1)
@@ -2495,36 +2440,17 @@ class NativeLayerNormBackward0(Node):
         grad = grads[0]
         needs = self.needs
         out = []
-        if needs[0]:
+        if needs[0] or needs[1] or needs[2]:
+            grad_input_mask = [needs[0], needs[1], needs[2]]
             a_bias = _load(self.a_bias, self)
             a_input = _load(self.a_input, self)
             a_mean = _load(self.a_mean, self)
             a_normalized_shape = _load(self.a_normalized_shape, self)
             a_rstd = _load(self.a_rstd, self)
             a_weight = _load(self.a_weight, self)
-            out.append(_F.native_layer_norm_backward(grad, a_input, a_normalized_shape, a_mean, a_rstd, a_weight, a_bias, [True, False, False])[0])
+            out.extend(_F.native_layer_norm_backward(grad, a_input, a_normalized_shape, a_mean, a_rstd, a_weight, a_bias, grad_input_mask))
         else:
-            out.append(None)
-        if needs[1]:
-            a_bias = _load(self.a_bias, self)
-            a_input = _load(self.a_input, self)
-            a_mean = _load(self.a_mean, self)
-            a_normalized_shape = _load(self.a_normalized_shape, self)
-            a_rstd = _load(self.a_rstd, self)
-            a_weight = _load(self.a_weight, self)
-            out.append(_F.native_layer_norm_backward(grad, a_input, a_normalized_shape, a_mean, a_rstd, a_weight, a_bias, [False, True, False])[1])
-        else:
-            out.append(None)
-        if needs[2]:
-            a_bias = _load(self.a_bias, self)
-            a_input = _load(self.a_input, self)
-            a_mean = _load(self.a_mean, self)
-            a_normalized_shape = _load(self.a_normalized_shape, self)
-            a_rstd = _load(self.a_rstd, self)
-            a_weight = _load(self.a_weight, self)
-            out.append(_F.native_layer_norm_backward(grad, a_input, a_normalized_shape, a_mean, a_rstd, a_weight, a_bias, [False, False, True])[2])
-        else:
-            out.append(None)
+            out.extend([None, None, None])
         return out
 
 
