@@ -151,9 +151,16 @@ def test_not_in_use_and_no_nesting():
 
     meta_key = ember.empty(1, device="meta")._keys & ember.dispatcher.keys.BACKEND_MASK
     assert tensor_mod.ALLOC_HOOK is None
-    # meta runs lerp through one kernel (torch meta's strides), and through cpu's decomposition while tracking
+    # meta runs lerp through one kernel (torch meta's strides), and through cpu's decomposition while
+    # tracking, from the first meta storage the tracker sees on (a cpu run never pays for the swap)
     assert meta_key in ALL_OPS["lerp.Scalar"].kernels
     with ember.memory.track():
+        ember.ones(2) + 1
+        assert meta_key in ALL_OPS["lerp.Scalar"].kernels
+        ember.empty(1, device="meta")
+        assert meta_key not in ALL_OPS["lerp.Scalar"].kernels
+    assert meta_key in ALL_OPS["lerp.Scalar"].kernels
+    with ember.memory.track(device="meta"):
         assert meta_key not in ALL_OPS["lerp.Scalar"].kernels
     assert meta_key in ALL_OPS["lerp.Scalar"].kernels
     with ember.memory.track():
@@ -291,3 +298,17 @@ def test_by_module_backward_of_siblings_sharing_an_input_and_parameters_at_entry
     assert mods["Gated"]["backward"] == 2 * 4 * 16 * 4  # the product's gradients for both factors
     assert mods["Gated.w1"]["at_peak"] >= linear_grads  # its parameters live there from the start
     assert "Global" not in mods or mods["Global"]["at_peak"] < linear_grads
+
+
+def test_meta_tensors_made_before_the_block_run_as_cpu_from_their_first_op():
+    """With op names on (the default), the tracker sees an op's meta inputs before the op runs, so a
+    composite op on tensors made before the block is already decomposed as cpu runs it: the same
+    allocations as a block that switched meta over at entry (`device="meta"`)."""
+    a, b = ember.randn(8, 8, device="meta"), ember.randn(8, 8, device="meta")
+    runs = []
+    for device in (None, "meta"):
+        with ember.memory.track(device=device) as mem:
+            ember.lerp(a, b, 0.5)
+        runs.append([(e["kind"], e["bytes"], e["op"]) for e in mem.timeline])
+    assert runs[0] == runs[1]
+    assert len([e for e in runs[0] if e[0] == "alloc" and e[2] != "<existing>"]) > 1   # decomposed: temporaries too

@@ -13,9 +13,9 @@ Each storage gets one record; its category is the most specific role it is seen 
 alive, so an AdamW moment allocated as `zeros_like` inside `step()` counts as optimizer state
 from its allocation on. Roles, most specific first:
 
-    parameters       storages of nn.Parameter objects (seen in module forwards, `model=`)
-    gradients        `.grad` of parameters (seen at optimizer steps and at exit)
-    optimizer_state  tensors in `optimizer.state` (seen after each step)
+    parameters       storages of nn.Parameter objects (seen via `model=`/`optimizer=`, else in module forwards)
+    gradients        `.grad` of parameters (seen before optimizer steps and at exit)
+    optimizer_state  tensors in `optimizer.state` (seen at entry, after steps that allocated, at exit)
     inputs           tensors passed to a module's forward that were allocated outside any module, and
                      tensors made before the block (counted from their first use by an op)
     activations      storages of tensors the autograd graph saves for backward (hook `SAVE_HOOK`)
@@ -24,14 +24,15 @@ from its allocation on. Roles, most specific first:
 """
 from __future__ import annotations
 
+import weakref
+from bisect import bisect_right
 from typing import Any
 
-from bisect import bisect_right
-
 from ember.dispatcher.plugins import REGISTRY
+from ember.frontend.autograd import graph as _graph
 from ember.frontend.autograd.graph import next_sequence_number
 from ember.frontend.mode import DispatchMode
-from ember.frontend.tensor import Storage
+from ember.frontend.tensor import Storage, Tensor
 from ember.utils.module_tracker import ModuleTracker
 from ember.utils.tensor_tree import tensors_in
 
@@ -125,18 +126,62 @@ class _ModuleAttribution(ModuleTracker):
         super().__init__()
         self._tracker = tracker
         self._places_of: dict[str, tuple[int, int]] = {}    # module name -> (forward, backward) place
+        self._places_by_id: dict[int, tuple] = {}           # id(module) -> (weakref, forward, backward place)
         self._running: list[tuple[int, int]] = []           # places of the enclosing modules, outermost first
         self._bounds: list[int] = []           # sequence number at each module entry and exit, increasing
         self._backward_place: list[int] = []   # the backward place of nodes numbered from each bound on
 
     def places(self, mod) -> tuple[int, int]:
         """`mod`'s forward and backward places."""
+        known = self._places_by_id.get(id(mod))
+        if known is not None and known[0]() is mod:
+            return known[1], known[2]
         name = self._get_mod_name(mod)
         places = self._places_of.get(name)
         if places is None:
             intern = self._tracker._intern_place
             places = self._places_of[name] = (intern((name, "forward")), intern((name, "backward")))
+        self._places_by_id[id(mod)] = (weakref.ref(mod), *places)
         return places
+
+    def wrap(self, model) -> None:
+        """Attribute `model`'s modules only, through their forward: each gets an instance attribute
+        `forward` doing what the two global hooks do, without Module.__call__'s hooked path (the
+        hooks' dispatch is most of their cost). Modules outside `model` count as the caller's place."""
+        self._wrapped = []
+        for mod in model.modules():
+            own = mod.__dict__.get("forward")
+            mod.__dict__["forward"] = self._traced(mod, own if own is not None else mod.forward)
+            self._wrapped.append((mod, own))
+
+    def unwrap(self) -> None:
+        for mod, own in getattr(self, "_wrapped", ()):
+            if own is None:
+                mod.__dict__.pop("forward", None)
+            else:
+                mod.__dict__["forward"] = own
+        self._wrapped = []
+
+    def _traced(self, mod, forward):
+        fw, bw = self.places(mod)
+        tracker, running, bounds, backward_place = self._tracker, self._running, self._bounds, self._backward_place
+        outside = (_GLOBAL_PLACE, _GLOBAL_PLACE)
+
+        def traced_forward(*args, **kwargs):
+            running.append((fw, bw))
+            tracker._place_now = fw
+            bounds.append(next_sequence_number())
+            backward_place.append(bw)
+            tracker._on_module_forward(mod, args)
+            try:
+                return forward(*args, **kwargs)
+            finally:
+                running.pop()
+                outer = running[-1] if running else outside
+                tracker._place_now = outer[0]
+                bounds.append(next_sequence_number())
+                backward_place.append(outer[1])
+        return traced_forward
 
     def _fw_pre_hook(self, mod, args) -> None:
         tr = self._tracker
@@ -156,13 +201,10 @@ class _ModuleAttribution(ModuleTracker):
         self._bounds.append(next_sequence_number())
         self._backward_place.append(places[1])
 
-    def on_node(self, node) -> None:
-        """`graph.NODE_HOOK`: the engine runs `node` next (None: the backward pass ended)."""
-        if node is None:
-            self._tracker._place_now = _GLOBAL_PLACE
-            return
-        i = bisect_right(self._bounds, node.seq) - 1
-        self._tracker._place_now = self._backward_place[i] if i >= 0 else _GLOBAL_PLACE
+    def backward_place(self, seq: int) -> int:
+        """The backward place of the node numbered `seq`: that of the module innermost when it was made."""
+        i = bisect_right(self._bounds, seq) - 1
+        return self._backward_place[i] if i >= 0 else _GLOBAL_PLACE
 
 
 #: the place of allocations outside any module and optimizer step (interned first)
@@ -205,8 +247,16 @@ class MemoryTracker:
         self._mode = _OpMode(self) if ops else None
         self._handles: list = []
         self._backends: list = []
+        self._meta_backend = None               # set while meta runs composites as cpu does (_track_meta)
+        # with `optimizer=` (which classifies gradients at every step), the modules of `model=`, scanned at
+        # entry and exit: their parameters, gradients and buffers are not rescanned at every call
+        self._scanned_modules: set[int] = set()
 
     # -- recording ------------------------------------------------------------------------------
+    def _place_of(self, recorded: int) -> int:
+        """The place index of a recorded place (~seq of the running node for an allocation in backward)."""
+        return recorded if recorded >= 0 else self._modules.backward_place(~recorded)
+
     def _intern_place(self, place: tuple[str, str]) -> int:
         index = self._place_index.get(place)
         if index is None:
@@ -215,6 +265,8 @@ class MemoryTracker:
         return index
 
     def _device_name(self, device) -> str | None:
+        if device.type == "meta":
+            self._track_meta()
         name = str(device)
         if self.device is not None and name != self.device and device.type != self.device:
             name = None
@@ -239,7 +291,8 @@ class MemoryTracker:
         nbytes = storage.nbytes
         index = len(self._category)
         self._category.append(rank)
-        self._info.append((nbytes, self._place_now, self._op if op is None else op, dev))
+        node = _graph.RUNNING_NODE              # in backward: ~seq of the node, its module found when asked
+        self._info.append((nbytes, self._place_now if node is None else ~node.seq, self._op if op is None else op, dev))
         events = self._events
         events.append(index)
         current = self.current_bytes = self.current_bytes + nbytes
@@ -263,14 +316,16 @@ class MemoryTracker:
             self._add(storage, _RANK_TEMPORARIES, self._op or "<workspace>")
         self._workspace = storages
 
-    def _role(self, storage, category: str) -> None:
-        """Give a storage a role: upgrade its category, or record it as alive from now on."""
-        rank = _RANK[category]
-        index = self._live.get(id(storage))
-        if index is None:
-            self._add(storage, rank, "<existing>")
-        elif rank < self._category[index]:
-            self._category[index] = rank
+    def _classify(self, tensors, rank: int) -> None:
+        """Give the tensors' storages role `rank` (upgrade, or record as alive from now on): one
+        lookup per tensor already known, as most are at every step."""
+        live, cats = self._live, self._category
+        for t in tensors:
+            index = live.get(id(t._storage))
+            if index is None:
+                self._add(t._storage, rank, "<existing>")
+            elif rank < cats[index]:
+                cats[index] = rank
 
     def _on_save(self, storage) -> None:
         index = self._live.get(id(storage))
@@ -280,52 +335,58 @@ class MemoryTracker:
             self._category[index] = _RANK_ACTIVATIONS
 
     def _scan_module(self, mod, recurse: bool) -> None:
-        params = mod.parameters() if recurse else mod._parameters.values()
+        """Classify a module's parameters, their gradients and its buffers (`recurse`: its submodules' too)."""
+        params = [p for p in (mod.parameters() if recurse else mod._parameters.values()) if p is not None]
+        if params:
+            self._classify(params, _RANK_PARAMETERS)
+            grads = [g for g in (p.grad for p in params) if g is not None]
+            if grads:
+                self._classify(grads, _RANK_GRADIENTS)
         buffers = mod.buffers() if recurse else mod._buffers.values()
-        for p in params:
-            if p is None:
-                continue
-            self._role(p._storage, "parameters")
-            g = p.grad
-            if g is not None:
-                self._role(g._storage, "gradients")
-        for b in buffers:
-            if b is not None:
-                self._role(b._storage, "other")
+        self._classify([b for b in buffers if b is not None], _RANK_OTHER)
 
     def _scan_optimizer(self, opt) -> None:
         """Classify the optimizer's parameters, their gradients and its state (before and after
         every step: gradients and lazily created state appear between steps)."""
-        live, cats, role = self._live, self._category, self._role
-        for group in opt.param_groups:
-            for p in group["params"]:
-                index = live.get(id(p._storage))
-                if index is None or cats[index] != _RANK_PARAMETERS:   # known parameters: one lookup
-                    role(p._storage, "parameters")
-                g = p.grad
-                if g is not None:
-                    index = live.get(id(g._storage))
-                    if index is None or cats[index] > _RANK_GRADIENTS:
-                        role(g._storage, "gradients")
-        for t in tensors_in(list(opt.state.values())):
-            index = live.get(id(t._storage))
-            if index is None or cats[index] > _RANK_OPTIMIZER_STATE:
-                role(t._storage, "optimizer_state")
+        params = [p for group in opt.param_groups for p in group["params"]]
+        self._classify(params, _RANK_PARAMETERS)
+        self._classify([g for g in (p.grad for p in params) if g is not None], _RANK_GRADIENTS)
+        state = []
+        for per_param in opt.state.values():
+            for v in (per_param.values() if per_param.__class__ is dict else (per_param,)):
+                if isinstance(v, Tensor):
+                    state.append(v)
+                elif isinstance(v, (list, tuple, dict)):
+                    state += tensors_in(v)
+        self._classify(state, _RANK_OPTIMIZER_STATE)
 
     def _on_module_forward(self, mod, args) -> None:
-        """A module's forward starts: its parameters and buffers, and the inputs made outside any module."""
-        self._scan_module(mod, recurse=False)
-        for t in tensors_in(args):
-            index = self._live.get(id(t._storage))
+        """A module's forward starts: its parameters and buffers (unless `model=` listed them at entry),
+        and the inputs made outside any module."""
+        if id(mod) not in self._scanned_modules:
+            self._scan_module(mod, recurse=False)
+        live, cats, info, places = self._live, self._category, self._info, self._places
+        for a in args:
+            if a.__class__ is not Tensor:           # nested or not a tensor: the general walk
+                inputs = tensors_in(args)
+                break
+        else:
+            inputs = args
+        for t in inputs:
+            index = live.get(id(t._storage))
             if index is None:
-                self._role(t._storage, "inputs")
-            elif self._places[self._info[index][1]][0] == "Global" and self._category[index] >= _RANK_OTHER:
-                self._category[index] = _RANK_INPUTS
+                self._add(t._storage, _RANK_INPUTS, "<existing>")
+            elif cats[index] >= _RANK_OTHER and places[self._place_of(info[index][1])][0] == "Global":
+                cats[index] = _RANK_INPUTS
 
     def _step_pre_hook(self, opt, args, kwargs) -> None:
-        self._scan_optimizer(opt)
+        # the gradients are new since the last step; the parameters and the state were classified at
+        # entry and after any step that allocated (a tensor put in their place between steps is
+        # classified at exit, if still alive)
+        self._classify([g for g in (p.grad for group in opt.param_groups for p in group["params"]) if g is not None],
+                       _RANK_GRADIENTS)
         self._place_before_step = self._place_now
-        self._place_now = self._intern_place((f"optimizer.{type(opt).__name__}", "optimizer"))
+        self._place_now = self._step_place
         self._recorded_before_step = len(self._category)
 
     def _step_post_hook(self, opt, args, kwargs) -> None:
@@ -344,12 +405,18 @@ class MemoryTracker:
             for mod in self.model.modules():
                 self._place_now = self._modules.places(mod)[0]
                 self._scan_module(mod, recurse=False)
+                if self.optimizer is not None:          # which classifies the gradients at every step
+                    self._scanned_modules.add(id(mod))
             self._place_now = _GLOBAL_PLACE
         if self.optimizer is not None:
             self._scan_optimizer(self.optimizer)
+            self._step_place = self._intern_place((f"optimizer.{type(self.optimizer).__name__}", "optimizer"))
             self._handles += [self.optimizer.register_step_pre_hook(self._step_pre_hook),
                               self.optimizer.register_step_post_hook(self._step_post_hook)]
-        self._modules.__enter__()
+        if self.model is not None:
+            self._modules.wrap(self.model)
+        else:
+            self._modules.__enter__()
         if self._mode is not None:
             self._mode.__enter__()
         # load cpu and meta now: meta tensors made inside the block are then predicted like cpu's, and
@@ -358,17 +425,34 @@ class MemoryTracker:
             if name in REGISTRY.records:
                 REGISTRY.load(name)
         self._backends = [rec.backend for rec in REGISTRY.records.values()
-                          if rec.state == "available" and hasattr(rec.backend, "set_memory_tracking")]
+                          if rec.state == "available" and rec.backend.device_type != "meta"]
         for backend in self._backends:
             backend.set_memory_tracking(True)
+        if target is not None or self.device == "meta" or self._meta_at_entry():
+            self._track_meta()
         if target is not None:
             REGISTRY.load("meta").backend.predict_workspace(target, self._kernel_workspace)
         global _ACTIVE
         _ACTIVE = self
         tensor_mod.ALLOC_HOOK = self._add
         graph.SAVE_HOOK = self._on_save
-        graph.NODE_HOOK = self._modules.on_node
         return self
+
+    def _meta_at_entry(self) -> bool:
+        """Whether the model's or the optimizer's tensors are on meta (a prediction run)."""
+        params = [] if self.model is None else list(self.model.parameters())
+        if self.optimizer is not None:
+            params += [p for group in self.optimizer.param_groups for p in group["params"]]
+        return any(p._device.type == "meta" for p in params)
+
+    def _track_meta(self) -> None:
+        """Have meta run composite ops as cpu does (the meta backend's set_memory_tracking), so a meta
+        run allocates what a cpu run does. At entry for a prediction run; otherwise when the first
+        meta storage is seen (`_device_name`), which with `ops=True` is before the first op on meta
+        runs. Tracking a cpu run never pays for the swap."""
+        if self._meta_backend is None and "meta" in REGISTRY.records:
+            self._meta_backend = REGISTRY.load("meta").backend
+            self._meta_backend.set_memory_tracking(True)
 
     def _target_backend(self):
         """The backend whose kernels' scratch a meta run adds (None: cpu, whose numpy kernels keep
@@ -387,20 +471,25 @@ class MemoryTracker:
         _ACTIVE = None
         tensor_mod.ALLOC_HOOK = None
         graph.SAVE_HOOK = None
-        graph.NODE_HOOK = None
         if self._target is not None and "meta" in REGISTRY.records:
             REGISTRY.load("meta").backend.predict_workspace(None, None)
             self._workspace = []
         for backend in self._backends:
             backend.set_memory_tracking(False)
         self._backends = []
+        if self._meta_backend is not None:
+            self._meta_backend.set_memory_tracking(False)
+            self._meta_backend = None
         if self._mode is not None:
             self._mode.__exit__(*exc)
         if self.model is not None:
             self._scan_module(self.model, recurse=True)
         if self.optimizer is not None:
             self._scan_optimizer(self.optimizer)
-        self._modules.__exit__(*exc)
+        if self.model is not None:
+            self._modules.unwrap()
+        else:
+            self._modules.__exit__(*exc)
         for h in self._handles:
             h.remove()
         self._handles = []
@@ -409,8 +498,8 @@ class MemoryTracker:
     # -- results --------------------------------------------------------------------------------
     def _records_and_events(self) -> tuple[list[_Record], list[tuple[int, _Record]]]:
         """The columns as records (allocation order) and the events as (+1 | -1, record) pairs."""
-        places, cats = self._places, self._category
-        records = [_Record(n, CATEGORIES[cats[i]], *places[place], op, dev, -1)
+        places, cats, place_of = self._places, self._category, self._place_of
+        records = [_Record(n, CATEGORIES[cats[i]], *places[place_of(place)], op, dev, -1)
                    for i, (n, place, op, dev) in enumerate(self._info)]
         events = []
         for t, e in enumerate(self._events):

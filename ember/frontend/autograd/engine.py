@@ -176,13 +176,12 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             heapq.heappush(heap, (-node.seq, id(node), node))
 
     prev = set_grad_enabled_state(create_graph)
-    node_hook = graph.NODE_HOOK
+    outer_node = graph.RUNNING_NODE             # a backward inside a node (a hook's) restores it
     try:
         while heap:
             _, _, node = heapq.heappop(heap)
             grads = buffers.pop(node)
-            if node_hook is not None:
-                node_hook(node)
+            graph.RUNNING_NODE = node
             # tensor hooks (leaf hooks live on the tensor, non-leaf ones on its grad_fn) and
             # retain_grad run first, so gradients captured for autograd.grad include them
             if isinstance(node, AccumulateGrad):
@@ -249,8 +248,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             outs = grads = g = None        # hold no gradient past its node: _steal counts references
     finally:
         set_grad_enabled_state(prev)
-        if node_hook is not None:
-            node_hook(None)
+        graph.RUNNING_NODE = outer_node
 
     if inputs is not None and not accumulate:
         for k, g in enumerate(captured):

@@ -16,15 +16,15 @@ _sequence = itertools.count()
 
 #: set by `ember.memory.track` while it records: called with the storage of each saved tensor
 SAVE_HOOK = None
-#: set by `ember.memory.track` while it records: the engine calls it with each node it is about to
-#: run, and with None when a backward pass ends (the node's `seq` tells which module made it)
-NODE_HOOK = None
+#: the node the engine is running (None outside backward): `ember.memory.track` reads it at each
+#: allocation, and the node's `seq` tells which module's forward made it
+RUNNING_NODE = None
 
 
-def next_sequence_number() -> int:
-    """A number between those of the nodes made before and after this call (nodes are numbered in
-    creation order; the memory tracker marks module boundaries with these)."""
-    return next(_sequence)
+#: next_sequence_number() -> a number between those of the nodes made before and after the call
+#: (nodes are numbered in creation order; the memory tracker marks module boundaries with these).
+#: The counter's own method: no Python frame per call.
+next_sequence_number = _sequence.__next__
 
 
 class Node:
