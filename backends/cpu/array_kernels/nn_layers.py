@@ -177,6 +177,34 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         return (xp.ascontiguousarray(out, dtype=dt), mean.astype(native(specs[1][1])),
                 rstd.astype(native(specs[2][1])))
 
+    def native_layer_norm_backward(specs, g, x, normalized_shape, mean, rstd, w, b, output_mask):
+        """The decomposition's formulas in one pass over numpy (no dispatch per step): with
+        xhat = (x - mean) * rstd, grad input = rstd (g' - mean(g') - xhat mean(g' xhat)) for
+        g' = g * weight; grad weight = sum(g xhat) and grad bias = sum(g) over the outer dims."""
+        axis = x.ndim - len(normalized_shape)
+        dims, outer = tuple(range(axis, x.ndim)), tuple(range(axis))
+        if x.size == 0:
+            return tuple(None if s is None else xp.zeros(s[0], dtype=native(s[1])) for s in specs)
+        acc = acc_dtype(x.dtype)
+        stat = x.shape[:axis] + (1,) * len(dims)
+        ga = g.astype(acc, copy=False)
+        rs = rstd.astype(acc, copy=False).reshape(stat)
+        xhat = x.astype(acc) - mean.astype(acc, copy=False).reshape(stat)
+        xhat *= rs
+        out = [None, None, None]
+        if specs[0] is not None:
+            gw_in = ga * w.astype(acc, copy=False) if w is not None else ga
+            gi = gw_in - gw_in.mean(axis=dims, keepdims=True)
+            gi -= xhat * (gw_in * xhat).mean(axis=dims, keepdims=True)
+            gi *= rs
+            out[0] = xp.ascontiguousarray(gi, dtype=native(specs[0][1]))
+        if specs[1] is not None:
+            prod = ga * xhat
+            out[1] = xp.ascontiguousarray(prod.sum(axis=outer) if outer else prod, dtype=native(specs[1][1]))
+        if specs[2] is not None:
+            out[2] = xp.ascontiguousarray(ga.sum(axis=outer) if outer else ga, dtype=native(specs[2][1]))
+        return tuple(out)
+
     def native_batch_norm(specs, x, w, b, running_mean, running_var, training, momentum, eps):
         dt = native(specs[0][1])
         acc = acc_dtype(dt)
@@ -210,4 +238,5 @@ def make(xp, native: Callable) -> dict[str, Callable]:
 
     return {"convolution": convolution, "max_pool2d_with_indices": max_pool2d_with_indices,
             "avg_pool2d": avg_pool2d, "native_layer_norm": native_layer_norm,
+            "native_layer_norm_backward": native_layer_norm_backward,
             "native_batch_norm": native_batch_norm}
