@@ -24,9 +24,16 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         if dt in lowp:
             r = xp.matmul(x.astype(f32), wt.astype(f32)).astype(dt)
             return r if b is None else (r.astype(f32) + b.astype(f32)).astype(dt)
-        r = xp.matmul(x, wt)
+        if x.ndim > 2 and wt.ndim == 2 and x.flags.c_contiguous:
+            # the leading dims folded into one GEMM's rows (matmul would loop over them)
+            r = xp.matmul(x.reshape(-1, x.shape[-1]), wt).reshape(x.shape[:-1] + (wt.shape[-1],))
+        else:
+            r = xp.matmul(x, wt)
         if b is not None:
-            r = r + b
+            if r.dtype == xp.result_type(r, b):
+                r += b                                     # the product is fresh (or a view of it): in place
+            else:
+                r = r + b
         return r if r.dtype == dt else r.astype(dt)
 
     return {"mm": matmul, "bmm": matmul, "linear": linear}
