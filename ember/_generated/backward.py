@@ -3212,6 +3212,39 @@ class LinearBackward0(Node):
         return out
 
 
+class ScaledDotProductAttentionFusedBackward0(Node):
+    """Backward of _scaled_dot_product_attention_fused."""
+
+    __slots__ = ('a_attn', 'a_key', 'a_query', 'a_scale', 'a_value', 'needs')
+    saved_slots = ('a_attn', 'a_key', 'a_query', 'a_scale', 'a_value')
+    n_outputs = 2
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0] or needs[1] or needs[2]:
+            self.a_attn = _save(outs[1], True, 1)
+            self.a_key = _save(args[1])
+            self.a_query = _save(args[0])
+            self.a_scale = args[4]
+            self.a_value = _save(args[2])
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0] or needs[1] or needs[2]:
+            grad_input_mask = [needs[0], needs[1], needs[2]]
+            a_attn = _load(self.a_attn, self)
+            a_key = _load(self.a_key, self)
+            a_query = _load(self.a_query, self)
+            a_scale = _load(self.a_scale, self)
+            a_value = _load(self.a_value, self)
+            out.extend(_F._scaled_dot_product_attention_fused_backward(grads[0], grads[1], a_query, a_key, a_value, a_attn, a_scale, grad_input_mask))
+        else:
+            out.extend([None, None, None])
+        return out
+
+
 class CrossEntropyIndicesBackward0(Node):
     """Backward of _cross_entropy_indices."""
 
@@ -3455,6 +3488,7 @@ CLASSES = {
     'hardswish': HardswishBackward0,
     'hardsigmoid': HardsigmoidBackward0,
     'linear': LinearBackward0,
+    '_scaled_dot_product_attention_fused': ScaledDotProductAttentionFusedBackward0,
     '_cross_entropy_indices': CrossEntropyIndicesBackward0,
     'max_pool3d_with_indices': MaxPool3dWithIndicesBackward0,
     'avg_pool3d': AvgPool3dBackward0,

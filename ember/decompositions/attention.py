@@ -66,6 +66,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if 0 in (L, S, E) or value.shape[-1] == 0 or 0 in tuple(query.shape[:-2]):
         batch = _broadcast_shape(tuple(query.shape[:-2]), tuple(key.shape[:-2]), tuple(value.shape[:-2]))
         return F.zeros(batch + (L, value.shape[-1]), dtype=query.dtype, device=query.device)   # nothing to attend
+    if (attn_mask is None and dropout_p == 0 and query.dim() >= 2 and query.dtype is key.dtype is value.dtype
+            and tuple(query.shape[:-2]) == tuple(key.shape[:-2]) == tuple(value.shape[:-2])):
+        # the common call (a decoder's causal self-attention): one node, one backward op
+        return F._scaled_dot_product_attention_fused(query, key, value, is_causal,
+                                                     1.0 / math.sqrt(E) if scale is None else scale)[0]
     factor = math.sqrt(1.0 / math.sqrt(E) if scale is None else scale) if E else 1.0
     scores = F.matmul(F.mul(query, factor), F.transpose(F.mul(key, factor), -2, -1))
     masked = None
@@ -87,3 +92,38 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if dropout_p > 0:
         weights = F.dropout(weights, dropout_p, True)
     return F.matmul(weights, value)
+
+
+def _causal(scores, L: int, S: int):
+    """`scores` with every key after its query's position masked to -inf (rows attend to cols <= row)."""
+    rows = F.reshape(F.arange(L, device=scores.device), (L, 1))
+    cols = F.reshape(F.arange(S, device=scores.device), (1, S))
+    return F.where(F.ge(rows, cols), scores, float("-inf"))
+
+
+@explicit_kernel("_scaled_dot_product_attention_fused")
+def scaled_dot_product_attention_fused(query, key, value, is_causal=False, scale=1.0):
+    scores = F.mul(F.matmul(query, F.transpose(key, -2, -1)), scale)
+    if is_causal:
+        scores = _causal(scores, query.shape[-2], key.shape[-2])
+    attn = F.softmax(scores, -1)
+    return F.matmul(attn, value), attn
+
+
+@decomposition("_scaled_dot_product_attention_fused_backward")
+def scaled_dot_product_attention_fused_backward(grad_out, grad_attn, query, key, value, attn, scale, output_mask):
+    """With G the output's gradient and GA the weights' (either may be None): dV = A^T G;
+    dP = G V^T + GA; dS = A * (dP - rowsum(dP * A)); dQ = dS K * scale; dK = dS^T Q * scale."""
+    dv = None
+    if output_mask[2]:
+        dv = F.matmul(F.transpose(attn, -2, -1), grad_out) if grad_out is not None else F.zeros_like(value)
+    dq = dk = None
+    if output_mask[0] or output_mask[1]:
+        dp = F.matmul(grad_out, F.transpose(value, -2, -1)) if grad_out is not None else None
+        dp = grad_attn if dp is None else (dp if grad_attn is None else F.add(dp, grad_attn))
+        ds = F.mul(attn, F.sub(dp, F.sum(F.mul(dp, attn), -1, keepdim=True)))
+        if output_mask[0]:
+            dq = F.mul(F.matmul(ds, key), scale)
+        if output_mask[1]:
+            dk = F.mul(F.matmul(F.transpose(ds, -2, -1), query), scale)
+    return dq, dk, dv

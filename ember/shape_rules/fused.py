@@ -1,12 +1,14 @@
 """Shape rules of the fused ops: the optimizer updates (_fused_adam_, _fused_sgd_), whose tensor
 lists line up one entry per parameter, each state tensor like its parameter (no spec: they write
-into their arguments and return nothing); the cross-entropy backward (a gradient like `self`)."""
+into their arguments and return nothing); the cross-entropy backward (a gradient like `self`); the
+fused attention and its backward."""
 from __future__ import annotations
 
 from ember.errors import ArgumentListError, DTypeError, ShapeError
 
 from . import shape_rule
 from .common import check_tensor, type_name
+from .nn_core import _mask, _masked
 
 
 def _check_lists(op, params, named_lists, steps=None) -> None:
@@ -66,3 +68,34 @@ def cross_entropy_indices_backward(op, grad_output, self, target, weight, reduct
         raise DTypeError(f"{op.name}(): expected floating-point self and grad_output of its dtype, got "
                          f"{type_name(self._dtype)} and {type_name(grad_output._dtype)}")
     return (tuple(self._data.shape), self._dtype)
+
+
+@shape_rule("sdpa_fused")
+def sdpa_fused(op, query, key, value, is_causal=False, scale=1.0):
+    """(output, attention weights): (*batch, L, Ev) and (*batch, L, S), for q, k, v of one floating dtype
+    and one batch shape (scaled_dot_product_attention calls it only then)."""
+    for t, arg in ((query, "query"), (key, "key"), (value, "value")):
+        check_tensor(op, t, arg)
+        if t._data.ndim < 2:
+            raise ShapeError(f"{op.name}(): {arg} must have at least 2 dimensions, got {t._data.ndim}")
+    q, k, v = query._data.shape, key._data.shape, value._data.shape
+    dtype = query._dtype
+    if not dtype.is_floating_point or key._dtype is not dtype or value._dtype is not dtype:
+        raise DTypeError(f"{op.name}(): expected query, key and value of one floating dtype, got "
+                         f"{query._dtype}, {key._dtype} and {value._dtype}")
+    if not (q[:-2] == k[:-2] == v[:-2]) or q[-1] != k[-1] or k[-2] != v[-2]:
+        raise ShapeError(f"{op.name}(): shapes do not match: query {list(q)}, key {list(k)}, value {list(v)}")
+    return ((q[:-1] + (v[-1],), dtype), (q[:-1] + (k[-2],), dtype))
+
+
+@shape_rule("sdpa_fused_backward")
+def sdpa_fused_backward(op, grad_out, grad_attn, query, key, value, attn, scale, output_mask):
+    mask = _mask(op, output_mask)
+    out, weights = sdpa_fused(op, query, key, value)
+    for t, arg, spec in ((grad_out, "grad_out", out), (grad_attn, "grad_attn", weights), (attn, "attn", weights)):
+        if t is None and arg != "attn":
+            continue
+        check_tensor(op, t, arg)
+        if t._data.shape != spec[0]:
+            raise ShapeError(f"{op.name}(): Expected {arg} of size {list(spec[0])}, but got {list(t._data.shape)}")
+    return _masked(mask, tuple((t._data.shape, query._dtype) for t in (query, key, value)))

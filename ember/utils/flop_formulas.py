@@ -10,8 +10,10 @@ ember's registry names:
   transposed convolution per input point, filter size x in-channels-per-group x out-channels);
   the backward counts the input gradient and the weight gradient it computes (output_mask);
 * `scaled_dot_product_attention`: the two products q@k^T and attn@v, for any leading batch
-  dims (torch's formula for its fused kernels; causal masking is not taken off). Its backward
-  is differentiated through the decomposition and counted as the `bmm`s that runs.
+  dims (torch's formula for its fused kernels; causal masking is not taken off). Without a mask or
+  dropout its backward is `_scaled_dot_product_attention_fused_backward`, counted as the four
+  products it computes (torch's formula adds a fifth, its recomputation of the scores); otherwise
+  it is differentiated through the decomposition and counted as the `bmm`s that runs.
 
 `ZERO_FLOP_OPS` lists the ops that do no arithmetic at all (views, copies, allocation, data
 movement, gathers): they have the formula 0. Every other op without an entry is *unknown*:
@@ -131,6 +133,32 @@ def sdpa_flop_count(query_shape, key_shape, value_shape, out_shape) -> int:
 @register_flop_formula("scaled_dot_product_attention")
 def sdpa_flop(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
     return sdpa_flop_count(query_shape, key_shape, value_shape, out_shape)
+
+
+@register_flop_formula("_scaled_dot_product_attention_fused")
+def sdpa_fused_flop(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
+    return sdpa_flop_count(query_shape, key_shape, value_shape, out_shape[0])
+
+
+@register_flop_formula("_scaled_dot_product_attention_fused_backward")
+def sdpa_fused_backward_flop(grad_out_shape, grad_attn_shape, query_shape, key_shape, value_shape, attn_shape, scale,
+                             output_mask, out_shape=None) -> int:
+    """The products the fused backward computes (no recomputation of the scores: it has the weights):
+    dV = A^T G, dP = G V^T, dQ = dS K, dK = dS^T Q, each as output_mask and the given gradients need."""
+    bh = prod(query_shape[:-2])
+    s_q, d_q = query_shape[-2], query_shape[-1]
+    s_k, d_v = key_shape[-2], value_shape[-1]
+    flops = 0
+    if output_mask[2] and grad_out_shape is not None:
+        flops += bmm_flop((bh, s_k, s_q), (bh, s_q, d_v))
+    if output_mask[0] or output_mask[1]:
+        if grad_out_shape is not None:
+            flops += bmm_flop((bh, s_q, d_v), (bh, d_v, s_k))
+        if output_mask[0]:
+            flops += bmm_flop((bh, s_q, s_k), (bh, s_k, d_q))
+        if output_mask[1]:
+            flops += bmm_flop((bh, s_k, s_q), (bh, s_q, d_q))
+    return flops
 
 
 # --------------------------------------------------------------------------- no arithmetic

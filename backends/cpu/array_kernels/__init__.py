@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import activations, factories, indexing, linalg, losses, pointwise, reductions, shape, sorting_scans
+from . import activations, attention, factories, indexing, linalg, losses, pointwise, reductions, shape, sorting_scans
 from . import nn_layers  # convolution, pooling, normalization
 from . import optimizers  # fused optimizer updates
 
 
 def make_kernels(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
     kernels: dict[str, Callable] = {}
-    for module in (pointwise, reductions, shape, linalg, indexing, sorting_scans, nn_layers, activations, optimizers):
+    for module in (pointwise, reductions, shape, linalg, indexing, sorting_scans, nn_layers, activations, attention,
+                   optimizers):
         kernels.update(module.make(xp, native))
     for module in (factories, losses):          # these draw from the device's default generator
         kernels.update(module.make(xp, native, device_type))
