@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 
 from ember.dispatcher import Backend, hookimpl
+from ember.frontend import dtype as _dt
 from ember.frontend.numpy_interop import to_numpy_dtype
 
 from .array_kernels import make_kernels
@@ -36,6 +37,10 @@ class CPUBackend(Backend):
 
     def empty(self, shape, dtype, device_index=None):
         return np.empty(shape, dtype=to_numpy_dtype(dtype))
+
+    # numpy's ufunc is the whole kernel for two float or int arrays of one shape and dtype
+    plain_binary_ops = {"add.Tensor": np.add, "sub.Tensor": np.subtract, "mul.Tensor": np.multiply}
+    plain_dtypes = frozenset({_dt.float32, _dt.float64, _dt.int32, _dt.int64})
 
     def storage_offset(self, array) -> int:
         if array.base is None:          # owns its memory (every fresh op result): no pointer arithmetic

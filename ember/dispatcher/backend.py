@@ -16,7 +16,7 @@ view of its input; an in-place op writes into its first argument and returns it.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 
 class Backend:
@@ -81,6 +81,14 @@ class Backend:
     def set_memory_tracking(self, on: bool) -> None:
         """Called as `ember.memory.track` starts (True) and stops (False) recording. The meta
         backend uses it to allocate what the cpu backend would; a real device needs nothing."""
+
+    #: Optional shortcut for the commonest elementwise calls (a + b on two tensors alike): op name ->
+    #: f(a, b) whose result, for two C-contiguous arrays of one shape and one dtype in `plain_dtypes`
+    #: (an `alpha` of 1 where the op has one), is exactly the op's, as a new array. The runner then
+    #: skips the shape rule and the kernel; any other call takes the full path.
+    plain_binary_ops: Mapping[str, Callable] = {}
+    #: the ember dtypes `plain_binary_ops` hold for
+    plain_dtypes: frozenset = frozenset()
 
     #: Ops whose kernels allocate scratch memory inside one call (packed GEMM panels, say), which
     #: `workspace` sizes; `ember.memory` adds it to meta predictions made for this device type.

@@ -114,7 +114,30 @@ def native_runner(op, key: int, kernel: Callable) -> Callable:
         def run_cross(args):
             return inner(_cross_device_args(op, key, backend, args))
         return run_cross
-    return _native_body(op, key, kernel, rule, unwrap, device_of, single_device, make_tensor)
+    plain = backend.plain_binary_ops.get(op.name) if kernel is not None else None
+    body = _native_body(op, key, kernel, rule, unwrap, device_of, single_device, make_tensor)
+    if plain is None or single_device is None or op.tensor_args != (0, 1) or op.mutated or op.n_outputs != 1:
+        return body
+    return _plain_binary(op, key, plain, backend.plain_dtypes, single_device, make_tensor, body)
+
+
+def _plain_binary(op, key, plain, plain_dtypes, dev, make_tensor, body):
+    """The entry of an op in `Backend.plain_binary_ops`: two tensors alike run `plain` directly
+    (what the shape rule and the kernel would conclude, without either call); others run `body`."""
+    T = _frontend().Tensor
+    alpha_at = len(op.arg_names) - 1 if op.arg_names[-1] == "alpha" else None
+
+    def run_plain_binary(args):
+        a, b = args[0], args[1]
+        if a.__class__ is T and b.__class__ is T:
+            dt = a._dtype
+            da, db = a._data, b._data
+            if (dt is b._dtype and dt in plain_dtypes and da.shape == db.shape and da.ndim
+                    and (alpha_at is None or (args[alpha_at].__class__ is int and args[alpha_at] == 1))
+                    and (da.ndim == 1 or (da.flags.c_contiguous and db.flags.c_contiguous))):
+                return make_tensor(plain(da, db), dt, dev, key, None)
+        return body(args)
+    return run_plain_binary
 
 
 def _native_body(op, key, kernel, rule, unwrap, device_of, single_device, make_tensor):
