@@ -81,8 +81,9 @@ def record(op, args: tuple, out) -> None:
         elif isinstance(a, Tensor) and a._ag is not None:
             ag = a._ag
             fn = ag.grad_fn
-            if fn is None:
-                edges.append((accumulator_of(a), 0))            # a leaf
+            if fn is None:                                      # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a.__dict__.get("_grad_accumulator")
+                edges.append(((acc if acc is not None and acc.ag is ag else accumulator_of(a)), 0))
             elif a._base is None:
                 edges.append((fn, ag.output_nr))                # an op result (edge_of's common cases)
             else:
