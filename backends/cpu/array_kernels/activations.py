@@ -71,20 +71,20 @@ def _quiet_overflow(xp):
     return xp.errstate(over="ignore") if hasattr(xp, "errstate") else contextlib.nullcontext()
 
 
-def _gelu_tanh_parts(xp, x):
-    """(e, x^2) for the tanh GELU, in two new buffers: e = exp(-2 z), z = sqrt(2/pi) (x + k x^3).
+def _gelu_tanh_exp(xp, x, x2=None):
+    """exp(-2 z), z = sqrt(2/pi) (x + k x^3), in a new buffer (or in `x2` = x * x, overwritten).
 
-    The tanh GELU 0.5 x (1 + tanh z) is x / (1 + e), since 1 + tanh z = 2 / (1 + exp(-2 z)): one
-    exp instead of a tanh (numpy's float32 tanh is about twice its exp here), and no cancellation
+    The tanh GELU 0.5 x (1 + tanh z) is x / (1 + exp(-2 z)), since 1 + tanh z = 2 / (1 + exp(-2 z)):
+    one exp instead of a tanh (numpy's float32 tanh is about twice its exp here), and no cancellation
     in 1 + tanh z where tanh z is near -1."""
-    x2 = _square(xp, x)
-    e = xp.multiply(x2, _GELU_K, out=xp.empty_like(x))
+    e = _square(xp, x) if x2 is None else x2
+    e *= _GELU_K
     e += 1.0
     e *= x
     e *= -2.0 * _SQRT_2_PI
     with _quiet_overflow(xp):
         xp.exp(e, out=e)
-    return e, x2
+    return e
 
 
 def make(xp, native: Callable) -> dict[str, Callable]:
@@ -103,7 +103,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         dt = native(spec[1])
         x = compute(a, dt)
         if approximate == "tanh":
-            out, _ = _gelu_tanh_parts(xp, x)              # x / (1 + exp(-2 z)), in e's buffer
+            out = _gelu_tanh_exp(xp, x)                   # x / (1 + exp(-2 z)), in one buffer
             out += 1.0
             xp.divide(x, out, out=out)
         else:
@@ -118,20 +118,22 @@ def make(xp, native: Callable) -> dict[str, Callable]:
             # with s = 1 / (1 + e), the logistic of 2 z: 1 + t = 2 s and 1 - t^2 = 4 s (1 - s), so
             # d = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3k x^2) = s + 2 sqrt(2/pi) x (1 + 3k x^2) s (1 - s)
             # (1 - s, not the exact e s: e is inf where z is very negative, and inf * 0 would be NaN)
-            e, slope = _gelu_tanh_parts(xp, x)
+            slope = _square(xp, x)
+            e = _gelu_tanh_exp(xp, x, slope.copy())       # three buffers in all (each fresh one costs page faults)
             slope *= 3.0 * _GELU_K
             slope += 1.0
             slope *= x
             slope *= 2.0 * _SQRT_2_PI
-            d = e + 1.0
+            d = xp.add(e, 1.0, out=xp.empty_like(e))      # (an array for 0-d inputs too)
             xp.reciprocal(d, out=d)                       # s
             xp.subtract(1.0, d, out=e)                    # 1 - s
             e *= d
             e *= slope
             d += e
-        else:
-            cdf = (0.5 * (1.0 + erf_float64(xp, x.astype(f64) * _SQRT1_2))).astype(x.dtype, copy=False)
-            d = cdf + x * xp.exp(-0.5 * x * x) * _INV_SQRT_2PI
+            d *= g                                        # the result, in place
+            return d.astype(dt, copy=False)
+        cdf = (0.5 * (1.0 + erf_float64(xp, x.astype(f64) * _SQRT1_2))).astype(x.dtype, copy=False)
+        d = cdf + x * xp.exp(-0.5 * x * x) * _INV_SQRT_2PI
         return xp.asarray(g * d).astype(dt, copy=False)
 
     def silu(spec, a):

@@ -181,6 +181,9 @@ def _backward_samples(params=(), grad=True):
               Sample((T(make(rng, (2, 3), dtype), grad=True), T(make(rng, (2, 3), "int64"))), desc="int64 self"),
               Sample((T(make(rng, (0, 3), dtype)), T(make(rng, (0, 3), dtype))), desc="empty"),
               Sample((T(make(rng, (), dtype), grad=True), T(make(rng, (), dtype), grad=True)), desc="0-d")]
+        for kw in params:
+            S.append(Sample((T(make(rng, (), dtype), grad=True), T(make(rng, (), dtype), grad=True)), dict(kw),
+                            desc=f"0-d {kw}"))
         return S
     return gen
 
