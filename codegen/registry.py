@@ -339,8 +339,13 @@ def _resolve_autograd(raw, schema: FunctionSchema, impl: str, fail) -> dict[str,
             ast.parse(formula, mode="eval")
         except SyntaxError as exc:
             fail(f"the formula for {key!r} is not a valid expression: {exc.msg}")
-        if len(names) > 1 and "grad_input_mask" not in formula:
+        uses_mask = any(isinstance(n, ast.Name) and n.id == "grad_input_mask" for n in ast.walk(ast.parse(formula)))
+        if len(names) > 1 and not uses_mask:
             fail(f"the grouped formula for {key!r} must pass grad_input_mask (which of them need a gradient)")
+        if len(names) == 1 and uses_mask:
+            fail(f"grad_input_mask is only defined in a grouped formula ('a, b: ...'), not in {key!r}'s")
+        if len(names) > 1 and any(tensor_args[n].type.is_tensor_list for n in names):
+            fail(f"the grouped formula for {key!r} names a tensor list; give a list its own formula")
         formulas[", ".join(names)] = formula
     order = [a.name for a in schema.arguments if a.name in seen]
     if [n for key in formulas for n in formula_inputs(key)] != order:

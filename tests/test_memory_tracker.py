@@ -312,3 +312,38 @@ def test_meta_tensors_made_before_the_block_run_as_cpu_from_their_first_op():
         runs.append([(e["kind"], e["bytes"], e["op"]) for e in mem.timeline])
     assert runs[0] == runs[1]
     assert len([e for e in runs[0] if e[0] == "alloc" and e[2] != "<existing>"]) > 1   # decomposed: temporaries too
+
+
+def test_model_copied_or_pickled_inside_the_block_and_a_failed_entry_leave_no_wrapper():
+    """With `model=`, the tracker follows the model's modules through an instance `forward` for the
+    block: a deepcopy or pickle made inside it must not carry that wrapper (the copy would run the
+    original's forward), and an entry that fails halfway must remove what it installed."""
+    import copy
+    import pickle
+
+    model = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
+    x = ember.randn(4, 3)
+    with ember.memory.track(model=model):
+        twin = copy.deepcopy(model)
+        clone = pickle.loads(pickle.dumps(model))
+    for m in (twin, clone):
+        assert all("forward" not in mod.__dict__ for mod in m.modules())
+        with ember.no_grad():
+            m[0].weight.zero_()
+            m[0].bias.zero_()
+        assert float(m(x).abs().sum()) == 0.0          # its own (zeroed) weights, not the original's
+    assert all("forward" not in mod.__dict__ for mod in model.modules())
+
+    tracker = ember.memory.track(model=model)
+
+    def fail():                                         # a step after the wrappers are installed
+        assert "forward" in model[0].__dict__
+        raise RuntimeError("entry fails here")
+    tracker._meta_at_entry = fail
+    with pytest.raises(RuntimeError, match="entry fails here"):
+        tracker.__enter__()
+    assert all("forward" not in mod.__dict__ for mod in model.modules())
+    assert tensor_mod.ALLOC_HOOK is None
+    with ember.memory.track(model=model) as mem:        # a later block works as before
+        model(x)
+    assert mem.peak_bytes > 0

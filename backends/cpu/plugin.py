@@ -17,8 +17,10 @@ from ember.frontend.numpy_interop import to_numpy_dtype
 from .array_kernels import make_kernels
 from .array_kernels.shape import root_of
 
-# numpy reports overflow / division by zero as RuntimeWarnings; PyTorch is silent.
+# numpy reports overflow / division by zero as RuntimeWarnings; PyTorch is silent. The dispatcher's
+# runners call `plain_binary_ops` (numpy's ufuncs) themselves, so their warnings are silenced too.
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember_cpu(\..*)?$")
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.dispatcher\.runners$")
 
 
 class CPUBackend(Backend):

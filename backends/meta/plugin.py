@@ -93,13 +93,16 @@ class MetaBackend(Backend):
 
         key = self.key
         if on:
-            if self._decomposed_while_tracking is None:    # the same ops every time: found once
+            decomposed = self._decomposed_while_tracking
+            if decomposed is None:                          # the same ops every time: found once cpu is there
                 native = _cpu_native_ops()
-                self._decomposed_while_tracking = () if native is None else tuple(
+                decomposed = () if native is None else tuple(
                     op for name, op in ALL_OPS.items()
                     if op.impl == "composite" and name not in native and key in op.kernels
                     and (op.decomposition is not None or op.explicit is not None))
-            self._parked = {op: op.kernels.pop(key) for op in self._decomposed_while_tracking if key in op.kernels}
+                if native is not None:
+                    self._decomposed_while_tracking = decomposed
+            self._parked = {op: op.kernels.pop(key) for op in decomposed if key in op.kernels}
         else:
             for op, entry in self._parked.items():
                 op.kernels[key] = entry

@@ -2663,7 +2663,7 @@ def gelu_backward(grad_output, input, *, approximate='none'):
     return _call(_op_gelu_backward, (grad_output, input, approximate))
 
 def threshold_backward(grad_output, input, threshold):
-    """`grad_output` where `self > threshold`, else 0 (relu's gradient, with self its result): one kernel where a backend has one, where(gt(self, threshold), grad_output, 0) elsewhere.
+    """`grad_output` where `self > threshold`, else 0 (relu's gradient, with self its result): one kernel where a backend has one, where(le(self, threshold), 0, grad_output) elsewhere (a NaN in self passes the gradient, as in torch).
 
     Schema: ``threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor``
     """

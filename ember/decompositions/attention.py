@@ -75,10 +75,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     scores = F.matmul(F.mul(query, factor), F.transpose(F.mul(key, factor), -2, -1))
     masked = None
     if is_causal:
-        rows = F.reshape(F.arange(L, device=query.device), (L, 1))
-        cols = F.reshape(F.arange(S, device=query.device), (1, S))
-        masked = F.ge(rows, cols)
-        scores = F.where(masked, scores, float("-inf"))
+        scores = _causal(scores, L, S)
+        masked = True
     if attn_mask is not None:
         if attn_mask.dtype is _dt.bool:
             scores = F.where(attn_mask, scores, float("-inf"))

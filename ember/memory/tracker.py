@@ -24,6 +24,8 @@ from its allocation on. Roles, most specific first:
 """
 from __future__ import annotations
 
+import functools
+import sys
 import weakref
 from bisect import bisect_right
 from typing import Any
@@ -113,7 +115,8 @@ class _ModuleAttribution(ModuleTracker):
     """Keeps the tracker's place (module, phase) current: the innermost module running in forward,
     and in backward the module whose forward made the node the engine is running.
 
-    ModuleTracker names the modules and installs the global forward hooks; its own backward
+    ModuleTracker names the modules and, without `model=`, installs the global forward hooks (with
+    `model=`, `wrap` follows the model's modules through their forward instead); its own backward
     tracking (gradient hooks on every module call's inputs and outputs, the name removed when the
     first input's gradient arrives) is replaced by the autograd nodes' creation numbers. Each module
     entry and exit takes a number (`next_sequence_number`) and records the module innermost from
@@ -130,6 +133,7 @@ class _ModuleAttribution(ModuleTracker):
         self._running: list[tuple[int, int]] = []           # places of the enclosing modules, outermost first
         self._bounds: list[int] = []           # sequence number at each module entry and exit, increasing
         self._backward_place: list[int] = []   # the backward place of nodes numbered from each bound on
+        self._wrapped: list[tuple] = []        # (module, its own instance forward or None) while `wrap`ped
 
     def places(self, mod) -> tuple[int, int]:
         """`mod`'s forward and backward places."""
@@ -147,52 +151,28 @@ class _ModuleAttribution(ModuleTracker):
     def wrap(self, model) -> None:
         """Attribute `model`'s modules only, through their forward: each gets an instance attribute
         `forward` doing what the two global hooks do, without Module.__call__'s hooked path (the
-        hooks' dispatch is most of their cost). Modules outside `model` count as the caller's place."""
-        self._wrapped = []
+        hooks' dispatch is most of their cost). Modules outside `model` count as the caller's place.
+        A module copied or pickled inside the block leaves the wrapper out (Module.__getstate__)."""
         for mod in model.modules():
             own = mod.__dict__.get("forward")
-            mod.__dict__["forward"] = self._traced(mod, own if own is not None else mod.forward)
+            mod.__dict__["forward"] = self._traced(mod, own if own is not None else mod.forward, own)
             self._wrapped.append((mod, own))
 
     def unwrap(self) -> None:
-        for mod, own in getattr(self, "_wrapped", ()):
+        for mod, own in self._wrapped:
             if own is None:
                 mod.__dict__.pop("forward", None)
             else:
                 mod.__dict__["forward"] = own
         self._wrapped = []
 
-    def _traced(self, mod, forward):
-        fw, bw = self.places(mod)
-        tracker, running, bounds, backward_place = self._tracker, self._running, self._bounds, self._backward_place
-        outside = (_GLOBAL_PLACE, _GLOBAL_PLACE)
-
-        def traced_forward(*args, **kwargs):
-            running.append((fw, bw))
-            tracker._place_now = fw
-            bounds.append(next_sequence_number())
-            backward_place.append(bw)
-            tracker._on_module_forward(mod, args)
-            try:
-                return forward(*args, **kwargs)
-            finally:
-                running.pop()
-                outer = running[-1] if running else outside
-                tracker._place_now = outer[0]
-                bounds.append(next_sequence_number())
-                backward_place.append(outer[1])
-        return traced_forward
-
-    def _fw_pre_hook(self, mod, args) -> None:
-        tr = self._tracker
-        places = self.places(mod)
+    def _enter_module(self, places) -> None:
         self._running.append(places)
-        tr._place_now = places[0]
+        self._tracker._place_now = places[0]
         self._bounds.append(next_sequence_number())
         self._backward_place.append(places[1])
-        tr._on_module_forward(mod, args)
 
-    def _fw_post_hook(self, mod, args, output) -> None:
+    def _exit_module(self) -> None:
         running = self._running
         if running:
             running.pop()
@@ -200,6 +180,28 @@ class _ModuleAttribution(ModuleTracker):
         self._tracker._place_now = places[0]
         self._bounds.append(next_sequence_number())
         self._backward_place.append(places[1])
+
+    def _traced(self, mod, forward, own):
+        places = self.places(mod)
+        enter, leave, on_forward = self._enter_module, self._exit_module, self._tracker._on_module_forward
+
+        @functools.wraps(forward)
+        def traced_forward(*args, **kwargs):
+            enter(places)
+            try:
+                on_forward(mod, args)
+                return forward(*args, **kwargs)
+            finally:
+                leave()
+        traced_forward.__ember_memory_own_forward__ = own       # what Module.__getstate__ keeps instead
+        return traced_forward
+
+    def _fw_pre_hook(self, mod, args) -> None:
+        self._enter_module(self.places(mod))
+        self._tracker._on_module_forward(mod, args)
+
+    def _fw_post_hook(self, mod, args, output) -> None:
+        self._exit_module()
 
     def backward_place(self, seq: int) -> int:
         """The backward place of the node numbered `seq`: that of the module innermost when it was made."""
@@ -242,9 +244,11 @@ class MemoryTracker:
         self._target = target
         self._workspace: list = []              # scratch storages of the kernel running now (meta)
         self._place_before_step = _GLOBAL_PLACE
+        self._in_step = False                   # inside optimizer.step(): its place, even within a backward
         self._recorded_before_step = 0
         self._modules = _ModuleAttribution(self)
         self._mode = _OpMode(self) if ops else None
+        self._mode_entered = False
         self._handles: list = []
         self._backends: list = []
         self._meta_backend = None               # set while meta runs composites as cpu does (_track_meta)
@@ -292,7 +296,8 @@ class MemoryTracker:
         index = len(self._category)
         self._category.append(rank)
         node = _graph.RUNNING_NODE              # in backward: ~seq of the node, its module found when asked
-        self._info.append((nbytes, self._place_now if node is None else ~node.seq, self._op if op is None else op, dev))
+        place = self._place_now if node is None or self._in_step else ~node.seq     # a step run from a hook: the step's
+        self._info.append((nbytes, place, self._op if op is None else op, dev))
         events = self._events
         events.append(index)
         current = self.current_bytes = self.current_bytes + nbytes
@@ -387,10 +392,12 @@ class MemoryTracker:
                        _RANK_GRADIENTS)
         self._place_before_step = self._place_now
         self._place_now = self._step_place
+        self._in_step = True
         self._recorded_before_step = len(self._category)
 
     def _step_post_hook(self, opt, args, kwargs) -> None:
         self._place_now = self._place_before_step
+        self._in_step = False
         if len(self._category) > self._recorded_before_step:    # new state can only be a new storage
             self._scan_optimizer(opt)
 
@@ -400,6 +407,14 @@ class MemoryTracker:
 
         if tensor_mod.ALLOC_HOOK is not None:
             raise RuntimeError("ember.memory.track: another memory tracker is already recording (trackers do not nest)")
+        try:
+            self._install(tensor_mod, graph)
+        except BaseException:               # nothing half-installed stays behind (wrappers, hooks, switches)
+            self.__exit__(*sys.exc_info())
+            raise
+        return self
+
+    def _install(self, tensor_mod, graph) -> None:
         target = self._target_backend()
         if self.model is not None:          # what exists now is listed under the module holding it
             for mod in self.model.modules():
@@ -419,6 +434,7 @@ class MemoryTracker:
             self._modules.__enter__()
         if self._mode is not None:
             self._mode.__enter__()
+            self._mode_entered = True
         # load cpu and meta now: meta tensors made inside the block are then predicted like cpu's, and
         # no plugin loads mid-block (a load reinstalls every backend's kernels)
         for name in ("cpu", "meta"):
@@ -436,7 +452,6 @@ class MemoryTracker:
         _ACTIVE = self
         tensor_mod.ALLOC_HOOK = self._add
         graph.SAVE_HOOK = self._on_save
-        return self
 
     def _meta_at_entry(self) -> bool:
         """Whether the model's or the optimizer's tensors are on meta (a prediction run)."""
@@ -480,20 +495,21 @@ class MemoryTracker:
         if self._meta_backend is not None:
             self._meta_backend.set_memory_tracking(False)
             self._meta_backend = None
-        if self._mode is not None:
-            self._mode.__exit__(*exc)
-        if self.model is not None:
-            self._scan_module(self.model, recurse=True)
-        if self.optimizer is not None:
-            self._scan_optimizer(self.optimizer)
-        if self.model is not None:
+        try:
+            if self._mode_entered:
+                self._mode_entered = False
+                self._mode.__exit__(*exc)
+            if self.model is not None:
+                self._scan_module(self.model, recurse=True)
+            if self.optimizer is not None:
+                self._scan_optimizer(self.optimizer)
+        finally:                           # the model's forward and the hooks are restored whatever happens
             self._modules.unwrap()
-        else:
             self._modules.__exit__(*exc)
-        for h in self._handles:
-            h.remove()
-        self._handles = []
-        self._live.clear()                 # storages outliving the block stay live in the record
+            for h in self._handles:
+                h.remove()
+            self._handles = []
+            self._live.clear()             # storages outliving the block stay live in the record
 
     # -- results --------------------------------------------------------------------------------
     def _records_and_events(self) -> tuple[list[_Record], list[tuple[int, _Record]]]:

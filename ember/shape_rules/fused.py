@@ -4,7 +4,7 @@ into their arguments and return nothing); the cross-entropy backward (a gradient
 fused attention and its backward."""
 from __future__ import annotations
 
-from ember.errors import ArgumentListError, DTypeError, ShapeError
+from ember.errors import ArgumentListError, ArgumentTypeError, DTypeError, ShapeError
 
 from . import shape_rule
 from .common import check_tensor, type_name
@@ -91,6 +91,8 @@ def sdpa_fused(op, query, key, value, is_causal=False, scale=1.0):
 @shape_rule("sdpa_fused_backward")
 def sdpa_fused_backward(op, grad_out, grad_attn, query, key, value, attn, scale, output_mask):
     mask = _mask(op, output_mask)
+    if grad_out is None and grad_attn is None:
+        raise ArgumentTypeError(f"{op.name}(): expected a Tensor for grad_out or grad_attn (or both), got None for both")
     out, weights = sdpa_fused(op, query, key, value)
     for t, arg, spec in ((grad_out, "grad_out", out), (grad_attn, "grad_attn", weights), (attn, "attn", weights)):
         if t is None and arg != "attn":

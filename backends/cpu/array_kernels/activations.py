@@ -130,7 +130,10 @@ def make(xp, native: Callable) -> dict[str, Callable]:
             e *= d
             e *= slope
             d += e
-            d *= g                                        # the result, in place
+            if g.shape == d.shape:
+                d *= g                                    # the result, in place
+            else:
+                d = d * g                                 # grad_output broadcasts over self
             return d.astype(dt, copy=False)
         cdf = (0.5 * (1.0 + erf_float64(xp, x.astype(f64) * _SQRT1_2))).astype(x.dtype, copy=False)
         d = cdf + x * xp.exp(-0.5 * x * x) * _INV_SQRT_2PI

@@ -1,6 +1,7 @@
 """The fused attention (scaled_dot_product_attention without mask or dropout) and its backward,
 against the array-module API: a few array calls each instead of the decomposition's dispatches.
-float16/bfloat16 compute in float32 and round the outputs once, as the decomposition's ops do.
+float16/bfloat16 compute in float32 and round the outputs once (the decomposition rounds each of its
+ops' results, so the two differ there within float16's precision).
 """
 from __future__ import annotations
 

@@ -225,6 +225,21 @@ class Module(HookedCall):
         keys = list(super().__dir__()) + list(self._parameters) + list(self._modules) + list(self._buffers)
         return sorted(k for k in set(keys) if not k[0].isdigit())
 
+    def __getstate__(self) -> dict:
+        """The module's __dict__, less a forward that `ember.memory.track` installed for its block (a
+        copy or pickle made inside the block must not call into the tracker, or into this module)."""
+        state = self.__dict__
+        forward = state.get("forward")
+        if forward is None or not hasattr(forward, "__ember_memory_own_forward__"):
+            return state
+        state = dict(state)
+        own = forward.__ember_memory_own_forward__
+        if own is None:
+            del state["forward"]
+        else:
+            state["forward"] = own
+        return state
+
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         for name in ("_forward_hooks", "_forward_hooks_with_kwargs", "_forward_hooks_always_called",

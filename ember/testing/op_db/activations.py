@@ -15,7 +15,7 @@ import numpy as np
 
 from ..tolerances import LINALG_TOL, SOFTMAX_TOL
 from .samples import ALL, FLOAT, NP_DTYPE, OpInfo, Sample, T, aten, fn, is_float, make
-from .database import E, add, add_pointwise, f32, unary_errors, unary_inplace_errors, unary_samples
+from .database import EXCLUDED, E, add, add_pointwise, f32, unary_errors, unary_inplace_errors, unary_samples
 
 
 def nn_op(name: str):
@@ -178,6 +178,8 @@ def _backward_samples(params=(), grad=True):
                                                                         grad=True)), dict(kw), desc=f"2-d {kw}"))
         S += [Sample((T(make(rng, (2, 3), dtype), "t", grad=True), T(make(rng, (2, 3), dtype), grad=True)),
                      desc="transposed grad_output"),
+              Sample((T(make(rng, (2, 3), dtype), grad=True), T(make(rng, (3,), dtype), grad=True)),
+                     dict(params[0]) if params else {}, desc="grad_output broadcast over self"),
               Sample((T(make(rng, (2, 3), dtype), grad=True), T(make(rng, (2, 3), "int64"))), desc="int64 self"),
               Sample((T(make(rng, (0, 3), dtype)), T(make(rng, (0, 3), dtype))), desc="empty"),
               Sample((T(make(rng, (), dtype), grad=True), T(make(rng, (), dtype), grad=True)), desc="0-d")]
@@ -203,7 +205,6 @@ add(OpInfo("silu_backward", nn_op("silu_backward"), _backward_samples(grad=False
            errors=_backward_errors("silu_backward")))
 
 
-
 def _threshold_backward_samples(rng, dtype):
     g = is_float(dtype)
     a = lambda *shape: make(rng, shape, dtype)         # noqa: E731
@@ -217,7 +218,8 @@ def _threshold_backward_samples(rng, dtype):
     if g:
         # mixed dtypes promote (torch's cpu kernel); torch's meta kernel keeps grad_output's dtype
         # instead, so integer grad_outputs with an int64 self are not compared with it
-        S.append(Sample((T(a(2, 3), grad=True), T(make(rng, (2, 3), "int64")), 0), desc="int64 self"))          # a NaN in self passes the gradient (torch tests `self <= threshold`); -0.0 and 0.0 stop it
+        S.append(Sample((T(a(2, 3), grad=True), T(make(rng, (2, 3), "int64")), 0), desc="int64 self"))
+        # a NaN in self passes the gradient (torch tests `self <= threshold`); -0.0 and 0.0 stop it
         special = np.array([np.nan, -0.0, 0.0, 1.0, -1.0, np.inf], dtype=NP_DTYPE[dtype])
         S.append(Sample((T(a(6), grad=True), T(special), 0), desc="nan, signed zeros, inf in self"))
     return S
@@ -338,3 +340,44 @@ add(OpInfo("scaled_dot_product_attention", nn_op("scaled_dot_product_attention")
                  "scaled_dot_product_attention", kwargs={"enable_gqa": True}, desc="heads do not divide"),
                E((T(f32(rng, (2, 5, 4))), T(f32(rng, (2, 5, 4))), T(f32(rng, (2, 5, 4))), T(f32(rng, (3, 5)))),
                  RuntimeError, "scaled_dot_product_attention", desc="mask does not broadcast")]))
+
+
+# ---- _scaled_dot_product_attention_fused: scaled_dot_product_attention's op without mask or dropout,
+# returning the output and the attention weights as torch's math path does; its backward op
+# (_scaled_dot_product_attention_fused_backward) is what test_grad and gradcheck run, with
+# gradients for both outputs (the weights' too, as a double backward sends)
+def _sdpa_fused_call(m, q, k, v, is_causal=False, scale=1.0):
+    if m.__name__ == "torch":
+        return m.ops.aten._scaled_dot_product_attention_math(q, k, v, None, 0.0, is_causal, None, scale=scale)
+    return importlib.import_module("ember._generated.functions")._scaled_dot_product_attention_fused(
+        q, k, v, is_causal, scale)
+
+
+_sdpa_fused_call.__name__ = "_scaled_dot_product_attention_fused"
+
+
+def _sdpa_fused_samples(rng, dtype):
+    g = is_float(dtype)
+    a = lambda *shape: make(rng, shape, dtype)         # noqa: E731
+    return [Sample((T(a(2, 3, 5, 4), grad=g), T(a(2, 3, 5, 4), grad=g), T(a(2, 3, 5, 4), grad=g), False, 0.5),
+                   desc="4-d"),
+            Sample((T(a(2, 3, 5, 4), grad=g), T(a(2, 3, 5, 4), grad=g), T(a(2, 3, 5, 4), grad=g), True, 0.5),
+                   desc="4-d causal"),
+            Sample((T(a(3, 4, 6), grad=g), T(a(3, 7, 6), grad=g), T(a(3, 7, 2), grad=g), True, 1 / 6 ** 0.5),
+                   desc="3-d causal, more keys, narrower values"),
+            Sample((T(a(2, 5, 4), "t", grad=g), T(a(2, 5, 4), grad=g), T(a(2, 5, 4), "t", grad=g), False, 1.0),
+                   desc="transposed query and value"),
+            Sample((T(a(1, 3, 2), grad=g), T(a(1, 4, 2), grad=g), T(a(1, 4, 3), grad=g), True, 0.7),
+                   desc="small causal (finite differences)")]
+
+
+add(OpInfo("_scaled_dot_product_attention_fused", _sdpa_fused_call, _sdpa_fused_samples, dtypes=FLOAT, grad=True,
+           tol={**SOFTMAX_TOL, **LINALG_TOL},
+           errors=lambda rng: [
+               E((T(f32(rng, (2, 5, 4))), T(make(rng, (2, 5, 4), "float64")), T(f32(rng, (2, 5, 4)))), RuntimeError,
+                 "_scaled_dot_product_attention_fused", desc="dtype mismatch"),
+               E((T(f32(rng, (2, 5, 4))), T(f32(rng, (3, 5, 4))), T(f32(rng, (3, 5, 4)))), RuntimeError,
+                 "_scaled_dot_product_attention_fused", desc="batch shapes differ")]))
+EXCLUDED["_scaled_dot_product_attention_fused_backward"] = (
+    "the backward of _scaled_dot_product_attention_fused: test_grad and gradcheck of that op run it against torch's "
+    "math attention and finite differences, with gradients for both of its outputs")
