@@ -249,6 +249,19 @@ def _primdev():
     return "primdev"
 
 
+def _steps_on(device, name, kwargs, values, steps):
+    """`steps` steps of optimizer `name` on a per-element loss of the four tensors of `values`, made
+    on `device` (a loss of ember ops only, so any device runs it): (params, optimizer)."""
+    params = [ember.tensor(values[k], device=device, requires_grad=True) for k in ("w1", "b1", "w2", "b2")]
+    opt = getattr(ember.optim, name)(params, **kwargs)
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = sum(((q - 0.3) ** 2 * (1.0 + q * q)).sum() for q in params)
+        (-loss if kwargs.get("maximize") else loss).backward()
+        opt.step()
+    return params, opt
+
+
 @pytest.mark.parametrize("name,kwargs", CONFIGS[1::2], ids=[f"{n}-{i}" for i, (n, _) in enumerate(CONFIGS) if i % 2])
 def test_runs_on_a_primitives_only_device_and_on_meta(name, kwargs):
     """The updates use ember ops only: on a device with just the primitive kernels they give
@@ -257,13 +270,7 @@ def test_runs_on_a_primitives_only_device_and_on_meta(name, kwargs):
     values = _init_values(np.float64)
     results = []
     for device in ("cpu", dev, "meta"):
-        params = [ember.tensor(values[k], device=device, requires_grad=True) for k in ("w1", "b1", "w2", "b2")]
-        opt = getattr(ember.optim, name)(params, **kwargs)
-        for _ in range(10):
-            opt.zero_grad()
-            loss = sum(((q - 0.3) ** 2 * (1.0 + q * q)).sum() for q in params)
-            (-loss if kwargs.get("maximize") else loss).backward()
-            opt.step()
+        params, opt = _steps_on(device, name, kwargs, values, 10)
         assert all(p.device.type == device for p in params)
         assert all(v.device.type in (device, "cpu") for s in opt.state.values() for v in s.values()
                    if isinstance(v, ember.Tensor))

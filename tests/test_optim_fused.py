@@ -10,7 +10,7 @@ import torch
 import ember
 from ember.decompositions.optimizers import adam_update, sgd_update
 
-from test_optim import CONFIGS, _init_values, _primdev, _run
+from test_optim import CONFIGS, _init_values, _primdev, _run, _steps_on
 
 FUSED_CONFIGS = [c for c in CONFIGS if c[0] in ("SGD", "Adam", "AdamW")]
 
@@ -115,13 +115,7 @@ def test_opencl_fused_kernels_match_cpu(name, kwargs):
     values = _init_values(np.float32)
     results = []
     for device in ("cpu", "opencl"):
-        params = [ember.tensor(values[k], device=device, requires_grad=True) for k in ("w1", "b1", "w2", "b2")]
-        opt = getattr(ember.optim, name)(params, **kwargs)
-        for _ in range(5):
-            opt.zero_grad()
-            loss = sum(((q - 0.3) ** 2 * (1.0 + q * q)).sum() for q in params)
-            (-loss if kwargs.get("maximize") else loss).backward()
-            opt.step()
+        params, opt = _steps_on(device, name, kwargs, values, 5)
         assert all(s["step"].device.type == device for s in opt.state.values() if "step" in s)
         results.append([p.detach().to("cpu").numpy() for p in params])
     for a, b in zip(*results):
