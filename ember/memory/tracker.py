@@ -240,9 +240,7 @@ class MemoryTracker:
         params = [p for p in (mod.parameters() if recurse else mod._parameters.values()) if p is not None]
         if params:
             self._classify(params, _RANK_PARAMETERS)
-            grads = [g for g in (p.grad for p in params) if g is not None]
-            if grads:
-                self._classify(grads, _RANK_GRADIENTS)
+            self._classify_grads(params)
         buffers = mod.buffers() if recurse else mod._buffers.values()
         self._classify([b for b in buffers if b is not None], _RANK_OTHER)
 
@@ -251,15 +249,11 @@ class MemoryTracker:
         every step: gradients and lazily created state appear between steps)."""
         params = [p for group in opt.param_groups for p in group["params"]]
         self._classify(params, _RANK_PARAMETERS)
+        self._classify_grads(params)
+        self._classify(tensors_in(list(opt.state.values())), _RANK_OPTIMIZER_STATE)
+
+    def _classify_grads(self, params) -> None:
         self._classify([g for g in (p.grad for p in params) if g is not None], _RANK_GRADIENTS)
-        state = []
-        for per_param in opt.state.values():
-            for v in (per_param.values() if per_param.__class__ is dict else (per_param,)):
-                if isinstance(v, Tensor):
-                    state.append(v)
-                elif isinstance(v, (list, tuple, dict)):
-                    state += tensors_in(v)
-        self._classify(state, _RANK_OPTIMIZER_STATE)
 
     def _on_module_forward(self, mod, args) -> None:
         """A module's forward starts: its parameters and buffers (unless `model=` listed them at entry),
@@ -284,8 +278,7 @@ class MemoryTracker:
         # the gradients are new since the last step; the parameters and the state were classified at
         # entry and after any step that allocated (a tensor put in their place between steps is
         # classified at exit, if still alive)
-        self._classify([g for g in (p.grad for group in opt.param_groups for p in group["params"]) if g is not None],
-                       _RANK_GRADIENTS)
+        self._classify_grads([p for group in opt.param_groups for p in group["params"]])
         self._place_before_step = self._place_now
         self._place_now = self._step_place
         self._in_step = True
