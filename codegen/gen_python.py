@@ -44,7 +44,8 @@ def gen_op_table(registry: Registry) -> str:
         tensor_args = tuple(i for i, a in enumerate(args) if a.type.is_tensor)
         list_args = tuple(i for i, a in enumerate(args) if a.type.is_tensor_list)
         device_arg = next((i for i, a in enumerate(args) if a.type.base == "Device"), None)
-        mutated = tuple(i for i, a in enumerate(args) if a.type.is_write)
+        mutated = tuple(i for i, a in enumerate(args) if a.type.is_write and not a.type.is_tensor_list)
+        written_lists = tuple(i for i, a in enumerate(args) if a.type.is_write and a.type.is_tensor_list)
         alias = None
         if s.returns and s.returns[0].type.alias:
             alias = next(i for i, a in enumerate(args) if a.type.alias == s.returns[0].type.alias)
@@ -61,6 +62,8 @@ def gen_op_table(registry: Registry) -> str:
             output_names=tuple(r.name or "" for r in s.returns), differentiable=diff,
             inplace_of=op.inplace_of, inplace_needs_clone=needs_clone,
         )
+        if written_lists:
+            fields["written_lists"] = written_lists
         body = ", ".join(f"{k}={v!r}" for k, v in fields.items())
         lines.append(f"_op({op.name!r}, {body})")
     lines.append("")

@@ -2903,14 +2903,14 @@ def _cross_entropy_indices_backward(grad_output, input, target, weight, reductio
 def _fused_adam_(input, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay=False):
     """One Adam (AdamW with decoupled_weight_decay) step of every tensor in `self`, in place: torch's single-tensor update, op for op; `state_steps` are incremented.
 
-    Schema: ``_fused_adam_(Tensor[] self, Tensor[] grads, Tensor[] exp_avgs, Tensor[] exp_avg_sqs, Tensor[] max_exp_avg_sqs, Tensor[] state_steps, *, float lr, float beta1, float beta2, float weight_decay, float eps, bool amsgrad, bool maximize, bool decoupled_weight_decay=False) -> ()``
+    Schema: ``_fused_adam_(Tensor(a!)[] self, Tensor[] grads, Tensor(b!)[] exp_avgs, Tensor(c!)[] exp_avg_sqs, Tensor(d!)[] max_exp_avg_sqs, Tensor(e!)[] state_steps, *, float lr, float beta1, float beta2, float weight_decay, float eps, bool amsgrad, bool maximize, bool decoupled_weight_decay=False) -> ()``
     """
     return _call(_op__fused_adam_, (input, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay))
 
 def _fused_sgd_(input, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step):
     """One SGD step of every tensor in `self`, in place (momentum buffers too; `is_first_step` sets them to the gradient): torch's single-tensor update, op for op.
 
-    Schema: ``_fused_sgd_(Tensor[] self, Tensor[] grads, Tensor[] momentum_buffer_list, *, float weight_decay, float momentum, float lr, float dampening, bool nesterov, bool maximize, bool is_first_step) -> ()``
+    Schema: ``_fused_sgd_(Tensor(a!)[] self, Tensor[] grads, Tensor(b!)[] momentum_buffer_list, *, float weight_decay, float momentum, float lr, float dampening, bool nesterov, bool maximize, bool is_first_step) -> ()``
     """
     return _call(_op__fused_sgd_, (input, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step))
 

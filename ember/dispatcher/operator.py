@@ -24,7 +24,7 @@ class OpDef:
 
     __slots__ = (
         "name", "schema", "family", "promotion", "shape_rule_name", "autocast", "impl", "tags",
-        "doc", "arg_names", "tensor_args", "tensor_list_args", "device_arg", "mutated",
+        "doc", "arg_names", "tensor_args", "tensor_list_args", "device_arg", "mutated", "written_lists",
         "alias_return", "n_outputs", "output_names", "differentiable", "inplace_of",
         "inplace_needs_clone", "backward_cls", "shape_rule", "explicit", "decomposition",
         "kernels", "functionality", "cache", "cross_device", "first_output_only", "records_inplace", "float_outputs", "__weakref__",
@@ -35,7 +35,7 @@ class OpDef:
                  tensor_args: tuple, tensor_list_args: tuple, device_arg: int | None,
                  mutated: tuple, alias_return: int | None, output_names: tuple,
                  differentiable: tuple, inplace_of: str | None = None,
-                 inplace_needs_clone: bool = False):
+                 inplace_needs_clone: bool = False, written_lists: tuple = ()):
         self.name = name
         self.schema = schema
         self.family = family
@@ -50,6 +50,7 @@ class OpDef:
         self.tensor_list_args = tensor_list_args  # positions of Tensor[] arguments
         self.device_arg = device_arg              # position of a `Device? device` argument
         self.mutated = mutated                    # positions of Tensor(a!) arguments
+        self.written_lists = written_lists        # positions of Tensor(a!)[] arguments (the fused optimizer updates)
         self.alias_return = alias_return          # position of the argument a view aliases
         self.n_outputs = len(output_names)
         self.output_names = output_names
@@ -120,11 +121,11 @@ def _backend_entry(op: OpDef, key: int) -> tuple[Callable, str]:
     found = op.kernels.get(key)
     if found is not None:
         kernel, origin = found
-        return runners.native_runner(op, key, kernel), origin
+        return runners.writing_lists(op, runners.native_runner(op, key, kernel)), origin
     if op.explicit is not None:
-        return runners.python_runner(op, key, op.explicit), "explicit kernel"
+        return runners.writing_lists(op, runners.python_runner(op, key, op.explicit)), "explicit kernel"
     if op.decomposition is not None:
-        return runners.python_runner(op, key, op.decomposition), "decomposition"
+        return runners.writing_lists(op, runners.python_runner(op, key, op.decomposition)), "decomposition"
     fallback = runners.fallback_runner(op, key)
     if fallback is not None:
         return fallback, "fallback"

@@ -204,6 +204,23 @@ def _native_body(op, key, kernel, rule, unwrap, device_of, single_device, make_t
     return run_multi
 
 
+def writing_lists(op, entry: Callable) -> Callable:
+    """`entry`, advancing the version counter of every tensor in the op's written lists (`Tensor(a!)[]`)
+    after it runs, as an in-place op's runner does for its one written tensor (autograd then refuses
+    a saved tensor the op changed). Ops without written lists get `entry` itself."""
+    lists = op.written_lists
+    if not lists:
+        return entry
+
+    def run_writing_lists(args):
+        out = entry(args)
+        for i in lists:
+            for t in args[i]:
+                t._storage.version += 1
+        return out
+    return run_writing_lists
+
+
 def python_runner(op, key: int, fn: Callable) -> Callable:
     """Entry for an explicit kernel or decomposition, run with functionality keys excluded."""
     rule = op.shape_rule

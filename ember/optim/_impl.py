@@ -46,12 +46,3 @@ def use_fused(group: dict, params: list) -> bool:
         if p.device.type not in _FUSED_DEVICES or p.dtype not in _FUSED_DTYPES:
             return False
     return True
-
-
-def bump_versions(*lists) -> None:
-    """The fused ops write into their list arguments, which their schema cannot mark as written
-    (no `Tensor(a!)[]` in the grammar): advance the version counters here, as an in-place op does,
-    so autograd still refuses a saved tensor the step modified."""
-    for tensors in lists:
-        for t in tensors:
-            t._storage.version += 1

@@ -8,7 +8,7 @@ from ember.frontend.autograd.grad_mode import no_grad
 
 from ember.decompositions.optimizers import adam_update
 
-from ._impl import bump_versions, check_fused_params, check_impl_args, use_fused
+from ._impl import check_fused_params, check_impl_args, use_fused
 from .optimizer import Optimizer, _params_with_grad, _scalar_step
 
 
@@ -96,4 +96,3 @@ class Adam(Optimizer):
                        beta1=beta1, beta2=beta2, weight_decay=group["weight_decay"], eps=group["eps"],
                        amsgrad=amsgrad, maximize=group["maximize"],
                        decoupled_weight_decay=group.get("decoupled_weight_decay", False))
-        bump_versions(params, exp_avgs, exp_avg_sqs, max_sqs, steps)

@@ -8,7 +8,7 @@ from ember.frontend.autograd.grad_mode import no_grad
 
 from ember.decompositions.optimizers import sgd_update
 
-from ._impl import bump_versions, check_fused_params, check_impl_args, use_fused
+from ._impl import check_fused_params, check_impl_args, use_fused
 from .optimizer import Optimizer, _params_with_grad
 
 
@@ -78,4 +78,3 @@ class SGD(Optimizer):
         F._fused_sgd_(params, [p.grad for p in params], bufs, weight_decay=group["weight_decay"],
                       momentum=group["momentum"], lr=group["lr"], dampening=group["dampening"],
                       nesterov=group["nesterov"], maximize=group["maximize"], is_first_step=False)
-        bump_versions(params, bufs)
