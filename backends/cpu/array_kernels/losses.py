@@ -64,22 +64,27 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
         logp = shifted - xp.log(xp.sum(xp.exp(shifted), axis=cdim, keepdims=True))
         return logp.astype(dt).astype(x.dtype)        # rounded as the log_softmax op rounds
 
+    plain_floats = {xp.dtype("float32"), xp.dtype("float64")}
+    # numpy's ufunc methods skip np.max / np.sum's Python wrappers: the plain path is ~10 array calls
+    max_reduce = xp.maximum.reduce if xp.__name__ == "numpy" else xp.max
+    add_reduce = xp.add.reduce if xp.__name__ == "numpy" else xp.sum
+
     def plain_rows(x, target, weight, ignore_index, label_smoothing):
         """The commonest cross entropy (2-D float32/64 logits, class indices all in range, none
-        ignored, no weight, no smoothing) as (shifted logits, log-sum-exp per row, targets, row
-        indices); None for any other call, which takes the general path. Both paths compute the
-        same roundings: -logp[t] = lse - shifted[t] exactly, and the same gradient terms."""
+        ignored, no weight, no smoothing) as (row maxima, row indices, targets); None for any other
+        call, which takes the general path. The loss is computed as the general path computes it
+        (-logp[t] = lse - shifted[t]); the gradient as softmax * scale - onehot * scale."""
         if weight is not None or label_smoothing != 0 or x.ndim != 2 or target.ndim != 1 \
-                or target.dtype.kind not in "iu" or x.dtype in lowp or x.dtype.kind != "f" or x.size == 0:
+                or target.dtype.kind not in "iu" or x.dtype not in plain_floats or x.size == 0:
             return None
         n, classes = x.shape
         if 0 <= ignore_index < classes or target.shape[0] != n:
             return None
-        if int(target.min()) < 0 or int(target.max()) >= classes:
+        # one reduction checks both bounds: a negative target viewed as unsigned is out of range
+        unsigned = target.view(f"u{target.dtype.itemsize}") if target.dtype.kind == "i" else target
+        if int(max_reduce(unsigned)) >= classes:
             return None                                  # the general path names the bad target
-        shifted = x - x.max(axis=1, keepdims=True)
-        lse = xp.log(xp.exp(shifted).sum(axis=1))
-        return shifted, lse, target, xp.arange(n)
+        return max_reduce(x, axis=1, keepdims=True), xp.arange(n), target
 
     def nll_loss_nd(spec, x, target, weight=None, reduction=1, ignore_index=-100):
         dt = native(spec[1])
@@ -91,8 +96,10 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
         dt = native(spec[1])
         plain = plain_rows(x, target, weight, ignore_index, label_smoothing) if x.dtype == dt else None
         if plain is not None:
-            shifted, lse, t, rows = plain
-            losses = lse - shifted[rows, t]
+            row_max, rows, t = plain
+            shifted = x - row_max
+            losses = xp.log(add_reduce(xp.exp(shifted), axis=1))
+            losses -= shifted[rows, t]
             if reduction == 0:
                 return losses
             total = losses.sum()
@@ -148,10 +155,11 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
         plain = plain_rows(x, target, weight, ignore_index, label_smoothing) \
             if x.dtype == dt and grad.dtype == dt else None
         if plain is not None:
-            shifted, lse, t, rows = plain
+            row_max, rows, t = plain
             scale = grad / x.dtype.type(x.shape[0]) if reduction == 1 else grad    # per row when unreduced
-            out = xp.exp(shifted - lse[:, None])            # softmax
-            out *= scale[:, None] if reduction == 0 else scale
+            out = xp.exp(x - row_max)
+            sums = add_reduce(out, axis=1, keepdims=True)
+            out *= (scale[:, None] if reduction == 0 else scale) / sums          # softmax * scale
             out[rows, t] -= scale
             return out
         logp = log_softmax(x.astype(cdt), cdim, dt).astype(cdt)

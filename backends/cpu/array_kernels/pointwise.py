@@ -73,6 +73,17 @@ def make(xp, native: Callable) -> dict[str, Callable]:
             r = xp.asarray(r)
         return r if r.dtype == dt else r.astype(dt)
 
+    # maximum(0, a) keeps -0.0 and NaN as torch's relu does, on numpy's float32/64 and integer loops
+    # (checked for every SIMD width); float16 and other array modules take the select
+    exact_maximum = {xp.dtype(d) for d in ("float32", "float64", "int8", "int16", "int32", "int64", "uint8")} \
+        if xp.__name__ == "numpy" else set()
+
+    def relu(spec, a):
+        dt = native_of[spec[1]]
+        if a.dtype in exact_maximum:
+            return out(xp.maximum(a.dtype.type(0), a), dt)
+        return out(xp.where(a < 0, xp.zeros((), a.dtype), a), dt)
+
     def binary(ufunc):
         def kernel(spec, a, b, *rest):
             dt = native_of[spec[1]]
@@ -227,5 +238,5 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         # not primitives, but one array call each on cpu/cuda
         "rsqrt": unary_float(lambda x: 1.0 / xp.sqrt(x)),
         "sigmoid": unary_float(lambda x: 1.0 / (1.0 + xp.exp(-x))),
-        "relu": lambda spec, a: out(xp.where(a < 0, xp.zeros((), a.dtype), a), native_of[spec[1]]),
+        "relu": relu,
     }

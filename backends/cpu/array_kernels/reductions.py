@@ -27,10 +27,13 @@ def make(xp, native: Callable) -> dict[str, Callable]:
             r = xp.asarray(r)
         return r if r.dtype == dt else r.astype(dt)
 
+    # numpy's ufunc method without np.sum's Python wrapper (a bias gradient's sum is a few us of work)
+    add_reduce = xp.add.reduce if xp.__name__ == "numpy" else xp.sum
+
     def sum_(spec, a, dim=None, keepdim=False, dtype=None):
         dt = native(spec[1])
         acc = f32 if dt in lowp else dt
-        return out(xp.sum(a, axis=_axis(a, dim), keepdims=keepdim, dtype=acc), dt)
+        return out(add_reduce(a, axis=_axis(a, dim), keepdims=keepdim, dtype=acc), dt)
 
     def amax(spec, a, dim=(), keepdim=False):
         return out(xp.max(a, axis=_axis(a, dim), keepdims=keepdim), native(spec[1]))
