@@ -5,6 +5,10 @@ op's arguments, `result` (`result0`, `result1`, ... for the k-th return) and nam
 locals of the node (`self` -> `a_self`), `x.shape` / `x.dtype` / `x.device` of a tensor
 argument into saved metadata (so the tensor itself need not be kept alive), op calls into
 `_F.op` and helper calls into `_H.helper`, and records what must be saved.
+
+In a grouped formula, an operand written `x if grad_input_mask[k] else None` is saved only when
+the group's k-th input needs a gradient (torch saves addmm's mat1 only for mat2's gradient): a
+frozen layer's input is then not kept alive for a gradient nobody asked for.
 """
 from __future__ import annotations
 
@@ -23,6 +27,9 @@ class CompiledFormula:
     code: str                                 # the rewritten expression
     uses: set[str] = field(default_factory=set)   # saved slots read: a_<arg>, m_<arg>_<attr>, a_result...
     inputs: tuple[str, ...] = ()              # every input a grouped formula returns a gradient for, in order
+    # slot -> the group positions k whose need alone it is read under (`x if grad_input_mask[k] else None`);
+    # a slot read anywhere else is absent (saved whenever any input of the formula needs a gradient)
+    guards: dict[str, set[int]] = field(default_factory=dict)
 
 
 class _Rewriter(ast.NodeTransformer):
@@ -32,12 +39,34 @@ class _Rewriter(ast.NodeTransformer):
         self.op_names = op_names
         self.helpers = helpers
         self.uses: set[str] = set()
+        self.guard: int | None = None         # k while inside `... if grad_input_mask[k] else None`
+        self.guarded: dict[str, set[int]] = {}
+        self.unguarded: set[str] = set()
+
+    def use(self, slot: str) -> None:
+        self.uses.add(slot)
+        if self.guard is None:
+            self.unguarded.add(slot)
+        else:
+            self.guarded.setdefault(slot, set()).add(self.guard)
+
+    def visit_IfExp(self, node: ast.IfExp):
+        test = node.test
+        if (isinstance(test, ast.Subscript) and isinstance(test.value, ast.Name)
+                and test.value.id == "grad_input_mask" and isinstance(test.slice, ast.Constant)
+                and type(test.slice.value) is int and isinstance(node.orelse, ast.Constant)
+                and node.orelse.value is None and self.guard is None):
+            self.guard = test.slice.value
+            node.body = self.visit(node.body)
+            self.guard = None
+            return node
+        return self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute):
         if (isinstance(node.value, ast.Name) and node.value.id in self.args
                 and self.args[node.value.id].type.base == "Tensor" and node.attr in META_ATTRS):
             slot = f"m_{node.value.id}_{node.attr}"
-            self.uses.add(slot)
+            self.use(slot)
             return ast.copy_location(ast.Name(slot, ast.Load()), node)
         return self.generic_visit(node)
 
@@ -55,13 +84,13 @@ class _Rewriter(ast.NodeTransformer):
         if name in ("grad", "grads", "grad_input_mask", "True", "False", "None"):
             return node
         if name == "result" or (name.startswith("result") and name[6:].isdigit()):   # result, result0, result1...
-            self.uses.add(f"a_{name}")
+            self.use(f"a_{name}")
             return ast.copy_location(ast.Name(f"a_{name}", ast.Load()), node)
         if name in self.returns:
-            self.uses.add(f"a_{name}")
+            self.use(f"a_{name}")
             return ast.copy_location(ast.Name(f"a_{name}", ast.Load()), node)
         if name in self.args:
-            self.uses.add(f"a_{name}")
+            self.use(f"a_{name}")
             return ast.copy_location(ast.Name(f"a_{name}", ast.Load()), node)
         return node
 
@@ -73,7 +102,8 @@ def compile_formulas(entry: OpEntry, op_names: set[str], helpers: set[str]) -> l
         tree = rewriter.visit(ast.parse(text, mode="eval"))
         ast.fix_missing_locations(tree)
         inputs = formula_inputs(key)
-        out.append(CompiledFormula(inputs[0], ast.unparse(tree), rewriter.uses, inputs))
+        guards = {slot: ks for slot, ks in rewriter.guarded.items() if slot not in rewriter.unguarded}
+        out.append(CompiledFormula(inputs[0], ast.unparse(tree), rewriter.uses, inputs, guards))
     return out
 
 

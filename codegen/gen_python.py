@@ -357,10 +357,14 @@ def _backward_class(op: OpEntry, cls: str, op_names: set[str], helpers: set[str]
         needs_of.append(list(range(first, first + len(f.inputs))))
         first += len(f.inputs)
     for f, ks in zip(formulas, needs_of):
-        if f.uses:
+        always = sorted(slot for slot in f.uses if slot not in f.guards)
+        if always:
             lines.append(f"        if {' or '.join(f'needs[{k}]' for k in ks)}:")
-            for slot in sorted(f.uses):
+            for slot in always:
                 lines.append(f"            self.{slot} = {_save_expr(slot, schema, arg_index, return_index)}")
+        for slot in sorted(f.guards):           # read only for some of the group's gradients
+            lines.append(f"        if {_guard_expr(f.guards[slot], ks)}:")
+            lines.append(f"            self.{slot} = {_save_expr(slot, schema, arg_index, return_index)}")
     for n in list_inputs:
         lines.append(f"        self.c_{n} = len(args[{arg_index[n]}])")
     lines += ["", "    def apply(self, grads):", "        grad = grads[0]", "        needs = self.needs",
@@ -370,7 +374,11 @@ def _backward_class(op: OpEntry, cls: str, op_names: set[str], helpers: set[str]
             lines.append(f"        if {' or '.join(f'needs[{k}]' for k in ks)}:")
             lines.append(f"            grad_input_mask = [{', '.join(f'needs[{k}]' for k in ks)}]")
             for slot in sorted(f.uses):
-                lines.append(f"            {slot} = _load(self.{slot}, self)")
+                if slot in f.guards:            # not saved when not needed: the formula reads it only then
+                    lines.append(f"            {slot} = _load(self.{slot}, self) if {_guard_expr(f.guards[slot], ks)} "
+                                 "else None")
+                else:
+                    lines.append(f"            {slot} = _load(self.{slot}, self)")
             lines.append(f"            out.extend({f.code})")
             lines.append("        else:")
             lines.append(f"            out.extend({[None] * len(ks)!r})")
@@ -390,6 +398,11 @@ def _backward_class(op: OpEntry, cls: str, op_names: set[str], helpers: set[str]
             lines.append("            out.append(None)")
     lines.append("        return out")
     return lines
+
+
+def _guard_expr(positions: set[int], ks: list[int]) -> str:
+    """`needs[...] or ...` for the group positions `positions` of a formula whose inputs are needs[ks]."""
+    return " or ".join(f"needs[{ks[k]}]" for k in sorted(positions))
 
 
 def _save_expr(slot: str, schema: FunctionSchema, arg_index: dict, return_index: dict) -> str:

@@ -344,6 +344,13 @@ def _resolve_autograd(raw, schema: FunctionSchema, impl: str, fail) -> dict[str,
             fail(f"the grouped formula for {key!r} must pass grad_input_mask (which of them need a gradient)")
         if len(names) == 1 and uses_mask:
             fail(f"grad_input_mask is only defined in a grouped formula ('a, b: ...'), not in {key!r}'s")
+        for node in ast.walk(ast.parse(formula)):
+            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) \
+                    and node.value.id == "grad_input_mask" and not (
+                        isinstance(node.slice, ast.Constant) and type(node.slice.value) is int
+                        and 0 <= node.slice.value < len(names)):
+                fail(f"the grouped formula for {key!r} indexes grad_input_mask with {ast.unparse(node.slice)}; "
+                     f"expected a position 0..{len(names) - 1} of the group")
         if len(names) > 1 and any(tensor_args[n].type.is_tensor_list for n in names):
             fail(f"the grouped formula for {key!r} names a tensor list; give a list its own formula")
         formulas[", ".join(names)] = formula

@@ -891,6 +891,37 @@ def test_in_place_on_tensor_not_saved_is_fine():
     both(f)
 
 
+def test_linear_saves_the_input_only_for_the_weights_gradient_and_the_weight_only_for_the_inputs():
+    """As torch's addmm: a frozen layer keeps no activation, so changing its input after the forward
+    is fine; a layer whose input needs no gradient keeps no weight, so changing the weight is fine."""
+    W = _rng(3).uniform(0.5, 1.5, (4, 3))
+
+    def frozen(lib):
+        x = lib.tensor(A, requires_grad=True)
+        h = x * 1
+        out = lib.nn.functional.linear(h, lib.tensor(W), lib.tensor(np.ones(4)))
+        h.mul_(2)                                   # not saved: only h's gradient is asked for
+        out.sum().backward()
+        return [x.grad]
+    both(frozen)
+
+    def input_free(lib):
+        w = lib.tensor(W, requires_grad=True)
+        wt = w * 1
+        out = lib.nn.functional.linear(lib.tensor(A), wt)
+        wt.mul_(2)                                  # not saved: the input needs no gradient
+        out.sum().backward()
+        return [w.grad]
+    both(input_free)
+
+    for lib in LIBS:                                # the weight's gradient does read the input
+        h = lib.tensor(A) * 1
+        out = lib.nn.functional.linear(h, lib.tensor(W, requires_grad=True))
+        h.mul_(2)
+        with pytest.raises(RuntimeError, match=MODIFIED):
+            out.sum().backward()
+
+
 # -------------------------------------------------------------------------------------------
 # in-place ops under autograd
 # -------------------------------------------------------------------------------------------

@@ -61,6 +61,12 @@ def test_minimal_registry_is_valid(tmp_path):
     (("family: pointwise\n", "family: pointwise\n  inplace_variants: [function]\n"), "needs `inplace: true`"),
     (("family: pointwise\n", "family: pointwise\n  inplace: true\n  inplace_variants: [global]\n"),
      "`inplace_variants` must be a subset"),
+    (("    self: grad\n    other: maybe_multiply(grad, alpha)\n", "    self, other: maybe_multiply(grad, alpha)\n"),
+     "must pass grad_input_mask"),
+    (("    self: grad\n", "    self: maybe_multiply(grad, grad_input_mask)\n"), "only defined in a grouped formula"),
+    (("    self: grad\n    other: maybe_multiply(grad, alpha)\n",
+      "    self, other: maybe_multiply(grad if grad_input_mask[2] else None, grad_input_mask)\n"),
+     "indexes grad_input_mask with 2; expected a position 0..1"),
 ])
 def test_malformed_entries_name_the_entry_line_and_problem(tmp_path, change, message):
     old, new = change

@@ -3175,40 +3175,31 @@ class HardsigmoidBackward0(Node):
 class LinearBackward0(Node):
     """Backward of linear."""
 
-    __slots__ = ('a_input', 'a_weight', 'm_bias_shape', 'm_weight_shape', 'needs')
-    saved_slots = ('a_input', 'a_weight', 'm_bias_shape', 'm_weight_shape')
+    __slots__ = ('a_input', 'a_weight', 'm_bias_shape', 'needs')
+    saved_slots = ('a_input', 'a_weight', 'm_bias_shape')
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
-        if needs[0]:
-            self.a_weight = _save(args[1])
+        if needs[0] or needs[1] or needs[2]:
+            self.m_bias_shape = tuple(args[2].shape) if hasattr(args[2], 'shape') else ()
         if needs[1]:
             self.a_input = _save(args[0])
-            self.m_weight_shape = tuple(args[1].shape) if hasattr(args[1], 'shape') else ()
-        if needs[2]:
-            self.m_bias_shape = tuple(args[2].shape) if hasattr(args[2], 'shape') else ()
+        if needs[0]:
+            self.a_weight = _save(args[1])
 
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
         out = []
-        if needs[0]:
-            a_weight = _load(self.a_weight, self)
-            out.append(_H.linear_backward_input(grad, a_weight))
-        else:
-            out.append(None)
-        if needs[1]:
-            a_input = _load(self.a_input, self)
-            m_weight_shape = _load(self.m_weight_shape, self)
-            out.append(_H.linear_backward_weight(grad, a_input, m_weight_shape))
-        else:
-            out.append(None)
-        if needs[2]:
+        if needs[0] or needs[1] or needs[2]:
+            grad_input_mask = [needs[0], needs[1], needs[2]]
+            a_input = _load(self.a_input, self) if needs[1] else None
+            a_weight = _load(self.a_weight, self) if needs[0] else None
             m_bias_shape = _load(self.m_bias_shape, self)
-            out.append(_H.linear_backward_bias(grad, m_bias_shape))
+            out.extend(_H.linear_grads(a_input if grad_input_mask[1] else None, grad, a_weight if grad_input_mask[0] else None, m_bias_shape, grad_input_mask))
         else:
-            out.append(None)
+            out.extend([None, None, None])
         return out
 
 

@@ -365,6 +365,7 @@ _op_randperm = _OPS['randperm']
 _op_dropout = _OPS['dropout']
 _op_dropout_ = _OPS['dropout_']
 _op_native_dropout = _OPS['native_dropout']
+_op_linear_backward = _OPS['linear_backward']
 _op_convolution_backward = _OPS['convolution_backward']
 _op_max_pool2d_with_indices_backward = _OPS['max_pool2d_with_indices_backward']
 _op_max_pool3d_with_indices_backward = _OPS['max_pool3d_with_indices_backward']
@@ -2975,6 +2976,13 @@ def native_dropout(input, p, train):
     Schema: ``native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)``
     """
     return _call(_op_native_dropout, (input, p, train))
+
+def linear_backward(input, grad_output, weight, output_mask):
+    """Gradients of linear for input, weight and bias (None where output_mask is False); torch's op, with `self` (the input) and `weight` optional: only the weight's gradient reads the input and only the input's reads the weight. Without the weight, the bias's gradient is summed over all but the last dim (the engine reduces it to the bias's shape).
+
+    Schema: ``linear_backward(Tensor? self, Tensor grad_output, Tensor? weight, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
+    """
+    return _call(_op_linear_backward, (input, grad_output, weight, output_mask))
 
 def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask):
     """Gradients of convolution for input, weight and bias (None where output_mask is False).

@@ -48,6 +48,47 @@ def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding
     return gi, gw, gb
 
 
+# ----------------------------------------------------------------------------------- linear
+@decomposition("linear_backward")
+def linear_backward(self, grad_output, weight, output_mask):
+    """(grad input, grad weight, grad bias) of linear, each only where `output_mask` asks for it. The
+    bias's is summed to the output's feature shape; the engine reduces it further for a broadcast bias."""
+    if weight is not None:
+        weight_1d = weight.dim() == 1
+    elif self is not None:                      # a 1-D weight drops the output's feature dim
+        weight_1d = grad_output.dim() == self.dim() - 1
+    else:
+        weight_1d = grad_output.dim() == 0
+    gi = _linear_grad_input(grad_output, weight) if output_mask[0] else None
+    gw = _linear_grad_weight(grad_output, self, weight_1d) if output_mask[1] else None
+    gb = None
+    if output_mask[2]:
+        lead = grad_output.dim() - (0 if weight_1d else 1)
+        gb = F.sum(grad_output, list(range(lead))) if lead > 0 else F.clone(grad_output)
+    return gi, gw, gb
+
+
+def _linear_grad_input(grad, weight):
+    """d(input @ weight.T + bias)/d input: grad @ weight (a 1-D weight: grad[..., None] * weight)."""
+    if weight.dim() == 1:
+        return F.mul(F.unsqueeze(grad, -1), weight)
+    return F.mm(grad, weight) if grad.dim() == 2 else F.matmul(grad, weight)
+
+
+def _linear_grad_weight(grad, input, weight_1d: bool):
+    """grad.T @ input over the flattened leading dimensions (an outer product for a 1-D input)."""
+    if weight_1d:
+        if input.dim() == 1:
+            return F.mul(grad, input)
+        return F.matmul(F.reshape(grad, (-1,)), F.reshape(input, (-1, input.shape[-1])))
+    if input.dim() == 1:
+        return F.mul(F.unsqueeze(grad, -1), F.unsqueeze(input, 0))
+    if input.dim() > 2:
+        grad = F.reshape(grad, (-1, grad.shape[-1]))
+        input = F.reshape(input, (-1, input.shape[-1]))
+    return F.mm(F.transpose(grad, 0, 1), input)
+
+
 # ------------------------------------------------------------------------------ layer norm
 @decomposition("native_layer_norm_backward")
 def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):

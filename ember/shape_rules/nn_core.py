@@ -156,6 +156,48 @@ def convolution_backward(op, grad_output, input, weight, bias_sizes, stride, pad
     return _masked(mask, ((_shape(input), input._dtype), (_shape(weight), weight._dtype), (bias, grad_output._dtype)))
 
 
+# ----------------------------------------------------------------------------------- linear
+@shape_rule("linear_backward")
+def linear_backward(op, self, grad_output, weight, output_mask):
+    """torch's linear_backward with `self` (the input) and `weight` optional: the weight's gradient
+    needs the input, the input's needs the weight. Without the weight, the weight's shape follows
+    from the input and grad_output (a 1-D weight drops the feature dim); without both, the bias's
+    gradient keeps grad_output's last dim (the engine sums it to the bias's shape)."""
+    mask = _mask(op, output_mask)
+    check_tensor(op, grad_output, "grad_output")
+    gshape, dtype = _shape(grad_output), grad_output._dtype
+    for t, arg, k, what in ((self, "self", 1, "weight's"), (weight, "weight", 0, "input's")):
+        if t is None:
+            if mask[k]:
+                raise ArgumentValueError(f"{op.name}(): argument '{arg}' is needed for the {what} gradient "
+                                         f"(output_mask[{k}] is True), but got None")
+            continue
+        check_tensor(op, t, arg)
+        if t._dtype is not dtype:
+            raise ArgumentValueError(f"{op.name}(): expected {arg} to have dtype {type_name(dtype)} (grad_output's), "
+                                     f"but got {type_name(t._dtype)}")
+    in_shape = _shape(self) if self is not None else None
+    if weight is not None:
+        wshape = _shape(weight)
+        if len(wshape) not in (1, 2):
+            raise ShapeError(f"{op.name}(): weight must be 1-D or 2-D, but got a {len(wshape)}-D tensor")
+    elif in_shape is not None:
+        if not in_shape:
+            raise ShapeError(f"{op.name}(): input must have at least 1 dimension, but got a 0-d tensor")
+        wshape = in_shape[-1:] if len(gshape) == len(in_shape) - 1 else gshape[-1:] + in_shape[-1:]
+    else:
+        wshape = None
+    if wshape is not None:
+        if in_shape is None:
+            in_shape = gshape + wshape if len(wshape) == 1 else gshape[:-1] + wshape[1:]
+        if not in_shape or in_shape[-1] != wshape[-1]:
+            raise ShapeError(f"{op.name}(): input and weight shapes cannot be multiplied ({list(in_shape)} and "
+                             f"{list(wshape)})")
+        _check_grad(op, grad_output, in_shape[:-1] + wshape[:-1])
+    bias = wshape[:-1] if wshape is not None else gshape[-1:]
+    return _masked(mask, ((in_shape, dtype), (wshape, dtype), (bias, dtype)))
+
+
 # ----------------------------------------------------------------------------- normalization
 @shape_rule("native_layer_norm_backward")
 def native_layer_norm_backward(op, grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):

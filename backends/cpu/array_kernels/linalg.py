@@ -36,4 +36,37 @@ def make(xp, native: Callable) -> dict[str, Callable]:
                 r = r + b
         return r if r.dtype == dt else r.astype(dt)
 
-    return {"mm": matmul, "bmm": matmul, "linear": linear}
+    add_reduce = xp.add.reduce if xp.__name__ == "numpy" else xp.sum
+
+    def rows(a):
+        """`a` with its leading dims folded into one (a view when contiguous)."""
+        return a.reshape(-1, a.shape[-1])
+
+    def linear_backward(specs, x, g, w, output_mask):
+        """The decomposition's three gradients in one kernel: g @ w, g.T @ x over the folded leading
+        dims and g summed over them (products of float16/bfloat16 accumulate in float32)."""
+        dt = native(next(s for s in specs if s is not None)[1]) if any(specs) else None
+        if dt in lowp:
+            g = g.astype(f32)
+            w = w.astype(f32) if w is not None else None
+            x = x.astype(f32) if x is not None else None
+        gi = gw = gb = None
+        if specs[1] is not None:        # the weight's shape (specs[1][0]) says whether it is 1-D
+            if len(specs[1][0]) == 1:
+                gw = g * x if x.ndim == 1 else xp.matmul(g.reshape(-1), rows(x))
+            else:
+                gw = g[:, None] * x[None, :] if x.ndim == 1 else xp.matmul(rows(g).T, rows(x))
+        if specs[0] is not None:
+            if w.ndim == 1:
+                gi = g[..., None] * w
+            else:
+                gi = xp.matmul(rows(g), w).reshape(g.shape[:-1] + w.shape[1:]) if g.ndim > 2 else xp.matmul(g, w)
+        if specs[2] is not None:
+            if len(specs[2][0]) == 0:                     # a 1-D weight: the output has no feature dim
+                gb = xp.asarray(add_reduce(g, axis=None))
+            else:
+                gb = add_reduce(rows(g), axis=0) if g.ndim > 1 else g.copy()
+        return tuple(None if r is None else xp.asarray(r).astype(native(s[1]), copy=False)
+                     for r, s in zip((gi, gw, gb), specs))
+
+    return {"mm": matmul, "bmm": matmul, "linear": linear, "linear_backward": linear_backward}

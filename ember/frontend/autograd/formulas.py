@@ -135,37 +135,13 @@ def value_selecting_backward(grad, dim, indices, shape, keepdim):
     return F.where(mask, grad, 0.0)
 
 
-def linear_backward_input(grad, weight):
-    """d(input @ weight.T + bias)/d input: grad @ weight (a 1-D weight: grad[..., None] * weight)."""
-    if weight.dim() == 1:
-        return F.mul(F.unsqueeze(grad, -1), weight)
-    return F.mm(grad, weight) if grad.dim() == 2 else F.matmul(grad, weight)
-
-
-def linear_backward_weight(grad, input, weight_shape):
-    """grad.T @ input over the flattened leading dimensions (an outer product for a 1-D input).
-    Takes the weight's shape, not the weight: the node saves the weight only when the input's
-    gradient needs it (as torch's addmm saves mat2 only for mat1's gradient)."""
-    if len(weight_shape) == 1:
-        if input.dim() == 1:
-            return F.mul(grad, input)
-        return F.matmul(F.reshape(grad, (-1,)), F.reshape(input, (-1, input.shape[-1])))
-    if input.dim() == 1:
-        return F.mul(F.unsqueeze(grad, -1), F.unsqueeze(input, 0))
-    if input.dim() > 2:
-        grad = F.reshape(grad, (-1, grad.shape[-1]))
-        input = F.reshape(input, (-1, input.shape[-1]))
-    return F.mm(F.transpose(grad, 0, 1), input)
-
-
-def linear_backward_bias(grad, bias_shape):
-    """The gradient summed over the leading dimensions the bias was broadcast along (one sum when
-    the bias is the output's trailing shape; other broadcasts are reduced by the engine). Takes
-    the bias's shape, not the bias: the node keeps no reference to it (as torch's addmm)."""
-    lead = grad.dim() - len(bias_shape)
-    if lead > 0 and tuple(grad.shape[lead:]) == tuple(bias_shape):
-        return F.sum(grad, list(range(lead)))
-    return grad
+def linear_grads(input, grad, weight, bias_shape, grad_input_mask):
+    """linear's three gradients through one linear_backward call. A bias with leading dims of its own
+    (not the usual (out_features,) or 0-d) gets `grad` itself, which the engine sums to its shape."""
+    if not grad_input_mask[2] or len(bias_shape) <= 1:
+        return F.linear_backward(input, grad, weight, grad_input_mask)
+    gi, gw, _ = F.linear_backward(input, grad, weight, [grad_input_mask[0], grad_input_mask[1], False])
+    return gi, gw, grad
 
 
 def cross_entropy_indices_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing):

@@ -162,6 +162,44 @@ add(OpInfo("convolution_backward", aten_or_ember("convolution_backward"), _conv_
                                  desc="input channels != weight channels")]))
 
 
+# ------------------------------------------------------------------------------ linear backward
+def _linear_bwd(m, x, g, w, mask):
+    """linear_backward; torch's reference (aten.linear_backward has no cpu kernel) is autograd.grad of
+    F.linear with a graph of its own, so the gradient tests differentiate through it."""
+    if m.__name__ != "torch":
+        from ember._generated import functions as EF
+        return EF.linear_backward(x, g, w, mask)
+    xr = x if x.requires_grad else x.detach().requires_grad_()
+    wr = w if w.requires_grad else w.detach().requires_grad_()
+    if w.dim() == 1:                  # torch's linear takes no bias beside a 1-D weight and a 2-d input
+        grads = m.autograd.grad(m.nn.functional.linear(xr, wr), (xr, wr), g, create_graph=True) + (g.sum(),)
+    else:
+        b = m.zeros(tuple(w.shape[:-1]), dtype=w.dtype, device=w.device, requires_grad=True)
+        grads = m.autograd.grad(m.nn.functional.linear(xr, wr, b), (xr, wr, b), g, create_graph=True)
+    return tuple(r if k else None for r, k in zip(grads, mask))
+
+
+_linear_bwd.__name__ = "linear_backward"
+
+
+def _linear_bwd_samples(rng, dtype):
+    a = _a(rng, dtype)
+    T3 = [True, True, True]
+    return [Sample((a((4, 3)), a((4, 5)), a((5, 3)), T3), desc="2-d, all grads"),
+            Sample((a((2, 4, 3)), a((2, 4, 5)), a((5, 3)), T3), desc="3-d input (leading dims folded)"),
+            Sample((a((3,)), a((5,)), a((5, 3)), T3), desc="1-d input (outer product)"),
+            Sample((a((4, 3)), a((4,)), a((3,)), T3), desc="1-d weight"),
+            Sample((a((4, 3)), a((4, 5)), a((5, 3)), [True, False, False]), desc="input grad only (frozen layer)"),
+            Sample((a((4, 3)), a((4, 5)), a((5, 3)), [False, True, True]), desc="parameters only")]
+
+
+add(OpInfo("linear_backward", _linear_bwd, _linear_bwd_samples, dtypes=FLOAT, grad=True,
+           tol=LINALG_TOL, grad_tol=LINALG_TOL,
+           errors=lambda rng: [E((T(f32(rng, (4, 3))), T(f32(rng, (4, 6))), T(f32(rng, (5, 3))), [True, True, True]),
+                                 RuntimeError, "linear_backward", "grad_output", fn=_linear_bwd,
+                                 desc="grad_output of the wrong size")]))
+
+
 # ---------------------------------------------------------------------- normalization backward
 def _ln_bwd(m, g, x, ns, w, b, mask):
     _, mean, rstd = _aten(m, "native_layer_norm")(x.detach(), ns, None, None, 1e-5)
