@@ -108,7 +108,27 @@ def make(xp, native: Callable) -> dict[str, Callable]:
                      state_steps[i], lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay)
         return ()
 
+    def sgd_one_inplace(p, g, buf, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step):
+        """float32/float64: sgd_one's ops, in place where its result is written anyway (each `a op= b`
+        rounds as `a op b`): plain SGD is two array calls per parameter."""
+        if maximize:
+            g = -g
+        if weight_decay != 0:
+            g = g + p * weight_decay
+        if momentum != 0:
+            if is_first_step:
+                buf[...] = g
+            else:
+                buf *= momentum
+                alpha = 1 - dampening
+                buf += g * alpha if alpha != 1 else g
+            g = g + buf * momentum if nesterov else buf
+        p += g * -lr
+
     def sgd_one(p, g, buf, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step):
+        if p.dtype not in lowp:
+            return sgd_one_inplace(p, g, buf, weight_decay, momentum, lr, dampening, nesterov, maximize,
+                                   is_first_step)
         c, r = rounding(p.dtype)
         if maximize:
             g = -g
