@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import weakref
 
+from ember.dispatcher import keys as K
 from ember.errors import AutogradError
 
 _sequence = itertools.count()
@@ -219,7 +220,6 @@ class SavedTensor:
                 "enable anomaly detection to find the operation that failed to compute its gradient, with "
                 "ember.autograd.set_detect_anomaly(True).")
         if self.is_output:
-            from ember.dispatcher import keys as K
             from ember.frontend.tensor import AutogradMeta
 
             out = t.detach()

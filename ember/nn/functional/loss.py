@@ -10,6 +10,7 @@ import warnings
 
 from ember._generated import functions as _F
 from ember.errors import ArgumentListError
+from ember.frontend import dtype as _dt
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "kl_div", "cosine_similarity", "soft_margin_loss", "margin_ranking_loss",
@@ -66,8 +67,6 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
 
 
 def _class_indices(target) -> bool:
-    from ember.frontend import dtype as _dt
-
     return getattr(target, "dtype", None) is _dt.int64
 
 
