@@ -922,6 +922,41 @@ def test_linear_saves_the_input_only_for_the_weights_gradient_and_the_weight_onl
             out.sum().backward()
 
 
+@pytest.mark.parametrize("x_shape, w_shape", [((4, 3), (5, 3)), ((2, 4, 3), (5, 3)), ((3,), (5, 3)),
+                                              ((4, 3), (3,)), ((2, 4, 3), (3,)), ((4, 0), (5, 0))])
+@pytest.mark.parametrize("mask", [(True, False, False), (False, True, False), (False, False, True),
+                                  (True, False, True), (False, True, True)])
+def test_linear_backward_without_the_operands_a_gradient_does_not_read(x_shape, w_shape, mask):
+    """linear_backward's `self` and `weight` may be None where its mask says their reader is not asked
+    for: the cpu kernel and the decomposition (the meta device runs it) give torch's gradients."""
+    from ember._generated import functions as EF
+
+    rng = _rng(4)
+    x, w = rng.standard_normal(x_shape), rng.standard_normal(w_shape)
+    tx, tw = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    out = torch.nn.functional.linear(tx, tw)
+    g = rng.standard_normal(tuple(out.shape))
+    gi, gw = torch.autograd.grad(out, (tx, tw), torch.tensor(g))
+    # the bias's gradient: summed over the output's leading dims; with neither operand to tell a 1-D
+    # weight, over all but the last (the engine reduces that to the bias's shape)
+    features = 1 if (not mask[0] and not mask[1]) or len(w_shape) == 2 else 0
+    lead = tuple(range(max(out.dim() - features, 0)))
+    gb = torch.tensor(g).sum(dim=lead) if lead else torch.tensor(g)
+    for device in ("cpu", "meta"):
+        args = (ember.tensor(x, device=device) if mask[1] else None, ember.tensor(g, device=device),
+                ember.tensor(w, device=device) if mask[0] else None, list(mask))
+        got = EF.linear_backward(*args)
+        for k, (e, t) in enumerate(zip(got, (gi, gw, gb))):
+            if not mask[k]:
+                assert e is None
+                continue
+            assert tuple(e.shape) == tuple(t.shape) and e.device.type == device
+            if device == "cpu":
+                np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-12, atol=1e-12)
+    with pytest.raises(RuntimeError, match=r"linear_backward\(\): argument 'self' is needed for the weight's gradient"):
+        EF.linear_backward(None, ember.tensor(g), ember.tensor(w), [False, True, False])
+
+
 # -------------------------------------------------------------------------------------------
 # in-place ops under autograd
 # -------------------------------------------------------------------------------------------

@@ -3181,12 +3181,12 @@ class LinearBackward0(Node):
 
     def save(self, args, outs):
         needs = self.needs
-        if needs[0] or needs[1] or needs[2]:
-            self.m_bias_shape = tuple(args[2].shape) if hasattr(args[2], 'shape') else ()
         if needs[1]:
             self.a_input = _save(args[0])
         if needs[0]:
             self.a_weight = _save(args[1])
+        if needs[2]:
+            self.m_bias_shape = tuple(args[2].shape) if hasattr(args[2], 'shape') else ()
 
     def apply(self, grads):
         grad = grads[0]
@@ -3196,8 +3196,8 @@ class LinearBackward0(Node):
             grad_input_mask = [needs[0], needs[1], needs[2]]
             a_input = _load(self.a_input, self) if needs[1] else None
             a_weight = _load(self.a_weight, self) if needs[0] else None
-            m_bias_shape = _load(self.m_bias_shape, self)
-            out.extend(_H.linear_grads(a_input if grad_input_mask[1] else None, grad, a_weight if grad_input_mask[0] else None, m_bias_shape, grad_input_mask))
+            m_bias_shape = _load(self.m_bias_shape, self) if needs[2] else None
+            out.extend(_H.linear_grads(a_input if grad_input_mask[1] else None, grad, a_weight if grad_input_mask[0] else None, m_bias_shape if grad_input_mask[2] else None, grad_input_mask))
         else:
             out.extend([None, None, None])
         return out

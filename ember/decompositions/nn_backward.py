@@ -13,6 +13,8 @@ that they equal the saved values and carry d mean/d input and d rstd/d input to 
 """
 from __future__ import annotations
 
+import math
+
 from ember._generated import functions as F
 
 from . import decomposition
@@ -80,13 +82,17 @@ def _linear_grad_weight(grad, input, weight_1d: bool):
     if weight_1d:
         if input.dim() == 1:
             return F.mul(grad, input)
-        return F.matmul(F.reshape(grad, (-1,)), F.reshape(input, (-1, input.shape[-1])))
+        return F.matmul(F.reshape(grad, (grad.numel(),)), _fold_leading(input))
     if input.dim() == 1:
         return F.mul(F.unsqueeze(grad, -1), F.unsqueeze(input, 0))
     if input.dim() > 2:
-        grad = F.reshape(grad, (-1, grad.shape[-1]))
-        input = F.reshape(input, (-1, input.shape[-1]))
+        grad, input = _fold_leading(grad), _fold_leading(input)
     return F.mm(F.transpose(grad, 0, 1), input)
+
+
+def _fold_leading(t):
+    """`t` as 2-D, its leading dims folded (an explicit count: -1 is ambiguous beside a zero-size dim)."""
+    return F.reshape(t, (math.prod(t.shape[:-1]), t.shape[-1]))
 
 
 # ------------------------------------------------------------------------------ layer norm

@@ -155,7 +155,10 @@ def matmul(self, other):
         # fold the batch of `self` into the rows of one mm
         rhs = other if b == 2 else F.unsqueeze(other, 1)
         lead = tuple(self.shape[:-1])
-        out = F.mm(F.reshape(self, (-1, self.shape[-1])), rhs)
+        rows = 1
+        for n in lead:                  # counted: -1 is ambiguous beside a zero-size last dim
+            rows *= n
+        out = F.mm(F.reshape(self, (rows, self.shape[-1])), rhs)
         out = F.reshape(out, lead + (rhs.shape[-1],))
         return out if b == 2 else F.squeeze(out, -1)
     # general batched case with broadcasting of the batch dimensions

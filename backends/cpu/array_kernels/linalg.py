@@ -5,6 +5,8 @@ from typing import Callable
 
 from ember.frontend import dtype as _dt
 
+from .reductions import add_reduce_of, fold_leading as rows
+
 
 def make(xp, native: Callable) -> dict[str, Callable]:
     f32 = xp.dtype("float32")
@@ -26,7 +28,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
             return r if b is None else (r.astype(f32) + b.astype(f32)).astype(dt)
         if x.ndim > 2 and wt.ndim == 2 and x.flags.c_contiguous:
             # the leading dims folded into one GEMM's rows (matmul would loop over them)
-            r = xp.matmul(x.reshape(-1, x.shape[-1]), wt).reshape(x.shape[:-1] + (wt.shape[-1],))
+            r = xp.matmul(rows(x), wt).reshape(x.shape[:-1] + (wt.shape[-1],))
         else:
             r = xp.matmul(x, wt)
         if b is not None:
@@ -36,24 +38,20 @@ def make(xp, native: Callable) -> dict[str, Callable]:
                 r = r + b
         return r if r.dtype == dt else r.astype(dt)
 
-    add_reduce = xp.add.reduce if xp.__name__ == "numpy" else xp.sum
-
-    def rows(a):
-        """`a` with its leading dims folded into one (a view when contiguous)."""
-        return a.reshape(-1, a.shape[-1])
+    add_reduce = add_reduce_of(xp)
 
     def linear_backward(specs, x, g, w, output_mask):
         """The decomposition's three gradients in one kernel: g @ w, g.T @ x over the folded leading
         dims and g summed over them (products of float16/bfloat16 accumulate in float32)."""
-        dt = native(next(s for s in specs if s is not None)[1]) if any(specs) else None
-        if dt in lowp:
+        asked = [s for s in specs if s is not None]
+        if asked and native(asked[0][1]) in lowp:       # only the operands a masked-in gradient reads
             g = g.astype(f32)
-            w = w.astype(f32) if w is not None else None
-            x = x.astype(f32) if x is not None else None
+            w = w.astype(f32) if specs[0] is not None else None
+            x = x.astype(f32) if specs[1] is not None else None
         gi = gw = gb = None
         if specs[1] is not None:        # the weight's shape (specs[1][0]) says whether it is 1-D
             if len(specs[1][0]) == 1:
-                gw = g * x if x.ndim == 1 else xp.matmul(g.reshape(-1), rows(x))
+                gw = g * x if x.ndim == 1 else xp.matmul(g.reshape(g.size), rows(x))
             else:
                 gw = g[:, None] * x[None, :] if x.ndim == 1 else xp.matmul(rows(g).T, rows(x))
         if specs[0] is not None:

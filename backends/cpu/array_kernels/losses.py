@@ -13,6 +13,7 @@ from ember.frontend import dtype as _dt
 from ember.frontend.random import default_generator
 
 from . import philox
+from .reductions import add_reduce_of
 
 
 def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
@@ -67,13 +68,14 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
     plain_floats = {xp.dtype("float32"), xp.dtype("float64")}
     # numpy's ufunc methods skip np.max / np.sum's Python wrappers: the plain path is ~10 array calls
     max_reduce = xp.maximum.reduce if xp.__name__ == "numpy" else xp.max
-    add_reduce = xp.add.reduce if xp.__name__ == "numpy" else xp.sum
+    add_reduce = add_reduce_of(xp)
 
     def plain_rows(x, target, weight, ignore_index, label_smoothing):
         """The commonest cross entropy (2-D float32/64 logits, class indices all in range, none
         ignored, no weight, no smoothing) as (row maxima, row indices, targets); None for any other
         call, which takes the general path. The loss is computed as the general path computes it
-        (-logp[t] = lse - shifted[t]); the gradient as softmax * scale - onehot * scale."""
+        (-logp[t] = lse - shifted[t]); the gradient as exp(shifted) * (scale / row sums) - onehot *
+        scale, which may round an ulp apart from the general path's exp(logp) * scale."""
         if weight is not None or label_smoothing != 0 or x.ndim != 2 or target.ndim != 1 \
                 or target.dtype.kind not in "iu" or x.dtype not in plain_floats or x.size == 0:
             return None

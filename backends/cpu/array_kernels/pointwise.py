@@ -6,6 +6,8 @@ result dtype, as PyTorch does. Operands may be Python scalars (wrapped numbers).
 """
 from __future__ import annotations
 
+import platform
+
 from typing import Callable
 
 from ember.frontend import dtype as _dt
@@ -73,10 +75,11 @@ def make(xp, native: Callable) -> dict[str, Callable]:
             r = xp.asarray(r)
         return r if r.dtype == dt else r.astype(dt)
 
-    # maximum(0, a) keeps -0.0 and NaN as torch's relu does, on numpy's float32/64 and integer loops
-    # (checked for every SIMD width); float16 and other array modules take the select
+    # maximum(0, a) keeps -0.0 and NaN as torch's relu does on numpy's x86 float32/64 and integer loops
+    # (checked for sizes 1..1025 and strided views); float16, other machines (ARM's max orders -0 below
+    # +0) and other array modules take the select
     exact_maximum = {xp.dtype(d) for d in ("float32", "float64", "int8", "int16", "int32", "int64", "uint8")} \
-        if xp.__name__ == "numpy" else set()
+        if xp.__name__ == "numpy" and platform.machine().lower() in ("x86_64", "amd64") else set()
 
     def relu(spec, a):
         dt = native_of[spec[1]]

@@ -17,6 +17,20 @@ def _axis(a, dim):
     return tuple(operator.index(d) for d in dim) if len(dim) else None
 
 
+def add_reduce_of(xp) -> Callable:
+    """numpy's `add.reduce` (no np.sum Python wrapper: a small sum is a few us of work), or `xp.sum`
+    for array modules whose ufuncs may lack the method (cupy)."""
+    return xp.add.reduce if xp.__name__ == "numpy" else xp.sum
+
+
+def fold_leading(a):
+    """`a` as 2-D, its leading dims folded into one (a view when contiguous; zero-size dims allowed)."""
+    n = 1
+    for s in a.shape[:-1]:
+        n *= s
+    return a.reshape(n, a.shape[-1])
+
+
 def make(xp, native: Callable) -> dict[str, Callable]:
     ndarray = xp.ndarray
     f32 = xp.dtype("float32")
@@ -27,8 +41,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
             r = xp.asarray(r)
         return r if r.dtype == dt else r.astype(dt)
 
-    # numpy's ufunc method without np.sum's Python wrapper (a bias gradient's sum is a few us of work)
-    add_reduce = xp.add.reduce if xp.__name__ == "numpy" else xp.sum
+    add_reduce = add_reduce_of(xp)
 
     def sum_(spec, a, dim=None, keepdim=False, dtype=None):
         dt = native(spec[1])

@@ -138,7 +138,7 @@ def value_selecting_backward(grad, dim, indices, shape, keepdim):
 def linear_grads(input, grad, weight, bias_shape, grad_input_mask):
     """linear's three gradients through one linear_backward call. A bias with leading dims of its own
     (not the usual (out_features,) or 0-d) gets `grad` itself, which the engine sums to its shape."""
-    if not grad_input_mask[2] or len(bias_shape) <= 1:
+    if bias_shape is None or len(bias_shape) <= 1:           # no bias gradient, or the usual bias
         return F.linear_backward(input, grad, weight, grad_input_mask)
     gi, gw, _ = F.linear_backward(input, grad, weight, [grad_input_mask[0], grad_input_mask[1], False])
     return gi, gw, grad

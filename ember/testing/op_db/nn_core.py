@@ -190,7 +190,12 @@ def _linear_bwd_samples(rng, dtype):
             Sample((a((3,)), a((5,)), a((5, 3)), T3), desc="1-d input (outer product)"),
             Sample((a((4, 3)), a((4,)), a((3,)), T3), desc="1-d weight"),
             Sample((a((4, 3)), a((4, 5)), a((5, 3)), [True, False, False]), desc="input grad only (frozen layer)"),
-            Sample((a((4, 3)), a((4, 5)), a((5, 3)), [False, True, True]), desc="parameters only")]
+            Sample((a((4, 3)), a((4, 5)), a((5, 3)), [False, True, True]), desc="parameters only"),
+            Sample((a((4, 3)), a((4, 5)), a((5, 3)), [False, False, True]), desc="bias only"),
+            Sample((a((3,)), a(()), a((3,)), T3), desc="1-d input and weight (0-d output)"),
+            Sample((a((2, 4, 3)), a((2, 4)), a((3,)), T3), desc="3-d input, 1-d weight"),
+            Sample((a((4, 0)), a((4, 5)), a((5, 0)), T3), desc="no in_features"),
+            Sample((a((2, 4, 3)), a((2, 4, 0)), a((0, 3)), T3), desc="no out_features, 3-d input")]
 
 
 add(OpInfo("linear_backward", _linear_bwd, _linear_bwd_samples, dtypes=FLOAT, grad=True,
