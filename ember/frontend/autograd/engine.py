@@ -164,7 +164,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
         node, nr = e
         buf = buffers.get(node)
         if buf is None:
-            buf = buffers[node] = [None] * _n_outputs(node)
+            buf = buffers[node] = [None] * node.n_outputs
             roots.append(node)
         buf[nr] = g if buf[nr] is None else buf[nr] + g
     deps = _collect(roots)
@@ -182,9 +182,10 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             _, _, node = heapq.heappop(heap)
             grads = buffers.pop(node)
             graph.RUNNING_NODE = node
+            is_leaf = node.__class__ is AccumulateGrad
             # tensor hooks (leaf hooks live on the tensor, non-leaf ones on its grad_fn) and
             # retain_grad run first, so gradients captured for autograd.grad include them
-            if isinstance(node, AccumulateGrad):
+            if is_leaf:
                 if grads[0] is not None:
                     grads[0] = node.tensor_hooks(grads[0])
             elif node.pre_hooks:
@@ -211,14 +212,14 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                     res = hook(tuple(grads))
                     if res is not None:
                         grads = list(res)
-            if isinstance(node, AccumulateGrad):
+            if is_leaf:
                 if accumulate and not _steal(node, grads):
                     node.apply(grads)
                 grads = None
                 continue
             # a node run twice without retain_graph fails when it unpacks a freed saved
             # tensor (SavedTensor.unpack), as in PyTorch: nodes that saved no tensor can rerun
-            if all(g is None for g in grads):
+            if grads.count(None) == len(grads):
                 outs = (None,) * len(node.next_edges)
             else:
                 outs = _validate(node, node.apply(grads))
@@ -238,12 +239,12 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 if g is not None:
                     buf = buffers.get(nxt)
                     if buf is None:
-                        buf = buffers[nxt] = [None] * _n_outputs(nxt)
+                        buf = buffers[nxt] = [None] * nxt.n_outputs
                     buf[nr] = g if buf[nr] is None else buf[nr] + g
                 deps[nxt] -= 1
                 if deps[nxt] == 0:
                     if nxt not in buffers:
-                        buffers[nxt] = [None] * _n_outputs(nxt)
+                        buffers[nxt] = [None] * nxt.n_outputs
                     heapq.heappush(heap, (-nxt.seq, id(nxt), nxt))
             outs = grads = g = None        # hold no gradient past its node: _steal counts references
     finally:
@@ -310,12 +311,9 @@ def _release_edges(node, deps, heap, buffers, retain_graph):
         nxt = edge[0]
         deps[nxt] -= 1
         if deps[nxt] == 0:
-            buffers.setdefault(nxt, [None] * _n_outputs(nxt))
+            buffers.setdefault(nxt, [None] * nxt.n_outputs)
             heapq.heappush(heap, (-nxt.seq, id(nxt), nxt))
 
-
-def _n_outputs(node: Node) -> int:
-    return getattr(node, "n_outputs", 1)
 
 
 def _check_anomaly(node: Node, outs) -> None:
