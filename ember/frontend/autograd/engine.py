@@ -219,12 +219,14 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 continue
             # a node run twice without retain_graph fails when it unpacks a freed saved
             # tensor (SavedTensor.unpack), as in PyTorch: nodes that saved no tensor can rerun
-            if grads.count(None) == len(grads):
-                outs = (None,) * len(node.next_edges)
+            for g in grads:                 # identity tests: `==` would call Tensor.__eq__
+                if g is not None:
+                    outs = _validate(node, node.apply(grads))
+                    if STATE.anomaly:
+                        _check_anomaly(node, outs)
+                    break
             else:
-                outs = _validate(node, node.apply(grads))
-                if STATE.anomaly:
-                    _check_anomaly(node, outs)
+                outs = (None,) * len(node.next_edges)
             if node.post_hooks:
                 for hook in list(node.post_hooks):
                     res = hook(tuple(outs), tuple(grads))
