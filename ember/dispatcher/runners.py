@@ -228,6 +228,7 @@ def python_runner(op, key: int, fn: Callable) -> Callable:
 
     fresh_output = op.alias_return is None and not op.mutated
     T = _frontend().Tensor
+    t_idx, l_idx = op.tensor_args, op.tensor_list_args
 
     def run(args):
         if rule is not None:
@@ -240,21 +241,27 @@ def python_runner(op, key: int, fn: Callable) -> Callable:
         finally:
             st.keys = (st.keys[0], prev[1])     # the excluded keys as they were
         if fresh_output:
-            _reset_versions(out, args, T)
+            _reset_versions(out, args, t_idx, l_idx, T)
         return out
     return run
 
 
-def _reset_versions(out, args, T) -> None:
-    """A new tensor built by in-place steps (empty + fill_) starts at version 0, as in PyTorch."""
-    outs = out if isinstance(out, tuple) else (out,)
-    inputs = {id(a._storage) for a in args if isinstance(a, T)}
-    for a in args:
-        if isinstance(a, (list, tuple)):
-            inputs.update(id(t._storage) for t in a if isinstance(t, T))
-    for o in outs:
-        if isinstance(o, T) and id(o._storage) not in inputs:
-            o._storage.version = 0
+def _reset_versions(out, args: tuple, t_idx: tuple, l_idx: tuple, T) -> None:
+    """A new tensor built by in-place steps (empty + fill_) starts at version 0, as in PyTorch;
+    an output that is one of the inputs (or shares its storage) keeps its version."""
+    for o in (out if isinstance(out, tuple) else (out,)):
+        if not isinstance(o, T):
+            continue
+        st = o._storage
+        for i in t_idx:
+            if isinstance(args[i], T) and args[i]._storage is st:
+                break
+        else:
+            for i in l_idx:
+                if any(isinstance(t, T) and t._storage is st for t in args[i]):
+                    break
+            else:
+                st.version = 0
 
 
 _warned: set[tuple[str, str]] = set()

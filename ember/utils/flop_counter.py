@@ -223,7 +223,7 @@ def _run_decomposition(op, args: tuple):
     if op.alias_return is None and not recorded:
         from ember.dispatcher.runners import _reset_versions
 
-        _reset_versions(out, args, Tensor)
+        _reset_versions(out, args, op.tensor_args, op.tensor_list_args, Tensor)
     return out
 
 
