@@ -314,10 +314,12 @@ def gen_backward(registry: Registry, helpers: set[str]) -> str:
     lines = [HEADER, '"""Backward nodes compiled from the registry\'s autograd formulas."""', "",
              "from ember._generated import functions as _F",
              "from ember.frontend.autograd import formulas as _H",
-             "from ember.frontend.autograd.graph import Node, SavedTensor", "",
+             "from ember.frontend.autograd.graph import Node, SavedTensor",
+             "from ember.frontend.tensor import Tensor as _Tensor", "",
              "",
              "def _save(value, is_output=False, output_nr=0):",
-             "    return SavedTensor(value, is_output, output_nr) if hasattr(value, '_storage') else value",
+             "    # isinstance, not hasattr: a failed hasattr (None, a number) formats an AttributeError",
+             "    return SavedTensor(value, is_output, output_nr) if isinstance(value, _Tensor) else value",
              "",
              "",
              "def _load(value, node):",
@@ -415,7 +417,7 @@ def _save_expr(slot: str, schema: FunctionSchema, arg_index: dict, return_index:
             for attr in META_ATTRS:
                 if slot == f"m_{name}_{attr}":
                     if attr == "shape":
-                        return f"tuple(args[{i}].shape) if hasattr(args[{i}], 'shape') else ()"
+                        return f"tuple(args[{i}].shape) if isinstance(args[{i}], _Tensor) else ()"
                     if attr in ("stride", "storage_offset"):
                         return f"args[{i}].{attr}()"
                     return f"args[{i}].{attr}"

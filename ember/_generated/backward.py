@@ -5,10 +5,12 @@
 from ember._generated import functions as _F
 from ember.frontend.autograd import formulas as _H
 from ember.frontend.autograd.graph import Node, SavedTensor
+from ember.frontend.tensor import Tensor as _Tensor
 
 
 def _save(value, is_output=False, output_nr=0):
-    return SavedTensor(value, is_output, output_nr) if hasattr(value, '_storage') else value
+    # isinstance, not hasattr: a failed hasattr (None, a number) formats an AttributeError
+    return SavedTensor(value, is_output, output_nr) if isinstance(value, _Tensor) else value
 
 
 def _load(value, node):
@@ -1242,7 +1244,7 @@ class SumBackward0(Node):
         if needs[0]:
             self.a_dim = args[1]
             self.a_keepdim = args[2]
-            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+            self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
 
     def apply(self, grads):
         grad = grads[0]
@@ -1331,7 +1333,7 @@ class MaxBackward0(Node):
             self.a_dim = args[1]
             self.a_indices = _save(outs[1], True, 1)
             self.a_keepdim = args[2]
-            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+            self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
 
     def apply(self, grads):
         grad = grads[0]
@@ -1361,7 +1363,7 @@ class MinBackward0(Node):
             self.a_dim = args[1]
             self.a_indices = _save(outs[1], True, 1)
             self.a_keepdim = args[2]
-            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+            self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
 
     def apply(self, grads):
         grad = grads[0]
@@ -1443,7 +1445,7 @@ class AsStridedBackward0(Node):
             self.a_size = args[1]
             self.a_storage_offset = args[3]
             self.a_stride = args[2]
-            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+            self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
             self.m_self_storage_offset = args[0].storage_offset()
             self.m_self_stride = args[0].stride()
 
@@ -1474,7 +1476,7 @@ class ViewBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+            self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
 
     def apply(self, grads):
         grad = grads[0]
@@ -1569,7 +1571,7 @@ class SqueezeBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+            self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
 
     def apply(self, grads):
         grad = grads[0]
@@ -1621,7 +1623,7 @@ class SliceBackward0(Node):
             self.a_end = args[3]
             self.a_start = args[2]
             self.a_step = args[4]
-            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+            self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
 
     def apply(self, grads):
         grad = grads[0]
@@ -1651,7 +1653,7 @@ class SelectBackward0(Node):
         if needs[0]:
             self.a_dim = args[1]
             self.a_index = args[2]
-            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+            self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
 
     def apply(self, grads):
         grad = grads[0]
@@ -1984,7 +1986,7 @@ class SortBackward0(Node):
         if needs[0]:
             self.a_dim = args[2]
             self.a_indices = _save(outs[1], True, 1)
-            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+            self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
 
     def apply(self, grads):
         grad = grads[0]
@@ -2185,7 +2187,7 @@ class DiagonalBackward0(Node):
             self.a_dim1 = args[2]
             self.a_dim2 = args[3]
             self.a_offset = args[1]
-            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+            self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
 
     def apply(self, grads):
         grad = grads[0]
@@ -2570,7 +2572,7 @@ class GatherBackward0(Node):
         if needs[0]:
             self.a_dim = args[1]
             self.a_index = _save(args[2])
-            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+            self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
 
     def apply(self, grads):
         grad = grads[0]
@@ -2598,7 +2600,7 @@ class ScatterAddBackward0(Node):
         if needs[1]:
             self.a_dim = args[1]
             self.a_index = _save(args[2])
-            self.m_src_shape = tuple(args[3].shape) if hasattr(args[3], 'shape') else ()
+            self.m_src_shape = tuple(args[3].shape) if isinstance(args[3], _Tensor) else ()
 
     def apply(self, grads):
         grad = grads[0]
@@ -2659,7 +2661,7 @@ class ScatterBackward1(Node):
         if needs[1]:
             self.a_dim = args[1]
             self.a_index = _save(args[2])
-            self.m_src_shape = tuple(args[3].shape) if hasattr(args[3], 'shape') else ()
+            self.m_src_shape = tuple(args[3].shape) if isinstance(args[3], _Tensor) else ()
 
     def apply(self, grads):
         grad = grads[0]
@@ -2693,7 +2695,7 @@ class IndexSelectBackward0(Node):
         if needs[0]:
             self.a_dim = args[1]
             self.a_index = _save(args[2])
-            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+            self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
 
     def apply(self, grads):
         grad = grads[0]
@@ -2720,7 +2722,7 @@ class IndexBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_indices = [_save(t) for t in args[1]]
-            self.m_self_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+            self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
 
     def apply(self, grads):
         grad = grads[0]
@@ -2838,7 +2840,7 @@ class MaskedScatterBackward0(Node):
             self.a_mask = _save(args[1])
         if needs[1]:
             self.a_mask = _save(args[1])
-            self.m_source_shape = tuple(args[2].shape) if hasattr(args[2], 'shape') else ()
+            self.m_source_shape = tuple(args[2].shape) if isinstance(args[2], _Tensor) else ()
 
     def apply(self, grads):
         grad = grads[0]
@@ -2871,7 +2873,7 @@ class EmbeddingBackward0(Node):
             self.a_indices = _save(args[1])
             self.a_padding_idx = args[2]
             self.a_scale_grad_by_freq = args[3]
-            self.m_weight_shape = tuple(args[0].shape) if hasattr(args[0], 'shape') else ()
+            self.m_weight_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
 
     def apply(self, grads):
         grad = grads[0]
@@ -3186,7 +3188,7 @@ class LinearBackward0(Node):
         if needs[0]:
             self.a_weight = _save(args[1])
         if needs[2]:
-            self.m_bias_shape = tuple(args[2].shape) if hasattr(args[2], 'shape') else ()
+            self.m_bias_shape = tuple(args[2].shape) if isinstance(args[2], _Tensor) else ()
 
     def apply(self, grads):
         grad = grads[0]
