@@ -441,6 +441,22 @@ def test_detach_shares_storage_and_version():
         assert not y.requires_grad and y.grad_fn is None
 
 
+def test_copies_start_at_version_zero_views_share_it_and_eval_dropout_is_the_input():
+    """As torch: contiguous/reshape/flatten of a transposed tensor copy (a fresh version counter),
+    of a contiguous one they view (the same counter); dropout outside training returns its input."""
+    got = {}
+    for lib in LIBS:
+        a = lib.ones(2, 3)
+        a.add_(1)
+        t = a.t()
+        x = lib.ones(3)
+        got[lib.__name__] = [t.contiguous()._version, t.reshape(6)._version, t.flatten()._version,
+                             a.reshape(6)._version, a.contiguous()._version,
+                             lib.nn.functional.dropout(x, 0.5, training=False) is x,
+                             lib.nn.functional.dropout(x, 0.0) is x]
+    assert got["ember"] == got["torch"] == [0, 0, 0, 1, 1, True, True]
+
+
 def test_modifying_detached_saved_tensor_is_detected():
     for lib in LIBS:
         x = lib.tensor(A, requires_grad=True)

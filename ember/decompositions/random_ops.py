@@ -117,7 +117,7 @@ def _keep_mask(input, p, generator):
 @decomposition("dropout")
 def dropout(input, p, train):
     if not train or p == 0:
-        return F.clone(input)
+        return input                    # the input itself, as torch's dropout returns it
     if p == 1:
         return F.mul(input, 0.0)
     noise = F.div(F._to_copy(_keep_mask(input, p, None), dtype=input.dtype), 1.0 - p)

@@ -226,7 +226,9 @@ def python_runner(op, key: int, fn: Callable) -> Callable:
     rule = op.shape_rule
     mask = K.FUNCTIONALITY_MASK
 
-    fresh_output = op.alias_return is None and not op.mutated
+    # a copy made by an op that may alias (contiguous, reshape) is fresh too: _reset_versions leaves
+    # outputs that do share an input's storage alone
+    fresh_output = not op.mutated
     T = _frontend().Tensor
     t_idx, l_idx = op.tensor_args, op.tensor_list_args
 

@@ -220,7 +220,7 @@ def _run_decomposition(op, args: tuple):
     finally:
         st.exclude = prev
     recorded = not st.exclude & K.AUTOGRAD and _any_requires_grad(op, args)   # autograd saved what it needs
-    if op.alias_return is None and not recorded:
+    if not op.mutated and not recorded:
         from ember.dispatcher.runners import _reset_versions
 
         _reset_versions(out, args, op.tensor_args, op.tensor_list_args, Tensor)
