@@ -23,7 +23,7 @@ from ember.dispatcher.state import ANOMALY_THREADS, STATE
 from ember.errors import AutogradError
 from ember.frontend.tensor import AutogradMeta, Tensor
 
-from .graph import Node, accumulator_of, edge_of, move_retain
+from .graph import Node, accumulator_of, edge_of, move_retain, next_sequence_number
 
 
 def autograd_kernel(op, below: int, args: tuple):
@@ -96,14 +96,21 @@ def record(op, args: tuple, out) -> None:
             needs.append(False)
     if True not in needs:
         return
-    node = op.backward_cls(tuple(edges), tuple(metas))
+    # Node.__init__'s and AutogradMeta.__init__'s stores, inlined (generated nodes define no
+    # __init__): a Python frame each is a sixth of a tiny op's recording
+    node = _new_object(op.backward_cls)
+    node.next_edges = tuple(edges)
+    node.input_meta = tuple(metas)
+    node.seq = _next_seq()
     node.needs = tuple(needs)
     if ANOMALY_THREADS and STATE.anomaly:
         node.anomaly_trace = "".join(traceback.format_stack()[:-3])
     if op.n_outputs == 1:
         node.save(args, (out,))
         if out._dtype.is_floating_point:
-            out._ag = AutogradMeta(node, 0)
+            meta = out._ag = _new_object(AutogradMeta)
+            meta.grad_fn = node
+            meta.output_nr = 0
             out._keys |= _AUTOGRAD
         base = out._base
     else:
@@ -120,6 +127,8 @@ def record(op, args: tuple, out) -> None:
 
 
 _AUTOGRAD = K.AUTOGRAD
+_new_object = object.__new__
+_next_seq = next_sequence_number
 
 
 def _inplace(op, below: int, args: tuple):
