@@ -252,18 +252,15 @@ def _reset_versions(out, args: tuple, t_idx: tuple, l_idx: tuple, T) -> None:
     """A new tensor built by in-place steps (empty + fill_) starts at version 0, as in PyTorch;
     an output that is one of the inputs (or shares its storage) keeps its version."""
     for o in (out if isinstance(out, tuple) else (out,)):
-        if not isinstance(o, T):
-            continue
-        st = o._storage
-        for i in t_idx:
-            if isinstance(args[i], T) and args[i]._storage is st:
-                break
-        else:
-            for i in l_idx:
-                if any(isinstance(t, T) and t._storage is st for t in args[i]):
-                    break
-            else:
-                st.version = 0
+        if isinstance(o, T) and not _is_input_storage(o._storage, args, t_idx, l_idx, T):
+            o._storage.version = 0
+
+
+def _is_input_storage(storage, args: tuple, t_idx: tuple, l_idx: tuple, T) -> bool:
+    """Whether a tensor at the op's tensor (or tensor list) positions has `storage`."""
+    if any(isinstance(args[i], T) and args[i]._storage is storage for i in t_idx):
+        return True
+    return any(isinstance(t, T) and t._storage is storage for i in l_idx for t in args[i])
 
 
 _warned: set[tuple[str, str]] = set()

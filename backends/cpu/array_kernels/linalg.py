@@ -48,19 +48,22 @@ def make(xp, native: Callable) -> dict[str, Callable]:
             g = g.astype(f32)
             w = w.astype(f32) if specs[0] is not None else None
             x = x.astype(f32) if specs[1] is not None else None
+        # whether the weight is 1-D (the output then has no feature dim), as the shape rule worked it out
+        weight_1d = len(specs[1][0]) == 1 if specs[1] is not None else \
+            w.ndim == 1 if w is not None else specs[2] is not None and len(specs[2][0]) == 0
         gi = gw = gb = None
-        if specs[1] is not None:        # the weight's shape (specs[1][0]) says whether it is 1-D
-            if len(specs[1][0]) == 1:
-                gw = g * x if x.ndim == 1 else xp.matmul(g.reshape(g.size), rows(x))
-            else:
-                gw = g[:, None] * x[None, :] if x.ndim == 1 else xp.matmul(rows(g).T, rows(x))
         if specs[0] is not None:
-            if w.ndim == 1:
+            if weight_1d:
                 gi = g[..., None] * w
             else:
                 gi = xp.matmul(rows(g), w).reshape(g.shape[:-1] + w.shape[1:]) if g.ndim > 2 else xp.matmul(g, w)
+        if specs[1] is not None:
+            if weight_1d:
+                gw = g * x if x.ndim == 1 else xp.matmul(g.reshape(g.size), rows(x))
+            else:
+                gw = g[:, None] * x[None, :] if x.ndim == 1 else xp.matmul(rows(g).T, rows(x))
         if specs[2] is not None:
-            if len(specs[2][0]) == 0:                     # a 1-D weight: the output has no feature dim
+            if weight_1d:
                 gb = xp.asarray(add_reduce(g, axis=None))
             else:
                 gb = add_reduce(rows(g), axis=0) if g.ndim > 1 else g.copy()
