@@ -427,7 +427,7 @@ class Tensor(TensorMethods, ConversionMethods):
         return register_tensor_hook(self, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
-        from .autograd.engine import backward
+        from ember.frontend.autograd.engine import backward     # absolute: no package lookup per call
 
         backward((self,), None if gradient is None else (gradient,), retain_graph, create_graph, inputs)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ember._generated import functions as F
 from ember.frontend.autograd.grad_mode import no_grad
 
 from ember.decompositions.optimizers import adam_update
@@ -55,8 +56,6 @@ class Adam(Optimizer):
 
     def step(self, closure: Callable[[], Any] | None = None):
         """One update of every parameter that has a gradient; returns the closure's loss."""
-        from ember._generated import functions as F
-
         loss = self._closure_loss(closure)
         with no_grad():
             for group in self.param_groups:
@@ -83,8 +82,6 @@ class Adam(Optimizer):
 
     def _fused_step(self, group: dict, params: list) -> None:
         """The whole group in one `_fused_adam_` call (ember/optim/_impl.py)."""
-        from ember._generated import functions as F
-
         states = [self.state[p] for p in params]
         beta1, beta2 = group["betas"]
         amsgrad = group["amsgrad"]

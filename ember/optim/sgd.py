@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ember._generated import functions as F
 from ember.frontend.autograd.grad_mode import no_grad
 
 from ember.decompositions.optimizers import sgd_update
@@ -65,16 +66,12 @@ class SGD(Optimizer):
             state = self.state[p]
             buf = state.get("momentum_buffer")
             if buf is None:     # the first step: a new buffer, which sgd_update fills with the gradient
-                from ember._generated import functions as F
-
                 state["momentum_buffer"] = buf = F.empty_like(p.grad)
                 is_first_step = True
         sgd_update(p, p.grad, buf, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step)
 
     def _fused_step(self, group: dict, params: list, bufs: list) -> None:
         """The whole group in one `_fused_sgd_` call (ember/optim/_impl.py)."""
-        from ember._generated import functions as F
-
         F._fused_sgd_(params, [p.grad for p in params], bufs, weight_decay=group["weight_decay"],
                       momentum=group["momentum"], lr=group["lr"], dampening=group["dampening"],
                       nesterov=group["nesterov"], maximize=group["maximize"], is_first_step=False)

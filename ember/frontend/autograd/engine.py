@@ -12,30 +12,28 @@ import heapq
 import sys
 from typing import Sequence
 
+import numpy as np
+
+from ember._generated import functions as F
+from ember.dispatcher import keys as K
+from ember.dispatcher.plugins import REGISTRY
 from ember.dispatcher.state import STATE, set_grad_enabled_state
 from ember.errors import AutogradError
+from ember.frontend.numpy_interop import to_numpy_dtype
+from ember.frontend.tensor import Tensor, make_tensor
 
 from . import graph
 from .graph import AccumulateGrad, Node, edge_of, store_retained
 
 
-def _tensor_cls():
-    from ember.frontend.tensor import Tensor
-
-    return Tensor
-
-
 def _make_root_grads(tensors, grad_tensors):
-    from ember._generated import functions as F
-
-    Tensor = _tensor_cls()
     out = []
     for i, t in enumerate(tensors):
         g = grad_tensors[i] if grad_tensors is not None else None
         if g is None:
             if t.numel() != 1:
                 raise AutogradError("grad can be implicitly created only for scalar outputs")
-            g = F.ones_like(t)
+            g = _implicit_root_grad(t)
         elif not isinstance(g, Tensor):
             g = F.full_like(t, g)
         elif tuple(g.shape) != tuple(t.shape):
@@ -45,10 +43,36 @@ def _make_root_grads(tensors, grad_tensors):
     return out
 
 
+_ONES_ON_HOST: dict = {}
+
+
+def _implicit_root_grad(t):
+    """`ones_like(t)` for the gradient of a one-element output (`loss.backward()`).
+
+    ones_like is a decomposition (empty + fill_: three dispatches, a tenth of a small training
+    step's backward), so the commonest root is the backend's copy of a cached host array of
+    ones instead, the same values, dtype, shape and device. An active dispatch mode (or any
+    other included key) gets the op itself, so it sees ones_like as a torch mode sees aten's."""
+    bk = t._keys & K.BACKEND_MASK
+    if STATE.keys[0]:
+        return F.ones_like(t)
+    shape = t._data.shape
+    host = _ONES_ON_HOST.get((t._dtype, shape))
+    if host is None:
+        host = np.ones(shape, to_numpy_dtype(t._dtype))
+        host.flags.writeable = False
+        if len(_ONES_ON_HOST) < 64:
+            _ONES_ON_HOST[(t._dtype, shape)] = host
+    device = t._device
+    try:
+        data = REGISTRY.by_key[bk].from_host(host, device.index)
+    except NotImplementedError:             # a backend that cannot take host data: the op
+        return F.ones_like(t)
+    return make_tensor(data, t._dtype, device, bk, None)
+
+
 def sum_to(grad, shape):
     """Reduce a broadcast gradient to `shape` by summing the broadcast dimensions."""
-    from ember._generated import functions as F
-
     gshape = tuple(grad.shape)
     shape = tuple(shape)
     if gshape == shape:
@@ -136,8 +160,6 @@ def _needed(roots, targets: set) -> set:
 def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None, allow_unused=False,
                  accumulate=True):
     """The engine. Returns captured input gradients when `inputs` is given."""
-    from ember._generated import functions as F
-
     tensors = list(tensors)
     for t in tensors:
         if t._ag is None:
@@ -328,15 +350,12 @@ def _check_anomaly(node: Node, outs) -> None:
 
 
 def _has_nan(t) -> bool:
-    import numpy as np
-
     return bool(np.isnan(np.asarray(t.detach()._host(), dtype=np.float64)).any())
 
 
 def backward(tensors: Sequence, grad_tensors=None, retain_graph=None, create_graph: bool = False,
              inputs=None) -> None:
     """ember.autograd.backward: accumulate gradients of `tensors` into the leaves' `.grad`."""
-    Tensor = _tensor_cls()
     if isinstance(tensors, Tensor):
         tensors = (tensors,)
     if grad_tensors is not None and isinstance(grad_tensors, Tensor):
@@ -363,7 +382,6 @@ def backward(tensors: Sequence, grad_tensors=None, retain_graph=None, create_gra
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
          allow_unused: bool = False, materialize_grads: bool = False):
     """ember.autograd.grad: gradients of `outputs` with respect to `inputs`, not accumulated."""
-    Tensor = _tensor_cls()
     outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
     single = isinstance(inputs, Tensor)
     inputs = (inputs,) if single else tuple(inputs)
@@ -372,7 +390,5 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     result = run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs,
                           allow_unused=allow_unused or materialize_grads, accumulate=False)
     if materialize_grads:
-        from ember._generated import functions as F
-
-        result = tuple(g if g is not None else F.zeros_like(i) for g, i in zip(result, inputs))
+            result = tuple(g if g is not None else F.zeros_like(i) for g, i in zip(result, inputs))
     return result
