@@ -3241,17 +3241,17 @@ class ScaledDotProductAttentionFusedBackward0(Node):
 class CrossEntropyIndicesBackward0(Node):
     """Backward of _cross_entropy_indices."""
 
-    __slots__ = ('a_ignore_index', 'a_label_smoothing', 'a_reduction', 'a_self', 'a_target', 'a_weight', 'needs')
-    saved_slots = ('a_ignore_index', 'a_label_smoothing', 'a_reduction', 'a_self', 'a_target', 'a_weight')
-    n_outputs = 1
+    __slots__ = ('a_ignore_index', 'a_label_smoothing', 'a_log_probs', 'a_reduction', 'a_target', 'a_weight', 'needs')
+    saved_slots = ('a_ignore_index', 'a_label_smoothing', 'a_log_probs', 'a_reduction', 'a_target', 'a_weight')
+    n_outputs = 2
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_ignore_index = args[4]
             self.a_label_smoothing = args[5]
+            self.a_log_probs = _save(outs[1], True, 1)
             self.a_reduction = args[3]
-            self.a_self = _save(args[0])
             self.a_target = _save(args[1])
             self.a_weight = _save(args[2])
 
@@ -3262,11 +3262,11 @@ class CrossEntropyIndicesBackward0(Node):
         if needs[0]:
             a_ignore_index = _load(self.a_ignore_index, self)
             a_label_smoothing = _load(self.a_label_smoothing, self)
+            a_log_probs = _load(self.a_log_probs, self)
             a_reduction = _load(self.a_reduction, self)
-            a_self = _load(self.a_self, self)
             a_target = _load(self.a_target, self)
             a_weight = _load(self.a_weight, self)
-            out.append(_H.cross_entropy_indices_backward(grad, a_self, a_target, a_weight, a_reduction, a_ignore_index, a_label_smoothing))
+            out.append(_H.cross_entropy_indices_backward(grads[0], grads[1], a_log_probs, a_target, a_weight, a_reduction, a_ignore_index, a_label_smoothing))
         else:
             out.append(None)
         return out

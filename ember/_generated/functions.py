@@ -354,6 +354,7 @@ _op_nll_loss_nd = _OPS['nll_loss_nd']
 _op_nll_loss = _OPS['nll_loss']
 _op_cross_entropy_loss = _OPS['cross_entropy_loss']
 _op__cross_entropy_indices = _OPS['_cross_entropy_indices']
+_R__cross_entropy_indices = _namedtuple('_cross_entropy_indices', ['output', 'log_probs'])
 _op__cross_entropy_indices_backward = _OPS['_cross_entropy_indices_backward']
 _op__fused_adam_ = _OPS['_fused_adam_']
 _op__fused_sgd_ = _OPS['_fused_sgd_']
@@ -2888,18 +2889,18 @@ def cross_entropy_loss(input, target, weight=None, reduction=1, ignore_index=-10
     return _call(_op_cross_entropy_loss, (input, target, weight, reduction, ignore_index, label_smoothing))
 
 def _cross_entropy_indices(input, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
-    """cross_entropy_loss for class-index targets, differentiable in `self` only (as torch's, whose weight has no gradient).
+    """cross_entropy_loss for class-index targets and the log_softmax it picks from (along the class dim), differentiable in `self` only (as torch's, whose weight has no gradient).
 
-    Schema: ``_cross_entropy_indices(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100, float label_smoothing=0.) -> Tensor``
+    Schema: ``_cross_entropy_indices(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100, float label_smoothing=0.) -> (Tensor output, Tensor log_probs)``
     """
-    return _call(_op__cross_entropy_indices, (input, target, weight, reduction, ignore_index, label_smoothing))
+    return _R__cross_entropy_indices(*_call(_op__cross_entropy_indices, (input, target, weight, reduction, ignore_index, label_smoothing)))
 
-def _cross_entropy_indices_backward(grad_output, input, target, weight, reduction, ignore_index, label_smoothing):
-    """The gradient of _cross_entropy_indices with respect to `self`: log_softmax's backward of nll_loss's (and label smoothing's) in one kernel.
+def _cross_entropy_indices_backward(grad_output, log_probs, target, weight, reduction, ignore_index, label_smoothing):
+    """The gradient of _cross_entropy_indices' loss with respect to `self`, from the log-probabilities it saved: log_softmax's backward of nll_loss's (and label smoothing's) in one kernel.
 
-    Schema: ``_cross_entropy_indices_backward(Tensor grad_output, Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, float label_smoothing) -> Tensor``
+    Schema: ``_cross_entropy_indices_backward(Tensor grad_output, Tensor log_probs, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, float label_smoothing) -> Tensor``
     """
-    return _call(_op__cross_entropy_indices_backward, (grad_output, input, target, weight, reduction, ignore_index, label_smoothing))
+    return _call(_op__cross_entropy_indices_backward, (grad_output, log_probs, target, weight, reduction, ignore_index, label_smoothing))
 
 def _fused_adam_(input, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay=False):
     """One Adam (AdamW with decoupled_weight_decay) step of every tensor in `self`, in place: torch's single-tensor update, op for op; `state_steps` are incremented.

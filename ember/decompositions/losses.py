@@ -162,10 +162,15 @@ def nll_loss(self, target, weight=None, reduction=1, ignore_index=-100):
 
 @decomposition("cross_entropy_loss")
 def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
-    ndim = self.dim()
+    return cross_entropy_of_log_probs(F.log_softmax(self, 1 if self.dim() >= 2 else 0), target, weight, reduction,
+                                      ignore_index, label_smoothing)
+
+
+def cross_entropy_of_log_probs(logp, target, weight, reduction: int, ignore_index: int, label_smoothing: float):
+    """cross_entropy_loss given log_softmax(self) along the class dim."""
+    ndim = logp.dim()
     cdim = 1 if ndim >= 2 else 0
-    classes = self.shape[cdim]
-    logp = F.log_softmax(self, cdim)
+    classes = logp.shape[cdim]
     if target.dtype.is_floating_point:                      # class probabilities
         if label_smoothing > 0:
             target = F.add(F.mul(target, 1.0 - label_smoothing), label_smoothing / classes)
@@ -177,7 +182,7 @@ def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100
         total = F.sum(loss)
         if reduction == 2:
             return total
-        return F.div(total, self.numel() // classes) if self.numel() else F.mul(total, float("nan"))
+        return F.div(total, logp.numel() // classes) if logp.numel() else F.mul(total, float("nan"))
     nll, valid, w = _nll(logp, target, weight, reduction, ignore_index)
     if label_smoothing == 0:
         return nll

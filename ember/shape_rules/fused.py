@@ -60,14 +60,15 @@ def fused_sgd(op, params, grads, momentum_buffer_list, weight_decay, momentum, l
 
 
 @shape_rule("cross_entropy_indices_backward")
-def cross_entropy_indices_backward(op, grad_output, self, target, weight, reduction, ignore_index, label_smoothing):
+def cross_entropy_indices_backward(op, grad_output, log_probs, target, weight, reduction, ignore_index,
+                                   label_smoothing):
     check_tensor(op, grad_output, "grad_output")
-    check_tensor(op, self, "self")
+    check_tensor(op, log_probs, "log_probs")
     check_tensor(op, target, "target")
-    if not self._dtype.is_floating_point or grad_output._dtype is not self._dtype:
-        raise DTypeError(f"{op.name}(): expected floating-point self and grad_output of its dtype, got "
-                         f"{type_name(self._dtype)} and {type_name(grad_output._dtype)}")
-    return (tuple(self._data.shape), self._dtype)
+    if not log_probs._dtype.is_floating_point or grad_output._dtype is not log_probs._dtype:
+        raise DTypeError(f"{op.name}(): expected floating-point log_probs and grad_output of its dtype, got "
+                         f"{type_name(log_probs._dtype)} and {type_name(grad_output._dtype)}")
+    return (tuple(log_probs._data.shape), log_probs._dtype)
 
 
 @shape_rule("sdpa_fused")

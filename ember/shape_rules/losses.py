@@ -182,6 +182,13 @@ def cross_entropy(op, self, target, weight=None, reduction=1, ignore_index=-100,
     return (out if reduction == 0 else (), self._dtype)
 
 
+@shape_rule("cross_entropy_indices")
+def cross_entropy_indices(op, self, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
+    """(loss, log_probs): cross_entropy's loss and the log_softmax along the class dim it picks from."""
+    return (cross_entropy(op, self, target, weight, reduction, ignore_index, label_smoothing),
+            (tuple(self._data.shape), self._dtype))
+
+
 @shape_rule("linear")
 def linear(op, input, weight, bias=None):
     check_tensor(op, input, "input")

@@ -70,12 +70,10 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
     max_reduce = xp.maximum.reduce if xp.__name__ == "numpy" else xp.max
     add_reduce = add_reduce_of(xp)
 
-    def plain_rows(x, target, weight, ignore_index, label_smoothing):
-        """The commonest cross entropy (2-D float32/64 logits, class indices all in range, none
-        ignored, no weight, no smoothing) as (row maxima, row indices, targets); None for any other
-        call, which takes the general path. The loss is computed as the general path computes it
-        (-logp[t] = lse - shifted[t]); the gradient as exp(shifted) * (scale / row sums) - onehot *
-        scale, which may round an ulp apart from the general path's exp(logp) * scale."""
+    def plain_targets(x, target, weight, ignore_index, label_smoothing):
+        """The commonest cross entropy (2-D float32/64 logits or log-probabilities, class indices all in
+        range, none ignored, no weight, no smoothing) as (row indices, targets); None for any other
+        call, which takes the general path."""
         if weight is not None or label_smoothing != 0 or x.ndim != 2 or target.ndim != 1 \
                 or target.dtype.kind not in "iu" or x.dtype not in plain_floats or x.size == 0:
             return None
@@ -86,7 +84,7 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
         unsigned = target.view(f"u{target.dtype.itemsize}") if target.dtype.kind == "i" else target
         if int(max_reduce(unsigned)) >= classes:
             return None                                  # the general path names the bad target
-        return max_reduce(x, axis=1, keepdims=True), xp.arange(n), target
+        return xp.arange(n), target
 
     def nll_loss_nd(spec, x, target, weight=None, reduction=1, ignore_index=-100):
         dt = native(spec[1])
@@ -94,22 +92,24 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
             out, _, _ = nll(x.astype(opmath(dt)), target, weight, reduction, ignore_index)
         return xp.asarray(out).astype(dt)
 
-    def cross_entropy_loss(spec, x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
-        dt = native(spec[1])
-        plain = plain_rows(x, target, weight, ignore_index, label_smoothing) if x.dtype == dt else None
+    def cross_entropy_indices(specs, x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
+        """(loss, log_softmax of x along the class dim): the loss picked from the log-probabilities
+        as nll_loss picks it, which are returned rounded as the log_softmax op rounds them."""
+        dt = native(specs[1][1])
+        plain = plain_targets(x, target, weight, ignore_index, label_smoothing) if x.dtype == dt else None
         if plain is not None:
-            row_max, rows, t = plain
-            shifted = x - row_max
-            losses = xp.log(add_reduce(xp.exp(shifted), axis=1))
-            losses -= shifted[rows, t]
+            rows, t = plain
+            logp = x - max_reduce(x, axis=1, keepdims=True)
+            logp -= xp.log(add_reduce(xp.exp(logp), axis=1, keepdims=True))      # (x - max) - lse
+            picked = logp[rows, t]
             if reduction == 0:
-                return losses
-            total = losses.sum()
-            return xp.asarray(total / x.dtype.type(x.shape[0]) if reduction == 1 else total)
+                return -picked, logp
+            total = -add_reduce(picked)
+            return xp.asarray(total / x.dtype.type(x.shape[0]) if reduction == 1 else total), logp
         cdt = opmath(dt)
         cdim = 1 if x.ndim >= 2 else 0
         classes = x.shape[cdim]
-        logp = log_softmax(x.astype(cdt), cdim, dt)
+        logp = log_softmax(x.astype(cdt), cdim, dt) if x.size else xp.zeros(x.shape, cdt)
         wb = along(weight.astype(cdt), cdim, x.ndim) if weight is not None else None
         with quiet():
             if target.dtype.kind not in "iu":                  # class probabilities (bfloat16 is kind "V")
@@ -122,10 +122,10 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
                     loss = loss.sum() / (x.size // classes) if x.size else xp.asarray(float("nan"), cdt)
                 elif reduction == 2:
                     loss = loss.sum()
-                return xp.asarray(loss).astype(dt)
+                return xp.asarray(loss).astype(dt), logp.astype(dt)
             out, valid, w = nll(logp, target, weight, reduction, ignore_index)
             if label_smoothing == 0:
-                return xp.asarray(out).astype(dt)
+                return xp.asarray(out).astype(dt), logp.astype(dt)
             weighted = logp * wb if wb is not None else logp
             smooth = xp.where(valid, -weighted.sum(axis=cdim), xp.zeros((), cdt))
             if reduction == 0:
@@ -136,7 +136,12 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
                 ret = smooth.sum() / w.sum()
             else:
                 ret = smooth.sum() / valid.sum()
-            return xp.asarray(out * (1.0 - label_smoothing) + ret * (label_smoothing / classes)).astype(dt)
+            return xp.asarray(out * (1.0 - label_smoothing) + ret * (label_smoothing / classes)).astype(dt), \
+                logp.astype(dt)
+
+    def cross_entropy_loss(spec, x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
+        return cross_entropy_indices((spec, (x.shape, spec[1])), x, target, weight, reduction, ignore_index,
+                                     label_smoothing)[0]
 
     def randperm(spec, n, generator=None, dtype=None, device=None, requires_grad=False):
         gen = generator if generator is not None else default_generator(device_type)
@@ -145,26 +150,26 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
         ranks[xp.argsort(keys, kind="stable")] = xp.arange(n, dtype=i64)
         return ranks.astype(native(spec[1]))
 
-    def cross_entropy_indices_backward(spec, grad, x, target, weight, reduction, ignore_index, label_smoothing):
-        """d loss / d x of cross entropy with class indices, in one pass: the gradient nll_loss (and
-        label smoothing) sends to the log-probabilities, through log_softmax's backward."""
+    def cross_entropy_indices_backward(spec, grad, logp, target, weight, reduction, ignore_index, label_smoothing):
+        """d loss / d x of cross entropy with class indices from the forward's log-probabilities, in one
+        pass: the gradient nll_loss (and label smoothing) sends to them, through log_softmax's backward
+        (g - exp(logp) * sum(g), as torch computes it)."""
         dt = native(spec[1])
         cdt = opmath(dt)
-        cdim = 1 if x.ndim >= 2 else 0
-        classes = x.shape[cdim]
-        if x.size == 0:
-            return xp.zeros(x.shape, dt)
-        plain = plain_rows(x, target, weight, ignore_index, label_smoothing) \
-            if x.dtype == dt and grad.dtype == dt else None
+        cdim = 1 if logp.ndim >= 2 else 0
+        classes = logp.shape[cdim]
+        if logp.size == 0:
+            return xp.zeros(logp.shape, dt)
+        plain = plain_targets(logp, target, weight, ignore_index, label_smoothing) \
+            if logp.dtype == dt and grad.dtype == dt else None
         if plain is not None:
-            row_max, rows, t = plain
-            scale = grad / x.dtype.type(x.shape[0]) if reduction == 1 else grad    # per row when unreduced
-            out = xp.exp(x - row_max)
-            sums = add_reduce(out, axis=1, keepdims=True)
-            out *= (scale[:, None] if reduction == 0 else scale) / sums          # softmax * scale
+            rows, t = plain
+            scale = grad / logp.dtype.type(logp.shape[0]) if reduction == 1 else grad    # per row when unreduced
+            out = xp.exp(logp)
+            out *= scale[:, None] if reduction == 0 else scale                            # softmax * scale
             out[rows, t] -= scale
             return out
-        logp = log_softmax(x.astype(cdt), cdim, dt).astype(cdt)
+        logp = logp.astype(cdt)
         t, valid, safe = class_target(logp, target, ignore_index)
         w = weight.astype(cdt)[safe] if weight is not None else xp.ones(safe.shape, cdt)
         w = xp.where(valid, w, xp.zeros((), cdt))
@@ -173,16 +178,16 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
             scale = g_out / w.sum() if reduction == 1 else g_out
             scale = xp.broadcast_to(scale, safe.shape)      # ignored elements get 0 (also when mean's 1/0)
             # the target class as a one-hot mask (a comparison, which cupy has as numpy does)
-            onehot = xp.expand_dims(safe, cdim) == along(xp.arange(classes), cdim, x.ndim)
+            onehot = xp.expand_dims(safe, cdim) == along(xp.arange(classes), cdim, logp.ndim)
             picked = -(1.0 - label_smoothing) * xp.where(valid, scale * w, xp.zeros((), cdt))
             g = xp.where(onehot, xp.expand_dims(picked, cdim), xp.zeros((), cdt))
             if label_smoothing > 0:
                 smooth = xp.expand_dims(xp.where(valid, scale, xp.zeros((), cdt)) * (-label_smoothing / classes),
                                         cdim)
-                g = g + (smooth * along(weight.astype(cdt), cdim, x.ndim) if weight is not None else smooth)
+                g = g + (smooth * along(weight.astype(cdt), cdim, logp.ndim) if weight is not None else smooth)
             out = g - xp.exp(logp) * g.sum(axis=cdim, keepdims=True)
         return out.astype(dt)
 
     return {"nll_loss_nd": nll_loss_nd, "cross_entropy_loss": cross_entropy_loss, "randperm": randperm,
-            "_cross_entropy_indices": cross_entropy_loss,
+            "_cross_entropy_indices": cross_entropy_indices,
             "_cross_entropy_indices_backward": cross_entropy_indices_backward}

@@ -11,6 +11,8 @@ import itertools
 import math
 
 from ember._generated import functions as F
+from ember.decompositions import fused_losses
+from ember.dispatcher.state import STATE
 
 
 def maybe_multiply(grad, alpha):
@@ -144,20 +146,21 @@ def linear_grads(input, grad, weight, bias_shape, grad_input_mask):
     return gi, gw, grad
 
 
-def cross_entropy_indices_backward(grad, self, target, weight, reduction, ignore_index, label_smoothing):
-    """The gradient of cross entropy (class indices) for `self`: one fused op in a plain backward;
-    with create_graph, the gradient of cross_entropy_loss's decomposition, so it has a graph of
-    its own (higher-order gradients)."""
-    from ember.dispatcher.state import STATE
-
-    if not STATE.grad_enabled:
-        return F._cross_entropy_indices_backward(grad, self, target, weight, reduction, ignore_index,
-                                                 label_smoothing)
-    from ember.decompositions.losses import cross_entropy_loss
-    from ember.frontend.autograd.engine import grad as autograd_grad
-
-    loss = cross_entropy_loss(self, target, weight, reduction, ignore_index, label_smoothing)
-    return autograd_grad(loss, self, grad, create_graph=True)[0]
+def cross_entropy_indices_backward(grad, grad_log_probs, log_probs, target, weight, reduction, ignore_index,
+                                   label_smoothing):
+    """The gradient of _cross_entropy_indices for `self`, from its saved log-probabilities: the loss's
+    through one fused op in a plain backward (with create_graph, through that op's decomposition,
+    whose graph reaches `self` through `log_probs`, an output of the same node), plus log_softmax's
+    backward of a gradient arriving at the log-probabilities themselves."""
+    out = None
+    if grad is not None:
+        backward = fused_losses.cross_entropy_indices_backward if STATE.grad_enabled \
+            else F._cross_entropy_indices_backward
+        out = backward(grad, log_probs, target, weight, reduction, ignore_index, label_smoothing)
+    if grad_log_probs is not None:
+        g = log_softmax_backward(grad_log_probs, log_probs, 1 if log_probs.dim() >= 2 else 0)
+        out = g if out is None else F.add(out, g)
+    return out
 
 
 def softmax_backward(grad, result, dim):

@@ -62,7 +62,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     if _class_indices(target) and (weight is None or not getattr(weight, "requires_grad", False)):
         # one op with a fused backward (a training step's loss); a weight that requires grad and
         # probability targets go through cross_entropy_loss's decomposition, differentiable in both
-        return _F._cross_entropy_indices(input, target, weight, r, ignore_index, label_smoothing)
+        return _F._cross_entropy_indices(input, target, weight, r, ignore_index, label_smoothing)[0]
     return _F.cross_entropy_loss(input, target, weight, r, ignore_index, label_smoothing)
 
 

@@ -302,10 +302,11 @@ add(OpInfo("cross_entropy_loss", nn_op("cross_entropy_loss"), _ce_samples, dtype
 
 # ---- _cross_entropy_indices: F.cross_entropy's op for class indices (its fused backward,
 # _cross_entropy_indices_backward, is what test_grad and gradcheck run); torch's reference is
-# aten.cross_entropy_loss
+# aten.cross_entropy_loss and the log_softmax it picks from
 def _ce_indices_call(m, *a, **k):
     if m.__name__ == "torch":
-        return m.ops.aten.cross_entropy_loss(*a, **k)
+        x = a[0]
+        return m.ops.aten.cross_entropy_loss(*a, **k), m.log_softmax(x, 1 if x.dim() >= 2 else 0)
     return importlib.import_module("ember._generated.functions")._cross_entropy_indices(*a, **k)
 
 
