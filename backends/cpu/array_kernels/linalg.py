@@ -5,7 +5,7 @@ from typing import Callable
 
 from ember.frontend import dtype as _dt
 
-from .reductions import add_reduce_of, fold_leading as rows
+from .reductions import add_reduce_of, fold_leading as rows, result_of
 
 
 def make(xp, native: Callable) -> dict[str, Callable]:
@@ -39,6 +39,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         return r if r.dtype == dt else r.astype(dt)
 
     add_reduce = add_reduce_of(xp)
+    out = result_of(xp)
 
     def linear_backward(specs, x, g, w, output_mask):
         """The decomposition's three gradients in one kernel: g @ w, g.T @ x over the folded leading
@@ -67,7 +68,6 @@ def make(xp, native: Callable) -> dict[str, Callable]:
                 gb = xp.asarray(add_reduce(g, axis=None))
             else:
                 gb = add_reduce(rows(g), axis=0) if g.ndim > 1 else g.copy()
-        return tuple(None if r is None else xp.asarray(r).astype(native(s[1]), copy=False)
-                     for r, s in zip((gi, gw, gb), specs))
+        return tuple(None if r is None else out(r, native(s[1])) for r, s in zip((gi, gw, gb), specs))
 
     return {"mm": matmul, "bmm": matmul, "linear": linear, "linear_backward": linear_backward}

@@ -70,6 +70,8 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
     max_reduce = xp.maximum.reduce if xp.__name__ == "numpy" else xp.max
     add_reduce = add_reduce_of(xp)
 
+    unsigned_of = {xp.dtype(f"i{n}"): xp.dtype(f"u{n}") for n in (1, 2, 4, 8)}
+
     def plain_targets(x, target, weight, ignore_index, label_smoothing):
         """The commonest cross entropy (2-D float32/64 logits or log-probabilities, class indices all in
         range, none ignored, no weight, no smoothing) as (row indices, targets); None for any other
@@ -81,7 +83,7 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
         if 0 <= ignore_index < classes or target.shape[0] != n:
             return None
         # one reduction checks both bounds: a negative target viewed as unsigned is out of range
-        unsigned = target.view(f"u{target.dtype.itemsize}") if target.dtype.kind == "i" else target
+        unsigned = target.view(unsigned_of[target.dtype]) if target.dtype.kind == "i" else target
         if int(max_reduce(unsigned)) >= classes:
             return None                                  # the general path names the bad target
         return xp.arange(n), target

@@ -13,6 +13,8 @@ from typing import Callable
 from ember.frontend import dtype as _dt
 from ember.frontend.type_promotion import promote_types
 
+from .reductions import result_of
+
 
 class _NativeDtypes(dict):
     """{ember dtype: native dtype}, filled on first use: a dict lookup per kernel call, no
@@ -70,10 +72,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
             return native(promote_types(da, db))
         return native(db if cb > ca else da)
 
-    def out(r, dt):
-        if not isinstance(r, ndarray):
-            r = xp.asarray(r)
-        return r if r.dtype == dt else r.astype(dt)
+    out = result_of(xp)
 
     # maximum(0, a) keeps -0.0 and NaN as torch's relu does on numpy's x86 float32/64 and integer loops
     # (checked for sizes 1..1025 and strided views); float16, other machines (ARM's max orders -0 below

@@ -23,6 +23,18 @@ def add_reduce_of(xp) -> Callable:
     return xp.add.reduce if xp.__name__ == "numpy" else xp.sum
 
 
+def result_of(xp) -> Callable:
+    """`out(r, dt)`: a kernel's result `r` as an array of dtype `dt` (a numpy scalar, which reductions
+    return, becomes a 0-d array; an array already of `dt` is returned itself, not copied)."""
+    ndarray = xp.ndarray
+
+    def out(r, dt):
+        if not isinstance(r, ndarray):
+            r = xp.asarray(r)
+        return r if r.dtype == dt else r.astype(dt)
+    return out
+
+
 def fold_leading(a):
     """`a` as 2-D, its leading dims folded into one (a view when contiguous; zero-size dims allowed)."""
     n = 1
@@ -32,15 +44,10 @@ def fold_leading(a):
 
 
 def make(xp, native: Callable) -> dict[str, Callable]:
-    ndarray = xp.ndarray
     f32 = xp.dtype("float32")
     lowp = {native(_dt.float16), native(_dt.bfloat16)}
 
-    def out(r, dt):
-        if not isinstance(r, ndarray):
-            r = xp.asarray(r)
-        return r if r.dtype == dt else r.astype(dt)
-
+    out = result_of(xp)
     add_reduce = add_reduce_of(xp)
 
     def sum_(spec, a, dim=None, keepdim=False, dtype=None):
