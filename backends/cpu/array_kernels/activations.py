@@ -189,9 +189,21 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         x = compute(a, dt)
         return xp.asarray(x * xp.clip(x + 3.0, 0.0, 6.0) / 6.0).astype(dt, copy=False)
 
+    # a float32/64 gradient of x's shape is selected by a bit mask (its bits where kept, +0.0's where
+    # not): numpy's float `where` loop is not vectorised, and this is about 2.5x faster on a layer
+    bits_of = {xp.dtype("float32"): xp.dtype("int32"), xp.dtype("float64"): xp.dtype("int64")} \
+        if xp.__name__ == "numpy" else {}
+
     def threshold_backward(spec, g, x, threshold):
         dt = native(spec[1])
         # `not x <= threshold` rather than `x > threshold`: a NaN passes the gradient, as in torch
+        ints = bits_of.get(dt)
+        if ints is not None and g.dtype == dt and g.shape == x.shape:
+            mask = (x <= threshold).view(xp.int8).astype(ints)        # 1 where the gradient is zeroed
+            mask -= 1                                                 # there 0, elsewhere all bits set
+            out = xp.empty(g.shape, dt)
+            xp.bitwise_and(g.view(ints), mask, out=out.view(ints))
+            return out
         return xp.asarray(xp.where(x <= threshold, xp.zeros((), dt), g.astype(dt, copy=False)))
 
     return {"erf": erf, "gelu": gelu, "gelu_backward": gelu_backward, "threshold_backward": threshold_backward, "silu": silu, "silu_backward": silu_backward,
