@@ -213,8 +213,9 @@ def linear(op, input, weight, bias=None):
         if len(wshape) == 1 and bias._data.ndim > 0 and len(ishape) > 1:
             raise ShapeError(f"{op.name}(): a 1-D weight needs a 0-d bias, got bias of shape "
                              f"{list(bias._data.shape)}")
-        if broadcast_shapes(op, [tuple(bias._data.shape), out]) != out:
-            raise ShapeError(f"{op.name}(): bias of shape {list(bias._data.shape)} does not broadcast to the "
+        bshape = tuple(bias._data.shape)
+        if bshape != out[-1:] and broadcast_shapes(op, [bshape, out]) != out:   # (out_features,): broadcasts
+            raise ShapeError(f"{op.name}(): bias of shape {list(bshape)} does not broadcast to the "
                              f"output shape {list(out)}")
     return (out, input._dtype)
 

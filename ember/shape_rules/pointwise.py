@@ -146,6 +146,11 @@ def pointwise(op, *args):
     return pointwise_on_args(op, args)
 
 
+# promotion rules under which one tensor's result dtype is its own (square promotes bool to int64)
+_OWN_DTYPE_RULES = frozenset({"default", "none"})
+_UNARY_PROMOTING = frozenset({"square"})
+
+
 def pointwise_on_args(op, args: tuple):
     """`pointwise` taking the argument tuple itself: backend entries call this form (a call
     with `*args` repacks the tuple, a measurable part of a tiny op's cost)."""
@@ -175,6 +180,23 @@ def pointwise_on_args(op, args: tuple):
                     if check is not None and check is not _check_alpha:   # an int alpha passes it
                         check(op, args, (a, b), a._dtype)
                     return (sa, a._dtype)
+    elif len(args) == 1 and op.promotion in _OWN_DTYPE_RULES and op.inplace_of is None \
+            and op.name not in _UNARY_PROMOTING:
+        # fast path of a unary op (relu, neg, ...) on a contiguous tensor: its own shape, dtype and layout
+        a = args[0]
+        if isinstance(a, Tensor):
+            da = a._data
+            try:
+                contiguous = da.flags.c_contiguous
+            except AttributeError:
+                contiguous = is_contiguous_data(da)
+            if contiguous:
+                check = _CHECK_OF_OP.get(op.name, _UNSET)
+                if check is _UNSET:
+                    check = _check_of(op)
+                if check is not None:
+                    check(op, args, [a], a._dtype)
+                return (da.shape, a._dtype)
     operands = _operands(op, args)
     tensors = [o for o in operands if isinstance(o, Tensor)]
     if not tensors:
