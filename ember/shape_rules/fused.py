@@ -5,6 +5,7 @@ fused attention and its backward."""
 from __future__ import annotations
 
 from ember.errors import ArgumentListError, ArgumentTypeError, DTypeError, ShapeError
+from ember.frontend.tensor import Tensor
 
 from . import shape_rule
 from .common import check_tensor, type_name
@@ -18,13 +19,16 @@ def _check_lists(op, params, named_lists, steps=None) -> None:
             raise ArgumentListError(f"{op.name}(): argument '{name}' must have one tensor per parameter "
                                     f"({n}), got {len(lst)}")
     for i, p in enumerate(params):
-        check_tensor(op, p, f"self[{i}]")
+        if not isinstance(p, Tensor):                 # argument names formatted only for an error
+            check_tensor(op, p, f"self[{i}]")
         if not p._dtype.is_floating_point:
             raise DTypeError(f"{op.name}(): expected floating-point parameters, got {type_name(p._dtype)} "
                              f"(argument 'self[{i}]')")
         shape = p._data.shape
         for name, lst in named_lists:
-            t = check_tensor(op, lst[i], f"{name}[{i}]")
+            t = lst[i]
+            if not isinstance(t, Tensor):
+                check_tensor(op, t, f"{name}[{i}]")
             if t._data.shape != shape or t._dtype is not p._dtype:
                 raise ShapeError(f"{op.name}(): {name}[{i}] must have the shape and dtype of self[{i}] "
                                  f"({list(shape)}, {type_name(p._dtype)}), got {list(t._data.shape)}, "
@@ -34,7 +38,9 @@ def _check_lists(op, params, named_lists, steps=None) -> None:
             raise ArgumentListError(f"{op.name}(): argument 'state_steps' must have one tensor per parameter "
                                     f"({n}), got {len(steps)}")
         for i, s in enumerate(steps):
-            if check_tensor(op, s, f"state_steps[{i}]").ndim != 0:
+            if not isinstance(s, Tensor):
+                check_tensor(op, s, f"state_steps[{i}]")
+            if s._data.ndim != 0:
                 raise ShapeError(f"{op.name}(): state_steps[{i}] must be a 0-dim tensor, got shape "
                                  f"{list(s._data.shape)}")
 

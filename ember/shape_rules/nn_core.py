@@ -26,14 +26,16 @@ def _check_grad(op, grad, expected, arg="grad_output"):
 
 
 def _mask(op, output_mask):
-    mask = list(output_mask) if isinstance(output_mask, (list, tuple)) else None
-    if mask is None or len(mask) != 3 or not all(isinstance(m, bool) for m in mask):
-        raise ArgumentValueError(f"{op.name}(): argument 'output_mask' must be a list of 3 bools, got {output_mask!r}")
-    return mask
+    if isinstance(output_mask, (list, tuple)) and len(output_mask) == 3:
+        a, b, c = output_mask
+        if a.__class__ is bool and b.__class__ is bool and c.__class__ is bool:
+            return [a, b, c]
+    raise ArgumentValueError(f"{op.name}(): argument 'output_mask' must be a list of 3 bools, got {output_mask!r}")
 
 
 def _masked(mask, specs):
-    return tuple(s if m else None for m, s in zip(mask, specs))
+    """The three specs, None where the mask leaves the gradient out."""
+    return (specs[0] if mask[0] else None, specs[1] if mask[1] else None, specs[2] if mask[2] else None)
 
 
 # ----------------------------------------------------------------------------------- pooling
