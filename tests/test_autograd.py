@@ -262,6 +262,43 @@ def test_backward_with_gradient_argument_and_shape_errors():
                 match="element 0 of tensors does not require grad and does not have a grad_fn")
 
 
+_ROOT_DEVICES = ["cpu", "meta"] + (["opencl"] if ember.opencl.is_available() else [])
+
+
+@pytest.mark.parametrize("device", _ROOT_DEVICES)
+@pytest.mark.parametrize("shape", [(), (1,), (1, 1)])
+def test_implicit_root_gradient_is_fresh_ones_like_the_output(device, shape):
+    """`out.backward()` on a one-element output starts from ones of its dtype, shape and device (on cpu
+    and meta made without dispatching ones_like): a leaf that is its own root gets them as `.grad`,
+    writable and not shared with the next root's."""
+    first = ember.ones(shape, dtype=ember.float64, device=device, requires_grad=True)
+    first.backward()
+    second = ember.full(shape, 3.0, dtype=ember.float64, device=device, requires_grad=True)
+    second.backward()
+    for g in (first.grad, second.grad):
+        assert g.dtype is ember.float64 and tuple(g.shape) == shape and g.device == first.device
+    if device != "meta":
+        first.grad.add_(1)
+        assert first.grad.cpu().tolist() == torch.full(shape, 2.0).tolist()
+        assert second.grad.cpu().tolist() == torch.ones(shape).tolist()
+
+
+def test_implicit_root_gradient_is_ones_like_under_a_dispatch_mode():
+    class OpNames(ember.DispatchMode):
+        def __init__(self):
+            self.names = []
+
+        def __ember_dispatch__(self, op, args):
+            self.names.append(op.name)
+            return op(*args)
+
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    with OpNames() as mode:
+        (x * 2).sum().backward()
+    assert "ones_like" in mode.names                 # as a TorchDispatchMode sees aten.ones_like
+    assert x.grad.tolist() == [2.0, 2.0]
+
+
 def test_backward_inputs_restricts_accumulation():
     def f(lib):
         x = lib.tensor(A, requires_grad=True)

@@ -136,7 +136,7 @@ def test_amp_breakdown_half_size_activations_float32_state():
                 and e["module"] == "Global" and e["op"] == "_cross_entropy_indices"] == [64 * 10 * 4]
     # autocast float16: the same ReLU outputs at half the size, plus the float16 casts Linear saves:
     # the input of the first layer and the weights of the others (grad of their input needs them); the
-    # float16 logits are not saved (cross_entropy saves its float32 cast, made outside the modules)
+    # float16 logits are not saved (cross_entropy saves its float32 log-probabilities, outside the modules)
     assert forward_activations(amp) == [("Sequential.0", 64 * 128 * 2), ("Sequential.1", 64 * 256 * 2),
                                         ("Sequential.2", 256 * 256 * 2), ("Sequential.3", 64 * 256 * 2),
                                         ("Sequential.4", 10 * 256 * 2)]

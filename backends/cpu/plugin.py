@@ -25,6 +25,7 @@ warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.dispa
 
 class CPUBackend(Backend):
     device_type = "cpu"
+    host_memory = True
 
     def device_description(self, index: int = 0) -> str:
         import platform

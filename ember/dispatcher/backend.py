@@ -46,6 +46,11 @@ class Backend:
         return self.device_type
 
     # -- data movement and allocation ---------------------------------------------------
+    #: whether native arrays live in host memory (or hold no data, as meta's), so that `from_host`
+    #: is a plain copy that waits for no device work: the autograd engine then makes the implicit
+    #: gradient of `loss.backward()` with `from_host` instead of dispatching ones_like
+    host_memory: bool = False
+
     def to_host(self, array: Any):
         """A numpy.ndarray with the values of `array` (a copy or a view)."""
         raise NotImplementedError(f"backend {self.device_type!r} does not implement to_host")

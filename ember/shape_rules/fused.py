@@ -1,6 +1,6 @@
 """Shape rules of the fused ops: the optimizer updates (_fused_adam_, _fused_sgd_), whose tensor
 lists line up one entry per parameter, each state tensor like its parameter (no spec: they write
-into their arguments and return nothing); the cross-entropy backward (a gradient like `self`); the
+into their arguments and return nothing); the cross-entropy backward (a gradient like `log_probs`); the
 fused attention and its backward."""
 from __future__ import annotations
 
@@ -12,6 +12,13 @@ from .common import check_tensor, type_name
 from .nn_core import _mask, _masked
 
 
+def _tensor_at(op, value, name: str, i: int):
+    """check_tensor for entry i of a tensor list, its argument name formatted only for an error."""
+    if not isinstance(value, Tensor):
+        check_tensor(op, value, f"{name}[{i}]")
+    return value
+
+
 def _check_lists(op, params, named_lists, steps=None) -> None:
     n = len(params)
     for name, lst in named_lists:
@@ -19,16 +26,13 @@ def _check_lists(op, params, named_lists, steps=None) -> None:
             raise ArgumentListError(f"{op.name}(): argument '{name}' must have one tensor per parameter "
                                     f"({n}), got {len(lst)}")
     for i, p in enumerate(params):
-        if not isinstance(p, Tensor):                 # argument names formatted only for an error
-            check_tensor(op, p, f"self[{i}]")
+        _tensor_at(op, p, "self", i)
         if not p._dtype.is_floating_point:
             raise DTypeError(f"{op.name}(): expected floating-point parameters, got {type_name(p._dtype)} "
                              f"(argument 'self[{i}]')")
         shape = p._data.shape
         for name, lst in named_lists:
-            t = lst[i]
-            if not isinstance(t, Tensor):
-                check_tensor(op, t, f"{name}[{i}]")
+            t = _tensor_at(op, lst[i], name, i)
             if t._data.shape != shape or t._dtype is not p._dtype:
                 raise ShapeError(f"{op.name}(): {name}[{i}] must have the shape and dtype of self[{i}] "
                                  f"({list(shape)}, {type_name(p._dtype)}), got {list(t._data.shape)}, "
@@ -38,9 +42,7 @@ def _check_lists(op, params, named_lists, steps=None) -> None:
             raise ArgumentListError(f"{op.name}(): argument 'state_steps' must have one tensor per parameter "
                                     f"({n}), got {len(steps)}")
         for i, s in enumerate(steps):
-            if not isinstance(s, Tensor):
-                check_tensor(op, s, f"state_steps[{i}]")
-            if s._data.ndim != 0:
+            if _tensor_at(op, s, "state_steps", i)._data.ndim != 0:
                 raise ShapeError(f"{op.name}(): state_steps[{i}] must be a 0-dim tensor, got shape "
                                  f"{list(s._data.shape)}")
 

@@ -146,9 +146,10 @@ def pointwise(op, *args):
     return pointwise_on_args(op, args)
 
 
-# promotion rules under which one tensor's result dtype is its own (square promotes bool to int64)
+# promotion rules under which one tensor's result dtype is its own, but for the ops that promote
+# bool (PyTorch's square is pow(self, 2): bool promotes to int64)
 _OWN_DTYPE_RULES = frozenset({"default", "none"})
-_UNARY_PROMOTING = frozenset({"square"})
+_BOOL_TO_INT64 = frozenset({"square", "square_"})
 
 
 def pointwise_on_args(op, args: tuple):
@@ -181,7 +182,7 @@ def pointwise_on_args(op, args: tuple):
                         check(op, args, (a, b), a._dtype)
                     return (sa, a._dtype)
     elif len(args) == 1 and op.promotion in _OWN_DTYPE_RULES and op.inplace_of is None \
-            and op.name not in _UNARY_PROMOTING:
+            and op.name not in _BOOL_TO_INT64:
         # fast path of a unary op (relu, neg, ...) on a contiguous tensor: its own shape, dtype and layout
         a = args[0]
         if isinstance(a, Tensor):
@@ -207,8 +208,8 @@ def pointwise_on_args(op, args: tuple):
         _, result = elementwise_dtypes(*operands, rule="default")     # div(..., rounding_mode=...) keeps ints
     else:
         _, result = elementwise_dtypes(*operands, rule=op.promotion)
-        if result is _dt.bool and op.name in ("square", "square_"):
-            result = _dt.int64          # PyTorch's square is pow(self, 2): bool promotes to int64
+        if result is _dt.bool and op.name in _BOOL_TO_INT64:
+            result = _dt.int64
     _extra_checks(op, args, operands, result)
     if len(tensors) == 1:
         shape = tensors[0]._data.shape

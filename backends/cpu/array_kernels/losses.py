@@ -74,14 +74,14 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
     constants: dict = {}
 
     def constant(key, make):
-        """A read-only array made once per key (row indices, a vector of ones): only ever read."""
+        """A read-only array made once per key (row indices, a vector of ones), only ever read. On numpy
+        only: another array module's arrays belong to one of its devices (a key would need it)."""
         a = constants.get(key)
         if a is None:
-            if len(constants) > 64:
-                constants.clear()
-            a = constants[key] = make()
-            if hasattr(a, "flags") and xp.__name__ == "numpy":
+            a = make()
+            if xp.__name__ == "numpy" and len(constants) < 64:
                 a.flags.writeable = False
+                constants[key] = a
         return a
 
     def row_max(x, rows):
@@ -116,10 +116,10 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
             out, _, _ = nll(x.astype(opmath(dt)), target, weight, reduction, ignore_index)
         return xp.asarray(out).astype(dt)
 
-    def cross_entropy_indices(specs, x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
-        """(loss, log_softmax of x along the class dim): the loss picked from the log-probabilities
-        as nll_loss picks it, which are returned rounded as the log_softmax op rounds them."""
-        dt = native(specs[1][1])
+    def cross_entropy(dt, x, target, weight, reduction, ignore_index, label_smoothing):
+        """(loss of dtype dt, log_softmax of x along the class dim): the loss picked from the
+        log-probabilities as nll_loss picks it. They are rounded to dt as the log_softmax op rounds
+        them, and come back in the opmath dtype (float32 for float16/bfloat16)."""
         plain = plain_targets(x, target, weight, ignore_index, label_smoothing) if x.dtype == dt else None
         if plain is not None:
             rows, t = plain
@@ -133,7 +133,7 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
         cdt = opmath(dt)
         cdim = 1 if x.ndim >= 2 else 0
         classes = x.shape[cdim]
-        logp = log_softmax(x.astype(cdt), cdim, dt) if x.size else xp.zeros(x.shape, cdt)
+        logp = log_softmax(x.astype(cdt), cdim, dt)
         wb = along(weight.astype(cdt), cdim, x.ndim) if weight is not None else None
         with quiet():
             if target.dtype.kind not in "iu":                  # class probabilities (bfloat16 is kind "V")
@@ -146,10 +146,10 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
                     loss = loss.sum() / (x.size // classes) if x.size else xp.asarray(float("nan"), cdt)
                 elif reduction == 2:
                     loss = loss.sum()
-                return xp.asarray(loss).astype(dt), logp.astype(dt)
+                return xp.asarray(loss).astype(dt), logp
             out, valid, w = nll(logp, target, weight, reduction, ignore_index)
             if label_smoothing == 0:
-                return xp.asarray(out).astype(dt), logp.astype(dt)
+                return xp.asarray(out).astype(dt), logp
             weighted = logp * wb if wb is not None else logp
             smooth = xp.where(valid, -weighted.sum(axis=cdim), xp.zeros((), cdt))
             if reduction == 0:
@@ -160,12 +160,16 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
                 ret = smooth.sum() / w.sum()
             else:
                 ret = smooth.sum() / valid.sum()
-            return xp.asarray(out * (1.0 - label_smoothing) + ret * (label_smoothing / classes)).astype(dt), \
-                logp.astype(dt)
+            return xp.asarray(out * (1.0 - label_smoothing) + ret * (label_smoothing / classes)).astype(dt), logp
 
     def cross_entropy_loss(spec, x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
-        return cross_entropy_indices((spec, (x.shape, spec[1])), x, target, weight, reduction, ignore_index,
-                                     label_smoothing)[0]
+        return cross_entropy(native(spec[1]), x, target, weight, reduction, ignore_index, label_smoothing)[0]
+
+    def cross_entropy_indices(specs, x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
+        """(loss, log_probs), both of the loss's dtype."""
+        dt = native(specs[0][1])
+        loss, logp = cross_entropy(dt, x, target, weight, reduction, ignore_index, label_smoothing)
+        return loss, logp.astype(dt, copy=False)
 
     def randperm(spec, n, generator=None, dtype=None, device=None, requires_grad=False):
         gen = generator if generator is not None else default_generator(device_type)

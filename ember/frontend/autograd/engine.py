@@ -49,12 +49,15 @@ _ONES_ON_HOST: dict = {}
 def _implicit_root_grad(t):
     """`ones_like(t)` for the gradient of a one-element output (`loss.backward()`).
 
-    ones_like is a decomposition (empty + fill_: three dispatches, a tenth of a small training
-    step's backward), so the commonest root is the backend's copy of a cached host array of
-    ones instead, the same values, dtype, shape and device. An active dispatch mode (or any
-    other included key) gets the op itself, so it sees ones_like as a torch mode sees aten's."""
-    bk = t._keys & K.BACKEND_MASK
-    if STATE.keys[0]:
+    ones_like is a decomposition (empty + fill_: three dispatches, about a tenth of a small
+    training step's backward), so on a backend whose arrays live in host memory (cpu, meta:
+    `Backend.host_memory`) the commonest root is the backend's copy of a cached host array of
+    ones instead: the same values, dtype, shape and device. A device backend keeps the op (a
+    fill it queues; a host copy could wait for the queued forward pass), and so does a call
+    with an active dispatch mode (or any other included key), which sees ones_like as a torch
+    mode sees aten's."""
+    backend = REGISTRY.by_key[t._keys & K.BACKEND_MASK]
+    if STATE.keys[0] or not backend.host_memory:
         return F.ones_like(t)
     shape = t._data.shape
     host = _ONES_ON_HOST.get((t._dtype, shape))
@@ -64,11 +67,7 @@ def _implicit_root_grad(t):
         if len(_ONES_ON_HOST) < 64:
             _ONES_ON_HOST[(t._dtype, shape)] = host
     device = t._device
-    try:
-        data = REGISTRY.by_key[bk].from_host(host, device.index)
-    except NotImplementedError:             # a backend that cannot take host data: the op
-        return F.ones_like(t)
-    return make_tensor(data, t._dtype, device, bk, None)
+    return make_tensor(backend.from_host(host, device.index), t._dtype, device, t._keys & K.BACKEND_MASK, None)
 
 
 def sum_to(grad, shape):
@@ -390,5 +389,5 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bo
     result = run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs,
                           allow_unused=allow_unused or materialize_grads, accumulate=False)
     if materialize_grads:
-            result = tuple(g if g is not None else F.zeros_like(i) for g, i in zip(result, inputs))
+        result = tuple(g if g is not None else F.zeros_like(i) for g, i in zip(result, inputs))
     return result
