@@ -322,6 +322,11 @@ def gen_backward(registry: Registry, helpers: set[str]) -> str:
              "    return SavedTensor(value, is_output, output_nr) if isinstance(value, _Tensor) else value",
              "",
              "",
+             "def _release(value):",
+             "    if value.__class__ is SavedTensor:",
+             "        value.release()",
+             "",
+             "",
              "def _load(value, node):",
              "    if value.__class__ is list:",
              "        return [_load(v, node) for v in value]",
@@ -358,17 +363,28 @@ def _backward_class(op: OpEntry, cls: str, op_names: set[str], helpers: set[str]
     for f in formulas:
         needs_of.append(list(range(first, first + len(f.inputs))))
         first += len(f.inputs)
+    saved = []                      # (condition, slot): what `save` stores when, for `release`
     for f, ks in zip(formulas, needs_of):
         always = sorted(slot for slot in f.uses if slot not in f.guards)
         if always:
-            lines.append(f"        if {' or '.join(f'needs[{k}]' for k in ks)}:")
+            cond = " or ".join(f"needs[{k}]" for k in ks)
+            lines.append(f"        if {cond}:")
             for slot in always:
                 lines.append(f"            self.{slot} = {_save_expr(slot, schema, arg_index, return_index)}")
+                saved.append((cond, slot))
         for slot in sorted(f.guards):           # read only for some of the group's gradients
-            lines.append(f"        if {_guard_expr(f.guards[slot], ks)}:")
+            cond = _guard_expr(f.guards[slot], ks)
+            lines.append(f"        if {cond}:")
             lines.append(f"            self.{slot} = {_save_expr(slot, schema, arg_index, return_index)}")
+            saved.append((cond, slot))
     for n in list_inputs:
         lines.append(f"        self.c_{n} = len(args[{arg_index[n]}])")
+    if saved:
+        # only the slots `save` filled: reading an unfilled slot would format an AttributeError
+        lines += ["", "    def release(self):", "        needs = self.needs"]
+        for cond, slot in saved:
+            lines.append(f"        if {cond}:")
+            lines.append(f"            _release(self.{slot})")
     lines += ["", "    def apply(self, grads):", "        grad = grads[0]", "        needs = self.needs",
               "        out = []"]
     for f, ks in zip(formulas, needs_of):

@@ -13,6 +13,11 @@ def _save(value, is_output=False, output_nr=0):
     return SavedTensor(value, is_output, output_nr) if isinstance(value, _Tensor) else value
 
 
+def _release(value):
+    if value.__class__ is SavedTensor:
+        value.release()
+
+
 def _load(value, node):
     if value.__class__ is list:
         return [_load(v, node) for v in value]
@@ -30,6 +35,11 @@ class AddBackward0(Node):
         needs = self.needs
         if needs[1]:
             self.a_alpha = args[2]
+
+    def release(self):
+        needs = self.needs
+        if needs[1]:
+            _release(self.a_alpha)
 
     def apply(self, grads):
         grad = grads[0]
@@ -58,6 +68,11 @@ class SubBackward0(Node):
         needs = self.needs
         if needs[1]:
             self.a_alpha = args[2]
+
+    def release(self):
+        needs = self.needs
+        if needs[1]:
+            _release(self.a_alpha)
 
     def apply(self, grads):
         grad = grads[0]
@@ -88,6 +103,13 @@ class MulBackward0(Node):
             self.a_other = _save(args[1])
         if needs[1]:
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_other)
+        if needs[1]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -122,6 +144,19 @@ class DivBackward0(Node):
             self.a_other = _save(args[1])
             self.a_rounding_mode = args[2]
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_other)
+        if needs[0]:
+            _release(self.a_rounding_mode)
+        if needs[1]:
+            _release(self.a_other)
+        if needs[1]:
+            _release(self.a_rounding_mode)
+        if needs[1]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -176,6 +211,11 @@ class AbsBackward0(Node):
         if needs[0]:
             self.a_self = _save(args[0])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -226,6 +266,19 @@ class PowBackward0(Node):
             self.a_result = _save(outs[0], True, 0)
             self.a_self = _save(args[0])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_exponent)
+        if needs[0]:
+            _release(self.a_self)
+        if needs[1]:
+            _release(self.a_exponent)
+        if needs[1]:
+            _release(self.a_result)
+        if needs[1]:
+            _release(self.a_self)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -262,6 +315,17 @@ class MaximumBackward0(Node):
             self.a_other = _save(args[1])
             self.a_self = _save(args[0])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_other)
+        if needs[0]:
+            _release(self.a_self)
+        if needs[1]:
+            _release(self.a_other)
+        if needs[1]:
+            _release(self.a_self)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -297,6 +361,17 @@ class MinimumBackward0(Node):
             self.a_other = _save(args[1])
             self.a_self = _save(args[0])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_other)
+        if needs[0]:
+            _release(self.a_self)
+        if needs[1]:
+            _release(self.a_other)
+        if needs[1]:
+            _release(self.a_self)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -329,6 +404,13 @@ class WhereBackward0(Node):
             self.a_condition = _save(args[0])
         if needs[1]:
             self.a_condition = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_condition)
+        if needs[1]:
+            _release(self.a_condition)
 
     def apply(self, grads):
         grad = grads[0]
@@ -368,6 +450,27 @@ class ClampBackward0(Node):
             self.a_max = _save(args[2])
             self.a_min = _save(args[1])
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_max)
+        if needs[0]:
+            _release(self.a_min)
+        if needs[0]:
+            _release(self.a_self)
+        if needs[1]:
+            _release(self.a_max)
+        if needs[1]:
+            _release(self.a_min)
+        if needs[1]:
+            _release(self.a_self)
+        if needs[2]:
+            _release(self.a_max)
+        if needs[2]:
+            _release(self.a_min)
+        if needs[2]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -409,6 +512,11 @@ class ExpBackward0(Node):
         if needs[0]:
             self.a_result = _save(outs[0], True, 0)
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_result)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -432,6 +540,11 @@ class LogBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -457,6 +570,11 @@ class SqrtBackward0(Node):
         if needs[0]:
             self.a_result = _save(outs[0], True, 0)
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_result)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -480,6 +598,11 @@ class RsqrtBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_result = _save(outs[0], True, 0)
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_result)
 
     def apply(self, grads):
         grad = grads[0]
@@ -505,6 +628,11 @@ class TanhBackward0(Node):
         if needs[0]:
             self.a_result = _save(outs[0], True, 0)
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_result)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -528,6 +656,11 @@ class SigmoidBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_result = _save(outs[0], True, 0)
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_result)
 
     def apply(self, grads):
         grad = grads[0]
@@ -553,6 +686,11 @@ class SinBackward0(Node):
         if needs[0]:
             self.a_self = _save(args[0])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -576,6 +714,11 @@ class CosBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -601,6 +744,11 @@ class ReciprocalBackward0(Node):
         if needs[0]:
             self.a_result = _save(outs[0], True, 0)
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_result)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -624,6 +772,11 @@ class Log1pBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -649,6 +802,11 @@ class Expm1Backward0(Node):
         if needs[0]:
             self.a_result = _save(outs[0], True, 0)
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_result)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -672,6 +830,11 @@ class Log2Backward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -697,6 +860,11 @@ class Log10Backward0(Node):
         if needs[0]:
             self.a_self = _save(args[0])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -720,6 +888,11 @@ class Exp2Backward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_result = _save(outs[0], True, 0)
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_result)
 
     def apply(self, grads):
         grad = grads[0]
@@ -745,6 +918,11 @@ class SinhBackward0(Node):
         if needs[0]:
             self.a_self = _save(args[0])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -768,6 +946,11 @@ class CoshBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -793,6 +976,11 @@ class AsinBackward0(Node):
         if needs[0]:
             self.a_self = _save(args[0])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -816,6 +1004,11 @@ class AcosBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -841,6 +1034,11 @@ class AtanBackward0(Node):
         if needs[0]:
             self.a_self = _save(args[0])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -864,6 +1062,11 @@ class AsinhBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -889,6 +1092,11 @@ class AcoshBackward0(Node):
         if needs[0]:
             self.a_self = _save(args[0])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -912,6 +1120,11 @@ class AtanhBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -937,6 +1150,11 @@ class TanBackward0(Node):
         if needs[0]:
             self.a_result = _save(outs[0], True, 0)
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_result)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -960,6 +1178,11 @@ class SquareBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1094,6 +1317,17 @@ class Atan2Backward0(Node):
             self.a_other = _save(args[1])
             self.a_self = _save(args[0])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_other)
+        if needs[0]:
+            _release(self.a_self)
+        if needs[1]:
+            _release(self.a_other)
+        if needs[1]:
+            _release(self.a_self)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -1126,6 +1360,13 @@ class FmodBackward0(Node):
             self.a_other = _save(args[1])
             self.a_self = _save(args[0])
 
+    def release(self):
+        needs = self.needs
+        if needs[1]:
+            _release(self.a_other)
+        if needs[1]:
+            _release(self.a_self)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -1155,6 +1396,13 @@ class RemainderBackward0(Node):
         if needs[1]:
             self.a_other = _save(args[1])
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[1]:
+            _release(self.a_other)
+        if needs[1]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1189,6 +1437,17 @@ class HypotBackward0(Node):
             self.a_other = _save(args[1])
             self.a_result = _save(outs[0], True, 0)
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_result)
+        if needs[0]:
+            _release(self.a_self)
+        if needs[1]:
+            _release(self.a_other)
+        if needs[1]:
+            _release(self.a_result)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -1220,6 +1479,11 @@ class ReluBackward0(Node):
         if needs[0]:
             self.a_result = _save(outs[0], True, 0)
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_result)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -1245,6 +1509,15 @@ class SumBackward0(Node):
             self.a_dim = args[1]
             self.a_keepdim = args[2]
             self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim)
+        if needs[0]:
+            _release(self.a_keepdim)
+        if needs[0]:
+            _release(self.m_self_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1274,6 +1547,17 @@ class AmaxBackward0(Node):
             self.a_keepdim = args[2]
             self.a_result = _save(outs[0], True, 0)
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim)
+        if needs[0]:
+            _release(self.a_keepdim)
+        if needs[0]:
+            _release(self.a_result)
+        if needs[0]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1305,6 +1589,17 @@ class AminBackward0(Node):
             self.a_result = _save(outs[0], True, 0)
             self.a_self = _save(args[0])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim)
+        if needs[0]:
+            _release(self.a_keepdim)
+        if needs[0]:
+            _release(self.a_result)
+        if needs[0]:
+            _release(self.a_self)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -1334,6 +1629,17 @@ class MaxBackward0(Node):
             self.a_indices = _save(outs[1], True, 1)
             self.a_keepdim = args[2]
             self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim)
+        if needs[0]:
+            _release(self.a_indices)
+        if needs[0]:
+            _release(self.a_keepdim)
+        if needs[0]:
+            _release(self.m_self_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1365,6 +1671,17 @@ class MinBackward0(Node):
             self.a_keepdim = args[2]
             self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim)
+        if needs[0]:
+            _release(self.a_indices)
+        if needs[0]:
+            _release(self.a_keepdim)
+        if needs[0]:
+            _release(self.m_self_shape)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -1393,6 +1710,13 @@ class SoftmaxBackward0(Node):
             self.a_dim = args[1]
             self.a_result = _save(outs[0], True, 0)
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim)
+        if needs[0]:
+            _release(self.a_result)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -1418,6 +1742,13 @@ class LogSoftmaxBackward0(Node):
         if needs[0]:
             self.a_dim = args[1]
             self.a_result = _save(outs[0], True, 0)
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim)
+        if needs[0]:
+            _release(self.a_result)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1449,6 +1780,21 @@ class AsStridedBackward0(Node):
             self.m_self_storage_offset = args[0].storage_offset()
             self.m_self_stride = args[0].stride()
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_size)
+        if needs[0]:
+            _release(self.a_storage_offset)
+        if needs[0]:
+            _release(self.a_stride)
+        if needs[0]:
+            _release(self.m_self_shape)
+        if needs[0]:
+            _release(self.m_self_storage_offset)
+        if needs[0]:
+            _release(self.m_self_stride)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -1478,6 +1824,11 @@ class ViewBackward0(Node):
         if needs[0]:
             self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.m_self_shape)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -1501,6 +1852,11 @@ class PermuteBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_dims = args[1]
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dims)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1526,6 +1882,13 @@ class TransposeBackward0(Node):
         if needs[0]:
             self.a_dim0 = args[1]
             self.a_dim1 = args[2]
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim0)
+        if needs[0]:
+            _release(self.a_dim1)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1573,6 +1936,11 @@ class SqueezeBackward0(Node):
         if needs[0]:
             self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.m_self_shape)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -1596,6 +1964,11 @@ class UnsqueezeBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_dim = args[1]
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1624,6 +1997,19 @@ class SliceBackward0(Node):
             self.a_start = args[2]
             self.a_step = args[4]
             self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim)
+        if needs[0]:
+            _release(self.a_end)
+        if needs[0]:
+            _release(self.a_start)
+        if needs[0]:
+            _release(self.a_step)
+        if needs[0]:
+            _release(self.m_self_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1654,6 +2040,15 @@ class SelectBackward0(Node):
             self.a_dim = args[1]
             self.a_index = args[2]
             self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim)
+        if needs[0]:
+            _release(self.a_index)
+        if needs[0]:
+            _release(self.m_self_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1704,6 +2099,13 @@ class CatBackward0(Node):
             self.a_tensors = [tuple(t.shape) for t in args[0]]
         self.c_tensors = len(args[0])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim)
+        if needs[0]:
+            _release(self.a_tensors)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -1737,6 +2139,27 @@ class SliceScatterBackward0(Node):
             self.a_end = args[4]
             self.a_start = args[3]
             self.a_step = args[5]
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim)
+        if needs[0]:
+            _release(self.a_end)
+        if needs[0]:
+            _release(self.a_src)
+        if needs[0]:
+            _release(self.a_start)
+        if needs[0]:
+            _release(self.a_step)
+        if needs[1]:
+            _release(self.a_dim)
+        if needs[1]:
+            _release(self.a_end)
+        if needs[1]:
+            _release(self.a_start)
+        if needs[1]:
+            _release(self.a_step)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1779,6 +2202,19 @@ class SelectScatterBackward0(Node):
             self.a_dim = args[2]
             self.a_index = args[3]
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim)
+        if needs[0]:
+            _release(self.a_index)
+        if needs[0]:
+            _release(self.a_src)
+        if needs[1]:
+            _release(self.a_dim)
+        if needs[1]:
+            _release(self.a_index)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -1817,6 +2253,23 @@ class AsStridedScatterBackward0(Node):
             self.a_size = args[2]
             self.a_storage_offset = args[4]
             self.a_stride = args[3]
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_size)
+        if needs[0]:
+            _release(self.a_src)
+        if needs[0]:
+            _release(self.a_storage_offset)
+        if needs[0]:
+            _release(self.a_stride)
+        if needs[1]:
+            _release(self.a_size)
+        if needs[1]:
+            _release(self.a_storage_offset)
+        if needs[1]:
+            _release(self.a_stride)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1878,6 +2331,13 @@ class ToCopyBackward0(Node):
             self.m_self_device = args[0].device
             self.m_self_dtype = args[0].dtype
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.m_self_device)
+        if needs[0]:
+            _release(self.m_self_dtype)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -1926,6 +2386,13 @@ class MmBackward0(Node):
         if needs[1]:
             self.a_self = _save(args[0])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_mat2)
+        if needs[1]:
+            _release(self.a_self)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -1956,6 +2423,13 @@ class BmmBackward0(Node):
             self.a_mat2 = _save(args[1])
         if needs[1]:
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_mat2)
+        if needs[1]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1988,6 +2462,15 @@ class SortBackward0(Node):
             self.a_indices = _save(outs[1], True, 1)
             self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim)
+        if needs[0]:
+            _release(self.a_indices)
+        if needs[0]:
+            _release(self.m_self_shape)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -2013,6 +2496,11 @@ class CumsumBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_dim = args[1]
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2040,6 +2528,17 @@ class LogsumexpBackward0(Node):
             self.a_keepdim = args[2]
             self.a_result = _save(outs[0], True, 0)
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim)
+        if needs[0]:
+            _release(self.a_keepdim)
+        if needs[0]:
+            _release(self.a_result)
+        if needs[0]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2071,6 +2570,17 @@ class VarBackward0(Node):
             self.a_keepdim = args[3]
             self.a_self = _save(args[0])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_correction)
+        if needs[0]:
+            _release(self.a_dim)
+        if needs[0]:
+            _release(self.a_keepdim)
+        if needs[0]:
+            _release(self.a_self)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -2101,6 +2611,19 @@ class StdBackward0(Node):
             self.a_keepdim = args[3]
             self.a_result = _save(outs[0], True, 0)
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_correction)
+        if needs[0]:
+            _release(self.a_dim)
+        if needs[0]:
+            _release(self.a_keepdim)
+        if needs[0]:
+            _release(self.a_result)
+        if needs[0]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2134,6 +2657,19 @@ class NormBackward0(Node):
             self.a_result = _save(outs[0], True, 0)
             self.a_self = _save(args[0])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim)
+        if needs[0]:
+            _release(self.a_keepdim)
+        if needs[0]:
+            _release(self.a_p)
+        if needs[0]:
+            _release(self.a_result)
+        if needs[0]:
+            _release(self.a_self)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -2162,6 +2698,11 @@ class FlipBackward0(Node):
         if needs[0]:
             self.a_dims = args[1]
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dims)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -2188,6 +2729,17 @@ class DiagonalBackward0(Node):
             self.a_dim2 = args[3]
             self.a_offset = args[1]
             self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim1)
+        if needs[0]:
+            _release(self.a_dim2)
+        if needs[0]:
+            _release(self.a_offset)
+        if needs[0]:
+            _release(self.m_self_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2244,6 +2796,25 @@ class ConvolutionBackward0(Node):
             self.a_transposed = args[6]
             self.a_weight = _save(args[1])
 
+    def release(self):
+        needs = self.needs
+        if needs[0] or needs[1] or needs[2]:
+            _release(self.a_dilation)
+        if needs[0] or needs[1] or needs[2]:
+            _release(self.a_groups)
+        if needs[0] or needs[1] or needs[2]:
+            _release(self.a_input)
+        if needs[0] or needs[1] or needs[2]:
+            _release(self.a_output_padding)
+        if needs[0] or needs[1] or needs[2]:
+            _release(self.a_padding)
+        if needs[0] or needs[1] or needs[2]:
+            _release(self.a_stride)
+        if needs[0] or needs[1] or needs[2]:
+            _release(self.a_transposed)
+        if needs[0] or needs[1] or needs[2]:
+            _release(self.a_weight)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -2282,6 +2853,23 @@ class MaxPool2dWithIndicesBackward0(Node):
             self.a_self = _save(args[0])
             self.a_stride = args[2]
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_ceil_mode)
+        if needs[0]:
+            _release(self.a_dilation)
+        if needs[0]:
+            _release(self.a_indices)
+        if needs[0]:
+            _release(self.a_kernel_size)
+        if needs[0]:
+            _release(self.a_padding)
+        if needs[0]:
+            _release(self.a_self)
+        if needs[0]:
+            _release(self.a_stride)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -2318,6 +2906,23 @@ class AvgPool2dBackward0(Node):
             self.a_self = _save(args[0])
             self.a_stride = args[2]
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_ceil_mode)
+        if needs[0]:
+            _release(self.a_count_include_pad)
+        if needs[0]:
+            _release(self.a_divisor_override)
+        if needs[0]:
+            _release(self.a_kernel_size)
+        if needs[0]:
+            _release(self.a_padding)
+        if needs[0]:
+            _release(self.a_self)
+        if needs[0]:
+            _release(self.a_stride)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -2347,6 +2952,11 @@ class AdaptiveAvgPool2dBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2386,6 +2996,39 @@ class NativeBatchNormBackward0(Node):
             self.a_save_invstd = _save(outs[2], True, 2)
             self.a_save_mean = _save(outs[1], True, 1)
             self.a_training = args[5]
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_eps)
+        if needs[0]:
+            _release(self.a_input)
+        if needs[0]:
+            _release(self.a_running_mean)
+        if needs[0]:
+            _release(self.a_running_var)
+        if needs[0]:
+            _release(self.a_save_invstd)
+        if needs[0]:
+            _release(self.a_save_mean)
+        if needs[0]:
+            _release(self.a_training)
+        if needs[0]:
+            _release(self.a_weight)
+        if needs[1]:
+            _release(self.a_eps)
+        if needs[1]:
+            _release(self.a_input)
+        if needs[1]:
+            _release(self.a_running_mean)
+        if needs[1]:
+            _release(self.a_running_var)
+        if needs[1]:
+            _release(self.a_save_invstd)
+        if needs[1]:
+            _release(self.a_save_mean)
+        if needs[1]:
+            _release(self.a_training)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2437,6 +3080,21 @@ class NativeLayerNormBackward0(Node):
             self.a_normalized_shape = args[1]
             self.a_rstd = _save(outs[2], True, 2)
             self.a_weight = _save(args[2])
+
+    def release(self):
+        needs = self.needs
+        if needs[0] or needs[1] or needs[2]:
+            _release(self.a_bias)
+        if needs[0] or needs[1] or needs[2]:
+            _release(self.a_input)
+        if needs[0] or needs[1] or needs[2]:
+            _release(self.a_mean)
+        if needs[0] or needs[1] or needs[2]:
+            _release(self.a_normalized_shape)
+        if needs[0] or needs[1] or needs[2]:
+            _release(self.a_rstd)
+        if needs[0] or needs[1] or needs[2]:
+            _release(self.a_weight)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2493,6 +3151,57 @@ class NativeGroupNormBackward0(Node):
             self.a_rstd = _save(outs[2], True, 2)
             self.a_weight = _save(args[1])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_C)
+        if needs[0]:
+            _release(self.a_HxW)
+        if needs[0]:
+            _release(self.a_N)
+        if needs[0]:
+            _release(self.a_group)
+        if needs[0]:
+            _release(self.a_input)
+        if needs[0]:
+            _release(self.a_mean)
+        if needs[0]:
+            _release(self.a_rstd)
+        if needs[0]:
+            _release(self.a_weight)
+        if needs[1]:
+            _release(self.a_C)
+        if needs[1]:
+            _release(self.a_HxW)
+        if needs[1]:
+            _release(self.a_N)
+        if needs[1]:
+            _release(self.a_group)
+        if needs[1]:
+            _release(self.a_input)
+        if needs[1]:
+            _release(self.a_mean)
+        if needs[1]:
+            _release(self.a_rstd)
+        if needs[1]:
+            _release(self.a_weight)
+        if needs[2]:
+            _release(self.a_C)
+        if needs[2]:
+            _release(self.a_HxW)
+        if needs[2]:
+            _release(self.a_N)
+        if needs[2]:
+            _release(self.a_group)
+        if needs[2]:
+            _release(self.a_input)
+        if needs[2]:
+            _release(self.a_mean)
+        if needs[2]:
+            _release(self.a_rstd)
+        if needs[2]:
+            _release(self.a_weight)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -2548,6 +3257,11 @@ class ConstantPadNdBackward0(Node):
         if needs[0]:
             self.a_pad = args[1]
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_pad)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -2573,6 +3287,15 @@ class GatherBackward0(Node):
             self.a_dim = args[1]
             self.a_index = _save(args[2])
             self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim)
+        if needs[0]:
+            _release(self.a_index)
+        if needs[0]:
+            _release(self.m_self_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2601,6 +3324,15 @@ class ScatterAddBackward0(Node):
             self.a_dim = args[1]
             self.a_index = _save(args[2])
             self.m_src_shape = tuple(args[3].shape) if isinstance(args[3], _Tensor) else ()
+
+    def release(self):
+        needs = self.needs
+        if needs[1]:
+            _release(self.a_dim)
+        if needs[1]:
+            _release(self.a_index)
+        if needs[1]:
+            _release(self.m_src_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2633,6 +3365,13 @@ class ScatterBackward0(Node):
             self.a_dim = args[1]
             self.a_index = _save(args[2])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim)
+        if needs[0]:
+            _release(self.a_index)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -2662,6 +3401,19 @@ class ScatterBackward1(Node):
             self.a_dim = args[1]
             self.a_index = _save(args[2])
             self.m_src_shape = tuple(args[3].shape) if isinstance(args[3], _Tensor) else ()
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim)
+        if needs[0]:
+            _release(self.a_index)
+        if needs[1]:
+            _release(self.a_dim)
+        if needs[1]:
+            _release(self.a_index)
+        if needs[1]:
+            _release(self.m_src_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2697,6 +3449,15 @@ class IndexSelectBackward0(Node):
             self.a_index = _save(args[2])
             self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_dim)
+        if needs[0]:
+            _release(self.a_index)
+        if needs[0]:
+            _release(self.m_self_shape)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -2723,6 +3484,13 @@ class IndexBackward0(Node):
         if needs[0]:
             self.a_indices = [_save(t) for t in args[1]]
             self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_indices)
+        if needs[0]:
+            _release(self.m_self_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2752,6 +3520,17 @@ class IndexPutBackward0(Node):
             self.a_values = _save(args[2])
         if needs[1]:
             self.a_indices = [_save(t) for t in args[1]]
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_accumulate)
+        if needs[0]:
+            _release(self.a_indices)
+        if needs[0]:
+            _release(self.a_values)
+        if needs[1]:
+            _release(self.a_indices)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2784,6 +3563,11 @@ class MaskedFillBackward0(Node):
         if needs[0]:
             self.a_mask = _save(args[1])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_mask)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -2809,6 +3593,13 @@ class MaskedFillBackward1(Node):
             self.a_mask = _save(args[1])
         if needs[1]:
             self.a_mask = _save(args[1])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_mask)
+        if needs[1]:
+            _release(self.a_mask)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2841,6 +3632,15 @@ class MaskedScatterBackward0(Node):
         if needs[1]:
             self.a_mask = _save(args[1])
             self.m_source_shape = tuple(args[2].shape) if isinstance(args[2], _Tensor) else ()
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_mask)
+        if needs[1]:
+            _release(self.a_mask)
+        if needs[1]:
+            _release(self.m_source_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2875,6 +3675,17 @@ class EmbeddingBackward0(Node):
             self.a_scale_grad_by_freq = args[3]
             self.m_weight_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_indices)
+        if needs[0]:
+            _release(self.a_padding_idx)
+        if needs[0]:
+            _release(self.a_scale_grad_by_freq)
+        if needs[0]:
+            _release(self.m_weight_shape)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -2903,6 +3714,13 @@ class EmbeddingDenseBackwardBackward0(Node):
             self.a_indices = _save(args[1])
             self.a_padding_idx = args[3]
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_indices)
+        if needs[0]:
+            _release(self.a_padding_idx)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -2927,6 +3745,11 @@ class ErfBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2953,6 +3776,13 @@ class GeluBackward0(Node):
             self.a_approximate = args[1]
             self.a_self = _save(args[0])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_approximate)
+        if needs[0]:
+            _release(self.a_self)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -2977,6 +3807,11 @@ class SiluBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -3003,6 +3838,15 @@ class SoftplusBackward0(Node):
             self.a_beta = args[1]
             self.a_self = _save(args[0])
             self.a_threshold = args[2]
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_beta)
+        if needs[0]:
+            _release(self.a_self)
+        if needs[0]:
+            _release(self.a_threshold)
 
     def apply(self, grads):
         grad = grads[0]
@@ -3031,6 +3875,13 @@ class LeakyReluBackward0(Node):
             self.a_negative_slope = args[1]
             self.a_self = _save(args[0])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_negative_slope)
+        if needs[0]:
+            _release(self.a_self)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -3058,6 +3909,17 @@ class EluBackward0(Node):
             self.a_input_scale = args[3]
             self.a_scale = args[2]
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_alpha)
+        if needs[0]:
+            _release(self.a_input_scale)
+        if needs[0]:
+            _release(self.a_scale)
+        if needs[0]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -3088,6 +3950,15 @@ class HardtanhBackward0(Node):
             self.a_min_val = args[1]
             self.a_self = _save(args[0])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_max_val)
+        if needs[0]:
+            _release(self.a_min_val)
+        if needs[0]:
+            _release(self.a_self)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -3114,6 +3985,11 @@ class MishBackward0(Node):
         if needs[0]:
             self.a_self = _save(args[0])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -3138,6 +4014,11 @@ class HardswishBackward0(Node):
         if needs[0]:
             self.a_self = _save(args[0])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -3161,6 +4042,11 @@ class HardsigmoidBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -3189,6 +4075,15 @@ class LinearBackward0(Node):
             self.a_weight = _save(args[1])
         if needs[2]:
             self.m_bias_shape = tuple(args[2].shape) if isinstance(args[2], _Tensor) else ()
+
+    def release(self):
+        needs = self.needs
+        if needs[1]:
+            _release(self.a_input)
+        if needs[0]:
+            _release(self.a_weight)
+        if needs[2]:
+            _release(self.m_bias_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -3220,6 +4115,19 @@ class ScaledDotProductAttentionFusedBackward0(Node):
             self.a_query = _save(args[0])
             self.a_scale = args[4]
             self.a_value = _save(args[2])
+
+    def release(self):
+        needs = self.needs
+        if needs[0] or needs[1] or needs[2]:
+            _release(self.a_attn)
+        if needs[0] or needs[1] or needs[2]:
+            _release(self.a_key)
+        if needs[0] or needs[1] or needs[2]:
+            _release(self.a_query)
+        if needs[0] or needs[1] or needs[2]:
+            _release(self.a_scale)
+        if needs[0] or needs[1] or needs[2]:
+            _release(self.a_value)
 
     def apply(self, grads):
         grad = grads[0]
@@ -3255,6 +4163,21 @@ class CrossEntropyIndicesBackward0(Node):
             self.a_target = _save(args[1])
             self.a_weight = _save(args[2])
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_ignore_index)
+        if needs[0]:
+            _release(self.a_label_smoothing)
+        if needs[0]:
+            _release(self.a_log_probs)
+        if needs[0]:
+            _release(self.a_reduction)
+        if needs[0]:
+            _release(self.a_target)
+        if needs[0]:
+            _release(self.a_weight)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -3289,6 +4212,23 @@ class MaxPool3dWithIndicesBackward0(Node):
             self.a_result1 = _save(outs[1], True, 1)
             self.a_self = _save(args[0])
             self.a_stride = args[2]
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_ceil_mode)
+        if needs[0]:
+            _release(self.a_dilation)
+        if needs[0]:
+            _release(self.a_kernel_size)
+        if needs[0]:
+            _release(self.a_padding)
+        if needs[0]:
+            _release(self.a_result1)
+        if needs[0]:
+            _release(self.a_self)
+        if needs[0]:
+            _release(self.a_stride)
 
     def apply(self, grads):
         grad = grads[0]
@@ -3326,6 +4266,23 @@ class AvgPool3dBackward0(Node):
             self.a_self = _save(args[0])
             self.a_stride = args[2]
 
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_ceil_mode)
+        if needs[0]:
+            _release(self.a_count_include_pad)
+        if needs[0]:
+            _release(self.a_divisor_override)
+        if needs[0]:
+            _release(self.a_kernel_size)
+        if needs[0]:
+            _release(self.a_padding)
+        if needs[0]:
+            _release(self.a_self)
+        if needs[0]:
+            _release(self.a_stride)
+
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -3355,6 +4312,11 @@ class AdaptiveAvgPool3dBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]

@@ -200,7 +200,8 @@ def _native_body(op, key, kernel, rule, unwrap, device_of, single_device, make_t
         specs = rule(op, *args)
         outs = kernel(specs, *unwrap(args))
         dev = device_of(args)
-        return tuple(None if o is None else make_tensor(o, s[1], dev, key, None) for o, s in zip(outs, specs))
+        # a list comprehension, not a generator: one frame for all outputs, not a resumption each
+        return tuple([None if o is None else make_tensor(o, s[1], dev, key, None) for o, s in zip(outs, specs)])
     return run_multi
 
 

@@ -252,10 +252,4 @@ class Optimizer:
 
 def _params_with_grad(group: dict[str, Any]) -> list[Tensor]:
     """The group's parameters that have a gradient (the others are skipped, as torch does)."""
-    out = []
-    for p in group["params"]:
-        if p.grad is not None:
-            if getattr(p.grad, "is_sparse", False):
-                raise RuntimeError("ember's optimizers do not support sparse gradients")
-            out.append(p)
-    return out
+    return [p for p in group["params"] if p.grad is not None]     # (ember has no sparse gradients)

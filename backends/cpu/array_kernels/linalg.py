@@ -68,6 +68,6 @@ def make(xp, native: Callable) -> dict[str, Callable]:
                 gb = xp.asarray(add_reduce(g, axis=None))
             else:
                 gb = add_reduce(rows(g), axis=0) if g.ndim > 1 else g.copy()
-        return tuple(None if r is None else out(r, native(s[1])) for r, s in zip((gi, gw, gb), specs))
+        return tuple([None if r is None else out(r, native(s[1])) for r, s in zip((gi, gw, gb), specs)])
 
     return {"mm": matmul, "bmm": matmul, "linear": linear, "linear_backward": linear_backward}

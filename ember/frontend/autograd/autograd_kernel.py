@@ -118,7 +118,9 @@ def record(op, args: tuple, out) -> None:
         first_only = op.first_output_only
         for k, o in enumerate(out):
             if o._dtype.is_floating_point and not (first_only and k):
-                o._ag = AutogradMeta(node, k)
+                meta = o._ag = _new_object(AutogradMeta)
+                meta.grad_fn = node
+                meta.output_nr = k
                 o._keys |= _AUTOGRAD
         base = out[0]._base
     if base is not None:

@@ -82,7 +82,6 @@ class BackwardCFunction(Node, FunctionCtx):
         return [result[i] for i, is_t in enumerate(self._arg_is_tensor) if is_t]
 
     def release(self) -> None:
-        self.freed = True
         for s in getattr(self, "_saved", ()):
             if s is not None:
                 s.release()

@@ -36,7 +36,6 @@ class Node:
     # Rarely set per node, so class-level defaults (an instance sets its own in __dict__):
     pre_hooks = None        # {output_nr: [hook(grad) -> grad | None]}
     post_hooks = None       # [hook(grad_inputs, grad_outputs)]
-    freed = False           # saved values released after a backward without retain_graph
     anomaly_trace = None    # forward traceback, recorded in anomaly mode
     retains = None          # {output_nr: weakref to the tensor whose .grad it fills (retain_grad)}
 
@@ -60,8 +59,8 @@ class Node:
     saved_slots: tuple = ()
 
     def release(self) -> None:
-        """Drop saved values after a backward pass without retain_graph."""
-        self.freed = True
+        """Drop saved values after a backward pass without retain_graph. (Generated nodes define their
+        own, reading only the slots their `save` filled for this call.)"""
         for slot in self.saved_slots:
             value = getattr(self, slot, None)
             if value.__class__ is SavedTensor:
