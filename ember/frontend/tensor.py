@@ -483,7 +483,8 @@ def _wrap_dim(op: str, dim: int, ndim: int) -> int:
 def make_tensor(data: Any, dtype: _dt.dtype, device, keys: int, storage: Storage | None, base=None) -> Tensor:
     """Wrap a native array as a Tensor; a new Storage when `storage` is None.
 
-    Every op result is made here, so it sets the slots directly (no __init__ call).
+    Every op result is made here, so it sets the slots (its own and its Storage's) directly, with
+    no __init__ call.
     """
     t = _new_object(Tensor)
     t._data = data
@@ -493,7 +494,10 @@ def make_tensor(data: Any, dtype: _dt.dtype, device, keys: int, storage: Storage
     t._ag = None
     t._base = base
     if storage is None:
-        storage = Storage(data.nbytes, device)
+        storage = _new_object(Storage)          # Storage.__init__'s stores, without its frame
+        storage.nbytes = data.nbytes
+        storage.device = device
+        storage.version = 0
         if ALLOC_HOOK is not None:          # ember.memory.track: the only cost when not tracking
             ALLOC_HOOK(storage)
     t._storage = storage

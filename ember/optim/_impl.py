@@ -43,6 +43,6 @@ def use_fused(group: dict, params: list) -> bool:
     if group.get("differentiable") or (group.get("foreach") is False and not group.get("fused")):
         return False
     for p in params:
-        if p.device.type not in _FUSED_DEVICES or p.dtype not in _FUSED_DTYPES:
+        if p._device.type not in _FUSED_DEVICES or p._dtype not in _FUSED_DTYPES:
             return False
     return True

@@ -51,7 +51,10 @@ def _with_step_hooks(step):
     """Wrap a subclass's step so the pre-hooks (which may replace args/kwargs) and post-hooks run."""
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
-        for hook in list(self.__dict__.get("_step_pre_hooks", {}).values()):
+        attrs = self.__dict__
+        if "_step_pre_hooks" not in attrs and "_step_post_hooks" not in attrs:    # the common case: none
+            return step(self, *args, **kwargs)
+        for hook in list(attrs.get("_step_pre_hooks", {}).values()):
             out = hook(self, args, kwargs)
             if out is not None:
                 if not (isinstance(out, tuple) and len(out) == 2):
@@ -59,7 +62,7 @@ def _with_step_hooks(step):
                                        f"new_kwargs), but got {out}.")
                 args, kwargs = out
         result = step(self, *args, **kwargs)
-        for hook in list(self.__dict__.get("_step_post_hooks", {}).values()):
+        for hook in list(attrs.get("_step_post_hooks", {}).values()):
             hook(self, args, kwargs)
         return result
 
