@@ -325,6 +325,10 @@ def gen_backward(registry: Registry, helpers: set[str]) -> str:
              "def _release(value):",
              "    if value.__class__ is SavedTensor:",
              "        value.release()",
+             "    elif value.__class__ is list:           # index's Tensor?[] indices",
+             "        for v in value:",
+             "            if v.__class__ is SavedTensor:",
+             "                v.release()",
              "",
              "",
              "def _load(value, node):",
@@ -354,7 +358,6 @@ def _backward_class(op: OpEntry, cls: str, op_names: set[str], helpers: set[str]
     count_slots = [f"c_{n}" for n in list_inputs]
     lines = [f"class {cls}(Node):", f'    """Backward of {op.name}."""', "",
              f"    __slots__ = {tuple(slots + count_slots + ['needs'])!r}",
-             f"    saved_slots = {tuple(slots)!r}",
              f"    n_outputs = {len(schema.returns)}", "",
              "    def save(self, args, outs):", "        needs = self.needs"]
     # needs[k]: whether the k-th differentiable input (schema order, the formulas' order) needs a gradient
@@ -363,27 +366,30 @@ def _backward_class(op: OpEntry, cls: str, op_names: set[str], helpers: set[str]
     for f in formulas:
         needs_of.append(list(range(first, first + len(f.inputs))))
         first += len(f.inputs)
-    saved = []                      # (condition, slot): what `save` stores when, for `release`
+    saved: dict[str, list[str]] = {}    # slot holding saved tensors -> the needs[...] under which save fills it
     for f, ks in zip(formulas, needs_of):
         always = sorted(slot for slot in f.uses if slot not in f.guards)
         if always:
-            cond = " or ".join(f"needs[{k}]" for k in ks)
-            lines.append(f"        if {cond}:")
+            lines.append(f"        if {' or '.join(f'needs[{k}]' for k in ks)}:")
             for slot in always:
-                lines.append(f"            self.{slot} = {_save_expr(slot, schema, arg_index, return_index)}")
-                saved.append((cond, slot))
+                expr = _save_expr(slot, schema, arg_index, return_index)
+                lines.append(f"            self.{slot} = {expr}")
+                if "_save(" in expr:
+                    saved.setdefault(slot, []).extend(f"needs[{k}]" for k in ks)
         for slot in sorted(f.guards):           # read only for some of the group's gradients
-            cond = _guard_expr(f.guards[slot], ks)
-            lines.append(f"        if {cond}:")
-            lines.append(f"            self.{slot} = {_save_expr(slot, schema, arg_index, return_index)}")
-            saved.append((cond, slot))
+            expr = _save_expr(slot, schema, arg_index, return_index)
+            lines.append(f"        if {_guard_expr(f.guards[slot], ks)}:")
+            lines.append(f"            self.{slot} = {expr}")
+            if "_save(" in expr:
+                saved.setdefault(slot, []).extend(f"needs[{ks[k]}]" for k in sorted(f.guards[slot]))
     for n in list_inputs:
         lines.append(f"        self.c_{n} = len(args[{arg_index[n]}])")
     if saved:
-        # only the slots `save` filled: reading an unfilled slot would format an AttributeError
+        # the saved tensors (not shapes or numbers), read only where `save` filled them: reading an
+        # unfilled slot would format an AttributeError
         lines += ["", "    def release(self):", "        needs = self.needs"]
-        for cond, slot in saved:
-            lines.append(f"        if {cond}:")
+        for slot in sorted(saved):
+            lines.append(f"        if {' or '.join(dict.fromkeys(saved[slot]))}:")
             lines.append(f"            _release(self.{slot})")
     lines += ["", "    def apply(self, grads):", "        grad = grads[0]", "        needs = self.needs",
               "        out = []"]

@@ -209,6 +209,11 @@ def test_second_backward_without_retain_graph_raises():
         lib.autograd.grad(y2, x)
         with pytest.raises(RuntimeError, match=SECOND_TIME):
             lib.autograd.grad(y2, x)
+        # a saved list of tensors (index's indices) is freed as well
+        y3 = x[lib.tensor([1, 0])].sum()
+        y3.backward()
+        with pytest.raises(RuntimeError, match=SECOND_TIME):
+            y3.backward()
 
 
 def test_second_backward_through_graph_without_saved_tensors_works():

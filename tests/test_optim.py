@@ -296,3 +296,19 @@ def test_step_hooks():
     # a pre-hook may replace the arguments: here it supplies a closure
     opt.register_step_pre_hook(lambda o, a, k: ((lambda: 42,), {}))
     assert opt.step() == 42
+
+
+def test_a_removed_step_hooks_handle_removes_nothing_else():
+    """Hook keys are not reused (torch's handle ids): removing a handle twice leaves a later hook alone."""
+    ran = {}
+    for lib in (ember, torch):
+        w = lib.tensor([1.0], requires_grad=True)
+        w.grad = lib.tensor([1.0])
+        opt = lib.optim.SGD([w], lr=0.5)
+        ran[lib] = []
+        stale = opt.register_step_pre_hook(lambda o, a, k: ran[lib].append("a"))
+        stale.remove()
+        opt.register_step_pre_hook(lambda o, a, k, lib=lib: ran[lib].append("b"))
+        stale.remove()
+        opt.step()
+    assert ran[ember] == ran[torch] == ["b"]

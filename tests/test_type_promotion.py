@@ -295,3 +295,30 @@ def test_elementwise_dtypes_examples():
     assert tp.computation_dtype(_dt.bfloat16) is _dt.float32
     with pytest.raises(ValueError):
         tp.elementwise_dtypes(h, rule="nope")
+
+
+def test_unary_pointwise_fast_path_agrees_with_the_general_rule():
+    """The pointwise shape rule's fast path for one contiguous tensor (relu, neg, ...) gives the shape,
+    dtype or error that the general rule gives for the same values laid out transposed."""
+    import ember
+    from ember.dispatcher.operator import ALL_OPS
+    from ember.shape_rules.pointwise import pointwise_on_args
+
+    ops = [op for op in ALL_OPS.values() if getattr(op.shape_rule, "on_args", None) is pointwise_on_args
+           and len(op.arg_names) == 1 and op.inplace_of is None]
+    assert {"relu", "neg", "abs", "square"} <= {op.name for op in ops}
+
+    def outcome(op, t):
+        try:
+            spec = pointwise_on_args(op, (t,))
+        except Exception as exc:            # noqa: BLE001 - the error itself is what is compared
+            return type(exc), str(exc)
+        return tuple(spec[0]), spec[1]
+
+    for op in ops:
+        for name in ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
+                     "float64"):
+            dtype = getattr(ember, name)
+            contiguous = ember.ones((2, 3), dtype=dtype)
+            transposed = ember.ones((3, 2), dtype=dtype).t()
+            assert outcome(op, contiguous) == outcome(op, transposed), (op.name, name)

@@ -16,6 +16,10 @@ def _save(value, is_output=False, output_nr=0):
 def _release(value):
     if value.__class__ is SavedTensor:
         value.release()
+    elif value.__class__ is list:           # index's Tensor?[] indices
+        for v in value:
+            if v.__class__ is SavedTensor:
+                v.release()
 
 
 def _load(value, node):
@@ -28,18 +32,12 @@ class AddBackward0(Node):
     """Backward of add.Tensor."""
 
     __slots__ = ('a_alpha', 'needs')
-    saved_slots = ('a_alpha',)
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[1]:
             self.a_alpha = args[2]
-
-    def release(self):
-        needs = self.needs
-        if needs[1]:
-            _release(self.a_alpha)
 
     def apply(self, grads):
         grad = grads[0]
@@ -61,18 +59,12 @@ class SubBackward0(Node):
     """Backward of sub.Tensor."""
 
     __slots__ = ('a_alpha', 'needs')
-    saved_slots = ('a_alpha',)
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[1]:
             self.a_alpha = args[2]
-
-    def release(self):
-        needs = self.needs
-        if needs[1]:
-            _release(self.a_alpha)
 
     def apply(self, grads):
         grad = grads[0]
@@ -94,7 +86,6 @@ class MulBackward0(Node):
     """Backward of mul.Tensor."""
 
     __slots__ = ('a_other', 'a_self', 'needs')
-    saved_slots = ('a_other', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -132,7 +123,6 @@ class DivBackward0(Node):
     """Backward of div.Tensor_mode."""
 
     __slots__ = ('a_other', 'a_rounding_mode', 'a_self', 'needs')
-    saved_slots = ('a_other', 'a_rounding_mode', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -147,14 +137,8 @@ class DivBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
+        if needs[0] or needs[1]:
             _release(self.a_other)
-        if needs[0]:
-            _release(self.a_rounding_mode)
-        if needs[1]:
-            _release(self.a_other)
-        if needs[1]:
-            _release(self.a_rounding_mode)
         if needs[1]:
             _release(self.a_self)
 
@@ -182,7 +166,6 @@ class NegBackward0(Node):
     """Backward of neg."""
 
     __slots__ = ('needs',)
-    saved_slots = ()
     n_outputs = 1
 
     def save(self, args, outs):
@@ -203,7 +186,6 @@ class AbsBackward0(Node):
     """Backward of abs."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -232,7 +214,6 @@ class SignBackward0(Node):
     """Backward of sign."""
 
     __slots__ = ('needs',)
-    saved_slots = ()
     n_outputs = 1
 
     def save(self, args, outs):
@@ -253,7 +234,6 @@ class PowBackward0(Node):
     """Backward of pow.Tensor_Tensor."""
 
     __slots__ = ('a_exponent', 'a_result', 'a_self', 'needs')
-    saved_slots = ('a_exponent', 'a_result', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -268,15 +248,11 @@ class PowBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
-            _release(self.a_exponent)
-        if needs[0]:
-            _release(self.a_self)
-        if needs[1]:
+        if needs[0] or needs[1]:
             _release(self.a_exponent)
         if needs[1]:
             _release(self.a_result)
-        if needs[1]:
+        if needs[0] or needs[1]:
             _release(self.a_self)
 
     def apply(self, grads):
@@ -303,7 +279,6 @@ class MaximumBackward0(Node):
     """Backward of maximum."""
 
     __slots__ = ('a_other', 'a_self', 'needs')
-    saved_slots = ('a_other', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -317,13 +292,9 @@ class MaximumBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
+        if needs[0] or needs[1]:
             _release(self.a_other)
-        if needs[0]:
-            _release(self.a_self)
-        if needs[1]:
-            _release(self.a_other)
-        if needs[1]:
+        if needs[0] or needs[1]:
             _release(self.a_self)
 
     def apply(self, grads):
@@ -349,7 +320,6 @@ class MinimumBackward0(Node):
     """Backward of minimum."""
 
     __slots__ = ('a_other', 'a_self', 'needs')
-    saved_slots = ('a_other', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -363,13 +333,9 @@ class MinimumBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
+        if needs[0] or needs[1]:
             _release(self.a_other)
-        if needs[0]:
-            _release(self.a_self)
-        if needs[1]:
-            _release(self.a_other)
-        if needs[1]:
+        if needs[0] or needs[1]:
             _release(self.a_self)
 
     def apply(self, grads):
@@ -395,7 +361,6 @@ class WhereBackward0(Node):
     """Backward of where.self."""
 
     __slots__ = ('a_condition', 'needs')
-    saved_slots = ('a_condition',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -407,9 +372,7 @@ class WhereBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
-            _release(self.a_condition)
-        if needs[1]:
+        if needs[0] or needs[1]:
             _release(self.a_condition)
 
     def apply(self, grads):
@@ -433,7 +396,6 @@ class ClampBackward0(Node):
     """Backward of clamp.Tensor."""
 
     __slots__ = ('a_max', 'a_min', 'a_self', 'needs')
-    saved_slots = ('a_max', 'a_min', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -453,23 +415,11 @@ class ClampBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
+        if needs[0] or needs[1] or needs[2]:
             _release(self.a_max)
-        if needs[0]:
+        if needs[0] or needs[1] or needs[2]:
             _release(self.a_min)
-        if needs[0]:
-            _release(self.a_self)
-        if needs[1]:
-            _release(self.a_max)
-        if needs[1]:
-            _release(self.a_min)
-        if needs[1]:
-            _release(self.a_self)
-        if needs[2]:
-            _release(self.a_max)
-        if needs[2]:
-            _release(self.a_min)
-        if needs[2]:
+        if needs[0] or needs[1] or needs[2]:
             _release(self.a_self)
 
     def apply(self, grads):
@@ -504,7 +454,6 @@ class ExpBackward0(Node):
     """Backward of exp."""
 
     __slots__ = ('a_result', 'needs')
-    saved_slots = ('a_result',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -533,7 +482,6 @@ class LogBackward0(Node):
     """Backward of log."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -562,7 +510,6 @@ class SqrtBackward0(Node):
     """Backward of sqrt."""
 
     __slots__ = ('a_result', 'needs')
-    saved_slots = ('a_result',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -591,7 +538,6 @@ class RsqrtBackward0(Node):
     """Backward of rsqrt."""
 
     __slots__ = ('a_result', 'needs')
-    saved_slots = ('a_result',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -620,7 +566,6 @@ class TanhBackward0(Node):
     """Backward of tanh."""
 
     __slots__ = ('a_result', 'needs')
-    saved_slots = ('a_result',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -649,7 +594,6 @@ class SigmoidBackward0(Node):
     """Backward of sigmoid."""
 
     __slots__ = ('a_result', 'needs')
-    saved_slots = ('a_result',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -678,7 +622,6 @@ class SinBackward0(Node):
     """Backward of sin."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -707,7 +650,6 @@ class CosBackward0(Node):
     """Backward of cos."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -736,7 +678,6 @@ class ReciprocalBackward0(Node):
     """Backward of reciprocal."""
 
     __slots__ = ('a_result', 'needs')
-    saved_slots = ('a_result',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -765,7 +706,6 @@ class Log1pBackward0(Node):
     """Backward of log1p."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -794,7 +734,6 @@ class Expm1Backward0(Node):
     """Backward of expm1."""
 
     __slots__ = ('a_result', 'needs')
-    saved_slots = ('a_result',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -823,7 +762,6 @@ class Log2Backward0(Node):
     """Backward of log2."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -852,7 +790,6 @@ class Log10Backward0(Node):
     """Backward of log10."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -881,7 +818,6 @@ class Exp2Backward0(Node):
     """Backward of exp2."""
 
     __slots__ = ('a_result', 'needs')
-    saved_slots = ('a_result',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -910,7 +846,6 @@ class SinhBackward0(Node):
     """Backward of sinh."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -939,7 +874,6 @@ class CoshBackward0(Node):
     """Backward of cosh."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -968,7 +902,6 @@ class AsinBackward0(Node):
     """Backward of asin."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -997,7 +930,6 @@ class AcosBackward0(Node):
     """Backward of acos."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1026,7 +958,6 @@ class AtanBackward0(Node):
     """Backward of atan."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1055,7 +986,6 @@ class AsinhBackward0(Node):
     """Backward of asinh."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1084,7 +1014,6 @@ class AcoshBackward0(Node):
     """Backward of acosh."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1113,7 +1042,6 @@ class AtanhBackward0(Node):
     """Backward of atanh."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1142,7 +1070,6 @@ class TanBackward0(Node):
     """Backward of tan."""
 
     __slots__ = ('a_result', 'needs')
-    saved_slots = ('a_result',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1171,7 +1098,6 @@ class SquareBackward0(Node):
     """Backward of square."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1200,7 +1126,6 @@ class FloorBackward0(Node):
     """Backward of floor."""
 
     __slots__ = ('needs',)
-    saved_slots = ()
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1221,7 +1146,6 @@ class CeilBackward0(Node):
     """Backward of ceil."""
 
     __slots__ = ('needs',)
-    saved_slots = ()
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1242,7 +1166,6 @@ class RoundBackward0(Node):
     """Backward of round."""
 
     __slots__ = ('needs',)
-    saved_slots = ()
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1263,7 +1186,6 @@ class TruncBackward0(Node):
     """Backward of trunc."""
 
     __slots__ = ('needs',)
-    saved_slots = ()
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1284,7 +1206,6 @@ class FracBackward0(Node):
     """Backward of frac."""
 
     __slots__ = ('needs',)
-    saved_slots = ()
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1305,7 +1226,6 @@ class Atan2Backward0(Node):
     """Backward of atan2."""
 
     __slots__ = ('a_other', 'a_self', 'needs')
-    saved_slots = ('a_other', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1319,13 +1239,9 @@ class Atan2Backward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
+        if needs[0] or needs[1]:
             _release(self.a_other)
-        if needs[0]:
-            _release(self.a_self)
-        if needs[1]:
-            _release(self.a_other)
-        if needs[1]:
+        if needs[0] or needs[1]:
             _release(self.a_self)
 
     def apply(self, grads):
@@ -1351,7 +1267,6 @@ class FmodBackward0(Node):
     """Backward of fmod.Tensor."""
 
     __slots__ = ('a_other', 'a_self', 'needs')
-    saved_slots = ('a_other', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1388,7 +1303,6 @@ class RemainderBackward0(Node):
     """Backward of remainder.Tensor."""
 
     __slots__ = ('a_other', 'a_self', 'needs')
-    saved_slots = ('a_other', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1425,7 +1339,6 @@ class HypotBackward0(Node):
     """Backward of hypot."""
 
     __slots__ = ('a_other', 'a_result', 'a_self', 'needs')
-    saved_slots = ('a_other', 'a_result', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1439,14 +1352,12 @@ class HypotBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
+        if needs[1]:
+            _release(self.a_other)
+        if needs[0] or needs[1]:
             _release(self.a_result)
         if needs[0]:
             _release(self.a_self)
-        if needs[1]:
-            _release(self.a_other)
-        if needs[1]:
-            _release(self.a_result)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1471,7 +1382,6 @@ class ReluBackward0(Node):
     """Backward of relu."""
 
     __slots__ = ('a_result', 'needs')
-    saved_slots = ('a_result',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1500,7 +1410,6 @@ class SumBackward0(Node):
     """Backward of sum.dim_IntList."""
 
     __slots__ = ('a_dim', 'a_keepdim', 'm_self_shape', 'needs')
-    saved_slots = ('a_dim', 'a_keepdim', 'm_self_shape')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1509,15 +1418,6 @@ class SumBackward0(Node):
             self.a_dim = args[1]
             self.a_keepdim = args[2]
             self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
-
-    def release(self):
-        needs = self.needs
-        if needs[0]:
-            _release(self.a_dim)
-        if needs[0]:
-            _release(self.a_keepdim)
-        if needs[0]:
-            _release(self.m_self_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1537,7 +1437,6 @@ class AmaxBackward0(Node):
     """Backward of amax."""
 
     __slots__ = ('a_dim', 'a_keepdim', 'a_result', 'a_self', 'needs')
-    saved_slots = ('a_dim', 'a_keepdim', 'a_result', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1550,10 +1449,6 @@ class AmaxBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
-            _release(self.a_dim)
-        if needs[0]:
-            _release(self.a_keepdim)
         if needs[0]:
             _release(self.a_result)
         if needs[0]:
@@ -1578,7 +1473,6 @@ class AminBackward0(Node):
     """Backward of amin."""
 
     __slots__ = ('a_dim', 'a_keepdim', 'a_result', 'a_self', 'needs')
-    saved_slots = ('a_dim', 'a_keepdim', 'a_result', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1591,10 +1485,6 @@ class AminBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
-            _release(self.a_dim)
-        if needs[0]:
-            _release(self.a_keepdim)
         if needs[0]:
             _release(self.a_result)
         if needs[0]:
@@ -1619,7 +1509,6 @@ class MaxBackward0(Node):
     """Backward of max.dim."""
 
     __slots__ = ('a_dim', 'a_indices', 'a_keepdim', 'm_self_shape', 'needs')
-    saved_slots = ('a_dim', 'a_indices', 'a_keepdim', 'm_self_shape')
     n_outputs = 2
 
     def save(self, args, outs):
@@ -1633,13 +1522,7 @@ class MaxBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_dim)
-        if needs[0]:
             _release(self.a_indices)
-        if needs[0]:
-            _release(self.a_keepdim)
-        if needs[0]:
-            _release(self.m_self_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1660,7 +1543,6 @@ class MinBackward0(Node):
     """Backward of min.dim."""
 
     __slots__ = ('a_dim', 'a_indices', 'a_keepdim', 'm_self_shape', 'needs')
-    saved_slots = ('a_dim', 'a_indices', 'a_keepdim', 'm_self_shape')
     n_outputs = 2
 
     def save(self, args, outs):
@@ -1674,13 +1556,7 @@ class MinBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_dim)
-        if needs[0]:
             _release(self.a_indices)
-        if needs[0]:
-            _release(self.a_keepdim)
-        if needs[0]:
-            _release(self.m_self_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1701,7 +1577,6 @@ class SoftmaxBackward0(Node):
     """Backward of softmax.int."""
 
     __slots__ = ('a_dim', 'a_result', 'needs')
-    saved_slots = ('a_dim', 'a_result')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1712,8 +1587,6 @@ class SoftmaxBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
-            _release(self.a_dim)
         if needs[0]:
             _release(self.a_result)
 
@@ -1734,7 +1607,6 @@ class LogSoftmaxBackward0(Node):
     """Backward of log_softmax.int."""
 
     __slots__ = ('a_dim', 'a_result', 'needs')
-    saved_slots = ('a_dim', 'a_result')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1745,8 +1617,6 @@ class LogSoftmaxBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
-            _release(self.a_dim)
         if needs[0]:
             _release(self.a_result)
 
@@ -1767,7 +1637,6 @@ class AsStridedBackward0(Node):
     """Backward of as_strided."""
 
     __slots__ = ('a_size', 'a_storage_offset', 'a_stride', 'm_self_shape', 'm_self_storage_offset', 'm_self_stride', 'needs')
-    saved_slots = ('a_size', 'a_storage_offset', 'a_stride', 'm_self_shape', 'm_self_storage_offset', 'm_self_stride')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1779,21 +1648,6 @@ class AsStridedBackward0(Node):
             self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
             self.m_self_storage_offset = args[0].storage_offset()
             self.m_self_stride = args[0].stride()
-
-    def release(self):
-        needs = self.needs
-        if needs[0]:
-            _release(self.a_size)
-        if needs[0]:
-            _release(self.a_storage_offset)
-        if needs[0]:
-            _release(self.a_stride)
-        if needs[0]:
-            _release(self.m_self_shape)
-        if needs[0]:
-            _release(self.m_self_storage_offset)
-        if needs[0]:
-            _release(self.m_self_stride)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1816,18 +1670,12 @@ class ViewBackward0(Node):
     """Backward of view."""
 
     __slots__ = ('m_self_shape', 'needs')
-    saved_slots = ('m_self_shape',)
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
-
-    def release(self):
-        needs = self.needs
-        if needs[0]:
-            _release(self.m_self_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1845,18 +1693,12 @@ class PermuteBackward0(Node):
     """Backward of permute."""
 
     __slots__ = ('a_dims', 'needs')
-    saved_slots = ('a_dims',)
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_dims = args[1]
-
-    def release(self):
-        needs = self.needs
-        if needs[0]:
-            _release(self.a_dims)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1874,7 +1716,6 @@ class TransposeBackward0(Node):
     """Backward of transpose.int."""
 
     __slots__ = ('a_dim0', 'a_dim1', 'needs')
-    saved_slots = ('a_dim0', 'a_dim1')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1882,13 +1723,6 @@ class TransposeBackward0(Node):
         if needs[0]:
             self.a_dim0 = args[1]
             self.a_dim1 = args[2]
-
-    def release(self):
-        needs = self.needs
-        if needs[0]:
-            _release(self.a_dim0)
-        if needs[0]:
-            _release(self.a_dim1)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1907,7 +1741,6 @@ class ExpandBackward0(Node):
     """Backward of expand."""
 
     __slots__ = ('needs',)
-    saved_slots = ()
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1928,18 +1761,12 @@ class SqueezeBackward0(Node):
     """Backward of squeeze.dims."""
 
     __slots__ = ('m_self_shape', 'needs')
-    saved_slots = ('m_self_shape',)
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
-
-    def release(self):
-        needs = self.needs
-        if needs[0]:
-            _release(self.m_self_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1957,18 +1784,12 @@ class UnsqueezeBackward0(Node):
     """Backward of unsqueeze."""
 
     __slots__ = ('a_dim', 'needs')
-    saved_slots = ('a_dim',)
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_dim = args[1]
-
-    def release(self):
-        needs = self.needs
-        if needs[0]:
-            _release(self.a_dim)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1986,7 +1807,6 @@ class SliceBackward0(Node):
     """Backward of slice.Tensor."""
 
     __slots__ = ('a_dim', 'a_end', 'a_start', 'a_step', 'm_self_shape', 'needs')
-    saved_slots = ('a_dim', 'a_end', 'a_start', 'a_step', 'm_self_shape')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -1997,19 +1817,6 @@ class SliceBackward0(Node):
             self.a_start = args[2]
             self.a_step = args[4]
             self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
-
-    def release(self):
-        needs = self.needs
-        if needs[0]:
-            _release(self.a_dim)
-        if needs[0]:
-            _release(self.a_end)
-        if needs[0]:
-            _release(self.a_start)
-        if needs[0]:
-            _release(self.a_step)
-        if needs[0]:
-            _release(self.m_self_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2031,7 +1838,6 @@ class SelectBackward0(Node):
     """Backward of select.int."""
 
     __slots__ = ('a_dim', 'a_index', 'm_self_shape', 'needs')
-    saved_slots = ('a_dim', 'a_index', 'm_self_shape')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -2040,15 +1846,6 @@ class SelectBackward0(Node):
             self.a_dim = args[1]
             self.a_index = args[2]
             self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
-
-    def release(self):
-        needs = self.needs
-        if needs[0]:
-            _release(self.a_dim)
-        if needs[0]:
-            _release(self.a_index)
-        if needs[0]:
-            _release(self.m_self_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2068,7 +1865,6 @@ class CloneBackward0(Node):
     """Backward of clone."""
 
     __slots__ = ('needs',)
-    saved_slots = ()
     n_outputs = 1
 
     def save(self, args, outs):
@@ -2089,7 +1885,6 @@ class CatBackward0(Node):
     """Backward of cat."""
 
     __slots__ = ('a_dim', 'a_tensors', 'c_tensors', 'needs')
-    saved_slots = ('a_dim', 'a_tensors')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -2098,13 +1893,6 @@ class CatBackward0(Node):
             self.a_dim = args[1]
             self.a_tensors = [tuple(t.shape) for t in args[0]]
         self.c_tensors = len(args[0])
-
-    def release(self):
-        needs = self.needs
-        if needs[0]:
-            _release(self.a_dim)
-        if needs[0]:
-            _release(self.a_tensors)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2123,7 +1911,6 @@ class SliceScatterBackward0(Node):
     """Backward of slice_scatter."""
 
     __slots__ = ('a_dim', 'a_end', 'a_src', 'a_start', 'a_step', 'needs')
-    saved_slots = ('a_dim', 'a_end', 'a_src', 'a_start', 'a_step')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -2143,23 +1930,7 @@ class SliceScatterBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_dim)
-        if needs[0]:
-            _release(self.a_end)
-        if needs[0]:
             _release(self.a_src)
-        if needs[0]:
-            _release(self.a_start)
-        if needs[0]:
-            _release(self.a_step)
-        if needs[1]:
-            _release(self.a_dim)
-        if needs[1]:
-            _release(self.a_end)
-        if needs[1]:
-            _release(self.a_start)
-        if needs[1]:
-            _release(self.a_step)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2189,7 +1960,6 @@ class SelectScatterBackward0(Node):
     """Backward of select_scatter."""
 
     __slots__ = ('a_dim', 'a_index', 'a_src', 'needs')
-    saved_slots = ('a_dim', 'a_index', 'a_src')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -2205,15 +1975,7 @@ class SelectScatterBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_dim)
-        if needs[0]:
-            _release(self.a_index)
-        if needs[0]:
             _release(self.a_src)
-        if needs[1]:
-            _release(self.a_dim)
-        if needs[1]:
-            _release(self.a_index)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2239,7 +2001,6 @@ class AsStridedScatterBackward0(Node):
     """Backward of as_strided_scatter."""
 
     __slots__ = ('a_size', 'a_src', 'a_storage_offset', 'a_stride', 'needs')
-    saved_slots = ('a_size', 'a_src', 'a_storage_offset', 'a_stride')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -2257,19 +2018,7 @@ class AsStridedScatterBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_size)
-        if needs[0]:
             _release(self.a_src)
-        if needs[0]:
-            _release(self.a_storage_offset)
-        if needs[0]:
-            _release(self.a_stride)
-        if needs[1]:
-            _release(self.a_size)
-        if needs[1]:
-            _release(self.a_storage_offset)
-        if needs[1]:
-            _release(self.a_stride)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2297,7 +2046,6 @@ class CopyBackward0(Node):
     """Backward of copy_."""
 
     __slots__ = ('needs',)
-    saved_slots = ()
     n_outputs = 1
 
     def save(self, args, outs):
@@ -2322,7 +2070,6 @@ class ToCopyBackward0(Node):
     """Backward of _to_copy."""
 
     __slots__ = ('m_self_device', 'm_self_dtype', 'needs')
-    saved_slots = ('m_self_device', 'm_self_dtype')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -2330,13 +2077,6 @@ class ToCopyBackward0(Node):
         if needs[0]:
             self.m_self_device = args[0].device
             self.m_self_dtype = args[0].dtype
-
-    def release(self):
-        needs = self.needs
-        if needs[0]:
-            _release(self.m_self_device)
-        if needs[0]:
-            _release(self.m_self_dtype)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2355,7 +2095,6 @@ class FillBackward0(Node):
     """Backward of fill_.Scalar."""
 
     __slots__ = ('needs',)
-    saved_slots = ()
     n_outputs = 1
 
     def save(self, args, outs):
@@ -2376,7 +2115,6 @@ class MmBackward0(Node):
     """Backward of mm."""
 
     __slots__ = ('a_mat2', 'a_self', 'needs')
-    saved_slots = ('a_mat2', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -2414,7 +2152,6 @@ class BmmBackward0(Node):
     """Backward of bmm."""
 
     __slots__ = ('a_mat2', 'a_self', 'needs')
-    saved_slots = ('a_mat2', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -2452,7 +2189,6 @@ class SortBackward0(Node):
     """Backward of sort.stable."""
 
     __slots__ = ('a_dim', 'a_indices', 'm_self_shape', 'needs')
-    saved_slots = ('a_dim', 'a_indices', 'm_self_shape')
     n_outputs = 2
 
     def save(self, args, outs):
@@ -2465,11 +2201,7 @@ class SortBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_dim)
-        if needs[0]:
             _release(self.a_indices)
-        if needs[0]:
-            _release(self.m_self_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2489,18 +2221,12 @@ class CumsumBackward0(Node):
     """Backward of cumsum."""
 
     __slots__ = ('a_dim', 'needs')
-    saved_slots = ('a_dim',)
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_dim = args[1]
-
-    def release(self):
-        needs = self.needs
-        if needs[0]:
-            _release(self.a_dim)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2518,7 +2244,6 @@ class LogsumexpBackward0(Node):
     """Backward of logsumexp."""
 
     __slots__ = ('a_dim', 'a_keepdim', 'a_result', 'a_self', 'needs')
-    saved_slots = ('a_dim', 'a_keepdim', 'a_result', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -2531,10 +2256,6 @@ class LogsumexpBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
-            _release(self.a_dim)
-        if needs[0]:
-            _release(self.a_keepdim)
         if needs[0]:
             _release(self.a_result)
         if needs[0]:
@@ -2559,7 +2280,6 @@ class VarBackward0(Node):
     """Backward of var.correction."""
 
     __slots__ = ('a_correction', 'a_dim', 'a_keepdim', 'a_self', 'needs')
-    saved_slots = ('a_correction', 'a_dim', 'a_keepdim', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -2572,12 +2292,6 @@ class VarBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
-            _release(self.a_correction)
-        if needs[0]:
-            _release(self.a_dim)
-        if needs[0]:
-            _release(self.a_keepdim)
         if needs[0]:
             _release(self.a_self)
 
@@ -2600,7 +2314,6 @@ class StdBackward0(Node):
     """Backward of std.correction."""
 
     __slots__ = ('a_correction', 'a_dim', 'a_keepdim', 'a_result', 'a_self', 'needs')
-    saved_slots = ('a_correction', 'a_dim', 'a_keepdim', 'a_result', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -2614,12 +2327,6 @@ class StdBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
-            _release(self.a_correction)
-        if needs[0]:
-            _release(self.a_dim)
-        if needs[0]:
-            _release(self.a_keepdim)
         if needs[0]:
             _release(self.a_result)
         if needs[0]:
@@ -2645,7 +2352,6 @@ class NormBackward0(Node):
     """Backward of norm.ScalarOpt_dim."""
 
     __slots__ = ('a_dim', 'a_keepdim', 'a_p', 'a_result', 'a_self', 'needs')
-    saved_slots = ('a_dim', 'a_keepdim', 'a_p', 'a_result', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -2659,12 +2365,6 @@ class NormBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
-            _release(self.a_dim)
-        if needs[0]:
-            _release(self.a_keepdim)
-        if needs[0]:
-            _release(self.a_p)
         if needs[0]:
             _release(self.a_result)
         if needs[0]:
@@ -2690,18 +2390,12 @@ class FlipBackward0(Node):
     """Backward of flip."""
 
     __slots__ = ('a_dims', 'needs')
-    saved_slots = ('a_dims',)
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_dims = args[1]
-
-    def release(self):
-        needs = self.needs
-        if needs[0]:
-            _release(self.a_dims)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2719,7 +2413,6 @@ class DiagonalBackward0(Node):
     """Backward of diagonal."""
 
     __slots__ = ('a_dim1', 'a_dim2', 'a_offset', 'm_self_shape', 'needs')
-    saved_slots = ('a_dim1', 'a_dim2', 'a_offset', 'm_self_shape')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -2729,17 +2422,6 @@ class DiagonalBackward0(Node):
             self.a_dim2 = args[3]
             self.a_offset = args[1]
             self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
-
-    def release(self):
-        needs = self.needs
-        if needs[0]:
-            _release(self.a_dim1)
-        if needs[0]:
-            _release(self.a_dim2)
-        if needs[0]:
-            _release(self.a_offset)
-        if needs[0]:
-            _release(self.m_self_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2760,7 +2442,6 @@ class AliasBackward0(Node):
     """Backward of alias."""
 
     __slots__ = ('needs',)
-    saved_slots = ()
     n_outputs = 1
 
     def save(self, args, outs):
@@ -2781,7 +2462,6 @@ class ConvolutionBackward0(Node):
     """Backward of convolution."""
 
     __slots__ = ('a_dilation', 'a_groups', 'a_input', 'a_output_padding', 'a_padding', 'a_stride', 'a_transposed', 'a_weight', 'needs')
-    saved_slots = ('a_dilation', 'a_groups', 'a_input', 'a_output_padding', 'a_padding', 'a_stride', 'a_transposed', 'a_weight')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -2799,19 +2479,7 @@ class ConvolutionBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0] or needs[1] or needs[2]:
-            _release(self.a_dilation)
-        if needs[0] or needs[1] or needs[2]:
-            _release(self.a_groups)
-        if needs[0] or needs[1] or needs[2]:
             _release(self.a_input)
-        if needs[0] or needs[1] or needs[2]:
-            _release(self.a_output_padding)
-        if needs[0] or needs[1] or needs[2]:
-            _release(self.a_padding)
-        if needs[0] or needs[1] or needs[2]:
-            _release(self.a_stride)
-        if needs[0] or needs[1] or needs[2]:
-            _release(self.a_transposed)
         if needs[0] or needs[1] or needs[2]:
             _release(self.a_weight)
 
@@ -2839,7 +2507,6 @@ class MaxPool2dWithIndicesBackward0(Node):
     """Backward of max_pool2d_with_indices."""
 
     __slots__ = ('a_ceil_mode', 'a_dilation', 'a_indices', 'a_kernel_size', 'a_padding', 'a_self', 'a_stride', 'needs')
-    saved_slots = ('a_ceil_mode', 'a_dilation', 'a_indices', 'a_kernel_size', 'a_padding', 'a_self', 'a_stride')
     n_outputs = 2
 
     def save(self, args, outs):
@@ -2856,19 +2523,9 @@ class MaxPool2dWithIndicesBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_ceil_mode)
-        if needs[0]:
-            _release(self.a_dilation)
-        if needs[0]:
             _release(self.a_indices)
         if needs[0]:
-            _release(self.a_kernel_size)
-        if needs[0]:
-            _release(self.a_padding)
-        if needs[0]:
             _release(self.a_self)
-        if needs[0]:
-            _release(self.a_stride)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2892,7 +2549,6 @@ class AvgPool2dBackward0(Node):
     """Backward of avg_pool2d."""
 
     __slots__ = ('a_ceil_mode', 'a_count_include_pad', 'a_divisor_override', 'a_kernel_size', 'a_padding', 'a_self', 'a_stride', 'needs')
-    saved_slots = ('a_ceil_mode', 'a_count_include_pad', 'a_divisor_override', 'a_kernel_size', 'a_padding', 'a_self', 'a_stride')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -2909,19 +2565,7 @@ class AvgPool2dBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_ceil_mode)
-        if needs[0]:
-            _release(self.a_count_include_pad)
-        if needs[0]:
-            _release(self.a_divisor_override)
-        if needs[0]:
-            _release(self.a_kernel_size)
-        if needs[0]:
-            _release(self.a_padding)
-        if needs[0]:
             _release(self.a_self)
-        if needs[0]:
-            _release(self.a_stride)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2945,7 +2589,6 @@ class AdaptiveAvgPool2dBackward0(Node):
     """Backward of _adaptive_avg_pool2d."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -2974,7 +2617,6 @@ class NativeBatchNormBackward0(Node):
     """Backward of native_batch_norm."""
 
     __slots__ = ('a_eps', 'a_input', 'a_running_mean', 'a_running_var', 'a_save_invstd', 'a_save_mean', 'a_training', 'a_weight', 'needs')
-    saved_slots = ('a_eps', 'a_input', 'a_running_mean', 'a_running_var', 'a_save_invstd', 'a_save_mean', 'a_training', 'a_weight')
     n_outputs = 3
 
     def save(self, args, outs):
@@ -2999,36 +2641,18 @@ class NativeBatchNormBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
-            _release(self.a_eps)
-        if needs[0]:
+        if needs[0] or needs[1]:
             _release(self.a_input)
-        if needs[0]:
+        if needs[0] or needs[1]:
             _release(self.a_running_mean)
-        if needs[0]:
+        if needs[0] or needs[1]:
             _release(self.a_running_var)
-        if needs[0]:
+        if needs[0] or needs[1]:
             _release(self.a_save_invstd)
-        if needs[0]:
+        if needs[0] or needs[1]:
             _release(self.a_save_mean)
-        if needs[0]:
-            _release(self.a_training)
         if needs[0]:
             _release(self.a_weight)
-        if needs[1]:
-            _release(self.a_eps)
-        if needs[1]:
-            _release(self.a_input)
-        if needs[1]:
-            _release(self.a_running_mean)
-        if needs[1]:
-            _release(self.a_running_var)
-        if needs[1]:
-            _release(self.a_save_invstd)
-        if needs[1]:
-            _release(self.a_save_mean)
-        if needs[1]:
-            _release(self.a_training)
 
     def apply(self, grads):
         grad = grads[0]
@@ -3068,7 +2692,6 @@ class NativeLayerNormBackward0(Node):
     """Backward of native_layer_norm."""
 
     __slots__ = ('a_bias', 'a_input', 'a_mean', 'a_normalized_shape', 'a_rstd', 'a_weight', 'needs')
-    saved_slots = ('a_bias', 'a_input', 'a_mean', 'a_normalized_shape', 'a_rstd', 'a_weight')
     n_outputs = 3
 
     def save(self, args, outs):
@@ -3089,8 +2712,6 @@ class NativeLayerNormBackward0(Node):
             _release(self.a_input)
         if needs[0] or needs[1] or needs[2]:
             _release(self.a_mean)
-        if needs[0] or needs[1] or needs[2]:
-            _release(self.a_normalized_shape)
         if needs[0] or needs[1] or needs[2]:
             _release(self.a_rstd)
         if needs[0] or needs[1] or needs[2]:
@@ -3118,7 +2739,6 @@ class NativeGroupNormBackward0(Node):
     """Backward of native_group_norm."""
 
     __slots__ = ('a_C', 'a_HxW', 'a_N', 'a_group', 'a_input', 'a_mean', 'a_rstd', 'a_weight', 'needs')
-    saved_slots = ('a_C', 'a_HxW', 'a_N', 'a_group', 'a_input', 'a_mean', 'a_rstd', 'a_weight')
     n_outputs = 3
 
     def save(self, args, outs):
@@ -3153,53 +2773,13 @@ class NativeGroupNormBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
-            _release(self.a_C)
-        if needs[0]:
-            _release(self.a_HxW)
-        if needs[0]:
-            _release(self.a_N)
-        if needs[0]:
-            _release(self.a_group)
-        if needs[0]:
+        if needs[0] or needs[1] or needs[2]:
             _release(self.a_input)
-        if needs[0]:
+        if needs[0] or needs[1] or needs[2]:
             _release(self.a_mean)
-        if needs[0]:
+        if needs[0] or needs[1] or needs[2]:
             _release(self.a_rstd)
-        if needs[0]:
-            _release(self.a_weight)
-        if needs[1]:
-            _release(self.a_C)
-        if needs[1]:
-            _release(self.a_HxW)
-        if needs[1]:
-            _release(self.a_N)
-        if needs[1]:
-            _release(self.a_group)
-        if needs[1]:
-            _release(self.a_input)
-        if needs[1]:
-            _release(self.a_mean)
-        if needs[1]:
-            _release(self.a_rstd)
-        if needs[1]:
-            _release(self.a_weight)
-        if needs[2]:
-            _release(self.a_C)
-        if needs[2]:
-            _release(self.a_HxW)
-        if needs[2]:
-            _release(self.a_N)
-        if needs[2]:
-            _release(self.a_group)
-        if needs[2]:
-            _release(self.a_input)
-        if needs[2]:
-            _release(self.a_mean)
-        if needs[2]:
-            _release(self.a_rstd)
-        if needs[2]:
+        if needs[0] or needs[1] or needs[2]:
             _release(self.a_weight)
 
     def apply(self, grads):
@@ -3249,18 +2829,12 @@ class ConstantPadNdBackward0(Node):
     """Backward of constant_pad_nd."""
 
     __slots__ = ('a_pad', 'needs')
-    saved_slots = ('a_pad',)
     n_outputs = 1
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
             self.a_pad = args[1]
-
-    def release(self):
-        needs = self.needs
-        if needs[0]:
-            _release(self.a_pad)
 
     def apply(self, grads):
         grad = grads[0]
@@ -3278,7 +2852,6 @@ class GatherBackward0(Node):
     """Backward of gather."""
 
     __slots__ = ('a_dim', 'a_index', 'm_self_shape', 'needs')
-    saved_slots = ('a_dim', 'a_index', 'm_self_shape')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -3291,11 +2864,7 @@ class GatherBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_dim)
-        if needs[0]:
             _release(self.a_index)
-        if needs[0]:
-            _release(self.m_self_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -3315,7 +2884,6 @@ class ScatterAddBackward0(Node):
     """Backward of scatter_add."""
 
     __slots__ = ('a_dim', 'a_index', 'm_src_shape', 'needs')
-    saved_slots = ('a_dim', 'a_index', 'm_src_shape')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -3328,11 +2896,7 @@ class ScatterAddBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[1]:
-            _release(self.a_dim)
-        if needs[1]:
             _release(self.a_index)
-        if needs[1]:
-            _release(self.m_src_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -3356,7 +2920,6 @@ class ScatterBackward0(Node):
     """Backward of scatter.value."""
 
     __slots__ = ('a_dim', 'a_index', 'needs')
-    saved_slots = ('a_dim', 'a_index')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -3367,8 +2930,6 @@ class ScatterBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
-            _release(self.a_dim)
         if needs[0]:
             _release(self.a_index)
 
@@ -3389,7 +2950,6 @@ class ScatterBackward1(Node):
     """Backward of scatter.src."""
 
     __slots__ = ('a_dim', 'a_index', 'm_src_shape', 'needs')
-    saved_slots = ('a_dim', 'a_index', 'm_src_shape')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -3404,16 +2964,8 @@ class ScatterBackward1(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
-            _release(self.a_dim)
-        if needs[0]:
+        if needs[0] or needs[1]:
             _release(self.a_index)
-        if needs[1]:
-            _release(self.a_dim)
-        if needs[1]:
-            _release(self.a_index)
-        if needs[1]:
-            _release(self.m_src_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -3439,7 +2991,6 @@ class IndexSelectBackward0(Node):
     """Backward of index_select."""
 
     __slots__ = ('a_dim', 'a_index', 'm_self_shape', 'needs')
-    saved_slots = ('a_dim', 'a_index', 'm_self_shape')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -3452,11 +3003,7 @@ class IndexSelectBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_dim)
-        if needs[0]:
             _release(self.a_index)
-        if needs[0]:
-            _release(self.m_self_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -3476,7 +3023,6 @@ class IndexBackward0(Node):
     """Backward of index.Tensor."""
 
     __slots__ = ('a_indices', 'm_self_shape', 'needs')
-    saved_slots = ('a_indices', 'm_self_shape')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -3489,8 +3035,6 @@ class IndexBackward0(Node):
         needs = self.needs
         if needs[0]:
             _release(self.a_indices)
-        if needs[0]:
-            _release(self.m_self_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -3509,7 +3053,6 @@ class IndexPutBackward0(Node):
     """Backward of index_put."""
 
     __slots__ = ('a_accumulate', 'a_indices', 'a_values', 'needs')
-    saved_slots = ('a_accumulate', 'a_indices', 'a_values')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -3523,14 +3066,10 @@ class IndexPutBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
-            _release(self.a_accumulate)
-        if needs[0]:
+        if needs[0] or needs[1]:
             _release(self.a_indices)
         if needs[0]:
             _release(self.a_values)
-        if needs[1]:
-            _release(self.a_indices)
 
     def apply(self, grads):
         grad = grads[0]
@@ -3555,7 +3094,6 @@ class MaskedFillBackward0(Node):
     """Backward of masked_fill.Scalar."""
 
     __slots__ = ('a_mask', 'needs')
-    saved_slots = ('a_mask',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -3584,7 +3122,6 @@ class MaskedFillBackward1(Node):
     """Backward of masked_fill.Tensor."""
 
     __slots__ = ('a_mask', 'needs')
-    saved_slots = ('a_mask',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -3596,9 +3133,7 @@ class MaskedFillBackward1(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
-            _release(self.a_mask)
-        if needs[1]:
+        if needs[0] or needs[1]:
             _release(self.a_mask)
 
     def apply(self, grads):
@@ -3622,7 +3157,6 @@ class MaskedScatterBackward0(Node):
     """Backward of masked_scatter."""
 
     __slots__ = ('a_mask', 'm_source_shape', 'needs')
-    saved_slots = ('a_mask', 'm_source_shape')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -3635,12 +3169,8 @@ class MaskedScatterBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
+        if needs[0] or needs[1]:
             _release(self.a_mask)
-        if needs[1]:
-            _release(self.a_mask)
-        if needs[1]:
-            _release(self.m_source_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -3664,7 +3194,6 @@ class EmbeddingBackward0(Node):
     """Backward of embedding."""
 
     __slots__ = ('a_indices', 'a_padding_idx', 'a_scale_grad_by_freq', 'm_weight_shape', 'needs')
-    saved_slots = ('a_indices', 'a_padding_idx', 'a_scale_grad_by_freq', 'm_weight_shape')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -3679,12 +3208,6 @@ class EmbeddingBackward0(Node):
         needs = self.needs
         if needs[0]:
             _release(self.a_indices)
-        if needs[0]:
-            _release(self.a_padding_idx)
-        if needs[0]:
-            _release(self.a_scale_grad_by_freq)
-        if needs[0]:
-            _release(self.m_weight_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -3705,7 +3228,6 @@ class EmbeddingDenseBackwardBackward0(Node):
     """Backward of embedding_dense_backward."""
 
     __slots__ = ('a_indices', 'a_padding_idx', 'needs')
-    saved_slots = ('a_indices', 'a_padding_idx')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -3718,8 +3240,6 @@ class EmbeddingDenseBackwardBackward0(Node):
         needs = self.needs
         if needs[0]:
             _release(self.a_indices)
-        if needs[0]:
-            _release(self.a_padding_idx)
 
     def apply(self, grads):
         grad = grads[0]
@@ -3738,7 +3258,6 @@ class ErfBackward0(Node):
     """Backward of erf."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -3767,7 +3286,6 @@ class GeluBackward0(Node):
     """Backward of gelu."""
 
     __slots__ = ('a_approximate', 'a_self', 'needs')
-    saved_slots = ('a_approximate', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -3778,8 +3296,6 @@ class GeluBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
-            _release(self.a_approximate)
         if needs[0]:
             _release(self.a_self)
 
@@ -3800,7 +3316,6 @@ class SiluBackward0(Node):
     """Backward of silu."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -3829,7 +3344,6 @@ class SoftplusBackward0(Node):
     """Backward of softplus."""
 
     __slots__ = ('a_beta', 'a_self', 'a_threshold', 'needs')
-    saved_slots = ('a_beta', 'a_self', 'a_threshold')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -3842,11 +3356,7 @@ class SoftplusBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_beta)
-        if needs[0]:
             _release(self.a_self)
-        if needs[0]:
-            _release(self.a_threshold)
 
     def apply(self, grads):
         grad = grads[0]
@@ -3866,7 +3376,6 @@ class LeakyReluBackward0(Node):
     """Backward of leaky_relu."""
 
     __slots__ = ('a_negative_slope', 'a_self', 'needs')
-    saved_slots = ('a_negative_slope', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -3877,8 +3386,6 @@ class LeakyReluBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
-            _release(self.a_negative_slope)
         if needs[0]:
             _release(self.a_self)
 
@@ -3899,7 +3406,6 @@ class EluBackward0(Node):
     """Backward of elu."""
 
     __slots__ = ('a_alpha', 'a_input_scale', 'a_scale', 'a_self', 'needs')
-    saved_slots = ('a_alpha', 'a_input_scale', 'a_scale', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -3912,12 +3418,6 @@ class EluBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
-            _release(self.a_alpha)
-        if needs[0]:
-            _release(self.a_input_scale)
-        if needs[0]:
-            _release(self.a_scale)
         if needs[0]:
             _release(self.a_self)
 
@@ -3940,7 +3440,6 @@ class HardtanhBackward0(Node):
     """Backward of hardtanh."""
 
     __slots__ = ('a_max_val', 'a_min_val', 'a_self', 'needs')
-    saved_slots = ('a_max_val', 'a_min_val', 'a_self')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -3952,10 +3451,6 @@ class HardtanhBackward0(Node):
 
     def release(self):
         needs = self.needs
-        if needs[0]:
-            _release(self.a_max_val)
-        if needs[0]:
-            _release(self.a_min_val)
         if needs[0]:
             _release(self.a_self)
 
@@ -3977,7 +3472,6 @@ class MishBackward0(Node):
     """Backward of mish."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -4006,7 +3500,6 @@ class HardswishBackward0(Node):
     """Backward of hardswish."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -4035,7 +3528,6 @@ class HardsigmoidBackward0(Node):
     """Backward of hardsigmoid."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):
@@ -4064,7 +3556,6 @@ class LinearBackward0(Node):
     """Backward of linear."""
 
     __slots__ = ('a_input', 'a_weight', 'm_bias_shape', 'needs')
-    saved_slots = ('a_input', 'a_weight', 'm_bias_shape')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -4082,8 +3573,6 @@ class LinearBackward0(Node):
             _release(self.a_input)
         if needs[0]:
             _release(self.a_weight)
-        if needs[2]:
-            _release(self.m_bias_shape)
 
     def apply(self, grads):
         grad = grads[0]
@@ -4104,7 +3593,6 @@ class ScaledDotProductAttentionFusedBackward0(Node):
     """Backward of _scaled_dot_product_attention_fused."""
 
     __slots__ = ('a_attn', 'a_key', 'a_query', 'a_scale', 'a_value', 'needs')
-    saved_slots = ('a_attn', 'a_key', 'a_query', 'a_scale', 'a_value')
     n_outputs = 2
 
     def save(self, args, outs):
@@ -4124,8 +3612,6 @@ class ScaledDotProductAttentionFusedBackward0(Node):
             _release(self.a_key)
         if needs[0] or needs[1] or needs[2]:
             _release(self.a_query)
-        if needs[0] or needs[1] or needs[2]:
-            _release(self.a_scale)
         if needs[0] or needs[1] or needs[2]:
             _release(self.a_value)
 
@@ -4150,7 +3636,6 @@ class CrossEntropyIndicesBackward0(Node):
     """Backward of _cross_entropy_indices."""
 
     __slots__ = ('a_ignore_index', 'a_label_smoothing', 'a_log_probs', 'a_reduction', 'a_target', 'a_weight', 'needs')
-    saved_slots = ('a_ignore_index', 'a_label_smoothing', 'a_log_probs', 'a_reduction', 'a_target', 'a_weight')
     n_outputs = 2
 
     def save(self, args, outs):
@@ -4166,13 +3651,7 @@ class CrossEntropyIndicesBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_ignore_index)
-        if needs[0]:
-            _release(self.a_label_smoothing)
-        if needs[0]:
             _release(self.a_log_probs)
-        if needs[0]:
-            _release(self.a_reduction)
         if needs[0]:
             _release(self.a_target)
         if needs[0]:
@@ -4199,7 +3678,6 @@ class MaxPool3dWithIndicesBackward0(Node):
     """Backward of max_pool3d_with_indices."""
 
     __slots__ = ('a_ceil_mode', 'a_dilation', 'a_kernel_size', 'a_padding', 'a_result1', 'a_self', 'a_stride', 'needs')
-    saved_slots = ('a_ceil_mode', 'a_dilation', 'a_kernel_size', 'a_padding', 'a_result1', 'a_self', 'a_stride')
     n_outputs = 2
 
     def save(self, args, outs):
@@ -4216,19 +3694,9 @@ class MaxPool3dWithIndicesBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_ceil_mode)
-        if needs[0]:
-            _release(self.a_dilation)
-        if needs[0]:
-            _release(self.a_kernel_size)
-        if needs[0]:
-            _release(self.a_padding)
-        if needs[0]:
             _release(self.a_result1)
         if needs[0]:
             _release(self.a_self)
-        if needs[0]:
-            _release(self.a_stride)
 
     def apply(self, grads):
         grad = grads[0]
@@ -4252,7 +3720,6 @@ class AvgPool3dBackward0(Node):
     """Backward of avg_pool3d."""
 
     __slots__ = ('a_ceil_mode', 'a_count_include_pad', 'a_divisor_override', 'a_kernel_size', 'a_padding', 'a_self', 'a_stride', 'needs')
-    saved_slots = ('a_ceil_mode', 'a_count_include_pad', 'a_divisor_override', 'a_kernel_size', 'a_padding', 'a_self', 'a_stride')
     n_outputs = 1
 
     def save(self, args, outs):
@@ -4269,19 +3736,7 @@ class AvgPool3dBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_ceil_mode)
-        if needs[0]:
-            _release(self.a_count_include_pad)
-        if needs[0]:
-            _release(self.a_divisor_override)
-        if needs[0]:
-            _release(self.a_kernel_size)
-        if needs[0]:
-            _release(self.a_padding)
-        if needs[0]:
             _release(self.a_self)
-        if needs[0]:
-            _release(self.a_stride)
 
     def apply(self, grads):
         grad = grads[0]
@@ -4305,7 +3760,6 @@ class AdaptiveAvgPool3dBackward0(Node):
     """Backward of _adaptive_avg_pool3d."""
 
     __slots__ = ('a_self', 'needs')
-    saved_slots = ('a_self',)
     n_outputs = 1
 
     def save(self, args, outs):

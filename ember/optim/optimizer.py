@@ -8,6 +8,7 @@ from one optimizer loads into another built over the same parameters.
 from __future__ import annotations
 
 import functools
+import itertools
 import warnings
 from collections import defaultdict
 from copy import deepcopy
@@ -37,6 +38,10 @@ def _scalar_step(value: float = 0.0, device=None) -> Tensor:
     return tensor(float(value), dtype=scalar, device=device)
 
 
+#: hook keys are never reused (as torch's handle ids), so a stale handle removes nothing
+_HOOK_IDS = itertools.count()
+
+
 class _RemovableHandle:
     """What register_step_*_hook returns: `.remove()` unregisters the hook."""
 
@@ -52,7 +57,7 @@ def _with_step_hooks(step):
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
         attrs = self.__dict__
-        if "_step_pre_hooks" not in attrs and "_step_post_hooks" not in attrs:    # the common case: none
+        if not attrs.get("_step_pre_hooks") and not attrs.get("_step_post_hooks"):   # the common case: none
             return step(self, *args, **kwargs)
         for hook in list(attrs.get("_step_pre_hooks", {}).values()):
             out = hook(self, args, kwargs)
@@ -82,14 +87,14 @@ class Optimizer:
     def register_step_pre_hook(self, hook) -> _RemovableHandle:
         """hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs), run before each step."""
         hooks = self.__dict__.setdefault("_step_pre_hooks", {})
-        key = max(hooks, default=-1) + 1
+        key = next(_HOOK_IDS)
         hooks[key] = hook
         return _RemovableHandle(hooks, key)
 
     def register_step_post_hook(self, hook) -> _RemovableHandle:
         """hook(optimizer, args, kwargs) -> None, run after each step."""
         hooks = self.__dict__.setdefault("_step_post_hooks", {})
-        key = max(hooks, default=-1) + 1
+        key = next(_HOOK_IDS)
         hooks[key] = hook
         return _RemovableHandle(hooks, key)
 

@@ -56,7 +56,8 @@ def _implicit_root_grad(t):
     fill it queues; a host copy could wait for the queued forward pass), and so does a call
     with an active dispatch mode (or any other included key), which sees ones_like as a torch
     mode sees aten's."""
-    backend = REGISTRY.by_key[t._keys & K.BACKEND_MASK]
+    key = t._keys & K.BACKEND_MASK
+    backend = REGISTRY.by_key[key]
     if STATE.keys[0] or not backend.host_memory:
         return F.ones_like(t)
     shape = t._data.shape
@@ -67,7 +68,7 @@ def _implicit_root_grad(t):
         if len(_ONES_ON_HOST) < 64:
             _ONES_ON_HOST[(t._dtype, shape)] = host
     device = t._device
-    return make_tensor(backend.from_host(host, device.index), t._dtype, device, t._keys & K.BACKEND_MASK, None)
+    return make_tensor(backend.from_host(host, device.index), t._dtype, device, key, None)
 
 
 def sum_to(grad, shape):

@@ -55,16 +55,9 @@ class Node:
     def apply(self, grads: list) -> tuple:
         raise NotImplementedError(f"{self.name()}.apply")
 
-    #: attributes holding values saved for backward (generated nodes list theirs)
-    saved_slots: tuple = ()
-
     def release(self) -> None:
-        """Drop saved values after a backward pass without retain_graph. (Generated nodes define their
-        own, reading only the slots their `save` filled for this call.)"""
-        for slot in self.saved_slots:
-            value = getattr(self, slot, None)
-            if value.__class__ is SavedTensor:
-                value.release()
+        """Drop saved values after a backward pass without retain_graph: nodes that save tensors (the
+        generated ones, custom Functions') define it; these nodes save none."""
 
     @property
     def next_functions(self) -> tuple:
