@@ -393,16 +393,19 @@ def _backward_class(op: OpEntry, cls: str, op_names: set[str], helpers: set[str]
             lines.append(f"            _release(self.{slot})")
     lines += ["", "    def apply(self, grads):", "        grad = grads[0]", "        needs = self.needs",
               "        out = []"]
+
+    def load(slot: str) -> str:
+        return _load_expr(slot, _save_expr(slot, schema, arg_index, return_index))
     for f, ks in zip(formulas, needs_of):
         if len(ks) > 1:             # one call computes the gradients of several inputs (grad_input_mask)
             lines.append(f"        if {' or '.join(f'needs[{k}]' for k in ks)}:")
             lines.append(f"            grad_input_mask = [{', '.join(f'needs[{k}]' for k in ks)}]")
             for slot in sorted(f.uses):
                 if slot in f.guards:            # not saved when not needed: the formula reads it only then
-                    lines.append(f"            {slot} = _load(self.{slot}, self) if {_guard_expr(f.guards[slot], ks)} "
+                    lines.append(f"            {slot} = ({load(slot)}) if {_guard_expr(f.guards[slot], ks)} "
                                  "else None")
                 else:
-                    lines.append(f"            {slot} = _load(self.{slot}, self)")
+                    lines.append(f"            {slot} = {load(slot)}")
             lines.append(f"            out.extend({f.code})")
             lines.append("        else:")
             lines.append(f"            out.extend({[None] * len(ks)!r})")
@@ -411,7 +414,7 @@ def _backward_class(op: OpEntry, cls: str, op_names: set[str], helpers: set[str]
         is_list = f.input_name in list_inputs
         lines.append(f"        if needs[{k}]:")
         for slot in sorted(f.uses):
-            lines.append(f"            {slot} = _load(self.{slot}, self)")
+            lines.append(f"            {slot} = {load(slot)}")
         if is_list:
             lines.append(f"            out.extend({f.code})")
             lines.append("        else:")
@@ -422,6 +425,16 @@ def _backward_class(op: OpEntry, cls: str, op_names: set[str], helpers: set[str]
             lines.append("            out.append(None)")
     lines.append("        return out")
     return lines
+
+
+def _load_expr(slot: str, save_expr: str) -> str:
+    """The expression `apply` reads a saved slot with: a saved tensor is unpacked (its version checked)
+    inline, a list of them through `_load`, anything else (shapes, numbers) read as it is."""
+    if save_expr.startswith("_save("):
+        return f"self.{slot}.unpack(self) if self.{slot}.__class__ is SavedTensor else self.{slot}"
+    if "_save(" in save_expr:
+        return f"_load(self.{slot}, self)"
+    return f"self.{slot}"
 
 
 def _guard_expr(positions: set[int], ks: list[int]) -> str:

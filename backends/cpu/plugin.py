@@ -12,7 +12,7 @@ import numpy as np
 
 from ember.dispatcher import Backend, hookimpl
 from ember.frontend import dtype as _dt
-from ember.frontend.numpy_interop import to_numpy_dtype
+from ember.frontend.numpy_interop import numpy_dtype_lookup, to_numpy_dtype
 
 from .array_kernels import make_kernels
 from .array_kernels.shape import root_of
@@ -55,7 +55,7 @@ class CPUBackend(Backend):
         return np.shares_memory(a, b)
 
     def kernels(self):
-        return make_kernels(np, to_numpy_dtype)
+        return make_kernels(np, numpy_dtype_lookup())
 
 
 @hookimpl

@@ -48,7 +48,7 @@ class AddBackward0(Node):
         else:
             out.append(None)
         if needs[1]:
-            a_alpha = _load(self.a_alpha, self)
+            a_alpha = self.a_alpha
             out.append(_H.maybe_multiply(grad, a_alpha))
         else:
             out.append(None)
@@ -75,7 +75,7 @@ class SubBackward0(Node):
         else:
             out.append(None)
         if needs[1]:
-            a_alpha = _load(self.a_alpha, self)
+            a_alpha = self.a_alpha
             out.append(_F.neg(_H.maybe_multiply(grad, a_alpha)))
         else:
             out.append(None)
@@ -107,12 +107,12 @@ class MulBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_other = _load(self.a_other, self)
+            a_other = self.a_other.unpack(self) if self.a_other.__class__ is SavedTensor else self.a_other
             out.append(_F.mul(grad, a_other))
         else:
             out.append(None)
         if needs[1]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.mul(grad, a_self))
         else:
             out.append(None)
@@ -147,15 +147,15 @@ class DivBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_other = _load(self.a_other, self)
-            a_rounding_mode = _load(self.a_rounding_mode, self)
+            a_other = self.a_other.unpack(self) if self.a_other.__class__ is SavedTensor else self.a_other
+            a_rounding_mode = self.a_rounding_mode
             out.append(_H.div_backward_self(grad, a_other, a_rounding_mode))
         else:
             out.append(None)
         if needs[1]:
-            a_other = _load(self.a_other, self)
-            a_rounding_mode = _load(self.a_rounding_mode, self)
-            a_self = _load(self.a_self, self)
+            a_other = self.a_other.unpack(self) if self.a_other.__class__ is SavedTensor else self.a_other
+            a_rounding_mode = self.a_rounding_mode
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_H.div_backward_other(grad, a_self, a_other, a_rounding_mode))
         else:
             out.append(None)
@@ -203,7 +203,7 @@ class AbsBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.mul(grad, _F.sign(a_self)))
         else:
             out.append(None)
@@ -260,15 +260,15 @@ class PowBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_exponent = _load(self.a_exponent, self)
-            a_self = _load(self.a_self, self)
+            a_exponent = self.a_exponent.unpack(self) if self.a_exponent.__class__ is SavedTensor else self.a_exponent
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_H.pow_backward_self(grad, a_self, a_exponent))
         else:
             out.append(None)
         if needs[1]:
-            a_exponent = _load(self.a_exponent, self)
-            a_result = _load(self.a_result, self)
-            a_self = _load(self.a_self, self)
+            a_exponent = self.a_exponent.unpack(self) if self.a_exponent.__class__ is SavedTensor else self.a_exponent
+            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_H.pow_backward_exponent(grad, a_self, a_exponent, a_result))
         else:
             out.append(None)
@@ -302,14 +302,14 @@ class MaximumBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_other = _load(self.a_other, self)
-            a_self = _load(self.a_self, self)
+            a_other = self.a_other.unpack(self) if self.a_other.__class__ is SavedTensor else self.a_other
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_H.minmax_backward_self(grad, a_self, a_other, True))
         else:
             out.append(None)
         if needs[1]:
-            a_other = _load(self.a_other, self)
-            a_self = _load(self.a_self, self)
+            a_other = self.a_other.unpack(self) if self.a_other.__class__ is SavedTensor else self.a_other
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_H.minmax_backward_self(grad, a_other, a_self, True))
         else:
             out.append(None)
@@ -343,14 +343,14 @@ class MinimumBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_other = _load(self.a_other, self)
-            a_self = _load(self.a_self, self)
+            a_other = self.a_other.unpack(self) if self.a_other.__class__ is SavedTensor else self.a_other
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_H.minmax_backward_self(grad, a_self, a_other, False))
         else:
             out.append(None)
         if needs[1]:
-            a_other = _load(self.a_other, self)
-            a_self = _load(self.a_self, self)
+            a_other = self.a_other.unpack(self) if self.a_other.__class__ is SavedTensor else self.a_other
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_H.minmax_backward_self(grad, a_other, a_self, False))
         else:
             out.append(None)
@@ -380,12 +380,12 @@ class WhereBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_condition = _load(self.a_condition, self)
+            a_condition = self.a_condition.unpack(self) if self.a_condition.__class__ is SavedTensor else self.a_condition
             out.append(_F.where(a_condition, grad, 0))
         else:
             out.append(None)
         if needs[1]:
-            a_condition = _load(self.a_condition, self)
+            a_condition = self.a_condition.unpack(self) if self.a_condition.__class__ is SavedTensor else self.a_condition
             out.append(_F.where(a_condition, 0, grad))
         else:
             out.append(None)
@@ -427,23 +427,23 @@ class ClampBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_max = _load(self.a_max, self)
-            a_min = _load(self.a_min, self)
-            a_self = _load(self.a_self, self)
+            a_max = self.a_max.unpack(self) if self.a_max.__class__ is SavedTensor else self.a_max
+            a_min = self.a_min.unpack(self) if self.a_min.__class__ is SavedTensor else self.a_min
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_H.clamp_backward(grad, a_self, a_min, a_max))
         else:
             out.append(None)
         if needs[1]:
-            a_max = _load(self.a_max, self)
-            a_min = _load(self.a_min, self)
-            a_self = _load(self.a_self, self)
+            a_max = self.a_max.unpack(self) if self.a_max.__class__ is SavedTensor else self.a_max
+            a_min = self.a_min.unpack(self) if self.a_min.__class__ is SavedTensor else self.a_min
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_H.clamp_backward_min(grad, a_self, a_min, a_max))
         else:
             out.append(None)
         if needs[2]:
-            a_max = _load(self.a_max, self)
-            a_min = _load(self.a_min, self)
-            a_self = _load(self.a_self, self)
+            a_max = self.a_max.unpack(self) if self.a_max.__class__ is SavedTensor else self.a_max
+            a_min = self.a_min.unpack(self) if self.a_min.__class__ is SavedTensor else self.a_min
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_H.clamp_backward_max(grad, a_self, a_min, a_max))
         else:
             out.append(None)
@@ -471,7 +471,7 @@ class ExpBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_result = _load(self.a_result, self)
+            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_F.mul(grad, a_result))
         else:
             out.append(None)
@@ -499,7 +499,7 @@ class LogBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.div(grad, a_self))
         else:
             out.append(None)
@@ -527,7 +527,7 @@ class SqrtBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_result = _load(self.a_result, self)
+            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_F.div(grad, _F.mul(a_result, 2)))
         else:
             out.append(None)
@@ -555,7 +555,7 @@ class RsqrtBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_result = _load(self.a_result, self)
+            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_F.mul(_F.mul(grad, _F.pow(a_result, 3)), -0.5))
         else:
             out.append(None)
@@ -583,7 +583,7 @@ class TanhBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_result = _load(self.a_result, self)
+            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_F.mul(grad, _F.rsub(_F.mul(a_result, a_result), 1)))
         else:
             out.append(None)
@@ -611,7 +611,7 @@ class SigmoidBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_result = _load(self.a_result, self)
+            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_F.mul(grad, _F.mul(a_result, _F.rsub(a_result, 1))))
         else:
             out.append(None)
@@ -639,7 +639,7 @@ class SinBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.mul(grad, _F.cos(a_self)))
         else:
             out.append(None)
@@ -667,7 +667,7 @@ class CosBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.neg(_F.mul(grad, _F.sin(a_self))))
         else:
             out.append(None)
@@ -695,7 +695,7 @@ class ReciprocalBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_result = _load(self.a_result, self)
+            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_F.neg(_F.mul(grad, _F.mul(a_result, a_result))))
         else:
             out.append(None)
@@ -723,7 +723,7 @@ class Log1pBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.div(grad, _F.add(a_self, 1)))
         else:
             out.append(None)
@@ -751,7 +751,7 @@ class Expm1Backward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_result = _load(self.a_result, self)
+            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_F.mul(grad, _F.add(a_result, 1)))
         else:
             out.append(None)
@@ -779,7 +779,7 @@ class Log2Backward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.div(grad, _F.mul(a_self, 0.6931471805599453)))
         else:
             out.append(None)
@@ -807,7 +807,7 @@ class Log10Backward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.div(grad, _F.mul(a_self, 2.302585092994046)))
         else:
             out.append(None)
@@ -835,7 +835,7 @@ class Exp2Backward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_result = _load(self.a_result, self)
+            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_F.mul(grad, _F.mul(a_result, 0.6931471805599453)))
         else:
             out.append(None)
@@ -863,7 +863,7 @@ class SinhBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.mul(grad, _F.cosh(a_self)))
         else:
             out.append(None)
@@ -891,7 +891,7 @@ class CoshBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.mul(grad, _F.sinh(a_self)))
         else:
             out.append(None)
@@ -919,7 +919,7 @@ class AsinBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.mul(grad, _F.rsqrt(_F.rsub(_F.mul(a_self, a_self), 1))))
         else:
             out.append(None)
@@ -947,7 +947,7 @@ class AcosBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.neg(_F.mul(grad, _F.rsqrt(_F.rsub(_F.mul(a_self, a_self), 1)))))
         else:
             out.append(None)
@@ -975,7 +975,7 @@ class AtanBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.div(grad, _F.add(_F.mul(a_self, a_self), 1)))
         else:
             out.append(None)
@@ -1003,7 +1003,7 @@ class AsinhBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.mul(grad, _F.rsqrt(_F.add(_F.mul(a_self, a_self), 1))))
         else:
             out.append(None)
@@ -1031,7 +1031,7 @@ class AcoshBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.mul(grad, _F.rsqrt(_F.sub(_F.mul(a_self, a_self), 1))))
         else:
             out.append(None)
@@ -1059,7 +1059,7 @@ class AtanhBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.mul(grad, _F.reciprocal(_F.rsub(_F.mul(a_self, a_self), 1))))
         else:
             out.append(None)
@@ -1087,7 +1087,7 @@ class TanBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_result = _load(self.a_result, self)
+            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_F.mul(grad, _F.add(_F.mul(a_result, a_result), 1)))
         else:
             out.append(None)
@@ -1115,7 +1115,7 @@ class SquareBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.mul(grad, _F.mul(a_self, 2)))
         else:
             out.append(None)
@@ -1249,14 +1249,14 @@ class Atan2Backward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_other = _load(self.a_other, self)
-            a_self = _load(self.a_self, self)
+            a_other = self.a_other.unpack(self) if self.a_other.__class__ is SavedTensor else self.a_other
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.div(_F.mul(grad, a_other), _F.add(_F.mul(a_self, a_self), _F.mul(a_other, a_other))))
         else:
             out.append(None)
         if needs[1]:
-            a_other = _load(self.a_other, self)
-            a_self = _load(self.a_self, self)
+            a_other = self.a_other.unpack(self) if self.a_other.__class__ is SavedTensor else self.a_other
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.div(_F.mul(grad, _F.neg(a_self)), _F.add(_F.mul(a_self, a_self), _F.mul(a_other, a_other))))
         else:
             out.append(None)
@@ -1291,8 +1291,8 @@ class FmodBackward0(Node):
         else:
             out.append(None)
         if needs[1]:
-            a_other = _load(self.a_other, self)
-            a_self = _load(self.a_self, self)
+            a_other = self.a_other.unpack(self) if self.a_other.__class__ is SavedTensor else self.a_other
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.neg(_F.mul(grad, _F.div(a_self, a_other, rounding_mode='trunc'))))
         else:
             out.append(None)
@@ -1327,8 +1327,8 @@ class RemainderBackward0(Node):
         else:
             out.append(None)
         if needs[1]:
-            a_other = _load(self.a_other, self)
-            a_self = _load(self.a_self, self)
+            a_other = self.a_other.unpack(self) if self.a_other.__class__ is SavedTensor else self.a_other
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.neg(_F.mul(grad, _F.div(a_self, a_other, rounding_mode='floor'))))
         else:
             out.append(None)
@@ -1364,14 +1364,14 @@ class HypotBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_result = _load(self.a_result, self)
-            a_self = _load(self.a_self, self)
+            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.mul(grad, _F.div(a_self, a_result)))
         else:
             out.append(None)
         if needs[1]:
-            a_other = _load(self.a_other, self)
-            a_result = _load(self.a_result, self)
+            a_other = self.a_other.unpack(self) if self.a_other.__class__ is SavedTensor else self.a_other
+            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_F.mul(grad, _F.div(a_other, a_result)))
         else:
             out.append(None)
@@ -1399,7 +1399,7 @@ class ReluBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_result = _load(self.a_result, self)
+            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_F.threshold_backward(grad, a_result, 0))
         else:
             out.append(None)
@@ -1424,9 +1424,9 @@ class SumBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim = _load(self.a_dim, self)
-            a_keepdim = _load(self.a_keepdim, self)
-            m_self_shape = _load(self.m_self_shape, self)
+            a_dim = self.a_dim
+            a_keepdim = self.a_keepdim
+            m_self_shape = self.m_self_shape
             out.append(_H.sum_backward(grad, m_self_shape, a_dim, a_keepdim))
         else:
             out.append(None)
@@ -1459,10 +1459,10 @@ class AmaxBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim = _load(self.a_dim, self)
-            a_keepdim = _load(self.a_keepdim, self)
-            a_result = _load(self.a_result, self)
-            a_self = _load(self.a_self, self)
+            a_dim = self.a_dim
+            a_keepdim = self.a_keepdim
+            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_H.amax_backward(grad, a_self, a_result, a_dim, a_keepdim))
         else:
             out.append(None)
@@ -1495,10 +1495,10 @@ class AminBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim = _load(self.a_dim, self)
-            a_keepdim = _load(self.a_keepdim, self)
-            a_result = _load(self.a_result, self)
-            a_self = _load(self.a_self, self)
+            a_dim = self.a_dim
+            a_keepdim = self.a_keepdim
+            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_H.amax_backward(grad, a_self, a_result, a_dim, a_keepdim))
         else:
             out.append(None)
@@ -1529,10 +1529,10 @@ class MaxBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim = _load(self.a_dim, self)
-            a_indices = _load(self.a_indices, self)
-            a_keepdim = _load(self.a_keepdim, self)
-            m_self_shape = _load(self.m_self_shape, self)
+            a_dim = self.a_dim
+            a_indices = self.a_indices.unpack(self) if self.a_indices.__class__ is SavedTensor else self.a_indices
+            a_keepdim = self.a_keepdim
+            m_self_shape = self.m_self_shape
             out.append(_H.value_selecting_backward(grad, a_dim, a_indices, m_self_shape, a_keepdim))
         else:
             out.append(None)
@@ -1563,10 +1563,10 @@ class MinBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim = _load(self.a_dim, self)
-            a_indices = _load(self.a_indices, self)
-            a_keepdim = _load(self.a_keepdim, self)
-            m_self_shape = _load(self.m_self_shape, self)
+            a_dim = self.a_dim
+            a_indices = self.a_indices.unpack(self) if self.a_indices.__class__ is SavedTensor else self.a_indices
+            a_keepdim = self.a_keepdim
+            m_self_shape = self.m_self_shape
             out.append(_H.value_selecting_backward(grad, a_dim, a_indices, m_self_shape, a_keepdim))
         else:
             out.append(None)
@@ -1595,8 +1595,8 @@ class SoftmaxBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim = _load(self.a_dim, self)
-            a_result = _load(self.a_result, self)
+            a_dim = self.a_dim
+            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_H.softmax_backward(grad, a_result, a_dim))
         else:
             out.append(None)
@@ -1625,8 +1625,8 @@ class LogSoftmaxBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim = _load(self.a_dim, self)
-            a_result = _load(self.a_result, self)
+            a_dim = self.a_dim
+            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_H.log_softmax_backward(grad, a_result, a_dim))
         else:
             out.append(None)
@@ -1654,12 +1654,12 @@ class AsStridedBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_size = _load(self.a_size, self)
-            a_storage_offset = _load(self.a_storage_offset, self)
-            a_stride = _load(self.a_stride, self)
-            m_self_shape = _load(self.m_self_shape, self)
-            m_self_storage_offset = _load(self.m_self_storage_offset, self)
-            m_self_stride = _load(self.m_self_stride, self)
+            a_size = self.a_size
+            a_storage_offset = self.a_storage_offset
+            a_stride = self.a_stride
+            m_self_shape = self.m_self_shape
+            m_self_storage_offset = self.m_self_storage_offset
+            m_self_stride = self.m_self_stride
             out.append(_H.as_strided_backward(grad, m_self_shape, m_self_stride, m_self_storage_offset, a_size, a_stride, a_storage_offset))
         else:
             out.append(None)
@@ -1682,7 +1682,7 @@ class ViewBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            m_self_shape = _load(self.m_self_shape, self)
+            m_self_shape = self.m_self_shape
             out.append(_F.reshape(grad, m_self_shape))
         else:
             out.append(None)
@@ -1705,7 +1705,7 @@ class PermuteBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dims = _load(self.a_dims, self)
+            a_dims = self.a_dims
             out.append(_F.permute(grad, _H.invert_permutation(a_dims)))
         else:
             out.append(None)
@@ -1729,8 +1729,8 @@ class TransposeBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim0 = _load(self.a_dim0, self)
-            a_dim1 = _load(self.a_dim1, self)
+            a_dim0 = self.a_dim0
+            a_dim1 = self.a_dim1
             out.append(_F.transpose(grad, a_dim0, a_dim1))
         else:
             out.append(None)
@@ -1773,7 +1773,7 @@ class SqueezeBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            m_self_shape = _load(self.m_self_shape, self)
+            m_self_shape = self.m_self_shape
             out.append(_F.reshape(grad, m_self_shape))
         else:
             out.append(None)
@@ -1796,7 +1796,7 @@ class UnsqueezeBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim = _load(self.a_dim, self)
+            a_dim = self.a_dim
             out.append(_F.squeeze(grad, a_dim))
         else:
             out.append(None)
@@ -1823,11 +1823,11 @@ class SliceBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim = _load(self.a_dim, self)
-            a_end = _load(self.a_end, self)
-            a_start = _load(self.a_start, self)
-            a_step = _load(self.a_step, self)
-            m_self_shape = _load(self.m_self_shape, self)
+            a_dim = self.a_dim
+            a_end = self.a_end
+            a_start = self.a_start
+            a_step = self.a_step
+            m_self_shape = self.m_self_shape
             out.append(_H.slice_backward(grad, m_self_shape, a_dim, a_start, a_end, a_step))
         else:
             out.append(None)
@@ -1852,9 +1852,9 @@ class SelectBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim = _load(self.a_dim, self)
-            a_index = _load(self.a_index, self)
-            m_self_shape = _load(self.m_self_shape, self)
+            a_dim = self.a_dim
+            a_index = self.a_index
+            m_self_shape = self.m_self_shape
             out.append(_H.select_backward(grad, m_self_shape, a_dim, a_index))
         else:
             out.append(None)
@@ -1899,8 +1899,8 @@ class CatBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim = _load(self.a_dim, self)
-            a_tensors = _load(self.a_tensors, self)
+            a_dim = self.a_dim
+            a_tensors = self.a_tensors
             out.extend(_H.cat_backward(grad, a_dim, a_tensors))
         else:
             out.extend([None] * self.c_tensors)
@@ -1937,19 +1937,19 @@ class SliceScatterBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim = _load(self.a_dim, self)
-            a_end = _load(self.a_end, self)
-            a_src = _load(self.a_src, self)
-            a_start = _load(self.a_start, self)
-            a_step = _load(self.a_step, self)
+            a_dim = self.a_dim
+            a_end = self.a_end
+            a_src = self.a_src.unpack(self) if self.a_src.__class__ is SavedTensor else self.a_src
+            a_start = self.a_start
+            a_step = self.a_step
             out.append(_F.slice_scatter(grad, _F.zeros_like(a_src), a_dim, a_start, a_end, a_step))
         else:
             out.append(None)
         if needs[1]:
-            a_dim = _load(self.a_dim, self)
-            a_end = _load(self.a_end, self)
-            a_start = _load(self.a_start, self)
-            a_step = _load(self.a_step, self)
+            a_dim = self.a_dim
+            a_end = self.a_end
+            a_start = self.a_start
+            a_step = self.a_step
             out.append(_F.slice(grad, a_dim, a_start, a_end, a_step))
         else:
             out.append(None)
@@ -1982,15 +1982,15 @@ class SelectScatterBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim = _load(self.a_dim, self)
-            a_index = _load(self.a_index, self)
-            a_src = _load(self.a_src, self)
+            a_dim = self.a_dim
+            a_index = self.a_index
+            a_src = self.a_src.unpack(self) if self.a_src.__class__ is SavedTensor else self.a_src
             out.append(_F.select_scatter(grad, _F.zeros_like(a_src), a_dim, a_index))
         else:
             out.append(None)
         if needs[1]:
-            a_dim = _load(self.a_dim, self)
-            a_index = _load(self.a_index, self)
+            a_dim = self.a_dim
+            a_index = self.a_index
             out.append(_F.select(grad, a_dim, a_index))
         else:
             out.append(None)
@@ -2025,17 +2025,17 @@ class AsStridedScatterBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_size = _load(self.a_size, self)
-            a_src = _load(self.a_src, self)
-            a_storage_offset = _load(self.a_storage_offset, self)
-            a_stride = _load(self.a_stride, self)
+            a_size = self.a_size
+            a_src = self.a_src.unpack(self) if self.a_src.__class__ is SavedTensor else self.a_src
+            a_storage_offset = self.a_storage_offset
+            a_stride = self.a_stride
             out.append(_F.as_strided_scatter(grad, _F.zeros_like(a_src), a_size, a_stride, a_storage_offset))
         else:
             out.append(None)
         if needs[1]:
-            a_size = _load(self.a_size, self)
-            a_storage_offset = _load(self.a_storage_offset, self)
-            a_stride = _load(self.a_stride, self)
+            a_size = self.a_size
+            a_storage_offset = self.a_storage_offset
+            a_stride = self.a_stride
             out.append(_F.as_strided(_H.contiguous_grad(grad), a_size, a_stride, a_storage_offset))
         else:
             out.append(None)
@@ -2083,8 +2083,8 @@ class ToCopyBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            m_self_device = _load(self.m_self_device, self)
-            m_self_dtype = _load(self.m_self_dtype, self)
+            m_self_device = self.m_self_device
+            m_self_dtype = self.m_self_dtype
             out.append(_H.to_backward(grad, m_self_dtype, m_self_device))
         else:
             out.append(None)
@@ -2136,12 +2136,12 @@ class MmBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_mat2 = _load(self.a_mat2, self)
+            a_mat2 = self.a_mat2.unpack(self) if self.a_mat2.__class__ is SavedTensor else self.a_mat2
             out.append(_F.mm(grad, _F.t(a_mat2)))
         else:
             out.append(None)
         if needs[1]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.mm(_F.t(a_self), grad))
         else:
             out.append(None)
@@ -2173,12 +2173,12 @@ class BmmBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_mat2 = _load(self.a_mat2, self)
+            a_mat2 = self.a_mat2.unpack(self) if self.a_mat2.__class__ is SavedTensor else self.a_mat2
             out.append(_F.bmm(grad, _F.transpose(a_mat2, 1, 2)))
         else:
             out.append(None)
         if needs[1]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.bmm(_F.transpose(a_self, 1, 2), grad))
         else:
             out.append(None)
@@ -2208,9 +2208,9 @@ class SortBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim = _load(self.a_dim, self)
-            a_indices = _load(self.a_indices, self)
-            m_self_shape = _load(self.m_self_shape, self)
+            a_dim = self.a_dim
+            a_indices = self.a_indices.unpack(self) if self.a_indices.__class__ is SavedTensor else self.a_indices
+            m_self_shape = self.m_self_shape
             out.append(_H.sort_backward(grad, a_dim, a_indices, m_self_shape))
         else:
             out.append(None)
@@ -2233,7 +2233,7 @@ class CumsumBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim = _load(self.a_dim, self)
+            a_dim = self.a_dim
             out.append(_H.cumsum_backward(grad, a_dim))
         else:
             out.append(None)
@@ -2266,10 +2266,10 @@ class LogsumexpBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim = _load(self.a_dim, self)
-            a_keepdim = _load(self.a_keepdim, self)
-            a_result = _load(self.a_result, self)
-            a_self = _load(self.a_self, self)
+            a_dim = self.a_dim
+            a_keepdim = self.a_keepdim
+            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_H.logsumexp_backward(grad, a_self, a_result, a_dim, a_keepdim))
         else:
             out.append(None)
@@ -2300,10 +2300,10 @@ class VarBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_correction = _load(self.a_correction, self)
-            a_dim = _load(self.a_dim, self)
-            a_keepdim = _load(self.a_keepdim, self)
-            a_self = _load(self.a_self, self)
+            a_correction = self.a_correction
+            a_dim = self.a_dim
+            a_keepdim = self.a_keepdim
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_H.var_backward(grad, a_self, a_dim, a_correction, a_keepdim))
         else:
             out.append(None)
@@ -2337,11 +2337,11 @@ class StdBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_correction = _load(self.a_correction, self)
-            a_dim = _load(self.a_dim, self)
-            a_keepdim = _load(self.a_keepdim, self)
-            a_result = _load(self.a_result, self)
-            a_self = _load(self.a_self, self)
+            a_correction = self.a_correction
+            a_dim = self.a_dim
+            a_keepdim = self.a_keepdim
+            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_H.std_backward(a_result, grad, a_self, a_dim, a_correction, a_keepdim))
         else:
             out.append(None)
@@ -2375,11 +2375,11 @@ class NormBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim = _load(self.a_dim, self)
-            a_keepdim = _load(self.a_keepdim, self)
-            a_p = _load(self.a_p, self)
-            a_result = _load(self.a_result, self)
-            a_self = _load(self.a_self, self)
+            a_dim = self.a_dim
+            a_keepdim = self.a_keepdim
+            a_p = self.a_p
+            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_H.norm_backward(grad, a_self, a_p, a_result, a_dim, a_keepdim))
         else:
             out.append(None)
@@ -2402,7 +2402,7 @@ class FlipBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dims = _load(self.a_dims, self)
+            a_dims = self.a_dims
             out.append(_F.flip(grad, a_dims))
         else:
             out.append(None)
@@ -2428,10 +2428,10 @@ class DiagonalBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim1 = _load(self.a_dim1, self)
-            a_dim2 = _load(self.a_dim2, self)
-            a_offset = _load(self.a_offset, self)
-            m_self_shape = _load(self.m_self_shape, self)
+            a_dim1 = self.a_dim1
+            a_dim2 = self.a_dim2
+            a_offset = self.a_offset
+            m_self_shape = self.m_self_shape
             out.append(_H.diagonal_backward(grad, m_self_shape, a_offset, a_dim1, a_dim2))
         else:
             out.append(None)
@@ -2489,14 +2489,14 @@ class ConvolutionBackward0(Node):
         out = []
         if needs[0] or needs[1] or needs[2]:
             grad_input_mask = [needs[0], needs[1], needs[2]]
-            a_dilation = _load(self.a_dilation, self)
-            a_groups = _load(self.a_groups, self)
-            a_input = _load(self.a_input, self)
-            a_output_padding = _load(self.a_output_padding, self)
-            a_padding = _load(self.a_padding, self)
-            a_stride = _load(self.a_stride, self)
-            a_transposed = _load(self.a_transposed, self)
-            a_weight = _load(self.a_weight, self)
+            a_dilation = self.a_dilation
+            a_groups = self.a_groups
+            a_input = self.a_input.unpack(self) if self.a_input.__class__ is SavedTensor else self.a_input
+            a_output_padding = self.a_output_padding
+            a_padding = self.a_padding
+            a_stride = self.a_stride
+            a_transposed = self.a_transposed
+            a_weight = self.a_weight.unpack(self) if self.a_weight.__class__ is SavedTensor else self.a_weight
             out.extend(_F.convolution_backward(grad, a_input, a_weight, None, a_stride, a_padding, a_dilation, a_transposed, a_output_padding, a_groups, grad_input_mask))
         else:
             out.extend([None, None, None])
@@ -2532,13 +2532,13 @@ class MaxPool2dWithIndicesBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_ceil_mode = _load(self.a_ceil_mode, self)
-            a_dilation = _load(self.a_dilation, self)
-            a_indices = _load(self.a_indices, self)
-            a_kernel_size = _load(self.a_kernel_size, self)
-            a_padding = _load(self.a_padding, self)
-            a_self = _load(self.a_self, self)
-            a_stride = _load(self.a_stride, self)
+            a_ceil_mode = self.a_ceil_mode
+            a_dilation = self.a_dilation
+            a_indices = self.a_indices.unpack(self) if self.a_indices.__class__ is SavedTensor else self.a_indices
+            a_kernel_size = self.a_kernel_size
+            a_padding = self.a_padding
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
+            a_stride = self.a_stride
             out.append(_F.max_pool2d_with_indices_backward(grad, a_self, a_kernel_size, a_stride, a_padding, a_dilation, a_ceil_mode, a_indices))
         else:
             out.append(None)
@@ -2572,13 +2572,13 @@ class AvgPool2dBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_ceil_mode = _load(self.a_ceil_mode, self)
-            a_count_include_pad = _load(self.a_count_include_pad, self)
-            a_divisor_override = _load(self.a_divisor_override, self)
-            a_kernel_size = _load(self.a_kernel_size, self)
-            a_padding = _load(self.a_padding, self)
-            a_self = _load(self.a_self, self)
-            a_stride = _load(self.a_stride, self)
+            a_ceil_mode = self.a_ceil_mode
+            a_count_include_pad = self.a_count_include_pad
+            a_divisor_override = self.a_divisor_override
+            a_kernel_size = self.a_kernel_size
+            a_padding = self.a_padding
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
+            a_stride = self.a_stride
             out.append(_F.avg_pool2d_backward(grad, a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad, a_divisor_override))
         else:
             out.append(None)
@@ -2606,7 +2606,7 @@ class AdaptiveAvgPool2dBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F._adaptive_avg_pool2d_backward(grad, a_self))
         else:
             out.append(None)
@@ -2659,25 +2659,25 @@ class NativeBatchNormBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_eps = _load(self.a_eps, self)
-            a_input = _load(self.a_input, self)
-            a_running_mean = _load(self.a_running_mean, self)
-            a_running_var = _load(self.a_running_var, self)
-            a_save_invstd = _load(self.a_save_invstd, self)
-            a_save_mean = _load(self.a_save_mean, self)
-            a_training = _load(self.a_training, self)
-            a_weight = _load(self.a_weight, self)
+            a_eps = self.a_eps
+            a_input = self.a_input.unpack(self) if self.a_input.__class__ is SavedTensor else self.a_input
+            a_running_mean = self.a_running_mean.unpack(self) if self.a_running_mean.__class__ is SavedTensor else self.a_running_mean
+            a_running_var = self.a_running_var.unpack(self) if self.a_running_var.__class__ is SavedTensor else self.a_running_var
+            a_save_invstd = self.a_save_invstd.unpack(self) if self.a_save_invstd.__class__ is SavedTensor else self.a_save_invstd
+            a_save_mean = self.a_save_mean.unpack(self) if self.a_save_mean.__class__ is SavedTensor else self.a_save_mean
+            a_training = self.a_training
+            a_weight = self.a_weight.unpack(self) if self.a_weight.__class__ is SavedTensor else self.a_weight
             out.append(_H.nn_backward('batch_norm_backward_input', grad, a_input, a_weight, a_running_mean, a_running_var, a_training, a_eps, a_save_mean, a_save_invstd))
         else:
             out.append(None)
         if needs[1]:
-            a_eps = _load(self.a_eps, self)
-            a_input = _load(self.a_input, self)
-            a_running_mean = _load(self.a_running_mean, self)
-            a_running_var = _load(self.a_running_var, self)
-            a_save_invstd = _load(self.a_save_invstd, self)
-            a_save_mean = _load(self.a_save_mean, self)
-            a_training = _load(self.a_training, self)
+            a_eps = self.a_eps
+            a_input = self.a_input.unpack(self) if self.a_input.__class__ is SavedTensor else self.a_input
+            a_running_mean = self.a_running_mean.unpack(self) if self.a_running_mean.__class__ is SavedTensor else self.a_running_mean
+            a_running_var = self.a_running_var.unpack(self) if self.a_running_var.__class__ is SavedTensor else self.a_running_var
+            a_save_invstd = self.a_save_invstd.unpack(self) if self.a_save_invstd.__class__ is SavedTensor else self.a_save_invstd
+            a_save_mean = self.a_save_mean.unpack(self) if self.a_save_mean.__class__ is SavedTensor else self.a_save_mean
+            a_training = self.a_training
             out.append(_H.nn_backward('batch_norm_backward_weight', grad, a_input, a_running_mean, a_running_var, a_training, a_eps, a_save_mean, a_save_invstd))
         else:
             out.append(None)
@@ -2723,12 +2723,12 @@ class NativeLayerNormBackward0(Node):
         out = []
         if needs[0] or needs[1] or needs[2]:
             grad_input_mask = [needs[0], needs[1], needs[2]]
-            a_bias = _load(self.a_bias, self)
-            a_input = _load(self.a_input, self)
-            a_mean = _load(self.a_mean, self)
-            a_normalized_shape = _load(self.a_normalized_shape, self)
-            a_rstd = _load(self.a_rstd, self)
-            a_weight = _load(self.a_weight, self)
+            a_bias = self.a_bias.unpack(self) if self.a_bias.__class__ is SavedTensor else self.a_bias
+            a_input = self.a_input.unpack(self) if self.a_input.__class__ is SavedTensor else self.a_input
+            a_mean = self.a_mean.unpack(self) if self.a_mean.__class__ is SavedTensor else self.a_mean
+            a_normalized_shape = self.a_normalized_shape
+            a_rstd = self.a_rstd.unpack(self) if self.a_rstd.__class__ is SavedTensor else self.a_rstd
+            a_weight = self.a_weight.unpack(self) if self.a_weight.__class__ is SavedTensor else self.a_weight
             out.extend(_F.native_layer_norm_backward(grad, a_input, a_normalized_shape, a_mean, a_rstd, a_weight, a_bias, grad_input_mask))
         else:
             out.extend([None, None, None])
@@ -2787,38 +2787,38 @@ class NativeGroupNormBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_C = _load(self.a_C, self)
-            a_HxW = _load(self.a_HxW, self)
-            a_N = _load(self.a_N, self)
-            a_group = _load(self.a_group, self)
-            a_input = _load(self.a_input, self)
-            a_mean = _load(self.a_mean, self)
-            a_rstd = _load(self.a_rstd, self)
-            a_weight = _load(self.a_weight, self)
+            a_C = self.a_C
+            a_HxW = self.a_HxW
+            a_N = self.a_N
+            a_group = self.a_group
+            a_input = self.a_input.unpack(self) if self.a_input.__class__ is SavedTensor else self.a_input
+            a_mean = self.a_mean.unpack(self) if self.a_mean.__class__ is SavedTensor else self.a_mean
+            a_rstd = self.a_rstd.unpack(self) if self.a_rstd.__class__ is SavedTensor else self.a_rstd
+            a_weight = self.a_weight.unpack(self) if self.a_weight.__class__ is SavedTensor else self.a_weight
             out.append(_H.nn_backward('group_norm_backward_input', grads, a_input, a_weight, a_mean, a_rstd, a_N, a_C, a_HxW, a_group))
         else:
             out.append(None)
         if needs[1]:
-            a_C = _load(self.a_C, self)
-            a_HxW = _load(self.a_HxW, self)
-            a_N = _load(self.a_N, self)
-            a_group = _load(self.a_group, self)
-            a_input = _load(self.a_input, self)
-            a_mean = _load(self.a_mean, self)
-            a_rstd = _load(self.a_rstd, self)
-            a_weight = _load(self.a_weight, self)
+            a_C = self.a_C
+            a_HxW = self.a_HxW
+            a_N = self.a_N
+            a_group = self.a_group
+            a_input = self.a_input.unpack(self) if self.a_input.__class__ is SavedTensor else self.a_input
+            a_mean = self.a_mean.unpack(self) if self.a_mean.__class__ is SavedTensor else self.a_mean
+            a_rstd = self.a_rstd.unpack(self) if self.a_rstd.__class__ is SavedTensor else self.a_rstd
+            a_weight = self.a_weight.unpack(self) if self.a_weight.__class__ is SavedTensor else self.a_weight
             out.append(_H.nn_backward('group_norm_backward_param', grad, a_input, a_weight, a_mean, a_rstd, a_N, a_C, a_HxW, a_group, 1))
         else:
             out.append(None)
         if needs[2]:
-            a_C = _load(self.a_C, self)
-            a_HxW = _load(self.a_HxW, self)
-            a_N = _load(self.a_N, self)
-            a_group = _load(self.a_group, self)
-            a_input = _load(self.a_input, self)
-            a_mean = _load(self.a_mean, self)
-            a_rstd = _load(self.a_rstd, self)
-            a_weight = _load(self.a_weight, self)
+            a_C = self.a_C
+            a_HxW = self.a_HxW
+            a_N = self.a_N
+            a_group = self.a_group
+            a_input = self.a_input.unpack(self) if self.a_input.__class__ is SavedTensor else self.a_input
+            a_mean = self.a_mean.unpack(self) if self.a_mean.__class__ is SavedTensor else self.a_mean
+            a_rstd = self.a_rstd.unpack(self) if self.a_rstd.__class__ is SavedTensor else self.a_rstd
+            a_weight = self.a_weight.unpack(self) if self.a_weight.__class__ is SavedTensor else self.a_weight
             out.append(_H.nn_backward('group_norm_backward_param', grad, a_input, a_weight, a_mean, a_rstd, a_N, a_C, a_HxW, a_group, 2))
         else:
             out.append(None)
@@ -2841,7 +2841,7 @@ class ConstantPadNdBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_pad = _load(self.a_pad, self)
+            a_pad = self.a_pad
             out.append(_H.nn_backward('constant_pad_backward', grad, a_pad))
         else:
             out.append(None)
@@ -2871,9 +2871,9 @@ class GatherBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim = _load(self.a_dim, self)
-            a_index = _load(self.a_index, self)
-            m_self_shape = _load(self.m_self_shape, self)
+            a_dim = self.a_dim
+            a_index = self.a_index.unpack(self) if self.a_index.__class__ is SavedTensor else self.a_index
+            m_self_shape = self.m_self_shape
             out.append(_H.gather_backward(grad, m_self_shape, a_dim, a_index))
         else:
             out.append(None)
@@ -2907,9 +2907,9 @@ class ScatterAddBackward0(Node):
         else:
             out.append(None)
         if needs[1]:
-            a_dim = _load(self.a_dim, self)
-            a_index = _load(self.a_index, self)
-            m_src_shape = _load(self.m_src_shape, self)
+            a_dim = self.a_dim
+            a_index = self.a_index.unpack(self) if self.a_index.__class__ is SavedTensor else self.a_index
+            m_src_shape = self.m_src_shape
             out.append(_H.gather_to_shape(grad, a_dim, a_index, m_src_shape))
         else:
             out.append(None)
@@ -2938,8 +2938,8 @@ class ScatterBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim = _load(self.a_dim, self)
-            a_index = _load(self.a_index, self)
+            a_dim = self.a_dim
+            a_index = self.a_index.unpack(self) if self.a_index.__class__ is SavedTensor else self.a_index
             out.append(_F.scatter(grad, a_dim, a_index, 0))
         else:
             out.append(None)
@@ -2972,15 +2972,15 @@ class ScatterBackward1(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim = _load(self.a_dim, self)
-            a_index = _load(self.a_index, self)
+            a_dim = self.a_dim
+            a_index = self.a_index.unpack(self) if self.a_index.__class__ is SavedTensor else self.a_index
             out.append(_F.scatter(grad, a_dim, a_index, 0))
         else:
             out.append(None)
         if needs[1]:
-            a_dim = _load(self.a_dim, self)
-            a_index = _load(self.a_index, self)
-            m_src_shape = _load(self.m_src_shape, self)
+            a_dim = self.a_dim
+            a_index = self.a_index.unpack(self) if self.a_index.__class__ is SavedTensor else self.a_index
+            m_src_shape = self.m_src_shape
             out.append(_H.gather_to_shape(grad, a_dim, a_index, m_src_shape))
         else:
             out.append(None)
@@ -3010,9 +3010,9 @@ class IndexSelectBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_dim = _load(self.a_dim, self)
-            a_index = _load(self.a_index, self)
-            m_self_shape = _load(self.m_self_shape, self)
+            a_dim = self.a_dim
+            a_index = self.a_index.unpack(self) if self.a_index.__class__ is SavedTensor else self.a_index
+            m_self_shape = self.m_self_shape
             out.append(_H.index_select_backward(grad, m_self_shape, a_dim, a_index))
         else:
             out.append(None)
@@ -3042,7 +3042,7 @@ class IndexBackward0(Node):
         out = []
         if needs[0]:
             a_indices = _load(self.a_indices, self)
-            m_self_shape = _load(self.m_self_shape, self)
+            m_self_shape = self.m_self_shape
             out.append(_H.index_backward(grad, m_self_shape, a_indices))
         else:
             out.append(None)
@@ -3076,9 +3076,9 @@ class IndexPutBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_accumulate = _load(self.a_accumulate, self)
+            a_accumulate = self.a_accumulate
             a_indices = _load(self.a_indices, self)
-            a_values = _load(self.a_values, self)
+            a_values = self.a_values.unpack(self) if self.a_values.__class__ is SavedTensor else self.a_values
             out.append(_H.index_put_backward_self(grad, a_indices, a_values, a_accumulate))
         else:
             out.append(None)
@@ -3111,7 +3111,7 @@ class MaskedFillBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_mask = _load(self.a_mask, self)
+            a_mask = self.a_mask.unpack(self) if self.a_mask.__class__ is SavedTensor else self.a_mask
             out.append(_F.masked_fill(grad, a_mask, 0))
         else:
             out.append(None)
@@ -3141,12 +3141,12 @@ class MaskedFillBackward1(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_mask = _load(self.a_mask, self)
+            a_mask = self.a_mask.unpack(self) if self.a_mask.__class__ is SavedTensor else self.a_mask
             out.append(_F.masked_fill(grad, a_mask, 0))
         else:
             out.append(None)
         if needs[1]:
-            a_mask = _load(self.a_mask, self)
+            a_mask = self.a_mask.unpack(self) if self.a_mask.__class__ is SavedTensor else self.a_mask
             out.append(_H.masked_fill_value_backward(grad, a_mask))
         else:
             out.append(None)
@@ -3177,13 +3177,13 @@ class MaskedScatterBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_mask = _load(self.a_mask, self)
+            a_mask = self.a_mask.unpack(self) if self.a_mask.__class__ is SavedTensor else self.a_mask
             out.append(_F.masked_fill(grad, a_mask, 0))
         else:
             out.append(None)
         if needs[1]:
-            a_mask = _load(self.a_mask, self)
-            m_source_shape = _load(self.m_source_shape, self)
+            a_mask = self.a_mask.unpack(self) if self.a_mask.__class__ is SavedTensor else self.a_mask
+            m_source_shape = self.m_source_shape
             out.append(_H.masked_scatter_backward(grad, a_mask, m_source_shape))
         else:
             out.append(None)
@@ -3214,10 +3214,10 @@ class EmbeddingBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_indices = _load(self.a_indices, self)
-            a_padding_idx = _load(self.a_padding_idx, self)
-            a_scale_grad_by_freq = _load(self.a_scale_grad_by_freq, self)
-            m_weight_shape = _load(self.m_weight_shape, self)
+            a_indices = self.a_indices.unpack(self) if self.a_indices.__class__ is SavedTensor else self.a_indices
+            a_padding_idx = self.a_padding_idx
+            a_scale_grad_by_freq = self.a_scale_grad_by_freq
+            m_weight_shape = self.m_weight_shape
             out.append(_F.embedding_dense_backward(grad, a_indices, m_weight_shape[0], a_padding_idx, a_scale_grad_by_freq))
         else:
             out.append(None)
@@ -3246,8 +3246,8 @@ class EmbeddingDenseBackwardBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_indices = _load(self.a_indices, self)
-            a_padding_idx = _load(self.a_padding_idx, self)
+            a_indices = self.a_indices.unpack(self) if self.a_indices.__class__ is SavedTensor else self.a_indices
+            a_padding_idx = self.a_padding_idx
             out.append(_H.embedding_double_backward(grad, a_indices, a_padding_idx))
         else:
             out.append(None)
@@ -3275,7 +3275,7 @@ class ErfBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.mul(grad, _F.mul(_F.exp(_F.neg(_F.mul(a_self, a_self))), 1.1283791670955126)))
         else:
             out.append(None)
@@ -3304,8 +3304,8 @@ class GeluBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_approximate = _load(self.a_approximate, self)
-            a_self = _load(self.a_self, self)
+            a_approximate = self.a_approximate
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.gelu_backward(grad, a_self, approximate=a_approximate))
         else:
             out.append(None)
@@ -3333,7 +3333,7 @@ class SiluBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.silu_backward(grad, a_self))
         else:
             out.append(None)
@@ -3363,9 +3363,9 @@ class SoftplusBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_beta = _load(self.a_beta, self)
-            a_self = _load(self.a_self, self)
-            a_threshold = _load(self.a_threshold, self)
+            a_beta = self.a_beta
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
+            a_threshold = self.a_threshold
             out.append(_F.where(_F.gt(_F.mul(a_self, a_beta), a_threshold), grad, _F.mul(grad, _F.sigmoid(_F.mul(a_self, a_beta)))))
         else:
             out.append(None)
@@ -3394,8 +3394,8 @@ class LeakyReluBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_negative_slope = _load(self.a_negative_slope, self)
-            a_self = _load(self.a_self, self)
+            a_negative_slope = self.a_negative_slope
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.where(_F.gt(a_self, 0), grad, _F.mul(grad, a_negative_slope)))
         else:
             out.append(None)
@@ -3426,10 +3426,10 @@ class EluBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_alpha = _load(self.a_alpha, self)
-            a_input_scale = _load(self.a_input_scale, self)
-            a_scale = _load(self.a_scale, self)
-            a_self = _load(self.a_self, self)
+            a_alpha = self.a_alpha
+            a_input_scale = self.a_input_scale
+            a_scale = self.a_scale
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.where(_F.gt(a_self, 0), _F.mul(grad, a_scale), _F.mul(grad, _F.mul(_F.exp(_F.mul(a_self, a_input_scale)), a_alpha * a_scale * a_input_scale))))
         else:
             out.append(None)
@@ -3459,9 +3459,9 @@ class HardtanhBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_max_val = _load(self.a_max_val, self)
-            a_min_val = _load(self.a_min_val, self)
-            a_self = _load(self.a_self, self)
+            a_max_val = self.a_max_val
+            a_min_val = self.a_min_val
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.where(_F.logical_and(_F.gt(a_self, a_min_val), _F.lt(a_self, a_max_val)), grad, 0.0))
         else:
             out.append(None)
@@ -3489,7 +3489,7 @@ class MishBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.mul(grad, _F.add(_F.tanh(_F.softplus(a_self)), _F.mul(_F.mul(a_self, _F.sigmoid(a_self)), _F.rsub(_F.square(_F.tanh(_F.softplus(a_self))), 1)))))
         else:
             out.append(None)
@@ -3517,7 +3517,7 @@ class HardswishBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.where(_F.lt(a_self, -3.0), 0.0, _F.where(_F.le(a_self, 3.0), _F.mul(grad, _F.add(_F.div(a_self, 3.0), 0.5)), grad)))
         else:
             out.append(None)
@@ -3545,7 +3545,7 @@ class HardsigmoidBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.where(_F.logical_and(_F.gt(a_self, -3.0), _F.lt(a_self, 3.0)), _F.div(grad, 6.0), 0.0))
         else:
             out.append(None)
@@ -3580,9 +3580,9 @@ class LinearBackward0(Node):
         out = []
         if needs[0] or needs[1] or needs[2]:
             grad_input_mask = [needs[0], needs[1], needs[2]]
-            a_input = _load(self.a_input, self) if needs[1] else None
-            a_weight = _load(self.a_weight, self) if needs[0] else None
-            m_bias_shape = _load(self.m_bias_shape, self) if needs[2] else None
+            a_input = (self.a_input.unpack(self) if self.a_input.__class__ is SavedTensor else self.a_input) if needs[1] else None
+            a_weight = (self.a_weight.unpack(self) if self.a_weight.__class__ is SavedTensor else self.a_weight) if needs[0] else None
+            m_bias_shape = (self.m_bias_shape) if needs[2] else None
             out.extend(_H.linear_grads(a_input if grad_input_mask[1] else None, grad, a_weight if grad_input_mask[0] else None, m_bias_shape if grad_input_mask[2] else None, grad_input_mask))
         else:
             out.extend([None, None, None])
@@ -3621,11 +3621,11 @@ class ScaledDotProductAttentionFusedBackward0(Node):
         out = []
         if needs[0] or needs[1] or needs[2]:
             grad_input_mask = [needs[0], needs[1], needs[2]]
-            a_attn = _load(self.a_attn, self)
-            a_key = _load(self.a_key, self)
-            a_query = _load(self.a_query, self)
-            a_scale = _load(self.a_scale, self)
-            a_value = _load(self.a_value, self)
+            a_attn = self.a_attn.unpack(self) if self.a_attn.__class__ is SavedTensor else self.a_attn
+            a_key = self.a_key.unpack(self) if self.a_key.__class__ is SavedTensor else self.a_key
+            a_query = self.a_query.unpack(self) if self.a_query.__class__ is SavedTensor else self.a_query
+            a_scale = self.a_scale
+            a_value = self.a_value.unpack(self) if self.a_value.__class__ is SavedTensor else self.a_value
             out.extend(_F._scaled_dot_product_attention_fused_backward(grads[0], grads[1], a_query, a_key, a_value, a_attn, a_scale, grad_input_mask))
         else:
             out.extend([None, None, None])
@@ -3662,12 +3662,12 @@ class CrossEntropyIndicesBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_ignore_index = _load(self.a_ignore_index, self)
-            a_label_smoothing = _load(self.a_label_smoothing, self)
-            a_log_probs = _load(self.a_log_probs, self)
-            a_reduction = _load(self.a_reduction, self)
-            a_target = _load(self.a_target, self)
-            a_weight = _load(self.a_weight, self)
+            a_ignore_index = self.a_ignore_index
+            a_label_smoothing = self.a_label_smoothing
+            a_log_probs = self.a_log_probs.unpack(self) if self.a_log_probs.__class__ is SavedTensor else self.a_log_probs
+            a_reduction = self.a_reduction
+            a_target = self.a_target.unpack(self) if self.a_target.__class__ is SavedTensor else self.a_target
+            a_weight = self.a_weight.unpack(self) if self.a_weight.__class__ is SavedTensor else self.a_weight
             out.append(_H.cross_entropy_indices_backward(grads[0], grads[1], a_log_probs, a_target, a_weight, a_reduction, a_ignore_index, a_label_smoothing))
         else:
             out.append(None)
@@ -3703,13 +3703,13 @@ class MaxPool3dWithIndicesBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_ceil_mode = _load(self.a_ceil_mode, self)
-            a_dilation = _load(self.a_dilation, self)
-            a_kernel_size = _load(self.a_kernel_size, self)
-            a_padding = _load(self.a_padding, self)
-            a_result1 = _load(self.a_result1, self)
-            a_self = _load(self.a_self, self)
-            a_stride = _load(self.a_stride, self)
+            a_ceil_mode = self.a_ceil_mode
+            a_dilation = self.a_dilation
+            a_kernel_size = self.a_kernel_size
+            a_padding = self.a_padding
+            a_result1 = self.a_result1.unpack(self) if self.a_result1.__class__ is SavedTensor else self.a_result1
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
+            a_stride = self.a_stride
             out.append(_F.max_pool3d_with_indices_backward(grad, a_self, a_kernel_size, a_stride, a_padding, a_dilation, a_ceil_mode, a_result1))
         else:
             out.append(None)
@@ -3743,13 +3743,13 @@ class AvgPool3dBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_ceil_mode = _load(self.a_ceil_mode, self)
-            a_count_include_pad = _load(self.a_count_include_pad, self)
-            a_divisor_override = _load(self.a_divisor_override, self)
-            a_kernel_size = _load(self.a_kernel_size, self)
-            a_padding = _load(self.a_padding, self)
-            a_self = _load(self.a_self, self)
-            a_stride = _load(self.a_stride, self)
+            a_ceil_mode = self.a_ceil_mode
+            a_count_include_pad = self.a_count_include_pad
+            a_divisor_override = self.a_divisor_override
+            a_kernel_size = self.a_kernel_size
+            a_padding = self.a_padding
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
+            a_stride = self.a_stride
             out.append(_F.avg_pool3d_backward(grad, a_self, a_kernel_size, a_stride, a_padding, a_ceil_mode, a_count_include_pad, a_divisor_override))
         else:
             out.append(None)
@@ -3777,7 +3777,7 @@ class AdaptiveAvgPool3dBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_self = _load(self.a_self, self)
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F._adaptive_avg_pool3d_backward(grad, a_self))
         else:
             out.append(None)

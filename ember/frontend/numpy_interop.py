@@ -32,6 +32,14 @@ def to_numpy_dtype(dtype: _dt.dtype):
     return _TO_NUMPY[dtype]
 
 
+def numpy_dtype_lookup():
+    """`to_numpy_dtype` as the table's own lookup, a call with no Python frame: what a numpy kernel
+    library calls on (nearly) every op. Unknown dtypes raise KeyError, as `to_numpy_dtype` does."""
+    if not _TO_NUMPY:
+        _build()
+    return _TO_NUMPY.__getitem__
+
+
 def from_numpy_dtype(np_dtype) -> _dt.dtype:
     """The ember dtype of a numpy dtype; TypeError naming it if ember has none."""
     if not _FROM_NUMPY:
