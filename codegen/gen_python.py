@@ -366,22 +366,23 @@ def _backward_class(op: OpEntry, cls: str, op_names: set[str], helpers: set[str]
     for f in formulas:
         needs_of.append(list(range(first, first + len(f.inputs))))
         first += len(f.inputs)
+    exprs = {slot: _save_expr(slot, schema, arg_index, return_index) for slot in slots}
     saved: dict[str, list[str]] = {}    # slot holding saved tensors -> the needs[...] under which save fills it
     for f, ks in zip(formulas, needs_of):
         always = sorted(slot for slot in f.uses if slot not in f.guards)
         if always:
-            lines.append(f"        if {' or '.join(f'needs[{k}]' for k in ks)}:")
+            terms = _guard_terms(range(len(ks)), ks)
+            lines.append(f"        if {' or '.join(terms)}:")
             for slot in always:
-                expr = _save_expr(slot, schema, arg_index, return_index)
-                lines.append(f"            self.{slot} = {expr}")
-                if "_save(" in expr:
-                    saved.setdefault(slot, []).extend(f"needs[{k}]" for k in ks)
+                lines.append(f"            self.{slot} = {exprs[slot]}")
+                if "_save(" in exprs[slot]:
+                    saved.setdefault(slot, []).extend(terms)
         for slot in sorted(f.guards):           # read only for some of the group's gradients
-            expr = _save_expr(slot, schema, arg_index, return_index)
-            lines.append(f"        if {_guard_expr(f.guards[slot], ks)}:")
-            lines.append(f"            self.{slot} = {expr}")
-            if "_save(" in expr:
-                saved.setdefault(slot, []).extend(f"needs[{ks[k]}]" for k in sorted(f.guards[slot]))
+            terms = _guard_terms(f.guards[slot], ks)
+            lines.append(f"        if {' or '.join(terms)}:")
+            lines.append(f"            self.{slot} = {exprs[slot]}")
+            if "_save(" in exprs[slot]:
+                saved.setdefault(slot, []).extend(terms)
     for n in list_inputs:
         lines.append(f"        self.c_{n} = len(args[{arg_index[n]}])")
     if saved:
@@ -395,7 +396,7 @@ def _backward_class(op: OpEntry, cls: str, op_names: set[str], helpers: set[str]
               "        out = []"]
 
     def load(slot: str) -> str:
-        return _load_expr(slot, _save_expr(slot, schema, arg_index, return_index))
+        return _load_expr(slot, exprs[slot])
     for f, ks in zip(formulas, needs_of):
         if len(ks) > 1:             # one call computes the gradients of several inputs (grad_input_mask)
             lines.append(f"        if {' or '.join(f'needs[{k}]' for k in ks)}:")
@@ -437,9 +438,14 @@ def _load_expr(slot: str, save_expr: str) -> str:
     return f"self.{slot}"
 
 
+def _guard_terms(positions, ks: list[int]) -> list[str]:
+    """`needs[...]` of the group positions `positions` of a formula whose inputs are needs[ks]."""
+    return [f"needs[{ks[k]}]" for k in sorted(positions)]
+
+
 def _guard_expr(positions: set[int], ks: list[int]) -> str:
     """`needs[...] or ...` for the group positions `positions` of a formula whose inputs are needs[ks]."""
-    return " or ".join(f"needs[{ks[k]}]" for k in sorted(positions))
+    return " or ".join(_guard_terms(positions, ks))
 
 
 def _save_expr(slot: str, schema: FunctionSchema, arg_index: dict, return_index: dict) -> str:

@@ -76,7 +76,7 @@ def threshold_backward(op, grad_output, self, threshold):
     check_tensor(op, grad_output, "grad_output")
     check_tensor(op, self, "self")
     _check_scalars(op, (threshold,), 2)
-    dtype = grad_output._dtype if grad_output._dtype is self._dtype else result_type(grad_output, self)
+    dtype = result_type(grad_output, self)
     if dtype is _dt.bool:
         raise MissingKernelError(f'{op.name}(): "{_KERNELS[_base(op)]}" not implemented for \'{type_name(dtype)}\'')
     dg, dx = grad_output._data, self._data

@@ -192,9 +192,7 @@ def pointwise_on_args(op, args: tuple):
             except AttributeError:
                 contiguous = is_contiguous_data(da)
             if contiguous:
-                check = _CHECK_OF_OP.get(op.name, _UNSET)
-                if check is _UNSET:
-                    check = _check_of(op)
+                check = _check_of(op)
                 if check is not None:
                     check(op, args, [a], a._dtype)
                 return (da.shape, a._dtype)
