@@ -367,31 +367,31 @@ def _backward_class(op: OpEntry, cls: str, op_names: set[str], helpers: set[str]
         needs_of.append(list(range(first, first + len(f.inputs))))
         first += len(f.inputs)
     exprs = {slot: _save_expr(slot, schema, arg_index, return_index) for slot in slots}
-    saved: dict[str, list[str]] = {}    # slot holding saved tensors -> the needs[...] under which save fills it
+    # each slot is saved once, when any formula reading it needs it (formulas of several inputs may
+    # read the same slot; a guarded operand only for some of its group's gradients); slots saved
+    # under one condition share its test, in `save` and in `release`
+    terms_of: dict[str, list[str]] = {}
     for f, ks in zip(formulas, needs_of):
-        always = sorted(slot for slot in f.uses if slot not in f.guards)
-        if always:
-            terms = _guard_terms(range(len(ks)), ks)
-            lines.append(f"        if {' or '.join(terms)}:")
-            for slot in always:
-                lines.append(f"            self.{slot} = {exprs[slot]}")
-                if "_save(" in exprs[slot]:
-                    saved.setdefault(slot, []).extend(terms)
-        for slot in sorted(f.guards):           # read only for some of the group's gradients
-            terms = _guard_terms(f.guards[slot], ks)
-            lines.append(f"        if {' or '.join(terms)}:")
-            lines.append(f"            self.{slot} = {exprs[slot]}")
-            if "_save(" in exprs[slot]:
-                saved.setdefault(slot, []).extend(terms)
+        for slot in sorted(f.uses):
+            positions = f.guards[slot] if slot in f.guards else range(len(ks))
+            terms_of.setdefault(slot, []).extend(_guard_terms(positions, ks))
+    by_condition: dict[str, list[str]] = {}
+    for slot, terms in terms_of.items():
+        by_condition.setdefault(" or ".join(sorted(set(terms), key=terms.index)), []).append(slot)
+    for cond, group in by_condition.items():
+        lines.append(f"        if {cond}:")
+        lines += [f"            self.{slot} = {exprs[slot]}" for slot in group]
     for n in list_inputs:
         lines.append(f"        self.c_{n} = len(args[{arg_index[n]}])")
-    if saved:
+    released = {cond: [slot for slot in group if "_save(" in exprs[slot]] for cond, group in by_condition.items()}
+    if any(released.values()):
         # the saved tensors (not shapes or numbers), read only where `save` filled them: reading an
         # unfilled slot would format an AttributeError
         lines += ["", "    def release(self):", "        needs = self.needs"]
-        for slot in sorted(saved):
-            lines.append(f"        if {' or '.join(dict.fromkeys(saved[slot]))}:")
-            lines.append(f"            _release(self.{slot})")
+        for cond, group in released.items():
+            if group:
+                lines.append(f"        if {cond}:")
+                lines += [f"            _release(self.{slot})" for slot in group]
     lines += ["", "    def apply(self, grads):", "        grad = grads[0]", "        needs = self.needs",
               "        out = []"]
 

@@ -127,12 +127,10 @@ class DivBackward0(Node):
 
     def save(self, args, outs):
         needs = self.needs
-        if needs[0]:
+        if needs[0] or needs[1]:
             self.a_other = _save(args[1])
             self.a_rounding_mode = args[2]
         if needs[1]:
-            self.a_other = _save(args[1])
-            self.a_rounding_mode = args[2]
             self.a_self = _save(args[0])
 
     def release(self):
@@ -238,22 +236,19 @@ class PowBackward0(Node):
 
     def save(self, args, outs):
         needs = self.needs
-        if needs[0]:
+        if needs[0] or needs[1]:
             self.a_exponent = _save(args[1])
             self.a_self = _save(args[0])
         if needs[1]:
-            self.a_exponent = _save(args[1])
             self.a_result = _save(outs[0], True, 0)
-            self.a_self = _save(args[0])
 
     def release(self):
         needs = self.needs
         if needs[0] or needs[1]:
             _release(self.a_exponent)
+            _release(self.a_self)
         if needs[1]:
             _release(self.a_result)
-        if needs[0] or needs[1]:
-            _release(self.a_self)
 
     def apply(self, grads):
         grad = grads[0]
@@ -283,10 +278,7 @@ class MaximumBackward0(Node):
 
     def save(self, args, outs):
         needs = self.needs
-        if needs[0]:
-            self.a_other = _save(args[1])
-            self.a_self = _save(args[0])
-        if needs[1]:
+        if needs[0] or needs[1]:
             self.a_other = _save(args[1])
             self.a_self = _save(args[0])
 
@@ -294,7 +286,6 @@ class MaximumBackward0(Node):
         needs = self.needs
         if needs[0] or needs[1]:
             _release(self.a_other)
-        if needs[0] or needs[1]:
             _release(self.a_self)
 
     def apply(self, grads):
@@ -324,10 +315,7 @@ class MinimumBackward0(Node):
 
     def save(self, args, outs):
         needs = self.needs
-        if needs[0]:
-            self.a_other = _save(args[1])
-            self.a_self = _save(args[0])
-        if needs[1]:
+        if needs[0] or needs[1]:
             self.a_other = _save(args[1])
             self.a_self = _save(args[0])
 
@@ -335,7 +323,6 @@ class MinimumBackward0(Node):
         needs = self.needs
         if needs[0] or needs[1]:
             _release(self.a_other)
-        if needs[0] or needs[1]:
             _release(self.a_self)
 
     def apply(self, grads):
@@ -365,9 +352,7 @@ class WhereBackward0(Node):
 
     def save(self, args, outs):
         needs = self.needs
-        if needs[0]:
-            self.a_condition = _save(args[0])
-        if needs[1]:
+        if needs[0] or needs[1]:
             self.a_condition = _save(args[0])
 
     def release(self):
@@ -400,15 +385,7 @@ class ClampBackward0(Node):
 
     def save(self, args, outs):
         needs = self.needs
-        if needs[0]:
-            self.a_max = _save(args[2])
-            self.a_min = _save(args[1])
-            self.a_self = _save(args[0])
-        if needs[1]:
-            self.a_max = _save(args[2])
-            self.a_min = _save(args[1])
-            self.a_self = _save(args[0])
-        if needs[2]:
+        if needs[0] or needs[1] or needs[2]:
             self.a_max = _save(args[2])
             self.a_min = _save(args[1])
             self.a_self = _save(args[0])
@@ -417,9 +394,7 @@ class ClampBackward0(Node):
         needs = self.needs
         if needs[0] or needs[1] or needs[2]:
             _release(self.a_max)
-        if needs[0] or needs[1] or needs[2]:
             _release(self.a_min)
-        if needs[0] or needs[1] or needs[2]:
             _release(self.a_self)
 
     def apply(self, grads):
@@ -1230,10 +1205,7 @@ class Atan2Backward0(Node):
 
     def save(self, args, outs):
         needs = self.needs
-        if needs[0]:
-            self.a_other = _save(args[1])
-            self.a_self = _save(args[0])
-        if needs[1]:
+        if needs[0] or needs[1]:
             self.a_other = _save(args[1])
             self.a_self = _save(args[0])
 
@@ -1241,7 +1213,6 @@ class Atan2Backward0(Node):
         needs = self.needs
         if needs[0] or needs[1]:
             _release(self.a_other)
-        if needs[0] or needs[1]:
             _release(self.a_self)
 
     def apply(self, grads):
@@ -1279,7 +1250,6 @@ class FmodBackward0(Node):
         needs = self.needs
         if needs[1]:
             _release(self.a_other)
-        if needs[1]:
             _release(self.a_self)
 
     def apply(self, grads):
@@ -1315,7 +1285,6 @@ class RemainderBackward0(Node):
         needs = self.needs
         if needs[1]:
             _release(self.a_other)
-        if needs[1]:
             _release(self.a_self)
 
     def apply(self, grads):
@@ -1343,21 +1312,21 @@ class HypotBackward0(Node):
 
     def save(self, args, outs):
         needs = self.needs
-        if needs[0]:
+        if needs[0] or needs[1]:
             self.a_result = _save(outs[0], True, 0)
+        if needs[0]:
             self.a_self = _save(args[0])
         if needs[1]:
             self.a_other = _save(args[1])
-            self.a_result = _save(outs[0], True, 0)
 
     def release(self):
         needs = self.needs
-        if needs[1]:
-            _release(self.a_other)
         if needs[0] or needs[1]:
             _release(self.a_result)
         if needs[0]:
             _release(self.a_self)
+        if needs[1]:
+            _release(self.a_other)
 
     def apply(self, grads):
         grad = grads[0]
@@ -1451,7 +1420,6 @@ class AmaxBackward0(Node):
         needs = self.needs
         if needs[0]:
             _release(self.a_result)
-        if needs[0]:
             _release(self.a_self)
 
     def apply(self, grads):
@@ -1487,7 +1455,6 @@ class AminBackward0(Node):
         needs = self.needs
         if needs[0]:
             _release(self.a_result)
-        if needs[0]:
             _release(self.a_self)
 
     def apply(self, grads):
@@ -1915,17 +1882,13 @@ class SliceScatterBackward0(Node):
 
     def save(self, args, outs):
         needs = self.needs
+        if needs[0] or needs[1]:
+            self.a_dim = args[2]
+            self.a_end = args[4]
+            self.a_start = args[3]
+            self.a_step = args[5]
         if needs[0]:
-            self.a_dim = args[2]
-            self.a_end = args[4]
             self.a_src = _save(args[1])
-            self.a_start = args[3]
-            self.a_step = args[5]
-        if needs[1]:
-            self.a_dim = args[2]
-            self.a_end = args[4]
-            self.a_start = args[3]
-            self.a_step = args[5]
 
     def release(self):
         needs = self.needs
@@ -1964,13 +1927,11 @@ class SelectScatterBackward0(Node):
 
     def save(self, args, outs):
         needs = self.needs
+        if needs[0] or needs[1]:
+            self.a_dim = args[2]
+            self.a_index = args[3]
         if needs[0]:
-            self.a_dim = args[2]
-            self.a_index = args[3]
             self.a_src = _save(args[1])
-        if needs[1]:
-            self.a_dim = args[2]
-            self.a_index = args[3]
 
     def release(self):
         needs = self.needs
@@ -2005,15 +1966,12 @@ class AsStridedScatterBackward0(Node):
 
     def save(self, args, outs):
         needs = self.needs
+        if needs[0] or needs[1]:
+            self.a_size = args[2]
+            self.a_storage_offset = args[4]
+            self.a_stride = args[3]
         if needs[0]:
-            self.a_size = args[2]
             self.a_src = _save(args[1])
-            self.a_storage_offset = args[4]
-            self.a_stride = args[3]
-        if needs[1]:
-            self.a_size = args[2]
-            self.a_storage_offset = args[4]
-            self.a_stride = args[3]
 
     def release(self):
         needs = self.needs
@@ -2258,7 +2216,6 @@ class LogsumexpBackward0(Node):
         needs = self.needs
         if needs[0]:
             _release(self.a_result)
-        if needs[0]:
             _release(self.a_self)
 
     def apply(self, grads):
@@ -2329,7 +2286,6 @@ class StdBackward0(Node):
         needs = self.needs
         if needs[0]:
             _release(self.a_result)
-        if needs[0]:
             _release(self.a_self)
 
     def apply(self, grads):
@@ -2367,7 +2323,6 @@ class NormBackward0(Node):
         needs = self.needs
         if needs[0]:
             _release(self.a_result)
-        if needs[0]:
             _release(self.a_self)
 
     def apply(self, grads):
@@ -2480,7 +2435,6 @@ class ConvolutionBackward0(Node):
         needs = self.needs
         if needs[0] or needs[1] or needs[2]:
             _release(self.a_input)
-        if needs[0] or needs[1] or needs[2]:
             _release(self.a_weight)
 
     def apply(self, grads):
@@ -2524,7 +2478,6 @@ class MaxPool2dWithIndicesBackward0(Node):
         needs = self.needs
         if needs[0]:
             _release(self.a_indices)
-        if needs[0]:
             _release(self.a_self)
 
     def apply(self, grads):
@@ -2621,35 +2574,24 @@ class NativeBatchNormBackward0(Node):
 
     def save(self, args, outs):
         needs = self.needs
+        if needs[0] or needs[1]:
+            self.a_eps = args[7]
+            self.a_input = _save(args[0])
+            self.a_running_mean = _save(args[3])
+            self.a_running_var = _save(args[4])
+            self.a_save_invstd = _save(outs[2], True, 2)
+            self.a_save_mean = _save(outs[1], True, 1)
+            self.a_training = args[5]
         if needs[0]:
-            self.a_eps = args[7]
-            self.a_input = _save(args[0])
-            self.a_running_mean = _save(args[3])
-            self.a_running_var = _save(args[4])
-            self.a_save_invstd = _save(outs[2], True, 2)
-            self.a_save_mean = _save(outs[1], True, 1)
-            self.a_training = args[5]
             self.a_weight = _save(args[1])
-        if needs[1]:
-            self.a_eps = args[7]
-            self.a_input = _save(args[0])
-            self.a_running_mean = _save(args[3])
-            self.a_running_var = _save(args[4])
-            self.a_save_invstd = _save(outs[2], True, 2)
-            self.a_save_mean = _save(outs[1], True, 1)
-            self.a_training = args[5]
 
     def release(self):
         needs = self.needs
         if needs[0] or needs[1]:
             _release(self.a_input)
-        if needs[0] or needs[1]:
             _release(self.a_running_mean)
-        if needs[0] or needs[1]:
             _release(self.a_running_var)
-        if needs[0] or needs[1]:
             _release(self.a_save_invstd)
-        if needs[0] or needs[1]:
             _release(self.a_save_mean)
         if needs[0]:
             _release(self.a_weight)
@@ -2708,13 +2650,9 @@ class NativeLayerNormBackward0(Node):
         needs = self.needs
         if needs[0] or needs[1] or needs[2]:
             _release(self.a_bias)
-        if needs[0] or needs[1] or needs[2]:
             _release(self.a_input)
-        if needs[0] or needs[1] or needs[2]:
             _release(self.a_mean)
-        if needs[0] or needs[1] or needs[2]:
             _release(self.a_rstd)
-        if needs[0] or needs[1] or needs[2]:
             _release(self.a_weight)
 
     def apply(self, grads):
@@ -2743,25 +2681,7 @@ class NativeGroupNormBackward0(Node):
 
     def save(self, args, outs):
         needs = self.needs
-        if needs[0]:
-            self.a_C = args[4]
-            self.a_HxW = args[5]
-            self.a_N = args[3]
-            self.a_group = args[6]
-            self.a_input = _save(args[0])
-            self.a_mean = _save(outs[1], True, 1)
-            self.a_rstd = _save(outs[2], True, 2)
-            self.a_weight = _save(args[1])
-        if needs[1]:
-            self.a_C = args[4]
-            self.a_HxW = args[5]
-            self.a_N = args[3]
-            self.a_group = args[6]
-            self.a_input = _save(args[0])
-            self.a_mean = _save(outs[1], True, 1)
-            self.a_rstd = _save(outs[2], True, 2)
-            self.a_weight = _save(args[1])
-        if needs[2]:
+        if needs[0] or needs[1] or needs[2]:
             self.a_C = args[4]
             self.a_HxW = args[5]
             self.a_N = args[3]
@@ -2775,11 +2695,8 @@ class NativeGroupNormBackward0(Node):
         needs = self.needs
         if needs[0] or needs[1] or needs[2]:
             _release(self.a_input)
-        if needs[0] or needs[1] or needs[2]:
             _release(self.a_mean)
-        if needs[0] or needs[1] or needs[2]:
             _release(self.a_rstd)
-        if needs[0] or needs[1] or needs[2]:
             _release(self.a_weight)
 
     def apply(self, grads):
@@ -2954,12 +2871,10 @@ class ScatterBackward1(Node):
 
     def save(self, args, outs):
         needs = self.needs
-        if needs[0]:
+        if needs[0] or needs[1]:
             self.a_dim = args[1]
             self.a_index = _save(args[2])
         if needs[1]:
-            self.a_dim = args[1]
-            self.a_index = _save(args[2])
             self.m_src_shape = tuple(args[3].shape) if isinstance(args[3], _Tensor) else ()
 
     def release(self):
@@ -3059,17 +2974,16 @@ class IndexPutBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_accumulate = args[3]
-            self.a_indices = [_save(t) for t in args[1]]
             self.a_values = _save(args[2])
-        if needs[1]:
+        if needs[0] or needs[1]:
             self.a_indices = [_save(t) for t in args[1]]
 
     def release(self):
         needs = self.needs
-        if needs[0] or needs[1]:
-            _release(self.a_indices)
         if needs[0]:
             _release(self.a_values)
+        if needs[0] or needs[1]:
+            _release(self.a_indices)
 
     def apply(self, grads):
         grad = grads[0]
@@ -3126,9 +3040,7 @@ class MaskedFillBackward1(Node):
 
     def save(self, args, outs):
         needs = self.needs
-        if needs[0]:
-            self.a_mask = _save(args[1])
-        if needs[1]:
+        if needs[0] or needs[1]:
             self.a_mask = _save(args[1])
 
     def release(self):
@@ -3161,10 +3073,9 @@ class MaskedScatterBackward0(Node):
 
     def save(self, args, outs):
         needs = self.needs
-        if needs[0]:
+        if needs[0] or needs[1]:
             self.a_mask = _save(args[1])
         if needs[1]:
-            self.a_mask = _save(args[1])
             self.m_source_shape = tuple(args[2].shape) if isinstance(args[2], _Tensor) else ()
 
     def release(self):
@@ -3608,11 +3519,8 @@ class ScaledDotProductAttentionFusedBackward0(Node):
         needs = self.needs
         if needs[0] or needs[1] or needs[2]:
             _release(self.a_attn)
-        if needs[0] or needs[1] or needs[2]:
             _release(self.a_key)
-        if needs[0] or needs[1] or needs[2]:
             _release(self.a_query)
-        if needs[0] or needs[1] or needs[2]:
             _release(self.a_value)
 
     def apply(self, grads):
@@ -3652,9 +3560,7 @@ class CrossEntropyIndicesBackward0(Node):
         needs = self.needs
         if needs[0]:
             _release(self.a_log_probs)
-        if needs[0]:
             _release(self.a_target)
-        if needs[0]:
             _release(self.a_weight)
 
     def apply(self, grads):
@@ -3695,7 +3601,6 @@ class MaxPool3dWithIndicesBackward0(Node):
         needs = self.needs
         if needs[0]:
             _release(self.a_result1)
-        if needs[0]:
             _release(self.a_self)
 
     def apply(self, grads):
