@@ -155,7 +155,7 @@ def _call_expr(op: OpEntry, exprs: list[str]) -> str:
     tup = "(" + ", ".join(exprs) + ("," if len(exprs) == 1 else "") + ")"
     call = f"_call(_op_{ident(op.name)}, {tup})"
     if _named_returns(op.schema):
-        call = f"_R_{ident(op.name)}(*{call})"
+        call = f"_tuple_new(_R_{ident(op.name)}, {call})"      # the namedtuple's __new__ is a Python frame
     return call
 
 
@@ -199,7 +199,7 @@ def _group(ops: list[OpEntry]) -> list[OpEntry]:
 def _binding_preamble(registry: Registry, handles: bool = True) -> list[str]:
     """Imports and (with `handles`) one module-level handle per op: a global lookup is the
     cheapest on the call path."""
-    lines = [HEADER, "from collections import namedtuple as _namedtuple", "",
+    lines = [HEADER, "from collections import namedtuple as _namedtuple", "", "_tuple_new = tuple.__new__",
              "from ember.dispatcher.dispatch import call as _call",
              "from ember.dispatcher.operator import ALL_OPS as _OPS",
              "from ember.frontend.bindings_support import call_overload as _call_overload",
@@ -314,21 +314,12 @@ def gen_backward(registry: Registry, helpers: set[str]) -> str:
     lines = [HEADER, '"""Backward nodes compiled from the registry\'s autograd formulas."""', "",
              "from ember._generated import functions as _F",
              "from ember.frontend.autograd import formulas as _H",
-             "from ember.frontend.autograd.graph import Node, SavedTensor",
+             "from ember.frontend.autograd.graph import FREED as _FREED, Node, SavedTensor, pack as _save",
              "from ember.frontend.tensor import Tensor as _Tensor", "",
              "",
-             "def _save(value, is_output=False, output_nr=0):",
-             "    # isinstance, not hasattr: a failed hasattr (None, a number) formats an AttributeError",
-             "    return SavedTensor(value, is_output, output_nr) if isinstance(value, _Tensor) else value",
-             "",
-             "",
              "def _release(value):",
-             "    if value.__class__ is SavedTensor:",
-             "        value.release()",
-             "    elif value.__class__ is list:           # index's Tensor?[] indices",
-             "        for v in value:",
-             "            if v.__class__ is SavedTensor:",
-             "                v.release()",
+             "    # a list slot (index's Tensor?[] indices): its saved tensors freed",
+             "    return [_FREED if v.__class__ is SavedTensor else v for v in value] if value.__class__ is list else value",
              "",
              "",
              "def _load(value, node):",
@@ -391,7 +382,7 @@ def _backward_class(op: OpEntry, cls: str, op_names: set[str], helpers: set[str]
         for cond, group in released.items():
             if group:
                 lines.append(f"        if {cond}:")
-                lines += [f"            _release(self.{slot})" for slot in group]
+                lines += [_release_line(slot, exprs[slot]) for slot in group]
     lines += ["", "    def apply(self, grads):", "        grad = grads[0]", "        needs = self.needs",
               "        out = []"]
 
@@ -426,6 +417,14 @@ def _backward_class(op: OpEntry, cls: str, op_names: set[str], helpers: set[str]
             lines.append("            out.append(None)")
     lines.append("        return out")
     return lines
+
+
+def _release_line(slot: str, save_expr: str) -> str:
+    """The statement `release` frees a saved slot with: a saved tensor becomes the shared FREED marker
+    (unpacking it raises torch's error for a second backward), None or a number stays as it is."""
+    if save_expr.startswith("_save("):
+        return f"            if self.{slot}.__class__ is SavedTensor:\n                self.{slot} = _FREED"
+    return f"            self.{slot} = _release(self.{slot})"
 
 
 def _load_expr(slot: str, save_expr: str) -> str:

@@ -791,6 +791,21 @@ def test_function_saved_tensor_modified_and_freed():
             s.backward()
 
 
+def test_function_saves_only_tensors_or_none():
+    for lib in LIBS:
+        class SavesANumber(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x, None, 3)
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+        with pytest.raises(TypeError, match="save_for_backward can only save variables, but argument 2 is of type int"):
+            SavesANumber.apply(lib.tensor(A, requires_grad=True))
+
+
 def test_function_mark_dirty_and_non_differentiable():
     def f(lib):
         class AddOne_(lib.autograd.Function):

@@ -4,22 +4,13 @@
 
 from ember._generated import functions as _F
 from ember.frontend.autograd import formulas as _H
-from ember.frontend.autograd.graph import Node, SavedTensor
+from ember.frontend.autograd.graph import FREED as _FREED, Node, SavedTensor, pack as _save
 from ember.frontend.tensor import Tensor as _Tensor
 
 
-def _save(value, is_output=False, output_nr=0):
-    # isinstance, not hasattr: a failed hasattr (None, a number) formats an AttributeError
-    return SavedTensor(value, is_output, output_nr) if isinstance(value, _Tensor) else value
-
-
 def _release(value):
-    if value.__class__ is SavedTensor:
-        value.release()
-    elif value.__class__ is list:           # index's Tensor?[] indices
-        for v in value:
-            if v.__class__ is SavedTensor:
-                v.release()
+    # a list slot (index's Tensor?[] indices): its saved tensors freed
+    return [_FREED if v.__class__ is SavedTensor else v for v in value] if value.__class__ is list else value
 
 
 def _load(value, node):
@@ -98,9 +89,11 @@ class MulBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_other)
+            if self.a_other.__class__ is SavedTensor:
+                self.a_other = _FREED
         if needs[1]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -136,9 +129,11 @@ class DivBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0] or needs[1]:
-            _release(self.a_other)
+            if self.a_other.__class__ is SavedTensor:
+                self.a_other = _FREED
         if needs[1]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -194,7 +189,8 @@ class AbsBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -245,10 +241,13 @@ class PowBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0] or needs[1]:
-            _release(self.a_exponent)
-            _release(self.a_self)
+            if self.a_exponent.__class__ is SavedTensor:
+                self.a_exponent = _FREED
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
         if needs[1]:
-            _release(self.a_result)
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -285,8 +284,10 @@ class MaximumBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0] or needs[1]:
-            _release(self.a_other)
-            _release(self.a_self)
+            if self.a_other.__class__ is SavedTensor:
+                self.a_other = _FREED
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -322,8 +323,10 @@ class MinimumBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0] or needs[1]:
-            _release(self.a_other)
-            _release(self.a_self)
+            if self.a_other.__class__ is SavedTensor:
+                self.a_other = _FREED
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -358,7 +361,8 @@ class WhereBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0] or needs[1]:
-            _release(self.a_condition)
+            if self.a_condition.__class__ is SavedTensor:
+                self.a_condition = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -393,9 +397,12 @@ class ClampBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0] or needs[1] or needs[2]:
-            _release(self.a_max)
-            _release(self.a_min)
-            _release(self.a_self)
+            if self.a_max.__class__ is SavedTensor:
+                self.a_max = _FREED
+            if self.a_min.__class__ is SavedTensor:
+                self.a_min = _FREED
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -439,7 +446,8 @@ class ExpBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_result)
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -467,7 +475,8 @@ class LogBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -495,7 +504,8 @@ class SqrtBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_result)
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -523,7 +533,8 @@ class RsqrtBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_result)
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -551,7 +562,8 @@ class TanhBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_result)
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -579,7 +591,8 @@ class SigmoidBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_result)
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -607,7 +620,8 @@ class SinBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -635,7 +649,8 @@ class CosBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -663,7 +678,8 @@ class ReciprocalBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_result)
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -691,7 +707,8 @@ class Log1pBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -719,7 +736,8 @@ class Expm1Backward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_result)
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -747,7 +765,8 @@ class Log2Backward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -775,7 +794,8 @@ class Log10Backward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -803,7 +823,8 @@ class Exp2Backward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_result)
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -831,7 +852,8 @@ class SinhBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -859,7 +881,8 @@ class CoshBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -887,7 +910,8 @@ class AsinBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -915,7 +939,8 @@ class AcosBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -943,7 +968,8 @@ class AtanBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -971,7 +997,8 @@ class AsinhBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -999,7 +1026,8 @@ class AcoshBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -1027,7 +1055,8 @@ class AtanhBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -1055,7 +1084,8 @@ class TanBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_result)
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -1083,7 +1113,8 @@ class SquareBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -1212,8 +1243,10 @@ class Atan2Backward0(Node):
     def release(self):
         needs = self.needs
         if needs[0] or needs[1]:
-            _release(self.a_other)
-            _release(self.a_self)
+            if self.a_other.__class__ is SavedTensor:
+                self.a_other = _FREED
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -1249,8 +1282,10 @@ class FmodBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[1]:
-            _release(self.a_other)
-            _release(self.a_self)
+            if self.a_other.__class__ is SavedTensor:
+                self.a_other = _FREED
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -1284,8 +1319,10 @@ class RemainderBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[1]:
-            _release(self.a_other)
-            _release(self.a_self)
+            if self.a_other.__class__ is SavedTensor:
+                self.a_other = _FREED
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -1322,11 +1359,14 @@ class HypotBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0] or needs[1]:
-            _release(self.a_result)
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
         if needs[1]:
-            _release(self.a_other)
+            if self.a_other.__class__ is SavedTensor:
+                self.a_other = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -1361,7 +1401,8 @@ class ReluBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_result)
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -1419,8 +1460,10 @@ class AmaxBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_result)
-            _release(self.a_self)
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -1454,8 +1497,10 @@ class AminBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_result)
-            _release(self.a_self)
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -1489,7 +1534,8 @@ class MaxBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_indices)
+            if self.a_indices.__class__ is SavedTensor:
+                self.a_indices = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -1523,7 +1569,8 @@ class MinBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_indices)
+            if self.a_indices.__class__ is SavedTensor:
+                self.a_indices = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -1555,7 +1602,8 @@ class SoftmaxBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_result)
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -1585,7 +1633,8 @@ class LogSoftmaxBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_result)
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -1893,7 +1942,8 @@ class SliceScatterBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_src)
+            if self.a_src.__class__ is SavedTensor:
+                self.a_src = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -1936,7 +1986,8 @@ class SelectScatterBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_src)
+            if self.a_src.__class__ is SavedTensor:
+                self.a_src = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -1976,7 +2027,8 @@ class AsStridedScatterBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_src)
+            if self.a_src.__class__ is SavedTensor:
+                self.a_src = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -2085,9 +2137,11 @@ class MmBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_mat2)
+            if self.a_mat2.__class__ is SavedTensor:
+                self.a_mat2 = _FREED
         if needs[1]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -2122,9 +2176,11 @@ class BmmBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_mat2)
+            if self.a_mat2.__class__ is SavedTensor:
+                self.a_mat2 = _FREED
         if needs[1]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -2159,7 +2215,8 @@ class SortBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_indices)
+            if self.a_indices.__class__ is SavedTensor:
+                self.a_indices = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -2215,8 +2272,10 @@ class LogsumexpBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_result)
-            _release(self.a_self)
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -2250,7 +2309,8 @@ class VarBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -2285,8 +2345,10 @@ class StdBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_result)
-            _release(self.a_self)
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -2322,8 +2384,10 @@ class NormBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_result)
-            _release(self.a_self)
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -2434,8 +2498,10 @@ class ConvolutionBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0] or needs[1] or needs[2]:
-            _release(self.a_input)
-            _release(self.a_weight)
+            if self.a_input.__class__ is SavedTensor:
+                self.a_input = _FREED
+            if self.a_weight.__class__ is SavedTensor:
+                self.a_weight = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -2477,8 +2543,10 @@ class MaxPool2dWithIndicesBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_indices)
-            _release(self.a_self)
+            if self.a_indices.__class__ is SavedTensor:
+                self.a_indices = _FREED
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -2518,7 +2586,8 @@ class AvgPool2dBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -2552,7 +2621,8 @@ class AdaptiveAvgPool2dBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -2588,13 +2658,19 @@ class NativeBatchNormBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0] or needs[1]:
-            _release(self.a_input)
-            _release(self.a_running_mean)
-            _release(self.a_running_var)
-            _release(self.a_save_invstd)
-            _release(self.a_save_mean)
+            if self.a_input.__class__ is SavedTensor:
+                self.a_input = _FREED
+            if self.a_running_mean.__class__ is SavedTensor:
+                self.a_running_mean = _FREED
+            if self.a_running_var.__class__ is SavedTensor:
+                self.a_running_var = _FREED
+            if self.a_save_invstd.__class__ is SavedTensor:
+                self.a_save_invstd = _FREED
+            if self.a_save_mean.__class__ is SavedTensor:
+                self.a_save_mean = _FREED
         if needs[0]:
-            _release(self.a_weight)
+            if self.a_weight.__class__ is SavedTensor:
+                self.a_weight = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -2649,11 +2725,16 @@ class NativeLayerNormBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0] or needs[1] or needs[2]:
-            _release(self.a_bias)
-            _release(self.a_input)
-            _release(self.a_mean)
-            _release(self.a_rstd)
-            _release(self.a_weight)
+            if self.a_bias.__class__ is SavedTensor:
+                self.a_bias = _FREED
+            if self.a_input.__class__ is SavedTensor:
+                self.a_input = _FREED
+            if self.a_mean.__class__ is SavedTensor:
+                self.a_mean = _FREED
+            if self.a_rstd.__class__ is SavedTensor:
+                self.a_rstd = _FREED
+            if self.a_weight.__class__ is SavedTensor:
+                self.a_weight = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -2694,10 +2775,14 @@ class NativeGroupNormBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0] or needs[1] or needs[2]:
-            _release(self.a_input)
-            _release(self.a_mean)
-            _release(self.a_rstd)
-            _release(self.a_weight)
+            if self.a_input.__class__ is SavedTensor:
+                self.a_input = _FREED
+            if self.a_mean.__class__ is SavedTensor:
+                self.a_mean = _FREED
+            if self.a_rstd.__class__ is SavedTensor:
+                self.a_rstd = _FREED
+            if self.a_weight.__class__ is SavedTensor:
+                self.a_weight = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -2781,7 +2866,8 @@ class GatherBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_index)
+            if self.a_index.__class__ is SavedTensor:
+                self.a_index = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -2813,7 +2899,8 @@ class ScatterAddBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[1]:
-            _release(self.a_index)
+            if self.a_index.__class__ is SavedTensor:
+                self.a_index = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -2848,7 +2935,8 @@ class ScatterBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_index)
+            if self.a_index.__class__ is SavedTensor:
+                self.a_index = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -2880,7 +2968,8 @@ class ScatterBackward1(Node):
     def release(self):
         needs = self.needs
         if needs[0] or needs[1]:
-            _release(self.a_index)
+            if self.a_index.__class__ is SavedTensor:
+                self.a_index = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -2918,7 +3007,8 @@ class IndexSelectBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_index)
+            if self.a_index.__class__ is SavedTensor:
+                self.a_index = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -2949,7 +3039,7 @@ class IndexBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_indices)
+            self.a_indices = _release(self.a_indices)
 
     def apply(self, grads):
         grad = grads[0]
@@ -2981,9 +3071,10 @@ class IndexPutBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_values)
+            if self.a_values.__class__ is SavedTensor:
+                self.a_values = _FREED
         if needs[0] or needs[1]:
-            _release(self.a_indices)
+            self.a_indices = _release(self.a_indices)
 
     def apply(self, grads):
         grad = grads[0]
@@ -3018,7 +3109,8 @@ class MaskedFillBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_mask)
+            if self.a_mask.__class__ is SavedTensor:
+                self.a_mask = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -3046,7 +3138,8 @@ class MaskedFillBackward1(Node):
     def release(self):
         needs = self.needs
         if needs[0] or needs[1]:
-            _release(self.a_mask)
+            if self.a_mask.__class__ is SavedTensor:
+                self.a_mask = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -3081,7 +3174,8 @@ class MaskedScatterBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0] or needs[1]:
-            _release(self.a_mask)
+            if self.a_mask.__class__ is SavedTensor:
+                self.a_mask = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -3118,7 +3212,8 @@ class EmbeddingBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_indices)
+            if self.a_indices.__class__ is SavedTensor:
+                self.a_indices = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -3150,7 +3245,8 @@ class EmbeddingDenseBackwardBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_indices)
+            if self.a_indices.__class__ is SavedTensor:
+                self.a_indices = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -3179,7 +3275,8 @@ class ErfBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -3208,7 +3305,8 @@ class GeluBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -3237,7 +3335,8 @@ class SiluBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -3267,7 +3366,8 @@ class SoftplusBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -3298,7 +3398,8 @@ class LeakyReluBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -3330,7 +3431,8 @@ class EluBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -3363,7 +3465,8 @@ class HardtanhBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -3393,7 +3496,8 @@ class MishBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -3421,7 +3525,8 @@ class HardswishBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -3449,7 +3554,8 @@ class HardsigmoidBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -3481,9 +3587,11 @@ class LinearBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[1]:
-            _release(self.a_input)
+            if self.a_input.__class__ is SavedTensor:
+                self.a_input = _FREED
         if needs[0]:
-            _release(self.a_weight)
+            if self.a_weight.__class__ is SavedTensor:
+                self.a_weight = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -3518,10 +3626,14 @@ class ScaledDotProductAttentionFusedBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0] or needs[1] or needs[2]:
-            _release(self.a_attn)
-            _release(self.a_key)
-            _release(self.a_query)
-            _release(self.a_value)
+            if self.a_attn.__class__ is SavedTensor:
+                self.a_attn = _FREED
+            if self.a_key.__class__ is SavedTensor:
+                self.a_key = _FREED
+            if self.a_query.__class__ is SavedTensor:
+                self.a_query = _FREED
+            if self.a_value.__class__ is SavedTensor:
+                self.a_value = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -3559,9 +3671,12 @@ class CrossEntropyIndicesBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_log_probs)
-            _release(self.a_target)
-            _release(self.a_weight)
+            if self.a_log_probs.__class__ is SavedTensor:
+                self.a_log_probs = _FREED
+            if self.a_target.__class__ is SavedTensor:
+                self.a_target = _FREED
+            if self.a_weight.__class__ is SavedTensor:
+                self.a_weight = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -3600,8 +3715,10 @@ class MaxPool3dWithIndicesBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_result1)
-            _release(self.a_self)
+            if self.a_result1.__class__ is SavedTensor:
+                self.a_result1 = _FREED
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -3641,7 +3758,8 @@ class AvgPool3dBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]
@@ -3675,7 +3793,8 @@ class AdaptiveAvgPool3dBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0]:
-            _release(self.a_self)
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
 
     def apply(self, grads):
         grad = grads[0]

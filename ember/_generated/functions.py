@@ -2,6 +2,7 @@
 
 from collections import namedtuple as _namedtuple
 
+_tuple_new = tuple.__new__
 from ember.dispatcher.dispatch import call as _call
 from ember.dispatcher.operator import ALL_OPS as _OPS
 from ember.frontend.bindings_support import call_overload as _call_overload
@@ -1793,7 +1794,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
 
     Schema: ``topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)``
     """
-    return _R_topk(*_call(_op_topk, (input, k, dim, largest, sorted)))
+    return _tuple_new(_R_topk, _call(_op_topk, (input, k, dim, largest, sorted)))
 
 def cumsum(input, dim, *, dtype=None):
     """Cumulative sums along `dim`; integers and bools accumulate in int64.
@@ -2234,7 +2235,7 @@ def max_pool2d_with_indices(input, kernel_size, stride=(), padding=(0,), dilatio
 
     Schema: ``max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor output, Tensor indices)``
     """
-    return _R_max_pool2d_with_indices(*_call(_op_max_pool2d_with_indices, (input, kernel_size, stride, padding, dilation, ceil_mode)))
+    return _tuple_new(_R_max_pool2d_with_indices, _call(_op_max_pool2d_with_indices, (input, kernel_size, stride, padding, dilation, ceil_mode)))
 
 def max_pool2d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
     """2-d max pooling (stride defaults to the kernel size).
@@ -2290,7 +2291,7 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
 
     Schema: ``native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor output, Tensor save_mean, Tensor save_invstd)``
     """
-    return _R_native_batch_norm(*_call(_op_native_batch_norm, (input, weight, bias, running_mean, running_var, training, momentum, eps)))
+    return _tuple_new(_R_native_batch_norm, _call(_op_native_batch_norm, (input, weight, bias, running_mean, running_var, training, momentum, eps)))
 
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
     """Batch normalization (native_batch_norm's output).
@@ -2304,7 +2305,7 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
 
     Schema: ``native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor output, Tensor mean, Tensor rstd)``
     """
-    return _R_native_layer_norm(*_call(_op_native_layer_norm, (input, normalized_shape, weight, bias, eps)))
+    return _tuple_new(_R_native_layer_norm, _call(_op_native_layer_norm, (input, normalized_shape, weight, bias, eps)))
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):
     """Layer normalization over the trailing `normalized_shape` dims.
@@ -2318,7 +2319,7 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
 
     Schema: ``native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor output, Tensor mean, Tensor rstd)``
     """
-    return _R_native_group_norm(*_call(_op_native_group_norm, (input, weight, bias, N, C, HxW, group, eps)))
+    return _tuple_new(_R_native_group_norm, _call(_op_native_group_norm, (input, weight, bias, N, C, HxW, group, eps)))
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True):
     """Group normalization over `num_groups` groups of channels.
@@ -2809,7 +2810,7 @@ def _scaled_dot_product_attention_fused(query, key, value, is_causal=False, scal
 
     Schema: ``_scaled_dot_product_attention_fused(Tensor query, Tensor key, Tensor value, bool is_causal=False, float scale=1.) -> (Tensor output, Tensor attn)``
     """
-    return _R__scaled_dot_product_attention_fused(*_call(_op__scaled_dot_product_attention_fused, (query, key, value, is_causal, scale)))
+    return _tuple_new(_R__scaled_dot_product_attention_fused, _call(_op__scaled_dot_product_attention_fused, (query, key, value, is_causal, scale)))
 
 def _scaled_dot_product_attention_fused_backward(grad_out, grad_attn, query, key, value, attn, scale, output_mask):
     """The gradients for query, key and value (those output_mask asks for) of _scaled_dot_product_attention_fused, given its output's gradient and/or its attention weights' (a double backward reaches them), from the saved weights.
@@ -2893,7 +2894,7 @@ def _cross_entropy_indices(input, target, weight=None, reduction=1, ignore_index
 
     Schema: ``_cross_entropy_indices(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100, float label_smoothing=0.) -> (Tensor output, Tensor log_probs)``
     """
-    return _R__cross_entropy_indices(*_call(_op__cross_entropy_indices, (input, target, weight, reduction, ignore_index, label_smoothing)))
+    return _tuple_new(_R__cross_entropy_indices, _call(_op__cross_entropy_indices, (input, target, weight, reduction, ignore_index, label_smoothing)))
 
 def _cross_entropy_indices_backward(grad_output, log_probs, target, weight, reduction, ignore_index, label_smoothing):
     """The gradient of _cross_entropy_indices' loss with respect to `self`, from the log-probabilities it saved: log_softmax's backward of nll_loss's (and label smoothing's) in one kernel.

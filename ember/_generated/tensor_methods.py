@@ -2,6 +2,7 @@
 
 from collections import namedtuple as _namedtuple
 
+_tuple_new = tuple.__new__
 from ember.dispatcher.dispatch import call as _call
 from ember.dispatcher.operator import ALL_OPS as _OPS
 from ember.frontend.bindings_support import call_overload as _call_overload
@@ -1163,7 +1164,7 @@ class TensorMethods:
 
         Schema: ``topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)``
         """
-        return _R_topk(*_call(_op_topk, (self, k, dim, largest, sorted)))
+        return _tuple_new(_R_topk, _call(_op_topk, (self, k, dim, largest, sorted)))
 
     def cumsum(self, dim, *, dtype=None):
         """Cumulative sums along `dim`; integers and bools accumulate in int64.

@@ -91,8 +91,18 @@ def sum_to(grad, shape):
     return grad
 
 
-def _validate(node: Node, grads: tuple):
-    """Reduce each input gradient to the input's shape, dtype and device."""
+def _validate(node: Node, grads):
+    """Reduce each input gradient to the input's shape, dtype and device: `grads` itself when every
+    one already is (the common case), else a list of the conformed gradients."""
+    for g, meta in zip(grads, node.input_meta):
+        # devices are interned: identity compares them
+        if g is not None and meta is not None and not (
+                g._dtype is meta[1] and g._device is meta[2] and g._data.shape == meta[0]):
+            return _conform(node, grads)
+    return grads
+
+
+def _conform(node: Node, grads) -> list:
     metas = node.input_meta
     out = list(grads)
     for i, g in enumerate(out):
@@ -100,7 +110,7 @@ def _validate(node: Node, grads: tuple):
             continue
         shape, dtype, device = metas[i]
         if g._dtype is dtype and g._device is device and g._data.shape == shape:
-            continue                        # the common case: already the input's (devices are interned)
+            continue
         if tuple(g.shape) != shape:
             try:
                 g = sum_to(g, shape)
@@ -199,18 +209,21 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
 
     prev = set_grad_enabled_state(create_graph)
     outer_node = graph.RUNNING_NODE             # a backward inside a node (a hook's) restores it
+    # leaves whose gradients are all in run right after the node that completed them, not from the
+    # heap: torch gives AccumulateGrad the highest priority (so `.grad` is filled, and a stolen
+    # gradient's producer freed, as early as possible)
+    ready_leaves: list = []
     try:
         while heap:
             _, _, node = heapq.heappop(heap)
-            grads = buffers.pop(node)
             graph.RUNNING_NODE = node
-            is_leaf = node.__class__ is AccumulateGrad
-            # tensor hooks (leaf hooks live on the tensor, non-leaf ones on its grad_fn) and
-            # retain_grad run first, so gradients captured for autograd.grad include them
-            if is_leaf:
-                if grads[0] is not None:
-                    grads[0] = node.tensor_hooks(grads[0])
-            elif node.pre_hooks:
+            if node.__class__ is AccumulateGrad:        # a leaf as a root (leaf.backward())
+                _run_leaf(node, buffers.pop(node), accumulate, capture, captured, needed)
+                continue
+            grads = buffers.pop(node)
+            # tensor hooks of a non-leaf live on its grad_fn; they and retain_grad run first, so
+            # gradients captured for autograd.grad include them
+            if node.pre_hooks:
                 for nr, hooks in node.pre_hooks.items():
                     if nr < 0 or nr >= len(grads):
                         continue
@@ -222,10 +235,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             if node.retains:
                 store_retained(node, grads)
             if capture:
-                for nr, g in enumerate(grads):
-                    k = capture.get((id(node), nr))
-                    if k is not None:
-                        captured[k] = g if captured[k] is None else captured[k] + g
+                _capture(node, grads, capture, captured)
             if needed is not None and node not in needed:
                 _release_edges(node, deps, heap, buffers, retain_graph)
                 continue
@@ -234,11 +244,6 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                     res = hook(tuple(grads))
                     if res is not None:
                         grads = list(res)
-            if is_leaf:
-                if accumulate and not _steal(node, grads):
-                    node.apply(grads)
-                grads = None
-                continue
             # a node run twice without retain_graph fails when it unpacks a freed saved
             # tensor (SavedTensor.unpack), as in PyTorch: nodes that saved no tensor can rerun
             for g in grads:                 # identity tests: `==` would call Tensor.__eq__
@@ -269,8 +274,16 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 if deps[nxt] == 0:
                     if nxt not in buffers:
                         buffers[nxt] = [None] * nxt.n_outputs
-                    heapq.heappush(heap, (-nxt.seq, id(nxt), nxt))
+                    if nxt.__class__ is AccumulateGrad:
+                        ready_leaves.append(nxt)
+                    else:
+                        heapq.heappush(heap, (-nxt.seq, id(nxt), nxt))
             outs = grads = g = None        # hold no gradient past its node: _steal counts references
+            if ready_leaves:
+                for leaf in ready_leaves:
+                    graph.RUNNING_NODE = leaf
+                    _run_leaf(leaf, buffers.pop(leaf), accumulate, capture, captured, needed)
+                ready_leaves.clear()
     finally:
         set_grad_enabled_state(prev)
         graph.RUNNING_NODE = outer_node
@@ -286,6 +299,37 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     return None
 
 
+def _capture(node, grads, capture: dict, captured: list) -> None:
+    """Add the gradients arriving at `node` to those autograd.grad was asked for."""
+    for nr, g in enumerate(grads):
+        k = capture.get((id(node), nr))
+        if k is not None:
+            captured[k] = g if captured[k] is None else captured[k] + g
+
+
+def _run_leaf(node: AccumulateGrad, grads: list, accumulate: bool, capture: dict, captured: list, needed) -> None:
+    """A leaf's turn: its tensor hooks, then the gradient captured (autograd.grad) or accumulated
+    into `.grad` (stolen when nothing else holds it). The caller holds no reference to the
+    gradient besides `grads`, which _steal's reference count relies on."""
+    var = node._variable()                          # the leaf (None once freed)
+    ag = node.ag if var is None else var._ag        # the leaf's state now (None: it stopped requiring grad)
+    if ag is not None and ag.hooks and grads[0] is not None:
+        grads[0] = node.tensor_hooks(grads[0])
+    if node.retains:
+        store_retained(node, grads)
+    if capture:
+        _capture(node, grads, capture, captured)
+    if needed is not None and node not in needed:
+        return
+    if node.pre_hooks and -1 in node.pre_hooks:
+        for hook in list(node.pre_hooks[-1]):
+            res = hook(tuple(grads))
+            if res is not None:
+                grads = list(res)
+    if accumulate and not _steal(var, grads):
+        node.apply(grads)
+
+
 # references to a gradient nobody else holds when _steal looks at it: the engine's list of the
 # node's incoming gradients, _steal's local and getrefcount's argument (and for its storage: the
 # gradient tensor and the argument)
@@ -293,14 +337,13 @@ _FREE_GRAD_REFS = 3
 _FREE_STORAGE_REFS = 2
 
 
-def _steal(node: AccumulateGrad, grads: list) -> bool:
-    """Make the incoming gradient the leaf's `.grad` without the copy AccumulateGrad takes, when
+def _steal(var, grads: list) -> bool:
+    """Make the incoming gradient the leaf `var`'s `.grad` without the copy AccumulateGrad takes, when
     that is unobservable (torch does the same): no `.grad` yet, grad mode off, and a gradient
     that is a fresh tensor no one else refers to, alone on its storage and laid out as the leaf."""
     g = grads[0]
     if g is None or STATE.grad_enabled or g._ag is not None or g._base is not None:
         return False
-    var = node.variable
     if var is None:                 # the leaf was freed (the graph outlived it): nothing to steal into
         return False
     ag = var._ag

@@ -21,16 +21,21 @@ from __future__ import annotations
 
 from ember.dispatcher import keys as K
 from ember.dispatcher.state import STATE, set_grad_enabled_state
-from ember.errors import AutogradError
+from ember.errors import ArgumentTypeError, AutogradError
+from ember.frontend.tensor import AutogradMeta, Tensor
 
-from .graph import Node, SavedTensor, edge_of
+from .graph import FREED, Node, edge_of, pack
 
 
 class FunctionCtx:
     """The `ctx` of forward/backward: saved tensors and flags."""
 
     def save_for_backward(self, *tensors) -> None:
-        self._saved = tuple(SavedTensor(t) if t is not None else None for t in tensors)
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise ArgumentTypeError(f"save_for_backward can only save variables, but argument {i} is of type "
+                                        f"{type(t).__name__}")
+        self._saved = tuple(pack(t) for t in tensors)
 
     @property
     def saved_tensors(self) -> tuple:
@@ -82,9 +87,9 @@ class BackwardCFunction(Node, FunctionCtx):
         return [result[i] for i, is_t in enumerate(self._arg_is_tensor) if is_t]
 
     def release(self) -> None:
-        for s in getattr(self, "_saved", ()):
-            if s is not None:
-                s.release()
+        saved = getattr(self, "_saved", None)
+        if saved:
+            self._saved = tuple(FREED if s is not None else None for s in saved)
 
 
 class _FunctionMeta(type):
@@ -108,8 +113,6 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from ember.frontend.tensor import AutogradMeta, Tensor
-
         node = cls._backward_cls()
         # keyword arguments count as inputs after the positional ones (needs_input_grad,
         # one gradient each from backward), as in PyTorch

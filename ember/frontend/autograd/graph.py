@@ -12,6 +12,7 @@ import weakref
 
 from ember.dispatcher import keys as K
 from ember.errors import AutogradError
+from ember.frontend.tensor import AutogradMeta, Tensor as _Tensor
 
 _sequence = itertools.count()
 
@@ -185,13 +186,7 @@ class SavedTensor:
 
     __slots__ = ("tensor", "version", "output_nr", "is_output")
 
-    def __init__(self, tensor, is_output: bool = False, output_nr: int = 0) -> None:
-        self.version = tensor._storage.version
-        self.is_output = is_output
-        self.output_nr = output_nr
-        self.tensor = tensor.detach() if is_output else tensor
-        if SAVE_HOOK is not None:           # ember.memory.track: activations saved for backward
-            SAVE_HOOK(tensor._storage)
+    # made by `pack` (no __init__: a tensor saved per recorded op would pay a second Python frame)
 
     def unpack(self, node):
         if self.tensor is None:
@@ -212,16 +207,37 @@ class SavedTensor:
                 "enable anomaly detection to find the operation that failed to compute its gradient, with "
                 "ember.autograd.set_detect_anomaly(True).")
         if self.is_output:
-            from ember.frontend.tensor import AutogradMeta
-
             out = t.detach()
             out._ag = AutogradMeta(node, self.output_nr)
             out._keys |= K.AUTOGRAD
             return out
         return t
 
-    def release(self) -> None:
-        self.tensor = None
+
+
+#: what a released slot of a generated node holds: unpacking it raises the error above (a second
+#: backward through a freed graph); one shared instance, so releasing is a store
+FREED = object.__new__(SavedTensor)
+FREED.tensor = None
+FREED.version = 0
+FREED.is_output = False
+FREED.output_nr = 0
+
+
+def pack(value, is_output: bool = False, output_nr: int = 0):
+    """What a node keeps of a value its formulas read: a tensor as a SavedTensor (its version noted
+    for the in-place check; an output of the node itself stored without its grad_fn, so the node and
+    its output form no reference cycle), anything else (None, a number) as it is."""
+    if not isinstance(value, _Tensor):
+        return value
+    saved = object.__new__(SavedTensor)
+    saved.version = value._storage.version
+    saved.is_output = is_output
+    saved.output_nr = output_nr
+    saved.tensor = value.detach() if is_output else value
+    if SAVE_HOOK is not None:           # ember.memory.track: activations saved for backward
+        SAVE_HOOK(value._storage)
+    return saved
 
 
 class _RemovableHandle:
