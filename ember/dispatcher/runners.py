@@ -44,6 +44,8 @@ def _unwrapper(op) -> Callable[[tuple], tuple]:
             a, b = args[0], args[1]
             return (a._data if isinstance(a, T) else a, b._data if isinstance(b, T) else b) + args[2:]
         return unwrap_first_two
+    if not l_idx and t_idx:
+        return _unwrap_positions(t_idx, T)
 
     def unwrap(args):
         nat = list(args)
@@ -55,6 +57,18 @@ def _unwrapper(op) -> Callable[[tuple], tuple]:
             nat[i] = [t._data if t is not None else None for t in nat[i]]   # Tensor?[] entries may be None
         return nat
     return unwrap
+
+
+def _unwrap_positions(t_idx: tuple, T: type) -> Callable[[tuple], tuple]:
+    """An unwrap for tensors at the positions `t_idx` only, written out for them (as namedtuple writes
+    its class): a call pays neither a copy of the arguments into a list nor a loop over positions."""
+    n = max(t_idx) + 1
+    items = [f"args[{i}]._data if isinstance(args[{i}], T) else args[{i}]" if i in t_idx else f"args[{i}]"
+             for i in range(n)]
+    src = f"def unwrap_positions(args):\n    return ({', '.join(items)},) + args[{n}:]\n"
+    namespace = {"T": T}
+    exec(src, namespace)
+    return namespace["unwrap_positions"]
 
 
 def _output_device(op, backend, args):

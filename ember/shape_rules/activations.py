@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ember.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError
 from ember.frontend import dtype as _dt
+from ember.frontend.tensor import Tensor
 from ember.frontend.type_promotion import result_type
 
 from . import RULES, shape_rule
@@ -73,8 +74,9 @@ def activation_backward(op, grad_output, self, *args):
 def threshold_backward(op, grad_output, self, threshold):
     """threshold_backward: the broadcast shape of grad_output and self in their promoted dtype, any
     dtype but bool (as torch's threshold_cpu)."""
-    check_tensor(op, grad_output, "grad_output")
-    check_tensor(op, self, "self")
+    if not (isinstance(grad_output, Tensor) and isinstance(self, Tensor)):
+        check_tensor(op, grad_output, "grad_output")        # the error names the argument
+        check_tensor(op, self, "self")
     _check_scalars(op, (threshold,), 2)
     dtype = result_type(grad_output, self)
     if dtype is _dt.bool:

@@ -26,13 +26,16 @@ def _check_lists(op, params, named_lists, steps=None) -> None:
             raise ArgumentListError(f"{op.name}(): argument '{name}' must have one tensor per parameter "
                                     f"({n}), got {len(lst)}")
     for i, p in enumerate(params):
-        _tensor_at(op, p, "self", i)
+        if not isinstance(p, Tensor):
+            _tensor_at(op, p, "self", i)
         if not p._dtype.is_floating_point:
             raise DTypeError(f"{op.name}(): expected floating-point parameters, got {type_name(p._dtype)} "
                              f"(argument 'self[{i}]')")
         shape = p._data.shape
         for name, lst in named_lists:
-            t = _tensor_at(op, lst[i], name, i)
+            t = lst[i]
+            if not isinstance(t, Tensor):
+                _tensor_at(op, t, name, i)
             if t._data.shape != shape or t._dtype is not p._dtype:
                 raise ShapeError(f"{op.name}(): {name}[{i}] must have the shape and dtype of self[{i}] "
                                  f"({list(shape)}, {type_name(p._dtype)}), got {list(t._data.shape)}, "
@@ -70,9 +73,10 @@ def fused_sgd(op, params, grads, momentum_buffer_list, weight_decay, momentum, l
 @shape_rule("cross_entropy_indices_backward")
 def cross_entropy_indices_backward(op, grad_output, log_probs, target, weight, reduction, ignore_index,
                                    label_smoothing):
-    check_tensor(op, grad_output, "grad_output")
-    check_tensor(op, log_probs, "log_probs")
-    check_tensor(op, target, "target")
+    if not (isinstance(grad_output, Tensor) and isinstance(log_probs, Tensor) and isinstance(target, Tensor)):
+        check_tensor(op, grad_output, "grad_output")        # the error names the argument
+        check_tensor(op, log_probs, "log_probs")
+        check_tensor(op, target, "target")
     if not log_probs._dtype.is_floating_point or grad_output._dtype is not log_probs._dtype:
         raise DTypeError(f"{op.name}(): expected floating-point log_probs and grad_output of its dtype, got "
                          f"{type_name(log_probs._dtype)} and {type_name(grad_output._dtype)}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ember.errors import ArgumentListError, ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, \
     ShapeError
 from ember.frontend import dtype as _dt
+from ember.frontend.tensor import Tensor
 from ember.frontend.type_promotion import result_type
 
 from . import shape_rule
@@ -146,9 +147,10 @@ def nll_loss(op, self, target, weight=None, reduction=1, ignore_index=-100):
 
 @shape_rule("cross_entropy")
 def cross_entropy(op, self, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
-    check_tensor(op, self, "input")
-    check_tensor(op, target, "target")
-    _optional_tensor(op, weight, "weight")
+    if not (isinstance(self, Tensor) and isinstance(target, Tensor) and (weight is None or isinstance(weight, Tensor))):
+        check_tensor(op, self, "input")             # the error names the argument
+        check_tensor(op, target, "target")
+        _optional_tensor(op, weight, "weight")
     reduction = check_reduction(op, reduction)
     as_int(op, ignore_index, "ignore_index")
     if not isinstance(label_smoothing, NUMBER_TYPES) or isinstance(label_smoothing, bool):
@@ -191,9 +193,10 @@ def cross_entropy_indices(op, self, target, weight=None, reduction=1, ignore_ind
 
 @shape_rule("linear")
 def linear(op, input, weight, bias=None):
-    check_tensor(op, input, "input")
-    check_tensor(op, weight, "weight")
-    _optional_tensor(op, bias, "bias")
+    if not (isinstance(input, Tensor) and isinstance(weight, Tensor) and (bias is None or isinstance(bias, Tensor))):
+        check_tensor(op, input, "input")            # the error names the argument
+        check_tensor(op, weight, "weight")
+        _optional_tensor(op, bias, "bias")
     ishape, wshape = tuple(input._data.shape), tuple(weight._data.shape)
     if len(wshape) > 2 or len(wshape) == 0:
         raise ShapeError(f"{op.name}(): weight must be 1-D or 2-D, but got a {len(wshape)}-D tensor")

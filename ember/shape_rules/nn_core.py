@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ember.errors import ArgumentValueError, DimensionError, MissingKernelError, ShapeError
 from ember.frontend import dtype as _dt
+from ember.frontend.tensor import Tensor
 
 from . import shape_rule
 from .common import check_int_list, check_tensor, type_name
@@ -166,6 +167,15 @@ def linear_backward(op, self, grad_output, weight, output_mask):
     from the input and grad_output (a 1-D weight drops the feature dim); without both, the bias's
     gradient keeps grad_output's last dim (the engine sums it to the bias's shape)."""
     mask = _mask(op, output_mask)
+    if isinstance(grad_output, Tensor) and isinstance(self, Tensor) and isinstance(weight, Tensor):
+        # the usual call (input and weight saved, one dtype, shapes that multiply): what the checks
+        # below conclude, without their frames; anything else takes them and their errors
+        dtype = grad_output._dtype
+        in_shape, wshape, gshape = tuple(self._data.shape), tuple(weight._data.shape), tuple(grad_output._data.shape)
+        if (self._dtype is dtype and weight._dtype is dtype and 0 < len(wshape) <= 2 and in_shape
+                and in_shape[-1] == wshape[-1] and gshape == in_shape[:-1] + wshape[:-1]):
+            return ((in_shape, dtype) if mask[0] else None, (wshape, dtype) if mask[1] else None,
+                    (wshape[:-1], dtype) if mask[2] else None)
     check_tensor(op, grad_output, "grad_output")
     gshape, dtype = _shape(grad_output), grad_output._dtype
     for t, arg, k, what in ((self, "self", 1, "weight's"), (weight, "weight", 0, "input's")):

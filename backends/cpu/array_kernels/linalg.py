@@ -32,7 +32,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         else:
             r = xp.matmul(x, wt)
         if b is not None:
-            if r.dtype == xp.result_type(r, b):
+            if r.dtype == b.dtype or r.dtype == xp.result_type(r, b):
                 r += b                                     # the product is fresh (or a view of it): in place
             else:
                 r = r + b
@@ -53,21 +53,25 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         weight_1d = len(specs[1][0]) == 1 if specs[1] is not None else \
             w.ndim == 1 if w is not None else specs[2] is not None and len(specs[2][0]) == 0
         gi = gw = gb = None
+        g2 = g if g.ndim == 2 else rows(g) if g.ndim > 2 else None       # the folded rows (2-D g as it is)
         if specs[0] is not None:
             if weight_1d:
                 gi = g[..., None] * w
             else:
-                gi = xp.matmul(rows(g), w).reshape(g.shape[:-1] + w.shape[1:]) if g.ndim > 2 else xp.matmul(g, w)
+                gi = xp.matmul(g2, w).reshape(g.shape[:-1] + w.shape[1:]) if g.ndim > 2 else xp.matmul(g, w)
+            gi = out(gi, native(specs[0][1]))
         if specs[1] is not None:
             if weight_1d:
                 gw = g * x if x.ndim == 1 else xp.matmul(g.reshape(g.size), rows(x))
             else:
-                gw = g[:, None] * x[None, :] if x.ndim == 1 else xp.matmul(rows(g).T, rows(x))
+                gw = g[:, None] * x[None, :] if x.ndim == 1 else xp.matmul(g2.T, x if x.ndim == 2 else rows(x))
+            gw = out(gw, native(specs[1][1]))
         if specs[2] is not None:
             if weight_1d:
                 gb = xp.asarray(add_reduce(g, axis=None))
             else:
-                gb = add_reduce(rows(g), axis=0) if g.ndim > 1 else g.copy()
-        return tuple([None if r is None else out(r, native(s[1])) for r, s in zip((gi, gw, gb), specs)])
+                gb = add_reduce(g2, axis=0) if g.ndim > 1 else g.copy()
+            gb = out(gb, native(specs[2][1]))
+        return gi, gw, gb
 
     return {"mm": matmul, "bmm": matmul, "linear": linear, "linear_backward": linear_backward}
