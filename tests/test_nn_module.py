@@ -557,3 +557,32 @@ def test_nanogpt_style_model_matches_torch():
     tn = torch.nn.utils.clip_grad_norm_(tm.parameters(), 0.01)
     en = enn.utils.clip_grad_norm_(em.parameters(), 0.01)
     np.testing.assert_allclose(en.item(), tn.item(), rtol=1e-5)
+
+
+def test_linear_uses_a_weight_that_is_not_a_registered_parameter():
+    """Linear reads its registered parameters from their dict; a weight deleted and set again as a
+    plain attribute, or given by a property (parametrizations do this), is what forward uses, as in torch."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    w2 = rng.standard_normal((4, 3)).astype(np.float32)
+    outs = {}
+    for name, lib in (("ember", ember), ("torch", torch)):
+        m = lib.nn.Linear(3, 4)
+        with lib.no_grad():
+            m.bias.zero_()
+        del m.weight
+        m.weight = lib.tensor(w2)                   # a plain attribute now
+
+        class Doubled(lib.nn.Linear):
+            @property
+            def weight(self):
+                return self.raw * 2
+
+        d = Doubled.__new__(Doubled)
+        lib.nn.Module.__init__(d)
+        d.raw = lib.nn.Parameter(lib.tensor(w2))
+        d.bias = None
+        outs[name] = (m(lib.tensor(x)).detach().numpy(), d(lib.tensor(x)).detach().numpy())
+    for e, t in zip(outs["ember"], outs["torch"]):
+        np.testing.assert_allclose(e, t, rtol=1e-6)
+    np.testing.assert_allclose(outs["ember"][0], x @ w2.T, rtol=1e-6)

@@ -213,9 +213,12 @@ def _native_body(op, key, kernel, rule, unwrap, device_of, single_device, make_t
     def run_multi(args):
         specs = rule(op, *args)
         outs = kernel(specs, *unwrap(args))
-        dev = device_of(args)
-        # a list comprehension, not a generator: one frame for all outputs, not a resumption each
-        return tuple([None if o is None else make_tensor(o, s[1], dev, key, None) for o, s in zip(outs, specs)])
+        dev = single_device if single_device is not None else device_of(args)
+        # a loop, not a comprehension (a frame of its own) or a generator (a resumption per output)
+        results = []
+        for o, s in zip(outs, specs):
+            results.append(None if o is None else make_tensor(o, s[1], dev, key, None))
+        return tuple(results)
     return run_multi
 
 

@@ -13,7 +13,7 @@ from ember.frontend import dtype as _dt
 from ember.frontend.random import default_generator
 
 from . import philox
-from .reductions import add_reduce_of
+from .reductions import add_reduce_of, constants_of
 
 
 def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
@@ -70,18 +70,8 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
     add_reduce = add_reduce_of(xp)
 
     unsigned_of = {xp.dtype(f"i{n}"): xp.dtype(f"u{n}") for n in (1, 2, 4, 8)}
-    constants: dict = {}
-
-    def constant(key, make):
-        """A read-only array made once per key (row indices, a vector of ones), only ever read. On numpy
-        only: another array module's arrays belong to one of its devices (a key would need it)."""
-        a = constants.get(key)
-        if a is None:
-            a = make()
-            if xp.__name__ == "numpy" and len(constants) < 64:
-                a.flags.writeable = False
-                constants[key] = a
-        return a
+    subtract_at = xp.subtract.at if xp.__name__ == "numpy" else None      # ufunc.at: numpy's API
+    constant = constants_of(xp)
 
     def row_max(x):
         """x's row maxima as a column: a row's first maximum (NaN if any) taken at argmax, whose loop is
@@ -130,7 +120,7 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
             if reduction == 0:
                 return -picked, logp
             total = -add_reduce(picked)
-            return xp.asarray(total / x.dtype.type(x.shape[0]) if reduction == 1 else total), logp
+            return xp.asarray(total / x.shape[0] if reduction == 1 else total), logp
         cdt = opmath(dt)
         cdim = 1 if x.ndim >= 2 else 0
         classes = x.shape[cdim]
@@ -193,10 +183,14 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
             if logp.dtype == dt and grad.dtype == dt else None
         if plain is not None:
             rows, t = plain
-            scale = grad / logp.dtype.type(logp.shape[0]) if reduction == 1 else grad    # per row when unreduced
+            # a Python int divides in the gradient's dtype (numpy 2's promotion), as the dtype's own scalar would
+            scale = grad / logp.shape[0] if reduction == 1 else grad                      # per row when unreduced
             out = xp.exp(logp)
             out *= scale[:, None] if reduction == 0 else scale                            # softmax * scale
-            out[rows, t] -= scale
+            if subtract_at is not None:
+                subtract_at(out, (rows, t), scale)        # one call for the fancy read and write below
+            else:
+                out[rows, t] -= scale
             return out
         logp = logp.astype(cdt)
         t, valid, safe = class_target(logp, target, ignore_index)

@@ -17,6 +17,23 @@ def _axis(a, dim):
     return tuple(operator.index(d) for d in dim) if len(dim) else None
 
 
+def constants_of(xp) -> Callable:
+    """`constant(key, make)`: the array `make()` returns, made once per key and then only read (row
+    indices, vectors of ones). Cached on numpy only, read-only, at most 64 of them: another array
+    module's arrays belong to one of its devices (a key would need it)."""
+    cache: dict = {}
+
+    def constant(key, make):
+        a = cache.get(key)
+        if a is None:
+            a = make()
+            if xp.__name__ == "numpy" and len(cache) < 64:
+                a.flags.writeable = False
+                cache[key] = a
+        return a
+    return constant
+
+
 def add_reduce_of(xp) -> Callable:
     """numpy's `add.reduce` (no np.sum Python wrapper: a small sum is a few us of work), or `xp.sum`
     for array modules whose ufuncs may lack the method (cupy)."""

@@ -44,6 +44,13 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):
+        # the registered parameters read from their dict: `self.weight` reaches Module.__getattr__ only
+        # after Python has made and dropped an AttributeError (~1 us each, two per call); a weight that
+        # is not a registered parameter (deleted and set as a plain attribute, or a property) still
+        # takes the attribute path
+        params = self._parameters
+        if "weight" in params and "bias" in params:
+            return F.linear(input, params["weight"], params["bias"])
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
