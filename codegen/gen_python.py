@@ -430,6 +430,8 @@ def _release_line(slot: str, save_expr: str) -> str:
 def _load_expr(slot: str, save_expr: str) -> str:
     """The expression `apply` reads a saved slot with: a saved tensor is unpacked (its version checked)
     inline, a list of them through `_load`, anything else (shapes, numbers) read as it is."""
+    if save_expr.startswith("_save(outs"):          # an output: a grad_fn-carrying copy only under create_graph
+        return f"self.{slot}.unpack(self, False) if self.{slot}.__class__ is SavedTensor else self.{slot}"
     if save_expr.startswith("_save("):
         return f"self.{slot}.unpack(self) if self.{slot}.__class__ is SavedTensor else self.{slot}"
     if "_save(" in save_expr:

@@ -261,7 +261,7 @@ class PowBackward0(Node):
             out.append(None)
         if needs[1]:
             a_exponent = self.a_exponent.unpack(self) if self.a_exponent.__class__ is SavedTensor else self.a_exponent
-            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
             a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_H.pow_backward_exponent(grad, a_self, a_exponent, a_result))
         else:
@@ -454,7 +454,7 @@ class ExpBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_F.mul(grad, a_result))
         else:
             out.append(None)
@@ -512,7 +512,7 @@ class SqrtBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_F.div(grad, _F.mul(a_result, 2)))
         else:
             out.append(None)
@@ -541,7 +541,7 @@ class RsqrtBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_F.mul(_F.mul(grad, _F.pow(a_result, 3)), -0.5))
         else:
             out.append(None)
@@ -570,7 +570,7 @@ class TanhBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_F.mul(grad, _F.rsub(_F.mul(a_result, a_result), 1)))
         else:
             out.append(None)
@@ -599,7 +599,7 @@ class SigmoidBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_F.mul(grad, _F.mul(a_result, _F.rsub(a_result, 1))))
         else:
             out.append(None)
@@ -686,7 +686,7 @@ class ReciprocalBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_F.neg(_F.mul(grad, _F.mul(a_result, a_result))))
         else:
             out.append(None)
@@ -744,7 +744,7 @@ class Expm1Backward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_F.mul(grad, _F.add(a_result, 1)))
         else:
             out.append(None)
@@ -831,7 +831,7 @@ class Exp2Backward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_F.mul(grad, _F.mul(a_result, 0.6931471805599453)))
         else:
             out.append(None)
@@ -1092,7 +1092,7 @@ class TanBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_F.mul(grad, _F.add(_F.mul(a_result, a_result), 1)))
         else:
             out.append(None)
@@ -1373,14 +1373,14 @@ class HypotBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
             a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.mul(grad, _F.div(a_self, a_result)))
         else:
             out.append(None)
         if needs[1]:
             a_other = self.a_other.unpack(self) if self.a_other.__class__ is SavedTensor else self.a_other
-            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_F.mul(grad, _F.div(a_other, a_result)))
         else:
             out.append(None)
@@ -1409,7 +1409,7 @@ class ReluBackward0(Node):
         needs = self.needs
         out = []
         if needs[0]:
-            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_F.threshold_backward(grad, a_result, 0))
         else:
             out.append(None)
@@ -1472,7 +1472,7 @@ class AmaxBackward0(Node):
         if needs[0]:
             a_dim = self.a_dim
             a_keepdim = self.a_keepdim
-            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
             a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_H.amax_backward(grad, a_self, a_result, a_dim, a_keepdim))
         else:
@@ -1509,7 +1509,7 @@ class AminBackward0(Node):
         if needs[0]:
             a_dim = self.a_dim
             a_keepdim = self.a_keepdim
-            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
             a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_H.amax_backward(grad, a_self, a_result, a_dim, a_keepdim))
         else:
@@ -1543,7 +1543,7 @@ class MaxBackward0(Node):
         out = []
         if needs[0]:
             a_dim = self.a_dim
-            a_indices = self.a_indices.unpack(self) if self.a_indices.__class__ is SavedTensor else self.a_indices
+            a_indices = self.a_indices.unpack(self, False) if self.a_indices.__class__ is SavedTensor else self.a_indices
             a_keepdim = self.a_keepdim
             m_self_shape = self.m_self_shape
             out.append(_H.value_selecting_backward(grad, a_dim, a_indices, m_self_shape, a_keepdim))
@@ -1578,7 +1578,7 @@ class MinBackward0(Node):
         out = []
         if needs[0]:
             a_dim = self.a_dim
-            a_indices = self.a_indices.unpack(self) if self.a_indices.__class__ is SavedTensor else self.a_indices
+            a_indices = self.a_indices.unpack(self, False) if self.a_indices.__class__ is SavedTensor else self.a_indices
             a_keepdim = self.a_keepdim
             m_self_shape = self.m_self_shape
             out.append(_H.value_selecting_backward(grad, a_dim, a_indices, m_self_shape, a_keepdim))
@@ -1611,7 +1611,7 @@ class SoftmaxBackward0(Node):
         out = []
         if needs[0]:
             a_dim = self.a_dim
-            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_H.softmax_backward(grad, a_result, a_dim))
         else:
             out.append(None)
@@ -1642,7 +1642,7 @@ class LogSoftmaxBackward0(Node):
         out = []
         if needs[0]:
             a_dim = self.a_dim
-            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
             out.append(_H.log_softmax_backward(grad, a_result, a_dim))
         else:
             out.append(None)
@@ -2224,7 +2224,7 @@ class SortBackward0(Node):
         out = []
         if needs[0]:
             a_dim = self.a_dim
-            a_indices = self.a_indices.unpack(self) if self.a_indices.__class__ is SavedTensor else self.a_indices
+            a_indices = self.a_indices.unpack(self, False) if self.a_indices.__class__ is SavedTensor else self.a_indices
             m_self_shape = self.m_self_shape
             out.append(_H.sort_backward(grad, a_dim, a_indices, m_self_shape))
         else:
@@ -2284,7 +2284,7 @@ class LogsumexpBackward0(Node):
         if needs[0]:
             a_dim = self.a_dim
             a_keepdim = self.a_keepdim
-            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
             a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_H.logsumexp_backward(grad, a_self, a_result, a_dim, a_keepdim))
         else:
@@ -2358,7 +2358,7 @@ class StdBackward0(Node):
             a_correction = self.a_correction
             a_dim = self.a_dim
             a_keepdim = self.a_keepdim
-            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
             a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_H.std_backward(a_result, grad, a_self, a_dim, a_correction, a_keepdim))
         else:
@@ -2397,7 +2397,7 @@ class NormBackward0(Node):
             a_dim = self.a_dim
             a_keepdim = self.a_keepdim
             a_p = self.a_p
-            a_result = self.a_result.unpack(self) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
             a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_H.norm_backward(grad, a_self, a_p, a_result, a_dim, a_keepdim))
         else:
@@ -2555,7 +2555,7 @@ class MaxPool2dWithIndicesBackward0(Node):
         if needs[0]:
             a_ceil_mode = self.a_ceil_mode
             a_dilation = self.a_dilation
-            a_indices = self.a_indices.unpack(self) if self.a_indices.__class__ is SavedTensor else self.a_indices
+            a_indices = self.a_indices.unpack(self, False) if self.a_indices.__class__ is SavedTensor else self.a_indices
             a_kernel_size = self.a_kernel_size
             a_padding = self.a_padding
             a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
@@ -2681,8 +2681,8 @@ class NativeBatchNormBackward0(Node):
             a_input = self.a_input.unpack(self) if self.a_input.__class__ is SavedTensor else self.a_input
             a_running_mean = self.a_running_mean.unpack(self) if self.a_running_mean.__class__ is SavedTensor else self.a_running_mean
             a_running_var = self.a_running_var.unpack(self) if self.a_running_var.__class__ is SavedTensor else self.a_running_var
-            a_save_invstd = self.a_save_invstd.unpack(self) if self.a_save_invstd.__class__ is SavedTensor else self.a_save_invstd
-            a_save_mean = self.a_save_mean.unpack(self) if self.a_save_mean.__class__ is SavedTensor else self.a_save_mean
+            a_save_invstd = self.a_save_invstd.unpack(self, False) if self.a_save_invstd.__class__ is SavedTensor else self.a_save_invstd
+            a_save_mean = self.a_save_mean.unpack(self, False) if self.a_save_mean.__class__ is SavedTensor else self.a_save_mean
             a_training = self.a_training
             a_weight = self.a_weight.unpack(self) if self.a_weight.__class__ is SavedTensor else self.a_weight
             out.append(_H.nn_backward('batch_norm_backward_input', grad, a_input, a_weight, a_running_mean, a_running_var, a_training, a_eps, a_save_mean, a_save_invstd))
@@ -2693,8 +2693,8 @@ class NativeBatchNormBackward0(Node):
             a_input = self.a_input.unpack(self) if self.a_input.__class__ is SavedTensor else self.a_input
             a_running_mean = self.a_running_mean.unpack(self) if self.a_running_mean.__class__ is SavedTensor else self.a_running_mean
             a_running_var = self.a_running_var.unpack(self) if self.a_running_var.__class__ is SavedTensor else self.a_running_var
-            a_save_invstd = self.a_save_invstd.unpack(self) if self.a_save_invstd.__class__ is SavedTensor else self.a_save_invstd
-            a_save_mean = self.a_save_mean.unpack(self) if self.a_save_mean.__class__ is SavedTensor else self.a_save_mean
+            a_save_invstd = self.a_save_invstd.unpack(self, False) if self.a_save_invstd.__class__ is SavedTensor else self.a_save_invstd
+            a_save_mean = self.a_save_mean.unpack(self, False) if self.a_save_mean.__class__ is SavedTensor else self.a_save_mean
             a_training = self.a_training
             out.append(_H.nn_backward('batch_norm_backward_weight', grad, a_input, a_running_mean, a_running_var, a_training, a_eps, a_save_mean, a_save_invstd))
         else:
@@ -2744,9 +2744,9 @@ class NativeLayerNormBackward0(Node):
             grad_input_mask = [needs[0], needs[1], needs[2]]
             a_bias = self.a_bias.unpack(self) if self.a_bias.__class__ is SavedTensor else self.a_bias
             a_input = self.a_input.unpack(self) if self.a_input.__class__ is SavedTensor else self.a_input
-            a_mean = self.a_mean.unpack(self) if self.a_mean.__class__ is SavedTensor else self.a_mean
+            a_mean = self.a_mean.unpack(self, False) if self.a_mean.__class__ is SavedTensor else self.a_mean
             a_normalized_shape = self.a_normalized_shape
-            a_rstd = self.a_rstd.unpack(self) if self.a_rstd.__class__ is SavedTensor else self.a_rstd
+            a_rstd = self.a_rstd.unpack(self, False) if self.a_rstd.__class__ is SavedTensor else self.a_rstd
             a_weight = self.a_weight.unpack(self) if self.a_weight.__class__ is SavedTensor else self.a_weight
             out.extend(_F.native_layer_norm_backward(grad, a_input, a_normalized_shape, a_mean, a_rstd, a_weight, a_bias, grad_input_mask))
         else:
@@ -2794,8 +2794,8 @@ class NativeGroupNormBackward0(Node):
             a_N = self.a_N
             a_group = self.a_group
             a_input = self.a_input.unpack(self) if self.a_input.__class__ is SavedTensor else self.a_input
-            a_mean = self.a_mean.unpack(self) if self.a_mean.__class__ is SavedTensor else self.a_mean
-            a_rstd = self.a_rstd.unpack(self) if self.a_rstd.__class__ is SavedTensor else self.a_rstd
+            a_mean = self.a_mean.unpack(self, False) if self.a_mean.__class__ is SavedTensor else self.a_mean
+            a_rstd = self.a_rstd.unpack(self, False) if self.a_rstd.__class__ is SavedTensor else self.a_rstd
             a_weight = self.a_weight.unpack(self) if self.a_weight.__class__ is SavedTensor else self.a_weight
             out.append(_H.nn_backward('group_norm_backward_input', grads, a_input, a_weight, a_mean, a_rstd, a_N, a_C, a_HxW, a_group))
         else:
@@ -2806,8 +2806,8 @@ class NativeGroupNormBackward0(Node):
             a_N = self.a_N
             a_group = self.a_group
             a_input = self.a_input.unpack(self) if self.a_input.__class__ is SavedTensor else self.a_input
-            a_mean = self.a_mean.unpack(self) if self.a_mean.__class__ is SavedTensor else self.a_mean
-            a_rstd = self.a_rstd.unpack(self) if self.a_rstd.__class__ is SavedTensor else self.a_rstd
+            a_mean = self.a_mean.unpack(self, False) if self.a_mean.__class__ is SavedTensor else self.a_mean
+            a_rstd = self.a_rstd.unpack(self, False) if self.a_rstd.__class__ is SavedTensor else self.a_rstd
             a_weight = self.a_weight.unpack(self) if self.a_weight.__class__ is SavedTensor else self.a_weight
             out.append(_H.nn_backward('group_norm_backward_param', grad, a_input, a_weight, a_mean, a_rstd, a_N, a_C, a_HxW, a_group, 1))
         else:
@@ -2818,8 +2818,8 @@ class NativeGroupNormBackward0(Node):
             a_N = self.a_N
             a_group = self.a_group
             a_input = self.a_input.unpack(self) if self.a_input.__class__ is SavedTensor else self.a_input
-            a_mean = self.a_mean.unpack(self) if self.a_mean.__class__ is SavedTensor else self.a_mean
-            a_rstd = self.a_rstd.unpack(self) if self.a_rstd.__class__ is SavedTensor else self.a_rstd
+            a_mean = self.a_mean.unpack(self, False) if self.a_mean.__class__ is SavedTensor else self.a_mean
+            a_rstd = self.a_rstd.unpack(self, False) if self.a_rstd.__class__ is SavedTensor else self.a_rstd
             a_weight = self.a_weight.unpack(self) if self.a_weight.__class__ is SavedTensor else self.a_weight
             out.append(_H.nn_backward('group_norm_backward_param', grad, a_input, a_weight, a_mean, a_rstd, a_N, a_C, a_HxW, a_group, 2))
         else:
@@ -3641,7 +3641,7 @@ class ScaledDotProductAttentionFusedBackward0(Node):
         out = []
         if needs[0] or needs[1] or needs[2]:
             grad_input_mask = [needs[0], needs[1], needs[2]]
-            a_attn = self.a_attn.unpack(self) if self.a_attn.__class__ is SavedTensor else self.a_attn
+            a_attn = self.a_attn.unpack(self, False) if self.a_attn.__class__ is SavedTensor else self.a_attn
             a_key = self.a_key.unpack(self) if self.a_key.__class__ is SavedTensor else self.a_key
             a_query = self.a_query.unpack(self) if self.a_query.__class__ is SavedTensor else self.a_query
             a_scale = self.a_scale
@@ -3685,7 +3685,7 @@ class CrossEntropyIndicesBackward0(Node):
         if needs[0]:
             a_ignore_index = self.a_ignore_index
             a_label_smoothing = self.a_label_smoothing
-            a_log_probs = self.a_log_probs.unpack(self) if self.a_log_probs.__class__ is SavedTensor else self.a_log_probs
+            a_log_probs = self.a_log_probs.unpack(self, False) if self.a_log_probs.__class__ is SavedTensor else self.a_log_probs
             a_reduction = self.a_reduction
             a_target = self.a_target.unpack(self) if self.a_target.__class__ is SavedTensor else self.a_target
             a_weight = self.a_weight.unpack(self) if self.a_weight.__class__ is SavedTensor else self.a_weight
@@ -3729,7 +3729,7 @@ class MaxPool3dWithIndicesBackward0(Node):
             a_dilation = self.a_dilation
             a_kernel_size = self.a_kernel_size
             a_padding = self.a_padding
-            a_result1 = self.a_result1.unpack(self) if self.a_result1.__class__ is SavedTensor else self.a_result1
+            a_result1 = self.a_result1.unpack(self, False) if self.a_result1.__class__ is SavedTensor else self.a_result1
             a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             a_stride = self.a_stride
             out.append(_F.max_pool3d_with_indices_backward(grad, a_self, a_kernel_size, a_stride, a_padding, a_dilation, a_ceil_mode, a_result1))

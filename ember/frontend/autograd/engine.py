@@ -128,20 +128,19 @@ def _conform(node: Node, grads) -> list:
 def _collect(roots: list[Node]) -> dict[Node, int]:
     """Number of incoming edges of every node reachable from the roots."""
     deps: dict[Node, int] = {}
-    seen = set()
+    roots_seen = set(roots)
     stack = list(roots)
-    for r in roots:
-        seen.add(r)
     while stack:
-        node = stack.pop()
-        for edge in node.next_edges:
+        for edge in stack.pop().next_edges:
             if edge is None:
                 continue
             nxt = edge[0]
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
+            if nxt in deps:
+                deps[nxt] += 1
+            else:                       # first reached: walk its edges (a leaf has none)
+                deps[nxt] = 1
+                if nxt.next_edges and nxt not in roots_seen:
+                    stack.append(nxt)
     return deps
 
 
@@ -203,9 +202,11 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     needed = None
     if inputs is not None and not accumulate:
         needed = _needed(roots, {e_node for e_node in _capture_nodes(inputs)})
+    # heap entries: (-seq, id, node, its incoming gradients): the latest node first; a node waiting
+    # for more gradients keeps those it has in `buffers`
     for node in roots:
         if deps.get(node, 0) == 0:
-            heapq.heappush(heap, (-node.seq, id(node), node))
+            heapq.heappush(heap, (-node.seq, id(node), node, buffers.pop(node)))
 
     prev = set_grad_enabled_state(create_graph)
     outer_node = graph.RUNNING_NODE             # a backward inside a node (a hook's) restores it
@@ -215,12 +216,12 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     ready_leaves: list = []
     try:
         while heap:
-            _, _, node = heapq.heappop(heap)
+            _, _, node, grads = heapq.heappop(heap)
             graph.RUNNING_NODE = node
             if node.__class__ is AccumulateGrad:        # a leaf as a root (leaf.backward())
-                _run_leaf(node, buffers.pop(node), accumulate, capture, captured, needed)
+                _run_leaf(node, grads, accumulate, capture, captured, needed)
+                grads = None
                 continue
-            grads = buffers.pop(node)
             # tensor hooks of a non-leaf live on its grad_fn; they and retain_grad run first, so
             # gradients captured for autograd.grad include them
             if node.pre_hooks:
@@ -265,25 +266,31 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 if edge is None:
                     continue
                 nxt, nr = edge
+                left = deps[nxt] - 1
+                deps[nxt] = left
+                if left:                    # more gradients to come: this one waits in nxt's buffer
+                    if g is not None:
+                        buf = buffers.get(nxt)
+                        if buf is None:
+                            buf = buffers[nxt] = [None] * nxt.n_outputs
+                        buf[nr] = g if buf[nr] is None else buf[nr] + g
+                    continue
+                buf = buffers.pop(nxt, None)     # nxt's last gradient: it is ready
+                if buf is None:
+                    buf = [None] * nxt.n_outputs
                 if g is not None:
-                    buf = buffers.get(nxt)
-                    if buf is None:
-                        buf = buffers[nxt] = [None] * nxt.n_outputs
                     buf[nr] = g if buf[nr] is None else buf[nr] + g
-                deps[nxt] -= 1
-                if deps[nxt] == 0:
-                    if nxt not in buffers:
-                        buffers[nxt] = [None] * nxt.n_outputs
-                    if nxt.__class__ is AccumulateGrad:
-                        ready_leaves.append(nxt)
-                    else:
-                        heapq.heappush(heap, (-nxt.seq, id(nxt), nxt))
-            outs = grads = g = None        # hold no gradient past its node: _steal counts references
+                if nxt.__class__ is AccumulateGrad:
+                    ready_leaves.append((nxt, buf))
+                else:
+                    heapq.heappush(heap, (-nxt.seq, id(nxt), nxt, buf))
+            outs = grads = g = buf = None      # hold no gradient past its node: _steal counts references
             if ready_leaves:
-                for leaf in ready_leaves:
+                for leaf, leaf_grads in ready_leaves:
                     graph.RUNNING_NODE = leaf
-                    _run_leaf(leaf, buffers.pop(leaf), accumulate, capture, captured, needed)
+                    _run_leaf(leaf, leaf_grads, accumulate, capture, captured, needed)
                 ready_leaves.clear()
+                leaf_grads = None
     finally:
         set_grad_enabled_state(prev)
         graph.RUNNING_NODE = outer_node
@@ -378,8 +385,8 @@ def _release_edges(node, deps, heap, buffers, retain_graph):
         nxt = edge[0]
         deps[nxt] -= 1
         if deps[nxt] == 0:
-            buffers.setdefault(nxt, [None] * nxt.n_outputs)
-            heapq.heappush(heap, (-nxt.seq, id(nxt), nxt))
+            buf = buffers.pop(nxt, None)
+            heapq.heappush(heap, (-nxt.seq, id(nxt), nxt, buf if buf is not None else [None] * nxt.n_outputs))
 
 
 

@@ -11,6 +11,7 @@ import itertools
 import weakref
 
 from ember.dispatcher import keys as K
+from ember.dispatcher.state import STATE
 from ember.errors import AutogradError
 from ember.frontend.tensor import AutogradMeta, Tensor as _Tensor
 
@@ -118,8 +119,6 @@ class AccumulateGrad(Node):
         return grad
 
     def apply(self, grads: list) -> tuple:
-        from ember.dispatcher.state import STATE
-
         grad = grads[0]
         ag = self._leaf_meta()
         if ag is None or grad is None:
@@ -188,7 +187,11 @@ class SavedTensor:
 
     # made by `pack` (no __init__: a tensor saved per recorded op would pay a second Python frame)
 
-    def unpack(self, node):
+    def unpack(self, node, graph_output: bool = True):
+        """The saved tensor, checked (not freed, not modified in place since). An output of the node
+        comes back as a new tensor whose grad_fn is the node (higher-order gradients run through it);
+        with `graph_output=False` (the generated nodes' formulas) only while grad mode is on, i.e.
+        under create_graph: otherwise no graph is recorded and the stored tensor serves as it is."""
         if self.tensor is None:
             raise AutogradError(
                 "Trying to backward through the graph a second time (or directly access saved tensors after they "
@@ -206,7 +209,7 @@ class SavedTensor:
                 f"{what}{src} is at version {t._storage.version}; expected version {self.version} instead. Hint: "
                 "enable anomaly detection to find the operation that failed to compute its gradient, with "
                 "ember.autograd.set_detect_anomaly(True).")
-        if self.is_output:
+        if self.is_output and (graph_output or STATE.grad_enabled):
             out = t.detach()
             out._ag = AutogradMeta(node, self.output_nr)
             out._keys |= K.AUTOGRAD
@@ -313,7 +316,6 @@ def move_retain(tensor, old_node, old_nr) -> None:
 
 def store_retained(node: Node, grads) -> None:
     """Write the gradients arriving at `node` into the `.grad` of tensors that retain it."""
-    from ember.dispatcher.state import STATE
 
     for nr, ref in list(node.retains.items()):
         g = grads[nr] if nr < len(grads) else None
