@@ -142,6 +142,23 @@ def test_next_functions_structure():
     assert shapes[0] == shapes[1]
 
 
+def test_next_functions_of_a_tensor_list_a_view_and_a_number():
+    """A Tensor[] argument gives one edge per tensor (None for one needing no gradient); a view's edge
+    is its own node; a number in a Tensor position has no edge (the recorder's three kinds of input)."""
+    shapes = []
+    for lib in LIBS:
+        x = lib.tensor(A, requires_grad=True)
+        c = lib.tensor(A)
+        cat = lib.cat([x, c, x * 2])
+        view_sum = x[0] + x[1]
+        scaled = lib.mul(x, 3.0)
+        shapes.append([[(node_name(n) if n is not None else None, k) for n, k in t.grad_fn.next_functions]
+                       for t in (cat, view_sum, scaled)])
+        assert cat.grad_fn.next_functions[0][0] is scaled.grad_fn.next_functions[0][0]      # x's accumulator
+    assert shapes[0] == shapes[1]
+    assert shapes[0][0] == [("AccumulateGrad", 0), (None, 0), ("MulBackward0", 0)]
+
+
 def test_leaf_accumulator_kept_without_reference_cycle():
     """A leaf's AccumulateGrad lives as long as the leaf (one node across graphs) without a
     reference cycle: an unused leaf is freed at once, no garbage collection needed. A graph

@@ -126,9 +126,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         p += g * -lr
 
     def sgd_one(p, g, buf, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step):
-        if p.dtype not in lowp:
-            return sgd_one_inplace(p, g, buf, weight_decay, momentum, lr, dampening, nesterov, maximize,
-                                   is_first_step)
+        """float16/bfloat16: each op computed in float32 and rounded to the parameter's dtype."""
         c, r = rounding(p.dtype)
         if maximize:
             g = -g
@@ -147,8 +145,9 @@ def make(xp, native: Callable) -> dict[str, Callable]:
     def fused_sgd_(spec, params, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov,
                    maximize, is_first_step):
         for i, p in enumerate(params):
-            sgd_one(p, grads[i], momentum_buffer_list[i] if momentum != 0 else None, weight_decay, momentum, lr,
-                    dampening, nesterov, maximize, is_first_step)
+            (sgd_one if p.dtype in lowp else sgd_one_inplace)(
+                p, grads[i], momentum_buffer_list[i] if momentum != 0 else None, weight_decay, momentum, lr,
+                dampening, nesterov, maximize, is_first_step)
         return ()
 
     return {"_fused_adam_": fused_adam_, "_fused_sgd_": fused_sgd_}

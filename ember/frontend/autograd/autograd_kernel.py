@@ -19,11 +19,12 @@ import traceback
 from ember.dispatcher import keys as K
 from ember.dispatcher.dispatch import call, redispatch
 from ember.dispatcher.operator import ALL_OPS
-from ember.dispatcher.state import ANOMALY_THREADS, STATE
+from ember.dispatcher.state import STATE
 from ember.errors import AutogradError
 from ember.frontend.tensor import AutogradMeta, Tensor
 
-from .graph import Node, accumulator_of, edge_of, move_retain, next_sequence_number
+from .graph import Node, edge_of, move_retain
+from .recording import recorder_for
 
 
 def autograd_kernel(op, below: int, args: tuple):
@@ -36,7 +37,7 @@ def autograd_kernel(op, below: int, args: tuple):
             return op.decomposition(*args)
         return redispatch(op, below, args)
     out = redispatch(op, below, args)
-    record(op, args, out)
+    recorder_for(op)(args, out)
     return out
 
 
@@ -50,87 +51,16 @@ def autograd_entry(op, below: int):
     if op.records_inplace or op.backward_cls is None:
         return None
     run_below = op.cache.get(below) or op.resolve(below)
+    record = recorder_for(op)
 
     def run_and_record(args):
         out = run_below(args)
-        record(op, args, out)
+        record(args, out)
         return out
     return run_and_record
 
 
 autograd_kernel.make_entry = autograd_entry
-
-
-def record(op, args: tuple, out) -> None:
-    """Create `op`'s backward node for this call and attach it to the outputs `out`."""
-    edges, metas, needs = [], [], []
-    lists = op.tensor_list_args
-    for i in op.differentiable:
-        a = args[i]
-        if lists and i in lists:
-            any_need = False
-            for t in a:
-                if t._ag is not None:
-                    edges.append(edge_of(t))
-                    metas.append((t._data.shape, t._dtype, t._device))
-                    any_need = True
-                else:
-                    edges.append(None)
-                    metas.append(None)
-            needs.append(any_need)
-        elif isinstance(a, Tensor) and a._ag is not None:
-            ag = a._ag
-            fn = ag.grad_fn
-            if fn is None:                                      # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
-                edges.append(((acc if acc is not None and acc.ag is ag else accumulator_of(a)), 0))
-            elif a._base is None:
-                edges.append((fn, ag.output_nr))                # an op result (edge_of's common cases)
-            else:
-                edges.append(edge_of(a))                        # a view: its base may have moved on
-            metas.append((a._data.shape, a._dtype, a._device))
-            needs.append(True)
-        else:                                  # no history, or a Python number in a Tensor argument
-            edges.append(None)
-            metas.append(None)
-            needs.append(False)
-    if True not in needs:
-        return
-    # Node.__init__'s and AutogradMeta.__init__'s stores, inlined (generated nodes define no
-    # __init__): a Python frame each is a sixth of a tiny op's recording
-    node = _new_object(op.backward_cls)
-    node.next_edges = tuple(edges)
-    node.input_meta = tuple(metas)
-    node.seq = _next_seq()
-    node.needs = tuple(needs)
-    if ANOMALY_THREADS and STATE.anomaly:
-        node.anomaly_trace = "".join(traceback.format_stack()[:-3])
-    if op.n_outputs == 1:
-        node.save(args, (out,))
-        if out._dtype.is_floating_point:
-            meta = out._ag = _new_object(AutogradMeta)
-            meta.grad_fn = node
-            meta.output_nr = 0
-            out._keys |= _AUTOGRAD
-        base = out._base
-    else:
-        node.save(args, out)
-        first_only = op.first_output_only
-        for k, o in enumerate(out):
-            if o._dtype.is_floating_point and not (first_only and k):
-                meta = o._ag = _new_object(AutogradMeta)
-                meta.grad_fn = node
-                meta.output_nr = k
-                o._keys |= _AUTOGRAD
-        base = out[0]._base
-    if base is not None:
-        # a view: remember which history of its base it was derived from (see graph.edge_of)
-        node._view_of = base._ag.grad_fn if base._ag is not None else None
-
-
-_AUTOGRAD = K.AUTOGRAD
-_new_object = object.__new__
-_next_seq = next_sequence_number
 
 
 def _inplace(op, below: int, args: tuple):
@@ -182,12 +112,12 @@ def _new_value(op, below: int, args: tuple):
         if tuple(src._data.shape) != tuple(self._data.shape):
             src = F.expand(src, tuple(self._data.shape))
         tmp = src.detach()
-        record(op, args, tmp)
+        recorder_for(op)(args, tmp)
         return tmp
     tmp = F.clone(self.detach())
     redispatch(op, below & ~K.AUTOGRAD, (tmp,) + tuple(args[1:]))
     if op.backward_cls is not None:
-        record(op, args, tmp)
+        recorder_for(op)(args, tmp)
     elif self._ag is not None and tmp._dtype.is_floating_point:
         _overwrite_history(op, self, tmp)
     return tmp
