@@ -153,7 +153,7 @@ def _named_returns(schema: FunctionSchema) -> bool:
 
 def _call_expr(op: OpEntry, exprs: list[str]) -> str:
     tup = "(" + ", ".join(exprs) + ("," if len(exprs) == 1 else "") + ")"
-    call = f"_call(_op_{ident(op.name)}, {tup})"
+    call = f"_dispatch_{ident(op.name)}({tup})"
     if _named_returns(op.schema):
         call = f"_tuple_new(_R_{ident(op.name)}, {call})"      # the namedtuple's __new__ is a Python frame
     return call
@@ -197,19 +197,22 @@ def _group(ops: list[OpEntry]) -> list[OpEntry]:
 
 
 def _binding_preamble(registry: Registry, handles: bool = True) -> list[str]:
-    """Imports and (with `handles`) one module-level handle per op: a global lookup is the
-    cheapest on the call path."""
-    lines = [HEADER, "from collections import namedtuple as _namedtuple", "", "_tuple_new = tuple.__new__",
-             "from ember.dispatcher.dispatch import call as _call",
+    """Imports and (with `handles`) per op a module-level handle and its dispatch function
+    (`caller_for`: the call path written out for the op's tensor positions): global lookups are the
+    cheapest on the call path. A namedtuple result is made by `tuple.__new__` (its class's own
+    `__new__` is a Python frame)."""
+    lines = [HEADER, "from collections import namedtuple as _namedtuple", "",
+             "from ember.dispatcher.dispatch import caller_for as _caller_for",
              "from ember.dispatcher.operator import ALL_OPS as _OPS",
              "from ember.frontend.bindings_support import call_overload as _call_overload",
              "from ember.frontend.bindings_support import scalar_arg as _scalar_arg, size_arg as _size_arg",
              "from ember.frontend.device import as_device as _as_device",
-             ""]
+             "", "_tuple_new = tuple.__new__", ""]
     if not handles:
         return lines
     for op in registry.ops:
         lines.append(f"_op_{ident(op.name)} = _OPS[{op.name!r}]")
+        lines.append(f"_dispatch_{ident(op.name)} = _caller_for(_op_{ident(op.name)})")
         if _named_returns(op.schema):
             fields = [r.name for r in op.schema.returns]
             if all(fields):
@@ -260,7 +263,7 @@ def gen_tensor_methods(registry: Registry) -> str:
     lines += ["# the op handles and result types of ember._generated.functions, shared (so Tensor.max and",
               "# ember.max return the same namedtuple type) and bound as globals of this module (fast lookup)",
               "from ember._generated import functions as _functions",
-              "globals().update({k: v for k, v in vars(_functions).items() if k.startswith((\"_op_\", \"_R_\"))})",
+              "globals().update({k: v for k, v in vars(_functions).items() if k.startswith((\"_op_\", \"_dispatch_\", \"_R_\"))})",
               "from ember.frontend.bindings_support import OPERAND_CLASSES as _OPERAND_CLASSES",
               "from ember.frontend.bindings_support import operand as _operand", "", "", "class TensorMethods:",
               '    """Operator methods of ember.Tensor, generated from the registry."""', "",

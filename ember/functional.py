@@ -16,7 +16,7 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple[Tensor,
     """Views of `tensor` in chunks of `split_size_or_sections` (an int) or of the listed sizes."""
     if isinstance(split_size_or_sections, (list, tuple)):
         return F.split_with_sizes(tensor, split_size_or_sections, dim)
-    return F._call(F._op_split_Tensor, (tensor, split_size_or_sections, dim))
+    return F._dispatch_split_Tensor((tensor, split_size_or_sections, dim))
 
 
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
@@ -30,7 +30,7 @@ def einsum(equation: str, *operands) -> Tensor:
     """Einstein summation: `einsum("ij,jk->ik", a, b)` or `einsum("ij,jk", [a, b])`."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
-    return F._call(F._op_einsum, (equation, list(operands), None))
+    return F._dispatch_einsum((equation, list(operands), None))
 
 
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, out=None, dtype=None) -> Tensor:
@@ -53,11 +53,11 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, out=None, dtyp
         p = 2
     if dim is None:
         if not keepdim:
-            return F._call(F._op_norm_Scalar, (input, p))
+            return F._dispatch_norm_Scalar((input, p))
         dim = []
     if isinstance(dim, int):
         dim = [dim]
-    return F._call(F._op_norm_ScalarOpt_dim, (input, p, list(dim), keepdim))
+    return F._dispatch_norm_ScalarOpt_dim((input, p, list(dim), keepdim))
 
 
 def _tensor_split(self: Tensor, split_size, dim: int = 0) -> tuple[Tensor, ...]:

@@ -2,1290 +2,1668 @@
 
 from collections import namedtuple as _namedtuple
 
-_tuple_new = tuple.__new__
-from ember.dispatcher.dispatch import call as _call
+from ember.dispatcher.dispatch import caller_for as _caller_for
 from ember.dispatcher.operator import ALL_OPS as _OPS
 from ember.frontend.bindings_support import call_overload as _call_overload
 from ember.frontend.bindings_support import scalar_arg as _scalar_arg, size_arg as _size_arg
 from ember.frontend.device import as_device as _as_device
 
+_tuple_new = tuple.__new__
+
 _op_add_Tensor = _OPS['add.Tensor']
+_dispatch_add_Tensor = _caller_for(_op_add_Tensor)
 _op_add__Tensor = _OPS['add_.Tensor']
+_dispatch_add__Tensor = _caller_for(_op_add__Tensor)
 _op_sub_Tensor = _OPS['sub.Tensor']
+_dispatch_sub_Tensor = _caller_for(_op_sub_Tensor)
 _op_sub__Tensor = _OPS['sub_.Tensor']
+_dispatch_sub__Tensor = _caller_for(_op_sub__Tensor)
 _op_mul_Tensor = _OPS['mul.Tensor']
+_dispatch_mul_Tensor = _caller_for(_op_mul_Tensor)
 _op_mul__Tensor = _OPS['mul_.Tensor']
+_dispatch_mul__Tensor = _caller_for(_op_mul__Tensor)
 _op_div_Tensor_mode = _OPS['div.Tensor_mode']
+_dispatch_div_Tensor_mode = _caller_for(_op_div_Tensor_mode)
 _op_div__Tensor_mode = _OPS['div_.Tensor_mode']
+_dispatch_div__Tensor_mode = _caller_for(_op_div__Tensor_mode)
 _op_floor_divide = _OPS['floor_divide']
+_dispatch_floor_divide = _caller_for(_op_floor_divide)
 _op_neg = _OPS['neg']
+_dispatch_neg = _caller_for(_op_neg)
 _op_neg_ = _OPS['neg_']
+_dispatch_neg_ = _caller_for(_op_neg_)
 _op_abs = _OPS['abs']
+_dispatch_abs = _caller_for(_op_abs)
 _op_abs_ = _OPS['abs_']
+_dispatch_abs_ = _caller_for(_op_abs_)
 _op_sign = _OPS['sign']
+_dispatch_sign = _caller_for(_op_sign)
 _op_sign_ = _OPS['sign_']
+_dispatch_sign_ = _caller_for(_op_sign_)
 _op_pow_Tensor_Tensor = _OPS['pow.Tensor_Tensor']
+_dispatch_pow_Tensor_Tensor = _caller_for(_op_pow_Tensor_Tensor)
 _op_pow__Tensor_Tensor = _OPS['pow_.Tensor_Tensor']
+_dispatch_pow__Tensor_Tensor = _caller_for(_op_pow__Tensor_Tensor)
 _op_maximum = _OPS['maximum']
+_dispatch_maximum = _caller_for(_op_maximum)
 _op_minimum = _OPS['minimum']
+_dispatch_minimum = _caller_for(_op_minimum)
 _op_where_self = _OPS['where.self']
+_dispatch_where_self = _caller_for(_op_where_self)
 _op_clamp_Tensor = _OPS['clamp.Tensor']
+_dispatch_clamp_Tensor = _caller_for(_op_clamp_Tensor)
 _op_clamp__Tensor = _OPS['clamp_.Tensor']
+_dispatch_clamp__Tensor = _caller_for(_op_clamp__Tensor)
 _op_exp = _OPS['exp']
+_dispatch_exp = _caller_for(_op_exp)
 _op_exp_ = _OPS['exp_']
+_dispatch_exp_ = _caller_for(_op_exp_)
 _op_log = _OPS['log']
+_dispatch_log = _caller_for(_op_log)
 _op_log_ = _OPS['log_']
+_dispatch_log_ = _caller_for(_op_log_)
 _op_sqrt = _OPS['sqrt']
+_dispatch_sqrt = _caller_for(_op_sqrt)
 _op_sqrt_ = _OPS['sqrt_']
+_dispatch_sqrt_ = _caller_for(_op_sqrt_)
 _op_rsqrt = _OPS['rsqrt']
+_dispatch_rsqrt = _caller_for(_op_rsqrt)
 _op_rsqrt_ = _OPS['rsqrt_']
+_dispatch_rsqrt_ = _caller_for(_op_rsqrt_)
 _op_tanh = _OPS['tanh']
+_dispatch_tanh = _caller_for(_op_tanh)
 _op_tanh_ = _OPS['tanh_']
+_dispatch_tanh_ = _caller_for(_op_tanh_)
 _op_sigmoid = _OPS['sigmoid']
+_dispatch_sigmoid = _caller_for(_op_sigmoid)
 _op_sigmoid_ = _OPS['sigmoid_']
+_dispatch_sigmoid_ = _caller_for(_op_sigmoid_)
 _op_sin = _OPS['sin']
+_dispatch_sin = _caller_for(_op_sin)
 _op_sin_ = _OPS['sin_']
+_dispatch_sin_ = _caller_for(_op_sin_)
 _op_cos = _OPS['cos']
+_dispatch_cos = _caller_for(_op_cos)
 _op_cos_ = _OPS['cos_']
+_dispatch_cos_ = _caller_for(_op_cos_)
 _op_reciprocal = _OPS['reciprocal']
+_dispatch_reciprocal = _caller_for(_op_reciprocal)
 _op_reciprocal_ = _OPS['reciprocal_']
+_dispatch_reciprocal_ = _caller_for(_op_reciprocal_)
 _op_log1p = _OPS['log1p']
+_dispatch_log1p = _caller_for(_op_log1p)
 _op_log1p_ = _OPS['log1p_']
+_dispatch_log1p_ = _caller_for(_op_log1p_)
 _op_expm1 = _OPS['expm1']
+_dispatch_expm1 = _caller_for(_op_expm1)
 _op_expm1_ = _OPS['expm1_']
+_dispatch_expm1_ = _caller_for(_op_expm1_)
 _op_log2 = _OPS['log2']
+_dispatch_log2 = _caller_for(_op_log2)
 _op_log2_ = _OPS['log2_']
+_dispatch_log2_ = _caller_for(_op_log2_)
 _op_log10 = _OPS['log10']
+_dispatch_log10 = _caller_for(_op_log10)
 _op_log10_ = _OPS['log10_']
+_dispatch_log10_ = _caller_for(_op_log10_)
 _op_exp2 = _OPS['exp2']
+_dispatch_exp2 = _caller_for(_op_exp2)
 _op_exp2_ = _OPS['exp2_']
+_dispatch_exp2_ = _caller_for(_op_exp2_)
 _op_sinh = _OPS['sinh']
+_dispatch_sinh = _caller_for(_op_sinh)
 _op_sinh_ = _OPS['sinh_']
+_dispatch_sinh_ = _caller_for(_op_sinh_)
 _op_cosh = _OPS['cosh']
+_dispatch_cosh = _caller_for(_op_cosh)
 _op_cosh_ = _OPS['cosh_']
+_dispatch_cosh_ = _caller_for(_op_cosh_)
 _op_asin = _OPS['asin']
+_dispatch_asin = _caller_for(_op_asin)
 _op_asin_ = _OPS['asin_']
+_dispatch_asin_ = _caller_for(_op_asin_)
 _op_acos = _OPS['acos']
+_dispatch_acos = _caller_for(_op_acos)
 _op_acos_ = _OPS['acos_']
+_dispatch_acos_ = _caller_for(_op_acos_)
 _op_atan = _OPS['atan']
+_dispatch_atan = _caller_for(_op_atan)
 _op_atan_ = _OPS['atan_']
+_dispatch_atan_ = _caller_for(_op_atan_)
 _op_asinh = _OPS['asinh']
+_dispatch_asinh = _caller_for(_op_asinh)
 _op_asinh_ = _OPS['asinh_']
+_dispatch_asinh_ = _caller_for(_op_asinh_)
 _op_acosh = _OPS['acosh']
+_dispatch_acosh = _caller_for(_op_acosh)
 _op_acosh_ = _OPS['acosh_']
+_dispatch_acosh_ = _caller_for(_op_acosh_)
 _op_atanh = _OPS['atanh']
+_dispatch_atanh = _caller_for(_op_atanh)
 _op_atanh_ = _OPS['atanh_']
+_dispatch_atanh_ = _caller_for(_op_atanh_)
 _op_tan = _OPS['tan']
+_dispatch_tan = _caller_for(_op_tan)
 _op_tan_ = _OPS['tan_']
+_dispatch_tan_ = _caller_for(_op_tan_)
 _op_square = _OPS['square']
+_dispatch_square = _caller_for(_op_square)
 _op_square_ = _OPS['square_']
+_dispatch_square_ = _caller_for(_op_square_)
 _op_floor = _OPS['floor']
+_dispatch_floor = _caller_for(_op_floor)
 _op_floor_ = _OPS['floor_']
+_dispatch_floor_ = _caller_for(_op_floor_)
 _op_ceil = _OPS['ceil']
+_dispatch_ceil = _caller_for(_op_ceil)
 _op_ceil_ = _OPS['ceil_']
+_dispatch_ceil_ = _caller_for(_op_ceil_)
 _op_round = _OPS['round']
+_dispatch_round = _caller_for(_op_round)
 _op_round_ = _OPS['round_']
+_dispatch_round_ = _caller_for(_op_round_)
 _op_trunc = _OPS['trunc']
+_dispatch_trunc = _caller_for(_op_trunc)
 _op_trunc_ = _OPS['trunc_']
+_dispatch_trunc_ = _caller_for(_op_trunc_)
 _op_frac = _OPS['frac']
+_dispatch_frac = _caller_for(_op_frac)
 _op_frac_ = _OPS['frac_']
+_dispatch_frac_ = _caller_for(_op_frac_)
 _op_atan2 = _OPS['atan2']
+_dispatch_atan2 = _caller_for(_op_atan2)
 _op_atan2_ = _OPS['atan2_']
+_dispatch_atan2_ = _caller_for(_op_atan2_)
 _op_fmod_Tensor = _OPS['fmod.Tensor']
+_dispatch_fmod_Tensor = _caller_for(_op_fmod_Tensor)
 _op_fmod__Tensor = _OPS['fmod_.Tensor']
+_dispatch_fmod__Tensor = _caller_for(_op_fmod__Tensor)
 _op_remainder_Tensor = _OPS['remainder.Tensor']
+_dispatch_remainder_Tensor = _caller_for(_op_remainder_Tensor)
 _op_remainder__Tensor = _OPS['remainder_.Tensor']
+_dispatch_remainder__Tensor = _caller_for(_op_remainder__Tensor)
 _op_hypot = _OPS['hypot']
+_dispatch_hypot = _caller_for(_op_hypot)
 _op_hypot_ = _OPS['hypot_']
+_dispatch_hypot_ = _caller_for(_op_hypot_)
 _op_relu = _OPS['relu']
+_dispatch_relu = _caller_for(_op_relu)
 _op_relu_ = _OPS['relu_']
+_dispatch_relu_ = _caller_for(_op_relu_)
 _op_rsub_Tensor = _OPS['rsub.Tensor']
+_dispatch_rsub_Tensor = _caller_for(_op_rsub_Tensor)
 _op_eq_Tensor = _OPS['eq.Tensor']
+_dispatch_eq_Tensor = _caller_for(_op_eq_Tensor)
 _op_eq__Tensor = _OPS['eq_.Tensor']
+_dispatch_eq__Tensor = _caller_for(_op_eq__Tensor)
 _op_ne_Tensor = _OPS['ne.Tensor']
+_dispatch_ne_Tensor = _caller_for(_op_ne_Tensor)
 _op_ne__Tensor = _OPS['ne_.Tensor']
+_dispatch_ne__Tensor = _caller_for(_op_ne__Tensor)
 _op_lt_Tensor = _OPS['lt.Tensor']
+_dispatch_lt_Tensor = _caller_for(_op_lt_Tensor)
 _op_lt__Tensor = _OPS['lt_.Tensor']
+_dispatch_lt__Tensor = _caller_for(_op_lt__Tensor)
 _op_le_Tensor = _OPS['le.Tensor']
+_dispatch_le_Tensor = _caller_for(_op_le_Tensor)
 _op_le__Tensor = _OPS['le_.Tensor']
+_dispatch_le__Tensor = _caller_for(_op_le__Tensor)
 _op_gt_Tensor = _OPS['gt.Tensor']
+_dispatch_gt_Tensor = _caller_for(_op_gt_Tensor)
 _op_gt__Tensor = _OPS['gt_.Tensor']
+_dispatch_gt__Tensor = _caller_for(_op_gt__Tensor)
 _op_ge_Tensor = _OPS['ge.Tensor']
+_dispatch_ge_Tensor = _caller_for(_op_ge_Tensor)
 _op_ge__Tensor = _OPS['ge_.Tensor']
+_dispatch_ge__Tensor = _caller_for(_op_ge__Tensor)
 _op_logical_not = _OPS['logical_not']
+_dispatch_logical_not = _caller_for(_op_logical_not)
 _op_logical_not_ = _OPS['logical_not_']
+_dispatch_logical_not_ = _caller_for(_op_logical_not_)
 _op_logical_and = _OPS['logical_and']
+_dispatch_logical_and = _caller_for(_op_logical_and)
 _op_logical_and_ = _OPS['logical_and_']
+_dispatch_logical_and_ = _caller_for(_op_logical_and_)
 _op_logical_or = _OPS['logical_or']
+_dispatch_logical_or = _caller_for(_op_logical_or)
 _op_logical_or_ = _OPS['logical_or_']
+_dispatch_logical_or_ = _caller_for(_op_logical_or_)
 _op_logical_xor = _OPS['logical_xor']
+_dispatch_logical_xor = _caller_for(_op_logical_xor)
 _op_logical_xor_ = _OPS['logical_xor_']
+_dispatch_logical_xor_ = _caller_for(_op_logical_xor_)
 _op_bitwise_and_Tensor = _OPS['bitwise_and.Tensor']
+_dispatch_bitwise_and_Tensor = _caller_for(_op_bitwise_and_Tensor)
 _op_bitwise_and__Tensor = _OPS['bitwise_and_.Tensor']
+_dispatch_bitwise_and__Tensor = _caller_for(_op_bitwise_and__Tensor)
 _op_bitwise_or_Tensor = _OPS['bitwise_or.Tensor']
+_dispatch_bitwise_or_Tensor = _caller_for(_op_bitwise_or_Tensor)
 _op_bitwise_or__Tensor = _OPS['bitwise_or_.Tensor']
+_dispatch_bitwise_or__Tensor = _caller_for(_op_bitwise_or__Tensor)
 _op_bitwise_xor_Tensor = _OPS['bitwise_xor.Tensor']
+_dispatch_bitwise_xor_Tensor = _caller_for(_op_bitwise_xor_Tensor)
 _op_bitwise_xor__Tensor = _OPS['bitwise_xor_.Tensor']
+_dispatch_bitwise_xor__Tensor = _caller_for(_op_bitwise_xor__Tensor)
 _op_bitwise_not = _OPS['bitwise_not']
+_dispatch_bitwise_not = _caller_for(_op_bitwise_not)
 _op_bitwise_not_ = _OPS['bitwise_not_']
+_dispatch_bitwise_not_ = _caller_for(_op_bitwise_not_)
 _op_isnan = _OPS['isnan']
+_dispatch_isnan = _caller_for(_op_isnan)
 _op_isinf = _OPS['isinf']
+_dispatch_isinf = _caller_for(_op_isinf)
 _op_isfinite = _OPS['isfinite']
+_dispatch_isfinite = _caller_for(_op_isfinite)
 _op_signbit = _OPS['signbit']
+_dispatch_signbit = _caller_for(_op_signbit)
 _op_sum_dim_IntList = _OPS['sum.dim_IntList']
+_dispatch_sum_dim_IntList = _caller_for(_op_sum_dim_IntList)
 _op_mean_dim = _OPS['mean.dim']
+_dispatch_mean_dim = _caller_for(_op_mean_dim)
 _op_amax = _OPS['amax']
+_dispatch_amax = _caller_for(_op_amax)
 _op_amin = _OPS['amin']
+_dispatch_amin = _caller_for(_op_amin)
 _op_max_dim = _OPS['max.dim']
+_dispatch_max_dim = _caller_for(_op_max_dim)
 _R_max_dim = _namedtuple('max', ['values', 'indices'])
 _op_max = _OPS['max']
+_dispatch_max = _caller_for(_op_max)
 _op_min_dim = _OPS['min.dim']
+_dispatch_min_dim = _caller_for(_op_min_dim)
 _R_min_dim = _namedtuple('min', ['values', 'indices'])
 _op_min = _OPS['min']
+_dispatch_min = _caller_for(_op_min)
 _op_argmax = _OPS['argmax']
+_dispatch_argmax = _caller_for(_op_argmax)
 _op_argmin = _OPS['argmin']
+_dispatch_argmin = _caller_for(_op_argmin)
 _op_softmax_int = _OPS['softmax.int']
+_dispatch_softmax_int = _caller_for(_op_softmax_int)
 _op_log_softmax_int = _OPS['log_softmax.int']
+_dispatch_log_softmax_int = _caller_for(_op_log_softmax_int)
 _op__softmax = _OPS['_softmax']
+_dispatch__softmax = _caller_for(_op__softmax)
 _op__log_softmax = _OPS['_log_softmax']
+_dispatch__log_softmax = _caller_for(_op__log_softmax)
 _op_as_strided = _OPS['as_strided']
+_dispatch_as_strided = _caller_for(_op_as_strided)
 _op_view = _OPS['view']
+_dispatch_view = _caller_for(_op_view)
 _op_reshape = _OPS['reshape']
+_dispatch_reshape = _caller_for(_op_reshape)
 _op_permute = _OPS['permute']
+_dispatch_permute = _caller_for(_op_permute)
 _op_transpose_int = _OPS['transpose.int']
+_dispatch_transpose_int = _caller_for(_op_transpose_int)
 _op_t = _OPS['t']
+_dispatch_t = _caller_for(_op_t)
 _op_expand = _OPS['expand']
+_dispatch_expand = _caller_for(_op_expand)
 _op_squeeze_dims = _OPS['squeeze.dims']
+_dispatch_squeeze_dims = _caller_for(_op_squeeze_dims)
 _op_unsqueeze = _OPS['unsqueeze']
+_dispatch_unsqueeze = _caller_for(_op_unsqueeze)
 _op_slice_Tensor = _OPS['slice.Tensor']
+_dispatch_slice_Tensor = _caller_for(_op_slice_Tensor)
 _op_select_int = _OPS['select.int']
+_dispatch_select_int = _caller_for(_op_select_int)
 _op_contiguous = _OPS['contiguous']
+_dispatch_contiguous = _caller_for(_op_contiguous)
 _op_clone = _OPS['clone']
+_dispatch_clone = _caller_for(_op_clone)
 _op_cat = _OPS['cat']
+_dispatch_cat = _caller_for(_op_cat)
 _op_stack = _OPS['stack']
+_dispatch_stack = _caller_for(_op_stack)
 _op_slice_scatter = _OPS['slice_scatter']
+_dispatch_slice_scatter = _caller_for(_op_slice_scatter)
 _op_select_scatter = _OPS['select_scatter']
+_dispatch_select_scatter = _caller_for(_op_select_scatter)
 _op_as_strided_scatter = _OPS['as_strided_scatter']
+_dispatch_as_strided_scatter = _caller_for(_op_as_strided_scatter)
 _op_copy_ = _OPS['copy_']
+_dispatch_copy_ = _caller_for(_op_copy_)
 _op__to_copy = _OPS['_to_copy']
+_dispatch__to_copy = _caller_for(_op__to_copy)
 _op_fill__Scalar = _OPS['fill_.Scalar']
+_dispatch_fill__Scalar = _caller_for(_op_fill__Scalar)
 _op_zero_ = _OPS['zero_']
+_dispatch_zero_ = _caller_for(_op_zero_)
 _op_fill_Scalar = _OPS['fill.Scalar']
+_dispatch_fill_Scalar = _caller_for(_op_fill_Scalar)
 _op_copy = _OPS['copy']
+_dispatch_copy = _caller_for(_op_copy)
 _op_mm = _OPS['mm']
+_dispatch_mm = _caller_for(_op_mm)
 _op_bmm = _OPS['bmm']
+_dispatch_bmm = _caller_for(_op_bmm)
 _op_matmul = _OPS['matmul']
+_dispatch_matmul = _caller_for(_op_matmul)
 _op_addmm = _OPS['addmm']
+_dispatch_addmm = _caller_for(_op_addmm)
 _op_cdist = _OPS['cdist']
+_dispatch_cdist = _caller_for(_op_cdist)
 _op__cdist_forward = _OPS['_cdist_forward']
+_dispatch__cdist_forward = _caller_for(_op__cdist_forward)
 _op_pdist = _OPS['pdist']
+_dispatch_pdist = _caller_for(_op_pdist)
 _op__pdist_forward = _OPS['_pdist_forward']
+_dispatch__pdist_forward = _caller_for(_op__pdist_forward)
 _op_empty_memory_format = _OPS['empty.memory_format']
+_dispatch_empty_memory_format = _caller_for(_op_empty_memory_format)
 _op_zeros = _OPS['zeros']
+_dispatch_zeros = _caller_for(_op_zeros)
 _op_ones = _OPS['ones']
+_dispatch_ones = _caller_for(_op_ones)
 _op_full = _OPS['full']
+_dispatch_full = _caller_for(_op_full)
 _op_arange_start_step = _OPS['arange.start_step']
+_dispatch_arange_start_step = _caller_for(_op_arange_start_step)
 _op_eye = _OPS['eye']
+_dispatch_eye = _caller_for(_op_eye)
 _op_empty_like = _OPS['empty_like']
+_dispatch_empty_like = _caller_for(_op_empty_like)
 _op_zeros_like = _OPS['zeros_like']
+_dispatch_zeros_like = _caller_for(_op_zeros_like)
 _op_ones_like = _OPS['ones_like']
+_dispatch_ones_like = _caller_for(_op_ones_like)
 _op_full_like = _OPS['full_like']
+_dispatch_full_like = _caller_for(_op_full_like)
 _op_uniform_ = _OPS['uniform_']
+_dispatch_uniform_ = _caller_for(_op_uniform_)
 _op_normal_ = _OPS['normal_']
+_dispatch_normal_ = _caller_for(_op_normal_)
 _op_random__from = _OPS['random_.from']
+_dispatch_random__from = _caller_for(_op_random__from)
 _op_rand = _OPS['rand']
+_dispatch_rand = _caller_for(_op_rand)
 _op_randn = _OPS['randn']
+_dispatch_randn = _caller_for(_op_randn)
 _op_randint_low = _OPS['randint.low']
+_dispatch_randint_low = _caller_for(_op_randint_low)
 _op_randint = _OPS['randint']
+_dispatch_randint = _caller_for(_op_randint)
 _op_sort_stable = _OPS['sort.stable']
+_dispatch_sort_stable = _caller_for(_op_sort_stable)
 _R_sort_stable = _namedtuple('sort', ['values', 'indices'])
 _op_sort = _OPS['sort']
+_dispatch_sort = _caller_for(_op_sort)
 _R_sort = _namedtuple('sort', ['values', 'indices'])
 _op_argsort = _OPS['argsort']
+_dispatch_argsort = _caller_for(_op_argsort)
 _op_argsort_stable = _OPS['argsort.stable']
+_dispatch_argsort_stable = _caller_for(_op_argsort_stable)
 _op_topk = _OPS['topk']
+_dispatch_topk = _caller_for(_op_topk)
 _R_topk = _namedtuple('topk', ['values', 'indices'])
 _op_cumsum = _OPS['cumsum']
+_dispatch_cumsum = _caller_for(_op_cumsum)
 _op_cumsum_ = _OPS['cumsum_']
+_dispatch_cumsum_ = _caller_for(_op_cumsum_)
 _op_cumprod = _OPS['cumprod']
+_dispatch_cumprod = _caller_for(_op_cumprod)
 _op_cumprod_ = _OPS['cumprod_']
+_dispatch_cumprod_ = _caller_for(_op_cumprod_)
 _op_prod = _OPS['prod']
+_dispatch_prod = _caller_for(_op_prod)
 _op_prod_dim_int = _OPS['prod.dim_int']
+_dispatch_prod_dim_int = _caller_for(_op_prod_dim_int)
 _op_logsumexp = _OPS['logsumexp']
+_dispatch_logsumexp = _caller_for(_op_logsumexp)
 _op_any = _OPS['any']
+_dispatch_any = _caller_for(_op_any)
 _op_any_dim = _OPS['any.dim']
+_dispatch_any_dim = _caller_for(_op_any_dim)
 _op_any_dims = _OPS['any.dims']
+_dispatch_any_dims = _caller_for(_op_any_dims)
 _op_all = _OPS['all']
+_dispatch_all = _caller_for(_op_all)
 _op_all_dim = _OPS['all.dim']
+_dispatch_all_dim = _caller_for(_op_all_dim)
 _op_all_dims = _OPS['all.dims']
+_dispatch_all_dims = _caller_for(_op_all_dims)
 _op_var_correction = _OPS['var.correction']
+_dispatch_var_correction = _caller_for(_op_var_correction)
 _op_var_dim = _OPS['var.dim']
+_dispatch_var_dim = _caller_for(_op_var_dim)
 _op_var = _OPS['var']
+_dispatch_var = _caller_for(_op_var)
 _op_std_correction = _OPS['std.correction']
+_dispatch_std_correction = _caller_for(_op_std_correction)
 _op_std_dim = _OPS['std.dim']
+_dispatch_std_dim = _caller_for(_op_std_dim)
 _op_std = _OPS['std']
+_dispatch_std = _caller_for(_op_std)
 _op_var_mean_correction = _OPS['var_mean.correction']
+_dispatch_var_mean_correction = _caller_for(_op_var_mean_correction)
 _op_norm_Scalar = _OPS['norm.Scalar']
+_dispatch_norm_Scalar = _caller_for(_op_norm_Scalar)
 _op_norm_ScalarOpt_dim = _OPS['norm.ScalarOpt_dim']
+_dispatch_norm_ScalarOpt_dim = _caller_for(_op_norm_ScalarOpt_dim)
 _op_flip = _OPS['flip']
+_dispatch_flip = _caller_for(_op_flip)
 _op_roll = _OPS['roll']
+_dispatch_roll = _caller_for(_op_roll)
 _op_tril = _OPS['tril']
+_dispatch_tril = _caller_for(_op_tril)
 _op_tril_ = _OPS['tril_']
+_dispatch_tril_ = _caller_for(_op_tril_)
 _op_triu = _OPS['triu']
+_dispatch_triu = _caller_for(_op_triu)
 _op_triu_ = _OPS['triu_']
+_dispatch_triu_ = _caller_for(_op_triu_)
 _op_repeat = _OPS['repeat']
+_dispatch_repeat = _caller_for(_op_repeat)
 _op_tile = _OPS['tile']
+_dispatch_tile = _caller_for(_op_tile)
 _op_split_Tensor = _OPS['split.Tensor']
+_dispatch_split_Tensor = _caller_for(_op_split_Tensor)
 _op_split_with_sizes = _OPS['split_with_sizes']
+_dispatch_split_with_sizes = _caller_for(_op_split_with_sizes)
 _op_chunk = _OPS['chunk']
+_dispatch_chunk = _caller_for(_op_chunk)
 _op_unbind_int = _OPS['unbind.int']
+_dispatch_unbind_int = _caller_for(_op_unbind_int)
 _op_narrow = _OPS['narrow']
+_dispatch_narrow = _caller_for(_op_narrow)
 _op_diagonal = _OPS['diagonal']
+_dispatch_diagonal = _caller_for(_op_diagonal)
 _op_alias = _OPS['alias']
+_dispatch_alias = _caller_for(_op_alias)
 _op_einsum = _OPS['einsum']
+_dispatch_einsum = _caller_for(_op_einsum)
 _op_lerp_Scalar = _OPS['lerp.Scalar']
+_dispatch_lerp_Scalar = _caller_for(_op_lerp_Scalar)
 _op_lerp__Scalar = _OPS['lerp_.Scalar']
+_dispatch_lerp__Scalar = _caller_for(_op_lerp__Scalar)
 _op_lerp_Tensor = _OPS['lerp.Tensor']
+_dispatch_lerp_Tensor = _caller_for(_op_lerp_Tensor)
 _op_lerp__Tensor = _OPS['lerp_.Tensor']
+_dispatch_lerp__Tensor = _caller_for(_op_lerp__Tensor)
 _op_addcmul = _OPS['addcmul']
+_dispatch_addcmul = _caller_for(_op_addcmul)
 _op_addcmul_ = _OPS['addcmul_']
+_dispatch_addcmul_ = _caller_for(_op_addcmul_)
 _op_addcdiv = _OPS['addcdiv']
+_dispatch_addcdiv = _caller_for(_op_addcdiv)
 _op_addcdiv_ = _OPS['addcdiv_']
+_dispatch_addcdiv_ = _caller_for(_op_addcdiv_)
 _op_scalar_tensor = _OPS['scalar_tensor']
+_dispatch_scalar_tensor = _caller_for(_op_scalar_tensor)
 _op_empty_strided = _OPS['empty_strided']
+_dispatch_empty_strided = _caller_for(_op_empty_strided)
 _op_convolution = _OPS['convolution']
+_dispatch_convolution = _caller_for(_op_convolution)
 _op_conv1d = _OPS['conv1d']
+_dispatch_conv1d = _caller_for(_op_conv1d)
 _op_conv2d = _OPS['conv2d']
+_dispatch_conv2d = _caller_for(_op_conv2d)
 _op_conv1d_padding = _OPS['conv1d.padding']
+_dispatch_conv1d_padding = _caller_for(_op_conv1d_padding)
 _op_conv2d_padding = _OPS['conv2d.padding']
+_dispatch_conv2d_padding = _caller_for(_op_conv2d_padding)
 _op_conv_transpose1d = _OPS['conv_transpose1d']
+_dispatch_conv_transpose1d = _caller_for(_op_conv_transpose1d)
 _op_conv_transpose2d_input = _OPS['conv_transpose2d.input']
+_dispatch_conv_transpose2d_input = _caller_for(_op_conv_transpose2d_input)
 _op_max_pool2d_with_indices = _OPS['max_pool2d_with_indices']
+_dispatch_max_pool2d_with_indices = _caller_for(_op_max_pool2d_with_indices)
 _R_max_pool2d_with_indices = _namedtuple('max_pool2d_with_indices', ['output', 'indices'])
 _op_max_pool2d = _OPS['max_pool2d']
+_dispatch_max_pool2d = _caller_for(_op_max_pool2d)
 _op_max_pool1d = _OPS['max_pool1d']
+_dispatch_max_pool1d = _caller_for(_op_max_pool1d)
 _op_avg_pool2d = _OPS['avg_pool2d']
+_dispatch_avg_pool2d = _caller_for(_op_avg_pool2d)
 _op_avg_pool1d = _OPS['avg_pool1d']
+_dispatch_avg_pool1d = _caller_for(_op_avg_pool1d)
 _op_adaptive_avg_pool2d = _OPS['adaptive_avg_pool2d']
+_dispatch_adaptive_avg_pool2d = _caller_for(_op_adaptive_avg_pool2d)
 _op__adaptive_avg_pool2d = _OPS['_adaptive_avg_pool2d']
+_dispatch__adaptive_avg_pool2d = _caller_for(_op__adaptive_avg_pool2d)
 _op_adaptive_avg_pool1d = _OPS['adaptive_avg_pool1d']
+_dispatch_adaptive_avg_pool1d = _caller_for(_op_adaptive_avg_pool1d)
 _op_native_batch_norm = _OPS['native_batch_norm']
+_dispatch_native_batch_norm = _caller_for(_op_native_batch_norm)
 _R_native_batch_norm = _namedtuple('native_batch_norm', ['output', 'save_mean', 'save_invstd'])
 _op_batch_norm = _OPS['batch_norm']
+_dispatch_batch_norm = _caller_for(_op_batch_norm)
 _op_native_layer_norm = _OPS['native_layer_norm']
+_dispatch_native_layer_norm = _caller_for(_op_native_layer_norm)
 _R_native_layer_norm = _namedtuple('native_layer_norm', ['output', 'mean', 'rstd'])
 _op_layer_norm = _OPS['layer_norm']
+_dispatch_layer_norm = _caller_for(_op_layer_norm)
 _op_native_group_norm = _OPS['native_group_norm']
+_dispatch_native_group_norm = _caller_for(_op_native_group_norm)
 _R_native_group_norm = _namedtuple('native_group_norm', ['output', 'mean', 'rstd'])
 _op_group_norm = _OPS['group_norm']
+_dispatch_group_norm = _caller_for(_op_group_norm)
 _op_constant_pad_nd = _OPS['constant_pad_nd']
+_dispatch_constant_pad_nd = _caller_for(_op_constant_pad_nd)
 _op_reflection_pad1d = _OPS['reflection_pad1d']
+_dispatch_reflection_pad1d = _caller_for(_op_reflection_pad1d)
 _op_reflection_pad2d = _OPS['reflection_pad2d']
+_dispatch_reflection_pad2d = _caller_for(_op_reflection_pad2d)
 _op_replication_pad1d = _OPS['replication_pad1d']
+_dispatch_replication_pad1d = _caller_for(_op_replication_pad1d)
 _op_replication_pad2d = _OPS['replication_pad2d']
+_dispatch_replication_pad2d = _caller_for(_op_replication_pad2d)
 _op_pad = _OPS['pad']
+_dispatch_pad = _caller_for(_op_pad)
 _op_upsample_nearest1d = _OPS['upsample_nearest1d']
+_dispatch_upsample_nearest1d = _caller_for(_op_upsample_nearest1d)
 _op_upsample_nearest1d_vec = _OPS['upsample_nearest1d.vec']
+_dispatch_upsample_nearest1d_vec = _caller_for(_op_upsample_nearest1d_vec)
 _op_upsample_nearest2d = _OPS['upsample_nearest2d']
+_dispatch_upsample_nearest2d = _caller_for(_op_upsample_nearest2d)
 _op_upsample_nearest2d_vec = _OPS['upsample_nearest2d.vec']
+_dispatch_upsample_nearest2d_vec = _caller_for(_op_upsample_nearest2d_vec)
 _op_upsample_bilinear2d = _OPS['upsample_bilinear2d']
+_dispatch_upsample_bilinear2d = _caller_for(_op_upsample_bilinear2d)
 _op_upsample_bilinear2d_vec = _OPS['upsample_bilinear2d.vec']
+_dispatch_upsample_bilinear2d_vec = _caller_for(_op_upsample_bilinear2d_vec)
 _op_gather = _OPS['gather']
+_dispatch_gather = _caller_for(_op_gather)
 _op_scatter_add = _OPS['scatter_add']
+_dispatch_scatter_add = _caller_for(_op_scatter_add)
 _op_scatter_add_ = _OPS['scatter_add_']
+_dispatch_scatter_add_ = _caller_for(_op_scatter_add_)
 _op_nonzero = _OPS['nonzero']
+_dispatch_nonzero = _caller_for(_op_nonzero)
 _op_scatter_value = _OPS['scatter.value']
+_dispatch_scatter_value = _caller_for(_op_scatter_value)
 _op_scatter__value = _OPS['scatter_.value']
+_dispatch_scatter__value = _caller_for(_op_scatter__value)
 _op_scatter_src = _OPS['scatter.src']
+_dispatch_scatter_src = _caller_for(_op_scatter_src)
 _op_scatter__src = _OPS['scatter_.src']
+_dispatch_scatter__src = _caller_for(_op_scatter__src)
 _op_scatter_reduce_two = _OPS['scatter_reduce.two']
+_dispatch_scatter_reduce_two = _caller_for(_op_scatter_reduce_two)
 _op_scatter_reduce__two = _OPS['scatter_reduce_.two']
+_dispatch_scatter_reduce__two = _caller_for(_op_scatter_reduce__two)
 _op_index_add = _OPS['index_add']
+_dispatch_index_add = _caller_for(_op_index_add)
 _op_index_add_ = _OPS['index_add_']
+_dispatch_index_add_ = _caller_for(_op_index_add_)
 _op_index_select = _OPS['index_select']
+_dispatch_index_select = _caller_for(_op_index_select)
 _op_take_along_dim = _OPS['take_along_dim']
+_dispatch_take_along_dim = _caller_for(_op_take_along_dim)
 _op_index_Tensor = _OPS['index.Tensor']
+_dispatch_index_Tensor = _caller_for(_op_index_Tensor)
 _op_index_put = _OPS['index_put']
+_dispatch_index_put = _caller_for(_op_index_put)
 _op_index_put_ = _OPS['index_put_']
+_dispatch_index_put_ = _caller_for(_op_index_put_)
 _op_masked_fill_Scalar = _OPS['masked_fill.Scalar']
+_dispatch_masked_fill_Scalar = _caller_for(_op_masked_fill_Scalar)
 _op_masked_fill__Scalar = _OPS['masked_fill_.Scalar']
+_dispatch_masked_fill__Scalar = _caller_for(_op_masked_fill__Scalar)
 _op_masked_fill_Tensor = _OPS['masked_fill.Tensor']
+_dispatch_masked_fill_Tensor = _caller_for(_op_masked_fill_Tensor)
 _op_masked_fill__Tensor = _OPS['masked_fill_.Tensor']
+_dispatch_masked_fill__Tensor = _caller_for(_op_masked_fill__Tensor)
 _op_masked_select = _OPS['masked_select']
+_dispatch_masked_select = _caller_for(_op_masked_select)
 _op_masked_scatter = _OPS['masked_scatter']
+_dispatch_masked_scatter = _caller_for(_op_masked_scatter)
 _op_masked_scatter_ = _OPS['masked_scatter_']
+_dispatch_masked_scatter_ = _caller_for(_op_masked_scatter_)
 _op_embedding = _OPS['embedding']
+_dispatch_embedding = _caller_for(_op_embedding)
 _op_embedding_dense_backward = _OPS['embedding_dense_backward']
+_dispatch_embedding_dense_backward = _caller_for(_op_embedding_dense_backward)
 _op_erf = _OPS['erf']
+_dispatch_erf = _caller_for(_op_erf)
 _op_erf_ = _OPS['erf_']
+_dispatch_erf_ = _caller_for(_op_erf_)
 _op_gelu = _OPS['gelu']
+_dispatch_gelu = _caller_for(_op_gelu)
 _op_gelu_ = _OPS['gelu_']
+_dispatch_gelu_ = _caller_for(_op_gelu_)
 _op_gelu_backward = _OPS['gelu_backward']
+_dispatch_gelu_backward = _caller_for(_op_gelu_backward)
 _op_threshold_backward = _OPS['threshold_backward']
+_dispatch_threshold_backward = _caller_for(_op_threshold_backward)
 _op_silu = _OPS['silu']
+_dispatch_silu = _caller_for(_op_silu)
 _op_silu_ = _OPS['silu_']
+_dispatch_silu_ = _caller_for(_op_silu_)
 _op_silu_backward = _OPS['silu_backward']
+_dispatch_silu_backward = _caller_for(_op_silu_backward)
 _op_softplus = _OPS['softplus']
+_dispatch_softplus = _caller_for(_op_softplus)
 _op_leaky_relu = _OPS['leaky_relu']
+_dispatch_leaky_relu = _caller_for(_op_leaky_relu)
 _op_leaky_relu_ = _OPS['leaky_relu_']
+_dispatch_leaky_relu_ = _caller_for(_op_leaky_relu_)
 _op_elu = _OPS['elu']
+_dispatch_elu = _caller_for(_op_elu)
 _op_elu_ = _OPS['elu_']
+_dispatch_elu_ = _caller_for(_op_elu_)
 _op_hardtanh = _OPS['hardtanh']
+_dispatch_hardtanh = _caller_for(_op_hardtanh)
 _op_hardtanh_ = _OPS['hardtanh_']
+_dispatch_hardtanh_ = _caller_for(_op_hardtanh_)
 _op_mish = _OPS['mish']
+_dispatch_mish = _caller_for(_op_mish)
 _op_mish_ = _OPS['mish_']
+_dispatch_mish_ = _caller_for(_op_mish_)
 _op_hardswish = _OPS['hardswish']
+_dispatch_hardswish = _caller_for(_op_hardswish)
 _op_hardswish_ = _OPS['hardswish_']
+_dispatch_hardswish_ = _caller_for(_op_hardswish_)
 _op_hardsigmoid = _OPS['hardsigmoid']
+_dispatch_hardsigmoid = _caller_for(_op_hardsigmoid)
 _op_hardsigmoid_ = _OPS['hardsigmoid_']
+_dispatch_hardsigmoid_ = _caller_for(_op_hardsigmoid_)
 _op_linear = _OPS['linear']
+_dispatch_linear = _caller_for(_op_linear)
 _op_cosine_similarity = _OPS['cosine_similarity']
+_dispatch_cosine_similarity = _caller_for(_op_cosine_similarity)
 _op_scaled_dot_product_attention = _OPS['scaled_dot_product_attention']
+_dispatch_scaled_dot_product_attention = _caller_for(_op_scaled_dot_product_attention)
 _op__scaled_dot_product_attention_fused = _OPS['_scaled_dot_product_attention_fused']
+_dispatch__scaled_dot_product_attention_fused = _caller_for(_op__scaled_dot_product_attention_fused)
 _R__scaled_dot_product_attention_fused = _namedtuple('_scaled_dot_product_attention_fused', ['output', 'attn'])
 _op__scaled_dot_product_attention_fused_backward = _OPS['_scaled_dot_product_attention_fused_backward']
+_dispatch__scaled_dot_product_attention_fused_backward = _caller_for(_op__scaled_dot_product_attention_fused_backward)
 _op_mse_loss = _OPS['mse_loss']
+_dispatch_mse_loss = _caller_for(_op_mse_loss)
 _op_l1_loss = _OPS['l1_loss']
+_dispatch_l1_loss = _caller_for(_op_l1_loss)
 _op_smooth_l1_loss = _OPS['smooth_l1_loss']
+_dispatch_smooth_l1_loss = _caller_for(_op_smooth_l1_loss)
 _op_huber_loss = _OPS['huber_loss']
+_dispatch_huber_loss = _caller_for(_op_huber_loss)
 _op_binary_cross_entropy = _OPS['binary_cross_entropy']
+_dispatch_binary_cross_entropy = _caller_for(_op_binary_cross_entropy)
 _op_binary_cross_entropy_with_logits = _OPS['binary_cross_entropy_with_logits']
+_dispatch_binary_cross_entropy_with_logits = _caller_for(_op_binary_cross_entropy_with_logits)
 _op_kl_div = _OPS['kl_div']
+_dispatch_kl_div = _caller_for(_op_kl_div)
 _op_nll_loss_nd = _OPS['nll_loss_nd']
+_dispatch_nll_loss_nd = _caller_for(_op_nll_loss_nd)
 _op_nll_loss = _OPS['nll_loss']
+_dispatch_nll_loss = _caller_for(_op_nll_loss)
 _op_cross_entropy_loss = _OPS['cross_entropy_loss']
+_dispatch_cross_entropy_loss = _caller_for(_op_cross_entropy_loss)
 _op__cross_entropy_indices = _OPS['_cross_entropy_indices']
+_dispatch__cross_entropy_indices = _caller_for(_op__cross_entropy_indices)
 _R__cross_entropy_indices = _namedtuple('_cross_entropy_indices', ['output', 'log_probs'])
 _op__cross_entropy_indices_backward = _OPS['_cross_entropy_indices_backward']
+_dispatch__cross_entropy_indices_backward = _caller_for(_op__cross_entropy_indices_backward)
 _op__fused_adam_ = _OPS['_fused_adam_']
+_dispatch__fused_adam_ = _caller_for(_op__fused_adam_)
 _op__fused_sgd_ = _OPS['_fused_sgd_']
+_dispatch__fused_sgd_ = _caller_for(_op__fused_sgd_)
 _op_bernoulli = _OPS['bernoulli']
+_dispatch_bernoulli = _caller_for(_op_bernoulli)
 _op_bernoulli_p = _OPS['bernoulli.p']
+_dispatch_bernoulli_p = _caller_for(_op_bernoulli_p)
 _op_bernoulli__float = _OPS['bernoulli_.float']
+_dispatch_bernoulli__float = _caller_for(_op_bernoulli__float)
 _op_multinomial = _OPS['multinomial']
+_dispatch_multinomial = _caller_for(_op_multinomial)
 _op_randperm = _OPS['randperm']
+_dispatch_randperm = _caller_for(_op_randperm)
 _op_dropout = _OPS['dropout']
+_dispatch_dropout = _caller_for(_op_dropout)
 _op_dropout_ = _OPS['dropout_']
+_dispatch_dropout_ = _caller_for(_op_dropout_)
 _op_native_dropout = _OPS['native_dropout']
+_dispatch_native_dropout = _caller_for(_op_native_dropout)
 _op_linear_backward = _OPS['linear_backward']
+_dispatch_linear_backward = _caller_for(_op_linear_backward)
 _op_convolution_backward = _OPS['convolution_backward']
+_dispatch_convolution_backward = _caller_for(_op_convolution_backward)
 _op_max_pool2d_with_indices_backward = _OPS['max_pool2d_with_indices_backward']
+_dispatch_max_pool2d_with_indices_backward = _caller_for(_op_max_pool2d_with_indices_backward)
 _op_max_pool3d_with_indices_backward = _OPS['max_pool3d_with_indices_backward']
+_dispatch_max_pool3d_with_indices_backward = _caller_for(_op_max_pool3d_with_indices_backward)
 _op_avg_pool2d_backward = _OPS['avg_pool2d_backward']
+_dispatch_avg_pool2d_backward = _caller_for(_op_avg_pool2d_backward)
 _op_avg_pool3d_backward = _OPS['avg_pool3d_backward']
+_dispatch_avg_pool3d_backward = _caller_for(_op_avg_pool3d_backward)
 _op__adaptive_avg_pool2d_backward = _OPS['_adaptive_avg_pool2d_backward']
+_dispatch__adaptive_avg_pool2d_backward = _caller_for(_op__adaptive_avg_pool2d_backward)
 _op__adaptive_avg_pool3d_backward = _OPS['_adaptive_avg_pool3d_backward']
+_dispatch__adaptive_avg_pool3d_backward = _caller_for(_op__adaptive_avg_pool3d_backward)
 _op_native_layer_norm_backward = _OPS['native_layer_norm_backward']
+_dispatch_native_layer_norm_backward = _caller_for(_op_native_layer_norm_backward)
 _op_native_group_norm_backward = _OPS['native_group_norm_backward']
+_dispatch_native_group_norm_backward = _caller_for(_op_native_group_norm_backward)
 _op__native_batch_norm_legit = _OPS['_native_batch_norm_legit']
+_dispatch__native_batch_norm_legit = _caller_for(_op__native_batch_norm_legit)
 _op__native_batch_norm_legit_no_stats = _OPS['_native_batch_norm_legit.no_stats']
+_dispatch__native_batch_norm_legit_no_stats = _caller_for(_op__native_batch_norm_legit_no_stats)
 _op__native_batch_norm_legit_no_training = _OPS['_native_batch_norm_legit_no_training']
+_dispatch__native_batch_norm_legit_no_training = _caller_for(_op__native_batch_norm_legit_no_training)
 _op_col2im = _OPS['col2im']
+_dispatch_col2im = _caller_for(_op_col2im)
 _op_im2col = _OPS['im2col']
+_dispatch_im2col = _caller_for(_op_im2col)
 _op_max_pool3d_with_indices = _OPS['max_pool3d_with_indices']
+_dispatch_max_pool3d_with_indices = _caller_for(_op_max_pool3d_with_indices)
 _op_max_pool3d = _OPS['max_pool3d']
+_dispatch_max_pool3d = _caller_for(_op_max_pool3d)
 _op_avg_pool3d = _OPS['avg_pool3d']
+_dispatch_avg_pool3d = _caller_for(_op_avg_pool3d)
 _op__adaptive_avg_pool3d = _OPS['_adaptive_avg_pool3d']
+_dispatch__adaptive_avg_pool3d = _caller_for(_op__adaptive_avg_pool3d)
 _op_adaptive_avg_pool3d = _OPS['adaptive_avg_pool3d']
+_dispatch_adaptive_avg_pool3d = _caller_for(_op_adaptive_avg_pool3d)
 _op_reflection_pad3d = _OPS['reflection_pad3d']
+_dispatch_reflection_pad3d = _caller_for(_op_reflection_pad3d)
 _op_replication_pad3d = _OPS['replication_pad3d']
+_dispatch_replication_pad3d = _caller_for(_op_replication_pad3d)
 _op__embedding_bag = _OPS['_embedding_bag']
+_dispatch__embedding_bag = _caller_for(_op__embedding_bag)
 _op_embedding_bag = _OPS['embedding_bag']
+_dispatch_embedding_bag = _caller_for(_op_embedding_bag)
 _op_embedding_bag_padding_idx = _OPS['embedding_bag.padding_idx']
+_dispatch_embedding_bag_padding_idx = _caller_for(_op_embedding_bag_padding_idx)
 _op_grid_sampler_2d = _OPS['grid_sampler_2d']
+_dispatch_grid_sampler_2d = _caller_for(_op_grid_sampler_2d)
 _op_grid_sampler = _OPS['grid_sampler']
+_dispatch_grid_sampler = _caller_for(_op_grid_sampler)
 _op_affine_grid_generator = _OPS['affine_grid_generator']
+_dispatch_affine_grid_generator = _caller_for(_op_affine_grid_generator)
 _op_argwhere = _OPS['argwhere']
+_dispatch_argwhere = _caller_for(_op_argwhere)
 _op_nonzero_numpy = _OPS['nonzero_numpy']
+_dispatch_nonzero_numpy = _caller_for(_op_nonzero_numpy)
 
 def add(input, other, *, alpha=1):
     """Adds `other`, scaled by `alpha`, to `self`, broadcasting both.
 
     Schema: ``add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
     """
-    return _call(_op_add_Tensor, (input, other, alpha))
+    return _dispatch_add_Tensor((input, other, alpha))
 
 def add_(input, other, *, alpha=1):
     """In-place version of add.Tensor: Adds `other`, scaled by `alpha`, to `self`, broadcasting both.
 
     Schema: ``add_.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
     """
-    return _call(_op_add__Tensor, (input, other, alpha))
+    return _dispatch_add__Tensor((input, other, alpha))
 
 def sub(input, other, *, alpha=1):
     """Subtracts `other`, scaled by `alpha`, from `self`.
 
     Schema: ``sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
     """
-    return _call(_op_sub_Tensor, (input, other, alpha))
+    return _dispatch_sub_Tensor((input, other, alpha))
 
 def sub_(input, other, *, alpha=1):
     """In-place version of sub.Tensor: Subtracts `other`, scaled by `alpha`, from `self`.
 
     Schema: ``sub_.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
     """
-    return _call(_op_sub__Tensor, (input, other, alpha))
+    return _dispatch_sub__Tensor((input, other, alpha))
 
 def mul(input, other):
     """Multiplies `self` by `other` elementwise.
 
     Schema: ``mul.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_mul_Tensor, (input, other))
+    return _dispatch_mul_Tensor((input, other))
 
 def mul_(input, other):
     """In-place version of mul.Tensor: Multiplies `self` by `other` elementwise.
 
     Schema: ``mul_.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_mul__Tensor, (input, other))
+    return _dispatch_mul__Tensor((input, other))
 
 def div(input, other, *, rounding_mode=None):
     """Divides `self` by `other`; rounding_mode None (true division), "trunc" or "floor".
 
     Schema: ``div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode=None) -> Tensor``
     """
-    return _call(_op_div_Tensor_mode, (input, other, rounding_mode))
+    return _dispatch_div_Tensor_mode((input, other, rounding_mode))
 
 def div_(input, other, *, rounding_mode=None):
     """In-place version of div.Tensor_mode: Divides `self` by `other`; rounding_mode None (true division), "trunc" or "floor".
 
     Schema: ``div_.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode=None) -> Tensor``
     """
-    return _call(_op_div__Tensor_mode, (input, other, rounding_mode))
+    return _dispatch_div__Tensor_mode((input, other, rounding_mode))
 
 def floor_divide(input, other):
     """Division rounded towards negative infinity (div with rounding_mode="floor").
 
     Schema: ``floor_divide(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_floor_divide, (input, other))
+    return _dispatch_floor_divide((input, other))
 
 def neg(input):
     """The negation of each element.
 
     Schema: ``neg(Tensor self) -> Tensor``
     """
-    return _call(_op_neg, (input,))
+    return _dispatch_neg((input,))
 
 def neg_(input):
     """In-place version of neg: The negation of each element.
 
     Schema: ``neg_(Tensor self) -> Tensor``
     """
-    return _call(_op_neg_, (input,))
+    return _dispatch_neg_((input,))
 
 def abs(input):
     """The absolute value of each element.
 
     Schema: ``abs(Tensor self) -> Tensor``
     """
-    return _call(_op_abs, (input,))
+    return _dispatch_abs((input,))
 
 def abs_(input):
     """In-place version of abs: The absolute value of each element.
 
     Schema: ``abs_(Tensor self) -> Tensor``
     """
-    return _call(_op_abs_, (input,))
+    return _dispatch_abs_((input,))
 
 def sign(input):
     """-1, 0 or 1 according to the sign of each element.
 
     Schema: ``sign(Tensor self) -> Tensor``
     """
-    return _call(_op_sign, (input,))
+    return _dispatch_sign((input,))
 
 def sign_(input):
     """In-place version of sign: -1, 0 or 1 according to the sign of each element.
 
     Schema: ``sign_(Tensor self) -> Tensor``
     """
-    return _call(_op_sign_, (input,))
+    return _dispatch_sign_((input,))
 
 def pow(input, exponent):
     """`self` raised to the power `exponent`, elementwise.
 
     Schema: ``pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor``
     """
-    return _call(_op_pow_Tensor_Tensor, (input, exponent))
+    return _dispatch_pow_Tensor_Tensor((input, exponent))
 
 def pow_(input, exponent):
     """In-place version of pow.Tensor_Tensor: `self` raised to the power `exponent`, elementwise.
 
     Schema: ``pow_.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor``
     """
-    return _call(_op_pow__Tensor_Tensor, (input, exponent))
+    return _dispatch_pow__Tensor_Tensor((input, exponent))
 
 def maximum(input, other):
     """The elementwise maximum; NaN if either element is NaN.
 
     Schema: ``maximum(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_maximum, (input, other))
+    return _dispatch_maximum((input, other))
 
 def minimum(input, other):
     """The elementwise minimum; NaN if either element is NaN.
 
     Schema: ``minimum(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_minimum, (input, other))
+    return _dispatch_minimum((input, other))
 
 def where(condition, input, other):
     """Elements of `self` where `condition` holds, else of `other`.
 
     Schema: ``where.self(Tensor condition, Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_where_self, (condition, input, other))
+    return _dispatch_where_self((condition, input, other))
 
 def clamp(input, min=None, max=None):
     """Limits each element to [min, max]; either bound may be omitted.
 
     Schema: ``clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor``
     """
-    return _call(_op_clamp_Tensor, (input, min, max))
+    return _dispatch_clamp_Tensor((input, min, max))
 
 def clamp_(input, min=None, max=None):
     """In-place version of clamp.Tensor: Limits each element to [min, max]; either bound may be omitted.
 
     Schema: ``clamp_.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor``
     """
-    return _call(_op_clamp__Tensor, (input, min, max))
+    return _dispatch_clamp__Tensor((input, min, max))
 
 def exp(input):
     """e raised to each element.
 
     Schema: ``exp(Tensor self) -> Tensor``
     """
-    return _call(_op_exp, (input,))
+    return _dispatch_exp((input,))
 
 def exp_(input):
     """In-place version of exp: e raised to each element.
 
     Schema: ``exp_(Tensor self) -> Tensor``
     """
-    return _call(_op_exp_, (input,))
+    return _dispatch_exp_((input,))
 
 def log(input):
     """The natural logarithm of each element.
 
     Schema: ``log(Tensor self) -> Tensor``
     """
-    return _call(_op_log, (input,))
+    return _dispatch_log((input,))
 
 def log_(input):
     """In-place version of log: The natural logarithm of each element.
 
     Schema: ``log_(Tensor self) -> Tensor``
     """
-    return _call(_op_log_, (input,))
+    return _dispatch_log_((input,))
 
 def sqrt(input):
     """The square root of each element.
 
     Schema: ``sqrt(Tensor self) -> Tensor``
     """
-    return _call(_op_sqrt, (input,))
+    return _dispatch_sqrt((input,))
 
 def sqrt_(input):
     """In-place version of sqrt: The square root of each element.
 
     Schema: ``sqrt_(Tensor self) -> Tensor``
     """
-    return _call(_op_sqrt_, (input,))
+    return _dispatch_sqrt_((input,))
 
 def rsqrt(input):
     """The reciprocal of the square root of each element.
 
     Schema: ``rsqrt(Tensor self) -> Tensor``
     """
-    return _call(_op_rsqrt, (input,))
+    return _dispatch_rsqrt((input,))
 
 def rsqrt_(input):
     """In-place version of rsqrt: The reciprocal of the square root of each element.
 
     Schema: ``rsqrt_(Tensor self) -> Tensor``
     """
-    return _call(_op_rsqrt_, (input,))
+    return _dispatch_rsqrt_((input,))
 
 def tanh(input):
     """The hyperbolic tangent of each element.
 
     Schema: ``tanh(Tensor self) -> Tensor``
     """
-    return _call(_op_tanh, (input,))
+    return _dispatch_tanh((input,))
 
 def tanh_(input):
     """In-place version of tanh: The hyperbolic tangent of each element.
 
     Schema: ``tanh_(Tensor self) -> Tensor``
     """
-    return _call(_op_tanh_, (input,))
+    return _dispatch_tanh_((input,))
 
 def sigmoid(input):
     """The logistic sigmoid 1 / (1 + exp(-x)) of each element.
 
     Schema: ``sigmoid(Tensor self) -> Tensor``
     """
-    return _call(_op_sigmoid, (input,))
+    return _dispatch_sigmoid((input,))
 
 def sigmoid_(input):
     """In-place version of sigmoid: The logistic sigmoid 1 / (1 + exp(-x)) of each element.
 
     Schema: ``sigmoid_(Tensor self) -> Tensor``
     """
-    return _call(_op_sigmoid_, (input,))
+    return _dispatch_sigmoid_((input,))
 
 def sin(input):
     """The sine of each element.
 
     Schema: ``sin(Tensor self) -> Tensor``
     """
-    return _call(_op_sin, (input,))
+    return _dispatch_sin((input,))
 
 def sin_(input):
     """In-place version of sin: The sine of each element.
 
     Schema: ``sin_(Tensor self) -> Tensor``
     """
-    return _call(_op_sin_, (input,))
+    return _dispatch_sin_((input,))
 
 def cos(input):
     """The cosine of each element.
 
     Schema: ``cos(Tensor self) -> Tensor``
     """
-    return _call(_op_cos, (input,))
+    return _dispatch_cos((input,))
 
 def cos_(input):
     """In-place version of cos: The cosine of each element.
 
     Schema: ``cos_(Tensor self) -> Tensor``
     """
-    return _call(_op_cos_, (input,))
+    return _dispatch_cos_((input,))
 
 def reciprocal(input):
     """The reciprocal 1 / x of each element.
 
     Schema: ``reciprocal(Tensor self) -> Tensor``
     """
-    return _call(_op_reciprocal, (input,))
+    return _dispatch_reciprocal((input,))
 
 def reciprocal_(input):
     """In-place version of reciprocal: The reciprocal 1 / x of each element.
 
     Schema: ``reciprocal_(Tensor self) -> Tensor``
     """
-    return _call(_op_reciprocal_, (input,))
+    return _dispatch_reciprocal_((input,))
 
 def log1p(input):
     """The natural logarithm of 1 + x, accurate for small x.
 
     Schema: ``log1p(Tensor self) -> Tensor``
     """
-    return _call(_op_log1p, (input,))
+    return _dispatch_log1p((input,))
 
 def log1p_(input):
     """In-place version of log1p: The natural logarithm of 1 + x, accurate for small x.
 
     Schema: ``log1p_(Tensor self) -> Tensor``
     """
-    return _call(_op_log1p_, (input,))
+    return _dispatch_log1p_((input,))
 
 def expm1(input):
     """exp(x) - 1, accurate for small x.
 
     Schema: ``expm1(Tensor self) -> Tensor``
     """
-    return _call(_op_expm1, (input,))
+    return _dispatch_expm1((input,))
 
 def expm1_(input):
     """In-place version of expm1: exp(x) - 1, accurate for small x.
 
     Schema: ``expm1_(Tensor self) -> Tensor``
     """
-    return _call(_op_expm1_, (input,))
+    return _dispatch_expm1_((input,))
 
 def log2(input):
     """The base-2 logarithm of each element.
 
     Schema: ``log2(Tensor self) -> Tensor``
     """
-    return _call(_op_log2, (input,))
+    return _dispatch_log2((input,))
 
 def log2_(input):
     """In-place version of log2: The base-2 logarithm of each element.
 
     Schema: ``log2_(Tensor self) -> Tensor``
     """
-    return _call(_op_log2_, (input,))
+    return _dispatch_log2_((input,))
 
 def log10(input):
     """The base-10 logarithm of each element.
 
     Schema: ``log10(Tensor self) -> Tensor``
     """
-    return _call(_op_log10, (input,))
+    return _dispatch_log10((input,))
 
 def log10_(input):
     """In-place version of log10: The base-10 logarithm of each element.
 
     Schema: ``log10_(Tensor self) -> Tensor``
     """
-    return _call(_op_log10_, (input,))
+    return _dispatch_log10_((input,))
 
 def exp2(input):
     """2 raised to each element.
 
     Schema: ``exp2(Tensor self) -> Tensor``
     """
-    return _call(_op_exp2, (input,))
+    return _dispatch_exp2((input,))
 
 def exp2_(input):
     """In-place version of exp2: 2 raised to each element.
 
     Schema: ``exp2_(Tensor self) -> Tensor``
     """
-    return _call(_op_exp2_, (input,))
+    return _dispatch_exp2_((input,))
 
 def sinh(input):
     """The hyperbolic sine of each element.
 
     Schema: ``sinh(Tensor self) -> Tensor``
     """
-    return _call(_op_sinh, (input,))
+    return _dispatch_sinh((input,))
 
 def sinh_(input):
     """In-place version of sinh: The hyperbolic sine of each element.
 
     Schema: ``sinh_(Tensor self) -> Tensor``
     """
-    return _call(_op_sinh_, (input,))
+    return _dispatch_sinh_((input,))
 
 def cosh(input):
     """The hyperbolic cosine of each element.
 
     Schema: ``cosh(Tensor self) -> Tensor``
     """
-    return _call(_op_cosh, (input,))
+    return _dispatch_cosh((input,))
 
 def cosh_(input):
     """In-place version of cosh: The hyperbolic cosine of each element.
 
     Schema: ``cosh_(Tensor self) -> Tensor``
     """
-    return _call(_op_cosh_, (input,))
+    return _dispatch_cosh_((input,))
 
 def asin(input):
     """The arcsine of each element.
 
     Schema: ``asin(Tensor self) -> Tensor``
     """
-    return _call(_op_asin, (input,))
+    return _dispatch_asin((input,))
 
 def asin_(input):
     """In-place version of asin: The arcsine of each element.
 
     Schema: ``asin_(Tensor self) -> Tensor``
     """
-    return _call(_op_asin_, (input,))
+    return _dispatch_asin_((input,))
 
 def acos(input):
     """The arccosine of each element.
 
     Schema: ``acos(Tensor self) -> Tensor``
     """
-    return _call(_op_acos, (input,))
+    return _dispatch_acos((input,))
 
 def acos_(input):
     """In-place version of acos: The arccosine of each element.
 
     Schema: ``acos_(Tensor self) -> Tensor``
     """
-    return _call(_op_acos_, (input,))
+    return _dispatch_acos_((input,))
 
 def atan(input):
     """The arctangent of each element.
 
     Schema: ``atan(Tensor self) -> Tensor``
     """
-    return _call(_op_atan, (input,))
+    return _dispatch_atan((input,))
 
 def atan_(input):
     """In-place version of atan: The arctangent of each element.
 
     Schema: ``atan_(Tensor self) -> Tensor``
     """
-    return _call(_op_atan_, (input,))
+    return _dispatch_atan_((input,))
 
 def asinh(input):
     """The inverse hyperbolic sine of each element.
 
     Schema: ``asinh(Tensor self) -> Tensor``
     """
-    return _call(_op_asinh, (input,))
+    return _dispatch_asinh((input,))
 
 def asinh_(input):
     """In-place version of asinh: The inverse hyperbolic sine of each element.
 
     Schema: ``asinh_(Tensor self) -> Tensor``
     """
-    return _call(_op_asinh_, (input,))
+    return _dispatch_asinh_((input,))
 
 def acosh(input):
     """The inverse hyperbolic cosine of each element.
 
     Schema: ``acosh(Tensor self) -> Tensor``
     """
-    return _call(_op_acosh, (input,))
+    return _dispatch_acosh((input,))
 
 def acosh_(input):
     """In-place version of acosh: The inverse hyperbolic cosine of each element.
 
     Schema: ``acosh_(Tensor self) -> Tensor``
     """
-    return _call(_op_acosh_, (input,))
+    return _dispatch_acosh_((input,))
 
 def atanh(input):
     """The inverse hyperbolic tangent of each element.
 
     Schema: ``atanh(Tensor self) -> Tensor``
     """
-    return _call(_op_atanh, (input,))
+    return _dispatch_atanh((input,))
 
 def atanh_(input):
     """In-place version of atanh: The inverse hyperbolic tangent of each element.
 
     Schema: ``atanh_(Tensor self) -> Tensor``
     """
-    return _call(_op_atanh_, (input,))
+    return _dispatch_atanh_((input,))
 
 def tan(input):
     """The tangent of each element.
 
     Schema: ``tan(Tensor self) -> Tensor``
     """
-    return _call(_op_tan, (input,))
+    return _dispatch_tan((input,))
 
 def tan_(input):
     """In-place version of tan: The tangent of each element.
 
     Schema: ``tan_(Tensor self) -> Tensor``
     """
-    return _call(_op_tan_, (input,))
+    return _dispatch_tan_((input,))
 
 def square(input):
     """The square of each element (bool is squared as int64, as in PyTorch).
 
     Schema: ``square(Tensor self) -> Tensor``
     """
-    return _call(_op_square, (input,))
+    return _dispatch_square((input,))
 
 def square_(input):
     """In-place version of square: The square of each element (bool is squared as int64, as in PyTorch).
 
     Schema: ``square_(Tensor self) -> Tensor``
     """
-    return _call(_op_square_, (input,))
+    return _dispatch_square_((input,))
 
 def floor(input):
     """The largest integer not greater than each element.
 
     Schema: ``floor(Tensor self) -> Tensor``
     """
-    return _call(_op_floor, (input,))
+    return _dispatch_floor((input,))
 
 def floor_(input):
     """In-place version of floor: The largest integer not greater than each element.
 
     Schema: ``floor_(Tensor self) -> Tensor``
     """
-    return _call(_op_floor_, (input,))
+    return _dispatch_floor_((input,))
 
 def ceil(input):
     """The smallest integer not less than each element.
 
     Schema: ``ceil(Tensor self) -> Tensor``
     """
-    return _call(_op_ceil, (input,))
+    return _dispatch_ceil((input,))
 
 def ceil_(input):
     """In-place version of ceil: The smallest integer not less than each element.
 
     Schema: ``ceil_(Tensor self) -> Tensor``
     """
-    return _call(_op_ceil_, (input,))
+    return _dispatch_ceil_((input,))
 
 def round(input):
     """Each element rounded to the nearest integer, ties to even (decimals=0).
 
     Schema: ``round(Tensor self) -> Tensor``
     """
-    return _call(_op_round, (input,))
+    return _dispatch_round((input,))
 
 def round_(input):
     """In-place version of round: Each element rounded to the nearest integer, ties to even (decimals=0).
 
     Schema: ``round_(Tensor self) -> Tensor``
     """
-    return _call(_op_round_, (input,))
+    return _dispatch_round_((input,))
 
 def trunc(input):
     """Each element rounded towards zero.
 
     Schema: ``trunc(Tensor self) -> Tensor``
     """
-    return _call(_op_trunc, (input,))
+    return _dispatch_trunc((input,))
 
 def trunc_(input):
     """In-place version of trunc: Each element rounded towards zero.
 
     Schema: ``trunc_(Tensor self) -> Tensor``
     """
-    return _call(_op_trunc_, (input,))
+    return _dispatch_trunc_((input,))
 
 def frac(input):
     """The fractional part x - trunc(x) of each element.
 
     Schema: ``frac(Tensor self) -> Tensor``
     """
-    return _call(_op_frac, (input,))
+    return _dispatch_frac((input,))
 
 def frac_(input):
     """In-place version of frac: The fractional part x - trunc(x) of each element.
 
     Schema: ``frac_(Tensor self) -> Tensor``
     """
-    return _call(_op_frac_, (input,))
+    return _dispatch_frac_((input,))
 
 def atan2(input, other):
     """The angle atan(self / other) in (-pi, pi], by the signs of both.
 
     Schema: ``atan2(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_atan2, (input, other))
+    return _dispatch_atan2((input, other))
 
 def atan2_(input, other):
     """In-place version of atan2: The angle atan(self / other) in (-pi, pi], by the signs of both.
 
     Schema: ``atan2_(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_atan2_, (input, other))
+    return _dispatch_atan2_((input, other))
 
 def fmod(input, other):
     """The remainder of division rounded towards zero (the sign of `self`), as C's fmod.
 
     Schema: ``fmod.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_fmod_Tensor, (input, other))
+    return _dispatch_fmod_Tensor((input, other))
 
 def fmod_(input, other):
     """In-place version of fmod.Tensor: The remainder of division rounded towards zero (the sign of `self`), as C's fmod.
 
     Schema: ``fmod_.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_fmod__Tensor, (input, other))
+    return _dispatch_fmod__Tensor((input, other))
 
 def remainder(input, other):
     """The remainder of division rounded towards negative infinity (the sign of `other`), as Python's %.
 
     Schema: ``remainder.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_remainder_Tensor, (input, other))
+    return _dispatch_remainder_Tensor((input, other))
 
 def remainder_(input, other):
     """In-place version of remainder.Tensor: The remainder of division rounded towards negative infinity (the sign of `other`), as Python's %.
 
     Schema: ``remainder_.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_remainder__Tensor, (input, other))
+    return _dispatch_remainder__Tensor((input, other))
 
 def hypot(input, other):
     """sqrt(self ** 2 + other ** 2), elementwise, without undue overflow.
 
     Schema: ``hypot(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_hypot, (input, other))
+    return _dispatch_hypot((input, other))
 
 def hypot_(input, other):
     """In-place version of hypot: sqrt(self ** 2 + other ** 2), elementwise, without undue overflow.
 
     Schema: ``hypot_(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_hypot_, (input, other))
+    return _dispatch_hypot_((input, other))
 
 def relu(input):
     """max(x, 0) of each element.
 
     Schema: ``relu(Tensor self) -> Tensor``
     """
-    return _call(_op_relu, (input,))
+    return _dispatch_relu((input,))
 
 def relu_(input):
     """In-place version of relu: max(x, 0) of each element.
 
     Schema: ``relu_(Tensor self) -> Tensor``
     """
-    return _call(_op_relu_, (input,))
+    return _dispatch_relu_((input,))
 
 def rsub(input, other, *, alpha=1):
     """`other - alpha * self`: subtraction with the operands reversed.
 
     Schema: ``rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
     """
-    return _call(_op_rsub_Tensor, (input, other, alpha))
+    return _dispatch_rsub_Tensor((input, other, alpha))
 
 def eq(input, other):
     """True where `self` equals `other`.
 
     Schema: ``eq.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_eq_Tensor, (input, other))
+    return _dispatch_eq_Tensor((input, other))
 
 def eq_(input, other):
     """In-place version of eq.Tensor: True where `self` equals `other`.
 
     Schema: ``eq_.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_eq__Tensor, (input, other))
+    return _dispatch_eq__Tensor((input, other))
 
 def ne(input, other):
     """True where `self` differs from `other`.
 
     Schema: ``ne.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_ne_Tensor, (input, other))
+    return _dispatch_ne_Tensor((input, other))
 
 def ne_(input, other):
     """In-place version of ne.Tensor: True where `self` differs from `other`.
 
     Schema: ``ne_.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_ne__Tensor, (input, other))
+    return _dispatch_ne__Tensor((input, other))
 
 def lt(input, other):
     """True where `self` < `other`.
 
     Schema: ``lt.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_lt_Tensor, (input, other))
+    return _dispatch_lt_Tensor((input, other))
 
 def lt_(input, other):
     """In-place version of lt.Tensor: True where `self` < `other`.
 
     Schema: ``lt_.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_lt__Tensor, (input, other))
+    return _dispatch_lt__Tensor((input, other))
 
 def le(input, other):
     """True where `self` <= `other`.
 
     Schema: ``le.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_le_Tensor, (input, other))
+    return _dispatch_le_Tensor((input, other))
 
 def le_(input, other):
     """In-place version of le.Tensor: True where `self` <= `other`.
 
     Schema: ``le_.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_le__Tensor, (input, other))
+    return _dispatch_le__Tensor((input, other))
 
 def gt(input, other):
     """True where `self` > `other`.
 
     Schema: ``gt.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_gt_Tensor, (input, other))
+    return _dispatch_gt_Tensor((input, other))
 
 def gt_(input, other):
     """In-place version of gt.Tensor: True where `self` > `other`.
 
     Schema: ``gt_.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_gt__Tensor, (input, other))
+    return _dispatch_gt__Tensor((input, other))
 
 def ge(input, other):
     """True where `self` >= `other`.
 
     Schema: ``ge.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_ge_Tensor, (input, other))
+    return _dispatch_ge_Tensor((input, other))
 
 def ge_(input, other):
     """In-place version of ge.Tensor: True where `self` >= `other`.
 
     Schema: ``ge_.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_ge__Tensor, (input, other))
+    return _dispatch_ge__Tensor((input, other))
 
 def logical_not(input):
     """True where `self` is zero (False).
 
     Schema: ``logical_not(Tensor self) -> Tensor``
     """
-    return _call(_op_logical_not, (input,))
+    return _dispatch_logical_not((input,))
 
 def logical_not_(input):
     """In-place version of logical_not: True where `self` is zero (False).
 
     Schema: ``logical_not_(Tensor self) -> Tensor``
     """
-    return _call(_op_logical_not_, (input,))
+    return _dispatch_logical_not_((input,))
 
 def logical_and(input, other):
     """True where both are nonzero (True).
 
     Schema: ``logical_and(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_logical_and, (input, other))
+    return _dispatch_logical_and((input, other))
 
 def logical_and_(input, other):
     """In-place version of logical_and: True where both are nonzero (True).
 
     Schema: ``logical_and_(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_logical_and_, (input, other))
+    return _dispatch_logical_and_((input, other))
 
 def logical_or(input, other):
     """True where either is nonzero (True).
 
     Schema: ``logical_or(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_logical_or, (input, other))
+    return _dispatch_logical_or((input, other))
 
 def logical_or_(input, other):
     """In-place version of logical_or: True where either is nonzero (True).
 
     Schema: ``logical_or_(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_logical_or_, (input, other))
+    return _dispatch_logical_or_((input, other))
 
 def logical_xor(input, other):
     """True where exactly one is nonzero (True).
 
     Schema: ``logical_xor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_logical_xor, (input, other))
+    return _dispatch_logical_xor((input, other))
 
 def logical_xor_(input, other):
     """In-place version of logical_xor: True where exactly one is nonzero (True).
 
     Schema: ``logical_xor_(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_logical_xor_, (input, other))
+    return _dispatch_logical_xor_((input, other))
 
 def bitwise_and(input, other):
     """The bitwise AND of integer or bool elements (logical AND for bool).
 
     Schema: ``bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_bitwise_and_Tensor, (input, other))
+    return _dispatch_bitwise_and_Tensor((input, other))
 
 def bitwise_and_(input, other):
     """In-place version of bitwise_and.Tensor: The bitwise AND of integer or bool elements (logical AND for bool).
 
     Schema: ``bitwise_and_.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_bitwise_and__Tensor, (input, other))
+    return _dispatch_bitwise_and__Tensor((input, other))
 
 def bitwise_or(input, other):
     """The bitwise OR of integer or bool elements (logical OR for bool).
 
     Schema: ``bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_bitwise_or_Tensor, (input, other))
+    return _dispatch_bitwise_or_Tensor((input, other))
 
 def bitwise_or_(input, other):
     """In-place version of bitwise_or.Tensor: The bitwise OR of integer or bool elements (logical OR for bool).
 
     Schema: ``bitwise_or_.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_bitwise_or__Tensor, (input, other))
+    return _dispatch_bitwise_or__Tensor((input, other))
 
 def bitwise_xor(input, other):
     """The bitwise XOR of integer or bool elements (logical XOR for bool).
 
     Schema: ``bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_bitwise_xor_Tensor, (input, other))
+    return _dispatch_bitwise_xor_Tensor((input, other))
 
 def bitwise_xor_(input, other):
     """In-place version of bitwise_xor.Tensor: The bitwise XOR of integer or bool elements (logical XOR for bool).
 
     Schema: ``bitwise_xor_.Tensor(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_bitwise_xor__Tensor, (input, other))
+    return _dispatch_bitwise_xor__Tensor((input, other))
 
 def bitwise_not(input):
     """The bitwise NOT of integer or bool elements (logical NOT for bool).
 
     Schema: ``bitwise_not(Tensor self) -> Tensor``
     """
-    return _call(_op_bitwise_not, (input,))
+    return _dispatch_bitwise_not((input,))
 
 def bitwise_not_(input):
     """In-place version of bitwise_not: The bitwise NOT of integer or bool elements (logical NOT for bool).
 
     Schema: ``bitwise_not_(Tensor self) -> Tensor``
     """
-    return _call(_op_bitwise_not_, (input,))
+    return _dispatch_bitwise_not_((input,))
 
 def isnan(input):
     """True where an element is NaN.
 
     Schema: ``isnan(Tensor self) -> Tensor``
     """
-    return _call(_op_isnan, (input,))
+    return _dispatch_isnan((input,))
 
 def isinf(input):
     """True where an element is positive or negative infinity.
 
     Schema: ``isinf(Tensor self) -> Tensor``
     """
-    return _call(_op_isinf, (input,))
+    return _dispatch_isinf((input,))
 
 def isfinite(input):
     """True where an element is neither NaN nor infinite.
 
     Schema: ``isfinite(Tensor self) -> Tensor``
     """
-    return _call(_op_isfinite, (input,))
+    return _dispatch_isfinite((input,))
 
 def signbit(input):
     """True where an element's sign bit is set (negative numbers, -0.0).
 
     Schema: ``signbit(Tensor self) -> Tensor``
     """
-    return _call(_op_signbit, (input,))
+    return _dispatch_signbit((input,))
 
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     """The sum over `dim` (all dimensions when None); integers and bools sum to int64.
 
     Schema: ``sum.dim_IntList(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``
     """
-    return _call(_op_sum_dim_IntList, (input, dim, keepdim, dtype))
+    return _dispatch_sum_dim_IntList((input, dim, keepdim, dtype))
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     """The mean over `dim` (all dimensions when None); needs a floating-point dtype.
 
     Schema: ``mean.dim(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``
     """
-    return _call(_op_mean_dim, (input, dim, keepdim, dtype))
+    return _dispatch_mean_dim((input, dim, keepdim, dtype))
 
 def amax(input, dim=(), keepdim=False):
     """The maximum over `dim` (all when empty); the gradient is shared evenly among ties.
 
     Schema: ``amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor``
     """
-    return _call(_op_amax, (input, dim, keepdim))
+    return _dispatch_amax((input, dim, keepdim))
 
 def amin(input, dim=(), keepdim=False):
     """The minimum over `dim` (all when empty); the gradient is shared evenly among ties.
 
     Schema: ``amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor``
     """
-    return _call(_op_amin, (input, dim, keepdim))
+    return _dispatch_amin((input, dim, keepdim))
 
 def _bind_max_dim(input, dim, keepdim=False):
     return (input, dim, keepdim)
@@ -1328,175 +1706,175 @@ def argmax(input, dim=None, keepdim=False):
 
     Schema: ``argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor``
     """
-    return _call(_op_argmax, (input, dim, keepdim))
+    return _dispatch_argmax((input, dim, keepdim))
 
 def argmin(input, dim=None, keepdim=False):
     """The index of the first minimum along `dim` (of the flattened tensor when None).
 
     Schema: ``argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor``
     """
-    return _call(_op_argmin, (input, dim, keepdim))
+    return _dispatch_argmin((input, dim, keepdim))
 
 def softmax(input, dim, dtype=None):
     """exp(x) / sum(exp(x)) along `dim`, computed stably.
 
     Schema: ``softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor``
     """
-    return _call(_op_softmax_int, (input, dim, dtype))
+    return _dispatch_softmax_int((input, dim, dtype))
 
 def log_softmax(input, dim, dtype=None):
     """log(softmax(x)) along `dim`, computed stably.
 
     Schema: ``log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor``
     """
-    return _call(_op_log_softmax_int, (input, dim, dtype))
+    return _dispatch_log_softmax_int((input, dim, dtype))
 
 def _softmax(input, dim, half_to_float):
     """The core ATen form of softmax: half_to_float computes float16 input into a float32 result.
 
     Schema: ``_softmax(Tensor self, int dim, bool half_to_float) -> Tensor``
     """
-    return _call(_op__softmax, (input, dim, half_to_float))
+    return _dispatch__softmax((input, dim, half_to_float))
 
 def _log_softmax(input, dim, half_to_float):
     """The core ATen form of log_softmax: half_to_float computes float16 input into a float32 result.
 
     Schema: ``_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor``
     """
-    return _call(_op__log_softmax, (input, dim, half_to_float))
+    return _dispatch__log_softmax((input, dim, half_to_float))
 
 def as_strided(input, size, stride, storage_offset=None):
     """A view with the given sizes, strides and storage offset (the primitive behind every view).
 
     Schema: ``as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)``
     """
-    return _call(_op_as_strided, (input, size, stride, storage_offset))
+    return _dispatch_as_strided((input, size, stride, storage_offset))
 
 def view(input, size):
     """The same data with a new shape; fails when the strides do not allow a view.
 
     Schema: ``view(Tensor(a) self, SymInt[] size) -> Tensor(a)``
     """
-    return _call(_op_view, (input, size))
+    return _dispatch_view((input, size))
 
 def reshape(input, shape):
     """A view with the new shape when the strides allow one, else a copy.
 
     Schema: ``reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)``
     """
-    return _call(_op_reshape, (input, shape))
+    return _dispatch_reshape((input, shape))
 
 def permute(input, dims):
     """A view with the dimensions reordered.
 
     Schema: ``permute(Tensor(a) self, int[] dims) -> Tensor(a)``
     """
-    return _call(_op_permute, (input, dims))
+    return _dispatch_permute((input, dims))
 
 def transpose(input, dim0, dim1):
     """A view with `dim0` and `dim1` swapped.
 
     Schema: ``transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)``
     """
-    return _call(_op_transpose_int, (input, dim0, dim1))
+    return _dispatch_transpose_int((input, dim0, dim1))
 
 def t(input):
     """Transposes a tensor of at most 2 dimensions.
 
     Schema: ``t(Tensor(a) self) -> Tensor(a)``
     """
-    return _call(_op_t, (input,))
+    return _dispatch_t((input,))
 
 def expand(input, size):
     """A broadcast view with size-1 dimensions repeated (stride 0); -1 keeps a size.
 
     Schema: ``expand(Tensor(a) self, SymInt[] size) -> Tensor(a)``
     """
-    return _call(_op_expand, (input, size))
+    return _dispatch_expand((input, size))
 
 def squeeze(input, dim=None):
     """A view without the size-1 dimensions in `dim` (all of them when None).
 
     Schema: ``squeeze.dims(Tensor(a) self, int[]? dim=None) -> Tensor(a)``
     """
-    return _call(_op_squeeze_dims, (input, dim))
+    return _dispatch_squeeze_dims((input, dim))
 
 def unsqueeze(input, dim):
     """A view with a size-1 dimension inserted at `dim`.
 
     Schema: ``unsqueeze(Tensor(a) self, int dim) -> Tensor(a)``
     """
-    return _call(_op_unsqueeze, (input, dim))
+    return _dispatch_unsqueeze((input, dim))
 
 def slice(input, dim=0, start=None, end=None, step=1):
     """A view of the elements start:end:step along `dim` (the `t[a:b:c]` of indexing).
 
     Schema: ``slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)``
     """
-    return _call(_op_slice_Tensor, (input, dim, start, end, step))
+    return _dispatch_slice_Tensor((input, dim, start, end, step))
 
 def select(input, dim, index):
     """A view of the slice at `index` along `dim`, which is removed (the `t[i]` of indexing).
 
     Schema: ``select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)``
     """
-    return _call(_op_select_int, (input, dim, index))
+    return _dispatch_select_int((input, dim, index))
 
 def contiguous(input):
     """`self` when already contiguous, else a contiguous copy.
 
     Schema: ``contiguous(Tensor(a) self) -> Tensor(a)``
     """
-    return _call(_op_contiguous, (input,))
+    return _dispatch_contiguous((input,))
 
 def clone(input):
     """A copy of `self` in new, contiguous memory.
 
     Schema: ``clone(Tensor self) -> Tensor``
     """
-    return _call(_op_clone, (input,))
+    return _dispatch_clone((input,))
 
 def cat(tensors, dim=0):
     """Joins tensors along an existing dimension.
 
     Schema: ``cat(Tensor[] tensors, int dim=0) -> Tensor``
     """
-    return _call(_op_cat, (tensors, dim))
+    return _dispatch_cat((tensors, dim))
 
 def stack(tensors, dim=0):
     """Joins tensors along a new dimension.
 
     Schema: ``stack(Tensor[] tensors, int dim=0) -> Tensor``
     """
-    return _call(_op_stack, (tensors, dim))
+    return _dispatch_stack((tensors, dim))
 
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     """A copy of `self` with the slice start:end:step along `dim` replaced by `src`.
 
     Schema: ``slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor``
     """
-    return _call(_op_slice_scatter, (input, src, dim, start, end, step))
+    return _dispatch_slice_scatter((input, src, dim, start, end, step))
 
 def select_scatter(input, src, dim, index):
     """A copy of `self` with the slice at `index` along `dim` replaced by `src`.
 
     Schema: ``select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor``
     """
-    return _call(_op_select_scatter, (input, src, dim, index))
+    return _dispatch_select_scatter((input, src, dim, index))
 
 def as_strided_scatter(input, src, size, stride, storage_offset=None):
     """A copy of `self` (contiguous) with the strided window replaced by `src`.
 
     Schema: ``as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor``
     """
-    return _call(_op_as_strided_scatter, (input, src, size, stride, storage_offset))
+    return _dispatch_as_strided_scatter((input, src, size, stride, storage_offset))
 
 def copy_(input, src, non_blocking=False):
     """Copies `src` into `self`, broadcasting and converting dtype and device.
 
     Schema: ``copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)``
     """
-    return _call(_op_copy_, (input, src, non_blocking))
+    return _dispatch_copy_((input, src, non_blocking))
 
 def _to_copy(input, *, dtype=None, device=None, non_blocking=False):
     """A copy converted to `dtype` on `device` (the kernel behind Tensor.to).
@@ -1505,91 +1883,91 @@ def _to_copy(input, *, dtype=None, device=None, non_blocking=False):
     """
     if device is not None:
         device = _as_device(device)
-    return _call(_op__to_copy, (input, dtype, device, non_blocking))
+    return _dispatch__to_copy((input, dtype, device, non_blocking))
 
 def fill_(input, value):
     """Fills `self` with `value`.
 
     Schema: ``fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)``
     """
-    return _call(_op_fill__Scalar, (input, value))
+    return _dispatch_fill__Scalar((input, value))
 
 def zero_(input):
     """Fills `self` with zeros (fill_ with 0).
 
     Schema: ``zero_(Tensor(a!) self) -> Tensor(a!)``
     """
-    return _call(_op_zero_, (input,))
+    return _dispatch_zero_((input,))
 
 def fill(input, value):
     """The functional fill_: a new tensor like `self`, every element `value`.
 
     Schema: ``fill.Scalar(Tensor self, Scalar value) -> Tensor``
     """
-    return _call(_op_fill_Scalar, (input, value))
+    return _dispatch_fill_Scalar((input, value))
 
 def copy(input, src, non_blocking=False):
     """The functional copy_: `src` broadcast to `self`'s shape, in `self`'s dtype and device.
 
     Schema: ``copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor``
     """
-    return _call(_op_copy, (input, src, non_blocking))
+    return _dispatch_copy((input, src, non_blocking))
 
 def mm(input, mat2):
     """The matrix product of two 2-D tensors.
 
     Schema: ``mm(Tensor self, Tensor mat2) -> Tensor``
     """
-    return _call(_op_mm, (input, mat2))
+    return _dispatch_mm((input, mat2))
 
 def bmm(input, mat2):
     """The batched matrix product of two 3-D tensors.
 
     Schema: ``bmm(Tensor self, Tensor mat2) -> Tensor``
     """
-    return _call(_op_bmm, (input, mat2))
+    return _dispatch_bmm((input, mat2))
 
 def matmul(input, other):
     """The matrix product with NumPy's broadcasting rules, from 1-D to N-D.
 
     Schema: ``matmul(Tensor self, Tensor other) -> Tensor``
     """
-    return _call(_op_matmul, (input, other))
+    return _dispatch_matmul((input, other))
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """beta * self + alpha * (mat1 @ mat2).
 
     Schema: ``addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor``
     """
-    return _call(_op_addmm, (input, mat1, mat2, beta, alpha))
+    return _dispatch_addmm((input, mat1, mat2, beta, alpha))
 
 def cdist(x1, x2, p=2.0, compute_mode=None):
     """The p-norm distances between the rows of `x1` and of `x2`, batched: [..., P, M] x [..., R, M] -> [..., P, R].
 
     Schema: ``cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor``
     """
-    return _call(_op_cdist, (x1, x2, p, compute_mode))
+    return _dispatch_cdist((x1, x2, p, compute_mode))
 
 def _cdist_forward(x1, x2, p, compute_mode):
     """The core ATen form of cdist.
 
     Schema: ``_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor``
     """
-    return _call(_op__cdist_forward, (x1, x2, p, compute_mode))
+    return _dispatch__cdist_forward((x1, x2, p, compute_mode))
 
 def pdist(input, p=2.0):
     """The p-norm distances between the rows of `self` [N, M], pairs i < j in row order: N (N - 1) / 2 values.
 
     Schema: ``pdist(Tensor self, float p=2.) -> Tensor``
     """
-    return _call(_op_pdist, (input, p))
+    return _dispatch_pdist((input, p))
 
 def _pdist_forward(input, p=2.0):
     """The core ATen form of pdist.
 
     Schema: ``_pdist_forward(Tensor self, float p=2.) -> Tensor``
     """
-    return _call(_op__pdist_forward, (input, p))
+    return _dispatch__pdist_forward((input, p))
 
 def empty(*size, dtype=None, device=None, requires_grad=False, **size_kw):
     """An uninitialised tensor (contents undefined) of the given size.
@@ -1598,7 +1976,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False, **size_kw):
     """
     size = _size_arg(size, size_kw, 'empty', 'size')
     device = _as_device(device)
-    out = _call(_op_empty_memory_format, (size, dtype, device, requires_grad))
+    out = _dispatch_empty_memory_format((size, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, **size_kw):
@@ -1608,7 +1986,7 @@ def zeros(*size, dtype=None, device=None, requires_grad=False, **size_kw):
     """
     size = _size_arg(size, size_kw, 'zeros', 'size')
     device = _as_device(device)
-    out = _call(_op_zeros, (size, dtype, device, requires_grad))
+    out = _dispatch_zeros((size, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
 def ones(*size, dtype=None, device=None, requires_grad=False, **size_kw):
@@ -1618,7 +1996,7 @@ def ones(*size, dtype=None, device=None, requires_grad=False, **size_kw):
     """
     size = _size_arg(size, size_kw, 'ones', 'size')
     device = _as_device(device)
-    out = _call(_op_ones, (size, dtype, device, requires_grad))
+    out = _dispatch_ones((size, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
@@ -1628,7 +2006,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     """
     fill_value = _scalar_arg(fill_value)
     device = _as_device(device)
-    out = _call(_op_full, (size, fill_value, dtype, device, requires_grad))
+    out = _dispatch_full((size, fill_value, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
@@ -1640,7 +2018,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     end = _scalar_arg(end)
     step = _scalar_arg(step)
     device = _as_device(device)
-    out = _call(_op_arange_start_step, (start, end, step, dtype, device, requires_grad))
+    out = _dispatch_arange_start_step((start, end, step, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
@@ -1649,7 +2027,7 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     Schema: ``eye(SymInt n, SymInt? m=None, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
     """
     device = _as_device(device)
-    out = _call(_op_eye, (n, m, dtype, device, requires_grad))
+    out = _dispatch_eye((n, m, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False):
@@ -1659,7 +2037,7 @@ def empty_like(input, *, dtype=None, device=None, requires_grad=False):
     """
     if device is not None:
         device = _as_device(device)
-    out = _call(_op_empty_like, (input, dtype, device, requires_grad))
+    out = _dispatch_empty_like((input, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
@@ -1669,7 +2047,7 @@ def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
     """
     if device is not None:
         device = _as_device(device)
-    out = _call(_op_zeros_like, (input, dtype, device, requires_grad))
+    out = _dispatch_zeros_like((input, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False):
@@ -1679,7 +2057,7 @@ def ones_like(input, *, dtype=None, device=None, requires_grad=False):
     """
     if device is not None:
         device = _as_device(device)
-    out = _call(_op_ones_like, (input, dtype, device, requires_grad))
+    out = _dispatch_ones_like((input, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
@@ -1689,7 +2067,7 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     """
     if device is not None:
         device = _as_device(device)
-    out = _call(_op_full_like, (input, fill_value, dtype, device, requires_grad))
+    out = _dispatch_full_like((input, fill_value, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
 def uniform_(input, from_=0, to=1, *, generator=None):
@@ -1697,21 +2075,21 @@ def uniform_(input, from_=0, to=1, *, generator=None):
 
     Schema: ``uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)``
     """
-    return _call(_op_uniform_, (input, from_, to, generator))
+    return _dispatch_uniform_((input, from_, to, generator))
 
 def normal_(input, mean=0, std=1, *, generator=None):
     """Fills `self` with numbers from a normal distribution (Philox, Box-Muller).
 
     Schema: ``normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)``
     """
-    return _call(_op_normal_, (input, mean, std, generator))
+    return _dispatch_normal_((input, mean, std, generator))
 
 def random_(input, from_, to, *, generator=None):
     """Fills `self` with integers drawn uniformly from [from, to) (Philox).
 
     Schema: ``random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)``
     """
-    return _call(_op_random__from, (input, from_, to, generator))
+    return _dispatch_random__from((input, from_, to, generator))
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **size_kw):
     """Numbers drawn uniformly from [0, 1).
@@ -1720,7 +2098,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **
     """
     size = _size_arg(size, size_kw, 'rand', 'size')
     device = _as_device(device)
-    out = _call(_op_rand, (size, generator, dtype, device, requires_grad))
+    out = _dispatch_rand((size, generator, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, **size_kw):
@@ -1730,7 +2108,7 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, *
     """
     size = _size_arg(size, size_kw, 'randn', 'size')
     device = _as_device(device)
-    out = _call(_op_randn, (size, generator, dtype, device, requires_grad))
+    out = _dispatch_randn((size, generator, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
 def _bind_randint_low(low, high, size, *, generator=None, dtype=None, device=None, requires_grad=False):
@@ -1794,35 +2172,35 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
 
     Schema: ``topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)``
     """
-    return _tuple_new(_R_topk, _call(_op_topk, (input, k, dim, largest, sorted)))
+    return _tuple_new(_R_topk, _dispatch_topk((input, k, dim, largest, sorted)))
 
 def cumsum(input, dim, *, dtype=None):
     """Cumulative sums along `dim`; integers and bools accumulate in int64.
 
     Schema: ``cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
     """
-    return _call(_op_cumsum, (input, dim, dtype))
+    return _dispatch_cumsum((input, dim, dtype))
 
 def cumsum_(input, dim, *, dtype=None):
     """In-place version of cumsum: Cumulative sums along `dim`; integers and bools accumulate in int64.
 
     Schema: ``cumsum_(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
     """
-    return _call(_op_cumsum_, (input, dim, dtype))
+    return _dispatch_cumsum_((input, dim, dtype))
 
 def cumprod(input, dim, *, dtype=None):
     """Cumulative products along `dim` (a log-depth scan of products; exact gradients through zeros).
 
     Schema: ``cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
     """
-    return _call(_op_cumprod, (input, dim, dtype))
+    return _dispatch_cumprod((input, dim, dtype))
 
 def cumprod_(input, dim, *, dtype=None):
     """In-place version of cumprod: Cumulative products along `dim` (a log-depth scan of products; exact gradients through zeros).
 
     Schema: ``cumprod_(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
     """
-    return _call(_op_cumprod_, (input, dim, dtype))
+    return _dispatch_cumprod_((input, dim, dtype))
 
 def _bind_prod_dim_int(input, dim, keepdim=False, *, dtype=None):
     return (input, dim, keepdim, dtype)
@@ -1847,7 +2225,7 @@ def logsumexp(input, dim, keepdim=False):
 
     Schema: ``logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor``
     """
-    return _call(_op_logsumexp, (input, dim, keepdim))
+    return _dispatch_logsumexp((input, dim, keepdim))
 
 def _bind_any_dim(input, dim, keepdim=False):
     return (input, dim, keepdim)
@@ -1950,7 +2328,7 @@ def var_mean(input, dim=None, *, correction=None, keepdim=False):
 
     Schema: ``var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)``
     """
-    return _call(_op_var_mean_correction, (input, dim, correction, keepdim))
+    return _dispatch_var_mean_correction((input, dim, correction, keepdim))
 
 def _bind_norm_ScalarOpt_dim(input, p, dim, keepdim=False):
     if hasattr(p, '_data'):
@@ -1979,112 +2357,112 @@ def flip(input, dims):
 
     Schema: ``flip(Tensor self, int[] dims) -> Tensor``
     """
-    return _call(_op_flip, (input, dims))
+    return _dispatch_flip((input, dims))
 
 def roll(input, shifts, dims=()):
     """A copy with the elements shifted cyclically along `dims` (of the flattened tensor when empty).
 
     Schema: ``roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor``
     """
-    return _call(_op_roll, (input, shifts, dims))
+    return _dispatch_roll((input, shifts, dims))
 
 def tril(input, diagonal=0):
     """A copy with the elements above the `diagonal`-th diagonal of the last two dimensions zeroed.
 
     Schema: ``tril(Tensor self, int diagonal=0) -> Tensor``
     """
-    return _call(_op_tril, (input, diagonal))
+    return _dispatch_tril((input, diagonal))
 
 def tril_(input, diagonal=0):
     """In-place version of tril: A copy with the elements above the `diagonal`-th diagonal of the last two dimensions zeroed.
 
     Schema: ``tril_(Tensor self, int diagonal=0) -> Tensor``
     """
-    return _call(_op_tril_, (input, diagonal))
+    return _dispatch_tril_((input, diagonal))
 
 def triu(input, diagonal=0):
     """A copy with the elements below the `diagonal`-th diagonal of the last two dimensions zeroed.
 
     Schema: ``triu(Tensor self, int diagonal=0) -> Tensor``
     """
-    return _call(_op_triu, (input, diagonal))
+    return _dispatch_triu((input, diagonal))
 
 def triu_(input, diagonal=0):
     """In-place version of triu: A copy with the elements below the `diagonal`-th diagonal of the last two dimensions zeroed.
 
     Schema: ``triu_(Tensor self, int diagonal=0) -> Tensor``
     """
-    return _call(_op_triu_, (input, diagonal))
+    return _dispatch_triu_((input, diagonal))
 
 def repeat(input, repeats):
     """The tensor repeated `repeats[i]` times along dimension i (leading repeats add dimensions).
 
     Schema: ``repeat(Tensor self, SymInt[] repeats) -> Tensor``
     """
-    return _call(_op_repeat, (input, repeats))
+    return _dispatch_repeat((input, repeats))
 
 def tile(input, dims):
     """repeat with `dims` padded with leading ones to the tensor's dimensions.
 
     Schema: ``tile(Tensor self, SymInt[] dims) -> Tensor``
     """
-    return _call(_op_tile, (input, dims))
+    return _dispatch_tile((input, dims))
 
 def split(input, split_size, dim=0):
     """Views of consecutive chunks of `split_size` along `dim` (the last may be smaller); ember.split / Tensor.split also take a list of sizes.
 
     Schema: ``split.Tensor(Tensor(a) self, SymInt split_size, int dim=0) -> Tensor(a)[]``
     """
-    return _call(_op_split_Tensor, (input, split_size, dim))
+    return _dispatch_split_Tensor((input, split_size, dim))
 
 def split_with_sizes(input, split_sizes, dim=0):
     """Views of consecutive chunks of the given sizes along `dim`.
 
     Schema: ``split_with_sizes(Tensor(a) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]``
     """
-    return _call(_op_split_with_sizes, (input, split_sizes, dim))
+    return _dispatch_split_with_sizes((input, split_sizes, dim))
 
 def chunk(input, chunks, dim=0):
     """At most `chunks` views of equal size (the last may be smaller) along `dim`.
 
     Schema: ``chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]``
     """
-    return _call(_op_chunk, (input, chunks, dim))
+    return _dispatch_chunk((input, chunks, dim))
 
 def unbind(input, dim=0):
     """The slices along `dim`, each without that dimension.
 
     Schema: ``unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]``
     """
-    return _call(_op_unbind_int, (input, dim))
+    return _dispatch_unbind_int((input, dim))
 
 def narrow(input, dim, start, length):
     """A view of `length` elements from `start` along `dim`.
 
     Schema: ``narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)``
     """
-    return _call(_op_narrow, (input, dim, start, length))
+    return _dispatch_narrow((input, dim, start, length))
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
     """A view of the `offset`-th diagonal of the planes spanned by `dim1` and `dim2` (appended as the last dimension).
 
     Schema: ``diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)``
     """
-    return _call(_op_diagonal, (input, offset, dim1, dim2))
+    return _dispatch_diagonal((input, offset, dim1, dim2))
 
 def alias(input):
     """A view of all of `self` (same shape, strides and storage).
 
     Schema: ``alias(Tensor(a) self) -> Tensor(a)``
     """
-    return _call(_op_alias, (input,))
+    return _dispatch_alias((input,))
 
 def einsum(equation, tensors, *, path=None):
     """Einstein summation (ember.einsum is torch.einsum's Python signature); decomposed into permute, reshape, sum and bmm.
 
     Schema: ``einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor``
     """
-    return _call(_op_einsum, (equation, tensors, path))
+    return _dispatch_einsum((equation, tensors, path))
 
 def _bind_lerp_Scalar(input, end, weight):
     if hasattr(weight, '_data'):
@@ -2131,28 +2509,28 @@ def addcmul(input, tensor1, tensor2, *, value=1):
 
     Schema: ``addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
     """
-    return _call(_op_addcmul, (input, tensor1, tensor2, value))
+    return _dispatch_addcmul((input, tensor1, tensor2, value))
 
 def addcmul_(input, tensor1, tensor2, *, value=1):
     """In-place version of addcmul: self + value * tensor1 * tensor2.
 
     Schema: ``addcmul_(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
     """
-    return _call(_op_addcmul_, (input, tensor1, tensor2, value))
+    return _dispatch_addcmul_((input, tensor1, tensor2, value))
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
     """self + value * tensor1 / tensor2 (floating-point tensor1 and tensor2 only).
 
     Schema: ``addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
     """
-    return _call(_op_addcdiv, (input, tensor1, tensor2, value))
+    return _dispatch_addcdiv((input, tensor1, tensor2, value))
 
 def addcdiv_(input, tensor1, tensor2, *, value=1):
     """In-place version of addcdiv: self + value * tensor1 / tensor2 (floating-point tensor1 and tensor2 only).
 
     Schema: ``addcdiv_(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
     """
-    return _call(_op_addcdiv_, (input, tensor1, tensor2, value))
+    return _dispatch_addcdiv_((input, tensor1, tensor2, value))
 
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     """A 0-d tensor holding `s` (the default float dtype unless `dtype` is given).
@@ -2161,7 +2539,7 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     """
     s = _scalar_arg(s)
     device = _as_device(device)
-    out = _call(_op_scalar_tensor, (s, dtype, device, requires_grad))
+    out = _dispatch_scalar_tensor((s, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False):
@@ -2170,7 +2548,7 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
     Schema: ``empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
     """
     device = _as_device(device)
-    out = _call(_op_empty_strided, (size, stride, dtype, device, requires_grad))
+    out = _dispatch_empty_strided((size, stride, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
 def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
@@ -2178,7 +2556,7 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
 
     Schema: ``convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor``
     """
-    return _call(_op_convolution, (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups))
+    return _dispatch_convolution((input, weight, bias, stride, padding, dilation, transposed, output_padding, groups))
 
 def _bind_conv1d(input, weight, bias=None, stride=(1,), padding=(0,), dilation=(1,), groups=1):
     return (input, weight, bias, stride, padding, dilation, groups)
@@ -2221,154 +2599,154 @@ def conv_transpose1d(input, weight, bias=None, stride=(1,), padding=(0,), output
 
     Schema: ``conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], SymInt[1] padding=[0], SymInt[1] output_padding=[0], SymInt groups=1, SymInt[1] dilation=[1]) -> Tensor``
     """
-    return _call(_op_conv_transpose1d, (input, weight, bias, stride, padding, output_padding, groups, dilation))
+    return _dispatch_conv_transpose1d((input, weight, bias, stride, padding, output_padding, groups, dilation))
 
 def conv_transpose2d(input, weight, bias=None, stride=(1, 1), padding=(0, 0), output_padding=(0, 0), groups=1, dilation=(1, 1)):
     """2-d transposed convolution (the gradient of conv2d with respect to its input).
 
     Schema: ``conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], SymInt[2] padding=[0, 0], SymInt[2] output_padding=[0, 0], SymInt groups=1, SymInt[2] dilation=[1, 1]) -> Tensor``
     """
-    return _call(_op_conv_transpose2d_input, (input, weight, bias, stride, padding, output_padding, groups, dilation))
+    return _dispatch_conv_transpose2d_input((input, weight, bias, stride, padding, output_padding, groups, dilation))
 
 def max_pool2d_with_indices(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
     """2-d max pooling and the flat (h * W + w) index of each maximum in its input plane.
 
     Schema: ``max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor output, Tensor indices)``
     """
-    return _tuple_new(_R_max_pool2d_with_indices, _call(_op_max_pool2d_with_indices, (input, kernel_size, stride, padding, dilation, ceil_mode)))
+    return _tuple_new(_R_max_pool2d_with_indices, _dispatch_max_pool2d_with_indices((input, kernel_size, stride, padding, dilation, ceil_mode)))
 
 def max_pool2d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
     """2-d max pooling (stride defaults to the kernel size).
 
     Schema: ``max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor``
     """
-    return _call(_op_max_pool2d, (input, kernel_size, stride, padding, dilation, ceil_mode))
+    return _dispatch_max_pool2d((input, kernel_size, stride, padding, dilation, ceil_mode))
 
 def max_pool1d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
     """1-d max pooling of a (N, C, L) or (C, L) input.
 
     Schema: ``max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], int[1] dilation=[1], bool ceil_mode=False) -> Tensor``
     """
-    return _call(_op_max_pool1d, (input, kernel_size, stride, padding, dilation, ceil_mode))
+    return _dispatch_max_pool1d((input, kernel_size, stride, padding, dilation, ceil_mode))
 
 def avg_pool2d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True, divisor_override=None):
     """2-d average pooling (padding counted or not, or a fixed divisor).
 
     Schema: ``avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor``
     """
-    return _call(_op_avg_pool2d, (input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
+    return _dispatch_avg_pool2d((input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
 
 def avg_pool1d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True):
     """1-d average pooling of a (N, C, L) or (C, L) input.
 
     Schema: ``avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], bool ceil_mode=False, bool count_include_pad=True) -> Tensor``
     """
-    return _call(_op_avg_pool1d, (input, kernel_size, stride, padding, ceil_mode, count_include_pad))
+    return _dispatch_avg_pool1d((input, kernel_size, stride, padding, ceil_mode, count_include_pad))
 
 def adaptive_avg_pool2d(input, output_size):
     """2-d average pooling to a given output size (PyTorch's floor/ceil windows).
 
     Schema: ``adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor``
     """
-    return _call(_op_adaptive_avg_pool2d, (input, output_size))
+    return _dispatch_adaptive_avg_pool2d((input, output_size))
 
 def _adaptive_avg_pool2d(input, output_size):
     """The kernel behind adaptive_avg_pool2d (one mean per dimension, a reshape or one slice per window).
 
     Schema: ``_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor``
     """
-    return _call(_op__adaptive_avg_pool2d, (input, output_size))
+    return _dispatch__adaptive_avg_pool2d((input, output_size))
 
 def adaptive_avg_pool1d(input, output_size):
     """1-d average pooling to a given output size.
 
     Schema: ``adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor``
     """
-    return _call(_op_adaptive_avg_pool1d, (input, output_size))
+    return _dispatch_adaptive_avg_pool1d((input, output_size))
 
 def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
     """Batch normalization over (N, *) per channel; training mode updates the running statistics in place.
 
     Schema: ``native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor output, Tensor save_mean, Tensor save_invstd)``
     """
-    return _tuple_new(_R_native_batch_norm, _call(_op_native_batch_norm, (input, weight, bias, running_mean, running_var, training, momentum, eps)))
+    return _tuple_new(_R_native_batch_norm, _dispatch_native_batch_norm((input, weight, bias, running_mean, running_var, training, momentum, eps)))
 
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
     """Batch normalization (native_batch_norm's output).
 
     Schema: ``batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor``
     """
-    return _call(_op_batch_norm, (input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled))
+    return _dispatch_batch_norm((input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled))
 
 def native_layer_norm(input, normalized_shape, weight, bias, eps):
     """Layer normalization over the trailing `normalized_shape` dims, with the mean and 1/std.
 
     Schema: ``native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor output, Tensor mean, Tensor rstd)``
     """
-    return _tuple_new(_R_native_layer_norm, _call(_op_native_layer_norm, (input, normalized_shape, weight, bias, eps)))
+    return _tuple_new(_R_native_layer_norm, _dispatch_native_layer_norm((input, normalized_shape, weight, bias, eps)))
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):
     """Layer normalization over the trailing `normalized_shape` dims.
 
     Schema: ``layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor``
     """
-    return _call(_op_layer_norm, (input, normalized_shape, weight, bias, eps, cudnn_enable))
+    return _dispatch_layer_norm((input, normalized_shape, weight, bias, eps, cudnn_enable))
 
 def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     """Group normalization of (N, C, *) over groups of C / group channels, with the mean and 1/std.
 
     Schema: ``native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor output, Tensor mean, Tensor rstd)``
     """
-    return _tuple_new(_R_native_group_norm, _call(_op_native_group_norm, (input, weight, bias, N, C, HxW, group, eps)))
+    return _tuple_new(_R_native_group_norm, _dispatch_native_group_norm((input, weight, bias, N, C, HxW, group, eps)))
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True):
     """Group normalization over `num_groups` groups of channels.
 
     Schema: ``group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor``
     """
-    return _call(_op_group_norm, (input, num_groups, weight, bias, eps, cudnn_enabled))
+    return _dispatch_group_norm((input, num_groups, weight, bias, eps, cudnn_enabled))
 
 def constant_pad_nd(input, pad, value=0):
     """Pads the last len(pad) / 2 dims with `value` (negative pads crop).
 
     Schema: ``constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor``
     """
-    return _call(_op_constant_pad_nd, (input, pad, value))
+    return _dispatch_constant_pad_nd((input, pad, value))
 
 def reflection_pad1d(input, padding):
     """Pads the last dim with its reflection (the edge not repeated).
 
     Schema: ``reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor``
     """
-    return _call(_op_reflection_pad1d, (input, padding))
+    return _dispatch_reflection_pad1d((input, padding))
 
 def reflection_pad2d(input, padding):
     """Pads the last two dims with their reflection (the edge not repeated).
 
     Schema: ``reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor``
     """
-    return _call(_op_reflection_pad2d, (input, padding))
+    return _dispatch_reflection_pad2d((input, padding))
 
 def replication_pad1d(input, padding):
     """Pads the last dim by repeating its edge values.
 
     Schema: ``replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor``
     """
-    return _call(_op_replication_pad1d, (input, padding))
+    return _dispatch_replication_pad1d((input, padding))
 
 def replication_pad2d(input, padding):
     """Pads the last two dims by repeating their edge values.
 
     Schema: ``replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor``
     """
-    return _call(_op_replication_pad2d, (input, padding))
+    return _dispatch_replication_pad2d((input, padding))
 
 def pad(input, pad, mode='constant', value=None):
     """Pads with mode constant, reflect, replicate or circular (torch.nn.functional.pad's kernel).
 
     Schema: ``pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor``
     """
-    return _call(_op_pad, (input, pad, mode, value))
+    return _dispatch_pad((input, pad, mode, value))
 
 def _bind_upsample_nearest1d_vec(input, output_size, scale_factors):
     return (input, output_size, scale_factors)
@@ -2429,28 +2807,28 @@ def gather(input, dim, index, *, sparse_grad=False):
 
     Schema: ``gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor``
     """
-    return _call(_op_gather, (input, dim, index, sparse_grad))
+    return _dispatch_gather((input, dim, index, sparse_grad))
 
 def scatter_add(input, dim, index, src):
     """A copy of `self` with each `src` element added at the position along `dim` that `index` gives.
 
     Schema: ``scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor``
     """
-    return _call(_op_scatter_add, (input, dim, index, src))
+    return _dispatch_scatter_add((input, dim, index, src))
 
 def scatter_add_(input, dim, index, src):
     """In-place version of scatter_add: A copy of `self` with each `src` element added at the position along `dim` that `index` gives.
 
     Schema: ``scatter_add_(Tensor self, int dim, Tensor index, Tensor src) -> Tensor``
     """
-    return _call(_op_scatter_add_, (input, dim, index, src))
+    return _dispatch_scatter_add_((input, dim, index, src))
 
 def nonzero(input):
     """The indices of the nonzero elements, one row per element (a data-dependent shape).
 
     Schema: ``nonzero(Tensor self) -> Tensor``
     """
-    return _call(_op_nonzero, (input,))
+    return _dispatch_nonzero((input,))
 
 def _bind_scatter_value(input, dim, index, value):
     if hasattr(value, '_data'):
@@ -2497,63 +2875,63 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
 
     Schema: ``scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor``
     """
-    return _call(_op_scatter_reduce_two, (input, dim, index, src, reduce, include_self))
+    return _dispatch_scatter_reduce_two((input, dim, index, src, reduce, include_self))
 
 def scatter_reduce_(input, dim, index, src, reduce, *, include_self=True):
     """In-place version of scatter_reduce.two: A copy of `self` reducing (sum, prod, mean, amax, amin) the `src` elements scattered to each position.
 
     Schema: ``scatter_reduce_.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor``
     """
-    return _call(_op_scatter_reduce__two, (input, dim, index, src, reduce, include_self))
+    return _dispatch_scatter_reduce__two((input, dim, index, src, reduce, include_self))
 
 def index_add(input, dim, index, source, *, alpha=1):
     """A copy of `self` with `alpha * source` slices added at the positions `index` gives along `dim`.
 
     Schema: ``index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor``
     """
-    return _call(_op_index_add, (input, dim, index, source, alpha))
+    return _dispatch_index_add((input, dim, index, source, alpha))
 
 def index_add_(input, dim, index, source, *, alpha=1):
     """In-place version of index_add: A copy of `self` with `alpha * source` slices added at the positions `index` gives along `dim`.
 
     Schema: ``index_add_(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor``
     """
-    return _call(_op_index_add_, (input, dim, index, source, alpha))
+    return _dispatch_index_add_((input, dim, index, source, alpha))
 
 def index_select(input, dim, index):
     """The slices of `self` along `dim` at the positions of the 1-D `index`.
 
     Schema: ``index_select(Tensor self, int dim, Tensor index) -> Tensor``
     """
-    return _call(_op_index_select, (input, dim, index))
+    return _dispatch_index_select((input, dim, index))
 
 def take_along_dim(input, indices, dim=None):
     """gather along `dim` with `indices` broadcast against `self` (of the flattened tensor when dim is None).
 
     Schema: ``take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor``
     """
-    return _call(_op_take_along_dim, (input, indices, dim))
+    return _dispatch_take_along_dim((input, indices, dim))
 
 def index(input, indices):
     """Advanced indexing `self[indices]` with integer or boolean tensors (None keeps a dimension).
 
     Schema: ``index.Tensor(Tensor self, Tensor?[] indices) -> Tensor``
     """
-    return _call(_op_index_Tensor, (input, indices))
+    return _dispatch_index_Tensor((input, indices))
 
 def index_put(input, indices, values, accumulate=False):
     """A copy of `self` with `values` written (or added, accumulate=True) at the advanced index `indices`.
 
     Schema: ``index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor``
     """
-    return _call(_op_index_put, (input, indices, values, accumulate))
+    return _dispatch_index_put((input, indices, values, accumulate))
 
 def index_put_(input, indices, values, accumulate=False):
     """In-place version of index_put: A copy of `self` with `values` written (or added, accumulate=True) at the advanced index `indices`.
 
     Schema: ``index_put_(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor``
     """
-    return _call(_op_index_put_, (input, indices, values, accumulate))
+    return _dispatch_index_put_((input, indices, values, accumulate))
 
 def _bind_masked_fill_Scalar(input, mask, value):
     if hasattr(value, '_data'):
@@ -2600,322 +2978,322 @@ def masked_select(input, mask):
 
     Schema: ``masked_select(Tensor self, Tensor mask) -> Tensor``
     """
-    return _call(_op_masked_select, (input, mask))
+    return _dispatch_masked_select((input, mask))
 
 def masked_scatter(input, mask, source):
     """`self` with the leading elements of `source` written, in order, where the boolean `mask` is True.
 
     Schema: ``masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor``
     """
-    return _call(_op_masked_scatter, (input, mask, source))
+    return _dispatch_masked_scatter((input, mask, source))
 
 def masked_scatter_(input, mask, source):
     """In-place version of masked_scatter: `self` with the leading elements of `source` written, in order, where the boolean `mask` is True.
 
     Schema: ``masked_scatter_(Tensor self, Tensor mask, Tensor source) -> Tensor``
     """
-    return _call(_op_masked_scatter_, (input, mask, source))
+    return _dispatch_masked_scatter_((input, mask, source))
 
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     """The rows of `weight` at `indices` (a lookup table); the row `padding_idx` gets no gradient.
 
     Schema: ``embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor``
     """
-    return _call(_op_embedding, (weight, indices, padding_idx, scale_grad_by_freq, sparse))
+    return _dispatch_embedding((weight, indices, padding_idx, scale_grad_by_freq, sparse))
 
 def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
     """The gradient of embedding's weight, the rows of `grad_output` summed per index.
 
     Schema: ``embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor``
     """
-    return _call(_op_embedding_dense_backward, (grad_output, indices, num_weights, padding_idx, scale_grad_by_freq))
+    return _dispatch_embedding_dense_backward((grad_output, indices, num_weights, padding_idx, scale_grad_by_freq))
 
 def erf(input):
     """The error function 2/sqrt(pi) * integral of exp(-t**2) from 0 to x, of each element.
 
     Schema: ``erf(Tensor self) -> Tensor``
     """
-    return _call(_op_erf, (input,))
+    return _dispatch_erf((input,))
 
 def erf_(input):
     """In-place version of erf: The error function 2/sqrt(pi) * integral of exp(-t**2) from 0 to x, of each element.
 
     Schema: ``erf_(Tensor self) -> Tensor``
     """
-    return _call(_op_erf_, (input,))
+    return _dispatch_erf_((input,))
 
 def gelu(input, *, approximate='none'):
     """x * Phi(x), Phi the standard normal CDF; approximate="tanh" uses the tanh approximation.
 
     Schema: ``gelu(Tensor self, *, str approximate="none") -> Tensor``
     """
-    return _call(_op_gelu, (input, approximate))
+    return _dispatch_gelu((input, approximate))
 
 def gelu_(input, *, approximate='none'):
     """In-place version of gelu: x * Phi(x), Phi the standard normal CDF; approximate="tanh" uses the tanh approximation.
 
     Schema: ``gelu_(Tensor self, *, str approximate="none") -> Tensor``
     """
-    return _call(_op_gelu_, (input, approximate))
+    return _dispatch_gelu_((input, approximate))
 
 def gelu_backward(grad_output, input, *, approximate='none'):
     """The gradient of gelu for `grad_output` (differentiable, for higher-order gradients).
 
     Schema: ``gelu_backward(Tensor grad_output, Tensor self, *, str approximate="none") -> Tensor``
     """
-    return _call(_op_gelu_backward, (grad_output, input, approximate))
+    return _dispatch_gelu_backward((grad_output, input, approximate))
 
 def threshold_backward(grad_output, input, threshold):
     """`grad_output` where `self > threshold`, else 0 (relu's gradient, with self its result): one kernel where a backend has one, where(le(self, threshold), 0, grad_output) elsewhere (a NaN in self passes the gradient, as in torch).
 
     Schema: ``threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor``
     """
-    return _call(_op_threshold_backward, (grad_output, input, threshold))
+    return _dispatch_threshold_backward((grad_output, input, threshold))
 
 def silu(input):
     """x * sigmoid(x) (the swish activation).
 
     Schema: ``silu(Tensor self) -> Tensor``
     """
-    return _call(_op_silu, (input,))
+    return _dispatch_silu((input,))
 
 def silu_(input):
     """In-place version of silu: x * sigmoid(x) (the swish activation).
 
     Schema: ``silu_(Tensor self) -> Tensor``
     """
-    return _call(_op_silu_, (input,))
+    return _dispatch_silu_((input,))
 
 def silu_backward(grad_output, input):
     """The gradient of silu for `grad_output` (differentiable, for higher-order gradients).
 
     Schema: ``silu_backward(Tensor grad_output, Tensor self) -> Tensor``
     """
-    return _call(_op_silu_backward, (grad_output, input))
+    return _dispatch_silu_backward((grad_output, input))
 
 def softplus(input, beta=1, threshold=20):
     """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold.
 
     Schema: ``softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor``
     """
-    return _call(_op_softplus, (input, beta, threshold))
+    return _dispatch_softplus((input, beta, threshold))
 
 def leaky_relu(input, negative_slope=0.01):
     """x where x > 0, else negative_slope * x.
 
     Schema: ``leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor``
     """
-    return _call(_op_leaky_relu, (input, negative_slope))
+    return _dispatch_leaky_relu((input, negative_slope))
 
 def leaky_relu_(input, negative_slope=0.01):
     """In-place version of leaky_relu: x where x > 0, else negative_slope * x.
 
     Schema: ``leaky_relu_(Tensor self, Scalar negative_slope=0.01) -> Tensor``
     """
-    return _call(_op_leaky_relu_, (input, negative_slope))
+    return _dispatch_leaky_relu_((input, negative_slope))
 
 def elu(input, alpha=1, scale=1, input_scale=1):
     """scale * x where x > 0, else scale * alpha * (exp(input_scale * x) - 1).
 
     Schema: ``elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor``
     """
-    return _call(_op_elu, (input, alpha, scale, input_scale))
+    return _dispatch_elu((input, alpha, scale, input_scale))
 
 def elu_(input, alpha=1, scale=1, input_scale=1):
     """In-place version of elu: scale * x where x > 0, else scale * alpha * (exp(input_scale * x) - 1).
 
     Schema: ``elu_(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor``
     """
-    return _call(_op_elu_, (input, alpha, scale, input_scale))
+    return _dispatch_elu_((input, alpha, scale, input_scale))
 
 def hardtanh(input, min_val=-1, max_val=1):
     """x clamped to [min_val, max_val] (integers too).
 
     Schema: ``hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor``
     """
-    return _call(_op_hardtanh, (input, min_val, max_val))
+    return _dispatch_hardtanh((input, min_val, max_val))
 
 def hardtanh_(input, min_val=-1, max_val=1):
     """In-place version of hardtanh: x clamped to [min_val, max_val] (integers too).
 
     Schema: ``hardtanh_(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor``
     """
-    return _call(_op_hardtanh_, (input, min_val, max_val))
+    return _dispatch_hardtanh_((input, min_val, max_val))
 
 def mish(input):
     """x * tanh(softplus(x)).
 
     Schema: ``mish(Tensor self) -> Tensor``
     """
-    return _call(_op_mish, (input,))
+    return _dispatch_mish((input,))
 
 def mish_(input):
     """In-place version of mish: x * tanh(softplus(x)).
 
     Schema: ``mish_(Tensor self) -> Tensor``
     """
-    return _call(_op_mish_, (input,))
+    return _dispatch_mish_((input,))
 
 def hardswish(input):
     """x * relu6(x + 3) / 6.
 
     Schema: ``hardswish(Tensor self) -> Tensor``
     """
-    return _call(_op_hardswish, (input,))
+    return _dispatch_hardswish((input,))
 
 def hardswish_(input):
     """In-place version of hardswish: x * relu6(x + 3) / 6.
 
     Schema: ``hardswish_(Tensor self) -> Tensor``
     """
-    return _call(_op_hardswish_, (input,))
+    return _dispatch_hardswish_((input,))
 
 def hardsigmoid(input):
     """relu6(x + 3) / 6.
 
     Schema: ``hardsigmoid(Tensor self) -> Tensor``
     """
-    return _call(_op_hardsigmoid, (input,))
+    return _dispatch_hardsigmoid((input,))
 
 def hardsigmoid_(input):
     """In-place version of hardsigmoid: relu6(x + 3) / 6.
 
     Schema: ``hardsigmoid_(Tensor self) -> Tensor``
     """
-    return _call(_op_hardsigmoid_, (input,))
+    return _dispatch_hardsigmoid_((input,))
 
 def linear(input, weight, bias=None):
     """input @ weight.T + bias (torch.nn.functional.linear).
 
     Schema: ``linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor``
     """
-    return _call(_op_linear, (input, weight, bias))
+    return _dispatch_linear((input, weight, bias))
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-08):
     """The cosine of the angle between x1 and x2 along `dim` (broadcasting), norms clamped below by eps.
 
     Schema: ``cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor``
     """
-    return _call(_op_cosine_similarity, (x1, x2, dim, eps))
+    return _dispatch_cosine_similarity((x1, x2, dim, eps))
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False):
     """softmax(q @ k.T * scale + mask) @ v, with optional causal mask, dropout and grouped-query heads.
 
     Schema: ``scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor``
     """
-    return _call(_op_scaled_dot_product_attention, (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa))
+    return _dispatch_scaled_dot_product_attention((query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa))
 
 def _scaled_dot_product_attention_fused(query, key, value, is_causal=False, scale=1.0):
     """softmax(query @ key.T * scale, causally masked if asked) @ value, and those attention weights: scaled_dot_product_attention's path with no attn_mask, dropout or head grouping, on q, k, v of one batch shape.
 
     Schema: ``_scaled_dot_product_attention_fused(Tensor query, Tensor key, Tensor value, bool is_causal=False, float scale=1.) -> (Tensor output, Tensor attn)``
     """
-    return _tuple_new(_R__scaled_dot_product_attention_fused, _call(_op__scaled_dot_product_attention_fused, (query, key, value, is_causal, scale)))
+    return _tuple_new(_R__scaled_dot_product_attention_fused, _dispatch__scaled_dot_product_attention_fused((query, key, value, is_causal, scale)))
 
 def _scaled_dot_product_attention_fused_backward(grad_out, grad_attn, query, key, value, attn, scale, output_mask):
     """The gradients for query, key and value (those output_mask asks for) of _scaled_dot_product_attention_fused, given its output's gradient and/or its attention weights' (a double backward reaches them), from the saved weights.
 
     Schema: ``_scaled_dot_product_attention_fused_backward(Tensor? grad_out, Tensor? grad_attn, Tensor query, Tensor key, Tensor value, Tensor attn, float scale, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
     """
-    return _call(_op__scaled_dot_product_attention_fused_backward, (grad_out, grad_attn, query, key, value, attn, scale, output_mask))
+    return _dispatch__scaled_dot_product_attention_fused_backward((grad_out, grad_attn, query, key, value, attn, scale, output_mask))
 
 def mse_loss(input, target, reduction=1):
     """The squared error (self - target) ** 2, reduced.
 
     Schema: ``mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor``
     """
-    return _call(_op_mse_loss, (input, target, reduction))
+    return _dispatch_mse_loss((input, target, reduction))
 
 def l1_loss(input, target, reduction=1):
     """The absolute error |self - target|, reduced.
 
     Schema: ``l1_loss(Tensor self, Tensor target, int reduction=1) -> Tensor``
     """
-    return _call(_op_l1_loss, (input, target, reduction))
+    return _dispatch_l1_loss((input, target, reduction))
 
 def smooth_l1_loss(input, target, reduction=1, beta=1.0):
     """0.5 * d ** 2 / beta where |d| < beta, else |d| - 0.5 * beta (d = self - target), reduced.
 
     Schema: ``smooth_l1_loss(Tensor self, Tensor target, int reduction=1, float beta=1.) -> Tensor``
     """
-    return _call(_op_smooth_l1_loss, (input, target, reduction, beta))
+    return _dispatch_smooth_l1_loss((input, target, reduction, beta))
 
 def huber_loss(input, target, reduction=1, delta=1.0):
     """0.5 * d ** 2 where |d| <= delta, else delta * (|d| - 0.5 * delta) (d = self - target), reduced.
 
     Schema: ``huber_loss(Tensor self, Tensor target, int reduction=1, float delta=1.) -> Tensor``
     """
-    return _call(_op_huber_loss, (input, target, reduction, delta))
+    return _dispatch_huber_loss((input, target, reduction, delta))
 
 def binary_cross_entropy(input, target, weight=None, reduction=1):
     """-(target * log(self) + (1 - target) * log(1 - self)), logs clamped at -100, weighted and reduced.
 
     Schema: ``binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=1) -> Tensor``
     """
-    return _call(_op_binary_cross_entropy, (input, target, weight, reduction))
+    return _dispatch_binary_cross_entropy((input, target, weight, reduction))
 
 def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=1):
     """binary_cross_entropy of sigmoid(self), computed stably, with optional weight and pos_weight.
 
     Schema: ``binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=1) -> Tensor``
     """
-    return _call(_op_binary_cross_entropy_with_logits, (input, target, weight, pos_weight, reduction))
+    return _dispatch_binary_cross_entropy_with_logits((input, target, weight, pos_weight, reduction))
 
 def kl_div(input, target, reduction=1, *, log_target=False):
     """target * (log(target) - self) (self holds log-probabilities), reduced.
 
     Schema: ``kl_div(Tensor self, Tensor target, int reduction=1, *, bool log_target=False) -> Tensor``
     """
-    return _call(_op_kl_div, (input, target, reduction, log_target))
+    return _dispatch_kl_div((input, target, reduction, log_target))
 
 def nll_loss_nd(input, target, weight=None, reduction=1, ignore_index=-100):
     """The negative log-likelihood -self[n, target[n], ...] of class indices (class dim 1), weighted and reduced.
 
     Schema: ``nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100) -> Tensor``
     """
-    return _call(_op_nll_loss_nd, (input, target, weight, reduction, ignore_index))
+    return _dispatch_nll_loss_nd((input, target, weight, reduction, ignore_index))
 
 def nll_loss(input, target, weight=None, reduction=1, ignore_index=-100):
     """nll_loss_nd restricted to 1-D and 2-D inputs (ATen's nll_loss).
 
     Schema: ``nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100) -> Tensor``
     """
-    return _call(_op_nll_loss, (input, target, weight, reduction, ignore_index))
+    return _dispatch_nll_loss((input, target, weight, reduction, ignore_index))
 
 def cross_entropy_loss(input, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
     """nll_loss of log_softmax(self) for class indices, or -sum(target * log_softmax(self)) for class probabilities.
 
     Schema: ``cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100, float label_smoothing=0.) -> Tensor``
     """
-    return _call(_op_cross_entropy_loss, (input, target, weight, reduction, ignore_index, label_smoothing))
+    return _dispatch_cross_entropy_loss((input, target, weight, reduction, ignore_index, label_smoothing))
 
 def _cross_entropy_indices(input, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
     """cross_entropy_loss for class-index targets and the log_softmax it picks from (along the class dim), differentiable in `self` only (as torch's, whose weight has no gradient).
 
     Schema: ``_cross_entropy_indices(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100, float label_smoothing=0.) -> (Tensor output, Tensor log_probs)``
     """
-    return _tuple_new(_R__cross_entropy_indices, _call(_op__cross_entropy_indices, (input, target, weight, reduction, ignore_index, label_smoothing)))
+    return _tuple_new(_R__cross_entropy_indices, _dispatch__cross_entropy_indices((input, target, weight, reduction, ignore_index, label_smoothing)))
 
 def _cross_entropy_indices_backward(grad_output, log_probs, target, weight, reduction, ignore_index, label_smoothing):
     """The gradient of _cross_entropy_indices' loss with respect to `self`, from the log-probabilities it saved: log_softmax's backward of nll_loss's (and label smoothing's) in one kernel.
 
     Schema: ``_cross_entropy_indices_backward(Tensor grad_output, Tensor log_probs, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, float label_smoothing) -> Tensor``
     """
-    return _call(_op__cross_entropy_indices_backward, (grad_output, log_probs, target, weight, reduction, ignore_index, label_smoothing))
+    return _dispatch__cross_entropy_indices_backward((grad_output, log_probs, target, weight, reduction, ignore_index, label_smoothing))
 
 def _fused_adam_(input, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay=False):
     """One Adam (AdamW with decoupled_weight_decay) step of every tensor in `self`, in place: torch's single-tensor update, op for op; `state_steps` are incremented.
 
     Schema: ``_fused_adam_(Tensor(a!)[] self, Tensor[] grads, Tensor(b!)[] exp_avgs, Tensor(c!)[] exp_avg_sqs, Tensor(d!)[] max_exp_avg_sqs, Tensor(e!)[] state_steps, *, float lr, float beta1, float beta2, float weight_decay, float eps, bool amsgrad, bool maximize, bool decoupled_weight_decay=False) -> ()``
     """
-    return _call(_op__fused_adam_, (input, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay))
+    return _dispatch__fused_adam_((input, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay))
 
 def _fused_sgd_(input, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step):
     """One SGD step of every tensor in `self`, in place (momentum buffers too; `is_first_step` sets them to the gradient): torch's single-tensor update, op for op.
 
     Schema: ``_fused_sgd_(Tensor(a!)[] self, Tensor[] grads, Tensor(b!)[] momentum_buffer_list, *, float weight_decay, float momentum, float lr, float dampening, bool nesterov, bool maximize, bool is_first_step) -> ()``
     """
-    return _call(_op__fused_sgd_, (input, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step))
+    return _dispatch__fused_sgd_((input, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step))
 
 def _bind_bernoulli_p(input, p, *, generator=None):
     return (input, p, generator)
@@ -2940,14 +3318,14 @@ def bernoulli_(input, p=0.5, *, generator=None):
 
     Schema: ``bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)``
     """
-    return _call(_op_bernoulli__float, (input, p, generator))
+    return _dispatch_bernoulli__float((input, p, generator))
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):
     """Indices drawn from the categories weighted by self (1-d or 2-d rows), with or without replacement.
 
     Schema: ``multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor``
     """
-    return _call(_op_multinomial, (input, num_samples, replacement, generator))
+    return _dispatch_multinomial((input, num_samples, replacement, generator))
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     """A random permutation of 0..n-1 (int64 unless `dtype` is given).
@@ -2955,7 +3333,7 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     Schema: ``randperm(SymInt n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
     """
     device = _as_device(device)
-    out = _call(_op_randperm, (n, generator, dtype, device, requires_grad))
+    out = _dispatch_randperm((n, generator, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
 def dropout(input, p, train):
@@ -2963,91 +3341,91 @@ def dropout(input, p, train):
 
     Schema: ``dropout(Tensor input, float p, bool train) -> Tensor``
     """
-    return _call(_op_dropout, (input, p, train))
+    return _dispatch_dropout((input, p, train))
 
 def dropout_(input, p, train):
     """In-place version of dropout: Zeros each element with probability p and scales the rest by 1 / (1 - p) when `train`; the identity otherwise.
 
     Schema: ``dropout_(Tensor input, float p, bool train) -> Tensor``
     """
-    return _call(_op_dropout_, (input, p, train))
+    return _dispatch_dropout_((input, p, train))
 
 def native_dropout(input, p, train):
     """dropout returning (output, mask), the mask bool, True for kept elements.
 
     Schema: ``native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)``
     """
-    return _call(_op_native_dropout, (input, p, train))
+    return _dispatch_native_dropout((input, p, train))
 
 def linear_backward(input, grad_output, weight, output_mask):
     """Gradients of linear for input, weight and bias (None where output_mask is False); torch's op, with `self` (the input) and `weight` optional: only the weight's gradient reads the input and only the input's reads the weight. Without the weight, the bias's gradient is summed over all but the last dim (the engine reduces it to the bias's shape).
 
     Schema: ``linear_backward(Tensor? self, Tensor grad_output, Tensor? weight, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
     """
-    return _call(_op_linear_backward, (input, grad_output, weight, output_mask))
+    return _dispatch_linear_backward((input, grad_output, weight, output_mask))
 
 def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask):
     """Gradients of convolution for input, weight and bias (None where output_mask is False).
 
     Schema: ``convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
     """
-    return _call(_op_convolution_backward, (grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask))
+    return _dispatch_convolution_backward((grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask))
 
 def max_pool2d_with_indices_backward(grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices):
     """Gradient of max_pool2d_with_indices (each output's gradient to the input position its index names).
 
     Schema: ``max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor``
     """
-    return _call(_op_max_pool2d_with_indices_backward, (grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices))
+    return _dispatch_max_pool2d_with_indices_backward((grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices))
 
 def max_pool3d_with_indices_backward(grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices):
     """Gradient of max_pool3d_with_indices.
 
     Schema: ``max_pool3d_with_indices_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, int[3] dilation, bool ceil_mode, Tensor indices) -> Tensor``
     """
-    return _call(_op_max_pool3d_with_indices_backward, (grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices))
+    return _dispatch_max_pool3d_with_indices_backward((grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices))
 
 def avg_pool2d_backward(grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     """Gradient of avg_pool2d (each output's gradient over its divisor, added to its window).
 
     Schema: ``avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor``
     """
-    return _call(_op_avg_pool2d_backward, (grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
+    return _dispatch_avg_pool2d_backward((grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
 
 def avg_pool3d_backward(grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     """Gradient of avg_pool3d.
 
     Schema: ``avg_pool3d_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor``
     """
-    return _call(_op_avg_pool3d_backward, (grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
+    return _dispatch_avg_pool3d_backward((grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
 
 def _adaptive_avg_pool2d_backward(grad_output, input):
     """Gradient of _adaptive_avg_pool2d (each window's gradient spread evenly over it).
 
     Schema: ``_adaptive_avg_pool2d_backward(Tensor grad_output, Tensor self) -> Tensor``
     """
-    return _call(_op__adaptive_avg_pool2d_backward, (grad_output, input))
+    return _dispatch__adaptive_avg_pool2d_backward((grad_output, input))
 
 def _adaptive_avg_pool3d_backward(grad_output, input):
     """Gradient of _adaptive_avg_pool3d.
 
     Schema: ``_adaptive_avg_pool3d_backward(Tensor grad_output, Tensor self) -> Tensor``
     """
-    return _call(_op__adaptive_avg_pool3d_backward, (grad_output, input))
+    return _dispatch__adaptive_avg_pool3d_backward((grad_output, input))
 
 def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):
     """Gradients of native_layer_norm for input, weight and bias from the saved mean and rstd.
 
     Schema: ``native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
     """
-    return _call(_op_native_layer_norm_backward, (grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask))
+    return _dispatch_native_layer_norm_backward((grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask))
 
 def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
     """Gradients of native_group_norm (through its output) for input, weight and bias.
 
     Schema: ``native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
     """
-    return _call(_op_native_group_norm_backward, (grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask))
+    return _dispatch_native_group_norm_backward((grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask))
 
 def _bind__native_batch_norm_legit(input, weight, bias, running_mean, running_var, training, momentum, eps):
     return (input, weight, bias, running_mean, running_var, training, momentum, eps)
@@ -3072,77 +3450,77 @@ def _native_batch_norm_legit_no_training(input, weight, bias, running_mean, runn
 
     Schema: ``_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)``
     """
-    return _call(_op__native_batch_norm_legit_no_training, (input, weight, bias, running_mean, running_var, momentum, eps))
+    return _dispatch__native_batch_norm_legit_no_training((input, weight, bias, running_mean, running_var, momentum, eps))
 
 def col2im(input, output_size, kernel_size, dilation, padding, stride):
     """Sums columns of sliding blocks (N, C*kh*kw, L) back into an (N, C, H, W) image (fold).
 
     Schema: ``col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor``
     """
-    return _call(_op_col2im, (input, output_size, kernel_size, dilation, padding, stride))
+    return _dispatch_col2im((input, output_size, kernel_size, dilation, padding, stride))
 
 def im2col(input, kernel_size, dilation, padding, stride):
     """The sliding blocks of an (N, C, H, W) image as columns (N, C*kh*kw, L) (unfold).
 
     Schema: ``im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor``
     """
-    return _call(_op_im2col, (input, kernel_size, dilation, padding, stride))
+    return _dispatch_im2col((input, kernel_size, dilation, padding, stride))
 
 def max_pool3d_with_indices(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
     """3-d max pooling and the flat (d * H * W + h * W + w) index of each maximum in its input volume.
 
     Schema: ``max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)``
     """
-    return _call(_op_max_pool3d_with_indices, (input, kernel_size, stride, padding, dilation, ceil_mode))
+    return _dispatch_max_pool3d_with_indices((input, kernel_size, stride, padding, dilation, ceil_mode))
 
 def max_pool3d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
     """3-d max pooling (stride defaults to the kernel size).
 
     Schema: ``max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor``
     """
-    return _call(_op_max_pool3d, (input, kernel_size, stride, padding, dilation, ceil_mode))
+    return _dispatch_max_pool3d((input, kernel_size, stride, padding, dilation, ceil_mode))
 
 def avg_pool3d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True, divisor_override=None):
     """3-d average pooling (padding counted or not, or a fixed divisor).
 
     Schema: ``avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor``
     """
-    return _call(_op_avg_pool3d, (input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
+    return _dispatch_avg_pool3d((input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
 
 def _adaptive_avg_pool3d(input, output_size):
     """The kernel behind adaptive_avg_pool3d.
 
     Schema: ``_adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor``
     """
-    return _call(_op__adaptive_avg_pool3d, (input, output_size))
+    return _dispatch__adaptive_avg_pool3d((input, output_size))
 
 def adaptive_avg_pool3d(input, output_size):
     """3-d average pooling to a given output size (PyTorch's floor/ceil windows).
 
     Schema: ``adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor``
     """
-    return _call(_op_adaptive_avg_pool3d, (input, output_size))
+    return _dispatch_adaptive_avg_pool3d((input, output_size))
 
 def reflection_pad3d(input, padding):
     """Pads the last three dims with their reflection (the edge not repeated).
 
     Schema: ``reflection_pad3d(Tensor self, SymInt[6] padding) -> Tensor``
     """
-    return _call(_op_reflection_pad3d, (input, padding))
+    return _dispatch_reflection_pad3d((input, padding))
 
 def replication_pad3d(input, padding):
     """Pads the last three dims by repeating their edge values.
 
     Schema: ``replication_pad3d(Tensor self, SymInt[6] padding) -> Tensor``
     """
-    return _call(_op_replication_pad3d, (input, padding))
+    return _dispatch_replication_pad3d((input, padding))
 
 def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=-1):
     """Sums, means or maxima (mode 0/1/2) of the rows of `weight` at `indices`, one bag per offset, with offset2bag, bag_size and max_indices.
 
     Schema: ``_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)``
     """
-    return _call(_op__embedding_bag, (weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx))
+    return _dispatch__embedding_bag((weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx))
 
 def _bind_embedding_bag_padding_idx(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx):
     return (weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
@@ -3167,34 +3545,34 @@ def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners
 
     Schema: ``grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor``
     """
-    return _call(_op_grid_sampler_2d, (input, grid, interpolation_mode, padding_mode, align_corners))
+    return _dispatch_grid_sampler_2d((input, grid, interpolation_mode, padding_mode, align_corners))
 
 def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
     """grid_sampler_2d for 4-D inputs (the 5-D grid_sampler_3d is not implemented).
 
     Schema: ``grid_sampler(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor``
     """
-    return _call(_op_grid_sampler, (input, grid, interpolation_mode, padding_mode, align_corners))
+    return _dispatch_grid_sampler((input, grid, interpolation_mode, padding_mode, align_corners))
 
 def affine_grid_generator(theta, size, align_corners):
     """The sampling grid (N, H, W, 2) or (N, D, H, W, 3) of the affine maps `theta` (N, 2, 3) or (N, 3, 4) for an output of `size`.
 
     Schema: ``affine_grid_generator(Tensor theta, SymInt[] size, bool align_corners) -> Tensor``
     """
-    return _call(_op_affine_grid_generator, (theta, size, align_corners))
+    return _dispatch_affine_grid_generator((theta, size, align_corners))
 
 def argwhere(input):
     """The indices of the nonzero elements, one row per element (nonzero).
 
     Schema: ``argwhere(Tensor self) -> Tensor``
     """
-    return _call(_op_argwhere, (input,))
+    return _dispatch_argwhere((input,))
 
 def nonzero_numpy(input):
     """The indices of the nonzero elements as one 1-D tensor per dimension (nonzero(as_tuple=True)).
 
     Schema: ``nonzero_numpy(Tensor self) -> Tensor[]``
     """
-    return _call(_op_nonzero_numpy, (input,))
+    return _dispatch_nonzero_numpy((input,))
 
 __all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_embedding_bag', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_pdist_forward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_to_copy', 'abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv_transpose1d', 'conv_transpose2d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'cumprod', 'cumsum', 'diagonal', 'div', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'multinomial', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'nonzero', 'ones', 'ones_like', 'pdist', 'permute', 'pow', 'prod', 'rand', 'randint', 'randn', 'randperm', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'reshape', 'roll', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'transpose', 'tril', 'triu', 'trunc', 'trunc_', 'unbind', 'unsqueeze', 'var', 'var_mean', 'view', 'where', 'zero_', 'zeros', 'zeros_like']

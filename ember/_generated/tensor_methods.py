@@ -2,17 +2,18 @@
 
 from collections import namedtuple as _namedtuple
 
-_tuple_new = tuple.__new__
-from ember.dispatcher.dispatch import call as _call
+from ember.dispatcher.dispatch import caller_for as _caller_for
 from ember.dispatcher.operator import ALL_OPS as _OPS
 from ember.frontend.bindings_support import call_overload as _call_overload
 from ember.frontend.bindings_support import scalar_arg as _scalar_arg, size_arg as _size_arg
 from ember.frontend.device import as_device as _as_device
 
+_tuple_new = tuple.__new__
+
 # the op handles and result types of ember._generated.functions, shared (so Tensor.max and
 # ember.max return the same namedtuple type) and bound as globals of this module (fast lookup)
 from ember._generated import functions as _functions
-globals().update({k: v for k, v in vars(_functions).items() if k.startswith(("_op_", "_R_"))})
+globals().update({k: v for k, v in vars(_functions).items() if k.startswith(("_op_", "_dispatch_", "_R_"))})
 from ember.frontend.bindings_support import OPERAND_CLASSES as _OPERAND_CLASSES
 from ember.frontend.bindings_support import operand as _operand
 
@@ -27,882 +28,882 @@ class TensorMethods:
 
         Schema: ``add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
         """
-        return _call(_op_add_Tensor, (self, other, alpha))
+        return _dispatch_add_Tensor((self, other, alpha))
 
     def add_(self, other, *, alpha=1):
         """In-place version of add.Tensor: Adds `other`, scaled by `alpha`, to `self`, broadcasting both.
 
         Schema: ``add_.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
         """
-        return _call(_op_add__Tensor, (self, other, alpha))
+        return _dispatch_add__Tensor((self, other, alpha))
 
     def sub(self, other, *, alpha=1):
         """Subtracts `other`, scaled by `alpha`, from `self`.
 
         Schema: ``sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
         """
-        return _call(_op_sub_Tensor, (self, other, alpha))
+        return _dispatch_sub_Tensor((self, other, alpha))
 
     def sub_(self, other, *, alpha=1):
         """In-place version of sub.Tensor: Subtracts `other`, scaled by `alpha`, from `self`.
 
         Schema: ``sub_.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
         """
-        return _call(_op_sub__Tensor, (self, other, alpha))
+        return _dispatch_sub__Tensor((self, other, alpha))
 
     def mul(self, other):
         """Multiplies `self` by `other` elementwise.
 
         Schema: ``mul.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_mul_Tensor, (self, other))
+        return _dispatch_mul_Tensor((self, other))
 
     def mul_(self, other):
         """In-place version of mul.Tensor: Multiplies `self` by `other` elementwise.
 
         Schema: ``mul_.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_mul__Tensor, (self, other))
+        return _dispatch_mul__Tensor((self, other))
 
     def div(self, other, *, rounding_mode=None):
         """Divides `self` by `other`; rounding_mode None (true division), "trunc" or "floor".
 
         Schema: ``div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode=None) -> Tensor``
         """
-        return _call(_op_div_Tensor_mode, (self, other, rounding_mode))
+        return _dispatch_div_Tensor_mode((self, other, rounding_mode))
 
     def div_(self, other, *, rounding_mode=None):
         """In-place version of div.Tensor_mode: Divides `self` by `other`; rounding_mode None (true division), "trunc" or "floor".
 
         Schema: ``div_.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode=None) -> Tensor``
         """
-        return _call(_op_div__Tensor_mode, (self, other, rounding_mode))
+        return _dispatch_div__Tensor_mode((self, other, rounding_mode))
 
     def floor_divide(self, other):
         """Division rounded towards negative infinity (div with rounding_mode="floor").
 
         Schema: ``floor_divide(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_floor_divide, (self, other))
+        return _dispatch_floor_divide((self, other))
 
     def neg(self):
         """The negation of each element.
 
         Schema: ``neg(Tensor self) -> Tensor``
         """
-        return _call(_op_neg, (self,))
+        return _dispatch_neg((self,))
 
     def neg_(self):
         """In-place version of neg: The negation of each element.
 
         Schema: ``neg_(Tensor self) -> Tensor``
         """
-        return _call(_op_neg_, (self,))
+        return _dispatch_neg_((self,))
 
     def abs(self):
         """The absolute value of each element.
 
         Schema: ``abs(Tensor self) -> Tensor``
         """
-        return _call(_op_abs, (self,))
+        return _dispatch_abs((self,))
 
     def abs_(self):
         """In-place version of abs: The absolute value of each element.
 
         Schema: ``abs_(Tensor self) -> Tensor``
         """
-        return _call(_op_abs_, (self,))
+        return _dispatch_abs_((self,))
 
     def sign(self):
         """-1, 0 or 1 according to the sign of each element.
 
         Schema: ``sign(Tensor self) -> Tensor``
         """
-        return _call(_op_sign, (self,))
+        return _dispatch_sign((self,))
 
     def sign_(self):
         """In-place version of sign: -1, 0 or 1 according to the sign of each element.
 
         Schema: ``sign_(Tensor self) -> Tensor``
         """
-        return _call(_op_sign_, (self,))
+        return _dispatch_sign_((self,))
 
     def pow(self, exponent):
         """`self` raised to the power `exponent`, elementwise.
 
         Schema: ``pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor``
         """
-        return _call(_op_pow_Tensor_Tensor, (self, exponent))
+        return _dispatch_pow_Tensor_Tensor((self, exponent))
 
     def pow_(self, exponent):
         """In-place version of pow.Tensor_Tensor: `self` raised to the power `exponent`, elementwise.
 
         Schema: ``pow_.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor``
         """
-        return _call(_op_pow__Tensor_Tensor, (self, exponent))
+        return _dispatch_pow__Tensor_Tensor((self, exponent))
 
     def maximum(self, other):
         """The elementwise maximum; NaN if either element is NaN.
 
         Schema: ``maximum(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_maximum, (self, other))
+        return _dispatch_maximum((self, other))
 
     def minimum(self, other):
         """The elementwise minimum; NaN if either element is NaN.
 
         Schema: ``minimum(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_minimum, (self, other))
+        return _dispatch_minimum((self, other))
 
     def where(self, condition, other):
         """Elements of `self` where `condition` holds, else of `other`.
 
         Schema: ``where.self(Tensor condition, Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_where_self, (condition, self, other))
+        return _dispatch_where_self((condition, self, other))
 
     def clamp(self, min=None, max=None):
         """Limits each element to [min, max]; either bound may be omitted.
 
         Schema: ``clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor``
         """
-        return _call(_op_clamp_Tensor, (self, min, max))
+        return _dispatch_clamp_Tensor((self, min, max))
 
     def clamp_(self, min=None, max=None):
         """In-place version of clamp.Tensor: Limits each element to [min, max]; either bound may be omitted.
 
         Schema: ``clamp_.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor``
         """
-        return _call(_op_clamp__Tensor, (self, min, max))
+        return _dispatch_clamp__Tensor((self, min, max))
 
     def exp(self):
         """e raised to each element.
 
         Schema: ``exp(Tensor self) -> Tensor``
         """
-        return _call(_op_exp, (self,))
+        return _dispatch_exp((self,))
 
     def exp_(self):
         """In-place version of exp: e raised to each element.
 
         Schema: ``exp_(Tensor self) -> Tensor``
         """
-        return _call(_op_exp_, (self,))
+        return _dispatch_exp_((self,))
 
     def log(self):
         """The natural logarithm of each element.
 
         Schema: ``log(Tensor self) -> Tensor``
         """
-        return _call(_op_log, (self,))
+        return _dispatch_log((self,))
 
     def log_(self):
         """In-place version of log: The natural logarithm of each element.
 
         Schema: ``log_(Tensor self) -> Tensor``
         """
-        return _call(_op_log_, (self,))
+        return _dispatch_log_((self,))
 
     def sqrt(self):
         """The square root of each element.
 
         Schema: ``sqrt(Tensor self) -> Tensor``
         """
-        return _call(_op_sqrt, (self,))
+        return _dispatch_sqrt((self,))
 
     def sqrt_(self):
         """In-place version of sqrt: The square root of each element.
 
         Schema: ``sqrt_(Tensor self) -> Tensor``
         """
-        return _call(_op_sqrt_, (self,))
+        return _dispatch_sqrt_((self,))
 
     def rsqrt(self):
         """The reciprocal of the square root of each element.
 
         Schema: ``rsqrt(Tensor self) -> Tensor``
         """
-        return _call(_op_rsqrt, (self,))
+        return _dispatch_rsqrt((self,))
 
     def rsqrt_(self):
         """In-place version of rsqrt: The reciprocal of the square root of each element.
 
         Schema: ``rsqrt_(Tensor self) -> Tensor``
         """
-        return _call(_op_rsqrt_, (self,))
+        return _dispatch_rsqrt_((self,))
 
     def tanh(self):
         """The hyperbolic tangent of each element.
 
         Schema: ``tanh(Tensor self) -> Tensor``
         """
-        return _call(_op_tanh, (self,))
+        return _dispatch_tanh((self,))
 
     def tanh_(self):
         """In-place version of tanh: The hyperbolic tangent of each element.
 
         Schema: ``tanh_(Tensor self) -> Tensor``
         """
-        return _call(_op_tanh_, (self,))
+        return _dispatch_tanh_((self,))
 
     def sigmoid(self):
         """The logistic sigmoid 1 / (1 + exp(-x)) of each element.
 
         Schema: ``sigmoid(Tensor self) -> Tensor``
         """
-        return _call(_op_sigmoid, (self,))
+        return _dispatch_sigmoid((self,))
 
     def sigmoid_(self):
         """In-place version of sigmoid: The logistic sigmoid 1 / (1 + exp(-x)) of each element.
 
         Schema: ``sigmoid_(Tensor self) -> Tensor``
         """
-        return _call(_op_sigmoid_, (self,))
+        return _dispatch_sigmoid_((self,))
 
     def sin(self):
         """The sine of each element.
 
         Schema: ``sin(Tensor self) -> Tensor``
         """
-        return _call(_op_sin, (self,))
+        return _dispatch_sin((self,))
 
     def sin_(self):
         """In-place version of sin: The sine of each element.
 
         Schema: ``sin_(Tensor self) -> Tensor``
         """
-        return _call(_op_sin_, (self,))
+        return _dispatch_sin_((self,))
 
     def cos(self):
         """The cosine of each element.
 
         Schema: ``cos(Tensor self) -> Tensor``
         """
-        return _call(_op_cos, (self,))
+        return _dispatch_cos((self,))
 
     def cos_(self):
         """In-place version of cos: The cosine of each element.
 
         Schema: ``cos_(Tensor self) -> Tensor``
         """
-        return _call(_op_cos_, (self,))
+        return _dispatch_cos_((self,))
 
     def reciprocal(self):
         """The reciprocal 1 / x of each element.
 
         Schema: ``reciprocal(Tensor self) -> Tensor``
         """
-        return _call(_op_reciprocal, (self,))
+        return _dispatch_reciprocal((self,))
 
     def reciprocal_(self):
         """In-place version of reciprocal: The reciprocal 1 / x of each element.
 
         Schema: ``reciprocal_(Tensor self) -> Tensor``
         """
-        return _call(_op_reciprocal_, (self,))
+        return _dispatch_reciprocal_((self,))
 
     def log1p(self):
         """The natural logarithm of 1 + x, accurate for small x.
 
         Schema: ``log1p(Tensor self) -> Tensor``
         """
-        return _call(_op_log1p, (self,))
+        return _dispatch_log1p((self,))
 
     def log1p_(self):
         """In-place version of log1p: The natural logarithm of 1 + x, accurate for small x.
 
         Schema: ``log1p_(Tensor self) -> Tensor``
         """
-        return _call(_op_log1p_, (self,))
+        return _dispatch_log1p_((self,))
 
     def expm1(self):
         """exp(x) - 1, accurate for small x.
 
         Schema: ``expm1(Tensor self) -> Tensor``
         """
-        return _call(_op_expm1, (self,))
+        return _dispatch_expm1((self,))
 
     def expm1_(self):
         """In-place version of expm1: exp(x) - 1, accurate for small x.
 
         Schema: ``expm1_(Tensor self) -> Tensor``
         """
-        return _call(_op_expm1_, (self,))
+        return _dispatch_expm1_((self,))
 
     def log2(self):
         """The base-2 logarithm of each element.
 
         Schema: ``log2(Tensor self) -> Tensor``
         """
-        return _call(_op_log2, (self,))
+        return _dispatch_log2((self,))
 
     def log2_(self):
         """In-place version of log2: The base-2 logarithm of each element.
 
         Schema: ``log2_(Tensor self) -> Tensor``
         """
-        return _call(_op_log2_, (self,))
+        return _dispatch_log2_((self,))
 
     def log10(self):
         """The base-10 logarithm of each element.
 
         Schema: ``log10(Tensor self) -> Tensor``
         """
-        return _call(_op_log10, (self,))
+        return _dispatch_log10((self,))
 
     def log10_(self):
         """In-place version of log10: The base-10 logarithm of each element.
 
         Schema: ``log10_(Tensor self) -> Tensor``
         """
-        return _call(_op_log10_, (self,))
+        return _dispatch_log10_((self,))
 
     def exp2(self):
         """2 raised to each element.
 
         Schema: ``exp2(Tensor self) -> Tensor``
         """
-        return _call(_op_exp2, (self,))
+        return _dispatch_exp2((self,))
 
     def exp2_(self):
         """In-place version of exp2: 2 raised to each element.
 
         Schema: ``exp2_(Tensor self) -> Tensor``
         """
-        return _call(_op_exp2_, (self,))
+        return _dispatch_exp2_((self,))
 
     def sinh(self):
         """The hyperbolic sine of each element.
 
         Schema: ``sinh(Tensor self) -> Tensor``
         """
-        return _call(_op_sinh, (self,))
+        return _dispatch_sinh((self,))
 
     def sinh_(self):
         """In-place version of sinh: The hyperbolic sine of each element.
 
         Schema: ``sinh_(Tensor self) -> Tensor``
         """
-        return _call(_op_sinh_, (self,))
+        return _dispatch_sinh_((self,))
 
     def cosh(self):
         """The hyperbolic cosine of each element.
 
         Schema: ``cosh(Tensor self) -> Tensor``
         """
-        return _call(_op_cosh, (self,))
+        return _dispatch_cosh((self,))
 
     def cosh_(self):
         """In-place version of cosh: The hyperbolic cosine of each element.
 
         Schema: ``cosh_(Tensor self) -> Tensor``
         """
-        return _call(_op_cosh_, (self,))
+        return _dispatch_cosh_((self,))
 
     def asin(self):
         """The arcsine of each element.
 
         Schema: ``asin(Tensor self) -> Tensor``
         """
-        return _call(_op_asin, (self,))
+        return _dispatch_asin((self,))
 
     def asin_(self):
         """In-place version of asin: The arcsine of each element.
 
         Schema: ``asin_(Tensor self) -> Tensor``
         """
-        return _call(_op_asin_, (self,))
+        return _dispatch_asin_((self,))
 
     def acos(self):
         """The arccosine of each element.
 
         Schema: ``acos(Tensor self) -> Tensor``
         """
-        return _call(_op_acos, (self,))
+        return _dispatch_acos((self,))
 
     def acos_(self):
         """In-place version of acos: The arccosine of each element.
 
         Schema: ``acos_(Tensor self) -> Tensor``
         """
-        return _call(_op_acos_, (self,))
+        return _dispatch_acos_((self,))
 
     def atan(self):
         """The arctangent of each element.
 
         Schema: ``atan(Tensor self) -> Tensor``
         """
-        return _call(_op_atan, (self,))
+        return _dispatch_atan((self,))
 
     def atan_(self):
         """In-place version of atan: The arctangent of each element.
 
         Schema: ``atan_(Tensor self) -> Tensor``
         """
-        return _call(_op_atan_, (self,))
+        return _dispatch_atan_((self,))
 
     def asinh(self):
         """The inverse hyperbolic sine of each element.
 
         Schema: ``asinh(Tensor self) -> Tensor``
         """
-        return _call(_op_asinh, (self,))
+        return _dispatch_asinh((self,))
 
     def asinh_(self):
         """In-place version of asinh: The inverse hyperbolic sine of each element.
 
         Schema: ``asinh_(Tensor self) -> Tensor``
         """
-        return _call(_op_asinh_, (self,))
+        return _dispatch_asinh_((self,))
 
     def acosh(self):
         """The inverse hyperbolic cosine of each element.
 
         Schema: ``acosh(Tensor self) -> Tensor``
         """
-        return _call(_op_acosh, (self,))
+        return _dispatch_acosh((self,))
 
     def acosh_(self):
         """In-place version of acosh: The inverse hyperbolic cosine of each element.
 
         Schema: ``acosh_(Tensor self) -> Tensor``
         """
-        return _call(_op_acosh_, (self,))
+        return _dispatch_acosh_((self,))
 
     def atanh(self):
         """The inverse hyperbolic tangent of each element.
 
         Schema: ``atanh(Tensor self) -> Tensor``
         """
-        return _call(_op_atanh, (self,))
+        return _dispatch_atanh((self,))
 
     def atanh_(self):
         """In-place version of atanh: The inverse hyperbolic tangent of each element.
 
         Schema: ``atanh_(Tensor self) -> Tensor``
         """
-        return _call(_op_atanh_, (self,))
+        return _dispatch_atanh_((self,))
 
     def tan(self):
         """The tangent of each element.
 
         Schema: ``tan(Tensor self) -> Tensor``
         """
-        return _call(_op_tan, (self,))
+        return _dispatch_tan((self,))
 
     def tan_(self):
         """In-place version of tan: The tangent of each element.
 
         Schema: ``tan_(Tensor self) -> Tensor``
         """
-        return _call(_op_tan_, (self,))
+        return _dispatch_tan_((self,))
 
     def square(self):
         """The square of each element (bool is squared as int64, as in PyTorch).
 
         Schema: ``square(Tensor self) -> Tensor``
         """
-        return _call(_op_square, (self,))
+        return _dispatch_square((self,))
 
     def square_(self):
         """In-place version of square: The square of each element (bool is squared as int64, as in PyTorch).
 
         Schema: ``square_(Tensor self) -> Tensor``
         """
-        return _call(_op_square_, (self,))
+        return _dispatch_square_((self,))
 
     def floor(self):
         """The largest integer not greater than each element.
 
         Schema: ``floor(Tensor self) -> Tensor``
         """
-        return _call(_op_floor, (self,))
+        return _dispatch_floor((self,))
 
     def floor_(self):
         """In-place version of floor: The largest integer not greater than each element.
 
         Schema: ``floor_(Tensor self) -> Tensor``
         """
-        return _call(_op_floor_, (self,))
+        return _dispatch_floor_((self,))
 
     def ceil(self):
         """The smallest integer not less than each element.
 
         Schema: ``ceil(Tensor self) -> Tensor``
         """
-        return _call(_op_ceil, (self,))
+        return _dispatch_ceil((self,))
 
     def ceil_(self):
         """In-place version of ceil: The smallest integer not less than each element.
 
         Schema: ``ceil_(Tensor self) -> Tensor``
         """
-        return _call(_op_ceil_, (self,))
+        return _dispatch_ceil_((self,))
 
     def round(self):
         """Each element rounded to the nearest integer, ties to even (decimals=0).
 
         Schema: ``round(Tensor self) -> Tensor``
         """
-        return _call(_op_round, (self,))
+        return _dispatch_round((self,))
 
     def round_(self):
         """In-place version of round: Each element rounded to the nearest integer, ties to even (decimals=0).
 
         Schema: ``round_(Tensor self) -> Tensor``
         """
-        return _call(_op_round_, (self,))
+        return _dispatch_round_((self,))
 
     def trunc(self):
         """Each element rounded towards zero.
 
         Schema: ``trunc(Tensor self) -> Tensor``
         """
-        return _call(_op_trunc, (self,))
+        return _dispatch_trunc((self,))
 
     def trunc_(self):
         """In-place version of trunc: Each element rounded towards zero.
 
         Schema: ``trunc_(Tensor self) -> Tensor``
         """
-        return _call(_op_trunc_, (self,))
+        return _dispatch_trunc_((self,))
 
     def frac(self):
         """The fractional part x - trunc(x) of each element.
 
         Schema: ``frac(Tensor self) -> Tensor``
         """
-        return _call(_op_frac, (self,))
+        return _dispatch_frac((self,))
 
     def frac_(self):
         """In-place version of frac: The fractional part x - trunc(x) of each element.
 
         Schema: ``frac_(Tensor self) -> Tensor``
         """
-        return _call(_op_frac_, (self,))
+        return _dispatch_frac_((self,))
 
     def atan2(self, other):
         """The angle atan(self / other) in (-pi, pi], by the signs of both.
 
         Schema: ``atan2(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_atan2, (self, other))
+        return _dispatch_atan2((self, other))
 
     def atan2_(self, other):
         """In-place version of atan2: The angle atan(self / other) in (-pi, pi], by the signs of both.
 
         Schema: ``atan2_(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_atan2_, (self, other))
+        return _dispatch_atan2_((self, other))
 
     def fmod(self, other):
         """The remainder of division rounded towards zero (the sign of `self`), as C's fmod.
 
         Schema: ``fmod.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_fmod_Tensor, (self, other))
+        return _dispatch_fmod_Tensor((self, other))
 
     def fmod_(self, other):
         """In-place version of fmod.Tensor: The remainder of division rounded towards zero (the sign of `self`), as C's fmod.
 
         Schema: ``fmod_.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_fmod__Tensor, (self, other))
+        return _dispatch_fmod__Tensor((self, other))
 
     def remainder(self, other):
         """The remainder of division rounded towards negative infinity (the sign of `other`), as Python's %.
 
         Schema: ``remainder.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_remainder_Tensor, (self, other))
+        return _dispatch_remainder_Tensor((self, other))
 
     def remainder_(self, other):
         """In-place version of remainder.Tensor: The remainder of division rounded towards negative infinity (the sign of `other`), as Python's %.
 
         Schema: ``remainder_.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_remainder__Tensor, (self, other))
+        return _dispatch_remainder__Tensor((self, other))
 
     def hypot(self, other):
         """sqrt(self ** 2 + other ** 2), elementwise, without undue overflow.
 
         Schema: ``hypot(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_hypot, (self, other))
+        return _dispatch_hypot((self, other))
 
     def hypot_(self, other):
         """In-place version of hypot: sqrt(self ** 2 + other ** 2), elementwise, without undue overflow.
 
         Schema: ``hypot_(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_hypot_, (self, other))
+        return _dispatch_hypot_((self, other))
 
     def relu(self):
         """max(x, 0) of each element.
 
         Schema: ``relu(Tensor self) -> Tensor``
         """
-        return _call(_op_relu, (self,))
+        return _dispatch_relu((self,))
 
     def relu_(self):
         """In-place version of relu: max(x, 0) of each element.
 
         Schema: ``relu_(Tensor self) -> Tensor``
         """
-        return _call(_op_relu_, (self,))
+        return _dispatch_relu_((self,))
 
     def eq(self, other):
         """True where `self` equals `other`.
 
         Schema: ``eq.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_eq_Tensor, (self, other))
+        return _dispatch_eq_Tensor((self, other))
 
     def eq_(self, other):
         """In-place version of eq.Tensor: True where `self` equals `other`.
 
         Schema: ``eq_.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_eq__Tensor, (self, other))
+        return _dispatch_eq__Tensor((self, other))
 
     def ne(self, other):
         """True where `self` differs from `other`.
 
         Schema: ``ne.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_ne_Tensor, (self, other))
+        return _dispatch_ne_Tensor((self, other))
 
     def ne_(self, other):
         """In-place version of ne.Tensor: True where `self` differs from `other`.
 
         Schema: ``ne_.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_ne__Tensor, (self, other))
+        return _dispatch_ne__Tensor((self, other))
 
     def lt(self, other):
         """True where `self` < `other`.
 
         Schema: ``lt.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_lt_Tensor, (self, other))
+        return _dispatch_lt_Tensor((self, other))
 
     def lt_(self, other):
         """In-place version of lt.Tensor: True where `self` < `other`.
 
         Schema: ``lt_.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_lt__Tensor, (self, other))
+        return _dispatch_lt__Tensor((self, other))
 
     def le(self, other):
         """True where `self` <= `other`.
 
         Schema: ``le.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_le_Tensor, (self, other))
+        return _dispatch_le_Tensor((self, other))
 
     def le_(self, other):
         """In-place version of le.Tensor: True where `self` <= `other`.
 
         Schema: ``le_.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_le__Tensor, (self, other))
+        return _dispatch_le__Tensor((self, other))
 
     def gt(self, other):
         """True where `self` > `other`.
 
         Schema: ``gt.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_gt_Tensor, (self, other))
+        return _dispatch_gt_Tensor((self, other))
 
     def gt_(self, other):
         """In-place version of gt.Tensor: True where `self` > `other`.
 
         Schema: ``gt_.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_gt__Tensor, (self, other))
+        return _dispatch_gt__Tensor((self, other))
 
     def ge(self, other):
         """True where `self` >= `other`.
 
         Schema: ``ge.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_ge_Tensor, (self, other))
+        return _dispatch_ge_Tensor((self, other))
 
     def ge_(self, other):
         """In-place version of ge.Tensor: True where `self` >= `other`.
 
         Schema: ``ge_.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_ge__Tensor, (self, other))
+        return _dispatch_ge__Tensor((self, other))
 
     def logical_not(self):
         """True where `self` is zero (False).
 
         Schema: ``logical_not(Tensor self) -> Tensor``
         """
-        return _call(_op_logical_not, (self,))
+        return _dispatch_logical_not((self,))
 
     def logical_not_(self):
         """In-place version of logical_not: True where `self` is zero (False).
 
         Schema: ``logical_not_(Tensor self) -> Tensor``
         """
-        return _call(_op_logical_not_, (self,))
+        return _dispatch_logical_not_((self,))
 
     def logical_and(self, other):
         """True where both are nonzero (True).
 
         Schema: ``logical_and(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_logical_and, (self, other))
+        return _dispatch_logical_and((self, other))
 
     def logical_and_(self, other):
         """In-place version of logical_and: True where both are nonzero (True).
 
         Schema: ``logical_and_(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_logical_and_, (self, other))
+        return _dispatch_logical_and_((self, other))
 
     def logical_or(self, other):
         """True where either is nonzero (True).
 
         Schema: ``logical_or(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_logical_or, (self, other))
+        return _dispatch_logical_or((self, other))
 
     def logical_or_(self, other):
         """In-place version of logical_or: True where either is nonzero (True).
 
         Schema: ``logical_or_(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_logical_or_, (self, other))
+        return _dispatch_logical_or_((self, other))
 
     def logical_xor(self, other):
         """True where exactly one is nonzero (True).
 
         Schema: ``logical_xor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_logical_xor, (self, other))
+        return _dispatch_logical_xor((self, other))
 
     def logical_xor_(self, other):
         """In-place version of logical_xor: True where exactly one is nonzero (True).
 
         Schema: ``logical_xor_(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_logical_xor_, (self, other))
+        return _dispatch_logical_xor_((self, other))
 
     def bitwise_and(self, other):
         """The bitwise AND of integer or bool elements (logical AND for bool).
 
         Schema: ``bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_bitwise_and_Tensor, (self, other))
+        return _dispatch_bitwise_and_Tensor((self, other))
 
     def bitwise_and_(self, other):
         """In-place version of bitwise_and.Tensor: The bitwise AND of integer or bool elements (logical AND for bool).
 
         Schema: ``bitwise_and_.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_bitwise_and__Tensor, (self, other))
+        return _dispatch_bitwise_and__Tensor((self, other))
 
     def bitwise_or(self, other):
         """The bitwise OR of integer or bool elements (logical OR for bool).
 
         Schema: ``bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_bitwise_or_Tensor, (self, other))
+        return _dispatch_bitwise_or_Tensor((self, other))
 
     def bitwise_or_(self, other):
         """In-place version of bitwise_or.Tensor: The bitwise OR of integer or bool elements (logical OR for bool).
 
         Schema: ``bitwise_or_.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_bitwise_or__Tensor, (self, other))
+        return _dispatch_bitwise_or__Tensor((self, other))
 
     def bitwise_xor(self, other):
         """The bitwise XOR of integer or bool elements (logical XOR for bool).
 
         Schema: ``bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_bitwise_xor_Tensor, (self, other))
+        return _dispatch_bitwise_xor_Tensor((self, other))
 
     def bitwise_xor_(self, other):
         """In-place version of bitwise_xor.Tensor: The bitwise XOR of integer or bool elements (logical XOR for bool).
 
         Schema: ``bitwise_xor_.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_bitwise_xor__Tensor, (self, other))
+        return _dispatch_bitwise_xor__Tensor((self, other))
 
     def bitwise_not(self):
         """The bitwise NOT of integer or bool elements (logical NOT for bool).
 
         Schema: ``bitwise_not(Tensor self) -> Tensor``
         """
-        return _call(_op_bitwise_not, (self,))
+        return _dispatch_bitwise_not((self,))
 
     def bitwise_not_(self):
         """In-place version of bitwise_not: The bitwise NOT of integer or bool elements (logical NOT for bool).
 
         Schema: ``bitwise_not_(Tensor self) -> Tensor``
         """
-        return _call(_op_bitwise_not_, (self,))
+        return _dispatch_bitwise_not_((self,))
 
     def isnan(self):
         """True where an element is NaN.
 
         Schema: ``isnan(Tensor self) -> Tensor``
         """
-        return _call(_op_isnan, (self,))
+        return _dispatch_isnan((self,))
 
     def isinf(self):
         """True where an element is positive or negative infinity.
 
         Schema: ``isinf(Tensor self) -> Tensor``
         """
-        return _call(_op_isinf, (self,))
+        return _dispatch_isinf((self,))
 
     def isfinite(self):
         """True where an element is neither NaN nor infinite.
 
         Schema: ``isfinite(Tensor self) -> Tensor``
         """
-        return _call(_op_isfinite, (self,))
+        return _dispatch_isfinite((self,))
 
     def signbit(self):
         """True where an element's sign bit is set (negative numbers, -0.0).
 
         Schema: ``signbit(Tensor self) -> Tensor``
         """
-        return _call(_op_signbit, (self,))
+        return _dispatch_signbit((self,))
 
     def sum(self, dim=None, keepdim=False, *, dtype=None):
         """The sum over `dim` (all dimensions when None); integers and bools sum to int64.
 
         Schema: ``sum.dim_IntList(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``
         """
-        return _call(_op_sum_dim_IntList, (self, dim, keepdim, dtype))
+        return _dispatch_sum_dim_IntList((self, dim, keepdim, dtype))
 
     def mean(self, dim=None, keepdim=False, *, dtype=None):
         """The mean over `dim` (all dimensions when None); needs a floating-point dtype.
 
         Schema: ``mean.dim(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``
         """
-        return _call(_op_mean_dim, (self, dim, keepdim, dtype))
+        return _dispatch_mean_dim((self, dim, keepdim, dtype))
 
     def amax(self, dim=(), keepdim=False):
         """The maximum over `dim` (all when empty); the gradient is shared evenly among ties.
 
         Schema: ``amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor``
         """
-        return _call(_op_amax, (self, dim, keepdim))
+        return _dispatch_amax((self, dim, keepdim))
 
     def amin(self, dim=(), keepdim=False):
         """The minimum over `dim` (all when empty); the gradient is shared evenly among ties.
 
         Schema: ``amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor``
         """
-        return _call(_op_amin, (self, dim, keepdim))
+        return _dispatch_amin((self, dim, keepdim))
 
     @staticmethod
     def _bind_max_dim(self, dim, keepdim=False):
@@ -933,35 +934,35 @@ class TensorMethods:
 
         Schema: ``argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor``
         """
-        return _call(_op_argmax, (self, dim, keepdim))
+        return _dispatch_argmax((self, dim, keepdim))
 
     def argmin(self, dim=None, keepdim=False):
         """The index of the first minimum along `dim` (of the flattened tensor when None).
 
         Schema: ``argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor``
         """
-        return _call(_op_argmin, (self, dim, keepdim))
+        return _dispatch_argmin((self, dim, keepdim))
 
     def softmax(self, dim, dtype=None):
         """exp(x) / sum(exp(x)) along `dim`, computed stably.
 
         Schema: ``softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor``
         """
-        return _call(_op_softmax_int, (self, dim, dtype))
+        return _dispatch_softmax_int((self, dim, dtype))
 
     def log_softmax(self, dim, dtype=None):
         """log(softmax(x)) along `dim`, computed stably.
 
         Schema: ``log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor``
         """
-        return _call(_op_log_softmax_int, (self, dim, dtype))
+        return _dispatch_log_softmax_int((self, dim, dtype))
 
     def as_strided(self, size, stride, storage_offset=None):
         """A view with the given sizes, strides and storage offset (the primitive behind every view).
 
         Schema: ``as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)``
         """
-        return _call(_op_as_strided, (self, size, stride, storage_offset))
+        return _dispatch_as_strided((self, size, stride, storage_offset))
 
     def view(self, *size, **size_kw):
         """The same data with a new shape; fails when the strides do not allow a view.
@@ -969,7 +970,7 @@ class TensorMethods:
         Schema: ``view(Tensor(a) self, SymInt[] size) -> Tensor(a)``
         """
         size = _size_arg(size, size_kw, 'view', 'size')
-        return _call(_op_view, (self, size))
+        return _dispatch_view((self, size))
 
     def reshape(self, *shape, **shape_kw):
         """A view with the new shape when the strides allow one, else a copy.
@@ -977,7 +978,7 @@ class TensorMethods:
         Schema: ``reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)``
         """
         shape = _size_arg(shape, shape_kw, 'reshape', 'shape')
-        return _call(_op_reshape, (self, shape))
+        return _dispatch_reshape((self, shape))
 
     def permute(self, *dims, **dims_kw):
         """A view with the dimensions reordered.
@@ -985,21 +986,21 @@ class TensorMethods:
         Schema: ``permute(Tensor(a) self, int[] dims) -> Tensor(a)``
         """
         dims = _size_arg(dims, dims_kw, 'permute', 'dims')
-        return _call(_op_permute, (self, dims))
+        return _dispatch_permute((self, dims))
 
     def transpose(self, dim0, dim1):
         """A view with `dim0` and `dim1` swapped.
 
         Schema: ``transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)``
         """
-        return _call(_op_transpose_int, (self, dim0, dim1))
+        return _dispatch_transpose_int((self, dim0, dim1))
 
     def t(self):
         """Transposes a tensor of at most 2 dimensions.
 
         Schema: ``t(Tensor(a) self) -> Tensor(a)``
         """
-        return _call(_op_t, (self,))
+        return _dispatch_t((self,))
 
     def expand(self, *size, **size_kw):
         """A broadcast view with size-1 dimensions repeated (stride 0); -1 keeps a size.
@@ -1007,133 +1008,133 @@ class TensorMethods:
         Schema: ``expand(Tensor(a) self, SymInt[] size) -> Tensor(a)``
         """
         size = _size_arg(size, size_kw, 'expand', 'size')
-        return _call(_op_expand, (self, size))
+        return _dispatch_expand((self, size))
 
     def squeeze(self, dim=None):
         """A view without the size-1 dimensions in `dim` (all of them when None).
 
         Schema: ``squeeze.dims(Tensor(a) self, int[]? dim=None) -> Tensor(a)``
         """
-        return _call(_op_squeeze_dims, (self, dim))
+        return _dispatch_squeeze_dims((self, dim))
 
     def unsqueeze(self, dim):
         """A view with a size-1 dimension inserted at `dim`.
 
         Schema: ``unsqueeze(Tensor(a) self, int dim) -> Tensor(a)``
         """
-        return _call(_op_unsqueeze, (self, dim))
+        return _dispatch_unsqueeze((self, dim))
 
     def select(self, dim, index):
         """A view of the slice at `index` along `dim`, which is removed (the `t[i]` of indexing).
 
         Schema: ``select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)``
         """
-        return _call(_op_select_int, (self, dim, index))
+        return _dispatch_select_int((self, dim, index))
 
     def contiguous(self):
         """`self` when already contiguous, else a contiguous copy.
 
         Schema: ``contiguous(Tensor(a) self) -> Tensor(a)``
         """
-        return _call(_op_contiguous, (self,))
+        return _dispatch_contiguous((self,))
 
     def clone(self):
         """A copy of `self` in new, contiguous memory.
 
         Schema: ``clone(Tensor self) -> Tensor``
         """
-        return _call(_op_clone, (self,))
+        return _dispatch_clone((self,))
 
     def slice_scatter(self, src, dim=0, start=None, end=None, step=1):
         """A copy of `self` with the slice start:end:step along `dim` replaced by `src`.
 
         Schema: ``slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor``
         """
-        return _call(_op_slice_scatter, (self, src, dim, start, end, step))
+        return _dispatch_slice_scatter((self, src, dim, start, end, step))
 
     def select_scatter(self, src, dim, index):
         """A copy of `self` with the slice at `index` along `dim` replaced by `src`.
 
         Schema: ``select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor``
         """
-        return _call(_op_select_scatter, (self, src, dim, index))
+        return _dispatch_select_scatter((self, src, dim, index))
 
     def as_strided_scatter(self, src, size, stride, storage_offset=None):
         """A copy of `self` (contiguous) with the strided window replaced by `src`.
 
         Schema: ``as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor``
         """
-        return _call(_op_as_strided_scatter, (self, src, size, stride, storage_offset))
+        return _dispatch_as_strided_scatter((self, src, size, stride, storage_offset))
 
     def copy_(self, src, non_blocking=False):
         """Copies `src` into `self`, broadcasting and converting dtype and device.
 
         Schema: ``copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)``
         """
-        return _call(_op_copy_, (self, src, non_blocking))
+        return _dispatch_copy_((self, src, non_blocking))
 
     def fill_(self, value):
         """Fills `self` with `value`.
 
         Schema: ``fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)``
         """
-        return _call(_op_fill__Scalar, (self, value))
+        return _dispatch_fill__Scalar((self, value))
 
     def zero_(self):
         """Fills `self` with zeros (fill_ with 0).
 
         Schema: ``zero_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _call(_op_zero_, (self,))
+        return _dispatch_zero_((self,))
 
     def mm(self, mat2):
         """The matrix product of two 2-D tensors.
 
         Schema: ``mm(Tensor self, Tensor mat2) -> Tensor``
         """
-        return _call(_op_mm, (self, mat2))
+        return _dispatch_mm((self, mat2))
 
     def bmm(self, mat2):
         """The batched matrix product of two 3-D tensors.
 
         Schema: ``bmm(Tensor self, Tensor mat2) -> Tensor``
         """
-        return _call(_op_bmm, (self, mat2))
+        return _dispatch_bmm((self, mat2))
 
     def matmul(self, other):
         """The matrix product with NumPy's broadcasting rules, from 1-D to N-D.
 
         Schema: ``matmul(Tensor self, Tensor other) -> Tensor``
         """
-        return _call(_op_matmul, (self, other))
+        return _dispatch_matmul((self, other))
 
     def addmm(self, mat1, mat2, *, beta=1, alpha=1):
         """beta * self + alpha * (mat1 @ mat2).
 
         Schema: ``addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor``
         """
-        return _call(_op_addmm, (self, mat1, mat2, beta, alpha))
+        return _dispatch_addmm((self, mat1, mat2, beta, alpha))
 
     def uniform_(self, from_=0, to=1, *, generator=None):
         """Fills `self` with numbers drawn uniformly from [from, to) (Philox).
 
         Schema: ``uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)``
         """
-        return _call(_op_uniform_, (self, from_, to, generator))
+        return _dispatch_uniform_((self, from_, to, generator))
 
     def normal_(self, mean=0, std=1, *, generator=None):
         """Fills `self` with numbers from a normal distribution (Philox, Box-Muller).
 
         Schema: ``normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)``
         """
-        return _call(_op_normal_, (self, mean, std, generator))
+        return _dispatch_normal_((self, mean, std, generator))
 
     def random_(self, from_, to, *, generator=None):
         """Fills `self` with integers drawn uniformly from [from, to) (Philox).
 
         Schema: ``random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)``
         """
-        return _call(_op_random__from, (self, from_, to, generator))
+        return _dispatch_random__from((self, from_, to, generator))
 
     @staticmethod
     def _bind_sort_stable(self, *, stable, dim=-1, descending=False):
@@ -1164,35 +1165,35 @@ class TensorMethods:
 
         Schema: ``topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)``
         """
-        return _tuple_new(_R_topk, _call(_op_topk, (self, k, dim, largest, sorted)))
+        return _tuple_new(_R_topk, _dispatch_topk((self, k, dim, largest, sorted)))
 
     def cumsum(self, dim, *, dtype=None):
         """Cumulative sums along `dim`; integers and bools accumulate in int64.
 
         Schema: ``cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
         """
-        return _call(_op_cumsum, (self, dim, dtype))
+        return _dispatch_cumsum((self, dim, dtype))
 
     def cumsum_(self, dim, *, dtype=None):
         """In-place version of cumsum: Cumulative sums along `dim`; integers and bools accumulate in int64.
 
         Schema: ``cumsum_(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
         """
-        return _call(_op_cumsum_, (self, dim, dtype))
+        return _dispatch_cumsum_((self, dim, dtype))
 
     def cumprod(self, dim, *, dtype=None):
         """Cumulative products along `dim` (a log-depth scan of products; exact gradients through zeros).
 
         Schema: ``cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
         """
-        return _call(_op_cumprod, (self, dim, dtype))
+        return _dispatch_cumprod((self, dim, dtype))
 
     def cumprod_(self, dim, *, dtype=None):
         """In-place version of cumprod: Cumulative products along `dim` (a log-depth scan of products; exact gradients through zeros).
 
         Schema: ``cumprod_(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
         """
-        return _call(_op_cumprod_, (self, dim, dtype))
+        return _dispatch_cumprod_((self, dim, dtype))
 
     @staticmethod
     def _bind_prod_dim_int(self, dim, keepdim=False, *, dtype=None):
@@ -1211,7 +1212,7 @@ class TensorMethods:
 
         Schema: ``logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor``
         """
-        return _call(_op_logsumexp, (self, dim, keepdim))
+        return _dispatch_logsumexp((self, dim, keepdim))
 
     @staticmethod
     def _bind_any_dim(self, dim, keepdim=False):
@@ -1287,42 +1288,42 @@ class TensorMethods:
         Schema: ``flip(Tensor self, int[] dims) -> Tensor``
         """
         dims = _size_arg(dims, dims_kw, 'flip', 'dims')
-        return _call(_op_flip, (self, dims))
+        return _dispatch_flip((self, dims))
 
     def roll(self, shifts, dims=()):
         """A copy with the elements shifted cyclically along `dims` (of the flattened tensor when empty).
 
         Schema: ``roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor``
         """
-        return _call(_op_roll, (self, shifts, dims))
+        return _dispatch_roll((self, shifts, dims))
 
     def tril(self, diagonal=0):
         """A copy with the elements above the `diagonal`-th diagonal of the last two dimensions zeroed.
 
         Schema: ``tril(Tensor self, int diagonal=0) -> Tensor``
         """
-        return _call(_op_tril, (self, diagonal))
+        return _dispatch_tril((self, diagonal))
 
     def tril_(self, diagonal=0):
         """In-place version of tril: A copy with the elements above the `diagonal`-th diagonal of the last two dimensions zeroed.
 
         Schema: ``tril_(Tensor self, int diagonal=0) -> Tensor``
         """
-        return _call(_op_tril_, (self, diagonal))
+        return _dispatch_tril_((self, diagonal))
 
     def triu(self, diagonal=0):
         """A copy with the elements below the `diagonal`-th diagonal of the last two dimensions zeroed.
 
         Schema: ``triu(Tensor self, int diagonal=0) -> Tensor``
         """
-        return _call(_op_triu, (self, diagonal))
+        return _dispatch_triu((self, diagonal))
 
     def triu_(self, diagonal=0):
         """In-place version of triu: A copy with the elements below the `diagonal`-th diagonal of the last two dimensions zeroed.
 
         Schema: ``triu_(Tensor self, int diagonal=0) -> Tensor``
         """
-        return _call(_op_triu_, (self, diagonal))
+        return _dispatch_triu_((self, diagonal))
 
     def repeat(self, *repeats, **repeats_kw):
         """The tensor repeated `repeats[i]` times along dimension i (leading repeats add dimensions).
@@ -1330,7 +1331,7 @@ class TensorMethods:
         Schema: ``repeat(Tensor self, SymInt[] repeats) -> Tensor``
         """
         repeats = _size_arg(repeats, repeats_kw, 'repeat', 'repeats')
-        return _call(_op_repeat, (self, repeats))
+        return _dispatch_repeat((self, repeats))
 
     def tile(self, *dims, **dims_kw):
         """repeat with `dims` padded with leading ones to the tensor's dimensions.
@@ -1338,42 +1339,42 @@ class TensorMethods:
         Schema: ``tile(Tensor self, SymInt[] dims) -> Tensor``
         """
         dims = _size_arg(dims, dims_kw, 'tile', 'dims')
-        return _call(_op_tile, (self, dims))
+        return _dispatch_tile((self, dims))
 
     def split_with_sizes(self, split_sizes, dim=0):
         """Views of consecutive chunks of the given sizes along `dim`.
 
         Schema: ``split_with_sizes(Tensor(a) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]``
         """
-        return _call(_op_split_with_sizes, (self, split_sizes, dim))
+        return _dispatch_split_with_sizes((self, split_sizes, dim))
 
     def chunk(self, chunks, dim=0):
         """At most `chunks` views of equal size (the last may be smaller) along `dim`.
 
         Schema: ``chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]``
         """
-        return _call(_op_chunk, (self, chunks, dim))
+        return _dispatch_chunk((self, chunks, dim))
 
     def unbind(self, dim=0):
         """The slices along `dim`, each without that dimension.
 
         Schema: ``unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]``
         """
-        return _call(_op_unbind_int, (self, dim))
+        return _dispatch_unbind_int((self, dim))
 
     def narrow(self, dim, start, length):
         """A view of `length` elements from `start` along `dim`.
 
         Schema: ``narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)``
         """
-        return _call(_op_narrow, (self, dim, start, length))
+        return _dispatch_narrow((self, dim, start, length))
 
     def diagonal(self, offset=0, dim1=0, dim2=1):
         """A view of the `offset`-th diagonal of the planes spanned by `dim1` and `dim2` (appended as the last dimension).
 
         Schema: ``diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)``
         """
-        return _call(_op_diagonal, (self, offset, dim1, dim2))
+        return _dispatch_diagonal((self, offset, dim1, dim2))
 
     @staticmethod
     def _bind_lerp_Scalar(self, end, weight):
@@ -1408,56 +1409,56 @@ class TensorMethods:
 
         Schema: ``addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
         """
-        return _call(_op_addcmul, (self, tensor1, tensor2, value))
+        return _dispatch_addcmul((self, tensor1, tensor2, value))
 
     def addcmul_(self, tensor1, tensor2, *, value=1):
         """In-place version of addcmul: self + value * tensor1 * tensor2.
 
         Schema: ``addcmul_(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
         """
-        return _call(_op_addcmul_, (self, tensor1, tensor2, value))
+        return _dispatch_addcmul_((self, tensor1, tensor2, value))
 
     def addcdiv(self, tensor1, tensor2, *, value=1):
         """self + value * tensor1 / tensor2 (floating-point tensor1 and tensor2 only).
 
         Schema: ``addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
         """
-        return _call(_op_addcdiv, (self, tensor1, tensor2, value))
+        return _dispatch_addcdiv((self, tensor1, tensor2, value))
 
     def addcdiv_(self, tensor1, tensor2, *, value=1):
         """In-place version of addcdiv: self + value * tensor1 / tensor2 (floating-point tensor1 and tensor2 only).
 
         Schema: ``addcdiv_(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
         """
-        return _call(_op_addcdiv_, (self, tensor1, tensor2, value))
+        return _dispatch_addcdiv_((self, tensor1, tensor2, value))
 
     def gather(self, dim, index, *, sparse_grad=False):
         """Values of `self` along `dim` at the positions `index` holds (out[i][j] = self[index[i][j]][j] for dim 0).
 
         Schema: ``gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor``
         """
-        return _call(_op_gather, (self, dim, index, sparse_grad))
+        return _dispatch_gather((self, dim, index, sparse_grad))
 
     def scatter_add(self, dim, index, src):
         """A copy of `self` with each `src` element added at the position along `dim` that `index` gives.
 
         Schema: ``scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor``
         """
-        return _call(_op_scatter_add, (self, dim, index, src))
+        return _dispatch_scatter_add((self, dim, index, src))
 
     def scatter_add_(self, dim, index, src):
         """In-place version of scatter_add: A copy of `self` with each `src` element added at the position along `dim` that `index` gives.
 
         Schema: ``scatter_add_(Tensor self, int dim, Tensor index, Tensor src) -> Tensor``
         """
-        return _call(_op_scatter_add_, (self, dim, index, src))
+        return _dispatch_scatter_add_((self, dim, index, src))
 
     def nonzero(self):
         """The indices of the nonzero elements, one row per element (a data-dependent shape).
 
         Schema: ``nonzero(Tensor self) -> Tensor``
         """
-        return _call(_op_nonzero, (self,))
+        return _dispatch_nonzero((self,))
 
     @staticmethod
     def _bind_scatter_value(self, dim, index, value):
@@ -1492,56 +1493,56 @@ class TensorMethods:
 
         Schema: ``scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor``
         """
-        return _call(_op_scatter_reduce_two, (self, dim, index, src, reduce, include_self))
+        return _dispatch_scatter_reduce_two((self, dim, index, src, reduce, include_self))
 
     def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
         """In-place version of scatter_reduce.two: A copy of `self` reducing (sum, prod, mean, amax, amin) the `src` elements scattered to each position.
 
         Schema: ``scatter_reduce_.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor``
         """
-        return _call(_op_scatter_reduce__two, (self, dim, index, src, reduce, include_self))
+        return _dispatch_scatter_reduce__two((self, dim, index, src, reduce, include_self))
 
     def index_add(self, dim, index, source, *, alpha=1):
         """A copy of `self` with `alpha * source` slices added at the positions `index` gives along `dim`.
 
         Schema: ``index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor``
         """
-        return _call(_op_index_add, (self, dim, index, source, alpha))
+        return _dispatch_index_add((self, dim, index, source, alpha))
 
     def index_add_(self, dim, index, source, *, alpha=1):
         """In-place version of index_add: A copy of `self` with `alpha * source` slices added at the positions `index` gives along `dim`.
 
         Schema: ``index_add_(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor``
         """
-        return _call(_op_index_add_, (self, dim, index, source, alpha))
+        return _dispatch_index_add_((self, dim, index, source, alpha))
 
     def index_select(self, dim, index):
         """The slices of `self` along `dim` at the positions of the 1-D `index`.
 
         Schema: ``index_select(Tensor self, int dim, Tensor index) -> Tensor``
         """
-        return _call(_op_index_select, (self, dim, index))
+        return _dispatch_index_select((self, dim, index))
 
     def take_along_dim(self, indices, dim=None):
         """gather along `dim` with `indices` broadcast against `self` (of the flattened tensor when dim is None).
 
         Schema: ``take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor``
         """
-        return _call(_op_take_along_dim, (self, indices, dim))
+        return _dispatch_take_along_dim((self, indices, dim))
 
     def index_put(self, indices, values, accumulate=False):
         """A copy of `self` with `values` written (or added, accumulate=True) at the advanced index `indices`.
 
         Schema: ``index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor``
         """
-        return _call(_op_index_put, (self, indices, values, accumulate))
+        return _dispatch_index_put((self, indices, values, accumulate))
 
     def index_put_(self, indices, values, accumulate=False):
         """In-place version of index_put: A copy of `self` with `values` written (or added, accumulate=True) at the advanced index `indices`.
 
         Schema: ``index_put_(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor``
         """
-        return _call(_op_index_put_, (self, indices, values, accumulate))
+        return _dispatch_index_put_((self, indices, values, accumulate))
 
     @staticmethod
     def _bind_masked_fill_Scalar(self, mask, value):
@@ -1576,35 +1577,35 @@ class TensorMethods:
 
         Schema: ``masked_select(Tensor self, Tensor mask) -> Tensor``
         """
-        return _call(_op_masked_select, (self, mask))
+        return _dispatch_masked_select((self, mask))
 
     def masked_scatter(self, mask, source):
         """`self` with the leading elements of `source` written, in order, where the boolean `mask` is True.
 
         Schema: ``masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor``
         """
-        return _call(_op_masked_scatter, (self, mask, source))
+        return _dispatch_masked_scatter((self, mask, source))
 
     def masked_scatter_(self, mask, source):
         """In-place version of masked_scatter: `self` with the leading elements of `source` written, in order, where the boolean `mask` is True.
 
         Schema: ``masked_scatter_(Tensor self, Tensor mask, Tensor source) -> Tensor``
         """
-        return _call(_op_masked_scatter_, (self, mask, source))
+        return _dispatch_masked_scatter_((self, mask, source))
 
     def erf(self):
         """The error function 2/sqrt(pi) * integral of exp(-t**2) from 0 to x, of each element.
 
         Schema: ``erf(Tensor self) -> Tensor``
         """
-        return _call(_op_erf, (self,))
+        return _dispatch_erf((self,))
 
     def erf_(self):
         """In-place version of erf: The error function 2/sqrt(pi) * integral of exp(-t**2) from 0 to x, of each element.
 
         Schema: ``erf_(Tensor self) -> Tensor``
         """
-        return _call(_op_erf_, (self,))
+        return _dispatch_erf_((self,))
 
     @staticmethod
     def _bind_bernoulli_p(self, p, *, generator=None):
@@ -1623,286 +1624,286 @@ class TensorMethods:
 
         Schema: ``bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)``
         """
-        return _call(_op_bernoulli__float, (self, p, generator))
+        return _dispatch_bernoulli__float((self, p, generator))
 
     def multinomial(self, num_samples, replacement=False, *, generator=None):
         """Indices drawn from the categories weighted by self (1-d or 2-d rows), with or without replacement.
 
         Schema: ``multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor``
         """
-        return _call(_op_multinomial, (self, num_samples, replacement, generator))
+        return _dispatch_multinomial((self, num_samples, replacement, generator))
 
     def argwhere(self):
         """The indices of the nonzero elements, one row per element (nonzero).
 
         Schema: ``argwhere(Tensor self) -> Tensor``
         """
-        return _call(_op_argwhere, (self,))
+        return _dispatch_argwhere((self,))
 
     def __add__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_add_Tensor, (self, other, 1))
+        return _dispatch_add_Tensor((self, other, 1))
 
     def __radd__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_add_Tensor, (other, self, 1))
+        return _dispatch_add_Tensor((other, self, 1))
 
     def __iadd__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_add__Tensor, (self, other, 1))
+        return _dispatch_add__Tensor((self, other, 1))
 
     def __sub__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_sub_Tensor, (self, other, 1))
+        return _dispatch_sub_Tensor((self, other, 1))
 
     def __rsub__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_sub_Tensor, (other, self, 1))
+        return _dispatch_sub_Tensor((other, self, 1))
 
     def __isub__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_sub__Tensor, (self, other, 1))
+        return _dispatch_sub__Tensor((self, other, 1))
 
     def __mul__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_mul_Tensor, (self, other))
+        return _dispatch_mul_Tensor((self, other))
 
     def __rmul__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_mul_Tensor, (other, self))
+        return _dispatch_mul_Tensor((other, self))
 
     def __imul__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_mul__Tensor, (self, other))
+        return _dispatch_mul__Tensor((self, other))
 
     def __truediv__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_div_Tensor_mode, (self, other, None))
+        return _dispatch_div_Tensor_mode((self, other, None))
 
     def __rtruediv__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_div_Tensor_mode, (other, self, None))
+        return _dispatch_div_Tensor_mode((other, self, None))
 
     def __itruediv__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_div__Tensor_mode, (self, other, None))
+        return _dispatch_div__Tensor_mode((self, other, None))
 
     def __floordiv__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_floor_divide, (self, other))
+        return _dispatch_floor_divide((self, other))
 
     def __rfloordiv__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_floor_divide, (other, self))
+        return _dispatch_floor_divide((other, self))
 
     def __neg__(self):
-        return _call(_op_neg, (self,))
+        return _dispatch_neg((self,))
 
     def __abs__(self):
-        return _call(_op_abs, (self,))
+        return _dispatch_abs((self,))
 
     def __pow__(self, other, modulo=None):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_pow_Tensor_Tensor, (self, other))
+        return _dispatch_pow_Tensor_Tensor((self, other))
 
     def __rpow__(self, other, modulo=None):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_pow_Tensor_Tensor, (other, self))
+        return _dispatch_pow_Tensor_Tensor((other, self))
 
     def __ipow__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_pow__Tensor_Tensor, (self, other))
+        return _dispatch_pow__Tensor_Tensor((self, other))
 
     def __mod__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_remainder_Tensor, (self, other))
+        return _dispatch_remainder_Tensor((self, other))
 
     def __rmod__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_remainder_Tensor, (other, self))
+        return _dispatch_remainder_Tensor((other, self))
 
     def __imod__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_remainder__Tensor, (self, other))
+        return _dispatch_remainder__Tensor((self, other))
 
     def __eq__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_eq_Tensor, (self, other))
+        return _dispatch_eq_Tensor((self, other))
 
     def __ne__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_ne_Tensor, (self, other))
+        return _dispatch_ne_Tensor((self, other))
 
     def __lt__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_lt_Tensor, (self, other))
+        return _dispatch_lt_Tensor((self, other))
 
     def __le__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_le_Tensor, (self, other))
+        return _dispatch_le_Tensor((self, other))
 
     def __gt__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_gt_Tensor, (self, other))
+        return _dispatch_gt_Tensor((self, other))
 
     def __ge__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_ge_Tensor, (self, other))
+        return _dispatch_ge_Tensor((self, other))
 
     def __and__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_bitwise_and_Tensor, (self, other))
+        return _dispatch_bitwise_and_Tensor((self, other))
 
     def __rand__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_bitwise_and_Tensor, (other, self))
+        return _dispatch_bitwise_and_Tensor((other, self))
 
     def __iand__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_bitwise_and__Tensor, (self, other))
+        return _dispatch_bitwise_and__Tensor((self, other))
 
     def __or__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_bitwise_or_Tensor, (self, other))
+        return _dispatch_bitwise_or_Tensor((self, other))
 
     def __ror__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_bitwise_or_Tensor, (other, self))
+        return _dispatch_bitwise_or_Tensor((other, self))
 
     def __ior__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_bitwise_or__Tensor, (self, other))
+        return _dispatch_bitwise_or__Tensor((self, other))
 
     def __xor__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_bitwise_xor_Tensor, (self, other))
+        return _dispatch_bitwise_xor_Tensor((self, other))
 
     def __rxor__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_bitwise_xor_Tensor, (other, self))
+        return _dispatch_bitwise_xor_Tensor((other, self))
 
     def __ixor__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_bitwise_xor__Tensor, (self, other))
+        return _dispatch_bitwise_xor__Tensor((self, other))
 
     def __invert__(self):
-        return _call(_op_bitwise_not, (self,))
+        return _dispatch_bitwise_not((self,))
 
     def __matmul__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_matmul, (self, other))
+        return _dispatch_matmul((self, other))
 
     def __rmatmul__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)
             if other is NotImplemented:
                 return NotImplemented
-        return _call(_op_matmul, (other, self))
+        return _dispatch_matmul((other, self))

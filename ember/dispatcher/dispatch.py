@@ -9,6 +9,8 @@ functionality kernel receives the key set below its own key and redispatches wit
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from . import keys as K
 from .state import STATE
 
@@ -43,6 +45,49 @@ def call(op, args: tuple):
 
 
 _BACKEND_MASK = K.BACKEND_MASK
+
+# `call` written out for one layout of tensor arguments (positions of Tensor and of Tensor[]
+# arguments): the key union without a loop over positions, the rest as `call`'s. Compiled once per
+# layout (a few dozen), made per op.
+_CALLER_TEMPLATE = """\
+def make(op, cache):
+    resolve = op.resolve
+
+    def call_op(args):
+        ks = 0
+{union}
+        bk = ks & _BACKEND_MASK
+        if bk & (bk - 1) or not bk:
+            ks, args = _backend_of_unusual_call(op, args, ks)
+        include, exclude = STATE.keys
+        ks = (ks | include) & ~exclude
+        try:
+            entry = cache[ks]
+        except KeyError:
+            entry = resolve(ks)
+        return entry(args)
+    return call_op
+"""
+_CALLER_FACTORIES: dict = {}
+
+
+def caller_for(op) -> Callable[[tuple], object]:
+    """`call(op, args)` as a function of `args` alone, written out for `op`'s tensor positions: the
+    generated bindings call it (their op is fixed), so a call pays no loop over the positions."""
+    layout = (op.tensor_args, op.tensor_list_args)
+    make = _CALLER_FACTORIES.get(layout)
+    if make is None:
+        union = []
+        for i in op.tensor_args:
+            union += [f"        a = args[{i}]", "        if isinstance(a, Tensor):", "            ks |= a._keys"]
+        for i in op.tensor_list_args:
+            union += [f"        for a in args[{i}]:", "            if isinstance(a, Tensor):",
+                      "                ks |= a._keys"]
+        # this module's globals: `Tensor` is read at call time (the frontend sets it after this import)
+        made: dict = {}
+        exec(compile(_CALLER_TEMPLATE.format(union="\n".join(union)), f"<call {layout}>", "exec"), globals(), made)
+        make = _CALLER_FACTORIES[layout] = made["make"]
+    return make(op, op.cache)
 
 
 def redispatch(op, ks: int, args: tuple):
