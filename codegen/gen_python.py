@@ -198,11 +198,10 @@ def _group(ops: list[OpEntry]) -> list[OpEntry]:
 
 def _binding_preamble(registry: Registry, handles: bool = True) -> list[str]:
     """Imports and (with `handles`) per op a module-level handle and its dispatch function
-    (`caller_for`: the call path written out for the op's tensor positions): global lookups are the
+    (`OpDef.dispatch`: the call path written out for the op's tensor positions): global lookups are the
     cheapest on the call path. A namedtuple result is made by `tuple.__new__` (its class's own
     `__new__` is a Python frame)."""
     lines = [HEADER, "from collections import namedtuple as _namedtuple", "",
-             "from ember.dispatcher.dispatch import caller_for as _caller_for",
              "from ember.dispatcher.operator import ALL_OPS as _OPS",
              "from ember.frontend.bindings_support import call_overload as _call_overload",
              "from ember.frontend.bindings_support import scalar_arg as _scalar_arg, size_arg as _size_arg",
@@ -212,7 +211,7 @@ def _binding_preamble(registry: Registry, handles: bool = True) -> list[str]:
         return lines
     for op in registry.ops:
         lines.append(f"_op_{ident(op.name)} = _OPS[{op.name!r}]")
-        lines.append(f"_dispatch_{ident(op.name)} = _caller_for(_op_{ident(op.name)})")
+        lines.append(f"_dispatch_{ident(op.name)} = _op_{ident(op.name)}.dispatch")
         if _named_returns(op.schema):
             fields = [r.name for r in op.schema.returns]
             if all(fields):

@@ -2,7 +2,6 @@
 
 from collections import namedtuple as _namedtuple
 
-from ember.dispatcher.dispatch import caller_for as _caller_for
 from ember.dispatcher.operator import ALL_OPS as _OPS
 from ember.frontend.bindings_support import call_overload as _call_overload
 from ember.frontend.bindings_support import scalar_arg as _scalar_arg, size_arg as _size_arg

@@ -1,9 +1,11 @@
 """The call path: compute a call's key set and run the resolved entry.
 
-    binding (ember.add) -> call(op, args) -> entry for (op, key set) -> kernel(op, below, args)
+    binding (ember.add) -> op.dispatch(args) -> entry for (op, key set) -> kernel(op, below, args)
 
 A call's key set is the union of its tensor arguments' keys (plus the device argument's
-backend for factories), plus this thread's included keys, minus its excluded keys. Each
+backend for factories), plus this thread's included keys, minus its excluded keys; each op's
+`dispatch` function computes it written out for the op's tensor positions (`caller_for`), and
+`call(op, args)` is the same for callers holding an op rather than its function. Each
 functionality kernel receives the key set below its own key and redispatches with
 `redispatch`. Arguments travel as one tuple in schema order.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 from typing import Callable
 
 from . import keys as K
-from .state import STATE
+from .state import STATE     # read by the dispatch functions (_CALLER_TEMPLATE)
 
 # Set by ember.frontend.tensor at import (the frontend sits on top of the dispatcher).
 Tensor: type = type(None)
@@ -20,40 +22,22 @@ default_device_key = None  # callable () -> (backend key) set by ember.frontend.
 
 
 def call(op, args: tuple):
-    """Dispatch `op` on `args` (a tuple in schema order)."""
-    ks = 0
-    T = Tensor
-    for i in op.tensor_args:
-        a = args[i]
-        if isinstance(a, T):
-            ks |= a._keys
-    if op.tensor_list_args:
-        for i in op.tensor_list_args:
-            for a in args[i]:
-                if isinstance(a, T):
-                    ks |= a._keys
-    bk = ks & _BACKEND_MASK
-    if bk & (bk - 1) or not bk:
-        ks, args = _backend_of_unusual_call(op, args, ks)
-    include, exclude = STATE.keys
-    ks = (ks | include) & ~exclude
-    try:
-        entry = op.cache[ks]
-    except KeyError:
-        entry = op.resolve(ks)
-    return entry(args)
+    """Dispatch `op` on `args` (a tuple in schema order): its `dispatch` function, made below."""
+    return op.dispatch(args)
 
 
 _BACKEND_MASK = K.BACKEND_MASK
 
-# `call` written out for one layout of tensor arguments (positions of Tensor and of Tensor[]
-# arguments): the key union without a loop over positions, the rest as `call`'s. Compiled once per
-# layout (a few dozen), made per op.
+# An op's dispatch function: the union of its tensor arguments' keys (written out for the
+# positions of its Tensor and Tensor[] arguments, no loop over positions), the key set's backend
+# checked (none: a factory's device argument; several: mixed devices), this thread's included and
+# excluded keys applied, and the entry cached for that key set run. Compiled once per layout of
+# positions (18 of them), made per op.
 _CALLER_TEMPLATE = """\
 def make(op, cache):
     resolve = op.resolve
 
-    def call_op(args):
+    def dispatch(args):
         ks = 0
 {union}
         bk = ks & _BACKEND_MASK
@@ -66,14 +50,13 @@ def make(op, cache):
         except KeyError:
             entry = resolve(ks)
         return entry(args)
-    return call_op
+    return dispatch
 """
 _CALLER_FACTORIES: dict = {}
 
 
 def caller_for(op) -> Callable[[tuple], object]:
-    """`call(op, args)` as a function of `args` alone, written out for `op`'s tensor positions: the
-    generated bindings call it (their op is fixed), so a call pays no loop over the positions."""
+    """`op`'s dispatch function (`OpDef.dispatch`; the generated bindings hold it as a global)."""
     layout = (op.tensor_args, op.tensor_list_args)
     make = _CALLER_FACTORIES.get(layout)
     if make is None:
@@ -85,7 +68,8 @@ def caller_for(op) -> Callable[[tuple], object]:
                       "                ks |= a._keys"]
         # this module's globals: `Tensor` is read at call time (the frontend sets it after this import)
         made: dict = {}
-        exec(compile(_CALLER_TEMPLATE.format(union="\n".join(union)), f"<call {layout}>", "exec"), globals(), made)
+        exec(compile(_CALLER_TEMPLATE.format(union="\n".join(union)), f"<dispatch {layout}>", "exec"),
+             globals(), made)
         make = _CALLER_FACTORIES[layout] = made["make"]
     return make(op, op.cache)
 

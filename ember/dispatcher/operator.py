@@ -14,6 +14,7 @@ import os
 from typing import Callable, Iterable
 
 from . import keys as K
+from .dispatch import caller_for
 
 _TRACE = os.environ.get("EMBER_DISPATCH_TRACE", "") not in ("", "0")
 ALL_OPS: dict[str, "OpDef"] = {}
@@ -27,7 +28,8 @@ class OpDef:
         "doc", "arg_names", "tensor_args", "tensor_list_args", "device_arg", "mutated", "written_lists",
         "alias_return", "n_outputs", "output_names", "differentiable", "inplace_of",
         "inplace_needs_clone", "backward_cls", "shape_rule", "explicit", "decomposition",
-        "kernels", "functionality", "cache", "cross_device", "first_output_only", "records_inplace", "float_outputs", "__weakref__",
+        "kernels", "functionality", "cache", "cross_device", "first_output_only", "records_inplace", "float_outputs",
+        "dispatch", "__weakref__",
     )
 
     def __init__(self, name: str, schema: str, *, family: str, promotion: str, shape_rule: str,
@@ -71,6 +73,8 @@ class OpDef:
         self.kernels: dict[int, tuple[Callable, str]] = {}     # backend key -> (kernel, origin)
         self.functionality: dict[int, Callable] = {}           # Mode/Autocast/Autograd kernels
         self.cache: dict[int, Callable] = {}
+        # dispatch(args): the call path for this op (dispatch.call's, written out for its tensor positions)
+        self.dispatch: Callable[[tuple], object] = caller_for(self)
         ALL_OPS[name] = self
 
     def __repr__(self) -> str:
@@ -78,9 +82,7 @@ class OpDef:
 
     def __call__(self, *args):
         """Call the op with every argument given positionally, in schema order."""
-        from .dispatch import call
-
-        return call(self, args)
+        return self.dispatch(args)
 
     @property
     def is_view(self) -> bool:

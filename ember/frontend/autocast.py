@@ -13,7 +13,6 @@ import threading
 import warnings
 
 from ember.dispatcher import keys as K
-from ember.dispatcher.dispatch import call
 from ember.dispatcher.state import STATE
 
 from . import dtype as _dt
@@ -185,7 +184,7 @@ def autocast_kernel(op, below: int, args: tuple):
     prev = st.keys
     st.keys = (prev[0], prev[1] | K.AUTOCAST)
     try:
-        return call(op, new_args)
+        return op.dispatch(new_args)
     finally:
         st.keys = (st.keys[0], prev[1])     # the excluded keys as they were
 

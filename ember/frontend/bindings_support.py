@@ -1,7 +1,6 @@
 """Small helpers the generated bindings call (argument normalisation, overload choice)."""
 from __future__ import annotations
 
-from ember.dispatcher.dispatch import call
 from ember.errors import ArgumentTypeError
 
 
@@ -66,7 +65,7 @@ def call_overload(name: str, overloads: tuple, args: tuple, kwargs: dict):
             bound = binder(*args, **kwargs)
         except TypeError:
             continue
-        out = call(op, bound)
+        out = op.dispatch(bound)
         return wrap(*out) if wrap is not None else out
     sigs = "\n".join(f"  * {op.schema}" for _, op, _ in overloads)
     given = ", ".join([type(a).__name__ for a in args] + [f"{k}={type(v).__name__}" for k, v in kwargs.items()])
