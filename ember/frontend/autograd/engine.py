@@ -241,10 +241,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 _release_edges(node, deps, heap, buffers, retain_graph)
                 continue
             if node.pre_hooks and -1 in node.pre_hooks:
-                for hook in list(node.pre_hooks[-1]):
-                    res = hook(tuple(grads))
-                    if res is not None:
-                        grads = list(res)
+                grads = _run_node_pre_hooks(node, grads)
             # a node run twice without retain_graph fails when it unpacks a freed saved
             # tensor (SavedTensor.unpack), as in PyTorch: nodes that saved no tensor can rerun
             for g in grads:                 # identity tests: `==` would call Tensor.__eq__
@@ -268,18 +265,16 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 nxt, nr = edge
                 left = deps[nxt] - 1
                 deps[nxt] = left
-                if left:                    # more gradients to come: this one waits in nxt's buffer
-                    if g is not None:
-                        buf = buffers.get(nxt)
-                        if buf is None:
-                            buf = buffers[nxt] = [None] * nxt.n_outputs
-                        buf[nr] = g if buf[nr] is None else buf[nr] + g
-                    continue
-                buf = buffers.pop(nxt, None)     # nxt's last gradient: it is ready
+                # more gradients to come: this one waits in nxt's buffer; else nxt is ready with it
+                buf = buffers.get(nxt) if left else buffers.pop(nxt, None)
                 if buf is None:
                     buf = [None] * nxt.n_outputs
+                    if left:
+                        buffers[nxt] = buf
                 if g is not None:
                     buf[nr] = g if buf[nr] is None else buf[nr] + g
+                if left:
+                    continue
                 if nxt.__class__ is AccumulateGrad:
                     ready_leaves.append((nxt, buf))
                 else:
@@ -314,6 +309,15 @@ def _capture(node, grads, capture: dict, captured: list) -> None:
             captured[k] = g if captured[k] is None else captured[k] + g
 
 
+def _run_node_pre_hooks(node: Node, grads: list) -> list:
+    """Node.register_prehook's hooks: each sees the gradients arriving at `node` and may replace them."""
+    for hook in list(node.pre_hooks[-1]):
+        res = hook(tuple(grads))
+        if res is not None:
+            grads = list(res)
+    return grads
+
+
 def _run_leaf(node: AccumulateGrad, grads: list, accumulate: bool, capture: dict, captured: list, needed) -> None:
     """A leaf's turn: its tensor hooks, then the gradient captured (autograd.grad) or accumulated
     into `.grad` (stolen when nothing else holds it). The caller holds no reference to the
@@ -329,10 +333,7 @@ def _run_leaf(node: AccumulateGrad, grads: list, accumulate: bool, capture: dict
     if needed is not None and node not in needed:
         return
     if node.pre_hooks and -1 in node.pre_hooks:
-        for hook in list(node.pre_hooks[-1]):
-            res = hook(tuple(grads))
-            if res is not None:
-                grads = list(res)
+        grads = _run_node_pre_hooks(node, grads)
     if accumulate and not _steal(var, grads):
         node.apply(grads)
 

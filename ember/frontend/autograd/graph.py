@@ -217,7 +217,6 @@ class SavedTensor:
         return t
 
 
-
 #: what a released slot of a generated node holds: unpacking it raises the error above (a second
 #: backward through a freed graph); one shared instance, so releasing is a store
 FREED = object.__new__(SavedTensor)
@@ -316,7 +315,6 @@ def move_retain(tensor, old_node, old_nr) -> None:
 
 def store_retained(node: Node, grads) -> None:
     """Write the gradients arriving at `node` into the `.grad` of tensors that retain it."""
-
     for nr, ref in list(node.retains.items()):
         g = grads[nr] if nr < len(grads) else None
         t = ref()
