@@ -212,12 +212,9 @@ def _binding_preamble(registry: Registry, handles: bool = True) -> list[str]:
     for op in registry.ops:
         lines.append(f"_op_{ident(op.name)} = _OPS[{op.name!r}]")
         lines.append(f"_dispatch_{ident(op.name)} = _op_{ident(op.name)}.dispatch")
-        if _named_returns(op.schema):
+        if _named_returns(op.schema):           # every return named (others come back as plain tuples)
             fields = [r.name for r in op.schema.returns]
-            if all(fields):
-                lines.append(f"_R_{ident(op.name)} = _namedtuple({op.schema.name!r}, {fields!r})")
-            else:                       # unnamed returns: a plain tuple, as PyTorch gives
-                lines.append(f"_R_{ident(op.name)} = lambda *outs: outs  # noqa: E731")
+            lines.append(f"_R_{ident(op.name)} = _namedtuple({op.schema.name!r}, {fields!r})")
     lines.append("")
     return lines
 

@@ -120,7 +120,7 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
             if reduction == 0:
                 return -picked, logp
             total = -add_reduce(picked)
-            return xp.asarray(total / x.shape[0] if reduction == 1 else total), logp
+            return xp.asarray(total / x.dtype.type(x.shape[0]) if reduction == 1 else total), logp
         cdt = opmath(dt)
         cdim = 1 if x.ndim >= 2 else 0
         classes = x.shape[cdim]
@@ -183,8 +183,8 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
             if logp.dtype == dt and grad.dtype == dt else None
         if plain is not None:
             rows, t = plain
-            # a Python int divides in the gradient's dtype (numpy 2's promotion), as the dtype's own scalar would
-            scale = grad / logp.shape[0] if reduction == 1 else grad                      # per row when unreduced
+            # the batch as the dtype's own scalar: numpy 1's promotion would make a float32 / int float64
+            scale = grad / logp.dtype.type(logp.shape[0]) if reduction == 1 else grad    # per row when unreduced
             out = xp.exp(logp)
             out *= scale[:, None] if reduction == 0 else scale                            # softmax * scale
             if subtract_at is not None:

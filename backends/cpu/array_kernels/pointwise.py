@@ -83,7 +83,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
     def relu(spec, a):
         dt = native_of[spec[1]]
         if a.dtype in exact_maximum:
-            return out(xp.maximum(0, a), dt)           # a Python 0 takes a's dtype (numpy 2's promotion)
+            return out(xp.maximum(a.dtype.type(0), a), dt)
         return out(xp.where(a < 0, xp.zeros((), a.dtype), a), dt)
 
     def binary(ufunc):
