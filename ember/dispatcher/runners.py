@@ -29,21 +29,11 @@ def _frontend():
 def _unwrapper(op) -> Callable[[tuple], tuple]:
     """A function turning the argument tuple into the kernel's native arguments.
 
-    Built once per (op, key set) entry, specialised for the common argument layouts (one or
-    two leading tensor arguments) so a call pays no loop over the argument positions.
+    Built once per (op, key set) entry: for an op without Tensor[] arguments it is written out for
+    the op's tensor positions (`_unwrap_positions`), so a call pays no loop over them.
     """
     T = _frontend().Tensor
     t_idx, l_idx = op.tensor_args, op.tensor_list_args
-    if not l_idx and t_idx == (0,):
-        def unwrap_first(args):
-            a = args[0]
-            return (a._data if isinstance(a, T) else a,) + args[1:]
-        return unwrap_first
-    if not l_idx and t_idx == (0, 1):
-        def unwrap_first_two(args):
-            a, b = args[0], args[1]
-            return (a._data if isinstance(a, T) else a, b._data if isinstance(b, T) else b) + args[2:]
-        return unwrap_first_two
     if not l_idx and t_idx:
         return _unwrap_positions(t_idx, T)
 
@@ -61,13 +51,21 @@ def _unwrapper(op) -> Callable[[tuple], tuple]:
 
 def _unwrap_positions(t_idx: tuple, T: type) -> Callable[[tuple], tuple]:
     """An unwrap for tensors at the positions `t_idx` only, written out for them (as namedtuple writes
-    its class): a call pays neither a copy of the arguments into a list nor a loop over positions."""
+    its class): a call pays neither a copy of the arguments into a list nor a loop over positions.
+    For positions (0, 1):
+
+        def unwrap_positions(args):
+            a0 = args[0]
+            a1 = args[1]
+            return (a0._data if isinstance(a0, T) else a0, a1._data if isinstance(a1, T) else a1,) + args[2:]
+    """
     n = max(t_idx) + 1
-    items = [f"args[{i}]._data if isinstance(args[{i}], T) else args[{i}]" if i in t_idx else f"args[{i}]"
-             for i in range(n)]
-    src = f"def unwrap_positions(args):\n    return ({', '.join(items)},) + args[{n}:]\n"
+    lines = ["def unwrap_positions(args):"] + [f"    a{i} = args[{i}]" for i in t_idx]
+    items = "".join(f"a{i}._data if isinstance(a{i}, T) else a{i}, " if i in t_idx else f"args[{i}], "
+                    for i in range(n))
+    lines.append(f"    return ({items}) + args[{n}:]")
     namespace = {"T": T}
-    exec(src, namespace)
+    exec("\n".join(lines) + "\n", namespace)
     return namespace["unwrap_positions"]
 
 

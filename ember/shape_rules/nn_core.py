@@ -167,30 +167,25 @@ def linear_backward(op, self, grad_output, weight, output_mask):
     from the input and grad_output (a 1-D weight drops the feature dim); without both, the bias's
     gradient keeps grad_output's last dim (the engine sums it to the bias's shape)."""
     mask = _mask(op, output_mask)
-    if isinstance(grad_output, Tensor) and isinstance(self, Tensor) and isinstance(weight, Tensor):
-        # the usual call (input and weight saved, one dtype, shapes that multiply): what the checks
-        # below conclude, without their frames; anything else takes them and their errors
-        dtype = grad_output._dtype
-        in_shape, wshape, gshape = tuple(self._data.shape), tuple(weight._data.shape), tuple(grad_output._data.shape)
-        if (self._dtype is dtype and weight._dtype is dtype and 0 < len(wshape) <= 2 and in_shape
-                and in_shape[-1] == wshape[-1] and gshape == in_shape[:-1] + wshape[:-1]):
-            return ((in_shape, dtype) if mask[0] else None, (wshape, dtype) if mask[1] else None,
-                    (wshape[:-1], dtype) if mask[2] else None)
-    check_tensor(op, grad_output, "grad_output")
-    gshape, dtype = _shape(grad_output), grad_output._dtype
+    # tensors tested inline (a training step's backward calls this per linear layer): check_tensor
+    # and _check_grad run only to name what is wrong
+    if not isinstance(grad_output, Tensor):
+        check_tensor(op, grad_output, "grad_output")
+    gshape, dtype = tuple(grad_output._data.shape), grad_output._dtype
     for t, arg, k, what in ((self, "self", 1, "weight's"), (weight, "weight", 0, "input's")):
         if t is None:
             if mask[k]:
                 raise ArgumentValueError(f"{op.name}(): argument '{arg}' is needed for the {what} gradient "
                                          f"(output_mask[{k}] is True), but got None")
             continue
-        check_tensor(op, t, arg)
+        if not isinstance(t, Tensor):
+            check_tensor(op, t, arg)
         if t._dtype is not dtype:
             raise ArgumentValueError(f"{op.name}(): expected {arg} to have dtype {type_name(dtype)} (grad_output's), "
                                      f"but got {type_name(t._dtype)}")
-    in_shape = _shape(self) if self is not None else None
+    in_shape = tuple(self._data.shape) if self is not None else None
     if weight is not None:
-        wshape = _shape(weight)
+        wshape = tuple(weight._data.shape)
         if len(wshape) not in (1, 2):
             raise ShapeError(f"{op.name}(): weight must be 1-D or 2-D, but got a {len(wshape)}-D tensor")
     elif in_shape is not None:
@@ -205,7 +200,8 @@ def linear_backward(op, self, grad_output, weight, output_mask):
         if not in_shape or in_shape[-1] != wshape[-1]:
             raise ShapeError(f"{op.name}(): input and weight shapes cannot be multiplied ({list(in_shape)} and "
                              f"{list(wshape)})")
-        _check_grad(op, grad_output, in_shape[:-1] + wshape[:-1])
+        if gshape != in_shape[:-1] + wshape[:-1]:
+            _check_grad(op, grad_output, in_shape[:-1] + wshape[:-1])
     bias = wshape[:-1] if wshape is not None else gshape[-1:]
     return _masked(mask, ((in_shape, dtype), (wshape, dtype), (bias, dtype)))
 

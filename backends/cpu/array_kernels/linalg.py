@@ -5,7 +5,7 @@ from typing import Callable
 
 from ember.frontend import dtype as _dt
 
-from .reductions import add_reduce_of, constants_of, fold_leading as rows, result_of
+from .reductions import add_reduce_of, fold_leading as rows, result_of, sums_by_product_of
 
 
 def make(xp, native: Callable) -> dict[str, Callable]:
@@ -40,15 +40,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
 
     add_reduce = add_reduce_of(xp)
     out = result_of(xp)
-    constant = constants_of(xp)
-
-    def column_sums(g):
-        """g's column sums: for floats a product with ones (BLAS: about twice a sum reduction's speed
-        over rows, and its rounding nearer torch's), else a sum."""
-        if g.dtype.kind != "f":
-            return add_reduce(g, axis=0)
-        n = g.shape[0]
-        return constant(("ones", n, g.dtype), lambda: xp.ones(n, g.dtype)) @ g
+    _, column_sums = sums_by_product_of(xp)
 
     def linear_backward(specs, x, g, w, output_mask):
         """The decomposition's three gradients in one kernel: g @ w, g.T @ x over the folded leading
@@ -78,8 +70,10 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         if specs[2] is not None:
             if weight_1d:
                 gb = xp.asarray(add_reduce(g, axis=None))
-            else:
-                gb = column_sums(g2) if g.ndim > 1 else g.copy()
+            elif g.ndim == 1:
+                gb = g.copy()
+            else:                                   # BLAS for floats, a sum reduction otherwise
+                gb = column_sums(g2) if g2.dtype.kind == "f" else add_reduce(g2, axis=0)
             gb = out(gb, native(specs[2][1]))
         return gi, gw, gb
 

@@ -13,7 +13,7 @@ from ember.frontend import dtype as _dt
 from ember.frontend.random import default_generator
 
 from . import philox
-from .reductions import add_reduce_of, constants_of
+from .reductions import add_reduce_of, constants_of, sums_by_product_of
 
 
 def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
@@ -72,17 +72,13 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
     unsigned_of = {xp.dtype(f"i{n}"): xp.dtype(f"u{n}") for n in (1, 2, 4, 8)}
     subtract_at = xp.subtract.at if xp.__name__ == "numpy" else None      # ufunc.at: numpy's API
     constant = constants_of(xp)
+    row_sums, _ = sums_by_product_of(xp)
 
     def row_max(x):
         """x's row maxima as a column: a row's first maximum (NaN if any) taken at argmax, whose loop is
         several times faster than a max reduction on short rows (the classes of a batch)."""
         n = x.shape[0]
         return x[constant(("row column", n), lambda: xp.arange(n)[:, None]), x.argmax(axis=1, keepdims=True)]
-
-    def row_sums(x):
-        """x's row sums as a column, as a product with ones (one BLAS call; a sum reduction loops per
-        short row). The rounding differs from a sequential sum's by ulps, as torch's vectorised sum does."""
-        return (x @ constant(("ones", x.shape[1], x.dtype), lambda: xp.ones(x.shape[1], x.dtype)))[:, None]
 
     def plain_targets(x, target, weight, ignore_index, label_smoothing):
         """The commonest cross entropy (2-D float32/64 logits or log-probabilities, class indices all in
@@ -115,7 +111,7 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
         if plain is not None:
             rows, t = plain
             logp = x - row_max(x)
-            logp -= xp.log(row_sums(xp.exp(logp)))                             # (x - max) - lse
+            logp -= xp.log(row_sums(xp.exp(logp))[:, None])                    # (x - max) - lse
             picked = logp[rows, t]
             if reduction == 0:
                 return -picked, logp

@@ -34,6 +34,24 @@ def constants_of(xp) -> Callable:
     return constant
 
 
+def sums_by_product_of(xp) -> tuple[Callable, Callable]:
+    """(row_sums, column_sums) of a 2-D float array as products with a cached vector of ones: one BLAS
+    call, where a sum reduction loops once per short row (a batch's classes: several times slower) or
+    walks the rows one by one (a bias gradient's column sums: about twice). The rounding differs from
+    a sequential sum's by ulps, as torch's vectorised sums do."""
+    constant = constants_of(xp)
+
+    def ones(n, dtype):
+        return constant(("ones", n, dtype), lambda: xp.ones(n, dtype))
+
+    def row_sums(x):
+        return x @ ones(x.shape[1], x.dtype)
+
+    def column_sums(x):
+        return ones(x.shape[0], x.dtype) @ x
+    return row_sums, column_sums
+
+
 def add_reduce_of(xp) -> Callable:
     """numpy's `add.reduce` (no np.sum Python wrapper: a small sum is a few us of work), or `xp.sum`
     for array modules whose ufuncs may lack the method (cupy)."""
