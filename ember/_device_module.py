@@ -277,7 +277,7 @@ class DeviceModule:
 
 
 _MODULES: dict[str, DeviceModule] = {}
-_HINTS = {"cuda": "install the ember-cuda plugin (backends/cuda) on a machine with an NVIDIA GPU",
+_HINTS = {"cuda": "install the ember-cuda plugin on a machine with an NVIDIA GPU: pip install ./backends/cuda[cuda12]",
           "opencl": "install the ember-opencl plugin: pip install ./backends/opencl[pocl]"}
 
 

@@ -2,10 +2,12 @@
 
 The accelerator is the first available device type among the installed backend plugins,
 "cuda" first, then the others in name order ("opencl", vendor plugins); cpu and meta never
-count, so with only the cpu current_accelerator() is None, as in torch. An available opencl
-device counts even when it is PoCL running on the CPU: ember cannot rank devices by speed,
-and a program asking for the accelerator wants the plugin device. The other functions act on
-that device type through its ember.<type> helper module (ember/_device_module.py).
+count, so with only the cpu current_accelerator() is None, as in torch. Nor does a plugin whose
+devices are the host's own processor (`Backend.is_host_cpu()`: an OpenCL driver for CPUs such
+as PoCL): it computes on the cores the cpu backend already uses, usually more slowly, so a
+program asking for "the accelerator" would only lose by it; `device="opencl"` still reaches it.
+The other functions act on the accelerator's device type through its ember.<type> helper
+module (ember/_device_module.py).
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ def _accelerator_type() -> str | None:
     names = sorted(n for n in REGISTRY.records if n not in _CPU_TYPES)
     names.sort(key=lambda n: n != "cuda")           # cuda first, the rest by name
     for name in names:
-        if module_for(name).is_available():
+        if module_for(name).is_available() and not REGISTRY.records[name].backend.is_host_cpu():
             return name
     return None
 

@@ -11,21 +11,16 @@ from typing import TextIO
 
 import ember
 
-# in order of preference for `--device auto`: the first installed backend that has a device
-PREFERRED_DEVICES = ("opencl", "cpu")
-
-
-def available_device_types() -> list[str]:
-    """Device types of the installed backend plugins that are usable here (`ember.backends.status()`)."""
-    return [rec["name"] for rec in ember.backends.status() if rec["state"] == "available"]
+#: the --device option's help, the same in every example
+DEVICE_HELP = "auto (the accelerator: cuda or an OpenCL GPU, never an OpenCL driver on this CPU; else cpu), cpu, cuda, opencl, ..."
 
 
 def pick_device(requested: str = "auto") -> ember.device:
-    """`auto`: the most preferred available device (opencl, else cpu); anything else as given."""
+    """`auto`: the accelerator (`ember.accelerator`: cuda, else another plugin's GPU-class device, never
+    an OpenCL driver running on this same CPU such as PoCL), else cpu; anything else as given."""
     if requested != "auto":
         return ember.device(requested)
-    usable = set(available_device_types())
-    return ember.device(next(t for t in PREFERRED_DEVICES if t in usable or t == "cpu"))
+    return ember.accelerator.current_accelerator() or ember.device("cpu")
 
 
 class ProgressBar:

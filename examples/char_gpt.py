@@ -219,8 +219,10 @@ def set_rng_states(torch, states: dict) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from _common import DEVICE_HELP
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--device", default="auto", help="auto (opencl if available, else cpu), cpu, opencl, ...")
+    p.add_argument("--device", default="auto", help=DEVICE_HELP)
     p.add_argument("--data", default=str(DATA), help="a text file")
     p.add_argument("--out-dir", default="out-char-gpt", help="where ckpt.safetensors is written")
     p.add_argument("--resume", action="store_true", help="continue from out-dir/ckpt.safetensors")

@@ -70,10 +70,10 @@ def main() -> None:
     from ember.optim.lr_scheduler import StepLR
     from ember.utils.data import DataLoader, TensorDataset
 
-    from _common import ProgressBar, pick_device
+    from _common import DEVICE_HELP, ProgressBar, pick_device
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="auto", help="auto (opencl if available, else cpu), cpu, opencl, ...")
+    parser.add_argument("--device", default="auto", help=DEVICE_HELP)
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=1.0)

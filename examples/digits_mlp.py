@@ -2,8 +2,8 @@
 
 The program a PyTorch user would write (`import ember as torch` style): an nn.Sequential of
 Linear/ReLU/Dropout, Adam, a shuffling DataLoader over a TensorDataset, on the best
-available device (`--device auto`: opencl when the ember-opencl plugin finds a device, else
-cpu), a progress bar per epoch, and the test accuracy at the end (>= 0.95).
+available device (`--device auto`: the accelerator, a cuda or OpenCL GPU, when a plugin finds
+one, else cpu; an OpenCL driver running on this same CPU, such as PoCL, is never "best"), a progress bar per epoch, and the test accuracy at the end (>= 0.95).
 
     python examples/digits_mlp.py [--device auto|cpu|opencl] [--epochs 8] [--lr 2e-3] [--seed 0]
 
@@ -21,7 +21,7 @@ import ember
 from ember import nn
 from ember.utils.data import DataLoader, TensorDataset
 
-from _common import ProgressBar, pick_device
+from _common import DEVICE_HELP, ProgressBar, pick_device
 
 
 def load_digits_split(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -95,7 +95,7 @@ def train(device: ember.device, epochs: int = 8, lr: float = 2e-3, batch_size: i
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="auto", help="auto (opencl if available, else cpu), cpu, opencl, ...")
+    parser.add_argument("--device", default="auto", help=DEVICE_HELP)
     parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--batch-size", type=int, default=64)

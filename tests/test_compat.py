@@ -101,6 +101,19 @@ class _Plugin:
         return self.backend
 
 
+class _HostCpuBackend(Backend):
+    """An OpenCL-for-CPUs style plugin (PoCL): available, but its device is the host's processor."""
+
+    device_type = "hostcl"
+
+    def is_host_cpu(self) -> bool:
+        return True
+
+
+class _FakeGpuBackend(Backend):
+    device_type = "fakegpu"
+
+
 @pytest.fixture
 def registered():
     """Register plugins in code for one test, then forget them (and the device modules' selection)."""
@@ -146,6 +159,18 @@ def test_cuda_delegates_to_a_cuda_plugin(registered):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert ember.amp.GradScaler().is_enabled() and ember.amp.autocast("cuda")._enabled
+
+
+@NO_CUDA_PLUGIN
+def test_the_accelerator_is_never_the_host_cpu_again(registered, monkeypatch):
+    for name in [n for n in REGISTRY.records if n not in ("cpu", "meta")]:   # opencl (PoCL: a host cpu too), and
+        monkeypatch.delitem(REGISTRY.records, name)                          # test devices other tests registered
+    registered(_HostCpuBackend())
+    assert module_for("hostcl").is_available()
+    assert ember.accelerator.current_accelerator() is None and not ember.accelerator.is_available()
+    assert ember.accelerator.device_count() == 0
+    registered(_FakeGpuBackend())
+    assert ember.accelerator.current_accelerator() == ember.device("fakegpu") and ember.accelerator.is_available()
 
 
 def test_installed_but_unavailable_plugin_gives_its_reason(registered):

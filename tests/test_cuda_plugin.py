@@ -43,7 +43,7 @@ def test_probe_without_cupy_names_the_install_command(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", None)          # `import cupy` raises ImportError
     count, reason = cuda_plugin.probe()
     assert count == 0
-    assert reason.startswith("cupy is not installed: pip install ember-cuda[cuda12]")
+    assert reason.startswith("cupy is not installed: pip install ./backends/cuda[cuda12]")
 
 
 def test_probe_reports_the_driver_error(monkeypatch):

@@ -10,7 +10,9 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -46,6 +48,49 @@ def test_device_selection_syntax():
     assert names(context.select("GFX1100", FOUND)) == ["gfx1100"]
     with pytest.raises(ValueError, match="selector '3:0' matches no OpenCL device"):
         context.select("3:0", FOUND)
+
+
+@pytest.fixture
+def fresh_selection(monkeypatch):
+    """Device selection runs again (over whatever the test puts in place) and is restored after."""
+    monkeypatch.setattr(context, "_selected", None)
+    monkeypatch.setattr(context, "_error", "")
+    monkeypatch.delenv(context.ENV_DEVICE, raising=False)
+    monkeypatch.setattr(context, "Device", lambda info: SimpleNamespace(info=info, context=info.name))
+
+
+def test_a_device_whose_compiler_fails_is_left_out_with_the_compilers_message(monkeypatch, fresh_selection):
+    import pyopencl as cl
+
+    class Program:              # the probe build as a driver that does not know the host CPU answers it
+        def __init__(self, ctx, source):
+            self.ctx = ctx
+
+        def build(self, options=None):
+            if self.ctx == "pthread-cpu":
+                raise cl.RuntimeError("clBuildProgram failed: BUILD_PROGRAM_FAILURE\n\nBuild on <pthread-cpu>:\n\n"
+                                      "error: unknown target CPU 'generic'\nDevice pthread-cpu failed to build")
+            return self
+
+    monkeypatch.setattr(cl, "Program", Program)
+    monkeypatch.setattr(context, "_all_devices", lambda: [replace(d) for d in FOUND[:1]])   # selection numbers them
+    assert context.selected() == []
+    assert context.selection_error() == ("Portable Computing Language / pthread-cpu cannot compile OpenCL kernels "
+                                         "(error: unknown target CPU 'generic')")
+    # a device that compiles is kept and numbered from 0, whatever failed beside it
+    monkeypatch.setattr(context, "_selected", None)
+    monkeypatch.setattr(context, "_all_devices", lambda: [replace(d) for d in FOUND[:2]])
+    monkeypatch.setenv(context.ENV_DEVICE, "cpu,gpu")
+    assert [(d.info.index, d.info.name) for d in context.selected()] == [(0, "gfx1100")]
+
+
+def test_only_cpu_devices_make_the_backend_the_host_cpu(monkeypatch, fresh_selection):
+    from ember_opencl.plugin import OpenCLBackend
+
+    backend = OpenCLBackend()
+    for found, host_cpu in (([], False), (FOUND[:1], True), (FOUND, False), (FOUND[1:], False)):
+        monkeypatch.setattr(context, "_selected", [SimpleNamespace(info=info) for info in found])
+        assert backend.is_host_cpu() is host_cpu, found
 
 
 @needs_device

@@ -42,6 +42,12 @@ class Backend:
     def device_count(self) -> int:
         return 1
 
+    def is_host_cpu(self) -> bool:
+        """Whether this backend's devices are the host's own processor (an OpenCL driver for CPUs,
+        such as PoCL). Such a device computes on the cores the built-in cpu backend already uses,
+        so it is never chosen as the accelerator (`ember.accelerator`); asked for by name, it runs."""
+        return False
+
     def device_description(self, index: int = 0) -> str:
         return self.device_type
 

@@ -24,7 +24,7 @@ from ember.dispatcher import Backend, hookimpl
 from .xp import check_dtype
 
 ENV_FUSED = "EMBER_CUDA_FUSED"          # "0": no fused kernels (the shared library's only)
-NO_CUPY = "cupy is not installed: pip install ember-cuda[cuda12] (or [cuda13] for a CUDA 13 driver)"
+NO_CUPY = "cupy is not installed: pip install ./backends/cuda[cuda12] from ember's source tree (or [cuda13] for a CUDA 13 driver)"
 
 
 def probe() -> tuple[int, str]:

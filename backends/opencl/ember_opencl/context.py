@@ -10,6 +10,11 @@
 in that order, duplicates dropped: `EMBER_OPENCL_DEVICE=0:1`, `=pocl`, `=gpu,cpu`. Unset, ember
 takes every GPU (and accelerator) of every platform, or, when there is none, every device
 (PoCL's CPU device, say). `opencl` means `opencl:0`.
+
+A chosen device must also compile: each is asked to build a one-line kernel when it is first
+selected, and a device whose OpenCL compiler fails (a driver that does not know the host CPU,
+say) is left out, its compiler's message becoming the plugin's unavailable reason
+(`python -m ember info`), rather than failing later inside the first real kernel.
 """
 from __future__ import annotations
 
@@ -99,6 +104,23 @@ def select(spec: str | None, available: list[DeviceInfo]) -> list[DeviceInfo]:
     return chosen
 
 
+#: built once per selected device; a driver that cannot compile this cannot run any of ember's kernels
+PROBE_SOURCE = "__kernel void ember_probe(__global float *x) { x[get_global_id(0)] += 1.0f; }"
+
+
+def compiler_error(context) -> str:
+    """'' when the OpenCL compiler of `context`'s device builds `PROBE_SOURCE`, else its message."""
+    import pyopencl as cl
+
+    try:
+        cl.Program(context, PROBE_SOURCE).build()
+    except cl.Error as exc:
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+        errors = [ln for ln in lines if ln.lower().startswith("error")]
+        return "; ".join(errors) or (lines[-1] if lines else type(exc).__name__)
+    return ""
+
+
 class Device:
     """A selected device: its context, in-order queue and program cache."""
 
@@ -132,11 +154,18 @@ def selected() -> list[Device]:
                     infos = []
                 else:
                     if not infos:
-                        _error = "no OpenCL platform/device found (install a driver, or `pip install ember-opencl[pocl]`)"
-                devs = []
-                for i, info in enumerate(infos):
-                    info.index = i
-                    devs.append(Device(info))
+                        _error = "no OpenCL platform/device found (install a driver, or PoCL with `pip install ./backends/opencl[pocl]` from ember's source tree)"
+                devs, failed = [], []
+                for info in infos:
+                    dev = Device(info)
+                    why = compiler_error(dev.context)
+                    if why:
+                        failed.append(f"{info.platform} / {info.name} cannot compile OpenCL kernels ({why})")
+                        continue
+                    info.index = len(devs)
+                    devs.append(dev)
+                if failed and not devs:
+                    _error = "; ".join(failed)
                 _selected = devs
     return _selected
 

@@ -58,6 +58,11 @@ class OpenCLBackend(Backend):
     def device_count(self) -> int:
         return len(context.selected())
 
+    def is_host_cpu(self) -> bool:
+        """True when every selected device is a CPU device (PoCL, say): see Backend.is_host_cpu."""
+        devs = context.selected()
+        return bool(devs) and all(d.info.type == "cpu" for d in devs)
+
     def device_description(self, index: int = 0) -> str:
         return context.device(index).info.describe()
 
