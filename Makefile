@@ -4,7 +4,7 @@ PY   ?= python3
 VENV := .venv
 VPY  := $(VENV)/bin/python
 
-.PHONY: demo test codegen bench clean gpu-check gpu-wheels
+.PHONY: demo test codegen bench docs clean gpu-check gpu-wheels
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -35,6 +35,11 @@ codegen: $(VENV)/.test-installed
 
 bench: $(VENV)/.test-installed
 	$(VPY) asv_benchmarks/compare.py
+
+# Rerun the commands whose outputs README.md and docs/*.md quote and write the outputs in
+# (docs/regenerate.py; this includes compare.py's benchmark table, up to a couple of minutes).
+docs: $(VENV)/.test-installed
+	$(VPY) docs/regenerate.py
 
 # On a machine with an NVIDIA GPU (cupy, numpy, torch preinstalled, no network): install ember and
 # ember-cuda into .venv-gpu (--system-site-packages, no downloads), then plugin status, the cuda
