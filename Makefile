@@ -26,9 +26,10 @@ $(VENV)/.test-installed: pyproject.toml backends/opencl/pyproject.toml backends/
 demo: $(VENV)/.demo-installed
 	$(VPY) examples/digits_mlp.py
 
+# -n auto: one pytest worker per core (pytest-xdist); the suite is ~13k small independent tests
 test: $(VENV)/.test-installed
 	$(VPY) -m codegen --check
-	$(VPY) -m pytest -q tests
+	$(VPY) -m pytest -q -n auto tests
 
 codegen: $(VENV)/.test-installed
 	$(VPY) -m codegen

@@ -1,4 +1,7 @@
-"""Keeps `make test` lean: the opencl and cuda conformance runs select the checks that matter most.
+"""What the whole suite shares: the plugins loaded up front, the oracle's warning filters, and a
+lean selection of the opencl and cuda conformance runs.
+
+Lean runs: the opencl and cuda conformance runs select the checks that matter most.
 
 On two cores the full suite on one more device costs several minutes; the selection keeps
 the checks of the primitive ops (what the device kernels implement) and of the ops a training
@@ -10,6 +13,17 @@ has no bfloat16).
 from __future__ import annotations
 
 import os
+
+from ember.testing.plugin import ignore_oracle_warnings
+from ember_cpu.plugin import QUIET_MODULES
+
+
+def pytest_configure(config):
+    """The warning filters a program has: the cpu plugin's (installed when it loads, which happens
+    inside some test's capture, so they would last for that test only), and the oracle's."""
+    for module in QUIET_MODULES:
+        config.addinivalue_line("filterwarnings", f"ignore::RuntimeWarning:{module}")
+    ignore_oracle_warnings(config)
 
 LEAN_EXTRA = {"mm", "matmul", "linear", "softmax.int", "log_softmax.int", "relu", "sum.dim_IntList", "mean.dim",
               "sub.Tensor", "clone", "view", "expand", "t", "cat", "nll_loss", "cross_entropy_loss", "addmm",

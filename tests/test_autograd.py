@@ -257,6 +257,8 @@ def test_retain_graph_allows_repeated_backward_and_accumulates():
     np.testing.assert_allclose(_np(g3), 3 * _np(g1))
 
 
+# torch's advice on backward(create_graph=True), the call under test
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True:UserWarning")
 def test_create_graph_backward_gives_differentiable_grad():
     def f(lib):
         x = lib.tensor(A, requires_grad=True)
