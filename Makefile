@@ -6,12 +6,16 @@ VPY  := $(VENV)/bin/python
 
 .PHONY: demo test codegen bench docs clean gpu-check gpu-wheels
 
+# pip, quiet; setuptools' notice on every editable install ("Editable installation ... be careful
+# with folders in your working directory ...") is information for package authors, not for users
+PIP := PYTHONWARNINGS="ignore:Editable installation" $(VPY) -m pip install --quiet
+
 $(VPY):
 	$(PY) -m venv $(VENV)
-	$(VPY) -m pip install --quiet --upgrade pip
+	$(PIP) --upgrade pip
 
 $(VENV)/.demo-installed: pyproject.toml | $(VPY)
-	$(VPY) -m pip install --quiet -e '.[demo]'
+	$(PIP) -e '.[demo]'
 	touch $@
 
 # the OpenCL backend plugin is tested too, on PoCL (an OpenCL implementation for CPUs). The CUDA
@@ -19,8 +23,8 @@ $(VENV)/.demo-installed: pyproject.toml | $(VPY)
 # is then added when pip can get it (~15 s, ~300 MB), so CI runs the "cupy present, no GPU"
 # path (the driver error as the reason) and tests/test_cuda_plugin.py simulates the no-cupy one.
 $(VENV)/.test-installed: pyproject.toml backends/opencl/pyproject.toml backends/cuda/pyproject.toml | $(VPY)
-	$(VPY) -m pip install --quiet -e '.[test]' -e './backends/opencl[pocl]' -e ./backends/cuda
-	$(VPY) -m pip install --quiet cupy-cuda12x || echo "cupy-cuda12x not installable: the cuda tests cover the no-cupy path only"
+	$(PIP) -e '.[test]' -e './backends/opencl[pocl]' -e ./backends/cuda
+	$(PIP) cupy-cuda12x || echo "cupy-cuda12x not installable: the cuda tests cover the no-cupy path only"
 	touch $@
 
 demo: $(VENV)/.demo-installed

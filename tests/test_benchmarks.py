@@ -102,3 +102,19 @@ def test_memory_benchmarks_run():
         bench.setup(tracking)
         assert 0 < bench.track_ratio(tracking) < float("inf")
         assert tensor_mod.ALLOC_HOOK is None
+
+
+def test_the_documented_asv_commands_work_on_a_machine_asv_has_never_seen(tmp_path):
+    """docs/performance.md's asv commands in order, with a HOME that holds no ~/.asv-machine.json:
+    `asv machine --yes` records the machine, after which a run starts (dry: nothing saved)."""
+    import os
+    import subprocess
+
+    asv = str(Path(sys.executable).with_name("asv"))
+    env = {**os.environ, "HOME": str(tmp_path)}
+    root = Path(__file__).resolve().parents[1]
+    run = ["run", "--python=same", "--quick", "--dry-run", "--bench", "bench_import.Import"]
+    for args in (["machine", "--yes"], ["check", "--python=same"], run):
+        done = subprocess.run([asv, *args], cwd=root, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0 and "asv machine --yes" not in done.stdout, (args, done.stdout, done.stderr)
+    assert (tmp_path / ".asv-machine.json").is_file()

@@ -130,9 +130,23 @@ def test_integer_overflow_in_fill_and_numbers_that_wrap():
     assert (ember.tensor([1], dtype=ember.int8) + 300).tolist() == (torch.tensor([1], dtype=torch.int8) + 300).tolist()
 
 
-def test_ragged_data_and_float_alpha_for_integers():
-    e, t = both(lambda: ember.tensor([[1, 2], [3]]), lambda: torch.tensor([[1, 2], [3]]))
-    assert "regular shape" in str(e)
+RAGGED = [([[1, 2], [3]], "expected sequence of length 2 at dim 1 (got 1)"),
+          ([[[1], [2]], [[3], [4, 5]]], "expected sequence of length 1 at dim 2 (got 2)"),
+          ([[1, 2], [3, 4, 5]], "expected sequence of length 2 at dim 1 (got 3)"),
+          ([[1, 2], 3], "expected a sequence at dim 1, got int"),
+          ([1, [2]], "expected a number at dim 1, got a sequence (list)")]
+
+
+@pytest.mark.parametrize("data,message", RAGGED, ids=[str(d) for d, _ in RAGGED])
+def test_ragged_data_raises_torchs_class(data, message):
+    e, t = both(lambda: ember.tensor(data), lambda: torch.tensor(data))
+    assert_same_class(e, t)
+    assert str(e) == f"tensor(): {message}"
+    if isinstance(t, ValueError):
+        assert str(e) == f"tensor(): {t}"        # torch's own words for a row of the wrong length
+
+
+def test_float_alpha_for_integers():
     a, ta = ember.ones(2, 2, dtype=ember.int64), torch.ones(2, 2, dtype=torch.int64)
     with pytest.raises(RuntimeError, match=r"addmm\(\): For integral input tensors, argument alpha"):
         ember.addmm(a, a, a, alpha=1.5)

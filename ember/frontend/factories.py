@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ember.dispatcher.plugins import REGISTRY
-from ember.errors import ArgumentTypeError
+from ember.errors import ArgumentListError, ArgumentTypeError
 
 from . import dtype as _dt
 from .device import as_device, device
@@ -64,13 +64,52 @@ def _to_host_array(data, dtype):
     except (ValueError, TypeError, OverflowError):
         arr = None
     if arr is None or arr.dtype == object:
-        raise ArgumentTypeError("tensor(): expected a number or a nested sequence of numbers with a regular shape "
-                                f"(every row the same length), got {type(data).__name__}")
+        raise _irregular_nesting(data) or ArgumentTypeError(
+            "tensor(): expected a number or a nested sequence of numbers with a regular shape "
+            f"(every row the same length), got {type(data).__name__}")
     if arr.dtype != to_numpy_dtype(target):
         # integers wrap into smaller integer types as in PyTorch (uint8 from -1 is 255)
         with np.errstate(all="ignore"):
             arr = arr.astype(to_numpy_dtype(target))
     return arr, target
+
+
+def _is_row(v) -> bool:
+    """Whether `tensor()` reads `v` as a sequence: a list, a tuple, or an array or tensor of 1+ dims."""
+    return isinstance(v, (list, tuple)) or (hasattr(v, "shape") and hasattr(v, "dtype") and len(v.shape) > 0)
+
+
+def _irregular_nesting(data) -> Exception | None:
+    """PyTorch's error for nested sequences that are not a regular array, or None if they are.
+
+    The sizes come from the first element at each depth, as in torch; a row of another length is
+    a ValueError naming the dim, a number where a row is due (or a row past the last dim) a TypeError.
+    """
+    sizes: list[int] = []
+    v = data
+    while _is_row(v):
+        sizes.append(len(v))
+        if not len(v):
+            break
+        v = v[0]
+
+    def check(row, dim: int) -> Exception | None:
+        if len(row) != sizes[dim]:
+            return ArgumentListError(f"tensor(): expected sequence of length {sizes[dim]} at dim {dim} (got {len(row)})")
+        for item in row:
+            if dim + 1 < len(sizes):
+                if not _is_row(item):
+                    return ArgumentTypeError(f"tensor(): expected a sequence at dim {dim + 1}, got "
+                                             f"{type(item).__name__}")
+                err = check(item, dim + 1)
+                if err is not None:
+                    return err
+            elif _is_row(item):
+                return ArgumentTypeError(f"tensor(): expected a number at dim {dim + 1}, got a sequence "
+                                         f"({type(item).__name__})")
+        return None
+
+    return check(data, 0) if sizes else None
 
 
 def _unwrap_nested(data):
