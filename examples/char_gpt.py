@@ -221,33 +221,34 @@ def set_rng_states(torch, states: dict) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from _common import DEVICE_HELP
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--device", default="auto", help=DEVICE_HELP)
     p.add_argument("--data", default=str(DATA), help="a text file")
     p.add_argument("--out-dir", default="out-char-gpt", help="where ckpt.safetensors is written")
     p.add_argument("--resume", action="store_true", help="continue from out-dir/ckpt.safetensors")
     p.add_argument("--sample-only", action="store_true", help="load the checkpoint and only sample")
-    p.add_argument("--max-iters", type=int, default=150)
+    p.add_argument("--max-iters", type=int, default=150, help="training steps in all (a resumed run counts on)")
     p.add_argument("--eval-interval", type=int, default=50, help="evaluate and save a checkpoint every N steps")
-    p.add_argument("--eval-iters", type=int, default=4)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--block-size", type=int, default=64)
-    p.add_argument("--n-layer", type=int, default=2)
-    p.add_argument("--n-head", type=int, default=4)
-    p.add_argument("--n-embd", type=int, default=64)
-    p.add_argument("--dropout", type=float, default=0.1)
-    p.add_argument("--learning-rate", type=float, default=3e-3)
-    p.add_argument("--min-lr-ratio", type=float, default=0.1)
-    p.add_argument("--warmup-iters", type=int, default=10)
+    p.add_argument("--eval-iters", type=int, default=4, help="batches per split in an evaluation (0: none)")
+    p.add_argument("--batch-size", type=int, default=16, help="sequences per step")
+    p.add_argument("--block-size", type=int, default=64, help="context length in characters")
+    p.add_argument("--n-layer", type=int, default=2, help="transformer blocks")
+    p.add_argument("--n-head", type=int, default=4, help="attention heads per block")
+    p.add_argument("--n-embd", type=int, default=64, help="embedding width")
+    p.add_argument("--dropout", type=float, default=0.1, help="dropout probability")
+    p.add_argument("--learning-rate", type=float, default=3e-3, help="peak learning rate (AdamW)")
+    p.add_argument("--min-lr-ratio", type=float, default=0.1, help="final learning rate / peak")
+    p.add_argument("--warmup-iters", type=int, default=10, help="steps of linear warmup")
     p.add_argument("--lr-decay-iters", type=int, default=None, help="end of the cosine decay (default: max-iters)")
-    p.add_argument("--weight-decay", type=float, default=0.1)
-    p.add_argument("--beta2", type=float, default=0.99)
-    p.add_argument("--grad-clip", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=1337)
+    p.add_argument("--weight-decay", type=float, default=0.1, help="AdamW weight decay (matrices only)")
+    p.add_argument("--beta2", type=float, default=0.99, help="AdamW's second-moment decay")
+    p.add_argument("--grad-clip", type=float, default=1.0, help="clip the gradient norm to this")
+    p.add_argument("--seed", type=int, default=1337, help="random seed (weights, batches, dropout, sampling)")
     p.add_argument("--num-chars", type=int, default=300, help="characters to sample at the end")
-    p.add_argument("--temperature", type=float, default=0.8)
-    p.add_argument("--top-k", type=int, default=20)
-    p.add_argument("--quiet", action="store_true", help="no per-step log lines")
+    p.add_argument("--temperature", type=float, default=0.8, help="sampling temperature")
+    p.add_argument("--top-k", type=int, default=20, help="sample among the k likeliest characters")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no per-step log lines")
     return p
 
 
@@ -262,7 +263,7 @@ def train(args: argparse.Namespace, log=print):
     import ember as torch
     from ember.optim.lr_scheduler import LambdaLR
 
-    from _common import pick_device
+    from _common import pick_device, progress
 
     torch.manual_seed(args.seed)
     device = pick_device(args.device)
@@ -309,11 +310,16 @@ def train(args: argparse.Namespace, log=print):
     losses: list[float] = []
     start = time.perf_counter()
     model.train()
+    training = step < args.max_iters and not args.sample_only
+    bar = progress(total=args.max_iters, initial=step, desc="training") if training and not args.quiet else None
     while step < args.max_iters and not args.sample_only:
         x, y = data.batch("train", args.batch_size, config.block_size, batch_gen, device)
         lr = scheduler.get_last_lr()[0]
         losses.append(train_step(torch, model, optimizer, scheduler, x, y, args.grad_clip))
         step += 1
+        if bar is not None:
+            bar.update()
+            bar.set_postfix(loss=f"{losses[-1]:.4f}")
         if not args.quiet and (step % 10 == 0 or step == args.max_iters):
             log(f"step {step:5d}  loss {losses[-1]:.4f}  lr {lr:.2e}  {time.perf_counter() - start:.1f} s")
         if step % args.eval_interval == 0 or step == args.max_iters:
@@ -321,6 +327,10 @@ def train(args: argparse.Namespace, log=print):
                 scores = evaluate()
                 log(f"step {step:5d}  train loss {scores['train']:.4f}  val loss {scores['val']:.4f}")
             save()
+            if not args.quiet:
+                log(f"step {step:5d}  checkpoint saved to {ckpt_path}")
+    if bar is not None:
+        bar.close()
     return losses, model, data
 
 
@@ -335,10 +345,12 @@ def sample(model, data: CharData, args: argparse.Namespace, prompt: str = "\n") 
 
 
 def main() -> None:
+    from tqdm import tqdm
+
     args = build_parser().parse_args()
     if not args.sample_only:
         os.makedirs(args.out_dir, exist_ok=True)
-    _, model, data = train(args)
+    _, model, data = train(args, log=tqdm.write)      # log lines above the progress bar
     print("-" * 40)
     print(sample(model, data, args))
 

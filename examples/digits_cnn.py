@@ -70,15 +70,16 @@ def main() -> None:
     from ember.optim.lr_scheduler import StepLR
     from ember.utils.data import DataLoader, TensorDataset
 
-    from _common import DEVICE_HELP, ProgressBar, pick_device
+    from _common import DEVICE_HELP, pick_device, progress
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--device", default="auto", help=DEVICE_HELP)
-    parser.add_argument("--epochs", type=int, default=6)
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=1.0)
-    parser.add_argument("--gamma", type=float, default=0.7)
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--epochs", type=int, default=6, help="passes over the training set")
+    parser.add_argument("--batch-size", type=int, default=32, help="samples per step")
+    parser.add_argument("--lr", type=float, default=1.0, help="Adadelta's learning rate")
+    parser.add_argument("--gamma", type=float, default=0.7, help="StepLR's decay per epoch")
+    parser.add_argument("--seed", type=int, default=1, help="random seed")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
@@ -95,11 +96,13 @@ def main() -> None:
     start = time.perf_counter()
     for epoch in range(1, args.epochs + 1):
         model.train()
-        bar = ProgressBar(loader, desc=f"epoch {epoch}/{args.epochs} lr {scheduler.get_last_lr()[0]:.3f}")
+        desc = f"epoch {epoch}/{args.epochs} lr {scheduler.get_last_lr()[0]:.3f}"
+        bar = progress(loader, desc=desc)
         total = 0.0
         for i, (data, target) in enumerate(bar, 1):
             total += train_step(torch, model, optimizer, data, target)
-            bar.set(loss=total / i)
+            bar.set_postfix(loss=f"{total / i:.4f}")
+        print(f"{desc}: mean train loss {total / len(loader):.4f}")
         scheduler.step()
         model.eval()
         with torch.no_grad():

@@ -16,12 +16,13 @@ import argparse
 import time
 
 import numpy as np
+from tqdm import tqdm
 
 import ember
 from ember import nn
 from ember.utils.data import DataLoader, TensorDataset
 
-from _common import DEVICE_HELP, ProgressBar, pick_device
+from _common import DEVICE_HELP, pick_device, progress as progress_bar
 
 
 def load_digits_split(seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -57,7 +58,8 @@ def train_epoch(model: nn.Module, loader: DataLoader, optimizer: ember.optim.Opt
     model.train()
     loss_fn = nn.CrossEntropyLoss()
     losses: list[float] = []
-    batches = ProgressBar(loader, desc=desc) if progress else loader
+    start = time.perf_counter()
+    batches = progress_bar(loader, desc=desc) if progress else loader
     for inputs, targets in batches:
         optimizer.zero_grad()
         loss = loss_fn(model(inputs), targets)
@@ -65,7 +67,10 @@ def train_epoch(model: nn.Module, loader: DataLoader, optimizer: ember.optim.Opt
         optimizer.step()
         losses.append(loss.item())
         if progress:
-            batches.set(loss=sum(losses) / len(losses))
+            batches.set_postfix(loss=f"{sum(losses) / len(losses):.4f}")
+    if progress:
+        tqdm.write(f"{desc}: mean loss {sum(losses) / len(losses):.4f} over {len(losses)} batches, "
+                   f"{time.perf_counter() - start:.1f} s")
     return losses
 
 
@@ -94,12 +99,13 @@ def train(device: ember.device, epochs: int = 8, lr: float = 2e-3, batch_size: i
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--device", default="auto", help=DEVICE_HELP)
-    parser.add_argument("--epochs", type=int, default=8)
-    parser.add_argument("--lr", type=float, default=2e-3)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--epochs", type=int, default=8, help="passes over the training set")
+    parser.add_argument("--lr", type=float, default=2e-3, help="Adam's learning rate")
+    parser.add_argument("--batch-size", type=int, default=64, help="samples per step")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (weights, shuffling, dropout)")
     args = parser.parse_args()
 
     device = pick_device(args.device)

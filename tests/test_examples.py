@@ -22,7 +22,7 @@ sys.path.insert(0, str(EXAMPLES))
 import char_gpt  # noqa: E402
 import digits_cnn  # noqa: E402
 import digits_mlp  # noqa: E402
-from _common import ProgressBar, pick_device  # noqa: E402
+from _common import pick_device, progress  # noqa: E402
 from test_conformance_opencl import REASON as OPENCL_REASON  # noqa: E402
 
 
@@ -153,13 +153,34 @@ def test_opencl_tensors_name_their_index_so_list_indexing_works():
     np.testing.assert_array_equal(x.cpu().numpy(), [[-1.0, -1.0, 2.0], [-1.0, -1.0, 5.0]])
 
 
-def test_progress_bar_writes_one_finished_line_off_a_terminal():
-    out = io.StringIO()
-    bar = ProgressBar(range(3), desc="epoch 1", width=6, stream=out)
-    for i in bar:
-        bar.set(loss=1.0 / (i + 1))
-    line = out.getvalue()
-    assert line.startswith("epoch 1 [######] 3/3 loss 0.3333 ") and line.endswith("s\n") and line.count("\n") == 1
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_draws_on_a_terminal_only():
+    for stream, drawn in ((io.StringIO(), False), (_Terminal(), True)):
+        bar = progress(range(3), desc="epoch 1", file=stream)
+        for i in bar:
+            bar.set_postfix(loss=f"{1.0 / (i + 1):.4f}")
+        assert ("epoch 1" in stream.getvalue() and "/3" in stream.getvalue() and "loss=0.3333" in stream.getvalue()) \
+            is drawn, stream.getvalue()
+
+
+def test_gpt_help_shows_every_default_and_the_run_says_where_it_saved(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")         # one line per option: no default cut at a hyphen
+    parser = char_gpt.build_parser()
+    text = " ".join(parser.format_help().split())
+    for action in parser._actions:
+        if action.dest != "help":
+            assert action.help and f"(default: {action.default})" in text, action.dest
+    lines: list[str] = []
+    args = parser.parse_args(["--device", "cpu", "--batch-size", "2", "--block-size", "8", "--n-layer", "1",
+                              "--n-head", "1", "--n-embd", "8", "--eval-iters", "0", "--max-iters", "2",
+                              "--eval-interval", "1", "--out-dir", str(tmp_path)])
+    char_gpt.train(args, log=lines.append)
+    saved = [ln for ln in lines if "checkpoint saved to" in ln]
+    assert len(saved) == 2 and saved[-1].endswith(f"checkpoint saved to {tmp_path / 'ckpt.safetensors'}"), lines
 
 
 def test_auto_picks_the_accelerator_else_cpu(monkeypatch):

@@ -9,6 +9,8 @@ allocation: live bytes only rise at allocations, so the largest sample is the do
 up to scratch buffers a single kernel allocates and frees internally. The all-domain peak is
 an upper bound and is printed too.
 """
+import io
+import sys
 import tracemalloc
 
 import numpy as np
@@ -239,6 +241,24 @@ def test_cli_measure_and_errors(capsys):
         main(["nocolon", "--batch", "1"])
     with pytest.raises(SystemExit, match="nn.Embedding"):
         main([f"{__name__}:_tiny_mlp", "--batch", "1", "--seq", "4"])
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("terminal", [False, True])
+def test_cli_shows_the_phases_on_a_terminal_only(capsys, monkeypatch, terminal):
+    from ember.memory.cli import main
+
+    err = _Terminal() if terminal else io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    assert main([f"{__name__}:_tiny_mlp", "--batch", "4", "--optimizer", "sgd"]) == 0
+    shown = err.getvalue()
+    assert capsys.readouterr().out.startswith(f"model {__name__}:_tiny_mlp: 2,762 parameters")
+    phases = ("build", "forward", "backward", "optimizer step", "4/4")
+    assert all(p in shown for p in phases) if terminal else shown == "", shown
 
 
 def test_without_op_names_the_same_peak_breakdown_and_modules():

@@ -83,18 +83,44 @@ def _inputs(model, args, device):
     return ember.randn(args.batch, *shape, device=device, dtype=getattr(ember, args.dtype)), None
 
 
-def run_step(factory, args, device: str):
+_PHASES = ("build", "forward", "backward", "optimizer step")
+
+
+def _progress(desc: str, enabled: bool):
+    """A tqdm bar over the step's phases on stderr, drawn only on a terminal and cleared when done
+    (a big model's step on meta takes seconds; on a real device much longer)."""
+    from tqdm import tqdm
+
+    return tqdm(total=len(_PHASES), desc=desc, unit="phase", leave=False, file=sys.stderr,
+                disable=None if enabled else True, bar_format="{desc}: {n}/{total} {bar} {postfix}")
+
+
+def run_step(factory, args, device: str, progress: bool = False):
     """Build on `device`, run one training step under the tracker; returns (tracker, model, optimizer, flops).
 
     The tracker records every device (not only `device`): the optimizers' `step` counters are
     0-d float32 cpu tensors whatever the parameters' device, as in PyTorch, and belong to the
-    optimizer state a run holds. `simulate(..., device=)` replays one device's events only."""
+    optimizer state a run holds. `simulate(..., device=)` replays one device's events only.
+    `progress`: show the phases as they run (on a terminal)."""
+    with _progress(f"{args.factory} on {device}", progress) as bar:
+        phases = iter(_PHASES)
+
+        def phase_done() -> None:
+            bar.update()
+            bar.set_postfix_str(next(phases, ""))
+
+        bar.set_postfix_str(next(phases))
+        return _run_step(factory, args, device, phase_done)
+
+
+def _run_step(factory, args, device: str, phase_done):
     from ember.utils.flop_counter import FlopCounterMode
 
     ember.manual_seed(0)
     with ember.device(device):
         model = factory()
     model = model.to(getattr(ember, args.dtype))
+    phase_done()
     opt = getattr(ember.optim, _OPTIMIZERS[args.optimizer])(model.parameters(), lr=1e-4)
     x, target = _inputs(model, args, device)
     amp = getattr(ember, args.amp) if args.amp else None
@@ -110,14 +136,18 @@ def run_step(factory, args, device: str):
             if target is None:
                 target = ember.randint(0, out.shape[-1], (logits.shape[0],), device=device)
             loss = nn.functional.cross_entropy(logits, target)
+        phase_done()
         if scaler is None:
             loss.backward()
+            phase_done()
             opt.step()
         else:
             scaler.scale(loss).backward()
+            phase_done()
             scaler.step(opt)
             scaler.update()
         opt.zero_grad()
+        phase_done()
     return mem, model, opt, flops.get_total_flops()
 
 
@@ -143,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
                          f"got --dtype {args.dtype}: drop --dtype or --amp")
     factory = _load_factory(args.factory)
     t0 = time.perf_counter()
-    mem, model, _, flops = run_step(factory, args, "meta")
+    mem, model, _, flops = run_step(factory, args, "meta", progress=True)
     seconds = time.perf_counter() - t0
     n_params = sum(p.numel() for p in model.parameters())
     sim = mem.simulate(args.allocator, device="meta")
@@ -166,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.plot:
         mem.plot(args.plot)
     if args.measure:
-        real, _, _, _ = run_step(factory, args, args.measure)
+        real, _, _, _ = run_step(factory, args, args.measure, progress=True)
         err = (mem.peak_bytes - real.peak_bytes) / real.peak_bytes
         print(f"measured on {args.measure}: peak {real.peak_bytes:,} bytes; prediction error {100 * err:+.3f}%")
     return 0
