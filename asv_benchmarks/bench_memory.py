@@ -1,5 +1,5 @@
 """What `ember.memory.track` costs: one digits-MLP training step (forward, backward, AdamW step)
-on cpu, untracked vs tracked (issue 6: at most +20% with the optional paths off, nothing when
+on cpu, untracked vs tracked (the bound: at most +20% with the optional paths off, nothing when
 not in use).
 
 Tracking modes: "off" is the step every program pays (the tracker's hooks are module variables
@@ -8,7 +8,7 @@ a tensor or the engine runs a node); "ops=False" records categories, modules, ph
 timeline; "ops=True" (the default) also names each allocation's op, through a dispatch mode that
 costs one more dispatcher pass per call.
 
-`TrackerOverhead.track_ratio` is the figure issue 6 bounds: asv runs each parameter of a timing
+`TrackerOverhead.track_ratio` is the bounded figure: asv runs each parameter of a timing
 benchmark in its own processes, minutes apart, and on a shared machine the load moves between
 them by more than the tracker costs, so the ratio of `TrainingStepTracked`'s times is noise. The
 ratio benchmark alternates untracked and tracked blocks of steps in one process and divides the
@@ -66,7 +66,7 @@ class TrainingStepTracked:
 
 class TrackerOverhead:
     """Time of a block of digits-MLP AdamW steps inside `with ember.memory.track(...)` over the same
-    block untracked: alternating blocks in one process, median over median (issue 6: <= 1.2 with
+    block untracked: alternating blocks in one process, median over median (bound: <= 1.2 with
     ops=False). Each tracked block enters and leaves its own tracker, as a user's `with` does."""
 
     params = ["ops=False", "ops=True"]

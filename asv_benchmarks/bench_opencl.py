@@ -1,6 +1,6 @@
 """Throughput of the opencl backend (ember-opencl) against numpy on the same machine.
 
-Issue 4's acceptance figures: GEMM GFLOP/s on 1024 x 1024 float32 (target >= 25% of numpy's),
+The figures with targets: GEMM GFLOP/s on 1024 x 1024 float32 (target >= 25% of numpy's),
 elementwise add and sum throughput on 4M float32. Each class runs one operation with the
 `backend` parameter ("ember-opencl", "numpy"), so asv reports both from one run:
 `time_*` is asv's own timing of one call, `track_*` the rate (median of a few timed calls).

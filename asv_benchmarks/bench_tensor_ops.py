@@ -33,7 +33,7 @@ class Reduction:
 
 
 class Matmul:
-    """`a @ b`, 1024x1024 float32 (issue 8: ember's throughput >= 0.95x numpy's)."""
+    """`a @ b`, 1024x1024 float32 (target: ember's throughput >= 0.95x numpy's)."""
 
     params = list(W.FRAMEWORKS)
     param_names = ["framework"]

@@ -1,6 +1,6 @@
 """Side-by-side ratios in one process: ember vs PyTorch (and numpy), alternating, medians.
 
-    python asv_benchmarks/compare.py            # issue 8's acceptance rows, ~1-2 minutes
+    python asv_benchmarks/compare.py            # the rows with a target, ~1-2 minutes
     python asv_benchmarks/compare.py --quick    # smoke run: few samples, a few seconds
     python asv_benchmarks/compare.py --all      # also the informational rows (method call, in-place op,
                                                 # 256x256 elementwise and reductions)
@@ -8,8 +8,8 @@
 Each row runs its ember, torch and numpy variants (the workloads of asv_benchmarks/workloads.py,
 shared with the asv benchmarks) in alternation: one sample of each in turn, `--repeat` times,
 each sample long enough (`--sample-time`) for the clock. The table reports the median time per
-call of each framework, the ratios ember/torch and ember/numpy, the row's target (issue 8's
-acceptance criteria) and whether the measured ratio meets it. Import times are measured in fresh
+call of each framework, the ratios ember/torch and ember/numpy, the row's target
+and whether the measured ratio meets it. Import times are measured in fresh
 interpreters (`python -c "import X"`, interpreter start included for both), also alternating.
 
 The machine may be shared: only the ratios, measured side by side, are meaningful, never a lone time.
@@ -64,7 +64,7 @@ class Row:
 
 
 def headline_rows() -> list[Row]:
-    """Issue 8's acceptance list (criterion 5, `import ember`, is measured separately)."""
+    """The rows with a target (`import ember` is measured separately, in fresh interpreters)."""
     W = workloads()
     return [
         Row("a + b (8,)", lambda fw: W.tiny_add(fw, False), at_most("torch", 1.5)),

@@ -22,7 +22,7 @@ ELEMENTWISE_OPS = ("add", "mul", "exp", "relu")
 REDUCTION_OPS = ("sum", "mean", "amax", "sum_dim1")
 OPTIMIZERS = ("sgd", "adam")
 
-# the digits MLP (sklearn's 8x8 digits: 64 features, 10 classes) and the GPT block's shapes (issue 8)
+# the digits MLP (sklearn's 8x8 digits: 64 features, 10 classes) and the GPT block's shapes
 MLP_SIZES = (64, 128, 10)
 MLP_BATCH = 64
 LR = 1e-2

@@ -342,7 +342,7 @@ def test_gradient_of_lower_leaf_through_promote():
         assert dname(x.grad.dtype) == "float32" and x.grad.tolist() == [3.0, 4.0]
 
 
-@pytest.mark.xfail(strict=True, reason="the Mode key sits above Autocast (DESIGN.md 'Dispatcher'), and a mode "
+@pytest.mark.xfail(strict=True, reason="the Mode key sits above Autocast (docs/architecture.md), and a mode "
                                        "runs its op with itself switched off, so a DispatchMode never sees the "
                                        "_to_copy casts autocast inserts nor the lower-precision mm; torch's "
                                        "TorchDispatchMode does (ember/dispatcher keys / frontend/mode.py)")

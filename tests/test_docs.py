@@ -124,3 +124,30 @@ def test_readme_example_prints_what_its_comments_say(first_line, source):
         where = f"README.md:{first_line + line - 1}"
         assert line in printed, f"{where}: the print never ran"
         assert printed[line] == [want] * len(printed[line]), f"{where}: printed {printed[line]}, the comment says {want!r}"
+
+
+# what a file in the repository must not hold: a link out of it (a web address, the folder above the
+# checkout) or a reference to the project's tracker that a reader cannot follow
+_OUTSIDE = re.compile(r"https?://|\.\./shared|DESIGN\.md")
+_TRACKER = re.compile("iss" + r"ue\s*#?\d+", re.IGNORECASE)
+
+
+def test_no_file_links_outside_the_repository_or_names_a_tracker_issue():
+    import subprocess
+
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True)
+    if listed.returncode != 0:
+        pytest.skip(f"not a git checkout: {listed.stderr.strip()}")
+    found = []
+    for name in listed.stdout.split("\0"):
+        path = ROOT / name
+        if not name or name.startswith("examples/data/") or not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue                      # binary files
+        for number, line in enumerate(text.splitlines(), 1):
+            if _OUTSIDE.search(line) or _TRACKER.search(line):
+                found.append(f"{name}:{number}: {line.strip()[:100]}")
+    assert not found, "\n".join(found)

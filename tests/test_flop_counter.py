@@ -234,7 +234,7 @@ def test_tiny_decoders_training_step_per_module(build, cfg):
 
 
 def test_llama7b_training_step_on_meta_matches_closed_form():
-    """Issue 6's CLI configuration (batch 1, seq 2048, bfloat16): 6 x matmul parameters x tokens, plus
+    """The memory CLI's LLaMA configuration (batch 1, seq 2048, bfloat16): 6 x matmul parameters x tokens, plus
     attention's two products forward and four backward per layer (torch's formulas)."""
     with ember.device("meta"):
         model = models.llama7b().to(ember.bfloat16)

@@ -1,4 +1,4 @@
-"""Issue 6, acceptance 2 and 3: the meta prediction of a training step against independent measurements.
+"""The meta prediction of a training step against independent measurements.
 
 * A small GPT step (forward, backward, AdamW step) and an MLP step under autocast + GradScaler:
   the peak predicted on meta against the cpu peak that tracemalloc's numpy domain measures.

@@ -1,4 +1,4 @@
-"""Building models on the meta device (issue 6): parameter counts, forward shapes against torch's
+"""Building models on the meta device: parameter counts, forward shapes against torch's
 meta device, construction time and memory of a LLaMA-7B-shaped model, to_empty, nn.init on meta."""
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ print(json.dumps({"seconds": seconds, "rss_growth_mb": growth, "params": models.
 
 
 def test_llama7b_builds_on_meta_fast_and_small():
-    """Issue 6: under 5 s and under 200 MB resident growth (measured in a fresh interpreter)."""
+    """Under 5 s and under 200 MB resident growth (measured in a fresh interpreter)."""
     out = subprocess.run([sys.executable, "-c", _LLAMA_SCRIPT], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     r = json.loads(out.stdout.strip().splitlines()[-1])

@@ -159,4 +159,4 @@ def test_core_aten_list_is_torchs_and_every_exclusion_has_a_reason():
     text = (Path(__file__).parents[1] / "docs" / "ops.md").read_text()
     covered, applicable, _ = core_aten.summary(rows)
     assert f"**{covered} of the {applicable} applicable covered" in text
-    assert covered >= 0.95 * applicable, [r.name for r in rows if r.status == "missing"]     # issue 3's bar
+    assert covered >= 0.95 * applicable, [r.name for r in rows if r.status == "missing"]     # the coverage bar

@@ -264,7 +264,7 @@ for _nm, _dom in _UNARY_FLOAT.items():
                second_order=_nm in ("tanh", "exp", "sigmoid"),
                inplace_samples=unary_samples(domain=_dom))
 
-# more unary floating ops (issue 3): name -> domain of the float samples
+# more unary floating ops: name -> domain of the float samples
 _UNARY_FLOAT_MORE = {"reciprocal": "nonzero", "log1p": "unit", "expm1": "any", "log2": "positive",
                      "log10": "positive", "exp2": "any", "sinh": "any", "cosh": "any", "asin": "unit",
                      "acos": "unit", "atan": "any", "asinh": "any", "acosh": "above1", "atanh": "unit",
