@@ -129,7 +129,7 @@ def test_readme_example_prints_what_its_comments_say(first_line, source):
 # what a file in the repository must not hold: a link out of it (a web address, the folder above the
 # checkout) or a reference to the project's tracker that a reader cannot follow
 _OUTSIDE = re.compile(r"https?://|\.\./shared|DESIGN\.md")
-_TRACKER = re.compile("iss" + r"ue\s*#?\d+", re.IGNORECASE)
+_TRACKER = re.compile(r"\biss" + r"ue\s*#?\d+", re.IGNORECASE)
 
 
 def test_no_file_links_outside_the_repository_or_names_a_tracker_issue():
