@@ -61,7 +61,8 @@ def save(obj, f, pickle_module=None, pickle_protocol: int = 2, _use_new_zipfile_
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
-    """Load what ember.save wrote (no code is ever run); see ember.serialization.load."""
+    """Load what ember.save wrote, a safetensors file, or a torch.save checkpoint (its pickle read with
+    an allow-list: no code from the file is ever run); see ember.serialization.load."""
     from ember.serialization import load as _load
 
     return _load(f, map_location, pickle_module, weights_only=weights_only, mmap=mmap, **pickle_load_args)

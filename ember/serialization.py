@@ -18,7 +18,19 @@ of UTF-8 JSON header, then the raw little-endian tensor bytes), readable by the
 Loading reads JSON and raw numbers only. A truncated, corrupt or hostile file raises
 `CheckpointError` (a RuntimeError and a ValueError) with the reason; nothing in the file can
 make the loader run code. A safetensors file written by another tool (no ember metadata)
-loads as a dict of tensors.
+loads as a dict of tensors, e.g. a state dict from `safetensors.torch.save_file`.
+
+PyTorch checkpoints: `load` also reads what `torch.save` writes, the zip format (the file
+starts with `PK\x03\x04`) and the legacy single-stream one (a pickle's `\x80` protocol mark),
+so `model.load_state_dict(ember.load("model.pt"))` works for an ember model of the same
+structure, as do optimizer states and nested checkpoints. Their pickles are read by an
+allow-list unpickler (`ember.serialization_torch`): only tensors, storages, dtypes, devices,
+sizes, containers and numbers can be rebuilt, by ember's own functions; any other global
+(`os.system`, `builtins.eval`, a model class) raises `CheckpointError` naming it, and nothing
+from the file runs. `weights_only=False` does not change that: ember never unpickles
+arbitrary objects. Tensors sharing a storage in the file share memory when loaded;
+`map_location` places each storage; a tensor saved on a device this machine lacks raises
+`CheckpointError` unless `map_location` says where it goes (torch raises there too).
 """
 from __future__ import annotations
 
@@ -333,27 +345,77 @@ def _location_fn(map_location) -> Callable[[Any, str], Any]:
                     f"not {type(map_location).__name__}")
 
 
+_SNIFF_BYTES = 262                 # enough for a tar header's "ustar" at byte 257
+
+
+def _detect_format(head: bytes) -> str:
+    """The format of a file from its first bytes: "torch-zip", "torch-legacy", "torch-tar" or
+    "safetensors" (ember's own format and any other safetensors file)."""
+    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        return "torch-zip"
+    # a pickle's PROTO opcode; a safetensors file always has "{" after its 8-byte header length
+    if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5 and head[8:9] != b"{":
+        return "torch-legacy"
+    if head[257:262] == b"ustar":
+        return "torch-tar"
+    return "safetensors"
+
+
 def load(f, map_location=None, pickle_module: Any = None, *, weights_only: bool | None = None,
          mmap: bool | None = None, **pickle_load_args: Any) -> Any:
-    """Load an object saved by `ember.save` (or any safetensors file, as a dict of tensors).
+    """Load a checkpoint: one saved by `ember.save`, any safetensors file (as a dict of
+    tensors), or one written by `torch.save` (zip or legacy format; see
+    `ember.serialization_torch`). The format is told from the file's first bytes.
 
     `map_location` moves tensors: a device string or `ember.device` (all tensors), a dict
     mapping saved device strings to new ones, or a callable `fn(tensor, saved_location)`
-    returning the tensor to use (None keeps the default). Without it tensors return to the
-    device they were saved from. The loader runs no code from the file (`weights_only` is
-    accepted; loading is always weights-only); anything malformed raises `CheckpointError`.
+    returning the tensor to use (None keeps the default; for a torch checkpoint it is called
+    once per storage, with the storage as a 1-D tensor). Without it tensors return to the
+    device they were saved from. The loader runs no code from the file: loading is always
+    weights-only, whatever `weights_only` says, and `pickle_module` and `mmap` are accepted
+    and ignored (`encoding` and `errors` still decode Python 2 strings of torch files).
+    Anything malformed or refused raises `CheckpointError`.
     """
-    import numpy as np
-    from ember.frontend.factories import from_numpy
-
+    locate = _location_fn(map_location)
     if isinstance(f, (str, os.PathLike)):
         with open(f, "rb") as fh:
-            buf = fh.read()
-    else:
+            return _load_stream(fh, locate, pickle_load_args)
+    try:
+        seekable = f.seekable()
+    except AttributeError:
+        seekable = False
+    if not seekable:
         buf = f.read()
         if not isinstance(buf, (bytes, bytearray)):
             raise TypeError("ember.load: the file object must be opened in binary mode")
-        buf = bytes(buf)
+        f = io.BytesIO(buf)
+    return _load_stream(f, locate, pickle_load_args)
+
+
+def _load_stream(fh, locate: Callable[[Any, str], Any], pickle_load_args: dict[str, Any]) -> Any:
+    """Load from a seekable binary file, by the format its first bytes show."""
+    start = fh.tell()
+    head = fh.read(_SNIFF_BYTES)
+    if not isinstance(head, (bytes, bytearray)):
+        raise TypeError("ember.load: the file object must be opened in binary mode")
+    fh.seek(start)
+    kind = _detect_format(bytes(head))
+    if kind in ("torch-zip", "torch-legacy"):
+        from ember import serialization_torch
+
+        reader = serialization_torch.load_zip if kind == "torch-zip" else serialization_torch.load_legacy
+        return reader(fh, locate, pickle_load_args)
+    if kind == "torch-tar":
+        raise _fail("this is PyTorch's tar format (torch < 0.4), which ember does not read; re-save it with a "
+                    "recent torch.save")
+    return _load_native(bytes(fh.read()), locate)
+
+
+def _load_native(buf: bytes, locate: Callable[[Any, str], Any]) -> Any:
+    """Load ember's format or any safetensors file from its bytes."""
+    import numpy as np
+    from ember.frontend.factories import from_numpy
+
     header, raw, data = _read_header(buf)
     meta = header.get("__metadata__", {})
     if not isinstance(meta, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in meta.items()):
@@ -380,7 +442,6 @@ def load(f, map_location=None, pickle_module: Any = None, *, weights_only: bool 
     else:
         structure = {"dict": [[n, {"tensor": n, "device": "cpu", "requires_grad": False}] for n in entries]}
 
-    locate = _location_fn(map_location)
     arrays = {}
     for name, (dtype_name, shape, begin, stop) in entries.items():
         arr = np.frombuffer(data[begin:stop], dtype=_np_dtype(dtype_name)).reshape(shape)
