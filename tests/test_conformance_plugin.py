@@ -89,16 +89,25 @@ def test_import_ember_does_not_import_the_suite():
 
 
 # --------------------------------------------------------------------- a third device
+def _registered(device_type: str, plugin):
+    """Register a device plugin in code for one module's tests, then forget it (so that later
+    tests in the same process, e.g. of ember.accelerator, do not see it)."""
+    from ember.dispatcher.plugins import REGISTRY
+
+    ember.backends.register(device_type, plugin)
+    yield resolve_device(device_type)
+    del REGISTRY.records[device_type]
+    REGISTRY.pm.unregister(name=f"ember-backend-{device_type}")
+
+
 @pytest.fixture(scope="module")
 def fakegpu():
-    ember.backends.register("fakegpu", ember_fakegpu.FakeGPU())
-    return resolve_device("fakegpu")
+    yield from _registered("fakegpu", ember_fakegpu.FakeGPU())
 
 
 @pytest.fixture(scope="module")
 def badgpu():
-    ember.backends.register("badgpu", ember_fakegpu.BadGPU())
-    return resolve_device("badgpu")
+    yield from _registered("badgpu", ember_fakegpu.BadGPU())
 
 
 def _op(name):
