@@ -24,7 +24,7 @@ PyTorch checkpoints: `load` also reads what `torch.save` writes, the zip format 
 starts with `PK\x03\x04`) and the legacy single-stream one (a pickle's `\x80` protocol mark),
 so `model.load_state_dict(ember.load("model.pt"))` works for an ember model of the same
 structure, as do optimizer states and nested checkpoints. Their pickles are read by an
-allow-list unpickler (`ember.serialization_torch`): only tensors, storages, dtypes, devices,
+allow-list unpickler (`ember.torch_unpickler`): only tensors, storages, dtypes, devices,
 sizes, containers and numbers can be rebuilt, by ember's own functions; any other global
 (`os.system`, `builtins.eval`, a model class) raises `CheckpointError` naming it, and nothing
 from the file runs. `weights_only=False` does not change that: ember never unpickles
