@@ -19,10 +19,17 @@ from ember_cpu.plugin import QUIET_MODULES
 
 
 def pytest_configure(config):
-    """The warning filters a program has: the cpu plugin's (installed when it loads, which happens
-    inside some test's capture, so they would last for that test only), and the oracle's."""
+    """The warning filters a program has: the cpu and opencl plugins' (installed when they load,
+    which happens inside some test's capture, so they would last for that test only), and the
+    oracle's."""
     for module in QUIET_MODULES:
         config.addinivalue_line("filterwarnings", f"ignore::RuntimeWarning:{module}")
+    try:
+        from ember_opencl.plugin import COMPILER_LOG_NOTICE
+    except ImportError:            # the opencl plugin is not installed
+        pass
+    else:
+        config.addinivalue_line("filterwarnings", f"ignore:{COMPILER_LOG_NOTICE}")
     ignore_oracle_warnings(config)
 
 LEAN_EXTRA = {"mm", "matmul", "linear", "softmax.int", "log_softmax.int", "relu", "sum.dim_IntList", "mean.dim",

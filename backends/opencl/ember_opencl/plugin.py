@@ -28,6 +28,14 @@ from .array import CLArray
 ENV_FALLBACK = "EMBER_OPENCL_FALLBACK"
 FALLBACK_MODES = ("warn", "silent", "error")
 
+#: pyopencl's warning whenever a driver's build log is not empty ("Non-empty compiler output
+#: encountered. Set the environment variable PYOPENCL_COMPILER_OUTPUT=1 to see more."): some drivers
+#: (Intel's CPU runtime) log every build, so a program would see it once per kernel ember builds,
+#: saying nothing about the kernel. Silenced when the plugin loads; PYOPENCL_COMPILER_OUTPUT=1 still
+#: shows the logs themselves (a different message).
+COMPILER_LOG_NOTICE = "Non-empty compiler output encountered"
+warnings.filterwarnings("ignore", message=COMPILER_LOG_NOTICE)
+
 
 def fallback_mode() -> str:
     mode = os.environ.get(ENV_FALLBACK, "warn").strip().lower() or "warn"
