@@ -20,12 +20,13 @@ def pick_device(requested: str = "auto") -> ember.device:
     return ember.accelerator.current_accelerator() or ember.device("cpu")
 
 
-def progress(iterable=None, desc: str = "", total: int | None = None, initial: int = 0, file=None) -> tqdm:
+def progress(iterable=None, desc: str = "", total: int | None = None, initial: int = 0, file=None,
+             disable: bool = False) -> tqdm:
     """A tqdm progress bar over `iterable` (or updated by hand: `total`, `initial`), on stderr.
 
-    Drawn only while the stream is a terminal (tqdm's `disable=None`) and cleared when done: the
-    examples print their own one-line summaries (through `tqdm.write`, which keeps a live bar
-    intact), which read the same on a terminal and in a log file or CI output.
+    Drawn only while the stream is a terminal (tqdm's `disable=None`) and not `disable`d, and
+    cleared when done: the examples print their own one-line summaries (through `tqdm.write`, which
+    keeps a live bar intact), which read the same on a terminal and in a log file or CI output.
     """
-    return tqdm(iterable, desc=desc, total=total, initial=initial, file=file, leave=False, disable=None,
-                dynamic_ncols=True)
+    return tqdm(iterable, desc=desc, total=total, initial=initial, file=file, leave=False,
+                disable=True if disable else None, dynamic_ncols=True)

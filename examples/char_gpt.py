@@ -310,27 +310,23 @@ def train(args: argparse.Namespace, log=print):
     losses: list[float] = []
     start = time.perf_counter()
     model.train()
-    training = step < args.max_iters and not args.sample_only
-    bar = progress(total=args.max_iters, initial=step, desc="training") if training and not args.quiet else None
-    while step < args.max_iters and not args.sample_only:
-        x, y = data.batch("train", args.batch_size, config.block_size, batch_gen, device)
-        lr = scheduler.get_last_lr()[0]
-        losses.append(train_step(torch, model, optimizer, scheduler, x, y, args.grad_clip))
-        step += 1
-        if bar is not None:
+    with progress(total=args.max_iters, initial=step, desc="training", disable=args.quiet or args.sample_only) as bar:
+        while step < args.max_iters and not args.sample_only:
+            x, y = data.batch("train", args.batch_size, config.block_size, batch_gen, device)
+            lr = scheduler.get_last_lr()[0]
+            losses.append(train_step(torch, model, optimizer, scheduler, x, y, args.grad_clip))
+            step += 1
             bar.update()
             bar.set_postfix(loss=f"{losses[-1]:.4f}")
-        if not args.quiet and (step % 10 == 0 or step == args.max_iters):
-            log(f"step {step:5d}  loss {losses[-1]:.4f}  lr {lr:.2e}  {time.perf_counter() - start:.1f} s")
-        if step % args.eval_interval == 0 or step == args.max_iters:
-            if args.eval_iters:
-                scores = evaluate()
-                log(f"step {step:5d}  train loss {scores['train']:.4f}  val loss {scores['val']:.4f}")
-            save()
-            if not args.quiet:
-                log(f"step {step:5d}  checkpoint saved to {ckpt_path}")
-    if bar is not None:
-        bar.close()
+            if not args.quiet and (step % 10 == 0 or step == args.max_iters):
+                log(f"step {step:5d}  loss {losses[-1]:.4f}  lr {lr:.2e}  {time.perf_counter() - start:.1f} s")
+            if step % args.eval_interval == 0 or step == args.max_iters:
+                if args.eval_iters:
+                    scores = evaluate()
+                    log(f"step {step:5d}  train loss {scores['train']:.4f}  val loss {scores['val']:.4f}")
+                save()
+                if not args.quiet:
+                    log(f"step {step:5d}  checkpoint saved to {ckpt_path}")
     return losses, model, data
 
 

@@ -1,5 +1,5 @@
-"""What the whole suite shares: the plugins loaded up front, the oracle's warning filters, and a
-lean selection of the opencl and cuda conformance runs.
+"""What the whole suite shares: the run's warning filters (ember.testing.plugin.add_warning_filters),
+and a lean selection of the opencl and cuda conformance runs.
 
 Lean runs: the opencl and cuda conformance runs select the checks that matter most.
 
@@ -14,23 +14,12 @@ from __future__ import annotations
 
 import os
 
-from ember.testing.plugin import ignore_oracle_warnings
-from ember_cpu.plugin import QUIET_MODULES
+from ember.testing.plugin import add_warning_filters
 
 
 def pytest_configure(config):
-    """The warning filters a program has: the cpu and opencl plugins' (installed when they load,
-    which happens inside some test's capture, so they would last for that test only), and the
-    oracle's."""
-    for module in QUIET_MODULES:
-        config.addinivalue_line("filterwarnings", f"ignore::RuntimeWarning:{module}")
-    try:
-        from ember_opencl.plugin import COMPILER_LOG_NOTICE
-    except ImportError:            # the opencl plugin is not installed
-        pass
-    else:
-        config.addinivalue_line("filterwarnings", f"ignore:{COMPILER_LOG_NOTICE}")
-    ignore_oracle_warnings(config)
+    add_warning_filters(config)
+
 
 LEAN_EXTRA = {"mm", "matmul", "linear", "softmax.int", "log_softmax.int", "relu", "sum.dim_IntList", "mean.dim",
               "sub.Tensor", "clone", "view", "expand", "t", "cat", "nll_loss", "cross_entropy_loss", "addmm",

@@ -86,13 +86,13 @@ def _inputs(model, args, device):
 _PHASES = ("build", "forward", "backward", "optimizer step")
 
 
-def _progress(desc: str, enabled: bool):
+def _progress(desc: str):
     """A tqdm bar over the step's phases on stderr, drawn only on a terminal and cleared when done
     (a big model's step on meta takes seconds; on a real device much longer)."""
     from tqdm import tqdm
 
-    return tqdm(total=len(_PHASES), desc=desc, unit="phase", leave=False, file=sys.stderr,
-                disable=None if enabled else True, bar_format="{desc}: {n}/{total} {bar} {postfix}")
+    return tqdm(total=len(_PHASES), desc=desc, unit="phase", leave=False, file=sys.stderr, disable=None,
+                bar_format="{desc}: {n}/{total} {bar} {postfix}")
 
 
 def run_step(factory, args, device: str, progress: bool = False):
@@ -102,7 +102,9 @@ def run_step(factory, args, device: str, progress: bool = False):
     0-d float32 cpu tensors whatever the parameters' device, as in PyTorch, and belong to the
     optimizer state a run holds. `simulate(..., device=)` replays one device's events only.
     `progress`: show the phases as they run (on a terminal)."""
-    with _progress(f"{args.factory} on {device}", progress) as bar:
+    if not progress:
+        return _run_step(factory, args, device, lambda: None)
+    with _progress(f"{args.factory} on {device}") as bar:
         phases = iter(_PHASES)
 
         def phase_done() -> None:

@@ -24,15 +24,28 @@ ORACLE_TORCH = "2.13.0"        # the torch release the expectations were recorde
 
 # torch's (the oracle's) advice about the edge cases the suite calls it with on purpose (a variance
 # of one element, 'same' padding with an even kernel, its own mse_loss backward resizing an output):
-# messages about torch's call, not results. pytest `filterwarnings` lines, added when the suite runs.
+# messages about torch's call, not results. pytest `filterwarnings` lines.
 ORACLE_WARNINGS = ("ignore:.*degrees of freedom is <= 0:UserWarning",
                    "ignore:Using padding='same' with even kernel lengths:UserWarning",
                    "ignore:An output with one or more elements was resized:UserWarning")
 
 
-def ignore_oracle_warnings(config) -> None:
-    """Add ORACLE_WARNINGS to this pytest run's warning filters."""
-    for line in ORACLE_WARNINGS:
+def add_warning_filters(config) -> None:
+    """The warning filters of a test run: the ones a program has once ember's plugins are loaded (the
+    cpu plugin's numpy RuntimeWarnings, the opencl plugin's build-log notice), and ORACLE_WARNINGS.
+
+    A plugin installs its filters when it loads, and in a test run that happens inside some test's
+    warning capture, which drops them when the test ends; so a run adds them to its own filters."""
+    from ember_cpu.plugin import QUIET_MODULES
+
+    lines = [f"ignore::RuntimeWarning:{module}" for module in QUIET_MODULES]
+    try:
+        from ember_opencl.plugin import COMPILER_LOG_NOTICE
+    except ImportError:            # the opencl plugin is not installed
+        pass
+    else:
+        lines.append(f"ignore:{COMPILER_LOG_NOTICE}")
+    for line in (*lines, *ORACLE_WARNINGS):
         config.addinivalue_line("filterwarnings", line)
 
 
@@ -99,7 +112,7 @@ def pytest_configure(config):
     if importlib.util.find_spec("torch") is None:       # (importing torch takes seconds: the tests will)
         raise pytest.UsageError(f"{NO_TORCH} (no module named 'torch')")
     config.stash[_DEVICE_KEY] = resolve_device(name)
-    ignore_oracle_warnings(config)
+    add_warning_filters(config)
 
 
 _DEVICE_KEY = pytest.StashKey[DeviceUnderTest]()
