@@ -56,6 +56,7 @@ _DTYPE_CODES = {"bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "in
 _CODE_DTYPES = {v: k for k, v in _DTYPE_CODES.items()}
 _MAX_HEADER = 100_000_000        # the safetensors package's own limit
 _MAX_DEPTH = 200                 # nesting of the saved structure
+_MAX_DIMS = 64                   # dimensions of a tensor
 _DIGEST_KEY = b'"ember_digest":"'
 
 
@@ -226,6 +227,12 @@ def _read_header(buf: bytes) -> tuple[dict, bytes, memoryview]:
     return header, raw, memoryview(buf)[8 + n:]
 
 
+def _is_shape(dims: list | tuple) -> bool:
+    """Whether `dims` (a list or tuple) can be a tensor's shape or strides: at most `_MAX_DIMS`
+    non-negative ints, each below 2**62."""
+    return len(dims) <= _MAX_DIMS and all(type(d) is int and 0 <= d < 2 ** 62 for d in dims)
+
+
 def _check_entries(header: dict, data_len: int) -> dict[str, tuple[str, tuple[int, ...], int, int]]:
     import numpy as np
 
@@ -239,8 +246,7 @@ def _check_entries(header: dict, data_len: int) -> dict[str, tuple[str, tuple[in
         code, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
         if code not in _CODE_DTYPES:
             raise _fail(f"tensor {name!r} has an unsupported dtype {code!r}")
-        if (not isinstance(shape, list) or len(shape) > 64
-                or not all(type(s) is int and 0 <= s < 2 ** 62 for s in shape)):
+        if not isinstance(shape, list) or not _is_shape(shape):
             raise _fail(f"tensor {name!r} has an invalid shape {shape!r}")
         if (not isinstance(offs, list) or len(offs) != 2 or not all(type(o) is int for o in offs)
                 or not 0 <= offs[0] <= offs[1] <= data_len):

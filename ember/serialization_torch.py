@@ -11,11 +11,13 @@
 
 Every pickle is read by the allow-list unpickler of `ember.torch_unpickler`, which runs
 nothing from the file and turns tensors, storages, sizes, devices and dtypes into inert
-records. Each storage's size is checked before it is read: a zip record against the archive
-(a deflated one against what deflate can expand to), a legacy storage against the element
-count saved before it and the file's end. Only after the whole pickle is read and every tensor
-checked against its storage is any storage read, and `_Builder` turns the records into ember
-tensors, dtypes, devices and sizes, keeping shared objects shared.
+records. Each storage's size is checked before it is read: a zip storage record must be stored
+uncompressed (torch never compresses storages) and the records read (data.pkl, byteorder and
+the storages) must together fit in the archive, so overlapping records cannot multiply its
+bytes; a legacy storage is checked against the element count saved before it and the file's
+end. Only after the whole pickle is read and every tensor checked against its storage is any
+storage read, and `_Builder` turns the records into ember tensors, dtypes, devices and sizes,
+keeping shared objects shared.
 
 Tensors sharing a storage in the file share one ember storage (each is an `as_strided`
 view of it); `requires_grad` and `nn.Parameter` are restored as torch restores them. Each
@@ -36,8 +38,9 @@ from typing import Any, BinaryIO, Callable
 
 import numpy as np
 
+from ember.pickle_scan import read_fully, scan_pickle
 from ember.serialization import _MAX_DEPTH, CheckpointError, _fail, _np_dtype
-from ember.torch_unpickler import (_FORMAT_ERRORS, _itemsize, _LoadState, _MappingRecord, _scan_pickle,
+from ember.torch_unpickler import (_FORMAT_ERRORS, _itemsize, _LoadState, _MappingRecord,
                                    _StorageRecord, _TensorRecord, _Token, _unpickle, _Value, _what)
 
 __all__ = ["load_zip", "load_legacy"]
@@ -57,11 +60,11 @@ def _unpickle_args(pickle_load_args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _next_pickle(stream: BinaryIO, load: _LoadState, unpickle_args: dict[str, Any]) -> Any:
-    """Unpickle the next pickle of `stream` (checked by `_scan_pickle` first); the stream ends after it."""
+    """Unpickle the next pickle of `stream` (checked by `scan_pickle` first); the stream ends after it."""
     start = stream.tell()
-    n = _scan_pickle(stream)
+    n = scan_pickle(stream)
     stream.seek(start)
-    return _unpickle(stream.read(n), load, unpickle_args, scanned=True)
+    return _unpickle(read_fully(stream, n), load, unpickle_args, scanned=True)
 
 
 # -- the storages' bytes --------------------------------------------------------------------
@@ -72,6 +75,8 @@ class _ZipArchive:
         fh.seek(0, io.SEEK_END)
         self.archive_size = fh.tell()
         fh.seek(0)
+        self.claimed: set[str] = set()              # the records read (or to be read)
+        self.claimed_bytes = 0                      # the archive's bytes they span
         self.zf = zipfile.ZipFile(fh)
         infos = self.zf.infolist()
         self.infos = {i.filename: i for i in infos}
@@ -107,6 +112,19 @@ class _ZipArchive:
             raise _fail(f"the record {name!r} claims {info.file_size} bytes, more than the archive can hold")
         return info
 
+    def _claim(self, name: str, info: zipfile.ZipInfo) -> None:
+        """Count a record to be read against the archive. The records of a real archive lie apart,
+        so together they span at most its size; records whose spans overlap each pass the check
+        of `_info` alone and would load the same bytes many times over (Python 3.11's zipfile
+        does not look for overlaps)."""
+        if name in self.claimed:
+            return
+        self.claimed.add(name)
+        self.claimed_bytes += info.compress_size
+        if self.claimed_bytes > self.archive_size:
+            raise _fail(f"the {len(self.claimed)} records read so far span {self.claimed_bytes} bytes, more than "
+                        f"the {self.archive_size}-byte archive holds (its records overlap)")
+
     def record(self, name: str, optional: bool = False) -> bytes | None:
         """A whole small record (data.pkl, byteorder)."""
         info = self._info(name)
@@ -114,13 +132,20 @@ class _ZipArchive:
             if optional:
                 return None
             raise _fail(f"the archive has no {self.prefix + name!r} record")
+        self._claim(name, info)
         return self.zf.read(info)
 
     def storage_nbytes(self, key: str) -> int:
-        """The size of a storage's record; `CheckpointError` if it is missing."""
-        info = self._info(f"data/{key}")
+        """The size of a storage's record; `CheckpointError` if it is missing, compressed, or
+        more than the archive holds besides the records already counted."""
+        name = f"data/{key}"
+        info = self._info(name)
         if info is None:
-            raise _fail(f"the archive has no record for storage {key!r} ({self.prefix}data/{key})")
+            raise _fail(f"the archive has no record for storage {key!r} ({self.prefix}{name})")
+        if info.compress_type != zipfile.ZIP_STORED:
+            raise _fail(f"the storage record {key!r} is compressed (method {info.compress_type}); torch.save "
+                        "never compresses storages")
+        self._claim(name, info)
         return info.file_size
 
     def read_storage(self, key: str, nbytes: int) -> np.ndarray:
@@ -157,7 +182,8 @@ class _LegacyStorages:
         self.fh = fh
         self.where: dict[str, int] = {}
         pos = fh.tell()
-        end = fh.seek(0, io.SEEK_END)
+        fh.seek(0, io.SEEK_END)
+        end = fh.tell()
         for key in keys:
             rec = storages[key]
             fh.seek(pos)
@@ -173,11 +199,17 @@ class _LegacyStorages:
                 raise _fail(f"the file ends inside storage {key!r} ({rec.nbytes} bytes)")
 
     def read_storage(self, key: str, nbytes: int) -> np.ndarray:
-        """A storage's bytes, read into one new array."""
+        """A storage's bytes, read into one new array with `read` alone (torch.load asks a file
+        object only for read, readline, seek and tell; a raw stream's read may return less)."""
         out = np.empty(nbytes, dtype=np.uint8)
         self.fh.seek(self.where[key])
-        if self.fh.readinto(memoryview(out)) != nbytes:
-            raise _fail(f"the file ends inside storage {key!r}")
+        got = 0
+        while got < nbytes:
+            chunk = self.fh.read(min(nbytes - got, _READ_CHUNK))
+            if not chunk:
+                raise _fail(f"the file ends inside storage {key!r}")
+            out[got:got + len(chunk)] = np.frombuffer(chunk, dtype=np.uint8)
+            got += len(chunk)
         return out
 
 

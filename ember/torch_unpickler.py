@@ -8,31 +8,32 @@ int16, int32, int64, float16, bfloat16, float32 or float64.
 
 Refused, with `CheckpointError` naming it: any other global (with torch's reason where torch
 could load it, or a hint for a pickled nn.Module or numpy), other dtypes (complex, uint16..64,
-float8, quantized), backward hooks and tensors with Python attributes.
+float8, quantized), backward hooks, tensors with Python attributes and attributes of an
+OrderedDict or Counter other than a state dict's `_metadata`.
 
 Why nothing runs: nothing is imported and no object of the file's choosing is created. Tensors,
 storages and torch globals are inert records (`_Record`) whose `__setstate__` refuses BUILD;
 each call is checked (every tensor against its storage, every zip storage against its record's
-size) before any data is read. Before unpickling, `pickletools.genops` walks the opcodes (parsing
-only) and refuses memo indices a pickler could not have written, since the C unpickler would
-allocate memory up to such an index. `ember.serialization_torch` builds the ember objects.
+size) before any data is read. Before unpickling, `ember.pickle_scan.scan_pickle` walks the
+opcodes (parsing only) and refuses what would harm the process before any check could run
+(huge memo indices, deep nesting, impossible lengths).
+`ember.serialization_torch` builds the ember objects.
 """
 from __future__ import annotations
 
 import functools
 import inspect
 import io
+import math
 import pickle
-import pickletools
 import struct
-import warnings
 import zipfile
 import zlib
-from typing import Any, BinaryIO, Callable
+from typing import Any, Callable
 
-from ember.serialization import CheckpointError, _fail, _np_dtype
+from ember.pickle_scan import scan_pickle
+from ember.serialization import _DTYPE_CODES, _MAX_DIMS, CheckpointError, _fail, _is_shape, _np_dtype
 
-_MAX_DIMS = 64
 _MAX_NUMEL_BYTES = 2 ** 62
 # Errors the zip reader and the unpickler raise for damaged input (zipfile raises OSError for
 # offsets before the file's start and RuntimeError for encrypted records).
@@ -42,8 +43,7 @@ _FORMAT_ERRORS = (zipfile.BadZipFile, zlib.error, pickle.UnpicklingError, EOFErr
 
 
 # -- dtypes ---------------------------------------------------------------------------------
-_SUPPORTED_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32",
-                     "float64")
+_SUPPORTED_DTYPES = tuple(_DTYPE_CODES)          # the dtypes ember's own format stores
 _FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 _UNSUPPORTED_DTYPES = (
     "uint16", "uint32", "uint64", "complex32", "complex64", "complex128", "float8_e4m3fn", "float8_e4m3fnuz",
@@ -137,8 +137,8 @@ class _Value(_Record):
 
 
 class _MappingRecord(dict):
-    """An OrderedDict or Counter being unpickled: its items, plus the attributes BUILD may set
-    (a module's state dict carries `_metadata`)."""
+    """An OrderedDict or Counter being unpickled: its items, plus the one attribute BUILD may set,
+    `_metadata` (which a module's state dict carries)."""
 
     __slots__ = ("kind", "attrs")
 
@@ -148,10 +148,11 @@ class _MappingRecord(dict):
         self.attrs: dict[str, Any] = {}
 
     def __setstate__(self, state: Any) -> None:
-        if (type(state) is not dict
-                or not all(isinstance(k, str) and not k.startswith("__") for k in state)):
-            raise _fail(f"the pickle's BUILD instruction gives a collections.{self.kind} the state "
-                        f"{type(state).__name__}: only a dict of plain attribute names is accepted")
+        if type(state) is not dict or not all(k == "_metadata" for k in state):
+            what = (f"the attributes {', '.join(sorted(map(repr, state)))[:80]}" if type(state) is dict
+                    else f"the state {type(state).__name__}")
+            raise _fail(f"the pickle's BUILD instruction gives a collections.{self.kind} {what}: only "
+                        "_metadata (a state dict's) is accepted")
         self.attrs.update(state)
 
 
@@ -282,10 +283,37 @@ def _check_requires_grad(dtype: str, requires_grad: Any) -> None:
 def _dims(v: Any, what: str) -> tuple[int, ...]:
     if isinstance(v, _Value) and v.kind == "Size":
         v = v.args
-    if not isinstance(v, (tuple, list)) or len(v) > _MAX_DIMS or not all(
-            type(d) is int and 0 <= d < 2 ** 62 for d in v):
+    if not isinstance(v, (tuple, list)) or not _is_shape(v):
         raise _fail(f"a tensor's {what} must be at most {_MAX_DIMS} non-negative ints, got {_what(v)}")
     return tuple(v)
+
+
+def _layout(dtype: str, size: Any, stride: Any, requires_grad: Any) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+    """Check what every tensor has, with or without a storage: a supported dtype, a size and a
+    stride of the same length, at most `_MAX_NUMEL_BYTES` of elements and a valid requires_grad.
+    Returns the size, the stride and the element count."""
+    item = _itemsize(dtype)
+    size, stride = _dims(size, "size"), _dims(stride, "stride")
+    if len(size) != len(stride):
+        raise _fail(f"a tensor's size {size} and stride {stride} differ in length")
+    numel = math.prod(size)
+    if numel * item > _MAX_NUMEL_BYTES:
+        raise _fail(f"a tensor of size {size} is too large")
+    _check_requires_grad(dtype, requires_grad)
+    return size, stride, numel
+
+
+def _dtype_arg(v: Any, what: str) -> str:
+    """The name of the torch dtype `v` names; `CheckpointError` if `v` is not a dtype."""
+    if not isinstance(v, _Token) or v.kind != "dtype":
+        raise _fail(f"{what} must be a torch dtype, got {_what(v)}")
+    return v.value
+
+
+def _no_hooks(hooks: Any, what: str) -> None:
+    """Refuse backward hooks (torch saves an empty OrderedDict, or None, when there are none)."""
+    if hooks is not None and not (isinstance(hooks, dict) and not hooks):
+        raise _fail(f"a {what} with backward hooks: hooks are code and are not loaded")
 
 
 def _tensor(load: _LoadState, storage: Any, offset: Any, size: Any, stride: Any, requires_grad: Any,
@@ -293,16 +321,13 @@ def _tensor(load: _LoadState, storage: Any, offset: Any, size: Any, stride: Any,
     """Check one tensor against its storage (dtype, bounds, requires_grad) and record it."""
     if not isinstance(storage, _StorageRecord):
         raise _fail(f"a tensor's storage must come from the file's storages, got {_what(storage)}")
-    size, stride = _dims(size, "size"), _dims(stride, "stride")
-    if len(size) != len(stride):
-        raise _fail(f"a tensor's size {size} and stride {stride} differ in length")
     if type(offset) is not int or offset < 0:
         raise _fail(f"a tensor's storage offset must be a non-negative int, got {offset!r}")
-    if hooks is not None and not (isinstance(hooks, dict) and not hooks):
-        raise _fail("a tensor with backward hooks: hooks are code and are not loaded")
+    _no_hooks(hooks, "tensor")
     if metadata is not None and not (isinstance(metadata, dict) and not any(metadata.values())):
         raise _fail(f"tensor metadata {str(metadata)[:80]} (conjugate or negative bits) is not supported")
     dtype = dtype or storage.element_dtype
+    size, stride, numel = _layout(dtype, size, stride, requires_grad)
     item = _itemsize(dtype)
     if storage.dtype is None:
         if storage.numel % item:
@@ -311,16 +336,10 @@ def _tensor(load: _LoadState, storage: Any, offset: Any, size: Any, stride: Any,
     elif storage.dtype != dtype:
         raise _fail(f"a {dtype} tensor on the {storage.dtype} storage {storage.key!r}")
     elements = storage.nbytes // item
-    numel = 1
-    for d in size:
-        numel *= d
-    if numel * item > _MAX_NUMEL_BYTES:
-        raise _fail(f"a tensor of size {size} is too large")
     end = offset + sum((d - 1) * s for d, s in zip(size, stride)) + 1 if numel else offset
     if end > elements:
         raise _fail(f"a tensor of size {size}, stride {stride} and offset {offset} reaches element {end - 1} "
                     f"of the storage {storage.key!r}, which has {elements}")
-    _check_requires_grad(dtype, requires_grad)
     return _TensorRecord(storage, dtype, offset, size, stride, requires_grad)
 
 
@@ -335,29 +354,21 @@ def _rebuild_tensor_v2(load: _LoadState, storage: Any, storage_offset: Any, size
 
 def _rebuild_tensor_v3(load: _LoadState, storage: Any, storage_offset: Any, size: Any, stride: Any,
                        requires_grad: Any, backward_hooks: Any, dtype: Any, metadata: Any = None) -> _TensorRecord:
-    if not isinstance(dtype, _Token) or dtype.kind != "dtype":
-        raise _fail(f"_rebuild_tensor_v3's dtype must be a torch dtype, got {_what(dtype)}")
     return _tensor(load, storage, storage_offset, size, stride, requires_grad, backward_hooks, metadata,
-                   dtype.value)
+                   _dtype_arg(dtype, "_rebuild_tensor_v3's dtype"))
 
 
 def _rebuild_meta_tensor_no_storage(load: _LoadState, dtype: Any, size: Any, stride: Any,
                                     requires_grad: Any) -> _TensorRecord:
-    if not isinstance(dtype, _Token) or dtype.kind != "dtype":
-        raise _fail(f"a meta tensor's dtype must be a torch dtype, got {_what(dtype)}")
-    _itemsize(dtype.value)
-    size, stride = _dims(size, "size"), _dims(stride, "stride")
-    if len(size) != len(stride):
-        raise _fail(f"a tensor's size {size} and stride {stride} differ in length")
-    _check_requires_grad(dtype.value, requires_grad)
-    return _TensorRecord(None, dtype.value, 0, size, stride, requires_grad)
+    dtype = _dtype_arg(dtype, "a meta tensor's dtype")
+    size, stride, _ = _layout(dtype, size, stride, requires_grad)
+    return _TensorRecord(None, dtype, 0, size, stride, requires_grad)
 
 
 def _rebuild_parameter(load: _LoadState, data: Any, requires_grad: Any, backward_hooks: Any) -> _TensorRecord:
     if not isinstance(data, _TensorRecord):
         raise _fail(f"a Parameter's data must be a tensor, got {_what(data)}")
-    if backward_hooks is not None and not (isinstance(backward_hooks, dict) and not backward_hooks):
-        raise _fail("a Parameter with backward hooks: hooks are code and are not loaded")
+    _no_hooks(backward_hooks, "Parameter")
     return data.as_parameter(requires_grad)
 
 
@@ -504,28 +515,6 @@ _MODULE_ALIASES = {"__builtin__": "builtins", "copy_reg": "copyreg", "torch.tens
 
 
 # -- unpickling -----------------------------------------------------------------------------
-_MEMO_PUTS = frozenset({"PUT", "BINPUT", "LONG_BINPUT"})
-
-
-def _scan_pickle(stream: BinaryIO) -> int:
-    """Walk one pickle's opcodes without running them; return how many bytes it spans.
-
-    Refuses memo indices larger than the count of opcodes before them (a pickler numbers its
-    memo from 0; the C unpickler would allocate a list up to the index).
-    """
-    start = stream.tell()
-    try:
-        with warnings.catch_warnings():             # invalid escapes in a STRING opcode warn
-            warnings.simplefilter("ignore", DeprecationWarning)
-            for n, (op, arg, pos) in enumerate(pickletools.genops(stream)):
-                if op.name in _MEMO_PUTS and not (type(arg) is int and 0 <= arg <= n):
-                    raise _fail(f"the pickle stores memo entry {arg!r} at byte {pos}, out of range")
-    except CheckpointError:
-        raise
-    except (ValueError, EOFError, struct.error, OverflowError, UnicodeDecodeError) as e:
-        raise _fail(f"the pickle is malformed ({type(e).__name__}: {e})") from None
-    return stream.tell() - start
-
 
 class _AllowListUnpickler(pickle.Unpickler):
     """An unpickler that resolves only the names in `_ALLOWED_GLOBALS`, to functions of this module."""
@@ -552,11 +541,10 @@ class _AllowListUnpickler(pickle.Unpickler):
 def _unpickle(data: bytes, load: _LoadState, unpickle_args: dict[str, Any], scanned: bool = False) -> Any:
     """Unpickle `data` with the allow-list; `CheckpointError` for anything refused or malformed."""
     if not scanned:
-        _scan_pickle(io.BytesIO(data))
+        scan_pickle(io.BytesIO(data))
+    unpickler = _AllowListUnpickler(data, load, **unpickle_args)     # a bad argument raises its own TypeError
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            return _AllowListUnpickler(data, load, **unpickle_args).load()
+        return unpickler.load()
     except CheckpointError:
         raise
     except _FORMAT_ERRORS as e:

@@ -1,7 +1,8 @@
 """ember.load on checkpoints written by torch.save (zip and legacy formats) and by
 safetensors.torch, compared with torch.load as the oracle; the allow-list unpickler refusing
-hostile pickles without running them; and a fuzz test of 1000 damaged PyTorch files that
-must each load or raise CheckpointError."""
+hostile pickles without running them; regressions for hostile files that crashed the process or
+multiplied its memory (deep nesting, overlapping zip records, huge length claims); and a fuzz
+test of 1000 damaged PyTorch files that must each load or raise CheckpointError."""
 from __future__ import annotations
 
 import io
@@ -9,16 +10,20 @@ import math
 import os
 import pickle
 import struct
+import subprocess
 import sys
 import tracemalloc
+import warnings
 import zipfile
+import zlib
 from collections import Counter, OrderedDict
 
 import numpy as np
 import pytest
 
 import ember
-from ember.serialization import CheckpointError, _detect_format
+from ember import serialization_torch, torch_unpickler
+from ember.serialization import _DTYPE_CODES, CheckpointError, _detect_format, _location_fn
 
 torch = pytest.importorskip("torch")
 
@@ -465,6 +470,225 @@ def test_impossible_storages_and_tensors_are_refused_before_reading():
     legacy = _saved({"w": torch.ones(4)}, _use_new_zipfile_serialization=False)
     with pytest.raises(CheckpointError, match="ends inside storage"):
         _load(legacy[:-3])
+
+
+# -- regressions ---------------------------------------------------------------------------
+def _deep(n: int) -> bytes:
+    """A tuple nested `n` deep, as TUPLE1 opcodes write it: ((...(1,)...),)."""
+    return b"K\x01" + b"\x85" * n
+
+
+# Each hashes an object nested a million deep as the unpickler builds it: a dict key (SETITEM),
+# a set member (ADDITEMS) and a frozenset member (FROZENSET).
+_CRASH = b"\x80\x02}" + _deep(1_000_000) + b"Ns."
+_HASHED_DEEP = {"dict key": _CRASH, "set member": b"\x80\x04\x8f(" + _deep(1_000_000) + b"\x90.",
+                "frozenset member": b"\x80\x04(" + _deep(1_000_000) + b"\x91."}
+
+
+def test_objects_nested_too_deep_are_refused_before_unpickling(tmp_path):
+    """Hashing a tuple nested a million deep overflowed the C stack and killed the interpreter."""
+    paths = []
+    for wrap in (_tensor_file, _legacy_file):
+        paths.append(tmp_path / f"deep-{wrap.__name__}.pt")
+        paths[-1].write_bytes(wrap(_CRASH))
+    script = ("import sys\nimport ember\nfrom ember.serialization import CheckpointError\nfor p in sys.argv[1:]:\n"
+              "    try:\n        ember.load(p)\n    except CheckpointError as e:\n        print('refused:', e)\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(ember.__file__)))
+    done = subprocess.run([sys.executable, "-c", script, *map(str, paths)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": root})
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])      # not killed by SIGSEGV
+    assert done.stdout.count("nested more than 200 levels deep") == 2, done.stdout
+    # in this process only once a crash is known not to happen
+    for pkl in _HASHED_DEEP.values():
+        for wrap in (_tensor_file, _legacy_file):
+            with pytest.raises(CheckpointError, match="objects are nested more than 200 levels deep"):
+                _load(wrap(pkl))
+    # the memo keeps a depth: a tuple 150 deep, memoized, popped and fetched, then nested 60 more
+    via_memo = b"\x80\x02" + _deep(150) + b"q\x00" + b"0" + b"h\x00" + b"\x85" * 60 + b"."
+    with pytest.raises(CheckpointError, match="objects are nested more than 200"):
+        _load(_tensor_file(via_memo))
+    # so does APPEND, into the list it keeps (the list holds a tuple 200 deep)
+    with pytest.raises(CheckpointError, match="objects are nested more than 200"):
+        _load(_tensor_file(b"\x80\x02]" + _deep(200) + b"a."))
+    # a nesting within the limit still loads, as a key and in a list
+    out = _load(_tensor_file(b"\x80\x02}" + _deep(150) + b"Ns."))
+    key = next(iter(out))
+    for _ in range(150):
+        key = key[0]
+    assert key == 1
+    assert len(_load(_tensor_file(b"\x80\x02]" + _deep(199) + b"a."))) == 1
+
+
+def _overlapping_zip(n: int, size: int) -> bytes:
+    """A torch zip checkpoint of `n` uint8 tensors of `size` bytes whose storage records overlap:
+    each record starts after its own local header, and its data runs on over the headers after
+    it into one shared payload, so `n * size` bytes come from a file of about `size`."""
+    names = [f"archive/data/{i}".encode() for i in range(n)]
+
+    def local(name: bytes, data: bytes) -> bytes:
+        return struct.pack("<4s2B4HL2L2H", b"PK\x03\x04", 20, 0, 0, 0, 0, 0, zlib.crc32(data), len(data),
+                           len(data), len(name), 0) + name
+
+    heads = b"".join(local(name, b"") for name in names)
+    blob = heads + np.arange(size, dtype=np.uint8).tobytes()
+    records, pos = [], 0
+    for name in names:
+        start = pos + 30 + len(name)
+        records.append((name, pos, blob[start:start + size]))
+        pos = start
+    items = b"".join(_tensor_pickle(numel=size, size=(size,), stride=(1,), storage="ByteStorage", key=str(i))[2:-1]
+                     for i in range(n))
+    for name, data in ((b"archive/data.pkl", b"\x80\x02](" + items + b"e."), (b"archive/byteorder", b"little")):
+        records.append((name, len(blob), data))
+        blob += local(name, data) + data
+    central = b"".join(struct.pack("<4s4B4HL2L5H2L", b"PK\x01\x02", 20, 0, 20, 0, 0, 0, 0, 0, zlib.crc32(data),
+                                   len(data), len(data), len(name), 0, 0, 0, 0, 0, offset) + name
+                       for name, offset, data in records)
+    return blob + central + struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(records), len(records), len(central),
+                                        len(blob), 0)
+
+
+def test_overlapping_or_compressed_storage_records_are_refused():
+    """Records checked one by one against the archive let overlapping ones load a file's bytes
+    many times over: 40 records of 64 KiB from a file of about 70 KB."""
+    raw = _overlapping_zip(40, 1 << 16)                # (zipfile before Python 3.11.8 reads each record)
+    assert len(raw) * 20 < 40 << 16
+    with pytest.raises(CheckpointError, match="span .* bytes, more than the .*-byte archive holds"):
+        _load(raw)
+    assert len(_load(_overlapping_zip(1, 1 << 16))[0]) == 1 << 16     # one record overlaps nothing
+    # torch never compresses a storage: a deflated one (up to ~1000:1) is refused
+    recs = _records(_saved({"w": torch.zeros(1000)}))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        for name, data in recs.items():
+            z.writestr(f"archive/{name}", data)
+    with pytest.raises(CheckpointError, match="storage record '0' is compressed .*never compresses storages"):
+        _load(buf.getvalue())
+
+
+def test_legacy_length_claims_past_the_end_are_refused_from_a_path(tmp_path):
+    """A BINBYTES8 (or BINUNICODE8, BYTEARRAY8) claiming 2**45 bytes: a real file's reader
+    allocated them before reading (MemoryError)."""
+    path = tmp_path / "huge.pt"
+    for op in (b"\x8e", b"\x8d", b"\x96"):
+        path.write_bytes(_legacy_file(b"\x80\x02" + op + struct.pack("<Q", 2 ** 45) + b"x" * 16 + b"."))
+        for source in (path, str(path), io.BytesIO(path.read_bytes())):
+            with pytest.raises(CheckpointError, match="malformed.*but only"):
+                ember.load(source)
+
+
+class _TorchFileObject:
+    """A file object with only what torch.load asks of one: read, readline, seek and tell."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = io.BytesIO(data)
+        self.reads: list[int] = []
+
+    def read(self, n=-1):
+        self.reads.append(n)
+        return self.data.read(n)
+
+    def readline(self, n=-1):
+        return self.data.readline(n)
+
+    def seek(self, pos, whence=0):
+        return self.data.seek(pos, whence)
+
+    def tell(self):
+        return self.data.tell()
+
+
+class _ShortReads(_TorchFileObject):
+    """The same, saying it can seek, whose reads return at most 1000 bytes (as a raw stream may)."""
+
+    def read(self, n=-1):
+        return super().read(n if 0 <= n <= 1000 else 1000)
+
+    def seekable(self):
+        return True
+
+
+def test_file_objects_need_only_read_readline_seek_and_tell():
+    obj = {"w": torch.arange(5000, dtype=torch.float32), "b": torch.ones(3, dtype=torch.int64), "s": "x" * 3000}
+    f = _TorchFileObject(_saved(obj, **FORMATS["legacy"]))     # read in place (it had to have readinto)
+    _same(serialization_torch.load_legacy(f, _location_fn(None)), obj)
+    assert all(n >= 0 for n in f.reads), f.reads                # and never all at once
+    for fmt in ("zip", "legacy"):
+        raw = _saved(obj, **FORMATS[fmt])
+        _same(ember.load(_TorchFileObject(raw)), obj)          # (ember.load copies one that cannot say it seeks)
+        _same(ember.load(_ShortReads(raw)), obj)
+
+
+def test_meta_tensors_are_checked_as_other_tensors():
+    def meta(dtype=_glob("torch", "float32"), size=(2, 3), stride=(3, 1), requires_grad=b"\x89"):
+        return _tensor_file(b"\x80\x02" + _glob("torch._utils", "_rebuild_meta_tensor_no_storage") + _tuple(
+            dtype, _tuple(*map(_int, size)), _tuple(*map(_int, stride)), requires_grad) + b"R.", None)
+
+    t = _load(meta())
+    assert t.device.type == "meta" and tuple(t.shape) == (2, 3) and t.dtype == ember.float32
+    cases = {"too large": meta(size=(2 ** 61, 2 ** 61), stride=(0, 0)),
+             "a meta tensor's dtype must be a torch dtype, got int": meta(dtype=_int(3)),
+             "complex64 is not supported": meta(dtype=_glob("torch", "complex64")),
+             "differ in length": meta(stride=(1,)),
+             "int64 tensors cannot require grad": meta(dtype=_glob("torch", "int64"), requires_grad=b"\x88"),
+             "_rebuild_tensor_v3's dtype must be a torch dtype": _tensor_file(
+                 _tensor_pickle().replace(b"_rebuild_tensor_v2", b"_rebuild_tensor_v3")
+                 .replace(b")RtR", b")R" + _int(1) + b"tR")),
+             "a Parameter with backward hooks": _tensor_file(
+                 b"\x80\x02" + _glob("torch._utils", "_rebuild_parameter") + b"(" + _tensor_pickle()[2:-1]
+                 + b"\x89}K\x01K\x02stR.")}
+    for reason, raw in cases.items():
+        with pytest.raises(CheckpointError, match=reason):
+            _load(raw)
+
+
+def test_an_invalid_unpickling_argument_raises_its_own_error():
+    for fmt in ("zip", "legacy"):
+        raw = _saved({"w": torch.ones(2)}, **FORMATS[fmt])
+        for bad in ({"encoding": 123}, {"errors": 5}):
+            with pytest.raises(TypeError) as err:
+                _load(raw, **bad)
+            assert not isinstance(err.value, CheckpointError)
+        assert _load(raw, encoding="latin1")["w"].tolist() == [1.0, 1.0]
+
+
+def test_one_list_of_dtypes_and_one_shape_check():
+    assert torch_unpickler._SUPPORTED_DTYPES == tuple(_DTYPE_CODES) == tuple(DTYPES)
+    dims = (1,) * 65
+    with pytest.raises(CheckpointError, match="at most 64 non-negative ints"):
+        _load(_tensor_file(_tensor_pickle(numel=1, size=dims, stride=dims), struct.pack("<f", 1.0)))
+    assert tuple(_load(_tensor_file(_tensor_pickle(numel=1, size=dims[:64], stride=dims[:64]),
+                                    struct.pack("<f", 1.0))).shape) == dims[:64]
+
+
+def test_a_mapping_takes_no_attribute_but_metadata():
+    def od(*state: bytes) -> bytes:
+        return b"\x80\x02" + _glob("collections", "OrderedDict") + b")R}" + b"".join(state) + b"b."
+
+    assert _load(_tensor_file(od(_str("_metadata"), b"}", b"s")))._metadata == {}
+    for name in ("items", "keys", "__class__", "x"):
+        with pytest.raises(CheckpointError, match=f"the attributes '{name}': only _metadata"):
+            _load(_tensor_file(od(_str(name), b"K\x05s")))
+
+
+def test_string_opcodes_decode_without_touching_the_warning_filters():
+    """Python 2's STRING opcode: an invalid escape (which decoding warns of) is refused, so the
+    loader changes no process-wide warning filter (not thread-safe); with warnings as errors too."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        filters = list(warnings.filters)
+        for wrap in (_tensor_file, _legacy_file):
+            keys = b"\x80\x02]." if wrap is _legacy_file else b""        # (a legacy file's list of storage keys)
+            assert _load(wrap(b"S'a\\nb\\x41\\101\\\\\\'\"'\n." + keys)) == "a\nbAA\\'\""
+            for esc in (b"\\q", b"\\400", b"\\8", b"\\ "):
+                with pytest.raises(CheckpointError, match="invalid escape sequence"):
+                    _load(wrap(b"S'a" + esc + b"b'\n."))
+            with pytest.raises(CheckpointError, match="malformed"):
+                _load(wrap(b"S'\\x4'\n."))
+            # a GLOBAL's line is not decoded (pickletools would undo escapes there too, and warn)
+            with pytest.raises(CheckpointError, match=r"refused the global 'os\\\\q\.system'"):
+                _load(wrap(b"\x80\x02" + _glob("os\\q", "system") + b")R."))
+        assert warnings.filters == filters
 
 
 # -- fuzz ------------------------------------------------------------------------------------
