@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable
 
-from ember.errors import BackendUnavailableError
+from ember.core.errors import BackendUnavailableError
 
 
 #: torch.cuda's memory counters and the `memory_stats()` key each one reads
@@ -100,7 +100,7 @@ class DeviceModule:
         if isinstance(device, int) and not isinstance(device, bool):
             index = device
         else:
-            from ember.frontend.device import as_device
+            from ember.core.device import as_device
 
             d = as_device(device)
             if d.type != self.device_type:

@@ -12,7 +12,7 @@ module (ember/_device_module.py).
 from __future__ import annotations
 
 from ember._device_module import DeviceModule, module_for
-from ember.errors import BackendUnavailableError
+from ember.core.errors import BackendUnavailableError
 
 __all__ = ["is_available", "current_accelerator", "device_count", "current_device_index", "current_device_idx",
            "set_device_index", "set_device_idx", "synchronize", "empty_cache", "memory_allocated",
@@ -48,7 +48,7 @@ def is_available() -> bool:
 
 def current_accelerator(check_available: bool = False):
     """The accelerator's ember.device (no index), or None when there is none."""
-    from ember.frontend.device import device
+    from ember.core.device import device
 
     kind = _accelerator_type()
     return None if kind is None else device(kind)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 from ember._generated import functions as F
-from ember.errors import ArgumentTypeError, ArgumentValueError
+from ember.core.errors import ArgumentTypeError, ArgumentValueError
 from ember.frontend.tensor import Tensor
 
 
@@ -41,7 +41,7 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, out=None, dtyp
     if out is not None:
         raise ArgumentTypeError("norm(): the `out` argument is not supported")
     if dtype is not None:
-        from ember.frontend.type_promotion import promote_types
+        from ember.core.type_promotion import promote_types
 
         if promote_types(input.dtype, dtype) is not dtype:
             raise ArgumentValueError(f"norm(): the dtype of the input ({input.dtype}) should be convertible without "

@@ -42,7 +42,7 @@ import struct
 import tempfile
 from typing import Any, Callable
 
-from ember.errors import EmberError
+from ember.core.errors import EmberError
 
 __all__ = ["save", "load", "CheckpointError"]
 
@@ -100,8 +100,8 @@ class _Writer:
 
     def encode(self, obj: Any, depth: int = 0) -> Any:
         from ember.frontend.tensor import Tensor
-        from ember.frontend.dtype import dtype as _dtype
-        from ember.frontend.device import device as _device
+        from ember.core.dtype import dtype as _dtype
+        from ember.core.device import device as _device
 
         if depth > _MAX_DEPTH:
             raise ValueError(f"ember.save: the object is nested more than {_MAX_DEPTH} levels deep")
@@ -317,11 +317,11 @@ class _Decoder:
 
                 return Size(body)
             if kind == "dtype" and len(v) == 1 and body in _DTYPE_CODES:
-                from ember.frontend.dtype import dtype_from_name
+                from ember.core.dtype import dtype_from_name
 
                 return dtype_from_name(body)
             if kind == "device" and len(v) == 1 and isinstance(body, str):
-                from ember.frontend.device import device
+                from ember.core.device import device
 
                 try:
                     return device(body)
@@ -332,7 +332,7 @@ class _Decoder:
 
 def _location_fn(map_location) -> Callable[[Any, str], Any]:
     """The `map_location` argument as fn(cpu tensor, saved device string) -> tensor."""
-    from ember.frontend.device import device as _device
+    from ember.core.device import device as _device
 
     if map_location is None:
         return lambda t, loc: t.to(loc) if loc != "cpu" else t

@@ -234,7 +234,7 @@ class _Builder:
         return t
 
     def _place(self, t: Any, location: str) -> Any:
-        from ember.errors import BackendUnavailableError
+        from ember.core.errors import BackendUnavailableError
 
         try:
             return self.locate(t, location)
@@ -246,7 +246,7 @@ class _Builder:
     def tensor(self, rec: _TensorRecord) -> Any:
         if rec.storage is None:
             import ember
-            from ember.frontend.dtype import dtype_from_name
+            from ember.core.dtype import dtype_from_name
 
             t = ember.empty_strided(rec.size, rec.stride, dtype=dtype_from_name(rec.dtype), device="meta")
         else:
@@ -302,7 +302,7 @@ class _Builder:
         if isinstance(obj, _Value):
             return _value(obj)
         if isinstance(obj, _Token) and obj.kind == "dtype":
-            from ember.frontend.dtype import dtype_from_name
+            from ember.core.dtype import dtype_from_name
 
             _itemsize(obj.value)
             return dtype_from_name(obj.value)
@@ -320,7 +320,7 @@ def _value(v: _Value) -> Any:
         from ember.frontend.tensor import Size
 
         return Size(v.args)
-    from ember.frontend.device import device
+    from ember.core.device import device
 
     try:
         return device(*v.args) if v.args[1] is not None else device(v.args[0])

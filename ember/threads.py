@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import builtins
 
-from ember.errors import ArgumentTypeError, ArgumentValueError
+from ember.core.errors import ArgumentTypeError, ArgumentValueError
 
 
 def _blas_pools() -> list:

@@ -264,7 +264,7 @@ def _what(v: Any) -> str:
 
 @functools.lru_cache(maxsize=64)
 def _check_location(location: str) -> None:
-    from ember.frontend.device import device
+    from ember.core.device import device
 
     try:
         device(location)

@@ -305,7 +305,7 @@ def test_dtype_aliases_like_torch():
     for alias in ("long", "int", "short", "float", "double", "half"):
         assert str(getattr(ember, alias)).split(".")[-1] == str(getattr(torch, alias)).split(".")[-1], alias
     for name in ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"):
-        assert getattr(ember, name) is ember.frontend.dtype.dtype_from_name(name)
+        assert getattr(ember, name) is ember.core.dtype.dtype_from_name(name)
 
 
 def test_cpu_module_like_torch():

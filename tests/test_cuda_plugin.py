@@ -168,7 +168,7 @@ def test_view_kernels_give_the_cpu_layouts_on_cupy_arrays():
     class OneDevice:
         def device_count(self):
             return 1
-    from ember.frontend.numpy_interop import to_numpy_dtype
+    from ember.core.numpy_interop import to_numpy_dtype
 
     gpu, cpu = make_kernels(OneDevice()), shared(np, to_numpy_dtype)
     cpu_backend = REGISTRY.load("cpu").backend
@@ -337,7 +337,7 @@ def test_fused_kernels_python_side_matches_the_shared_kernels(monkeypatch):
     """fused.make's wrappers (dim moves, dtype rounds, fallbacks, reductions, errors) with xp=numpy and
     the kernels run on the host: their results equal the shared kernels' they replace."""
     from ember.errors import DimensionError
-    from ember.frontend.numpy_interop import to_numpy_dtype
+    from ember.core.numpy_interop import to_numpy_dtype
     from ember_cpu.array_kernels import make_kernels as shared_kernels
     from ember_cuda.kernels import fused
 

@@ -1,4 +1,4 @@
-"""Differential tests of ember.frontend.type_promotion against PyTorch (the oracle).
+"""Differential tests of ember.core.type_promotion against PyTorch (the oracle).
 
 Covers promote_types and can_cast over all dtype pairs, result_type over every pair of
 operand kinds (tensor with ndim > 0, 0-dim tensor, Python bool/int/float) against
@@ -34,8 +34,8 @@ def _load(name: str, relpath: str):
         return module
 
 
-_dt = _load("ember.frontend.dtype", "ember/frontend/dtype.py")
-tp = _load("ember.frontend.type_promotion", "ember/frontend/type_promotion.py")
+_dt = _load("ember.core.dtype", "ember/frontend/dtype.py")
+tp = _load("ember.core.type_promotion", "ember/frontend/type_promotion.py")
 
 DTYPES = _dt.ALL_DTYPES
 TORCH_OF = {d: getattr(torch, d.name) for d in DTYPES}

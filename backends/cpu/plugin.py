@@ -11,8 +11,8 @@ import warnings
 import numpy as np
 
 from ember.dispatcher import Backend, hookimpl
-from ember.frontend import dtype as _dt
-from ember.frontend.numpy_interop import numpy_dtype_lookup, to_numpy_dtype
+from ember.core import dtype as _dt
+from ember.core.numpy_interop import numpy_dtype_lookup, to_numpy_dtype
 
 from .array_kernels import make_kernels
 from .array_kernels.shape import root_of

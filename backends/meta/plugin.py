@@ -49,7 +49,7 @@ def _cpu_native_ops() -> set[str] | None:
     try:
         import numpy as np
 
-        from ember.frontend.numpy_interop import to_numpy_dtype
+        from ember.core.numpy_interop import to_numpy_dtype
         from ember_cpu.array_kernels import make_kernels
     except ImportError:
         return None
@@ -65,13 +65,13 @@ class MetaBackend(Backend):
     _unwrapped: dict = {}
 
     def to_host(self, array):
-        from ember.errors import MissingKernelError
+        from ember.core.errors import MissingKernelError
 
         raise MissingKernelError("Cannot copy out of meta tensor; no data! Meta tensors carry shapes only; "
                                  "materialise on a real device (e.g. Module.to_empty) to get values.")
 
     def from_host(self, ndarray, device_index=None):
-        from ember.frontend.numpy_interop import from_numpy_dtype
+        from ember.core.numpy_interop import from_numpy_dtype
 
         dt = from_numpy_dtype(ndarray.dtype)
         return MetaArray(tuple(ndarray.shape), dt, contiguous_strides(ndarray.shape), 0, None)

@@ -5,7 +5,7 @@ from collections import namedtuple as _namedtuple
 from ember.dispatcher.operator import ALL_OPS as _OPS
 from ember.frontend.bindings_support import call_overload as _call_overload
 from ember.frontend.bindings_support import scalar_arg as _scalar_arg, size_arg as _size_arg
-from ember.frontend.device import as_device as _as_device
+from ember.core.device import as_device as _as_device
 
 _tuple_new = tuple.__new__
 

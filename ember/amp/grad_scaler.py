@@ -133,14 +133,14 @@ class GradScaler:
 
     def _lazy_init_scale_growth_tracker(self, dev) -> None:
         from ember._generated import functions as F
-        from ember.frontend import dtype as _dt
+        from ember.core import dtype as _dt
 
         self._scale = F.full((), float(self._init_scale), dtype=_dt.float32, device=dev)
         self._growth_tracker = F.full((), int(self._init_growth_tracker), dtype=_dt.int32, device=dev)
 
     def _unscale_grads_(self, optimizer, inv_scale: Tensor, found_inf: Tensor, allow_fp16: bool) -> dict:
         """Unscale every gradient of `optimizer`; return {device: found_inf tensor}."""
-        from ember.frontend import dtype as _dt
+        from ember.core import dtype as _dt
 
         per_device_inv_scale = _MultiDeviceReplicator(inv_scale)
         per_device_found_inf = _MultiDeviceReplicator(found_inf)
@@ -200,7 +200,7 @@ class GradScaler:
         if optimizer_state["stage"] is OptState.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
         from ember._generated import functions as F
-        from ember.frontend import dtype as _dt
+        from ember.core import dtype as _dt
 
         # the reciprocal in float64, rounded once to float32, as PyTorch computes it
         inv_scale = self._scale.double().reciprocal().float()
@@ -342,7 +342,7 @@ class GradScaler:
 
     def _check_inf_per_device(self, optimizer) -> dict:
         from ember._generated import functions as F
-        from ember.frontend import dtype as _dt
+        from ember.core import dtype as _dt
 
         _scale, _ = self._check_scale_growth_tracker("_check_inf_per_device")
         dummy_inv_scale = F.full((), 1.0, dtype=_dt.float32, device=_scale.device)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ember.amp.deprecated import aliases
-from ember.frontend import dtype as _dt
+from ember.core import dtype as _dt
 
 __all__ = ["autocast", "GradScaler"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ember.amp import custom_bwd as _custom_bwd
 from ember.amp import custom_fwd as _custom_fwd
 from ember.amp.deprecated import aliases, warn
-from ember.frontend import dtype as _dt
+from ember.core import dtype as _dt
 
 __all__ = ["autocast", "custom_bwd", "custom_fwd", "GradScaler"]
 

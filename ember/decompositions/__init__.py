@@ -31,7 +31,7 @@ def decomposition(name: str) -> Callable[[Callable], Callable]:
 def as_float(x):
     """`x` itself if floating, else `x` cast to the default dtype (int_to_float ops' inputs)."""
     from ember._generated import functions as F
-    from ember.frontend.dtype import get_default_dtype
+    from ember.core.dtype import get_default_dtype
 
     return x if x.dtype.is_floating_point else F._to_copy(x, dtype=get_default_dtype())
 

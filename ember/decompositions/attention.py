@@ -4,8 +4,8 @@ from __future__ import annotations
 import math
 
 from ember._generated import functions as F
-from ember.frontend import dtype as _dt
-from ember.frontend.type_promotion import result_type
+from ember.core import dtype as _dt
+from ember.core.type_promotion import result_type
 
 from . import decomposition, explicit_kernel
 

@@ -53,7 +53,7 @@ def rsub(self, other, alpha=1):
 @explicit_kernel("square")
 def square(self):
     if self.dtype.category == 0:
-        from ember.frontend import dtype as _dt
+        from ember.core import dtype as _dt
 
         self = F._to_copy(self, dtype=_dt.int64)      # PyTorch: pow(self, 2), bool promotes to int64
     return F.mul(self, self)

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from ember._generated import functions as F
-from ember.frontend import dtype as _dt
+from ember.core import dtype as _dt
 from ember.frontend.tensor import make_tensor
-from ember.frontend.type_promotion import dtype_of_scalar
+from ember.core.type_promotion import dtype_of_scalar
 from ember.shape_rules.common import preserved_strides
 
 from . import decomposition

@@ -12,7 +12,7 @@ round have zero derivative, so nearest gives the grid none, as PyTorch's zero gr
 from __future__ import annotations
 
 from ember._generated import functions as F
-from ember.frontend import dtype as _dt
+from ember.core import dtype as _dt
 
 from . import decomposition
 

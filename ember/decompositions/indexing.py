@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ember._generated import functions as F
-from ember.errors import ArgumentValueError, IndexOutOfRangeError
-from ember.frontend import dtype as _dt
+from ember.core.errors import ArgumentValueError, IndexOutOfRangeError
+from ember.core import dtype as _dt
 
 from . import decomposition, explicit_kernel
 

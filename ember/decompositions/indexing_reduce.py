@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember._generated import functions as F
-from ember.frontend import dtype as _dt
+from ember.core import dtype as _dt
 
 from . import decomposition
 from .indexing import _gather_bounds, _place, _window

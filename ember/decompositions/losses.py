@@ -9,8 +9,8 @@ gradient. Reductions follow ATen's enum: 0 none, 1 mean, 2 sum.
 from __future__ import annotations
 
 from ember._generated import functions as F
-from ember.errors import ArgumentValueError, DimensionError
-from ember.frontend import dtype as _dt
+from ember.core.errors import ArgumentValueError, DimensionError
+from ember.core import dtype as _dt
 
 from . import decomposition
 

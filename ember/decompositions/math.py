@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 
 from ember._generated import functions as F
-from ember.frontend import dtype as _dt
+from ember.core import dtype as _dt
 from ember.frontend.tensor import Tensor
-from ember.frontend.type_promotion import elementwise_dtypes
+from ember.core.type_promotion import elementwise_dtypes
 
 from . import explicit_kernel
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from ember._generated import functions as F
-from ember.frontend import dtype as _dt
+from ember.core import dtype as _dt
 
 from ember.shape_rules.nn_norm_pad import bn_stat_dtype
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ember._generated import functions as F
-from ember.frontend import dtype as _dt
+from ember.core import dtype as _dt
 
 from . import decomposition, explicit_kernel
 

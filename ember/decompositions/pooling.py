@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from ember._generated import functions as F
-from ember.frontend import dtype as _dt
+from ember.core import dtype as _dt
 
 from . import decomposition, explicit_kernel
 from .convolution import fold, windows, zero_pad

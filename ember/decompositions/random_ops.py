@@ -16,8 +16,8 @@
 from __future__ import annotations
 
 from ember._generated import functions as F
-from ember.errors import ArgumentValueError
-from ember.frontend import dtype as _dt
+from ember.core.errors import ArgumentValueError
+from ember.core import dtype as _dt
 
 from . import decomposition
 from .losses import _any

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ember._generated import functions as F
 from ember.dispatcher.operator import ALL_OPS
-from ember.frontend.device import as_device
+from ember.core.device import as_device
 from ember.shape_rules.views import view_strides
 from ember.shape_rules.common import strides_of
 

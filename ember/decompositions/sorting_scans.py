@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ember._generated import functions as F
 from ember.dispatcher.operator import ALL_OPS
-from ember.frontend import dtype as _dt
+from ember.core import dtype as _dt
 
 from . import decomposition, explicit_kernel
 

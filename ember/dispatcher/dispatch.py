@@ -18,7 +18,6 @@ from .state import STATE     # read by the dispatch functions (_CALLER_TEMPLATE)
 
 # Set by ember.frontend.tensor at import (the frontend sits on top of the dispatcher).
 Tensor: type = type(None)
-default_device_key = None  # callable () -> (backend key) set by ember.frontend.device
 
 
 def call(op, args: tuple):
@@ -109,12 +108,14 @@ def backend_key(op, args: tuple) -> int:
 
 def _backend_of_unusual_call(op, args: tuple, ks: int) -> tuple[int, tuple]:
     """Key set of calls with no tensor (factories) or tensors on several devices."""
-    from ember.frontend.device import backend_key_for_device
+    from ember.core.device import as_device
+
+    from .plugins import REGISTRY
 
     bk = ks & K.BACKEND_MASK
     if not bk:
         device = args[op.device_arg] if op.device_arg is not None else None
-        return ks | backend_key_for_device(device), args
+        return ks | REGISTRY.backend_for(as_device(device)).key, args
     if op.cross_device:
         # copy_ / _to_copy: the destination (or source) tensor's backend decides
         first = args[op.tensor_args[0]]
@@ -124,7 +125,7 @@ def _backend_of_unusual_call(op, args: tuple, ks: int) -> tuple[int, tuple]:
 
 def _mixed_devices(op, args: tuple, ks: int) -> tuple[int, tuple]:
     """0-dim cpu tensors act as scalars beside tensors on another device; else an error."""
-    from ember.errors import DeviceMismatchError
+    from ember.core.errors import DeviceMismatchError
 
     cpu = K.backend_key("cpu")
     tensors = []

@@ -14,7 +14,7 @@ from typing import Any
 
 import pluggy
 
-from ember.errors import BackendUnavailableError
+from ember.core.errors import BackendUnavailableError
 
 from . import hookspecs
 from . import keys as K

@@ -14,7 +14,7 @@ from __future__ import annotations
 import warnings
 from typing import Callable
 
-from ember.errors import MissingKernelError
+from ember.core.errors import MissingKernelError
 
 from . import keys as K
 from .state import STATE
@@ -79,7 +79,7 @@ def _output_device(op, backend, args):
     for i in op.tensor_list_args:
         if args[i]:
             return args[i][0]._device
-    from ember.frontend.device import as_device, device
+    from ember.core.device import as_device, device
 
     dev = as_device(args[op.device_arg] if op.device_arg is not None else None)
     # as torch's cuda tensors, a tensor of a multi-device backend names its device's index ("opencl"
@@ -113,7 +113,7 @@ def native_runner(op, key: int, kernel: Callable) -> Callable:
     unwrap = _unwrapper(op)
     single_device = None
     if not backend.multi_device:
-        from ember.frontend.device import device
+        from ember.core.device import device
 
         single_device = device(backend.device_type)
 

@@ -15,7 +15,7 @@ import warnings
 from ember.dispatcher import keys as K
 from ember.dispatcher.state import STATE
 
-from . import dtype as _dt
+from ember.core import dtype as _dt
 from .tensor import Tensor
 
 _DEFAULT_DTYPE = {"cpu": _dt.bfloat16}
@@ -202,7 +202,7 @@ def _apply_policy(policy: str, op, args, dtype):
         floats = [a._dtype for a in _tensors(op, args) if a._dtype.is_floating_point]
         if len(set(floats)) <= 1:
             return args
-        from .type_promotion import promote_types
+        from ember.core.type_promotion import promote_types
 
         target = floats[0]
         for f in floats[1:]:

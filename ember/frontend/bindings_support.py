@@ -1,7 +1,7 @@
 """Small helpers the generated bindings call (argument normalisation, overload choice)."""
 from __future__ import annotations
 
-from ember.errors import ArgumentTypeError
+from ember.core.errors import ArgumentTypeError
 
 
 def size_arg(size: tuple, keywords: dict, fn: str, name: str) -> tuple:

@@ -2,10 +2,10 @@
 the dtype shortcuts (`.float()`, `.long()`, ...), `.cpu()`, and the `new_*` factories."""
 from __future__ import annotations
 
-from ember.errors import ArgumentTypeError
+from ember.core.errors import ArgumentTypeError
 
-from . import dtype as _dt
-from .device import as_device, device as _device
+from ember.core import dtype as _dt
+from ember.core.device import as_device, device as _device
 
 
 def tensor_to(self, *args, dtype=None, device=None, non_blocking: bool = False, copy: bool = False,

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 from ember.dispatcher.plugins import REGISTRY
-from ember.errors import ArgumentListError, ArgumentTypeError
+from ember.core.errors import ArgumentListError, ArgumentTypeError
 
-from . import dtype as _dt
-from .device import as_device, device
-from .numpy_interop import from_numpy_dtype, to_numpy_dtype
+from ember.core import dtype as _dt
+from ember.core.device import as_device, device
+from ember.core.numpy_interop import from_numpy_dtype, to_numpy_dtype
 from .tensor import Storage, Tensor, make_tensor
 
 
@@ -18,7 +18,7 @@ def _infer_dtype(data):
     of them (so `[np.float64(1)]` is float64 and `[np.int32(1), 2]` int64), as
     torch.tensor does. Empty data has the default dtype.
     """
-    from .type_promotion import promote_types
+    from ember.core.type_promotion import promote_types
 
     result = None
     stack = [data]
@@ -186,7 +186,7 @@ def from_dlpack(ext) -> Tensor:
     """A tensor sharing memory with any DLPack producer (numpy, torch, cupy, ...) or capsule."""
     import numpy as np
 
-    from .numpy_interop import DLPackHostImport
+    from ember.core.numpy_interop import DLPackHostImport
 
     if isinstance(ext, Tensor):
         return ext

@@ -15,7 +15,7 @@ unindexed dimensions, as PyTorch counts them).
 """
 from __future__ import annotations
 
-from ember.errors import ArgumentTypeError, DimensionError
+from ember.core.errors import ArgumentTypeError, DimensionError
 
 
 def _normalize(index) -> tuple:
@@ -39,7 +39,7 @@ def _advanced(item, Tensor, device):
         raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
                          f"indices (got {type(item).__name__})") from None
     if out.numel() == 0 and out.dtype.is_floating_point:
-        from . import dtype as _dt
+        from ember.core import dtype as _dt
         from ember._generated import functions as F
 
         out = F._to_copy(out, dtype=_dt.int64)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import threading
 
-from .device import as_device, device
+from ember.core.device import as_device, device
 
 _DEFAULT_SEED = 67280421310721
 
@@ -41,7 +41,7 @@ class Generator:
 
     def get_state(self):
         from ember.frontend.factories import tensor
-        from ember.frontend import dtype as _dt
+        from ember.core import dtype as _dt
 
         return tensor([self._seed & 0xFFFFFFFF, self._seed >> 32, self.offset & 0xFFFFFFFF, self.offset >> 32],
                       dtype=_dt.int64)

@@ -14,7 +14,7 @@ storage when self grows past it, where PyTorch's views follow the reallocated st
 """
 from __future__ import annotations
 
-from ember.errors import AutogradError, MissingKernelError, ShapeError
+from ember.core.errors import AutogradError, MissingKernelError, ShapeError
 
 from .tensor import Tensor
 

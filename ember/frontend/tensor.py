@@ -18,11 +18,11 @@ from ember.dispatcher import keys as K
 from ember.dispatcher.plugins import REGISTRY
 from ember.dispatcher.state import INFERENCE_THREADS as _INFERENCE_THREADS
 from ember.dispatcher.state import STATE as _STATE
-from ember.errors import ArgumentTypeError, ArgumentValueError, AutogradError, DimensionError
+from ember.core.errors import ArgumentTypeError, ArgumentValueError, AutogradError, DimensionError
 
-from . import dtype as _dt
+from ember.core import dtype as _dt
 from .conversion import ConversionMethods
-from .device import device as _device_cls
+from ember.core.device import device as _device_cls
 
 
 class Storage:
@@ -251,7 +251,7 @@ class Tensor(TensorMethods, ConversionMethods):
             raise BufferError(f"Cannot export a {self._device.type} tensor through DLPack: its backend keeps no "
                               "memory that DLPack can describe")
         if self._dtype is _dt.bfloat16 and self._device.type == "cpu":
-            from .numpy_interop import bfloat16_dlpack
+            from ember.core.numpy_interop import bfloat16_dlpack
 
             if args:
                 kwargs = dict(kwargs, stream=args[0])

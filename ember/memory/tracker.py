@@ -209,7 +209,7 @@ class MemoryTracker:
 
     def _kernel_workspace(self, sizes: tuple[int, ...]) -> None:
         """Scratch the predicted device's kernel allocates inside the call now running on meta."""
-        from ember.frontend.device import device
+        from ember.core.device import device
 
         meta = device("meta")
         storages = [Storage(nbytes, meta) for nbytes in sizes]
@@ -361,7 +361,7 @@ class MemoryTracker:
     def _target_backend(self):
         """The backend whose kernels' scratch a meta run adds (None: cpu, whose numpy kernels keep
         none worth counting, docs/memory.md); raises BackendUnavailableError naming why."""
-        from ember.frontend.device import device
+        from ember.core.device import device
 
         if self._target is None or device(self._target).type == "cpu":
             return None

@@ -45,7 +45,7 @@ class Parameter(Tensor):
 
             data = ember.empty(0)
         if not isinstance(data, Tensor):
-            from ember.errors import ArgumentTypeError
+            from ember.core.errors import ArgumentTypeError
 
             raise ArgumentTypeError(f"Parameter(): data must be a Tensor, not {type(data).__name__}")
         p = _wrap(cls, data.detach())

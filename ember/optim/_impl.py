@@ -13,7 +13,7 @@ As torch's fused path, it keeps Adam's `step` on the parameter's device (the cpu
 """
 from __future__ import annotations
 
-from ember.frontend import dtype as _dt
+from ember.core import dtype as _dt
 
 # devices whose backends run the fused ops with their own kernels, which allocate no tensors (cpu and
 # cuda: backends/cpu/array_kernels/optimizers.py; opencl: in-place elementwise kernels; meta: none,

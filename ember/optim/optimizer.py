@@ -32,7 +32,7 @@ def _scalar_step(value: float = 0.0, device=None) -> Tensor:
     """The `step` state entry: a 0-d tensor of float32 (float64 when that is the default dtype),
     on the cpu as torch keeps it, or on `device` (torch's fused path keeps it on the params')."""
     from ember.frontend.factories import tensor
-    from ember.frontend import dtype as _dt
+    from ember.core import dtype as _dt
 
     scalar = _dt.float64 if _dt.get_default_dtype() is _dt.float64 else _dt.float32
     return tensor(float(value), dtype=scalar, device=device)

@@ -6,10 +6,10 @@ dtype and argument checks.
 """
 from __future__ import annotations
 
-from ember.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError
-from ember.frontend import dtype as _dt
+from ember.core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError
+from ember.core import dtype as _dt
 from ember.frontend.tensor import Tensor
-from ember.frontend.type_promotion import result_type
+from ember.core.type_promotion import result_type
 
 from . import RULES, shape_rule
 from .common import (NUMBER_TYPES, broadcast_shapes, check_tensor, is_contiguous_data, iterator_strides, type_name,

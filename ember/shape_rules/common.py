@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import operator
 
-from ember.errors import ArgumentTypeError, ArgumentValueError, DimensionError, ShapeError
-from ember.frontend import dtype as _dt
+from ember.core.errors import ArgumentTypeError, ArgumentValueError, DimensionError, ShapeError
+from ember.core import dtype as _dt
 from ember.frontend.tensor import Tensor
 
 NUMBER_TYPES = (bool, int, float)

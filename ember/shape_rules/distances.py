@@ -1,7 +1,7 @@
 """Shape rules of pairwise distances: cdist / _cdist_forward and pdist / _pdist_forward."""
 from __future__ import annotations
 
-from ember.errors import ArgumentValueError, DTypeError, MissingKernelError, ShapeError
+from ember.core.errors import ArgumentValueError, DTypeError, MissingKernelError, ShapeError
 
 from . import shape_rule
 from .common import broadcast_shapes, check_tensor, type_name

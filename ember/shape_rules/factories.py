@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import math
 
-from ember.errors import ArgumentTypeError, ArgumentValueError, MissingKernelError
-from ember.frontend import dtype as _dt
+from ember.core.errors import ArgumentTypeError, ArgumentValueError, MissingKernelError
+from ember.core import dtype as _dt
 from ember.frontend.tensor import Tensor
-from ember.frontend.type_promotion import dtype_of_scalar
+from ember.core.type_promotion import dtype_of_scalar
 
 from . import shape_rule
 from .common import (NUMBER_TYPES, check_dtype_arg, check_int_list, check_tensor, preserved_strides, type_name,

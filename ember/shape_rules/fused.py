@@ -4,7 +4,7 @@ into their arguments and return nothing); the cross-entropy backward (a gradient
 fused attention and its backward."""
 from __future__ import annotations
 
-from ember.errors import ArgumentListError, ArgumentTypeError, DTypeError, ShapeError
+from ember.core.errors import ArgumentListError, ArgumentTypeError, DTypeError, ShapeError
 from ember.frontend.tensor import Tensor
 
 from . import shape_rule

@@ -8,9 +8,9 @@ torch's meta device does.
 """
 from __future__ import annotations
 
-from ember.errors import (ArgumentTypeError, ArgumentValueError, DTypeError, IndexOutOfRangeError,
+from ember.core.errors import (ArgumentTypeError, ArgumentValueError, DTypeError, IndexOutOfRangeError,
                           MissingKernelError, ShapeError)
-from ember.frontend import dtype as _dt
+from ember.core import dtype as _dt
 
 from . import shape_rule
 from .common import (broadcast_shapes, check_tensor, iterator_strides, numel, preserved_strides, type_name,

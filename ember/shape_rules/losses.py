@@ -6,11 +6,11 @@ of range, probabilities outside [0, 1]) run in the decompositions, not here.
 """
 from __future__ import annotations
 
-from ember.errors import ArgumentListError, ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, \
+from ember.core.errors import ArgumentListError, ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, \
     ShapeError
-from ember.frontend import dtype as _dt
+from ember.core import dtype as _dt
 from ember.frontend.tensor import Tensor
-from ember.frontend.type_promotion import result_type
+from ember.core.type_promotion import result_type
 
 from . import shape_rule
 from .common import NUMBER_TYPES, as_int, broadcast_shapes, check_tensor, iterator_strides, type_name, with_layout, \

@@ -8,8 +8,8 @@ returns `self`'s spec; multi-output backward ops return None for outputs their
 """
 from __future__ import annotations
 
-from ember.errors import ArgumentValueError, DimensionError, MissingKernelError, ShapeError
-from ember.frontend import dtype as _dt
+from ember.core.errors import ArgumentValueError, DimensionError, MissingKernelError, ShapeError
+from ember.core import dtype as _dt
 from ember.frontend.tensor import Tensor
 
 from . import shape_rule

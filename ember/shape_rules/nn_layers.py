@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 
-from ember.errors import ArgumentTypeError, ArgumentValueError, DimensionError, DTypeError, MissingKernelError, ShapeError
-from ember.frontend import dtype as _dt
+from ember.core.errors import ArgumentTypeError, ArgumentValueError, DimensionError, DTypeError, MissingKernelError, ShapeError
+from ember.core import dtype as _dt
 from ember.frontend.tensor import Tensor
 
 from . import shape_rule

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import math
 
-from ember.errors import ArgumentTypeError, ArgumentValueError, MissingKernelError, ShapeError
-from ember.frontend import dtype as _dt
+from ember.core.errors import ArgumentTypeError, ArgumentValueError, MissingKernelError, ShapeError
+from ember.core import dtype as _dt
 
 from . import shape_rule
 from .common import as_int, check_int_list, check_tensor, type_name

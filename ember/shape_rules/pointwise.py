@@ -1,10 +1,10 @@
 """Shape rules of pointwise ops: broadcasting plus PyTorch's type promotion."""
 from __future__ import annotations
 
-from ember.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, ShapeError
-from ember.frontend import dtype as _dt
+from ember.core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, ShapeError
+from ember.core import dtype as _dt
 from ember.frontend.tensor import Tensor
-from ember.frontend.type_promotion import can_cast, elementwise_dtypes, result_type
+from ember.core.type_promotion import can_cast, elementwise_dtypes, result_type
 
 from . import shape_rule
 from .common import (NUMBER_TYPES, check_no_internal_overlap, broadcast_shapes, is_contiguous_data, iterator_strides, trivial_layout, type_name,

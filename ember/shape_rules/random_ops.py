@@ -5,8 +5,8 @@ in the decompositions.
 """
 from __future__ import annotations
 
-from ember.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, ShapeError
-from ember.frontend import dtype as _dt
+from ember.core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, ShapeError
+from ember.core import dtype as _dt
 
 from . import shape_rule
 from .common import (NUMBER_TYPES, as_int, check_dtype_arg, check_no_internal_overlap, check_tensor,

@@ -1,8 +1,8 @@
 """Shape rules of reductions (sum, mean, amax, max.dim, argmax) and softmax."""
 from __future__ import annotations
 
-from ember.errors import ArgumentTypeError, ArgumentValueError, DimensionError, DTypeError, MissingKernelError
-from ember.frontend import dtype as _dt
+from ember.core.errors import ArgumentTypeError, ArgumentValueError, DimensionError, DTypeError, MissingKernelError
+from ember.core import dtype as _dt
 
 from . import shape_rule
 from .common import check_dtype_arg, check_tensor, type_name, wrap_dim, wrap_dims

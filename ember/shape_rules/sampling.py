@@ -5,8 +5,8 @@ never these rules, so meta tensors behave as on PyTorch's meta device.
 """
 from __future__ import annotations
 
-from ember.errors import ArgumentValueError, DTypeError, MissingKernelError, ShapeError
-from ember.frontend import dtype as _dt
+from ember.core.errors import ArgumentValueError, DTypeError, MissingKernelError, ShapeError
+from ember.core import dtype as _dt
 
 from . import shape_rule
 from .common import check_tensor, type_name

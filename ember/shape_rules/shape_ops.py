@@ -2,8 +2,8 @@
 reductions (prod, var/std, norm, logsumexp, any/all) and lerp/addcmul/addcdiv."""
 from __future__ import annotations
 
-from ember.errors import ArgumentTypeError, ArgumentValueError, DimensionError, DTypeError, MissingKernelError, ShapeError
-from ember.frontend import dtype as _dt
+from ember.core.errors import ArgumentTypeError, ArgumentValueError, DimensionError, DTypeError, MissingKernelError, ShapeError
+from ember.core import dtype as _dt
 from ember.frontend.tensor import Tensor
 
 from . import shape_rule

@@ -1,10 +1,10 @@
 """Shape rules of joins, copies and matrix products."""
 from __future__ import annotations
 
-from ember.errors import ArgumentListError, ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, ShapeError
-from ember.frontend import dtype as _dt
+from ember.core.errors import ArgumentListError, ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, ShapeError
+from ember.core import dtype as _dt
 from ember.frontend.tensor import Tensor
-from ember.frontend.type_promotion import result_type
+from ember.core.type_promotion import result_type
 
 from . import shape_rule
 from .common import (NUMBER_TYPES, check_fits, check_no_internal_overlap, check_int_list, numel, broadcast_shapes, check_dtype_arg, check_tensor, preserved_strides, type_name,

@@ -6,7 +6,7 @@ and backends with cheaper native views (numpy's transpose, ...) must agree with 
 """
 from __future__ import annotations
 
-from ember.errors import ArgumentValueError, DimensionError, ShapeError
+from ember.core.errors import ArgumentValueError, DimensionError, ShapeError
 from ember.frontend.tensor import Tensor
 
 from . import shape_rule

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import ember
-from ember.errors import EmberError
+from ember.core.errors import EmberError
 
 from .compare import calls
 from .op_db import OP_DB, materialize

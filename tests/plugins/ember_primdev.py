@@ -8,7 +8,7 @@ kernel or a decomposition; `tests/test_conformance.py` runs the whole conformanc
 import numpy as np
 
 from ember.dispatcher import hookimpl, primitive_ops
-from ember.frontend.numpy_interop import to_numpy_dtype
+from ember.core.numpy_interop import to_numpy_dtype
 from ember_cpu.array_kernels import make_kernels
 from ember_cpu.plugin import CPUBackend
 

@@ -6,7 +6,7 @@ primitives it lacks) its fallback device, cpu.
 import numpy as np
 
 from ember.dispatcher import Backend, hookimpl
-from ember.frontend.numpy_interop import to_numpy_dtype
+from ember.core.numpy_interop import to_numpy_dtype
 
 
 class TestDevBackend(Backend):

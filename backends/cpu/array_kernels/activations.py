@@ -11,7 +11,7 @@ import contextlib
 import math
 from typing import Callable
 
-from ember.frontend import dtype as _dt
+from ember.core import dtype as _dt
 
 _T = (9.60497373987051638749E0, 9.00260197203842689217E1, 2.23200534594684319226E3, 7.00332514112805075473E3,
       5.55923013010394962768E4)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ember.errors import ArgumentValueError, IndexOutOfRangeError, ShapeError
+from ember.core.errors import ArgumentValueError, IndexOutOfRangeError, ShapeError
 
 
 def make(xp, native: Callable) -> dict[str, Callable]:

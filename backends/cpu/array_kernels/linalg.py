@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ember.frontend import dtype as _dt
+from ember.core import dtype as _dt
 
 from .reductions import add_reduce_of, fold_leading as rows, result_of, sums_by_product_of
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import contextlib
 from typing import Callable
 
-from ember.errors import DimensionError
-from ember.frontend import dtype as _dt
+from ember.core.errors import DimensionError
+from ember.core import dtype as _dt
 from ember.frontend.random import default_generator
 
 from . import philox

@@ -13,7 +13,7 @@ import itertools
 import math
 from typing import Callable
 
-from ember.frontend import dtype as _dt
+from ember.core import dtype as _dt
 
 
 def _tup(v, n, default=None):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ember.frontend import dtype as _dt
+from ember.core import dtype as _dt
 
 
 def make(xp, native: Callable) -> dict[str, Callable]:

@@ -10,8 +10,8 @@ import platform
 
 from typing import Callable
 
-from ember.frontend import dtype as _dt
-from ember.frontend.type_promotion import promote_types
+from ember.core import dtype as _dt
+from ember.core.type_promotion import promote_types
 
 from .reductions import result_of
 
@@ -141,7 +141,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
         if rounding_mode is None:
             return out(xp.true_divide(a, b), dt)
         if xp.dtype(cdt).kind in "iub" and bool(xp.any(xp.asarray(b) == 0)):
-            from ember.errors import ArgumentValueError
+            from ember.core.errors import ArgumentValueError
 
             raise ArgumentValueError(f"div(rounding_mode={rounding_mode!r}): ZeroDivisionError (an integer "
                                      "division by zero)")
@@ -191,7 +191,7 @@ def make(xp, native: Callable) -> dict[str, Callable]:
             cdt = f32 if dt in lowp else dt
             a, b = cast_in(a, cdt), cast_in(b, cdt)
             if xp.dtype(cdt).kind in "iu" and bool(xp.any(xp.asarray(b) == 0)):
-                from ember.errors import ArgumentValueError
+                from ember.core.errors import ArgumentValueError
 
                 raise ArgumentValueError(f"{name}(): ZeroDivisionError (an integer division by zero)")
             return out(ufunc(a, b), dt)

@@ -5,7 +5,7 @@ import operator
 
 from typing import Callable
 
-from ember.frontend import dtype as _dt
+from ember.core import dtype as _dt
 
 
 def _axis(a, dim):

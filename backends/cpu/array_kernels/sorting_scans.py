@@ -11,7 +11,7 @@ import math
 import operator
 from typing import Callable
 
-from ember.frontend import dtype as _dt
+from ember.core import dtype as _dt
 
 
 def _axes(a, dim):

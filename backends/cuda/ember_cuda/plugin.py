@@ -90,7 +90,7 @@ class CUDABackend(Backend):
     def empty(self, shape, dtype, device_index=None):
         import cupy
 
-        from ember.frontend.numpy_interop import to_numpy_dtype
+        from ember.core.numpy_interop import to_numpy_dtype
 
         check_dtype(dtype, "empty()")
         with cupy.cuda.Device(self.index(device_index)):
@@ -101,7 +101,7 @@ class CUDABackend(Backend):
 
         host = np.asarray(ndarray)
         if host.dtype.name == "bfloat16":
-            from ember.frontend import dtype as _dt
+            from ember.core import dtype as _dt
 
             check_dtype(_dt.bfloat16, "to('cuda')")
         with cupy.cuda.Device(self.index(device_index)):
@@ -123,8 +123,8 @@ class CUDABackend(Backend):
         """(cupy array sharing `ext`'s memory, ember dtype, ember device): no copy."""
         import cupy
 
-        from ember.frontend.device import device
-        from ember.frontend.numpy_interop import from_numpy_dtype
+        from ember.core.device import device
+        from ember.core.numpy_interop import from_numpy_dtype
 
         arr = cupy.from_dlpack(ext)
         return arr, from_numpy_dtype(arr.dtype), device("cuda", arr.device.id)

@@ -25,7 +25,7 @@ def _record():
 def _backend():
     rec = _record()
     if rec.state != "available":
-        from ember.errors import BackendUnavailableError
+        from ember.core.errors import BackendUnavailableError
 
         raise BackendUnavailableError(f"cuda is {rec.state}: {rec.reason}")
     return rec.backend
@@ -34,11 +34,11 @@ def _backend():
 def _index(device) -> int | None:
     if device is None or isinstance(device, int):
         return device
-    from ember.frontend.device import as_device
+    from ember.core.device import as_device
 
     d = as_device(device)
     if d.type != "cuda":
-        from ember.errors import ArgumentTypeError
+        from ember.core.errors import ArgumentTypeError
 
         raise ArgumentTypeError(f"expected a cuda device, got {d}")
     return d.index

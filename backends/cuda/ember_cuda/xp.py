@@ -43,17 +43,17 @@ def namespace():
 
 def native(dtype):
     """The cupy dtype of an ember dtype (bfloat16: ml_dtypes' numpy dtype, which cupy cannot hold)."""
-    from ember.frontend.numpy_interop import to_numpy_dtype
+    from ember.core.numpy_interop import to_numpy_dtype
 
     return to_numpy_dtype(dtype)
 
 
 def check_dtype(dtype, what: str) -> None:
     """Refuse dtypes cupy cannot store (bfloat16), naming the operation."""
-    from ember.frontend import dtype as _dt
+    from ember.core import dtype as _dt
 
     if dtype is _dt.bfloat16:
-        from ember.errors import ArgumentTypeError
+        from ember.core.errors import ArgumentTypeError
 
         raise ArgumentTypeError(f"{what}: the cuda backend does not support bfloat16 (cupy has no bfloat16 "
                                 "dtype); use float16 or float32 on cuda")

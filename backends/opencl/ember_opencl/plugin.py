@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 
 from ember.dispatcher import Backend, hookimpl
-from ember.frontend.numpy_interop import to_numpy_dtype
+from ember.core.numpy_interop import to_numpy_dtype
 from ember.shape_rules.common import contiguous_strides
 
 from . import context

@@ -16,7 +16,7 @@ def _backend():
 
     rec = REGISTRY.load("opencl")
     if rec.state != "available":
-        from ember.errors import BackendUnavailableError
+        from ember.core.errors import BackendUnavailableError
 
         raise BackendUnavailableError(f"opencl is {rec.state}: {rec.reason}")
     return rec.backend
@@ -25,7 +25,7 @@ def _backend():
 def _index(device) -> int | None:
     if device is None or isinstance(device, int):
         return device
-    from ember.frontend.device import as_device
+    from ember.core.device import as_device
 
     return as_device(device).index
 

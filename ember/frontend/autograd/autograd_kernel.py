@@ -20,7 +20,7 @@ from ember.dispatcher import keys as K
 from ember.dispatcher.dispatch import call, redispatch
 from ember.dispatcher.operator import ALL_OPS
 from ember.dispatcher.state import STATE
-from ember.errors import AutogradError
+from ember.core.errors import AutogradError
 from ember.frontend.tensor import AutogradMeta, Tensor
 
 from .graph import Node, edge_of, move_retain

@@ -18,8 +18,8 @@ from ember._generated import functions as F
 from ember.dispatcher import keys as K
 from ember.dispatcher.plugins import REGISTRY
 from ember.dispatcher.state import ANOMALY_THREADS, STATE, set_grad_enabled_state
-from ember.errors import AutogradError
-from ember.frontend.numpy_interop import to_numpy_dtype
+from ember.core.errors import AutogradError
+from ember.core.numpy_interop import to_numpy_dtype
 from ember.frontend.tensor import Tensor, make_tensor
 
 from . import graph

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ember.dispatcher import keys as K
 from ember.dispatcher.state import STATE, set_grad_enabled_state
-from ember.errors import ArgumentTypeError, AutogradError
+from ember.core.errors import ArgumentTypeError, AutogradError
 from ember.frontend.tensor import AutogradMeta, Tensor
 
 from .graph import FREED, Node, edge_of, pack

@@ -5,7 +5,7 @@ analytical one from autograd.grad, one output element at a time. Use float64 inp
 """
 from __future__ import annotations
 
-from ember.errors import AutogradError
+from ember.core.errors import AutogradError
 
 from .engine import grad as autograd_grad
 

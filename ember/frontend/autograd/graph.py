@@ -12,7 +12,7 @@ import weakref
 
 from ember.dispatcher import keys as K
 from ember.dispatcher.state import STATE
-from ember.errors import AutogradError
+from ember.core.errors import AutogradError
 from ember.frontend.tensor import AutogradMeta, Tensor as _Tensor
 
 _sequence = itertools.count()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import warnings
 
 from ember._generated import functions as _F
-from ember.errors import ArgumentListError, ShapeError
+from ember.core.errors import ArgumentListError, ShapeError
 
 __all__ = ["relu", "relu_", "relu6", "gelu", "silu", "softplus", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu",
            "celu", "hardtanh", "hardtanh_", "mish", "hardswish", "hardsigmoid", "sigmoid", "tanh", "softmax",

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ember._generated import functions as _F
-from ember.errors import ArgumentListError
+from ember.core.errors import ArgumentListError
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d"]
 

@@ -9,8 +9,8 @@ import math
 import warnings
 
 from ember._generated import functions as _F
-from ember.errors import ArgumentListError
-from ember.frontend import dtype as _dt
+from ember.core.errors import ArgumentListError
+from ember.core import dtype as _dt
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "kl_div", "cosine_similarity", "soft_margin_loss", "margin_ranking_loss",

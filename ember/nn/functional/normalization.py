@@ -42,8 +42,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     Computed in the input's opmath type (float32 for float16/bfloat16), weight included, then cast
     to the input's dtype; `eps=None` is the machine epsilon of that opmath type, as in PyTorch.
     """
-    from ember.errors import ArgumentTypeError, ShapeError
-    from ember.frontend import dtype as _dt
+    from ember.core.errors import ArgumentTypeError, ShapeError
+    from ember.core import dtype as _dt
     from ember.frontend.tensor import Tensor
 
     if not isinstance(input, Tensor):
@@ -76,7 +76,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 def _machine_eps(dtype) -> float:
     """Machine epsilon of a floating ember dtype."""
-    from ember.frontend import dtype as _dt
+    from ember.core import dtype as _dt
 
     return {_dt.float64: 2.220446049250313e-16, _dt.float32: 1.1920928955078125e-07,
             _dt.float16: 0.0009765625, _dt.bfloat16: 0.0078125}[dtype]

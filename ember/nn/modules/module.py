@@ -400,8 +400,8 @@ class Module(HookedCall):
 
     def to(self, *args, **kwargs) -> "Module":
         """to(device=None, dtype=None, non_blocking=False) / to(dtype) / to(tensor): in place."""
-        from ember.frontend import dtype as _dt
-        from ember.frontend.device import device as _device
+        from ember.core import dtype as _dt
+        from ember.core.device import device as _device
 
         device = kwargs.pop("device", None)
         dtype = kwargs.pop("dtype", None)

@@ -50,7 +50,7 @@ def default_collate(batch: list) -> Any:
     import numpy as np
     from ember._generated import functions as F
     from ember.frontend.factories import as_tensor, tensor
-    from ember.frontend import dtype as _dt
+    from ember.core import dtype as _dt
     from ember.frontend.tensor import Tensor
 
     elem = batch[0]

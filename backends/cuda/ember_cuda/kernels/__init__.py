@@ -31,7 +31,7 @@ def make_kernels(backend, fused: bool = True) -> dict[str, Callable]:
     def _index(device):
         if device is None:
             return None
-        from ember.frontend.device import as_device
+        from ember.core.device import as_device
 
         return as_device(device).index
 
@@ -99,7 +99,7 @@ def _first_device(args, kwargs):
                     return b.device.id
     dev = kwargs.get("device")
     if dev is not None:
-        from ember.frontend.device import as_device
+        from ember.core.device import as_device
 
         return as_device(dev).index
     return None

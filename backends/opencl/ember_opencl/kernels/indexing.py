@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.errors import ArgumentValueError
-from ember.frontend import dtype as _dt
-from ember.frontend.numpy_interop import to_numpy_dtype
+from ember.core.errors import ArgumentValueError
+from ember.core import dtype as _dt
+from ember.core.numpy_interop import to_numpy_dtype
 
 from .. import codegen as cg
 from . import reductions

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.frontend.numpy_interop import to_numpy_dtype
+from ember.core.numpy_interop import to_numpy_dtype
 
 from .. import codegen as cg
 from . import elementwise, gemm

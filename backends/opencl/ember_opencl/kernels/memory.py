@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.frontend.numpy_interop import to_numpy_dtype
+from ember.core.numpy_interop import to_numpy_dtype
 
 from .. import codegen as cg
 from ..array import CLArray
@@ -20,7 +20,7 @@ def _overlaps(a: CLArray, b: CLArray) -> bool:
 def _index(device) -> int | None:
     if device is None:
         return None
-    from ember.frontend.device import as_device
+    from ember.core.device import as_device
 
     return as_device(device).index
 

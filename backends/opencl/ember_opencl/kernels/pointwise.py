@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember.frontend import dtype as _dt
-from ember.frontend.numpy_interop import from_numpy_dtype, to_numpy_dtype
-from ember.frontend.type_promotion import promote_types
+from ember.core import dtype as _dt
+from ember.core.numpy_interop import from_numpy_dtype, to_numpy_dtype
+from ember.core.type_promotion import promote_types
 
 from .. import codegen as cg
 from ..array import CLArray
@@ -80,7 +80,7 @@ def make(backend) -> dict:
         if rounding_mode is None:
             return compute(spec, (a, b), "x0 / x1")
         if not is_float and any_zero(b):
-            from ember.errors import ArgumentValueError
+            from ember.core.errors import ArgumentValueError
 
             raise ArgumentValueError(f"div(rounding_mode={rounding_mode!r}): ZeroDivisionError (an integer "
                                      "division by zero)")
@@ -94,7 +94,7 @@ def make(backend) -> dict:
         if cg.opmath(dt) in cg.FLOAT_CL:
             return compute(spec, (a, b), "fmod(x0, x1)")
         if any_zero(b):
-            from ember.errors import ArgumentValueError
+            from ember.core.errors import ArgumentValueError
 
             raise ArgumentValueError("fmod(): ZeroDivisionError (an integer division by zero)")
         return compute(spec, (a, b), "x0 % x1")

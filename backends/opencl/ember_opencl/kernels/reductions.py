@@ -12,7 +12,7 @@ import operator
 
 import numpy as np
 
-from ember.frontend.numpy_interop import to_numpy_dtype
+from ember.core.numpy_interop import to_numpy_dtype
 
 from .. import codegen as cg
 from ..array import CLArray

@@ -24,8 +24,8 @@ import operator
 
 import numpy as np
 
-from ember.frontend import dtype as _dt
-from ember.frontend.numpy_interop import to_numpy_dtype
+from ember.core import dtype as _dt
+from ember.core.numpy_interop import to_numpy_dtype
 
 from .. import codegen as cg
 from ..array import CLArray

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 
-from ember.errors import ArgumentTypeError
+from ember.core.errors import ArgumentTypeError
 
 
 class device:
@@ -103,10 +103,3 @@ def as_device(dev) -> device:
     if dev is None:
         return get_default_device()
     return dev if isinstance(dev, device) else device(dev)
-
-
-def backend_key_for_device(dev) -> int:
-    """The dispatch key of a device's backend, loading its plugin on first use."""
-    from ember.dispatcher.plugins import REGISTRY
-
-    return REGISTRY.backend_for(as_device(dev)).key

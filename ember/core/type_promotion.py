@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numbers
 
-from ember.frontend import dtype as _dt
+from ember.core import dtype as _dt
 
 __all__ = [
     "promote_types", "result_type", "elementwise_dtypes", "can_cast", "dtype_of_scalar",

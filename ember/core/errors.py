@@ -1,0 +1,58 @@
+"""Ember's exceptions.
+
+Each class also derives from the built-in exception PyTorch raises in the same situation,
+so `except RuntimeError` (shape and device mismatches), `except TypeError` (wrong argument
+types) and `except NotImplementedError` (a missing kernel) work as users expect.
+Messages name the op, the argument, what was expected and what was given.
+"""
+from __future__ import annotations
+
+__all__ = ["EmberError", "ShapeError", "DeviceMismatchError", "DTypeError", "ArgumentTypeError", "ArgumentValueError", "ArgumentListError", "DimensionError", "MissingKernelError", "AutogradError", "BackendUnavailableError", "IndexOutOfRangeError"]
+
+
+class EmberError(Exception):
+    """Base class of every error Ember raises on purpose."""
+
+
+class ShapeError(EmberError, RuntimeError):
+    """Shapes that do not fit the op (broadcasting, matmul, view)."""
+
+
+class DeviceMismatchError(EmberError, RuntimeError):
+    """Tensors on different devices in one call."""
+
+
+class DTypeError(EmberError, RuntimeError):
+    """A dtype the op does not accept (PyTorch raises RuntimeError for these)."""
+
+
+class ArgumentTypeError(EmberError, TypeError):
+    """An argument of the wrong Python type."""
+
+
+class ArgumentValueError(EmberError, RuntimeError):
+    """An argument with a value out of range (PyTorch raises IndexError/RuntimeError)."""
+
+
+class ArgumentListError(EmberError, ValueError):
+    """A list argument with the wrong length (e.g. cat of no tensors)."""
+
+
+class DimensionError(EmberError, IndexError):
+    """A dimension index out of range."""
+
+
+class MissingKernelError(EmberError, NotImplementedError):
+    """No kernel, decomposition or fallback can run an op on a backend."""
+
+
+class AutogradError(EmberError, RuntimeError):
+    """Autograd misuse: modified saved tensors, second backward, leaf in-place, ..."""
+
+
+class BackendUnavailableError(EmberError, RuntimeError):
+    """A device whose backend plugin is missing, broken or has no device."""
+
+
+class IndexOutOfRangeError(EmberError, IndexError):
+    """An index value or index tensor that does not fit the indexed tensor (PyTorch's IndexError)."""
