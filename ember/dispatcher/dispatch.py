@@ -16,8 +16,18 @@ from typing import Callable
 from . import keys as K
 from .state import STATE     # read by the dispatch functions (_CALLER_TEMPLATE)
 
-# Set by ember.frontend.tensor at import (the frontend sits on top of the dispatcher).
+# What the dispatcher needs of the frontend, which sits above it and hands both over when it is
+# imported (`install_frontend`): the Tensor class, which the dispatch functions below test their
+# arguments with, and `make_tensor(native, dtype, device, key, storage[, base])`, with which the
+# runners wrap a kernel's native result. The dispatcher imports nothing of the frontend.
 Tensor: type = type(None)
+make_tensor: Callable | None = None
+
+
+def install_frontend(tensor_class: type, wrap: Callable) -> None:
+    """Called once by ember.frontend.tensor: the Tensor class and the function wrapping native results."""
+    global Tensor, make_tensor
+    Tensor, make_tensor = tensor_class, wrap
 
 
 def call(op, args: tuple):

@@ -119,7 +119,7 @@ class OpDef:
 
 
 def _backend_entry(op: OpDef, key: int) -> tuple[Callable, str]:
-    from . import runners  # runners import the frontend; resolve happens after import
+    from . import runners  # runners import dispatch, which imports this module
     found = op.kernels.get(key)
     if found is not None:
         kernel, origin = found

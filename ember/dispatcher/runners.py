@@ -16,14 +16,9 @@ from typing import Callable
 
 from ember.core.errors import MissingKernelError
 
+from . import dispatch      # its Tensor and make_tensor, installed by the frontend
 from . import keys as K
 from .state import STATE
-
-
-def _frontend():
-    from ember.frontend import tensor
-
-    return tensor
 
 
 def _unwrapper(op) -> Callable[[tuple], tuple]:
@@ -32,7 +27,7 @@ def _unwrapper(op) -> Callable[[tuple], tuple]:
     Built once per (op, key set) entry: for an op without Tensor[] arguments it is written out for
     the op's tensor positions (`_unwrap_positions`), so a call pays no loop over them.
     """
-    T = _frontend().Tensor
+    T = dispatch.Tensor
     t_idx, l_idx = op.tensor_args, op.tensor_list_args
     if not l_idx and t_idx:
         return _unwrap_positions(t_idx, T)
@@ -71,7 +66,7 @@ def _unwrap_positions(t_idx: tuple, T: type) -> Callable[[tuple], tuple]:
 
 def _output_device(op, backend, args):
     """Device of new outputs: the first tensor argument's, else the `device` argument's."""
-    T = _frontend().Tensor
+    T = dispatch.Tensor
     for i in op.tensor_args:
         a = args[i]
         if isinstance(a, T):
@@ -91,14 +86,14 @@ def _cross_device_args(op, key, backend, args):
     """For copy_/_to_copy: bring tensor arguments on other devices to this backend via host."""
     from .plugins import REGISTRY
 
-    T = _frontend().Tensor
+    T = dispatch.Tensor
     new = list(args)
     for i in op.tensor_args[1:]:
         a = new[i]
         if isinstance(a, T) and (a._keys & K.BACKEND_MASK) != key:
             host = REGISTRY.by_key[a._keys & K.BACKEND_MASK].to_host(a._data)
             out_dev = _output_device(op, backend, args)
-            new[i] = _frontend().make_tensor(backend.from_host(host, out_dev.index), a._dtype, out_dev, key, None)
+            new[i] = dispatch.make_tensor(backend.from_host(host, out_dev.index), a._dtype, out_dev, key, None)
     return tuple(new)
 
 
@@ -106,8 +101,7 @@ def native_runner(op, key: int, kernel: Callable) -> Callable:
     """Entry for a backend's own kernel."""
     from .plugins import REGISTRY
 
-    fe = _frontend()
-    make_tensor = fe.make_tensor
+    make_tensor = dispatch.make_tensor
     backend = REGISTRY.by_key[key]
     rule = op.shape_rule
     unwrap = _unwrapper(op)
@@ -136,7 +130,7 @@ def native_runner(op, key: int, kernel: Callable) -> Callable:
 def _plain_binary(op, key, plain, plain_dtypes, dev, make_tensor, body):
     """The entry of an op in `Backend.plain_binary_ops`: two tensors alike run `plain` directly
     (what the shape rule and the kernel would conclude, without either call); others run `body`."""
-    T = _frontend().Tensor
+    T = dispatch.Tensor
     alpha_at = len(op.arg_names) - 1 if op.arg_names[-1] == "alpha" else None
 
     def run_plain_binary(args):
@@ -178,7 +172,7 @@ def _native_body(op, key, kernel, rule, unwrap, device_of, single_device, make_t
     if op.n_outputs == 1:
         dev = single_device
         if dev is not None and op.tensor_args == (0, 1) and not op.tensor_list_args:
-            T = _frontend().Tensor
+            T = dispatch.Tensor
             on_args = getattr(rule, "on_args", None)     # the rule's form taking the tuple
             if on_args is not None:
                 def run_binary_on_args(args):
@@ -245,7 +239,7 @@ def python_runner(op, key: int, fn: Callable) -> Callable:
     # a copy made by an op that may alias (contiguous, reshape) is fresh too: _reset_versions leaves
     # outputs that do share an input's storage alone
     fresh_output = not op.mutated
-    T = _frontend().Tensor
+    T = dispatch.Tensor
     t_idx, l_idx = op.tensor_args, op.tensor_list_args
 
     def run(args):
@@ -290,9 +284,8 @@ def fallback_runner(op, key: int) -> Callable | None:
     target = backend.fallback_device
     if not target or op.is_view:
         return None
-    fe = _frontend()
-    T = fe.Tensor
-    from .dispatch import call
+    T = dispatch.Tensor
+    call = dispatch.call
 
     def move(value, dev):
         if isinstance(value, T):

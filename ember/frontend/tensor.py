@@ -518,5 +518,5 @@ def _rebuild(array, device: str, requires_grad: bool) -> Tensor:
     return tensor(array, device=device, requires_grad=requires_grad)
 
 
-_dispatch.Tensor = Tensor
+_dispatch.install_frontend(Tensor, make_tensor)
 OPERAND_CLASSES.add(Tensor)
