@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ember.dispatcher import ALL_OPS, Backend, hookimpl
 
-from ember.shape_rules.common import contiguous_strides
+from ember.core.layout import contiguous_strides
 
 from .array import MetaArray
 

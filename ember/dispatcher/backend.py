@@ -19,6 +19,23 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 
+#: torch.cuda's memory counters and the `memory_stats()` key each one reads
+STAT_KEYS = {"memory_allocated": "allocated_bytes", "max_memory_allocated": "peak_bytes",
+             "memory_reserved": "reserved_bytes", "max_memory_reserved": "peak_reserved_bytes"}
+
+
+def stat_readers(memory_stats: Callable) -> dict[str, Callable]:
+    """The four counters as functions of `device=None`, each reading its key of `memory_stats(device)`:
+    what a plugin's runtime module exports next to its own memory_stats."""
+    def reader(name: str, key: str) -> Callable:
+        def read(device=None) -> int:
+            return memory_stats(device)[key]
+        read.__name__ = read.__qualname__ = name
+        read.__doc__ = f"memory_stats(device)[{key!r}] (torch.cuda.{name})."
+        return read
+    return {name: reader(name, key) for name, key in STAT_KEYS.items()}
+
+
 class Backend:
     """Base class of device backends; override what your device needs."""
 

@@ -5,6 +5,7 @@ import operator
 
 from ember.core.errors import ArgumentTypeError, ArgumentValueError, DimensionError, ShapeError
 from ember.core import dtype as _dt
+from ember.core.layout import contiguous_strides
 from ember.frontend.tensor import Tensor
 
 NUMBER_TYPES = (bool, int, float)
@@ -110,22 +111,6 @@ def check_dtype_arg(op, value, arg: str = "dtype"):
     if value is not None and not isinstance(value, _dt.dtype):
         raise ArgumentTypeError(f"{op.name}(): argument '{arg}' must be ember.dtype, not {type(value).__name__}")
     return value
-
-
-def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    strides = []
-    acc = 1
-    for s in reversed(shape):
-        strides.append(acc)
-        acc *= max(s, 1)
-    return tuple(reversed(strides))
-
-
-def numel(shape) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 def strides_of(t: Tensor) -> tuple[int, ...]:

@@ -11,10 +11,11 @@ from __future__ import annotations
 from ember.core.errors import (ArgumentTypeError, ArgumentValueError, DTypeError, IndexOutOfRangeError,
                           MissingKernelError, ShapeError)
 from ember.core import dtype as _dt
+from ember.core.layout import numel
 
 from . import shape_rule
-from .common import (broadcast_shapes, check_tensor, iterator_strides, numel, preserved_strides, type_name,
-                     with_layout, wrap_dim)
+from .common import (broadcast_shapes, check_tensor, iterator_strides, preserved_strides, type_name, with_layout,
+                     wrap_dim)
 
 _INDEX_DTYPES = (_dt.int64, _dt.int32)
 

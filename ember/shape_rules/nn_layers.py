@@ -9,10 +9,11 @@ import math
 
 from ember.core.errors import ArgumentTypeError, ArgumentValueError, DimensionError, DTypeError, MissingKernelError, ShapeError
 from ember.core import dtype as _dt
+from ember.core.layout import numel
 from ember.frontend.tensor import Tensor
 
 from . import shape_rule
-from .common import as_int, check_int_list, check_tensor, numel, type_name
+from .common import as_int, check_int_list, check_tensor, type_name
 
 
 def int_tuple(op, value, n: int, arg: str, *, allow_empty: bool = False) -> tuple[int, ...]:

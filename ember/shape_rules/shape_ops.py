@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from ember.core.errors import ArgumentTypeError, ArgumentValueError, DimensionError, DTypeError, MissingKernelError, ShapeError
 from ember.core import dtype as _dt
+from ember.core.layout import contiguous_strides
 from ember.frontend.tensor import Tensor
 
 from . import shape_rule
-from .common import (NUMBER_TYPES, as_int, check_dtype_arg, check_int_list, check_tensor, contiguous_strides,
-                     infer_dense_strides, strides_of, type_name, with_layout, wrap_dim, wrap_dims)
+from .common import (NUMBER_TYPES, as_int, check_dtype_arg, check_int_list, check_tensor, infer_dense_strides,
+                     strides_of, type_name, with_layout, wrap_dim, wrap_dims)
 from .pointwise import pointwise
 from .reductions import reduced_shape
 

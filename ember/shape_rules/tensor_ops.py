@@ -5,10 +5,11 @@ from ember.core.errors import ArgumentListError, ArgumentTypeError, ArgumentValu
 from ember.core import dtype as _dt
 from ember.frontend.tensor import Tensor
 from ember.core.type_promotion import result_type
+from ember.core.layout import numel
 
 from . import shape_rule
-from .common import (NUMBER_TYPES, check_fits, check_no_internal_overlap, check_int_list, numel, broadcast_shapes, check_dtype_arg, check_tensor, preserved_strides, type_name,
-                     with_layout, wrap_dim)
+from .common import (NUMBER_TYPES, check_fits, check_no_internal_overlap, check_int_list, broadcast_shapes,
+                     check_dtype_arg, check_tensor, preserved_strides, type_name, with_layout, wrap_dim)
 
 
 def _tensor_list(op, tensors, arg="tensors") -> list[Tensor]:

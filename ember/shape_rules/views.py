@@ -7,11 +7,11 @@ and backends with cheaper native views (numpy's transpose, ...) must agree with 
 from __future__ import annotations
 
 from ember.core.errors import ArgumentValueError, DimensionError, ShapeError
+from ember.core.layout import contiguous_strides, numel
 from ember.frontend.tensor import Tensor
 
 from . import shape_rule
-from .common import (check_int_list, check_tensor, contiguous_strides, numel, preserved_strides, strides_of,
-                     with_layout, wrap_dim, wrap_dims)
+from .common import check_int_list, check_tensor, preserved_strides, strides_of, with_layout, wrap_dim, wrap_dims
 
 
 def _offset(t: Tensor) -> int:

@@ -19,7 +19,7 @@ import numpy as np
 
 from ember.dispatcher import Backend, hookimpl
 from ember.core.numpy_interop import to_numpy_dtype
-from ember.shape_rules.common import contiguous_strides
+from ember.core.layout import contiguous_strides
 
 from . import context
 from .allocator import CachingAllocator

@@ -8,7 +8,7 @@
 """
 from __future__ import annotations
 
-from ember._device_module import stat_readers
+from ember.dispatcher import stat_readers
 
 
 def _backend():
@@ -59,7 +59,7 @@ def memory_stats(device=None) -> dict[str, int]:
     return _backend().memory_stats(_index(device))
 
 
-# torch.cuda's four counters, each a key of memory_stats (ember._device_module.STAT_KEYS order)
+# torch.cuda's four counters, each a key of memory_stats (ember.dispatcher.backend.STAT_KEYS order)
 memory_allocated, max_memory_allocated, memory_reserved, max_memory_reserved = stat_readers(memory_stats).values()
 
 

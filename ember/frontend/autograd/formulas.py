@@ -349,7 +349,7 @@ def norm_backward(grad, self, p, result, dim, keepdim):
 def diagonal_backward(grad, shape, offset, dim1, dim2):
     """The gradient written into the diagonal of zeros of `self`'s shape."""
     from ember.dispatcher.operator import ALL_OPS
-    from ember.shape_rules.common import contiguous_strides
+    from ember.core.layout import contiguous_strides
     from ember.shape_rules.shape_ops import diagonal_window
 
     shape = tuple(shape)

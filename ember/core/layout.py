@@ -1,0 +1,20 @@
+"""Shape arithmetic every layer needs: the strides of a contiguous (row-major) layout, element counts."""
+from __future__ import annotations
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Element strides of a row-major array of `shape` (a size-0 dim counts as 1, as in torch)."""
+    strides = []
+    acc = 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(strides))
+
+
+def numel(shape) -> int:
+    """The number of elements of `shape`."""
+    n = 1
+    for s in shape:
+        n *= s
+    return n
