@@ -44,6 +44,7 @@ def gen_op_table(registry: Registry) -> str:
         tensor_args = tuple(i for i, a in enumerate(args) if a.type.is_tensor)
         list_args = tuple(i for i, a in enumerate(args) if a.type.is_tensor_list)
         device_arg = next((i for i, a in enumerate(args) if a.type.base == "Device"), None)
+        generator_arg = next((i for i, a in enumerate(args) if a.type.base == "Generator"), None)
         mutated = tuple(i for i, a in enumerate(args) if a.type.is_write and not a.type.is_tensor_list)
         written_lists = tuple(i for i, a in enumerate(args) if a.type.is_write and a.type.is_tensor_list)
         alias = None
@@ -64,6 +65,8 @@ def gen_op_table(registry: Registry) -> str:
         )
         if written_lists:
             fields["written_lists"] = written_lists
+        if generator_arg is not None:
+            fields["generator_arg"] = generator_arg
         body = ", ".join(f"{k}={v!r}" for k, v in fields.items())
         lines.append(f"_op({op.name!r}, {body})")
     lines.append("")

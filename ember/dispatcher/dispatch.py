@@ -16,18 +16,21 @@ from typing import Callable
 from . import keys as K
 from .state import STATE     # read by the dispatch functions (_CALLER_TEMPLATE)
 
-# What the dispatcher needs of the frontend, which sits above it and hands both over when it is
+# What the dispatcher needs of the frontend, which sits above it and hands these over when it is
 # imported (`install_frontend`): the Tensor class, which the dispatch functions below test their
-# arguments with, and `make_tensor(native, dtype, device, key, storage[, base])`, with which the
-# runners wrap a kernel's native result. The dispatcher imports nothing of the frontend.
+# arguments with; `make_tensor(native, dtype, device, key, storage[, base])`, with which the
+# runners wrap a kernel's native result; and `default_generator(device)`, which the runners pass
+# to a random kernel called without a generator. The dispatcher imports nothing of the frontend.
 Tensor: type = type(None)
 make_tensor: Callable | None = None
+default_generator: Callable | None = None
 
 
-def install_frontend(tensor_class: type, wrap: Callable) -> None:
-    """Called once by ember.frontend.tensor: the Tensor class and the function wrapping native results."""
-    global Tensor, make_tensor
-    Tensor, make_tensor = tensor_class, wrap
+def install_frontend(tensor_class: type, wrap: Callable, generator_of: Callable) -> None:
+    """Called once by ember.frontend: the Tensor class, the function wrapping native results and the
+    default generator of a device."""
+    global Tensor, make_tensor, default_generator
+    Tensor, make_tensor, default_generator = tensor_class, wrap, generator_of
 
 
 def call(op, args: tuple):

@@ -25,7 +25,7 @@ class OpDef:
 
     __slots__ = (
         "name", "schema", "family", "promotion", "shape_rule_name", "autocast", "impl", "tags",
-        "doc", "arg_names", "tensor_args", "tensor_list_args", "device_arg", "mutated", "written_lists",
+        "doc", "arg_names", "tensor_args", "tensor_list_args", "device_arg", "generator_arg", "mutated", "written_lists",
         "alias_return", "n_outputs", "output_names", "differentiable", "inplace_of",
         "inplace_needs_clone", "backward_cls", "shape_rule", "explicit", "decomposition",
         "kernels", "functionality", "cache", "cross_device", "first_output_only", "records_inplace", "float_outputs",
@@ -37,7 +37,7 @@ class OpDef:
                  tensor_args: tuple, tensor_list_args: tuple, device_arg: int | None,
                  mutated: tuple, alias_return: int | None, output_names: tuple,
                  differentiable: tuple, inplace_of: str | None = None,
-                 inplace_needs_clone: bool = False, written_lists: tuple = ()):
+                 inplace_needs_clone: bool = False, written_lists: tuple = (), generator_arg: int | None = None):
         self.name = name
         self.schema = schema
         self.family = family
@@ -51,6 +51,7 @@ class OpDef:
         self.tensor_args = tensor_args            # positions of Tensor / Tensor? arguments
         self.tensor_list_args = tensor_list_args  # positions of Tensor[] arguments
         self.device_arg = device_arg              # position of a `Device? device` argument
+        self.generator_arg = generator_arg        # position of a `Generator? generator` argument
         self.mutated = mutated                    # positions of Tensor(a!) arguments
         self.written_lists = written_lists        # positions of Tensor(a!)[] arguments (the fused optimizer updates)
         self.alias_return = alias_return          # position of the argument a view aliases

@@ -122,9 +122,23 @@ def native_runner(op, key: int, kernel: Callable) -> Callable:
         return run_cross
     plain = backend.plain_binary_ops.get(op.name) if kernel is not None else None
     body = _native_body(op, key, kernel, rule, unwrap, device_of, single_device, make_tensor)
+    if op.generator_arg is not None:
+        return _with_generator(op.generator_arg, device_of, body)
     if plain is None or single_device is None or op.tensor_args != (0, 1) or op.mutated or op.n_outputs != 1:
         return body
     return _plain_binary(op, key, plain, backend.plain_dtypes, single_device, make_tensor, body)
+
+
+def _with_generator(position: int, device_of: Callable, body: Callable) -> Callable:
+    """`body`, given the output device's default generator where the call passed none: a random
+    kernel always receives the generator it draws from."""
+    default_generator = dispatch.default_generator
+
+    def run(args):
+        if args[position] is None:
+            args = args[:position] + (default_generator(device_of(args)),) + args[position + 1:]
+        return body(args)
+    return run
 
 
 def _plain_binary(op, key, plain, plain_dtypes, dev, make_tensor, body):

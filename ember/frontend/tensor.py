@@ -22,6 +22,7 @@ from ember.core.errors import ArgumentTypeError, ArgumentValueError, AutogradErr
 
 from ember.core import dtype as _dt
 from .conversion import ConversionMethods
+from .random import default_generator
 from ember.core.device import device as _device_cls
 
 
@@ -518,5 +519,5 @@ def _rebuild(array, device: str, requires_grad: bool) -> Tensor:
     return tensor(array, device=device, requires_grad=requires_grad)
 
 
-_dispatch.install_frontend(Tensor, make_tensor)
+_dispatch.install_frontend(Tensor, make_tensor, default_generator)
 OPERAND_CLASSES.add(Tensor)

@@ -1,9 +1,9 @@
 """Kernels written against the array-module API (numpy and cupy).
 
-`make_kernels(xp, native, device_type)` returns {op name: kernel} for the array module `xp`,
-with `native(ember_dtype)` mapping dtypes to `xp` dtypes; `device_type` names the device whose
-default random generator the random kernels draw from. The cpu backend calls it with numpy;
-the cuda plugin (ember-cuda) with cupy, and overrides only what differs.
+`make_kernels(xp, native)` returns {op name: kernel} for the array module `xp`, with
+`native(ember_dtype)` mapping dtypes to `xp` dtypes. The cpu backend calls it with numpy; the
+cuda plugin (ember-cuda) with cupy, and overrides only what differs. The random kernels draw from
+the generator the dispatcher passes them (the device's default one when the caller gave none).
 """
 from __future__ import annotations
 
@@ -14,11 +14,9 @@ from . import nn_layers  # convolution, pooling, normalization
 from . import optimizers  # fused optimizer updates
 
 
-def make_kernels(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
+def make_kernels(xp, native: Callable) -> dict[str, Callable]:
     kernels: dict[str, Callable] = {}
     for module in (pointwise, reductions, shape, linalg, indexing, sorting_scans, nn_layers, activations, attention,
-                   optimizers):
+                   optimizers, factories, losses):
         kernels.update(module.make(xp, native))
-    for module in (factories, losses):          # these draw from the device's default generator
-        kernels.update(module.make(xp, native, device_type))
     return kernels

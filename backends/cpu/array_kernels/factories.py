@@ -3,12 +3,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ember.frontend.random import default_generator
-
 from . import philox
 
 
-def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
+def make(xp, native: Callable) -> dict[str, Callable]:
     def empty(spec, size, dtype=None, device=None, requires_grad=False):
         return xp.empty(spec[0], dtype=native(spec[1]))
 
@@ -21,31 +19,27 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
             return (start + step * xp.arange(n, dtype=xp.int64)).astype(dt)
         return (start + step * xp.arange(n, dtype=xp.float64)).astype(dt)
 
-    def _generator(gen, device):
-        return gen if gen is not None else default_generator(device)
-
+    # the random fills draw from `generator`, which the dispatcher always passes (the device's default
+    # generator when the caller gave none)
     def uniform_(spec, self, low=0.0, high=1.0, generator=None):
-        gen = _generator(generator, device_type)
-        values = gen.draw(lambda seed, offset: philox.uniform(xp, seed, offset, self.shape, spec[1].name, low, high,
+        values = generator.draw(lambda seed, offset: philox.uniform(xp, seed, offset, self.shape, spec[1].name, low, high,
                                                               native_dtype=self.dtype))
         self[...] = values
         return self
 
     def normal_(spec, self, mean=0.0, std=1.0, generator=None):
-        gen = _generator(generator, device_type)
-        values = gen.draw(lambda seed, offset: philox.normal(xp, seed, offset, self.shape, spec[1].name, mean, std,
+        values = generator.draw(lambda seed, offset: philox.normal(xp, seed, offset, self.shape, spec[1].name, mean, std,
                                                              native_dtype=self.dtype))
         self[...] = values
         return self
 
     def random_(spec, self, low, high=None, generator=None):
-        gen = _generator(generator, device_type)
         dt = spec[1]
         if high is None:
             high = 2 ** (8 * dt.itemsize - (1 if dt.is_signed else 0)) if dt.category == 1 else (
                 2 if dt.category == 0 else 2 ** {2: 11, 4: 24, 8: 53}[dt.itemsize])
         name = dt.name if dt.category == 1 else "int64"
-        values = gen.draw(lambda seed, offset: philox.randint(xp, seed, offset, self.shape, low, high, name))
+        values = generator.draw(lambda seed, offset: philox.randint(xp, seed, offset, self.shape, low, high, name))
         self[...] = values.astype(self.dtype)
         return self
 

@@ -10,13 +10,12 @@ from typing import Callable
 
 from ember.core.errors import DimensionError
 from ember.core import dtype as _dt
-from ember.frontend.random import default_generator
 
 from . import philox
 from .reductions import add_reduce_of, constants_of, sums_by_product_of
 
 
-def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
+def make(xp, native: Callable) -> dict[str, Callable]:
     f32 = xp.dtype("float32")
     i64 = xp.dtype("int64")
     lowp = {native(_dt.float16), native(_dt.bfloat16)}
@@ -159,8 +158,7 @@ def make(xp, native: Callable, device_type: str = "cpu") -> dict[str, Callable]:
         return loss, (logp if logp.dtype == dt else logp.astype(dt))
 
     def randperm(spec, n, generator=None, dtype=None, device=None, requires_grad=False):
-        gen = generator if generator is not None else default_generator(device_type)
-        keys = gen.draw(lambda seed, offset: philox.uniform(xp, seed, offset, (n,), "float64", 0.0, 1.0))
+        keys = generator.draw(lambda seed, offset: philox.uniform(xp, seed, offset, (n,), "float64", 0.0, 1.0))
         ranks = xp.empty(n, dtype=i64)
         ranks[xp.argsort(keys, kind="stable")] = xp.arange(n, dtype=i64)
         return ranks.astype(native(spec[1]))

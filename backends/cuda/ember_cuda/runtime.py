@@ -2,14 +2,16 @@
 
     from ember_cuda import runtime as cuda
     cuda.is_available(); cuda.device_count(); cuda.set_device(1); cuda.synchronize()
-    cuda.manual_seed(0); cuda.memory_allocated(); print(cuda.memory_summary())
+    cuda.memory_allocated(); print(cuda.memory_summary())
     s = cuda.Stream(); e = cuda.Event(enable_timing=True)
 
 `device` arguments accept None, an index, "cuda:N" or an ember.device; None is cuda:0 for
 memory statistics and synchronize (all devices), cupy's current device for Stream.
-`is_available()`, `device_count()` and `manual_seed*` never raise; the others raise
+`is_available()` and `device_count()` never raise; the others raise
 BackendUnavailableError naming the reason when the backend is not available. Ops run on
-cupy's current device and stream: `set_device` / `with Stream(...)` choose them.
+cupy's current device and stream: `set_device` / `with Stream(...)` choose them. Seeding
+(`ember.cuda.manual_seed`) is ember.cuda's own: it seeds the cuda default generator, which the
+dispatcher hands the random kernels.
 """
 from __future__ import annotations
 
@@ -123,17 +125,6 @@ def is_bf16_supported() -> bool:
 def synchronize(device=None) -> None:
     """Wait until every kernel queued on the device (all devices when None) finished."""
     _backend().synchronize(_index(device))
-
-
-def manual_seed(seed: int) -> None:
-    """Seed the cuda default generator (one per device type in ember, so every GPU's)."""
-    from ember.frontend.random import default_generator
-
-    default_generator("cuda").manual_seed(seed)
-
-
-def manual_seed_all(seed: int) -> None:
-    manual_seed(seed)
 
 
 def memory_stats(device=None) -> dict[str, int]:

@@ -1,6 +1,6 @@
 """The cuda kernel table: the shared array-module library on cupy, plus cuda's own kernels.
 
-1. `ember_cpu.array_kernels.make_kernels(xp, native, "cuda")` with `xp` the cupy namespace of
+1. `ember_cpu.array_kernels.make_kernels(xp, native)` with `xp` the cupy namespace of
    ember_cuda.xp: every kernel the cpu backend has, running on cupy arrays, random kernels
    drawing from the cuda default generator through the fused Philox block function.
 2. Overrides where cupy differs from numpy: `as_strided`/`expand` and the `view`/`slice`
@@ -25,7 +25,7 @@ def make_kernels(backend, fused: bool = True) -> dict[str, Callable]:
     from ..xp import check_dtype, namespace, native
 
     xp = namespace()
-    kernels = shared(xp, native, "cuda")
+    kernels = shared(xp, native)
     ndarray = cupy.ndarray
 
     def _index(device):
@@ -68,11 +68,9 @@ def make_kernels(backend, fused: bool = True) -> dict[str, Callable]:
         # The uniforms, integers, permutations and dropout masks are drawn on the device.
         import numpy as np
 
-        from ember.frontend.random import default_generator
         from ember_cpu.array_kernels import philox
 
-        gen = generator if generator is not None else default_generator("cuda")
-        values = gen.draw(lambda seed, offset: philox.normal(np, seed, offset, self.shape, spec[1].name, mean, std))
+        values = generator.draw(lambda seed, offset: philox.normal(np, seed, offset, self.shape, spec[1].name, mean, std))
         self[...] = cupy.asarray(values)
         return self
 

@@ -8,14 +8,13 @@ math library instead of numpy's, so they differ from the cpu's by an ulp or two 
 of float32 elements on PoCL): the documented tolerance is
 `ember.testing.tolerances.NORMAL_MATCH_ULPS` (see backends/opencl/README.md). Elements are
 numbered in the tensor's logical row-major order, so fills through views match the cpu's
-too. The generator is the opencl device type's default one (seeded by ember.manual_seed with
-the cpu's) or the one given.
+too. The generator is the one the dispatcher passes: the one given, else the opencl device
+type's default one (seeded by ember.manual_seed with the cpu's).
 """
 from __future__ import annotations
 
 import math
 
-from ember.frontend.random import default_generator
 
 from . import elementwise
 
@@ -24,14 +23,13 @@ UNIFORM_BITS = {"float32": 24, "float16": 11, "bfloat16": 8}
 
 def make(backend) -> dict:
     def draw(generator, self, words_per_element: int, expr: str, ct: str, extra):
-        gen = generator if generator is not None else default_generator("opencl")
         n = self.size
 
         def sample(seed, offset):
             elementwise.run(self, [], [], expr, ct,
                             [("seed", "ulong", seed), ("base", "ulong", offset // 4)] + extra, tag="random")
             return None, offset + 4 * (-(-(words_per_element * n) // 4))
-        gen.draw(sample)
+        generator.draw(sample)
         return self
 
     def uniform_(spec, self, low=0.0, high=1.0, generator=None):
@@ -59,14 +57,13 @@ def make(backend) -> dict:
             ct, words = "float", 2
         expr = (f"(((gid & 1) ? sin(twopi * {b}) : cos(twopi * {b})) * sqrt(({ct})-2 * log(({ct})1 - {a}))) "
                 "* sd + mu")
-        gen = generator if generator is not None else default_generator("opencl")
 
         def sample(seed, offset):
             elementwise.run(self, [], [], expr, ct,
                             [("seed", "ulong", seed), ("base", "ulong", offset // 4), ("twopi", ct, 2.0 * math.pi),
                              ("sd", ct, std), ("mu", ct, mean)], tag="random")
             return None, offset + 4 * (-(-(words * pairs) // 4))
-        gen.draw(sample)
+        generator.draw(sample)
         return self
 
     def random_(spec, self, low, high=None, generator=None):
