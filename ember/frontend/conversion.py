@@ -2,10 +2,15 @@
 the dtype shortcuts (`.float()`, `.long()`, ...), `.cpu()`, and the `new_*` factories."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ember.core.errors import ArgumentTypeError
 
 from ember.core import dtype as _dt
 from ember.core.device import as_device, device as _device
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
 
 
 def tensor_to(self, *args, dtype=None, device=None, non_blocking: bool = False, copy: bool = False,

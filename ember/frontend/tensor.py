@@ -229,7 +229,7 @@ class Tensor(TensorMethods, ConversionMethods):
 
     def __bool__(self) -> bool:
         if self.numel() != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
     def __float__(self) -> float:
@@ -284,8 +284,6 @@ class Tensor(TensorMethods, ConversionMethods):
         return repr(self) if not spec else object.__format__(self, spec)
 
     def __reduce_ex__(self, protocol):
-        from .factories import tensor as _tensor
-
         return (_rebuild, (self.detach().cpu().numpy(), str(self._device), self.requires_grad))
 
     # -- indexing --------------------------------------------------------------------------

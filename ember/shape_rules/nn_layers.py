@@ -5,9 +5,8 @@ PadNd.cpp, UpSample.h), so a bad call raises the class torch raises and names th
 """
 from __future__ import annotations
 
-import math
 
-from ember.core.errors import ArgumentTypeError, ArgumentValueError, DimensionError, DTypeError, MissingKernelError, ShapeError
+from ember.core.errors import ArgumentValueError, DimensionError, DTypeError, MissingKernelError, ShapeError
 from ember.core import dtype as _dt
 from ember.core.layout import numel
 from ember.frontend.tensor import Tensor
@@ -215,7 +214,6 @@ def _pool_param(op, value, n, arg, what, *, allow_empty=False):
 def pool_geometry(op, self, kernel_size, stride, padding, dilation, ceil_mode, nd=2, *, check_pad=True):
     """(batch dims, channels, spatial in, kernel, stride, padding, dilation, spatial out) after ATen's checks."""
     check_tensor(op, self, "input")
-    name = op.name.split(".")[0]
     n_word = {1: "one", 2: "two", 3: "three"}[nd]
     kernel = _pool_param(op, kernel_size, nd, "kernel_size", f"either be a single int, or a tuple of {n_word} ints")
     stride = _pool_param(op, stride, nd, "stride", f"either be omitted, a single int, or a tuple of {n_word} ints",

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from ember.core.errors import ArgumentTypeError, ArgumentValueError, MissingKernelError, ShapeError
+from ember.core.errors import ArgumentValueError, MissingKernelError, ShapeError
 from ember.core import dtype as _dt
 
 from . import shape_rule

@@ -594,7 +594,7 @@ class Module(HookedCall):
                 hook(module, incompatible)
 
         load(self, state_dict)
-        del load
+        load = None         # the closure refers to itself: break the cycle
         if strict:
             if unexpected_keys:
                 error_msgs.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
