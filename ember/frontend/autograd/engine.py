@@ -168,7 +168,10 @@ def _needed(roots, targets: set) -> set:
 
 def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None, allow_unused=False,
                  accumulate=True):
-    """The engine. Returns captured input gradients when `inputs` is given."""
+    """The engine: every node reachable from `tensors` runs once all its incoming gradients have
+    arrived, the most recently recorded first, and sends its outputs on along its edges; a leaf's
+    gradient is accumulated into `.grad` (or, for autograd.grad, captured for `inputs`, which the
+    call then returns) right after the node that completed it."""
     tensors = list(tensors)
     for t in tensors:
         if t._ag is None:
@@ -176,34 +179,15 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     root_grads = _make_root_grads(tensors, grad_tensors)
     if retain_graph is None:
         retain_graph = create_graph
-
-    # a virtual root node feeding every output
-    root_edges = [edge_of(t) for t in tensors]
-    capture: dict[tuple, int] = {}
-    if inputs is not None:
-        for k, inp in enumerate(inputs):
-            e = edge_of(inp)
-            if e is None:
-                raise AutogradError("One of the differentiated Tensors does not require grad")
-            capture[(id(e[0]), e[1])] = k
-    captured: list = [None] * (len(inputs) if inputs is not None else 0)
-
-    buffers: dict[Node, list] = {}
-    heap: list = []
-    roots = []
-    for e, g in zip(root_edges, root_grads):
-        node, nr = e
-        buf = buffers.get(node)
-        if buf is None:
-            buf = buffers[node] = [None] * node.n_outputs
-            roots.append(node)
-        buf[nr] = g if buf[nr] is None else buf[nr] + g
+    capture, captured = _capture_map(inputs)
+    # a node's gradients wait in `buffers` until its last one arrives; it then waits in the heap,
+    # (-seq, id, node, its gradients), the latest node first
+    roots, buffers = _root_buffers(tensors, root_grads)
     deps = _collect(roots)
     needed = None
     if inputs is not None and not accumulate:
         needed = _needed(roots, {e_node for e_node in _capture_nodes(inputs)})
-    # heap entries: (-seq, id, node, its incoming gradients): the latest node first; a node waiting
-    # for more gradients keeps those it has in `buffers`
+    heap: list = []
     for node in roots:
         if deps.get(node, 0) == 0:
             heapq.heappush(heap, (-node.seq, id(node), node, buffers.pop(node)))
@@ -222,64 +206,16 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 _run_leaf(node, grads, accumulate, capture, captured, needed)
                 grads = None
                 continue
-            # tensor hooks of a non-leaf live on its grad_fn; they and retain_grad run first, so
-            # gradients captured for autograd.grad include them
-            if node.pre_hooks:
-                for nr, hooks in node.pre_hooks.items():
-                    if nr < 0 or nr >= len(grads):
-                        continue
-                    for hook in list(hooks):
-                        if grads[nr] is not None:
-                            res = hook(grads[nr])
-                            if res is not None:
-                                grads[nr] = res
-            if node.retains:
-                store_retained(node, grads)
-            if capture:
-                _capture(node, grads, capture, captured)
+            if node.pre_hooks or node.retains or capture:
+                grads = _tensor_hooks(node, grads, capture, captured)
             if needed is not None and node not in needed:
                 _release_edges(node, deps, heap, buffers, retain_graph)
                 continue
-            if node.pre_hooks and -1 in node.pre_hooks:
-                grads = _run_node_pre_hooks(node, grads)
-            # a node run twice without retain_graph fails when it unpacks a freed saved
-            # tensor (SavedTensor.unpack), as in PyTorch: nodes that saved no tensor can rerun
-            for g in grads:                 # identity tests: `==` would call Tensor.__eq__
-                if g is not None:
-                    outs = _validate(node, node.apply(grads))
-                    if ANOMALY_THREADS and STATE.anomaly:      # the set: no property read when nobody has it on
-                        _check_anomaly(node, outs)
-                    break
-            else:
-                outs = (None,) * len(node.next_edges)
-            if node.post_hooks:
-                for hook in list(node.post_hooks):
-                    res = hook(tuple(outs), tuple(grads))
-                    if res is not None:
-                        outs = _validate(node, tuple(res))
+            outs = _apply(node, grads)
             if not retain_graph:
                 node.release()
-            for edge, g in zip(node.next_edges, outs):
-                if edge is None:
-                    continue
-                nxt, nr = edge
-                left = deps[nxt] - 1
-                deps[nxt] = left
-                # more gradients to come: this one waits in nxt's buffer; else nxt is ready with it
-                buf = buffers.get(nxt) if left else buffers.pop(nxt, None)
-                if buf is None:
-                    buf = [None] * nxt.n_outputs
-                    if left:
-                        buffers[nxt] = buf
-                if g is not None:
-                    buf[nr] = g if buf[nr] is None else buf[nr] + g
-                if left:
-                    continue
-                if nxt.__class__ is AccumulateGrad:
-                    ready_leaves.append((nxt, buf))
-                else:
-                    heapq.heappush(heap, (-nxt.seq, id(nxt), nxt, buf))
-            outs = grads = g = buf = None      # hold no gradient past its node: _steal counts references
+            _send(node, outs, deps, buffers, heap, ready_leaves)
+            outs = grads = None      # hold no gradient past its node: _steal counts references
             if ready_leaves:
                 for leaf, leaf_grads in ready_leaves:
                     graph.RUNNING_NODE = leaf
@@ -291,14 +227,114 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
         graph.RUNNING_NODE = outer_node
 
     if inputs is not None and not accumulate:
-        for k, g in enumerate(captured):
-            if g is None and not allow_unused:
-                raise AutogradError(f"The differentiated Tensor at index {k} appears to not have been used in the "
-                                    "graph. Set allow_unused=True if this is the desired behavior.")
-        if not create_graph:
-            captured = [g.detach() if g is not None else None for g in captured]
-        return tuple(captured)
+        return _captured_gradients(captured, allow_unused, create_graph)
     return None
+
+
+def _capture_map(inputs) -> tuple[dict, list]:
+    """({(id(node), output number): k} for the k-th of autograd.grad's `inputs`, a slot for each)."""
+    capture: dict[tuple, int] = {}
+    if inputs is None:
+        return capture, []
+    for k, inp in enumerate(inputs):
+        e = edge_of(inp)
+        if e is None:
+            raise AutogradError("One of the differentiated Tensors does not require grad")
+        capture[(id(e[0]), e[1])] = k
+    return capture, [None] * len(inputs)
+
+
+def _root_buffers(tensors, root_grads) -> tuple[list, dict]:
+    """The nodes the outputs hang on (a virtual root feeds them all) and the gradients they start with."""
+    buffers: dict[Node, list] = {}
+    roots = []
+    for t, g in zip(tensors, root_grads):
+        node, nr = edge_of(t)
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = [None] * node.n_outputs
+            roots.append(node)
+        buf[nr] = g if buf[nr] is None else buf[nr] + g
+    return roots, buffers
+
+
+def _tensor_hooks(node, grads, capture: dict, captured: list):
+    """What runs on a node's incoming gradients before the node: the tensor hooks of the non-leaf
+    outputs (they live on their grad_fn), retain_grad, and autograd.grad's capture (which sees the
+    hooks' results)."""
+    if node.pre_hooks:
+        for nr, hooks in node.pre_hooks.items():
+            if nr < 0 or nr >= len(grads):
+                continue
+            for hook in list(hooks):
+                if grads[nr] is not None:
+                    res = hook(grads[nr])
+                    if res is not None:
+                        grads[nr] = res
+    if node.retains:
+        store_retained(node, grads)
+    if capture:
+        _capture(node, grads, capture, captured)
+    return grads
+
+
+def _apply(node, grads):
+    """Run a node on its incoming gradients: its own pre-hooks, its formulas (not when no gradient
+    arrived: then its outputs are None), the anomaly check, its post-hooks; the input gradients."""
+    if node.pre_hooks and -1 in node.pre_hooks:
+        grads = _run_node_pre_hooks(node, grads)
+    # a node run twice without retain_graph fails when it unpacks a freed saved tensor
+    # (SavedTensor.unpack), as in PyTorch: nodes that saved no tensor can rerun
+    for g in grads:                 # identity tests: `==` would call Tensor.__eq__
+        if g is not None:
+            outs = _validate(node, node.apply(grads))
+            if ANOMALY_THREADS and STATE.anomaly:      # the set: no property read when nobody has it on
+                _check_anomaly(node, outs)
+            break
+    else:
+        outs = (None,) * len(node.next_edges)
+    if node.post_hooks:
+        for hook in list(node.post_hooks):
+            res = hook(tuple(outs), tuple(grads))
+            if res is not None:
+                outs = _validate(node, tuple(res))
+    return outs
+
+
+def _send(node, outs, deps: dict, buffers: dict, heap: list, ready_leaves: list) -> None:
+    """Deliver a node's input gradients along its edges, summing those that meet: a node whose last
+    gradient this is becomes ready (a leaf into `ready_leaves`, others into the heap)."""
+    for edge, g in zip(node.next_edges, outs):
+        if edge is None:
+            continue
+        nxt, nr = edge
+        left = deps[nxt] - 1
+        deps[nxt] = left
+        # more gradients to come: this one waits in nxt's buffer; else nxt is ready with it
+        buf = buffers.get(nxt) if left else buffers.pop(nxt, None)
+        if buf is None:
+            buf = [None] * nxt.n_outputs
+            if left:
+                buffers[nxt] = buf
+        if g is not None:
+            buf[nr] = g if buf[nr] is None else buf[nr] + g
+        if left:
+            continue
+        if nxt.__class__ is AccumulateGrad:
+            ready_leaves.append((nxt, buf))
+        else:
+            heapq.heappush(heap, (-nxt.seq, id(nxt), nxt, buf))
+
+
+def _captured_gradients(captured: list, allow_unused: bool, create_graph: bool) -> tuple:
+    """autograd.grad's result: the captured gradients, each detached unless the graph is to be kept."""
+    for k, g in enumerate(captured):
+        if g is None and not allow_unused:
+            raise AutogradError(f"The differentiated Tensor at index {k} appears to not have been used in the "
+                                "graph. Set allow_unused=True if this is the desired behavior.")
+    if not create_graph:
+        captured = [g.detach() if g is not None else None for g in captured]
+    return tuple(captured)
 
 
 def _capture(node, grads, capture: dict, captured: list) -> None:
