@@ -74,22 +74,8 @@ def getitem(t, index, *, for_assignment: bool = False):
         if isinstance(i, list) or (not isinstance(i, (Tensor, tuple, slice, bool, int)) and hasattr(i, "__array__")
                                    and getattr(i, "ndim", 0) > 0):
             items[k] = _advanced(i, Tensor, t.device)
-    specified = 0
-    for i in items:
-        if i is not None and i is not Ellipsis and not isinstance(i, bool):
-            if isinstance(i, Tensor) and (i.dtype.category == 0 or i.dtype.name == "uint8"):
-                specified += i.dim()
-            else:
-                specified += 1
     ndim = t.dim()
-    if specified > ndim:
-        if ndim == 0:
-            first = next(i for i in items if i is not None and i is not Ellipsis and not isinstance(i, bool))
-            if isinstance(first, slice):
-                raise DimensionError("slice() cannot be applied to a 0-dim tensor.")
-            raise DimensionError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
-                                 "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
-        raise DimensionError(f"too many indices for tensor of dimension {ndim}")
+    specified = _dims_indexed(items, ndim, Tensor)
     out = t
     dim = 0
     touched = False
@@ -113,12 +99,7 @@ def getitem(t, index, *, for_assignment: bool = False):
             copy = True        # torch treats a bool as a (0-dim) mask: advanced indexing copies
             continue
         if isinstance(item, slice):
-            start, stop, step = (_as_int(v, "slice") for v in (item.start, item.stop, item.step))
-            step = 1 if step is None else step
-            if step == 0:
-                raise ValueError("slice step cannot be zero")
-            if step < 0:
-                raise ValueError("step must be greater than zero")
+            start, stop, step = _slice_bounds(item)
             if start is not None or stop is not None or step != 1:
                 out = F.slice(out, dim, start, stop, step)
                 touched = True
@@ -133,18 +114,12 @@ def getitem(t, index, *, for_assignment: bool = False):
             touched = True
             continue
         if isinstance(item, Tensor):
-            if not (item.dtype.category <= 1):
-                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-            if item.device != t.device and item.device.type != "cpu":
-                raise IndexError(f"indices should be either on {t.device.type} or on the same device as the "
-                                 f"indexed tensor ({item.device})")
-            if item.device != t.device:
-                item = item.to(t.device)
+            item = _index_tensor_on(t, item)
             if item.dtype.category == 0 and item.dim() == 0:      # a 0-dim mask adds a dimension
                 out = F.unsqueeze(out, dim)
                 item = F.reshape(item, (1,))
             adv[dim] = item
-            dim += item.dim() if item.dtype.category == 0 or item.dtype.name == "uint8" else 1
+            dim += item.dim() if _is_mask(item) else 1
             touched = True
             continue
         if isinstance(item, tuple):
@@ -156,12 +131,7 @@ def getitem(t, index, *, for_assignment: bool = False):
         raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
                          f"are valid indices (got {type(item).__name__})")
     if adv:
-        indices, d = [], 0
-        last = max(adv)
-        while d <= last:
-            it = adv.get(d)
-            indices.append(it)
-            d += 1 if it is None or not (it.dtype.category == 0 or it.dtype.name == "uint8") else max(it.dim(), 1)
+        indices = _index_list(adv)
         if for_assignment:
             return out, indices
         return F.index(out, indices)
@@ -170,6 +140,60 @@ def getitem(t, index, *, for_assignment: bool = False):
     if copy and not for_assignment:
         out = F.clone(out)
     return (out, None) if for_assignment else out
+
+
+def _is_mask(i) -> bool:
+    """A bool (or, as in torch, uint8) index tensor: it indexes as many dims as it has."""
+    return i.dtype.category == 0 or i.dtype.name == "uint8"
+
+
+def _dims_indexed(items: list, ndim: int, Tensor: type) -> int:
+    """How many of the tensor's dims the index items consume, checked against `ndim` (torch's errors)."""
+    specified = 0
+    for i in items:
+        if i is not None and i is not Ellipsis and not isinstance(i, bool):
+            specified += i.dim() if isinstance(i, Tensor) and _is_mask(i) else 1
+    if specified > ndim:
+        if ndim == 0:
+            first = next(i for i in items if i is not None and i is not Ellipsis and not isinstance(i, bool))
+            if isinstance(first, slice):
+                raise DimensionError("slice() cannot be applied to a 0-dim tensor.")
+            raise DimensionError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                                 "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+        raise DimensionError(f"too many indices for tensor of dimension {ndim}")
+    return specified
+
+
+def _slice_bounds(item: slice) -> tuple:
+    """(start, stop, step) of a slice index, ints or None; a step of 1 when none is given."""
+    start, stop, step = (_as_int(v, "slice") for v in (item.start, item.stop, item.step))
+    step = 1 if step is None else step
+    if step == 0:
+        raise ValueError("slice step cannot be zero")
+    if step < 0:
+        raise ValueError("step must be greater than zero")
+    return start, stop, step
+
+
+def _index_tensor_on(t, item):
+    """An index tensor checked (an integer or bool dtype) and on `t`'s device (a cpu index moves there)."""
+    if not (item.dtype.category <= 1):
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    if item.device != t.device and item.device.type != "cpu":
+        raise IndexError(f"indices should be either on {t.device.type} or on the same device as the "
+                         f"indexed tensor ({item.device})")
+    return item.to(t.device) if item.device != t.device else item
+
+
+def _index_list(adv: dict) -> list:
+    """`index`'s argument: per dim of the (viewed) tensor, its advanced index or None, up to the last."""
+    indices, d = [], 0
+    last = max(adv)
+    while d <= last:
+        it = adv.get(d)
+        indices.append(it)
+        d += 1 if it is None or not _is_mask(it) else max(it.dim(), 1)
+    return indices
 
 
 def _as_int(v, what):
