@@ -1,6 +1,7 @@
 """Emit ember/_generated/*.py and *.pyi from the validated registry."""
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 
 from .formulas import META_ATTRS, compile_formulas, formulas_reference_self
@@ -34,6 +35,19 @@ def backward_class_names(registry: Registry) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------------------- op table
+def tensor_positions(op: OpEntry) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(positions of the Tensor / Tensor? arguments, positions of the Tensor[] arguments): `OpDef.tensor_args`
+    and `OpDef.tensor_list_args`."""
+    args = op.schema.arguments
+    return (tuple(i for i, a in enumerate(args) if a.type.is_tensor),
+            tuple(i for i, a in enumerate(args) if a.type.is_tensor_list))
+
+
+def differentiable_positions(op: OpEntry) -> tuple[int, ...]:
+    """Positions of the inputs with a gradient formula (`OpDef.differentiable`)."""
+    return tuple(i for i, a in enumerate(op.schema.arguments) if a.name in op.differentiable_inputs)
+
+
 def gen_op_table(registry: Registry) -> str:
     bw = backward_class_names(registry)
     lines = [HEADER, "from ember.dispatcher.operator import OpDef", "", "OPS = {}", ""]
@@ -41,8 +55,7 @@ def gen_op_table(registry: Registry) -> str:
     for op in registry.ops:
         s = op.schema
         args = s.arguments
-        tensor_args = tuple(i for i, a in enumerate(args) if a.type.is_tensor)
-        list_args = tuple(i for i, a in enumerate(args) if a.type.is_tensor_list)
+        tensor_args, list_args = tensor_positions(op)
         device_arg = next((i for i, a in enumerate(args) if a.type.base == "Device"), None)
         generator_arg = next((i for i, a in enumerate(args) if a.type.base == "Generator"), None)
         mutated = tuple(i for i, a in enumerate(args) if a.type.is_write and not a.type.is_tensor_list)
@@ -50,7 +63,7 @@ def gen_op_table(registry: Registry) -> str:
         alias = None
         if s.returns and s.returns[0].type.alias:
             alias = next(i for i, a in enumerate(args) if a.type.alias == s.returns[0].type.alias)
-        diff = tuple(i for i, a in enumerate(args) if a.name in op.differentiable_inputs)
+        diff = differentiable_positions(op)
         needs_clone = False
         if op.inplace_of:
             base = registry.by_name()[op.inplace_of]
@@ -258,15 +271,8 @@ def gen_tensor_methods(registry: Registry) -> str:
     for op in registry.ops:
         if "method" in op.variants:
             groups.setdefault(op.schema.name, []).append(op)
-    lines = _binding_preamble(registry, handles=False)
-    lines += ["# the op handles and result types of ember._generated.functions, shared (so Tensor.max and",
-              "# ember.max return the same namedtuple type) and bound as globals of this module (fast lookup)",
-              "from ember._generated import functions as _functions",
-              "globals().update({k: v for k, v in vars(_functions).items() if k.startswith((\"_op_\", \"_dispatch_\", \"_R_\"))})",
-              "from ember.frontend.bindings_support import OPERAND_CLASSES as _OPERAND_CLASSES",
-              "from ember.frontend.bindings_support import operand as _operand", "", "", "class TensorMethods:",
-              '    """Operator methods of ember.Tensor, generated from the registry."""', "",
-              "    __slots__ = ()", ""]
+    lines = ["class TensorMethods:", '    """Operator methods of ember.Tensor, generated from the registry."""', "",
+             "    __slots__ = ()", ""]
     for name, ops in groups.items():
         if len(ops) == 1:
             lines += _binding(ops[0], name, True, "    ") + [""]
@@ -287,7 +293,20 @@ def gen_tensor_methods(registry: Registry) -> str:
     for op in registry.ops:
         for dunder in op.operators + op.inplace_operators:
             lines += _operator(op, dunder) + [""]
-    return "\n".join(lines)
+    # the op handles and result types of ember._generated.functions the methods use, shared (so Tensor.max
+    # and ember.max return the same namedtuple type) and imported as globals of this module (fast lookup)
+    body = "\n".join(lines)
+    used = set(re.findall(r"\b_(?:op|dispatch|R)_\w+", body))
+    shared = [n for op in registry.ops for n in (f"_op_{ident(op.name)}", f"_dispatch_{ident(op.name)}",
+                                                  f"_R_{ident(op.name)}") if n in used]
+    preamble = _binding_preamble(registry, handles=False)
+    preamble += ["# the op handles and result types of ember._generated.functions, shared (so Tensor.max and",
+                 "# ember.max return the same namedtuple type) and imported as globals of this module (fast lookup)",
+                 "from ember._generated.functions import ("]
+    preamble += [f"    {n}," for n in shared]
+    preamble += [")", "from ember.frontend.bindings_support import OPERAND_CLASSES as _OPERAND_CLASSES",
+                 "from ember.frontend.bindings_support import operand as _operand", "", ""]
+    return "\n".join(preamble) + "\n" + body
 
 
 def _operator(op: OpEntry, dunder: str) -> list[str]:

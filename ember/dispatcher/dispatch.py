@@ -4,7 +4,8 @@
 
 A call's key set is the union of its tensor arguments' keys (plus the device argument's
 backend for factories), plus this thread's included keys, minus its excluded keys; each op's
-`dispatch` function computes it written out for the op's tensor positions (`caller_for`), and
+`dispatch` function computes it written out for the op's tensor positions (`caller_for`: made by
+the factory generated for the op's layout, ember/dispatcher/_generated_dispatch.py), and
 `call(op, args)` is the same for callers holding an op rather than its function. Each
 functionality kernel receives the key set below its own key and redispatches with
 `redispatch`. Arguments travel as one tuple in schema order.
@@ -14,13 +15,14 @@ from __future__ import annotations
 from typing import Callable
 
 from . import keys as K
-from .state import STATE     # read by the dispatch functions (_CALLER_TEMPLATE)
+from .state import STATE
 
 # What the dispatcher needs of the frontend, which sits above it and hands these over when it is
-# imported (`install_frontend`): the Tensor class, which the dispatch functions below test their
-# arguments with; `make_tensor(native, dtype, device, key, storage[, base])`, with which the
-# runners wrap a kernel's native result; and `default_generator(device)`, which the runners pass
-# to a random kernel called without a generator. The dispatcher imports nothing of the frontend.
+# imported (`install_frontend`): the Tensor class, which the dispatch functions and the runners test
+# their arguments with (the generated ones read their module's own global, set here too);
+# `make_tensor(native, dtype, device, key, storage[, base])`, with which the runners wrap a kernel's
+# native result; and `default_generator(device)`, which the runners pass to a random kernel called
+# without a generator. The dispatcher imports nothing of the frontend.
 Tensor: type = type(None)
 make_tensor: Callable | None = None
 default_generator: Callable | None = None
@@ -31,27 +33,45 @@ def install_frontend(tensor_class: type, wrap: Callable, generator_of: Callable)
     default generator of a device."""
     global Tensor, make_tensor, default_generator
     Tensor, make_tensor, default_generator = tensor_class, wrap, generator_of
+    _generated.Tensor = tensor_class        # read as a global there, by the dispatch functions and unwraps
 
 
 def call(op, args: tuple):
-    """Dispatch `op` on `args` (a tuple in schema order): its `dispatch` function, made below."""
+    """Dispatch `op` on `args` (a tuple in schema order): its `dispatch` function (`caller_for`)."""
     return op.dispatch(args)
 
 
 _BACKEND_MASK = K.BACKEND_MASK
 
-# An op's dispatch function: the union of its tensor arguments' keys (written out for the
-# positions of its Tensor and Tensor[] arguments, no loop over positions), the key set's backend
-# checked (none: a factory's device argument; several: mixed devices), this thread's included and
-# excluded keys applied, and the entry cached for that key set run. Compiled once per layout of
-# positions (18 of them), made per op.
-_CALLER_TEMPLATE = """\
-def make(op, cache):
+
+def caller_for(op) -> Callable[[tuple], object]:
+    """`op`'s dispatch function (`OpDef.dispatch`; the generated bindings hold it as a global).
+
+    Made by the factory generated for the op's layout of tensor positions
+    (`_generated_dispatch.DISPATCH_FACTORIES`, written by `python -m codegen` for every layout in the
+    registry): the key union written out for those positions, no loop over them. An op of a layout the
+    registry lacks (one made in code) gets `_dispatch_with_loops`, the same steps with loops.
+    """
+    make = _generated.DISPATCH_FACTORIES.get((op.tensor_args, op.tensor_list_args), _dispatch_with_loops)
+    return make(op, op.cache)
+
+
+def _dispatch_with_loops(op, cache):
+    """The generated dispatch functions' steps (see _generated_dispatch.py) for any layout: the key union
+    a loop over the op's positions (slower: for ops whose layout the registry has no function for)."""
     resolve = op.resolve
+    t_idx, l_idx = op.tensor_args, op.tensor_list_args
 
     def dispatch(args):
         ks = 0
-{union}
+        for i in t_idx:
+            a = args[i]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+        for i in l_idx:
+            for a in args[i]:
+                if isinstance(a, Tensor):
+                    ks |= a._keys
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
@@ -63,27 +83,6 @@ def make(op, cache):
             entry = resolve(ks)
         return entry(args)
     return dispatch
-"""
-_CALLER_FACTORIES: dict = {}
-
-
-def caller_for(op) -> Callable[[tuple], object]:
-    """`op`'s dispatch function (`OpDef.dispatch`; the generated bindings hold it as a global)."""
-    layout = (op.tensor_args, op.tensor_list_args)
-    make = _CALLER_FACTORIES.get(layout)
-    if make is None:
-        union = []
-        for i in op.tensor_args:
-            union += [f"        a = args[{i}]", "        if isinstance(a, Tensor):", "            ks |= a._keys"]
-        for i in op.tensor_list_args:
-            union += [f"        for a in args[{i}]:", "            if isinstance(a, Tensor):",
-                      "                ks |= a._keys"]
-        # this module's globals: `Tensor` is read at call time (the frontend sets it after this import)
-        made: dict = {}
-        exec(compile(_CALLER_TEMPLATE.format(union="\n".join(union)), f"<dispatch {layout}>", "exec"),
-             globals(), made)
-        make = _CALLER_FACTORIES[layout] = made["make"]
-    return make(op, op.cache)
 
 
 def redispatch(op, ks: int, args: tuple):
@@ -169,3 +168,8 @@ def _mixed_devices(op, args: tuple, ks: int) -> tuple[int, tuple]:
                 f"{op.name}: expected all tensors to be on the same device, but found at least two "
                 f"devices, {first.device} (argument '{first_name}') and {t.device} (argument '{name}')")
     raise DeviceMismatchError(f"{op.name}: tensors on several devices")
+
+
+# Last: the generated module imports `_backend_of_unusual_call` from this one (and `from . import` takes
+# a module still being imported when the generated one is imported first).
+from . import _generated_dispatch as _generated  # noqa: E402

@@ -12,10 +12,12 @@ every backend and a kernel only ever sees valid input.
 from __future__ import annotations
 
 import warnings
+from types import FunctionType
 from typing import Callable
 
 from ember.core.errors import MissingKernelError
 
+from . import _generated_dispatch        # the unwraps written out per tuple of tensor positions
 from . import dispatch      # its Tensor and make_tensor, installed by the frontend
 from . import keys as K
 from .state import STATE
@@ -24,13 +26,15 @@ from .state import STATE
 def _unwrapper(op) -> Callable[[tuple], tuple]:
     """A function turning the argument tuple into the kernel's native arguments.
 
-    Built once per (op, key set) entry: for an op without Tensor[] arguments it is written out for
-    the op's tensor positions (`_unwrap_positions`), so a call pays no loop over them.
+    Built once per (op, key set) entry: for an op without Tensor[] arguments it is the unwrap generated
+    for the op's tensor positions (`_unwrap_positions`), so a call pays no loop over them.
     """
     T = dispatch.Tensor
     t_idx, l_idx = op.tensor_args, op.tensor_list_args
     if not l_idx and t_idx:
-        return _unwrap_positions(t_idx, T)
+        unwrap = _unwrap_positions(t_idx, T)
+        if unwrap is not None:
+            return unwrap
 
     def unwrap(args):
         nat = list(args)
@@ -44,24 +48,39 @@ def _unwrapper(op) -> Callable[[tuple], tuple]:
     return unwrap
 
 
-def _unwrap_positions(t_idx: tuple, T: type) -> Callable[[tuple], tuple]:
-    """An unwrap for tensors at the positions `t_idx` only, written out for them (as namedtuple writes
-    its class): a call pays neither a copy of the arguments into a list nor a loop over positions.
+def _unwrap_positions(t_idx: tuple, T: type) -> Callable[[tuple], tuple] | None:
+    """The unwrap for tensors (of class `T`) at the positions `t_idx` only, written out for them by
+    `python -m codegen` (ember/dispatcher/_generated_dispatch.py, one per tuple of positions in the
+    registry): a call pays neither a copy of the arguments into a list nor a loop over positions.
     For positions (0, 1):
 
-        def unwrap_positions(args):
+        def unwrap_T0_T1(args):
             a0 = args[0]
             a1 = args[1]
-            return (a0._data if isinstance(a0, T) else a0, a1._data if isinstance(a1, T) else a1,) + args[2:]
+            return (
+                a0._data if isinstance(a0, Tensor) else a0,
+                a1._data if isinstance(a1, Tensor) else a1,
+            ) + args[2:]
+
+    None when the registry has no op with these positions (an op made in code): `_unwrapper` loops.
     """
-    n = max(t_idx) + 1
-    lines = ["def unwrap_positions(args):"] + [f"    a{i} = args[{i}]" for i in t_idx]
-    items = "".join(f"a{i}._data if isinstance(a{i}, T) else a{i}, " if i in t_idx else f"args[{i}], "
-                    for i in range(n))
-    lines.append(f"    return ({items}) + args[{n}:]")
-    namespace = {"T": T}
-    exec("\n".join(lines) + "\n", namespace)
-    return namespace["unwrap_positions"]
+    if T is not _generated_dispatch.Tensor:     # the generated unwraps test with the installed class
+        return None
+    unwrap = _generated_dispatch.UNWRAPS.get(t_idx)
+    return own_code(unwrap) if unwrap is not None else None
+
+
+def own_code(fn: Callable) -> Callable:
+    """`fn` (a generated function) with a code object of its own, a copy of its code: same source file,
+    lines, globals and closure.
+
+    CPython specialises bytecode per code object (each instruction's inline cache remembers the classes
+    it saw): one generated function shared by many ops would see their different classes (node classes
+    in a record function, Tensor and Parameter in an unwrap) at the same instructions and keep falling
+    back to the generic forms. A copy per op (or entry) sees one op's, as a function compiled per op
+    did. Made once per op or entry, never per call.
+    """
+    return FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
 
 
 def _output_device(op, backend, args):

@@ -1,0 +1,174 @@
+"""The per-call functions of the call path (an op's dispatch function, a native kernel's unwrap, the
+autograd record function) are generated source (`python -m codegen`), not compiled at run time: every
+frame of a call has a file and a line; ops of layouts the registry lacks get the loop-based forms."""
+from __future__ import annotations
+
+import inspect
+import os
+import traceback
+
+import numpy as np
+import pytest
+
+import ember
+from ember.dispatcher import _generated_dispatch, dispatch, keys as K, runners
+from ember.dispatcher.operator import ALL_OPS, invalidate_caches
+from ember._generated import recorders
+from ember.frontend.autograd import recording
+
+DISPATCH_FILE = os.path.abspath(_generated_dispatch.__file__)
+RECORDERS_FILE = os.path.abspath(recorders.__file__)
+
+
+def _frames(exc: BaseException) -> list[traceback.FrameSummary]:
+    return traceback.extract_tb(exc.__traceback__)
+
+
+def _assert_real_frames(exc: BaseException) -> list[str]:
+    frames = _frames(exc)
+    for f in frames:
+        assert not f.filename.startswith("<"), f"frame without a file: {f.filename} {f.name}"
+        assert f.lineno and f.line, f"frame without a source line: {f.filename}:{f.lineno} {f.name}"
+    return [os.path.abspath(f.filename) for f in frames]
+
+
+@pytest.fixture
+def raising_cpu_kernel():
+    """exp's cpu kernel replaced by one that raises (caches forgotten before and after)."""
+    op = ALL_OPS["exp"]
+    ember.ones(1).exp()                 # the cpu backend loaded, its kernels registered
+    key = K.backend_key("cpu")
+    saved = op.kernels[key]
+
+    def broken(spec, x):
+        raise RuntimeError("kernel failed")
+    op.kernels[key] = (broken, "test")
+    invalidate_caches([op])
+    try:
+        yield
+    finally:
+        op.kernels[key] = saved
+        invalidate_caches([op])
+
+
+def test_traceback_through_dispatch_has_files_and_lines(raising_cpu_kernel):
+    with pytest.raises(RuntimeError, match="kernel failed") as info:
+        ember.ones(3).exp()
+    files = _assert_real_frames(info.value)
+    assert DISPATCH_FILE in files
+    frame = next(f for f in _frames(info.value) if os.path.abspath(f.filename) == DISPATCH_FILE)
+    assert frame.name == "dispatch" and frame.line == "return entry(args)"
+
+
+def test_traceback_through_autograd_has_files_and_lines(raising_cpu_kernel):
+    with pytest.raises(RuntimeError, match="kernel failed") as info:
+        ember.ones(3, requires_grad=True).exp()
+    files = _assert_real_frames(info.value)
+    assert files.count(DISPATCH_FILE) == 1
+
+
+def test_traceback_through_record_has_files_and_lines(monkeypatch):
+    cls = ALL_OPS["mul.Tensor"].backward_cls
+
+    def broken_save(self, args, outs):
+        raise RuntimeError("save failed")
+    monkeypatch.setattr(cls, "save", broken_save)
+    with pytest.raises(RuntimeError, match="save failed") as info:
+        ember.ones(3, requires_grad=True) * ember.ones(3)
+    files = _assert_real_frames(info.value)
+    assert DISPATCH_FILE in files and RECORDERS_FILE in files
+
+
+def test_traceback_through_unwrap_has_files_and_lines():
+    unwrap = runners._unwrapper(ALL_OPS["exp"])
+    with pytest.raises(IndexError) as info:
+        unwrap(())
+    assert _assert_real_frames(info.value)[-1] == DISPATCH_FILE
+
+
+def test_shape_error_traceback_has_files_and_lines():
+    with pytest.raises(RuntimeError) as info:
+        ember.ones(2, 3, requires_grad=True) @ ember.ones(4, 5)
+    assert DISPATCH_FILE in _assert_real_frames(info.value)
+
+
+def test_every_registry_op_uses_generated_functions():
+    """codegen's layouts and recorder shapes are the ones the runtime looks up (no loop-based fallback)."""
+    for name, op in ALL_OPS.items():
+        assert op.dispatch.__code__.co_filename == _generated_dispatch.__file__, name
+        if op.tensor_args and not op.tensor_list_args:
+            assert runners._unwrapper(op).__code__.co_filename == _generated_dispatch.__file__, name
+        if op.backward_cls is not None:
+            assert recording.recorder_for(op).__code__.co_filename == recorders.__file__, name
+    assert "def dispatch(args):" in inspect.getsource(ALL_OPS["mul.Tensor"].dispatch)
+    # a code object per op's record function (each specialises for its op's node class alone)
+    with_node = [op for op in ALL_OPS.values() if op.backward_cls is not None]
+    assert len({id(recording.recorder_for(op).__code__) for op in with_node}) == len(with_node)
+    assert _generated_dispatch.Tensor is dispatch.Tensor is ember.Tensor
+
+
+def test_dispatch_with_loops_matches_generated():
+    for name, args in [("add.Tensor", (ember.ones(3), ember.full((3,), 2.0), 1)),
+                       ("cat", ([ember.ones(2), ember.zeros(1)], 0)),
+                       ("ones", ([2], None, None, False))]:
+        op = ALL_OPS[name]
+        loops = dispatch._dispatch_with_loops(op, op.cache)
+        np.testing.assert_array_equal(loops(args).numpy(), op.dispatch(args).numpy())
+
+
+def test_unwrapper_loops_without_generated_unwrap(monkeypatch):
+    op = ALL_OPS["add.Tensor"]
+    monkeypatch.setattr(_generated_dispatch, "UNWRAPS", {})
+    unwrap = runners._unwrapper(op)
+    assert unwrap.__code__.co_filename == runners.__file__
+    a = ember.ones(2)
+    native = unwrap((a, 3.0, 1))
+    assert native[0] is a._data and list(native[1:]) == [3.0, 1]
+
+
+@pytest.mark.parametrize("case", ["mul", "cat", "max_dim", "layer_norm", "where"])
+def test_record_with_loops_matches_generated(case):
+    def run():
+        x = ember.tensor([[1.0, -2.0, 3.0], [0.5, 4.0, -1.0]], requires_grad=True)
+        y = ember.tensor([[2.0, 1.0, -1.0], [3.0, 0.5, 2.0]], requires_grad=True)
+        w = ember.tensor([1.5, 0.5, 2.0], requires_grad=True)
+        if case == "mul":
+            out = x * y
+        elif case == "cat":
+            out = ember.cat([x, y * 2], 0)
+        elif case == "max_dim":
+            out = x.max(1).values
+        elif case == "layer_norm":
+            out = ember.nn.functional.layer_norm(x, (3,), w, None)
+        else:
+            out = ember.where(x > 0, y, w)
+        (out * out).sum().backward()
+        return [t.grad.numpy() if t.grad is not None else None for t in (x, y, w)]
+
+    ops = {"mul": "mul.Tensor", "cat": "cat", "max_dim": "max.dim", "layer_norm": "native_layer_norm",
+           "where": "where.self"}
+    op = ALL_OPS[ops[case]]
+    expected = run()
+    saved = recording._RECORDERS.get(op)
+    with_loops = recording._record_with_loops(op)
+    calls = []
+
+    def record(args, out):
+        calls.append(op)
+        return with_loops(args, out)
+    recording._RECORDERS[op] = record
+    invalidate_caches()         # the Autograd entries hold their record function
+    try:
+        got = run()
+        assert calls
+    finally:
+        if saved is None:
+            del recording._RECORDERS[op]
+        else:
+            recording._RECORDERS[op] = saved
+        invalidate_caches()
+    for g, e in zip(got, expected):
+        if e is None:
+            assert g is None
+        else:
+            np.testing.assert_allclose(g, e, rtol=1e-6)
