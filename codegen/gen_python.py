@@ -48,6 +48,31 @@ def differentiable_positions(op: OpEntry) -> tuple[int, ...]:
     return tuple(i for i, a in enumerate(op.schema.arguments) if a.name in op.differentiable_inputs)
 
 
+def behaviour_fields(op: OpEntry) -> dict:
+    """The OpDef fields of the per-op behaviour keys (docs/registry.md), each only where it differs from
+    OpDef's default, so the op table stays small: argument names become positions."""
+    b, args = op.behaviour, op.schema.arguments
+    position = {a.name: i for i, a in enumerate(args)}
+    fields: dict = {}
+    # PyTorch's alpha_check: the pointwise rule checks a `Scalar alpha` (add, sub, rsub, elu)
+    alpha = next((i for i, a in enumerate(args) if a.name == "alpha" and a.type.base == "Scalar"), None)
+    if alpha is not None:
+        fields["alpha_arg"] = alpha
+    if b.dtypes != "all":
+        fields["dtypes"] = b.dtypes
+        fields["dtype_error_kernel"] = b.dtype_error_kernel
+    if b.checks:
+        fields["checks"] = b.checks
+    if b.promotion_if_given is not None:
+        arg, kind = b.promotion_if_given
+        fields["promotion_if_given"] = (position[arg], kind)
+    if b.iterator_operands != "arguments":
+        fields["iterator_operands"] = b.iterator_operands
+    if b.copy_from is not None:
+        fields["copy_from"] = position[b.copy_from]
+    return fields
+
+
 def gen_op_table(registry: Registry) -> str:
     bw = backward_class_names(registry)
     lines = [HEADER, "from ember.dispatcher.operator import OpDef", "", "OPS = {}", ""]
@@ -80,6 +105,7 @@ def gen_op_table(registry: Registry) -> str:
             fields["written_lists"] = written_lists
         if generator_arg is not None:
             fields["generator_arg"] = generator_arg
+        fields.update(behaviour_fields(op))
         body = ", ".join(f"{k}={v!r}" for k, v in fields.items())
         lines.append(f"_op({op.name!r}, {body})")
     lines.append("")

@@ -28,9 +28,18 @@ AUTOCAST = {"lower", "fp32", "promote", "none"}
 IMPLS = {"primitive", "explicit", "composite"}
 VARIANTS = {"function", "method"}
 NOT_DIFFERENTIABLE = "not_differentiable"
+# per-op behaviour the shape rules and autograd read (docs/registry.md): per entry, never family defaults
+BEHAVIOUR_KEYS = {"dtypes", "dtype_error_kernel", "checks", "promotion_if_given", "iterator_operands", "copy_from"}
 ENTRY_KEYS = {"func", "family", "variants", "operators", "inplace", "inplace_operators", "inplace_variants",
-              "promotion", "shape", "autograd", "autocast", "impl", "tags", "doc"}
-FAMILY_KEYS = ENTRY_KEYS - {"func", "operators", "inplace", "inplace_operators", "inplace_variants", "doc"}
+              "promotion", "shape", "autograd", "autocast", "impl", "tags", "doc"} | BEHAVIOUR_KEYS
+FAMILY_KEYS = ENTRY_KEYS - {"func", "operators", "inplace", "inplace_operators", "inplace_variants", "doc"} \
+    - BEHAVIOUR_KEYS
+# `dtypes`: the dtypes the op's kernel supports (PyTorch's "not implemented for 'Bool'" errors otherwise)
+KERNEL_DTYPES = {"all", "floating", "integral", "not_bool"}
+# `iterator_operands`: which arguments PyTorch's TensorIterator takes as operands, in which order
+ITERATOR_OPERANDS = {"arguments", "tensors_only", "reversed"}
+# the keys a shape rule must declare it reads (`@shape_rule("name", reads=(...))`) for an entry to set them
+RULE_KEYS = ("dtypes", "checks", "promotion_if_given", "iterator_operands")
 
 # Python operators and, for the reflected ones, that the operands are swapped.
 OPERATORS = {
@@ -70,6 +79,11 @@ class OpEntry:
     doc: str
     inplace_of: str | None = None        # for a derived twin: the out-of-place op's name
     inplace_twin: str | None = None      # for an op with inplace: true: the twin's name
+    behaviour: "Behaviour" = None        # the per-op behaviour keys (shared by the twin)
+
+    def __post_init__(self):
+        if self.behaviour is None:
+            self.behaviour = Behaviour()
 
     @property
     def name(self) -> str:
@@ -81,6 +95,18 @@ class OpEntry:
         if not self.autograd:
             return ()
         return tuple(name for key in self.autograd for name in formula_inputs(key))
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """The per-op behaviour keys of an entry, resolved (defaults: no per-op behaviour)."""
+
+    dtypes: str = "all"                              # the dtypes the kernel supports
+    dtype_error_kernel: str | None = None            # the kernel PyTorch's "not implemented for" error names
+    checks: tuple[str, ...] = ()                     # shared check functions (@op_check in ember/shape_rules)
+    promotion_if_given: tuple[str, str] | None = None   # (argument, promotion kind when it is not None)
+    iterator_operands: str = "arguments"             # TensorIterator's operands: arguments, tensors_only, reversed
+    copy_from: str | None = None                     # the argument an in-place copy's new value comes from
 
 
 def formula_inputs(key: str) -> tuple[str, ...]:
@@ -121,6 +147,25 @@ def _decorated_names(directory: Path, decorator: str) -> set[str]:
     return names
 
 
+def _rule_reads(directory: Path) -> dict[str, set[str]]:
+    """{shape rule: the registry keys it declares it reads}, from `@shape_rule("name", reads=(...))`."""
+    reads: dict[str, set[str]] = {}
+    for path in sorted(directory.glob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            for dec in node.decorator_list:
+                if not (isinstance(dec, ast.Call) and getattr(dec.func, "id", None) == "shape_rule" and dec.args
+                        and isinstance(dec.args[0], ast.Constant)):
+                    continue
+                keys = reads.setdefault(dec.args[0].value, set())
+                for kw in dec.keywords:
+                    if kw.arg == "reads":
+                        keys.update(ast.literal_eval(kw.value))
+    return reads
+
+
 def _module_functions(path: Path) -> set[str]:
     tree = ast.parse(path.read_text(), filename=str(path))
     return {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")}
@@ -134,6 +179,8 @@ class SourceIndex:
     explicit_kernels: set[str]
     decompositions: set[str]
     formula_helpers: set[str]
+    checks: set[str] = field(default_factory=set)                  # @op_check("name") in ember/shape_rules/
+    rule_reads: dict[str, set[str]] = field(default_factory=dict)  # shape rule -> the RULE_KEYS it reads
 
     @classmethod
     def scan(cls, root: Path = ROOT) -> "SourceIndex":
@@ -142,6 +189,8 @@ class SourceIndex:
             explicit_kernels=_decorated_names(root / "ember" / "decompositions", "explicit_kernel"),
             decompositions=_decorated_names(root / "ember" / "decompositions", "decomposition"),
             formula_helpers=_module_functions(root / "ember" / "frontend" / "autograd" / "formulas.py"),
+            checks=_decorated_names(root / "ember" / "shape_rules", "op_check"),
+            rule_reads=_rule_reads(root / "ember" / "shape_rules"),
         )
 
 
@@ -273,8 +322,10 @@ def _resolve_entry(raw, families, sources: SourceIndex, path) -> list[OpEntry]:
     if impl == "explicit" and schema.full_name not in sources.explicit_kernels:
         fail(f"impl is explicit but no @explicit_kernel({schema.full_name!r}) exists in ember/decompositions/")
 
+    behaviour = _resolve_behaviour(raw, schema, shape, sources, fail)
+
     entry = OpEntry(schema, line, family, variants, operators, (), promotion, shape, autograd,
-                    autocast, impl, tags, doc.strip())
+                    autocast, impl, tags, doc.strip(), behaviour=behaviour)
     out = [entry]
     if inplace:
         try:
@@ -288,10 +339,61 @@ def _resolve_entry(raw, families, sources: SourceIndex, path) -> list[OpEntry]:
             twin_schema, line, family, inplace_variants,
             (), inplace_ops, promotion, shape, autograd, autocast,
             "composite", tags + ("inplace",), f"In-place version of {schema.full_name}: {doc.strip()}",
-            inplace_of=schema.full_name,
+            inplace_of=schema.full_name, behaviour=behaviour,
         )
         out.append(twin)
     return out
+
+
+def _resolve_behaviour(raw, schema: FunctionSchema, shape: str, sources: SourceIndex, fail) -> Behaviour:
+    """The per-op behaviour keys: each checked against its grammar, the schema and the source tree."""
+    args = {a.name: a for a in schema.arguments}
+    dtypes = raw.get("dtypes", "all")
+    if dtypes not in KERNEL_DTYPES:
+        fail(f"`dtypes` must be one of {sorted(KERNEL_DTYPES)}, got {dtypes!r}")
+    kernel = raw.get("dtype_error_kernel")
+    if dtypes != "all" and kernel is None:
+        fail(f"`dtypes: {dtypes}` needs `dtype_error_kernel` (the PyTorch kernel its \"not implemented for\" "
+             "error names)")
+    if kernel is not None and (dtypes == "all" or not isinstance(kernel, str) or not kernel.strip()):
+        fail(f"`dtype_error_kernel` must be a kernel name, given with `dtypes` other than all; got {kernel!r}"
+             f" with dtypes {dtypes!r}")
+    checks = _as_tuple(raw.get("checks"), "checks", fail)
+    for name in checks:
+        if name not in sources.checks:
+            fail(f"unknown check {name!r}; define it with @op_check({name!r}) in ember/shape_rules/ "
+                 f"(known: {sorted(sources.checks)})")
+    if len(set(checks)) != len(checks):
+        fail(f"`checks` names a check twice: {list(checks)}")
+    given = raw.get("promotion_if_given")
+    if given is not None:
+        given = {k: v for k, v in given.items() if k != "__line__"} if isinstance(given, dict) else given
+        if not isinstance(given, dict) or len(given) != 1:
+            fail(f"`promotion_if_given` must be one mapping argument -> promotion kind, got {given!r}")
+        (arg, kind), = given.items()
+        if arg not in args or not args[arg].type.optional:
+            fail(f"`promotion_if_given` names {arg!r}, which is not an optional argument of the schema")
+        if kind not in PROMOTIONS - {"none"}:
+            fail(f"`promotion_if_given` gives {kind!r} for {arg!r}; expected one of {sorted(PROMOTIONS - {'none'})}")
+        given = (arg, kind)
+    operands = raw.get("iterator_operands", "arguments")
+    if operands not in ITERATOR_OPERANDS:
+        fail(f"`iterator_operands` must be one of {sorted(ITERATOR_OPERANDS)}, got {operands!r}")
+    copy_from = raw.get("copy_from")
+    if copy_from is not None:
+        first = schema.arguments[0] if schema.arguments else None
+        if first is None or not (first.type.is_tensor and first.type.is_write):
+            fail("`copy_from` is for an op writing its first argument (Tensor(a!) self)")
+        if copy_from not in args or not args[copy_from].type.is_tensor or copy_from == first.name:
+            fail(f"`copy_from` names {copy_from!r}, which is not another Tensor argument of the schema")
+    behaviour = Behaviour(dtypes, kernel, checks, given, operands, copy_from)
+    set_keys = [k for k in RULE_KEYS if getattr(behaviour, k) != getattr(Behaviour(), k)]
+    reads = sources.rule_reads.get(shape, set())
+    for key in set_keys:
+        if key not in reads:
+            fail(f"`{key}` has no effect: shape rule {shape!r} does not read it (a rule declares the keys it "
+                 f"reads: @shape_rule({shape!r}, reads=(...)); it reads {sorted(reads) or 'none'})")
+    return behaviour
 
 
 def _resolve_autocast(raw, fail) -> dict[str, str]:

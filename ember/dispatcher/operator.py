@@ -29,7 +29,8 @@ class OpDef:
         "alias_return", "n_outputs", "output_names", "differentiable", "inplace_of",
         "inplace_needs_clone", "backward_cls", "shape_rule", "explicit", "decomposition",
         "kernels", "functionality", "cache", "cross_device", "first_output_only", "records_inplace", "float_outputs",
-        "dispatch", "__weakref__",
+        "dispatch", "alpha_arg", "dtypes", "dtype_error_kernel", "checks", "promotion_if_given", "iterator_operands",
+        "copy_from", "checker", "__weakref__",
     )
 
     def __init__(self, name: str, schema: str, *, family: str, promotion: str, shape_rule: str,
@@ -37,7 +38,10 @@ class OpDef:
                  tensor_args: tuple, tensor_list_args: tuple, device_arg: int | None,
                  mutated: tuple, alias_return: int | None, output_names: tuple,
                  differentiable: tuple, inplace_of: str | None = None,
-                 inplace_needs_clone: bool = False, written_lists: tuple = (), generator_arg: int | None = None):
+                 inplace_needs_clone: bool = False, written_lists: tuple = (), generator_arg: int | None = None,
+                 alpha_arg: int | None = None, dtypes: str | None = None, dtype_error_kernel: str | None = None,
+                 checks: tuple = (), promotion_if_given: tuple | None = None, iterator_operands: str = "arguments",
+                 copy_from: int | None = None):
         self.name = name
         self.schema = schema
         self.family = family
@@ -60,6 +64,17 @@ class OpDef:
         self.differentiable = differentiable      # positions of inputs with a formula
         self.inplace_of = inplace_of
         self.inplace_needs_clone = inplace_needs_clone
+        # per-op behaviour from the registry (docs/registry.md), read by the shape rules and autograd
+        # instead of tests on the op's name
+        self.alpha_arg = alpha_arg                # position of a `Scalar alpha` argument (PyTorch's alpha_check)
+        self.dtypes = dtypes                      # the dtypes the kernel supports (floating, ...); None: all
+        self.dtype_error_kernel = dtype_error_kernel   # the kernel PyTorch's "not implemented for" error names
+        self.checks = checks                      # names of shared checks (@op_check in ember/shape_rules/checks.py)
+        self.promotion_if_given = promotion_if_given   # (position, promotion kind used when that argument is not None)
+        self.iterator_operands = iterator_operands     # TensorIterator's operands: arguments, tensors_only, reversed
+        self.copy_from = copy_from                # an in-place copy: position of the argument self's new value is
+        # `dtypes` and `checks` as one function, built by the shape rules on first use (None until then)
+        self.checker: Callable | None = None
         self.cross_device = "cross_device" in tags
         # autograd: only output 0 gets a grad_fn (native_layer_norm's mean/rstd are not differentiable)
         self.first_output_only = "only_first_output_differentiable" in tags

@@ -164,7 +164,7 @@ def _plain_binary(op, key, plain, plain_dtypes, dev, make_tensor, body):
     """The entry of an op in `Backend.plain_binary_ops`: two tensors alike run `plain` directly
     (what the shape rule and the kernel would conclude, without either call); others run `body`."""
     T = dispatch.Tensor
-    alpha_at = len(op.arg_names) - 1 if op.arg_names[-1] == "alpha" else None
+    alpha_at = op.alpha_arg            # add's and sub's `Scalar alpha`: must be the int 1
 
     def run_plain_binary(args):
         a, b = args[0], args[1]

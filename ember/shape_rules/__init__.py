@@ -4,7 +4,9 @@ A shape rule validates an op's arguments and computes its output spec (see
 ember.dispatcher.backend) before any kernel runs, so every backend raises the same error
 for the same bad input and allocates the same result. The registry names a rule per op
 (`shape: pointwise`); `@shape_rule("name")` registers one. Rules take `(op, *args)` with the
-arguments in schema order and must be cheap: they run on every call.
+arguments in schema order and must be cheap: they run on every call. Per-op behaviour (the dtypes a
+kernel supports, extra checks, promotion and TensorIterator quirks) comes from the registry through
+OpDef fields (docs/registry.md), never from tests on the op's name.
 """
 from __future__ import annotations
 
@@ -13,8 +15,10 @@ from typing import Callable
 RULES: dict[str, Callable] = {}
 
 
-def shape_rule(name: str) -> Callable[[Callable], Callable]:
-    """Register the decorated function as the shape rule called `name`."""
+def shape_rule(name: str, reads: tuple[str, ...] = ()) -> Callable[[Callable], Callable]:
+    """Register the decorated function as the shape rule called `name`. `reads` declares the per-op
+    registry keys it honours (`dtypes`, `checks`, `promotion_if_given`, `iterator_operands`): codegen
+    refuses an entry setting a key its rule does not read."""
     def register(fn: Callable) -> Callable:
         RULES[name] = fn
         return fn

@@ -1,86 +1,91 @@
 """Shape rules of the torch.nn.functional activations (gelu, silu, softplus, elu, ...).
 
 An activation is a unary pointwise op: the output has the input's shape, dtype and layout
-(the `pointwise` rule computes them, in-place twins included); these rules add PyTorch's
-dtype and argument checks.
+(the `pointwise` rule computes them, in-place twins included, and checks the dtypes the
+op's kernel takes: the registry's `dtypes`); these rules add PyTorch's argument checks.
 """
 from __future__ import annotations
 
-from ember.core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError
-from ember.core import dtype as _dt
+from ember.core.errors import ArgumentTypeError, ArgumentValueError
 from ember.frontend.tensor import Tensor
 from ember.core.type_promotion import result_type
 
-from . import RULES, shape_rule
-from .common import (NUMBER_TYPES, broadcast_shapes, check_tensor, is_contiguous_data, iterator_strides, type_name,
-                     with_layout)
+from . import shape_rule
+from .common import (NUMBER_TYPES, broadcast_shapes, check_kernel_dtype, check_tensor, is_contiguous_data,
+                     iterator_strides, with_layout)
+from .pointwise import pointwise_on_args
 
-# the name of PyTorch's cpu kernel, quoted in its "not implemented for 'Long'" errors
-_KERNELS = {"gelu": "GeluKernelImpl", "silu": "silu_cpu", "softplus": "softplus_cpu", "leaky_relu": "leaky_relu_cpu",
-            "elu": "elu_cpu", "mish": "mish_cpu", "hardswish": "hardswish_cpu", "hardsigmoid": "hardsigmoid_cpu",
-            "gelu_backward": "GeluBackwardKernelImpl", "silu_backward": "silu_backward_cpu",
-            "threshold_backward": "threshold_cpu"}
 _APPROXIMATIONS = ("none", "tanh")
 
 
-def _base(op) -> str:
-    return op.name.split(".")[0].rstrip("_")
-
-
-def _check_scalars(op, args, first: int = 1) -> None:
+def _check_numbers(op, args, first: int = 1) -> None:
+    """The Scalar arguments (from position `first`) are Python numbers."""
     for name, value in zip(op.arg_names[first:], args):
-        if name == "approximate":
-            if not isinstance(value, str):
-                raise ArgumentTypeError(f"{op.name}(): argument 'approximate' must be str, not {type(value).__name__}")
-            if value not in _APPROXIMATIONS:
-                raise ArgumentValueError(f"{op.name}(): approximate argument must be either none or tanh "
-                                         f"(got {value!r})")
-        elif not isinstance(value, NUMBER_TYPES):
+        if not isinstance(value, NUMBER_TYPES):
             raise ArgumentTypeError(f"{op.name}(): argument '{name}' must be Number, not {type(value).__name__}")
 
 
-@shape_rule("float_activation")
+def _check_approximate(op, approximate) -> None:
+    """gelu's `approximate`: "none" or "tanh"."""
+    if not isinstance(approximate, str):
+        raise ArgumentTypeError(f"{op.name}(): argument 'approximate' must be str, not {type(approximate).__name__}")
+    if approximate not in _APPROXIMATIONS:
+        raise ArgumentValueError(f"{op.name}(): approximate argument must be either none or tanh "
+                                 f"(got {approximate!r})")
+
+
+@shape_rule("float_activation", reads=("dtypes", "checks"))
 def float_activation(op, self, *args):
-    """An activation of floating-point inputs (hardtanh also takes integers, as in PyTorch)."""
+    """An activation with Number arguments: the pointwise rule, which checks the dtypes the kernel takes
+    (the registry's `dtypes`: floating, but for hardtanh) and the op's `checks` (hardtanh's)."""
     check_tensor(op, self, "input")
-    _check_scalars(op, args)
-    base = _base(op)
-    if base == "hardtanh":
-        if self._dtype is _dt.bool:
-            raise DTypeError(f"{op.name}(): Bool inputs not supported for hardtanh")
-        min_val, max_val = args[0], args[1]
-        if min_val > max_val:
-            raise ArgumentValueError(f"{op.name}(): min_val cannot be greater than max_val "
-                                     f"(min_val={min_val}, max_val={max_val})")
-    elif not self._dtype.is_floating_point:
-        raise MissingKernelError(f'{op.name}(): "{_KERNELS[base]}" not implemented for \'{type_name(self._dtype)}\'')
-    return RULES["pointwise"](op, self, *args)
+    _check_numbers(op, args)
+    return pointwise_on_args(op, (self,) + args)
 
 
-@shape_rule("activation_backward")
-def activation_backward(op, grad_output, self, *args):
-    """gelu_backward / silu_backward: the broadcast shape of grad_output and self."""
-    check_tensor(op, grad_output, "grad_output")
-    check_tensor(op, self, "self")
-    _check_scalars(op, args, 2)
+@shape_rule("gelu", reads=("dtypes",))
+def gelu(op, self, approximate="none"):
+    """gelu(self, approximate): float_activation with a str argument."""
+    check_tensor(op, self, "input")
+    _check_approximate(op, approximate)
+    return pointwise_on_args(op, (self, approximate))
+
+
+def _activation_backward(op, grad_output, self):
     dtype = result_type(grad_output, self)
-    if not dtype.is_floating_point:
-        raise MissingKernelError(f'{op.name}(): "{_KERNELS[_base(op)]}" not implemented for \'{type_name(dtype)}\'')
+    check_kernel_dtype(op, dtype)
     shape = broadcast_shapes(op, [grad_output._data.shape, self._data.shape])
     return with_layout(shape, dtype, iterator_strides(shape, [grad_output, self], [dtype, dtype]))
 
 
-@shape_rule("threshold_backward")
+@shape_rule("activation_backward", reads=("dtypes",))
+def activation_backward(op, grad_output, self, *args):
+    """silu_backward and others: the broadcast shape of grad_output and self."""
+    check_tensor(op, grad_output, "grad_output")
+    check_tensor(op, self, "self")
+    _check_numbers(op, args, 2)
+    return _activation_backward(op, grad_output, self)
+
+
+@shape_rule("gelu_backward", reads=("dtypes",))
+def gelu_backward(op, grad_output, self, approximate="none"):
+    """gelu_backward: activation_backward with gelu's `approximate`."""
+    check_tensor(op, grad_output, "grad_output")
+    check_tensor(op, self, "self")
+    _check_approximate(op, approximate)
+    return _activation_backward(op, grad_output, self)
+
+
+@shape_rule("threshold_backward", reads=("dtypes",))
 def threshold_backward(op, grad_output, self, threshold):
     """threshold_backward: the broadcast shape of grad_output and self in their promoted dtype, any
     dtype but bool (as torch's threshold_cpu)."""
     if not (isinstance(grad_output, Tensor) and isinstance(self, Tensor)):
         check_tensor(op, grad_output, "grad_output")        # the error names the argument
         check_tensor(op, self, "self")
-    _check_scalars(op, (threshold,), 2)
+    _check_numbers(op, (threshold,), 2)
     dtype = result_type(grad_output, self)
-    if dtype is _dt.bool:
-        raise MissingKernelError(f'{op.name}(): "{_KERNELS[_base(op)]}" not implemented for \'{type_name(dtype)}\'')
+    check_kernel_dtype(op, dtype)                  # any dtype but bool, as torch's threshold_cpu
     dg, dx = grad_output._data, self._data
     shape = dg.shape
     if shape == dx.shape:                                       # relu's backward: the common case

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import operator
 
-from ember.core.errors import ArgumentTypeError, ArgumentValueError, DimensionError, ShapeError
+from ember.core.errors import ArgumentTypeError, ArgumentValueError, DimensionError, MissingKernelError, ShapeError
 from ember.core import dtype as _dt
 from ember.core.layout import contiguous_strides
 from ember.frontend.tensor import Tensor
@@ -126,6 +126,22 @@ def type_name(dtype) -> str:
 _SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
                  "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
                  "bool": "Bool"}
+
+
+# the dtypes a kernel lacks, for each value of the registry's `dtypes` (OpDef.dtypes; None: all)
+KERNEL_LACKS = {
+    "floating": frozenset(d for d in _dt.ALL_DTYPES if not d.is_floating_point),
+    "integral": frozenset(d for d in _dt.ALL_DTYPES if d.is_floating_point),    # integers and bool: bitwise ops
+    "not_bool": frozenset({_dt.bool}),
+}
+
+
+def check_kernel_dtype(op, dtype, detail: str = "") -> None:
+    """PyTorch's error for a dtype the op's kernel lacks (registry `dtypes`), naming the kernel its message
+    names (`dtype_error_kernel`): '"GeluKernelImpl" not implemented for 'Long''."""
+    if op.dtypes is not None and dtype in KERNEL_LACKS[op.dtypes]:
+        raise MissingKernelError(f'{op.name}(): "{op.dtype_error_kernel}" not implemented for '
+                                 f"'{type_name(dtype)}'{detail}")
 
 
 # ------------------------------------------------------------------------ output layouts

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import math
 
-from ember.core.errors import ArgumentTypeError, ArgumentValueError, MissingKernelError
+from ember.core.errors import ArgumentTypeError, ArgumentValueError
 from ember.core import dtype as _dt
 from ember.frontend.tensor import Tensor
 from ember.core.type_promotion import dtype_of_scalar
 
 from . import shape_rule
-from .common import (NUMBER_TYPES, check_dtype_arg, check_int_list, check_tensor, preserved_strides, type_name,
-                     with_layout)
+from .common import (NUMBER_TYPES, check_dtype_arg, check_int_list, check_kernel_dtype, check_tensor,
+                     preserved_strides, with_layout)
 
 
 def _size(op, size) -> tuple[int, ...]:
@@ -21,16 +21,14 @@ def _size(op, size) -> tuple[int, ...]:
     return size
 
 
-@shape_rule("factory")
+@shape_rule("factory", reads=("dtypes",))
 def factory(op, size, *rest):
-    """empty/zeros/ones/rand/randn: (size, *, [generator,] dtype, device, requires_grad)."""
+    """empty/zeros/ones/rand/randn: (size, *, [generator,] dtype, device, requires_grad); the dtypes
+    the kernel fills (rand, randn: floating) are the registry's `dtypes`."""
     dtype = rest[-3]
     check_dtype_arg(op, dtype)
     out = dtype or _dt.get_default_dtype()
-    if op.family == "random" and not out.is_floating_point:
-        kernel = "check_uniform_bounds" if op.name == "rand" else "normal_kernel_cpu"
-        raise MissingKernelError(f'{op.name}(): "{kernel}" not implemented for \'{type_name(out)}\' '
-                                 f"({op.name} is only defined for floating-point dtypes)")
+    check_kernel_dtype(op, out, f" ({op.name} is only defined for floating-point dtypes)")
     return (_size(op, size), out)
 
 
@@ -46,13 +44,23 @@ def full(op, size, fill_value, dtype=None, device=None, requires_grad=False):
 
 
 @shape_rule("like")
-def like(op, self, *rest):
+def like(op, self, dtype=None, device=None, requires_grad=False):
+    """empty_like/zeros_like/ones_like: self's shape and (dense) layout, `dtype` or self's."""
     check_tensor(op, self, "input")
-    dtype = rest[-3]
     check_dtype_arg(op, dtype)
-    if op.arg_names[1] == "fill_value" and not isinstance(rest[0], NUMBER_TYPES) and \
-            not (isinstance(rest[0], Tensor) and rest[0].ndim == 0):
-        raise ArgumentTypeError(f"{op.name}(): argument 'fill_value' must be Number, not {type(rest[0]).__name__}")
+    return _like(self, dtype)
+
+
+@shape_rule("full_like")
+def full_like(op, self, fill_value, dtype=None, device=None, requires_grad=False):
+    check_tensor(op, self, "input")
+    check_dtype_arg(op, dtype)
+    if not isinstance(fill_value, NUMBER_TYPES) and not (isinstance(fill_value, Tensor) and fill_value.ndim == 0):
+        raise ArgumentTypeError(f"{op.name}(): argument 'fill_value' must be Number, not {type(fill_value).__name__}")
+    return _like(self, dtype)
+
+
+def _like(self, dtype):
     strides = preserved_strides(self)
     return (self._data.shape, dtype or self._dtype) if strides is None else \
         with_layout(self._data.shape, dtype or self._dtype, strides)

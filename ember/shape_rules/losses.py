@@ -13,13 +13,8 @@ from ember.frontend.tensor import Tensor
 from ember.core.type_promotion import result_type
 
 from . import shape_rule
-from .common import NUMBER_TYPES, as_int, broadcast_shapes, check_tensor, iterator_strides, type_name, with_layout, \
-    wrap_dim
-
-_FLOAT_KERNELS = {"mse_loss": "mse_cpu", "smooth_l1_loss": "smooth_l1_cpu", "huber_loss": "huber_cpu",
-                  "binary_cross_entropy": "binary_cross_entropy",
-                  "binary_cross_entropy_with_logits": "log_sigmoid_cpu"}
-
+from .common import NUMBER_TYPES, as_int, broadcast_shapes, check_kernel_dtype, check_tensor, iterator_strides, \
+    type_name, with_layout, wrap_dim
 
 def check_reduction(op, reduction) -> int:
     reduction = as_int(op, reduction, "reduction")
@@ -35,65 +30,131 @@ def _optional_tensor(op, value, arg):
     return value
 
 
-@shape_rule("pointwise_loss")
-def pointwise_loss(op, self, target, *rest):
-    """mse/l1/smooth_l1/huber/kl_div/binary_cross_entropy(_with_logits): elementwise, then reduced."""
-    name = op.name.split(".")[0]
+# ------------------------------------------------------------------ elementwise losses
+# One rule per argument layout; the dtypes each kernel takes (and the kernel PyTorch's error
+# names) come from the registry's `dtypes`.
+def _loss_tensors(op, self, target, *optional):
+    """The tensor arguments, checked: input, target and the optional (tensor, name) pairs given."""
     check_tensor(op, self, "input")
     check_tensor(op, target, "target")
-    tensors = [self, target]
-    if name in ("binary_cross_entropy", "binary_cross_entropy_with_logits"):
-        tensors.append(_optional_tensor(op, rest[0], "weight"))
-        if name == "binary_cross_entropy_with_logits":
-            tensors.append(_optional_tensor(op, rest[1], "pos_weight"))
-        reduction = rest[len(tensors) - 2]
-    else:
-        reduction = rest[0]
-    reduction = check_reduction(op, reduction)
-    tensors = [t for t in tensors if t is not None]
-    if name in ("smooth_l1_loss", "huber_loss"):
-        param = rest[1]
-        if not isinstance(param, NUMBER_TYPES) or isinstance(param, bool):
-            pname = "beta" if name == "smooth_l1_loss" else "delta"
-            raise ArgumentTypeError(f"{op.name}(): argument '{pname}' must be float, not {type(param).__name__}")
-        if name == "smooth_l1_loss" and param < 0:
-            raise ArgumentValueError(f"{op.name}(): smooth_l1_loss does not support negative values for beta "
-                                     f"(got beta={param}).")
-        if name == "huber_loss" and param <= 0:
-            raise ArgumentValueError(f"{op.name}(): huber_loss does not support non-positive values for delta "
-                                     f"(got delta={param}).")
-    dtype = result_type(*tensors)
-    if name == "huber_loss" and self._dtype.is_floating_point:
-        dtype = self._dtype                       # PyTorch's huber_loss keeps the input's dtype
-    if name == "binary_cross_entropy" and dtype.is_floating_point:
-        for t, arg in ((target, "target"), (rest[0], "weight")):
-            if t is not None and t._dtype is not self._dtype:
-                raise DTypeError(f"{op.name}(): expected {arg} to have the input's dtype {type_name(self._dtype)}, "
-                                 f"but got {type_name(t._dtype)}")
-    if not dtype.is_floating_point:
-        if name == "kl_div":
-            raise DTypeError(f"{op.name}(): kl_div: Integral inputs not supported (input dtype "
-                             f"{type_name(self._dtype)}).")
-        if name == "l1_loss":
-            raise DTypeError(f"{op.name}(): mean(): could not infer output dtype. Input dtype must be either a "
-                             f"floating point or complex dtype. Got: {type_name(dtype)}")
-        raise MissingKernelError(f'{op.name}(): "{_FLOAT_KERNELS[name]}" not implemented for \'{type_name(dtype)}\'')
+    for t, arg in optional:
+        _optional_tensor(op, t, arg)
+    return [self, target] + [t for t, _ in optional if t is not None]
+
+
+def _float_param(op, value, arg: str):
+    if not isinstance(value, NUMBER_TYPES) or isinstance(value, bool):
+        raise ArgumentTypeError(f"{op.name}(): argument '{arg}' must be float, not {type(value).__name__}")
+    return value
+
+
+def _loss_spec(op, tensors, dtype, reduction, *, contiguous=False):
+    """The broadcast elementwise result, or a 0-d one for the mean and sum reductions. `contiguous`:
+    a composite in PyTorch (its result is a plain contiguous tensor)."""
     shape = broadcast_shapes(op, [t._data.shape for t in tensors])
-    if name == "binary_cross_entropy" and tuple(target._data.shape) != tuple(self._data.shape):
-        raise ArgumentListError(f"{op.name}(): Using a target size ({list(target._data.shape)}) that is different "
-                                f"to the input size ({list(self._data.shape)}) is not supported.")
-    if name == "binary_cross_entropy_with_logits" and tuple(target._data.shape) != tuple(self._data.shape):
-        raise ArgumentListError(f"{op.name}(): Target size ({list(target._data.shape)}) must be the same as input "
-                                f"size ({list(self._data.shape)})")
+    return _reduced(op, tensors, shape, dtype, reduction, contiguous)
+
+
+def _reduced(op, tensors, shape, dtype, reduction, contiguous=False):
     if reduction != 0:
         return ((), dtype)
-    if name in ("kl_div", "binary_cross_entropy_with_logits"):
-        return (shape, dtype)                     # composites in PyTorch: a contiguous result
+    if contiguous:
+        return (shape, dtype)
     return with_layout(shape, dtype, iterator_strides(shape, tensors, [dtype] * len(tensors)))
 
 
-def _check_class_target(op, self, target, weight, allow_probs=False):
-    """nll_loss/cross_entropy with class indices: target is input without the class dimension."""
+@shape_rule("pointwise_loss", reads=("dtypes",))
+def pointwise_loss(op, self, target, reduction=1):
+    """mse_loss: elementwise, then reduced."""
+    tensors = _loss_tensors(op, self, target)
+    reduction = check_reduction(op, reduction)
+    dtype = result_type(*tensors)
+    check_kernel_dtype(op, dtype)
+    return _loss_spec(op, tensors, dtype, reduction)
+
+
+@shape_rule("l1_loss")
+def l1_loss(op, self, target, reduction=1):
+    tensors = _loss_tensors(op, self, target)
+    reduction = check_reduction(op, reduction)
+    dtype = result_type(*tensors)
+    if not dtype.is_floating_point:
+        raise DTypeError(f"{op.name}(): mean(): could not infer output dtype. Input dtype must be either a "
+                         f"floating point or complex dtype. Got: {type_name(dtype)}")
+    return _loss_spec(op, tensors, dtype, reduction)
+
+
+@shape_rule("smooth_l1_loss", reads=("dtypes",))
+def smooth_l1_loss(op, self, target, reduction=1, beta=1.0):
+    tensors = _loss_tensors(op, self, target)
+    reduction = check_reduction(op, reduction)
+    if _float_param(op, beta, "beta") < 0:
+        raise ArgumentValueError(f"{op.name}(): smooth_l1_loss does not support negative values for beta "
+                                 f"(got beta={beta}).")
+    dtype = result_type(*tensors)
+    check_kernel_dtype(op, dtype)
+    return _loss_spec(op, tensors, dtype, reduction)
+
+
+@shape_rule("huber_loss", reads=("dtypes",))
+def huber_loss(op, self, target, reduction=1, delta=1.0):
+    tensors = _loss_tensors(op, self, target)
+    reduction = check_reduction(op, reduction)
+    if _float_param(op, delta, "delta") <= 0:
+        raise ArgumentValueError(f"{op.name}(): huber_loss does not support non-positive values for delta "
+                                 f"(got delta={delta}).")
+    dtype = result_type(*tensors)
+    if self._dtype.is_floating_point:
+        dtype = self._dtype                       # PyTorch's huber_loss keeps the input's dtype
+    check_kernel_dtype(op, dtype)
+    return _loss_spec(op, tensors, dtype, reduction)
+
+
+@shape_rule("binary_cross_entropy", reads=("dtypes",))
+def binary_cross_entropy(op, self, target, weight=None, reduction=1):
+    tensors = _loss_tensors(op, self, target, (weight, "weight"))
+    reduction = check_reduction(op, reduction)
+    dtype = result_type(*tensors)
+    if dtype.is_floating_point:
+        for t, arg in ((target, "target"), (weight, "weight")):
+            if t is not None and t._dtype is not self._dtype:
+                raise DTypeError(f"{op.name}(): expected {arg} to have the input's dtype {type_name(self._dtype)}, "
+                                 f"but got {type_name(t._dtype)}")
+    check_kernel_dtype(op, dtype)
+    shape = broadcast_shapes(op, [t._data.shape for t in tensors])
+    if tuple(target._data.shape) != tuple(self._data.shape):
+        raise ArgumentListError(f"{op.name}(): Using a target size ({list(target._data.shape)}) that is different "
+                                f"to the input size ({list(self._data.shape)}) is not supported.")
+    return _reduced(op, tensors, shape, dtype, reduction)
+
+
+@shape_rule("binary_cross_entropy_with_logits", reads=("dtypes",))
+def binary_cross_entropy_with_logits(op, self, target, weight=None, pos_weight=None, reduction=1):
+    tensors = _loss_tensors(op, self, target, (weight, "weight"), (pos_weight, "pos_weight"))
+    reduction = check_reduction(op, reduction)
+    dtype = result_type(*tensors)
+    check_kernel_dtype(op, dtype)
+    shape = broadcast_shapes(op, [t._data.shape for t in tensors])
+    if tuple(target._data.shape) != tuple(self._data.shape):
+        raise ArgumentListError(f"{op.name}(): Target size ({list(target._data.shape)}) must be the same as input "
+                                f"size ({list(self._data.shape)})")
+    return _reduced(op, tensors, shape, dtype, reduction, contiguous=True)   # a composite in PyTorch
+
+
+@shape_rule("kl_div")
+def kl_div(op, self, target, reduction=1, log_target=False):
+    tensors = _loss_tensors(op, self, target)
+    reduction = check_reduction(op, reduction)
+    dtype = result_type(*tensors)
+    if not dtype.is_floating_point:
+        raise DTypeError(f"{op.name}(): kl_div: Integral inputs not supported (input dtype "
+                         f"{type_name(self._dtype)}).")
+    return _loss_spec(op, tensors, dtype, reduction, contiguous=True)        # a composite in PyTorch
+
+
+def _check_class_target(op, self, target, weight, allow_probs=False, nll_2d=False):
+    """nll_loss/cross_entropy with class indices: target is input without the class dimension.
+    `nll_2d`: nll_loss's own errors (a batch size mismatch is a ShapeError)."""
     shape, tshape = tuple(self._data.shape), tuple(target._data.shape)
     if not self._dtype.is_floating_point:
         kernel = "nll_loss_out_frame" if not allow_probs else "log_softmax_lastdim_kernel_impl"
@@ -111,7 +172,7 @@ def _check_class_target(op, self, target, weight, allow_probs=False):
     else:
         if len(tshape) == 0 or tshape[0] != shape[0]:
             got = tshape[0] if tshape else "a 0-d target"
-            if op.name == "nll_loss":
+            if nll_2d:
                 raise ShapeError(f"{op.name}(): size mismatch (got input: {list(shape)}, target: {list(tshape)}): "
                                  f"batch_size {shape[0]} != {got}")
             raise ArgumentListError(f"{op.name}(): Expected input batch_size ({shape[0]}) to match target "
@@ -131,16 +192,30 @@ def _check_class_target(op, self, target, weight, allow_probs=False):
     return shape[:1] + shape[2:] if len(shape) >= 2 else ()
 
 
-@shape_rule("nll_loss")
-def nll_loss(op, self, target, weight=None, reduction=1, ignore_index=-100):
+def _nll_args(op, self, target, weight, reduction, ignore_index) -> int:
     check_tensor(op, self, "input")
     check_tensor(op, target, "target")
     _optional_tensor(op, weight, "weight")
     reduction = check_reduction(op, reduction)
     as_int(op, ignore_index, "ignore_index")
-    if op.name == "nll_loss" and self._data.ndim > 2:
+    return reduction
+
+
+@shape_rule("nll_loss")
+def nll_loss(op, self, target, weight=None, reduction=1, ignore_index=-100):
+    """nll_loss: a 1-D or 2-D input."""
+    reduction = _nll_args(op, self, target, weight, reduction, ignore_index)
+    if self._data.ndim > 2:
         raise ShapeError(f"{op.name}(): input tensor should be 1D or 2D (got {self._data.ndim}-D; nll_loss_nd "
                          "takes more dimensions)")
+    out = _check_class_target(op, self, target, weight, nll_2d=True)
+    return (out if reduction == 0 else (), self._dtype)
+
+
+@shape_rule("nll_loss_nd")
+def nll_loss_nd(op, self, target, weight=None, reduction=1, ignore_index=-100):
+    """nll_loss_nd: any input of at least one dimension (N, C, d1, ...)."""
+    reduction = _nll_args(op, self, target, weight, reduction, ignore_index)
     out = _check_class_target(op, self, target, weight)
     return (out if reduction == 0 else (), self._dtype)
 

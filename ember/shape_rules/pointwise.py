@@ -7,10 +7,9 @@ from ember.frontend.tensor import Tensor
 from ember.core.type_promotion import can_cast, elementwise_dtypes, result_type
 
 from . import shape_rule
-from .common import (NUMBER_TYPES, check_no_internal_overlap, broadcast_shapes, is_contiguous_data, iterator_strides, trivial_layout, type_name,
-                     with_layout)
-
-_ROUNDING_MODES = (None, "trunc", "floor")
+from .checks import CHECKS, check_alpha
+from .common import (KERNEL_LACKS, NUMBER_TYPES, check_kernel_dtype, check_no_internal_overlap, broadcast_shapes,
+                     is_contiguous_data, iterator_strides, trivial_layout, type_name, with_layout)
 
 
 def _operands(op, args):
@@ -25,131 +24,38 @@ def _operands(op, args):
     return out
 
 
-def _check_sub(op, args, operands, result_dtype):
-    bools = [isinstance(o, bool) or (isinstance(o, Tensor) and o._dtype is _dt.bool) for o in operands]
-    if all(bools):
-        raise DTypeError(f"{op.name}(): Subtraction, the `-` operator, with two bool tensors is not supported. "
-                         "Use the `^` or `logical_xor()` operator instead.")
-    if any(bools):
-        raise DTypeError(f"{op.name}(): Subtraction, the `-` operator, with a bool tensor is not supported. "
-                         "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+def _checker(op):
+    """The op's registry checks as one function `check(op, args, operands, result_dtype)`: the dtypes
+    its kernel supports (`dtypes`), then its `checks`. Built on the op's first call, kept in
+    OpDef.checker, so a call pays one attribute read and one call (only ops with checks)."""
+    fns = [CHECKS[name] for name in op.checks]
+    if op.dtypes is not None:
+        lacks = KERNEL_LACKS[op.dtypes]
 
-
-def _check_neg(op, args, operands, result_dtype):
-    if result_dtype is _dt.bool:
-        raise DTypeError(f"{op.name}(): Negation, the `-` operator, on a bool tensor is not supported. "
-                         "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
-
-
-def _check_div(op, args, operands, result_dtype):
-    mode = args[2]
-    if mode not in _ROUNDING_MODES:
-        raise ArgumentValueError(f"{op.name}(): div expected rounding_mode to be one of None, 'trunc', or "
-                                 f"'floor' but found '{mode}'")
-    if mode is not None and result_dtype is _dt.bool:
-        raise MissingKernelError(f'{op.name}(): "div_{mode}_cpu" not implemented for \'Bool\'')
-
-
-def _check_floor_divide(op, args, operands, result_dtype):
-    if result_dtype is _dt.bool:
-        raise MissingKernelError(f'{op.name}(): "div_floor_cpu" not implemented for \'Bool\'')
-
-
-def _check_pow(op, args, operands, result_dtype):
-    exponent = args[1]
-    if result_dtype is _dt.bool:
-        raise MissingKernelError(f'{op.name}(): "pow" not implemented for \'Bool\'')
-    if type(exponent) is int and exponent < 0 and not result_dtype.is_floating_point:
-        raise ArgumentValueError(f"{op.name}(): Integers to negative integer powers are not allowed "
-                                 f"(exponent={exponent}, self is {type_name(result_dtype)}).")
-
-
-def _check_abs(op, args, operands, result_dtype):
-    if result_dtype is _dt.bool:
-        raise MissingKernelError(f'{op.name}(): "abs_cpu" not implemented for \'Bool\'')
-
-
-def _check_relu(op, args, operands, result_dtype):
-    if result_dtype is _dt.bool:
-        raise DTypeError(f"{op.name}(): Boolean inputs not supported for relu")
-
-
-def _check_alpha(op, args, operands, result_dtype):
-    alpha = args[op.arg_names.index("alpha")]
-    if not isinstance(alpha, NUMBER_TYPES):
-        raise ArgumentTypeError(f"{op.name}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
-    if isinstance(alpha, float) and not result_dtype.is_floating_point:
-        raise DTypeError(f"{op.name}(): For integral input tensors, argument alpha must not be a floating point number.")
-
-
-def _check_sub_alpha(op, args, operands, result_dtype):
-    _check_sub(op, args, operands, result_dtype)
-    _check_alpha(op, args, operands, result_dtype)
-
-
-def _check_no_bool(kernel):
-    def check(op, args, operands, result_dtype):
-        if result_dtype is _dt.bool:
-            raise MissingKernelError(f'{op.name}(): "{kernel}" not implemented for \'Bool\'')
+        def kernel_dtype(op, args, operands, result_dtype):
+            if result_dtype in lacks:
+                check_kernel_dtype(op, result_dtype)
+        fns.insert(0, kernel_dtype)
+    if len(fns) == 1:
+        check = fns[0]
+    else:
+        def check(op, args, operands, result_dtype):
+            for fn in fns:
+                fn(op, args, operands, result_dtype)
+    op.checker = check
     return check
 
 
-def _check_float_only(kernel):
-    def check(op, args, operands, result_dtype):
-        if not result_dtype.is_floating_point:
-            raise MissingKernelError(f'{op.name}(): "{kernel}" not implemented for \'{type_name(result_dtype)}\'')
-    return check
-
-
-def _check_integral(kernel):
-    def check(op, args, operands, result_dtype):
-        if result_dtype.is_floating_point:
-            raise MissingKernelError(f'{op.name}(): "{kernel}" not implemented for \'{type_name(result_dtype)}\'')
-    return check
-
-
-_CHECKS = {"sub": _check_sub_alpha, "rsub": _check_sub_alpha, "add": _check_alpha, "neg": _check_neg,
-           "div": _check_div, "floor_divide": _check_floor_divide, "pow": _check_pow, "abs": _check_abs,
-           "relu": _check_relu, "floor": _check_no_bool("floor_vml_cpu"), "ceil": _check_no_bool("ceil_vml_cpu"),
-           "round": _check_no_bool("round_vml_cpu"), "trunc": _check_no_bool("trunc_vml_cpu"),
-           "fmod": _check_no_bool("fmod_cpu"), "remainder": _check_no_bool("remainder_cpu"),
-           "frac": _check_float_only("frac_cpu"), "hypot": _check_float_only("hypot_cpu"),
-           "bitwise_and": _check_integral("bitwise_and_cpu"), "bitwise_or": _check_integral("bitwise_or_cpu"),
-           "bitwise_xor": _check_integral("bitwise_xor_cpu"), "bitwise_not": _check_integral("bitwise_not_cpu")}
-_CHECK_OF_OP: dict[str, object] = {}     # op name (overload, in-place) -> check or None
-_UNSET = object()
-
-
-def _check_of(op):
-    """The per-op check of `op` (None for most ops), looked up once per op name."""
-    name = op.name
-    try:
-        return _CHECK_OF_OP[name]
-    except KeyError:
-        check = _CHECKS.get(name.split(".")[0].rstrip("_"))
-        if check is None and "alpha" in op.arg_names:
-            check = _check_alpha
-        _CHECK_OF_OP[name] = check
-        return check
-
-
-def _extra_checks(op, args, operands, result_dtype):
-    """Per-op argument and dtype checks of pointwise ops (PyTorch's errors)."""
-    check = _check_of(op)
-    if check is not None:
-        check(op, args, operands, result_dtype)
-
-
-@shape_rule("pointwise")
+@shape_rule("pointwise", reads=("dtypes", "checks", "promotion_if_given", "iterator_operands"))
 def pointwise(op, *args):
-    """Broadcast shape of the tensor operands; dtype by the op's promotion rule."""
+    """Broadcast shape of the tensor operands; dtype by the op's promotion rule; the op's registry
+    checks (`dtypes`, `checks`, and PyTorch's alpha_check of a `Scalar alpha`)."""
     return pointwise_on_args(op, args)
 
 
-# promotion rules under which one tensor's result dtype is its own, but for the ops that promote
-# bool (PyTorch's square is pow(self, 2): bool promotes to int64)
+# promotion rules under which one tensor's result dtype is its own (not bool_to_long: PyTorch's
+# square is pow(self, 2), bool promotes to int64)
 _OWN_DTYPE_RULES = frozenset({"default", "none"})
-_BOOL_TO_INT64 = frozenset({"square", "square_"})
 
 
 def pointwise_on_args(op, args: tuple):
@@ -166,7 +72,8 @@ def pointwise_on_args(op, args: tuple):
         if isinstance(a, Tensor) and isinstance(b, Tensor) and a._dtype is b._dtype and op.promotion == "default":
             da, db = a._data, b._data
             sa = da.shape
-            if sa == db.shape and (op.arg_names[-1] != "alpha" or args[-1].__class__ is int):
+            alpha = op.alpha_arg
+            if sa == db.shape and (alpha is None or args[alpha].__class__ is int):
                 if len(sa) < 2 and not op.mutated:
                     contiguous = True
                 else:
@@ -175,14 +82,10 @@ def pointwise_on_args(op, args: tuple):
                     except AttributeError:
                         contiguous = is_contiguous_data(da) and is_contiguous_data(db)
                 if contiguous:
-                    check = _CHECK_OF_OP.get(op.name, _UNSET)
-                    if check is _UNSET:
-                        check = _check_of(op)
-                    if check is not None and check is not _check_alpha:   # an int alpha passes it
-                        check(op, args, (a, b), a._dtype)
+                    if op.checks or op.dtypes is not None:      # (an int alpha passes the alpha check)
+                        (op.checker or _checker(op))(op, args, (a, b), a._dtype)
                     return (sa, a._dtype)
-    elif len(args) == 1 and op.promotion in _OWN_DTYPE_RULES and op.inplace_of is None \
-            and op.name not in _BOOL_TO_INT64:
+    elif len(args) == 1 and op.promotion in _OWN_DTYPE_RULES and op.inplace_of is None:
         # fast path of a unary op (relu, neg, ...) on a contiguous tensor: its own shape, dtype and layout
         a = args[0]
         if isinstance(a, Tensor):
@@ -192,9 +95,8 @@ def pointwise_on_args(op, args: tuple):
             except AttributeError:
                 contiguous = is_contiguous_data(da)
             if contiguous:
-                check = _check_of(op)
-                if check is not None:
-                    check(op, args, [a], a._dtype)
+                if op.checks or op.dtypes is not None:
+                    (op.checker or _checker(op))(op, args, [a], a._dtype)
                 return (da.shape, a._dtype)
     operands = _operands(op, args)
     tensors = [o for o in operands if isinstance(o, Tensor)]
@@ -202,25 +104,30 @@ def pointwise_on_args(op, args: tuple):
         raise ArgumentTypeError(f"{op.name}(): expected at least one Tensor argument, got only numbers")
     if op.promotion == "none":
         result = tensors[0]._dtype
-    elif op.promotion == "int_to_float" and op.arg_names[-1] == "rounding_mode" and args[2] is not None:
-        _, result = elementwise_dtypes(*operands, rule="default")     # div(..., rounding_mode=...) keeps ints
     else:
-        _, result = elementwise_dtypes(*operands, rule=op.promotion)
-        if result is _dt.bool and op.name in _BOOL_TO_INT64:
-            result = _dt.int64
-    _extra_checks(op, args, operands, result)
+        rule = op.promotion
+        given = op.promotion_if_given          # div(..., rounding_mode=...) keeps ints: (2, "default")
+        if given is not None and args[given[0]] is not None:
+            rule = given[1]
+        _, result = elementwise_dtypes(*operands, rule=rule)
+    if op.checks or op.dtypes is not None:
+        (op.checker or _checker(op))(op, args, operands, result)
+    if op.alpha_arg is not None:
+        check_alpha(op, args[op.alpha_arg], result)
     if len(tensors) == 1:
         shape = tensors[0]._data.shape
     else:
         shape = broadcast_shapes(op, [t._data.shape for t in tensors])
     if op.inplace_of is not None:
         return _inplace_result(op, args[0], shape, result)
-    # Python numbers are 0-d operands of PyTorch's TensorIterator, except pow's Scalar overloads
-    scalars = len(tensors) != len(operands) and not op.name.startswith("pow")
+    # Python numbers are 0-d operands of PyTorch's TensorIterator, except where the registry says
+    # `iterator_operands: tensors_only` (pow: torch's Scalar overloads take the number as a scalar)
+    order = op.iterator_operands
+    scalars = len(tensors) != len(operands) and order != "tensors_only"
     if trivial_layout(shape, tensors, scalars):
         return (shape, result)
-    if op.name == "rsub.Tensor":
-        tensors.reverse()           # computed as sub(other, self): other leads the layout
+    if order == "reversed":
+        tensors.reverse()           # rsub is computed as sub(other, self): other leads the layout
     common = result_type(*operands) if op.promotion == "always_bool" else result
     return with_layout(shape, result, iterator_strides(shape, tensors, [common] * len(tensors), scalars))
 

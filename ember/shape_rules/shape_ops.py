@@ -38,20 +38,27 @@ def _check_float(op, self, what: str):
 
 # ------------------------------------------------------------------------ sorting and scans
 @shape_rule("sort")
-def sort(op, self, *args):
-    """sort.stable(self, stable, dim, descending) and sort(self, dim, descending)."""
+def sort(op, self, dim=-1, descending=False):
     check_tensor(op, self, "input")
-    dim = args[1] if op.name == "sort.stable" else (args[0] if args else -1)
     wrap_dim(op, dim, len(_shape(self)))
     return (_dense_like(self, self._dtype), _dense_like(self, _dt.int64))
 
 
+@shape_rule("sort_stable")
+def sort_stable(op, self, stable=None, dim=-1, descending=False):
+    return sort(op, self, dim, descending)
+
+
 @shape_rule("argsort")
-def argsort(op, self, *args):
+def argsort(op, self, dim=-1, descending=False):
     check_tensor(op, self, "input")
-    dim = args[1] if op.name == "argsort.stable" else (args[0] if args else -1)
     wrap_dim(op, dim, len(_shape(self)))
     return _dense_like(self, _dt.int64)
+
+
+@shape_rule("argsort_stable")
+def argsort_stable(op, self, stable=None, dim=-1, descending=False):
+    return argsort(op, self, dim, descending)
 
 
 @shape_rule("topk")
@@ -80,16 +87,22 @@ def cumsum(op, self, dim, dtype=None):
     return (_shape(self), out)
 
 
-@shape_rule("prod")
-def prod(op, self, *args):
-    """prod(self, dtype) and prod.dim_int(self, dim, keepdim, dtype)."""
+def _prod_dtype(op, self, dtype):
     check_tensor(op, self, "input")
-    dtype = args[-1] if args else None
     check_dtype_arg(op, dtype)
-    out = dtype or (_dt.int64 if self._dtype.category < 2 else self._dtype)
-    if op.name == "prod":
-        return ((), out)
-    dim, keepdim = args[0], args[1]
+    return dtype or (_dt.int64 if self._dtype.category < 2 else self._dtype)
+
+
+@shape_rule("prod")
+def prod(op, self, dtype=None):
+    """prod(self, dtype): the product of every element."""
+    return ((), _prod_dtype(op, self, dtype))
+
+
+@shape_rule("prod_dim")
+def prod_dim(op, self, dim, keepdim=False, dtype=None):
+    """prod.dim_int(self, dim, keepdim, dtype)."""
+    out = _prod_dtype(op, self, dtype)
     shape = _shape(self)
     d = wrap_dim(op, dim, len(shape))
     return (reduced_shape(shape, (d,) if shape else (), keepdim), out)
@@ -103,45 +116,70 @@ def logsumexp(op, self, dim, keepdim=False):
     return (reduced_shape(_shape(self), dims, keepdim), out)
 
 
-@shape_rule("any_all")
-def any_all(op, self, dim=None, keepdim=False):
+def _any_all_dtype(op, self):
     check_tensor(op, self, "input")
-    out = _dt.uint8 if self._dtype is _dt.uint8 else _dt.bool
+    return _dt.uint8 if self._dtype is _dt.uint8 else _dt.bool
+
+
+@shape_rule("any_all")
+def any_all(op, self):
+    """any(self), all(self): over every element."""
+    return ((), _any_all_dtype(op, self))
+
+
+@shape_rule("any_all_dim")
+def any_all_dim(op, self, dim, keepdim=False):
+    """any.dim, all.dim: one dim (a tuple of dims also binds here: any(x, (0, 1)))."""
+    out = _any_all_dtype(op, self)
     shape = _shape(self)
-    if op.name in ("any", "all"):
-        return ((), out)
-    if op.name.endswith(".dim") and dim is not None and not isinstance(dim, (tuple, list)):   # any(x, (0, 1)) binds .dim
+    if dim is not None and not isinstance(dim, (tuple, list)):
         d = wrap_dim(op, dim, len(shape))
         return (reduced_shape(shape, (d,) if shape else (), keepdim), out)
     return (reduced_shape(shape, _reduce_dims(op, self, dim), keepdim), out)
 
 
-def _var_args(op, args):
-    """(dim, keepdim) of var/std's overloads: correction, dim (unbiased) and the full one."""
-    if op.name.endswith(".correction"):
-        dim, correction, keepdim = (list(args) + [None, None, False])[:3]
-        if correction is not None and not isinstance(correction, NUMBER_TYPES):
-            raise ArgumentTypeError(f"{op.name}(): argument 'correction' must be Number, not "
-                                    f"{type(correction).__name__}")
-        return dim, keepdim
-    if op.name.endswith(".dim"):
-        return args[0], (args[2] if len(args) > 2 else False)
-    return None, False
+@shape_rule("any_all_dims")
+def any_all_dims(op, self, dim=None, keepdim=False):
+    """any.dims, all.dims: a list of dims (None or empty: all)."""
+    out = _any_all_dtype(op, self)
+    return (reduced_shape(_shape(self), _reduce_dims(op, self, dim), keepdim), out)
 
 
-@shape_rule("var")
-def var(op, self, *args):
-    check_tensor(op, self, "input")
-    dim, keepdim = _var_args(op, args)
+def _var_spec(op, self, dim, keepdim):
     if not self._dtype.is_floating_point:
         raise DTypeError(f"{op.name}(): std and var only support floating point and complex dtypes, got "
                          f"{type_name(self._dtype)}")
     return (reduced_shape(_shape(self), _reduce_dims(op, self, dim), keepdim), self._dtype)
 
 
+@shape_rule("var")
+def var(op, self, unbiased=True):
+    """var(self, unbiased), std(self, unbiased): over every element."""
+    check_tensor(op, self, "input")
+    return _var_spec(op, self, None, False)
+
+
+@shape_rule("var_dim")
+def var_dim(op, self, dim, unbiased=True, keepdim=False):
+    """var.dim, std.dim."""
+    check_tensor(op, self, "input")
+    return _var_spec(op, self, dim, keepdim)
+
+
+@shape_rule("var_correction")
+def var_correction(op, self, dim=None, correction=None, keepdim=False):
+    """var.correction, std.correction, var_mean.correction."""
+    check_tensor(op, self, "input")
+    if correction is not None and not isinstance(correction, NUMBER_TYPES):
+        raise ArgumentTypeError(f"{op.name}(): argument 'correction' must be Number, not "
+                                f"{type(correction).__name__}")
+    return _var_spec(op, self, dim, keepdim)
+
+
 @shape_rule("var_mean")
-def var_mean(op, self, *args):
-    spec = var(op, self, *args)
+def var_mean(op, self, dim=None, correction=None, keepdim=False):
+    """var_mean.correction: var's spec, twice."""
+    spec = var_correction(op, self, dim, correction, keepdim)
     return (spec, spec)
 
 
@@ -430,22 +468,33 @@ _TORCH_NAMES = {"float64": "double", "float32": "float", "float16": "half", "bfl
                 "int64": "long", "int32": "int"}
 
 
-@shape_rule("addc")
-def addc(op, self, tensor1, tensor2, value=1):
+def _addc_args(op, self, tensor1, tensor2, value):
     for name, t in (("self", self), ("tensor1", tensor1), ("tensor2", tensor2)):
         if not isinstance(t, Tensor):
             raise ArgumentTypeError(f"{op.name}(): argument '{name}' must be Tensor, not {type(t).__name__}")
     if not isinstance(value, NUMBER_TYPES):
         raise ArgumentTypeError(f"{op.name}(): argument 'value' must be Number, not {type(value).__name__}")
-    if op.name.startswith("addcdiv") and not tensor1._dtype.is_floating_point and \
-            not tensor2._dtype.is_floating_point:
-        raise DTypeError(f"{op.name}(): Integer division with addcdiv is no longer supported, and in a future  "
-                         "release addcdiv will perform a true division of tensor1 and tensor2.")
+
+
+@shape_rule("addcmul")
+def addcmul(op, self, tensor1, tensor2, value=1):
+    """self + value * tensor1 * tensor2: pointwise; an integral result takes no float value."""
+    _addc_args(op, self, tensor1, tensor2, value)
     spec = pointwise(op, self, tensor1, tensor2, value)
-    if isinstance(value, float) and not spec[1].is_floating_point and op.name.startswith("addcmul"):
+    if isinstance(value, float) and not spec[1].is_floating_point:
         raise ArgumentValueError(f"{op.name}(): For integral input tensors, argument value must not be a floating "
                                  "point number.")
     return spec
+
+
+@shape_rule("addcdiv")
+def addcdiv(op, self, tensor1, tensor2, value=1):
+    """self + value * tensor1 / tensor2: pointwise; no integer division."""
+    _addc_args(op, self, tensor1, tensor2, value)
+    if not tensor1._dtype.is_floating_point and not tensor2._dtype.is_floating_point:
+        raise DTypeError(f"{op.name}(): Integer division with addcdiv is no longer supported, and in a future  "
+                         "release addcdiv will perform a true division of tensor1 and tensor2.")
+    return pointwise(op, self, tensor1, tensor2, value)
 
 
 # ------------------------------------------------------------------------------ factories

@@ -1,15 +1,15 @@
 """Shape rules of joins, copies and matrix products."""
 from __future__ import annotations
 
-from ember.core.errors import ArgumentListError, ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, ShapeError
-from ember.core import dtype as _dt
+from ember.core.errors import ArgumentListError, ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ember.frontend.tensor import Tensor
 from ember.core.type_promotion import result_type
 from ember.core.layout import numel
 
 from . import shape_rule
 from .common import (NUMBER_TYPES, check_fits, check_no_internal_overlap, check_int_list, broadcast_shapes,
-                     check_dtype_arg, check_tensor, preserved_strides, type_name, with_layout, wrap_dim)
+                     check_dtype_arg, check_kernel_dtype, check_tensor, preserved_strides, type_name, with_layout,
+                     wrap_dim)
 
 
 def _tensor_list(op, tensors, arg="tensors") -> list[Tensor]:
@@ -99,13 +99,11 @@ def _matmul_dtype(op, a: Tensor, b: Tensor):
     if a._dtype is not b._dtype:
         raise DTypeError(f"{op.name}(): expected m1 and m2 to have the same dtype, but got: {a._dtype.name} != "
                          f"{b._dtype.name}")
-    if a._dtype is _dt.bool:
-        kernel = "bmm" if op.name == "bmm" else "addmm_impl_cpu_"
-        raise MissingKernelError(f'{op.name}(): "{kernel}" not implemented for \'Bool\'')
+    check_kernel_dtype(op, a._dtype)             # the registry's `dtypes`: no bool kernel
     return a._dtype
 
 
-@shape_rule("mm")
+@shape_rule("mm", reads=("dtypes",))
 def mm(op, self, mat2):
     check_tensor(op, self, "input")
     check_tensor(op, mat2, "mat2")
@@ -119,7 +117,7 @@ def mm(op, self, mat2):
     return ((a[0], b[1]), _matmul_dtype(op, self, mat2))
 
 
-@shape_rule("bmm")
+@shape_rule("bmm", reads=("dtypes",))
 def bmm(op, self, mat2):
     check_tensor(op, self, "input")
     check_tensor(op, mat2, "mat2")
@@ -136,7 +134,7 @@ def bmm(op, self, mat2):
     return ((a[0], a[1], b[2]), _matmul_dtype(op, self, mat2))
 
 
-@shape_rule("matmul")
+@shape_rule("matmul", reads=("dtypes",))
 def matmul(op, self, other):
     check_tensor(op, self, "input")
     check_tensor(op, other, "other")
@@ -165,7 +163,7 @@ def matmul(op, self, other):
     return (tuple(out), dtype)
 
 
-@shape_rule("addmm")
+@shape_rule("addmm", reads=("dtypes",))
 def addmm(op, self, mat1, mat2, beta=1, alpha=1):
     check_tensor(op, self, "input")
     out = mm(op, mat1, mat2)
@@ -229,36 +227,48 @@ def fill(op, self, value):
     return (self._data.shape, self._dtype)
 
 
-_RANDOM_KERNELS = {"uniform_": "check_uniform_bounds", "normal_": "normal_kernel_cpu"}
+def _float_fill(op, self, a, b):
+    """uniform_/normal_: a floating self (the registry's `dtypes`) and float parameters."""
+    check_tensor(op, self, "self")
+    check_kernel_dtype(op, self._dtype)
+    for arg, v in zip(op.arg_names[1:3], (a, b)):
+        if not isinstance(v, NUMBER_TYPES):
+            raise ArgumentTypeError(f"{op.name}(): argument '{arg}' must be float, not {type(v).__name__}")
+    return (self._data.shape, self._dtype)
+
+
+@shape_rule("uniform_fill", reads=("dtypes",))
+def uniform_fill(op, self, from_=0, to=1, generator=None):
+    """uniform_(from, to)."""
+    spec = _float_fill(op, self, from_, to)
+    if from_ > to:
+        raise ArgumentValueError(f"{op.name}(): uniform_ expects to return a [from, to) range, but found "
+                                 f"from={from_} > to={to}")
+    return spec
+
+
+@shape_rule("normal_fill", reads=("dtypes",))
+def normal_fill(op, self, mean=0, std=1, generator=None):
+    """normal_(mean, std)."""
+    spec = _float_fill(op, self, mean, std)
+    if std < 0:
+        raise ArgumentValueError(f"{op.name}(): normal expects std >= 0.0, but found std {std}")
+    return spec
 
 
 @shape_rule("random_fill")
 def random_fill(op, self, a=None, b=None, generator=None):
-    """uniform_(from, to), normal_(mean, std), random_(from, to): argument checks."""
+    """random_(from, to): integers in [from, to) (to None: up to the dtype's maximum)."""
     check_tensor(op, self, "self")
-    name = op.name.split(".")[0]
-    if name in _RANDOM_KERNELS:
-        if not self._dtype.is_floating_point:
-            raise MissingKernelError(f'{op.name}(): "{_RANDOM_KERNELS[name]}" not implemented for '
-                                     f"'{type_name(self._dtype)}'")
-        for arg, v in zip(op.arg_names[1:3], (a, b)):
-            if not isinstance(v, NUMBER_TYPES):
-                raise ArgumentTypeError(f"{op.name}(): argument '{arg}' must be float, not {type(v).__name__}")
-        if name == "uniform_" and a > b:
-            raise ArgumentValueError(f"{op.name}(): uniform_ expects to return a [from, to) range, but found "
-                                     f"from={a} > to={b}")
-        if name == "normal_" and b < 0:
-            raise ArgumentValueError(f"{op.name}(): normal expects std >= 0.0, but found std {b}")
-    else:
-        if b is not None and a >= b:
-            raise ArgumentValueError(f"{op.name}(): random_ expects 'from' to be less than 'to', but got "
-                                     f"from={a} >= to={b}")
-        bounds = _INT_BOUNDS.get(self._dtype.name)
-        if bounds is not None:
-            if not bounds[0] <= a <= bounds[1]:
-                raise ArgumentValueError(f"{op.name}(): from is out of bounds for {self._dtype.name}")
-            if b is not None and not bounds[0] <= b - 1 <= bounds[1]:
-                raise ArgumentValueError(f"{op.name}(): to - 1 is out of bounds for {self._dtype.name}")
+    if b is not None and a >= b:
+        raise ArgumentValueError(f"{op.name}(): random_ expects 'from' to be less than 'to', but got "
+                                 f"from={a} >= to={b}")
+    bounds = _INT_BOUNDS.get(self._dtype.name)
+    if bounds is not None:
+        if not bounds[0] <= a <= bounds[1]:
+            raise ArgumentValueError(f"{op.name}(): from is out of bounds for {self._dtype.name}")
+        if b is not None and not bounds[0] <= b - 1 <= bounds[1]:
+            raise ArgumentValueError(f"{op.name}(): to - 1 is out of bounds for {self._dtype.name}")
     return (self._data.shape, self._dtype)
 
 

@@ -103,10 +103,11 @@ def _new_value(op, below: int, args: tuple):
             out = F._to_copy(out, dtype=self._dtype)
             _overwrite_history(op, self, out)
         return out
-    if op.name == "copy_" and op.backward_cls is not None:
-        # the new value is `src` converted to self's dtype, device and shape: an alias of
-        # it when nothing needs converting (no copy here; the kernel writes it into self)
-        src = args[1].detach()
+    if op.copy_from is not None and op.backward_cls is not None:
+        # copy_ (the registry's `copy_from: src`): the new value is `src` converted to self's dtype,
+        # device and shape: an alias of it when nothing needs converting (no copy here; the kernel
+        # writes it into self)
+        src = args[op.copy_from].detach()
         if src._dtype is not self._dtype or src._device != self._device:
             src = F._to_copy(src, dtype=self._dtype, device=self._device)
         if tuple(src._data.shape) != tuple(self._data.shape):
@@ -135,15 +136,16 @@ class OverwriteBackward(Node):
         return [F.zeros_like(grads[0])]
 
 
-_OVERWRITE_CLASSES: dict = {}
+_OVERWRITE_CLASSES: dict = {}     # OpDef -> its OverwriteBackward subclass
 
 
 def _overwrite_history(op, self: Tensor, tmp: Tensor) -> None:
-    cls = _OVERWRITE_CLASSES.get(op.name)
+    cls = _OVERWRITE_CLASSES.get(op)
     if cls is None:
+        # only the class's name comes from the op's (PyTorch's: normal_ -> NormalBackward0)
         stem = op.name.split(".")[0].strip("_")
         name = "".join(part.capitalize() for part in stem.split("_")) + "Backward0"
-        cls = _OVERWRITE_CLASSES[op.name] = type(name, (OverwriteBackward,), {"__slots__": ()})
+        cls = _OVERWRITE_CLASSES[op] = type(name, (OverwriteBackward,), {"__slots__": ()})
     node = cls()
     node.next_edges = (edge_of(self),)
     node.input_meta = (_meta(self),)
