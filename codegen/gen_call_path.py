@@ -199,7 +199,7 @@ _NODE = """\
     if not {any_need}:
         return
     # Node.__init__'s stores, inlined (generated nodes define no __init__)
-    node = new_object(op.backward_cls)
+    node = new_object(backward_cls)
     node.next_edges = {edges}
     node.input_meta = {metas}
     node.seq = next_seq()
@@ -241,7 +241,7 @@ _RECORDERS_MODULE = '''\
 `RECORDER_FACTORIES[recording.recorder_shape(op)](op)` makes `record(args, out)` for one op
 (`recording.recorder_for`): a block per differentiable argument (no loop over the positions, no lists
 to append to; a Tensor[] argument keeps its loop), then, when some input needs a gradient, the op's
-backward node (`op.backward_cls`) with its edges, input metadata and needs, what it saves, and the
+backward node (`op.backward_cls`, bound when the function is made) with its edges, input metadata and needs, what it saves, and the
 node attached to the floating-point outputs. A shape is (differentiable positions, those of them that
 are Tensor[] arguments, outputs: "one", "all" or "first", only the first output differentiable).
 """
@@ -295,7 +295,10 @@ def _record_function(shape: RecorderShape) -> str:
         lines.append(_OUTPUTS.format(first_only=" and not k" if outputs == "first" else ""))
     lines.append(_VIEW)
     body = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-    return f"def {record_name(shape)}(op):\n" + indent(body, "    ") + "    return record\n"
+    # the node class is bound when the function is made (wiring sets op.backward_cls at import, before
+    # any entry is built): a closure read per call instead of a global and an attribute
+    return (f"def {record_name(shape)}(op):\n    backward_cls = op.backward_cls\n\n" + indent(body, "    ")
+            + "    return record\n")
 
 
 def gen_recorders(registry: Registry) -> str:

@@ -4,7 +4,7 @@
 `RECORDER_FACTORIES[recording.recorder_shape(op)](op)` makes `record(args, out)` for one op
 (`recording.recorder_for`): a block per differentiable argument (no loop over the positions, no lists
 to append to; a Tensor[] argument keeps its loop), then, when some input needs a gradient, the op's
-backward node (`op.backward_cls`) with its edges, input metadata and needs, what it saves, and the
+backward node (`op.backward_cls`, bound when the function is made) with its edges, input metadata and needs, what it saves, and the
 node attached to the floating-point outputs. A shape is (differentiable positions, those of them that
 are Tensor[] arguments, outputs: "one", "all" or "first", only the first output differentiable).
 """
@@ -20,6 +20,8 @@ new_object = object.__new__
 
 
 def make_record_T0__outputs(op):
+    backward_cls = op.backward_cls
+
     def record(args, out):
         a = args[0]
         if isinstance(a, Tensor) and a._ag is not None:
@@ -40,7 +42,7 @@ def make_record_T0__outputs(op):
         if not n0:
             return
         # Node.__init__'s stores, inlined (generated nodes define no __init__)
-        node = new_object(op.backward_cls)
+        node = new_object(backward_cls)
         node.next_edges = (e0,)
         node.input_meta = (m0,)
         node.seq = next_seq()
@@ -62,6 +64,8 @@ def make_record_T0__outputs(op):
 
 
 def make_record_T0(op):
+    backward_cls = op.backward_cls
+
     def record(args, out):
         a = args[0]
         if isinstance(a, Tensor) and a._ag is not None:
@@ -82,7 +86,7 @@ def make_record_T0(op):
         if not n0:
             return
         # Node.__init__'s stores, inlined (generated nodes define no __init__)
-        node = new_object(op.backward_cls)
+        node = new_object(backward_cls)
         node.next_edges = (e0,)
         node.input_meta = (m0,)
         node.seq = next_seq()
@@ -103,6 +107,8 @@ def make_record_T0(op):
 
 
 def make_record_L0(op):
+    backward_cls = op.backward_cls
+
     def record(args, out):
         edges, metas, n0 = [], [], False
         for t in args[0]:
@@ -117,7 +123,7 @@ def make_record_L0(op):
         if not n0:
             return
         # Node.__init__'s stores, inlined (generated nodes define no __init__)
-        node = new_object(op.backward_cls)
+        node = new_object(backward_cls)
         node.next_edges = e0
         node.input_meta = m0
         node.seq = next_seq()
@@ -138,6 +144,8 @@ def make_record_L0(op):
 
 
 def make_record_T0_T1(op):
+    backward_cls = op.backward_cls
+
     def record(args, out):
         a = args[0]
         if isinstance(a, Tensor) and a._ag is not None:
@@ -174,7 +182,7 @@ def make_record_T0_T1(op):
         if not (n0 or n1):
             return
         # Node.__init__'s stores, inlined (generated nodes define no __init__)
-        node = new_object(op.backward_cls)
+        node = new_object(backward_cls)
         node.next_edges = (e0, e1)
         node.input_meta = (m0, m1)
         node.seq = next_seq()
@@ -195,6 +203,8 @@ def make_record_T0_T1(op):
 
 
 def make_record_T0_T1_T2__outputs(op):
+    backward_cls = op.backward_cls
+
     def record(args, out):
         a = args[0]
         if isinstance(a, Tensor) and a._ag is not None:
@@ -247,7 +257,7 @@ def make_record_T0_T1_T2__outputs(op):
         if not (n0 or n1 or n2):
             return
         # Node.__init__'s stores, inlined (generated nodes define no __init__)
-        node = new_object(op.backward_cls)
+        node = new_object(backward_cls)
         node.next_edges = (e0, e1, e2)
         node.input_meta = (m0, m1, m2)
         node.seq = next_seq()
@@ -269,6 +279,8 @@ def make_record_T0_T1_T2__outputs(op):
 
 
 def make_record_T0_T1_T2__first_output(op):
+    backward_cls = op.backward_cls
+
     def record(args, out):
         a = args[0]
         if isinstance(a, Tensor) and a._ag is not None:
@@ -321,7 +333,7 @@ def make_record_T0_T1_T2__first_output(op):
         if not (n0 or n1 or n2):
             return
         # Node.__init__'s stores, inlined (generated nodes define no __init__)
-        node = new_object(op.backward_cls)
+        node = new_object(backward_cls)
         node.next_edges = (e0, e1, e2)
         node.input_meta = (m0, m1, m2)
         node.seq = next_seq()
@@ -343,6 +355,8 @@ def make_record_T0_T1_T2__first_output(op):
 
 
 def make_record_T0_T1_T2(op):
+    backward_cls = op.backward_cls
+
     def record(args, out):
         a = args[0]
         if isinstance(a, Tensor) and a._ag is not None:
@@ -395,7 +409,7 @@ def make_record_T0_T1_T2(op):
         if not (n0 or n1 or n2):
             return
         # Node.__init__'s stores, inlined (generated nodes define no __init__)
-        node = new_object(op.backward_cls)
+        node = new_object(backward_cls)
         node.next_edges = (e0, e1, e2)
         node.input_meta = (m0, m1, m2)
         node.seq = next_seq()
@@ -416,6 +430,8 @@ def make_record_T0_T1_T2(op):
 
 
 def make_record_T0_T2(op):
+    backward_cls = op.backward_cls
+
     def record(args, out):
         a = args[0]
         if isinstance(a, Tensor) and a._ag is not None:
@@ -452,7 +468,7 @@ def make_record_T0_T2(op):
         if not (n0 or n1):
             return
         # Node.__init__'s stores, inlined (generated nodes define no __init__)
-        node = new_object(op.backward_cls)
+        node = new_object(backward_cls)
         node.next_edges = (e0, e1)
         node.input_meta = (m0, m1)
         node.seq = next_seq()
@@ -473,6 +489,8 @@ def make_record_T0_T2(op):
 
 
 def make_record_T0_T2_T3__first_output(op):
+    backward_cls = op.backward_cls
+
     def record(args, out):
         a = args[0]
         if isinstance(a, Tensor) and a._ag is not None:
@@ -525,7 +543,7 @@ def make_record_T0_T2_T3__first_output(op):
         if not (n0 or n1 or n2):
             return
         # Node.__init__'s stores, inlined (generated nodes define no __init__)
-        node = new_object(op.backward_cls)
+        node = new_object(backward_cls)
         node.next_edges = (e0, e1, e2)
         node.input_meta = (m0, m1, m2)
         node.seq = next_seq()
@@ -547,6 +565,8 @@ def make_record_T0_T2_T3__first_output(op):
 
 
 def make_record_T0_T3(op):
+    backward_cls = op.backward_cls
+
     def record(args, out):
         a = args[0]
         if isinstance(a, Tensor) and a._ag is not None:
@@ -583,7 +603,7 @@ def make_record_T0_T3(op):
         if not (n0 or n1):
             return
         # Node.__init__'s stores, inlined (generated nodes define no __init__)
-        node = new_object(op.backward_cls)
+        node = new_object(backward_cls)
         node.next_edges = (e0, e1)
         node.input_meta = (m0, m1)
         node.seq = next_seq()
@@ -604,6 +624,8 @@ def make_record_T0_T3(op):
 
 
 def make_record_T1_T2(op):
+    backward_cls = op.backward_cls
+
     def record(args, out):
         a = args[1]
         if isinstance(a, Tensor) and a._ag is not None:
@@ -640,7 +662,7 @@ def make_record_T1_T2(op):
         if not (n0 or n1):
             return
         # Node.__init__'s stores, inlined (generated nodes define no __init__)
-        node = new_object(op.backward_cls)
+        node = new_object(backward_cls)
         node.next_edges = (e0, e1)
         node.input_meta = (m0, m1)
         node.seq = next_seq()
