@@ -31,10 +31,11 @@ demo: $(VENV)/.demo-installed
 	$(VPY) examples/digits_mlp.py
 
 # -n auto: one pytest worker per core (pytest-xdist); the suite is ~13k small independent tests
-# lint-imports: the layer contracts of pyproject.toml ([tool.importlinter])
+# lint-imports: the layer contracts of pyproject.toml ([tool.importlinter]); ruff: no unused or undefined name
 test: $(VENV)/.test-installed
 	$(VPY) -m codegen --check
 	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/ruff check --quiet ember backends codegen
 	$(VPY) -m pytest -q -n auto tests
 
 codegen: $(VENV)/.test-installed

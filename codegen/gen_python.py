@@ -238,6 +238,24 @@ def _group(ops: list[OpEntry]) -> list[OpEntry]:
     return sorted(ops, key=lambda o: -sum(1 for a in o.schema.arguments if not a.has_default))
 
 
+def _prune_imports(text: str) -> str:
+    """`text` with each top-level `from M import a as _a, ...` line keeping only the names the rest
+    of the text uses (a line left with none is dropped): a generated module imports what it uses."""
+    lines = text.split("\n")
+    out = []
+    for k, line in enumerate(lines):
+        m = re.match(r"from (\S+) import (.+)$", line)
+        if m is None or "(" in line:
+            out.append(line)
+            continue
+        rest = "\n".join(lines[:k] + lines[k + 1:])
+        kept = [item for item in m.group(2).split(", ")
+                if re.search(rf"\b{re.escape(item.split(' as ')[-1])}\b", rest)]
+        if kept:
+            out.append(f"from {m.group(1)} import {', '.join(kept)}")
+    return "\n".join(out)
+
+
 def _binding_preamble(registry: Registry, handles: bool = True) -> list[str]:
     """Imports and (with `handles`) per op a module-level handle and its dispatch function
     (`OpDef.dispatch`: the call path written out for the op's tensor positions): global lookups are the
@@ -289,7 +307,7 @@ def gen_functions(registry: Registry) -> str:
         lines.append("")
     lines.append("__all__ = " + repr(sorted(public)))
     lines.append("")
-    return "\n".join(lines)
+    return _prune_imports("\n".join(lines))
 
 
 def gen_tensor_methods(registry: Registry) -> str:
@@ -332,7 +350,7 @@ def gen_tensor_methods(registry: Registry) -> str:
     preamble += [f"    {n}," for n in shared]
     preamble += [")", "from ember.frontend.bindings_support import OPERAND_CLASSES as _OPERAND_CLASSES",
                  "from ember.frontend.bindings_support import operand as _operand", "", ""]
-    return "\n".join(preamble) + "\n" + body
+    return _prune_imports("\n".join(preamble) + "\n" + body)
 
 
 def _operator(op: OpEntry, dunder: str) -> list[str]:
@@ -355,6 +373,31 @@ def _operator(op: OpEntry, dunder: str) -> list[str]:
 
 
 # ------------------------------------------------------------------------------- backward
+# the prologue lines of a node's methods, dropped from a method that never reads the name they bind
+_PROLOGUES = {"        needs = self.needs": "needs", "        grad = grads[0]": "grad"}
+
+
+def _without_unused_locals(lines: list[str]) -> list[str]:
+    """A generated class's lines without the prologue assignments its methods do not use."""
+    out: list[str] = []
+    method: list[str] = []
+
+    def flush() -> None:
+        body = "\n".join(ln for ln in method if ln not in _PROLOGUES)
+        kept = [ln for ln in method
+                if ln not in _PROLOGUES or re.search(rf"\b{_PROLOGUES[ln]}\b", body.replace("self.needs", ""))]
+        if kept and kept[0].startswith("    def ") and not any(ln.strip() for ln in kept[1:]):
+            kept = []           # nothing left to do: the method Node inherits does nothing
+        out.extend(kept)
+        method.clear()
+    for line in lines:
+        if line.startswith("    def "):
+            flush()
+        method.append(line)
+    flush()
+    return out
+
+
 def gen_backward(registry: Registry, helpers: set[str]) -> str:
     names = backward_class_names(registry)
     op_names = {op.schema.name for op in registry.ops}
@@ -377,7 +420,7 @@ def gen_backward(registry: Registry, helpers: set[str]) -> str:
     for op in registry.ops:
         if op.name not in names:
             continue
-        lines += _backward_class(op, names[op.name], op_names, helpers) + ["", ""]
+        lines += _without_unused_locals(_backward_class(op, names[op.name], op_names, helpers)) + ["", ""]
     lines.append("CLASSES = {")
     for op_name, cls in names.items():
         lines.append(f"    {op_name!r}: {cls},")
@@ -546,6 +589,8 @@ def _pyi_type(arg: Argument) -> str:
 def _pyi_returns(schema: FunctionSchema) -> str:
     if len(schema.returns) == 1:
         return "tuple[Tensor, ...]" if schema.returns[0].type.is_tensor_list else "Tensor"
+    if not schema.returns:
+        return "None"
     return "tuple[" + ", ".join("Tensor" for _ in schema.returns) + "]"
 
 
@@ -600,4 +645,4 @@ def gen_pyi(registry: Registry, methods: bool) -> str:
                 else:
                     lines.append(f"{indent}def {dunder}(self, other: Tensor | Number) -> Tensor: ...")
     lines.append("")
-    return "\n".join(lines)
+    return _prune_imports("\n".join(lines))

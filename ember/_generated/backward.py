@@ -161,9 +161,6 @@ class NegBackward0(Node):
     __slots__ = ('needs',)
     n_outputs = 1
 
-    def save(self, args, outs):
-        needs = self.needs
-
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -209,9 +206,6 @@ class SignBackward0(Node):
 
     __slots__ = ('needs',)
     n_outputs = 1
-
-    def save(self, args, outs):
-        needs = self.needs
 
     def apply(self, grads):
         grad = grads[0]
@@ -1134,9 +1128,6 @@ class FloorBackward0(Node):
     __slots__ = ('needs',)
     n_outputs = 1
 
-    def save(self, args, outs):
-        needs = self.needs
-
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -1153,9 +1144,6 @@ class CeilBackward0(Node):
 
     __slots__ = ('needs',)
     n_outputs = 1
-
-    def save(self, args, outs):
-        needs = self.needs
 
     def apply(self, grads):
         grad = grads[0]
@@ -1174,9 +1162,6 @@ class RoundBackward0(Node):
     __slots__ = ('needs',)
     n_outputs = 1
 
-    def save(self, args, outs):
-        needs = self.needs
-
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -1194,9 +1179,6 @@ class TruncBackward0(Node):
     __slots__ = ('needs',)
     n_outputs = 1
 
-    def save(self, args, outs):
-        needs = self.needs
-
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -1213,9 +1195,6 @@ class FracBackward0(Node):
 
     __slots__ = ('needs',)
     n_outputs = 1
-
-    def save(self, args, outs):
-        needs = self.needs
 
     def apply(self, grads):
         grad = grads[0]
@@ -1759,9 +1738,6 @@ class ExpandBackward0(Node):
     __slots__ = ('needs',)
     n_outputs = 1
 
-    def save(self, args, outs):
-        needs = self.needs
-
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -1882,9 +1858,6 @@ class CloneBackward0(Node):
 
     __slots__ = ('needs',)
     n_outputs = 1
-
-    def save(self, args, outs):
-        needs = self.needs
 
     def apply(self, grads):
         grad = grads[0]
@@ -2058,9 +2031,6 @@ class CopyBackward0(Node):
     __slots__ = ('needs',)
     n_outputs = 1
 
-    def save(self, args, outs):
-        needs = self.needs
-
     def apply(self, grads):
         grad = grads[0]
         needs = self.needs
@@ -2106,9 +2076,6 @@ class FillBackward0(Node):
 
     __slots__ = ('needs',)
     n_outputs = 1
-
-    def save(self, args, outs):
-        needs = self.needs
 
     def apply(self, grads):
         grad = grads[0]
@@ -2462,9 +2429,6 @@ class AliasBackward0(Node):
 
     __slots__ = ('needs',)
     n_outputs = 1
-
-    def save(self, args, outs):
-        needs = self.needs
 
     def apply(self, grads):
         grad = grads[0]
@@ -3636,7 +3600,6 @@ class ScaledDotProductAttentionFusedBackward0(Node):
                 self.a_value = _FREED
 
     def apply(self, grads):
-        grad = grads[0]
         needs = self.needs
         out = []
         if needs[0] or needs[1] or needs[2]:
@@ -3679,7 +3642,6 @@ class CrossEntropyIndicesBackward0(Node):
                 self.a_weight = _FREED
 
     def apply(self, grads):
-        grad = grads[0]
         needs = self.needs
         out = []
         if needs[0]:

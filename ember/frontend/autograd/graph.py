@@ -57,6 +57,10 @@ class Node:
     def apply(self, grads: list) -> tuple:
         raise NotImplementedError(f"{self.name()}.apply")
 
+    def save(self, args: tuple, outs) -> None:
+        """Keep what the formulas will need of the call's arguments and outputs: generated nodes whose
+        formulas read any define it; these read none."""
+
     def release(self) -> None:
         """Drop saved values after a backward pass without retain_graph: nodes that save tensors (the
         generated ones, custom Functions') define it; these nodes save none."""
