@@ -41,8 +41,6 @@ OP_TABLES = {"ALL_OPS", "_OPS"}
 # Known occurrences outside this change's reach, each with its reason: (path, source line) -> reason.
 # The test fails when one is no longer found, so the entry is removed with the code.
 ALLOWED = {
-    ("ember/dispatcher/runners.py", "plain = backend.plain_binary_ops.get(op.name) if kernel is not None else None"):
-        "a backend's own kernel table (Backend.plain_binary_ops), keyed by op name as register_kernel is",
 }
 
 

@@ -11,19 +11,19 @@ import warnings
 import numpy as np
 
 from ember.dispatcher import Backend, hookimpl
-from ember.core import dtype as _dt
 from ember.core.numpy_interop import numpy_dtype_lookup, to_numpy_dtype
 
 from .array_kernels import make_kernels
 from .array_kernels.shape import root_of
+from .fast_path import fast_entry
 
 #: numpy reports overflow / division by zero as RuntimeWarnings; PyTorch is silent. The modules whose
 #: numpy calls are silenced (a filter costs nothing per call, where np.errstate costs ~1 us): the
-#: kernels, and the dispatcher's runners, which call `plain_binary_ops` (numpy's ufuncs) themselves.
+#: plugin's own (kernels, fast path).
 #: The filters are installed when the plugin loads; a `warnings.catch_warnings()` block around that
 #: first load drops them with its other filters (pytest's capture per test does: tests/conftest.py
 #: adds them to the run's filters).
-QUIET_MODULES = (r"ember_cpu(\..*)?$", r"ember\.dispatcher\.runners$")
+QUIET_MODULES = (r"ember_cpu(\..*)?$",)
 for _module in QUIET_MODULES:
     warnings.filterwarnings("ignore", category=RuntimeWarning, module=_module)
 
@@ -46,9 +46,8 @@ class CPUBackend(Backend):
     def empty(self, shape, dtype, device_index=None):
         return np.empty(shape, dtype=to_numpy_dtype(dtype))
 
-    # numpy's ufunc is the whole kernel for two float or int arrays of one shape and dtype
-    plain_binary_ops = {"add.Tensor": np.add, "sub.Tensor": np.subtract, "mul.Tensor": np.multiply}
-    plain_dtypes = frozenset({_dt.float32, _dt.float64, _dt.int32, _dt.int64})
+    # numpy's ufunc is the whole kernel of a + b, a - b, a * b on two arrays alike (fast_path.py)
+    fast_entry = staticmethod(fast_entry)
 
     def storage_offset(self, array) -> int:
         if array.base is None:          # owns its memory (every fresh op result): no pointer arithmetic

@@ -16,7 +16,7 @@ view of its input; an in-place op writes into its first argument and returns it.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 
 #: torch.cuda's memory counters and the `memory_stats()` key each one reads
@@ -110,13 +110,13 @@ class Backend:
         """Called as `ember.memory.track` starts (True) and stops (False) recording. The meta
         backend uses it to allocate what the cpu backend would; a real device needs nothing."""
 
-    #: Optional shortcut for the commonest elementwise calls (a + b on two tensors alike): op name ->
-    #: f(a, b) whose result, for two C-contiguous arrays of one shape and one dtype in `plain_dtypes`
-    #: (an `alpha` of 1 where the op has one), is exactly the op's, as a new array. The runner then
-    #: skips the shape rule and the kernel; any other call takes the full path.
-    plain_binary_ops: Mapping[str, Callable] = {}
-    #: the ember dtypes `plain_binary_ops` hold for
-    plain_dtypes: frozenset = frozenset()
+    def fast_entry(self, op, body: Callable, tensor_class: type, wrap: Callable, device, key: int) -> Callable | None:
+        """Optional: an entry for `op` that answers the calls it can straight from native arrays and
+        passes every other call to `body` (the full path: shape rule, unwrap, kernel). The cpu plugin
+        runs `a + b` on two float tensors alike as one numpy call this way. `tensor_class` is the
+        frontend's Tensor, `wrap(native, dtype, device, key, None)` makes a result Tensor. Asked
+        once per (op, key set), for a single-device backend's own kernels; None: `body` it is."""
+        return None
 
     #: Ops whose kernels allocate scratch memory inside one call (packed GEMM panels, say), which
     #: `workspace` sizes; `ember.memory` adds it to meta predictions made for this device type.

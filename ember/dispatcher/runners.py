@@ -139,13 +139,14 @@ def native_runner(op, key: int, kernel: Callable) -> Callable:
         def run_cross(args):
             return inner(_cross_device_args(op, key, backend, args))
         return run_cross
-    plain = backend.plain_binary_ops.get(op.name) if kernel is not None else None
     body = _native_body(op, key, kernel, rule, unwrap, device_of, single_device, make_tensor)
     if op.generator_arg is not None:
         return _with_generator(op.generator_arg, device_of, body)
-    if plain is None or single_device is None or op.tensor_args != (0, 1) or op.mutated or op.n_outputs != 1:
-        return body
-    return _plain_binary(op, key, plain, backend.plain_dtypes, single_device, make_tensor, body)
+    if kernel is not None and single_device is not None:
+        fast = backend.fast_entry(op, body, dispatch.Tensor, make_tensor, single_device, key)
+        if fast is not None:
+            return fast
+    return body
 
 
 def _with_generator(position: int, device_of: Callable, body: Callable) -> Callable:
@@ -158,25 +159,6 @@ def _with_generator(position: int, device_of: Callable, body: Callable) -> Calla
             args = args[:position] + (default_generator(device_of(args)),) + args[position + 1:]
         return body(args)
     return run
-
-
-def _plain_binary(op, key, plain, plain_dtypes, dev, make_tensor, body):
-    """The entry of an op in `Backend.plain_binary_ops`: two tensors alike run `plain` directly
-    (what the shape rule and the kernel would conclude, without either call); others run `body`."""
-    T = dispatch.Tensor
-    alpha_at = op.alpha_arg            # add's and sub's `Scalar alpha`: must be the int 1
-
-    def run_plain_binary(args):
-        a, b = args[0], args[1]
-        if a.__class__ is T and b.__class__ is T:
-            dt = a._dtype
-            da, db = a._data, b._data
-            if (dt is b._dtype and dt in plain_dtypes and da.shape == db.shape and da.ndim
-                    and (alpha_at is None or (args[alpha_at].__class__ is int and args[alpha_at] == 1))
-                    and (da.ndim == 1 or (da.flags.c_contiguous and db.flags.c_contiguous))):
-                return make_tensor(plain(da, db), dt, dev, key, None)
-        return body(args)
-    return run_plain_binary
 
 
 def _native_body(op, key, kernel, rule, unwrap, device_of, single_device, make_tensor):
