@@ -96,6 +96,20 @@ def test_fallback_to_cpu_warns_once_naming_the_op(site):
     assert len(messages) == 1 and messages[0].startswith("mul.Tensor: backend 'testdev' has no kernel")
 
 
+def test_a_random_op_falling_back_to_cpu_draws_from_its_own_devices_generator(site):
+    proc = run_python("""
+        import warnings, ember
+        warnings.simplefilter("ignore")
+        ember.manual_seed(0)
+        x = ember.empty(4, device="testdev").uniform_()          # testdev has no uniform_: cpu runs it
+        cpu_offset = ember.get_rng_state().tolist()[2:]         # (seed words, offset words)
+        y = ember.empty(4).uniform_()                           # the cpu stream's first draw
+        print(x.device, x.tolist() == y.tolist(), cpu_offset == [0, 0])
+        """, site)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["testdev", "True", "True"]
+
+
 def test_ember_info_cli(site):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(PLUGINS)]))
     proc = subprocess.run([sys.executable, "-m", "ember", "info"], capture_output=True, text=True, env=env,

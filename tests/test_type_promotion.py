@@ -34,8 +34,8 @@ def _load(name: str, relpath: str):
         return module
 
 
-_dt = _load("ember.core.dtype", "ember/frontend/dtype.py")
-tp = _load("ember.core.type_promotion", "ember/frontend/type_promotion.py")
+_dt = _load("ember.core.dtype", "ember/core/dtype.py")
+tp = _load("ember.core.type_promotion", "ember/core/type_promotion.py")
 
 DTYPES = _dt.ALL_DTYPES
 TORCH_OF = {d: getattr(torch, d.name) for d in DTYPES}

@@ -56,3 +56,9 @@ class BackendUnavailableError(EmberError, RuntimeError):
 
 class IndexOutOfRangeError(EmberError, IndexError):
     """An index value or index tensor that does not fit the indexed tensor (PyTorch's IndexError)."""
+
+
+# users import these from `ember.errors`, and tracebacks name them so (`ember.errors.ShapeError: ...`)
+for _name in __all__:
+    globals()[_name].__module__ = "ember.errors"
+del _name

@@ -134,5 +134,8 @@ class Backend:
     fallback_device: str | None = None
 
     def kernels(self) -> dict[str, Callable]:
-        """The backend's own kernels (merged with `ember_kernels` hook results)."""
+        """The backend's own kernels (merged with `ember_kernels` hook results). A random kernel (an op
+        with a `Generator? generator` argument) always receives a generator: the caller's, else the
+        default generator of the output's device type (one per device type: a plugin that reuses
+        the cpu kernel library draws from its own device's stream, not the cpu's)."""
         return {}

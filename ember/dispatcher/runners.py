@@ -142,7 +142,9 @@ def native_runner(op, key: int, kernel: Callable) -> Callable:
     body = _native_body(op, key, kernel, rule, unwrap, device_of, single_device, make_tensor)
     if op.generator_arg is not None:
         return _with_generator(op.generator_arg, device_of, body)
-    if kernel is not None and single_device is not None:
+    # a backend's fast path skips the shape rule: only for ops whose registry entry asks the rule for
+    # no op-specific check (supported dtypes, checks)
+    if kernel is not None and single_device is not None and not op.checks and op.dtypes is None:
         fast = backend.fast_entry(op, body, dispatch.Tensor, make_tensor, single_device, key)
         if fast is not None:
             return fast
@@ -315,6 +317,9 @@ def fallback_runner(op, key: int) -> Callable | None:
             warnings.warn(f"{op.name}: backend '{backend.device_type}' has no kernel for this op; "
                           f"running it on '{target}' (copying inputs there and results back)", stacklevel=4)
         home = _output_device(op, backend, args)
+        gi = op.generator_arg
+        if gi is not None and args[gi] is None:      # a random op draws from its own device's generator
+            args = args[:gi] + (dispatch.default_generator(home),) + args[gi + 1:]
         st = STATE
         prev = st.keys
         st.keys = (prev[0], prev[1] | K.FUNCTIONALITY_MASK)

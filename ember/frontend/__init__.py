@@ -1,1 +1,1 @@
-"""The user-facing layer: Tensor, dtypes, devices, autograd, autocast, random numbers."""
+"""The user-facing layer: Tensor, autograd, autocast, random numbers (dtypes and devices are ember.core's)."""

@@ -6,7 +6,7 @@
 Importing this package imports neither cupy nor ember's dispatcher: cupy is imported when the
 backend loads (first use of a cuda device, `ember.backends.status()`, `python -m ember info`).
 `ember_cuda.runtime` holds the helpers `ember.cuda` delegates to (is_available, device_count,
-synchronize, manual_seed, memory_allocated, Stream, Event, ...; see backends/cuda/README.md).
+synchronize, memory_allocated, Stream, Event, ...; see backends/cuda/README.md).
 """
 from __future__ import annotations
 
