@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Callable
 
 from . import keys as K
-from .state import STATE
 
 # What the dispatcher needs of the frontend, which sits above it and hands these over when it is
 # imported (`install_frontend`): the Tensor class, which the dispatch functions and the runners test
@@ -49,40 +48,14 @@ def caller_for(op) -> Callable[[tuple], object]:
 
     Made by the factory generated for the op's layout of tensor positions
     (`_generated_dispatch.DISPATCH_FACTORIES`, written by `python -m codegen` for every layout in the
-    registry): the key union written out for those positions, no loop over them. An op of a layout the
-    registry lacks (one made in code) gets `_dispatch_with_loops`, the same steps with loops.
+    registry): the key union written out for those positions, no loop over them.
     """
-    make = _generated.DISPATCH_FACTORIES.get((op.tensor_args, op.tensor_list_args), _dispatch_with_loops)
+    layout = (op.tensor_args, op.tensor_list_args)
+    make = _generated.DISPATCH_FACTORIES.get(layout)
+    if make is None:
+        raise RuntimeError(f"{op.name}: no generated dispatch function for tensor positions {layout}; every op "
+                           "comes from ops_registry.yaml: run `python -m codegen`")
     return make(op, op.cache)
-
-
-def _dispatch_with_loops(op, cache):
-    """The generated dispatch functions' steps (see _generated_dispatch.py) for any layout: the key union
-    a loop over the op's positions (slower: for ops whose layout the registry has no function for)."""
-    resolve = op.resolve
-    t_idx, l_idx = op.tensor_args, op.tensor_list_args
-
-    def dispatch(args):
-        ks = 0
-        for i in t_idx:
-            a = args[i]
-            if isinstance(a, Tensor):
-                ks |= a._keys
-        for i in l_idx:
-            for a in args[i]:
-                if isinstance(a, Tensor):
-                    ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
-        try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        return entry(args)
-    return dispatch
 
 
 def redispatch(op, ks: int, args: tuple):

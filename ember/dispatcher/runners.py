@@ -29,12 +29,10 @@ def _unwrapper(op) -> Callable[[tuple], tuple]:
     Built once per (op, key set) entry: for an op without Tensor[] arguments it is the unwrap generated
     for the op's tensor positions (`_unwrap_positions`), so a call pays no loop over them.
     """
-    T = dispatch.Tensor
     t_idx, l_idx = op.tensor_args, op.tensor_list_args
     if not l_idx and t_idx:
-        unwrap = _unwrap_positions(t_idx, T)
-        if unwrap is not None:
-            return unwrap
+        return _unwrap_positions(t_idx)
+    T = dispatch.Tensor
 
     def unwrap(args):
         nat = list(args)
@@ -48,11 +46,10 @@ def _unwrapper(op) -> Callable[[tuple], tuple]:
     return unwrap
 
 
-def _unwrap_positions(t_idx: tuple, T: type) -> Callable[[tuple], tuple] | None:
-    """The unwrap for tensors (of class `T`) at the positions `t_idx` only, written out for them by
-    `python -m codegen` (ember/dispatcher/_generated_dispatch.py, one per tuple of positions in the
-    registry): a call pays neither a copy of the arguments into a list nor a loop over positions.
-    For positions (0, 1):
+def _unwrap_positions(t_idx: tuple) -> Callable[[tuple], tuple]:
+    """The unwrap for tensors at the positions `t_idx` only, written out for them by `python -m codegen`
+    (ember/dispatcher/_generated_dispatch.py, one per tuple of positions in the registry): a call pays
+    neither a copy of the arguments into a list nor a loop over positions. For positions (0, 1):
 
         def unwrap_T0_T1(args):
             a0 = args[0]
@@ -61,13 +58,8 @@ def _unwrap_positions(t_idx: tuple, T: type) -> Callable[[tuple], tuple] | None:
                 a0._data if isinstance(a0, Tensor) else a0,
                 a1._data if isinstance(a1, Tensor) else a1,
             ) + args[2:]
-
-    None when the registry has no op with these positions (an op made in code): `_unwrapper` loops.
     """
-    if T is not _generated_dispatch.Tensor:     # the generated unwraps test with the installed class
-        return None
-    unwrap = _generated_dispatch.UNWRAPS.get(t_idx)
-    return own_code(unwrap) if unwrap is not None else None
+    return own_code(_generated_dispatch.UNWRAPS[t_idx])
 
 
 def own_code(fn: Callable) -> Callable:
