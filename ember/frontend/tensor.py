@@ -21,6 +21,7 @@ from ember.dispatcher.state import STATE as _STATE
 from ember.core.errors import ArgumentTypeError, ArgumentValueError, AutogradError, DimensionError
 
 from ember.core import dtype as _dt
+from ember.core.spec import TensorSpec
 from .conversion import ConversionMethods
 from .random import default_generator
 from ember.core.device import device as _device_cls
@@ -57,8 +58,9 @@ class AutogradMeta:
         self.output_nr = output_nr
 
 
-class Tensor(TensorMethods, ConversionMethods):
-    """A multi-dimensional array on a device, with autograd support."""
+class Tensor(TensorMethods, ConversionMethods, TensorSpec):
+    """A multi-dimensional array on a device, with autograd support (a TensorSpec: shape rules read
+    its fields)."""
 
     __slots__ = ("_data", "_dtype", "_device", "_keys", "_storage", "_ag", "_base", "__dict__", "__weakref__")
     __hash__ = object.__hash__

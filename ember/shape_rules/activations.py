@@ -7,7 +7,7 @@ op's kernel takes: the registry's `dtypes`); these rules add PyTorch's argument 
 from __future__ import annotations
 
 from ember.core.errors import ArgumentTypeError, ArgumentValueError
-from ember.frontend.tensor import Tensor
+from ember.core.spec import TensorSpec
 from ember.core.type_promotion import result_type
 
 from . import shape_rule
@@ -80,7 +80,7 @@ def gelu_backward(op, grad_output, self, approximate="none"):
 def threshold_backward(op, grad_output, self, threshold):
     """threshold_backward: the broadcast shape of grad_output and self in their promoted dtype, any
     dtype but bool (as torch's threshold_cpu)."""
-    if not (isinstance(grad_output, Tensor) and isinstance(self, Tensor)):
+    if not (isinstance(grad_output, TensorSpec) and isinstance(self, TensorSpec)):
         check_tensor(op, grad_output, "grad_output")        # the error names the argument
         check_tensor(op, self, "self")
     _check_numbers(op, (threshold,), 2)

@@ -6,7 +6,7 @@ import operator
 from ember.core.errors import ArgumentTypeError, ArgumentValueError, DimensionError, MissingKernelError, ShapeError
 from ember.core import dtype as _dt
 from ember.core.layout import contiguous_strides
-from ember.frontend.tensor import Tensor
+from ember.core.spec import TensorSpec
 
 NUMBER_TYPES = (bool, int, float)
 
@@ -67,8 +67,8 @@ def broadcast_shapes(op, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
     return tuple(result)
 
 
-def check_tensor(op, value, arg: str) -> Tensor:
-    if not isinstance(value, Tensor):
+def check_tensor(op, value, arg: str) -> TensorSpec:
+    if not isinstance(value, TensorSpec):
         raise ArgumentTypeError(f"{op.name}(): argument '{arg}' must be Tensor, not {type(value).__name__}")
     return value
 
@@ -88,7 +88,7 @@ def check_fits(op, value, dtype) -> None:
                                  f"overflow (got {value!r} for a tensor of dtype {dtype.name})")
 
 
-def check_no_internal_overlap(op, self: Tensor) -> None:
+def check_no_internal_overlap(op, self: TensorSpec) -> None:
     """An op writing into `self` must not write one memory location twice (a stride-0 dim)."""
     shape = self._data.shape
     if 0 in shape:
@@ -113,7 +113,7 @@ def check_dtype_arg(op, value, arg: str = "dtype"):
     return value
 
 
-def strides_of(t: Tensor) -> tuple[int, ...]:
+def strides_of(t: TensorSpec) -> tuple[int, ...]:
     item = t._dtype.itemsize
     return tuple(s // item for s in t._data.strides)
 
@@ -237,7 +237,7 @@ def infer_dense_strides(shape, strides) -> tuple[int, ...]:
     return tuple(out)
 
 
-def preserved_strides(t: Tensor):
+def preserved_strides(t: TensorSpec):
     """Strides of `empty_like(t)` / `clone(t)` (memory_format=preserve), or None when contiguous.
 
     A dense, non-overlapping input keeps its strides exactly; any other strided input gets

@@ -5,7 +5,7 @@ import math
 
 from ember.core.errors import ArgumentTypeError, ArgumentValueError
 from ember.core import dtype as _dt
-from ember.frontend.tensor import Tensor
+from ember.core.spec import TensorSpec
 from ember.core.type_promotion import dtype_of_scalar
 
 from . import shape_rule
@@ -36,7 +36,7 @@ def factory(op, size, *rest):
 def full(op, size, fill_value, dtype=None, device=None, requires_grad=False):
     check_dtype_arg(op, dtype)
     if not isinstance(fill_value, NUMBER_TYPES):
-        if isinstance(fill_value, Tensor) and fill_value.ndim == 0:
+        if isinstance(fill_value, TensorSpec) and fill_value.ndim == 0:
             fill_value = fill_value.item()
         else:
             raise ArgumentTypeError(f"{op.name}(): argument 'fill_value' must be Number, not {type(fill_value).__name__}")
@@ -55,7 +55,7 @@ def like(op, self, dtype=None, device=None, requires_grad=False):
 def full_like(op, self, fill_value, dtype=None, device=None, requires_grad=False):
     check_tensor(op, self, "input")
     check_dtype_arg(op, dtype)
-    if not isinstance(fill_value, NUMBER_TYPES) and not (isinstance(fill_value, Tensor) and fill_value.ndim == 0):
+    if not isinstance(fill_value, NUMBER_TYPES) and not (isinstance(fill_value, TensorSpec) and fill_value.ndim == 0):
         raise ArgumentTypeError(f"{op.name}(): argument 'fill_value' must be Number, not {type(fill_value).__name__}")
     return _like(self, dtype)
 
@@ -84,7 +84,7 @@ def arange(op, start, end=None, step=1, dtype=None, device=None, requires_grad=F
     if end is None:
         start, end = 0, start
     for name, v in (("start", start), ("end", end), ("step", step)):
-        if isinstance(v, Tensor) and v.ndim == 0:
+        if isinstance(v, TensorSpec) and v.ndim == 0:
             v = v.item()
         if not isinstance(v, NUMBER_TYPES):
             raise ArgumentTypeError(f"{op.name}(): argument '{name}' must be Number, not {type(v).__name__}")

@@ -5,7 +5,7 @@ fused attention and its backward."""
 from __future__ import annotations
 
 from ember.core.errors import ArgumentListError, ArgumentTypeError, DTypeError, ShapeError
-from ember.frontend.tensor import Tensor
+from ember.core.spec import TensorSpec
 
 from . import shape_rule
 from .common import check_tensor, type_name
@@ -14,7 +14,7 @@ from .nn_core import _mask, _masked
 
 def _tensor_at(op, value, name: str, i: int):
     """check_tensor for entry i of a tensor list, its argument name formatted only for an error."""
-    if not isinstance(value, Tensor):
+    if not isinstance(value, TensorSpec):
         check_tensor(op, value, f"{name}[{i}]")
     return value
 
@@ -26,7 +26,7 @@ def _check_lists(op, params, named_lists, steps=None) -> None:
             raise ArgumentListError(f"{op.name}(): argument '{name}' must have one tensor per parameter "
                                     f"({n}), got {len(lst)}")
     for i, p in enumerate(params):
-        if not isinstance(p, Tensor):
+        if not isinstance(p, TensorSpec):
             _tensor_at(op, p, "self", i)
         if not p._dtype.is_floating_point:
             raise DTypeError(f"{op.name}(): expected floating-point parameters, got {type_name(p._dtype)} "
@@ -34,7 +34,7 @@ def _check_lists(op, params, named_lists, steps=None) -> None:
         shape = p._data.shape
         for name, lst in named_lists:
             t = lst[i]
-            if not isinstance(t, Tensor):
+            if not isinstance(t, TensorSpec):
                 _tensor_at(op, t, name, i)
             if t._data.shape != shape or t._dtype is not p._dtype:
                 raise ShapeError(f"{op.name}(): {name}[{i}] must have the shape and dtype of self[{i}] "
@@ -73,7 +73,7 @@ def fused_sgd(op, params, grads, momentum_buffer_list, weight_decay, momentum, l
 @shape_rule("cross_entropy_indices_backward")
 def cross_entropy_indices_backward(op, grad_output, log_probs, target, weight, reduction, ignore_index,
                                    label_smoothing):
-    if not (isinstance(grad_output, Tensor) and isinstance(log_probs, Tensor) and isinstance(target, Tensor)):
+    if not (isinstance(grad_output, TensorSpec) and isinstance(log_probs, TensorSpec) and isinstance(target, TensorSpec)):
         check_tensor(op, grad_output, "grad_output")        # the error names the argument
         check_tensor(op, log_probs, "log_probs")
         check_tensor(op, target, "target")

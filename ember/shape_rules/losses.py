@@ -9,7 +9,7 @@ from __future__ import annotations
 from ember.core.errors import ArgumentListError, ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, \
     ShapeError
 from ember.core import dtype as _dt
-from ember.frontend.tensor import Tensor
+from ember.core.spec import TensorSpec
 from ember.core.type_promotion import result_type
 
 from . import shape_rule
@@ -222,7 +222,7 @@ def nll_loss_nd(op, self, target, weight=None, reduction=1, ignore_index=-100):
 
 @shape_rule("cross_entropy")
 def cross_entropy(op, self, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
-    if not (isinstance(self, Tensor) and isinstance(target, Tensor) and (weight is None or isinstance(weight, Tensor))):
+    if not (isinstance(self, TensorSpec) and isinstance(target, TensorSpec) and (weight is None or isinstance(weight, TensorSpec))):
         check_tensor(op, self, "input")             # the error names the argument
         check_tensor(op, target, "target")
         _optional_tensor(op, weight, "weight")
@@ -268,7 +268,7 @@ def cross_entropy_indices(op, self, target, weight=None, reduction=1, ignore_ind
 
 @shape_rule("linear")
 def linear(op, input, weight, bias=None):
-    if not (isinstance(input, Tensor) and isinstance(weight, Tensor) and (bias is None or isinstance(bias, Tensor))):
+    if not (isinstance(input, TensorSpec) and isinstance(weight, TensorSpec) and (bias is None or isinstance(bias, TensorSpec))):
         check_tensor(op, input, "input")            # the error names the argument
         check_tensor(op, weight, "weight")
         _optional_tensor(op, bias, "bias")

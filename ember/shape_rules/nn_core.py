@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ember.core.errors import ArgumentValueError, DimensionError, MissingKernelError, ShapeError
 from ember.core import dtype as _dt
-from ember.frontend.tensor import Tensor
+from ember.core.spec import TensorSpec
 
 from . import shape_rule
 from .common import check_int_list, check_tensor, type_name
@@ -169,7 +169,7 @@ def linear_backward(op, self, grad_output, weight, output_mask):
     mask = _mask(op, output_mask)
     # tensors tested inline (a training step's backward calls this per linear layer): check_tensor
     # and _check_grad run only to name what is wrong
-    if not isinstance(grad_output, Tensor):
+    if not isinstance(grad_output, TensorSpec):
         check_tensor(op, grad_output, "grad_output")
     gshape, dtype = tuple(grad_output._data.shape), grad_output._dtype
     for t, arg, k, what in ((self, "self", 1, "weight's"), (weight, "weight", 0, "input's")):
@@ -178,7 +178,7 @@ def linear_backward(op, self, grad_output, weight, output_mask):
                 raise ArgumentValueError(f"{op.name}(): argument '{arg}' is needed for the {what} gradient "
                                          f"(output_mask[{k}] is True), but got None")
             continue
-        if not isinstance(t, Tensor):
+        if not isinstance(t, TensorSpec):
             check_tensor(op, t, arg)
         if t._dtype is not dtype:
             raise ArgumentValueError(f"{op.name}(): expected {arg} to have dtype {type_name(dtype)} (grad_output's), "

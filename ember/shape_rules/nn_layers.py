@@ -9,7 +9,7 @@ from __future__ import annotations
 from ember.core.errors import ArgumentValueError, DimensionError, DTypeError, MissingKernelError, ShapeError
 from ember.core import dtype as _dt
 from ember.core.layout import numel
-from ember.frontend.tensor import Tensor
+from ember.core.spec import TensorSpec
 
 from . import shape_rule
 from .common import as_int, check_int_list, check_tensor, type_name
@@ -27,11 +27,11 @@ def int_tuple(op, value, n: int, arg: str, *, allow_empty: bool = False) -> tupl
     return vals
 
 
-def _shape(t: Tensor) -> tuple[int, ...]:
+def _shape(t: TensorSpec) -> tuple[int, ...]:
     return tuple(t._data.shape)
 
 
-def _check_float(op, t: Tensor, kernel: str) -> None:
+def _check_float(op, t: TensorSpec, kernel: str) -> None:
     if not t._dtype.is_floating_point:
         raise MissingKernelError(f'{op.name}(): "{kernel}" not implemented for \'{type_name(t._dtype)}\'')
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ember.core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, ShapeError
 from ember.core import dtype as _dt
-from ember.frontend.tensor import Tensor
+from ember.core.spec import TensorSpec
 from ember.core.type_promotion import can_cast, elementwise_dtypes, result_type
 
 from . import shape_rule
@@ -17,7 +17,7 @@ def _operands(op, args):
     out = []
     for i in op.tensor_args:
         a = args[i]
-        if not isinstance(a, (Tensor,) + NUMBER_TYPES):
+        if not isinstance(a, (TensorSpec,) + NUMBER_TYPES):
             raise ArgumentTypeError(f"{op.name}(): argument '{op.arg_names[i]}' must be Tensor or a number, "
                                     f"not {type(a).__name__}")
         out.append(a)
@@ -69,7 +69,7 @@ def pointwise_on_args(op, args: tuple):
         # expanded, so it always takes the test)
         a = args[idx[0]]
         b = args[idx[1]]
-        if isinstance(a, Tensor) and isinstance(b, Tensor) and a._dtype is b._dtype and op.promotion == "default":
+        if isinstance(a, TensorSpec) and isinstance(b, TensorSpec) and a._dtype is b._dtype and op.promotion == "default":
             da, db = a._data, b._data
             sa = da.shape
             alpha = op.alpha_arg
@@ -88,7 +88,7 @@ def pointwise_on_args(op, args: tuple):
     elif len(args) == 1 and op.promotion in _OWN_DTYPE_RULES and op.inplace_of is None:
         # fast path of a unary op (relu, neg, ...) on a contiguous tensor: its own shape, dtype and layout
         a = args[0]
-        if isinstance(a, Tensor):
+        if isinstance(a, TensorSpec):
             da = a._data
             try:
                 contiguous = da.flags.c_contiguous
@@ -99,7 +99,7 @@ def pointwise_on_args(op, args: tuple):
                     (op.checker or _checker(op))(op, args, [a], a._dtype)
                 return (da.shape, a._dtype)
     operands = _operands(op, args)
-    tensors = [o for o in operands if isinstance(o, Tensor)]
+    tensors = [o for o in operands if isinstance(o, TensorSpec)]
     if not tensors:
         raise ArgumentTypeError(f"{op.name}(): expected at least one Tensor argument, got only numbers")
     if op.promotion == "none":
@@ -135,7 +135,7 @@ def pointwise_on_args(op, args: tuple):
 pointwise.on_args = pointwise_on_args
 
 
-def _inplace_result(op, self: Tensor, shape, result):
+def _inplace_result(op, self: TensorSpec, shape, result):
     """An in-place op writes into `self`: the result must fit its shape and dtype."""
     if tuple(shape) != tuple(self._data.shape):
         raise ShapeError(f"{op.name}(): output with shape {list(self._data.shape)} doesn't match the broadcast "
@@ -149,13 +149,13 @@ def _inplace_result(op, self: Tensor, shape, result):
 
 @shape_rule("where")
 def where(op, condition, self, other):
-    if not isinstance(condition, Tensor):
+    if not isinstance(condition, TensorSpec):
         raise ArgumentTypeError(f"{op.name}(): argument 'condition' must be Tensor, not {type(condition).__name__}")
     if condition._dtype is not _dt.bool:
         raise DTypeError(f"{op.name}(): where expected condition to be a boolean tensor, but got a tensor with "
                          f"dtype {type_name(condition._dtype)}")
     operands = _operands(op, (condition, self, other))[1:]
-    tensors = [condition] + [o for o in operands if isinstance(o, Tensor)]
+    tensors = [condition] + [o for o in operands if isinstance(o, TensorSpec)]
     _, result = elementwise_dtypes(*operands, rule="default")
     shape = broadcast_shapes(op, [t._data.shape for t in tensors])
     scalars = len(tensors) != len(operands) + 1
@@ -167,7 +167,7 @@ def where(op, condition, self, other):
 
 @shape_rule("clamp")
 def clamp(op, self, min=None, max=None):
-    if not isinstance(self, Tensor):
+    if not isinstance(self, TensorSpec):
         raise ArgumentTypeError(f"{op.name}(): argument 'input' must be Tensor, not {type(self).__name__}")
     if min is None and max is None:
         raise ArgumentValueError(f"{op.name}(): At least one of 'min' or 'max' must not be None")
@@ -175,15 +175,15 @@ def clamp(op, self, min=None, max=None):
     for name, bound in (("min", min), ("max", max)):
         if bound is None:
             continue
-        if not isinstance(bound, (Tensor,) + NUMBER_TYPES):
+        if not isinstance(bound, (TensorSpec,) + NUMBER_TYPES):
             raise ArgumentTypeError(f"{op.name}(): argument '{name}' must be Tensor or a number, not "
                                     f"{type(bound).__name__}")
         operands.append(bound)
     _, result = elementwise_dtypes(*operands, rule="default")
-    if result is _dt.bool and (len(operands) == 3 or not isinstance(operands[1], Tensor)):
+    if result is _dt.bool and (len(operands) == 3 or not isinstance(operands[1], TensorSpec)):
         # one tensor bound is maximum/minimum, which bool supports; PyTorch has no other bool clamp
         raise MissingKernelError(f'{op.name}(): "clamp_cpu" not implemented for \'Bool\'')
-    tensors = [o for o in operands if isinstance(o, Tensor)]
+    tensors = [o for o in operands if isinstance(o, TensorSpec)]
     shape = broadcast_shapes(op, [t._data.shape for t in tensors])
     if op.inplace_of is not None:
         return _inplace_result(op, self, shape, result)

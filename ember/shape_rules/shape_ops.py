@@ -5,7 +5,7 @@ from __future__ import annotations
 from ember.core.errors import ArgumentTypeError, ArgumentValueError, DimensionError, DTypeError, MissingKernelError, ShapeError
 from ember.core import dtype as _dt
 from ember.core.layout import contiguous_strides
-from ember.frontend.tensor import Tensor
+from ember.core.spec import TensorSpec
 
 from . import shape_rule
 from .common import (NUMBER_TYPES, as_int, check_dtype_arg, check_int_list, check_tensor, infer_dense_strides,
@@ -14,11 +14,11 @@ from .pointwise import pointwise
 from .reductions import reduced_shape
 
 
-def _shape(t: Tensor) -> tuple[int, ...]:
+def _shape(t: TensorSpec) -> tuple[int, ...]:
     return tuple(t._data.shape)
 
 
-def _dense_like(t: Tensor, dtype):
+def _dense_like(t: TensorSpec, dtype):
     """The output layout of ops that allocate like their input (ATen's infer_dense_strides)."""
     shape = _shape(t)
     return with_layout(shape, dtype, infer_dense_strides(shape, strides_of(t)) if len(shape) > 1 else None)
@@ -430,7 +430,7 @@ def parse_einsum(op, equation, shapes):
 
 @shape_rule("einsum")
 def einsum(op, equation, tensors, path=None):
-    if not isinstance(tensors, (list, tuple)) or not all(isinstance(t, Tensor) for t in tensors):
+    if not isinstance(tensors, (list, tuple)) or not all(isinstance(t, TensorSpec) for t in tensors):
         raise ArgumentTypeError(f"{op.name}(): argument 'tensors' must be tuple of Tensors")
     if not tensors:
         raise ArgumentValueError(f"{op.name}(): must provide at least one operand")
@@ -446,19 +446,19 @@ def einsum(op, equation, tensors, path=None):
 @shape_rule("lerp")
 def lerp(op, self, end, weight):
     for name, t in (("self", self), ("end", end)):
-        if not isinstance(t, Tensor):
+        if not isinstance(t, TensorSpec):
             raise ArgumentTypeError(f"{op.name}(): argument '{name}' must be Tensor, not {type(t).__name__}")
     # ember.lerp binds lerp.Scalar first whatever `weight` is: both overloads accept both kinds
-    if not isinstance(weight, (Tensor,) + NUMBER_TYPES):
+    if not isinstance(weight, (TensorSpec,) + NUMBER_TYPES):
         raise ArgumentTypeError(f"{op.name}(): argument 'weight' must be Tensor or Number, not {type(weight).__name__}")
     # a 0-d weight may have another dtype (it is then weak in promotion), as in PyTorch
-    others = [("end", end)] + ([("weight", weight)] if isinstance(weight, Tensor) and weight.ndim else [])
+    others = [("end", end)] + ([("weight", weight)] if isinstance(weight, TensorSpec) and weight.ndim else [])
     for name, t in others:
         if t._dtype is not self._dtype:
             raise DTypeError(f"{op.name}(): expected dtype {type_name(self._dtype).lower()} for `{name}` but got "
                              f"dtype {_TORCH_NAMES.get(t._dtype.name, t._dtype.name)}")
     if not self._dtype.is_floating_point:
-        kind = "tensor" if isinstance(weight, Tensor) else "scalar"
+        kind = "tensor" if isinstance(weight, TensorSpec) else "scalar"
         raise MissingKernelError(f'{op.name}(): "lerp_kernel_{kind}" not implemented for '
                                  f"'{type_name(self._dtype)}'")
     return pointwise(op, self, end, weight)
@@ -470,7 +470,7 @@ _TORCH_NAMES = {"float64": "double", "float32": "float", "float16": "half", "bfl
 
 def _addc_args(op, self, tensor1, tensor2, value):
     for name, t in (("self", self), ("tensor1", tensor1), ("tensor2", tensor2)):
-        if not isinstance(t, Tensor):
+        if not isinstance(t, TensorSpec):
             raise ArgumentTypeError(f"{op.name}(): argument '{name}' must be Tensor, not {type(t).__name__}")
     if not isinstance(value, NUMBER_TYPES):
         raise ArgumentTypeError(f"{op.name}(): argument 'value' must be Number, not {type(value).__name__}")
@@ -501,7 +501,7 @@ def addcdiv(op, self, tensor1, tensor2, value=1):
 @shape_rule("scalar_tensor")
 def scalar_tensor(op, s, dtype=None, device=None, requires_grad=False):
     check_dtype_arg(op, dtype)
-    if isinstance(s, Tensor) and s.ndim == 0:
+    if isinstance(s, TensorSpec) and s.ndim == 0:
         s = s.item()
     if not isinstance(s, NUMBER_TYPES):
         raise ArgumentTypeError(f"{op.name}(): argument 's' must be Number, not {type(s).__name__}")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ember.core.errors import ArgumentListError, ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
-from ember.frontend.tensor import Tensor
+from ember.core.spec import TensorSpec
 from ember.core.type_promotion import result_type
 from ember.core.layout import numel
 
@@ -12,11 +12,11 @@ from .common import (NUMBER_TYPES, check_fits, check_no_internal_overlap, check_
                      wrap_dim)
 
 
-def _tensor_list(op, tensors, arg="tensors") -> list[Tensor]:
+def _tensor_list(op, tensors, arg="tensors") -> list[TensorSpec]:
     if not isinstance(tensors, (list, tuple)):
         raise ArgumentTypeError(f"{op.name}(): argument '{arg}' must be tuple of Tensors, not {type(tensors).__name__}")
     for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
+        if not isinstance(t, TensorSpec):
             raise ArgumentTypeError(f"{op.name}(): argument '{arg}' must be tuple of Tensors, but element {i} is "
                                     f"{type(t).__name__}")
     if not tensors:
@@ -69,7 +69,7 @@ def stack(op, tensors, dim=0):
 @shape_rule("copy_")
 def copy_(op, self, src, non_blocking=False):
     check_tensor(op, self, "self")
-    if not isinstance(src, Tensor):
+    if not isinstance(src, TensorSpec):
         raise ArgumentTypeError(f"{op.name}(): argument 'src' must be Tensor, not {type(src).__name__}")
     shape = self._data.shape
     if broadcast_shapes(op, [shape, src._data.shape]) != tuple(shape):
@@ -95,7 +95,7 @@ def to_copy(op, self, dtype=None, device=None, non_blocking=False):
         with_layout(self._data.shape, dtype or self._dtype, strides)
 
 
-def _matmul_dtype(op, a: Tensor, b: Tensor):
+def _matmul_dtype(op, a: TensorSpec, b: TensorSpec):
     if a._dtype is not b._dtype:
         raise DTypeError(f"{op.name}(): expected m1 and m2 to have the same dtype, but got: {a._dtype.name} != "
                          f"{b._dtype.name}")
@@ -179,7 +179,7 @@ def addmm(op, self, mat1, mat2, beta=1, alpha=1):
 
 def _scattered(op, self, src, slice_shape):
     """A copy of `self` (its layout preserved) with a window of `slice_shape` replaced by `src`."""
-    if not isinstance(src, Tensor):
+    if not isinstance(src, TensorSpec):
         raise ArgumentTypeError(f"{op.name}(): argument 'src' must be Tensor, not {type(src).__name__}")
     if tuple(src._data.shape) != tuple(slice_shape):
         raise ShapeError(f"{op.name}(): expected src to have a size equal to the slice of self. src size = "
@@ -220,7 +220,7 @@ def as_strided_scatter(op, self, src, size, stride, storage_offset=None):
 @shape_rule("fill")
 def fill(op, self, value):
     check_tensor(op, self, "self")
-    if not isinstance(value, NUMBER_TYPES) and not (isinstance(value, Tensor) and value.ndim == 0):
+    if not isinstance(value, NUMBER_TYPES) and not (isinstance(value, TensorSpec) and value.ndim == 0):
         raise ArgumentTypeError(f"{op.name}(): argument 'value' must be Number or a 0-dim Tensor, not "
                                 f"{type(value).__name__}")
     check_fits(op, value, self._dtype)

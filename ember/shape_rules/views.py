@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from ember.core.errors import ArgumentValueError, DimensionError, ShapeError
 from ember.core.layout import contiguous_strides, numel
-from ember.frontend.tensor import Tensor
+from ember.core.spec import TensorSpec
 
 from . import shape_rule
 from .common import check_int_list, check_tensor, preserved_strides, strides_of, with_layout, wrap_dim, wrap_dims
 
 
-def _offset(t: Tensor) -> int:
+def _offset(t: TensorSpec) -> int:
     return t.storage_offset()
 
 
