@@ -32,7 +32,8 @@ NOT_DIFFERENTIABLE = "not_differentiable"
 BEHAVIOUR_KEYS = {"dtypes", "dtype_error_kernel", "checks", "promotion_if_given", "iterator_operands", "copy_from"}
 ENTRY_KEYS = {"func", "family", "variants", "operators", "inplace", "inplace_operators", "inplace_variants",
               "promotion", "shape", "autograd", "autocast", "impl", "tags", "doc"} | BEHAVIOUR_KEYS
-FAMILY_KEYS = ENTRY_KEYS - {"func", "operators", "inplace", "inplace_operators", "inplace_variants", "doc"} \
+# `impl` too is stated by every entry: how an op is implemented is read where the op is declared
+FAMILY_KEYS = ENTRY_KEYS - {"func", "operators", "inplace", "inplace_operators", "inplace_variants", "doc", "impl"} \
     - BEHAVIOUR_KEYS
 # `dtypes`: the dtypes the op's kernel supports (PyTorch's "not implemented for 'Bool'" errors otherwise)
 KERNEL_DTYPES = {"all", "floating", "integral", "not_bool"}
@@ -280,7 +281,9 @@ def _resolve_entry(raw, families, sources: SourceIndex, path) -> list[OpEntry]:
     if promotion not in PROMOTIONS:
         fail(f"`promotion` must be one of {sorted(PROMOTIONS)}, got {promotion!r}")
     autocast = _resolve_autocast(get("autocast"), fail)
-    impl = get("impl")
+    impl = raw.get("impl")
+    if impl is None:
+        fail(f"missing `impl` (every entry states how it is implemented: one of {sorted(IMPLS)})")
     if impl not in IMPLS:
         fail(f"`impl` must be one of {sorted(IMPLS)}, got {impl!r}")
     shape = get("shape")

@@ -17,10 +17,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 GOOD = """
 families:
-  pointwise: {promotion: default, shape: pointwise, autocast: promote, impl: primitive, variants: [function, method], tags: [core]}
+  pointwise: {promotion: default, shape: pointwise, autocast: promote, variants: [function, method], tags: [core]}
 ops:
 - func: add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
   family: pointwise
+  impl: primitive
   autograd:
     self: grad
     other: maybe_multiply(grad, alpha)
@@ -55,7 +56,8 @@ def test_minimal_registry_is_valid(tmp_path):
     (("other: maybe_multiply(grad, alpha)", "other: grad * beta"), "uses 'beta'"),
     (("    self: grad\n", "    selff: grad\n"), "autograd names 'selff'"),
     (("  doc: Adds.\n", ""), "missing `doc`"),
-    (("family: pointwise\n", "family: pointwise\n  impl: composite\n"), "composite op is differentiated"),
+    (("impl: primitive\n", "impl: composite\n"), "composite op is differentiated"),
+    (("  impl: primitive\n", ""), "missing `impl` (every entry states how it is implemented"),
     (("family: pointwise\n", "family: pointwise\n  autocast: sometimes\n"), "`autocast` must be one of"),
     (("other: maybe_multiply(grad, alpha)", "other: maybe_multiply(grad,"), "not a valid expression"),
     (("family: pointwise\n", "family: pointwise\n  inplace_variants: [function]\n"), "needs `inplace: true`"),

@@ -260,10 +260,11 @@ def test_the_scanner_catches_tables_keyed_by_op_names():
 # ------------------------------------------------------------------ the keys in the registry
 GOOD = """
 families:
-  pointwise: {promotion: default, shape: pointwise, autocast: none, impl: primitive, variants: [function, method], tags: [core]}
+  pointwise: {promotion: default, shape: pointwise, autocast: none, variants: [function, method], tags: [core]}
 ops:
 - func: div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode=None) -> Tensor
   family: pointwise
+  impl: primitive
   autograd:
     self: grad
   doc: Divides.
@@ -306,13 +307,23 @@ def test_behaviour_keys_are_per_entry_not_family_defaults(tmp_path):
         _load(tmp_path, text)
 
 
+def test_every_entry_states_its_impl(tmp_path):
+    with pytest.raises(RegistryError, match="entry 'div.Tensor_mode'.*missing `impl`"):
+        _load(tmp_path, GOOD.replace("  impl: primitive\n", "", 1))
+    text = GOOD.replace("tags: [core]}", "tags: [core], impl: primitive}", 1)
+    with pytest.raises(RegistryError, match="sets keys that are per-entry only: \\['impl'\\]"):
+        _load(tmp_path, text)
+    assert _load(tmp_path, GOOD).ops[0].impl == "primitive"
+
+
 def test_copy_from_names_another_tensor_argument(tmp_path):
     text = """
 families:
-  copy: {promotion: none, shape: copy_, autocast: none, impl: primitive, variants: [method], tags: [core]}
+  copy: {promotion: none, shape: copy_, autocast: none, variants: [method], tags: [core]}
 ops:
 - func: copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)
   family: copy
+  impl: primitive
   copy_from: non_blocking
   autograd: not_differentiable
   doc: Copies.
