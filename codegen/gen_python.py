@@ -76,7 +76,9 @@ def behaviour_fields(op: OpEntry) -> dict:
 def gen_op_table(registry: Registry) -> str:
     bw = backward_class_names(registry)
     lines = [HEADER, "from ember.dispatcher.operator import OpDef", "", "OPS = {}", ""]
-    lines.append("def _op(name, **kw):\n    OPS[name] = OpDef(name, **kw)\n")
+    lines.append("def _op(name, **schema_fields):\n"
+                 "    # the keywords are the op's frozen OpSchema (ember/dispatcher/schema.py); OpDef adds its kernel table\n"
+                 "    OPS[name] = OpDef(name, **schema_fields)\n")
     for op in registry.ops:
         s = op.schema
         args = s.arguments
@@ -94,7 +96,7 @@ def gen_op_table(registry: Registry) -> str:
             base = registry.by_name()[op.inplace_of]
             needs_clone = bool(base.autograd) and formulas_reference_self(base)
         fields = OrderedDict(
-            schema=s.text, family=op.family, promotion=op.promotion, shape_rule=op.shape,
+            schema=s.text, family=op.family, promotion=op.promotion, shape_rule_name=op.shape,
             autocast=op.autocast, impl=op.impl, tags=op.tags, doc=op.doc,
             arg_names=tuple(a.name for a in args), tensor_args=tensor_args, tensor_list_args=list_args,
             device_arg=device_arg, mutated=mutated, alias_return=alias,

@@ -162,3 +162,22 @@ def test_core_aten_list_is_torchs_and_every_exclusion_has_a_reason():
     covered, applicable, _ = core_aten.summary(rows)
     assert f"**{covered} of the {applicable} applicable covered" in text
     assert covered >= 0.95 * applicable, [r.name for r in rows if r.status == "missing"]     # the coverage bar
+
+
+def test_an_ops_schema_is_frozen_and_its_kernel_table_is_not():
+    import dataclasses
+
+    from ember.dispatcher.operator import ALL_OPS
+    from ember.dispatcher.schema import OpSchema
+
+    op = ALL_OPS["add.Tensor"]
+    assert isinstance(op, OpSchema)
+    for field, value in (("promotion", "none"), ("tensor_args", ()), ("alpha_arg", None), ("n_outputs", 2)):
+        with pytest.raises(dataclasses.FrozenInstanceError, match=f"'{field}': add.Tensor's schema is frozen"):
+            setattr(op, field, value)
+    assert op.promotion == "default" and op.tensor_args == (0, 1) and op.alpha_arg == 2 and op.n_outputs == 1
+    schema_fields = {f.name for f in dataclasses.fields(OpSchema)}
+    assert {"kernels", "functionality", "cache", "shape_rule", "decomposition"}.isdisjoint(schema_fields)
+    saved = op.decomposition
+    op.decomposition = saved            # the kernel table is set at wiring and registration
+    assert op.decomposition is saved

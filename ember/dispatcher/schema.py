@@ -1,0 +1,70 @@
+"""`OpSchema`: one operator overload as the registry declares it, frozen and typed.
+
+codegen writes every field from ops_registry.yaml (ember/_generated/op_table.py); nothing
+changes them afterwards (assigning one raises `dataclasses.FrozenInstanceError`). What does
+change at run time, the kernels registered per dispatch key and the resolved-entry cache,
+is the business of `OpDef` (operator.py), which adds exactly those to the schema.
+
+Argument references are positions in the schema's argument list (`arg_names`), so the
+call path reads them without a name lookup.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False, repr=False)
+class OpSchema:
+    name: str                          # the overload's full name: "add.Tensor"
+    schema: str                        # its signature in native_functions.yaml's grammar
+    family: str                        # pointwise, reduction, view, ... (docs/registry.md)
+    promotion: str                     # the type-promotion kind: default, int_to_float, always_bool, ...
+    shape_rule_name: str               # the @shape_rule computing the output spec
+    autocast: dict                     # {device type or "default": lower | fp32 | promote | none}
+    impl: str                          # primitive | explicit | composite
+    tags: tuple[str, ...]
+    doc: str
+    arg_names: tuple[str, ...]
+    tensor_args: tuple[int, ...]       # positions of Tensor / Tensor? arguments
+    tensor_list_args: tuple[int, ...]  # positions of Tensor[] arguments
+    device_arg: int | None             # position of a `Device? device` argument
+    mutated: tuple[int, ...]           # positions of Tensor(a!) arguments
+    alias_return: int | None           # position of the argument a view aliases
+    output_names: tuple[str, ...]
+    differentiable: tuple[int, ...]    # positions of inputs with a formula
+    generator_arg: int | None = None   # position of a `Generator? generator` argument
+    written_lists: tuple[int, ...] = ()     # positions of Tensor(a!)[] arguments (fused optimizer updates)
+    inplace_of: str | None = None      # a derived in-place twin: the out-of-place op's name
+    inplace_needs_clone: bool = False
+    # per-op behaviour (docs/registry.md, "Per-op behaviour"), read by the shape rules and autograd
+    # instead of tests on the op's name
+    alpha_arg: int | None = None       # position of a `Scalar alpha` argument (PyTorch's alpha_check)
+    dtypes: str | None = None          # the dtypes the kernel supports (floating, ...); None: all
+    dtype_error_kernel: str | None = None   # the kernel PyTorch's "not implemented for" error names
+    checks: tuple[str, ...] = ()       # shared checks (@op_check in ember/shape_rules/checks.py)
+    promotion_if_given: tuple | None = None  # (position, promotion kind used when that argument is not None)
+    iterator_operands: str = "arguments"     # TensorIterator's operands: arguments, tensors_only, reversed
+    copy_from: int | None = None       # an in-place copy: position of the argument self's new value is
+    # derived from the above when the schema is made
+    n_outputs: int = field(init=False)
+    cross_device: bool = field(init=False)       # dispatch on the first tensor, bring others over
+    first_output_only: bool = field(init=False)  # autograd: only output 0 gets a grad_fn
+    records_inplace: bool = field(init=False)    # autograd records a write into an argument as in-place
+
+    def __post_init__(self) -> None:
+        derived = object.__setattr__
+        derived(self, "n_outputs", len(self.output_names))
+        derived(self, "cross_device", "cross_device" in self.tags)
+        # native_layer_norm's mean/rstd are not differentiable
+        derived(self, "first_output_only", "only_first_output_differentiable" in self.tags)
+        # a composite returning new tensors while it writes some arguments (_native_batch_norm_legit's
+        # running statistics) is differentiated through its decomposition instead
+        derived(self, "records_inplace",
+                bool(self.mutated) and not (self.impl == "composite" and len(self.output_names) > 1))
+
+    @property
+    def is_view(self) -> bool:
+        return self.alias_return is not None and not self.mutated
+
+    def __repr__(self) -> str:
+        return f"<ember op schema {self.name}>"
