@@ -211,9 +211,8 @@ def _inplace_schema(schema: FunctionSchema) -> FunctionSchema:
     mutated = Type("Tensor", alias="a", is_write=True)
     args = (dataclasses.replace(first, type=mutated),) + schema.arguments[1:]
     from .schema import Return
-    name = schema.name + "_"
-    text = schema.text.replace(schema.name, name, 1)
-    return FunctionSchema(name, schema.overload, args, (Return(None, mutated),), text)
+    twin = FunctionSchema(schema.name + "_", schema.overload, args, (Return(None, mutated),))
+    return dataclasses.replace(twin, text=twin.render())
 
 
 def load_registry(path: Path = REGISTRY_PATH, sources: SourceIndex | None = None) -> Registry:

@@ -87,6 +87,18 @@ class FunctionSchema:
     def is_inplace(self) -> bool:
         return self.name.endswith("_") and not self.name.startswith("_")
 
+    def render(self) -> str:
+        """The schema as native_functions.yaml writes it (for a parsed schema, its own text)."""
+        parts, star = [], False
+        for a in self.arguments:
+            if a.kwarg_only and not star:
+                parts.append("*")
+                star = True
+            parts.append(f"{a.type} {a.name}" + (f"={a.default_text}" if a.has_default else ""))
+        rets = [f"{r.type} {r.name}" if r.name else str(r.type) for r in self.returns]
+        returns = rets[0] if len(rets) == 1 else f"({', '.join(rets)})"
+        return f"{self.full_name}({', '.join(parts)}) -> {returns}"
+
     def argument(self, name: str) -> Argument:
         for a in self.arguments:
             if a.name == name:

@@ -181,3 +181,19 @@ def test_an_ops_schema_is_frozen_and_its_kernel_table_is_not():
     saved = op.decomposition
     op.decomposition = saved            # the kernel table is set at wiring and registration
     assert op.decomposition is saved
+
+
+def test_schemas_render_as_written_and_in_place_twins_mark_self_written():
+    from codegen.schema import parse_schema
+
+    registry = load_registry(REGISTRY_PATH)
+    twins = [op for op in registry.ops if op.inplace_of]
+    assert len(twins) > 50
+    for op in registry.ops:
+        assert parse_schema(op.schema.render()) == op.schema, op.name
+        assert op.schema.render() == op.schema.text, op.name
+    for op in twins:
+        assert op.schema.text.startswith(op.name + "(Tensor(a!) "), op.schema.text
+        assert op.schema.text.endswith(") -> Tensor(a!)"), op.schema.text
+    assert ember.dispatcher.ALL_OPS["add_.Tensor"].schema == \
+        "add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)"

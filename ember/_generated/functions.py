@@ -785,7 +785,7 @@ def add(input, other, *, alpha=1):
 def add_(input, other, *, alpha=1):
     """In-place version of add.Tensor: Adds `other`, scaled by `alpha`, to `self`, broadcasting both.
 
-    Schema: ``add_.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
+    Schema: ``add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)``
     """
     return _dispatch_add__Tensor((input, other, alpha))
 
@@ -799,7 +799,7 @@ def sub(input, other, *, alpha=1):
 def sub_(input, other, *, alpha=1):
     """In-place version of sub.Tensor: Subtracts `other`, scaled by `alpha`, from `self`.
 
-    Schema: ``sub_.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
+    Schema: ``sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)``
     """
     return _dispatch_sub__Tensor((input, other, alpha))
 
@@ -813,7 +813,7 @@ def mul(input, other):
 def mul_(input, other):
     """In-place version of mul.Tensor: Multiplies `self` by `other` elementwise.
 
-    Schema: ``mul_.Tensor(Tensor self, Tensor other) -> Tensor``
+    Schema: ``mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
     """
     return _dispatch_mul__Tensor((input, other))
 
@@ -827,7 +827,7 @@ def div(input, other, *, rounding_mode=None):
 def div_(input, other, *, rounding_mode=None):
     """In-place version of div.Tensor_mode: Divides `self` by `other`; rounding_mode None (true division), "trunc" or "floor".
 
-    Schema: ``div_.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode=None) -> Tensor``
+    Schema: ``div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode=None) -> Tensor(a!)``
     """
     return _dispatch_div__Tensor_mode((input, other, rounding_mode))
 
@@ -848,7 +848,7 @@ def neg(input):
 def neg_(input):
     """In-place version of neg: The negation of each element.
 
-    Schema: ``neg_(Tensor self) -> Tensor``
+    Schema: ``neg_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_neg_((input,))
 
@@ -862,7 +862,7 @@ def abs(input):
 def abs_(input):
     """In-place version of abs: The absolute value of each element.
 
-    Schema: ``abs_(Tensor self) -> Tensor``
+    Schema: ``abs_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_abs_((input,))
 
@@ -876,7 +876,7 @@ def sign(input):
 def sign_(input):
     """In-place version of sign: -1, 0 or 1 according to the sign of each element.
 
-    Schema: ``sign_(Tensor self) -> Tensor``
+    Schema: ``sign_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_sign_((input,))
 
@@ -890,7 +890,7 @@ def pow(input, exponent):
 def pow_(input, exponent):
     """In-place version of pow.Tensor_Tensor: `self` raised to the power `exponent`, elementwise.
 
-    Schema: ``pow_.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor``
+    Schema: ``pow_.Tensor_Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)``
     """
     return _dispatch_pow__Tensor_Tensor((input, exponent))
 
@@ -925,7 +925,7 @@ def clamp(input, min=None, max=None):
 def clamp_(input, min=None, max=None):
     """In-place version of clamp.Tensor: Limits each element to [min, max]; either bound may be omitted.
 
-    Schema: ``clamp_.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor``
+    Schema: ``clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)``
     """
     return _dispatch_clamp__Tensor((input, min, max))
 
@@ -939,7 +939,7 @@ def exp(input):
 def exp_(input):
     """In-place version of exp: e raised to each element.
 
-    Schema: ``exp_(Tensor self) -> Tensor``
+    Schema: ``exp_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_exp_((input,))
 
@@ -953,7 +953,7 @@ def log(input):
 def log_(input):
     """In-place version of log: The natural logarithm of each element.
 
-    Schema: ``log_(Tensor self) -> Tensor``
+    Schema: ``log_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_log_((input,))
 
@@ -967,7 +967,7 @@ def sqrt(input):
 def sqrt_(input):
     """In-place version of sqrt: The square root of each element.
 
-    Schema: ``sqrt_(Tensor self) -> Tensor``
+    Schema: ``sqrt_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_sqrt_((input,))
 
@@ -981,7 +981,7 @@ def rsqrt(input):
 def rsqrt_(input):
     """In-place version of rsqrt: The reciprocal of the square root of each element.
 
-    Schema: ``rsqrt_(Tensor self) -> Tensor``
+    Schema: ``rsqrt_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_rsqrt_((input,))
 
@@ -995,7 +995,7 @@ def tanh(input):
 def tanh_(input):
     """In-place version of tanh: The hyperbolic tangent of each element.
 
-    Schema: ``tanh_(Tensor self) -> Tensor``
+    Schema: ``tanh_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_tanh_((input,))
 
@@ -1009,7 +1009,7 @@ def sigmoid(input):
 def sigmoid_(input):
     """In-place version of sigmoid: The logistic sigmoid 1 / (1 + exp(-x)) of each element.
 
-    Schema: ``sigmoid_(Tensor self) -> Tensor``
+    Schema: ``sigmoid_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_sigmoid_((input,))
 
@@ -1023,7 +1023,7 @@ def sin(input):
 def sin_(input):
     """In-place version of sin: The sine of each element.
 
-    Schema: ``sin_(Tensor self) -> Tensor``
+    Schema: ``sin_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_sin_((input,))
 
@@ -1037,7 +1037,7 @@ def cos(input):
 def cos_(input):
     """In-place version of cos: The cosine of each element.
 
-    Schema: ``cos_(Tensor self) -> Tensor``
+    Schema: ``cos_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_cos_((input,))
 
@@ -1051,7 +1051,7 @@ def reciprocal(input):
 def reciprocal_(input):
     """In-place version of reciprocal: The reciprocal 1 / x of each element.
 
-    Schema: ``reciprocal_(Tensor self) -> Tensor``
+    Schema: ``reciprocal_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_reciprocal_((input,))
 
@@ -1065,7 +1065,7 @@ def log1p(input):
 def log1p_(input):
     """In-place version of log1p: The natural logarithm of 1 + x, accurate for small x.
 
-    Schema: ``log1p_(Tensor self) -> Tensor``
+    Schema: ``log1p_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_log1p_((input,))
 
@@ -1079,7 +1079,7 @@ def expm1(input):
 def expm1_(input):
     """In-place version of expm1: exp(x) - 1, accurate for small x.
 
-    Schema: ``expm1_(Tensor self) -> Tensor``
+    Schema: ``expm1_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_expm1_((input,))
 
@@ -1093,7 +1093,7 @@ def log2(input):
 def log2_(input):
     """In-place version of log2: The base-2 logarithm of each element.
 
-    Schema: ``log2_(Tensor self) -> Tensor``
+    Schema: ``log2_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_log2_((input,))
 
@@ -1107,7 +1107,7 @@ def log10(input):
 def log10_(input):
     """In-place version of log10: The base-10 logarithm of each element.
 
-    Schema: ``log10_(Tensor self) -> Tensor``
+    Schema: ``log10_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_log10_((input,))
 
@@ -1121,7 +1121,7 @@ def exp2(input):
 def exp2_(input):
     """In-place version of exp2: 2 raised to each element.
 
-    Schema: ``exp2_(Tensor self) -> Tensor``
+    Schema: ``exp2_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_exp2_((input,))
 
@@ -1135,7 +1135,7 @@ def sinh(input):
 def sinh_(input):
     """In-place version of sinh: The hyperbolic sine of each element.
 
-    Schema: ``sinh_(Tensor self) -> Tensor``
+    Schema: ``sinh_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_sinh_((input,))
 
@@ -1149,7 +1149,7 @@ def cosh(input):
 def cosh_(input):
     """In-place version of cosh: The hyperbolic cosine of each element.
 
-    Schema: ``cosh_(Tensor self) -> Tensor``
+    Schema: ``cosh_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_cosh_((input,))
 
@@ -1163,7 +1163,7 @@ def asin(input):
 def asin_(input):
     """In-place version of asin: The arcsine of each element.
 
-    Schema: ``asin_(Tensor self) -> Tensor``
+    Schema: ``asin_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_asin_((input,))
 
@@ -1177,7 +1177,7 @@ def acos(input):
 def acos_(input):
     """In-place version of acos: The arccosine of each element.
 
-    Schema: ``acos_(Tensor self) -> Tensor``
+    Schema: ``acos_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_acos_((input,))
 
@@ -1191,7 +1191,7 @@ def atan(input):
 def atan_(input):
     """In-place version of atan: The arctangent of each element.
 
-    Schema: ``atan_(Tensor self) -> Tensor``
+    Schema: ``atan_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_atan_((input,))
 
@@ -1205,7 +1205,7 @@ def asinh(input):
 def asinh_(input):
     """In-place version of asinh: The inverse hyperbolic sine of each element.
 
-    Schema: ``asinh_(Tensor self) -> Tensor``
+    Schema: ``asinh_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_asinh_((input,))
 
@@ -1219,7 +1219,7 @@ def acosh(input):
 def acosh_(input):
     """In-place version of acosh: The inverse hyperbolic cosine of each element.
 
-    Schema: ``acosh_(Tensor self) -> Tensor``
+    Schema: ``acosh_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_acosh_((input,))
 
@@ -1233,7 +1233,7 @@ def atanh(input):
 def atanh_(input):
     """In-place version of atanh: The inverse hyperbolic tangent of each element.
 
-    Schema: ``atanh_(Tensor self) -> Tensor``
+    Schema: ``atanh_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_atanh_((input,))
 
@@ -1247,7 +1247,7 @@ def tan(input):
 def tan_(input):
     """In-place version of tan: The tangent of each element.
 
-    Schema: ``tan_(Tensor self) -> Tensor``
+    Schema: ``tan_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_tan_((input,))
 
@@ -1261,7 +1261,7 @@ def square(input):
 def square_(input):
     """In-place version of square: The square of each element (bool is squared as int64, as in PyTorch).
 
-    Schema: ``square_(Tensor self) -> Tensor``
+    Schema: ``square_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_square_((input,))
 
@@ -1275,7 +1275,7 @@ def floor(input):
 def floor_(input):
     """In-place version of floor: The largest integer not greater than each element.
 
-    Schema: ``floor_(Tensor self) -> Tensor``
+    Schema: ``floor_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_floor_((input,))
 
@@ -1289,7 +1289,7 @@ def ceil(input):
 def ceil_(input):
     """In-place version of ceil: The smallest integer not less than each element.
 
-    Schema: ``ceil_(Tensor self) -> Tensor``
+    Schema: ``ceil_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_ceil_((input,))
 
@@ -1303,7 +1303,7 @@ def round(input):
 def round_(input):
     """In-place version of round: Each element rounded to the nearest integer, ties to even (decimals=0).
 
-    Schema: ``round_(Tensor self) -> Tensor``
+    Schema: ``round_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_round_((input,))
 
@@ -1317,7 +1317,7 @@ def trunc(input):
 def trunc_(input):
     """In-place version of trunc: Each element rounded towards zero.
 
-    Schema: ``trunc_(Tensor self) -> Tensor``
+    Schema: ``trunc_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_trunc_((input,))
 
@@ -1331,7 +1331,7 @@ def frac(input):
 def frac_(input):
     """In-place version of frac: The fractional part x - trunc(x) of each element.
 
-    Schema: ``frac_(Tensor self) -> Tensor``
+    Schema: ``frac_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_frac_((input,))
 
@@ -1345,7 +1345,7 @@ def atan2(input, other):
 def atan2_(input, other):
     """In-place version of atan2: The angle atan(self / other) in (-pi, pi], by the signs of both.
 
-    Schema: ``atan2_(Tensor self, Tensor other) -> Tensor``
+    Schema: ``atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)``
     """
     return _dispatch_atan2_((input, other))
 
@@ -1359,7 +1359,7 @@ def fmod(input, other):
 def fmod_(input, other):
     """In-place version of fmod.Tensor: The remainder of division rounded towards zero (the sign of `self`), as C's fmod.
 
-    Schema: ``fmod_.Tensor(Tensor self, Tensor other) -> Tensor``
+    Schema: ``fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
     """
     return _dispatch_fmod__Tensor((input, other))
 
@@ -1373,7 +1373,7 @@ def remainder(input, other):
 def remainder_(input, other):
     """In-place version of remainder.Tensor: The remainder of division rounded towards negative infinity (the sign of `other`), as Python's %.
 
-    Schema: ``remainder_.Tensor(Tensor self, Tensor other) -> Tensor``
+    Schema: ``remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
     """
     return _dispatch_remainder__Tensor((input, other))
 
@@ -1387,7 +1387,7 @@ def hypot(input, other):
 def hypot_(input, other):
     """In-place version of hypot: sqrt(self ** 2 + other ** 2), elementwise, without undue overflow.
 
-    Schema: ``hypot_(Tensor self, Tensor other) -> Tensor``
+    Schema: ``hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)``
     """
     return _dispatch_hypot_((input, other))
 
@@ -1401,7 +1401,7 @@ def relu(input):
 def relu_(input):
     """In-place version of relu: max(x, 0) of each element.
 
-    Schema: ``relu_(Tensor self) -> Tensor``
+    Schema: ``relu_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_relu_((input,))
 
@@ -1422,7 +1422,7 @@ def eq(input, other):
 def eq_(input, other):
     """In-place version of eq.Tensor: True where `self` equals `other`.
 
-    Schema: ``eq_.Tensor(Tensor self, Tensor other) -> Tensor``
+    Schema: ``eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
     """
     return _dispatch_eq__Tensor((input, other))
 
@@ -1436,7 +1436,7 @@ def ne(input, other):
 def ne_(input, other):
     """In-place version of ne.Tensor: True where `self` differs from `other`.
 
-    Schema: ``ne_.Tensor(Tensor self, Tensor other) -> Tensor``
+    Schema: ``ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
     """
     return _dispatch_ne__Tensor((input, other))
 
@@ -1450,7 +1450,7 @@ def lt(input, other):
 def lt_(input, other):
     """In-place version of lt.Tensor: True where `self` < `other`.
 
-    Schema: ``lt_.Tensor(Tensor self, Tensor other) -> Tensor``
+    Schema: ``lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
     """
     return _dispatch_lt__Tensor((input, other))
 
@@ -1464,7 +1464,7 @@ def le(input, other):
 def le_(input, other):
     """In-place version of le.Tensor: True where `self` <= `other`.
 
-    Schema: ``le_.Tensor(Tensor self, Tensor other) -> Tensor``
+    Schema: ``le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
     """
     return _dispatch_le__Tensor((input, other))
 
@@ -1478,7 +1478,7 @@ def gt(input, other):
 def gt_(input, other):
     """In-place version of gt.Tensor: True where `self` > `other`.
 
-    Schema: ``gt_.Tensor(Tensor self, Tensor other) -> Tensor``
+    Schema: ``gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
     """
     return _dispatch_gt__Tensor((input, other))
 
@@ -1492,7 +1492,7 @@ def ge(input, other):
 def ge_(input, other):
     """In-place version of ge.Tensor: True where `self` >= `other`.
 
-    Schema: ``ge_.Tensor(Tensor self, Tensor other) -> Tensor``
+    Schema: ``ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
     """
     return _dispatch_ge__Tensor((input, other))
 
@@ -1506,7 +1506,7 @@ def logical_not(input):
 def logical_not_(input):
     """In-place version of logical_not: True where `self` is zero (False).
 
-    Schema: ``logical_not_(Tensor self) -> Tensor``
+    Schema: ``logical_not_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_logical_not_((input,))
 
@@ -1520,7 +1520,7 @@ def logical_and(input, other):
 def logical_and_(input, other):
     """In-place version of logical_and: True where both are nonzero (True).
 
-    Schema: ``logical_and_(Tensor self, Tensor other) -> Tensor``
+    Schema: ``logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)``
     """
     return _dispatch_logical_and_((input, other))
 
@@ -1534,7 +1534,7 @@ def logical_or(input, other):
 def logical_or_(input, other):
     """In-place version of logical_or: True where either is nonzero (True).
 
-    Schema: ``logical_or_(Tensor self, Tensor other) -> Tensor``
+    Schema: ``logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)``
     """
     return _dispatch_logical_or_((input, other))
 
@@ -1548,7 +1548,7 @@ def logical_xor(input, other):
 def logical_xor_(input, other):
     """In-place version of logical_xor: True where exactly one is nonzero (True).
 
-    Schema: ``logical_xor_(Tensor self, Tensor other) -> Tensor``
+    Schema: ``logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)``
     """
     return _dispatch_logical_xor_((input, other))
 
@@ -1562,7 +1562,7 @@ def bitwise_and(input, other):
 def bitwise_and_(input, other):
     """In-place version of bitwise_and.Tensor: The bitwise AND of integer or bool elements (logical AND for bool).
 
-    Schema: ``bitwise_and_.Tensor(Tensor self, Tensor other) -> Tensor``
+    Schema: ``bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
     """
     return _dispatch_bitwise_and__Tensor((input, other))
 
@@ -1576,7 +1576,7 @@ def bitwise_or(input, other):
 def bitwise_or_(input, other):
     """In-place version of bitwise_or.Tensor: The bitwise OR of integer or bool elements (logical OR for bool).
 
-    Schema: ``bitwise_or_.Tensor(Tensor self, Tensor other) -> Tensor``
+    Schema: ``bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
     """
     return _dispatch_bitwise_or__Tensor((input, other))
 
@@ -1590,7 +1590,7 @@ def bitwise_xor(input, other):
 def bitwise_xor_(input, other):
     """In-place version of bitwise_xor.Tensor: The bitwise XOR of integer or bool elements (logical XOR for bool).
 
-    Schema: ``bitwise_xor_.Tensor(Tensor self, Tensor other) -> Tensor``
+    Schema: ``bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
     """
     return _dispatch_bitwise_xor__Tensor((input, other))
 
@@ -1604,7 +1604,7 @@ def bitwise_not(input):
 def bitwise_not_(input):
     """In-place version of bitwise_not: The bitwise NOT of integer or bool elements (logical NOT for bool).
 
-    Schema: ``bitwise_not_(Tensor self) -> Tensor``
+    Schema: ``bitwise_not_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_bitwise_not_((input,))
 
@@ -2183,7 +2183,7 @@ def cumsum(input, dim, *, dtype=None):
 def cumsum_(input, dim, *, dtype=None):
     """In-place version of cumsum: Cumulative sums along `dim`; integers and bools accumulate in int64.
 
-    Schema: ``cumsum_(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
+    Schema: ``cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)``
     """
     return _dispatch_cumsum_((input, dim, dtype))
 
@@ -2197,7 +2197,7 @@ def cumprod(input, dim, *, dtype=None):
 def cumprod_(input, dim, *, dtype=None):
     """In-place version of cumprod: Cumulative products along `dim` (a log-depth scan of products; exact gradients through zeros).
 
-    Schema: ``cumprod_(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
+    Schema: ``cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)``
     """
     return _dispatch_cumprod_((input, dim, dtype))
 
@@ -2375,7 +2375,7 @@ def tril(input, diagonal=0):
 def tril_(input, diagonal=0):
     """In-place version of tril: A copy with the elements above the `diagonal`-th diagonal of the last two dimensions zeroed.
 
-    Schema: ``tril_(Tensor self, int diagonal=0) -> Tensor``
+    Schema: ``tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)``
     """
     return _dispatch_tril_((input, diagonal))
 
@@ -2389,7 +2389,7 @@ def triu(input, diagonal=0):
 def triu_(input, diagonal=0):
     """In-place version of triu: A copy with the elements below the `diagonal`-th diagonal of the last two dimensions zeroed.
 
-    Schema: ``triu_(Tensor self, int diagonal=0) -> Tensor``
+    Schema: ``triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)``
     """
     return _dispatch_triu_((input, diagonal))
 
@@ -2497,9 +2497,9 @@ def lerp_(*args, **kwargs):
 
     Overloads:
 
-    ``lerp_.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor``: In-place version of lerp.Scalar: self + weight * (end - self).
+    ``lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)``: In-place version of lerp.Scalar: self + weight * (end - self).
 
-    ``lerp_.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor``: In-place version of lerp.Tensor: self + weight * (end - self), with a broadcast tensor `weight`.
+    ``lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)``: In-place version of lerp.Tensor: self + weight * (end - self), with a broadcast tensor `weight`.
     """
     return _call_overload('lerp_', _overloads_lerp_, args, kwargs)
 
@@ -2513,7 +2513,7 @@ def addcmul(input, tensor1, tensor2, *, value=1):
 def addcmul_(input, tensor1, tensor2, *, value=1):
     """In-place version of addcmul: self + value * tensor1 * tensor2.
 
-    Schema: ``addcmul_(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
+    Schema: ``addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)``
     """
     return _dispatch_addcmul_((input, tensor1, tensor2, value))
 
@@ -2527,7 +2527,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
 def addcdiv_(input, tensor1, tensor2, *, value=1):
     """In-place version of addcdiv: self + value * tensor1 / tensor2 (floating-point tensor1 and tensor2 only).
 
-    Schema: ``addcdiv_(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
+    Schema: ``addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)``
     """
     return _dispatch_addcdiv_((input, tensor1, tensor2, value))
 
@@ -2818,7 +2818,7 @@ def scatter_add(input, dim, index, src):
 def scatter_add_(input, dim, index, src):
     """In-place version of scatter_add: A copy of `self` with each `src` element added at the position along `dim` that `index` gives.
 
-    Schema: ``scatter_add_(Tensor self, int dim, Tensor index, Tensor src) -> Tensor``
+    Schema: ``scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)``
     """
     return _dispatch_scatter_add_((input, dim, index, src))
 
@@ -2863,9 +2863,9 @@ def scatter_(*args, **kwargs):
 
     Overloads:
 
-    ``scatter_.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor``: In-place version of scatter.value: A copy of `self` with `value` written at the positions along `dim` that `index` gives.
+    ``scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)``: In-place version of scatter.value: A copy of `self` with `value` written at the positions along `dim` that `index` gives.
 
-    ``scatter_.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor``: In-place version of scatter.src: A copy of `self` with `src` elements written at the positions along `dim` that `index` gives.
+    ``scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)``: In-place version of scatter.src: A copy of `self` with `src` elements written at the positions along `dim` that `index` gives.
     """
     return _call_overload('scatter_', _overloads_scatter_, args, kwargs)
 
@@ -2879,7 +2879,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
 def scatter_reduce_(input, dim, index, src, reduce, *, include_self=True):
     """In-place version of scatter_reduce.two: A copy of `self` reducing (sum, prod, mean, amax, amin) the `src` elements scattered to each position.
 
-    Schema: ``scatter_reduce_.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor``
+    Schema: ``scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor(a!)``
     """
     return _dispatch_scatter_reduce__two((input, dim, index, src, reduce, include_self))
 
@@ -2893,7 +2893,7 @@ def index_add(input, dim, index, source, *, alpha=1):
 def index_add_(input, dim, index, source, *, alpha=1):
     """In-place version of index_add: A copy of `self` with `alpha * source` slices added at the positions `index` gives along `dim`.
 
-    Schema: ``index_add_(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor``
+    Schema: ``index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)``
     """
     return _dispatch_index_add_((input, dim, index, source, alpha))
 
@@ -2928,7 +2928,7 @@ def index_put(input, indices, values, accumulate=False):
 def index_put_(input, indices, values, accumulate=False):
     """In-place version of index_put: A copy of `self` with `values` written (or added, accumulate=True) at the advanced index `indices`.
 
-    Schema: ``index_put_(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor``
+    Schema: ``index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)``
     """
     return _dispatch_index_put_((input, indices, values, accumulate))
 
@@ -2966,9 +2966,9 @@ def masked_fill_(*args, **kwargs):
 
     Overloads:
 
-    ``masked_fill_.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor``: In-place version of masked_fill.Scalar: `self` with `value` where the boolean `mask` is True.
+    ``masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)``: In-place version of masked_fill.Scalar: `self` with `value` where the boolean `mask` is True.
 
-    ``masked_fill_.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor``: In-place version of masked_fill.Tensor: `self` with the 0-d tensor `value` where the boolean `mask` is True.
+    ``masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)``: In-place version of masked_fill.Tensor: `self` with the 0-d tensor `value` where the boolean `mask` is True.
     """
     return _call_overload('masked_fill_', _overloads_masked_fill_, args, kwargs)
 
@@ -2989,7 +2989,7 @@ def masked_scatter(input, mask, source):
 def masked_scatter_(input, mask, source):
     """In-place version of masked_scatter: `self` with the leading elements of `source` written, in order, where the boolean `mask` is True.
 
-    Schema: ``masked_scatter_(Tensor self, Tensor mask, Tensor source) -> Tensor``
+    Schema: ``masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)``
     """
     return _dispatch_masked_scatter_((input, mask, source))
 
@@ -3017,7 +3017,7 @@ def erf(input):
 def erf_(input):
     """In-place version of erf: The error function 2/sqrt(pi) * integral of exp(-t**2) from 0 to x, of each element.
 
-    Schema: ``erf_(Tensor self) -> Tensor``
+    Schema: ``erf_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_erf_((input,))
 
@@ -3031,7 +3031,7 @@ def gelu(input, *, approximate='none'):
 def gelu_(input, *, approximate='none'):
     """In-place version of gelu: x * Phi(x), Phi the standard normal CDF; approximate="tanh" uses the tanh approximation.
 
-    Schema: ``gelu_(Tensor self, *, str approximate="none") -> Tensor``
+    Schema: ``gelu_(Tensor(a!) self, *, str approximate="none") -> Tensor(a!)``
     """
     return _dispatch_gelu_((input, approximate))
 
@@ -3059,7 +3059,7 @@ def silu(input):
 def silu_(input):
     """In-place version of silu: x * sigmoid(x) (the swish activation).
 
-    Schema: ``silu_(Tensor self) -> Tensor``
+    Schema: ``silu_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_silu_((input,))
 
@@ -3087,7 +3087,7 @@ def leaky_relu(input, negative_slope=0.01):
 def leaky_relu_(input, negative_slope=0.01):
     """In-place version of leaky_relu: x where x > 0, else negative_slope * x.
 
-    Schema: ``leaky_relu_(Tensor self, Scalar negative_slope=0.01) -> Tensor``
+    Schema: ``leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)``
     """
     return _dispatch_leaky_relu_((input, negative_slope))
 
@@ -3101,7 +3101,7 @@ def elu(input, alpha=1, scale=1, input_scale=1):
 def elu_(input, alpha=1, scale=1, input_scale=1):
     """In-place version of elu: scale * x where x > 0, else scale * alpha * (exp(input_scale * x) - 1).
 
-    Schema: ``elu_(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor``
+    Schema: ``elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)``
     """
     return _dispatch_elu_((input, alpha, scale, input_scale))
 
@@ -3115,7 +3115,7 @@ def hardtanh(input, min_val=-1, max_val=1):
 def hardtanh_(input, min_val=-1, max_val=1):
     """In-place version of hardtanh: x clamped to [min_val, max_val] (integers too).
 
-    Schema: ``hardtanh_(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor``
+    Schema: ``hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)``
     """
     return _dispatch_hardtanh_((input, min_val, max_val))
 
@@ -3129,7 +3129,7 @@ def mish(input):
 def mish_(input):
     """In-place version of mish: x * tanh(softplus(x)).
 
-    Schema: ``mish_(Tensor self) -> Tensor``
+    Schema: ``mish_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_mish_((input,))
 
@@ -3143,7 +3143,7 @@ def hardswish(input):
 def hardswish_(input):
     """In-place version of hardswish: x * relu6(x + 3) / 6.
 
-    Schema: ``hardswish_(Tensor self) -> Tensor``
+    Schema: ``hardswish_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_hardswish_((input,))
 
@@ -3157,7 +3157,7 @@ def hardsigmoid(input):
 def hardsigmoid_(input):
     """In-place version of hardsigmoid: relu6(x + 3) / 6.
 
-    Schema: ``hardsigmoid_(Tensor self) -> Tensor``
+    Schema: ``hardsigmoid_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_hardsigmoid_((input,))
 
@@ -3345,7 +3345,7 @@ def dropout(input, p, train):
 def dropout_(input, p, train):
     """In-place version of dropout: Zeros each element with probability p and scales the rest by 1 / (1 - p) when `train`; the identity otherwise.
 
-    Schema: ``dropout_(Tensor input, float p, bool train) -> Tensor``
+    Schema: ``dropout_(Tensor(a!) input, float p, bool train) -> Tensor(a!)``
     """
     return _dispatch_dropout_((input, p, train))
 

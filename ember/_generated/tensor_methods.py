@@ -268,7 +268,7 @@ class TensorMethods:
     def add_(self, other, *, alpha=1):
         """In-place version of add.Tensor: Adds `other`, scaled by `alpha`, to `self`, broadcasting both.
 
-        Schema: ``add_.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
+        Schema: ``add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)``
         """
         return _dispatch_add__Tensor((self, other, alpha))
 
@@ -282,7 +282,7 @@ class TensorMethods:
     def sub_(self, other, *, alpha=1):
         """In-place version of sub.Tensor: Subtracts `other`, scaled by `alpha`, from `self`.
 
-        Schema: ``sub_.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
+        Schema: ``sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)``
         """
         return _dispatch_sub__Tensor((self, other, alpha))
 
@@ -296,7 +296,7 @@ class TensorMethods:
     def mul_(self, other):
         """In-place version of mul.Tensor: Multiplies `self` by `other` elementwise.
 
-        Schema: ``mul_.Tensor(Tensor self, Tensor other) -> Tensor``
+        Schema: ``mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
         return _dispatch_mul__Tensor((self, other))
 
@@ -310,7 +310,7 @@ class TensorMethods:
     def div_(self, other, *, rounding_mode=None):
         """In-place version of div.Tensor_mode: Divides `self` by `other`; rounding_mode None (true division), "trunc" or "floor".
 
-        Schema: ``div_.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode=None) -> Tensor``
+        Schema: ``div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode=None) -> Tensor(a!)``
         """
         return _dispatch_div__Tensor_mode((self, other, rounding_mode))
 
@@ -331,7 +331,7 @@ class TensorMethods:
     def neg_(self):
         """In-place version of neg: The negation of each element.
 
-        Schema: ``neg_(Tensor self) -> Tensor``
+        Schema: ``neg_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_neg_((self,))
 
@@ -345,7 +345,7 @@ class TensorMethods:
     def abs_(self):
         """In-place version of abs: The absolute value of each element.
 
-        Schema: ``abs_(Tensor self) -> Tensor``
+        Schema: ``abs_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_abs_((self,))
 
@@ -359,7 +359,7 @@ class TensorMethods:
     def sign_(self):
         """In-place version of sign: -1, 0 or 1 according to the sign of each element.
 
-        Schema: ``sign_(Tensor self) -> Tensor``
+        Schema: ``sign_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_sign_((self,))
 
@@ -373,7 +373,7 @@ class TensorMethods:
     def pow_(self, exponent):
         """In-place version of pow.Tensor_Tensor: `self` raised to the power `exponent`, elementwise.
 
-        Schema: ``pow_.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor``
+        Schema: ``pow_.Tensor_Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)``
         """
         return _dispatch_pow__Tensor_Tensor((self, exponent))
 
@@ -408,7 +408,7 @@ class TensorMethods:
     def clamp_(self, min=None, max=None):
         """In-place version of clamp.Tensor: Limits each element to [min, max]; either bound may be omitted.
 
-        Schema: ``clamp_.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor``
+        Schema: ``clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)``
         """
         return _dispatch_clamp__Tensor((self, min, max))
 
@@ -422,7 +422,7 @@ class TensorMethods:
     def exp_(self):
         """In-place version of exp: e raised to each element.
 
-        Schema: ``exp_(Tensor self) -> Tensor``
+        Schema: ``exp_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_exp_((self,))
 
@@ -436,7 +436,7 @@ class TensorMethods:
     def log_(self):
         """In-place version of log: The natural logarithm of each element.
 
-        Schema: ``log_(Tensor self) -> Tensor``
+        Schema: ``log_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_log_((self,))
 
@@ -450,7 +450,7 @@ class TensorMethods:
     def sqrt_(self):
         """In-place version of sqrt: The square root of each element.
 
-        Schema: ``sqrt_(Tensor self) -> Tensor``
+        Schema: ``sqrt_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_sqrt_((self,))
 
@@ -464,7 +464,7 @@ class TensorMethods:
     def rsqrt_(self):
         """In-place version of rsqrt: The reciprocal of the square root of each element.
 
-        Schema: ``rsqrt_(Tensor self) -> Tensor``
+        Schema: ``rsqrt_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_rsqrt_((self,))
 
@@ -478,7 +478,7 @@ class TensorMethods:
     def tanh_(self):
         """In-place version of tanh: The hyperbolic tangent of each element.
 
-        Schema: ``tanh_(Tensor self) -> Tensor``
+        Schema: ``tanh_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_tanh_((self,))
 
@@ -492,7 +492,7 @@ class TensorMethods:
     def sigmoid_(self):
         """In-place version of sigmoid: The logistic sigmoid 1 / (1 + exp(-x)) of each element.
 
-        Schema: ``sigmoid_(Tensor self) -> Tensor``
+        Schema: ``sigmoid_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_sigmoid_((self,))
 
@@ -506,7 +506,7 @@ class TensorMethods:
     def sin_(self):
         """In-place version of sin: The sine of each element.
 
-        Schema: ``sin_(Tensor self) -> Tensor``
+        Schema: ``sin_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_sin_((self,))
 
@@ -520,7 +520,7 @@ class TensorMethods:
     def cos_(self):
         """In-place version of cos: The cosine of each element.
 
-        Schema: ``cos_(Tensor self) -> Tensor``
+        Schema: ``cos_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_cos_((self,))
 
@@ -534,7 +534,7 @@ class TensorMethods:
     def reciprocal_(self):
         """In-place version of reciprocal: The reciprocal 1 / x of each element.
 
-        Schema: ``reciprocal_(Tensor self) -> Tensor``
+        Schema: ``reciprocal_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_reciprocal_((self,))
 
@@ -548,7 +548,7 @@ class TensorMethods:
     def log1p_(self):
         """In-place version of log1p: The natural logarithm of 1 + x, accurate for small x.
 
-        Schema: ``log1p_(Tensor self) -> Tensor``
+        Schema: ``log1p_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_log1p_((self,))
 
@@ -562,7 +562,7 @@ class TensorMethods:
     def expm1_(self):
         """In-place version of expm1: exp(x) - 1, accurate for small x.
 
-        Schema: ``expm1_(Tensor self) -> Tensor``
+        Schema: ``expm1_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_expm1_((self,))
 
@@ -576,7 +576,7 @@ class TensorMethods:
     def log2_(self):
         """In-place version of log2: The base-2 logarithm of each element.
 
-        Schema: ``log2_(Tensor self) -> Tensor``
+        Schema: ``log2_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_log2_((self,))
 
@@ -590,7 +590,7 @@ class TensorMethods:
     def log10_(self):
         """In-place version of log10: The base-10 logarithm of each element.
 
-        Schema: ``log10_(Tensor self) -> Tensor``
+        Schema: ``log10_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_log10_((self,))
 
@@ -604,7 +604,7 @@ class TensorMethods:
     def exp2_(self):
         """In-place version of exp2: 2 raised to each element.
 
-        Schema: ``exp2_(Tensor self) -> Tensor``
+        Schema: ``exp2_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_exp2_((self,))
 
@@ -618,7 +618,7 @@ class TensorMethods:
     def sinh_(self):
         """In-place version of sinh: The hyperbolic sine of each element.
 
-        Schema: ``sinh_(Tensor self) -> Tensor``
+        Schema: ``sinh_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_sinh_((self,))
 
@@ -632,7 +632,7 @@ class TensorMethods:
     def cosh_(self):
         """In-place version of cosh: The hyperbolic cosine of each element.
 
-        Schema: ``cosh_(Tensor self) -> Tensor``
+        Schema: ``cosh_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_cosh_((self,))
 
@@ -646,7 +646,7 @@ class TensorMethods:
     def asin_(self):
         """In-place version of asin: The arcsine of each element.
 
-        Schema: ``asin_(Tensor self) -> Tensor``
+        Schema: ``asin_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_asin_((self,))
 
@@ -660,7 +660,7 @@ class TensorMethods:
     def acos_(self):
         """In-place version of acos: The arccosine of each element.
 
-        Schema: ``acos_(Tensor self) -> Tensor``
+        Schema: ``acos_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_acos_((self,))
 
@@ -674,7 +674,7 @@ class TensorMethods:
     def atan_(self):
         """In-place version of atan: The arctangent of each element.
 
-        Schema: ``atan_(Tensor self) -> Tensor``
+        Schema: ``atan_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_atan_((self,))
 
@@ -688,7 +688,7 @@ class TensorMethods:
     def asinh_(self):
         """In-place version of asinh: The inverse hyperbolic sine of each element.
 
-        Schema: ``asinh_(Tensor self) -> Tensor``
+        Schema: ``asinh_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_asinh_((self,))
 
@@ -702,7 +702,7 @@ class TensorMethods:
     def acosh_(self):
         """In-place version of acosh: The inverse hyperbolic cosine of each element.
 
-        Schema: ``acosh_(Tensor self) -> Tensor``
+        Schema: ``acosh_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_acosh_((self,))
 
@@ -716,7 +716,7 @@ class TensorMethods:
     def atanh_(self):
         """In-place version of atanh: The inverse hyperbolic tangent of each element.
 
-        Schema: ``atanh_(Tensor self) -> Tensor``
+        Schema: ``atanh_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_atanh_((self,))
 
@@ -730,7 +730,7 @@ class TensorMethods:
     def tan_(self):
         """In-place version of tan: The tangent of each element.
 
-        Schema: ``tan_(Tensor self) -> Tensor``
+        Schema: ``tan_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_tan_((self,))
 
@@ -744,7 +744,7 @@ class TensorMethods:
     def square_(self):
         """In-place version of square: The square of each element (bool is squared as int64, as in PyTorch).
 
-        Schema: ``square_(Tensor self) -> Tensor``
+        Schema: ``square_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_square_((self,))
 
@@ -758,7 +758,7 @@ class TensorMethods:
     def floor_(self):
         """In-place version of floor: The largest integer not greater than each element.
 
-        Schema: ``floor_(Tensor self) -> Tensor``
+        Schema: ``floor_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_floor_((self,))
 
@@ -772,7 +772,7 @@ class TensorMethods:
     def ceil_(self):
         """In-place version of ceil: The smallest integer not less than each element.
 
-        Schema: ``ceil_(Tensor self) -> Tensor``
+        Schema: ``ceil_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_ceil_((self,))
 
@@ -786,7 +786,7 @@ class TensorMethods:
     def round_(self):
         """In-place version of round: Each element rounded to the nearest integer, ties to even (decimals=0).
 
-        Schema: ``round_(Tensor self) -> Tensor``
+        Schema: ``round_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_round_((self,))
 
@@ -800,7 +800,7 @@ class TensorMethods:
     def trunc_(self):
         """In-place version of trunc: Each element rounded towards zero.
 
-        Schema: ``trunc_(Tensor self) -> Tensor``
+        Schema: ``trunc_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_trunc_((self,))
 
@@ -814,7 +814,7 @@ class TensorMethods:
     def frac_(self):
         """In-place version of frac: The fractional part x - trunc(x) of each element.
 
-        Schema: ``frac_(Tensor self) -> Tensor``
+        Schema: ``frac_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_frac_((self,))
 
@@ -828,7 +828,7 @@ class TensorMethods:
     def atan2_(self, other):
         """In-place version of atan2: The angle atan(self / other) in (-pi, pi], by the signs of both.
 
-        Schema: ``atan2_(Tensor self, Tensor other) -> Tensor``
+        Schema: ``atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
         return _dispatch_atan2_((self, other))
 
@@ -842,7 +842,7 @@ class TensorMethods:
     def fmod_(self, other):
         """In-place version of fmod.Tensor: The remainder of division rounded towards zero (the sign of `self`), as C's fmod.
 
-        Schema: ``fmod_.Tensor(Tensor self, Tensor other) -> Tensor``
+        Schema: ``fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
         return _dispatch_fmod__Tensor((self, other))
 
@@ -856,7 +856,7 @@ class TensorMethods:
     def remainder_(self, other):
         """In-place version of remainder.Tensor: The remainder of division rounded towards negative infinity (the sign of `other`), as Python's %.
 
-        Schema: ``remainder_.Tensor(Tensor self, Tensor other) -> Tensor``
+        Schema: ``remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
         return _dispatch_remainder__Tensor((self, other))
 
@@ -870,7 +870,7 @@ class TensorMethods:
     def hypot_(self, other):
         """In-place version of hypot: sqrt(self ** 2 + other ** 2), elementwise, without undue overflow.
 
-        Schema: ``hypot_(Tensor self, Tensor other) -> Tensor``
+        Schema: ``hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
         return _dispatch_hypot_((self, other))
 
@@ -884,7 +884,7 @@ class TensorMethods:
     def relu_(self):
         """In-place version of relu: max(x, 0) of each element.
 
-        Schema: ``relu_(Tensor self) -> Tensor``
+        Schema: ``relu_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_relu_((self,))
 
@@ -898,7 +898,7 @@ class TensorMethods:
     def eq_(self, other):
         """In-place version of eq.Tensor: True where `self` equals `other`.
 
-        Schema: ``eq_.Tensor(Tensor self, Tensor other) -> Tensor``
+        Schema: ``eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
         return _dispatch_eq__Tensor((self, other))
 
@@ -912,7 +912,7 @@ class TensorMethods:
     def ne_(self, other):
         """In-place version of ne.Tensor: True where `self` differs from `other`.
 
-        Schema: ``ne_.Tensor(Tensor self, Tensor other) -> Tensor``
+        Schema: ``ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
         return _dispatch_ne__Tensor((self, other))
 
@@ -926,7 +926,7 @@ class TensorMethods:
     def lt_(self, other):
         """In-place version of lt.Tensor: True where `self` < `other`.
 
-        Schema: ``lt_.Tensor(Tensor self, Tensor other) -> Tensor``
+        Schema: ``lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
         return _dispatch_lt__Tensor((self, other))
 
@@ -940,7 +940,7 @@ class TensorMethods:
     def le_(self, other):
         """In-place version of le.Tensor: True where `self` <= `other`.
 
-        Schema: ``le_.Tensor(Tensor self, Tensor other) -> Tensor``
+        Schema: ``le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
         return _dispatch_le__Tensor((self, other))
 
@@ -954,7 +954,7 @@ class TensorMethods:
     def gt_(self, other):
         """In-place version of gt.Tensor: True where `self` > `other`.
 
-        Schema: ``gt_.Tensor(Tensor self, Tensor other) -> Tensor``
+        Schema: ``gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
         return _dispatch_gt__Tensor((self, other))
 
@@ -968,7 +968,7 @@ class TensorMethods:
     def ge_(self, other):
         """In-place version of ge.Tensor: True where `self` >= `other`.
 
-        Schema: ``ge_.Tensor(Tensor self, Tensor other) -> Tensor``
+        Schema: ``ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
         return _dispatch_ge__Tensor((self, other))
 
@@ -982,7 +982,7 @@ class TensorMethods:
     def logical_not_(self):
         """In-place version of logical_not: True where `self` is zero (False).
 
-        Schema: ``logical_not_(Tensor self) -> Tensor``
+        Schema: ``logical_not_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_logical_not_((self,))
 
@@ -996,7 +996,7 @@ class TensorMethods:
     def logical_and_(self, other):
         """In-place version of logical_and: True where both are nonzero (True).
 
-        Schema: ``logical_and_(Tensor self, Tensor other) -> Tensor``
+        Schema: ``logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
         return _dispatch_logical_and_((self, other))
 
@@ -1010,7 +1010,7 @@ class TensorMethods:
     def logical_or_(self, other):
         """In-place version of logical_or: True where either is nonzero (True).
 
-        Schema: ``logical_or_(Tensor self, Tensor other) -> Tensor``
+        Schema: ``logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
         return _dispatch_logical_or_((self, other))
 
@@ -1024,7 +1024,7 @@ class TensorMethods:
     def logical_xor_(self, other):
         """In-place version of logical_xor: True where exactly one is nonzero (True).
 
-        Schema: ``logical_xor_(Tensor self, Tensor other) -> Tensor``
+        Schema: ``logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
         return _dispatch_logical_xor_((self, other))
 
@@ -1038,7 +1038,7 @@ class TensorMethods:
     def bitwise_and_(self, other):
         """In-place version of bitwise_and.Tensor: The bitwise AND of integer or bool elements (logical AND for bool).
 
-        Schema: ``bitwise_and_.Tensor(Tensor self, Tensor other) -> Tensor``
+        Schema: ``bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
         return _dispatch_bitwise_and__Tensor((self, other))
 
@@ -1052,7 +1052,7 @@ class TensorMethods:
     def bitwise_or_(self, other):
         """In-place version of bitwise_or.Tensor: The bitwise OR of integer or bool elements (logical OR for bool).
 
-        Schema: ``bitwise_or_.Tensor(Tensor self, Tensor other) -> Tensor``
+        Schema: ``bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
         return _dispatch_bitwise_or__Tensor((self, other))
 
@@ -1066,7 +1066,7 @@ class TensorMethods:
     def bitwise_xor_(self, other):
         """In-place version of bitwise_xor.Tensor: The bitwise XOR of integer or bool elements (logical XOR for bool).
 
-        Schema: ``bitwise_xor_.Tensor(Tensor self, Tensor other) -> Tensor``
+        Schema: ``bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
         return _dispatch_bitwise_xor__Tensor((self, other))
 
@@ -1080,7 +1080,7 @@ class TensorMethods:
     def bitwise_not_(self):
         """In-place version of bitwise_not: The bitwise NOT of integer or bool elements (logical NOT for bool).
 
-        Schema: ``bitwise_not_(Tensor self) -> Tensor``
+        Schema: ``bitwise_not_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_bitwise_not_((self,))
 
@@ -1412,7 +1412,7 @@ class TensorMethods:
     def cumsum_(self, dim, *, dtype=None):
         """In-place version of cumsum: Cumulative sums along `dim`; integers and bools accumulate in int64.
 
-        Schema: ``cumsum_(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
+        Schema: ``cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)``
         """
         return _dispatch_cumsum_((self, dim, dtype))
 
@@ -1426,7 +1426,7 @@ class TensorMethods:
     def cumprod_(self, dim, *, dtype=None):
         """In-place version of cumprod: Cumulative products along `dim` (a log-depth scan of products; exact gradients through zeros).
 
-        Schema: ``cumprod_(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
+        Schema: ``cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)``
         """
         return _dispatch_cumprod_((self, dim, dtype))
 
@@ -1542,7 +1542,7 @@ class TensorMethods:
     def tril_(self, diagonal=0):
         """In-place version of tril: A copy with the elements above the `diagonal`-th diagonal of the last two dimensions zeroed.
 
-        Schema: ``tril_(Tensor self, int diagonal=0) -> Tensor``
+        Schema: ``tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)``
         """
         return _dispatch_tril_((self, diagonal))
 
@@ -1556,7 +1556,7 @@ class TensorMethods:
     def triu_(self, diagonal=0):
         """In-place version of triu: A copy with the elements below the `diagonal`-th diagonal of the last two dimensions zeroed.
 
-        Schema: ``triu_(Tensor self, int diagonal=0) -> Tensor``
+        Schema: ``triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)``
         """
         return _dispatch_triu_((self, diagonal))
 
@@ -1649,7 +1649,7 @@ class TensorMethods:
     def addcmul_(self, tensor1, tensor2, *, value=1):
         """In-place version of addcmul: self + value * tensor1 * tensor2.
 
-        Schema: ``addcmul_(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
+        Schema: ``addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)``
         """
         return _dispatch_addcmul_((self, tensor1, tensor2, value))
 
@@ -1663,7 +1663,7 @@ class TensorMethods:
     def addcdiv_(self, tensor1, tensor2, *, value=1):
         """In-place version of addcdiv: self + value * tensor1 / tensor2 (floating-point tensor1 and tensor2 only).
 
-        Schema: ``addcdiv_(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
+        Schema: ``addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)``
         """
         return _dispatch_addcdiv_((self, tensor1, tensor2, value))
 
@@ -1684,7 +1684,7 @@ class TensorMethods:
     def scatter_add_(self, dim, index, src):
         """In-place version of scatter_add: A copy of `self` with each `src` element added at the position along `dim` that `index` gives.
 
-        Schema: ``scatter_add_(Tensor self, int dim, Tensor index, Tensor src) -> Tensor``
+        Schema: ``scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)``
         """
         return _dispatch_scatter_add_((self, dim, index, src))
 
@@ -1733,7 +1733,7 @@ class TensorMethods:
     def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
         """In-place version of scatter_reduce.two: A copy of `self` reducing (sum, prod, mean, amax, amin) the `src` elements scattered to each position.
 
-        Schema: ``scatter_reduce_.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor``
+        Schema: ``scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor(a!)``
         """
         return _dispatch_scatter_reduce__two((self, dim, index, src, reduce, include_self))
 
@@ -1747,7 +1747,7 @@ class TensorMethods:
     def index_add_(self, dim, index, source, *, alpha=1):
         """In-place version of index_add: A copy of `self` with `alpha * source` slices added at the positions `index` gives along `dim`.
 
-        Schema: ``index_add_(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor``
+        Schema: ``index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)``
         """
         return _dispatch_index_add_((self, dim, index, source, alpha))
 
@@ -1775,7 +1775,7 @@ class TensorMethods:
     def index_put_(self, indices, values, accumulate=False):
         """In-place version of index_put: A copy of `self` with `values` written (or added, accumulate=True) at the advanced index `indices`.
 
-        Schema: ``index_put_(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor``
+        Schema: ``index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)``
         """
         return _dispatch_index_put_((self, indices, values, accumulate))
 
@@ -1824,7 +1824,7 @@ class TensorMethods:
     def masked_scatter_(self, mask, source):
         """In-place version of masked_scatter: `self` with the leading elements of `source` written, in order, where the boolean `mask` is True.
 
-        Schema: ``masked_scatter_(Tensor self, Tensor mask, Tensor source) -> Tensor``
+        Schema: ``masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)``
         """
         return _dispatch_masked_scatter_((self, mask, source))
 
@@ -1838,7 +1838,7 @@ class TensorMethods:
     def erf_(self):
         """In-place version of erf: The error function 2/sqrt(pi) * integral of exp(-t**2) from 0 to x, of each element.
 
-        Schema: ``erf_(Tensor self) -> Tensor``
+        Schema: ``erf_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_erf_((self,))
 
