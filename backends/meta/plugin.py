@@ -7,7 +7,7 @@ special care because no values exist. Engineers size models here before owning h
 """
 from __future__ import annotations
 
-from ember.dispatcher import ALL_OPS, Backend, hookimpl
+from ember.dispatcher import ALL_OPS, Backend, hookimpl, replace_kernels
 
 from ember.core.layout import contiguous_strides
 
@@ -90,8 +90,6 @@ class MetaBackend(Backend):
         runs (instead of one meta kernel each), so a meta run allocates the storages a cpu run does,
         temporaries included. Outside tracking the single kernels stay: their outputs' strides are
         those of torch's meta device, which some decompositions do not reproduce (topk, lerp)."""
-        from ember.dispatcher.operator import invalidate_caches
-
         key = self.key
         if on:
             decomposed = self._decomposed_while_tracking
@@ -103,12 +101,10 @@ class MetaBackend(Backend):
                     and (op.decomposition is not None or op.explicit is not None))
                 if native is not None:
                     self._decomposed_while_tracking = decomposed
-            self._parked = {op: op.kernels.pop(key) for op in decomposed if key in op.kernels}
+            # only these ops' entries change: the rest stay resolved
+            self._parked = replace_kernels(key, {op: None for op in decomposed if key in op.kernels})
         else:
-            for op, entry in self._parked.items():
-                op.kernels[key] = entry
-        invalidate_caches(self._parked)        # only these ops' entries change: the rest stay resolved
-        if not on:
+            replace_kernels(key, self._parked)
             self._parked = {}
 
     def predict_workspace(self, target, sink) -> None:
@@ -116,13 +112,10 @@ class MetaBackend(Backend):
         `target.workspace_ops` report the scratch that backend's kernel would allocate: `sink`
         receives the byte sizes before the kernel's output exists (the tracker keeps them alive
         until the output is recorded, so the peak sees inputs, scratch and output together)."""
-        from ember.dispatcher.operator import invalidate_caches
-
         key = self.key
-        changed = [ALL_OPS[name] for name in self._unwrapped]
-        for name, entry in self._unwrapped.items():
-            ALL_OPS[name].kernels[key] = entry
+        replace_kernels(key, {ALL_OPS[name]: entry for name, entry in self._unwrapped.items()})
         self._unwrapped = {}
+        wrapped = {}
         if target is not None:
             for name in target.workspace_ops:
                 op = ALL_OPS.get(name)
@@ -133,9 +126,8 @@ class MetaBackend(Backend):
                 def with_workspace(spec, *arrays, kernel=kernel, name=name):
                     sink(target.workspace(name, arrays))
                     return kernel(spec, *arrays)
-                op.kernels[key] = (with_workspace, f"{origin} + {target.device_type} workspace")
-                changed.append(op)
-        invalidate_caches(changed)
+                wrapped[op] = (with_workspace, f"{origin} + {target.device_type} workspace")
+        replace_kernels(key, wrapped)
 
     def kernels(self):
         # ops whose output may live on another device (_to_copy, *_like(device=...)) keep

@@ -135,6 +135,20 @@ def register_kernel(op_name: str, backend_key: int, kernel: Callable, origin: st
     invalidate_caches()
 
 
+def replace_kernels(backend_key: int, changes: dict) -> dict:
+    """Set `backend_key`'s kernel of each op in `changes` ({op: (kernel, origin)}, or None to remove it)
+    and return what each op had (None: nothing), so the caller can put it back. Only these ops'
+    resolved entries are forgotten. For a backend that swaps some of its kernels while it runs (the
+    meta plugin, while ember.memory tracks)."""
+    previous = {}
+    for op, entry in changes.items():
+        previous[op] = op.kernels.pop(backend_key, None) if entry is None else op.kernels.get(backend_key)
+        if entry is not None:
+            op.kernels[backend_key] = entry
+    invalidate_caches(changes)
+    return previous
+
+
 def register_functionality(key: int, kernel: Callable, ops=None) -> None:
     """Register `kernel(op, below_ks, args)` for a functionality key on `ops` (default all)."""
     for op in (ops if ops is not None else ALL_OPS.values()):

@@ -44,6 +44,13 @@ class PluginRecord:
                 "devices": list(self.devices), "kernels": self.kernel_count}
 
 
+def load_backend(device_type: str) -> PluginRecord:
+    """The record of the plugin for `device_type`, loading it first if needed (`.state` says whether it
+    is available, `.reason` why not, `.backend` is its Backend). Raises BackendUnavailableError if no
+    installed plugin provides that device type."""
+    return REGISTRY.load(device_type)
+
+
 class BackendRegistry:
     """The plugin manager: records per device type, the pluggy manager, loaded backends."""
 

@@ -19,9 +19,9 @@ from ember.dispatcher import stat_readers
 
 
 def _record():
-    from ember.dispatcher.plugins import REGISTRY
+    from ember.dispatcher import load_backend
 
-    return REGISTRY.load("cuda")
+    return load_backend("cuda")
 
 
 def _backend():

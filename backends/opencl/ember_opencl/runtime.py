@@ -12,9 +12,9 @@ from ember.dispatcher import stat_readers
 
 
 def _backend():
-    from ember.dispatcher.plugins import REGISTRY
+    from ember.dispatcher import load_backend
 
-    rec = REGISTRY.load("opencl")
+    rec = load_backend("opencl")
     if rec.state != "available":
         from ember.core.errors import BackendUnavailableError
 
@@ -32,10 +32,10 @@ def _index(device) -> int | None:
 
 def is_available() -> bool:
     """Whether the plugin loaded and found at least one OpenCL device."""
-    from ember.dispatcher.plugins import REGISTRY
+    from ember.dispatcher import load_backend
 
     try:
-        return REGISTRY.load("opencl").state == "available"
+        return load_backend("opencl").state == "available"
     except Exception:
         return False
 
