@@ -1,4 +1,4 @@
-"""`python -m codegen [--check]`: regenerate ember/_generated/, ember/dispatcher/_generated_dispatch.py and docs/ops.md.
+"""`python -m codegen [--check]`: regenerate ember/_generated/, ember/dispatcher/_generated/ and docs/ops.md.
 
 With --check nothing is written; the exit status is 1 when any generated file differs
 from what the registry produces (CI runs this so stale output cannot land).
@@ -11,14 +11,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .gen_call_path import gen_dispatch_module, gen_recorders
+from .gen_call_path import gen_dispatch_module, gen_recorders, gen_unwrap_module
 from .gen_docs import gen_ops_md
 from .gen_python import gen_autocast_table, gen_backward, gen_functions, gen_op_table, gen_pyi, gen_tensor_methods
 from .registry import ROOT, RegistryError, SourceIndex, load_registry
 
 GENERATED = ROOT / "ember" / "_generated"
-# the dispatcher's own generated module: the dispatcher layer imports nothing of ember/_generated/
-DISPATCHER_GENERATED = ROOT / "ember" / "dispatcher" / "_generated_dispatch.py"
+# the dispatcher's own generated modules: the dispatcher layer imports nothing of ember/_generated/
+DISPATCHER_GENERATED = ROOT / "ember" / "dispatcher" / "_generated"
 
 
 def python_outputs(registry, sources) -> dict[Path, str]:
@@ -30,7 +30,10 @@ def python_outputs(registry, sources) -> dict[Path, str]:
         GENERATED / "tensor_methods.py": gen_tensor_methods(registry),
         GENERATED / "backward.py": gen_backward(registry, sources.formula_helpers),
         GENERATED / "recorders.py": gen_recorders(registry),
-        DISPATCHER_GENERATED: gen_dispatch_module(registry),
+        DISPATCHER_GENERATED / "__init__.py": '"""The dispatcher\'s per-call functions, generated from ops_registry.yaml by '
+                                             '`python -m codegen`."""\n',
+        DISPATCHER_GENERATED / "dispatchers.py": gen_dispatch_module(registry),
+        DISPATCHER_GENERATED / "unwraps.py": gen_unwrap_module(registry),
         GENERATED / "functions.pyi": gen_pyi(registry, methods=False),
         GENERATED / "tensor_methods.pyi": gen_pyi(registry, methods=True),
     }
@@ -63,6 +66,7 @@ def main(argv=None) -> int:
         return 1
     if not args.check:
         GENERATED.mkdir(parents=True, exist_ok=True)
+        DISPATCHER_GENERATED.mkdir(parents=True, exist_ok=True)
         for p, text in outputs.items():
             if not p.exists() or p.read_text() != text:
                 p.write_text(text)

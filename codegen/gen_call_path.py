@@ -5,10 +5,11 @@ grad, an autograd record function. Each is written out for the op's argument pos
 them, as `collections.namedtuple` writes a class), here, from the templates below, instead of being
 compiled at run time: every frame of a call has a file and a line, and the source can be read.
 
-* ember/dispatcher/_generated_dispatch.py: per layout of tensor positions (`OpDef.tensor_args`,
-  `OpDef.tensor_list_args`) a factory of the op's dispatch function (`dispatch.caller_for`), and
-  per tuple of Tensor positions of the ops without Tensor[] arguments an unwrap of a native kernel's
-  arguments (`runners._unwrapper`). It lies in the dispatcher's layer, which imports no frontend.
+* ember/dispatcher/_generated/dispatchers.py: per layout of tensor positions (`OpDef.tensor_args`,
+  `OpDef.tensor_list_args`) a factory of the op's dispatch function (`dispatch.caller_for`);
+* ember/dispatcher/_generated/unwraps.py: per tuple of Tensor positions of the ops without Tensor[]
+  arguments an unwrap of a native kernel's arguments (`runners._unwrapper`). Both lie in the
+  dispatcher's layer, which imports no frontend.
 * ember/_generated/recorders.py: per recorder shape (differentiable positions, which of them are
   Tensor[] lists, one output / several / only the first differentiable) a factory of the op's record
   function (`recording.recorder_for`, which computes the same shape with `recording.recorder_shape`).
@@ -61,24 +62,36 @@ def {name}(op, cache):
     return dispatch
 """
 
+_TENSOR_GLOBAL = """\
+# The frontend's Tensor class, which the functions below test their arguments with, read at call time
+# as a global of this module: set by `dispatch.install_frontend` (the dispatcher imports no frontend).
+Tensor: type = type(None)
+"""
+
 _DISPATCH_MODULE = '''\
-"""The dispatcher's per-call functions, written out per layout of tensor positions in the registry.
+"""The dispatcher's per-call dispatch functions, written out per layout of tensor positions in the registry.
 
 `DISPATCH_FACTORIES[(op.tensor_args, op.tensor_list_args)](op, op.cache)` makes an op's dispatch
 function (`dispatch.caller_for`): the union of its tensor arguments' keys written out for its
 positions, the key set's backend checked (none: a factory's device argument; several: mixed
 devices), this thread's included and excluded keys applied, and the entry cached for that key set
-run. `UNWRAPS[op.tensor_args]` (ops without Tensor[] arguments) turns an argument tuple into a native
-kernel's arguments (`runners._unwrapper`): no copy into a list, no loop over positions.
+run.
 """
-from .dispatch import _backend_of_unusual_call
-from .keys import BACKEND_MASK as _BACKEND_MASK
-from .state import STATE
+from ..dispatch import _backend_of_unusual_call
+from ..keys import BACKEND_MASK as _BACKEND_MASK
+from ..state import STATE
 
-# The frontend's Tensor class, which the functions below test their arguments with, read at call time
-# as a global of this module: set by `dispatch.install_frontend` (the dispatcher imports no frontend).
-Tensor: type = type(None)
-'''
+''' + _TENSOR_GLOBAL
+
+_UNWRAP_MODULE = '''\
+"""The native kernels' argument unwraps, written out per tuple of Tensor positions in the registry.
+
+`UNWRAPS[op.tensor_args]` (ops without Tensor[] arguments) turns an argument tuple into a native
+kernel's arguments (`runners._unwrapper`): each Tensor replaced by its native array, no copy into a
+list, no loop over positions.
+"""
+
+''' + _TENSOR_GLOBAL
 
 
 def _dispatch_function(t_idx: tuple, l_idx: tuple) -> str:
@@ -119,12 +132,19 @@ def dispatch_layouts(registry: Registry) -> list[tuple[tuple, tuple]]:
 
 
 def gen_dispatch_module(registry: Registry) -> str:
+    """ember/dispatcher/_generated/dispatchers.py: a dispatch-function factory per layout."""
     layouts = dispatch_layouts(registry)
-    unwraps = sorted({t for t, lists in layouts if t and not lists})
     parts = [HEADER + _DISPATCH_MODULE]
     parts += [_dispatch_function(t, lists) for t, lists in layouts]
     parts.append("DISPATCH_FACTORIES = {\n"
                  + "".join(f"    {(t, lists)!r}: {dispatch_name(t, lists)},\n" for t, lists in layouts) + "}\n")
+    return "\n\n".join(parts)
+
+
+def gen_unwrap_module(registry: Registry) -> str:
+    """ember/dispatcher/_generated/unwraps.py: an unwrap per tuple of Tensor positions (no Tensor[])."""
+    unwraps = sorted({t for t, lists in dispatch_layouts(registry) if t and not lists})
+    parts = [HEADER + _UNWRAP_MODULE]
     parts += [_unwrap_function(t) for t in unwraps]
     parts.append("UNWRAPS = {\n" + "".join(f"    {t!r}: {unwrap_name(t)},\n" for t in unwraps) + "}\n")
     return "\n\n".join(parts)

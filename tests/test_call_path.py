@@ -10,12 +10,13 @@ import traceback
 import pytest
 
 import ember
-from ember.dispatcher import _generated_dispatch, dispatch, keys as K, runners
+from ember.dispatcher import dispatch, keys as K, runners
+from ember.dispatcher._generated import dispatchers, unwraps
 from ember.dispatcher.operator import ALL_OPS, invalidate_caches
 from ember._generated import recorders
 from ember.frontend.autograd import recording
 
-DISPATCH_FILE = os.path.abspath(_generated_dispatch.__file__)
+DISPATCH_FILE = os.path.abspath(dispatchers.__file__)
 RECORDERS_FILE = os.path.abspath(recorders.__file__)
 
 
@@ -82,7 +83,7 @@ def test_traceback_through_unwrap_has_files_and_lines():
     unwrap = runners._unwrapper(ALL_OPS["exp"])
     with pytest.raises(IndexError) as info:
         unwrap(())
-    assert _assert_real_frames(info.value)[-1] == DISPATCH_FILE
+    assert _assert_real_frames(info.value)[-1] == os.path.abspath(unwraps.__file__)
 
 
 def test_shape_error_traceback_has_files_and_lines():
@@ -94,23 +95,23 @@ def test_shape_error_traceback_has_files_and_lines():
 def test_every_registry_op_uses_generated_functions():
     """codegen's layouts and recorder shapes are the ones the runtime looks up (no loop-based fallback)."""
     for name, op in ALL_OPS.items():
-        assert op.dispatch.__code__.co_filename == _generated_dispatch.__file__, name
+        assert op.dispatch.__code__.co_filename == dispatchers.__file__, name
         if op.tensor_args and not op.tensor_list_args:
-            assert runners._unwrapper(op).__code__.co_filename == _generated_dispatch.__file__, name
+            assert runners._unwrapper(op).__code__.co_filename == unwraps.__file__, name
         if op.backward_cls is not None:
             assert recording.recorder_for(op).__code__.co_filename == recorders.__file__, name
     assert "def dispatch(args):" in inspect.getsource(ALL_OPS["mul.Tensor"].dispatch)
     # a code object per op's record function (each specialises for its op's node class alone)
     with_node = [op for op in ALL_OPS.values() if op.backward_cls is not None]
     assert len({id(recording.recorder_for(op).__code__) for op in with_node}) == len(with_node)
-    assert _generated_dispatch.Tensor is dispatch.Tensor is ember.Tensor
+    assert dispatchers.Tensor is unwraps.Tensor is dispatch.Tensor is ember.Tensor
 
 
 def test_a_layout_codegen_did_not_write_is_a_clear_error(monkeypatch):
     """Every op comes from the registry, so codegen writes every layout's functions; a table that
     lacks one (generated files older than the registry) names the op and the fix."""
     op = ALL_OPS["add.Tensor"]
-    monkeypatch.setattr(_generated_dispatch, "DISPATCH_FACTORIES", {})
+    monkeypatch.setattr(dispatchers, "DISPATCH_FACTORIES", {})
     with pytest.raises(RuntimeError, match=r"add\.Tensor: no generated dispatch function for tensor positions "
                                            r"\(\(0, 1\), \(\)\); .*run `python -m codegen`"):
         dispatch.caller_for(op)

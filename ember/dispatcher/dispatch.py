@@ -5,7 +5,7 @@
 A call's key set is the union of its tensor arguments' keys (plus the device argument's
 backend for factories), plus this thread's included keys, minus its excluded keys; each op's
 `dispatch` function computes it written out for the op's tensor positions (`caller_for`: made by
-the factory generated for the op's layout, ember/dispatcher/_generated_dispatch.py), and
+the factory generated for the op's layout, ember/dispatcher/_generated/dispatchers.py), and
 `call(op, args)` is the same for callers holding an op rather than its function. Each
 functionality kernel receives the key set below its own key and redispatches with
 `redispatch`. Arguments travel as one tuple in schema order.
@@ -32,7 +32,8 @@ def install_frontend(tensor_class: type, wrap: Callable, generator_of: Callable)
     default generator of a device."""
     global Tensor, make_tensor, default_generator
     Tensor, make_tensor, default_generator = tensor_class, wrap, generator_of
-    _generated.Tensor = tensor_class        # read as a global there, by the dispatch functions and unwraps
+    # read as a global there, by the dispatch functions and unwraps
+    _dispatchers.Tensor = _unwraps.Tensor = tensor_class
 
 
 def call(op, args: tuple):
@@ -47,11 +48,11 @@ def caller_for(op) -> Callable[[tuple], object]:
     """`op`'s dispatch function (`OpDef.dispatch`; the generated bindings hold it as a global).
 
     Made by the factory generated for the op's layout of tensor positions
-    (`_generated_dispatch.DISPATCH_FACTORIES`, written by `python -m codegen` for every layout in the
+    (`_generated/dispatchers.py`'s `DISPATCH_FACTORIES`, written by `python -m codegen` for every layout in the
     registry): the key union written out for those positions, no loop over them.
     """
     layout = (op.tensor_args, op.tensor_list_args)
-    make = _generated.DISPATCH_FACTORIES.get(layout)
+    make = _dispatchers.DISPATCH_FACTORIES.get(layout)
     if make is None:
         raise RuntimeError(f"{op.name}: no generated dispatch function for tensor positions {layout}; every op "
                            "comes from ops_registry.yaml: run `python -m codegen`")
@@ -145,4 +146,4 @@ def _mixed_devices(op, args: tuple, ks: int) -> tuple[int, tuple]:
 
 # Last: the generated module imports `_backend_of_unusual_call` from this one (and `from . import` takes
 # a module still being imported when the generated one is imported first).
-from . import _generated_dispatch as _generated  # noqa: E402
+from ._generated import dispatchers as _dispatchers, unwraps as _unwraps  # noqa: E402

@@ -17,7 +17,7 @@ from typing import Callable
 
 from ember.core.errors import MissingKernelError
 
-from . import _generated_dispatch        # the unwraps written out per tuple of tensor positions
+from ._generated import unwraps as _unwraps      # the unwraps written out per tuple of tensor positions
 from . import dispatch      # its Tensor and make_tensor, installed by the frontend
 from . import keys as K
 from .state import STATE
@@ -48,7 +48,7 @@ def _unwrapper(op) -> Callable[[tuple], tuple]:
 
 def _unwrap_positions(t_idx: tuple) -> Callable[[tuple], tuple]:
     """The unwrap for tensors at the positions `t_idx` only, written out for them by `python -m codegen`
-    (ember/dispatcher/_generated_dispatch.py, one per tuple of positions in the registry): a call pays
+    (ember/dispatcher/_generated/unwraps.py, one per tuple of positions in the registry): a call pays
     neither a copy of the arguments into a list nor a loop over positions. For positions (0, 1):
 
         def unwrap_T0_T1(args):
@@ -59,7 +59,7 @@ def _unwrap_positions(t_idx: tuple) -> Callable[[tuple], tuple]:
                 a1._data if isinstance(a1, Tensor) else a1,
             ) + args[2:]
     """
-    return own_code(_generated_dispatch.UNWRAPS[t_idx])
+    return own_code(_unwraps.UNWRAPS[t_idx])
 
 
 def own_code(fn: Callable) -> Callable:

@@ -1,0 +1,1 @@
+"""The dispatcher's per-call functions, generated from ops_registry.yaml by `python -m codegen`."""
