@@ -45,15 +45,14 @@ def _make_kernel(op):
 
 
 def _cpu_native_ops() -> set[str] | None:
-    """The op names the cpu backend runs with its own kernels (None if it is not installed)."""
+    """The op names the cpu backend runs with its own kernels (None if it is not installed): the
+    names in its array-kernel library's table, read without loading the cpu backend (a plugin load
+    reinstalls every backend's kernels, which must not happen while memory is being tracked)."""
     try:
-        import numpy as np
-
-        from ember.core.numpy_interop import to_numpy_dtype
-        from ember_cpu.array_kernels import make_kernels
+        from ember_cpu.array_kernels import KERNEL_TABLE
     except ImportError:
         return None
-    return set(make_kernels(np, to_numpy_dtype))
+    return set(KERNEL_TABLE)
 
 
 class MetaBackend(Backend):

@@ -1,9 +1,12 @@
 """Kernels written against the array-module API (numpy and cupy).
 
-`make_kernels(xp, native)` returns {op name: kernel} for the array module `xp`, with
-`native(ember_dtype)` mapping dtypes to `xp` dtypes. The cpu backend calls it with numpy; the
-cuda plugin (ember-cuda) with cupy, and overrides only what differs. The random kernels draw from
-the generator the dispatcher passes them (the device's default one when the caller gave none).
+Each module holds module-level kernel functions and ends with its kernel table `KERNELS`
+(context.py says how a kernel receives its array module). `KERNEL_TABLE` is all of them,
+unbound: {op name: function or Family}. `make_kernels(xp, native)` binds it to the array
+module `xp`, with `native(ember_dtype)` mapping dtypes to `xp` dtypes: the cpu backend calls
+it with numpy; the cuda plugin (ember-cuda) with cupy, and overrides only what differs. The
+random kernels draw from the generator the dispatcher passes them (the device's default one
+when the caller gave none).
 """
 from __future__ import annotations
 
@@ -12,11 +15,13 @@ from typing import Callable
 from . import activations, attention, factories, indexing, linalg, losses, pointwise, reductions, shape, sorting_scans
 from . import nn_layers  # convolution, pooling, normalization
 from . import optimizers  # fused optimizer updates
+from .context import ArrayModule, bind
+
+MODULES = (pointwise, reductions, shape, linalg, indexing, sorting_scans, nn_layers, activations, attention,
+           optimizers, factories, losses)
+KERNEL_TABLE: dict = {name: entry for module in MODULES for name, entry in module.KERNELS.items()}
 
 
 def make_kernels(xp, native: Callable) -> dict[str, Callable]:
-    kernels: dict[str, Callable] = {}
-    for module in (pointwise, reductions, shape, linalg, indexing, sorting_scans, nn_layers, activations, attention,
-                   optimizers, factories, losses):
-        kernels.update(module.make(xp, native))
-    return kernels
+    """{op name: kernel(spec, *args)} for the array module `xp`."""
+    return bind(KERNEL_TABLE, ArrayModule(xp, native))

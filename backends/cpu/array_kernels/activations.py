@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import math
-from typing import Callable
 
-from ember.core import dtype as _dt
+from .context import ArrayModule
 
 _T = (9.60497373987051638749E0, 9.00260197203842689217E1, 2.23200534594684319226E3, 7.00332514112805075473E3,
       5.55923013010394962768E4)
@@ -87,126 +86,150 @@ def _gelu_tanh_exp(xp, x, x2=None):
     return e
 
 
-def make(xp, native: Callable) -> dict[str, Callable]:
-    f32 = xp.dtype("float32")
-    f64 = xp.dtype("float64")
-    lowp = {native(_dt.float16), native(_dt.bfloat16)}
+def _compute(am: ArrayModule, a, dt):
+    """`a` in the compute dtype of result dtype `dt` (float32 for float16/bfloat16; no copy when it has it)."""
+    return a.astype(am.f32 if dt in am.lowp else dt, copy=False)
 
-    def compute(a, dt):
-        return a.astype(f32 if dt in lowp else dt, copy=False)
 
-    def erf(spec, a):
-        dt = native(spec[1])
-        return erf_float64(xp, a.astype(f64)).astype(dt, copy=False)
+def erf(am: ArrayModule, spec, a):
+    dt = am.native_of[spec[1]]
+    return erf_float64(am.xp, a.astype(am.f64)).astype(dt, copy=False)
 
-    def gelu(spec, a, approximate="none"):
-        dt = native(spec[1])
-        x = compute(a, dt)
-        if approximate == "tanh":
-            out = _gelu_tanh_exp(xp, x)                   # x / (1 + exp(-2 z)), in one buffer
-            out += 1.0
-            xp.divide(x, out, out=out)
+
+def gelu(am: ArrayModule, spec, a, approximate="none"):
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    x = _compute(am, a, dt)
+    if approximate == "tanh":
+        out = _gelu_tanh_exp(xp, x)                   # x / (1 + exp(-2 z)), in one buffer
+        out += 1.0
+        xp.divide(x, out, out=out)
+    else:
+        cdf = 0.5 * (1.0 + erf_float64(xp, x.astype(am.f64) * _SQRT1_2))
+        out = x * cdf.astype(x.dtype, copy=False)
+    return xp.asarray(out).astype(dt, copy=False)
+
+
+def gelu_backward(am: ArrayModule, spec, g, a, approximate="none"):
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    x, g = _compute(am, a, dt), _compute(am, g, dt)
+    if approximate == "tanh":
+        # with s = 1 / (1 + e), the logistic of 2 z: 1 + t = 2 s and 1 - t^2 = 4 s (1 - s), so
+        # d = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3k x^2) = s + 2 sqrt(2/pi) x (1 + 3k x^2) s (1 - s)
+        # (1 - s, not the exact e s: e is inf where z is very negative, and inf * 0 would be NaN)
+        slope = _square(xp, x)
+        e = _gelu_tanh_exp(xp, x, slope.copy())       # three buffers in all (each fresh one costs page faults)
+        slope *= 3.0 * _GELU_K
+        slope += 1.0
+        slope *= x
+        slope *= 2.0 * _SQRT_2_PI
+        d = xp.add(e, 1.0, out=xp.empty_like(e))      # (an array for 0-d inputs too)
+        xp.reciprocal(d, out=d)                       # s
+        xp.subtract(1.0, d, out=e)                    # 1 - s
+        e *= d
+        e *= slope
+        d += e
+        if g.shape == d.shape:
+            d *= g                                    # the result, in place
         else:
-            cdf = 0.5 * (1.0 + erf_float64(xp, x.astype(f64) * _SQRT1_2))
-            out = x * cdf.astype(x.dtype, copy=False)
-        return xp.asarray(out).astype(dt, copy=False)
+            d = d * g                                 # grad_output broadcasts over self
+        return d.astype(dt, copy=False)
+    cdf = (0.5 * (1.0 + erf_float64(xp, x.astype(am.f64) * _SQRT1_2))).astype(x.dtype, copy=False)
+    d = cdf + x * xp.exp(-0.5 * x * x) * _INV_SQRT_2PI
+    return xp.asarray(g * d).astype(dt, copy=False)
 
-    def gelu_backward(spec, g, a, approximate="none"):
-        dt = native(spec[1])
-        x, g = compute(a, dt), compute(g, dt)
-        if approximate == "tanh":
-            # with s = 1 / (1 + e), the logistic of 2 z: 1 + t = 2 s and 1 - t^2 = 4 s (1 - s), so
-            # d = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3k x^2) = s + 2 sqrt(2/pi) x (1 + 3k x^2) s (1 - s)
-            # (1 - s, not the exact e s: e is inf where z is very negative, and inf * 0 would be NaN)
-            slope = _square(xp, x)
-            e = _gelu_tanh_exp(xp, x, slope.copy())       # three buffers in all (each fresh one costs page faults)
-            slope *= 3.0 * _GELU_K
-            slope += 1.0
-            slope *= x
-            slope *= 2.0 * _SQRT_2_PI
-            d = xp.add(e, 1.0, out=xp.empty_like(e))      # (an array for 0-d inputs too)
-            xp.reciprocal(d, out=d)                       # s
-            xp.subtract(1.0, d, out=e)                    # 1 - s
-            e *= d
-            e *= slope
-            d += e
-            if g.shape == d.shape:
-                d *= g                                    # the result, in place
-            else:
-                d = d * g                                 # grad_output broadcasts over self
-            return d.astype(dt, copy=False)
-        cdf = (0.5 * (1.0 + erf_float64(xp, x.astype(f64) * _SQRT1_2))).astype(x.dtype, copy=False)
-        d = cdf + x * xp.exp(-0.5 * x * x) * _INV_SQRT_2PI
-        return xp.asarray(g * d).astype(dt, copy=False)
 
-    def silu(spec, a):
-        dt = native(spec[1])
-        x = compute(a, dt)
-        return xp.asarray(x / (1.0 + xp.exp(-x))).astype(dt, copy=False)
+def silu(am: ArrayModule, spec, a):
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    x = _compute(am, a, dt)
+    return xp.asarray(x / (1.0 + xp.exp(-x))).astype(dt, copy=False)
 
-    def silu_backward(spec, g, a):
-        dt = native(spec[1])
-        x, g = compute(a, dt), compute(g, dt)
-        s = 1.0 / (1.0 + xp.exp(-x))
-        return xp.asarray(g * s * (1.0 + x * (1.0 - s))).astype(dt, copy=False)
 
-    def leaky_relu(spec, a, negative_slope=0.01):
-        dt = native(spec[1])
-        x = compute(a, dt)
-        return xp.asarray(xp.where(x > 0, x, x * negative_slope)).astype(dt, copy=False)
+def silu_backward(am: ArrayModule, spec, g, a):
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    x, g = _compute(am, a, dt), _compute(am, g, dt)
+    s = 1.0 / (1.0 + xp.exp(-x))
+    return xp.asarray(g * s * (1.0 + x * (1.0 - s))).astype(dt, copy=False)
 
-    def softplus(spec, a, beta=1, threshold=20):
-        dt = native(spec[1])
-        x = compute(a, dt)
-        bx = x * beta
-        soft = xp.log1p(xp.exp(xp.minimum(bx, threshold))) / beta      # exp of large values is never taken
-        return xp.asarray(xp.where(bx > threshold, x, soft)).astype(dt, copy=False)
 
-    def elu(spec, a, alpha=1, scale=1, input_scale=1):
-        dt = native(spec[1])
-        x = compute(a, dt)
-        negative = xp.expm1(xp.minimum(x, 0) * input_scale) * (alpha * scale)
-        return xp.asarray(xp.where(x > 0, x * scale, negative)).astype(dt, copy=False)
+def leaky_relu(am: ArrayModule, spec, a, negative_slope=0.01):
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    x = _compute(am, a, dt)
+    return xp.asarray(xp.where(x > 0, x, x * negative_slope)).astype(dt, copy=False)
 
-    def hardtanh(spec, a, min_val=-1, max_val=1):
-        dt = native(spec[1])
-        x = compute(a, dt) if dt.kind == "f" or dt in lowp else a
-        return xp.asarray(xp.minimum(xp.maximum(x, min_val), max_val)).astype(dt, copy=False)
 
-    def mish(spec, a):
-        dt = native(spec[1])
-        x = compute(a, dt)
-        soft = xp.where(x > 20, x, xp.log1p(xp.exp(xp.minimum(x, 20))))
-        return xp.asarray(x * xp.tanh(soft)).astype(dt, copy=False)
+def softplus(am: ArrayModule, spec, a, beta=1, threshold=20):
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    x = _compute(am, a, dt)
+    bx = x * beta
+    soft = xp.log1p(xp.exp(xp.minimum(bx, threshold))) / beta      # exp of large values is never taken
+    return xp.asarray(xp.where(bx > threshold, x, soft)).astype(dt, copy=False)
 
-    def hardsigmoid(spec, a):
-        dt = native(spec[1])
-        x = compute(a, dt)
-        return xp.asarray(xp.clip(x + 3.0, 0.0, 6.0) / 6.0).astype(dt, copy=False)
 
-    def hardswish(spec, a):
-        dt = native(spec[1])
-        x = compute(a, dt)
-        return xp.asarray(x * xp.clip(x + 3.0, 0.0, 6.0) / 6.0).astype(dt, copy=False)
+def elu(am: ArrayModule, spec, a, alpha=1, scale=1, input_scale=1):
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    x = _compute(am, a, dt)
+    negative = xp.expm1(xp.minimum(x, 0) * input_scale) * (alpha * scale)
+    return xp.asarray(xp.where(x > 0, x * scale, negative)).astype(dt, copy=False)
 
-    # a float32/64 gradient of x's shape is selected by a bit mask (its bits where kept, +0.0's where
-    # not): numpy's float `where` loop is not vectorised, and this is about 2.5x faster on a layer
-    bits_of = {xp.dtype("float32"): xp.dtype("int32"), xp.dtype("float64"): xp.dtype("int64")} \
-        if xp.__name__ == "numpy" else {}
-    int8 = xp.dtype("int8")
 
-    def threshold_backward(spec, g, x, threshold):
-        dt = native(spec[1])
-        # `not x <= threshold` rather than `x > threshold`: a NaN passes the gradient, as in torch
-        ints = bits_of.get(dt)
-        if ints is not None and g.dtype == dt and g.shape == x.shape:
-            mask = xp.less_equal(x, threshold).view(int8)              # 1 where the gradient is zeroed
-            mask -= 1                                                 # there 0, elsewhere all bits set
-            out = xp.empty(g.shape, dt)
-            xp.bitwise_and(g.view(ints), mask, out=out.view(ints))     # the int8 mask widens in the loop
-            return out
-        return xp.asarray(xp.where(x <= threshold, xp.zeros((), dt), g.astype(dt, copy=False)))
+def hardtanh(am: ArrayModule, spec, a, min_val=-1, max_val=1):
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    x = _compute(am, a, dt) if dt.kind == "f" or dt in am.lowp else a
+    return xp.asarray(xp.minimum(xp.maximum(x, min_val), max_val)).astype(dt, copy=False)
 
-    return {"erf": erf, "gelu": gelu, "gelu_backward": gelu_backward, "threshold_backward": threshold_backward, "silu": silu, "silu_backward": silu_backward,
-            "leaky_relu": leaky_relu, "softplus": softplus, "elu": elu, "hardtanh": hardtanh, "mish": mish,
-            "hardsigmoid": hardsigmoid, "hardswish": hardswish}
+
+def mish(am: ArrayModule, spec, a):
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    x = _compute(am, a, dt)
+    soft = xp.where(x > 20, x, xp.log1p(xp.exp(xp.minimum(x, 20))))
+    return xp.asarray(x * xp.tanh(soft)).astype(dt, copy=False)
+
+
+def hardsigmoid(am: ArrayModule, spec, a):
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    x = _compute(am, a, dt)
+    return xp.asarray(xp.clip(x + 3.0, 0.0, 6.0) / 6.0).astype(dt, copy=False)
+
+
+def hardswish(am: ArrayModule, spec, a):
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    x = _compute(am, a, dt)
+    return xp.asarray(x * xp.clip(x + 3.0, 0.0, 6.0) / 6.0).astype(dt, copy=False)
+
+
+def threshold_backward(am: ArrayModule, spec, g, x, threshold):
+    """g where `not x <= threshold`, else 0 (`not x <= threshold` rather than `x > threshold`: a NaN
+    passes the gradient, as in torch).
+
+    On numpy, a float32/64 gradient of x's shape is selected by a bit mask (its bits where kept,
+    +0.0's where not): numpy's float `where` loop is not vectorised, and this is about 2.5x faster
+    on a layer.
+    """
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    # the integer dtype of the float's bits (numpy's float32/float64 dtypes are singletons: `is` is
+    # the cheap test; an equality test of unequal dtypes costs several times more)
+    ints = (xp.int32 if dt is am.f32 else xp.int64 if dt is am.f64 else None) if am.is_numpy else None
+    if ints is not None and g.dtype == dt and g.shape == x.shape:
+        mask = xp.less_equal(x, threshold).view(xp.int8)         # 1 where the gradient is zeroed
+        mask -= 1                                                 # there 0, elsewhere all bits set
+        out = xp.empty(g.shape, dt)
+        xp.bitwise_and(g.view(ints), mask, out=out.view(ints))    # the int8 mask widens in the loop
+        return out
+    return xp.asarray(xp.where(x <= threshold, xp.zeros((), dt), g.astype(dt, copy=False)))
+
+
+KERNELS = {"erf": erf, "gelu": gelu, "gelu_backward": gelu_backward, "threshold_backward": threshold_backward,
+           "silu": silu, "silu_backward": silu_backward, "leaky_relu": leaky_relu, "softplus": softplus,
+           "elu": elu, "hardtanh": hardtanh, "mish": mish, "hardsigmoid": hardsigmoid, "hardswish": hardswish}

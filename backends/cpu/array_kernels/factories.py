@@ -1,47 +1,51 @@
-"""Allocation, ranges and random fills against the array-module API."""
+"""Allocation, ranges and random fills against the array-module API.
+
+The random fills draw from `generator`, which the dispatcher always passes (the device's
+default generator when the caller gave none).
+"""
 from __future__ import annotations
 
-from typing import Callable
-
 from . import philox
+from .context import ArrayModule
 
 
-def make(xp, native: Callable) -> dict[str, Callable]:
-    def empty(spec, size, dtype=None, device=None, requires_grad=False):
-        return xp.empty(spec[0], dtype=native(spec[1]))
+def empty(am: ArrayModule, spec, size, dtype=None, device=None, requires_grad=False):
+    return am.xp.empty(spec[0], dtype=am.native_of[spec[1]])
 
-    def arange(spec, start, end=None, step=1, dtype=None, device=None, requires_grad=False):
-        if end is None:
-            start, end = 0, start
-        n = spec[0][0]
-        dt = native(spec[1])
-        if dt.kind in "iu" and all(isinstance(v, int) for v in (start, step)):
-            return (start + step * xp.arange(n, dtype=xp.int64)).astype(dt)
-        return (start + step * xp.arange(n, dtype=xp.float64)).astype(dt)
 
-    # the random fills draw from `generator`, which the dispatcher always passes (the device's default
-    # generator when the caller gave none)
-    def uniform_(spec, self, low=0.0, high=1.0, generator=None):
-        values = generator.draw(lambda seed, offset: philox.uniform(xp, seed, offset, self.shape, spec[1].name, low, high,
-                                                              native_dtype=self.dtype))
-        self[...] = values
-        return self
+def arange(am: ArrayModule, spec, start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    xp = am.xp
+    if end is None:
+        start, end = 0, start
+    n = spec[0][0]
+    dt = am.native_of[spec[1]]
+    if dt.kind in "iu" and all(isinstance(v, int) for v in (start, step)):
+        return (start + step * xp.arange(n, dtype=xp.int64)).astype(dt)
+    return (start + step * xp.arange(n, dtype=xp.float64)).astype(dt)
 
-    def normal_(spec, self, mean=0.0, std=1.0, generator=None):
-        values = generator.draw(lambda seed, offset: philox.normal(xp, seed, offset, self.shape, spec[1].name, mean, std,
-                                                             native_dtype=self.dtype))
-        self[...] = values
-        return self
 
-    def random_(spec, self, low, high=None, generator=None):
-        dt = spec[1]
-        if high is None:
-            high = 2 ** (8 * dt.itemsize - (1 if dt.is_signed else 0)) if dt.category == 1 else (
-                2 if dt.category == 0 else 2 ** {2: 11, 4: 24, 8: 53}[dt.itemsize])
-        name = dt.name if dt.category == 1 else "int64"
-        values = generator.draw(lambda seed, offset: philox.randint(xp, seed, offset, self.shape, low, high, name))
-        self[...] = values.astype(self.dtype)
-        return self
+def uniform_(am: ArrayModule, spec, self, low=0.0, high=1.0, generator=None):
+    self[...] = generator.draw(lambda seed, offset: philox.uniform(am.xp, seed, offset, self.shape, spec[1].name,
+                                                                  low, high, native_dtype=self.dtype))
+    return self
 
-    return {"empty.memory_format": empty, "arange.start_step": arange, "uniform_": uniform_,
-            "normal_": normal_, "random_.from": random_}
+
+def normal_(am: ArrayModule, spec, self, mean=0.0, std=1.0, generator=None):
+    self[...] = generator.draw(lambda seed, offset: philox.normal(am.xp, seed, offset, self.shape, spec[1].name,
+                                                                 mean, std, native_dtype=self.dtype))
+    return self
+
+
+def random_(am: ArrayModule, spec, self, low, high=None, generator=None):
+    dt = spec[1]
+    if high is None:
+        high = 2 ** (8 * dt.itemsize - (1 if dt.is_signed else 0)) if dt.category == 1 else (
+            2 if dt.category == 0 else 2 ** {2: 11, 4: 24, 8: 53}[dt.itemsize])
+    name = dt.name if dt.category == 1 else "int64"
+    values = generator.draw(lambda seed, offset: philox.randint(am.xp, seed, offset, self.shape, low, high, name))
+    self[...] = values.astype(self.dtype)
+    return self
+
+
+KERNELS = {"empty.memory_format": empty, "arange.start_step": arange, "uniform_": uniform_,
+           "normal_": normal_, "random_.from": random_}

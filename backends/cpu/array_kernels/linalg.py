@@ -1,80 +1,79 @@
 """Matrix products against the array-module API (float16/bfloat16 accumulate in float32)."""
 from __future__ import annotations
 
-from typing import Callable
-
-from ember.core import dtype as _dt
-
-from .reductions import add_reduce_of, fold_leading as rows, result_of, sums_by_product_of
+from .context import ArrayModule, column_sums, fold_leading, out
 
 
-def make(xp, native: Callable) -> dict[str, Callable]:
-    f32 = xp.dtype("float32")
-    lowp = {native(_dt.float16), native(_dt.bfloat16)}
+def matmul(am: ArrayModule, spec, a, b):
+    """mm and bmm: `a @ b`, float16/bfloat16 multiplied in float32 and rounded once."""
+    dt = am.native_of[spec[1]]
+    if dt in am.lowp:
+        f32 = am.f32
+        return am.xp.matmul(a.astype(f32), b.astype(f32)).astype(dt)
+    r = am.xp.matmul(a, b)
+    return r if r.dtype == dt else r.astype(dt)
 
-    def matmul(spec, a, b):
-        dt = native(spec[1])
-        if dt in lowp:
-            return xp.matmul(a.astype(f32), b.astype(f32)).astype(dt)
-        r = xp.matmul(a, b)
-        return r if r.dtype == dt else r.astype(dt)
 
-    def linear(spec, x, w, b=None):
-        """x @ w.T (+ b): the product rounded to the result dtype, then the bias added, as mm + add."""
-        dt = native(spec[1])
-        wt = w.T if w.ndim == 2 else w
-        if dt in lowp:
-            r = xp.matmul(x.astype(f32), wt.astype(f32)).astype(dt)
-            return r if b is None else (r.astype(f32) + b.astype(f32)).astype(dt)
-        if x.ndim > 2 and wt.ndim == 2 and x.flags.c_contiguous:
-            # the leading dims folded into one GEMM's rows (matmul would loop over them)
-            r = xp.matmul(rows(x), wt).reshape(x.shape[:-1] + (wt.shape[-1],))
+def linear(am: ArrayModule, spec, x, w, b=None):
+    """x @ w.T (+ b): the product rounded to the result dtype, then the bias added, as mm + add."""
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    wt = w.T if w.ndim == 2 else w
+    if dt in am.lowp:
+        f32 = am.f32
+        r = xp.matmul(x.astype(f32), wt.astype(f32)).astype(dt)
+        return r if b is None else (r.astype(f32) + b.astype(f32)).astype(dt)
+    if x.ndim > 2 and wt.ndim == 2 and x.flags.c_contiguous:
+        # the leading dims folded into one GEMM's rows (matmul would loop over them)
+        r = xp.matmul(fold_leading(x), wt).reshape(x.shape[:-1] + (wt.shape[-1],))
+    else:
+        r = xp.matmul(x, wt)
+    if b is not None:
+        if r.dtype == b.dtype or r.dtype == xp.result_type(r, b):
+            r += b                                     # the product is fresh (or a view of it): in place
         else:
-            r = xp.matmul(x, wt)
-        if b is not None:
-            if r.dtype == b.dtype or r.dtype == xp.result_type(r, b):
-                r += b                                     # the product is fresh (or a view of it): in place
-            else:
-                r = r + b
-        return r if r.dtype == dt else r.astype(dt)
+            r = r + b
+    return r if r.dtype == dt else r.astype(dt)
 
-    add_reduce = add_reduce_of(xp)
-    out = result_of(xp)
-    _, column_sums = sums_by_product_of(xp)
 
-    def linear_backward(specs, x, g, w, output_mask):
-        """The decomposition's three gradients in one kernel: g @ w, g.T @ x over the folded leading
-        dims and g summed over them (products of float16/bfloat16 accumulate in float32)."""
-        asked = [s for s in specs if s is not None]
-        if asked and native(asked[0][1]) in lowp:       # only the operands a masked-in gradient reads
-            g = g.astype(f32)
-            w = w.astype(f32) if specs[0] is not None else None
-            x = x.astype(f32) if specs[1] is not None else None
-        # whether the weight is 1-D (the output then has no feature dim), as the shape rule worked it out
-        weight_1d = len(specs[1][0]) == 1 if specs[1] is not None else \
-            w.ndim == 1 if w is not None else specs[2] is not None and len(specs[2][0]) == 0
-        gi = gw = gb = None
-        g2 = g if g.ndim == 2 else rows(g) if g.ndim > 2 else None       # the folded rows (2-D g as it is)
-        if specs[0] is not None:
-            if weight_1d:
-                gi = g[..., None] * w
-            else:
-                gi = xp.matmul(g2, w).reshape(g.shape[:-1] + w.shape[1:]) if g.ndim > 2 else xp.matmul(g, w)
-            gi = out(gi, native(specs[0][1]))
-        if specs[1] is not None:
-            if weight_1d:
-                gw = g * x if x.ndim == 1 else xp.matmul(g.reshape(g.size), rows(x))
-            else:
-                gw = g[:, None] * x[None, :] if x.ndim == 1 else xp.matmul(g2.T, x if x.ndim == 2 else rows(x))
-            gw = out(gw, native(specs[1][1]))
-        if specs[2] is not None:
-            if weight_1d:
-                gb = xp.asarray(add_reduce(g, axis=None))
-            elif g.ndim == 1:
-                gb = g.copy()
-            else:                                   # BLAS for floats, a sum reduction otherwise
-                gb = column_sums(g2) if g2.dtype.kind == "f" else add_reduce(g2, axis=0)
-            gb = out(gb, native(specs[2][1]))
-        return gi, gw, gb
+def linear_backward(am: ArrayModule, specs, x, g, w, output_mask):
+    """The decomposition's three gradients in one kernel: g @ w, g.T @ x over the folded leading
+    dims and g summed over them (products of float16/bfloat16 accumulate in float32)."""
+    xp = am.xp
+    native_of = am.native_of
+    asked = [s for s in specs if s is not None]
+    if asked and native_of[asked[0][1]] in am.lowp:      # only the operands a masked-in gradient reads
+        f32 = am.f32
+        g = g.astype(f32)
+        w = w.astype(f32) if specs[0] is not None else None
+        x = x.astype(f32) if specs[1] is not None else None
+    # whether the weight is 1-D (the output then has no feature dim), as the shape rule worked it out
+    weight_1d = len(specs[1][0]) == 1 if specs[1] is not None else \
+        w.ndim == 1 if w is not None else specs[2] is not None and len(specs[2][0]) == 0
+    gi = gw = gb = None
+    g2 = g if g.ndim == 2 else fold_leading(g) if g.ndim > 2 else None   # the folded rows (2-D g as it is)
+    if specs[0] is not None:
+        if weight_1d:
+            gi = g[..., None] * w
+        else:
+            gi = xp.matmul(g2, w).reshape(g.shape[:-1] + w.shape[1:]) if g.ndim > 2 else xp.matmul(g, w)
+        gi = out(am, gi, native_of[specs[0][1]])
+    if specs[1] is not None:
+        if weight_1d:
+            gw = g * x if x.ndim == 1 else xp.matmul(g.reshape(g.size), fold_leading(x))
+        else:
+            gw = g[:, None] * x[None, :] if x.ndim == 1 else \
+                xp.matmul(g2.T, x if x.ndim == 2 else fold_leading(x))
+        gw = out(am, gw, native_of[specs[1][1]])
+    if specs[2] is not None:
+        if weight_1d:
+            gb = xp.asarray(am.add_reduce(g, axis=None))
+        elif g.ndim == 1:
+            gb = g.copy()
+        else:                                   # BLAS for floats, a sum reduction otherwise
+            gb = column_sums(am, g2) if g2.dtype.kind == "f" else am.add_reduce(g2, axis=0)
+        gb = out(am, gb, native_of[specs[2][1]])
+    return gi, gw, gb
 
-    return {"mm": matmul, "bmm": matmul, "linear": linear, "linear_backward": linear_backward}
+
+KERNELS = {"mm": matmul, "bmm": matmul, "linear": linear, "linear_backward": linear_backward}

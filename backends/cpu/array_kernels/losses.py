@@ -2,209 +2,232 @@
 and randperm (an argsort of the same Philox keys the decomposition ranks), against the
 array-module API. They compute what the decompositions in ember/decompositions compute, in
 one pass: the class is picked with take_along_axis instead of a one-hot mask.
+
+randperm draws from `generator`, which the dispatcher always passes (the device's default
+generator when the caller gave none).
 """
 from __future__ import annotations
 
 import contextlib
-from typing import Callable
 
 from ember.core.errors import DimensionError
-from ember.core import dtype as _dt
 
 from . import philox
-from .reductions import add_reduce_of, constants_of, sums_by_product_of
+from .context import ArrayModule, row_sums
+
+# {signed integer dtype: the unsigned dtype of its size}, filled on first use (numpy's dtype
+# objects, which cupy's arrays have as well)
+_UNSIGNED_OF: dict = {}
 
 
-def make(xp, native: Callable) -> dict[str, Callable]:
-    f32 = xp.dtype("float32")
-    i64 = xp.dtype("int64")
-    lowp = {native(_dt.float16), native(_dt.bfloat16)}
+def _quiet(am: ArrayModule):
+    """0/0 (an all-ignored mean) is NaN, as in PyTorch, without numpy's warning (cupy has no errstate)."""
+    xp = am.xp
+    return xp.errstate(invalid="ignore", divide="ignore") if hasattr(xp, "errstate") else contextlib.nullcontext()
 
-    def quiet():
-        """0/0 (an all-ignored mean) is NaN, as in PyTorch, without numpy's warning (cupy has no errstate)."""
-        return xp.errstate(invalid="ignore", divide="ignore") if hasattr(xp, "errstate") else contextlib.nullcontext()
 
-    def opmath(dt):
-        return f32 if dt in lowp else dt
+def _along(w, cdim, ndim):
+    """The 1-D `w` shaped to broadcast along dim `cdim` of an `ndim`-D array."""
+    shape = [1] * ndim
+    shape[cdim] = w.shape[0]
+    return w.reshape(shape)
 
-    def along(w, cdim, ndim):
-        shape = [1] * ndim
-        shape[cdim] = w.shape[0]
-        return w.reshape(shape)
 
-    def class_target(logp, target, ignore_index):
-        classes = logp.shape[1 if logp.ndim >= 2 else 0]
-        t = target.astype(i64)
-        if logp.ndim == 1 and t.ndim == 1:
-            t = t.reshape(())
-        valid = t != ignore_index
-        bad = valid & ((t < 0) | (t >= classes))
-        if bool(bad.any()):
-            value = int(t[bad][0]) if int(bad.sum()) == 1 else "some target"
-            raise DimensionError(f"nll_loss(): Target {value} is out of bounds (classes: {classes}).")
-        return t, valid, xp.where(valid, t, 0)
+def _class_target(am: ArrayModule, logp, target, ignore_index):
+    """(targets as int64, which are not ignored, targets with the ignored ones set to class 0);
+    a target out of range raises nll_loss's error."""
+    xp = am.xp
+    classes = logp.shape[1 if logp.ndim >= 2 else 0]
+    t = target.astype(am.int64)
+    if logp.ndim == 1 and t.ndim == 1:
+        t = t.reshape(())
+    valid = t != ignore_index
+    bad = valid & ((t < 0) | (t >= classes))
+    if bool(bad.any()):
+        value = int(t[bad][0]) if int(bad.sum()) == 1 else "some target"
+        raise DimensionError(f"nll_loss(): Target {value} is out of bounds (classes: {classes}).")
+    return t, valid, xp.where(valid, t, 0)
 
-    def nll(logp, target, weight, reduction, ignore_index):
-        cdim = 1 if logp.ndim >= 2 else 0
-        t, valid, safe = class_target(logp, target, ignore_index)
-        picked = xp.take_along_axis(logp, xp.expand_dims(safe, cdim), axis=cdim).squeeze(cdim)
-        w = weight.astype(logp.dtype)[safe] if weight is not None else xp.ones(safe.shape, logp.dtype)
-        w = xp.where(valid, w, xp.zeros((), logp.dtype))
-        loss = -picked * w
+
+def _nll(am: ArrayModule, logp, target, weight, reduction, ignore_index):
+    """(nll loss of the log-probabilities `logp`, which targets are not ignored, their weights)."""
+    xp = am.xp
+    cdim = 1 if logp.ndim >= 2 else 0
+    t, valid, safe = _class_target(am, logp, target, ignore_index)
+    picked = xp.take_along_axis(logp, xp.expand_dims(safe, cdim), axis=cdim).squeeze(cdim)
+    w = weight.astype(logp.dtype)[safe] if weight is not None else xp.ones(safe.shape, logp.dtype)
+    w = xp.where(valid, w, xp.zeros((), logp.dtype))
+    loss = -picked * w
+    if reduction == 0:
+        return loss, valid, w
+    if reduction == 2:
+        return loss.sum(), valid, w
+    return loss.sum() / w.sum(), valid, w
+
+
+def _log_softmax(am: ArrayModule, x, cdim, dt):
+    """log_softmax of `x` along `cdim`, rounded to `dt` and back to x's dtype."""
+    xp = am.xp
+    if x.size == 0:
+        return x
+    shifted = x - xp.max(x, axis=cdim, keepdims=True)
+    logp = shifted - xp.log(xp.sum(xp.exp(shifted), axis=cdim, keepdims=True))
+    return logp.astype(dt).astype(x.dtype)        # rounded as the log_softmax op rounds
+
+
+def _row_max(am: ArrayModule, x):
+    """x's row maxima as a column: a row's first maximum (NaN if any) taken at argmax, whose loop is
+    several times faster than a max reduction on short rows (the classes of a batch)."""
+    n = x.shape[0]
+    return x[am.constant(("row column", n), lambda: am.xp.arange(n)[:, None]), x.argmax(axis=1, keepdims=True)]
+
+
+def _plain_targets(am: ArrayModule, x, target, weight, ignore_index, label_smoothing):
+    """The commonest cross entropy (2-D float32/64 logits or log-probabilities, class indices all in
+    range, none ignored, no weight, no smoothing) as (row indices, targets); None for any other
+    call, which takes the general path."""
+    if weight is not None or label_smoothing != 0 or x.ndim != 2 or target.ndim != 1 \
+            or target.dtype.kind not in "iu" or x.dtype not in (am.f32, am.f64) or x.size == 0:
+        return None
+    n, classes = x.shape
+    if 0 <= ignore_index < classes or target.shape[0] != n:
+        return None
+    # one search checks both bounds: a negative target viewed as unsigned is out of range (argmax,
+    # whose loop is simpler than a max reduction's, finds the largest)
+    if target.dtype.kind == "i":
+        unsigned_dt = _UNSIGNED_OF.get(target.dtype)
+        if unsigned_dt is None:
+            unsigned_dt = _UNSIGNED_OF[target.dtype] = am.xp.dtype(f"u{target.dtype.itemsize}")
+        unsigned = target.view(unsigned_dt)
+    else:
+        unsigned = target
+    if int(unsigned[unsigned.argmax()]) >= classes:
+        return None                                  # the general path names the bad target
+    return am.constant(("rows", n), lambda: am.xp.arange(n)), target
+
+
+def nll_loss_nd(am: ArrayModule, spec, x, target, weight=None, reduction=1, ignore_index=-100):
+    dt = am.native_of[spec[1]]
+    with _quiet(am):
+        out, _, _ = _nll(am, x.astype(am.compute_dtype(dt)), target, weight, reduction, ignore_index)
+    return am.xp.asarray(out).astype(dt)
+
+
+def _cross_entropy(am: ArrayModule, dt, x, target, weight, reduction, ignore_index, label_smoothing):
+    """(loss of dtype dt, log_softmax of x along the class dim): the loss picked from the
+    log-probabilities as nll_loss picks it. They are rounded to dt as the log_softmax op rounds
+    them, and come back in the opmath dtype (float32 for float16/bfloat16)."""
+    xp = am.xp
+    plain = _plain_targets(am, x, target, weight, ignore_index, label_smoothing) if x.dtype == dt else None
+    if plain is not None:
+        rows, t = plain
+        logp = x - _row_max(am, x)
+        logp -= xp.log(row_sums(am, xp.exp(logp))[:, None])                    # (x - max) - lse
+        picked = logp[rows, t]
         if reduction == 0:
-            return loss, valid, w
-        if reduction == 2:
-            return loss.sum(), valid, w
-        return loss.sum() / w.sum(), valid, w
-
-    def log_softmax(x, cdim, dt):
-        if x.size == 0:
-            return x
-        shifted = x - xp.max(x, axis=cdim, keepdims=True)
-        logp = shifted - xp.log(xp.sum(xp.exp(shifted), axis=cdim, keepdims=True))
-        return logp.astype(dt).astype(x.dtype)        # rounded as the log_softmax op rounds
-
-    plain_floats = {xp.dtype("float32"), xp.dtype("float64")}
-    # numpy's ufunc method skips np.sum's Python wrapper: the plain path is ~15 array calls
-    add_reduce = add_reduce_of(xp)
-
-    unsigned_of = {xp.dtype(f"i{n}"): xp.dtype(f"u{n}") for n in (1, 2, 4, 8)}
-    subtract_at = xp.subtract.at if xp.__name__ == "numpy" else None      # ufunc.at: numpy's API
-    constant = constants_of(xp)
-    row_sums, _ = sums_by_product_of(xp)
-
-    def row_max(x):
-        """x's row maxima as a column: a row's first maximum (NaN if any) taken at argmax, whose loop is
-        several times faster than a max reduction on short rows (the classes of a batch)."""
-        n = x.shape[0]
-        return x[constant(("row column", n), lambda: xp.arange(n)[:, None]), x.argmax(axis=1, keepdims=True)]
-
-    def plain_targets(x, target, weight, ignore_index, label_smoothing):
-        """The commonest cross entropy (2-D float32/64 logits or log-probabilities, class indices all in
-        range, none ignored, no weight, no smoothing) as (row indices, targets); None for any other
-        call, which takes the general path."""
-        if weight is not None or label_smoothing != 0 or x.ndim != 2 or target.ndim != 1 \
-                or target.dtype.kind not in "iu" or x.dtype not in plain_floats or x.size == 0:
-            return None
-        n, classes = x.shape
-        if 0 <= ignore_index < classes or target.shape[0] != n:
-            return None
-        # one search checks both bounds: a negative target viewed as unsigned is out of range (argmax,
-        # whose loop is simpler than a max reduction's, finds the largest)
-        unsigned = target.view(unsigned_of[target.dtype]) if target.dtype.kind == "i" else target
-        if int(unsigned[unsigned.argmax()]) >= classes:
-            return None                                  # the general path names the bad target
-        return constant(("rows", n), lambda: xp.arange(n)), target
-
-    def nll_loss_nd(spec, x, target, weight=None, reduction=1, ignore_index=-100):
-        dt = native(spec[1])
-        with quiet():
-            out, _, _ = nll(x.astype(opmath(dt)), target, weight, reduction, ignore_index)
-        return xp.asarray(out).astype(dt)
-
-    def cross_entropy(dt, x, target, weight, reduction, ignore_index, label_smoothing):
-        """(loss of dtype dt, log_softmax of x along the class dim): the loss picked from the
-        log-probabilities as nll_loss picks it. They are rounded to dt as the log_softmax op rounds
-        them, and come back in the opmath dtype (float32 for float16/bfloat16)."""
-        plain = plain_targets(x, target, weight, ignore_index, label_smoothing) if x.dtype == dt else None
-        if plain is not None:
-            rows, t = plain
-            logp = x - row_max(x)
-            logp -= xp.log(row_sums(xp.exp(logp))[:, None])                    # (x - max) - lse
-            picked = logp[rows, t]
-            if reduction == 0:
-                return -picked, logp
-            total = -add_reduce(picked)
-            return xp.asarray(total / x.dtype.type(x.shape[0]) if reduction == 1 else total), logp
-        cdt = opmath(dt)
-        cdim = 1 if x.ndim >= 2 else 0
-        classes = x.shape[cdim]
-        logp = log_softmax(x.astype(cdt), cdim, dt)
-        wb = along(weight.astype(cdt), cdim, x.ndim) if weight is not None else None
-        with quiet():
-            if target.dtype.kind not in "iu":                  # class probabilities (bfloat16 is kind "V")
-                tgt = target.astype(cdt)
-                if label_smoothing > 0:
-                    tgt = tgt * (1.0 - label_smoothing) + label_smoothing / classes
-                weighted = logp * wb if wb is not None else logp
-                loss = -(weighted * tgt).sum(axis=cdim)
-                if reduction == 1:
-                    loss = loss.sum() / (x.size // classes) if x.size else xp.asarray(float("nan"), cdt)
-                elif reduction == 2:
-                    loss = loss.sum()
-                return xp.asarray(loss).astype(dt), logp
-            out, valid, w = nll(logp, target, weight, reduction, ignore_index)
-            if label_smoothing == 0:
-                return xp.asarray(out).astype(dt), logp
-            weighted = logp * wb if wb is not None else logp
-            smooth = xp.where(valid, -weighted.sum(axis=cdim), xp.zeros((), cdt))
-            if reduction == 0:
-                ret = smooth
-            elif reduction == 2:
-                ret = smooth.sum()
-            elif weight is not None:
-                ret = smooth.sum() / w.sum()
-            else:
-                ret = smooth.sum() / valid.sum()
-            return xp.asarray(out * (1.0 - label_smoothing) + ret * (label_smoothing / classes)).astype(dt), logp
-
-    def cross_entropy_loss(spec, x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
-        return cross_entropy(native(spec[1]), x, target, weight, reduction, ignore_index, label_smoothing)[0]
-
-    def cross_entropy_indices(specs, x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
-        """(loss, log_probs), both of the loss's dtype."""
-        dt = native(specs[0][1])
-        loss, logp = cross_entropy(dt, x, target, weight, reduction, ignore_index, label_smoothing)
-        return loss, (logp if logp.dtype == dt else logp.astype(dt))
-
-    def randperm(spec, n, generator=None, dtype=None, device=None, requires_grad=False):
-        keys = generator.draw(lambda seed, offset: philox.uniform(xp, seed, offset, (n,), "float64", 0.0, 1.0))
-        ranks = xp.empty(n, dtype=i64)
-        ranks[xp.argsort(keys, kind="stable")] = xp.arange(n, dtype=i64)
-        return ranks.astype(native(spec[1]))
-
-    def cross_entropy_indices_backward(spec, grad, logp, target, weight, reduction, ignore_index, label_smoothing):
-        """d loss / d x of cross entropy with class indices from the forward's log-probabilities, in one
-        pass: the gradient nll_loss (and label smoothing) sends to them, through log_softmax's backward
-        (g - exp(logp) * sum(g), as torch computes it)."""
-        dt = native(spec[1])
-        cdt = opmath(dt)
-        cdim = 1 if logp.ndim >= 2 else 0
-        classes = logp.shape[cdim]
-        if logp.size == 0:
-            return xp.zeros(logp.shape, dt)
-        plain = plain_targets(logp, target, weight, ignore_index, label_smoothing) \
-            if logp.dtype == dt and grad.dtype == dt else None
-        if plain is not None:
-            rows, t = plain
-            # the batch as the dtype's own scalar: numpy 1's promotion would make a float32 / int float64
-            scale = grad / logp.dtype.type(logp.shape[0]) if reduction == 1 else grad    # per row when unreduced
-            out = xp.exp(logp)
-            out *= scale[:, None] if reduction == 0 else scale                            # softmax * scale
-            if subtract_at is not None:
-                subtract_at(out, (rows, t), scale)        # one call for the fancy read and write below
-            else:
-                out[rows, t] -= scale
-            return out
-        logp = logp.astype(cdt)
-        t, valid, safe = class_target(logp, target, ignore_index)
-        w = weight.astype(cdt)[safe] if weight is not None else xp.ones(safe.shape, cdt)
-        w = xp.where(valid, w, xp.zeros((), cdt))
-        g_out = grad.astype(cdt)
-        with quiet():
-            scale = g_out / w.sum() if reduction == 1 else g_out
-            scale = xp.broadcast_to(scale, safe.shape)      # ignored elements get 0 (also when mean's 1/0)
-            # the target class as a one-hot mask (a comparison, which cupy has as numpy does)
-            onehot = xp.expand_dims(safe, cdim) == along(xp.arange(classes), cdim, logp.ndim)
-            picked = -(1.0 - label_smoothing) * xp.where(valid, scale * w, xp.zeros((), cdt))
-            g = xp.where(onehot, xp.expand_dims(picked, cdim), xp.zeros((), cdt))
+            return -picked, logp
+        # numpy's ufunc method skips np.sum's Python wrapper: the plain path is ~15 array calls
+        total = -am.add_reduce(picked)
+        return xp.asarray(total / x.dtype.type(x.shape[0]) if reduction == 1 else total), logp
+    cdt = am.compute_dtype(dt)
+    cdim = 1 if x.ndim >= 2 else 0
+    classes = x.shape[cdim]
+    logp = _log_softmax(am, x.astype(cdt), cdim, dt)
+    wb = _along(weight.astype(cdt), cdim, x.ndim) if weight is not None else None
+    with _quiet(am):
+        if target.dtype.kind not in "iu":                  # class probabilities (bfloat16 is kind "V")
+            tgt = target.astype(cdt)
             if label_smoothing > 0:
-                smooth = xp.expand_dims(xp.where(valid, scale, xp.zeros((), cdt)) * (-label_smoothing / classes),
-                                        cdim)
-                g = g + (smooth * along(weight.astype(cdt), cdim, logp.ndim) if weight is not None else smooth)
-            out = g - xp.exp(logp) * g.sum(axis=cdim, keepdims=True)
-        return out.astype(dt)
+                tgt = tgt * (1.0 - label_smoothing) + label_smoothing / classes
+            weighted = logp * wb if wb is not None else logp
+            loss = -(weighted * tgt).sum(axis=cdim)
+            if reduction == 1:
+                loss = loss.sum() / (x.size // classes) if x.size else xp.asarray(float("nan"), cdt)
+            elif reduction == 2:
+                loss = loss.sum()
+            return xp.asarray(loss).astype(dt), logp
+        out, valid, w = _nll(am, logp, target, weight, reduction, ignore_index)
+        if label_smoothing == 0:
+            return xp.asarray(out).astype(dt), logp
+        weighted = logp * wb if wb is not None else logp
+        smooth = xp.where(valid, -weighted.sum(axis=cdim), xp.zeros((), cdt))
+        if reduction == 0:
+            ret = smooth
+        elif reduction == 2:
+            ret = smooth.sum()
+        elif weight is not None:
+            ret = smooth.sum() / w.sum()
+        else:
+            ret = smooth.sum() / valid.sum()
+        return xp.asarray(out * (1.0 - label_smoothing) + ret * (label_smoothing / classes)).astype(dt), logp
 
-    return {"nll_loss_nd": nll_loss_nd, "cross_entropy_loss": cross_entropy_loss, "randperm": randperm,
-            "_cross_entropy_indices": cross_entropy_indices,
-            "_cross_entropy_indices_backward": cross_entropy_indices_backward}
+
+def cross_entropy_loss(am: ArrayModule, spec, x, target, weight=None, reduction=1, ignore_index=-100,
+                       label_smoothing=0.0):
+    return _cross_entropy(am, am.native_of[spec[1]], x, target, weight, reduction, ignore_index, label_smoothing)[0]
+
+
+def cross_entropy_indices(am: ArrayModule, specs, x, target, weight=None, reduction=1, ignore_index=-100,
+                          label_smoothing=0.0):
+    """(loss, log_probs), both of the loss's dtype."""
+    dt = am.native_of[specs[0][1]]
+    loss, logp = _cross_entropy(am, dt, x, target, weight, reduction, ignore_index, label_smoothing)
+    return loss, (logp if logp.dtype == dt else logp.astype(dt))
+
+
+def randperm(am: ArrayModule, spec, n, generator=None, dtype=None, device=None, requires_grad=False):
+    xp = am.xp
+    keys = generator.draw(lambda seed, offset: philox.uniform(xp, seed, offset, (n,), "float64", 0.0, 1.0))
+    ranks = xp.empty(n, dtype=am.int64)
+    ranks[xp.argsort(keys, kind="stable")] = xp.arange(n, dtype=am.int64)
+    return ranks.astype(am.native_of[spec[1]])
+
+
+def cross_entropy_indices_backward(am: ArrayModule, spec, grad, logp, target, weight, reduction, ignore_index,
+                                   label_smoothing):
+    """d loss / d x of cross entropy with class indices from the forward's log-probabilities, in one
+    pass: the gradient nll_loss (and label smoothing) sends to them, through log_softmax's backward
+    (g - exp(logp) * sum(g), as torch computes it)."""
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    cdt = am.compute_dtype(dt)
+    cdim = 1 if logp.ndim >= 2 else 0
+    classes = logp.shape[cdim]
+    if logp.size == 0:
+        return xp.zeros(logp.shape, dt)
+    plain = _plain_targets(am, logp, target, weight, ignore_index, label_smoothing) \
+        if logp.dtype == dt and grad.dtype == dt else None
+    if plain is not None:
+        rows, t = plain
+        # the batch as the dtype's own scalar: numpy 1's promotion would make a float32 / int float64
+        scale = grad / logp.dtype.type(logp.shape[0]) if reduction == 1 else grad    # per row when unreduced
+        out = xp.exp(logp)
+        out *= scale[:, None] if reduction == 0 else scale                            # softmax * scale
+        if am.is_numpy:
+            xp.subtract.at(out, (rows, t), scale)    # ufunc.at (numpy's API): one call for the fancy read and write
+        else:
+            out[rows, t] -= scale
+        return out
+    logp = logp.astype(cdt)
+    t, valid, safe = _class_target(am, logp, target, ignore_index)
+    w = weight.astype(cdt)[safe] if weight is not None else xp.ones(safe.shape, cdt)
+    w = xp.where(valid, w, xp.zeros((), cdt))
+    g_out = grad.astype(cdt)
+    with _quiet(am):
+        scale = g_out / w.sum() if reduction == 1 else g_out
+        scale = xp.broadcast_to(scale, safe.shape)      # ignored elements get 0 (also when mean's 1/0)
+        # the target class as a one-hot mask (a comparison, which cupy has as numpy does)
+        onehot = xp.expand_dims(safe, cdim) == _along(xp.arange(classes), cdim, logp.ndim)
+        picked = -(1.0 - label_smoothing) * xp.where(valid, scale * w, xp.zeros((), cdt))
+        g = xp.where(onehot, xp.expand_dims(picked, cdim), xp.zeros((), cdt))
+        if label_smoothing > 0:
+            smooth = xp.expand_dims(xp.where(valid, scale, xp.zeros((), cdt)) * (-label_smoothing / classes),
+                                    cdim)
+            g = g + (smooth * _along(weight.astype(cdt), cdim, logp.ndim) if weight is not None else smooth)
+        out = g - xp.exp(logp) * g.sum(axis=cdim, keepdims=True)
+    return out.astype(dt)
+
+
+KERNELS = {"nll_loss_nd": nll_loss_nd, "cross_entropy_loss": cross_entropy_loss, "randperm": randperm,
+           "_cross_entropy_indices": cross_entropy_indices,
+           "_cross_entropy_indices_backward": cross_entropy_indices_backward}

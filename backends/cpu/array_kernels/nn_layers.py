@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Callable
 
-from ember.core import dtype as _dt
+from .context import ArrayModule
 
 
 def _tup(v, n, default=None):
+    """An int or list argument as an `n`-tuple of ints (a 1-element list repeated; `default` for [])."""
     if isinstance(v, (list, tuple)):
         if len(v) == 0:
             return default
@@ -24,219 +24,241 @@ def _tup(v, n, default=None):
     return (int(v),) * n
 
 
-def make(xp, native: Callable) -> dict[str, Callable]:
-    f32 = xp.dtype("float32")
-    lowp = {native(_dt.float16), native(_dt.bfloat16)}
-    as_strided = xp.lib.stride_tricks.as_strided
+def _windows(am: ArrayModule, x, kernel, stride, dilation, out):
+    """(N, C, *out, *kernel) read-only window view of a C-contiguous (N, C, *spatial) array."""
+    nd = len(kernel)
+    st = x.strides
+    shape = x.shape[:2] + tuple(out) + tuple(kernel)
+    strides = st[:2] + tuple(st[2 + i] * stride[i] for i in range(nd)) + \
+        tuple(st[2 + i] * dilation[i] for i in range(nd))
+    return am.xp.lib.stride_tricks.as_strided(x, shape, strides, writeable=False)
 
-    def acc_dtype(dt):
-        return f32 if dt in lowp else dt
 
-    def windows(x, kernel, stride, dilation, out):
-        """(N, C, *out, *kernel) read-only window view of a C-contiguous (N, C, *spatial) array."""
-        nd = len(kernel)
-        st = x.strides
-        shape = x.shape[:2] + tuple(out) + tuple(kernel)
-        strides = st[:2] + tuple(st[2 + i] * stride[i] for i in range(nd)) + \
-            tuple(st[2 + i] * dilation[i] for i in range(nd))
-        return as_strided(x, shape, strides, writeable=False)
+def _pad_spatial(am: ArrayModule, x, before, after, value=0):
+    """`x` padded with `value` before/after each spatial dim (C-contiguous: a copy only if needed)."""
+    if not any(before) and not any(after):
+        return am.xp.ascontiguousarray(x)
+    widths = [(0, 0), (0, 0)] + [(b, a) for b, a in zip(before, after)]
+    return am.xp.pad(x, widths, mode="constant", constant_values=value)
 
-    def pad_spatial(x, before, after, value=0):
-        if not any(before) and not any(after):
-            return xp.ascontiguousarray(x)
-        widths = [(0, 0), (0, 0)] + [(b, a) for b, a in zip(before, after)]
-        return xp.pad(x, widths, mode="constant", constant_values=value)
 
-    # -------------------------------------------------------------------- convolution
-    def convolution(spec, x, w, b, stride, padding, dilation, transposed, output_padding, groups):
-        dt = native(spec[1])
-        acc = acc_dtype(dt)
-        x, w = x.astype(acc, copy=False), w.astype(acc, copy=False)
-        nd = w.ndim - 2
-        stride, padding, dilation = _tup(stride, nd), _tup(padding, nd), _tup(dilation, nd)
-        G = int(groups)
-        N = x.shape[0]
-        kernel = w.shape[2:]
-        KK = math.prod(kernel)
-        if not transposed:
-            O, Cg = w.shape[0], w.shape[1]
-            out = tuple(spec[0][2:])
-            xp_ = pad_spatial(x, padding, padding)
-            L = math.prod(out)
-            cols = windows(xp_, kernel, stride, dilation, out).reshape(N, G, Cg, L, KK)
-            cols = cols.transpose(1, 0, 3, 2, 4).reshape(G, N * L, Cg * KK)
-            res = xp.matmul(cols, w.reshape(G, O // G, Cg * KK).transpose(0, 2, 1))       # (G, N*L, Og)
-            res = res.reshape(G, N, L, O // G).transpose(1, 0, 3, 2).reshape((N, O) + out)
-        else:
-            Cin, Og = w.shape[0], w.shape[1]
-            Cg = Cin // G
-            inp = x.shape[2:]
-            L = math.prod(inp)
-            xs = x.reshape(N, G, Cg, L).transpose(1, 0, 3, 2)                              # (G, N, L, Cg)
-            cols = xp.matmul(xs.reshape(G, N * L, Cg), w.reshape(G, Cg, Og * KK))
-            cols = cols.reshape(G, N, L, Og, KK).transpose(1, 0, 3, 2, 4).reshape((N, G * Og) + inp + kernel)
-            opad = _tup(output_padding, nd)
-            full = tuple((inp[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 + opad[i] for i in range(nd))
-            res = xp.zeros((N, G * Og) + full, dtype=acc)
-            for k in itertools.product(*(range(n) for n in kernel)):
-                index = (slice(None), slice(None)) + tuple(
-                    slice(k[i] * dilation[i], k[i] * dilation[i] + (inp[i] - 1) * stride[i] + 1, stride[i])
-                    for i in range(nd))
-                res[index] += cols[(Ellipsis,) + k]
-            res = res[(slice(None), slice(None)) + tuple(slice(padding[i], full[i] - padding[i]) for i in range(nd))]
-        if b is not None:
-            res = res + b.astype(acc, copy=False).reshape((1, -1) + (1,) * nd)
-        return xp.ascontiguousarray(res, dtype=dt)
+# ------------------------------------------------------------------------ convolution
+def convolution(am: ArrayModule, spec, x, w, b, stride, padding, dilation, transposed, output_padding, groups):
+    """Convolution (im2col times the weight per group) and transposed convolution (the product's
+    columns added back into the output at each kernel offset), with the bias added last."""
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    acc = am.compute_dtype(dt)
+    x, w = x.astype(acc, copy=False), w.astype(acc, copy=False)
+    nd = w.ndim - 2
+    stride, padding, dilation = _tup(stride, nd), _tup(padding, nd), _tup(dilation, nd)
+    G = int(groups)
+    N = x.shape[0]
+    kernel = w.shape[2:]
+    KK = math.prod(kernel)
+    if not transposed:
+        O, Cg = w.shape[0], w.shape[1]
+        out = tuple(spec[0][2:])
+        xp_ = _pad_spatial(am, x, padding, padding)
+        L = math.prod(out)
+        cols = _windows(am, xp_, kernel, stride, dilation, out).reshape(N, G, Cg, L, KK)
+        cols = cols.transpose(1, 0, 3, 2, 4).reshape(G, N * L, Cg * KK)
+        res = xp.matmul(cols, w.reshape(G, O // G, Cg * KK).transpose(0, 2, 1))       # (G, N*L, Og)
+        res = res.reshape(G, N, L, O // G).transpose(1, 0, 3, 2).reshape((N, O) + out)
+    else:
+        Cin, Og = w.shape[0], w.shape[1]
+        Cg = Cin // G
+        inp = x.shape[2:]
+        L = math.prod(inp)
+        xs = x.reshape(N, G, Cg, L).transpose(1, 0, 3, 2)                              # (G, N, L, Cg)
+        cols = xp.matmul(xs.reshape(G, N * L, Cg), w.reshape(G, Cg, Og * KK))
+        cols = cols.reshape(G, N, L, Og, KK).transpose(1, 0, 3, 2, 4).reshape((N, G * Og) + inp + kernel)
+        opad = _tup(output_padding, nd)
+        full = tuple((inp[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 + opad[i] for i in range(nd))
+        res = xp.zeros((N, G * Og) + full, dtype=acc)
+        for k in itertools.product(*(range(n) for n in kernel)):
+            index = (slice(None), slice(None)) + tuple(
+                slice(k[i] * dilation[i], k[i] * dilation[i] + (inp[i] - 1) * stride[i] + 1, stride[i])
+                for i in range(nd))
+            res[index] += cols[(Ellipsis,) + k]
+        res = res[(slice(None), slice(None)) + tuple(slice(padding[i], full[i] - padding[i]) for i in range(nd))]
+    if b is not None:
+        res = res + b.astype(acc, copy=False).reshape((1, -1) + (1,) * nd)
+    return xp.ascontiguousarray(res, dtype=dt)
 
-    # ------------------------------------------------------------------------ pooling
-    def _geometry(shape, kernel_size, stride, padding, dilation, ceil_mode):
-        kernel = _tup(kernel_size, 2)
-        stride = _tup(stride, 2, kernel)
-        padding, dilation = _tup(padding, 2), _tup(dilation, 2)
-        out = []
-        for n, k, s, p, d in zip(shape[-2:], kernel, stride, padding, dilation):
-            o = (n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
-            if ceil_mode and (o - 1) * s >= n + p:
-                o -= 1
-            out.append(o)
-        extra = tuple(max(0, (out[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 - shape[-2 + i]
-                          - 2 * padding[i]) for i in range(2))
-        return kernel, stride, padding, dilation, tuple(out), extra
 
-    def _lowest(dt):
-        if dt.kind == "f" or dt in lowp:
-            return -float("inf")
-        return xp.iinfo(dt).min
+# ---------------------------------------------------------------------------- pooling
+def _geometry(shape, kernel_size, stride, padding, dilation, ceil_mode):
+    """A 2-D pooling's (kernel, stride, padding, dilation, output size, extra padding after) for an
+    input of `shape`: `extra` is what ceil_mode's last window reaches past the padded input."""
+    kernel = _tup(kernel_size, 2)
+    stride = _tup(stride, 2, kernel)
+    padding, dilation = _tup(padding, 2), _tup(dilation, 2)
+    out = []
+    for n, k, s, p, d in zip(shape[-2:], kernel, stride, padding, dilation):
+        o = (n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
+        if ceil_mode and (o - 1) * s >= n + p:
+            o -= 1
+        out.append(o)
+    extra = tuple(max(0, (out[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 - shape[-2 + i]
+                      - 2 * padding[i]) for i in range(2))
+    return kernel, stride, padding, dilation, tuple(out), extra
 
-    def max_pool2d_with_indices(specs, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
-        unbatched = x.ndim == 3
-        x4 = x[None] if unbatched else x
-        kernel, stride, padding, dilation, out, extra = _geometry(x4.shape, kernel_size, stride, padding, dilation,
-                                                                  ceil_mode)
-        H, W = x4.shape[-2:]
-        xp_ = pad_spatial(x4, padding, (padding[0] + extra[0], padding[1] + extra[1]), _lowest(x4.dtype))
-        win = windows(xp_, kernel, stride, dilation, out).reshape(x4.shape[:2] + out + (kernel[0] * kernel[1],))
-        arg = xp.argmax(win, axis=-1)
-        if win.dtype.kind == "f" or win.dtype in lowp:     # a NaN wins, the last of a window (PyTorch's kernel)
-            nan = xp.isnan(win)
-            if bool(nan.any()):
-                last = win.shape[-1] - 1 - xp.argmax(nan[..., ::-1], axis=-1)
-                arg = xp.where(nan.any(axis=-1), last, arg)
-        values = xp.take_along_axis(win, arg[..., None], axis=-1)[..., 0]
-        kh, kw = arg // kernel[1], arg % kernel[1]
-        oh = xp.arange(out[0]).reshape(-1, 1) * stride[0] - padding[0]
-        ow = xp.arange(out[1]).reshape(1, -1) * stride[1] - padding[1]
-        indices = (oh + kh * dilation[0]) * W + (ow + kw * dilation[1])
-        values = xp.ascontiguousarray(values, dtype=native(specs[0][1]))
-        indices = xp.ascontiguousarray(indices, dtype=xp.int64)
-        return (values[0], indices[0]) if unbatched else (values, indices)
 
-    def avg_pool2d(spec, x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
-                   divisor_override=None):
-        dt = native(spec[1])
-        unbatched = x.ndim == 3
-        x4 = x[None] if unbatched else x
-        kernel, stride, padding, _, out, extra = _geometry(x4.shape, kernel_size, stride, padding, 1, ceil_mode)
-        floating = dt.kind == "f" or dt in lowp
-        acc = acc_dtype(dt) if floating else xp.dtype("int64")
-        xp_ = pad_spatial(x4.astype(acc, copy=False), padding, (padding[0] + extra[0], padding[1] + extra[1]))
-        total = windows(xp_, kernel, stride, (1, 1), out).sum(axis=(-2, -1), dtype=acc)
-        if divisor_override is not None:
-            div = divisor_override
-        else:
-            counts = []
-            for i in range(2):
-                n = x4.shape[2 + i]
-                start = xp.arange(out[i]) * stride[i] - padding[i]
-                end = xp.minimum(start + kernel[i], n + padding[i])
-                if not count_include_pad:
-                    start, end = xp.maximum(start, 0), xp.minimum(end, n)
-                counts.append(end - start)
-            div = counts[0].reshape(-1, 1) * counts[1].reshape(1, -1)
-        res = total / div if floating else xp.trunc(total / div)
-        res = xp.ascontiguousarray(res, dtype=dt)
-        return res[0] if unbatched else res
+def _lowest(am: ArrayModule, dt):
+    """The padding value max pooling never picks: -inf for floats, the integer dtype's minimum."""
+    if dt.kind == "f" or dt in am.lowp:
+        return -float("inf")
+    return am.xp.iinfo(dt).min
 
-    # -------------------------------------------------------------------- normalization
-    def native_layer_norm(specs, x, normalized_shape, w, b, eps):
-        dt = native(specs[0][1])
-        acc = acc_dtype(dt)
-        xa = x.astype(acc, copy=False)
-        axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
-        if x.size == 0:
-            stat = xp.zeros(specs[1][0], dtype=dt)
-            return xp.empty(x.shape, dtype=dt), stat, stat.copy()
-        mean = xa.mean(axis=axes, keepdims=True)
-        centered = xa - mean
-        rstd = 1.0 / xp.sqrt((centered * centered).mean(axis=axes, keepdims=True) + acc.type(eps))
-        out = centered * rstd
-        if w is not None:
-            out = out * w.astype(acc, copy=False)
-        if b is not None:
-            out = out + b.astype(acc, copy=False)
-        return (xp.ascontiguousarray(out, dtype=dt), mean.astype(native(specs[1][1])),
-                rstd.astype(native(specs[2][1])))
 
-    def native_layer_norm_backward(specs, g, x, normalized_shape, mean, rstd, w, b, output_mask):
-        """The decomposition's formulas in one pass over numpy (no dispatch per step): with
-        xhat = (x - mean) * rstd, grad input = rstd (g' - mean(g') - xhat mean(g' xhat)) for
-        g' = g * weight; grad weight = sum(g xhat) and grad bias = sum(g) over the outer dims."""
-        axis = x.ndim - len(normalized_shape)
-        dims, outer = tuple(range(axis, x.ndim)), tuple(range(axis))
-        if x.size == 0:
-            return tuple(None if s is None else xp.zeros(s[0], dtype=native(s[1])) for s in specs)
-        acc = acc_dtype(x.dtype)
-        stat = x.shape[:axis] + (1,) * len(dims)
-        ga = g.astype(acc, copy=False)
-        rs = rstd.astype(acc, copy=False).reshape(stat)
-        xhat = x.astype(acc) - mean.astype(acc, copy=False).reshape(stat)
-        xhat *= rs
-        out = [None, None, None]
-        if specs[0] is not None:
-            gw_in = ga * w.astype(acc, copy=False) if w is not None else ga
-            gi = gw_in - gw_in.mean(axis=dims, keepdims=True)
-            gi -= xhat * (gw_in * xhat).mean(axis=dims, keepdims=True)
-            gi *= rs
-            out[0] = xp.ascontiguousarray(gi, dtype=native(specs[0][1]))
-        if specs[1] is not None:
-            prod = ga * xhat
-            out[1] = xp.ascontiguousarray(prod.sum(axis=outer) if outer else prod, dtype=native(specs[1][1]))
-        if specs[2] is not None:
-            out[2] = xp.ascontiguousarray(ga.sum(axis=outer) if outer else ga, dtype=native(specs[2][1]))
-        return tuple(out)
+def max_pool2d_with_indices(am: ArrayModule, specs, x, kernel_size, stride=(), padding=0, dilation=1,
+                            ceil_mode=False):
+    """The window maxima and their flat indices into each (H, W) plane of the input."""
+    xp = am.xp
+    unbatched = x.ndim == 3
+    x4 = x[None] if unbatched else x
+    kernel, stride, padding, dilation, out, extra = _geometry(x4.shape, kernel_size, stride, padding, dilation,
+                                                              ceil_mode)
+    H, W = x4.shape[-2:]
+    xp_ = _pad_spatial(am, x4, padding, (padding[0] + extra[0], padding[1] + extra[1]), _lowest(am, x4.dtype))
+    win = _windows(am, xp_, kernel, stride, dilation, out).reshape(x4.shape[:2] + out + (kernel[0] * kernel[1],))
+    arg = xp.argmax(win, axis=-1)
+    if win.dtype.kind == "f" or win.dtype in am.lowp:  # a NaN wins, the last of a window (PyTorch's kernel)
+        nan = xp.isnan(win)
+        if bool(nan.any()):
+            last = win.shape[-1] - 1 - xp.argmax(nan[..., ::-1], axis=-1)
+            arg = xp.where(nan.any(axis=-1), last, arg)
+    values = xp.take_along_axis(win, arg[..., None], axis=-1)[..., 0]
+    kh, kw = arg // kernel[1], arg % kernel[1]
+    oh = xp.arange(out[0]).reshape(-1, 1) * stride[0] - padding[0]
+    ow = xp.arange(out[1]).reshape(1, -1) * stride[1] - padding[1]
+    indices = (oh + kh * dilation[0]) * W + (ow + kw * dilation[1])
+    values = xp.ascontiguousarray(values, dtype=am.native_of[specs[0][1]])
+    indices = xp.ascontiguousarray(indices, dtype=xp.int64)
+    return (values[0], indices[0]) if unbatched else (values, indices)
 
-    def native_batch_norm(specs, x, w, b, running_mean, running_var, training, momentum, eps):
-        dt = native(specs[0][1])
-        acc = acc_dtype(dt)
-        xa = x.astype(acc, copy=False)
-        axes = (0,) + tuple(range(2, x.ndim))
-        view = (1, -1) + (1,) * (x.ndim - 2)
-        if training:
-            mean = xa.mean(axis=axes)
-            centered = xa - mean.reshape(view)
-            var = (centered * centered).mean(axis=axes)
-            invstd = 1.0 / xp.sqrt(var + acc.type(eps))
-            n = x.size // max(x.shape[1], 1)
-            if running_mean is not None:
-                running_mean[...] = (running_mean * (1 - momentum) + mean * momentum).astype(running_mean.dtype)
-            if running_var is not None:
-                unbiased = var * (n / (n - 1)) if n > 1 else var * float("inf")
-                running_var[...] = (running_var * (1 - momentum) + unbiased * momentum).astype(running_var.dtype)
-            save_mean, save_invstd = mean, invstd
-        else:
-            mean = running_mean.astype(acc, copy=False)
-            invstd = 1.0 / xp.sqrt(running_var.astype(acc, copy=False) + acc.type(eps))
-            centered = xa - mean.reshape(view)
-            save_mean = save_invstd = xp.zeros((0,), dtype=acc)
-        out = centered * invstd.reshape(view)
-        if w is not None:
-            out = out * w.astype(acc, copy=False).reshape(view)
-        if b is not None:
-            out = out + b.astype(acc, copy=False).reshape(view)
-        return (xp.ascontiguousarray(out, dtype=dt), xp.ascontiguousarray(save_mean, dtype=native(specs[1][1])),
-                xp.ascontiguousarray(save_invstd, dtype=native(specs[2][1])))
 
-    return {"convolution": convolution, "max_pool2d_with_indices": max_pool2d_with_indices,
-            "avg_pool2d": avg_pool2d, "native_layer_norm": native_layer_norm,
-            "native_layer_norm_backward": native_layer_norm_backward,
-            "native_batch_norm": native_batch_norm}
+def avg_pool2d(am: ArrayModule, spec, x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Window sums (in int64 for integers, truncated after the division) over the window counts."""
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    unbatched = x.ndim == 3
+    x4 = x[None] if unbatched else x
+    kernel, stride, padding, _, out, extra = _geometry(x4.shape, kernel_size, stride, padding, 1, ceil_mode)
+    floating = dt.kind == "f" or dt in am.lowp
+    acc = am.compute_dtype(dt) if floating else xp.dtype("int64")
+    xp_ = _pad_spatial(am, x4.astype(acc, copy=False), padding, (padding[0] + extra[0], padding[1] + extra[1]))
+    total = _windows(am, xp_, kernel, stride, (1, 1), out).sum(axis=(-2, -1), dtype=acc)
+    if divisor_override is not None:
+        div = divisor_override
+    else:
+        counts = []
+        for i in range(2):
+            n = x4.shape[2 + i]
+            start = xp.arange(out[i]) * stride[i] - padding[i]
+            end = xp.minimum(start + kernel[i], n + padding[i])
+            if not count_include_pad:
+                start, end = xp.maximum(start, 0), xp.minimum(end, n)
+            counts.append(end - start)
+        div = counts[0].reshape(-1, 1) * counts[1].reshape(1, -1)
+    res = total / div if floating else xp.trunc(total / div)
+    res = xp.ascontiguousarray(res, dtype=dt)
+    return res[0] if unbatched else res
+
+
+# ---------------------------------------------------------------------- normalization
+def native_layer_norm(am: ArrayModule, specs, x, normalized_shape, w, b, eps):
+    """(output, mean, rstd) over the trailing `normalized_shape` dims."""
+    xp = am.xp
+    dt = am.native_of[specs[0][1]]
+    acc = am.compute_dtype(dt)
+    xa = x.astype(acc, copy=False)
+    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
+    if x.size == 0:
+        stat = xp.zeros(specs[1][0], dtype=dt)
+        return xp.empty(x.shape, dtype=dt), stat, stat.copy()
+    mean = xa.mean(axis=axes, keepdims=True)
+    centered = xa - mean
+    rstd = 1.0 / xp.sqrt((centered * centered).mean(axis=axes, keepdims=True) + acc.type(eps))
+    out = centered * rstd
+    if w is not None:
+        out = out * w.astype(acc, copy=False)
+    if b is not None:
+        out = out + b.astype(acc, copy=False)
+    return (xp.ascontiguousarray(out, dtype=dt), mean.astype(am.native_of[specs[1][1]]),
+            rstd.astype(am.native_of[specs[2][1]]))
+
+
+def native_layer_norm_backward(am: ArrayModule, specs, g, x, normalized_shape, mean, rstd, w, b, output_mask):
+    """The decomposition's formulas in one pass over numpy (no dispatch per step): with
+    xhat = (x - mean) * rstd, grad input = rstd (g' - mean(g') - xhat mean(g' xhat)) for
+    g' = g * weight; grad weight = sum(g xhat) and grad bias = sum(g) over the outer dims."""
+    xp = am.xp
+    native_of = am.native_of
+    axis = x.ndim - len(normalized_shape)
+    dims, outer = tuple(range(axis, x.ndim)), tuple(range(axis))
+    if x.size == 0:
+        return tuple(None if s is None else xp.zeros(s[0], dtype=native_of[s[1]]) for s in specs)
+    acc = am.compute_dtype(x.dtype)
+    stat = x.shape[:axis] + (1,) * len(dims)
+    ga = g.astype(acc, copy=False)
+    rs = rstd.astype(acc, copy=False).reshape(stat)
+    xhat = x.astype(acc) - mean.astype(acc, copy=False).reshape(stat)
+    xhat *= rs
+    out = [None, None, None]
+    if specs[0] is not None:
+        gw_in = ga * w.astype(acc, copy=False) if w is not None else ga
+        gi = gw_in - gw_in.mean(axis=dims, keepdims=True)
+        gi -= xhat * (gw_in * xhat).mean(axis=dims, keepdims=True)
+        gi *= rs
+        out[0] = xp.ascontiguousarray(gi, dtype=native_of[specs[0][1]])
+    if specs[1] is not None:
+        prod = ga * xhat
+        out[1] = xp.ascontiguousarray(prod.sum(axis=outer) if outer else prod, dtype=native_of[specs[1][1]])
+    if specs[2] is not None:
+        out[2] = xp.ascontiguousarray(ga.sum(axis=outer) if outer else ga, dtype=native_of[specs[2][1]])
+    return tuple(out)
+
+
+def native_batch_norm(am: ArrayModule, specs, x, w, b, running_mean, running_var, training, momentum, eps):
+    """(output, saved mean, saved invstd) over the batch and spatial dims: training normalises with
+    the batch statistics and updates the running ones (the variance unbiased); eval uses the
+    running ones and saves empty statistics."""
+    xp = am.xp
+    dt = am.native_of[specs[0][1]]
+    acc = am.compute_dtype(dt)
+    xa = x.astype(acc, copy=False)
+    axes = (0,) + tuple(range(2, x.ndim))
+    view = (1, -1) + (1,) * (x.ndim - 2)
+    if training:
+        mean = xa.mean(axis=axes)
+        centered = xa - mean.reshape(view)
+        var = (centered * centered).mean(axis=axes)
+        invstd = 1.0 / xp.sqrt(var + acc.type(eps))
+        n = x.size // max(x.shape[1], 1)
+        if running_mean is not None:
+            running_mean[...] = (running_mean * (1 - momentum) + mean * momentum).astype(running_mean.dtype)
+        if running_var is not None:
+            unbiased = var * (n / (n - 1)) if n > 1 else var * float("inf")
+            running_var[...] = (running_var * (1 - momentum) + unbiased * momentum).astype(running_var.dtype)
+        save_mean, save_invstd = mean, invstd
+    else:
+        mean = running_mean.astype(acc, copy=False)
+        invstd = 1.0 / xp.sqrt(running_var.astype(acc, copy=False) + acc.type(eps))
+        centered = xa - mean.reshape(view)
+        save_mean = save_invstd = xp.zeros((0,), dtype=acc)
+    out = centered * invstd.reshape(view)
+    if w is not None:
+        out = out * w.astype(acc, copy=False).reshape(view)
+    if b is not None:
+        out = out + b.astype(acc, copy=False).reshape(view)
+    return (xp.ascontiguousarray(out, dtype=dt), xp.ascontiguousarray(save_mean, dtype=am.native_of[specs[1][1]]),
+            xp.ascontiguousarray(save_invstd, dtype=am.native_of[specs[2][1]]))
+
+
+KERNELS = {"convolution": convolution, "max_pool2d_with_indices": max_pool2d_with_indices,
+           "avg_pool2d": avg_pool2d, "native_layer_norm": native_layer_norm,
+           "native_layer_norm_backward": native_layer_norm_backward,
+           "native_batch_norm": native_batch_norm}

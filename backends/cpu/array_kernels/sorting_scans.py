@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Callable
 
-from ember.core import dtype as _dt
+from .context import ArrayModule, Family, out
 
 
 def _axes(a, dim):
@@ -23,128 +22,148 @@ def _axes(a, dim):
     return tuple(operator.index(d) % max(a.ndim, 1) for d in dim) if a.ndim else ()
 
 
-def make(xp, native: Callable) -> dict[str, Callable]:
-    f32 = xp.dtype("float32")
-    i64 = xp.dtype("int64")
-    lowp = {native(_dt.float16), native(_dt.bfloat16)}
+def _wide(am: ArrayModule, a):
+    """`a` in float32 when it is float16/bfloat16, else itself."""
+    return a.astype(am.f32) if a.dtype in am.lowp else a
 
-    def wide(a):
-        return a.astype(f32) if a.dtype in lowp else a
 
-    def out(r, spec):
-        dt = native(spec[1])
-        r = xp.asarray(r)
-        return r if r.dtype == dt else r.astype(dt)
+def sort_stable(am: ArrayModule, specs, a, stable=None, dim=-1, descending=False):
+    xp = am.xp
+    if a.ndim == 0:
+        return a.copy(), xp.zeros((), am.int64)
+    x = xp.moveaxis(_wide(am, a), operator.index(dim), -1)
+    n = x.shape[-1]
+    if descending:        # a stable ascending sort of the reversed row, read backwards
+        idx = (n - 1) - xp.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1]
+    else:
+        idx = xp.argsort(x, axis=-1, kind="stable")
+    values = xp.take_along_axis(xp.moveaxis(a, operator.index(dim), -1), idx, axis=-1)
+    values = xp.ascontiguousarray(xp.moveaxis(values, -1, operator.index(dim)))
+    idx = xp.ascontiguousarray(xp.moveaxis(idx, -1, operator.index(dim)))
+    return values, idx.astype(am.int64)
 
-    def sort_stable(specs, a, stable=None, dim=-1, descending=False):
-        if a.ndim == 0:
-            return a.copy(), xp.zeros((), i64)
-        x = xp.moveaxis(wide(a), operator.index(dim), -1)
-        n = x.shape[-1]
-        if descending:        # a stable ascending sort of the reversed row, read backwards
-            idx = (n - 1) - xp.argsort(x[..., ::-1], axis=-1, kind="stable")[..., ::-1]
-        else:
-            idx = xp.argsort(x, axis=-1, kind="stable")
-        values = xp.take_along_axis(xp.moveaxis(a, operator.index(dim), -1), idx, axis=-1)
-        values = xp.ascontiguousarray(xp.moveaxis(values, -1, operator.index(dim)))
-        idx = xp.ascontiguousarray(xp.moveaxis(idx, -1, operator.index(dim)))
-        return values, idx.astype(i64)
 
-    def scan(fn):
-        def kernel(spec, a, dim, dtype=None):
-            dt = native(spec[1])
-            acc = f32 if dt in lowp else dt
-            if a.ndim == 0:
-                return out(a, spec).copy()
-            return out(fn(a.astype(acc), axis=operator.index(dim)), spec)
-        return kernel
+def scan(am: ArrayModule, fn, spec, a, dim, dtype=None):
+    """cumsum/cumprod: `fn` along `dim`, accumulated in float32 for float16/bfloat16."""
+    dt = am.native_of[spec[1]]
+    acc = am.f32 if dt in am.lowp else dt
+    if a.ndim == 0:
+        return out(am, a, dt).copy()
+    return out(am, fn(a.astype(acc), axis=operator.index(dim)), dt)
 
-    def flip(spec, a, dims):
-        axes = _axes(a, dims) if len(dims) else ()
-        return xp.array(xp.flip(a, axis=axes) if axes and a.ndim else a, copy=True, order="C")
 
-    def roll(spec, a, shifts, dims=()):
-        shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
-        dims = (dims,) if isinstance(dims, int) else tuple(dims)
-        if a.ndim == 0:
-            return a.copy()
-        if not dims:
-            return xp.roll(a, shifts[0])
-        return xp.roll(a, shifts, axis=dims)
+def flip(am: ArrayModule, spec, a, dims):
+    xp = am.xp
+    axes = _axes(a, dims) if len(dims) else ()
+    return xp.array(xp.flip(a, axis=axes) if axes and a.ndim else a, copy=True, order="C")
 
-    def tril(spec, a, diagonal=0):
-        return xp.tril(a, diagonal)
 
-    def triu(spec, a, diagonal=0):
-        return xp.triu(a, diagonal)
+def roll(am: ArrayModule, spec, a, shifts, dims=()):
+    xp = am.xp
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if a.ndim == 0:
+        return a.copy()
+    if not dims:
+        return xp.roll(a, shifts[0])
+    return xp.roll(a, shifts, axis=dims)
 
-    def repeat(spec, a, repeats):
-        if not len(repeats):
-            return a.copy()
-        return xp.array(xp.tile(a, tuple(repeats)), copy=True, order="C")
 
-    def prod(spec, a, dtype=None):
-        dt = native(spec[1])
-        return out(xp.prod(a, dtype=f32 if dt in lowp else dt), spec)
+def tril(am: ArrayModule, spec, a, diagonal=0):
+    return am.xp.tril(a, diagonal)
 
-    def prod_dim(spec, a, dim, keepdim=False, dtype=None):
-        dt = native(spec[1])
-        return out(xp.prod(a, axis=_axes(a, dim), keepdims=keepdim, dtype=f32 if dt in lowp else dt), spec)
 
-    def truth(fn):
-        def kernel(spec, a, dim=None, keepdim=False):
-            return out(fn(a, axis=_axes(a, dim), keepdims=keepdim), spec)
-        return kernel
+def triu(am: ArrayModule, spec, a, diagonal=0):
+    return am.xp.triu(a, diagonal)
 
-    def full_truth(fn):
-        return lambda spec, a: out(fn(a), spec)
 
-    def moment(fn):
-        def kernel(spec, a, dim=None, correction=None, keepdim=False):
-            c = 1 if correction is None else correction
-            axes = _axes(a, dim)
-            n = 1
-            for ax in axes:
-                n *= a.shape[ax]
-            x = wide(a)
-            centred = x - xp.mean(x, axis=axes, keepdims=True) if x.size else x
-            r = xp.sum(centred * centred, axis=axes, keepdims=keepdim) / max(n - c, 0)
-            return out(r if fn == "var" else xp.sqrt(r), spec)
-        return kernel
+def repeat(am: ArrayModule, spec, a, repeats):
+    xp = am.xp
+    if not len(repeats):
+        return a.copy()
+    return xp.array(xp.tile(a, tuple(repeats)), copy=True, order="C")
 
-    def logsumexp(spec, a, dim, keepdim=False):
-        x = a.astype(f32 if a.dtype in lowp else native(spec[1]))
-        axes = _axes(a, dim)
-        if x.size == 0:
-            return out(xp.log(xp.sum(xp.exp(x), axis=axes, keepdims=keepdim)), spec)
-        m = xp.max(x, axis=axes, keepdims=True)
-        m = xp.where(xp.isinf(m), 0, m)
-        r = xp.log(xp.sum(xp.exp(x - m), axis=axes, keepdims=True)) + m
-        return out(r if keepdim else xp.squeeze(r, axis=axes), spec)
 
-    def norm(spec, a, p, dim, keepdim=False):
-        p = 2 if p is None else p
-        x = wide(a)
-        axes = _axes(a, dim)
-        kw = {"axis": axes, "keepdims": keepdim}
-        if p == 0:
-            r = xp.sum(x != 0, **kw)
-        elif p == 1:
-            r = xp.sum(xp.abs(x), **kw)
-        elif p == 2:
-            r = xp.sqrt(xp.sum(x * x, **kw))
-        elif p == math.inf:
-            r = xp.max(xp.abs(x), **kw)
-        elif p == -math.inf:
-            r = xp.min(xp.abs(x), **kw)
-        else:
-            r = xp.sum(xp.abs(x) ** p, **kw) ** (1.0 / p)
-        return out(r, spec)
+def prod(am: ArrayModule, spec, a, dtype=None):
+    dt = am.native_of[spec[1]]
+    return out(am, am.xp.prod(a, dtype=am.f32 if dt in am.lowp else dt), dt)
 
-    return {"sort.stable": sort_stable, "cumsum": scan(xp.cumsum), "cumprod": scan(xp.cumprod),
-            "flip": flip, "roll": roll, "tril": tril, "triu": triu, "repeat": repeat,
-            "prod": prod, "prod.dim_int": prod_dim,
-            "any.dims": truth(xp.any), "all.dims": truth(xp.all), "any.dim": truth(xp.any), "all.dim": truth(xp.all),
-            "any": full_truth(xp.any), "all": full_truth(xp.all),
-            "var.correction": moment("var"), "std.correction": moment("std"),
-            "logsumexp": logsumexp, "norm.ScalarOpt_dim": norm}
+
+def prod_dim(am: ArrayModule, spec, a, dim, keepdim=False, dtype=None):
+    dt = am.native_of[spec[1]]
+    return out(am, am.xp.prod(a, axis=_axes(a, dim), keepdims=keepdim, dtype=am.f32 if dt in am.lowp else dt), dt)
+
+
+def truth(am: ArrayModule, fn, spec, a, dim=None, keepdim=False):
+    """any/all over `dim` (all dims when None or empty)."""
+    return out(am, fn(a, axis=_axes(a, dim), keepdims=keepdim), am.native_of[spec[1]])
+
+
+def full_truth(am: ArrayModule, fn, spec, a):
+    """any/all over the whole array."""
+    return out(am, fn(a), am.native_of[spec[1]])
+
+
+def _variance(am: ArrayModule, a, dim, correction, keepdim):
+    """The sum of squared deviations from the mean over `dim`, divided by max(n - correction, 0)
+    (correction 1 when None), computed in float32 for float16/bfloat16."""
+    xp = am.xp
+    c = 1 if correction is None else correction
+    axes = _axes(a, dim)
+    n = 1
+    for ax in axes:
+        n *= a.shape[ax]
+    x = _wide(am, a)
+    centred = x - xp.mean(x, axis=axes, keepdims=True) if x.size else x
+    return xp.sum(centred * centred, axis=axes, keepdims=keepdim) / max(n - c, 0)
+
+
+def var(am: ArrayModule, spec, a, dim=None, correction=None, keepdim=False):
+    return out(am, _variance(am, a, dim, correction, keepdim), am.native_of[spec[1]])
+
+
+def std(am: ArrayModule, spec, a, dim=None, correction=None, keepdim=False):
+    return out(am, am.xp.sqrt(_variance(am, a, dim, correction, keepdim)), am.native_of[spec[1]])
+
+
+def logsumexp(am: ArrayModule, spec, a, dim, keepdim=False):
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    x = a.astype(am.f32 if a.dtype in am.lowp else dt)
+    axes = _axes(a, dim)
+    if x.size == 0:
+        return out(am, xp.log(xp.sum(xp.exp(x), axis=axes, keepdims=keepdim)), dt)
+    m = xp.max(x, axis=axes, keepdims=True)
+    m = xp.where(xp.isinf(m), 0, m)
+    r = xp.log(xp.sum(xp.exp(x - m), axis=axes, keepdims=True)) + m
+    return out(am, r if keepdim else xp.squeeze(r, axis=axes), dt)
+
+
+def norm(am: ArrayModule, spec, a, p, dim, keepdim=False):
+    xp = am.xp
+    p = 2 if p is None else p
+    x = _wide(am, a)
+    axes = _axes(a, dim)
+    kw = {"axis": axes, "keepdims": keepdim}
+    if p == 0:
+        r = xp.sum(x != 0, **kw)
+    elif p == 1:
+        r = xp.sum(xp.abs(x), **kw)
+    elif p == 2:
+        r = xp.sqrt(xp.sum(x * x, **kw))
+    elif p == math.inf:
+        r = xp.max(xp.abs(x), **kw)
+    elif p == -math.inf:
+        r = xp.min(xp.abs(x), **kw)
+    else:
+        r = xp.sum(xp.abs(x) ** p, **kw) ** (1.0 / p)
+    return out(am, r, am.native_of[spec[1]])
+
+
+KERNELS = {"sort.stable": sort_stable, "cumsum": Family(scan, "cumsum"), "cumprod": Family(scan, "cumprod"),
+           "flip": flip, "roll": roll, "tril": tril, "triu": triu,
+           "repeat": repeat, "prod": prod, "prod.dim_int": prod_dim,
+           "any.dims": Family(truth, "any"), "all.dims": Family(truth, "all"), "any.dim": Family(truth, "any"),
+           "all.dim": Family(truth, "all"), "any": Family(full_truth, "any"), "all": Family(full_truth, "all"),
+           "var.correction": var, "std.correction": std,
+           "logsumexp": logsumexp, "norm.ScalarOpt_dim": norm}

@@ -29,6 +29,55 @@ def _float_mask(mask, name: str, dtype):
     return mask
 
 
+def _in_projection(query, key, value, in_proj_weight, in_proj_bias, use_separate_proj_weight, q_proj_weight,
+                   k_proj_weight, v_proj_weight):
+    """(q, k, v): the inputs projected by the packed `in_proj_weight`'s three chunks (or the separate
+    q/k/v weights when the key and value dims differ from the embedding's), with `in_proj_bias`'s."""
+    if not use_separate_proj_weight:
+        w_q, w_k, w_v = in_proj_weight.chunk(3)
+    else:
+        w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
+    b_q = b_k = b_v = None
+    if in_proj_bias is not None:
+        b_q, b_k, b_v = in_proj_bias.chunk(3)
+    return F.linear(query, w_q, b_q), F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
+
+
+def _checked_attn_mask(attn_mask, tgt_len: int, src_len: int, bsz: int, num_heads: int):
+    """A float attn_mask as 3-D (1 or bsz * num_heads, L, S), its shape checked (torch's messages)."""
+    if attn_mask.dim() == 2:
+        if tuple(attn_mask.shape) != (tgt_len, src_len):
+            raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, but should be "
+                               f"{(tgt_len, src_len)}.")
+        return attn_mask.unsqueeze(0)
+    if attn_mask.dim() == 3:
+        if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
+            raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but should be "
+                               f"{(bsz * num_heads, tgt_len, src_len)}.")
+        return attn_mask
+    raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+
+
+def _masks_for_one_more_key(attn_mask, key_padding_mask):
+    """Both masks (where given) padded with one unmasked column, for a key appended to every
+    sequence (bias_k/bias_v, or add_zero_attn's zero key)."""
+    if attn_mask is not None:
+        attn_mask = F.pad(attn_mask, (0, 1))
+    if key_padding_mask is not None:
+        key_padding_mask = F.pad(key_padding_mask, (0, 1))
+    return attn_mask, key_padding_mask
+
+
+def _merged_key_padding_mask(attn_mask, key_padding_mask, bsz: int, num_heads: int, src_len: int):
+    """attn_mask plus the float (N, S) key_padding_mask repeated for every head, (bsz * num_heads, 1, S)."""
+    if tuple(key_padding_mask.shape) != (bsz, src_len):
+        raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
+                             f"{tuple(key_padding_mask.shape)}")
+    key_padding_mask = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1)
+    key_padding_mask = key_padding_mask.reshape(bsz * num_heads, 1, src_len)
+    return key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+
+
 def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num_heads: int, in_proj_weight,
                                  in_proj_bias, bias_k, bias_v, add_zero_attn: bool, dropout_p: float,
                                  out_proj_weight, out_proj_bias, training: bool = True, key_padding_mask=None,
@@ -55,36 +104,14 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
     key_padding_mask = _float_mask(key_padding_mask, "key_padding_mask", query.dtype)
     attn_mask = _float_mask(attn_mask, "attn_mask", query.dtype)
 
-    if not use_separate_proj_weight:
-        w_q, w_k, w_v = in_proj_weight.chunk(3)
-    else:
-        w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
-    b_q = b_k = b_v = None
-    if in_proj_bias is not None:
-        b_q, b_k, b_v = in_proj_bias.chunk(3)
-    q = F.linear(query, w_q, b_q)
-    k = F.linear(key, w_k, b_k)
-    v = F.linear(value, w_v, b_v)
-
+    q, k, v = _in_projection(query, key, value, in_proj_weight, in_proj_bias, use_separate_proj_weight,
+                             q_proj_weight, k_proj_weight, v_proj_weight)
     if attn_mask is not None:
-        if attn_mask.dim() == 2:
-            if tuple(attn_mask.shape) != (tgt_len, src_len):
-                raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)}, but should be "
-                                   f"{(tgt_len, src_len)}.")
-            attn_mask = attn_mask.unsqueeze(0)
-        elif attn_mask.dim() == 3:
-            if tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
-                raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but should be "
-                                   f"{(bsz * num_heads, tgt_len, src_len)}.")
-        else:
-            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+        attn_mask = _checked_attn_mask(attn_mask, tgt_len, src_len, bsz, num_heads)
     if bias_k is not None and bias_v is not None:
         k = ember.cat([k, bias_k.repeat(1, bsz, 1)])
         v = ember.cat([v, bias_v.repeat(1, bsz, 1)])
-        if attn_mask is not None:
-            attn_mask = F.pad(attn_mask, (0, 1))
-        if key_padding_mask is not None:
-            key_padding_mask = F.pad(key_padding_mask, (0, 1))
+        attn_mask, key_padding_mask = _masks_for_one_more_key(attn_mask, key_padding_mask)
 
     q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
     k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
@@ -93,18 +120,10 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check: int, num
         zero_attn_shape = (bsz * num_heads, 1, head_dim)
         k = ember.cat([k, ember.zeros(zero_attn_shape, dtype=k.dtype, device=k.device)], dim=1)
         v = ember.cat([v, ember.zeros(zero_attn_shape, dtype=v.dtype, device=v.device)], dim=1)
-        if attn_mask is not None:
-            attn_mask = F.pad(attn_mask, (0, 1))
-        if key_padding_mask is not None:
-            key_padding_mask = F.pad(key_padding_mask, (0, 1))
+        attn_mask, key_padding_mask = _masks_for_one_more_key(attn_mask, key_padding_mask)
     src_len = k.shape[1]
     if key_padding_mask is not None:
-        if tuple(key_padding_mask.shape) != (bsz, src_len):
-            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
-                                 f"{tuple(key_padding_mask.shape)}")
-        key_padding_mask = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1)
-        key_padding_mask = key_padding_mask.reshape(bsz * num_heads, 1, src_len)
-        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+        attn_mask = _merged_key_padding_mask(attn_mask, key_padding_mask, bsz, num_heads, src_len)
     if not training:
         dropout_p = 0.0
 

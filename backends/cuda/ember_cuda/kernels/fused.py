@@ -15,10 +15,17 @@ replaces, so behaviour and error messages stay the library's:
   its error message. Other shapes and probability targets use the shared kernel.
 
 Sources are generated per compute type (float, double) and compiled once per device by cupy.
+Each kernel is `fn(am, spec, *op_args)` with `am` the `CudaArrayModule` of kernels/__init__.py
+(`am.library` holds the shared kernels they hand cases to); the table `KERNELS` ends the module.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from . import CudaArrayModule
 
 MAX_THREADS = 256
 
@@ -129,6 +136,7 @@ extern "C" __global__ void ember_cross_entropy(const {T}* x, const long long* ta
 """ % MAX_THREADS
 
 _CTYPE = {"float32": "float", "float64": "double"}
+_SCALAR = {"float32": np.float32, "float64": np.float64}      # eps as the kernel's scalar type
 _COMPILED: dict = {}
 
 
@@ -149,87 +157,91 @@ def _threads(n: int) -> int:
     return t
 
 
-def make(xp, native: Callable, shared: dict) -> dict[str, Callable]:
-    import numpy as np
+def _softmax_rows(am: CudaArrayModule, log_out: int, op: str, spec, a, dim, dtype):
+    """softmax (`log_out` 0) or log_softmax (1) of `a` along `dim`: the rows moved last and made
+    contiguous, one block per row; `op`, the library's kernel, takes the cases it does not."""
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    ct = am.f32 if dt == am.f16 else dt
+    if a.ndim == 0 or a.size == 0 or ct.name not in _CTYPE:
+        return am.library[op](spec, a, dim, dtype)
+    d = int(dim) % a.ndim
+    x = a.astype(ct, copy=False)
+    if d != a.ndim - 1:
+        x = xp.moveaxis(x, d, -1)
+    x = xp.ascontiguousarray(x)
+    n = x.shape[-1]
+    y = xp.empty(x.shape, dtype=ct)
+    _kernel("ember_softmax", _SOFTMAX, _CTYPE[ct.name])((x.size // n,), (_threads(n),),
+                                                        (x, y, np.int64(n), np.int32(log_out)))
+    if d != a.ndim - 1:
+        y = xp.ascontiguousarray(xp.moveaxis(y, -1, d))
+    return y if y.dtype == dt else y.astype(dt)
 
-    f32 = xp.dtype("float32")
-    f16 = xp.dtype("float16")
-    scalar = {"float32": np.float32, "float64": np.float64}
 
-    def compute_dtype(dt):
-        return f32 if dt == f16 else dt
+def softmax(am: CudaArrayModule, spec, a, dim, dtype=None):
+    """softmax.int (see `_softmax_rows`)."""
+    return _softmax_rows(am, 0, "softmax.int", spec, a, dim, dtype)
 
-    def softmax_like(op: str, log_out: int):
-        fallback = shared[op]
 
-        def kernel(spec, a, dim, dtype=None):
-            dt = native(spec[1])
-            ct = compute_dtype(dt)
-            if a.ndim == 0 or a.size == 0 or ct.name not in _CTYPE:
-                return fallback(spec, a, dim, dtype)
-            d = int(dim) % a.ndim
-            x = a.astype(ct, copy=False)
-            if d != a.ndim - 1:
-                x = xp.moveaxis(x, d, -1)
-            x = xp.ascontiguousarray(x)
-            n = x.shape[-1]
-            y = xp.empty(x.shape, dtype=ct)
-            _kernel("ember_softmax", _SOFTMAX, _CTYPE[ct.name])((x.size // n,), (_threads(n),),
-                                                                (x, y, np.int64(n), np.int32(log_out)))
-            if d != a.ndim - 1:
-                y = xp.ascontiguousarray(xp.moveaxis(y, -1, d))
-            return y if y.dtype == dt else y.astype(dt)
-        return kernel
+def log_softmax(am: CudaArrayModule, spec, a, dim, dtype=None):
+    """log_softmax.int (see `_softmax_rows`)."""
+    return _softmax_rows(am, 1, "log_softmax.int", spec, a, dim, dtype)
 
-    shared_layer_norm = shared["native_layer_norm"]
 
-    def native_layer_norm(specs, x, normalized_shape, w, b, eps):
-        dt = native(specs[0][1])
-        ct = compute_dtype(dt)
-        if x.size == 0 or ct.name not in _CTYPE:
-            return shared_layer_norm(specs, x, normalized_shape, w, b, eps)
-        n = 1
-        for s in normalized_shape:
-            n *= int(s)
-        xc = xp.ascontiguousarray(x.astype(ct, copy=False))
-        rows = xc.size // n
-        y = xp.empty(xc.shape, dtype=ct)
-        mean = xp.empty(rows, dtype=ct)
-        rstd = xp.empty(rows, dtype=ct)
-        wc = xp.ascontiguousarray(w.astype(ct, copy=False)).reshape(-1) if w is not None else xc
-        bc = xp.ascontiguousarray(b.astype(ct, copy=False)).reshape(-1) if b is not None else xc
-        _kernel("ember_layer_norm", _LAYER_NORM, _CTYPE[ct.name])(
-            (rows,), (_threads(n),),
-            (xc, wc, bc, y, mean, rstd, np.int64(n), scalar[ct.name](eps), np.int32(w is not None),
-             np.int32(b is not None)))
-        return (y if y.dtype == dt else y.astype(dt), mean.reshape(specs[1][0]).astype(native(specs[1][1])),
-                rstd.reshape(specs[2][0]).astype(native(specs[2][1])))
+def native_layer_norm(am: CudaArrayModule, specs, x, normalized_shape, w, b, eps):
+    """(y, mean, rstd) over the trailing `normalized_shape` dims, one block per row."""
+    xp = am.xp
+    native_of = am.native_of
+    dt = native_of[specs[0][1]]
+    ct = am.f32 if dt == am.f16 else dt
+    if x.size == 0 or ct.name not in _CTYPE:
+        return am.library["native_layer_norm"](specs, x, normalized_shape, w, b, eps)
+    n = 1
+    for s in normalized_shape:
+        n *= int(s)
+    xc = xp.ascontiguousarray(x.astype(ct, copy=False))
+    rows = xc.size // n
+    y = xp.empty(xc.shape, dtype=ct)
+    mean = xp.empty(rows, dtype=ct)
+    rstd = xp.empty(rows, dtype=ct)
+    wc = xp.ascontiguousarray(w.astype(ct, copy=False)).reshape(-1) if w is not None else xc
+    bc = xp.ascontiguousarray(b.astype(ct, copy=False)).reshape(-1) if b is not None else xc
+    _kernel("ember_layer_norm", _LAYER_NORM, _CTYPE[ct.name])(
+        (rows,), (_threads(n),),
+        (xc, wc, bc, y, mean, rstd, np.int64(n), _SCALAR[ct.name](eps), np.int32(w is not None),
+         np.int32(b is not None)))
+    return (y if y.dtype == dt else y.astype(dt), mean.reshape(specs[1][0]).astype(native_of[specs[1][1]]),
+            rstd.reshape(specs[2][0]).astype(native_of[specs[2][1]]))
 
-    shared_ce = shared["cross_entropy_loss"]
 
-    def cross_entropy_loss(spec, x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
-        dt = native(spec[1])
-        if (x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0 or dt.name not in _CTYPE or x.dtype != dt
-                or target.dtype.kind not in "iu" or target.ndim != 1 or label_smoothing != 0):
-            return shared_ce(spec, x, target, weight, reduction, ignore_index, label_smoothing)
-        N, C = x.shape
-        xc = xp.ascontiguousarray(x)
-        t = xp.ascontiguousarray(target.astype(xp.int64, copy=False))
-        loss = xp.empty(N, dtype=dt)
-        wsel = xp.empty(N, dtype=dt)
-        bad = xp.zeros(N, dtype=xp.int32)
-        wc = xp.ascontiguousarray(weight.astype(dt, copy=False)) if weight is not None else xc
-        _kernel("ember_cross_entropy", _CROSS_ENTROPY, _CTYPE[dt.name])(
-            (N,), (_threads(C),),
-            (xc, t, wc, loss, wsel, bad, np.int64(C), np.int64(ignore_index), np.int32(weight is not None)))
-        if bool(bad.any()):              # an out-of-range target: the shared kernel raises its error
-            return shared_ce(spec, x, target, weight, reduction, ignore_index, label_smoothing)
-        if reduction == 0:
-            return loss
-        if reduction == 2:
-            return loss.sum()
-        return loss.sum() / wsel.sum()
+def cross_entropy_loss(am: CudaArrayModule, spec, x, target, weight=None, reduction=1, ignore_index=-100,
+                       label_smoothing=0.0):
+    """(N, C) logits and class-index targets, one block per row; the library's kernel takes every
+    other case, and re-runs a call with an out-of-range target for its error."""
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    if (x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0 or dt.name not in _CTYPE or x.dtype != dt
+            or target.dtype.kind not in "iu" or target.ndim != 1 or label_smoothing != 0):
+        return am.library["cross_entropy_loss"](spec, x, target, weight, reduction, ignore_index, label_smoothing)
+    N, C = x.shape
+    xc = xp.ascontiguousarray(x)
+    t = xp.ascontiguousarray(target.astype(xp.int64, copy=False))
+    loss = xp.empty(N, dtype=dt)
+    wsel = xp.empty(N, dtype=dt)
+    bad = xp.zeros(N, dtype=xp.int32)
+    wc = xp.ascontiguousarray(weight.astype(dt, copy=False)) if weight is not None else xc
+    _kernel("ember_cross_entropy", _CROSS_ENTROPY, _CTYPE[dt.name])(
+        (N,), (_threads(C),),
+        (xc, t, wc, loss, wsel, bad, np.int64(C), np.int64(ignore_index), np.int32(weight is not None)))
+    if bool(bad.any()):              # an out-of-range target: the library's kernel raises its error
+        return am.library["cross_entropy_loss"](spec, x, target, weight, reduction, ignore_index, label_smoothing)
+    if reduction == 0:
+        return loss
+    if reduction == 2:
+        return loss.sum()
+    return loss.sum() / wsel.sum()
 
-    return {"softmax.int": softmax_like("softmax.int", 0), "log_softmax.int": softmax_like("log_softmax.int", 1),
-            "native_layer_norm": native_layer_norm, "cross_entropy_loss": cross_entropy_loss}
 
+KERNELS = {"softmax.int": softmax, "log_softmax.int": log_softmax, "native_layer_norm": native_layer_norm,
+           "cross_entropy_loss": cross_entropy_loss}

@@ -12,6 +12,8 @@ totals in local memory) and stores the total, the only value read back (it is th
 row count); then each work-item writes the coordinates of its chunk's nonzero elements from
 its offset on, so rows come in row-major order, as PyTorch's. One program holds the
 kernels of every dtype (the rank is an argument), so a process compiles it once.
+
+Each kernel is `fn(backend, spec, *op_args)` (kernels/table.py); the table `KERNELS` follows them.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from ember.core import dtype as _dt
 from ember.core.numpy_interop import to_numpy_dtype
 
 from .. import codegen as cg
-from . import reductions
+from . import memory, reductions
 
 
 def _offset_code(var: str, shape_names: list[str], terms: dict[str, list[str]]) -> str:
@@ -35,125 +37,126 @@ def _offset_code(var: str, shape_names: list[str], terms: dict[str, list[str]]) 
     return " ".join(lines)
 
 
-def make(backend) -> dict:
-    red = reductions.make(backend)
+def check_bounds(backend, op, index, size, d):
+    """Raise the cpu's error if an element of `index` is outside [0, size): its amin and amax are
+    reduced on the device and only those two scalars read back."""
+    if index.size == 0:
+        return
+    lo = int(backend.to_host(reductions.amin(backend, ((), _dt.int64), index, None)))
+    hi = int(backend.to_host(reductions.amax(backend, ((), _dt.int64), index, None)))
+    for v in (lo, hi):
+        if v < 0 or v >= size:
+            raise ArgumentValueError(f"{op}(): index {v} is out of bounds for dimension {d} with size {size} "
+                                     "(argument 'index')")
 
-    def check_bounds(op, index, size, d):
-        if index.size == 0:
-            return
-        lo = int(backend.to_host(red["amin"](((), _dt.int64), index, None)))
-        hi = int(backend.to_host(red["amax"](((), _dt.int64), index, None)))
-        for v in (lo, hi):
-            if v < 0 or v >= size:
-                raise ArgumentValueError(f"{op}(): index {v} is out of bounds for dimension {d} with size {size} "
-                                         "(argument 'index')")
 
-    def one_d(a):
-        return a.view((1,), (1,), a.offset) if a.ndim == 0 else a
+def one_d(a):
+    """`a` as a 1-element 1-d view when it is 0-d (the kernels index at least one dim)."""
+    return a.view((1,), (1,), a.offset) if a.ndim == 0 else a
 
-    def gather(spec, a, dim, index, sparse_grad=False):
-        out = backend.new_array(spec[0], a.dtype, a.device)
-        if index.size == 0:
-            return out
-        a1, i1 = one_d(a), one_d(index)
-        d = dim % a1.ndim
-        check_bounds("gather", i1, a1.shape[d], d)
-        nd = i1.ndim
-        key = ("gather", a.dtype.name, index.dtype.name, nd, d)
-        shp = [f"sh{k}" for k in range(nd)]
 
-        def source() -> str:
-            bits = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}[a.dtype.itemsize]     # a raw copy of each element
-            params = ["long n", f"__global {bits}* o", f"__global const {bits}* a",
-                      "long off_a", f"__global const {cg.storage(index.dtype)}* ix", "long off_i"]
-            params += [f"long sh{k}, long ast{k}, long ist{k}" for k in range(nd)]
-            offs = _offset_code("gid", shp, {"pa": [None if k == d else f"ast{k}" for k in range(nd)],
-                                             "pi": [f"ist{k}" for k in range(nd)]})
-            return (f"__kernel void k({', '.join(params)}) {{\n long gid = get_global_id(0); if (gid >= n) return;\n"
-                    f" long pa = off_a, pi = off_i; {offs}\n pa += (long)ix[pi] * ast{d};\n"
-                    f" o[gid] = a[pa];\n}}\n")
-        kernel = cg.get_kernel(a.device, key, source)
-        i64 = np.int64
-        args = [i64(out.size), out.buffer, a1.buffer, i64(a1.offset), i1.buffer, i64(i1.offset)]
-        for k in range(nd):
-            args += [i64(i1.shape[k]), i64(a1.elem_strides[k]), i64(i1.elem_strides[k])]
-        cg.launch(a.device, kernel, out.size, args)
+def gather(backend, spec, a, dim, index, sparse_grad=False):
+    out = backend.new_array(spec[0], a.dtype, a.device)
+    if index.size == 0:
         return out
+    a1, i1 = one_d(a), one_d(index)
+    d = dim % a1.ndim
+    check_bounds(backend, "gather", i1, a1.shape[d], d)
+    nd = i1.ndim
+    key = ("gather", a.dtype.name, index.dtype.name, nd, d)
+    shp = [f"sh{k}" for k in range(nd)]
 
-    def scatter_add(spec, a, dim, index, src):
-        out = backend.new_array(a.shape, a.dtype, a.device)
-        from .memory import make as make_memory
+    def source() -> str:
+        bits = {1: "uchar", 2: "ushort", 4: "uint", 8: "ulong"}[a.dtype.itemsize]     # a raw copy of each element
+        params = ["long n", f"__global {bits}* o", f"__global const {bits}* a",
+                  "long off_a", f"__global const {cg.storage(index.dtype)}* ix", "long off_i"]
+        params += [f"long sh{k}, long ast{k}, long ist{k}" for k in range(nd)]
+        offs = _offset_code("gid", shp, {"pa": [None if k == d else f"ast{k}" for k in range(nd)],
+                                         "pi": [f"ist{k}" for k in range(nd)]})
+        return (f"__kernel void k({', '.join(params)}) {{\n long gid = get_global_id(0); if (gid >= n) return;\n"
+                f" long pa = off_a, pi = off_i; {offs}\n pa += (long)ix[pi] * ast{d};\n"
+                f" o[gid] = a[pa];\n}}\n")
+    kernel = cg.get_kernel(a.device, key, source)
+    i64 = np.int64
+    args = [i64(out.size), out.buffer, a1.buffer, i64(a1.offset), i1.buffer, i64(i1.offset)]
+    for k in range(nd):
+        args += [i64(i1.shape[k]), i64(a1.elem_strides[k]), i64(i1.elem_strides[k])]
+    cg.launch(a.device, kernel, out.size, args)
+    return out
 
-        make_memory(backend)["copy_"](None, out, a)
-        if index.size == 0:
-            return out
-        o1, i1, s1 = one_d(out), one_d(index), one_d(src)
-        d = dim % o1.ndim
-        check_bounds("scatter_add", i1, o1.shape[d], d)
-        nd = i1.ndim
-        outer = [k for k in range(nd) if k != d]
-        n = i1.size // i1.shape[d]
-        ct = cg.opmath(a.dtype)
-        key = ("scatter_add", a.dtype.name, src.dtype.name, index.dtype.name, nd, d)
-        shp = [f"sh{k}" for k in outer]
 
-        def source() -> str:
-            params = ["long n", "long len", f"__global {cg.storage(a.dtype)}* o",
-                      f"__global const {cg.storage(src.dtype)}* s", "long off_s", f"__global const {cg.storage(index.dtype)}* ix", "long off_i",
-                      "long ost_d, long sst_d, long ist_d"]
-            params += [f"long sh{k}, long ost{k}, long sst{k}, long ist{k}" for k in outer]
-            offs = _offset_code("gid", shp, {"po": [f"ost{k}" for k in outer], "ps": [f"sst{k}" for k in outer],
-                                             "pi": [f"ist{k}" for k in outer]}) if outer else ""
-            return (f"__kernel void k({', '.join(params)}) {{\n long gid = get_global_id(0); if (gid >= n) return;\n"
-                    f" long po = 0, ps = off_s, pi = off_i; {offs}\n"
-                    f" for (long j = 0; j < len; ++j) {{\n"
-                    f"  long q = po + (long)ix[pi + j * ist_d] * ost_d;\n"
-                    f"  {ct} v = ({ct})({cg.load(a.dtype, 'o', 'q')}) + ({ct})({cg.load(src.dtype, 's', 'ps + j * sst_d')});\n"
-                    f"  {cg.store(a.dtype, 'o', 'q', 'v', ct)}\n }}\n}}\n")
-        kernel = cg.get_kernel(a.device, key, source)
-        i64 = np.int64
-        args = [i64(n), i64(i1.shape[d]), o1.buffer, s1.buffer, i64(s1.offset), i1.buffer, i64(i1.offset),
-                i64(o1.elem_strides[d]), i64(s1.elem_strides[d]), i64(i1.elem_strides[d])]
-        for k in outer:
-            args += [i64(i1.shape[k]), i64(o1.elem_strides[k]), i64(s1.elem_strides[k]), i64(i1.elem_strides[k])]
-        cg.launch(a.device, kernel, n, args)
+def scatter_add(backend, spec, a, dim, index, src):
+    out = backend.new_array(a.shape, a.dtype, a.device)
+    memory.copy_(backend, None, out, a)
+    if index.size == 0:
         return out
+    o1, i1, s1 = one_d(out), one_d(index), one_d(src)
+    d = dim % o1.ndim
+    check_bounds(backend, "scatter_add", i1, o1.shape[d], d)
+    nd = i1.ndim
+    outer = [k for k in range(nd) if k != d]
+    n = i1.size // i1.shape[d]
+    ct = cg.opmath(a.dtype)
+    key = ("scatter_add", a.dtype.name, src.dtype.name, index.dtype.name, nd, d)
+    shp = [f"sh{k}" for k in outer]
 
-    def nonzero(spec, a):
-        import pyopencl as cl
+    def source() -> str:
+        params = ["long n", "long len", f"__global {cg.storage(a.dtype)}* o",
+                  f"__global const {cg.storage(src.dtype)}* s", "long off_s", f"__global const {cg.storage(index.dtype)}* ix", "long off_i",
+                  "long ost_d, long sst_d, long ist_d"]
+        params += [f"long sh{k}, long ost{k}, long sst{k}, long ist{k}" for k in outer]
+        offs = _offset_code("gid", shp, {"po": [f"ost{k}" for k in outer], "ps": [f"sst{k}" for k in outer],
+                                         "pi": [f"ist{k}" for k in outer]}) if outer else ""
+        return (f"__kernel void k({', '.join(params)}) {{\n long gid = get_global_id(0); if (gid >= n) return;\n"
+                f" long po = 0, ps = off_s, pi = off_i; {offs}\n"
+                f" for (long j = 0; j < len; ++j) {{\n"
+                f"  long q = po + (long)ix[pi + j * ist_d] * ost_d;\n"
+                f"  {ct} v = ({ct})({cg.load(a.dtype, 'o', 'q')}) + ({ct})({cg.load(src.dtype, 's', 'ps + j * sst_d')});\n"
+                f"  {cg.store(a.dtype, 'o', 'q', 'v', ct)}\n }}\n}}\n")
+    kernel = cg.get_kernel(a.device, key, source)
+    i64 = np.int64
+    args = [i64(n), i64(i1.shape[d]), o1.buffer, s1.buffer, i64(s1.offset), i1.buffer, i64(i1.offset),
+            i64(o1.elem_strides[d]), i64(s1.elem_strides[d]), i64(i1.elem_strides[d])]
+    for k in outer:
+        args += [i64(i1.shape[k]), i64(o1.elem_strides[k]), i64(s1.elem_strides[k]), i64(i1.elem_strides[k])]
+    cg.launch(a.device, kernel, n, args)
+    return out
 
-        from .memory import make as make_memory
 
-        nd = a.ndim
-        a1 = one_d(a)
-        n = a1.size
-        dev = a.device
-        i64 = np.int64
-        if n == 0:
-            return backend.new_array((0, nd), np.int64, dev)
-        if not a1.is_contiguous:                   # the passes walk the elements in row-major order
-            tmp = backend.new_array(a1.shape, a1.dtype, dev)
-            make_memory(backend)["copy_"](None, tmp, a1)
-            a1 = tmp
-        chunks = -(-n // NZ_CHUNK)
-        counts = backend.new_array((chunks + 1,), np.int64, dev)     # counts, then offsets; [chunks]: the total
-        ks = cg.get_program(dev, ("nonzero",), nonzero_program)
-        kcount, kscan, kscatter = ks[f"count_{a.dtype.name}"], ks["scan"], ks[f"scatter_{a.dtype.name}"]
-        cg.launch(dev, kcount, chunks, [a1.buffer, i64(a1.offset), i64(n), counts.buffer, i64(chunks)])
-        L = 1
-        while L < min(chunks, 256, dev.max_wg):
-            L *= 2
-        kscan(dev.queue, (L,), (L,), counts.buffer, i64(chunks), cl.LocalMemory(8 * L))
-        total = np.empty(1, np.int64)
-        cl.enqueue_copy(dev.queue, total, counts.buffer, src_offset=chunks * 8, is_blocking=True)
-        out = backend.new_array((int(total[0]), nd), np.int64, dev)
-        if out.size:
-            shape = backend.from_host(np.array(a.shape, np.int64), dev.info.index)
-            cg.launch(dev, kscatter, chunks, [a1.buffer, i64(a1.offset), i64(n), counts.buffer, i64(chunks),
-                                              shape.buffer, np.int32(nd), out.buffer])
-        return out
+def nonzero(backend, spec, a):
+    import pyopencl as cl
 
-    return {"gather": gather, "scatter_add": scatter_add, "nonzero": nonzero}
+    nd = a.ndim
+    a1 = one_d(a)
+    n = a1.size
+    dev = a.device
+    i64 = np.int64
+    if n == 0:
+        return backend.new_array((0, nd), np.int64, dev)
+    if not a1.is_contiguous:                   # the passes walk the elements in row-major order
+        tmp = backend.new_array(a1.shape, a1.dtype, dev)
+        memory.copy_(backend, None, tmp, a1)
+        a1 = tmp
+    chunks = -(-n // NZ_CHUNK)
+    counts = backend.new_array((chunks + 1,), np.int64, dev)     # counts, then offsets; [chunks]: the total
+    ks = cg.get_program(dev, ("nonzero",), nonzero_program)
+    kcount, kscan, kscatter = ks[f"count_{a.dtype.name}"], ks["scan"], ks[f"scatter_{a.dtype.name}"]
+    cg.launch(dev, kcount, chunks, [a1.buffer, i64(a1.offset), i64(n), counts.buffer, i64(chunks)])
+    L = 1
+    while L < min(chunks, 256, dev.max_wg):
+        L *= 2
+    kscan(dev.queue, (L,), (L,), counts.buffer, i64(chunks), cl.LocalMemory(8 * L))
+    total = np.empty(1, np.int64)
+    cl.enqueue_copy(dev.queue, total, counts.buffer, src_offset=chunks * 8, is_blocking=True)
+    out = backend.new_array((int(total[0]), nd), np.int64, dev)
+    if out.size:
+        shape = backend.from_host(np.array(a.shape, np.int64), dev.info.index)
+        cg.launch(dev, kscatter, chunks, [a1.buffer, i64(a1.offset), i64(n), counts.buffer, i64(chunks),
+                                          shape.buffer, np.int32(nd), out.buffer])
+    return out
+
+
+KERNELS = {"gather": gather, "scatter_add": scatter_add, "nonzero": nonzero}
 
 
 NZ_CHUNK = 256     # elements per work-item of nonzero's count and scatter passes

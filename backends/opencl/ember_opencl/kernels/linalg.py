@@ -5,6 +5,8 @@ are first packed into K-major panels in the opmath type (two O(K(n+m)) passes ag
 product's O(nKm); they also take any strides, offsets, dtype and broadcast batch), then the
 register-blocked kernel runs over the panels. On GPUs the local-memory kernel reads the
 operands in place with their own strides.
+
+`bmm(backend, spec, a, b)` is the kernel (kernels/table.py); the table `KERNELS` ends the module.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from ember.core.numpy_interop import to_numpy_dtype
 
 from .. import codegen as cg
 from . import elementwise, gemm
+
 
 def _pack(backend, dev, x, acc: str, tile: int, outer: int, s_outer: int, s_k: int, nb: int, K: int):
     """`x` (batch, outer, K with the given strides) as K-major panels of `tile` (see gemm.pack_source)."""
@@ -48,38 +51,40 @@ def bmm_workspace(dev, a, b) -> tuple[int, ...]:
     return (_packed_nbytes(a, acc_size, cfg.rows, n, nb, k), _packed_nbytes(b, acc_size, cfg.width, m, nb, k))
 
 
-def make(backend) -> dict:
-    def bmm(spec, a, b):
-        out_dt = to_numpy_dtype(spec[1])
-        dev = a.device
-        out = backend.new_array(spec[0], out_dt, dev)
-        nb, n, k = a.shape
-        m = b.shape[2]
-        if out.size == 0:
-            return out
-        acc = cg.opmath(out_dt)
-        if k == 0:
-            return elementwise.run(out, [0], [acc], "x0", acc, tag="fill")
-        cfg = gemm.config_for(dev, out_dt)
-        i64 = np.int64
-        key = ("bmm", a.dtype.name, b.dtype.name, out_dt.name, cfg)
-        if cfg.variant == "register":
-            R, W = cfg.rows, cfg.width
-            sa, sb = a.elem_strides, b.elem_strides
-            ap, sapb = _pack(backend, dev, a, acc, R, n, sa[1], sa[2], nb, k)
-            bp, sbpb = _pack(backend, dev, b, acc, W, m, sb[2], sb[1], nb, k)
-            kernel = cg.get_kernel(dev, key, lambda: gemm.register_source(out_dt, cfg))
-            gx, gy = -(-m // W), -(-n // R)
-            lx, ly = (min(g, dev.max_wg) for g in cfg.group)   # fixed: PoCL compiles per local size
-            gx, gy = -(-gx // lx) * lx, -(-gy // ly) * ly
-            kernel(dev.queue, (gx, gy, nb), (lx, ly, 1), ap.buffer, i64(sapb), bp.buffer, i64(sbpb // W),
-                   out.buffer, i64(n), i64(m), i64(k))
-            return out
-        S, TS = cfg.width, cfg.width * cfg.rows
-        kernel = cg.get_kernel(dev, key, lambda: gemm.local_source(a.dtype, b.dtype, out_dt, cfg))
-        gx, gy = -(-m // TS) * S, -(-n // TS) * S
-        kernel(dev.queue, (gx, gy, nb), (S, S, 1), a.buffer, i64(a.offset), *map(i64, a.elem_strides), b.buffer,
-               i64(b.offset), *map(i64, b.elem_strides), out.buffer, i64(n), i64(m), i64(k))
+def bmm(backend, spec, a, b):
+    """out[i] = a[i] @ b[i] in the opmath type, by the kernel `gemm.config_for` picks for the device
+    (a zero-length K fills the result with zeros)."""
+    out_dt = to_numpy_dtype(spec[1])
+    dev = a.device
+    out = backend.new_array(spec[0], out_dt, dev)
+    nb, n, k = a.shape
+    m = b.shape[2]
+    if out.size == 0:
         return out
+    acc = cg.opmath(out_dt)
+    if k == 0:
+        return elementwise.run(out, [0], [acc], "x0", acc, tag="fill")
+    cfg = gemm.config_for(dev, out_dt)
+    i64 = np.int64
+    key = ("bmm", a.dtype.name, b.dtype.name, out_dt.name, cfg)
+    if cfg.variant == "register":
+        R, W = cfg.rows, cfg.width
+        sa, sb = a.elem_strides, b.elem_strides
+        ap, sapb = _pack(backend, dev, a, acc, R, n, sa[1], sa[2], nb, k)
+        bp, sbpb = _pack(backend, dev, b, acc, W, m, sb[2], sb[1], nb, k)
+        kernel = cg.get_kernel(dev, key, lambda: gemm.register_source(out_dt, cfg))
+        gx, gy = -(-m // W), -(-n // R)
+        lx, ly = (min(g, dev.max_wg) for g in cfg.group)   # fixed: PoCL compiles per local size
+        gx, gy = -(-gx // lx) * lx, -(-gy // ly) * ly
+        kernel(dev.queue, (gx, gy, nb), (lx, ly, 1), ap.buffer, i64(sapb), bp.buffer, i64(sbpb // W),
+               out.buffer, i64(n), i64(m), i64(k))
+        return out
+    S, TS = cfg.width, cfg.width * cfg.rows
+    kernel = cg.get_kernel(dev, key, lambda: gemm.local_source(a.dtype, b.dtype, out_dt, cfg))
+    gx, gy = -(-m // TS) * S, -(-n // TS) * S
+    kernel(dev.queue, (gx, gy, nb), (S, S, 1), a.buffer, i64(a.offset), *map(i64, a.elem_strides), b.buffer,
+           i64(b.offset), *map(i64, b.elem_strides), out.buffer, i64(n), i64(m), i64(k))
+    return out
 
-    return {"bmm": bmm}
+
+KERNELS = {"bmm": bmm}

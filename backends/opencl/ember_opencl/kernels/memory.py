@@ -1,4 +1,8 @@
-"""Allocation, views, copies (with casts, any layout to any layout), fills and ranges."""
+"""Allocation, views, copies (with casts, any layout to any layout), fills and ranges.
+
+Each kernel is `fn(backend, spec, *op_args)` (kernels/table.py); the module ends with its table
+`KERNELS`. `copy_` is also what other kernel modules call to copy between layouts.
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -25,46 +29,58 @@ def _index(device) -> int | None:
     return as_device(device).index
 
 
-def make(backend) -> dict:
-    def as_strided(spec, a, *unused):
-        shape, _, strides, offset = spec
-        return a.view(shape, strides, offset)
+def as_strided(backend, spec, a, *unused):
+    """The view of `a` the spec describes (shape, dtype, element strides, element offset)."""
+    shape, _, strides, offset = spec
+    return a.view(shape, strides, offset)
 
-    def copy_(spec, self, src, non_blocking=False):
-        if not isinstance(src, CLArray):
-            src = backend.from_host(np.asarray(src), self.device.info.index)
-        if src.device is not self.device:
-            src = backend.from_host(backend.to_host(src), self.device.info.index)
-        elif _overlaps(self, src) and (src.elem_strides != self.elem_strides or src.offset != self.offset
-                                       or src.shape != self.shape):
-            tmp = backend.new_array(src.shape, src.dtype, src.device)
-            elementwise.run(tmp, [src], [cg.load_type(src.dtype)], "x0", cg.load_type(src.dtype), tag="copy")
-            src = tmp
-        lt = cg.load_type(src.dtype)
-        elementwise.run(self, [src], [lt], "x0", lt, tag="copy")
-        return self
 
-    def fill_(spec, self, value):
-        ct = cg.opmath(self.dtype)
-        if not isinstance(value, (bool, int, float)):
-            value = value.item() if hasattr(value, "item") else float(value)
-        if ct not in cg.FLOAT_CL and isinstance(value, float):
-            ct = "double" if self.device.info.fp64 else "float"
-        return elementwise.run(self, [value], [ct], "x0", ct, tag="fill")
+def copy_(backend, spec, self, src, non_blocking=False):
+    """self[...] = src, casting; `src` may be a host value, on another device, or overlap `self`
+    (then it is first copied to a temporary)."""
+    if not isinstance(src, CLArray):
+        src = backend.from_host(np.asarray(src), self.device.info.index)
+    if src.device is not self.device:
+        src = backend.from_host(backend.to_host(src), self.device.info.index)
+    elif _overlaps(self, src) and (src.elem_strides != self.elem_strides or src.offset != self.offset
+                                   or src.shape != self.shape):
+        tmp = backend.new_array(src.shape, src.dtype, src.device)
+        elementwise.run(tmp, [src], [cg.load_type(src.dtype)], "x0", cg.load_type(src.dtype), tag="copy")
+        src = tmp
+    lt = cg.load_type(src.dtype)
+    elementwise.run(self, [src], [lt], "x0", lt, tag="copy")
+    return self
 
-    def empty(spec, size, dtype=None, device=None, requires_grad=False):
-        return backend.new_array(spec[0], to_numpy_dtype(spec[1]), backend.device(_index(device)))
 
-    def arange(spec, start, end=None, step=1, dtype=None, device=None, requires_grad=False):
-        if end is None:
-            start, end = 0, start
-        out = backend.new_array(spec[0], to_numpy_dtype(spec[1]), backend.device(_index(device)))
-        if out.dtype.kind in "iub" and all(isinstance(v, int) for v in (start, step)):
-            ct = "long"
-        else:
-            ct = "double" if out.device.info.fp64 else "float"
-        return elementwise.run(out, [], [], "start + step * (" + ct + ")gid", ct,
-                               [("start", ct, start), ("step", ct, step)], tag="arange")
+def fill_(backend, spec, self, value):
+    """self[...] = value in the opmath type (a float value for an integer array goes through double,
+    float without fp64, and is converted on store)."""
+    ct = cg.opmath(self.dtype)
+    if not isinstance(value, (bool, int, float)):
+        value = value.item() if hasattr(value, "item") else float(value)
+    if ct not in cg.FLOAT_CL and isinstance(value, float):
+        ct = "double" if self.device.info.fp64 else "float"
+    return elementwise.run(self, [value], [ct], "x0", ct, tag="fill")
 
-    return {"as_strided": as_strided, "copy_": copy_, "fill_.Scalar": fill_, "empty.memory_format": empty,
-            "arange.start_step": arange}
+
+def empty(backend, spec, size, dtype=None, device=None, requires_grad=False):
+    """A new uninitialised contiguous array on the device the call names (the current one if none)."""
+    return backend.new_array(spec[0], to_numpy_dtype(spec[1]), backend.device(_index(device)))
+
+
+def arange(backend, spec, start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    """start + step * i for each i of the spec's length: in long for integer arguments and an integer
+    result, else in double (float without fp64), rounded once to the result dtype."""
+    if end is None:
+        start, end = 0, start
+    out = backend.new_array(spec[0], to_numpy_dtype(spec[1]), backend.device(_index(device)))
+    if out.dtype.kind in "iub" and all(isinstance(v, int) for v in (start, step)):
+        ct = "long"
+    else:
+        ct = "double" if out.device.info.fp64 else "float"
+    return elementwise.run(out, [], [], "start + step * (" + ct + ")gid", ct,
+                           [("start", ct, start), ("step", ct, step)], tag="arange")
+
+
+KERNELS = {"as_strided": as_strided, "copy_": copy_, "fill_.Scalar": fill_, "empty.memory_format": empty,
+           "arange.start_step": arange}

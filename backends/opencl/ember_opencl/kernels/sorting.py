@@ -17,6 +17,9 @@ Keys are compared in the opmath type (float16/bfloat16 widen to float exactly).
 The kernels of every dtype form one program: the rank and strides outside `dim` reach them as
 a table of per-row offsets (computed on the host), segment size and direction as arguments,
 so a process compiles one sort program, not one per dtype and shape.
+
+`sort_stable(backend, specs, a, ...)` is the kernel (kernels/table.py); the table `KERNELS` ends
+the module.
 """
 from __future__ import annotations
 
@@ -145,47 +148,48 @@ __kernel void fin_{name}(__global const {raw}* a, __global const long* rowoff, l
 """
 
 
-def make(backend) -> dict:
-    def sort_stable(specs, a: CLArray, stable=None, dim=-1, descending=False):
-        import pyopencl as cl
+def sort_stable(backend, specs, a: CLArray, stable=None, dim=-1, descending=False):
+    """(values, int64 indices) of `a` sorted along `dim`: segments, merge passes, finish (see above)."""
+    import pyopencl as cl
 
-        dev = a.device
-        values = backend.new_array(a.shape, a.dtype, dev)
-        indices = backend.new_array(a.shape, np.int64, dev)
-        if a.size == 0:
-            return values, indices
-        if a.ndim == 0:
-            a1, v1, i1 = (x.view((1,), (1,), x.offset) for x in (a, values, indices))
-            d = 0
-        else:
-            a1, v1, i1 = a, values, indices
-            d = operator.index(dim) % a.ndim
-        n = a1.shape[d]
-        rows = a1.size // n
-        ct = cg.opmath(a.dtype)
-        ctn = np.dtype(cg.NUMPY_OF_CL[ct])
-        desc = np.int32(bool(descending))
-        S = segment_size(dev, n, ctn.itemsize)
-        L = max(1, min(S // 2, dev.max_wg, 256))
-        outer = [k for k in range(a1.ndim) if k != d]
-        rowoff = backend.from_host(row_offsets(a1.shape, outer, [a1.elem_strides, v1.elem_strides], [a1.offset, 0]),
-                                   dev.info.index)
-        keys = [backend.new_array((rows * n,), ctn, dev) for _ in range(2)]
-        pos = [backend.new_array((rows * n,), np.int64, dev) for _ in range(2)]
-        ks = cg.get_program(dev, ("sort",), program_source)
-        kseg, kmerge, kfin = (ks[f"{k}_{a.dtype.name}"] for k in ("seg", "merge", "fin"))
-        i64 = np.int64
-        nseg = -(-n // S)
-        kseg(dev.queue, (rows * nseg * L,), (L,), a1.buffer, rowoff.buffer, i64(n), i64(a1.elem_strides[d]),
-             i64(nseg), keys[0].buffer, pos[0].buffer, desc, np.int32(S),
-             cl.LocalMemory(S * ctn.itemsize), cl.LocalMemory(S * 8))
-        cur, w, total = 0, S, rows * n
-        while w < n:
-            cg.launch(dev, kmerge, total, [keys[cur].buffer, pos[cur].buffer, keys[1 - cur].buffer,
-                                           pos[1 - cur].buffer, i64(n), i64(w), i64(total), desc])
-            cur, w = 1 - cur, 2 * w
-        cg.launch(dev, kfin, total, [a1.buffer, rowoff.buffer, i64(n), i64(a1.elem_strides[d]),
-                                     i64(v1.elem_strides[d]), pos[cur].buffer, v1.buffer, i1.buffer, i64(total)])
+    dev = a.device
+    values = backend.new_array(a.shape, a.dtype, dev)
+    indices = backend.new_array(a.shape, np.int64, dev)
+    if a.size == 0:
         return values, indices
+    if a.ndim == 0:
+        a1, v1, i1 = (x.view((1,), (1,), x.offset) for x in (a, values, indices))
+        d = 0
+    else:
+        a1, v1, i1 = a, values, indices
+        d = operator.index(dim) % a.ndim
+    n = a1.shape[d]
+    rows = a1.size // n
+    ct = cg.opmath(a.dtype)
+    ctn = np.dtype(cg.NUMPY_OF_CL[ct])
+    desc = np.int32(bool(descending))
+    S = segment_size(dev, n, ctn.itemsize)
+    L = max(1, min(S // 2, dev.max_wg, 256))
+    outer = [k for k in range(a1.ndim) if k != d]
+    rowoff = backend.from_host(row_offsets(a1.shape, outer, [a1.elem_strides, v1.elem_strides], [a1.offset, 0]),
+                               dev.info.index)
+    keys = [backend.new_array((rows * n,), ctn, dev) for _ in range(2)]
+    pos = [backend.new_array((rows * n,), np.int64, dev) for _ in range(2)]
+    ks = cg.get_program(dev, ("sort",), program_source)
+    kseg, kmerge, kfin = (ks[f"{k}_{a.dtype.name}"] for k in ("seg", "merge", "fin"))
+    i64 = np.int64
+    nseg = -(-n // S)
+    kseg(dev.queue, (rows * nseg * L,), (L,), a1.buffer, rowoff.buffer, i64(n), i64(a1.elem_strides[d]),
+         i64(nseg), keys[0].buffer, pos[0].buffer, desc, np.int32(S),
+         cl.LocalMemory(S * ctn.itemsize), cl.LocalMemory(S * 8))
+    cur, w, total = 0, S, rows * n
+    while w < n:
+        cg.launch(dev, kmerge, total, [keys[cur].buffer, pos[cur].buffer, keys[1 - cur].buffer,
+                                       pos[1 - cur].buffer, i64(n), i64(w), i64(total), desc])
+        cur, w = 1 - cur, 2 * w
+    cg.launch(dev, kfin, total, [a1.buffer, rowoff.buffer, i64(n), i64(a1.elem_strides[d]),
+                                 i64(v1.elem_strides[d]), pos[cur].buffer, v1.buffer, i1.buffer, i64(total)])
+    return values, indices
 
-    return {"sort.stable": sort_stable}
+
+KERNELS = {"sort.stable": sort_stable}

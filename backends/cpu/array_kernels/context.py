@@ -1,0 +1,141 @@
+"""The array module a kernel runs on, and how the kernel table is bound to it.
+
+Every kernel of this library is a module-level function whose first parameter is an
+`ArrayModule`: `def neg(am, spec, a)`. `am.xp` is numpy on the cpu backend and cupy on cuda
+(ember-cuda injects it), so one function serves both; `am` also holds what kernels derive
+from the array module once (dtype maps, the float32 dtype, cached constant arrays) instead
+of recomputing it per call.
+
+Each kernel module ends with `KERNELS = {op name: entry}`. An entry is the kernel function,
+or a `Family` when one generic function serves several ops that differ only in the array
+function they call (`Family(binary, "multiply")` is `mul`: `binary(am, am.xp.multiply,
+spec, a, b)`). `bind(table, am)` turns a table into {op name: callable(spec, *args)},
+which is what a backend's `kernels()` hook returns. A kernel can be called, tested and
+stepped through on its own: `pointwise.neg(ArrayModule(numpy, to_numpy_dtype), spec, a)`.
+"""
+from __future__ import annotations
+
+import functools
+import platform
+import types
+from typing import Callable, NamedTuple
+
+from ember.core import dtype as _dt
+
+
+class _NativeDtypes(dict):
+    """{ember dtype: native dtype}, filled on first use: a dict lookup per kernel call, no Python
+    call (`native` may not know every dtype, e.g. cupy's bfloat16, so entries are made only when
+    asked for)."""
+
+    def __init__(self, native: Callable) -> None:
+        super().__init__()
+        self.native = native
+
+    def __missing__(self, dtype):
+        value = self[dtype] = self.native(dtype)
+        return value
+
+
+class ArrayModule:
+    """An array library as the kernels see it: `xp`, its dtypes, and what is derived from it once.
+
+    Attributes: `xp` the array module; `native(dtype)` and `native_of[dtype]` map ember dtypes to
+    `xp` dtypes (the second is a cached dict); `to_ember` maps back; `ndarray` the array class;
+    `f32`, `f64`, `int64`, `bool_` native dtypes; `lowp` the native float16/bfloat16 dtypes and
+    `lowp_dtypes` the same as ember dtypes (kernels compute those in float32); `is_numpy`;
+    `add_reduce` numpy's `add.reduce` (no np.sum wrapper) or `xp.sum` where ufuncs may lack the
+    method (cupy); `exact_maximum` the native dtypes whose `maximum(0, a)` equals torch's relu
+    bit for bit (-0.0 and NaN kept: numpy's x86 loops; empty elsewhere).
+    """
+
+    def __init__(self, xp, native: Callable) -> None:
+        self.xp = xp
+        self.native = native
+        self.native_of = _NativeDtypes(native)
+        self.to_ember = {native(d): d for d in _dt.ALL_DTYPES}
+        self.ndarray = xp.ndarray
+        self.f32 = xp.dtype("float32")
+        self.f64 = xp.dtype("float64")
+        self.int64 = xp.dtype("int64")
+        self.bool_ = xp.dtype(bool)
+        self.lowp = {native(_dt.float16), native(_dt.bfloat16)}
+        self.lowp_dtypes = {_dt.float16, _dt.bfloat16}
+        self.is_numpy = xp.__name__ == "numpy"
+        self.add_reduce = xp.add.reduce if self.is_numpy else xp.sum
+        # checked for sizes 1..1025 and strided views; ARM's max orders -0 below +0
+        self.exact_maximum = {xp.dtype(d) for d in ("float32", "float64", "int8", "int16", "int32", "int64", "uint8")} \
+            if self.is_numpy and platform.machine().lower() in ("x86_64", "amd64") else set()
+        self._constants: dict = {}
+
+    def constant(self, key, make: Callable):
+        """The array `make()` returns, made once per key and then only read (row indices, vectors of
+        ones). Cached on numpy only, read-only, at most 64 of them: another array module's arrays
+        belong to one of its devices (a key would need it)."""
+        a = self._constants.get(key)
+        if a is None:
+            a = make()
+            if self.is_numpy and len(self._constants) < 64:
+                a.flags.writeable = False
+                self._constants[key] = a
+        return a
+
+    def compute_dtype(self, dt):
+        """The native dtype a kernel computes a result of native dtype `dt` in (float32 for float16
+        and bfloat16, as PyTorch's opmath does; `dt` itself otherwise)."""
+        return self.f32 if dt in self.lowp else dt
+
+
+def out(am: ArrayModule, r, dt):
+    """A kernel's result `r` as an array of native dtype `dt` (a numpy scalar, which reductions
+    return, becomes a 0-d array; an array already of `dt` is returned itself, not copied)."""
+    if not isinstance(r, am.ndarray):
+        r = am.xp.asarray(r)
+    return r if r.dtype == dt else r.astype(dt)
+
+
+def ones(am: ArrayModule, n: int, dtype):
+    """A cached read-only vector of `n` ones."""
+    return am.constant(("ones", n, dtype), lambda: am.xp.ones(n, dtype))
+
+
+def row_sums(am: ArrayModule, x):
+    """The row sums of a 2-D float array as one product with a cached vector of ones: one BLAS call,
+    where a sum reduction loops once per short row (a batch's classes: several times slower). The
+    rounding differs from a sequential sum's by ulps, as torch's vectorised sums do."""
+    return x @ ones(am, x.shape[1], x.dtype)
+
+
+def column_sums(am: ArrayModule, x):
+    """The column sums of a 2-D float array as one product (a bias gradient: about twice as fast as
+    walking the rows)."""
+    return ones(am, x.shape[0], x.dtype) @ x
+
+
+def fold_leading(a):
+    """`a` as 2-D, its leading dims folded into one (a view when contiguous; zero-size dims allowed)."""
+    n = 1
+    for s in a.shape[:-1]:
+        n *= s
+    return a.reshape(n, a.shape[-1])
+
+
+class Family(NamedTuple):
+    """A kernel table entry for one op of a family: `kernel(am, getattr(am.xp, array_function),
+    *constants, spec, *args)`. The array function is looked up once, when the table is bound."""
+
+    kernel: Callable
+    array_function: str
+    constants: tuple = ()
+
+
+def bind(table: dict, am: ArrayModule) -> dict[str, Callable]:
+    """{op name: kernel(spec, *args)}: each entry of `table` given `am` (a bound method costs no
+    more per call than a closure)."""
+    bound: dict[str, Callable] = {}
+    for name, entry in table.items():
+        if isinstance(entry, Family):
+            bound[name] = functools.partial(entry.kernel, am, getattr(am.xp, entry.array_function), *entry.constants)
+        else:
+            bound[name] = types.MethodType(entry, am)
+    return bound

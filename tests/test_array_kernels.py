@@ -1,0 +1,120 @@
+"""Kernels of the shared array-kernel library called on their own (no dispatcher), against torch.
+
+Each kernel is a module-level function `kernel(am, spec, *args)` (generic ones take the array
+function after `am`), so it can be called, tested and stepped through directly: these tests pin
+that form and a few numerics it must keep (opmath rounding, integer wrapping, the dtype a
+comparison computes in, relu's -0.0, an empty slice's storage offset).
+"""
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember.core.numpy_interop import to_numpy_dtype
+from ember_cpu.array_kernels import KERNEL_TABLE, MODULES, activations, pointwise, shape
+from ember_cpu.array_kernels.context import ArrayModule, Family
+
+AM = ArrayModule(np, to_numpy_dtype)
+
+
+def bits(a) -> bytes:
+    return np.ascontiguousarray(a).tobytes()
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_every_table_entry_is_a_named_function_of_its_module(module):
+    for op, entry in module.KERNELS.items():
+        kernel = entry.kernel if isinstance(entry, Family) else entry
+        assert isinstance(kernel, types.FunctionType) and kernel.__name__ != "<lambda>", op
+        assert getattr(module, kernel.__name__) is kernel, op
+        if isinstance(entry, Family):
+            assert callable(getattr(np, entry.array_function)), op
+    assert not hasattr(module, "make")
+
+
+def test_the_library_table_is_every_module_table_without_overlap():
+    assert sum(len(m.KERNELS) for m in MODULES) == len(KERNEL_TABLE)
+    for m in MODULES:
+        assert all(KERNEL_TABLE[op] is entry for op, entry in m.KERNELS.items())
+
+
+def test_unary_kernels_called_directly_match_torch():
+    x = np.array([-2.5, -0.0, 0.0, 0.5, 3.0, np.nan], dtype=np.float32)
+    t = torch.from_numpy(x.copy())
+    spec = ((6,), ember.float32)
+    assert bits(pointwise.neg(AM, spec, x)) == bits(torch.neg(t).numpy())
+    assert bits(pointwise.relu(AM, spec, x)) == bits(torch.relu(t).numpy())          # -0.0 and NaN kept
+    np.testing.assert_allclose(pointwise.sigmoid(AM, spec, x), torch.sigmoid(t).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(pointwise.frac(AM, spec, x), torch.frac(t).numpy(), rtol=0)
+    np.testing.assert_allclose(pointwise.unary_float(AM, np.exp, spec, x), torch.exp(t).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(activations.gelu(AM, spec, x, "tanh"), torch.nn.functional.gelu(t, approximate="tanh"),
+                               rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(activations.silu(AM, spec, x), torch.nn.functional.silu(t), rtol=1e-6)
+    assert pointwise.classify(AM, np.isnan, ((6,), ember.bool), x).tolist() == torch.isnan(t).tolist()
+
+
+def test_binary_kernels_round_once_from_float32_and_wrap_python_ints():
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal(64).astype(np.float16) for _ in range(2))
+    spec = ((64,), ember.float16)
+    want = torch.from_numpy(a) * torch.from_numpy(b)                 # float32 opmath, one rounding
+    assert bits(pointwise.binary(AM, np.multiply, spec, a, b)) == bits(want.numpy())
+    want = torch.add(torch.from_numpy(a), torch.from_numpy(b), alpha=3)
+    assert bits(pointwise.add(AM, spec, a, b, alpha=3)) == bits(want.numpy())
+
+    u = np.array([0, 1, 200], dtype=np.uint8)
+    got = pointwise.add(AM, ((3,), ember.uint8), u, -1)               # uint8 + -1 wraps: 255, 0, 199
+    assert got.dtype == np.uint8 and got.tolist() == (torch.tensor(u) + -1).tolist()
+
+
+def test_comparisons_compute_in_the_common_dtype():
+    i = np.array([1, 2, 3], dtype=np.int64)
+    got = pointwise.compare(AM, np.less, ((3,), ember.bool), i, 2.5)  # in float, not int(2.5)
+    assert got.dtype == np.bool_ and got.tolist() == (torch.tensor(i) < 2.5).tolist()
+    i8 = np.array([1, 2], dtype=np.int8)
+    for a, b in ((i, 2.5), (np.array(1.0), i), (i8, np.array(5)), (i8, True), (i8, 300)):
+        want = torch.result_type(*(torch.from_numpy(x) if isinstance(x, np.ndarray) else x for x in (a, b)))
+        assert pointwise.common_dtype(AM, a, b) == to_numpy_dtype(getattr(ember, str(want).split(".")[-1]))
+
+
+def test_integer_division_by_zero_raises_like_torch():
+    from ember.core.errors import ArgumentValueError
+
+    a, b = np.array([3, 4], dtype=np.int32), np.array([1, 0], dtype=np.int32)
+    with pytest.raises(ArgumentValueError, match=r"fmod\(\): ZeroDivisionError"):
+        pointwise.int_checked(AM, np.fmod, "fmod", ((2,), ember.int32), a, b)
+    with pytest.raises(ArgumentValueError, match="rounding_mode='floor'"):
+        pointwise.div(AM, ((2,), ember.int32), a, b, rounding_mode="floor")
+
+
+def test_threshold_backward_matches_torch_bit_for_bit():
+    x = np.array([-1.0, 0.0, 0.5, np.nan, 2.0], dtype=np.float32)
+    g = np.array([1.0, -2.0, 3.0, 4.0, -0.0], dtype=np.float32)
+    want = torch.ops.aten.threshold_backward(torch.from_numpy(g), torch.from_numpy(x), 0.0)
+    for dt, np_dt in ((ember.float32, np.float32), (ember.float64, np.float64)):
+        got = activations.threshold_backward(AM, ((5,), dt), g.astype(np_dt), x.astype(np_dt), 0.0)
+        assert bits(got) == bits(want.numpy().astype(np_dt))
+
+
+def test_view_and_slice_fall_back_to_as_strided_with_torch_layouts():
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    t = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+
+    def offset(a):
+        return (a.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // a.itemsize
+
+    empty = t[:, 3:3]                                                 # torch keeps the storage offset
+    got = shape.slice_(AM, (tuple(empty.shape), ember.float32, empty.stride(), empty.storage_offset()), base, 1, 3, 3)
+    assert got.shape == (4, 0) and offset(got) == empty.storage_offset() == 3
+    assert shape.root_of(got) is shape.root_of(base)
+
+    strided = t.as_strided((2, 3), (6, 2), 1)
+    got = shape.as_strided(AM, ((2, 3), ember.float32, (6, 2), 1), base[1:])
+    assert got.tolist() == strided.tolist() and offset(got) == 1
+
+    got = shape.view(AM, ((3, 8), ember.float32), base, (3, 8))
+    assert got.base is not None and got.tolist() == t.view(3, 8).tolist()
