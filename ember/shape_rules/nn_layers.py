@@ -12,7 +12,7 @@ from ember.core.layout import numel
 from ember.core.spec import TensorSpec
 
 from . import shape_rule
-from .common import as_int, check_int_list, check_tensor, type_name
+from .common import as_int, check_int_list, check_kernel_dtype, check_tensor, type_name
 
 
 def int_tuple(op, value, n: int, arg: str, *, allow_empty: bool = False) -> tuple[int, ...]:
@@ -243,24 +243,22 @@ def pool_geometry(op, self, kernel_size, stride, padding, dilation, ceil_mode, n
     return shape[:-nd] + out
 
 
-@shape_rule("max_pool2d_with_indices")
+@shape_rule("max_pool2d_with_indices", reads=("dtypes",))
 def max_pool2d_with_indices(op, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     out = pool_geometry(op, self, kernel_size, stride, padding, dilation, ceil_mode)
-    if self._dtype is _dt.bool:
-        raise MissingKernelError(f'{op.name}(): "max_pool2d" not implemented for \'Bool\'')
+    check_kernel_dtype(op, self._dtype)
     return ((out, self._dtype), (out, _dt.int64))
 
 
-@shape_rule("max_pool2d")
+@shape_rule("max_pool2d", reads=("dtypes",))
 def max_pool2d(op, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     return max_pool2d_with_indices(op, self, kernel_size, stride, padding, dilation, ceil_mode)[0]
 
 
-@shape_rule("max_pool1d")
+@shape_rule("max_pool1d", reads=("dtypes",))
 def max_pool1d(op, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     out = pool_geometry(op, self, kernel_size, stride, padding, dilation, ceil_mode, nd=1)
-    if not self._dtype.is_floating_point:
-        raise MissingKernelError(f'{op.name}(): "max_pool1d_impl" not implemented for \'{type_name(self._dtype)}\'')
+    check_kernel_dtype(op, self._dtype)
     return (out, self._dtype)
 
 
