@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Callable
 
 from . import keys as K
+from .state import STATE
 
 # What the dispatcher needs of the frontend, which sits above it and hands these over when it is
 # imported (`install_frontend`): the Tensor class, which the dispatch functions and the runners test
@@ -102,6 +103,11 @@ def _backend_of_unusual_call(op, args: tuple, ks: int) -> tuple[int, tuple]:
     if not bk:
         device = args[op.device_arg] if op.device_arg is not None else None
         return ks | REGISTRY.backend_for(as_device(device)).key, args
+    include, exclude = STATE.keys
+    if (include & ~exclude) & K.MODE:
+        # a dispatch mode sees the call before any backend: tensors on several devices are its to resolve
+        # (a tracer maps them all to fakes)
+        return ks, args
     if op.cross_device:
         # copy_ / _to_copy: the destination (or source) tensor's backend decides
         first = args[op.tensor_args[0]]

@@ -1,0 +1,13 @@
+"""ember.export: capture a module as a graph of registry ops (torch.export's API).
+
+`export(module, args)` runs the module once on fake tensors under a dispatch mode that records
+every op (trace.py, capture.py, fake.py) and returns an `ExportedProgram`
+(exported_program.py): the graph in ember.fx's IR, its signature (graph_signature.py), the
+state, and `.module()` to run it.
+"""
+from .exported_program import ExportedProgram, GuardError
+from .graph_signature import ExportGraphSignature, InputKind, InputSpec, OutputKind, OutputSpec
+from .trace import export
+
+__all__ = ["export", "ExportedProgram", "ExportGraphSignature", "GuardError", "InputKind", "InputSpec",
+           "OutputKind", "OutputSpec"]

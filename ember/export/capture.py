@@ -1,0 +1,112 @@
+"""The capture mode: every op call of a traced program becomes a graph node.
+
+`CaptureMode` is a `DispatchMode` (the dispatcher's Mode key, the only hook the graph layer
+uses): it sees each registry op as the program calls it, before autocast and autograd, with
+every argument in schema order. It maps each tensor argument to the node that made it (a
+placeholder for an input, parameter, buffer or constant; an op's node otherwise) and to its meta
+value (fake.py), runs the op on the meta values to get the results' shapes and dtypes, and
+records a `call_function` node whose target is the op itself. The program gets fakes back,
+labelled with the device the real result would be on. A tensor the graph has not seen (made in
+Python outside an op, e.g. `ember.tensor([...])` inside forward) becomes a lifted constant.
+Results of ops with several outputs are read through `operator.getitem` nodes, as in torch.fx.
+An op writing an argument in place returns that argument, as in eager code; later readers keep
+reading the argument's node (the write happens in place when the graph runs).
+"""
+from __future__ import annotations
+
+import operator
+from typing import Callable
+
+from ember.core.device import device as _device
+from ember.frontend.mode import DispatchMode
+from ember.frontend.tensor import Tensor
+from ember.fx import Graph, Node
+
+from .fake import labelled
+
+__all__ = ["CaptureMode"]
+
+_META = _device("meta")
+_CPU = _device("cpu")
+
+
+class CaptureMode(DispatchMode):
+    """Record the ops a program calls into `graph`.
+
+    `known`: {id(tensor): (node, meta value)} for every tensor the program may pass to an op: its
+    inputs' fakes, parameters and buffers, then each op's results; `lift(tensor)` returns (node,
+    meta value) for a tensor met for the first time (a constant)."""
+
+    def __init__(self, graph: Graph, known: dict[int, tuple[Node, Tensor]], lift: Callable) -> None:
+        self.graph = graph
+        self.known = known
+        self.lift = lift
+        self._alive: list[Tensor] = []      # tensors mapped by id stay alive while tracing (ids stay unique)
+
+    def node_and_value(self, t: Tensor) -> tuple[Node, Tensor]:
+        found = self.known.get(id(t))
+        if found is None:
+            found = self.known[id(t)] = self.lift(t)
+            self._alive.append(t)
+        return found
+
+    def _convert(self, value):
+        """(the graph argument, the meta argument) of one op argument."""
+        if isinstance(value, Tensor):
+            return self.node_and_value(value)
+        if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
+            pairs = [self._convert(v) for v in value]
+            return type(value)(p[0] for p in pairs), type(value)(p[1] for p in pairs)
+        return value, value
+
+    def __ember_dispatch__(self, op, args: tuple):
+        graph_args, meta_args = [], []
+        for a in args:
+            g, m = self._convert(a)
+            graph_args.append(g)
+            meta_args.append(m)
+        label = _result_device(op, args)
+        if op.device_arg is not None:
+            meta_args[op.device_arg] = _META
+        result = op(*meta_args)
+        node = self.graph.call_function(op, tuple(graph_args))
+        originals = {id(m): a for m, a in zip(meta_args, args) if isinstance(m, Tensor)}
+        if isinstance(result, Tensor):
+            return self._fake(node, result, label, originals)
+        if isinstance(result, (tuple, list)):
+            fakes = []
+            for i, r in enumerate(result):
+                if isinstance(r, Tensor):
+                    item = self.graph.call_function(operator.getitem, (node, i))
+                    r = self._fake(item, r, label, originals)
+                fakes.append(r)
+            node.meta["val"] = tuple(fakes)
+            return type(result)(fakes)
+        node.meta["val"] = result
+        return result
+
+    def _fake(self, node: Node, value: Tensor, label, originals: dict) -> Tensor:
+        """The tensor the program gets for `value`, the result read at `node`."""
+        if id(value) in originals:              # an in-place op returns the argument it wrote
+            fake = originals[id(value)]
+            node.meta["val"] = fake
+            return fake
+        fake = labelled(value, label) if label is not None else value
+        node.meta["val"] = fake
+        self.known[id(fake)] = (node, value)
+        self._alive += (fake, value)
+        return fake
+
+
+def _result_device(op, args: tuple):
+    """The device the op's results would be on: its device argument, else its first tensor's."""
+    if op.device_arg is not None and args[op.device_arg] is not None:
+        return _device(args[op.device_arg])
+    for a in args:
+        if isinstance(a, Tensor):
+            return a._device
+        if isinstance(a, (list, tuple)):
+            for b in a:
+                if isinstance(b, Tensor):
+                    return b._device
+    return _CPU if op.device_arg is not None else None

@@ -1,0 +1,167 @@
+"""`ExportedProgram`: a captured program, its state and how to run it (torch.export's).
+
+The graph (`.graph`, runnable as `.graph_module`) takes the program's state as inputs, lifted:
+parameters, buffers, constants, then the user's flattened inputs (`.graph_signature` says which
+is which). `.module()` puts the state back: an nn.Module holding the parameters and buffers
+under their original names, whose forward checks the inputs against what the program was
+exported for (the guards), runs the graph and rebuilds the output's structure.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ember.frontend.tensor import Tensor
+from ember.fx import Graph, GraphModule, Interpreter
+from ember.nn.modules.module import Module
+from ember.nn.parameter import Parameter
+from ember.utils.pytree import TreeSpec, tree_flatten, tree_unflatten
+
+from .graph_signature import ExportGraphSignature, InputKind
+
+__all__ = ["ExportedProgram", "GuardError", "InputGuard"]
+
+
+class GuardError(AssertionError):
+    """An input breaks an assumption the exported program was traced under (its shape, dtype or device, or a
+    non-tensor input's value). An AssertionError, as torch.export's guard failures are."""
+
+
+@dataclass(frozen=True)
+class InputGuard:
+    """What one flattened user input must be: a tensor's shape, dtype and device, or a plain value."""
+
+    path: str                  # how the input is reached: "args[0]", "kwargs['mask']"
+    shape: tuple | None = None
+    dtype: object = None
+    device: object = None
+    value: object = None       # for a non-tensor input: the value the trace specialised on
+
+    def check(self, value) -> None:
+        if self.shape is None:
+            if isinstance(value, Tensor) or value != self.value:
+                raise GuardError(f"Guard failed: {self.path} == {self.value!r} (the program was exported with that "
+                                 f"value; got {_describe(value)})")
+            return
+        if not isinstance(value, Tensor):
+            raise GuardError(f"Guard failed: {self.path} is a Tensor (got {_describe(value)})")
+        if value.dim() != len(self.shape):
+            raise GuardError(f"Guard failed: {self.path}.dim() == {len(self.shape)} (got a tensor of shape "
+                             f"{list(value.shape)}, the program was exported for shape {list(self.shape)})")
+        for d, (want, got) in enumerate(zip(self.shape, value.shape)):
+            if want != got:
+                raise GuardError(f"Guard failed: {self.path}.size()[{d}] == {want} (got {got}; the program was "
+                                 f"exported for shape {list(self.shape)})")
+        if value.dtype != self.dtype:
+            raise GuardError(f"Guard failed: {self.path}.dtype == {self.dtype} (got {value.dtype})")
+        if value.device != self.device:
+            raise GuardError(f"Guard failed: {self.path}.device == {self.device} (got {value.device})")
+
+
+def _describe(value) -> str:
+    if isinstance(value, Tensor):
+        return f"a tensor of shape {list(value.shape)}"
+    return repr(value)
+
+
+class ExportedProgram:
+    def __init__(self, graph: Graph, graph_signature: ExportGraphSignature, state_dict: dict[str, Tensor],
+                 constants: dict[str, Tensor], in_spec: TreeSpec, out_spec: TreeSpec,
+                 guards: list[InputGuard]) -> None:
+        self.graph_module = GraphModule({}, graph)
+        self.graph_signature = graph_signature
+        self.state_dict = state_dict
+        self.constants = constants
+        self.in_spec = in_spec
+        self.out_spec = out_spec
+        self.guards = guards
+
+    @property
+    def graph(self) -> Graph:
+        return self.graph_module.graph
+
+    def state_inputs(self, lookup=None) -> list:
+        """The values of the state placeholders, in graph order (`lookup(target, kind)`: where to read them)."""
+        values = []
+        for spec in self.graph_signature.input_specs:
+            if spec.kind is InputKind.USER_INPUT:
+                continue
+            if lookup is not None:
+                values.append(lookup(spec.target, spec.kind))
+            elif spec.kind is InputKind.CONSTANT_TENSOR or spec.persistent is False:
+                values.append(self.constants[spec.target])
+            else:
+                values.append(self.state_dict[spec.target])
+        return values
+
+    def user_leaves(self, args: tuple, kwargs: dict | None) -> list:
+        """The user inputs flattened as the graph takes them, each checked against its guard."""
+        leaves, spec = tree_flatten((tuple(args), dict(kwargs or {})))
+        if spec != self.in_spec:
+            raise GuardError(f"Guard failed: the inputs have the structure {self.in_spec!r} the program was "
+                             f"exported with (got {spec!r})")
+        for guard, leaf in zip(self.guards, leaves):
+            guard.check(leaf)
+        return [leaf for guard, leaf in zip(self.guards, leaves) if guard.shape is not None]
+
+    def __call__(self, *args, **kwargs):
+        values = self.state_inputs() + self.user_leaves(args, kwargs)
+        return tree_unflatten(list(Interpreter(self.graph_module).run(*values)), self.out_spec)
+
+    def module(self) -> Module:
+        """An nn.Module running the program on its own parameters and buffers (shared with
+        `.state_dict` and `.constants`, not copied)."""
+        return UnliftedModule(self)
+
+    def __str__(self) -> str:
+        code = self.graph_module.print_readable(print_output=False).rstrip("\n")
+        return ("ExportedProgram:\n" + _indent(code, 4) + "\n\nGraph signature:\n"
+                + _indent(str(self.graph_signature), 4) + "\n")
+
+    __repr__ = __str__
+
+
+def _indent(text: str, n: int) -> str:
+    return "\n".join((" " * n + line) if line else line for line in text.split("\n"))
+
+
+class UnliftedModule(Module):
+    """`ExportedProgram.module()`: the program's state as this module's parameters and buffers, under
+    their original names, so `state_dict()`, `load_state_dict()`, `.to()` and optimizers work on it."""
+
+    def __init__(self, program: ExportedProgram) -> None:
+        super().__init__()
+        object.__setattr__(self, "_program", program)
+        for spec in program.graph_signature.input_specs:
+            if spec.kind is InputKind.PARAMETER:
+                _set_path(self, spec.target, program.state_dict[spec.target], parameter=True)
+            elif spec.kind is InputKind.BUFFER:
+                value = program.state_dict[spec.target] if spec.persistent is not False else \
+                    program.constants[spec.target]
+                _set_path(self, spec.target, value, persistent=spec.persistent is not False)
+
+    def _state(self, target: str, kind: InputKind):
+        if kind is InputKind.CONSTANT_TENSOR:
+            return self._program.constants[target]
+        obj = self
+        *path, field = target.split(".")
+        for atom in path:
+            obj = getattr(obj, atom)
+        return getattr(obj, field)
+
+    def forward(self, *args, **kwargs):
+        program = self._program
+        values = program.state_inputs(self._state) + program.user_leaves(args, kwargs)
+        return tree_unflatten(list(Interpreter(program.graph_module).run(*values)), program.out_spec)
+
+
+def _set_path(root: Module, target: str, value: Tensor, parameter: bool = False, persistent: bool = True) -> None:
+    *path, field = target.split(".")
+    obj = root
+    for atom in path:
+        if atom not in obj._modules:
+            obj.add_module(atom, Module())
+        obj = obj._modules[atom]
+    if parameter:
+        obj.register_parameter(field, value if isinstance(value, Parameter) else Parameter(value))
+    else:
+        obj.register_buffer(field, value, persistent=persistent)

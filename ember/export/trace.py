@@ -1,0 +1,152 @@
+"""`export(module, args)`: run the module once on fakes under the capture mode, keep the graph.
+
+The steps: a placeholder per parameter, buffer and user input (in that order; constants met
+while tracing are lifted between the buffers and the inputs), each bound to a fake; the forward
+call under `CaptureMode`, which records every op; an output node over the result's tensors; dead
+code removed; the signature, the guards and the state gathered into an `ExportedProgram`.
+Python control flow runs once, on the traced values: the graph is specialised on the shapes and
+on every non-tensor input, which the guards then check at each call.
+"""
+from __future__ import annotations
+
+import inspect
+
+from ember.frontend.tensor import Tensor
+from ember.fx import Graph
+from ember.nn.modules.module import Module
+from ember.utils.pytree import tree_flatten, tree_unflatten
+
+from .capture import CaptureMode
+from .exported_program import ExportedProgram, InputGuard
+from .fake import labelled, meta_like
+from .graph_signature import ExportGraphSignature, InputKind, InputSpec, OutputKind, OutputSpec
+
+__all__ = ["export"]
+
+
+def export(mod: Module, args: tuple, kwargs: dict | None = None, *, dynamic_shapes=None,
+           strict: bool = False) -> ExportedProgram:
+    """Capture `mod(*args, **kwargs)` as an `ExportedProgram` of registry ops.
+
+    The module runs once, on fake tensors (no compute, no memory for data); `strict` is accepted
+    for torch.export's signature and changes nothing (ember traces at the dispatcher, never Python
+    bytecode)."""
+    if not isinstance(mod, Module):
+        raise TypeError(f"export(): expected an ember.nn.Module as `mod`, got {type(mod).__name__}")
+    if not isinstance(args, tuple):
+        raise TypeError(f"export(): expected a tuple of positional inputs as `args`, got {type(args).__name__}")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise TypeError(f"export(): expected a dict of keyword inputs as `kwargs`, got {type(kwargs).__name__}")
+    if dynamic_shapes is not None:
+        raise NotImplementedError("export(): dynamic_shapes is not supported yet; every input dimension is "
+                                  "specialised to the size it has in `args`")
+    kwargs = dict(kwargs or {})
+    graph = Graph()
+    known: dict = {}
+    specs: list[InputSpec] = []
+    state: dict[str, Tensor] = {}
+    constants: dict[str, Tensor] = {}
+    _state_placeholders(mod, graph, known, specs, state, constants)
+    first_input = len(graph.nodes)
+    leaves, in_spec = tree_flatten((args, kwargs))
+    fake_leaves, guards = _input_placeholders(mod, graph, known, specs, leaves, in_spec, args, kwargs)
+    lifted: dict[str, Tensor] = {}
+
+    def lift(t: Tensor):
+        """A tensor made outside any op: a constant placeholder, placed before the user inputs."""
+        name = f"lifted_tensor_{len(lifted)}"
+        lifted[name] = t
+        index = first_input + len(lifted) - 1
+        nodes = graph.nodes
+        with graph.inserting_before(nodes[index]) if index < len(nodes) else graph.inserting_after(None):
+            node = graph.placeholder("c_" + name)
+        node.meta["val"] = t
+        specs.insert(first_input + len(lifted) - 1, InputSpec(InputKind.CONSTANT_TENSOR, node.name, name))
+        return node, meta_like(t)
+
+    fake_args, fake_kwargs = tree_unflatten(fake_leaves, in_spec)
+    mode = CaptureMode(graph, known, lift)
+    with mode:
+        result = mod(*fake_args, **fake_kwargs)
+    constants.update(lifted)
+    out_leaves, out_spec = tree_flatten(result)
+    outputs = tuple(mode.node_and_value(v)[0] if isinstance(v, Tensor) else v for v in out_leaves)
+    graph.output(outputs)
+    graph.eliminate_dead_code()
+    graph.lint()
+    signature = ExportGraphSignature(specs, [OutputSpec(OutputKind.USER_OUTPUT, getattr(o, "name", repr(o)))
+                                             for o in outputs], _buffers_written(graph, specs))
+    return ExportedProgram(graph, signature, state, constants, in_spec, out_spec, guards)
+
+
+def _state_placeholders(mod, graph, known, specs, state, constants) -> None:
+    """Placeholders `p_<name>` for the parameters and `b_<name>` for the buffers (a tied parameter once)."""
+    non_persistent = {f"{prefix}{'.' if prefix else ''}{name}" for prefix, m in mod.named_modules()
+                      for name in getattr(m, "_non_persistent_buffers_set", ())}
+    for kind, prefix, named in ((InputKind.PARAMETER, "p_", mod.named_parameters()),
+                                (InputKind.BUFFER, "b_", mod.named_buffers())):
+        for name, t in named:
+            if id(t) in known:
+                continue
+            node = graph.placeholder(prefix + name.replace(".", "_"))
+            node.meta["val"] = t
+            known[id(t)] = (node, meta_like(t))
+            persistent = None if kind is InputKind.PARAMETER else name not in non_persistent
+            specs.append(InputSpec(kind, node.name, name, persistent))
+            (constants if persistent is False else state)[name] = t
+
+
+def _input_placeholders(mod, graph, known, specs, leaves, in_spec, args, kwargs):
+    """A placeholder and a fake per tensor input (named after forward's parameters), a guard per input."""
+    paths = _leaf_paths(mod, args, kwargs, len(leaves))
+    fakes, guards = [], []
+    for (path, name), leaf in zip(paths, leaves):
+        if isinstance(leaf, Tensor):
+            node = graph.placeholder(name)
+            meta = meta_like(leaf)
+            node.meta["val"] = fake = labelled(meta, leaf.device)
+            known[id(fake)] = (node, meta)
+            specs.append(InputSpec(InputKind.USER_INPUT, node.name))
+            fakes.append(fake)
+            guards.append(InputGuard(path, tuple(leaf.shape), leaf.dtype, leaf.device))
+        else:
+            fakes.append(leaf)
+            guards.append(InputGuard(path, value=leaf))
+    return fakes, guards
+
+
+def _leaf_paths(mod, args, kwargs, n: int) -> list[tuple[str, str]]:
+    """(path, placeholder name) per flattened input: `args[0]` named after forward's first parameter."""
+    try:
+        names = [p.name for p in inspect.signature(mod.forward).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        names = []
+    out = []
+
+    def walk(value, path, name):
+        leaves, _ = tree_flatten(value)
+        if len(leaves) == 1 and not isinstance(value, (tuple, list, dict)):
+            out.append((path, name))
+            return
+        items = value.items() if isinstance(value, dict) else enumerate(value or ())
+        for k, v in items:
+            walk(v, f"{path}[{k!r}]", f"{name}_{k}")
+
+    for i, a in enumerate(args):
+        walk(a, f"args[{i}]", names[i] if i < len(names) else f"args_{i}")
+    for k, v in kwargs.items():
+        walk(v, f"kwargs[{k!r}]", k)
+    return out[:n]
+
+
+def _buffers_written(graph: Graph, specs: list[InputSpec]) -> dict[str, str]:
+    """{node name: buffer name} for the ops that write a buffer in place."""
+    buffer_of = {s.name: s.target for s in specs if s.kind is InputKind.BUFFER}
+    written = {}
+    for node in graph.nodes:
+        for pos in getattr(node.target, "mutated", ()) if node.op == "call_function" else ():
+            arg = node.args[pos]
+            if getattr(arg, "name", None) in buffer_of:
+                written[node.name] = buffer_of[arg.name]
+    return written
