@@ -206,3 +206,62 @@ def test_bad_arguments_are_type_errors(mlp):
         export(lambda x: x, (ember.ones(1),))
     with pytest.raises(TypeError, match="expected a tuple of positional inputs"):
         export(mlp, ember.ones(4, 6))
+
+
+# ------------------------------------------------------------------ run_decompositions
+sys.path.insert(0, str(Path(__file__).resolve().parent / "plugins"))
+import ember_primdev  # noqa: E402
+
+ember.backends.register("primdev", ember_primdev)
+
+
+def _models():
+    ember.manual_seed(5)
+    cnn = nn.Sequential(nn.BatchNorm2d(1), digits_cnn.cnn_model(ember)()).eval()
+    gpt_cfg = char_gpt.GPTConfig(vocab_size=20, block_size=8, n_layer=1, n_head=2, n_embd=16, dropout=0.0)
+    return {
+        "mlp": (nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3)), ember.randn(4, 6)),
+        "cnn": (cnn, ember.randn(3, 1, 8, 8)),
+        "nanogpt": (char_gpt.gpt_model(ember)(gpt_cfg).eval(), ember.randint(0, 20, (2, 8))),
+        "gpt2": (build_gpt2(GPT2Config(vocab_size=40, n_ctx=12, n_embd=16, n_layer=1, n_head=2), lib=ember).eval(),
+                 ember.randint(0, 40, (3, 10))),
+        "batch_norm_training": (nn.Sequential(nn.Linear(5, 8), nn.BatchNorm1d(8)).train(), ember.randn(6, 5)),
+    }
+
+
+def _first(out):
+    return out[0] if isinstance(out, tuple) else out
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "nanogpt", "gpt2", "batch_norm_training"])
+def test_run_decompositions_leaves_primitives_that_compute_what_a_primitives_only_backend_does(name):
+    from ember.dispatcher import primitive_ops
+
+    model, x = _models()[name]
+    on_primdev, on_cpu = copy.deepcopy(model).to("primdev"), copy.deepcopy(model)
+    decomposed = export(model, (x,)).run_decompositions()
+    ops = set(call_ops(decomposed))
+    assert ops and ops <= set(primitive_ops()), sorted(ops - set(primitive_ops()))
+    got = _first(decomposed.module()(x))
+    # the same kernels in the same order as eager on a backend that has only the primitives
+    exact(got, _first(on_primdev(x.to("primdev"))).cpu())
+    # and cpu's eager result, up to the rounding of its fused kernels (layer_norm, softmax, ...)
+    np.testing.assert_allclose(got.detach().numpy(), _first(on_cpu(x)).detach().numpy(), rtol=1e-5, atol=1e-6)
+    if name == "batch_norm_training":
+        for buffer in ("1.running_mean", "1.running_var", "1.num_batches_tracked"):
+            exact(dict(model.named_buffers())[buffer], dict(on_primdev.named_buffers())[buffer].cpu())
+
+
+def test_a_decomposition_table_keeps_or_replaces_ops():
+    model, x = _models()["mlp"]
+    ep = export(model, (x,))
+    kept = call_ops(ep.run_decompositions({"linear": None}))
+    assert kept.count("linear") == 2 and "relu" not in kept          # relu is not a primitive
+
+    def linear_as_matmul(input, weight, bias=None):
+        return ember.matmul(input, weight.t()) + bias
+
+    replaced = ep.run_decompositions({"linear": linear_as_matmul})
+    assert "linear" not in call_ops(replaced) and "bmm" in call_ops(replaced)
+    np.testing.assert_allclose(replaced.module()(x).detach().numpy(), model(x).detach().numpy(), rtol=1e-6)
+    assert replaced.graph_signature.user_inputs == ep.graph_signature.user_inputs == ["input"]

@@ -19,6 +19,8 @@ from ember._generated import functions as F
 from ember.core.errors import ArgumentValueError
 from ember.core import dtype as _dt
 
+from ember.frontend.tensor import holds_data
+
 from . import decomposition
 from .indexing import check_bounds
 
@@ -32,7 +34,7 @@ def _long(t):
 def _check_offsets(off, n_indices: int, include_last_offset: bool) -> None:
     """offsets[0] == 0, non-decreasing, offsets[-1] <= len(indices) (data: not on meta)."""
     nb = off.shape[0]
-    if nb == 0 or off.device.type == "meta":
+    if nb == 0 or not holds_data(off):
         return
     first = int(F.select(off, 0, 0).item())
     if first != 0:
@@ -112,7 +114,13 @@ def _bag_max(weight, idx, off, keep, n: int, bags: int):
         return F.where(F.zeros((bags, dim), dtype=_dt.bool, device=dev), F.gather(weight, 0, max_indices), zero), \
             max_indices
     # the longest bag (data); on meta (autograd's trace) any length gives the right shapes
-    longest = n if dev.type == "meta" else int(F.amax(lengths).item())
+    if holds_data(lengths):
+        longest = int(F.amax(lengths).item())
+    elif dev.type == "meta":
+        longest = n
+    else:
+        raise NotImplementedError("embedding_bag(mode='max') cannot be traced into a graph: its intermediate "
+                                  "shapes depend on the bag lengths, which are data")
     steps = F.arange(longest, dtype=_dt.int64, device=dev)
     valid = F.lt(F.unsqueeze(steps, 0), F.unsqueeze(lengths, 1))                       # (bags, longest)
     pos = F.where(valid, F.add(F.unsqueeze(starts, 1), F.unsqueeze(steps, 0)), 0)

@@ -14,6 +14,8 @@ from ember._generated import functions as F
 from ember.core.errors import ArgumentValueError, IndexOutOfRangeError
 from ember.core import dtype as _dt
 
+from ember.frontend.tensor import holds_data
+
 from . import decomposition, explicit_kernel
 
 
@@ -21,7 +23,7 @@ from . import decomposition, explicit_kernel
 def check_bounds(idx, size: int, error, *, negative: bool) -> None:
     """Raise `error(value)` for the first offending extreme of `idx` outside
     [-size, size) (negative=True) or [0, size)."""
-    if idx.device.type == "meta" or idx.numel() == 0:
+    if not holds_data(idx) or idx.numel() == 0:
         return
     lo, hi = int(F.amin(idx).item()), int(F.amax(idx).item())
     low = -size if negative else 0
@@ -29,6 +31,15 @@ def check_bounds(idx, size: int, error, *, negative: bool) -> None:
         raise error(lo)
     if hi >= size:
         raise error(hi)
+
+
+def _may_repeat(count, device) -> bool:
+    """Whether index_put must keep each position's last write (some index repeats). Read from the
+    data; without data, no on meta (which then allocates what a run without repeats does), yes in a
+    traced program (its graph must be right for any indices)."""
+    if not holds_data(count):
+        return device.type != "meta"
+    return bool(count.numel()) and int(F.amax(count).item()) > 1
 
 
 def _wrap(idx, size: int):
@@ -172,7 +183,7 @@ def index_put(self, indices, values, accumulate=False):
     else:
         ones = F.ones((Lf.shape[0],), dtype=_dt.int64, device=self.device)
         count = F.scatter_add(F.zeros((flat.shape[0],), dtype=_dt.int64, device=self.device), 0, Lf, ones)
-        if self.device.type != "meta" and count.numel() and int(F.amax(count).item()) > 1:
+        if _may_repeat(count, self.device):
             vf = F.where(_last_occurrence(Lf), vf, F.zeros((), dtype=vf.dtype, device=vf.device))
         written = F.scatter_add(F.zeros_like(flat), 0, Lf, vf)
         out = F.where(F.gt(count, 0), written, flat)

@@ -12,6 +12,8 @@ from ember._generated import functions as F
 from ember.core.errors import ArgumentValueError, DimensionError
 from ember.core import dtype as _dt
 
+from ember.frontend.tensor import holds_data
+
 from . import decomposition
 
 
@@ -28,7 +30,7 @@ def _any(mask) -> bool:
     if mask.numel() == 0:
         return False
     count = F.sum(mask)              # computed on meta too: meta allocates what cpu allocates (ember.memory)
-    if count.device.type == "meta":  # meta tensors carry no values to check
+    if not holds_data(count):        # meta tensors (and traced fakes) carry no values to check
         return False
     return bool(count.item() > 0)
 

@@ -73,6 +73,9 @@ class Backend:
     #: is a plain copy that waits for no device work: the autograd engine then makes the implicit
     #: gradient of `loss.backward()` with `from_host` instead of dispatching ones_like
     host_memory: bool = False
+    #: whether native arrays hold values (False for meta's, which carry shapes only): code that reads
+    #: values to check them (index bounds, offsets) skips the check on a backend without any
+    holds_data: bool = True
 
     def to_host(self, array: Any):
         """A numpy.ndarray with the values of `array` (a copy or a view)."""

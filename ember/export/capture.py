@@ -110,3 +110,26 @@ def _result_device(op, args: tuple):
                 if isinstance(b, Tensor):
                     return b._device
     return _CPU if op.device_arg is not None else None
+
+
+class DecomposingCaptureMode(CaptureMode):
+    """Record primitives only: a call of any other op runs its explicit kernel (or its decomposition), as a
+    backend without a kernel for it would, with the mode still active: the ops that calls are recorded
+    (and decomposed in turn).
+
+    `table`: {op name: function} to use instead of an op's own decomposition, or None for an op to
+    keep as it is."""
+
+    def __init__(self, graph: Graph, known: dict, lift: Callable, table: dict | None = None) -> None:
+        super().__init__(graph, known, lift)
+        self.table = dict(table or {})
+
+    def __ember_dispatch__(self, op, args: tuple):
+        if op.name in self.table:
+            fn = self.table[op.name]
+        else:
+            fn = None if op.impl == "primitive" else (op.explicit or op.decomposition)
+        if fn is None:
+            return super().__ember_dispatch__(op, args)
+        with self:
+            return fn(*args)

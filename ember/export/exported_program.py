@@ -57,6 +57,17 @@ class InputGuard:
             raise GuardError(f"Guard failed: {self.path}.device == {self.device} (got {value.device})")
 
 
+def _example(guard: InputGuard):
+    """An input that passes `guard`: a fake of its shape, dtype and device, or its value."""
+    if guard.shape is None:
+        return guard.value
+    from ember._generated import functions as F
+
+    from .fake import labelled
+
+    return labelled(F.empty(guard.shape, dtype=guard.dtype, device="meta"), guard.device)
+
+
 def _describe(value) -> str:
     if isinstance(value, Tensor):
         return f"a tensor of shape {list(value.shape)}"
@@ -106,6 +117,19 @@ class ExportedProgram:
     def __call__(self, *args, **kwargs):
         values = self.state_inputs() + self.user_leaves(args, kwargs)
         return tree_unflatten(list(Interpreter(self.graph_module).run(*values)), self.out_spec)
+
+    def run_decompositions(self, table: dict | None = None) -> "ExportedProgram":
+        """The same program with every op that is not a primitive replaced by its decomposition (or its
+        explicit kernel), recursively: the result runs on a backend implementing only
+        `ember.dispatcher.primitive_ops()`. `table` ({op name: function, or None to keep the op})
+        overrides an op's own decomposition. The state is shared with this program."""
+        from .capture import DecomposingCaptureMode
+        from .trace import trace_program
+
+        args, kwargs = tree_unflatten([_example(g) for g in self.guards], self.in_spec)
+        names = iter(self.graph_signature.user_inputs)
+        input_names = [next(names) if g.shape is not None else g.path for g in self.guards]
+        return trace_program(self.module(), args, kwargs, DecomposingCaptureMode, input_names, table=table)
 
     def module(self) -> Module:
         """An nn.Module running the program on its own parameters and buffers (shared with

@@ -40,7 +40,13 @@ def export(mod: Module, args: tuple, kwargs: dict | None = None, *, dynamic_shap
     if dynamic_shapes is not None:
         raise NotImplementedError("export(): dynamic_shapes is not supported yet; every input dimension is "
                                   "specialised to the size it has in `args`")
-    kwargs = dict(kwargs or {})
+    return trace_program(mod, args, dict(kwargs or {}))
+
+
+def trace_program(mod: Module, args: tuple, kwargs: dict, mode_class=CaptureMode,
+                  input_names: list[str] | None = None, **mode_options) -> ExportedProgram:
+    """The capture itself: `mod(*args, **kwargs)` run once under `mode_class` (CaptureMode, or
+    DecomposingCaptureMode for `run_decompositions`); `input_names` name the user-input placeholders."""
     graph = Graph()
     known: dict = {}
     specs: list[InputSpec] = []
@@ -49,7 +55,7 @@ def export(mod: Module, args: tuple, kwargs: dict | None = None, *, dynamic_shap
     _state_placeholders(mod, graph, known, specs, state, constants)
     first_input = len(graph.nodes)
     leaves, in_spec = tree_flatten((args, kwargs))
-    fake_leaves, guards = _input_placeholders(mod, graph, known, specs, leaves, in_spec, args, kwargs)
+    fake_leaves, guards = _input_placeholders(mod, graph, known, specs, leaves, args, kwargs, input_names)
     lifted: dict[str, Tensor] = {}
 
     def lift(t: Tensor):
@@ -65,7 +71,7 @@ def export(mod: Module, args: tuple, kwargs: dict | None = None, *, dynamic_shap
         return node, meta_like(t)
 
     fake_args, fake_kwargs = tree_unflatten(fake_leaves, in_spec)
-    mode = CaptureMode(graph, known, lift)
+    mode = mode_class(graph, known, lift, **mode_options)
     with mode:
         result = mod(*fake_args, **fake_kwargs)
     constants.update(lifted)
@@ -96,9 +102,11 @@ def _state_placeholders(mod, graph, known, specs, state, constants) -> None:
             (constants if persistent is False else state)[name] = t
 
 
-def _input_placeholders(mod, graph, known, specs, leaves, in_spec, args, kwargs):
+def _input_placeholders(mod, graph, known, specs, leaves, args, kwargs, input_names=None):
     """A placeholder and a fake per tensor input (named after forward's parameters), a guard per input."""
     paths = _leaf_paths(mod, args, kwargs, len(leaves))
+    if input_names is not None:
+        paths = [(path, name) for (path, _), name in zip(paths, input_names)]
     fakes, guards = [], []
     for (path, name), leaf in zip(paths, leaves):
         if isinstance(leaf, Tensor):

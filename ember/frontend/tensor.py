@@ -481,6 +481,12 @@ def _wrap_dim(op: str, dim: int, ndim: int) -> int:
     return dim + bound if dim < 0 else dim
 
 
+def holds_data(t: Tensor) -> bool:
+    """Whether `t`'s backend keeps values (not meta's shapes-only arrays: meta tensors, and the fakes
+    an export traces with, which show a real device over meta arrays)."""
+    return REGISTRY.by_key[t._keys & K.BACKEND_MASK].holds_data
+
+
 def make_tensor(data: Any, dtype: _dt.dtype, device, keys: int, storage: Storage | None, base=None) -> Tensor:
     """Wrap a native array as a Tensor; a new Storage when `storage` is None.
 
