@@ -3,11 +3,13 @@
 `export(module, args)` runs the module once on fake tensors under a dispatch mode that records
 every op (trace.py, capture.py, fake.py) and returns an `ExportedProgram`
 (exported_program.py): the graph in ember.fx's IR, its signature (graph_signature.py), the
-state, and `.module()` to run it.
+state, and `.module()` to run it. `save` / `load` (serialize.py) write and read it as one file that
+runs without the model's source.
 """
 from .exported_program import ExportedProgram, GuardError
 from .graph_signature import ExportGraphSignature, InputKind, InputSpec, OutputKind, OutputSpec
+from .serialize import SerializationError, load, save
 from .trace import export
 
-__all__ = ["export", "ExportedProgram", "ExportGraphSignature", "GuardError", "InputKind", "InputSpec",
-           "OutputKind", "OutputSpec"]
+__all__ = ["export", "save", "load", "ExportedProgram", "ExportGraphSignature", "GuardError", "InputKind",
+           "InputSpec", "OutputKind", "OutputSpec", "SerializationError"]
