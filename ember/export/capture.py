@@ -42,6 +42,7 @@ class CaptureMode(DispatchMode):
         self.known = known
         self.lift = lift
         self._alive: list[Tensor] = []      # tensors mapped by id stay alive while tracing (ids stay unique)
+        self.module_path = ""               # the module running (trace.py keeps it): each node's meta["nn_module"]
 
     def node_and_value(self, t: Tensor) -> tuple[Node, Tensor]:
         found = self.known.get(id(t))
@@ -70,6 +71,7 @@ class CaptureMode(DispatchMode):
             meta_args[op.device_arg] = _META
         result = op(*meta_args)
         node = self.graph.call_function(op, tuple(graph_args))
+        node.meta["nn_module"] = self.module_path
         originals = {id(m): a for m, a in zip(meta_args, args) if isinstance(m, Tensor)}
         if isinstance(result, Tensor):
             return self._fake(node, result, label, originals)

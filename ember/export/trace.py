@@ -9,10 +9,12 @@ on every non-tensor input, which the guards then check at each call.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 
 from ember.frontend.tensor import Tensor
 from ember.fx import Graph
+from ember.nn.modules.hooks import register_module_forward_hook, register_module_forward_pre_hook
 from ember.nn.modules.module import Module
 from ember.utils.pytree import tree_flatten, tree_unflatten
 
@@ -72,7 +74,7 @@ def trace_program(mod: Module, args: tuple, kwargs: dict, mode_class=CaptureMode
 
     fake_args, fake_kwargs = tree_unflatten(fake_leaves, in_spec)
     mode = mode_class(graph, known, lift, **mode_options)
-    with mode:
+    with _module_paths(mod, mode), mode:
         result = mod(*fake_args, **fake_kwargs)
     constants.update(lifted)
     out_leaves, out_spec = tree_flatten(result)
@@ -83,6 +85,29 @@ def trace_program(mod: Module, args: tuple, kwargs: dict, mode_class=CaptureMode
     signature = ExportGraphSignature(specs, [OutputSpec(OutputKind.USER_OUTPUT, getattr(o, "name", repr(o)))
                                              for o in outputs], _buffers_written(graph, specs))
     return ExportedProgram(graph, signature, state, constants, in_spec, out_spec, guards)
+
+
+@contextlib.contextmanager
+def _module_paths(root: Module, mode: CaptureMode):
+    """Keep `mode.module_path` the qualified name of the innermost module running (the nodes it records
+    carry it as meta["nn_module"], for messages naming where in the model an op was called)."""
+    names = {id(m): name for name, m in root.named_modules()}
+    stack: list[str] = []
+
+    def enter(module, args):
+        stack.append(names.get(id(module), type(module).__name__))
+        mode.module_path = stack[-1]
+
+    def leave(module, args, output):
+        stack.pop()
+        mode.module_path = stack[-1] if stack else ""
+
+    handles = [register_module_forward_pre_hook(enter), register_module_forward_hook(leave, always_call=True)]
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
 
 
 def _state_placeholders(mod, graph, known, specs, state, constants) -> None:

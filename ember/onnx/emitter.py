@@ -1,0 +1,194 @@
+"""Turning an exported program's graph into an ONNX graph, node by node.
+
+`Emitter` walks the graph of an `ExportedProgram`: placeholders become the model's inputs
+(the user's) or initializers (parameters, buffers, constants), each call_function node is
+lowered by its entry in the op table (table.py) to ONNX nodes, and the output node names the
+model's outputs. A lowering sees `LoweringContext`: the node's arguments, with tensors as the
+names of ONNX values, and helpers to add nodes and constants.
+"""
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from ember.core import dtype as _dt
+from ember.export.graph_signature import InputKind
+from ember.frontend.tensor import Tensor
+from ember.fx import Node
+
+__all__ = ["Emitter", "LoweringContext", "UnsupportedOperatorError", "onnx_type"]
+
+
+class UnsupportedOperatorError(RuntimeError):
+    """An op of the model has no ONNX lowering at the requested opset."""
+
+
+_ONNX_TYPES = {"float32": 1, "uint8": 2, "int8": 3, "int16": 5, "int32": 6, "int64": 7, "bool": 9,
+               "float16": 10, "float64": 11, "bfloat16": 16}
+
+
+def onnx_type(dtype: _dt.dtype) -> int:
+    """The onnx.TensorProto element type of an ember dtype."""
+    try:
+        return _ONNX_TYPES[dtype.name]
+    except KeyError:
+        raise UnsupportedOperatorError(f"ember.onnx.export: dtype {dtype} has no ONNX element type") from None
+
+
+class LoweringContext:
+    """What a lowering works with: `args` (the node's arguments in schema order, tensors given as ONNX
+    value names), `vals` (the traced values: fake tensors with shape and dtype), `out_val`, and
+    `add`/`const` to build ONNX nodes and constants."""
+
+    def __init__(self, emitter: "Emitter", node: Node, args: tuple, vals: tuple) -> None:
+        self.emitter = emitter
+        self.node = node
+        self.args = args
+        self.vals = vals
+        self.out_val = node.meta.get("val")
+
+    def add(self, op_type: str, inputs: list, n_outputs: int = 1, **attributes) -> Any:
+        """Add an ONNX node; returns its output name (or a list of them when n_outputs > 1)."""
+        return self.emitter.add(op_type, inputs, n_outputs, self.node.name, **attributes)
+
+    def const(self, value, dtype: _dt.dtype | None = None) -> str:
+        """A constant (an initializer) holding `value`, of `dtype` (or numpy's choice)."""
+        return self.emitter.const(value, dtype)
+
+    def dtype(self, i: int) -> _dt.dtype:
+        """The dtype of argument `i` (a tensor)."""
+        return self.vals[i].dtype
+
+    def operand(self, i: int, like: int = 0) -> str:
+        """Argument `i` as an ONNX value: a tensor's name, or a number as a constant of the dtype of
+        argument `like` (PyTorch's wrapped numbers: a Python scalar takes the tensor's type)."""
+        a = self.args[i]
+        if isinstance(a, str) and isinstance(self.vals[i], Tensor):
+            return a
+        dtype = self.out_val.dtype if isinstance(self.out_val, Tensor) and \
+            self.out_val.dtype.is_floating_point else self.dtype(like)
+        return self.const(np.array(a), dtype)
+
+
+class Emitter:
+    def __init__(self, ep, opset: int, input_names: list[str] | None, output_names: list[str] | None) -> None:
+        import onnx  # noqa: F401  (fail early, with the extra to install)
+
+        self.ep = ep
+        self.opset = opset
+        self.nodes: list = []
+        self.initializers: list = []
+        self.values: dict[Node, Any] = {}
+        self.inputs: list = []
+        self.outputs: list = []
+        self.input_names = input_names
+        self.output_names = output_names
+        self._counter = 0
+
+    # -- building ---------------------------------------------------------------------------------
+    def fresh(self, base: str) -> str:
+        self._counter += 1
+        return f"{base}__{self._counter}"
+
+    def add(self, op_type: str, inputs: list, n_outputs: int, base: str, **attributes):
+        from onnx import helper
+
+        outputs = [self.fresh(base) for _ in range(n_outputs)]
+        attrs = {k: v for k, v in attributes.items() if v is not None}
+        self.nodes.append(helper.make_node(op_type, [i if i is not None else "" for i in inputs], outputs,
+                                           name=self.fresh(op_type), **attrs))
+        return outputs[0] if n_outputs == 1 else outputs
+
+    def const(self, value, dtype: _dt.dtype | None = None) -> str:
+        from onnx import numpy_helper
+
+        array = np.asarray(value)
+        if dtype is not None:
+            from ember.core.numpy_interop import to_numpy_dtype
+
+            array = array.astype(to_numpy_dtype(dtype))
+        name = self.fresh("const")
+        self.initializers.append(numpy_helper.from_array(array, name))
+        return name
+
+    # -- the walk ---------------------------------------------------------------------------------
+    def emit(self, table: dict):
+        from onnx import helper
+
+        specs = {s.name: s for s in self.ep.graph_signature.input_specs}
+        user = iter(self.input_names or [])
+        for node in self.ep.graph.nodes:
+            if node.op == "placeholder":
+                spec = specs[node.name]
+                if spec.kind is InputKind.USER_INPUT:
+                    name = next(user, node.name)
+                    val = node.meta["val"]
+                    self.inputs.append(helper.make_tensor_value_info(name, onnx_type(val.dtype), list(val.shape)))
+                    self.values[node] = name
+                elif node.users:
+                    store = self.ep.constants if spec.kind is InputKind.CONSTANT_TENSOR or spec.persistent is False \
+                        else self.ep.state_dict
+                    self.values[node] = self._initializer(spec.target, store[spec.target])
+            elif node.op == "call_function":
+                self.values[node] = self._lower(node, table)
+            elif node.op == "output":
+                self._outputs(node)
+        return self
+
+    def _initializer(self, name: str, t: Tensor) -> str:
+        from onnx import numpy_helper
+
+        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(t.detach().numpy()), name))
+        return name
+
+    def _lower(self, node: Node, table: dict):
+        if node.target is operator.getitem:
+            source, index = node.args
+            return self.values[source][index]
+        op = node.target
+        lowering = table.get(op.name)
+        if lowering is None or getattr(lowering, "min_opset", 0) > self.opset:
+            where = node.meta.get("nn_module") or "the top-level module"
+            raise UnsupportedOperatorError(
+                f"ember.onnx.export: the op {op.name} has no ONNX lowering at opset {self.opset} (called in "
+                f"{where}, graph node {node.name}); the op table is ember/onnx/table.py")
+        args = tuple(self._arg(a) for a in node.args)
+        vals = tuple(_val(a) for a in node.args)
+        return lowering(LoweringContext(self, node, args, vals))
+
+    def _arg(self, a):
+        if isinstance(a, Node):
+            return self.values[a]
+        if isinstance(a, (list, tuple)) and any(isinstance(v, Node) for v in a):
+            return type(a)(self._arg(v) for v in a)
+        return a
+
+    def _outputs(self, node: Node) -> None:
+        from onnx import helper
+
+        names = iter(self.output_names or [])
+        for value in node.args[0]:
+            if not isinstance(value, Node):
+                continue
+            inner = self.values[value]
+            name = next(names, value.name)
+            self.nodes.append(helper.make_node("Identity", [inner], [name], name=self.fresh("output")))
+            val = value.meta["val"]
+            self.outputs.append(helper.make_tensor_value_info(name, onnx_type(val.dtype), list(val.shape)))
+
+    def model(self, graph_name: str):
+        from onnx import helper
+
+        graph = helper.make_graph(self.nodes, graph_name, self.inputs, self.outputs, self.initializers)
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
+                                 producer_name="ember")
+
+
+def _val(a):
+    if isinstance(a, Node):
+        return a.meta.get("val")
+    if isinstance(a, (list, tuple)):
+        return type(a)(_val(v) for v in a)
+    return a

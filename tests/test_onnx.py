@@ -1,0 +1,92 @@
+"""ember.onnx.export: the examples' models checked by onnx and run by onnxruntime against ember."""
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ember
+import ember.onnx
+from ember.dispatcher import ALL_OPS
+from ember.onnx import UnsupportedOperatorError
+from ember.testing.models import GPT2Config, build_gpt2
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+import char_gpt  # noqa: E402
+import digits_cnn  # noqa: E402
+
+nn = ember.nn
+
+
+def _models():
+    ember.manual_seed(0)
+    return {
+        "mlp": (nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3)), ember.randn(4, 6)),
+        "cnn": (nn.Sequential(nn.BatchNorm2d(1), digits_cnn.cnn_model(ember)()).eval(), ember.randn(3, 1, 8, 8)),
+        "nanogpt": (char_gpt.gpt_model(ember)(char_gpt.GPTConfig(vocab_size=20, block_size=8, n_layer=2, n_head=2,
+                                                                  n_embd=16, dropout=0.0)).eval(),
+                    ember.randint(0, 20, (2, 8))),
+        "gpt2": (build_gpt2(GPT2Config(vocab_size=40, n_ctx=12, n_embd=16, n_layer=2, n_head=2), lib=ember).eval(),
+                 ember.randint(0, 40, (3, 10))),
+    }
+
+
+def _run(proto, x) -> np.ndarray:
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, {sess.get_inputs()[0].name: x.numpy()})[0]
+
+
+@pytest.mark.parametrize("opset", [17, 18])
+@pytest.mark.parametrize("name", ["mlp", "cnn", "nanogpt", "gpt2"])
+def test_models_pass_the_full_check_and_match_ember_in_onnxruntime(name, opset):
+    model, x = _models()[name]
+    proto = ember.onnx.export(model, (x,), input_names=["tokens"], output_names=["logits"], opset_version=opset)
+    onnx.checker.check_model(proto, full_check=True)
+    assert proto.opset_import[0].version == opset
+    assert [i.name for i in proto.graph.input] == ["tokens"] and proto.graph.output[0].name == "logits"
+    want = model(x)
+    want = (want[0] if isinstance(want, tuple) else want).detach().numpy()
+    np.testing.assert_allclose(_run(proto, x), want, rtol=1e-5, atol=1e-5)
+
+
+def test_the_file_written_is_the_model(tmp_path):
+    model, x = _models()["mlp"]
+    path = tmp_path / "mlp.onnx"
+    proto = ember.onnx.export(model, (x,), path)
+    assert onnx.load(str(path)) == proto
+    buf = io.BytesIO()
+    ember.onnx.export(model, (x,), buf)
+    assert onnx.load_model_from_string(buf.getvalue()) == proto
+
+
+def test_an_op_without_a_lowering_names_the_op_the_opset_and_the_module():
+    class Scan(nn.Module):
+        def forward(self, x):
+            return ember.cumsum(x, 0)
+
+    model = nn.Sequential(nn.Linear(3, 3), Scan())
+    with pytest.raises(UnsupportedOperatorError, match=r"the op cumsum has no ONNX lowering at opset 18 \(called in "
+                                                        r"1, graph node cumsum\)"):
+        ember.onnx.export(model, (ember.randn(2, 3),))
+
+
+def test_training_mode_layers_and_bad_options_are_refused():
+    model = nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5)).train()
+    with pytest.raises(UnsupportedOperatorError, match=r"dropout in training mode .*call model.eval\(\)"):
+        ember.onnx.export(model, (ember.randn(2, 3),))
+    with pytest.raises(ValueError, match="opset_version must be 17 or later, got 13"):
+        ember.onnx.export(model.eval(), (ember.randn(2, 3),), opset_version=13)
+    with pytest.raises(NotImplementedError, match="dynamic_axes is not supported yet"):
+        ember.onnx.export(model.eval(), (ember.randn(2, 3),), dynamic_axes={"x": {0: "batch"}})
+
+
+def test_the_table_maps_registry_ops_only():
+    from ember.onnx.table import TABLE
+
+    assert set(TABLE) <= set(ALL_OPS)
+    assert all(callable(v) for v in TABLE.values())
