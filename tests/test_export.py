@@ -265,3 +265,25 @@ def test_a_decomposition_table_keeps_or_replaces_ops():
     assert "linear" not in call_ops(replaced) and "bmm" in call_ops(replaced)
     np.testing.assert_allclose(replaced.module()(x).detach().numpy(), model(x).detach().numpy(), rtol=1e-6)
     assert replaced.graph_signature.user_inputs == ep.graph_signature.user_inputs == ["input"]
+
+
+def test_a_llama_7b_shaped_model_exports_on_meta_quickly_and_without_its_weights():
+    import subprocess
+
+    script = (
+        "import resource, time, ember\n"
+        "from ember.testing.models import build_llama\n"
+        "from ember.export import export\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "start = time.perf_counter()\n"
+        "model = build_llama(lib=ember, device='meta')\n"
+        "ep = export(model, (ember.empty(1, 2048, dtype=ember.int64, device='meta'),))\n"
+        "took = time.perf_counter() - start\n"
+        "grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024\n"
+        "n = sum(p.numel() for p in model.parameters())\n"
+        "print(n, len(ep.graph.nodes), took, grew)\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    params, nodes, seconds, megabytes = proc.stdout.split()
+    assert int(params) == 6_738_415_616 and int(nodes) > 1000
+    assert float(seconds) < 10 and float(megabytes) < 300, (seconds, megabytes)
