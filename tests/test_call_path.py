@@ -129,3 +129,23 @@ def test_ops_with_tensor_lists_unwrap_with_a_loop():
     a, b = ember.ones(2), ember.zeros(1)
     native = unwrap(([a, b], 0))
     assert native[0][0] is a._data and native[0][1] is b._data and native[1] == 0
+
+
+def test_no_code_is_compiled_at_run_time_anywhere_in_ember_or_its_backends():
+    """No call of the exec/eval/compile builtins (a method named eval, as Module.eval, is fine)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    found, scanned = [], 0
+    for top in ("ember", "backends"):
+        for path in sorted((root / top).rglob("*.py")):
+            if any(p.endswith(".egg-info") for p in path.parts):
+                continue
+            scanned += 1
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                        node.func.id in ("exec", "eval", "compile"):
+                    found.append(f"{path.relative_to(root)}:{node.lineno} {node.func.id}()")
+    assert scanned > 200
+    assert not found, found
