@@ -107,6 +107,9 @@ def gen_op_table(registry: Registry) -> str:
             fields["written_lists"] = written_lists
         if generator_arg is not None:
             fields["generator_arg"] = generator_arg
+        keyword_only_from = next((i for i, a in enumerate(args) if a.kwarg_only), None)
+        if keyword_only_from is not None:
+            fields["keyword_only_from"] = keyword_only_from
         fields.update(behaviour_fields(op))
         body = ", ".join(f"{k}={v!r}" for k, v in fields.items())
         lines.append(f"_op({op.name!r}, {body})")
@@ -308,6 +311,11 @@ def gen_functions(registry: Registry) -> str:
         lines.append(f"    return _call_overload({name!r}, _overloads_{name}, args, kwargs)")
         lines.append("")
     lines.append("__all__ = " + repr(sorted(public)))
+    lines.append("")
+    # each op's function (its overloads share one), as a subclass's __torch_function__ receives it
+    lines.append("OP_FUNCTIONS = {")
+    lines += [f"    {op.name!r}: {op.schema.name}," for op in registry.ops]
+    lines.append("}")
     lines.append("")
     return _prune_imports("\n".join(lines))
 

@@ -1,19 +1,22 @@
 """Dispatch keys: one bit each in an int key set, higher bit = higher priority.
 
-Functionality keys (Mode > Autocast > Autograd) sit above every backend key. Backend keys
+Functionality keys (TorchFunction > Mode > Autocast > Autograd) sit above every backend key.
+TorchFunction is carried by instances of Tensor subclasses that define `__torch_function__`
+(never by plain tensors, so their calls pay nothing for it). Backend keys
 are allocated at run time, one per device type (cpu, meta, opencl, cuda and any number of
 vendor devices), so a plugin never competes for a fixed "private use" slot.
 """
 from __future__ import annotations
 
-MAX_BACKENDS = 27   # so every key set fits one 30-bit digit of a Python int (fast int operations)
+MAX_BACKENDS = 26   # so every key set fits one 30-bit digit of a Python int (fast int operations)
 BACKEND_MASK = (1 << MAX_BACKENDS) - 1
 AUTOGRAD = 1 << MAX_BACKENDS
 AUTOCAST = 1 << (MAX_BACKENDS + 1)
 MODE = 1 << (MAX_BACKENDS + 2)
-FUNCTIONALITY_MASK = AUTOGRAD | AUTOCAST | MODE
+TORCH_FUNCTION = 1 << (MAX_BACKENDS + 3)
+FUNCTIONALITY_MASK = AUTOGRAD | AUTOCAST | MODE | TORCH_FUNCTION
 
-_FUNCTIONALITY_NAMES = {AUTOGRAD: "Autograd", AUTOCAST: "Autocast", MODE: "Mode"}
+_FUNCTIONALITY_NAMES = {AUTOGRAD: "Autograd", AUTOCAST: "Autocast", MODE: "Mode", TORCH_FUNCTION: "TorchFunction"}
 _backend_names: dict[int, str] = {}
 _backend_by_device_type: dict[str, int] = {}
 

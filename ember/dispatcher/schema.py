@@ -33,6 +33,7 @@ class OpSchema:
     output_names: tuple[str, ...]
     differentiable: tuple[int, ...]    # positions of inputs with a formula
     generator_arg: int | None = None   # position of a `Generator? generator` argument
+    keyword_only_from: int | None = None    # position of the first keyword-only argument (after `*`)
     written_lists: tuple[int, ...] = ()     # positions of Tensor(a!)[] arguments (fused optimizer updates)
     inplace_of: str | None = None      # a derived in-place twin: the out-of-place op's name
     inplace_needs_clone: bool = False

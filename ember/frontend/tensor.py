@@ -24,6 +24,7 @@ from ember.core import dtype as _dt
 from ember.core.spec import TensorSpec
 from .conversion import ConversionMethods
 from .random import default_generator
+from .torch_function import default_torch_function, overrides_torch_function
 from ember.core.device import device as _device_cls
 
 
@@ -134,6 +135,28 @@ class Tensor(TensorMethods, ConversionMethods, TensorSpec):
         if dim is None:
             return strides
         return strides[_wrap_dim("stride", dim, len(strides))]
+
+    # -- the __torch_function__ protocol (ember/frontend/torch_function.py) ------------------------
+    __torch_function__ = classmethod(default_torch_function)
+
+    def as_subclass(self, cls: type) -> "Tensor":
+        """A `cls` instance viewing this tensor's data (and autograd history), as torch's."""
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise ArgumentTypeError(f"as_subclass(): argument 'cls' must be a subclass of Tensor, not {cls!r}")
+        t = _new_object(cls)
+        t._data, t._dtype, t._device, t._storage = self._data, self._dtype, self._device, self._storage
+        t._ag, t._base = self._ag, self._base
+        keys = self._keys & ~K.TORCH_FUNCTION
+        t._keys = keys | K.TORCH_FUNCTION if overrides_torch_function(cls) else keys
+        return t
+
+    @staticmethod
+    def _make_subclass(cls: type, data: "Tensor", require_grad: bool = False) -> "Tensor":
+        """A `cls` instance over `data`'s storage, detached, requiring grad if asked (subclasses' __new__)."""
+        t = data.detach().as_subclass(cls)
+        if require_grad:
+            t.requires_grad_(True)
+        return t
 
     def storage_offset(self) -> int:
         return REGISTRY.by_key[self._keys & K.BACKEND_MASK].storage_offset(self._data)

@@ -18,6 +18,7 @@ from ember.shape_rules import RULES
 from .autocast import autocast_kernel
 from .autograd.autograd_kernel import autograd_kernel
 from .mode import mode_kernel
+from .torch_function import torch_function_kernel
 
 
 def _inplace_decomposition(op):
@@ -38,6 +39,7 @@ def wire() -> None:
         if op.inplace_of is not None:
             op.decomposition = _inplace_decomposition(op)
         op.backward_cls = BACKWARD_CLASSES.get(name)
+    register_functionality(K.TORCH_FUNCTION, torch_function_kernel)
     register_functionality(K.MODE, mode_kernel)
     register_functionality(K.AUTOGRAD, autograd_kernel)
     register_functionality(K.AUTOCAST, autocast_kernel, [ALL_OPS[n] for n in AUTOCAST_POLICY])

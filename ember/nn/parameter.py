@@ -7,6 +7,7 @@ PyTorch, and `repr` prints "Parameter containing:" first.
 from __future__ import annotations
 
 from ember.frontend.tensor import Tensor
+from ember.frontend.torch_function import disabled_torch_function_impl
 
 __all__ = ["Parameter", "Buffer", "is_lazy"]
 
@@ -36,6 +37,8 @@ class Parameter(Tensor):
     Assigned as a Module attribute it is added to the module's parameters. `data` is shared
     (no copy); `requires_grad` defaults to True.
     """
+
+    __torch_function__ = classmethod(disabled_torch_function_impl)   # ops on parameters give plain tensors
 
     _is_param = True
 
@@ -78,6 +81,8 @@ class Buffer(Tensor):
 
     `persistent=False` keeps it out of the module's state_dict.
     """
+
+    __torch_function__ = classmethod(disabled_torch_function_impl)
 
     _is_param = False
 
