@@ -49,6 +49,10 @@ class ArrayModule:
     bit for bit (-0.0 and NaN kept: numpy's x86 loops; empty elsewhere).
     """
 
+    # slots: a kernel reads several of these per call, and a slot read is the cheapest attribute read
+    __slots__ = ("xp", "native", "native_of", "to_ember", "ndarray", "f32", "f64", "int64", "bool_", "lowp",
+                 "lowp_dtypes", "is_numpy", "add_reduce", "exact_maximum", "_constants", "__dict__")
+
     def __init__(self, xp, native: Callable) -> None:
         self.xp = xp
         self.native = native
