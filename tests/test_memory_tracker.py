@@ -367,3 +367,20 @@ def test_model_copied_or_pickled_inside_the_block_and_a_failed_entry_leave_no_wr
     with ember.memory.track(model=model) as mem:        # a later block works as before
         model(x)
     assert mem.peak_bytes > 0
+
+
+def test_a_meta_prediction_does_not_depend_on_whether_cpu_was_loaded_before():
+    """Scanning a meta model starts meta's kernel swaps; the cpu backend must be loaded before that (a
+    plugin load reinstalls every backend's kernels, which would undo the swaps half-way)."""
+    import subprocess
+    import sys
+
+    run = ("from ember.memory.cli import main; "
+           "main(['ember.testing.models:llama7b', '--batch', '1', '--seq', '16', '--dtype', 'bfloat16', "
+           "'--optimizer', 'adamw'])")
+    peaks = []
+    for prelude in ("", "import ember; ember.ones(1); "):
+        proc = subprocess.run([sys.executable, "-c", prelude + run], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        peaks.append(next(line for line in proc.stdout.splitlines() if line.startswith("peak:")))
+    assert peaks[0] == peaks[1]

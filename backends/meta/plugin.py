@@ -7,7 +7,7 @@ special care because no values exist. Engineers size models here before owning h
 """
 from __future__ import annotations
 
-from ember.dispatcher import ALL_OPS, Backend, hookimpl, replace_kernels
+from ember.dispatcher import ALL_OPS, Backend, hookimpl, load_backend, replace_kernels
 
 from ember.core.layout import contiguous_strides
 
@@ -45,14 +45,17 @@ def _make_kernel(op):
 
 
 def _cpu_native_ops() -> set[str] | None:
-    """The op names the cpu backend runs with its own kernels (None if it is not installed): the
-    names in its array-kernel library's table, read without loading the cpu backend (a plugin load
-    reinstalls every backend's kernels, which must not happen while memory is being tracked)."""
+    """The op names the cpu backend runs with its own kernels (None if it is not available). The memory
+    tracker has loaded it already: loading it here would reinstall every backend's kernels."""
+    from ember.core.errors import BackendUnavailableError
+
     try:
-        from ember_cpu.array_kernels import KERNEL_TABLE
-    except ImportError:
+        record = load_backend("cpu")
+    except BackendUnavailableError:
         return None
-    return set(KERNEL_TABLE)
+    if record.state != "available":
+        return None
+    return {name for name, op in ALL_OPS.items() if record.key in op.kernels}
 
 
 class MetaBackend(Backend):

@@ -304,6 +304,12 @@ class MemoryTracker:
         return self
 
     def _install(self, tensor_mod, graph) -> None:
+        # load cpu and meta first: meta tensors made inside the block are then predicted like cpu's, and
+        # no plugin loads later (a load reinstalls every backend's kernels, which would undo the kernel
+        # swaps that scanning a meta model below starts)
+        for name in ("cpu", "meta"):
+            if name in REGISTRY.records:
+                REGISTRY.load(name)
         target = self._target_backend()
         if self.model is not None:          # what exists now is listed under the module holding it
             for mod in self.model.modules():
@@ -324,11 +330,6 @@ class MemoryTracker:
         if self._mode is not None:
             self._mode.__enter__()
             self._mode_entered = True
-        # load cpu and meta now: meta tensors made inside the block are then predicted like cpu's, and
-        # no plugin loads mid-block (a load reinstalls every backend's kernels)
-        for name in ("cpu", "meta"):
-            if name in REGISTRY.records:
-                REGISTRY.load(name)
         self._backends = [rec.backend for rec in REGISTRY.records.values()
                           if rec.state == "available" and rec.backend.device_type != "meta"]
         for backend in self._backends:
