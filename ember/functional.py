@@ -10,8 +10,10 @@ from __future__ import annotations
 from ember._generated import functions as F
 from ember.core.errors import ArgumentTypeError, ArgumentValueError
 from ember.frontend.tensor import Tensor
+from ember.frontend.torch_function import handles_torch_function
 
 
+@handles_torch_function
 def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple[Tensor, ...]:
     """Views of `tensor` in chunks of `split_size_or_sections` (an int) or of the listed sizes."""
     if isinstance(split_size_or_sections, (list, tuple)):
@@ -19,6 +21,7 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple[Tensor,
     return F._dispatch_split_Tensor((tensor, split_size_or_sections, dim))
 
 
+@handles_torch_function
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """torch.flatten: dims `start_dim`..`end_dim` merged into one (a view when the strides allow)."""
     if not isinstance(input, Tensor):
@@ -26,6 +29,7 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return input.flatten(start_dim, end_dim)
 
 
+@handles_torch_function
 def einsum(equation: str, *operands) -> Tensor:
     """Einstein summation: `einsum("ij,jk->ik", a, b)` or `einsum("ij,jk", [a, b])`."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
@@ -33,6 +37,7 @@ def einsum(equation: str, *operands) -> Tensor:
     return F._dispatch_einsum((equation, list(operands), None))
 
 
+@handles_torch_function
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, out=None, dtype=None) -> Tensor:
     """torch.norm: the vector p-norm over `dim` (all elements when None); 'fro' is the 2-norm.
 
@@ -70,6 +75,7 @@ def _tensor_norm(self: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=N
     return norm(self, p, dim, keepdim, dtype=dtype)
 
 
+@handles_torch_function
 def nonzero(input: Tensor, *, as_tuple: bool = False):
     """The indices of the nonzero elements: one row per element (an (n, ndim) tensor), or with
     `as_tuple=True` one 1-D tensor per dimension (aten's nonzero_numpy; a 0-d input counts as 1-D)."""

@@ -129,3 +129,104 @@ def test_a_dispatch_mode_sees_calls_mixing_devices():
     assert seen == [("add.Tensor", ("cpu", "meta"))]
     with pytest.raises(RuntimeError, match="expected all tensors to be on the same device"):
         a + b
+
+
+# ------------------------------------------------------------------------------ symbolic tracing
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from ember.fx import TraceError, symbolic_trace  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+import char_gpt  # noqa: E402
+import digits_cnn  # noqa: E402
+
+
+def test_symbolic_trace_of_a_sequential_keeps_its_layers_as_call_module_nodes():
+    ember.manual_seed(2)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    gm = symbolic_trace(model)
+    assert [(n.op, n.target) for n in gm.graph.nodes] == [
+        ("placeholder", "input"), ("call_module", "0"), ("call_module", "1"), ("call_module", "2"),
+        ("output", "output")]
+    assert "_0 = getattr(self, '0')(input)" in gm.code
+    x = ember.randn(3, 4)
+    np.testing.assert_array_equal(gm(x).detach().numpy(), model(x).detach().numpy())
+
+
+def test_symbolic_trace_of_the_digits_cnn_records_its_functions_and_runs_exactly():
+    import torch
+
+    ember.manual_seed(3)
+    net = digits_cnn.cnn_model(ember)().eval()
+    gm = symbolic_trace(net)
+    ours = [(n.op, n.target if isinstance(n.target, str) else n.target.__name__) for n in gm.graph.nodes]
+    theirs = [(n.op, n.target if isinstance(n.target, str) else n.target.__name__)
+              for n in torch.fx.symbolic_trace(digits_cnn.cnn_model(torch)()).graph.nodes]
+    assert ours == theirs          # the same calls, kinds and order as torch.fx records for the torch model
+    x = ember.randn(2, 1, 8, 8)
+    np.testing.assert_array_equal(gm(x).detach().numpy(), net(x).detach().numpy())
+
+
+def test_rewriting_every_relu_of_a_symbolic_trace_matches_the_rewrite_by_hand():
+    ember.manual_seed(4)
+    F_ = ember.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self, act):
+            super().__init__()
+            self.fc1, self.act, self.fc2 = nn.Linear(4, 8), act, nn.Linear(8, 4)
+
+        def forward(self, x):
+            return F_.relu(self.fc2(self.act(self.fc1(x)))) + x
+
+    relu_net, gelu_net = Block(nn.ReLU()), Block(nn.GELU())
+    gelu_net.load_state_dict(relu_net.state_dict())
+    gm = symbolic_trace(relu_net)
+    for node in gm.graph.nodes:
+        if node.op == "call_module" and isinstance(getattr(gm, node.target), nn.ReLU):
+            setattr(gm, node.target, nn.GELU())
+        elif node.op == "call_function" and node.target is F_.relu or getattr(node.target, "__name__", "") == "relu":
+            node.target = ember.nn.functional.gelu
+    gm.recompile()
+    targets = [getattr(n.target, "__name__", None) for n in gm.graph.nodes if n.op == "call_function"]
+    assert "relu" not in targets and targets.count("gelu") == 1 and "gelu(fc2)" in gm.code
+    assert all(not isinstance(m, nn.ReLU) for m in gm.modules())
+
+    class GeluBlock(Block):
+        def forward(self, x):
+            return F_.gelu(self.fc2(self.act(self.fc1(x)))) + x
+
+    by_hand = GeluBlock(nn.GELU())
+    by_hand.load_state_dict(relu_net.state_dict())
+    x = ember.randn(3, 4)
+    np.testing.assert_array_equal(gm(x).detach().numpy(), by_hand(x).detach().numpy())
+
+
+def test_unpacking_a_traced_value_and_methods_and_attributes_are_recorded():
+    class Halves(nn.Module):
+        def forward(self, x):
+            a, b = x.split(2, dim=1)
+            n = x.shape[0]
+            return a * b, n
+
+    gm = symbolic_trace(Halves())
+    kinds = [(n.op, getattr(n.target, "__name__", n.target)) for n in gm.graph.nodes]
+    assert ("call_method", "split") in kinds and kinds.count(("call_function", "getitem")) == 3
+    assert ("call_function", "getattr") in kinds
+    x = ember.randn(3, 4)
+    got, n = gm(x)
+    a, b = x.split(2, dim=1)
+    np.testing.assert_array_equal(got.numpy(), (a * b).numpy())
+    assert n == 3
+
+
+def test_control_flow_on_a_traced_value_fails_as_in_torch_fx():
+    import torch
+
+    cfg = char_gpt.GPTConfig(vocab_size=20, block_size=8, n_layer=1, n_head=2, n_embd=16, dropout=0.0)
+    with pytest.raises(TraceError, match="symbolically traced variables cannot be used as inputs to control flow"):
+        symbolic_trace(char_gpt.gpt_model(ember)(cfg))
+    with pytest.raises(torch.fx.proxy.TraceError, match="symbolically traced variables cannot be used as inputs "
+                                                         "to control flow"):
+        torch.fx.symbolic_trace(char_gpt.gpt_model(torch)(cfg))

@@ -102,6 +102,9 @@ def _backend_of_unusual_call(op, args: tuple, ks: int) -> tuple[int, tuple]:
     bk = ks & K.BACKEND_MASK
     if not bk:
         device = args[op.device_arg] if op.device_arg is not None else None
+        if device is None and _has_protocol_objects(op, args):
+            # no tensor, but an object implementing __torch_function__ (a tracer's proxy): its protocol decides
+            return ks | K.TORCH_FUNCTION | REGISTRY.backend_for(as_device(None)).key, args
         return ks | REGISTRY.backend_for(as_device(device)).key, args
     include, exclude = STATE.keys
     if (include & ~exclude) & K.MODE:
@@ -113,6 +116,17 @@ def _backend_of_unusual_call(op, args: tuple, ks: int) -> tuple[int, tuple]:
         first = args[op.tensor_args[0]]
         return (ks & ~K.BACKEND_MASK) | (first._keys & K.BACKEND_MASK), args
     return _mixed_devices(op, args, ks)
+
+
+def _has_protocol_objects(op, args: tuple) -> bool:
+    """Whether a tensor argument of `op` is an object (not a Tensor) whose class defines __torch_function__."""
+    for i in op.tensor_args:
+        if hasattr(type(args[i]), "__torch_function__"):
+            return True
+    for i in op.tensor_list_args:
+        if any(hasattr(type(a), "__torch_function__") for a in args[i] or ()):
+            return True
+    return False
 
 
 def _mixed_devices(op, args: tuple, ks: int) -> tuple[int, tuple]:

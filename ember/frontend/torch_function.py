@@ -23,7 +23,7 @@ from ember.dispatcher.dispatch import redispatch
 from ember.dispatcher.state import STATE
 
 __all__ = ["torch_function_kernel", "default_torch_function", "overrides_torch_function", "public_function",
-           "DisableTorchFunctionSubclass", "disabled_torch_function_impl"]
+           "DisableTorchFunctionSubclass", "disabled_torch_function_impl", "handles_torch_function"]
 
 
 class DisableTorchFunctionSubclass:
@@ -76,7 +76,9 @@ def _overloaded(op, args: tuple) -> list[type]:
     for i in op.tensor_list_args:
         values.extend(args[i] or ())
     for v in values:
-        if isinstance(v, Tensor) and overrides_torch_function(type(v)) and type(v) not in found:
+        takes_part = overrides_torch_function(type(v)) if isinstance(v, Tensor) else \
+            hasattr(type(v), "__torch_function__")          # a plain object implementing the protocol
+        if takes_part and type(v) not in found:
             # subclasses before their bases, as PyTorch orders them
             at = next((j for j, t in enumerate(found) if issubclass(type(v), t)), len(found))
             found.insert(at, type(v))
@@ -122,3 +124,33 @@ def disabled_torch_function_impl(cls, func, types, args=(), kwargs=None):
     """`__torch_function__ = disabled_torch_function_impl`: a subclass opting out (Parameter, Buffer)."""
     with DisableTorchFunctionSubclass():
         return func(*args, **(kwargs or {}))
+
+
+def handles_torch_function(fn: Callable) -> Callable:
+    """For a public function written in Python (not one registry op): an argument that is not a Tensor but
+    implements `__torch_function__` (a tracer's proxy) gets the call, with this function as `func`, as a
+    registry op's function hands it over."""
+    import functools
+
+    from .tensor import Tensor
+
+    def protocol_objects(values) -> list[type]:
+        found = []
+        for v in values:
+            for w in (v if isinstance(v, (list, tuple)) else (v,)):
+                if not isinstance(w, Tensor) and hasattr(type(w), "__torch_function__") and type(w) not in found:
+                    found.append(type(w))
+        return found
+
+    @functools.wraps(fn)
+    def public(*args, **kwargs):
+        types = protocol_objects(args) or (protocol_objects(kwargs.values()) if kwargs else None)
+        if not types:
+            return fn(*args, **kwargs)
+        for cls in types:
+            result = cls.__torch_function__(public, tuple(types), args, kwargs)
+            if result is not NotImplemented:
+                return result
+        raise TypeError(f"no implementation found for '{fn.__name__}' on types that implement __torch_function__: "
+                        f"{[t.__qualname__ for t in types]}")
+    return public

@@ -177,9 +177,9 @@ class Graph:
             if n.op == "output":
                 body.append(f"return {_code(n.args[0])}")
             elif n.op == "get_attr":
-                body.append(f"{n.name} = {root_module}.{n.target}")
+                body.append(f"{n.name} = {_attr_path(root_module, n.target)}")
             elif n.op == "call_module":
-                body.append(f"{n.name} = {root_module}.{n.target}({_call_args(n)})")
+                body.append(f"{n.name} = {_attr_path(root_module, n.target)}({_call_args(n)})")
             elif n.op == "call_method":
                 first, *rest = n.args
                 rest_args = ", ".join([_code(a) for a in rest] + [f"{k} = {_code(v)}" for k, v in n.kwargs.items()])
@@ -188,6 +188,14 @@ class Graph:
                 body.append(f"{n.name}{_annotation(n)} = {target_name(n.target)}({_call_args(n)})")
         header = f"def forward({', '.join([root_module] + params)}):"
         return "\n".join([header] + ["    " + line for line in body or ["pass"]]) + "\n"
+
+
+def _attr_path(root: str, target: str) -> str:
+    """`self.layer.weight`, with getattr() for path parts that are not identifiers (`getattr(self, "0")`)."""
+    text = root
+    for atom in target.split("."):
+        text = f"{text}.{atom}" if atom.isidentifier() and not keyword.iskeyword(atom) else f"getattr({text}, {atom!r})"
+    return text
 
 
 def _writes_an_argument(node: Node) -> bool:
