@@ -22,6 +22,7 @@ sys.path.insert(0, str(EXAMPLES))
 import char_gpt  # noqa: E402
 import digits_cnn  # noqa: E402
 import digits_mlp  # noqa: E402
+import export_gpt  # noqa: E402
 from _common import pick_device, progress  # noqa: E402
 from test_conformance_opencl import REASON as OPENCL_REASON  # noqa: E402
 
@@ -190,3 +191,13 @@ def test_auto_picks_the_accelerator_else_cpu(monkeypatch):
     assert pick_device("auto") == ember.device("cpu")
     monkeypatch.setattr(ember.accelerator, "current_accelerator", lambda: ember.device("cuda"))
     assert pick_device("auto") == ember.device("cuda")
+
+
+def test_the_exported_gpt_samples_the_same_text_in_ember_onnxruntime_and_a_new_process(tmp_path):
+    lines = []
+    texts = export_gpt.main(["--max-iters", "3", "--num-chars", "24", "--out-dir", str(tmp_path), "--quiet"],
+                            log=lines.append)
+    assert set(texts) == {"eager ember", "onnxruntime", "loaded program, new process"}
+    assert len(set(texts.values())) == 1 and len(texts["eager ember"]) == 24
+    assert (tmp_path / "gpt.ember").is_file() and (tmp_path / "gpt.onnx").is_file()
+    assert lines[-1] == "the three texts are the same"
