@@ -230,3 +230,32 @@ def test_control_flow_on_a_traced_value_fails_as_in_torch_fx():
     with pytest.raises(torch.fx.proxy.TraceError, match="symbolically traced variables cannot be used as inputs "
                                                          "to control flow"):
         torch.fx.symbolic_trace(char_gpt.gpt_model(torch)(cfg))
+
+
+def test_replace_pattern_rewrites_every_occurrence_and_leaves_shared_values_alone():
+    from ember.fx import subgraph_rewriter
+
+    class M(nn.Module):
+        def forward(self, x, y):
+            a = ember.relu(x + y)
+            b = ember.relu(a + y)
+            c = x + y                      # the same sum, but its relu is not taken: not a match
+            return a, b, c * 2
+
+    def pattern(u, v):
+        return ember.relu(u + v)
+
+    def replacement(u, v):
+        return ember.sigmoid(u - v)
+
+    gm = symbolic_trace(M())
+    matches = subgraph_rewriter.replace_pattern(gm, pattern, replacement)
+    assert len(matches) == 2
+    names = [getattr(n.target, "__name__", n.target) for n in gm.graph.nodes if n.op == "call_function"]
+    assert names.count("sigmoid") == 2 and "relu" not in names and names.count("add") == 1
+    x, y = ember.randn(3), ember.randn(3)
+    a, b, c = gm(x, y)
+    want_a = ember.sigmoid(x - y)
+    np.testing.assert_array_equal(a.numpy(), want_a.numpy())
+    np.testing.assert_array_equal(b.numpy(), ember.sigmoid(want_a - y).numpy())
+    np.testing.assert_array_equal(c.numpy(), ((x + y) * 2).numpy())
