@@ -287,3 +287,104 @@ def test_a_llama_7b_shaped_model_exports_on_meta_quickly_and_without_its_weights
     params, nodes, seconds, megabytes = proc.stdout.split()
     assert int(params) == 6_738_415_616 and int(nodes) > 1000
     assert float(seconds) < 10 and float(megabytes) < 300, (seconds, megabytes)
+
+
+# ------------------------------------------------------------------ programs that touch state or grad mode
+def test_detach_inside_forward_is_an_alias_cut_from_autograd():
+    class Det(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(ember.tensor([2.0, 3.0]))
+
+        def forward(self, x):
+            return x.detach() * 2 + self.w.detach() * x
+
+    model = Det()
+    ep = export(model, (ember.ones(2),))
+    x = ember.full((2,), 5.0)
+    exact(ep.module()(x), model(x))
+    assert ep.constants == {}
+    assert call_ops(ep).count("alias") == 2
+    run, xr = ep.module(), ember.full((2,), 5.0, requires_grad=True)
+    run(xr).sum().backward()
+    np.testing.assert_array_equal(xr.grad.numpy(), [2.0, 3.0])         # eager: only w.detach() * x has a grad
+    assert run.w.grad is None
+
+
+def test_no_grad_regions_run_without_grad_and_give_eager_gradients():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(ember.ones(2))
+
+        def forward(self, x):
+            with ember.no_grad():
+                t = x * self.w
+            return t + self.w
+
+    eager, program = M(), export(M(), (ember.ones(2),)).module()
+    eager(ember.ones(2)).sum().backward()
+    program(ember.ones(2)).sum().backward()
+    exact(program.w.grad, eager.w.grad)
+
+
+def test_a_buffer_reassigned_in_forward_leaves_the_module_alone_and_is_updated_by_the_program():
+    class R(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("b", ember.zeros(2))
+
+        def forward(self, x):
+            self.b = self.b + x
+            return self.b * 1
+
+    model = R()
+    ep = export(model, (ember.ones(2),))
+    assert model.b.device == ember.device("cpu") and model.b.tolist() == [0.0, 0.0]
+    run = ep.module()
+    assert run(ember.ones(2)).tolist() == [1.0, 1.0] and run(ember.ones(2)).tolist() == [2.0, 2.0]
+
+
+def test_a_constant_returned_as_an_output_is_kept():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = ember.tensor([2.0, 3.0])          # a plain attribute, not a buffer
+
+        def forward(self, x):
+            return x + 1, self.scale
+
+    ep = export(M(), (ember.ones(2),))
+    out, scale = ep.module()(ember.ones(2))
+    assert scale.tolist() == [2.0, 3.0] and out.tolist() == [2.0, 2.0]
+
+
+def test_keyword_and_dict_inputs_may_come_in_any_order():
+    class M(nn.Module):
+        def forward(self, d, *, a, b):
+            return d["x"] - d["y"] + a * b
+
+    x, y, a, b = ember.randn(2), ember.randn(2), ember.randn(2), ember.randn(2)
+    ep = export(M(), ({"x": x, "y": y},), {"a": a, "b": b})
+    exact(ep.module()({"y": y, "x": x}, b=b, a=a), M()({"x": x, "y": y}, a=a, b=b))
+    with pytest.raises(GuardError, match=r"has keys"):
+        ep.module()({"x": x}, a=a, b=b)
+
+
+def test_reading_a_traced_value_names_the_problem():
+    class Branchy(nn.Module):
+        def forward(self, x):
+            return x if x.sum() > 0 else -x
+
+    with pytest.raises(RuntimeError, match=r"reads a traced tensor's values .* an export cannot follow"):
+        export(Branchy(), (ember.ones(2),))
+
+
+def test_non_tensor_guards_compare_types_too():
+    class Flag(nn.Module):
+        def forward(self, x, k):
+            return x * k
+
+    ep = export(Flag(), (ember.ones(2), 1))
+    with pytest.raises(GuardError, match=r"args\[1\] == 1"):
+        ep.module()(ember.ones(2), True)

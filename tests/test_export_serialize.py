@@ -181,3 +181,65 @@ def test_the_error_names_the_problem(mlp_program):
     torch.save({"a": torch.ones(2)}, buf)
     with pytest.raises(SerializationError, match="PyTorch checkpoint"):
         load(io.BytesIO(buf.getvalue()))
+
+
+def test_every_header_length_loads():
+    """A file's first byte is its header length's low byte; 0x80 there is not a pickle (one name in 32)."""
+    sizes = set()
+    for n in range(1, 40):
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_parameter("w" * n, nn.Parameter(ember.ones(3)))
+
+            def forward(self, x):
+                return x * getattr(self, "w" * n)
+        data = _bytes(export(M(), (ember.ones(3),)))
+        sizes.add(data[0])
+        load(io.BytesIO(data))
+    assert 0x80 in sizes
+
+
+def test_named_tuple_inputs_and_no_grad_regions_survive_save_and_load():
+    import collections
+
+    Pair = collections.namedtuple("Pair", "a b")
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(ember.ones(2))
+
+        def forward(self, p):
+            with ember.no_grad():
+                t = p.a * self.w
+            return t + p.b * self.w
+
+    buf = io.BytesIO()
+    save(export(M(), (Pair(ember.ones(2), ember.ones(2)),)), buf)
+    run = load(io.BytesIO(buf.getvalue())).module()
+    run(Pair(ember.ones(2), ember.full((2,), 3.0))).sum().backward()
+    assert run.w.grad.tolist() == [3.0, 3.0]                 # the no_grad product adds nothing
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda p: p["nodes"][-2].__setitem__("val", [["float32"], [2]]),
+    lambda p: p["nodes"][-2]["args"]["tuple"].__setitem__(0, {"node": ["x"]}),
+    lambda p: p["nodes"][-2]["args"]["tuple"].__setitem__(0, {"dtype": ["x"]}),
+    lambda p: p["signature"]["inputs"][0].__setitem__("kind", ["parameter"]),
+    lambda p: p["nodes"][-2].__setitem__("target", ["linear"]),
+    lambda p: p["guards"][0].__setitem__("dtype", ["float32"]),
+    lambda p: p.__setitem__("in_spec", {"kind": "namedtuple", "type": "T", "fields": ["_a"],
+                                        "children": [{"kind": "leaf", "children": []}]}),
+    lambda p: p.__setitem__("in_spec", {"kind": "namedtuple", "type": "class", "fields": ["a"],
+                                        "children": [{"kind": "leaf", "children": []}]}),
+    lambda p: p.__setitem__("in_spec", {"kind": "dict", "keys": ["a", "a"], "children": [
+        {"kind": "leaf", "children": []}, {"kind": "leaf", "children": []}]}),
+    lambda p: p["nodes"][-2].__setitem__("grad", True),
+])
+def test_malformed_fields_are_serialization_errors(mlp_program, mutate):
+    base = ember.load(io.BytesIO(_bytes(mlp_program)))
+    program = json.loads(base["program"])
+    mutate(program)
+    with pytest.raises(SerializationError):
+        load(io.BytesIO(_write(program, base)))

@@ -259,3 +259,28 @@ def test_replace_pattern_rewrites_every_occurrence_and_leaves_shared_values_alon
     np.testing.assert_array_equal(a.numpy(), want_a.numpy())
     np.testing.assert_array_equal(b.numpy(), ember.sigmoid(want_a - y).numpy())
     np.testing.assert_array_equal(c.numpy(), ((x + y) * 2).numpy())
+
+
+def test_nested_insertion_points_keep_their_places():
+    import operator
+
+    g = Graph()
+    x = g.placeholder("x")
+    a = g.call_function(operator.neg, (x,))
+    c = g.call_function(operator.abs, (a,))
+    g.output(c)
+    with g.inserting_before(c):
+        with g.inserting_before(a):
+            g.call_function(operator.pos, (x,), name="inner")
+        g.call_function(operator.pos, (a,), name="outer")
+    assert [n.name for n in g.nodes] == ["x", "inner", "neg", "outer", "abs", "output"]     # torch.fx's order
+    g.lint()
+
+
+def test_a_dict_root_may_name_nested_attributes_by_their_dotted_path():
+    g = Graph()
+    x = g.placeholder("x")
+    w = g.get_attr("lin.weight")
+    g.output(g.call_function(ALL_OPS["mul.Tensor"], (x, w)))
+    gm = GraphModule({"lin.weight": ember.tensor([2.0, 3.0])}, g)
+    np.testing.assert_array_equal(gm(ember.ones(2)).numpy(), [2.0, 3.0])

@@ -90,3 +90,57 @@ def test_the_table_maps_registry_ops_only():
 
     assert set(TABLE) <= set(ALL_OPS)
     assert all(callable(v) for v in TABLE.values())
+
+
+class _Fn(nn.Module):
+    def __init__(self, fn, **state):
+        super().__init__()
+        self.fn = fn
+        for k, v in state.items():
+            setattr(self, k, v)
+
+    def forward(self, *xs):
+        return self.fn(self, *xs)
+
+
+def _run_all(proto, xs) -> list:
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, {i.name: x.numpy() for i, x in zip(sess.get_inputs(), xs)})
+
+
+@pytest.mark.parametrize("fn, xs", [
+    (lambda m, x: x < 2.5, (ember.tensor([1, 2, 3]),)),                       # int tensor, float scalar
+    (lambda m, x: 2.5 > x, (ember.tensor([1, 2, 3]),)),
+    (lambda m, x: x == 1.5, (ember.tensor([1, 2]),)),
+    (lambda m, x: x * 2.5 + 1, (ember.tensor([1, 2, 3]),)),                    # promotion to float
+    (lambda m, x, y: x + y, (ember.tensor([1.5, 2.0]), ember.tensor([1, 2]))),
+    (lambda m, x: ember.sqrt(x), (ember.tensor([1, 4, 9]),)),
+    (lambda m, x: ember.where(x > 0, 1, 0), (ember.tensor([-1.0, 2.0]),)),
+    (lambda m, x: (x > 0) & ~(x > 1), (ember.tensor([-1.0, 0.5, 2.0]),)),
+    (lambda m, x: x.t() + ember.zeros(3, 2), (ember.randn(2, 3),)),
+])
+def test_elementwise_dtypes_follow_pytorchs_promotion(fn, xs):
+    model = _Fn(fn)
+    got = _run_all(ember.onnx.export(model, xs), xs)[0]
+    want = model(*xs).numpy()
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_names_never_collide_and_inputs_may_be_returned():
+    w = nn.Parameter(ember.full((2,), 3.0))
+    model = _Fn(lambda m, x: (x * m.w, x, x * m.w), w=w)
+    x = ember.ones(2)
+    proto = ember.onnx.export(model, (x,), input_names=["w"])
+    outs = _run_all(proto, (x,))
+    np.testing.assert_array_equal(outs[0], [3.0, 3.0])
+    np.testing.assert_array_equal(outs[1], [1.0, 1.0])
+    np.testing.assert_array_equal(outs[2], [3.0, 3.0])
+
+
+@pytest.mark.parametrize("layer", [nn.LayerNorm(3, bias=False), nn.LayerNorm(3, elementwise_affine=False),
+                                   nn.Sequential(nn.Linear(3, 3), nn.ReLU(inplace=True))])
+def test_optional_inputs_and_in_place_layers(layer):
+    x = ember.randn(2, 3)
+    got = _run_all(ember.onnx.export(layer, (x,)), (x,))[0]
+    np.testing.assert_allclose(got, layer(x).detach().numpy(), rtol=1e-5, atol=1e-6)

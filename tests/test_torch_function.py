@@ -110,3 +110,12 @@ def test_make_subclass_and_autograd_through_a_subclass():
     assert isinstance(w, Wrapped) and w.requires_grad
     (w * 3).sum().backward()
     np.testing.assert_array_equal(w.grad.numpy(), [3.0, 3.0, 3.0])
+
+
+def test_named_tuple_results_keep_their_type_and_the_subclass():
+    E = logging_tensor_class(ember)
+    values, indices = ember.tensor([[1.0, 5.0], [7.0, 2.0]]).as_subclass(E).max(0)
+    T = logging_tensor_class(torch)
+    tv, ti = torch.tensor([[1.0, 5.0], [7.0, 2.0]]).as_subclass(T).max(0)
+    assert type(values).__name__ == type(tv).__name__ == "LoggingTensor"
+    assert values.tolist() == tv.tolist() and indices.tolist() == ti.tolist()

@@ -18,8 +18,11 @@ import operator
 from typing import Callable
 
 from ember.core.device import device as _device
+from ember.dispatcher import ALL_OPS
+from ember.dispatcher import keys as K
+from ember.dispatcher.state import STATE
 from ember.frontend.mode import DispatchMode
-from ember.frontend.tensor import Tensor
+from ember.frontend.tensor import Tensor, holds_data
 from ember.fx import Graph, Node
 
 from .fake import labelled
@@ -37,18 +40,38 @@ class CaptureMode(DispatchMode):
     inputs' fakes, parameters and buffers, then each op's results; `lift(tensor)` returns (node,
     meta value) for a tensor met for the first time (a constant)."""
 
-    def __init__(self, graph: Graph, known: dict[int, tuple[Node, Tensor]], lift: Callable) -> None:
+    def __init__(self, graph: Graph, lift: Callable) -> None:
         self.graph = graph
-        self.known = known
+        self.known: dict[int, tuple[Node, Tensor]] = {}
         self.lift = lift
+        self._by_data: dict[int, tuple[Node, Tensor]] = {}    # id(native array) -> the value first seen over it
         self._alive: list[Tensor] = []      # tensors mapped by id stay alive while tracing (ids stay unique)
         self.module_path = ""               # the module running (trace.py keeps it): each node's meta["nn_module"]
+
+    def bind(self, t: Tensor, node: Node, value: Tensor) -> None:
+        """`t` (an input's fake, a parameter, a buffer, an op's result) is the value `node` makes."""
+        self.known[id(t)] = (node, value)
+        self._by_data.setdefault(id(t._data), (node, value))
+        self._alive += (t, value)
 
     def node_and_value(self, t: Tensor) -> tuple[Node, Tensor]:
         found = self.known.get(id(t))
         if found is None:
-            found = self.known[id(t)] = self.lift(t)
-            self._alive.append(t)
+            aliased = self._by_data.get(id(t._data))
+            if aliased is not None:
+                # made outside any op over a traced value's array (t.detach(), t.data): an alias of it, cut
+                # from autograd when `t` is (a detach)
+                node = self.graph.call_function(ALL_OPS["alias"], (aliased[0],))
+                node.meta["val"] = t
+                if not t.requires_grad:
+                    node.meta["grad_enabled"] = False
+                found = (node, aliased[1])
+            elif not holds_data(t) and t.device.type != "meta":
+                raise RuntimeError("export: a traced value reached an op by a path the capture does not see (an "
+                                   "in-place resize or a .data assignment); use an op instead")
+            else:
+                found = self.lift(t)
+            self.bind(t, *found)
         return found
 
     def _convert(self, value):
@@ -72,6 +95,8 @@ class CaptureMode(DispatchMode):
         result = op(*meta_args)
         node = self.graph.call_function(op, tuple(graph_args))
         node.meta["nn_module"] = self.module_path
+        if STATE.keys[1] & K.AUTOGRAD:          # called under no_grad: the program runs it so too
+            node.meta["grad_enabled"] = False
         originals = {id(m): a for m, a in zip(meta_args, args) if isinstance(m, Tensor)}
         if isinstance(result, Tensor):
             return self._fake(node, result, label, originals)
@@ -95,8 +120,7 @@ class CaptureMode(DispatchMode):
             return fake
         fake = labelled(value, label) if label is not None else value
         node.meta["val"] = fake
-        self.known[id(fake)] = (node, value)
-        self._alive += (fake, value)
+        self.bind(fake, node, value)
         return fake
 
 
@@ -122,8 +146,8 @@ class DecomposingCaptureMode(CaptureMode):
     `table`: {op name: function} to use instead of an op's own decomposition, or None for an op to
     keep as it is."""
 
-    def __init__(self, graph: Graph, known: dict, lift: Callable, table: dict | None = None) -> None:
-        super().__init__(graph, known, lift)
+    def __init__(self, graph: Graph, lift: Callable, table: dict | None = None) -> None:
+        super().__init__(graph, lift)
         self.table = dict(table or {})
 
     def __ember_dispatch__(self, op, args: tuple):

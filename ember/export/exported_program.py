@@ -10,15 +10,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ember.frontend.autograd.grad_mode import is_grad_enabled, no_grad
 from ember.frontend.tensor import Tensor
 from ember.fx import Graph, GraphModule, Interpreter
 from ember.nn.modules.module import Module
 from ember.nn.parameter import Parameter
-from ember.utils.pytree import TreeSpec, tree_flatten, tree_unflatten
+from ember.utils.pytree import TreeSpec, tree_flatten_like, tree_unflatten
 
 from .graph_signature import ExportGraphSignature, InputKind
 
 __all__ = ["ExportedProgram", "GuardError", "InputGuard"]
+
+
+class ProgramInterpreter(Interpreter):
+    """Runs a program's graph: a node the program called under no_grad runs under no_grad again."""
+
+    def run_node(self, node):
+        if node.meta.get("grad_enabled") is False and is_grad_enabled():
+            with no_grad():
+                return super().run_node(node)
+        return super().run_node(node)
 
 
 class GuardError(AssertionError):
@@ -38,7 +49,7 @@ class InputGuard:
 
     def check(self, value) -> None:
         if self.shape is None:
-            if isinstance(value, Tensor) or value != self.value:
+            if type(value) is not type(self.value) or value != self.value:
                 raise GuardError(f"Guard failed: {self.path} == {self.value!r} (the program was exported with that "
                                  f"value; got {_describe(value)})")
             return
@@ -106,17 +117,18 @@ class ExportedProgram:
 
     def user_leaves(self, args: tuple, kwargs: dict | None) -> list:
         """The user inputs flattened as the graph takes them, each checked against its guard."""
-        leaves, spec = tree_flatten((tuple(args), dict(kwargs or {})))
-        if spec != self.in_spec:
+        try:
+            leaves = tree_flatten_like((tuple(args), dict(kwargs or {})), self.in_spec)
+        except ValueError as exc:
             raise GuardError(f"Guard failed: the inputs have the structure {self.in_spec!r} the program was "
-                             f"exported with (got {spec!r})")
+                             f"exported with ({exc})") from None
         for guard, leaf in zip(self.guards, leaves):
             guard.check(leaf)
         return [leaf for guard, leaf in zip(self.guards, leaves) if guard.shape is not None]
 
     def __call__(self, *args, **kwargs):
         values = self.state_inputs() + self.user_leaves(args, kwargs)
-        return tree_unflatten(list(Interpreter(self.graph_module).run(*values)), self.out_spec)
+        return tree_unflatten(list(ProgramInterpreter(self.graph_module).run(*values)), self.out_spec)
 
     def run_decompositions(self, table: dict | None = None) -> "ExportedProgram":
         """The same program with every op that is not a primitive replaced by its decomposition (or its
@@ -175,7 +187,7 @@ class UnliftedModule(Module):
     def forward(self, *args, **kwargs):
         program = self._program
         values = program.state_inputs(self._state) + program.user_leaves(args, kwargs)
-        return tree_unflatten(list(Interpreter(program.graph_module).run(*values)), program.out_spec)
+        return tree_unflatten(list(ProgramInterpreter(program.graph_module).run(*values)), program.out_spec)
 
 
 def _set_path(root: Module, target: str, value: Tensor, parameter: bool = False, persistent: bool = True) -> None:

@@ -84,6 +84,8 @@ def _program_json(ep: ExportedProgram) -> dict:
         val = n.meta.get("val")
         if isinstance(val, Tensor):
             entry["val"] = [val.dtype.name, list(val.shape)]
+        if n.meta.get("grad_enabled") is False:
+            entry["grad"] = False
         nodes.append(entry)
     sig = ep.graph_signature
     return {
@@ -126,7 +128,10 @@ def _encode(value, where: str):
 def _encode_spec(spec: TreeSpec) -> dict:
     out: dict = {"kind": spec.kind, "children": [_encode_spec(c) for c in spec.children]}
     if spec.kind == "dict":
-        out["keys"] = [_encode(k, "a dict key of the inputs or outputs") for k in spec.context]
+        if not all(isinstance(k, (str, int)) and not isinstance(k, bool) for k in spec.context):
+            raise TypeError(f"ember.export.save: the inputs or outputs hold a dict with keys {list(spec.context)!r}; "
+                            "a program file stores str and int keys")
+        out["keys"] = list(spec.context)
     elif spec.kind == "namedtuple":
         out["type"] = spec.context.__name__
         out["fields"] = list(spec.context._fields)
@@ -140,12 +145,11 @@ def _fail(reason: str) -> SerializationError:
 
 def load(f) -> ExportedProgram:
     """Read a program written by `save` (a path or a binary file object)."""
-    from ember.serialization import CheckpointError, load as load_checkpoint
+    from ember.serialization import CheckpointError, _detect_format, load as load_checkpoint
 
     if isinstance(f, (str, os.PathLike)) and not os.path.isfile(f):
         raise FileNotFoundError(f"ember.export.load: no such file: {os.fspath(f)!r}")
-    head = _peek(f)
-    if head[:4] == b"PK\x03\x04" or head[:1] == b"\x80":
+    if _detect_format(_peek(f)) != "safetensors":
         raise _fail("this is a PyTorch checkpoint, not an ember program file")
     try:
         data = load_checkpoint(f)
@@ -167,12 +171,12 @@ def load(f) -> ExportedProgram:
     return _Reader(program, state, constants).program()
 
 
-def _peek(f) -> bytes:
+def _peek(f, n: int = 300) -> bytes:
     if isinstance(f, (str, os.PathLike)):
         with open(f, "rb") as fh:
-            return fh.read(4)
+            return fh.read(n)
     pos = f.tell()
-    head = f.read(4)
+    head = f.read(n)
     f.seek(pos)
     return head
 
@@ -223,7 +227,7 @@ class _Reader:
     # -- nodes ----------------------------------------------------------------------------------
     def _node(self, i: int, entry) -> None:
         if not isinstance(entry, dict) or not {"name", "op", "args"} <= set(entry) or \
-                set(entry) - {"name", "op", "target", "args", "val"}:
+                set(entry) - {"name", "op", "target", "args", "val", "grad"} or entry.get("grad", False) is not False:
             raise _fail(f"node {i} is not an object with name, op, target, args")
         name, op = entry["name"], entry["op"]
         if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name) or name in self.nodes:
@@ -231,6 +235,8 @@ class _Reader:
         args = self._value(entry["args"], f"node {name}", 0)
         if not isinstance(args, tuple):
             raise _fail(f"node {name}'s args are not a tuple")
+        if not isinstance(op, str):
+            raise _fail(f"node {name} has op {_short(op)}")
         if op == "placeholder":
             target = entry.get("target")
             if not isinstance(target, str) or args:
@@ -249,6 +255,8 @@ class _Reader:
             raise _fail(f"node name {name!r} is not usable")
         if "val" in entry:
             node.meta["val"] = self._val(name, entry["val"])
+        if "grad" in entry:
+            node.meta["grad_enabled"] = False
         self.nodes[name] = node
 
     def _target(self, name: str, target, args: tuple):
@@ -256,7 +264,7 @@ class _Reader:
             if len(args) != 2 or not isinstance(args[0], Node) or type(args[1]) is not int:
                 raise _fail(f"node {name}: getitem takes a node and an index")
             return operator.getitem
-        op = ALL_OPS.get(target) if isinstance(target, str) else None
+        op = ALL_OPS.get(target) if type(target) is str else None
         if op is None:
             raise _fail(f"node {name} calls {target!r}, which is not an op of this ember's registry")
         if len(args) != len(op.arg_names):
@@ -266,7 +274,8 @@ class _Reader:
     def _val(self, name: str, val):
         from ember._generated import functions as F
 
-        if not (isinstance(val, list) and len(val) == 2 and val[0] in _DTYPES and isinstance(val[1], list)
+        if not (isinstance(val, list) and len(val) == 2 and type(val[0]) is str and val[0] in _DTYPES
+                and isinstance(val[1], list)
                 and all(type(s) is int and 0 <= s < 2**62 for s in val[1]) and len(val[1]) <= 64):
             raise _fail(f"node {name} has a bad value description {val!r}")
         return F.empty_strided(tuple(val[1]), (0,) * len(val[1]), dtype=_DTYPES[val[0]], device="meta")
@@ -280,7 +289,7 @@ class _Reader:
             raise _fail(f"{where} holds {_short(v)}, which is not a program value")
         (kind, x), = v.items()
         if kind == "node":
-            if x not in self.nodes:
+            if type(x) is not str or x not in self.nodes:
                 raise _fail(f"{where} reads node {x!r}, which is not defined before it")
             return self.nodes[x]
         if kind == "float" and isinstance(x, str):
@@ -291,7 +300,7 @@ class _Reader:
         if kind in ("list", "tuple") and isinstance(x, list):
             items = [self._value(e, where, depth + 1) for e in x]
             return items if kind == "list" else tuple(items)
-        if kind == "dtype" and x in _DTYPES:
+        if kind == "dtype" and type(x) is str and x in _DTYPES:
             return _DTYPES[x]
         if kind == "device" and isinstance(x, str):
             try:
@@ -308,7 +317,8 @@ class _Reader:
         specs = []
         for s in _list(raw["inputs"], "signature inputs"):
             if not (isinstance(s, dict) and set(s) == {"kind", "name", "target", "persistent"}
-                    and s["kind"] in _INPUT_KINDS and s["persistent"] in (None, True, False)):
+                    and type(s["kind"]) is str and s["kind"] in _INPUT_KINDS and s["persistent"] in (None, True, False)
+                    and (s["target"] is None or type(s["target"]) is str)):
                 raise _fail(f"bad input spec {_short(s)}")
             kind = _INPUT_KINDS[s["kind"]]
             if (kind is InputKind.USER_INPUT) != (s["target"] is None) or \
@@ -325,7 +335,8 @@ class _Reader:
         if names != [getattr(o, "name", repr(o)) for o in outputs]:
             raise _fail("the output specs do not name the output node's values")
         mutate = raw["buffers_to_mutate"]
-        if not isinstance(mutate, dict) or not all(k in self.nodes and isinstance(b, str) for k, b in mutate.items()):
+        if not isinstance(mutate, dict) or not all(type(k) is str and k in self.nodes and isinstance(b, str)
+                                                   for k, b in mutate.items()):
             raise _fail("buffers_to_mutate does not map nodes to buffer names")
         return ExportGraphSignature(specs, [OutputSpec(OutputKind.USER_OUTPUT, n) for n in names], dict(mutate))
 
@@ -340,16 +351,19 @@ class _Reader:
                 raise _fail(f"a {kind} has no children")
             return TreeSpec(kind)
         if kind == "dict":
-            keys = [self._value(k, "a dict key", depth + 1) for k in _list(raw.get("keys"), "dict keys")]
-            if len(keys) != len(children) or not all(isinstance(k, (str, int)) for k in keys):
+            keys = _list(raw.get("keys"), "dict keys")
+            if len(keys) != len(children) or not all(type(k) in (str, int) for k in keys) or \
+                    len(set(keys)) != len(keys):
                 raise _fail("a dict's keys do not match its values")
             return TreeSpec("dict", tuple(keys), children)
         if kind == "namedtuple":
             name, fields = raw.get("type"), _list(raw.get("fields"), "namedtuple fields")
-            if not (isinstance(name, str) and name.isidentifier() and all(isinstance(f, str) and f.isidentifier()
-                    and not keyword.iskeyword(f) for f in fields) and len(fields) == len(children)):
+            if not (isinstance(name, str) and len(fields) == len(children)):
                 raise _fail(f"bad named tuple {_short(raw)}")
-            return TreeSpec("namedtuple", collections.namedtuple(name, fields), children)
+            try:
+                return TreeSpec("namedtuple", collections.namedtuple(name, fields), children)
+            except (TypeError, ValueError) as exc:
+                raise _fail(f"bad named tuple {_short(raw)} ({exc})") from None
         return TreeSpec(kind, None, children)
 
     def _guard(self, raw) -> InputGuard:
@@ -357,7 +371,8 @@ class _Reader:
             raise _fail(f"bad input guard {_short(raw)}")
         if set(raw) == {"path", "value"}:
             return InputGuard(raw["path"], value=self._value(raw["value"], raw["path"], 0))
-        if set(raw) != {"path", "shape", "dtype", "device"} or raw["dtype"] not in _DTYPES or \
+        if set(raw) != {"path", "shape", "dtype", "device"} or type(raw["dtype"]) is not str or \
+                raw["dtype"] not in _DTYPES or \
                 not all(type(s) is int and s >= 0 for s in _list(raw["shape"], "guard shape")):
             raise _fail(f"bad input guard {_short(raw)}")
         device = self._value({"device": raw["device"]}, raw["path"], 0)

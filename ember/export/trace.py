@@ -50,41 +50,95 @@ def trace_program(mod: Module, args: tuple, kwargs: dict, mode_class=CaptureMode
     """The capture itself: `mod(*args, **kwargs)` run once under `mode_class` (CaptureMode, or
     DecomposingCaptureMode for `run_decompositions`); `input_names` name the user-input placeholders."""
     graph = Graph()
-    known: dict = {}
     specs: list[InputSpec] = []
     state: dict[str, Tensor] = {}
     constants: dict[str, Tensor] = {}
-    _state_placeholders(mod, graph, known, specs, state, constants)
-    first_input = len(graph.nodes)
-    leaves, in_spec = tree_flatten((args, kwargs))
-    fake_leaves, guards = _input_placeholders(mod, graph, known, specs, leaves, args, kwargs, input_names)
     lifted: dict[str, Tensor] = {}
 
     def lift(t: Tensor):
         """A tensor made outside any op: a constant placeholder, placed before the user inputs."""
-        name = f"lifted_tensor_{len(lifted)}"
+        name = _free_name("lifted_tensor_", constants, lifted)
         lifted[name] = t
         index = first_input + len(lifted) - 1
         nodes = graph.nodes
         with graph.inserting_before(nodes[index]) if index < len(nodes) else graph.inserting_after(None):
             node = graph.placeholder("c_" + name)
         node.meta["val"] = t
-        specs.insert(first_input + len(lifted) - 1, InputSpec(InputKind.CONSTANT_TENSOR, node.name, name))
+        specs.insert(index, InputSpec(InputKind.CONSTANT_TENSOR, node.name, name))
         return node, meta_like(t)
 
+    mode = mode_class(graph, lift, **mode_options)
+    _state_placeholders(mod, graph, mode, specs, state, constants)
+    first_input = len(graph.nodes)
+    leaves, in_spec = tree_flatten((args, kwargs))
+    fake_leaves, guards = _input_placeholders(mod, graph, mode, specs, leaves, args, kwargs, input_names)
     fake_args, fake_kwargs = tree_unflatten(fake_leaves, in_spec)
-    mode = mode_class(graph, known, lift, **mode_options)
-    with _module_paths(mod, mode), mode:
+    with _state_kept(mod) as reassigned, _module_paths(mod, mode), _data_reads_named(), mode:
         result = mod(*fake_args, **fake_kwargs)
+        out_leaves, out_spec = tree_flatten(result)
+        outputs = tuple(mode.node_and_value(v)[0] if isinstance(v, Tensor) else v for v in out_leaves)
+        _write_back(graph, mode, reassigned())
     constants.update(lifted)
-    out_leaves, out_spec = tree_flatten(result)
-    outputs = tuple(mode.node_and_value(v)[0] if isinstance(v, Tensor) else v for v in out_leaves)
     graph.output(outputs)
     graph.eliminate_dead_code()
     graph.lint()
     signature = ExportGraphSignature(specs, [OutputSpec(OutputKind.USER_OUTPUT, getattr(o, "name", repr(o)))
                                              for o in outputs], _buffers_written(graph, specs))
     return ExportedProgram(graph, signature, state, constants, in_spec, out_spec, guards)
+
+
+def _free_name(prefix: str, *taken: dict) -> str:
+    k = 0
+    while any(f"{prefix}{k}" in t for t in taken):
+        k += 1
+    return f"{prefix}{k}"
+
+
+@contextlib.contextmanager
+def _state_kept(root: Module):
+    """The module's parameters and buffers as they were before the trace, whatever forward assigned
+    (`self.b = self.b + x` puts a fake there); yields a function listing (buffer, the value forward left
+    in its place) for the buffers forward reassigned, which the program then writes in place."""
+    before = [(m, name, t) for m in root.modules() for name, t in list(m._buffers.items())]
+    params = [(m, name, t) for m in root.modules() for name, t in list(m._parameters.items())]
+
+    def reassigned() -> list:
+        return [(t, m._buffers[name]) for m, name, t in before
+                if m._buffers.get(name) is not t and isinstance(m._buffers.get(name), Tensor)]
+    try:
+        yield reassigned
+    finally:
+        for m, name, t in before:
+            m._buffers[name] = t
+        for m, name, t in params:
+            m._parameters[name] = t
+
+
+def _write_back(graph: Graph, mode: CaptureMode, reassigned: list) -> None:
+    """A buffer forward reassigned keeps its tensor; the program copies the new value into it."""
+    from ember.dispatcher import ALL_OPS
+
+    for original, new in reassigned:
+        target, _ = mode.node_and_value(original)
+        value, _ = mode.node_and_value(new)
+        node = graph.call_function(ALL_OPS["copy_"], (target, value, False))
+        node.meta["grad_enabled"] = False
+
+
+@contextlib.contextmanager
+def _data_reads_named():
+    """A program reading a traced value's data (`.item()`, `.tolist()`, `if x.sum() > 0`) gets an error
+    saying so, instead of the meta device's "no data"."""
+    from ember.core.errors import MissingKernelError
+
+    try:
+        yield
+    except MissingKernelError as exc:
+        if "Cannot copy out of meta tensor" not in str(exc):
+            raise
+        raise RuntimeError("export: the program reads a traced tensor's values (.item(), .tolist(), bool() of a "
+                           "tensor, or control flow on them), which an export cannot follow: it traces shapes, "
+                           "not data; keep such code out of forward or pass the value as an input") from None
 
 
 @contextlib.contextmanager
@@ -110,24 +164,24 @@ def _module_paths(root: Module, mode: CaptureMode):
             h.remove()
 
 
-def _state_placeholders(mod, graph, known, specs, state, constants) -> None:
+def _state_placeholders(mod, graph, mode, specs, state, constants) -> None:
     """Placeholders `p_<name>` for the parameters and `b_<name>` for the buffers (a tied parameter once)."""
     non_persistent = {f"{prefix}{'.' if prefix else ''}{name}" for prefix, m in mod.named_modules()
                       for name in getattr(m, "_non_persistent_buffers_set", ())}
     for kind, prefix, named in ((InputKind.PARAMETER, "p_", mod.named_parameters()),
                                 (InputKind.BUFFER, "b_", mod.named_buffers())):
         for name, t in named:
-            if id(t) in known:
+            if id(t) in mode.known:
                 continue
             node = graph.placeholder(prefix + name.replace(".", "_"))
             node.meta["val"] = t
-            known[id(t)] = (node, meta_like(t))
+            mode.bind(t, node, meta_like(t))
             persistent = None if kind is InputKind.PARAMETER else name not in non_persistent
             specs.append(InputSpec(kind, node.name, name, persistent))
             (constants if persistent is False else state)[name] = t
 
 
-def _input_placeholders(mod, graph, known, specs, leaves, args, kwargs, input_names=None):
+def _input_placeholders(mod, graph, mode, specs, leaves, args, kwargs, input_names=None):
     """A placeholder and a fake per tensor input (named after forward's parameters), a guard per input."""
     paths = _leaf_paths(mod, args, kwargs, len(leaves))
     if input_names is not None:
@@ -138,7 +192,7 @@ def _input_placeholders(mod, graph, known, specs, leaves, args, kwargs, input_na
             node = graph.placeholder(name)
             meta = meta_like(leaf)
             node.meta["val"] = fake = labelled(meta, leaf.device)
-            known[id(fake)] = (node, meta)
+            mode.bind(fake, node, meta)
             specs.append(InputSpec(InputKind.USER_INPUT, node.name))
             fakes.append(fake)
             guards.append(InputGuard(path, tuple(leaf.shape), leaf.dtype, leaf.device))

@@ -115,6 +115,8 @@ def _convert(value, cls):
 
     if isinstance(value, Tensor) and not isinstance(value, cls):
         return value.as_subclass(cls)
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):     # max(dim)'s (values, indices)
+        return type(value)(*[_convert(v, cls) for v in value])
     if isinstance(value, (tuple, list)):
         return type(value)(_convert(v, cls) for v in value)
     return value

@@ -22,7 +22,7 @@ class Graph:
     def __init__(self) -> None:
         self._nodes: list[Node] = []
         self._names: set[str] = set()
-        self._insert_at: int | None = None      # None: append
+        self._insert_before: Node | None = None      # new nodes go before this one (None: at the end)
 
     # -- reading -----------------------------------------------------------------------------
     @property
@@ -57,11 +57,10 @@ class Graph:
     def create_node(self, op: str, target, args: tuple = (), kwargs: dict | None = None,
                     name: str | None = None) -> Node:
         node = Node(self, self._unique_name(name or _default_name(op, target)), op, target, args, kwargs or {})
-        if self._insert_at is None:
+        if self._insert_before is None:
             self._nodes.append(node)
         else:
-            self._nodes.insert(self._insert_at, node)
-            self._insert_at += 1
+            self._nodes.insert(self._nodes.index(self._insert_before), node)
         return node
 
     def placeholder(self, name: str, default_value: Any = None) -> Node:
@@ -88,33 +87,36 @@ class Graph:
 
     @contextlib.contextmanager
     def inserting_before(self, node: Node | None = None):
-        """New nodes go before `node` (None: at the start) until the block ends."""
-        saved = self._insert_at
-        self._insert_at = 0 if node is None else self._nodes.index(node)
+        """New nodes go before `node` (None: at the start), in order, until the block ends."""
+        saved = self._insert_before
+        self._insert_before = node if node is not None else (self._nodes[0] if self._nodes else None)
         try:
             yield
         finally:
-            self._insert_at = saved
+            self._insert_before = saved
 
     @contextlib.contextmanager
     def inserting_after(self, node: Node | None = None):
-        """New nodes go after `node` (None: at the end) until the block ends."""
-        saved = self._insert_at
-        self._insert_at = None if node is None else self._nodes.index(node) + 1
+        """New nodes go after `node` (None: at the end), in order, until the block ends."""
+        saved = self._insert_before
+        if node is None:
+            self._insert_before = None
+        else:
+            i = self._nodes.index(node)
+            self._insert_before = self._nodes[i + 1] if i + 1 < len(self._nodes) else None
         try:
             yield
         finally:
-            self._insert_at = saved
+            self._insert_before = saved
 
     def erase_node(self, node: Node) -> None:
         if node.users:
             raise RuntimeError(f"Tried to erase Node {node.name} but it still had {len(node.users)} users in the "
                                f"graph: {list(node.users)}!")
+        if node is self._insert_before:
+            raise RuntimeError(f"Graph.erase_node: {node.name} is where new nodes are being inserted")
         node._set_inputs((), {})
-        index = self._nodes.index(node)
-        del self._nodes[index]
-        if self._insert_at is not None and index < self._insert_at:
-            self._insert_at -= 1
+        self._nodes.remove(node)
         self._names.discard(node.name)
 
     def node_copy(self, node: Node, arg_transform: Callable[[Node], Node] = lambda n: n) -> Node:
@@ -181,6 +183,8 @@ class Graph:
             elif n.op == "call_module":
                 body.append(f"{n.name} = {_attr_path(root_module, n.target)}({_call_args(n)})")
             elif n.op == "call_method":
+                if not n.args:
+                    raise ValueError(f"Graph.python_code: call_method node {n.name} has no object to call it on")
                 first, *rest = n.args
                 rest_args = ", ".join([_code(a) for a in rest] + [f"{k} = {_code(v)}" for k, v in n.kwargs.items()])
                 body.append(f"{n.name} = {_code(first)}.{n.target}({rest_args})")

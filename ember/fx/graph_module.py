@@ -62,14 +62,24 @@ class GraphModule(Module):
 
 
 def _copy_attr(src, dst: Module, target: str) -> None:
-    """Make `dst.<target>` (a dotted path) the object `src` has there, creating empty Modules on the way."""
+    """Make `dst.<target>` (a dotted path) the object `src` has there, creating empty Modules on the way
+    (a dict root holds either the full dotted name or nested dicts/modules)."""
     *path, field = target.split(".")
+    if isinstance(src, dict) and target in src:
+        for atom in path:
+            if not hasattr(dst, atom):
+                dst.add_module(atom, Module())
+            dst = getattr(dst, atom)
+        return _set(dst, field, src[target])
     for atom in path:
         src = src[atom] if isinstance(src, dict) else getattr(src, atom)
         if not hasattr(dst, atom):
             dst.add_module(atom, Module())
         dst = getattr(dst, atom)
-    value = src[field] if isinstance(src, dict) else getattr(src, field)
+    _set(dst, field, src[field] if isinstance(src, dict) else getattr(src, field))
+
+
+def _set(dst: Module, field: str, value) -> None:
     if isinstance(value, Parameter) or isinstance(value, Module):
         setattr(dst, field, value)
     elif isinstance(value, Tensor):

@@ -20,6 +20,7 @@ from ember.export import ExportedProgram
 from ember.export import export as _export
 from ember.export import load as _load_program
 from ember.export import save as _save_program
+from ember.export.exported_program import UnliftedModule
 from ember.nn.modules.module import Module
 
 __all__ = ["trace", "script", "save", "load", "TracedModule", "ignore", "unused", "export", "annotate",
@@ -38,14 +39,13 @@ def is_tracing() -> bool:
     return getattr(_TRACING, "depth", 0) > 0
 
 
-class TracedModule(Module):
-    """A traced program as a module: call it like the original (same inputs, same outputs)."""
+class TracedModule(UnliftedModule):
+    """A traced program as a module: call it like the original (same inputs, same outputs, the same
+    parameter and buffer names)."""
 
     def __init__(self, program: ExportedProgram, name: str = "TracedModule") -> None:
-        super().__init__()
-        object.__setattr__(self, "_program", program)
+        super().__init__(program)
         object.__setattr__(self, "_name", name)
-        self.add_module("_run", program.module())
 
     @property
     def graph(self):
@@ -58,9 +58,6 @@ class TracedModule(Module):
     @property
     def program(self) -> ExportedProgram:
         return self._program
-
-    def forward(self, *args, **kwargs):
-        return self._run(*args, **kwargs)
 
     def save(self, f) -> None:
         save(self, f)
@@ -76,8 +73,8 @@ class _Function(Module):
         super().__init__()
         object.__setattr__(self, "_fn", fn)
 
-    def forward(self, *args):
-        return self._fn(*args)
+    def forward(self, *args, **kwargs):
+        return self._fn(*args, **kwargs)
 
 
 def trace(func: Module | Callable, example_inputs: Any = None, *, example_kwarg_inputs: dict | None = None,

@@ -61,14 +61,21 @@ class LoweringContext:
         """The dtype of argument `i` (a tensor)."""
         return self.vals[i].dtype
 
-    def operand(self, i: int, like: int = 0) -> str:
-        """Argument `i` as an ONNX value: a tensor's name, or a number as a constant of the dtype of
-        argument `like` (PyTorch's wrapped numbers: a Python scalar takes the tensor's type)."""
+    def compute_dtype(self, *positions: int) -> _dt.dtype:
+        """The dtype PyTorch computes an elementwise op of the arguments at `positions` in: the result's,
+        or for a bool result (a comparison) the operands' promoted type (Python numbers weak)."""
+        if isinstance(self.out_val, Tensor) and self.out_val.dtype is not _dt.bool:
+            return self.out_val.dtype
+        from ember.core.type_promotion import result_type
+
+        return result_type(*[self.vals[i] for i in positions])
+
+    def operand(self, i: int, dtype: _dt.dtype) -> str:
+        """Argument `i` as an ONNX value of `dtype`: a tensor (cast when its dtype differs) or a number
+        (a constant)."""
         a = self.args[i]
-        if isinstance(a, str) and isinstance(self.vals[i], Tensor):
-            return a
-        dtype = self.out_val.dtype if isinstance(self.out_val, Tensor) and \
-            self.out_val.dtype.is_floating_point else self.dtype(like)
+        if isinstance(self.vals[i], Tensor):
+            return a if self.vals[i].dtype is dtype else self.add("Cast", [a], to=onnx_type(dtype))
         return self.const(np.array(a), dtype)
 
 
@@ -97,8 +104,10 @@ class Emitter:
 
         outputs = [self.fresh(base) for _ in range(n_outputs)]
         attrs = {k: v for k, v in attributes.items() if v is not None}
-        self.nodes.append(helper.make_node(op_type, [i if i is not None else "" for i in inputs], outputs,
-                                           name=self.fresh(op_type), **attrs))
+        names = [i if i is not None else "" for i in inputs]
+        while names and names[-1] == "":                # an omitted optional input is left off the end
+            names.pop()
+        self.nodes.append(helper.make_node(op_type, names, outputs, name=self.fresh(op_type), **attrs))
         return outputs[0] if n_outputs == 1 else outputs
 
     def const(self, value, dtype: _dt.dtype | None = None) -> str:
@@ -118,12 +127,15 @@ class Emitter:
         from onnx import helper
 
         specs = {s.name: s for s in self.ep.graph_signature.input_specs}
-        user = iter(self.input_names or [])
+        user_nodes = [n for n in self.ep.graph.nodes if n.op == "placeholder" and specs[n.name].kind is InputKind.USER_INPUT]
+        given = list(self.input_names or [])
+        user_names = {n: given[i] if i < len(given) else n.name for i, n in enumerate(user_nodes)}
+        self.used = set(user_names.values())          # value names taken (the graph is in SSA form)
         for node in self.ep.graph.nodes:
             if node.op == "placeholder":
                 spec = specs[node.name]
                 if spec.kind is InputKind.USER_INPUT:
-                    name = next(user, node.name)
+                    name = user_names[node]
                     val = node.meta["val"]
                     self.inputs.append(helper.make_tensor_value_info(name, onnx_type(val.dtype), list(val.shape)))
                     self.values[node] = name
@@ -140,6 +152,9 @@ class Emitter:
     def _initializer(self, name: str, t: Tensor) -> str:
         from onnx import numpy_helper
 
+        if name in self.used:                       # a state name equal to an input's: keep both apart
+            name = self.fresh(name)
+        self.used.add(name)
         self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(t.detach().numpy()), name))
         return name
 
@@ -149,6 +164,8 @@ class Emitter:
             return self.values[source][index]
         op = node.target
         lowering = table.get(op.name)
+        if lowering is None and op.inplace_of is not None:
+            lowering = table.get(op.inplace_of)     # relu_ as relu: later readers of its argument get the result
         if lowering is None or getattr(lowering, "min_opset", 0) > self.opset:
             where = node.meta.get("nn_module") or "the top-level module"
             raise UnsupportedOperatorError(
@@ -156,7 +173,11 @@ class Emitter:
                 f"{where}, graph node {node.name}); the op table is ember/onnx/table.py")
         args = tuple(self._arg(a) for a in node.args)
         vals = tuple(_val(a) for a in node.args)
-        return lowering(LoweringContext(self, node, args, vals))
+        result = lowering(LoweringContext(self, node, args, vals))
+        for position in op.mutated:                 # an in-place op: its argument now holds the result
+            if isinstance(node.args[position], Node):
+                self.values[node.args[position]] = result
+        return result
 
     def _arg(self, a):
         if isinstance(a, Node):
@@ -174,6 +195,9 @@ class Emitter:
                 continue
             inner = self.values[value]
             name = next(names, value.name)
+            if name in self.used:                   # an input returned as it is, or one value twice
+                name = self.fresh(name)
+            self.used.add(name)
             self.nodes.append(helper.make_node("Identity", [inner], [name], name=self.fresh("output")))
             val = value.meta["val"]
             self.outputs.append(helper.make_tensor_value_info(name, onnx_type(val.dtype), list(val.shape)))

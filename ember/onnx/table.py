@@ -27,15 +27,15 @@ MIN_OPSET = 17
 # ------------------------------------------------------------------------------ constructors
 def unary(op_type: str):
     def lower(ctx: LoweringContext):
-        return ctx.add(op_type, [ctx.args[0]])
+        return ctx.add(op_type, [ctx.operand(0, ctx.compute_dtype(0))])
     lower.__qualname__ = f"unary({op_type!r})"
     return lower
 
 
 def binary(op_type: str):
     def lower(ctx: LoweringContext):
-        like = 0 if isinstance(ctx.args[0], str) else 1
-        return ctx.add(op_type, [ctx.operand(0, like), ctx.operand(1, like)])
+        dtype = ctx.compute_dtype(0, 1)
+        return ctx.add(op_type, [ctx.operand(0, dtype), ctx.operand(1, dtype)])
     lower.__qualname__ = f"binary({op_type!r})"
     return lower
 
@@ -65,20 +65,20 @@ def _scaled(ctx: LoweringContext, value: str, alpha) -> str:
 
 
 def add(ctx: LoweringContext):
-    like = 0 if isinstance(ctx.args[0], str) else 1
-    return ctx.add("Add", [ctx.operand(0, like), _scaled(ctx, ctx.operand(1, like), ctx.args[2])])
+    dtype = ctx.compute_dtype(0, 1)
+    return ctx.add("Add", [ctx.operand(0, dtype), _scaled(ctx, ctx.operand(1, dtype), ctx.args[2])])
 
 
 def sub(ctx: LoweringContext):
-    like = 0 if isinstance(ctx.args[0], str) else 1
-    return ctx.add("Sub", [ctx.operand(0, like), _scaled(ctx, ctx.operand(1, like), ctx.args[2])])
+    dtype = ctx.compute_dtype(0, 1)
+    return ctx.add("Sub", [ctx.operand(0, dtype), _scaled(ctx, ctx.operand(1, dtype), ctx.args[2])])
 
 
 def div(ctx: LoweringContext):
     if ctx.args[2] is not None:
         raise _unsupported_argument(ctx, f"rounding_mode={ctx.args[2]!r}")
-    like = 0 if isinstance(ctx.args[0], str) else 1
-    return ctx.add("Div", [ctx.operand(0, like), ctx.operand(1, like)])
+    dtype = ctx.compute_dtype(0, 1)
+    return ctx.add("Div", [ctx.operand(0, dtype), ctx.operand(1, dtype)])
 
 
 def linear(ctx: LoweringContext):
@@ -146,6 +146,8 @@ def gelu(ctx: LoweringContext):
 
 def layer_norm(ctx: LoweringContext):
     x, shape, w, b, eps, _cudnn = ctx.args
+    if w is None:                       # ONNX needs a scale: ones
+        w = ctx.const(np.ones(tuple(shape)), ctx.dtype(0))
     return ctx.add("LayerNormalization", [x, w, b], axis=-len(shape), epsilon=float(eps))
 
 
@@ -193,6 +195,12 @@ def max_pool2d(ctx: LoweringContext):
     x, kernel, stride, padding, dilation, ceil_mode = ctx.args
     kernel = _pair(kernel)
     pads = _pair(padding)
+    if ceil_mode:
+        # ONNX rounds up without PyTorch's rule that the last window starts inside the input
+        size, steps, dil = ctx.vals[0].shape[-2:], _pair(stride) if stride else kernel, _pair(dilation)
+        onnx = [math.ceil((n + 2 * p - d * (k - 1) - 1) / s) + 1 for n, p, d, k, s in zip(size, pads, dil, kernel, steps)]
+        if onnx != list(ctx.out_val.shape[-2:]):
+            raise _unsupported_argument(ctx, "ceil_mode=True where ONNX's output size differs from PyTorch's")
     return ctx.add("MaxPool", [x], kernel_shape=kernel, strides=_pair(stride) if stride else kernel,
                    pads=pads + pads, dilations=_pair(dilation), ceil_mode=int(bool(ceil_mode)))
 
@@ -265,8 +273,8 @@ def cat(ctx: LoweringContext):
 
 
 def where(ctx: LoweringContext):
-    like = 1 if isinstance(ctx.args[1], str) else 2
-    return ctx.add("Where", [ctx.args[0], ctx.operand(1, like), ctx.operand(2, like)])
+    dtype = ctx.out_val.dtype
+    return ctx.add("Where", [ctx.args[0], ctx.operand(1, dtype), ctx.operand(2, dtype)])
 
 
 def reduce(op_type: str):
@@ -276,6 +284,38 @@ def reduce(op_type: str):
         inputs = [x] + ([_ints(ctx, axes)] if axes else [])
         return ctx.add(op_type, inputs, keepdims=int(bool(keepdim)))
     lower.__qualname__ = f"reduce({op_type!r})"
+    return lower
+
+
+def t(ctx: LoweringContext):
+    return ctx.add("Transpose", [ctx.args[0]], perm=[1, 0]) if len(ctx.vals[0].shape) == 2 else \
+        ctx.add("Identity", [ctx.args[0]])
+
+
+def constant(fill=None):
+    """A factory whose arguments are all numbers: its value, computed now (`fill`: the value, or None for
+    full's fill argument)."""
+    def lower(ctx: LoweringContext):
+        from ember.core.numpy_interop import to_numpy_dtype
+
+        value = ctx.args[1] if fill is None else fill
+        return ctx.const(np.full(tuple(ctx.out_val.shape), value, dtype=to_numpy_dtype(ctx.out_val.dtype)))
+    lower.__qualname__ = f"constant({fill!r})"
+    return lower
+
+
+def eye(ctx: LoweringContext):
+    from ember.core.numpy_interop import to_numpy_dtype
+
+    return ctx.const(np.eye(*ctx.out_val.shape, dtype=to_numpy_dtype(ctx.out_val.dtype)))
+
+
+def bitwise(bool_op: str, int_op: str):
+    def lower(ctx: LoweringContext):
+        dtype = ctx.compute_dtype(*range(len(ctx.args)))
+        op_type = bool_op if dtype is _dt.bool else int_op
+        return ctx.add(op_type, [ctx.operand(i, dtype) for i in range(len(ctx.args))])
+    lower.__qualname__ = f"bitwise({bool_op!r}, {int_op!r})"
     return lower
 
 
@@ -294,6 +334,8 @@ TABLE = {
     "eq.Tensor": binary("Equal"), "lt.Tensor": binary("Less"), "gt.Tensor": binary("Greater"),
     "le.Tensor": binary("LessOrEqual"), "ge.Tensor": binary("GreaterOrEqual"),
     "logical_not": unary("Not"), "masked_fill.Scalar": masked_fill, "gelu": gelu,
+    "bitwise_and.Tensor": bitwise("And", "BitwiseAnd"), "bitwise_or.Tensor": bitwise("Or", "BitwiseOr"),
+    "bitwise_xor.Tensor": bitwise("Xor", "BitwiseXor"), "bitwise_not": bitwise("Not", "BitwiseNot"),
     # layers
     "linear": linear, "matmul": binary("MatMul"), "bmm": binary("MatMul"), "mm": binary("MatMul"),
     "conv2d": conv2d, "max_pool2d": max_pool2d, "batch_norm": batch_norm, "layer_norm": layer_norm,
@@ -304,7 +346,8 @@ TABLE = {
     "transpose.int": transpose, "permute": permute, "slice.Tensor": slice_, "split.Tensor": split,
     "unsqueeze": unsqueeze, "squeeze.dims": squeeze, "cat": cat, "expand": expand,
     "contiguous": same(), "clone": same(), "alias": same(), "_to_copy": to_copy,
-    "arange.start_step": arange,
+    "arange.start_step": arange, "t": t,
+    "zeros": constant(0), "ones": constant(1), "full": constant(), "eye": eye,
     # reductions
     "sum.dim_IntList": reduce("ReduceSum"), "mean.dim": reduce("ReduceMean"),
 }

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["TreeSpec", "LEAF", "tree_flatten", "tree_unflatten", "tree_map"]
+__all__ = ["TreeSpec", "LEAF", "tree_flatten", "tree_flatten_like", "tree_unflatten", "tree_map"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,42 @@ def tree_flatten(value) -> tuple[list, TreeSpec]:
 
     spec = visit(value)
     return leaves, spec
+
+
+def tree_flatten_like(value, spec: TreeSpec) -> list:
+    """The leaves of `value` in the order `spec` lists them: dicts are read in the spec's key order (a
+    dict or keyword arguments given in another order match), named tuples by name and fields (a class
+    rebuilt elsewhere matches). Raises ValueError saying where `value`'s structure differs."""
+    leaves: list = []
+
+    def visit(v, s: TreeSpec, path: str) -> None:
+        if s.kind == "leaf":
+            leaves.append(v)
+            return
+        if s.kind == "none":
+            if v is not None:
+                raise ValueError(f"{path or 'the value'} is {type(v).__name__}, expected None")
+            return
+        if s.kind == "dict":
+            if not isinstance(v, dict) or set(v) != set(s.context):
+                raise ValueError(f"{path or 'the value'} has keys {sorted(map(repr, v)) if isinstance(v, dict) else v!r}, "
+                                 f"expected {sorted(map(repr, s.context))}")
+            for k, c in zip(s.context, s.children):
+                visit(v[k], c, f"{path}[{k!r}]")
+            return
+        if s.kind == "namedtuple":
+            ok = isinstance(v, tuple) and hasattr(type(v), "_fields") and type(v).__name__ == s.context.__name__ \
+                and tuple(type(v)._fields) == tuple(s.context._fields)
+        else:
+            ok = type(v) is (tuple if s.kind == "tuple" else list) and not hasattr(type(v), "_fields")
+        if not ok or len(v) != len(s.children):
+            raise ValueError(f"{path or 'the value'} is {type(v).__name__} of {len(v) if isinstance(v, (tuple, list)) else '-'}"
+                             f" items, expected {s!r}")
+        for i, (e, c) in enumerate(zip(v, s.children)):
+            visit(e, c, f"{path}[{i}]")
+
+    visit(value, spec, "")
+    return leaves
 
 
 def tree_unflatten(leaves, spec: TreeSpec):
