@@ -50,7 +50,7 @@ __version__ = "0.1.0"
 # ember.amp, the device helper modules ember.cuda / ember.opencl / ember.cpu / ember.accelerator
 # (none loads a plugin before one of its functions is called), and ember.save / ember.load
 # (torch.save/torch.load's counterparts, in ember/serialization.py).
-_LAZY_MODULES = {"nn", "optim", "utils", "serialization", "amp", "cuda", "opencl", "cpu", "accelerator", "export", "fx", "onnx", "jit"}
+_LAZY_MODULES = {"nn", "optim", "utils", "serialization", "amp", "cuda", "opencl", "cpu", "accelerator", "export", "fx", "onnx", "jit", "ops"}
 
 
 def save(obj, f, pickle_module=None, pickle_protocol: int = 2, _use_new_zipfile_serialization: bool = True) -> None:

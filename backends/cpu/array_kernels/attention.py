@@ -12,7 +12,7 @@ def sdpa_fused(am: ArrayModule, specs, q, k, v, is_causal=False, scale=1.0):
     """softmax(q k^T scale [+ causal -inf]) v, and the softmax (the node saves it)."""
     xp = am.xp
     dt = am.native_of[specs[0][1]]
-    acc = am.compute_dtype(dt)
+    acc = am.compute_of[dt]
     q, k, v = (t.astype(acc, copy=False) for t in (q, k, v))
     s = xp.matmul(q, xp.swapaxes(k, -1, -2))
     s *= acc.type(scale)
@@ -30,7 +30,7 @@ def sdpa_fused_backward(am: ArrayModule, specs, g, ga, q, k, v, attn, scale, out
     """dV = A^T G; dP = G V^T + GA; dS = A (dP - rowsum(dP A)); dQ = dS K scale; dK = dS^T Q scale."""
     xp = am.xp
     native_of = am.native_of
-    acc = am.compute_dtype(q.dtype)
+    acc = am.compute_of[q.dtype]
     a = attn.astype(acc, copy=False)
     g = None if g is None else g.astype(acc, copy=False)
     out = [None, None, None]

@@ -37,13 +37,23 @@ class _NativeDtypes(dict):
         return value
 
 
+class _ComputeDtypes(dict):
+    def __init__(self, f32, lowp) -> None:
+        super().__init__()
+        self.f32, self.lowp = f32, lowp
+
+    def __missing__(self, dt):
+        value = self[dt] = self.f32 if dt in self.lowp else dt
+        return value
+
+
 class ArrayModule:
     """An array library as the kernels see it: `xp`, its dtypes, and what is derived from it once.
 
     Attributes: `xp` the array module; `native(dtype)` and `native_of[dtype]` map ember dtypes to
     `xp` dtypes (the second is a cached dict); `to_ember` maps back; `ndarray` the array class;
     `f32`, `f64`, `int64`, `bool_` native dtypes; `lowp` the native float16/bfloat16 dtypes and
-    `lowp_dtypes` the same as ember dtypes (kernels compute those in float32); `is_numpy`;
+    `lowp_dtypes` the same as ember dtypes (kernels compute those in float32: `compute_of[dt]`); `is_numpy`;
     `add_reduce` numpy's `add.reduce` (no np.sum wrapper) or `xp.sum` where ufuncs may lack the
     method (cupy); `exact_maximum` the native dtypes whose `maximum(0, a)` equals torch's relu
     bit for bit (-0.0 and NaN kept: numpy's x86 loops; empty elsewhere).
@@ -51,7 +61,7 @@ class ArrayModule:
 
     # slots: a kernel reads several of these per call, and a slot read is the cheapest attribute read
     __slots__ = ("xp", "native", "native_of", "to_ember", "ndarray", "f32", "f64", "int64", "bool_", "lowp",
-                 "lowp_dtypes", "is_numpy", "add_reduce", "exact_maximum", "_constants", "__dict__")
+                 "lowp_dtypes", "is_numpy", "add_reduce", "exact_maximum", "_constants", "compute_of", "__dict__")
 
     def __init__(self, xp, native: Callable) -> None:
         self.xp = xp
@@ -71,6 +81,9 @@ class ArrayModule:
         self.exact_maximum = {xp.dtype(d) for d in ("float32", "float64", "int8", "int16", "int32", "int64", "uint8")} \
             if self.is_numpy and platform.machine().lower() in ("x86_64", "amd64") else set()
         self._constants: dict = {}
+        # {native dtype: the dtype a kernel computes it in}: float32 for float16 and bfloat16 (PyTorch's
+        # opmath), the dtype itself otherwise; a dict read, no call, on every kernel's path
+        self.compute_of = _ComputeDtypes(self.f32, self.lowp)
 
     def constant(self, key, make: Callable):
         """The array `make()` returns, made once per key and then only read (row indices, vectors of
@@ -83,11 +96,6 @@ class ArrayModule:
                 a.flags.writeable = False
                 self._constants[key] = a
         return a
-
-    def compute_dtype(self, dt):
-        """The native dtype a kernel computes a result of native dtype `dt` in (float32 for float16
-        and bfloat16, as PyTorch's opmath does; `dt` itself otherwise)."""
-        return self.f32 if dt in self.lowp else dt
 
 
 def out(am: ArrayModule, r, dt):

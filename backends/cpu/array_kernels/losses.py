@@ -109,7 +109,7 @@ def _plain_targets(am: ArrayModule, x, target, weight, ignore_index, label_smoot
 def nll_loss_nd(am: ArrayModule, spec, x, target, weight=None, reduction=1, ignore_index=-100):
     dt = am.native_of[spec[1]]
     with _quiet(am):
-        out, _, _ = _nll(am, x.astype(am.compute_dtype(dt)), target, weight, reduction, ignore_index)
+        out, _, _ = _nll(am, x.astype(am.compute_of[dt]), target, weight, reduction, ignore_index)
     return am.xp.asarray(out).astype(dt)
 
 
@@ -129,7 +129,7 @@ def _cross_entropy(am: ArrayModule, dt, x, target, weight, reduction, ignore_ind
         # numpy's ufunc method skips np.sum's Python wrapper: the plain path is ~15 array calls
         total = -am.add_reduce(picked)
         return xp.asarray(total / x.dtype.type(x.shape[0]) if reduction == 1 else total), logp
-    cdt = am.compute_dtype(dt)
+    cdt = am.compute_of[dt]
     cdim = 1 if x.ndim >= 2 else 0
     classes = x.shape[cdim]
     logp = _log_softmax(am, x.astype(cdt), cdim, dt)
@@ -190,7 +190,7 @@ def cross_entropy_indices_backward(am: ArrayModule, spec, grad, logp, target, we
     (g - exp(logp) * sum(g), as torch computes it)."""
     xp = am.xp
     dt = am.native_of[spec[1]]
-    cdt = am.compute_dtype(dt)
+    cdt = am.compute_of[dt]
     cdim = 1 if logp.ndim >= 2 else 0
     classes = logp.shape[cdim]
     if logp.size == 0:

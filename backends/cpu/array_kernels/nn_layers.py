@@ -48,7 +48,7 @@ def convolution(am: ArrayModule, spec, x, w, b, stride, padding, dilation, trans
     columns added back into the output at each kernel offset), with the bias added last."""
     xp = am.xp
     dt = am.native_of[spec[1]]
-    acc = am.compute_dtype(dt)
+    acc = am.compute_of[dt]
     x, w = x.astype(acc, copy=False), w.astype(acc, copy=False)
     nd = w.ndim - 2
     stride, padding, dilation = _tup(stride, nd), _tup(padding, nd), _tup(dilation, nd)
@@ -148,7 +148,7 @@ def avg_pool2d(am: ArrayModule, spec, x, kernel_size, stride=(), padding=0, ceil
     x4 = x[None] if unbatched else x
     kernel, stride, padding, _, out, extra = _geometry(x4.shape, kernel_size, stride, padding, 1, ceil_mode)
     floating = dt.kind == "f" or dt in am.lowp
-    acc = am.compute_dtype(dt) if floating else xp.dtype("int64")
+    acc = am.compute_of[dt] if floating else xp.dtype("int64")
     xp_ = _pad_spatial(am, x4.astype(acc, copy=False), padding, (padding[0] + extra[0], padding[1] + extra[1]))
     total = _windows(am, xp_, kernel, stride, (1, 1), out).sum(axis=(-2, -1), dtype=acc)
     if divisor_override is not None:
@@ -173,7 +173,7 @@ def native_layer_norm(am: ArrayModule, specs, x, normalized_shape, w, b, eps):
     """(output, mean, rstd) over the trailing `normalized_shape` dims."""
     xp = am.xp
     dt = am.native_of[specs[0][1]]
-    acc = am.compute_dtype(dt)
+    acc = am.compute_of[dt]
     xa = x.astype(acc, copy=False)
     axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
     if x.size == 0:
@@ -201,7 +201,7 @@ def native_layer_norm_backward(am: ArrayModule, specs, g, x, normalized_shape, m
     dims, outer = tuple(range(axis, x.ndim)), tuple(range(axis))
     if x.size == 0:
         return tuple(None if s is None else xp.zeros(s[0], dtype=native_of[s[1]]) for s in specs)
-    acc = am.compute_dtype(x.dtype)
+    acc = am.compute_of[x.dtype]
     stat = x.shape[:axis] + (1,) * len(dims)
     ga = g.astype(acc, copy=False)
     rs = rstd.astype(acc, copy=False).reshape(stat)
@@ -228,7 +228,7 @@ def native_batch_norm(am: ArrayModule, specs, x, w, b, running_mean, running_var
     running ones and saves empty statistics."""
     xp = am.xp
     dt = am.native_of[specs[0][1]]
-    acc = am.compute_dtype(dt)
+    acc = am.compute_of[dt]
     xa = x.astype(acc, copy=False)
     axes = (0,) + tuple(range(2, x.ndim))
     view = (1, -1) + (1,) * (x.ndim - 2)
