@@ -388,3 +388,19 @@ def test_non_tensor_guards_compare_types_too():
     ep = export(Flag(), (ember.ones(2), 1))
     with pytest.raises(GuardError, match=r"args\[1\] == 1"):
         ep.module()(ember.ones(2), True)
+
+
+def test_writes_through_a_view_of_a_buffer_are_listed():
+    class W(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("b", ember.zeros(3))
+
+        def forward(self, x):
+            self.b[0] = 5.0
+            return x + self.b
+
+    ep = export(W(), (ember.ones(3),))
+    assert list(ep.graph_signature.buffers_to_mutate.values()) == ["b"]
+    run = ep.module()
+    assert run(ember.ones(3)).tolist() == [6.0, 1.0, 1.0]

@@ -13,7 +13,7 @@ import contextlib
 import inspect
 
 from ember.frontend.tensor import Tensor
-from ember.fx import Graph
+from ember.fx import Graph, Node
 from ember.nn.modules.hooks import register_module_forward_hook, register_module_forward_pre_hook
 from ember.nn.modules.module import Module
 from ember.utils.pytree import tree_flatten, tree_unflatten
@@ -228,12 +228,20 @@ def _leaf_paths(mod, args, kwargs, n: int) -> list[tuple[str, str]]:
 
 
 def _buffers_written(graph: Graph, specs: list[InputSpec]) -> dict[str, str]:
-    """{node name: buffer name} for the ops that write a buffer in place."""
+    """{node name: buffer name} for the ops that write a buffer in place, directly or through a view of
+    it (`self.b[0] = 5` writes a `select` of the buffer)."""
     buffer_of = {s.name: s.target for s in specs if s.kind is InputKind.BUFFER}
     written = {}
     for node in graph.nodes:
         for pos in getattr(node.target, "mutated", ()) if node.op == "call_function" else ():
-            arg = node.args[pos]
-            if getattr(arg, "name", None) in buffer_of:
-                written[node.name] = buffer_of[arg.name]
+            base = _viewed(node.args[pos])
+            if getattr(base, "name", None) in buffer_of:
+                written[node.name] = buffer_of[base.name]
     return written
+
+
+def _viewed(value):
+    """The node a chain of views starts from (the value itself when it is no view)."""
+    while isinstance(value, Node) and value.op == "call_function" and getattr(value.target, "is_view", False):
+        value = value.args[value.target.alias_return]
+    return value
