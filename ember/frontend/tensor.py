@@ -59,7 +59,7 @@ class AutogradMeta:
         self.output_nr = output_nr
 
 
-class Tensor(TensorSpec, TensorMethods, ConversionMethods):
+class Tensor(TensorMethods, ConversionMethods, TensorSpec):
     """A multi-dimensional array on a device, with autograd support (a TensorSpec: shape rules read
     its fields)."""
 
