@@ -23,28 +23,16 @@ from typing import Callable, NamedTuple
 from ember.core import dtype as _dt
 
 
-class _NativeDtypes(dict):
-    """{ember dtype: native dtype}, filled on first use: a dict lookup per kernel call, no Python
-    call (`native` may not know every dtype, e.g. cupy's bfloat16, so entries are made only when
-    asked for)."""
-
-    def __init__(self, native: Callable) -> None:
-        super().__init__()
-        self.native = native
-
-    def __missing__(self, dtype):
-        value = self[dtype] = self.native(dtype)
-        return value
-
-
-class _ComputeDtypes(dict):
-    def __init__(self, f32, lowp) -> None:
-        super().__init__()
-        self.f32, self.lowp = f32, lowp
-
-    def __missing__(self, dt):
-        value = self[dt] = self.f32 if dt in self.lowp else dt
-        return value
+def _native_dtypes(native: Callable) -> dict:
+    """{ember dtype: native dtype} for every dtype `native` knows (cupy's map may not know bfloat16). A
+    plain dict, so a kernel's lookup is the interpreter's fastest subscript (a dict subclass's is not)."""
+    table = {}
+    for d in _dt.ALL_DTYPES:
+        try:
+            table[d] = native(d)
+        except Exception:           # a dtype this array module cannot hold: kernels never see it
+            continue
+    return table
 
 
 class ArrayModule:
@@ -66,7 +54,7 @@ class ArrayModule:
     def __init__(self, xp, native: Callable) -> None:
         self.xp = xp
         self.native = native
-        self.native_of = _NativeDtypes(native)
+        self.native_of = _native_dtypes(native)
         self.to_ember = {native(d): d for d in _dt.ALL_DTYPES}
         self.ndarray = xp.ndarray
         self.f32 = xp.dtype("float32")
@@ -83,7 +71,7 @@ class ArrayModule:
         self._constants: dict = {}
         # {native dtype: the dtype a kernel computes it in}: float32 for float16 and bfloat16 (PyTorch's
         # opmath), the dtype itself otherwise; a dict read, no call, on every kernel's path
-        self.compute_of = _ComputeDtypes(self.f32, self.lowp)
+        self.compute_of = {nd: self.f32 if nd in self.lowp else nd for nd in self.native_of.values()}
 
     def constant(self, key, make: Callable):
         """The array `make()` returns, made once per key and then only read (row indices, vectors of
