@@ -127,7 +127,12 @@ class ExportedProgram:
         return [leaf for guard, leaf in zip(self.guards, leaves) if guard.shape is not None]
 
     def __call__(self, *args, **kwargs):
-        values = self.state_inputs() + self.user_leaves(args, kwargs)
+        return self.run(args, kwargs)
+
+    def run(self, args: tuple, kwargs: dict | None = None, lookup=None):
+        """The program on `args`/`kwargs` (checked by the guards), its state read by `lookup` (see
+        `state_inputs`), the outputs in the structure the traced module returned."""
+        values = self.state_inputs(lookup) + self.user_leaves(args, kwargs)
         return tree_unflatten(list(ProgramInterpreter(self.graph_module).run(*values)), self.out_spec)
 
     def run_decompositions(self, table: dict | None = None) -> "ExportedProgram":
@@ -185,9 +190,7 @@ class UnliftedModule(Module):
         return getattr(obj, field)
 
     def forward(self, *args, **kwargs):
-        program = self._program
-        values = program.state_inputs(self._state) + program.user_leaves(args, kwargs)
-        return tree_unflatten(list(ProgramInterpreter(program.graph_module).run(*values)), program.out_spec)
+        return self._program.run(args, kwargs, self._state)
 
 
 def _set_path(root: Module, target: str, value: Tensor, parameter: bool = False, persistent: bool = True) -> None:

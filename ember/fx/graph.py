@@ -13,7 +13,7 @@ import keyword
 import re
 from typing import Any, Callable, Iterator
 
-from .node import Node, map_arg, target_name
+from .node import Node, format_arg, map_arg, target_name
 
 __all__ = ["Graph"]
 
@@ -162,7 +162,7 @@ class Graph:
     def tabular(self) -> str:
         rows = [("opcode", "name", "target", "args", "kwargs")]
         for n in self._nodes:
-            rows.append((n.op, n.name, target_name(n.target), _plain(n.args), _plain(n.kwargs)))
+            rows.append((n.op, n.name, target_name(n.target), _code(n.args), _code(n.kwargs)))
         widths = [max(len(r[i]) for r in rows) for i in range(5)]
         rule = "  ".join("-" * w for w in widths)
         text = ["  ".join(c.ljust(w) for c, w in zip(rows[0], widths)).rstrip(), rule]
@@ -212,27 +212,8 @@ def _call_args(n: Node) -> str:
 
 
 def _code(value) -> str:
-    if isinstance(value, Node):
-        return value.name
-    if isinstance(value, tuple):
-        inner = ", ".join(_code(v) for v in value)
-        return f"({inner}{',' if len(value) == 1 else ''})"
-    if isinstance(value, list):
-        return "[" + ", ".join(_code(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k!r}: {_code(v)}" for k, v in value.items()) + "}"
-    return repr(value)
-
-
-class _Name(str):
-    """A node's name, printed bare inside a container (print_tabular shows `(x, w)`, not `('x', 'w')`)."""
-
-    def __repr__(self) -> str:
-        return str(self)
-
-
-def _plain(value) -> str:
-    return str(map_arg(value, lambda n: _Name(n.name)))
+    """A node argument as Python source (nodes by name): in `.code` and in print_tabular's columns."""
+    return format_arg(value, lambda n: n.name, repr)
 
 
 _SHORT_DTYPES = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int64": "i64",

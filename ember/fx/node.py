@@ -125,14 +125,20 @@ class Node:
         return self.name
 
 
-def _fmt(value) -> str:
+def format_arg(value, node_text: Callable[["Node"], str], key_text: Callable[[Any], str] = str) -> str:
+    """A node argument as text: nodes by `node_text`, containers as Python writes them, dict keys by
+    `key_text`, anything else by repr (how the graph prints, tabulates and writes code)."""
     if isinstance(value, Node):
-        return f"%{value.name}"
+        return node_text(value)
     if isinstance(value, tuple):
-        inner = ", ".join(_fmt(v) for v in value)
+        inner = ", ".join(format_arg(v, node_text, key_text) for v in value)
         return f"({inner}{',' if len(value) == 1 else ''})"
     if isinstance(value, list):
-        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+        return "[" + ", ".join(format_arg(v, node_text, key_text) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_fmt(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{key_text(k)}: {format_arg(v, node_text, key_text)}" for k, v in value.items()) + "}"
     return repr(value)
+
+
+def _fmt(value) -> str:
+    return format_arg(value, lambda n: f"%{n.name}")
