@@ -218,11 +218,9 @@ def threshold_backward(am: ArrayModule, spec, g, x, threshold):
     """
     xp = am.xp
     dt = am.native_of[spec[1]]
-    # the integer dtype of the float's bits (numpy's float32/float64 dtypes are singletons: `is` is
-    # the cheap test; an equality test of unequal dtypes costs several times more)
-    ints = (xp.int32 if dt is am.f32 else xp.int64 if dt is am.f64 else None) if am.is_numpy else None
+    ints = am.float_bits.get(dt)
     if ints is not None and g.dtype == dt and g.shape == x.shape:
-        mask = xp.less_equal(x, threshold).view(xp.int8)         # 1 where the gradient is zeroed
+        mask = xp.less_equal(x, threshold).view(am.int8)         # 1 where the gradient is zeroed
         mask -= 1                                                 # there 0, elsewhere all bits set
         out = xp.empty(g.shape, dt)
         xp.bitwise_and(g.view(ints), mask, out=out.view(ints))    # the int8 mask widens in the loop

@@ -44,12 +44,14 @@ class ArrayModule:
     `lowp_dtypes` the same as ember dtypes (kernels compute those in float32: `compute_of[dt]`); `is_numpy`;
     `add_reduce` numpy's `add.reduce` (no np.sum wrapper) or `xp.sum` where ufuncs may lack the
     method (cupy); `exact_maximum` the native dtypes whose `maximum(0, a)` equals torch's relu
-    bit for bit (-0.0 and NaN kept: numpy's x86 loops; empty elsewhere).
+    bit for bit (-0.0 and NaN kept: numpy's x86 loops; empty elsewhere); `float_bits` the
+    integer dtype of a float dtype's bits (numpy only); `int8`.
     """
 
     # slots: a kernel reads several of these per call, and a slot read is the cheapest attribute read
-    __slots__ = ("xp", "native", "native_of", "to_ember", "ndarray", "f32", "f64", "int64", "bool_", "lowp",
-                 "lowp_dtypes", "is_numpy", "add_reduce", "exact_maximum", "_constants", "compute_of", "__dict__")
+    __slots__ = ("xp", "native", "native_of", "to_ember", "ndarray", "f32", "f64", "int64", "int8", "bool_", "lowp",
+                 "lowp_dtypes", "is_numpy", "add_reduce", "exact_maximum", "float_bits", "_constants", "compute_of",
+                 "__dict__")
 
     def __init__(self, xp, native: Callable) -> None:
         self.xp = xp
@@ -68,6 +70,11 @@ class ArrayModule:
         # checked for sizes 1..1025 and strided views; ARM's max orders -0 below +0
         self.exact_maximum = {xp.dtype(d) for d in ("float32", "float64", "int8", "int16", "int32", "int64", "uint8")} \
             if self.is_numpy and platform.machine().lower() in ("x86_64", "amd64") else set()
+        # {float32/float64 native dtype: the integer dtype of its bits}, for kernels that select floats
+        # by bit masks (numpy only). Dtype instances, not scalar types: `a.view(np.int32)` converts the
+        # type to a dtype on every call, `a.view(dtype)` does not
+        self.float_bits = {self.f32: xp.dtype("int32"), self.f64: self.int64} if self.is_numpy else {}
+        self.int8 = xp.dtype("int8")
         self._constants: dict = {}
         # {native dtype: the dtype a kernel computes it in}: float32 for float16 and bfloat16 (PyTorch's
         # opmath), the dtype itself otherwise; a dict read, no call, on every kernel's path
