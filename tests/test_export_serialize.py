@@ -243,3 +243,81 @@ def test_malformed_fields_are_serialization_errors(mlp_program, mutate):
     mutate(program)
     with pytest.raises(SerializationError):
         load(io.BytesIO(_write(program, base)))
+
+
+class _Flatten(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 3)
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        y = self.proj(x).reshape(b * t, 3) * (t // 2)
+        return y if t > 2 else -y
+
+
+@pytest.fixture(scope="module")
+def dynamic_program():
+    ember.manual_seed(5)
+    return export(_Flatten(), (ember.randn(3, 5, 4),),
+                  dynamic_shapes={"x": {0: ember.export.Dim("b", max=64), 1: ember.export.Dim("t")}})
+
+
+def test_a_dynamic_program_round_trips(dynamic_program):
+    loaded = load(io.BytesIO(_bytes(dynamic_program)))
+    assert loaded.range_constraints == dynamic_program.range_constraints
+    assert [str(g) for g in loaded.shape_guards] == ["t > 2"]
+    x = ember.randn(7, 6, 4)
+    np.testing.assert_array_equal(loaded.module()(x).detach().numpy(), dynamic_program.module()(x).detach().numpy())
+    with pytest.raises(ember.export.GuardError, match="t > 2"):
+        loaded.module()(ember.randn(7, 2, 4))
+
+
+def _dynamic_mutations(rng: random.Random, p: dict) -> None:
+    dyn, guard = p["dynamic"], p["guards"][0]
+    sizes = [n for n in p["nodes"] if n.get("target", "").startswith(("operator.", "sym_size"))]
+    kind = rng.randrange(12)
+    if kind == 0:
+        dyn["guards"] = [rng.choice([["eval", "b", 1], ["pow", "b", 10**9], ["gt", "b"], ["gt", "zz", 1], True,
+                                     ["add", "b", 1], "b", ["gt", 2**70, "b"]])]
+    elif kind == 1:
+        deep = "b"
+        for _ in range(rng.randrange(40, 300)):
+            deep = ["add", deep, 1]
+        dyn["guards"] = [["gt", deep, 0]]
+    elif kind == 2:
+        dyn["ranges"]["b"] = rng.choice([[5], [1, "x"], None, [-1, None, 3], "0..64"])
+    elif kind == 3:
+        dyn["ranges"]["zz"] = [0, None]
+    elif kind == 4:
+        del p["dynamic"]
+    elif kind == 5:
+        guard["shape"][0] = rng.choice(["not a name", "zz", 1.5, None, -3])
+    elif kind == 6:
+        guard["hint"] = rng.choice([[1, 5, 4], [3, 5], [3, 5, 9], None, "x", [65, 5, 4], [3, 2, 4]])
+    elif kind == 7:
+        rng.choice(sizes)["args"] = {"tuple": rng.choice([[], [{"float": "1.5"}, 2], [{"node": "x"}, "a"],
+                                                          [1, 2, 3]])}
+    elif kind == 8:
+        rng.choice(sizes)["target"] = rng.choice(["operator.getattr", "operator.call", "sym_size.__globals__",
+                                                  "operator.__import__"])
+    elif kind == 9:
+        p["nodes"][-2]["val"] = rng.choice([["float32", [["mul", "b", "zz"], 3]], ["float32", [["call", "b"]]],
+                                            ["float32", [True]], {"size": ["mul", "b"]}])
+    elif kind == 10:
+        dyn["extra"] = 1
+    else:
+        dyn["guards"] = rng.choice([None, "t > 2", [["eq", "t", "t"]]])
+
+
+def test_damaged_dynamic_programs_are_refused_and_run_nothing(dynamic_program):
+    good = _bytes(dynamic_program)
+    base = ember.load(io.BytesIO(good))
+    program = json.loads(base["program"])
+    rng = random.Random(21)
+    for _ in range(300):
+        p = copy.deepcopy(program)
+        _dynamic_mutations(rng, p)
+        with pytest.raises(SerializationError):
+            load(io.BytesIO(_write(p, base)))
+    assert SENTINEL not in sys.modules

@@ -81,8 +81,29 @@ def test_training_mode_layers_and_bad_options_are_refused():
         ember.onnx.export(model, (ember.randn(2, 3),))
     with pytest.raises(ValueError, match="opset_version must be 17 or later, got 13"):
         ember.onnx.export(model.eval(), (ember.randn(2, 3),), opset_version=13)
-    with pytest.raises(NotImplementedError, match="dynamic_axes is not supported yet"):
+    with pytest.raises(ValueError, match=r"dynamic_axes names \['x'\], which are not among input_names"):
         ember.onnx.export(model.eval(), (ember.randn(2, 3),), dynamic_axes={"x": {0: "batch"}})
+    with pytest.raises(ValueError, match=r"dynamic_axes\['x'\] must be \{axis: name\} or a list of axes"):
+        ember.onnx.export(model.eval(), (ember.randn(2, 3),), input_names=["x"], dynamic_axes={"x": "batch"})
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "nanogpt", "gpt2"])
+def test_dynamic_axes_run_in_onnxruntime_at_other_sizes(name):
+    model, x = _models()[name]
+    gpt = name in ("nanogpt", "gpt2")
+    axes = {0: "batch", 1: "seq"} if gpt else {0: "batch"}
+    proto = ember.onnx.export(model, (x,), input_names=["tokens"], output_names=["logits"],
+                              dynamic_axes={"tokens": axes, "logits": axes})
+    onnx.checker.check_model(proto, full_check=True)
+    dims = [d.dim_param or d.dim_value for d in proto.graph.input[0].type.tensor_type.shape.dim]
+    assert dims == (["batch", "seq"] if gpt else ["batch"] + list(x.shape[1:]))
+    assert [d.dim_param for d in proto.graph.output[0].type.tensor_type.shape.dim][:len(axes)] == list(axes.values())
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    for batch in (1, 5):
+        xs = ember.randint(0, 20, (batch, 3 + batch)) if gpt else ember.randn(batch, *x.shape[1:])
+        want = model(xs)
+        want = (want[0] if isinstance(want, tuple) else want).detach().numpy()
+        np.testing.assert_allclose(sess.run(None, {"tokens": xs.numpy()})[0], want, rtol=1e-5, atol=1e-5)
 
 
 def test_the_table_maps_registry_ops_only():

@@ -1,6 +1,8 @@
 """MetaArray: the native array of the meta backend (metadata only)."""
 from __future__ import annotations
 
+from ember.core.symint import SymShape, surely
+
 
 class MetaArray:
     """Shape, dtype, strides (exposed in bytes, like numpy), storage offset and size."""
@@ -8,6 +10,10 @@ class MetaArray:
     __slots__ = ("shape", "dtype", "elem_strides", "offset", "storage_nbytes")
 
     def __init__(self, shape, dtype, strides, offset: int, storage_nbytes: int | None) -> None:
+        for s in shape:
+            if s.__class__ is not int:        # a symbolic shape (a dynamic-shape export)
+                shape = SymShape(shape)
+                break
         self.shape = shape
         self.dtype = dtype
         self.elem_strides = tuple(strides)
@@ -55,6 +61,8 @@ class _Flags:
     def c_contiguous(self) -> bool:
         """C-contiguous as numpy and PyTorch define it: size-1 dimensions and empty arrays ignored."""
         shape, strides = self._a.shape, self._a.elem_strides
+        if shape.__class__ is SymShape:
+            return _surely_contiguous(shape, strides)
         if 0 in shape:
             return True
         expected = 1
@@ -63,3 +71,16 @@ class _Flags:
                 return False
             expected *= n
         return True
+
+
+def _surely_contiguous(shape, strides) -> bool:
+    """c_contiguous of a symbolic shape, True only when it holds for every size the dimensions may take
+    (no guard: contiguity only picks a layout, which the program recomputes when it runs)."""
+    if any(surely("eq", n, 0) for n in shape):
+        return True
+    expected = 1
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if not surely("eq", n, 1) and not surely("eq", st, expected):
+            return False
+        expected *= n
+    return True

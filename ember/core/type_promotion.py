@@ -37,6 +37,7 @@ from __future__ import annotations
 import numbers
 
 from ember.core import dtype as _dt
+from ember.core.symint import SymInt
 
 __all__ = [
     "promote_types", "result_type", "elementwise_dtypes", "can_cast", "dtype_of_scalar",
@@ -56,7 +57,8 @@ _CATEGORY: dict[_Dtype, int] = {d: d.category for d in _dt.ALL_DTYPES}
 
 # Category of each exact Python scalar type ("wrapped numbers"). Keyed by `type(x)` so the
 # fast paths avoid isinstance; note bool must not be confused with its base class int.
-_SCALAR_CATEGORY: dict[type, int] = {bool: 0, int: 1, float: 2}
+# a symbolic size (ember.core.symint, a dynamic-shape export) is an int operand
+_SCALAR_CATEGORY: dict[type, int] = {bool: 0, int: 1, float: 2, SymInt: 1}
 _scalar_category_of_type = _SCALAR_CATEGORY.get  # bound once: saves an attribute lookup per call
 
 # The pairs PyTorch promotes to a type that is neither operand ("incomparable" dtypes of

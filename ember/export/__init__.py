@@ -6,10 +6,11 @@ every op (trace.py, capture.py, fake.py) and returns an `ExportedProgram`
 state, and `.module()` to run it. `save` / `load` (serialize.py) write and read it as one file that
 runs without the model's source.
 """
+from .dynamic_shapes import Dim
 from .exported_program import ExportedProgram, GuardError
 from .graph_signature import ExportGraphSignature, InputKind, InputSpec, OutputKind, OutputSpec
 from .serialize import SerializationError, load, save
 from .trace import export
 
-__all__ = ["export", "save", "load", "ExportedProgram", "ExportGraphSignature", "GuardError", "InputKind",
+__all__ = ["export", "save", "load", "Dim", "ExportedProgram", "ExportGraphSignature", "GuardError", "InputKind",
            "InputSpec", "OutputKind", "OutputSpec", "SerializationError"]

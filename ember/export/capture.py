@@ -18,6 +18,7 @@ import operator
 from typing import Callable
 
 from ember.core.device import device as _device
+from ember.core.symint import SymInt
 from ember.dispatcher import ALL_OPS
 from ember.dispatcher import keys as K
 from ember.dispatcher.state import STATE
@@ -26,6 +27,7 @@ from ember.frontend.tensor import Tensor, holds_data
 from ember.fx import Graph, Node
 
 from .fake import labelled
+from .size_nodes import size_node
 
 __all__ = ["CaptureMode"]
 
@@ -47,6 +49,8 @@ class CaptureMode(DispatchMode):
         self._by_data: dict[int, tuple[Node, Tensor]] = {}    # id(native array) -> the value first seen over it
         self._alive: list[Tensor] = []      # tensors mapped by id stay alive while tracing (ids stay unique)
         self.module_path = ""               # the module running (trace.py keeps it): each node's meta["nn_module"]
+        self.size_sources: dict = {}        # {dynamic dimension name: (placeholder, dimension)} (size_nodes.py)
+        self._size_nodes: dict = {}         # {size expression: the node computing it}
 
     def bind(self, t: Tensor, node: Node, value: Tensor) -> None:
         """`t` (an input's fake, a parameter, a buffer, an op's result) is the value `node` makes."""
@@ -74,11 +78,23 @@ class CaptureMode(DispatchMode):
             self.bind(t, *found)
         return found
 
+    def size(self, value: SymInt):
+        """The node computing the symbolic size `value` (sym_size and operator nodes, made once)."""
+        return size_node(self.graph, value, self.size_sources, self._size_nodes)
+
+    def graph_value(self, value):
+        """What the graph reads for a program output or argument `value` (a tensor's node, a size's node)."""
+        if isinstance(value, Tensor):
+            return self.node_and_value(value)[0]
+        return self.size(value) if isinstance(value, SymInt) else value
+
     def _convert(self, value):
         """(the graph argument, the meta argument) of one op argument."""
         if isinstance(value, Tensor):
             return self.node_and_value(value)
-        if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
+        if isinstance(value, SymInt):
+            return self.size(value), value
+        if isinstance(value, (list, tuple)) and any(isinstance(v, (Tensor, SymInt)) for v in value):
             pairs = [self._convert(v) for v in value]
             return type(value)(p[0] for p in pairs), type(value)(p[1] for p in pairs)
         return value, value

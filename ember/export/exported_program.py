@@ -39,15 +39,19 @@ class GuardError(AssertionError):
 
 @dataclass(frozen=True)
 class InputGuard:
-    """What one flattened user input must be: a tensor's shape, dtype and device, or a plain value."""
+    """What one flattened user input must be: a tensor's shape, dtype and device, or a plain value.
+    A dynamic dimension's entry in `shape` is its name; `hint` is then the example input's shape."""
 
     path: str                  # how the input is reached: "args[0]", "kwargs['mask']"
     shape: tuple | None = None
     dtype: object = None
     device: object = None
     value: object = None       # for a non-tensor input: the value the trace specialised on
+    hint: tuple | None = None
 
-    def check(self, value) -> None:
+    def check(self, value, sizes: dict) -> None:
+        """Raise GuardError unless `value` passes; a dynamic dimension's size goes into `sizes`
+        ({name: (size, where it was read)}), where an earlier input's size for it must match."""
         if self.shape is None:
             if type(value) is not type(self.value) or value != self.value:
                 raise GuardError(f"Guard failed: {self.path} == {self.value!r} (the program was exported with that "
@@ -59,7 +63,12 @@ class InputGuard:
             raise GuardError(f"Guard failed: {self.path}.dim() == {len(self.shape)} (got a tensor of shape "
                              f"{list(value.shape)}, the program was exported for shape {list(self.shape)})")
         for d, (want, got) in enumerate(zip(self.shape, value.shape)):
-            if want != got:
+            if type(want) is str:
+                seen = sizes.setdefault(want, (got, f"{self.path}.size()[{d}]"))
+                if seen[0] != got:
+                    raise GuardError(f"Guard failed: {self.path}.size()[{d}] == {seen[1]} (both are dimension "
+                                     f"{want!r}; got {got} and {seen[0]})")
+            elif want != got:
                 raise GuardError(f"Guard failed: {self.path}.size()[{d}] == {want} (got {got}; the program was "
                                  f"exported for shape {list(self.shape)})")
         if value.dtype != self.dtype:
@@ -69,14 +78,15 @@ class InputGuard:
 
 
 def _example(guard: InputGuard):
-    """An input that passes `guard`: a fake of its shape, dtype and device, or its value."""
+    """An input that passes `guard`: a fake of its shape (the example's, for a dynamic one), dtype and
+    device, or its value."""
     if guard.shape is None:
         return guard.value
     from ember._generated import functions as F
 
     from .fake import labelled
 
-    return labelled(F.empty(guard.shape, dtype=guard.dtype, device="meta"), guard.device)
+    return labelled(F.empty(guard.hint or guard.shape, dtype=guard.dtype, device="meta"), guard.device)
 
 
 def _describe(value) -> str:
@@ -88,7 +98,8 @@ def _describe(value) -> str:
 class ExportedProgram:
     def __init__(self, graph: Graph, graph_signature: ExportGraphSignature, state_dict: dict[str, Tensor],
                  constants: dict[str, Tensor], in_spec: TreeSpec, out_spec: TreeSpec,
-                 guards: list[InputGuard]) -> None:
+                 guards: list[InputGuard], range_constraints: dict | None = None,
+                 shape_guards: list | None = None) -> None:
         self.graph_module = GraphModule({}, graph)
         self.graph_signature = graph_signature
         self.state_dict = state_dict
@@ -96,6 +107,9 @@ class ExportedProgram:
         self.in_spec = in_spec
         self.out_spec = out_spec
         self.guards = guards
+        # {dynamic dimension: (min, max or None)}, and the ShapeGuards (symbolic.py) the trace assumed
+        self.range_constraints = dict(range_constraints or {})
+        self.shape_guards = list(shape_guards or [])
 
     @property
     def graph(self) -> Graph:
@@ -122,9 +136,28 @@ class ExportedProgram:
         except ValueError as exc:
             raise GuardError(f"Guard failed: the inputs have the structure {self.in_spec!r} the program was "
                              f"exported with ({exc})") from None
+        sizes: dict = {}
         for guard, leaf in zip(self.guards, leaves):
-            guard.check(leaf)
+            guard.check(leaf, sizes)
+        if self.range_constraints:
+            self._check_sizes(sizes)
         return [leaf for guard, leaf in zip(self.guards, leaves) if guard.shape is not None]
+
+    def _check_sizes(self, sizes: dict) -> None:
+        """The dynamic dimensions' sizes are in their ranges and meet the trace's assumptions."""
+        for name, (size, where) in sizes.items():
+            lo, hi = self.range_constraints[name]
+            if size < lo or (hi is not None and size > hi):
+                raise GuardError(f"Guard failed: {where} = {size} is outside the range of dynamic dimension "
+                                 f"{name!r}, [{lo}, {'inf' if hi is None else hi}]")
+        if self.shape_guards:
+            from .symbolic import evaluate
+
+            values = {name: size for name, (size, _) in sizes.items()}
+            for guard in self.shape_guards:
+                if not evaluate(guard.expr, values):
+                    now = ", ".join(f"{k} = {v}" for k, v in values.items())
+                    raise GuardError(f"Guard failed: {guard} (the program was traced assuming it; here {now})")
 
     def __call__(self, *args, **kwargs):
         return self.run(args, kwargs)
@@ -146,7 +179,18 @@ class ExportedProgram:
         args, kwargs = tree_unflatten([_example(g) for g in self.guards], self.in_spec)
         names = iter(self.graph_signature.user_inputs)
         input_names = [next(names) if g.shape is not None else g.path for g in self.guards]
-        return trace_program(self.module(), args, kwargs, DecomposingCaptureMode, input_names, table=table)
+        return trace_program(self.module(), args, kwargs, DecomposingCaptureMode, input_names, self._dims(),
+                             table=table)
+
+    def _dims(self) -> list | None:
+        """The dynamic dimensions per flattened input, as `export`'s dynamic_shapes gave them."""
+        if not self.range_constraints:
+            return None
+        from .dynamic_shapes import Dim
+
+        made = {name: Dim(name, min=lo, max=hi) for name, (lo, hi) in self.range_constraints.items()}
+        return [{d: made[s] for d, s in enumerate(g.shape) if type(s) is str} or None if g.shape is not None
+                else None for g in self.guards]
 
     def module(self) -> Module:
         """An nn.Module running the program on its own parameters and buffers (shared with
@@ -155,8 +199,15 @@ class ExportedProgram:
 
     def __str__(self) -> str:
         code = self.graph_module.print_readable(print_output=False).rstrip("\n")
-        return ("ExportedProgram:\n" + _indent(code, 4) + "\n\nGraph signature:\n"
+        text = ("ExportedProgram:\n" + _indent(code, 4) + "\n\nGraph signature:\n"
                 + _indent(str(self.graph_signature), 4) + "\n")
+        if self.range_constraints:
+            ranges = ", ".join(f"{k}: [{lo}, {'inf' if hi is None else hi}]"
+                               for k, (lo, hi) in self.range_constraints.items())
+            text += f"Range constraints: {{{ranges}}}\n"
+        if self.shape_guards:
+            text += "Shape guards: " + ", ".join(str(g) for g in self.shape_guards) + "\n"
+        return text
 
     __repr__ = __str__
 

@@ -10,9 +10,10 @@ hands ops the meta values and the program the fakes.
 """
 from __future__ import annotations
 
+from ember.core.layout import contiguous_strides
 from ember.frontend.tensor import Tensor, make_tensor
 
-__all__ = ["meta_like", "labelled"]
+__all__ = ["meta_like", "labelled", "symbolic_meta"]
 
 
 def meta_like(t: Tensor) -> Tensor:
@@ -27,3 +28,12 @@ def labelled(meta: Tensor, device) -> Tensor:
     if meta._device == device:
         return meta
     return make_tensor(meta._data, meta._dtype, device, meta._keys, None)
+
+
+def symbolic_meta(t: Tensor, dims: dict, shape_env, path: str) -> Tensor:
+    """A contiguous meta tensor with `t`'s dtype whose dimensions in `dims` ({dimension: Dim}) are
+    the dynamic dimensions' symbols (a dynamic-shape export's input)."""
+    from ember._generated import functions as F
+
+    shape = tuple(shape_env.create(dims[d], n, (path, d)) if d in dims else n for d, n in enumerate(t.shape))
+    return F.empty_strided(shape, contiguous_strides(shape), dtype=t.dtype, device="meta")

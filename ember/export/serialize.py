@@ -29,6 +29,7 @@ import os
 from ember.core.errors import EmberError
 from ember.core import dtype as _dt
 from ember.core.device import device as _device
+from ember.core.symint import SymInt
 from ember.dispatcher import ALL_OPS
 from ember.frontend.tensor import Tensor
 from ember.fx import Graph, Node
@@ -36,6 +37,7 @@ from ember.utils.pytree import TreeSpec
 
 from .exported_program import ExportedProgram, InputGuard
 from .graph_signature import ExportGraphSignature, InputKind, InputSpec, OutputKind, OutputSpec
+from .size_nodes import SIZE_OPERATORS
 
 __all__ = ["save", "load", "SerializationError", "FORMAT", "VERSION"]
 
@@ -44,6 +46,7 @@ VERSION = 1
 _MAX_DEPTH = 64             # nesting of one value (an op argument, a structure)
 _DTYPES = {d.name: d for d in _dt.ALL_DTYPES}
 _INPUT_KINDS = {k.value: k for k in InputKind}
+_SIZE_OPERATOR_NAMES = {fn: name for name, fn in SIZE_OPERATORS.items()}
 
 
 class SerializationError(EmberError, RuntimeError):
@@ -70,6 +73,8 @@ def _program_json(ep: ExportedProgram) -> dict:
         if n.op == "call_function":
             if n.target is operator.getitem:
                 entry["target"] = "getitem"
+            elif n.target in _SIZE_OPERATOR_NAMES:
+                entry["target"] = _SIZE_OPERATOR_NAMES[n.target]
             elif getattr(n.target, "name", None) in ALL_OPS and ALL_OPS[n.target.name] is n.target:
                 entry["target"] = n.target.name
             else:
@@ -83,7 +88,9 @@ def _program_json(ep: ExportedProgram) -> dict:
         entry["args"] = _encode(n.args, n.name)
         val = n.meta.get("val")
         if isinstance(val, Tensor):
-            entry["val"] = [val.dtype.name, list(val.shape)]
+            entry["val"] = [val.dtype.name, [_size_json(s) for s in val.shape]]
+        elif isinstance(val, SymInt):
+            entry["val"] = {"size": _size_json(val)}
         if n.meta.get("grad_enabled") is False:
             entry["grad"] = False
         nodes.append(entry)
@@ -99,9 +106,27 @@ def _program_json(ep: ExportedProgram) -> dict:
         "in_spec": _encode_spec(ep.in_spec),
         "out_spec": _encode_spec(ep.out_spec),
         "guards": [{"path": g.path, "value": _encode(g.value, g.path)} if g.shape is None else
-                   {"path": g.path, "shape": list(g.shape), "dtype": g.dtype.name, "device": str(g.device)}
+                   {"path": g.path, "shape": list(g.shape), "dtype": g.dtype.name, "device": str(g.device),
+                    **({"hint": list(g.hint)} if g.hint is not None else {})}
                    for g in ep.guards],
+        **({"dynamic": _dynamic_json(ep)} if ep.range_constraints else {}),
     }
+
+
+def _size_json(size):
+    """A size as JSON: an int, or a symbolic size's expression tree (symbolic.to_json)."""
+    if isinstance(size, SymInt):
+        from .symbolic import to_json
+
+        return to_json(size.expr)
+    return int(size)
+
+
+def _dynamic_json(ep: ExportedProgram) -> dict:
+    from .symbolic import to_json
+
+    return {"ranges": {name: [lo, hi] for name, (lo, hi) in ep.range_constraints.items()},
+            "guards": [to_json(g.expr) for g in ep.shape_guards]}
 
 
 def _encode(value, where: str):
@@ -202,12 +227,17 @@ class _Reader:
         self.constants = constants
         self.graph = Graph()
         self.nodes: dict[str, Node] = {}
+        self.shape_env = None           # a dynamic program's symbols (symbolic.ShapeEnv)
 
     def program(self) -> ExportedProgram:
         raw = self.raw
         missing = {"nodes", "signature", "in_spec", "out_spec", "guards"} - set(raw)
         if missing:
             raise _fail(f"the program lacks {sorted(missing)}")
+        if set(raw) - {"nodes", "signature", "in_spec", "out_spec", "guards", "dynamic"}:
+            raise _fail(f"unexpected program entries {sorted(set(raw))}")
+        guards = [self._guard(g) for g in _list(raw["guards"], "guards")]
+        ranges, shape_guards = self._dynamic(raw.get("dynamic"), guards)
         for i, entry in enumerate(_list(raw["nodes"], "nodes")):
             self._node(i, entry)
         outputs = [n for n in self.graph.nodes if n.op == "output"]
@@ -215,14 +245,14 @@ class _Reader:
             raise _fail("the graph must end with its one output node")
         signature = self._signature(raw["signature"])
         in_spec, out_spec = self._spec(raw["in_spec"], 0), self._spec(raw["out_spec"], 0)
-        guards = [self._guard(g) for g in _list(raw["guards"], "guards")]
         if len(guards) != in_spec.num_leaves:
             raise _fail(f"{len(guards)} input guards for {in_spec.num_leaves} inputs")
         if sum(g.shape is not None for g in guards) != len(signature.user_inputs):
             raise _fail("the tensor inputs' guards do not match the user-input placeholders")
         if out_spec.num_leaves != len(outputs[0].args[0]):
             raise _fail("the output structure does not match the output node")
-        return ExportedProgram(self.graph, signature, self.state, self.constants, in_spec, out_spec, guards)
+        return ExportedProgram(self.graph, signature, self.state, self.constants, in_spec, out_spec, guards,
+                               ranges, shape_guards)
 
     # -- nodes ----------------------------------------------------------------------------------
     def _node(self, i: int, entry) -> None:
@@ -264,6 +294,13 @@ class _Reader:
             if len(args) != 2 or not isinstance(args[0], Node) or type(args[1]) is not int:
                 raise _fail(f"node {name}: getitem takes a node and an index")
             return operator.getitem
+        if type(target) is str and target in SIZE_OPERATORS:
+            arity = 1 if target == "operator.neg" else 2
+            if self.shape_env is None or len(args) != arity or \
+                    not all(isinstance(a, Node) or type(a) is int for a in args) or \
+                    (target == "sym_size" and (not isinstance(args[0], Node) or type(args[1]) is not int)):
+                raise _fail(f"node {name}: {target} takes {arity} sizes (a dynamic program's nodes or ints)")
+            return SIZE_OPERATORS[target]
         op = ALL_OPS.get(target) if type(target) is str else None
         if op is None:
             raise _fail(f"node {name} calls {target!r}, which is not an op of this ember's registry")
@@ -274,11 +311,27 @@ class _Reader:
     def _val(self, name: str, val):
         from ember._generated import functions as F
 
+        if isinstance(val, dict) and set(val) == {"size"} and self.shape_env is not None:
+            return self._size(val["size"], name)
         if not (isinstance(val, list) and len(val) == 2 and type(val[0]) is str and val[0] in _DTYPES
-                and isinstance(val[1], list)
-                and all(type(s) is int and 0 <= s < 2**62 for s in val[1]) and len(val[1]) <= 64):
-            raise _fail(f"node {name} has a bad value description {val!r}")
-        return F.empty_strided(tuple(val[1]), (0,) * len(val[1]), dtype=_DTYPES[val[0]], device="meta")
+                and isinstance(val[1], list) and len(val[1]) <= 64):
+            raise _fail(f"node {name} has a bad value description {_short(val)}")
+        shape = tuple(self._size(s, name) for s in val[1])
+        return F.empty_strided(shape, (0,) * len(shape), dtype=_DTYPES[val[0]], device="meta")
+
+    def _size(self, tree, where: str):
+        """A size in a value description: an int, or (in a dynamic program) a size expression."""
+        if type(tree) is int and 0 <= tree < 2**62:
+            return tree
+        if self.shape_env is None or isinstance(tree, (bool, int)):
+            raise _fail(f"node {where} has a bad size {_short(tree)}")
+        from .symbolic import from_json
+
+        try:
+            expr = from_json(tree, self._symbols)
+        except (ValueError, TypeError) as exc:
+            raise _fail(f"node {where}: {exc}") from None
+        return int(expr) if expr.is_Integer else SymInt(expr, self.shape_env)
 
     def _value(self, v, where: str, depth: int):
         if depth > _MAX_DEPTH:
@@ -371,12 +424,57 @@ class _Reader:
             raise _fail(f"bad input guard {_short(raw)}")
         if set(raw) == {"path", "value"}:
             return InputGuard(raw["path"], value=self._value(raw["value"], raw["path"], 0))
-        if set(raw) != {"path", "shape", "dtype", "device"} or type(raw["dtype"]) is not str or \
-                raw["dtype"] not in _DTYPES or \
-                not all(type(s) is int and s >= 0 for s in _list(raw["shape"], "guard shape")):
+        shape = _list(raw.get("shape"), "guard shape")
+        hint = _list(raw["hint"], "guard hint") if "hint" in raw else None
+        if set(raw) - {"hint"} != {"path", "shape", "dtype", "device"} or type(raw["dtype"]) is not str or \
+                raw["dtype"] not in _DTYPES or len(shape) > 64 or \
+                not all((type(s) is int and 0 <= s < 2**62) or (type(s) is str and s.isidentifier()) for s in shape) or \
+                (hint is not None and (len(hint) != len(shape) or not all(type(h) is int and 0 <= h < 2**62 and
+                                                                          (type(s) is str or h == s)
+                                                                          for s, h in zip(shape, hint)))) or \
+                (hint is None) != all(type(s) is int for s in shape):
             raise _fail(f"bad input guard {_short(raw)}")
         device = self._value({"device": raw["device"]}, raw["path"], 0)
-        return InputGuard(raw["path"], tuple(raw["shape"]), _DTYPES[raw["dtype"]], device)
+        return InputGuard(raw["path"], tuple(shape), _DTYPES[raw["dtype"]], device,
+                          hint=tuple(hint) if hint is not None else None)
+
+    def _dynamic(self, raw, guards: list) -> tuple[dict, list]:
+        """A dynamic program's ranges and shape guards; its symbols, made again from the inputs' guards."""
+        names = {s for g in guards if g.shape is not None for s in g.shape if type(s) is str}
+        if raw is None:
+            if names:
+                raise _fail("input guards name dynamic dimensions, but the program has none")
+            return {}, []
+        from .dynamic_shapes import Dim
+        from .symbolic import ShapeEnv, ShapeGuard, evaluate, from_json
+
+        if not isinstance(raw, dict) or set(raw) != {"ranges", "guards"} or not isinstance(raw["ranges"], dict):
+            raise _fail("the dynamic dimensions are not {ranges, guards}")
+        ranges = {}
+        for name, bounds in raw["ranges"].items():
+            if not (isinstance(bounds, list) and len(bounds) == 2 and type(bounds[0]) is int and
+                    (bounds[1] is None or type(bounds[1]) is int)):
+                raise _fail(f"dynamic dimension {_short(name)} has a bad range {_short(bounds)}")
+            ranges[name] = tuple(bounds)
+        if set(ranges) != names:
+            raise _fail("the dynamic dimensions' ranges do not match the input guards")
+        self.shape_env = ShapeEnv()
+        try:
+            dims = {name: Dim(name, min=lo, max=hi) for name, (lo, hi) in ranges.items()}
+            for g in guards:
+                for d, s in enumerate(g.shape or ()):
+                    if type(s) is str:
+                        self.shape_env.create(dims[s], g.hint[d], (g.path, d))
+            self._symbols = {name: info.symbol for name, info in self.shape_env.symbols.items()}
+            shape_guards = [ShapeGuard(from_json(t, self._symbols)) for t in _list(raw["guards"], "shape guards")]
+        except (ValueError, TypeError) as exc:
+            raise _fail(f"bad dynamic dimensions ({exc})") from None
+        if not all(getattr(g.expr, "is_Relational", False) for g in shape_guards):
+            raise _fail("a shape guard is not a comparison")
+        hints = {name: info.hint for name, info in self.shape_env.symbols.items()}
+        if not all(evaluate(g.expr, hints) for g in shape_guards):
+            raise _fail("the example sizes break the program's shape guards")
+        return ranges, shape_guards
 
 
 def _list(value, what: str) -> list:

@@ -20,7 +20,8 @@ from ember.utils.pytree import tree_flatten, tree_unflatten
 
 from .capture import CaptureMode
 from .exported_program import ExportedProgram, InputGuard
-from .fake import labelled, meta_like
+from .dynamic_shapes import leaf_dims
+from .fake import labelled, meta_like, symbolic_meta
 from .graph_signature import ExportGraphSignature, InputKind, InputSpec, OutputKind, OutputSpec
 
 __all__ = ["export"]
@@ -39,16 +40,21 @@ def export(mod: Module, args: tuple, kwargs: dict | None = None, *, dynamic_shap
         raise TypeError(f"export(): expected a tuple of positional inputs as `args`, got {type(args).__name__}")
     if kwargs is not None and not isinstance(kwargs, dict):
         raise TypeError(f"export(): expected a dict of keyword inputs as `kwargs`, got {type(kwargs).__name__}")
-    if dynamic_shapes is not None:
-        raise NotImplementedError("export(): dynamic_shapes is not supported yet; every input dimension is "
-                                  "specialised to the size it has in `args`")
-    return trace_program(mod, args, dict(kwargs or {}))
+    kwargs = dict(kwargs or {})
+    dims = leaf_dims(mod.forward, args, kwargs, dynamic_shapes) if dynamic_shapes is not None else None
+    return trace_program(mod, args, kwargs, dims=dims)
 
 
 def trace_program(mod: Module, args: tuple, kwargs: dict, mode_class=CaptureMode,
-                  input_names: list[str] | None = None, **mode_options) -> ExportedProgram:
+                  input_names: list[str] | None = None, dims: list | None = None, **mode_options) -> ExportedProgram:
     """The capture itself: `mod(*args, **kwargs)` run once under `mode_class` (CaptureMode, or
-    DecomposingCaptureMode for `run_decompositions`); `input_names` name the user-input placeholders."""
+    DecomposingCaptureMode for `run_decompositions`); `input_names` name the user-input placeholders;
+    `dims` gives the dynamic dimensions of each flattened input ({dimension: Dim} or None)."""
+    shape_env = None
+    if dims is not None and any(dims):
+        from .symbolic import ShapeEnv
+
+        shape_env = ShapeEnv()
     graph = Graph()
     specs: list[InputSpec] = []
     state: dict[str, Tensor] = {}
@@ -71,20 +77,24 @@ def trace_program(mod: Module, args: tuple, kwargs: dict, mode_class=CaptureMode
     _state_placeholders(mod, graph, mode, specs, state, constants)
     first_input = len(graph.nodes)
     leaves, in_spec = tree_flatten((args, kwargs))
-    fake_leaves, guards = _input_placeholders(mod, graph, mode, specs, leaves, args, kwargs, input_names)
+    fake_leaves, guards = _input_placeholders(mod, graph, mode, specs, leaves, (args, kwargs, input_names),
+                                              (dims, shape_env))
     fake_args, fake_kwargs = tree_unflatten(fake_leaves, in_spec)
     with _state_kept(mod) as reassigned, _module_paths(mod, mode), _data_reads_named(), mode:
         result = mod(*fake_args, **fake_kwargs)
         out_leaves, out_spec = tree_flatten(result)
-        outputs = tuple(mode.node_and_value(v)[0] if isinstance(v, Tensor) else v for v in out_leaves)
+        outputs = tuple(mode.graph_value(v) for v in out_leaves)
         _write_back(graph, mode, reassigned())
     constants.update(lifted)
     graph.output(outputs)
     graph.eliminate_dead_code()
     graph.lint()
+    if shape_env is not None:
+        shape_env.check_still_dynamic()
     signature = ExportGraphSignature(specs, [OutputSpec(OutputKind.USER_OUTPUT, getattr(o, "name", repr(o)))
                                              for o in outputs], _buffers_written(graph, specs))
-    return ExportedProgram(graph, signature, state, constants, in_spec, out_spec, guards)
+    return ExportedProgram(graph, signature, state, constants, in_spec, out_spec, guards,
+                           shape_env.ranges() if shape_env else {}, shape_env.guards if shape_env else [])
 
 
 def _free_name(prefix: str, *taken: dict) -> str:
@@ -181,21 +191,28 @@ def _state_placeholders(mod, graph, mode, specs, state, constants) -> None:
             (constants if persistent is False else state)[name] = t
 
 
-def _input_placeholders(mod, graph, mode, specs, leaves, args, kwargs, input_names=None):
-    """A placeholder and a fake per tensor input (named after forward's parameters), a guard per input."""
+def _input_placeholders(mod, graph, mode, specs, leaves, inputs: tuple, dynamic: tuple):
+    """A placeholder and a fake per tensor input (named after forward's parameters), a guard per input.
+    `inputs`: (args, kwargs, the placeholder names or None); `dynamic`: (dims per leaf or None, ShapeEnv)."""
+    args, kwargs, input_names = inputs
+    dims, shape_env = dynamic
     paths = _leaf_paths(mod, args, kwargs, len(leaves))
     if input_names is not None:
         paths = [(path, name) for (path, _), name in zip(paths, input_names)]
     fakes, guards = [], []
-    for (path, name), leaf in zip(paths, leaves):
+    for i, ((path, name), leaf) in enumerate(zip(paths, leaves)):
         if isinstance(leaf, Tensor):
             node = graph.placeholder(name)
-            meta = meta_like(leaf)
+            leaf_dims = dims[i] if dims is not None else None
+            meta = meta_like(leaf) if not leaf_dims else symbolic_meta(leaf, leaf_dims, shape_env, path)
             node.meta["val"] = fake = labelled(meta, leaf.device)
             mode.bind(fake, node, meta)
+            for d, dim in (leaf_dims or {}).items():
+                mode.size_sources.setdefault(dim.__name__, (node, d))
             specs.append(InputSpec(InputKind.USER_INPUT, node.name))
             fakes.append(fake)
-            guards.append(InputGuard(path, tuple(leaf.shape), leaf.dtype, leaf.device))
+            guards.append(InputGuard(path, tuple(str(s) if not isinstance(s, int) else s for s in meta.shape),
+                                     leaf.dtype, leaf.device, hint=tuple(leaf.shape) if leaf_dims else None))
         else:
             fakes.append(leaf)
             guards.append(InputGuard(path, value=leaf))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ember.core.errors import ArgumentTypeError
+from ember.core.symint import SymInt
 
 
 def size_arg(size: tuple, keywords: dict, fn: str, name: str) -> tuple:
@@ -34,7 +35,7 @@ def operand(value):
     """
     from .tensor import Tensor
 
-    if isinstance(value, (Tensor, bool, int, float)):
+    if isinstance(value, (Tensor, bool, int, float, SymInt)):      # SymInt: a size in a dynamic-shape export
         return value
     module = type(value).__module__
     if module == "numpy" or module.startswith("ml_dtypes"):

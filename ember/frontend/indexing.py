@@ -16,6 +16,7 @@ unindexed dimensions, as PyTorch counts them).
 from __future__ import annotations
 
 from ember.core.errors import ArgumentTypeError, DimensionError
+from ember.core.symint import SymInt
 
 
 def _normalize(index) -> tuple:
@@ -50,7 +51,7 @@ def _as_index(item, Tensor):
     """The Python int an integer-like index stands for, or None if it is not one."""
     if isinstance(item, bool):
         return None
-    if isinstance(item, int):
+    if isinstance(item, (int, SymInt)):
         return item
     if isinstance(item, Tensor):
         if item.dim() == 0 and item.dtype.category == 1:
@@ -197,7 +198,7 @@ def _index_list(adv: dict) -> list:
 
 
 def _as_int(v, what):
-    if v is None or (isinstance(v, int) and not isinstance(v, bool)):
+    if v is None or (isinstance(v, (int, SymInt)) and not isinstance(v, bool)):
         return v
     if isinstance(v, bool):
         return int(v)

@@ -295,7 +295,8 @@ class Tensor(TensorMethods, ConversionMethods, TensorSpec):
 
         ag = self._ag
         grad_fn = ag.grad_fn.name() if ag is not None and ag.grad_fn is not None else None
-        values = None if self._device.type == "meta" else self._host()
+        # no values to show on meta, nor for an export's fakes (a real device over meta arrays)
+        values = None if self._device.type == "meta" or not holds_data(self) else self._host()
         return tensor_repr(values, dtype_name=self._dtype.name, shape=tuple(self._data.shape),
                            device=str(self._device), requires_grad=ag is not None and grad_fn is None,
                            grad_fn=grad_fn, default_float_dtype=_dt.get_default_dtype().name,

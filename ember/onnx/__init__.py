@@ -8,8 +8,8 @@ checks and saves the model; `onnxruntime` runs it.
 
 Choices: opset 18 by default (17 or later accepted); the model is exported as it is (call
 `model.eval()` first: dropout and batch norm in training mode have no ONNX inference form and
-raise); `dynamic_axes` is not supported yet (the graph is specialised on the example inputs'
-shapes, as `ember.export` traces it) and raises NotImplementedError.
+raise); `dynamic_axes` makes those input axes dynamic dimensions of the export (`ember.export.Dim`,
+no bounds) and names them in the model (dim_param); an axis dynamic_axes leaves out is static.
 """
 from __future__ import annotations
 
@@ -39,15 +39,19 @@ def export(model, args, f=None, *, kwargs: dict | None = None, input_names: list
     if opset > onnx.defs.onnx_opset_version():
         raise ValueError(f"ember.onnx.export: the installed onnx {onnx.__version__} supports opsets up to "
                          f"{onnx.defs.onnx_opset_version()}, got {opset}")
-    if dynamic_axes:
-        raise NotImplementedError("ember.onnx.export: dynamic_axes is not supported yet; the model is exported "
-                                  "for the shapes of `args`")
     if not isinstance(args, tuple):
         args = (args,)
-    ep = model if isinstance(model, ExportedProgram) else capture(model, args, kwargs)
+    dynamic_shapes, axis_names = _dynamic(dynamic_axes, args, input_names, output_names)
+    if isinstance(model, ExportedProgram):
+        if dynamic_axes:
+            raise ValueError("ember.onnx.export: an ExportedProgram has its dynamic dimensions already; export "
+                             "it with dynamic_shapes instead of passing dynamic_axes")
+        ep = model
+    else:
+        ep = capture(model, args, kwargs, dynamic_shapes=dynamic_shapes)
     from .emitter import Emitter
 
-    emitter = Emitter(ep, opset, input_names, output_names).emit(TABLE)
+    emitter = Emitter(ep, opset, input_names, output_names, axis_names).emit(TABLE)
     proto = emitter.model(type(model).__name__)
     onnx.checker.check_model(proto, full_check=True)
     if verbose:
@@ -58,3 +62,43 @@ def export(model, args, f=None, *, kwargs: dict | None = None, input_names: list
         else:
             f.write(proto.SerializeToString())
     return proto
+
+
+def _dynamic(dynamic_axes, args: tuple, input_names, output_names) -> tuple:
+    """torch.onnx's `dynamic_axes` ({input or output name: {axis: name} or [axis, ...]}) as ember.export's
+    dynamic_shapes (a tuple per positional input) and {(value name, axis): dim_param}. Inputs are named
+    by `input_names` in the order of `args`; an axis given no name is called `<input>_dynamic_axes_<k>`."""
+    if not dynamic_axes:
+        return None, {}
+    from ember.export import Dim
+    from ember.frontend.tensor import Tensor
+
+    if not isinstance(dynamic_axes, dict):
+        raise TypeError(f"ember.onnx.export: dynamic_axes must be a dict, got {type(dynamic_axes).__name__}")
+    inputs = list(input_names or [])
+    known = set(inputs) | set(output_names or [])
+    unknown = [k for k in dynamic_axes if k not in known]
+    if unknown:
+        raise ValueError(f"ember.onnx.export: dynamic_axes names {unknown}, which are not among input_names or "
+                         "output_names")
+    axis_names = {}
+    for value, axes in dynamic_axes.items():
+        if isinstance(axes, (list, tuple)):
+            axes = {a: f"{value}_dynamic_axes_{k + 1}" for k, a in enumerate(axes)}
+        if not isinstance(axes, dict) or not all(isinstance(a, int) and isinstance(n, str) for a, n in axes.items()):
+            raise ValueError(f"ember.onnx.export: dynamic_axes[{value!r}] must be {{axis: name}} or a list of axes")
+        for axis, name in axes.items():
+            axis_names[(value, axis)] = name
+    shapes = []
+    for i, a in enumerate(args):
+        name = inputs[i] if i < len(inputs) else None
+        per_axis = {axis: n for (v, axis), n in axis_names.items() if v == name and name is not None}
+        if per_axis and not isinstance(a, Tensor):
+            raise ValueError(f"ember.onnx.export: dynamic_axes names input {name!r}, which is not a tensor")
+        shapes.append({axis: Dim(_identifier(n)) for axis, n in per_axis.items()} or None)
+    return tuple(shapes), axis_names
+
+
+def _identifier(name: str) -> str:
+    key = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return key if key.isidentifier() else f"d_{key}"

@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 
 from ember.core import dtype as _dt
+from ember.core.symint import SymInt
 from ember.export.graph_signature import InputKind
+from ember.export.size_nodes import SIZE_OPERATORS, sym_size
 from ember.frontend.tensor import Tensor
 from ember.fx import Node
 
@@ -76,11 +78,39 @@ class LoweringContext:
         a = self.args[i]
         if isinstance(self.vals[i], Tensor):
             return a if self.vals[i].dtype is dtype else self.add("Cast", [a], to=onnx_type(dtype))
+        if isinstance(self.vals[i], SymInt):         # a size computed in the graph: a 1-element int64 tensor
+            scalar = self.add("Reshape", [a, self.const(np.zeros(0, np.int64))])
+            return scalar if dtype is _dt.int64 else self.add("Cast", [scalar], to=onnx_type(dtype))
         return self.const(np.array(a), dtype)
+
+    def sizes(self, values) -> str:
+        """A 1-D int64 ONNX value holding `values`: ints, and sizes the graph computes (a dynamic program's
+        size nodes, each a 1-element tensor); a constant when all are ints."""
+        values = list(values)
+        if all(isinstance(v, int) for v in values):
+            return self.const(np.array(values, dtype=np.int64))
+        parts: list = []
+        for v in values:
+            if isinstance(v, int):
+                if parts and isinstance(parts[-1], list):
+                    parts[-1].append(v)
+                else:
+                    parts.append([v])
+            else:
+                parts.append(v)
+        return self.add("Concat", [self.const(np.array(p, dtype=np.int64)) if isinstance(p, list) else p
+                                   for p in parts], axis=0)
+
+    @property
+    def static(self) -> bool:
+        """Whether the node's result has a shape of plain ints (no dynamic dimension)."""
+        val = self.out_val
+        return not isinstance(val, Tensor) or all(isinstance(s, int) for s in val.shape)
 
 
 class Emitter:
-    def __init__(self, ep, opset: int, input_names: list[str] | None, output_names: list[str] | None) -> None:
+    def __init__(self, ep, opset: int, input_names: list[str] | None, output_names: list[str] | None,
+                 axis_names: dict | None = None) -> None:
         import onnx  # noqa: F401  (fail early, with the extra to install)
 
         self.ep = ep
@@ -93,6 +123,8 @@ class Emitter:
         self.input_names = input_names
         self.output_names = output_names
         self._counter = 0
+        # {(value name, axis): the name dynamic_axes gives that axis}: the dim_param of an input or output
+        self.axis_names = dict(axis_names or {})
 
     # -- building ---------------------------------------------------------------------------------
     def fresh(self, base: str) -> str:
@@ -137,7 +169,8 @@ class Emitter:
                 if spec.kind is InputKind.USER_INPUT:
                     name = user_names[node]
                     val = node.meta["val"]
-                    self.inputs.append(helper.make_tensor_value_info(name, onnx_type(val.dtype), list(val.shape)))
+                    self.inputs.append(helper.make_tensor_value_info(name, onnx_type(val.dtype),
+                                                                     self._dims(name, val.shape)))
                     self.values[node] = name
                 elif node.users:
                     store = self.ep.constants if spec.kind is InputKind.CONSTANT_TENSOR or spec.persistent is False \
@@ -158,10 +191,32 @@ class Emitter:
         self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(t.detach().numpy()), name))
         return name
 
+    def _dims(self, name: str, shape) -> list:
+        """An ONNX value's dims: ints, and for a dynamic dimension its name (dim_param): the one dynamic_axes
+        gives, else the symbol's; None for a size computed from several."""
+        dims = []
+        for axis, s in enumerate(shape):
+            given = self.axis_names.get((name, axis))
+            dims.append(given if given is not None else s if isinstance(s, int) else
+                        str(s) if s.expr.is_Symbol else None)
+        return dims
+
+    def _size(self, node: Node) -> str:
+        """A size node (size_nodes.py) as a 1-element int64 tensor: Shape for sym_size, else the operator."""
+        if node.target is sym_size:
+            x, d = node.args
+            ndim = len(node.args[0].meta["val"].shape)
+            return self.add("Shape", [self.values[x]], 1, node.name, start=d % ndim, end=d % ndim + 1)
+        inputs = [self.values[a] if isinstance(a, Node) else self.const(np.array([a], dtype=np.int64))
+                  for a in node.args]
+        return self.add(_SIZE_OPS[node.target], inputs, 1, node.name)
+
     def _lower(self, node: Node, table: dict):
         if node.target is operator.getitem:
             source, index = node.args
             return self.values[source][index]
+        if node.target in _SIZE_OPERATORS:
+            return self._size(node)
         op = node.target
         lowering = table.get(op.name)
         if lowering is None and op.inplace_of is not None:
@@ -200,7 +255,7 @@ class Emitter:
             self.used.add(name)
             self.nodes.append(helper.make_node("Identity", [inner], [name], name=self.fresh("output")))
             val = value.meta["val"]
-            self.outputs.append(helper.make_tensor_value_info(name, onnx_type(val.dtype), list(val.shape)))
+            self.outputs.append(helper.make_tensor_value_info(name, onnx_type(val.dtype), self._dims(name, val.shape)))
 
     def model(self, graph_name: str):
         from onnx import helper
@@ -208,6 +263,12 @@ class Emitter:
         graph = helper.make_graph(self.nodes, graph_name, self.inputs, self.outputs, self.initializers)
         return helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)],
                                  producer_name="ember")
+
+
+_SIZE_OPERATORS = frozenset(SIZE_OPERATORS.values())
+# ONNX's integer Div truncates where // floors: equal on the non-negative sizes a program computes
+_SIZE_OPS = {operator.add: "Add", operator.sub: "Sub", operator.mul: "Mul", operator.floordiv: "Div",
+             operator.mod: "Mod", operator.pow: "Pow", operator.neg: "Neg"}
 
 
 def _val(a):

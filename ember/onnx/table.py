@@ -22,6 +22,7 @@ from .emitter import LoweringContext, onnx_type
 __all__ = ["TABLE", "MIN_OPSET"]
 
 MIN_OPSET = 17
+_INT64_MAX = 2**63 - 1
 
 
 # ------------------------------------------------------------------------------ constructors
@@ -88,7 +89,9 @@ def linear(ctx: LoweringContext):
 
 
 def reshape(ctx: LoweringContext):
-    return ctx.add("Reshape", [ctx.args[0], _ints(ctx, ctx.out_val.shape)])
+    # a dynamic program's target shape is the op's argument, with the sizes the graph computes
+    shape = _ints(ctx, ctx.out_val.shape) if ctx.static else ctx.sizes(ctx.args[1])
+    return ctx.add("Reshape", [ctx.args[0], shape])
 
 
 def transpose(ctx: LoweringContext):
@@ -108,8 +111,11 @@ def slice_(ctx: LoweringContext):
     x, dim, start, end, step = ctx.args
     size = ctx.vals[0].shape[dim]
     start = 0 if start is None else start
-    end = size if end is None else min(end, size)
-    return ctx.add("Slice", [x, _ints(ctx, [start]), _ints(ctx, [end]), _ints(ctx, [dim]), _ints(ctx, [step])])
+    if isinstance(size, int) and isinstance(end, (int, type(None))):
+        end = size if end is None else min(end, size)
+    elif end is None:
+        end = _INT64_MAX                    # ONNX's Slice clamps the end to the dimension, as Python does
+    return ctx.add("Slice", [x, ctx.sizes([start]), ctx.sizes([end]), _ints(ctx, [dim]), _ints(ctx, [step])])
 
 
 def split(ctx: LoweringContext):
@@ -223,11 +229,13 @@ def masked_fill(ctx: LoweringContext):
 
 
 def arange(ctx: LoweringContext):
-    # the traced arguments are numbers: the range is a constant of the graph
     start, end, step = ctx.args[0], ctx.args[1], ctx.args[2]
-    if end is None:
-        start, end = 0, start
-    return ctx.const(np.arange(start, end, step), ctx.out_val.dtype)
+    if all(isinstance(v, (int, float)) for v in (start, end, step)):
+        return ctx.const(np.arange(start, end, step), ctx.out_val.dtype)    # numbers: a constant of the graph
+    dtype = ctx.out_val.dtype               # a bound the graph computes (a dynamic size): ONNX's Range
+    first, limit = (ctx.operand(0, dtype), ctx.operand(1, dtype)) if end is not None else \
+        (ctx.const(np.array(0), dtype), ctx.operand(0, dtype))
+    return ctx.add("Range", [first, limit, ctx.operand(2, dtype)])
 
 
 def sdpa(ctx: LoweringContext):
@@ -241,15 +249,26 @@ def sdpa(ctx: LoweringContext):
     perm = list(range(ndim - 2)) + [ndim - 1, ndim - 2]
     scores = ctx.add("Mul", [ctx.add("MatMul", [q, ctx.add("Transpose", [k], perm=perm)]), ctx.const(scale, dtype)])
     if is_causal:
-        lq, lk = qv.shape[-2], kv.shape[-2]
-        allowed = np.tril(np.ones((lq, lk), dtype=bool))
-        scores = ctx.add("Where", [ctx.const(allowed), scores, ctx.const(-np.inf, dtype)])
+        scores = ctx.add("Where", [_causal_mask(ctx, qv.shape[-2], kv.shape[-2]), scores, ctx.const(-np.inf, dtype)])
     if mask is not None:
         if ctx.vals[3].dtype is _dt.bool:
             scores = ctx.add("Where", [mask, scores, ctx.const(-np.inf, dtype)])
         else:
             scores = ctx.add("Add", [scores, mask])
     return ctx.add("MatMul", [ctx.add("Softmax", [scores], axis=-1), v])
+
+
+def _causal_mask(ctx: LoweringContext, lq, lk) -> str:
+    """The (lq, lk) bool mask of `j <= i` (a constant; for dynamic lengths, computed from two Ranges)."""
+    if isinstance(lq, int) and isinstance(lk, int):
+        return ctx.const(np.tril(np.ones((lq, lk), dtype=bool)))
+    q, k = ctx.args[0], ctx.args[1]
+    zero, one = ctx.const(np.array(0, np.int64)), ctx.const(np.array(1, np.int64))
+    lengths = [ctx.add("Reshape", [ctx.add("Shape", [x], start=-2, end=-1), ctx.const(np.zeros(0, np.int64))])
+               for x in (q, k)]
+    rows = ctx.add("Unsqueeze", [ctx.add("Range", [zero, lengths[0], one]), _ints(ctx, [1])])
+    cols = ctx.add("Range", [zero, lengths[1], one])
+    return ctx.add("LessOrEqual", [cols, rows])
 
 
 def to_copy(ctx: LoweringContext):
@@ -264,7 +283,12 @@ def unsqueeze(ctx: LoweringContext):
 
 
 def squeeze(ctx: LoweringContext):
-    return ctx.add("Reshape", [ctx.args[0], _ints(ctx, ctx.out_val.shape)])
+    if ctx.static:
+        return ctx.add("Reshape", [ctx.args[0], _ints(ctx, ctx.out_val.shape)])
+    shape = ctx.vals[0].shape          # squeeze the dims of size 1 (a dynamic dimension is never 1 in a trace)
+    dims = ctx.args[1] if isinstance(ctx.args[1], (list, tuple)) else [ctx.args[1]]
+    axes = [d % len(shape) for d in dims if isinstance(shape[d], int) and shape[d] == 1]
+    return ctx.add("Squeeze", [ctx.args[0], _ints(ctx, axes)]) if axes else ctx.add("Identity", [ctx.args[0]])
 
 
 def cat(ctx: LoweringContext):
@@ -299,7 +323,13 @@ def constant(fill=None):
         from ember.core.numpy_interop import to_numpy_dtype
 
         value = ctx.args[1] if fill is None else fill
-        return ctx.const(np.full(tuple(ctx.out_val.shape), value, dtype=to_numpy_dtype(ctx.out_val.dtype)))
+        dtype = to_numpy_dtype(ctx.out_val.dtype)
+        if ctx.static:
+            return ctx.const(np.full(tuple(ctx.out_val.shape), value, dtype=dtype))
+        from onnx import numpy_helper
+
+        return ctx.add("ConstantOfShape", [ctx.sizes(ctx.args[0])],
+                       value=numpy_helper.from_array(np.array([value], dtype=dtype)))
     lower.__qualname__ = f"constant({fill!r})"
     return lower
 
@@ -320,7 +350,10 @@ def bitwise(bool_op: str, int_op: str):
 
 
 def expand(ctx: LoweringContext):
-    return ctx.add("Expand", [ctx.args[0], _ints(ctx, ctx.out_val.shape)])
+    if ctx.static:
+        return ctx.add("Expand", [ctx.args[0], _ints(ctx, ctx.out_val.shape)])
+    # Expand broadcasts: a 1 keeps the input's size where expand's -1 does
+    return ctx.add("Expand", [ctx.args[0], ctx.sizes([1 if s == -1 else s for s in ctx.args[1]])])
 
 
 TABLE = {

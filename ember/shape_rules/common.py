@@ -7,14 +7,16 @@ from ember.core.errors import ArgumentTypeError, ArgumentValueError, DimensionEr
 from ember.core import dtype as _dt
 from ember.core.layout import contiguous_strides
 from ember.core.spec import TensorSpec
+from ember.core.symint import SymInt
 
 NUMBER_TYPES = (bool, int, float)
 
 
 def as_int(op, value, arg: str, what: str = "int") -> int:
     """An integer argument: a Python int, or anything integral PyTorch accepts (numpy
-    integers, 0-dim integer tensors, objects with __index__); bools and floats are refused."""
-    if value.__class__ is int:
+    integers, 0-dim integer tensors, objects with __index__); bools and floats are refused. A
+    symbolic size (a SymInt, in a dynamic-shape export) stays symbolic."""
+    if value.__class__ is int or value.__class__ is SymInt:
         return value
     if not isinstance(value, bool) and not isinstance(value, float) and hasattr(value, "__index__"):
         try:
@@ -271,7 +273,9 @@ def trivial_layout(shape, tensors, scalars: bool = False) -> bool:
         data = t._data
         if not is_contiguous_data(data):
             return False
-        if same and tuple(data.shape) != shape:
+        # lengths first: a tuple compares items before lengths, and a symbolic size must not be compared
+        # with another tensor's unrelated size (a needless guard)
+        if same and (len(data.shape) != len(shape) or data.shape != shape):
             same = False
     if not same:
         for t in tensors:

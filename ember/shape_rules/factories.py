@@ -6,6 +6,7 @@ import math
 from ember.core.errors import ArgumentTypeError, ArgumentValueError
 from ember.core import dtype as _dt
 from ember.core.spec import TensorSpec
+from ember.core.symint import SymInt
 from ember.core.type_promotion import dtype_of_scalar
 
 from . import shape_rule
@@ -86,17 +87,20 @@ def arange(op, start, end=None, step=1, dtype=None, device=None, requires_grad=F
     for name, v in (("start", start), ("end", end), ("step", step)):
         if isinstance(v, TensorSpec) and v.ndim == 0:
             v = v.item()
-        if not isinstance(v, NUMBER_TYPES):
+        if not isinstance(v, NUMBER_TYPES) and not isinstance(v, SymInt):
             raise ArgumentTypeError(f"{op.name}(): argument '{name}' must be Number, not {type(v).__name__}")
     if step == 0:
         raise ArgumentValueError(f"{op.name}(): step must be nonzero")
-    if not all(math.isfinite(float(v)) for v in (start, end)):
+    if not all(math.isfinite(v) for v in (start, end) if isinstance(v, float)):
         raise ArgumentValueError(f"{op.name}(): unsupported range: {start} -> {end}")
     if (step > 0 and end < start) or (step < 0 and end > start):
         raise ArgumentValueError(f"{op.name}(): upper bound and larger bound inconsistent with step sign")
     if dtype is None:
         dtype = _dt.get_default_dtype() if any(isinstance(v, float) for v in (start, end, step)) else _dt.int64
-    length = max(0, math.ceil((end - start) / step))
+    if any(isinstance(v, float) for v in (start, end, step)):
+        length = max(0, math.ceil((end - start) / step))
+    else:                           # integers (symbolic sizes too): exact ceiling division
+        length = max(0, -((start - end) // step))
     return ((length,), dtype)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from ember.core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, ShapeError
 from ember.core import dtype as _dt
 from ember.core.spec import TensorSpec
+from ember.core.symint import SymInt
 from ember.core.type_promotion import can_cast, elementwise_dtypes, result_type
 
 from . import shape_rule
@@ -12,12 +13,15 @@ from .common import (KERNEL_LACKS, NUMBER_TYPES, check_kernel_dtype, check_no_in
                      is_contiguous_data, iterator_strides, trivial_layout, type_name, with_layout)
 
 
+_OPERAND_TYPES = (TensorSpec, SymInt) + NUMBER_TYPES     # a symbolic size is an int operand
+
+
 def _operands(op, args):
     """The tensor-or-number operands of a pointwise op, type-checked."""
     out = []
     for i in op.tensor_args:
         a = args[i]
-        if not isinstance(a, (TensorSpec,) + NUMBER_TYPES):
+        if not isinstance(a, _OPERAND_TYPES):
             raise ArgumentTypeError(f"{op.name}(): argument '{op.arg_names[i]}' must be Tensor or a number, "
                                     f"not {type(a).__name__}")
         out.append(a)
