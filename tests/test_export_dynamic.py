@@ -72,7 +72,7 @@ def test_outside_the_range_the_error_names_the_dimension_and_the_range(gpt):
 def test_the_graph_reads_sizes_from_the_input_and_prints_them_symbolically(gpt):
     _, ep = gpt
     text = str(ep)
-    assert 'idx: "i64[batch, seq]"' in text
+    assert 'idx: "i64[batch, seq]"' in text and ': "Sym(seq)" = ember.export.size_nodes.sym_size(idx, 1)' in text
     assert "Range constraints: {batch: [0, 32], seq: [2, 16]}" in text
     sizes = [n for n in ep.graph.nodes if n.op == "call_function" and n.target is sym_size]
     assert sorted(n.args[1] for n in sizes) == [0, 1] and all(n.args[0].name == "idx" for n in sizes)

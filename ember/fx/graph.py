@@ -13,6 +13,8 @@ import keyword
 import re
 from typing import Any, Callable, Iterator
 
+from ember.core.symint import SymInt
+
 from .node import Node, format_arg, map_arg, target_name
 
 __all__ = ["Graph"]
@@ -221,8 +223,11 @@ _SHORT_DTYPES = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16
 
 
 def _annotation(node: Node) -> str:
-    """`: "f32[2, 3]"` for a node whose traced value (meta["val"]) is a tensor, else nothing."""
+    """`: "f32[2, 3]"` for a node whose traced value (meta["val"]) is a tensor, `: "Sym(b*t)"` for a symbolic
+    size (a dynamic-shape export's size nodes), else nothing."""
     val = node.meta.get("val")
+    if isinstance(val, SymInt):
+        return f': "Sym({val})"'
     dtype = getattr(val, "dtype", None)
     shape = getattr(val, "shape", None)
     if dtype is None or shape is None or not hasattr(val, "_data"):
