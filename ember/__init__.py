@@ -38,7 +38,6 @@ from ember import autograd, backends, dispatcher, errors  # noqa: E402
 
 long, int, short, float, double, half = (_ALIASES[n] for n in ("long", "int", "short", "float", "double", "half"))  # noqa: A001
 from ember.backends.cuda import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
-from ember.compiler import compile  # noqa: E402,A004  (identity for now; see ember/compiler.py)
 from ember.threads import get_num_threads, set_num_threads  # noqa: E402
 
 from ember.dispatcher.plugins import REGISTRY as _REGISTRY
@@ -50,7 +49,20 @@ __version__ = "0.1.0"
 # ember.amp, the device helper modules ember.cuda / ember.opencl / ember.cpu / ember.accelerator
 # (none loads a plugin before one of its functions is called), and ember.save / ember.load
 # (torch.save/torch.load's counterparts, in ember/serialization.py).
-_LAZY_MODULES = {"nn", "optim", "utils", "serialization", "amp", "cuda", "opencl", "cpu", "accelerator", "export", "fx", "onnx", "jit", "ops"}
+_LAZY_MODULES = {"nn", "optim", "utils", "serialization", "amp", "cuda", "opencl", "cpu", "accelerator", "export", "fx", "onnx", "jit", "ops", "compiler"}
+
+
+def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor", mode=None,  # noqa: A001
+            options=None, name=None, disable: bool = False, recompile_limit=None, isolate_recompiles: bool = False,
+            shapes_spec=None):
+    """torch.compile's counterpart: see ember.compiler.compile (the compiler, above the graph layer, is
+    loaded on the first call, so `import ember` does not pay for it)."""
+    import importlib
+
+    return importlib.import_module("ember.compiler.api").compile(
+        model, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options, name=name,
+        disable=disable, recompile_limit=recompile_limit, isolate_recompiles=isolate_recompiles,
+        shapes_spec=shapes_spec)
 
 
 def save(obj, f, pickle_module=None, pickle_protocol: int = 2, _use_new_zipfile_serialization: bool = True) -> None:

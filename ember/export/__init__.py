@@ -10,7 +10,7 @@ from .dynamic_shapes import Dim
 from .exported_program import ExportedProgram, GuardError
 from .graph_signature import ExportGraphSignature, InputKind, InputSpec, OutputKind, OutputSpec
 from .serialize import SerializationError, load, save
-from .trace import export
+from .trace import DataDependentError, export
 
 __all__ = ["export", "save", "load", "Dim", "ExportedProgram", "ExportGraphSignature", "GuardError", "InputKind",
-           "InputSpec", "OutputKind", "OutputSpec", "SerializationError"]
+           "InputSpec", "OutputKind", "OutputSpec", "SerializationError", "DataDependentError"]

@@ -32,7 +32,7 @@ from ember.core.symint import SymInt
 
 from .dynamic_shapes import Dim
 
-__all__ = ["ShapeEnv", "ShapeGuard", "evaluate", "to_json", "from_json"]
+__all__ = ["ShapeEnv", "ShapeGuard", "SpecializedError", "evaluate", "to_json", "from_json"]
 
 _INF = sympy.oo
 
@@ -61,6 +61,14 @@ class FloorDiv(sympy.Function):
 _ARITHMETIC = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
                "floordiv": FloorDiv, "mod": sympy.Mod}
 _RELATIONS = {"eq": sympy.Eq, "ne": sympy.Ne, "lt": sympy.Lt, "le": sympy.Le, "gt": sympy.Gt, "ge": sympy.Ge}
+
+
+class SpecializedError(ValueError):
+    """The trace fixed dynamic dimensions to a size, or tied them together; `.names` lists them."""
+
+    def __init__(self, message: str, names: set[str]) -> None:
+        super().__init__(message)
+        self.names = names
 
 
 @dataclass
@@ -196,19 +204,20 @@ class ShapeEnv:
     # -- after the trace -----------------------------------------------------------------------
     def check_still_dynamic(self) -> None:
         """Fail when a guard fixes a dynamic dimension (`batch == 4`) or ties two (`batch == seq`)."""
-        problems = []
+        problems, fixed = [], set()
         for guard in self.guards:
             rel = guard.expr
             if isinstance(rel, sympy.Eq) and rel.free_symbols:
                 names = sorted(s.name for s in rel.free_symbols)
+                fixed.update(names)
                 what = f"fixes {', '.join(map(repr, names))} to a single size" if len(names) == 1 and \
                     (rel.lhs.is_Integer or rel.rhs.is_Integer) else f"ties {' and '.join(map(repr, names))} together"
                 problems.append(f"  {rel} {what}" + (f" ({guard.where})" if guard.where else ""))
         if problems:
-            raise ValueError("export(): the program is not dynamic in the dimensions asked for; its trace assumed:\n"
+            raise SpecializedError("export(): the program is not dynamic in the dimensions asked for; its trace assumed:\n"
                              + "\n".join(problems) + "\nmark those dimensions static, use one Dim for dimensions "
                              "that must be equal, or keep the program from fixing the size (int(), range(), "
-                             "numpy calls on a size)")
+                             "numpy calls on a size)", fixed)
 
 
 def _expr(value):

@@ -24,7 +24,12 @@ from .dynamic_shapes import leaf_dims
 from .fake import labelled, meta_like, symbolic_meta
 from .graph_signature import ExportGraphSignature, InputKind, InputSpec, OutputKind, OutputSpec
 
-__all__ = ["export"]
+__all__ = ["export", "DataDependentError"]
+
+
+class DataDependentError(RuntimeError):
+    """The traced program read a tensor's values (`.item()`, `bool(t)`, `.tolist()`), which a trace of
+    shapes cannot follow. `ember.compile` turns it into a graph break."""
 
 
 def export(mod: Module, args: tuple, kwargs: dict | None = None, *, dynamic_shapes=None,
@@ -146,7 +151,7 @@ def _data_reads_named():
     except MissingKernelError as exc:
         if "Cannot copy out of meta tensor" not in str(exc):
             raise
-        raise RuntimeError("export: the program reads a traced tensor's values (.item(), .tolist(), bool() of a "
+        raise DataDependentError("export: the program reads a traced tensor's values (.item(), .tolist(), bool() of a "
                            "tensor, or control flow on them), which an export cannot follow: it traces shapes, "
                            "not data; keep such code out of forward or pass the value as an input") from None
 

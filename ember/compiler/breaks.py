@@ -1,0 +1,44 @@
+"""Graph breaks: why a capture stopped, and the line of the program that made it stop."""
+from __future__ import annotations
+
+import linecache
+import os
+import traceback
+from dataclasses import dataclass
+
+__all__ = ["GraphBreakError", "GraphBreak", "program_line"]
+
+_STDLIB_DIR = os.path.dirname(os.path.abspath(traceback.__file__))
+
+
+class GraphBreakError(RuntimeError):
+    """`fullgraph=True` and the program cannot be captured whole: the message names the reason and line."""
+
+
+@dataclass(frozen=True)
+class GraphBreak:
+    """One graph break: `reason` in words, `where` the program line (`file:line`), `code` its text."""
+
+    reason: str
+    where: str
+    code: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.reason} ({self.where}{': ' + self.code if self.code else ''})"
+
+
+def program_line(exc: BaseException) -> tuple[str, str]:
+    """(`file:line`, source text) of the innermost frame of the program (not ember's, not the standard
+    library's) where `exc` arose: in the traceback of the exception it was raised from first (a data
+    read is re-raised with a clearer message, from a frame that no longer shows the read)."""
+    for e in (exc.__cause__, exc.__context__, exc):
+        if e is None or e.__traceback__ is None:
+            continue
+        frames = [(frame, line) for frame, line in traceback.walk_tb(e.__traceback__)
+                  if not str(frame.f_globals.get("__name__", "")).startswith("ember")        # ember and its plugins
+                  and not frame.f_code.co_filename.startswith(_STDLIB_DIR)]
+        if frames:
+            frame, line = frames[-1]
+            where = f"{frame.f_code.co_filename}:{line}"
+            return where, linecache.getline(frame.f_code.co_filename, line).strip()
+    return "", ""

@@ -1,0 +1,81 @@
+"""Capturing a compiled callable: the graph layer's trace, and what makes a capture a graph break.
+
+A module is traced as `ember.export` traces it (its parameters and buffers lifted, read from the
+module on each call). A function is traced as the forward of a module holding nothing: tensors it
+reaches outside its arguments become constants of the graph, read by reference. That is safe for
+parameters (updated in place, never replaced) and for tensors the function makes itself, but not
+for any other tensor read from outside (a gradient, a global that is reassigned): the capture
+cannot tell where the function will find it next time, so it is a graph break, run eagerly.
+"""
+from __future__ import annotations
+
+import contextlib
+
+from ember.export.graph_signature import InputKind
+from ember.nn.modules.module import Module
+from ember.nn.parameter import Parameter
+
+from .breaks import GraphBreak, program_line
+
+__all__ = ["capture", "CaptureBreak"]
+
+
+class CaptureBreak(Exception):
+    """Raised by `capture` when the program cannot be captured whole; `.graph_break` says why."""
+
+    def __init__(self, graph_break: GraphBreak) -> None:
+        super().__init__(str(graph_break))
+        self.graph_break = graph_break
+
+
+class _FunctionModule(Module):
+    """A function as a module's forward, for the trace (it holds no state)."""
+
+    def __init__(self, fn) -> None:
+        super().__init__()
+        object.__setattr__(self, "_fn", fn)
+
+    def forward(self, *args, **kwargs):
+        return self._fn(*args, **kwargs)
+
+
+def capture(fn, module: Module | None, args: tuple, kwargs: dict, dims: list | None):
+    """The ExportedProgram of `module(*args, **kwargs)` (or of the function `fn`), dynamic in `dims`."""
+    from ember.export.trace import DataDependentError, trace_program
+
+    target = module if module is not None else _FunctionModule(fn)
+    made: set[int] = set()
+    try:
+        with _storages_made(made):
+            program = trace_program(target, args, kwargs, dims=dims)
+    except DataDependentError as exc:
+        where, code = program_line(exc)
+        raise CaptureBreak(GraphBreak("the program reads a tensor's values (.item(), bool(), .tolist(), "
+                                      "printing)", where, code)) from None
+    for spec in program.graph_signature.input_specs:
+        if spec.kind is InputKind.CONSTANT_TENSOR:
+            t = program.constants[spec.target]
+            if not isinstance(t, Parameter) and id(t._storage) not in made:
+                raise CaptureBreak(GraphBreak("the program reads a tensor from outside its inputs (a gradient, a "
+                                              f"global, an attribute; shape {list(t.shape)}): pass it as an input",
+                                              ""))
+    return program
+
+
+@contextlib.contextmanager
+def _storages_made(made: set):
+    """Collect the ids of the storages made while the block runs (ember.memory's allocation hook, chained)."""
+    from ember.frontend import tensor as tensor_module
+
+    previous = tensor_module.ALLOC_HOOK
+
+    def hook(storage) -> None:
+        made.add(id(storage))
+        if previous is not None:
+            previous(storage)
+
+    tensor_module.ALLOC_HOOK = hook
+    try:
+        yield
+    finally:
+        tensor_module.ALLOC_HOOK = previous

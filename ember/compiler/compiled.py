@@ -1,0 +1,212 @@
+"""`CompiledCode`: the compiled entries of one callable, chosen by guards, compiled on a miss.
+
+Each entry is either a compiled program (the capture's ExportedProgram and the backend's callable)
+or, after a graph break, the callable itself run eagerly. A call computes its guard key
+(guards.py) and runs the entry compiled for it; a miss compiles a new entry (a recompile, logged
+with the guard that failed). After `recompile_limit` recompiles a miss runs eagerly, with one
+warning, as torch does. With `dynamic=None` (the default) a dimension whose size differs from
+the previous compile's is made dynamic for the next one; `dynamic=True` makes every dimension of
+size 2 or more dynamic from the first compile.
+"""
+from __future__ import annotations
+
+import warnings
+import weakref
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ember.frontend.tensor import Tensor
+from ember.utils.pytree import tree_flatten, tree_unflatten
+
+from . import logs
+from .backends import lookup_backend
+from .breaks import GraphBreak, GraphBreakError
+from .capture import CaptureBreak, capture
+from .guards import difference, guard_key
+
+__all__ = ["CompiledCode", "reset"]
+
+_LIVE: "weakref.WeakSet[CompiledCode]" = weakref.WeakSet()
+
+
+@dataclass
+class Entry:
+    key: tuple
+    program: object = None               # the ExportedProgram, None for an eager entry
+    run: Callable | None = None          # the backend's callable over (state, user inputs)
+    graph_break: GraphBreak | None = None
+    shapes: list = field(default_factory=list)   # the example's tensor shapes per leaf (None: not a tensor)
+    state: list = field(default_factory=list)    # (dict, name) per state input: where it is read each call
+    tensor_leaves: tuple = ()                    # the positions of the tensor leaves (the graph's inputs)
+
+
+class CompiledCode:
+    def __init__(self, fn: Callable, module, settings: dict) -> None:
+        self.fn = fn
+        self.module = module
+        self.fullgraph = settings["fullgraph"]
+        self.dynamic = settings["dynamic"]
+        self.backend = lookup_backend(settings["backend"])
+        self.recompile_limit = settings["recompile_limit"]
+        self.entries: dict[tuple, Entry] = {}
+        self.compiles = 0
+        self.dynamic_dims: dict[int, set[int]] = {}
+        self.graph_breaks: list[GraphBreak] = []
+        self._limit_warned = False
+        # the modules whose training flags are guards, listed once (a submodule added later is not seen)
+        self._module_list = list(module.modules()) if module is not None else []
+        self._specs: dict[int, object] = {}      # the input structure of n positional tensors and no keywords
+        _LIVE.add(self)
+
+    def __call__(self, args: tuple, kwargs: dict):
+        if not kwargs and all(isinstance(a, Tensor) for a in args):
+            leaves = list(args)                  # the common call: its structure is known without a walk
+            spec = self._specs.get(len(args))
+            if spec is None:
+                spec = self._specs[len(args)] = tree_flatten((args, kwargs))[1]
+        else:
+            leaves, spec = tree_flatten((args, kwargs))
+        key = (spec, guard_key(leaves, self.dynamic_dims, self._module_list))
+        entry = self.entries.get(key)
+        if entry is None:
+            entry = self._compile(key, leaves, args, kwargs)
+            if entry is None:                       # past the recompile limit: eager
+                return self.fn(*args, **kwargs)
+        if entry.run is None:
+            return self.fn(*args, **kwargs)
+        program = entry.program
+        values = [d[name] for d, name in entry.state]
+        if program.range_constraints:            # sizes in their ranges, the shape guards
+            values += program.user_leaves(args, kwargs)
+        else:                                    # the key matched: every guard of a static program holds
+            values += [leaves[i] for i in entry.tensor_leaves]
+        return tree_unflatten(list(entry.run(*values)), program.out_spec)
+
+    # -- compiling -----------------------------------------------------------------------------
+    def _compile(self, key: tuple, leaves: list, args: tuple, kwargs: dict) -> Entry | None:
+        if self.compiles > self.recompile_limit:
+            return None
+        if self.compiles == self.recompile_limit:
+            self.compiles += 1
+            if not self._limit_warned:
+                self._limit_warned = True
+                warnings.warn(f"ember.compile: {self._name()} hit the recompile limit ({self.recompile_limit}); "
+                              "calls failing every guard now run eagerly", stacklevel=4)
+            return None
+        if self.entries:
+            previous = next(reversed(self.entries.values()))
+            reason = difference(previous.key[1], key[1], self._paths(len(leaves)))
+            logs.log("recompiles", f"recompiling {self._name()}: {reason}")
+            if self.dynamic is None:
+                self._widen(previous, leaves)
+        elif self.dynamic:
+            self._widen_all(leaves)
+        entry = self._capture(leaves, args, kwargs)
+        # the key again: dimensions may have become dynamic (a size that changed) or static again (one the
+        # program fixed), and an entry with that key may exist already
+        entry.key = key = (key[0], guard_key(leaves, self.dynamic_dims, self._modules()))
+        if key not in self.entries:
+            self.compiles += 1
+            self.entries[key] = entry
+        return self.entries[key]
+
+    def _capture(self, leaves: list, args: tuple, kwargs: dict) -> Entry:
+        shapes = [tuple(v.shape) if isinstance(v, Tensor) else None for v in leaves]
+        try:
+            program = self._capture_specialising(leaves, args, kwargs)
+        except CaptureBreak as exc:
+            self.graph_breaks.append(exc.graph_break)
+            logs.log("graph_breaks", f"{self._name()}: {exc.graph_break}")
+            if self.fullgraph:
+                raise GraphBreakError(f"ember.compile(fullgraph=True): {self._name()} cannot be captured whole: "
+                                      f"{exc.graph_break}") from None
+            return Entry((), graph_break=exc.graph_break, shapes=shapes)
+        logs.log("graph", f"{self._name()}:\n{program.graph}")
+        state = self._state_places(program)
+        example = [d[name] for d, name in state] + program.user_leaves(args, kwargs)
+        return Entry((), program, self.backend(program.graph_module, example), shapes=shapes, state=state,
+                     tensor_leaves=tuple(i for i, v in enumerate(leaves) if isinstance(v, Tensor)))
+
+    def _capture_specialising(self, leaves: list, args: tuple, kwargs: dict):
+        """The capture; a dynamic dimension the program fixes (a Linear's features) becomes static and the
+        capture runs again, as torch.compile specialises it (where ember.export refuses)."""
+        from ember.export.symbolic import SpecializedError
+
+        while True:
+            try:
+                return capture(self.fn, self.module, args, kwargs, self._dims(leaves))
+            except SpecializedError as exc:
+                for name in exc.names:
+                    i, d = (int(n) for n in name[1:].split("_"))
+                    self.dynamic_dims[i].discard(d)
+                if not any(self.dynamic_dims.values()):
+                    self.dynamic_dims.clear()
+
+    # -- dynamic dimensions --------------------------------------------------------------------
+    def _widen(self, previous: Entry, leaves: list) -> None:
+        """Make dynamic the dimensions whose sizes differ from `previous`'s (both 2 or more)."""
+        for i, (old, v) in enumerate(zip(previous.shapes, leaves)):
+            if old is None or not isinstance(v, Tensor) or len(old) != v.dim():
+                continue
+            for d, (a, b) in enumerate(zip(old, v.shape)):
+                if a != b and a > 1 and b > 1:
+                    self.dynamic_dims.setdefault(i, set()).add(d)
+
+    def _widen_all(self, leaves: list) -> None:
+        for i, v in enumerate(leaves):
+            if isinstance(v, Tensor):
+                self.dynamic_dims[i] = set(range(v.dim()))
+
+    def _dims(self, leaves: list) -> list | None:
+        """The Dims of this capture per leaf (dynamic dimensions whose size here is 2 or more)."""
+        if not self.dynamic_dims:
+            return None
+        from ember.export import Dim
+
+        dims = []
+        for i, v in enumerate(leaves):
+            chosen = {d: Dim(f"s{i}_{d}") for d in self.dynamic_dims.get(i, ()) if isinstance(v, Tensor)
+                      and v.shape[d] > 1}
+            dims.append(chosen or None)
+        return dims
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _modules(self) -> list:
+        return self._module_list
+
+    def _state_places(self, program) -> list:
+        """Where each state input of `program` is read on every call: the owning module's parameter or
+        buffer dict (an optimizer's in-place update, a reassigned parameter, a load_state_dict are seen),
+        or the program's constants."""
+        from ember.export.graph_signature import InputKind
+
+        places = []
+        for spec in program.graph_signature.input_specs:
+            if spec.kind is InputKind.USER_INPUT:
+                continue
+            if spec.kind is InputKind.CONSTANT_TENSOR or self.module is None:
+                places.append((program.constants, spec.target))
+                continue
+            *path, name = spec.target.split(".")
+            owner = self.module
+            for atom in path:
+                owner = getattr(owner, atom)
+            places.append((owner._parameters if spec.kind is InputKind.PARAMETER else owner._buffers, name))
+        return places
+
+    def _paths(self, n: int) -> list[str]:
+        return [f"input {i}" for i in range(n)]
+
+    def _name(self) -> str:
+        fn = self.fn
+        return getattr(fn, "__qualname__", None) or type(fn).__name__
+
+
+def reset() -> None:
+    """Forget every compiled entry of every compiled callable (torch._dynamo.reset)."""
+    for code in list(_LIVE):
+        code.entries.clear()
+        code.compiles = 0
+        code.dynamic_dims.clear()
+        code.graph_breaks.clear()
+        code._limit_warned = False

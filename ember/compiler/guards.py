@@ -1,0 +1,57 @@
+"""Guards: what a capture depended on, as a hashable key computed on every call.
+
+A key holds, per flattened input, a tensor's shape (a dynamic dimension's size left out), dtype,
+device and requires_grad, or a plain value's type and value; then grad mode, the autocast state
+and the training flags of the compiled module's submodules. Two calls with equal keys run the same
+compiled graph. `difference(old, new)` says in words which part changed (the recompile reason).
+"""
+from __future__ import annotations
+
+from ember.dispatcher.state import STATE
+from ember.frontend.autograd.grad_mode import is_grad_enabled
+from ember.frontend.tensor import Tensor
+
+__all__ = ["guard_key", "difference"]
+
+
+def guard_key(leaves: list, dynamic: dict, modules: list) -> tuple:
+    """The key of one call. `dynamic`: {leaf index: dimensions left out of the key}; sizes 0 and 1 are
+    always in it (a dynamic dimension is traced at 2 or more)."""
+    inputs = []
+    for i, v in enumerate(leaves):
+        if isinstance(v, Tensor):
+            shape = tuple(v.shape)
+            dims = dynamic.get(i)
+            if dims:
+                shape = tuple(None if d in dims and s > 1 else s for d, s in enumerate(shape))
+            inputs.append(("tensor", shape, v.dtype, v.device, v.requires_grad))
+        else:
+            inputs.append(_value_key(v))
+    return (tuple(inputs), is_grad_enabled(), tuple(sorted(STATE.autocast.items())),
+            tuple(m.training for m in modules))
+
+
+def _value_key(v) -> tuple:
+    try:
+        hash(v)
+    except TypeError:
+        return ("object", type(v), id(v))
+    return ("value", type(v), v)
+
+
+def difference(old: tuple, new: tuple, paths: list[str]) -> str:
+    """Which guard of `old` the key `new` fails, in words."""
+    if len(old[0]) != len(new[0]):
+        return "the inputs have another structure"
+    for path, a, b in zip(paths, old[0], new[0]):
+        if a != b:
+            if a[0] == b[0] == "tensor":
+                for what, x, y in zip(("size", "dtype", "device", "requires_grad"), a[1:], b[1:]):
+                    if x != y:
+                        return f"{path}: {what} {x} -> {y}"
+            return f"{path}: {a[-1]!r} -> {b[-1]!r}"
+    names = ("grad mode", "autocast state", "training flags of the modules")
+    for name, a, b in zip(names, old[1:], new[1:]):
+        if a != b:
+            return f"{name}: {a} -> {b}"
+    return "a guard of the program"

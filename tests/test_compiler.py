@@ -1,0 +1,223 @@
+"""ember.compile: the wrappers torch.compile returns, capture and guards, recompiles, graph breaks.
+
+Every compiled program must give eager's results exactly (outputs, gradients, buffers, losses
+over training steps); what compiling adds is checked as torch behaves: OptimizedModule's
+`_orig_mod` and state_dict keys, recompiles on a failed guard and automatic dynamic sizes, the
+recompile limit, graph breaks and `fullgraph=True`, `explain`, custom backends.
+"""
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember.compiler import GraphBreakError, explain, logs
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+import char_gpt  # noqa: E402
+
+nn = ember.nn
+
+
+def exact(a, b) -> None:
+    assert tuple(a.shape) == tuple(b.shape) and a.dtype == b.dtype
+    np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+
+
+def mlp():
+    ember.manual_seed(0)
+    return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+
+
+def test_a_compiled_module_is_an_optimized_module_like_torchs():
+    model = mlp()
+    compiled = ember.compile(model)
+    tm = torch.compile(torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3)))
+    assert type(compiled).__name__ == type(tm).__name__ == "OptimizedModule"
+    assert compiled._orig_mod is model
+    assert list(compiled.state_dict()) == list(tm.state_dict())
+    assert ember.compile(nn.Linear(6, 2)).in_features == 6       # attributes of the wrapped module
+    assert ember.compile(model, disable=True) is model
+    f = ember.compile(mlp)
+    assert f.__wrapped__ is mlp and f.__name__ == "mlp"
+
+
+def test_outputs_gradients_and_training_steps_equal_eager():
+    eager, model = mlp(), mlp()
+    compiled = ember.compile(model)
+    opt_e, opt_c = ember.optim.SGD(eager.parameters(), lr=0.1), ember.optim.SGD(model.parameters(), lr=0.1)
+    ember.manual_seed(1)
+    for _ in range(5):
+        x, y = ember.randn(4, 6), ember.randint(0, 3, (4,))
+        losses = []
+        for m, opt in ((eager, opt_e), (compiled, opt_c)):
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss)
+        exact(losses[1], losses[0])
+        assert losses[1].grad_fn is not None
+    for a, b in zip(eager.parameters(), model.parameters()):
+        exact(a, b)
+    assert compiled._code.compiles == 1
+
+
+def test_batch_norm_in_training_updates_its_buffers_as_eager_does():
+    ember.manual_seed(2)
+    eager = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)).train()
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)).train()
+    model.load_state_dict(eager.state_dict())
+    compiled = ember.compile(model)
+    for _ in range(3):
+        x = ember.randn(5, 3)
+        exact(compiled(x), eager(x))
+    for name, buf in eager.named_buffers():
+        exact(dict(model.named_buffers())[name], buf)
+    compiled.eval()                                           # a training flag is a guard: recompiles
+    x = ember.randn(5, 3)
+    exact(compiled(x), eager.eval()(x))
+    assert compiled._code.compiles == 2
+
+
+def test_a_gpt_compiles_and_matches_eager():
+    ember.manual_seed(3)
+    cfg = char_gpt.GPTConfig(vocab_size=20, block_size=8, n_layer=2, n_head=2, n_embd=16, dropout=0.0)
+    model = char_gpt.gpt_model(ember)(cfg)
+    idx, targets = ember.randint(0, 20, (2, 8)), ember.randint(0, 20, (2, 8))
+    le, loss_e = model(idx, targets)
+    loss_e.backward()
+    want = {n: p.grad.clone() for n, p in model.named_parameters()}
+    for backend in ("inductor", "eager"):             # the straight-line default and the interpreter
+        model.zero_grad()
+        lc, loss_c = ember.compile(model, backend=backend)(idx, targets)
+        exact(lc, le)
+        exact(loss_c, loss_e)
+        loss_c.backward()
+        for n, p in model.named_parameters():
+            exact(p.grad, want[n])
+
+
+def test_a_size_change_recompiles_once_then_the_size_is_dynamic(capsys):
+    model = mlp()
+    compiled = ember.compile(model)
+    logs.set_logs("recompiles")
+    try:
+        for n in (3, 5, 7, 2, 64):
+            x = ember.randn(n, 6)
+            exact(compiled(x), model(x))
+    finally:
+        logs.set_logs("")
+    assert compiled._code.compiles == 2
+    assert "recompiling Sequential: input 0: size (3, 6) -> (5, 6)" in capsys.readouterr().err
+
+
+def test_dynamic_true_compiles_once_and_dynamic_false_for_every_size():
+    model = mlp()
+    dynamic, static = ember.compile(model, dynamic=True), ember.compile(model, dynamic=False)
+    for n in range(2, 65, 7):
+        x = ember.randn(n, 6)
+        exact(dynamic(x), model(x))
+    assert dynamic._code.compiles == 1
+    for n in (2, 3, 4):
+        static(ember.randn(n, 6))
+    assert static._code.compiles == 3
+
+
+def test_past_the_recompile_limit_calls_run_eagerly_with_one_warning():
+    model = mlp()
+    compiled = ember.compile(model, dynamic=False, recompile_limit=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in (2, 3, 4, 5, 6):
+            x = ember.randn(n, 6)
+            exact(compiled(x), model(x))
+    assert [str(w.message) for w in caught] == ["ember.compile: Sequential hit the recompile limit (2); calls "
+                                                "failing every guard now run eagerly"]
+
+
+def branchy(x):
+    y = x * 2
+    if y.sum() > 0:
+        return y + 1
+    return y - 1
+
+
+def test_a_data_dependent_branch_is_a_graph_break_that_matches_eager():
+    compiled = ember.compile(branchy)
+    for x in (ember.ones(3), -ember.ones(3)):
+        exact(compiled(x), branchy(x))
+    out = explain(branchy, ember.ones(3))
+    assert out.graph_break_count == 1
+    assert out.break_reasons[0].where.endswith(f"test_compiler.py:{branchy.__code__.co_firstlineno + 2}")
+    assert out.break_reasons[0].code == "if y.sum() > 0:"
+    with pytest.raises(GraphBreakError, match=r"branchy cannot be captured whole: the program reads a tensor's "
+                                              r"values .*test_compiler.py:\d+: if y.sum\(\) > 0:"):
+        ember.compile(branchy, fullgraph=True)(ember.ones(3))
+
+
+SCALE = ember.ones(3)
+
+
+def test_a_tensor_read_from_outside_the_inputs_is_a_graph_break():
+    global SCALE
+
+    def scaled(x):
+        return x * SCALE
+
+    compiled = ember.compile(scaled)
+    exact(compiled(ember.ones(3)), ember.ones(3))
+    SCALE = ember.full((3,), 2.0)                # reassigned: a captured constant would be stale
+    exact(compiled(ember.ones(3)), ember.full((3,), 2.0))
+    assert "outside its inputs" in compiled._code.graph_breaks[0].reason
+
+
+def test_explain_lists_the_graph_and_its_ops():
+    out = explain(lambda x: (x * 2).sin(), ember.ones(3))
+    assert (out.graph_count, out.graph_break_count, out.ops_per_graph) == (1, 0, [["mul.Tensor", "sin"]])
+    assert "Graph Count: 1" in str(out) and explain(branchy)(ember.ones(2)).graph_break_count == 1
+
+
+def test_backends_eager_custom_and_unknown():
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append((len(gm.graph.nodes), [tuple(t.shape) for t in example_inputs]))
+        return gm
+
+    model = mlp()
+    x = ember.randn(4, 6)
+    for b in ("eager", backend):
+        exact(ember.compile(model, backend=b)(x), model(x))
+    assert seen and seen[0][1][-1] == (4, 6)
+    for m in (ember, torch):
+        with pytest.raises(RuntimeError, match="Invalid backend: 'nope'"):
+            m.compile(model, backend="nope")
+    with pytest.raises(RuntimeError, match="'aot_eager' needs the joint forward"):
+        ember.compile(model, backend="aot_eager")
+
+
+def test_keyword_and_non_tensor_inputs_are_guards():
+    @ember.compile
+    def f(x, *, scale=1.0, offset=None):
+        return x * scale if offset is None else x * scale + offset
+
+    x = ember.ones(2)
+    exact(f(x), x)
+    exact(f(x, scale=3.0), ember.full((2,), 3.0))
+    exact(f(x, scale=3.0, offset=ember.ones(2)), ember.full((2,), 4.0))
+    assert f._code.compiles == 3
+
+
+def test_importing_ember_does_not_load_the_compiler():
+    import subprocess
+
+    code = "import sys, ember; print([m for m in ('ember.compiler', 'ember.export') if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
