@@ -221,3 +221,50 @@ def test_importing_ember_does_not_load_the_compiler():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_printing_a_tensor_is_a_graph_break_so_every_call_prints(capsys):
+    @ember.compile
+    def f(x):
+        print(x)
+        return x + 1
+
+    for v in (1.0, 2.0):
+        exact(f(ember.full((2,), v)), ember.full((2,), v + 1))
+    assert capsys.readouterr().out == "tensor([1., 1.])\ntensor([2., 2.])\n"
+    assert "reads a tensor's values" in f._code.graph_breaks[0].reason
+
+
+def test_without_autograd_the_default_backend_replays_kernels_natively_and_exactly():
+    ember.manual_seed(5)
+    cfg = char_gpt.GPTConfig(vocab_size=20, block_size=8, n_layer=2, n_head=2, n_embd=16, dropout=0.0)
+    gpt = char_gpt.gpt_model(ember)(cfg).eval()
+    cnn = nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten()).eval()
+    for model, x in ((gpt, ember.randint(0, 20, (2, 8))), (cnn, ember.randn(2, 1, 8, 8)), (mlp(), ember.randn(3, 6))):
+        compiled = ember.compile(model)
+        with ember.no_grad():
+            for _ in range(2):
+                got, want = compiled(x), model(x)
+                exact(got[0] if isinstance(got, tuple) else got, want[0] if isinstance(want, tuple) else want)
+        (entry,) = compiled._code.entries.values()
+        assert entry.run.__qualname__.startswith("native_replay")
+    out = ember.compile(mlp())(ember.randn(3, 6))          # grad enabled, parameters require grad: dispatched
+    assert out.grad_fn is not None
+
+
+def test_native_replay_leaves_programs_that_write_their_inputs_or_return_them():
+    @ember.compile
+    def ident(x):
+        return x
+
+    @ember.compile
+    def bump(x):
+        x.add_(1)
+        return x * 2
+
+    x = ember.ones(3)
+    with ember.no_grad():
+        assert ident(x) is x
+        exact(bump(x), ember.full((3,), 4.0))
+        exact(x, ember.full((3,), 2.0))
+    assert not any(e.run.__qualname__.startswith("native_replay") for e in bump._code.entries.values())

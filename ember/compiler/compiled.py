@@ -47,6 +47,8 @@ class CompiledCode:
         self.fullgraph = settings["fullgraph"]
         self.dynamic = settings["dynamic"]
         self.backend = lookup_backend(settings["backend"])
+        # the default backend replays programs run without autograd natively (native.py)
+        self.native = settings["backend"] in ("inductor", "ember")
         self.recompile_limit = settings["recompile_limit"]
         self.entries: dict[tuple, Entry] = {}
         self.compiles = 0
@@ -124,8 +126,30 @@ class CompiledCode:
         logs.log("graph", f"{self._name()}:\n{program.graph}")
         state = self._state_places(program)
         example = [d[name] for d, name in state] + program.user_leaves(args, kwargs)
-        return Entry((), program, self.backend(program.graph_module, example), shapes=shapes, state=state,
+        run = self._native(program, example) if self.native else None
+        return Entry((), program, run or self.backend(program.graph_module, example), shapes=shapes, state=state,
                      tensor_leaves=tuple(i for i, v in enumerate(leaves) if isinstance(v, Tensor)))
+
+    def _native(self, program, example: list):
+        """The native replay of a program run without autograd or autocast (native.py), else None."""
+        from ember.dispatcher.state import STATE
+        from ember.frontend.autograd.grad_mode import is_grad_enabled
+
+        if STATE.autocast or (is_grad_enabled() and any(isinstance(v, Tensor) and v.requires_grad for v in example)):
+            return None
+        from .native import kept_ops, native_replay
+
+        run = native_replay(program, example)
+        tensors = [v for v in example if isinstance(v, Tensor)]
+        if run is None and tensors and not program.range_constraints:
+            from ember.dispatcher import keys as K
+
+            try:
+                decomposed = program.run_decompositions(kept_ops(tensors[0]._keys & K.BACKEND_MASK))
+            except Exception:               # a program the decomposing capture cannot take: not replayed
+                return None
+            run = native_replay(decomposed, example) if _same_inputs(program, decomposed) else None
+        return run
 
     def _capture_specialising(self, leaves: list, args: tuple, kwargs: dict):
         """The capture; a dynamic dimension the program fixes (a Linear's features) becomes static and the
@@ -200,6 +224,12 @@ class CompiledCode:
     def _name(self) -> str:
         fn = self.fn
         return getattr(fn, "__qualname__", None) or type(fn).__name__
+
+
+def _same_inputs(a, b) -> bool:
+    """Whether two programs take the same inputs in the same order (a decomposed program may lift others)."""
+    return [(s.kind, s.target) for s in a.graph_signature.input_specs] == \
+        [(s.kind, s.target) for s in b.graph_signature.input_specs]
 
 
 def reset() -> None:

@@ -295,8 +295,11 @@ class Tensor(TensorMethods, ConversionMethods, TensorSpec):
 
         ag = self._ag
         grad_fn = ag.grad_fn.name() if ag is not None and ag.grad_fn is not None else None
-        # no values to show on meta, nor for an export's fakes (a real device over meta arrays)
-        values = None if self._device.type == "meta" or not holds_data(self) else self._host()
+        # no values on meta, nor in an export's fakes (a real device over meta arrays): a fake shows its size,
+        # except while a program is being captured, where printing it reads its values (a data read: the
+        # capture says so, and ember.compile runs such a program eagerly, printing each call as eager does)
+        fake = self._device.type != "meta" and not holds_data(self)
+        values = None if self._device.type == "meta" or (fake and not _STATE.modes) else self._host()
         return tensor_repr(values, dtype_name=self._dtype.name, shape=tuple(self._data.shape),
                            device=str(self._device), requires_grad=ag is not None and grad_fn is None,
                            grad_fn=grad_fn, default_float_dtype=_dt.get_default_dtype().name,

@@ -1,0 +1,137 @@
+"""Native replay: a no-grad program run as its backend's kernels over native arrays.
+
+What an op call costs in eager code besides its kernel (the dispatcher, the shape rule, wrapping
+the result in a Tensor) depends only on the shapes, dtypes and devices, which a static program's
+guards fix. So for a program run without autograd or autocast, `native_replay` does that work
+once: each op's shape rule runs at build time on the traced values, giving the spec its kernel
+takes, and a call then runs `kernel(spec, *native arrays)` for each node in turn, wrapping only
+the outputs in Tensors. Values are dropped after their last reader, as in eager code.
+
+Only programs that fit are replayed: every op has a native kernel on the inputs' backend (ops that
+do not are decomposed first, by the graph layer's decomposing capture), none draws random numbers
+or writes an input in place, no output is an input or a view of one, and every size is static. For any other, `native_replay` returns None and the
+program runs as a straight line of op dispatches (replay.py).
+"""
+from __future__ import annotations
+
+import operator
+from typing import Callable
+
+from ember.dispatcher import ALL_OPS
+from ember.dispatcher import keys as K
+from ember.frontend.tensor import Tensor, make_tensor
+from ember.fx import Node
+
+__all__ = ["native_replay", "kept_ops"]
+
+
+def kept_ops(backend_key: int) -> dict:
+    """A decomposition table keeping every op with a native kernel on `backend_key` (the rest decompose)."""
+    return {name: None for name, op in ALL_OPS.items() if backend_key in op.kernels}
+
+
+def native_replay(program, example_inputs: list) -> Callable | None:
+    """The native runner of `program` (see the module docstring), or None when the program does not fit."""
+    if program.range_constraints:
+        return None
+    tensors = [v for v in example_inputs if isinstance(v, Tensor)]
+    if not tensors:
+        return None
+    key = tensors[0]._keys & K.BACKEND_MASK
+    device = tensors[0]._device
+    if any((t._keys & K.BACKEND_MASK) != key for t in tensors):
+        return None
+    nodes = list(program.graph.nodes)
+    steps = _steps(nodes, key)
+    outputs = nodes[-1].args[0]
+    if steps is None or any(isinstance(o, Node) and _base(o).op == "placeholder" for o in outputs):
+        return None                         # an output that is an input, or a view of one, keeps its Tensor
+    slot = {n: i for i, n in enumerate(nodes)}
+    last_use = {}
+    for n in nodes:
+        for used in _nodes_in(n.args):
+            last_use[used] = n
+    plan = []
+    for node, kernel, spec in steps:
+        frees = tuple(slot[u] for u in _nodes_in(node.args) if last_use.get(u) is node and u.op != "placeholder")
+        plan.append((kernel, spec, _arg_reader(node.args, slot), slot[node], frees))
+    inputs = [slot[n] for n in nodes if n.op == "placeholder"]
+    out_reader = _arg_reader(outputs, slot)
+    out_dtypes = [o.meta["val"].dtype if isinstance(o, Node) else None for o in outputs]
+    size = len(nodes)
+
+    def run(*values):
+        env = [None] * size
+        for s, v in zip(inputs, values):
+            env[s] = v._data if isinstance(v, Tensor) else v
+        for kernel, spec, read, target, frees in plan:
+            args = read(env)
+            env[target] = kernel(spec, *args) if kernel is not None else args[0][args[1]]   # else: a getitem
+            for s in frees:
+                env[s] = None
+        return tuple(make_tensor(a, dt, device, key, None) if dt is not None else a
+                     for a, dt in zip(out_reader(env), out_dtypes))
+    return run
+
+
+def _steps(nodes: list, key: int):
+    """(node, kernel, spec) per call node, a getitem's spec None; None when a node does not fit."""
+    steps = []
+    for node in nodes:
+        if node.op != "call_function":
+            continue
+        if node.target is operator.getitem:
+            steps.append((node, None, None))
+            continue
+        op = node.target
+        found = getattr(op, "kernels", {}).get(key)
+        if found is None or op.written_lists or op.generator_arg is not None or op.shape_rule is None:
+            return None
+        if any(_base(node.args[i]).op == "placeholder" for i in op.mutated):
+            return None                     # writes an input or the state: eager semantics need its Tensor
+        spec = op.shape_rule(op, *_vals(node.args))
+        steps.append((node, _writing(found[0], op.mutated[0]) if op.mutated else found[0], spec))
+    return steps
+
+
+def _writing(kernel: Callable, position: int) -> Callable:
+    """An in-place kernel (into a value the program made, `empty` + `copy_`) as one returning what it wrote."""
+    def run(spec, *args):
+        kernel(spec, *args)
+        return args[position]
+    return run
+
+
+def _base(node: Node) -> Node:
+    """The node a chain of views starts from."""
+    while node.op == "call_function" and getattr(node.target, "is_view", False):
+        node = node.args[node.target.alias_return]
+    return node
+
+
+def _vals(args):
+    return tuple(a.meta["val"] if isinstance(a, Node) else _vals(a) if isinstance(a, (list, tuple)) else a
+                 for a in args)
+
+
+_SLOT, _NESTED, _CONSTANT = 0, 1, 2
+
+
+def _arg_reader(args, slot: dict) -> Callable:
+    """A function reading `args` from the values list (nodes by slot; lists holding nodes rebuilt)."""
+    parts = tuple((_SLOT, slot[a]) if isinstance(a, Node) else
+                  (_NESTED, _arg_reader(a, slot)) if isinstance(a, (list, tuple)) and any(_nodes_in(a)) else
+                  (_CONSTANT, a) for a in args)
+    kind = list if isinstance(args, list) else tuple
+
+    def read(env):
+        return kind(env[v] if mode == _SLOT else v(env) if mode == _NESTED else v for mode, v in parts)
+    return read
+
+
+def _nodes_in(value):
+    if isinstance(value, Node):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _nodes_in(v)
