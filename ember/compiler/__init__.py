@@ -18,9 +18,11 @@ Code that reads a tensor's values while it is captured (`.item()`, `bool(t)`, `.
 `EMBER_LOGS=recompiles,graph_breaks` prints them as they happen (logs.py).
 
 A backend (backends.py) turns a captured graph into what runs: "eager" interprets it op by op
-through the dispatcher (autograd included: outputs carry grad_fn, `loss.backward()` and
-optimizers are unchanged); a callable `backend(graph_module, example_inputs)` is called as
-torch's custom backends are.
+through the dispatcher; the default replays it (replay.py), natively where no autograd records
+(native.py), and in training as a joint forward+backward capture whose halves run natively inside
+one autograd Function (joint.py); a callable `backend(graph_module, example_inputs)` is called as
+torch's custom backends are. Outputs carry grad_fn either way: `loss.backward()` and optimizers are
+unchanged.
 
 Only `compile` is imported with ember (it is `ember.compile`); the rest loads on first use.
 """

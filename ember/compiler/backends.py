@@ -51,8 +51,8 @@ def lookup_backend(backend) -> Callable:
     if backend in _NAMED:
         return _NAMED[backend]
     if backend == "aot_eager":
-        raise RuntimeError("ember.compile: backend 'aot_eager' needs the joint forward+backward capture, which "
-                           "ember does not build yet; use backend='eager'")
+        raise RuntimeError("ember.compile: backend 'aot_eager' (the joint forward+backward graph run op by op) is "
+                           "not available yet; use backend='eager', or the default, which captures the joint graph")
     found = _entry_points().get(backend) if isinstance(backend, str) else None
     if found is None:
         raise RuntimeError(f"Invalid backend: {backend!r}, see `ember.compiler.backends.list_backends()` for "

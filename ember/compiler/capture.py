@@ -39,15 +39,17 @@ class _FunctionModule(Module):
         return self._fn(*args, **kwargs)
 
 
-def capture(fn, module: Module | None, args: tuple, kwargs: dict, dims: list | None):
-    """The ExportedProgram of `module(*args, **kwargs)` (or of the function `fn`), dynamic in `dims`."""
+def capture(fn, module: Module | None, args: tuple, kwargs: dict, dims: list | None, mode_class=None):
+    """The ExportedProgram of `module(*args, **kwargs)` (or of the function `fn`), dynamic in `dims`,
+    captured under `mode_class` (the graph layer's CaptureMode by default)."""
+    from ember.export.capture import CaptureMode
     from ember.export.trace import DataDependentError, trace_program
 
     target = module if module is not None else _FunctionModule(fn)
     made: set[int] = set()
     try:
         with _storages_made(made):
-            program = trace_program(target, args, kwargs, dims=dims)
+            program = trace_program(target, args, kwargs, mode_class or CaptureMode, dims=dims)
     except DataDependentError as exc:
         where, code = program_line(exc)
         raise CaptureBreak(GraphBreak("the program reads a tensor's values (.item(), bool(), .tolist(), "

@@ -127,8 +127,46 @@ class CompiledCode:
         state = self._state_places(program)
         example = [d[name] for d, name in state] + program.user_leaves(args, kwargs)
         run = self._native(program, example) if self.native else None
+        if run is None and self.native and self._wants_joint(leaves, example):
+            joint = self._joint(args, kwargs)
+            if joint is not None:
+                program, run = joint
         return Entry((), program, run or self.backend(program.graph_module, example), shapes=shapes, state=state,
                      tensor_leaves=tuple(i for i, v in enumerate(leaves) if isinstance(v, Tensor)))
+
+    def _wants_joint(self, leaves: list, example: list) -> bool:
+        """Whether to capture the backward too: autograd records, parameters need gradients (user inputs do
+        not: their gradients are not captured), sizes are static and autocast is off."""
+        from ember.dispatcher.state import STATE
+        from ember.frontend.autograd.grad_mode import is_grad_enabled
+
+        return (is_grad_enabled() and not STATE.autocast and not self.dynamic_dims
+                and any(isinstance(v, Tensor) and v.requires_grad for v in example)
+                and not any(isinstance(v, Tensor) and v.requires_grad for v in leaves))
+
+    def _joint(self, args: tuple, kwargs: dict):
+        """(the joint program, its runner) (joint.py), or None when it does not fit native replay."""
+        from ember.dispatcher import keys as K
+
+        from .joint import JointCaptureMode, joint_runner
+        from .native import kept_ops
+
+        tensors = [v for v in tree_flatten((args, kwargs))[0] if isinstance(v, Tensor)]
+        if not tensors:
+            return None
+        table = kept_ops(tensors[0]._keys & K.BACKEND_MASK)
+        modes: list = []
+
+        def make_mode(graph, lift):
+            modes.append(JointCaptureMode(graph, lift, table))
+            return modes[-1]
+        try:
+            program = capture(self.fn, self.module, args, kwargs, None, make_mode)
+        except CaptureBreak:
+            return None
+        example = [d[name] for d, name in self._state_places(program)] + program.user_leaves(args, kwargs)
+        run = joint_runner(program, modes[0], example, program.out_spec.num_leaves)
+        return (program, run) if run is not None else None
 
     def _native(self, program, example: list):
         """The native replay of a program run without autograd or autocast (native.py), else None."""

@@ -22,7 +22,7 @@ from ember.dispatcher import keys as K
 from ember.frontend.tensor import Tensor, make_tensor
 from ember.fx import Node
 
-__all__ = ["native_replay", "kept_ops"]
+__all__ = ["native_replay", "native_runner", "backend_of", "kept_ops"]
 
 
 def kept_ops(backend_key: int) -> dict:
@@ -30,46 +30,63 @@ def kept_ops(backend_key: int) -> dict:
     return {name: None for name, op in ALL_OPS.items() if backend_key in op.kernels}
 
 
-def native_replay(program, example_inputs: list) -> Callable | None:
-    """The native runner of `program` (see the module docstring), or None when the program does not fit."""
-    if program.range_constraints:
-        return None
+def backend_of(example_inputs: list) -> tuple[int, object] | None:
+    """(backend key, device) shared by every tensor of `example_inputs`; None when there are none or several."""
     tensors = [v for v in example_inputs if isinstance(v, Tensor)]
     if not tensors:
         return None
     key = tensors[0]._keys & K.BACKEND_MASK
-    device = tensors[0]._device
     if any((t._keys & K.BACKEND_MASK) != key for t in tensors):
         return None
+    return key, tensors[0]._device
+
+
+def native_replay(program, example_inputs: list) -> Callable | None:
+    """The native runner of `program` (see the module docstring), or None when the program does not fit."""
+    found = backend_of(example_inputs)
+    if program.range_constraints or found is None:
+        return None
     nodes = list(program.graph.nodes)
-    steps = _steps(nodes, key)
     outputs = nodes[-1].args[0]
-    if steps is None or any(isinstance(o, Node) and _base(o).op == "placeholder" for o in outputs):
+    if any(isinstance(o, Node) and _base(o).op == "placeholder" for o in outputs):
         return None                         # an output that is an input, or a view of one, keeps its Tensor
+    return native_runner(nodes, [n for n in nodes if n.op == "placeholder"], outputs, *found)
+
+
+def native_runner(nodes: list, inputs: list, outputs, key: int, device, wrap=None) -> Callable | None:
+    """A function running the call nodes of `nodes` (in order) natively: it takes one value per node of
+    `inputs` (Tensors or native arrays) and returns `outputs`' values, each wrapped in a Tensor where
+    `wrap` (a bool per output; all by default) says so. None when a node does not fit."""
+    given = set(inputs)
+    steps = _steps([n for n in nodes if n not in given], key)       # an input's node is not run, only read
+    if steps is None:
+        return None
     slot = {n: i for i, n in enumerate(nodes)}
     last_use = {}
     for n in nodes:
         for used in _nodes_in(n.args):
             last_use[used] = n
+    kept = set(inputs) | set(_nodes_in(tuple(outputs)))
     plan = []
     for node, kernel, spec in steps:
-        frees = tuple(slot[u] for u in _nodes_in(node.args) if last_use.get(u) is node and u.op != "placeholder")
+        frees = tuple(slot[u] for u in _nodes_in(node.args) if last_use.get(u) is node and u not in kept)
         plan.append((kernel, spec, _arg_reader(node.args, slot), slot[node], frees))
-    inputs = [slot[n] for n in nodes if n.op == "placeholder"]
-    out_reader = _arg_reader(outputs, slot)
-    out_dtypes = [o.meta["val"].dtype if isinstance(o, Node) else None for o in outputs]
+    input_slots = [slot[n] for n in inputs]
+    out_reader = _arg_reader(tuple(outputs), slot)
+    wrap = [True] * len(outputs) if wrap is None else wrap
+    out_dtypes = [o.meta["val"].dtype if isinstance(o, Node) and w else None for o, w in zip(outputs, wrap)]
     size = len(nodes)
 
     def run(*values):
         env = [None] * size
-        for s, v in zip(inputs, values):
+        for s, v in zip(input_slots, values):
             env[s] = v._data if isinstance(v, Tensor) else v
         for kernel, spec, read, target, frees in plan:
             args = read(env)
             env[target] = kernel(spec, *args) if kernel is not None else args[0][args[1]]   # else: a getitem
             for s in frees:
                 env[s] = None
-        return tuple(make_tensor(a, dt, device, key, None) if dt is not None else a
+        return tuple(make_tensor(a, dt, device, key, None) if dt is not None and a is not None else a
                      for a, dt in zip(out_reader(env), out_dtypes))
     return run
 

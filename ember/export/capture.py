@@ -88,6 +88,11 @@ class CaptureMode(DispatchMode):
             return self.node_and_value(value)[0]
         return self.size(value) if isinstance(value, SymInt) else value
 
+    def finish(self, outputs: list) -> tuple:
+        """Outputs to add after the program's `outputs` (its flattened results), recorded while the mode is
+        still active: none here; the compiler's joint capture adds the gradients."""
+        return ()
+
     def _convert(self, value):
         """(the graph argument, the meta argument) of one op argument."""
         if isinstance(value, Tensor):

@@ -89,6 +89,7 @@ def trace_program(mod: Module, args: tuple, kwargs: dict, mode_class=CaptureMode
         result = mod(*fake_args, **fake_kwargs)
         out_leaves, out_spec = tree_flatten(result)
         outputs = tuple(mode.graph_value(v) for v in out_leaves)
+        outputs += tuple(mode.finish(out_leaves))     # a mode may add outputs after the program's own
         _write_back(graph, mode, reassigned())
     constants.update(lifted)
     graph.output(outputs)
