@@ -24,7 +24,7 @@ from ember.export.capture import DecomposingCaptureMode
 from ember.frontend.tensor import Tensor
 from ember.fx import Node
 
-from .native import native_runner
+from .native import native_runner, nodes_in
 
 __all__ = ["JointCaptureMode", "joint_runner"]
 
@@ -114,7 +114,7 @@ def joint_runner(program, mode: JointCaptureMode, example: list, n_outputs: int)
     backward_nodes = [n for n in nodes if n.op == "call_function" and n not in forward]
     saved = []
     for n in backward_nodes:
-        for a in _node_args(n.args):
+        for a in nodes_in(n.args):
             if (a in forward or a.op == "placeholder") and a not in tangents and a not in saved:
                 saved.append(a)
     fw_nodes = [n for n in nodes if n.op == "placeholder" or n in forward]
@@ -182,14 +182,6 @@ def _ancestors(values, writers: dict) -> set:
         if n in seen:
             continue
         seen.add(n)
-        stack.extend(_node_args(n.args))
+        stack.extend(nodes_in(n.args))
         stack.extend(writers.get(n, ()))
     return seen
-
-
-def _node_args(args):
-    for a in args:
-        if isinstance(a, Node):
-            yield a
-        elif isinstance(a, (list, tuple)):
-            yield from _node_args(a)

@@ -64,12 +64,12 @@ def native_runner(nodes: list, inputs: list, outputs, key: int, device, wrap=Non
     slot = {n: i for i, n in enumerate(nodes)}
     last_use = {}
     for n in nodes:
-        for used in _nodes_in(n.args):
+        for used in nodes_in(n.args):
             last_use[used] = n
-    kept = set(inputs) | set(_nodes_in(tuple(outputs)))
+    kept = set(inputs) | set(nodes_in(tuple(outputs)))
     plan = []
     for node, kernel, spec in steps:
-        frees = tuple(slot[u] for u in _nodes_in(node.args) if last_use.get(u) is node and u not in kept)
+        frees = tuple(slot[u] for u in nodes_in(node.args) if last_use.get(u) is node and u not in kept)
         plan.append((kernel, spec, _arg_reader(node.args, slot), slot[node], frees))
     input_slots = [slot[n] for n in inputs]
     out_reader = _arg_reader(tuple(outputs), slot)
@@ -137,7 +137,7 @@ _SLOT, _NESTED, _CONSTANT = 0, 1, 2
 def _arg_reader(args, slot: dict) -> Callable:
     """A function reading `args` from the values list (nodes by slot; lists holding nodes rebuilt)."""
     parts = tuple((_SLOT, slot[a]) if isinstance(a, Node) else
-                  (_NESTED, _arg_reader(a, slot)) if isinstance(a, (list, tuple)) and any(_nodes_in(a)) else
+                  (_NESTED, _arg_reader(a, slot)) if isinstance(a, (list, tuple)) and any(nodes_in(a)) else
                   (_CONSTANT, a) for a in args)
     kind = list if isinstance(args, list) else tuple
 
@@ -146,9 +146,13 @@ def _arg_reader(args, slot: dict) -> Callable:
     return read
 
 
-def _nodes_in(value):
+def nodes_in(value):
+    """The graph nodes in `value` (a node, or lists, tuples and dicts holding nodes), in order."""
     if isinstance(value, Node):
         yield value
     elif isinstance(value, (list, tuple)):
         for v in value:
-            yield from _nodes_in(v)
+            yield from nodes_in(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from nodes_in(v)

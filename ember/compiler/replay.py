@@ -13,6 +13,8 @@ from typing import Callable
 from ember.frontend.autograd.grad_mode import is_grad_enabled, no_grad
 from ember.fx import Node
 
+from .native import nodes_in
+
 __all__ = ["straight_line"]
 
 
@@ -29,12 +31,12 @@ def straight_line(graph_module, example_inputs: list) -> Callable:
             slot[node] = len(slot)
     last_use = {}
     for node in nodes:
-        for used in _nodes_in(node.args):
+        for used in nodes_in(node.args):
             last_use[used] = node
     steps, output = [], None
     for node in nodes:
         if node.op == "call_function":
-            frees = tuple(slot[u] for u in _nodes_in(node.args) if last_use.get(u) is node)
+            frees = tuple(slot[u] for u in nodes_in(node.args) if last_use.get(u) is node)
             steps.append(_step(node, slot, frees))
         elif node.op == "output":
             output = node.args[0]
@@ -75,7 +77,7 @@ def _template(args, slot: dict) -> tuple[tuple, tuple]:
     for i, a in enumerate(args):
         if isinstance(a, Node):
             refs.append((i, slot[a]))
-        elif isinstance(a, (list, tuple)) and any(True for _ in _nodes_in(a)):
+        elif isinstance(a, (list, tuple)) and any(True for _ in nodes_in(a)):
             refs.append((i, -1))
     template = tuple(_slots_of(a, slot) if isinstance(a, (list, tuple)) else a for a in args)
     return template, tuple(refs)
@@ -97,14 +99,3 @@ class _Slot:
 def _resolve(value, env: list):
     return type(value)(env[v.index] if isinstance(v, _Slot) else _resolve(v, env) if isinstance(v, (list, tuple))
                        else v for v in value)
-
-
-def _nodes_in(value):
-    if isinstance(value, Node):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _nodes_in(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _nodes_in(v)
