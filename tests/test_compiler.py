@@ -328,3 +328,43 @@ def test_outputs_without_a_gradient_leave_the_backward_correct():
     se.backward()
     sc.backward()                                  # the third output gets no gradient: zeros for it
     exact(model.body.weight.grad, eager.body.weight.grad)
+
+
+def test_compile_counts_match_torchs_for_sizes_1_to_64_and_a_changing_batch():
+    from torch._dynamo.utils import counters
+
+    def torch_graphs(dynamic, sizes) -> int:
+        torch._dynamo.reset()
+        counters.clear()
+        compiled = torch.compile(torch.nn.Linear(6, 3), backend="eager", dynamic=dynamic)
+        for n in sizes:
+            compiled(torch.randn(n, 6))
+        return counters["stats"]["unique_graphs"]
+
+    model = nn.Linear(6, 3)
+    for dynamic, sizes in ((True, range(1, 65)), (None, (3, 5, 7, 2, 64))):
+        compiled = ember.compile(model, dynamic=dynamic)
+        for n in sizes:
+            x = ember.randn(n, 6)
+            exact(compiled(x), model(x))
+        assert compiled._code.compiles == torch_graphs(dynamic, sizes) == 2        # size 1 is specialised
+
+
+def test_a_whole_training_step_with_backward_inside_runs_eagerly_as_a_graph_break():
+    eager, model = mlp(), mlp()
+    opt_e, opt_c = ember.optim.SGD(eager.parameters(), lr=0.1), ember.optim.SGD(model.parameters(), lr=0.1)
+    x, y = ember.randn(4, 6), ember.randint(0, 3, (4,))
+
+    def step(m, opt):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(m(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = ember.compile(lambda: step(model, opt_c))
+    for _ in range(3):
+        exact(compiled(), step(eager, opt_e))
+    assert "cannot be captured (AutogradError" in compiled._code.graph_breaks[0].reason
+    with pytest.raises(GraphBreakError, match="cannot be captured"):
+        ember.compile(lambda: step(model, opt_c), fullgraph=True)()

@@ -1,6 +1,7 @@
 """Capturing a compiled callable: the graph layer's trace, and what makes a capture a graph break.
 
-A module is traced as `ember.export` traces it (its parameters and buffers lifted, read from the
+Anything the trace cannot follow is a graph break too: the call runs eagerly, so an error that is
+the program's own is raised as eager code raises it. A module is traced as `ember.export` traces it (its parameters and buffers lifted, read from the
 module on each call). A function is traced as the forward of a module holding nothing: tensors it
 reaches outside its arguments become constants of the graph, read by reference. That is safe for
 parameters (updated in place, never replaced) and for tensors the function makes itself, but not
@@ -54,6 +55,10 @@ def capture(fn, module: Module | None, args: tuple, kwargs: dict, dims: list | N
         where, code = program_line(exc)
         raise CaptureBreak(GraphBreak("the program reads a tensor's values (.item(), bool(), .tolist(), "
                                       "printing)", where, code)) from None
+    except Exception as exc:        # anything else the trace cannot follow (`loss.backward()` inside): eager,
+        where, code = program_line(exc)     # where a real error in the program is raised as it is
+        raise CaptureBreak(GraphBreak(f"the program cannot be captured ({type(exc).__name__}: {exc})", where,
+                                      code)) from None
     for spec in program.graph_signature.input_specs:
         if spec.kind is InputKind.CONSTANT_TENSOR:
             t = program.constants[spec.target]
