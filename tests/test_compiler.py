@@ -368,3 +368,15 @@ def test_a_whole_training_step_with_backward_inside_runs_eagerly_as_a_graph_brea
     assert "cannot be captured (AutogradError" in compiled._code.graph_breaks[0].reason
     with pytest.raises(GraphBreakError, match="cannot be captured"):
         ember.compile(lambda: step(model, opt_c), fullgraph=True)()
+
+
+def test_a_compiled_module_is_safe_to_call_from_several_threads():
+    from concurrent.futures import ThreadPoolExecutor
+
+    model = mlp()
+    compiled = ember.compile(model)
+    xs = [ember.randn(n, 6) for n in (2, 3, 4, 2, 3, 4, 5, 2)]
+    with ember.no_grad(), ThreadPoolExecutor(4) as pool:
+        outs = list(pool.map(compiled, xs))
+        for x, out in zip(xs, outs):
+            exact(out, model(x))

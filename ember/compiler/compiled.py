@@ -10,6 +10,7 @@ size 2 or more dynamic from the first compile.
 """
 from __future__ import annotations
 
+import threading
 import warnings
 import weakref
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ from .guards import difference, guard_key
 __all__ = ["CompiledCode", "reset"]
 
 _LIVE: "weakref.WeakSet[CompiledCode]" = weakref.WeakSet()
+# one compile at a time: a capture sets process-wide hooks (the allocation hook, the module hooks)
+_COMPILING = threading.RLock()
 
 
 @dataclass
@@ -71,7 +74,8 @@ class CompiledCode:
         key = (spec, guard_key(leaves, self.dynamic_dims, self._module_list))
         entry = self.entries.get(key)
         if entry is None:
-            entry = self._compile(key, leaves, args, kwargs)
+            with _COMPILING:
+                entry = self.entries.get(key) or self._compile(key, leaves, args, kwargs)
             if entry is None:                       # past the recompile limit: eager
                 return self.fn(*args, **kwargs)
         if entry.run is None:
