@@ -81,6 +81,10 @@ def extra_rows() -> list[Row]:
     """Informational rows (no acceptance target): the rest of the asv suite's workloads."""
     W = workloads()
     rows = [Row("a.mul(b) (8,)", W.tiny_method), Row("a.mul_(b) (8,)", W.tiny_inplace)]
+    # ember.compile'd (torch eager beside it): the compiler's rows until they get their targets
+    rows += [Row("GPT block fwd+bwd, ember.compile", lambda fw: W.gpt_block_step(fw, compiled=True)),
+             Row("GPT block no_grad fwd, ember.compile", lambda fw: W.gpt_block_inference(fw, compiled=True)),
+             Row("GPT block no_grad fwd", W.gpt_block_inference)]
     rows += [Row(f"{op} 256x256", lambda fw, op=op: W.elementwise(fw, op)) for op in W.ELEMENTWISE_OPS]
     rows += [Row(f"{op} 256x256", lambda fw, op=op: W.reduction(fw, op)) for op in W.REDUCTION_OPS]
     return rows

@@ -214,10 +214,41 @@ def gpt_block_config():
     return GPT2Config(n_ctx=GPT_SEQ, n_embd=GPT_EMBD, n_head=GPT_HEADS, n_layer=1)
 
 
-def gpt_block_step(framework: str, seed: int = 0) -> Callable:
+def gpt_block_step(framework: str, seed: int = 0, compiled: bool = False) -> Callable:
     """Forward and backward of one GPT-2 block (n_embd 128, 4 heads, seq 64, batch 8), loss mean(out**2).
-    The block is ember.testing.models' GPT-2 Block built with `lib`; weights from a numpy rng."""
+    The block is ember.testing.models' GPT-2 Block built with `lib`; weights from a numpy rng.
+    `compiled`: the block through `ember.compile` (for ember; torch's block stays eager)."""
     _no_numpy(framework, "gpt_block_step")
+    block, x = _gpt_block(framework, seed)
+    model = block if not compiled or framework != "ember" else lib_of(framework).compile(block)
+
+    def step():
+        block.zero_grad()
+        out = model(x)
+        loss = (out * out).mean()
+        loss.backward()
+        return loss
+
+    step.block = block                               # for tests: the gradients to compare
+    return step
+
+
+def gpt_block_inference(framework: str, seed: int = 0, compiled: bool = False) -> Callable:
+    """The GPT-2 block's forward without autograd (`no_grad`), through `ember.compile` when `compiled`
+    (for ember; torch's block stays eager)."""
+    _no_numpy(framework, "gpt_block_inference")
+    lib = lib_of(framework)
+    block, x = _gpt_block(framework, seed)
+    model = block if not compiled or framework != "ember" else lib.compile(block)
+
+    def forward():
+        with lib.no_grad():
+            return model(x)
+    return forward
+
+
+def _gpt_block(framework: str, seed: int):
+    """(the GPT-2 block, its input batch), weights from a numpy rng."""
     from ember.testing.models import _gpt2_classes
 
     lib = lib_of(framework)
@@ -228,16 +259,7 @@ def gpt_block_step(framework: str, seed: int = 0) -> Callable:
              .astype(np.float32) for k, v in block.state_dict().items()}
     block.load_state_dict({k: lib.tensor(v) for k, v in state.items()})
     x = lib.tensor(rng.standard_normal((GPT_BATCH, GPT_SEQ, GPT_EMBD)).astype(np.float32))
-
-    def step():
-        block.zero_grad()
-        out = block(x)
-        loss = (out * out).mean()
-        loss.backward()
-        return loss
-
-    step.block = block                               # for tests: the gradients to compare
-    return step
+    return block, x
 
 
 # --- GPT-2 small built on the meta device ----------------------------------------------------------

@@ -60,6 +60,16 @@ def test_gpt_block_same_loss_and_grads():
         np.testing.assert_allclose(grads["ember"][name], g, rtol=1e-4, atol=1e-6, err_msg=name)
 
 
+def test_compiled_gpt_block_gives_the_eager_loss_grads_and_outputs():
+    eager, compiled = W.gpt_block_step("ember"), W.gpt_block_step("ember", compiled=True)
+    np.testing.assert_array_equal(_value(compiled()), _value(eager()))
+    for (name, p), q in zip(eager.block.named_parameters(), compiled.block.parameters()):
+        np.testing.assert_array_equal(q.grad.numpy(), p.grad.numpy(), err_msg=name)
+    outs = [W.gpt_block_inference(fw, compiled=c)() for fw, c in (("ember", True), ("ember", False), ("torch", False))]
+    np.testing.assert_array_equal(outs[0].numpy(), outs[1].numpy())
+    np.testing.assert_allclose(outs[0].numpy(), outs[2].numpy(), rtol=1e-4, atol=1e-5)
+
+
 def test_gpt2_meta_same_parameter_count():
     counts = {fw: sum(p.numel() for p in W.gpt2_small_meta(fw)().parameters()) for fw in ("ember", "torch")}
     assert counts["ember"] == counts["torch"] == 124_439_808
