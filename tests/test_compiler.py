@@ -391,3 +391,14 @@ def test_a_compiled_module_is_safe_to_call_from_several_threads():
         outs = list(pool.map(compiled, xs))
         for x, out in zip(xs, outs):
             exact(out, model(x))
+
+
+def test_a_strided_gradient_coming_back_is_made_contiguous_for_the_backward():
+    eager, model = mlp(), mlp()
+    compiled = ember.compile(model)
+    x = ember.randn(5, 6)
+    seed = ember.randn(3, 5).t()                       # a transposed (strided) gradient
+    eager(x).backward(seed)
+    compiled(x).backward(seed)
+    for a, b in zip(eager.parameters(), model.parameters()):
+        exact(b.grad, a.grad)

@@ -84,7 +84,9 @@ class JointCaptureMode(DecomposingCaptureMode):
                 node = self.graph.placeholder(f"tangent_{len(self.tangents)}")
             from ember._generated import functions as F
 
-            seed = F.empty_strided(tuple(m.shape), tuple(m.stride()), dtype=m.dtype, device="meta")
+            # contiguous, as the gradients autograd passes in are (backward() seeds ones; formulas make new
+            # tensors): a strided tangent would make the backward's reshapes copy (the call makes sure)
+            seed = F.empty(tuple(m.shape), dtype=m.dtype, device="meta")
             node.meta["val"] = seed
             self.known[id(seed)] = (node, seed)
             self.tangents.append(node)
@@ -146,7 +148,8 @@ def _joint_call(fw: Callable, bw: Callable, n_out: int, tangents: tuple, differe
 
         @staticmethod
         def backward(ctx, *grad_outputs):
-            seeds = [grad_outputs[p] if grad_outputs[p] is not None else F.zeros(shape, dtype=dtype)
+            seeds = [F.zeros(shape, dtype=dtype) if grad_outputs[p] is None else
+                     grad_outputs[p] if grad_outputs[p].is_contiguous() else grad_outputs[p].contiguous()
                      for p, (shape, dtype) in zip(positions, shapes)]
             grads = bw(*ctx.saved_arrays, *seeds)
             out = [None] * n_inputs
