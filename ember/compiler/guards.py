@@ -16,19 +16,22 @@ __all__ = ["guard_key", "difference"]
 
 def guard_key(leaves: list, dynamic: dict, modules: list) -> tuple:
     """The key of one call. `dynamic`: {leaf index: dimensions left out of the key}; sizes 0 and 1 are
-    always in it (a dynamic dimension is traced at 2 or more)."""
+    always in it (a dynamic dimension is traced at 2 or more). Computed on every call: it reads the
+    tensors' fields directly (the native shape tuple, not a Size)."""
     inputs = []
     for i, v in enumerate(leaves):
         if isinstance(v, Tensor):
-            shape = tuple(v.shape)
-            dims = dynamic.get(i)
-            if dims:
-                shape = tuple(None if d in dims and s > 1 else s for d, s in enumerate(shape))
-            inputs.append(("tensor", shape, v.dtype, v.device, v.requires_grad))
+            shape = v._data.shape
+            if dynamic:
+                dims = dynamic.get(i)
+                if dims:
+                    shape = tuple(None if d in dims and s > 1 else s for d, s in enumerate(shape))
+            inputs.append((shape, v._dtype, v._device, v.requires_grad))
         else:
             inputs.append(_value_key(v))
-    return (tuple(inputs), is_grad_enabled(), tuple(sorted(STATE.autocast.items())),
-            tuple(m.training for m in modules))
+    autocast = STATE.autocast
+    return (tuple(inputs), is_grad_enabled(), tuple(sorted(autocast.items())) if autocast else (),
+            tuple([m.training for m in modules]))
 
 
 def _value_key(v) -> tuple:
@@ -45,8 +48,8 @@ def difference(old: tuple, new: tuple, paths: list[str]) -> str:
         return "the inputs have another structure"
     for path, a, b in zip(paths, old[0], new[0]):
         if a != b:
-            if a[0] == b[0] == "tensor":
-                for what, x, y in zip(("size", "dtype", "device", "requires_grad"), a[1:], b[1:]):
+            if len(a) == len(b) == 4:               # tensors: (shape, dtype, device, requires_grad)
+                for what, x, y in zip(("size", "dtype", "device", "requires_grad"), a, b):
                     if x != y:
                         return f"{path}: {what} {x} -> {y}"
             return f"{path}: {a[-1]!r} -> {b[-1]!r}"
