@@ -402,3 +402,31 @@ def test_a_strided_gradient_coming_back_is_made_contiguous_for_the_backward():
     compiled(x).backward(seed)
     for a, b in zip(eager.parameters(), model.parameters()):
         exact(b.grad, a.grad)
+
+
+def test_reset_forgets_every_compiled_entry():
+    model = mlp()
+    compiled = ember.compile(model)
+    compiled(ember.randn(2, 6))
+    assert compiled._code.compiles == 1
+    ember.compiler.reset()
+    assert not compiled._code.entries
+    compiled(ember.randn(2, 6))
+    assert compiled._code.compiles == 1
+
+
+def test_ember_logs_from_the_environment_print_recompiles_and_breaks():
+    import os
+    import subprocess
+
+    code = ("import ember\n"
+            "f = ember.compile(lambda x: x * 2 if x.sum() > 0 else x)\n"
+            "f(ember.ones(2)); f(ember.ones(3))\n")
+    env = dict(os.environ, EMBER_LOGS="recompiles,graph_breaks")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "[ember.compile graph_breaks] <lambda>: the program reads a tensor's values" in out.stderr
+    assert "[ember.compile recompiles] recompiling <lambda>: input 0: size (2,) -> (3,)" in out.stderr
+    bad = subprocess.run([sys.executable, "-c", "import ember; ember.compile(len)(1)"], capture_output=True,
+                         text=True, env=dict(os.environ, EMBER_LOGS="recompile"), timeout=120)
+    assert "EMBER_LOGS: unknown kinds ['recompile']" in bad.stderr
