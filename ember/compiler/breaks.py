@@ -1,14 +1,12 @@
 """Graph breaks: why a capture stopped, and the line of the program that made it stop."""
 from __future__ import annotations
 
-import linecache
-import os
 import traceback
 from dataclasses import dataclass
 
-__all__ = ["GraphBreakError", "GraphBreak", "program_line"]
+from ember.utils.program_frames import innermost_program_line
 
-_STDLIB_DIR = os.path.dirname(os.path.abspath(traceback.__file__))
+__all__ = ["GraphBreakError", "GraphBreak", "program_line"]
 
 
 class GraphBreakError(RuntimeError):
@@ -32,13 +30,8 @@ def program_line(exc: BaseException) -> tuple[str, str]:
     library's) where `exc` arose: in the traceback of the exception it was raised from first (a data
     read is re-raised with a clearer message, from a frame that no longer shows the read)."""
     for e in (exc.__cause__, exc.__context__, exc):
-        if e is None or e.__traceback__ is None:
-            continue
-        frames = [(frame, line) for frame, line in traceback.walk_tb(e.__traceback__)
-                  if not str(frame.f_globals.get("__name__", "")).startswith("ember")        # ember and its plugins
-                  and not frame.f_code.co_filename.startswith(_STDLIB_DIR)]
-        if frames:
-            frame, line = frames[-1]
-            where = f"{frame.f_code.co_filename}:{line}"
-            return where, linecache.getline(frame.f_code.co_filename, line).strip()
+        if e is not None and e.__traceback__ is not None:
+            found = innermost_program_line(traceback.walk_tb(e.__traceback__), outermost_first=True)
+            if found is not None:
+                return found
     return "", ""

@@ -101,7 +101,7 @@ class CompiledCode:
             return None
         if self.entries:
             previous = next(reversed(self.entries.values()))
-            reason = difference(previous.key[1], key[1], self._paths(len(leaves)))
+            reason = difference(previous.key[1], key[1])
             logs.log("recompiles", f"recompiling {self._name()}: {reason}")
             if self.dynamic is None:
                 self._widen(previous, leaves)
@@ -110,7 +110,7 @@ class CompiledCode:
         entry = self._capture(leaves, args, kwargs)
         # the key again: dimensions may have become dynamic (a size that changed) or static again (one the
         # program fixed), and an entry with that key may exist already
-        entry.key = key = (key[0], guard_key(leaves, self.dynamic_dims, self._modules()))
+        entry.key = key = (key[0], guard_key(leaves, self.dynamic_dims, self._module_list))
         if key not in self.entries:
             self.compiles += 1
             self.entries[key] = entry
@@ -237,9 +237,6 @@ class CompiledCode:
         return dims
 
     # -- helpers ---------------------------------------------------------------------------------
-    def _modules(self) -> list:
-        return self._module_list
-
     def _state_places(self, program) -> list:
         """Where each state input of `program` is read on every call: the owning module's parameter or
         buffer dict (an optimizer's in-place update, a reassigned parameter, a load_state_dict are seen),
@@ -259,9 +256,6 @@ class CompiledCode:
                 owner = getattr(owner, atom)
             places.append((owner._parameters if spec.kind is InputKind.PARAMETER else owner._buffers, name))
         return places
-
-    def _paths(self, n: int) -> list[str]:
-        return [f"input {i}" for i in range(n)]
 
     def _name(self) -> str:
         fn = self.fn

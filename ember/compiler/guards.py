@@ -42,11 +42,12 @@ def _value_key(v) -> tuple:
     return ("value", type(v), v)
 
 
-def difference(old: tuple, new: tuple, paths: list[str]) -> str:
-    """Which guard of `old` the key `new` fails, in words."""
+def difference(old: tuple, new: tuple) -> str:
+    """Which guard of `old` the key `new` fails, in words (inputs named by their flattened position)."""
     if len(old[0]) != len(new[0]):
         return "the inputs have another structure"
-    for path, a, b in zip(paths, old[0], new[0]):
+    for i, (a, b) in enumerate(zip(old[0], new[0])):
+        path = f"input {i}"
         if a != b:
             if len(a) == len(b) == 4:               # tensors: (shape, dtype, device, requires_grad)
                 for what, x, y in zip(("size", "dtype", "device", "requires_grad"), a, b):

@@ -24,7 +24,7 @@ from ember.export.capture import DecomposingCaptureMode
 from ember.frontend.tensor import Tensor
 from ember.fx import Node
 
-from .native import native_runner, nodes_in
+from .native import native_runner
 
 __all__ = ["JointCaptureMode", "joint_runner"]
 
@@ -116,7 +116,7 @@ def joint_runner(program, mode: JointCaptureMode, example: list, n_outputs: int)
     backward_nodes = [n for n in nodes if n.op == "call_function" and n not in forward]
     saved = []
     for n in backward_nodes:
-        for a in nodes_in(n.args):
+        for a in n.all_input_nodes:
             if (a in forward or a.op == "placeholder") and a not in tangents and a not in saved:
                 saved.append(a)
     fw_nodes = [n for n in nodes if n.op == "placeholder" or n in forward]
@@ -165,13 +165,13 @@ def _joint_call(fw: Callable, bw: Callable, n_out: int, tangents: tuple, differe
 def _writers(nodes: list) -> dict:
     """{node: the nodes writing its value in place}: a write into a view counts as a write into what the view
     is of (a decomposition's `empty` then `copy_` into it, read later through the `empty`)."""
-    from .native import _base
+    from ember.export.trace import view_base
 
     writers: dict = {}
     for n in nodes:
         for i in getattr(n.target, "mutated", ()) if n.op == "call_function" else ():
             target = n.args[i]
-            for t in {target, _base(target)}:
+            for t in {target, view_base(target)}:
                 writers.setdefault(t, []).append(n)
     return writers
 
@@ -185,6 +185,6 @@ def _ancestors(values, writers: dict) -> set:
         if n in seen:
             continue
         seen.add(n)
-        stack.extend(nodes_in(n.args))
+        stack.extend(n.all_input_nodes)
         stack.extend(writers.get(n, ()))
     return seen

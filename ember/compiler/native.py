@@ -20,7 +20,10 @@ from typing import Callable
 from ember.dispatcher import ALL_OPS
 from ember.dispatcher import keys as K
 from ember.frontend.tensor import Tensor, make_tensor
+from ember.export.trace import view_base
 from ember.fx import Node
+
+from .plan import Plan
 
 __all__ = ["native_replay", "native_runner", "backend_of", "kept_ops"]
 
@@ -48,7 +51,7 @@ def native_replay(program, example_inputs: list) -> Callable | None:
         return None
     nodes = list(program.graph.nodes)
     outputs = nodes[-1].args[0]
-    if any(isinstance(o, Node) and _base(o).op == "placeholder" for o in outputs):
+    if any(isinstance(o, Node) and view_base(o).op == "placeholder" for o in outputs):
         return None                         # an output that is an input, or a view of one, keeps its Tensor
     return native_runner(nodes, [n for n in nodes if n.op == "placeholder"], outputs, *found)
 
@@ -61,24 +64,16 @@ def native_runner(nodes: list, inputs: list, outputs, key: int, device, wrap=Non
     steps = _steps([n for n in nodes if n not in given], key)       # an input's node is not run, only read
     if steps is None:
         return None
-    slot = {n: i for i, n in enumerate(nodes)}
-    last_use = {}
-    for n in nodes:
-        for used in nodes_in(n.args):
-            last_use[used] = n
-    kept = set(inputs) | set(nodes_in(tuple(outputs)))
-    plan = []
-    for node, kernel, spec in steps:
-        frees = tuple(slot[u] for u in nodes_in(node.args) if last_use.get(u) is node and u not in kept)
-        plan.append((kernel, spec, _arg_reader(node.args, slot), slot[node], frees))
-    input_slots = [slot[n] for n in inputs]
-    out_reader = _arg_reader(tuple(outputs), slot)
+    layout = Plan(nodes, list(inputs) + [o for o in outputs if isinstance(o, Node)])
+    plan = [(kernel, spec, layout.reader(node.args), layout.slot[node], layout.frees(node))
+            for node, kernel, spec in steps]
+    input_slots = [layout.slot[n] for n in inputs]
+    out_reader = layout.reader(tuple(outputs))
     wrap = [True] * len(outputs) if wrap is None else wrap
     out_dtypes = [o.meta["val"].dtype if isinstance(o, Node) and w else None for o, w in zip(outputs, wrap)]
-    size = len(nodes)
 
     def run(*values):
-        env = [None] * size
+        env = [None] * layout.size
         for s, v in zip(input_slots, values):
             env[s] = v._data if isinstance(v, Tensor) else v
         for kernel, spec, read, target, frees in plan:
@@ -104,7 +99,7 @@ def _steps(nodes: list, key: int):
         found = getattr(op, "kernels", {}).get(key)
         if found is None or op.written_lists or op.generator_arg is not None or op.shape_rule is None:
             return None
-        if any(_base(node.args[i]).op == "placeholder" for i in op.mutated):
+        if any(view_base(node.args[i]).op == "placeholder" for i in op.mutated):
             return None                     # writes an input or the state: eager semantics need its Tensor
         spec = op.shape_rule(op, *_vals(node.args))
         steps.append((node, _writing(found[0], op.mutated[0]) if op.mutated else found[0], spec))
@@ -119,40 +114,6 @@ def _writing(kernel: Callable, position: int) -> Callable:
     return run
 
 
-def _base(node: Node) -> Node:
-    """The node a chain of views starts from."""
-    while node.op == "call_function" and getattr(node.target, "is_view", False):
-        node = node.args[node.target.alias_return]
-    return node
-
-
 def _vals(args):
     return tuple(a.meta["val"] if isinstance(a, Node) else _vals(a) if isinstance(a, (list, tuple)) else a
                  for a in args)
-
-
-_SLOT, _NESTED, _CONSTANT = 0, 1, 2
-
-
-def _arg_reader(args, slot: dict) -> Callable:
-    """A function reading `args` from the values list (nodes by slot; lists holding nodes rebuilt)."""
-    parts = tuple((_SLOT, slot[a]) if isinstance(a, Node) else
-                  (_NESTED, _arg_reader(a, slot)) if isinstance(a, (list, tuple)) and any(nodes_in(a)) else
-                  (_CONSTANT, a) for a in args)
-    kind = list if isinstance(args, list) else tuple
-
-    def read(env):
-        return kind(env[v] if mode == _SLOT else v(env) if mode == _NESTED else v for mode, v in parts)
-    return read
-
-
-def nodes_in(value):
-    """The graph nodes in `value` (a node, or lists, tuples and dicts holding nodes), in order."""
-    if isinstance(value, Node):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from nodes_in(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from nodes_in(v)

@@ -21,6 +21,8 @@ alone, no guard), `specialize(s) -> int` and `format(s) -> str`.
 """
 from __future__ import annotations
 
+import operator
+
 __all__ = ["SymInt", "SymShape", "is_symbolic", "surely"]
 
 
@@ -135,8 +137,7 @@ def surely(op: str, a, b) -> bool:
     return _PLAIN[op](a, b)
 
 
-_PLAIN = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
-          "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
+_PLAIN = {name: getattr(operator, name) for name in ("eq", "ne", "lt", "le", "gt", "ge")}
 
 
 def is_symbolic(value) -> bool:

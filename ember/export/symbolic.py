@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import math
 import operator
-import os
 import sys
+import traceback
 from dataclasses import dataclass, field
 
 import sympy
 
 from ember.core.symint import SymInt
+from ember.utils.program_frames import innermost_program_line
 
 from .dynamic_shapes import Dim
 
@@ -243,15 +244,10 @@ def _decide(relation, lo, hi):
     return True if always else False if never else None
 
 
-_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
 def _program_line() -> str:
-    """`file:line` of the innermost frame outside ember (the program line a guard comes from)."""
-    frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(_EMBER_DIR):
-        frame = frame.f_back
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else ""
+    """`file:line` of the program line a guard comes from (the innermost frame outside ember)."""
+    found = innermost_program_line(traceback.walk_stack(sys._getframe(1)), outermost_first=False)
+    return found[0] if found is not None else ""
 
 
 # -- run time: sizes and guards from the actual inputs ----------------------------------------

@@ -24,7 +24,7 @@ from .dynamic_shapes import leaf_dims
 from .fake import labelled, meta_like, symbolic_meta
 from .graph_signature import ExportGraphSignature, InputKind, InputSpec, OutputKind, OutputSpec
 
-__all__ = ["export", "DataDependentError"]
+__all__ = ["export", "DataDependentError", "view_base"]
 
 
 class DataDependentError(RuntimeError):
@@ -257,13 +257,13 @@ def _buffers_written(graph: Graph, specs: list[InputSpec]) -> dict[str, str]:
     written = {}
     for node in graph.nodes:
         for pos in getattr(node.target, "mutated", ()) if node.op == "call_function" else ():
-            base = _viewed(node.args[pos])
+            base = view_base(node.args[pos])
             if getattr(base, "name", None) in buffer_of:
                 written[node.name] = buffer_of[base.name]
     return written
 
 
-def _viewed(value):
+def view_base(value):
     """The node a chain of views starts from (the value itself when it is no view)."""
     while isinstance(value, Node) and value.op == "call_function" and getattr(value.target, "is_view", False):
         value = value.args[value.target.alias_return]

@@ -1,0 +1,54 @@
+"""What both replays (replay.py, native.py) build from a graph: a slot per value, when to drop each value,
+and how to read a node's arguments from the list of values.
+
+A replay keeps one list of values, a slot per node. `Plan(nodes, kept)` numbers the slots, finds each
+value's last reader (read through ember.fx's `Node.all_input_nodes`) and says which slots a node's
+step frees after it runs (`frees(node)`), so a value is dropped when eager code would drop it;
+`kept` values (inputs, outputs) are never dropped. `reader(args)` is a function reading a node's
+arguments from the list: nodes by slot, lists and tuples holding nodes rebuilt, anything else as is.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ember.fx import Node
+from ember.fx.node import map_arg
+
+__all__ = ["Plan", "holds_node"]
+
+_SLOT, _NESTED, _CONSTANT = 0, 1, 2
+
+
+class Plan:
+    def __init__(self, nodes: list, kept=()) -> None:
+        self.slot = {n: i for i, n in enumerate(nodes)}
+        self.size = len(nodes)
+        self._kept = set(kept)
+        self._last_reader = {}
+        for n in nodes:
+            for used in n.all_input_nodes:
+                self._last_reader[used] = n
+
+    def frees(self, node: Node) -> tuple[int, ...]:
+        """The slots to drop once `node` has run: the values it was the last to read."""
+        return tuple(self.slot[u] for u in node.all_input_nodes
+                     if self._last_reader.get(u) is node and u not in self._kept)
+
+    def reader(self, args) -> Callable:
+        """A function of the values list returning `args` with every node read from its slot."""
+        slot = self.slot
+        parts = tuple((_SLOT, slot[a]) if isinstance(a, Node) else
+                      (_NESTED, self.reader(a)) if isinstance(a, (list, tuple)) and holds_node(a) else
+                      (_CONSTANT, a) for a in args)
+        kind = list if isinstance(args, list) else tuple
+
+        def read(env):
+            return kind(env[v] if mode == _SLOT else v(env) if mode == _NESTED else v for mode, v in parts)
+        return read
+
+
+def holds_node(value) -> bool:
+    """Whether `value` (an argument: a node, or lists, tuples and dicts of them) holds a node."""
+    found: list = []
+    map_arg(value, found.append)
+    return bool(found)
