@@ -111,6 +111,8 @@ def gen_op_table(registry: Registry) -> str:
         if keyword_only_from is not None:
             fields["keyword_only_from"] = keyword_only_from
         fields.update(behaviour_fields(op))
+        if op.scalar is not None:
+            fields["scalar"] = op.scalar
         body = ", ".join(f"{k}={v!r}" for k, v in fields.items())
         lines.append(f"_op({op.name!r}, {body})")
     lines.append("")

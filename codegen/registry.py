@@ -17,6 +17,7 @@ from pathlib import Path
 import yaml
 
 from .schema import Argument, FunctionSchema, SchemaError, Type, parse_schema
+from .scalar_formulas import FormulaError, parse_formula
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY_PATH = ROOT / "ops_registry.yaml"
@@ -31,9 +32,10 @@ NOT_DIFFERENTIABLE = "not_differentiable"
 # per-op behaviour the shape rules and autograd read (docs/registry.md): per entry, never family defaults
 BEHAVIOUR_KEYS = {"dtypes", "dtype_error_kernel", "checks", "promotion_if_given", "iterator_operands", "copy_from"}
 ENTRY_KEYS = {"func", "family", "variants", "operators", "inplace", "inplace_operators", "inplace_variants",
-              "promotion", "shape", "autograd", "autocast", "impl", "tags", "doc"} | BEHAVIOUR_KEYS
+              "promotion", "shape", "autograd", "autocast", "impl", "tags", "doc", "scalar"} | BEHAVIOUR_KEYS
 # `impl` too is stated by every entry: how an op is implemented is read where the op is declared
-FAMILY_KEYS = ENTRY_KEYS - {"func", "operators", "inplace", "inplace_operators", "inplace_variants", "doc", "impl"} \
+FAMILY_KEYS = ENTRY_KEYS - {"func", "operators", "inplace", "inplace_operators", "inplace_variants", "doc", "impl",
+                            "scalar"} \
     - BEHAVIOUR_KEYS
 # `dtypes`: the dtypes the op's kernel supports (PyTorch's "not implemented for 'Bool'" errors otherwise)
 KERNEL_DTYPES = {"all", "floating", "integral", "not_bool"}
@@ -81,6 +83,7 @@ class OpEntry:
     inplace_of: str | None = None        # for a derived twin: the out-of-place op's name
     inplace_twin: str | None = None      # for an op with inplace: true: the twin's name
     behaviour: "Behaviour" = None        # the per-op behaviour keys (shared by the twin)
+    scalar: tuple | None = None          # the value per element, parsed (scalar_formulas.py); not the twin's
 
     def __post_init__(self):
         if self.behaviour is None:
@@ -325,9 +328,10 @@ def _resolve_entry(raw, families, sources: SourceIndex, path) -> list[OpEntry]:
         fail(f"impl is explicit but no @explicit_kernel({schema.full_name!r}) exists in ember/decompositions/")
 
     behaviour = _resolve_behaviour(raw, schema, shape, sources, fail)
+    scalar = _resolve_scalar(raw.get("scalar"), schema, fail)
 
     entry = OpEntry(schema, line, family, variants, operators, (), promotion, shape, autograd,
-                    autocast, impl, tags, doc.strip(), behaviour=behaviour)
+                    autocast, impl, tags, doc.strip(), behaviour=behaviour, scalar=scalar)
     out = [entry]
     if inplace:
         try:
@@ -345,6 +349,22 @@ def _resolve_entry(raw, families, sources: SourceIndex, path) -> list[OpEntry]:
         )
         out.append(twin)
     return out
+
+
+def _resolve_scalar(text, schema: FunctionSchema, fail) -> tuple | None:
+    """The `scalar` formula's tree, for an op of one Tensor result computed element by element from
+    Tensor and number arguments (no writes, no lists)."""
+    if text is None:
+        return None
+    if not isinstance(text, str) or not text.strip():
+        fail(f"`scalar` must be a formula (a Python expression over the arguments), got {text!r}")
+    args = schema.arguments
+    if len(schema.returns) != 1 or any(a.type.is_write or a.type.is_tensor_list for a in args):
+        fail("`scalar` is for an op with one result that writes no argument and takes no Tensor list")
+    try:
+        return parse_formula(text, tuple(a.name for a in args), {a.name for a in args if a.type.is_tensor})
+    except FormulaError as exc:
+        fail(f"`scalar`: {exc}")
 
 
 def _resolve_behaviour(raw, schema: FunctionSchema, shape: str, sources: SourceIndex, fail) -> Behaviour:

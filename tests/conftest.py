@@ -13,8 +13,13 @@ has no bfloat16).
 from __future__ import annotations
 
 import os
+import tempfile
 
-from ember.testing.plugin import add_warning_filters
+# ember.compile's generated kernels go to a cache shared by the run's workers (and by later runs, as a
+# user's cache is), never into the home directory
+os.environ.setdefault("EMBER_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"ember-test-cache-{os.getuid()}"))
+
+from ember.testing.plugin import add_warning_filters  # noqa: E402
 
 
 def pytest_configure(config):

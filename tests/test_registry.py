@@ -69,6 +69,12 @@ def test_minimal_registry_is_valid(tmp_path):
     (("    self: grad\n    other: maybe_multiply(grad, alpha)\n",
       "    self, other: maybe_multiply(grad if grad_input_mask[2] else None, grad_input_mask)\n"),
      "indexes grad_input_mask with 2; expected a position 0..1"),
+    (("  doc: Adds.\n", "  doc: Adds.\n  scalar: self + frob(other)\n"), "`scalar`: unknown function 'frob'"),
+    (("  doc: Adds.\n", "  doc: Adds.\n  scalar: self + beta\n"), "`scalar`: unknown name 'beta'"),
+    (("  doc: Adds.\n", "  doc: Adds.\n  scalar: self[0]\n"), "`scalar`: unsupported syntax 'self[0]'"),
+    (("  doc: Adds.\n", "  doc: Adds.\n  scalar: \"self if other == 1 else other\"\n"),
+     "a choice must compare a non-Tensor argument"),
+    (("  doc: Adds.\n", "  doc: Adds.\n  scalar: exp(self, other)\n"), "exp() takes 1 operand(s), got 2"),
 ])
 def test_malformed_entries_name_the_entry_line_and_problem(tmp_path, change, message):
     old, new = change
@@ -78,6 +84,16 @@ def test_malformed_entries_name_the_entry_line_and_problem(tmp_path, change, mes
     text = str(info.value)
     assert message in text
     assert "ops_registry.yaml:5:" in text and "add.Tensor" in text
+
+
+def test_scalar_formulas_become_trees_over_argument_positions(tmp_path):
+    text = GOOD.replace("  doc: Adds.\n", "  doc: Adds.\n  scalar: self + alpha * other\n", 1)
+    (op,) = load_text(tmp_path, text).ops
+    assert op.scalar == ("add", ("arg", 0), ("mul", ("arg", 2), ("arg", 1)))
+    gelu = ember.dispatcher.ALL_OPS["gelu"].scalar               # a choice on `approximate`, decided per kernel
+    assert gelu[0] == "if" and gelu[1] == (1, "==", "tanh")
+    assert ember.dispatcher.ALL_OPS["div.Tensor_mode"].scalar[3] == ("none",)   # rounding modes: no formula
+    assert ember.dispatcher.ALL_OPS["add_.Tensor"].scalar is None  # in-place twins are not fused
 
 
 def test_inplace_variants_choose_the_twins_public_forms(tmp_path):

@@ -65,3 +65,13 @@ class CPUBackend(Backend):
 @hookimpl
 def ember_backend():
     return CPUBackend()
+
+
+@hookimpl
+def ember_fused_kernel_compiler(device_type):
+    """numba-compiled fused pointwise kernels for cpu (fused_numba.py), where numba is installed."""
+    if device_type != "cpu":
+        return None
+    from . import fused_numba
+
+    return fused_numba.NumbaFusedCompiler() if fused_numba.available() else None

@@ -1,8 +1,9 @@
 """`EMBER_LOGS`: which compiler events to print as they happen (torch's TORCH_LOGS, for ember.compile).
 
-`EMBER_LOGS=recompiles,graph_breaks,graph` (comma-separated; `all` for every kind) prints each
-recompile with the guard that failed, each graph break with its reason and line, and each captured
-graph. Read when the compiler loads, and by `set_logs` in tests.
+`EMBER_LOGS=recompiles,graph_breaks,graph,kernels,output_code` (comma-separated; `all` for every
+kind) prints each recompile with the guard that failed, each graph break with its reason and line,
+each captured graph, each fused kernel generated (the ops it fuses, its inputs and outputs) and
+each generated kernel's source code. Read when the compiler loads, and by `set_logs` in tests.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sys
 
 __all__ = ["enabled", "log", "set_logs", "KINDS"]
 
-KINDS = ("recompiles", "graph_breaks", "graph")
+KINDS = ("recompiles", "graph_breaks", "graph", "kernels", "output_code")
 _ENABLED: set[str] = set()
 
 

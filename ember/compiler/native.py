@@ -23,6 +23,7 @@ from ember.frontend.tensor import Tensor, make_tensor
 from ember.export.trace import view_base
 from ember.fx import Node
 
+from .fusion import Unit, schedule
 from .plan import Plan
 
 __all__ = ["native_replay", "native_runner", "backend_of", "kept_ops"]
@@ -56,17 +57,21 @@ def native_replay(program, example_inputs: list) -> Callable | None:
     return native_runner(nodes, [n for n in nodes if n.op == "placeholder"], outputs, *found)
 
 
-def native_runner(nodes: list, inputs: list, outputs, key: int, device, wrap=None) -> Callable | None:
+def native_runner(nodes: list, inputs: list, outputs, key: int, device, wrap=None, fuse: bool = True) -> Callable | None:
     """A function running the call nodes of `nodes` (in order) natively: it takes one value per node of
     `inputs` (Tensors or native arrays) and returns `outputs`' values, each wrapped in a Tensor where
-    `wrap` (a bool per output; all by default) says so. None when a node does not fit."""
+    `wrap` (a bool per output; all by default) says so. Chains of pointwise ops run as one generated
+    kernel where the backend offers a generator and `fuse` is set (fusion.py). None when a node does not fit."""
     given = set(inputs)
     steps = _steps([n for n in nodes if n not in given], key)       # an input's node is not run, only read
     if steps is None:
         return None
+    units = schedule(steps, outputs, device.type) if fuse else [Unit(k, s, n.args, (n,), (n,)) for n, k, s in steps]
     layout = Plan(nodes, list(inputs) + [o for o in outputs if isinstance(o, Node)])
-    plan = [(kernel, spec, layout.reader(node.args), layout.slot[node], layout.frees(node))
-            for node, kernel, spec in steps]
+    frees = layout.frees_in([(u.members, u.args) for u in units])
+    plan = [(u.kernel, u.spec, layout.reader(u.args),
+             layout.slot[u.outputs[0]] if u.kernel is None or len(u.members) == 1 else None,
+             tuple(layout.slot[o] for o in u.outputs), f) for u, f in zip(units, frees)]
     input_slots = [layout.slot[n] for n in inputs]
     out_reader = layout.reader(tuple(outputs))
     wrap = [True] * len(outputs) if wrap is None else wrap
@@ -76,13 +81,18 @@ def native_runner(nodes: list, inputs: list, outputs, key: int, device, wrap=Non
         env = [None] * layout.size
         for s, v in zip(input_slots, values):
             env[s] = v._data if isinstance(v, Tensor) else v
-        for kernel, spec, read, target, frees in plan:
+        for kernel, spec, read, target, targets, frees in plan:
             args = read(env)
-            env[target] = kernel(spec, *args) if kernel is not None else args[0][args[1]]   # else: a getitem
+            if target is None:                      # a fused group: one kernel, several values
+                for t, value in zip(targets, kernel(spec, *args)):
+                    env[t] = value
+            else:
+                env[target] = kernel(spec, *args) if kernel is not None else args[0][args[1]]   # else: a getitem
             for s in frees:
                 env[s] = None
         return tuple(make_tensor(a, dt, device, key, None) if dt is not None and a is not None else a
                      for a, dt in zip(out_reader(env), out_dtypes))
+    run.units = units                               # what it runs, for reading (tests, explain)
     return run
 
 

@@ -34,6 +34,19 @@ class Plan:
         return tuple(self.slot[u] for u in node.all_input_nodes
                      if self._last_reader.get(u) is node and u not in self._kept)
 
+    def frees_in(self, units: list) -> list[tuple[int, ...]]:
+        """Per unit of a schedule ((nodes it runs, its arguments) each, in the order they run), the slots
+        to drop once it has run: the values it was the last to read (fused groups run several nodes,
+        possibly not in program order, so last readers are found in the schedule's order)."""
+        last: dict = {}
+        for i, (members, _) in enumerate(units):
+            for m in members:
+                for used in m.all_input_nodes:
+                    last[used] = i
+        return [tuple(sorted({self.slot[u] for m in members for u in m.all_input_nodes
+                              if last.get(u) == i and u not in self._kept and u not in members}))
+                for i, (members, _) in enumerate(units)]
+
     def reader(self, args) -> Callable:
         """A function of the values list returning `args` with every node read from its slot."""
         slot = self.slot

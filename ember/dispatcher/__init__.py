@@ -8,6 +8,7 @@ provides), `stat_readers`, `primitive_ops()`, `ALL_OPS` (every op's schema and k
 from .backend import Backend, stat_readers
 from .hookspecs import hookimpl
 from .operator import ALL_OPS, primitive_ops, replace_kernels
-from .plugins import load_backend
+from .plugins import fused_kernel_compiler, load_backend
 
-__all__ = ["Backend", "hookimpl", "primitive_ops", "ALL_OPS", "stat_readers", "replace_kernels", "load_backend"]
+__all__ = ["Backend", "hookimpl", "primitive_ops", "ALL_OPS", "stat_readers", "replace_kernels", "load_backend",
+           "fused_kernel_compiler"]

@@ -49,3 +49,16 @@ def ember_kernels(device_type: str):
     Every loaded plugin is asked, so one plugin may add or replace kernels of another's
     device (an accelerated kernel pack for cpu, say). Later registrations win.
     """
+
+
+@hookspec(firstresult=True)
+def ember_fused_kernel_compiler(device_type: str):
+    """Return the fused-kernel generator for `device_type`, or None (the first plugin answering wins).
+
+    `ember.compile` merges chains of pointwise ops into one `ember.core.fused_kernel.FusedKernel` and
+    asks this object's `compile(kernel)` for a launcher `launch(inputs, scalars, shape) -> tuple of
+    arrays` (see that module for the contract). The generator writes its source into the on-disk kernel
+    cache (`ember.core.kernel_cache`) and loads it from there, so every frame of a compiled call has a
+    file and a line. `compile` may return None for a kernel it cannot generate; a backend without a
+    generator runs the chain op by op, each op through its own kernel.
+    """

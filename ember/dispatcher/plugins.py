@@ -44,6 +44,12 @@ class PluginRecord:
                 "devices": list(self.devices), "kernels": self.kernel_count}
 
 
+def fused_kernel_compiler(device_type: str):
+    """The fused-kernel generator offered for `device_type` (hookspec `ember_fused_kernel_compiler`),
+    or None."""
+    return REGISTRY.fused_kernel_compiler(device_type)
+
+
 def load_backend(device_type: str) -> PluginRecord:
     """The record of the plugin for `device_type`, loading it first if needed (`.state` says whether it
     is available, `.reason` why not, `.backend` is its Backend). Raises BackendUnavailableError if no
@@ -59,6 +65,7 @@ class BackendRegistry:
         self.pm.add_hookspecs(hookspecs)
         self.records: dict[str, PluginRecord] = {}
         self.by_key: dict[int, Backend] = {}
+        self._fused: dict[str, Any] = {}           # device type -> its fused-kernel generator (or None)
         self._lock = threading.RLock()
 
     # -- discovery -------------------------------------------------------------------------
@@ -143,6 +150,15 @@ class BackendRegistry:
             ALL_OPS[name].kernels[rec.key] = (kernel, f"{rec.name} kernel")
         invalidate_caches()
         return len(kernels)
+
+    def fused_kernel_compiler(self, device_type: str):
+        """The fused-kernel generator a plugin offers for `device_type` (hookspec
+        `ember_fused_kernel_compiler`), asked once per device type; None without one."""
+        with self._lock:
+            if device_type not in self._fused:
+                self.load(device_type)
+                self._fused[device_type] = self.pm.hook.ember_fused_kernel_compiler(device_type=device_type)
+            return self._fused[device_type]
 
     def backend_for(self, dev) -> Backend:
         """The loaded, available backend of an ember.device (loading it on first use)."""

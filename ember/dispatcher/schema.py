@@ -46,6 +46,8 @@ class OpSchema:
     promotion_if_given: tuple | None = None  # (position, promotion kind used when that argument is not None)
     iterator_operands: str = "arguments"     # TensorIterator's operands: arguments, tensors_only, reversed
     copy_from: int | None = None       # an in-place copy: position of the argument self's new value is
+    # the value per element as a tree over the arguments (codegen/scalar_formulas.py), for fused kernels
+    scalar: tuple | None = None
     # derived from the above when the schema is made
     n_outputs: int = field(init=False)
     cross_device: bool = field(init=False)       # dispatch on the first tensor, bring others over

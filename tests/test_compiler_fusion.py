@@ -1,0 +1,145 @@
+"""ember.compile's fusion and code generation: pointwise chains run as one generated kernel.
+
+Each compiled program is checked against eager code (bit for bit where the fused arithmetic is the
+eager kernels' arithmetic), and what the compiler generated is checked as data: which ops one kernel
+fuses, that its source is a file in the kernel cache that numba compiled and cached beside it, that
+an op outside the generator's vocabulary runs its own kernel, and that a backend without a generator
+runs every op alone with the same results.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember.compiler import fusion, logs
+from ember.core.kernel_cache import cache_dir
+
+F = ember.nn.functional
+
+
+def exact(a, b) -> None:
+    assert tuple(a.shape) == tuple(b.shape) and a.dtype == b.dtype
+    np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+
+
+def fused_units(compiled) -> list:
+    """The fused groups among the units its single native entry runs."""
+    (entry,) = compiled._code.entries.values()
+    return [u for u in entry.run.units if len(u.members) > 1]
+
+
+def chain(x, b, y):
+    return ((x * 2 + b).relu() - y) * y + 1
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_a_pointwise_chain_is_one_kernel_with_eagers_values_bit_for_bit(dtype, capfd):
+    ember.manual_seed(0)
+    x, b, y = ember.randn(6, 5, dtype=dtype), ember.randn(5, dtype=dtype), ember.randn(6, 5, dtype=dtype)
+    compiled = ember.compile(chain)
+    logs.set_logs("kernels")
+    try:
+        with ember.no_grad():
+            exact(compiled(x, b, y), chain(x, b, y))
+            exact(compiled(x.t().contiguous().t(), b, y), chain(x, b, y))    # a strided input, same guards
+    finally:
+        logs.set_logs("")
+    err = capfd.readouterr().err
+    assert "6 ops (mul.Tensor, add.Tensor, relu, sub.Tensor, mul.Tensor, add.Tensor), 3 inputs, 1 outputs" in err
+    assert len(fused_units(compiled)) == 1
+
+
+def test_the_generated_source_is_a_cached_file_numba_compiled_and_kept(capfd):
+    x = ember.randn(4, 3, dtype=ember.float64)
+    compiled = ember.compile(lambda a: (a - 1) * (a + 2))
+    logs.set_logs("output_code")
+    try:
+        with ember.no_grad():
+            exact(compiled(x), (x - 1) * (x + 2))
+    finally:
+        logs.set_logs("")
+    err = capfd.readouterr().err
+    name = err.split("[ember.compile output_code] ", 1)[1].split(":", 1)[0]
+    source = cache_dir() / f"{name}.py"
+    assert source.read_text() in err and "@njit(cache=True" in source.read_text()
+    assert list((cache_dir() / "__pycache__").glob(f"{name}.*.nbi"))     # numba's index of cached machine code
+    import sys
+
+    module = sys.modules[f"ember_kernels.{name}"]
+    assert module.flat.py_func.__code__.co_filename == str(source)     # frames show the file and its lines
+
+
+def test_broadcasts_bools_scalars_and_zero_d_values_fuse():
+    ember.manual_seed(1)
+    x, w = ember.randn(2, 3, 4), ember.randn(3, 1)
+
+    def f(x, w, s):
+        m = x > 0.25
+        return ember.where(m, x * w, -x) + s, ember.maximum(x, w) - ember.minimum(x, s)
+    s = ember.tensor(0.5)
+    compiled = ember.compile(f)
+    with ember.no_grad():
+        for got, want in zip(compiled(x, w, s), f(x, w, s)):
+            exact(got, want)
+        x[0, 0, 0] = float("nan")                                  # NaN propagates through maximum/minimum
+        for got, want in zip(compiled(x, w, s), f(x, w, s)):
+            exact(got, want)
+    assert fused_units(compiled)
+
+
+def test_ops_outside_the_generators_vocabulary_run_their_own_kernels(capfd):
+    x = ember.randn(8, 8)
+
+    def f(x):                                    # exp and tanh: numpy's SIMD ufuncs beat numba's libm calls
+        return (ember.tanh(x * 3 + 1).exp() + 2) * x - 1
+    compiled = ember.compile(f)
+    logs.set_logs("kernels")
+    try:
+        with ember.no_grad():
+            exact(compiled(x), f(x))
+    finally:
+        logs.set_logs("")
+    err = capfd.readouterr().err
+    assert "2 ops (mul.Tensor, add.Tensor)" in err and "3 ops (add.Tensor, mul.Tensor, sub.Tensor)" in err
+    assert "tanh" not in err and "exp" not in err
+
+
+def test_without_a_generator_every_op_runs_alone_with_the_same_results(monkeypatch):
+    x, b, y = ember.randn(6, 5), ember.randn(5), ember.randn(6, 5)
+    with ember.no_grad():
+        want = ember.compile(chain)(x, b, y)
+    monkeypatch.setattr(fusion, "fused_kernel_compiler", lambda device_type: None)
+    compiled = ember.compile(chain)
+    with ember.no_grad():
+        exact(compiled(x, b, y), want)
+    assert fused_units(compiled) == []
+
+
+def test_a_group_never_runs_past_an_in_place_write_or_a_reader_of_its_values():
+    def f(x):
+        a = x + 1
+        b = a * 2                                # a, b: one group...
+        c = b.sum()                              # ...closed here: the sum reads b
+        d = b - c                                # so d starts another group
+        e = ember.empty_like(d)
+        e.copy_(d)                               # an in-place write: every open group closes
+        return e * 3 + a, d
+    x = ember.randn(4, 4, dtype=ember.float64)
+    compiled = ember.compile(f)
+    with ember.no_grad():
+        for got, want in zip(compiled(x), f(x)):
+            exact(got, want)
+
+
+def test_training_through_the_joint_graph_fuses_and_keeps_eagers_gradients():
+    def make():
+        ember.manual_seed(0)
+        return ember.nn.Sequential(ember.nn.Linear(6, 16), ember.nn.ReLU(), ember.nn.Linear(16, 3))
+    eager, model = make(), make()
+    compiled = ember.compile(model)
+    x, y = ember.randn(5, 6), ember.randint(0, 3, (5,))
+    for m in (eager, compiled):
+        F.cross_entropy(m(x), y).backward()
+    for p, q in zip(eager.parameters(), model.parameters()):
+        exact(q.grad, p.grad)
