@@ -64,6 +64,9 @@ class CPUBackend(Backend):
 
 @hookimpl
 def ember_backend():
+    from .host_memory import keep_freed_memory
+
+    keep_freed_memory()                 # freed blocks are reused, not faulted in afresh each step
     return CPUBackend()
 
 

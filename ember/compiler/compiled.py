@@ -131,7 +131,7 @@ class CompiledCode:
         state = self._state_places(program)
         example = [d[name] for d, name in state] + program.user_leaves(args, kwargs)
         run = self._native(program, example) if self.native else None
-        if run is None and self.native and self._wants_joint(leaves, example) and _all_native(program, example):
+        if run is None and self.native and self._wants_joint(leaves, example):
             joint = self._joint(args, kwargs)
             if joint is not None:
                 program, run = joint
@@ -260,17 +260,6 @@ class CompiledCode:
     def _name(self) -> str:
         fn = self.fn
         return getattr(fn, "__qualname__", None) or type(fn).__name__
-
-
-def _all_native(program, example: list) -> bool:
-    """Whether every op of `program` has a native kernel on the inputs' backend. The joint capture decomposes
-    the others, and their pieces' derivative formulas are slower than the op's own (a layer norm's backward
-    from its mean, variance and products, not its one formula): such a program is dispatched instead."""
-    from .native import backend_of
-
-    found = backend_of(example)
-    return found is not None and all(found[0] in n.target.kernels for n in program.graph.nodes
-                                     if n.op == "call_function" and hasattr(n.target, "kernels"))
 
 
 def _same_inputs(a, b) -> bool:

@@ -42,12 +42,16 @@ class JointCaptureMode(DecomposingCaptureMode):
         self.tangent_of: list[int] = []       # the program output each tangent is the gradient of
 
     def __ember_dispatch__(self, op, args: tuple):
-        # the backward runs on meta values: a factory it calls (`empty(..., device=x.device)`) is recorded
-        # for the program's device, which the forward's fakes show
+        # the backward runs on meta values: a factory it calls (`zeros(..., device=grad.device)`) is recorded
+        # for the program's device, which the forward's fakes show, and hands the backward the meta value
+        # (a tensor shown on the program's device would not match the other gradients' device, and autograd
+        # would record a copy to conform it)
         i = op.device_arg
-        if i is not None and self.device is not None and args[i] is not None and str(args[i]) == "meta":
-            args = args[:i] + (self.device,) + args[i + 1:]
-        return super().__ember_dispatch__(op, args)
+        if i is None or self.device is None or args[i] is None or str(args[i]) != "meta":
+            return super().__ember_dispatch__(op, args)
+        result = super().__ember_dispatch__(op, args[:i] + (self.device,) + args[i + 1:])
+        found = self.known.get(id(result)) if isinstance(result, Tensor) else None
+        return found[1] if found is not None else result
 
     def bind(self, t: Tensor, node: Node, value: Tensor) -> None:
         if self.device is None and t.device.type != "meta":

@@ -180,11 +180,19 @@ def invert_permutation(dims):
 
 
 def slice_backward(grad, shape, dim, start, end, step):
-    return F.slice_scatter(F.zeros(tuple(shape), dtype=grad.dtype, device=grad.device), grad, dim, start, end, step)
+    zeros = F.zeros(tuple(shape), dtype=grad.dtype, device=grad.device)
+    if grad.requires_grad:                       # differentiable (a double backward): out of place
+        return F.slice_scatter(zeros, grad, dim, start, end, step)
+    F.copy_(F.slice(zeros, dim, start, end, step), grad)     # into the fresh zeros: no clone of them
+    return zeros
 
 
 def select_backward(grad, shape, dim, index):
-    return F.select_scatter(F.zeros(tuple(shape), dtype=grad.dtype, device=grad.device), grad, dim, index)
+    zeros = F.zeros(tuple(shape), dtype=grad.dtype, device=grad.device)
+    if grad.requires_grad:
+        return F.select_scatter(zeros, grad, dim, index)
+    F.copy_(F.select(zeros, dim, index), grad)
+    return zeros
 
 
 def _extent(shape, strides) -> int:
