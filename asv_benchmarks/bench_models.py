@@ -1,5 +1,6 @@
 """Small models end to end, ember vs PyTorch (vs hand-written numpy where one exists): the digits
-MLP training step, a GPT block's forward and backward, and GPT-2 small's construction on meta.
+MLP training step, a GPT block's forward and backward, a nanoGPT-style training step (eager and compiled),
+and GPT-2 small's construction on meta.
 """
 from __future__ import annotations
 
@@ -31,6 +32,21 @@ class GPTBlock:
         self.fn = W.gpt_block_step(framework)
 
     def time_forward_backward(self, framework):
+        self.fn()
+
+
+class NanoGPTStep:
+    """A nanoGPT-style training step (vocab 256, d 128, 4 heads, 2 layers, context 64, batch 8, AdamW);
+    `compiled`: the model through ember.compile / torch.compile."""
+
+    params = (["ember", "torch"], [False, True])
+    param_names = ["framework", "compiled"]
+
+    def setup(self, framework, compiled):
+        self.fn = W.nanogpt_step(framework, compiled=compiled)
+        self.fn()                                      # compiled, optimizer state made
+
+    def time_step(self, framework, compiled):
         self.fn()
 
 

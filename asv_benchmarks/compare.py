@@ -1,9 +1,10 @@
 """Side-by-side ratios in one process: ember vs PyTorch (and numpy), alternating, medians.
 
-    python asv_benchmarks/compare.py            # the rows with a target, ~1-2 minutes
+    python asv_benchmarks/compare.py            # the rows with a target, ~2-3 minutes
     python asv_benchmarks/compare.py --quick    # smoke run: few samples, a few seconds
     python asv_benchmarks/compare.py --all      # also the informational rows (method call, in-place op,
                                                 # 256x256 elementwise and reductions)
+    python asv_benchmarks/compare.py --only nanoGPT   # the rows whose label contains "nanoGPT"
 
 Each row runs its ember, torch and numpy variants (the workloads of asv_benchmarks/workloads.py,
 shared with the asv benchmarks) in alternation: one sample of each in turn, `--repeat` times,
@@ -72,6 +73,9 @@ def headline_rows() -> list[Row]:
         Row("digits MLP step, SGD", lambda fw: W.mlp_step(fw, "sgd"), at_most("torch", 1.0)),
         Row("digits MLP step, Adam", lambda fw: W.mlp_step(fw, "adam"), at_most("torch", 1.0)),
         Row("GPT block fwd+bwd (128, 4h, 64x8)", W.gpt_block_step, at_most("torch", 1.5)),
+        Row("nanoGPT step, AdamW", W.nanogpt_step, at_most("torch", 1.2)),
+        # ember.compile against torch.compile (inductor; its first call compiles for tens of seconds)
+        Row("nanoGPT step, compiled", lambda fw: W.nanogpt_step(fw, compiled=True), at_most("torch", 1.0)),
         Row("matmul 1024x1024 float32", W.matmul, throughput_at_least("numpy", 0.95)),
         Row("GPT-2 small on meta", W.gpt2_small_meta, at_most("torch", 1.0)),
     ]
@@ -183,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--import-repeat", type=int, default=7, help="fresh interpreters per framework")
     parser.add_argument("--quick", action="store_true", help="smoke run: 3 samples of ~5 ms, 1 import each")
     parser.add_argument("--all", action="store_true", help="also the informational rows without a target")
+    parser.add_argument("--only", metavar="TEXT", default=None,
+                        help="only the rows whose label contains TEXT (informational ones included; no import row)")
     parser.add_argument("--threads", type=int, default=None,
                         help="cap every framework's threads (OMP/OPENBLAS/MKL_NUM_THREADS and torch.set_num_threads); "
                              "default: each library's own default. On a loaded machine, torch's thread pool waits "
@@ -208,14 +214,16 @@ def main(argv: list[str] | None = None) -> int:
               "descheduled threads and small-model rows become noise; --threads 1 compares single-core work")
     print(HEADER)
     missed = 0
-    for row in headline_rows() + (extra_rows() if args.all else []):
+    rows = headline_rows() + (extra_rows() if args.all or args.only else [])
+    for row in [r for r in rows if args.only is None or args.only in r.label]:
         times = measure(build_variants(row), args.repeat, args.sample_time)
         print(format_row(row.label, times, row.target), flush=True)
         missed += row.target is not None and not row.target.met(times)
-    imp = import_times(args.import_repeat)
-    target = at_most("torch", 0.3)
-    print(format_row('import (python -c "import X")', imp, target))
-    missed += not target.met(imp)
+    if args.only is None:
+        imp = import_times(args.import_repeat)
+        target = at_most("torch", 0.3)
+        print(format_row('import (python -c "import X")', imp, target))
+        missed += not target.met(imp)
     print(f"{missed} target(s) missed; {time.perf_counter() - started:.0f} s")
     return 0
 

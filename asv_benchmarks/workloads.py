@@ -262,6 +262,51 @@ def _gpt_block(framework: str, seed: int):
     return block, x
 
 
+# --- a nanoGPT-style training step -------------------------------------------------------------------
+
+NANOGPT = dict(vocab_size=256, n_ctx=64, n_embd=128, n_head=4, n_layer=2)
+NANOGPT_BATCH = 8
+
+
+def torch_compile(model):
+    """torch.compile (inductor), the compiled torch variant; tests replace it by the identity, leaving its
+    tens of seconds of compiling to compare.py."""
+    import torch
+
+    return torch.compile(model)
+
+
+def nanogpt_step(framework: str, seed: int = 0, compiled: bool = False, approximate: str = "tanh") -> Callable:
+    """One training step of a nanoGPT-style model (GPT-2's blocks at vocab 256, d 128, 4 heads, 2 layers,
+    context 64; batch 8): zero_grad, forward, cross_entropy over the vocabulary, backward, AdamW (lr 1e-3).
+    `compiled`: the model through ember.compile (ember) or torch.compile (torch); `approximate`: the
+    GELU's ("tanh", or "none" for the exact one). Weights from a numpy rng; returns the loss."""
+    _no_numpy(framework, "nanogpt_step")
+    from ember.testing.models import GPT2Config, _gpt2_classes
+
+    lib = lib_of(framework)
+    model = _gpt2_classes(lib).GPT2(GPT2Config(**NANOGPT, gelu_approximate=approximate))
+    rng = np.random.default_rng(seed)
+    model.load_state_dict({k: lib.tensor((rng.standard_normal(tuple(v.shape)) * 0.02 +
+                                          (1.0 if k.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight")) else 0.0))
+                                         .astype(np.float32)) for k, v in model.state_dict().items()})
+    idx = lib.tensor(rng.integers(0, NANOGPT["vocab_size"], (NANOGPT_BATCH, NANOGPT["n_ctx"])))
+    targets = lib.tensor(rng.integers(0, NANOGPT["vocab_size"], (NANOGPT_BATCH, NANOGPT["n_ctx"])))
+    opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
+    run = model if not compiled else lib.compile(model) if framework == "ember" else torch_compile(model)
+    cross_entropy = lib.nn.functional.cross_entropy
+
+    def step():
+        opt.zero_grad()
+        loss = cross_entropy(run(idx).view(-1, NANOGPT["vocab_size"]), targets.view(-1))
+        loss.backward()
+        opt.step()
+        return loss
+
+    step.model = model
+    return step
+
+
 # --- GPT-2 small built on the meta device ----------------------------------------------------------
 
 def gpt2_small_meta(framework: str) -> Callable:

@@ -21,6 +21,13 @@ def _value(x) -> float:
     return float(x) if isinstance(x, float) else float(x.detach().numpy())
 
 
+@pytest.fixture(autouse=True)
+def _no_inductor(monkeypatch):
+    """torch.compile's variant runs torch eager here: inductor's compile takes tens of seconds (compare.py's
+    to pay); ember's compiled variants run for real."""
+    monkeypatch.setattr(W, "torch_compile", lambda model: model)
+
+
 @pytest.mark.parametrize("row", compare.headline_rows() + compare.extra_rows(), ids=lambda r: r.label)
 def test_compare_rows_run(row):
     variants = compare.build_variants(row)
@@ -68,6 +75,18 @@ def test_compiled_gpt_block_gives_the_eager_loss_grads_and_outputs():
     outs = [W.gpt_block_inference(fw, compiled=c)() for fw, c in (("ember", True), ("ember", False), ("torch", False))]
     np.testing.assert_array_equal(outs[0].numpy(), outs[1].numpy())
     np.testing.assert_allclose(outs[0].numpy(), outs[2].numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("approximate", ["tanh", "none"])
+def test_nanogpt_step_same_losses_eager_and_compiled(approximate):
+    """Three AdamW steps from the same weights: ember's losses are torch's, and ember.compile's are eager's."""
+    steps = {"torch": W.nanogpt_step("torch", approximate=approximate),
+             "ember": W.nanogpt_step("ember", approximate=approximate),
+             "compiled": W.nanogpt_step("ember", compiled=True, approximate=approximate)}
+    losses = {name: [_value(step()) for _ in range(3)] for name, step in steps.items()}
+    assert losses["torch"][2] < losses["torch"][0]
+    np.testing.assert_allclose(losses["ember"], losses["torch"], rtol=1e-5)
+    np.testing.assert_allclose(losses["compiled"], losses["ember"], rtol=1e-6)
 
 
 def test_gpt2_meta_same_parameter_count():

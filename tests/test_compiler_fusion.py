@@ -116,20 +116,26 @@ def test_without_a_generator_every_op_runs_alone_with_the_same_results(monkeypat
     assert fused_units(compiled) == []
 
 
-def test_a_group_never_runs_past_an_in_place_write_or_a_reader_of_its_values():
+def test_a_group_never_runs_past_a_write_into_what_it_reads_or_a_reader_of_its_values():
     def f(x):
         a = x + 1
         b = a * 2                                # a, b: one group...
         c = b.sum()                              # ...closed here: the sum reads b
-        d = b - c                                # so d starts another group
+        d = b - c                                # so d starts another group, closed by the copy_ reading d
         e = ember.empty_like(d)
-        e.copy_(d)                               # an in-place write: every open group closes
-        return e * 3 + a, d
+        e.copy_(d)
+        buf = x * 3
+        g = buf + d                              # joins buf's group
+        h = buf * 2                              # so does h...
+        buf.copy_(h)                             # ...and the write into buf, which the group reads, closes it
+        return e * 3 + a, g * 5, buf, h - 1
     x = ember.randn(4, 4, dtype=ember.float64)
     compiled = ember.compile(f)
     with ember.no_grad():
         for got, want in zip(compiled(x), f(x)):
             exact(got, want)
+    groups = [[m.name for m in u.members] for u in fused_units(compiled)]
+    assert groups == [["add", "mul"], ["mul_1", "add_1", "mul_2"], ["mul_3", "add_2"]], groups
 
 
 def test_training_through_the_joint_graph_fuses_and_keeps_eagers_gradients():

@@ -16,8 +16,8 @@ is pointwise and its formula is what the kernel computes. A node joins a group w
   the group, and the group is still open (below).
 
 A group of one op is not a fusion: it runs its own kernel. The units run in program order, a group where
-its last member was; a group is closed when a node outside it reads its value or anything writes in
-place, so running its members there computes what the program computed.
+its last member was; a group is closed when a node outside it reads its value or writes in place into
+a value it reads, so running its members there computes what the program computed.
 """
 from __future__ import annotations
 
@@ -78,10 +78,13 @@ def _groups(nodes: list, functions: frozenset) -> list[list]:
 
     A group runs as one step where its last member was, so it must not matter that its members run
     later than in the program: a group is closed (takes no more members) when a node outside it reads
-    one of its values, and every open group is closed at a node writing in place (the graph shows
-    what a node reads, not what an earlier write into that value changed)."""
+    one of its values, or writes in place into something the group reads (the graph shows what a node
+    reads, not what a later write into that value changes)."""
+    from ember.export.trace import view_base
+
     group_of: dict = {}                 # node -> group id
     key_of: dict[int, tuple] = {}       # open group id -> (shape, dtype)
+    reads: dict[int, set] = {}          # open group id -> the bases of the values it reads from outside
     members: dict[int, list] = {}
     for node in nodes:
         inputs = node.all_input_nodes
@@ -92,13 +95,16 @@ def _groups(nodes: list, functions: frozenset) -> list[list]:
             chosen = next((g for g in read if key_of.get(g) == key), None)
             if chosen is None:
                 chosen = len(members)
-                members[chosen], key_of[chosen] = [], key
+                members[chosen], key_of[chosen], reads[chosen] = [], key, set()
             group_of[node] = chosen
             members[chosen].append(node)
-        for g in read - {chosen}:
+            reads[chosen].update(view_base(a) for a in inputs if group_of.get(a) != chosen)
+        closed = read - {chosen}
+        for i in getattr(node.target, "mutated", ()):
+            written = view_base(node.args[i])
+            closed |= {g for g in key_of if written in reads[g]}
+        for g in closed:
             key_of.pop(g, None)
-        if getattr(node.target, "mutated", ()):
-            key_of.clear()
     return [m for m in members.values() if len(m) > 1]
 
 

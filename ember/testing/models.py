@@ -45,6 +45,7 @@ class GPT2Config:
     n_layer: int = 12
     n_head: int = 12
     layer_norm_eps: float = 1e-5
+    gelu_approximate: str = "tanh"       # GPT-2's; "none" is the exact GELU (nanoGPT's nn.GELU())
 
 
 def llama7b_config() -> LlamaConfig:
@@ -189,9 +190,10 @@ def _gpt2_classes(lib) -> SimpleNamespace:
             super().__init__()
             self.c_fc = nn.Linear(cfg.n_embd, 4 * cfg.n_embd, **kw)
             self.c_proj = nn.Linear(4 * cfg.n_embd, cfg.n_embd, **kw)
+            self.approximate = cfg.gelu_approximate
 
         def forward(self, x):
-            return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+            return self.c_proj(F.gelu(self.c_fc(x), approximate=self.approximate))
 
     class Block(nn.Module):
         def __init__(self, cfg: GPT2Config, **kw) -> None:
