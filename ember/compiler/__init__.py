@@ -18,9 +18,10 @@ Code that reads a tensor's values while it is captured (`.item()`, `bool(t)`, `.
 `EMBER_LOGS=recompiles,graph_breaks` prints them as they happen (logs.py).
 
 A backend (backends.py) turns a captured graph into what runs: "eager" interprets it op by op
-through the dispatcher; the default replays it (replay.py), natively where no autograd records
-(native.py), and in training as a joint forward+backward capture whose halves run natively inside
-one autograd Function (joint.py); a callable `backend(graph_module, example_inputs)` is called as
+through the dispatcher; "aot_eager" runs the joint forward+backward capture op by op; the default
+replays programs natively (native.py), in training as a joint forward+backward capture whose halves
+run natively inside one autograd Function (joint.py), with chains of pointwise ops fused into kernels
+the backend generates (fusion.py); a callable `backend(graph_module, example_inputs)` is called as
 torch's custom backends are. Outputs carry grad_fn either way: `loss.backward()` and optimizers are
 unchanged.
 
@@ -28,10 +29,10 @@ Only `compile` is imported with ember (it is `ember.compile`); the rest loads on
 """
 from .api import compile
 
-__all__ = ["compile", "OptimizedModule", "GraphBreakError", "explain", "ExplainOutput", "reset"]
+__all__ = ["compile", "OptimizedModule", "GraphBreakError", "explain", "ExplainOutput", "reset", "list_backends"]
 
 _LAZY = {"OptimizedModule": "optimized_module", "GraphBreakError": "breaks", "explain": "explanation",
-         "ExplainOutput": "explanation", "reset": "compiled"}
+         "ExplainOutput": "explanation", "reset": "compiled", "list_backends": "backends"}
 
 
 def __getattr__(name: str):

@@ -3,10 +3,13 @@
 A backend is `backend(graph_module, example_inputs) -> callable(*inputs) -> outputs`, as in torch:
 `graph_module` is the captured program's graph (an ember.fx GraphModule whose placeholders are the
 lifted state, then the flattened user inputs) and `example_inputs` the values of the first call.
-Named backends: "eager" interprets the graph node by node (ember.fx's Interpreter); "inductor"
-and "ember" (the default names) run it as a straight line of op calls (replay.py), until ember
-generates fused kernels. Both run each op through the dispatcher, autograd included. A package adds a named backend with an
-entry point in the group `ember.compile_backends`.
+Named backends: "eager" interprets the graph node by node (ember.fx's Interpreter); "aot_eager" runs
+the joint forward+backward graph (joint.py) op by op through the dispatcher, and a program without
+autograd as a straight line of op calls; "inductor" and "ember" (the default names) replay programs
+natively with fused kernels (compiled.py: native.py, joint.py, fusion.py) and run any other as a
+straight line of op calls (replay.py). So a difference between backends bisects a failure: eager vs
+aot_eager is the capture of the backward, aot_eager vs ember is native replay and code generation. A
+package adds a named backend with an entry point in the group `ember.compile_backends`.
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ def straight_line(graph_module, example_inputs: list) -> Callable:
     return build(graph_module, example_inputs)
 
 
-_NAMED = {"eager": eager, "inductor": straight_line, "ember": straight_line}
+_NAMED = {"eager": eager, "aot_eager": straight_line, "inductor": straight_line, "ember": straight_line}
 
 
 def _entry_points() -> dict:
@@ -50,9 +53,6 @@ def lookup_backend(backend) -> Callable:
         return backend
     if backend in _NAMED:
         return _NAMED[backend]
-    if backend == "aot_eager":
-        raise RuntimeError("ember.compile: backend 'aot_eager' (the joint forward+backward graph run op by op) is "
-                           "not available yet; use backend='eager', or the default, which captures the joint graph")
     found = _entry_points().get(backend) if isinstance(backend, str) else None
     if found is None:
         raise RuntimeError(f"Invalid backend: {backend!r}, see `ember.compiler.backends.list_backends()` for "

@@ -50,8 +50,10 @@ class CompiledCode:
         self.fullgraph = settings["fullgraph"]
         self.dynamic = settings["dynamic"]
         self.backend = lookup_backend(settings["backend"])
-        # the default backend replays programs run without autograd natively (native.py)
+        # the default backend replays programs natively (native.py, joint.py); "aot_eager" captures the
+        # joint graph too, and dispatches its ops
         self.native = settings["backend"] in ("inductor", "ember")
+        self.aot = settings["backend"] == "aot_eager"
         self.recompile_limit = settings["recompile_limit"]
         self.entries: dict[tuple, Entry] = {}
         self.compiles = 0
@@ -131,7 +133,7 @@ class CompiledCode:
         state = self._state_places(program)
         example = [d[name] for d, name in state] + program.user_leaves(args, kwargs)
         run = self._native(program, example) if self.native else None
-        if run is None and self.native and self._wants_joint(leaves, example):
+        if run is None and (self.native or self.aot) and self._wants_joint(leaves, example):
             joint = self._joint(args, kwargs)
             if joint is not None:
                 program, run = joint
@@ -169,7 +171,12 @@ class CompiledCode:
         except CaptureBreak:
             return None
         example = [d[name] for d, name in self._state_places(program)] + program.user_leaves(args, kwargs)
-        run = joint_runner(program, modes[0], example, program.out_spec.num_leaves)
+        if self.aot:
+            from .replay import dispatched_runner
+
+            run = joint_runner(program, modes[0], example, program.out_spec.num_leaves, dispatched_runner)
+        else:
+            run = joint_runner(program, modes[0], example, program.out_spec.num_leaves)
         return (program, run) if run is not None else None
 
     def _native(self, program, example: list):

@@ -103,9 +103,11 @@ class JointCaptureMode(DecomposingCaptureMode):
         return tuple(self.node_and_value(g)[0] if g is not None else None for g in grads)
 
 
-def joint_runner(program, mode: JointCaptureMode, example: list, n_outputs: int) -> Callable | None:
+def joint_runner(program, mode: JointCaptureMode, example: list, n_outputs: int,
+                 runner: Callable = native_runner) -> Callable | None:
     """A function of the program's inputs returning its outputs through `JointFunction`, or None when a half
-    does not fit native replay. `n_outputs`: the program's own outputs (the gradients follow them)."""
+    does not fit native replay. `n_outputs`: the program's own outputs (the gradients follow them).
+    `runner`: what runs each half (native replay; replay.dispatched_runner under "aot_eager")."""
     from .native import backend_of
 
     found = backend_of(example)
@@ -124,10 +126,10 @@ def joint_runner(program, mode: JointCaptureMode, example: list, n_outputs: int)
             if (a in forward or a.op == "placeholder") and a not in tangents and a not in saved:
                 saved.append(a)
     fw_nodes = [n for n in nodes if n.op == "placeholder" or n in forward]
-    fw = native_runner(fw_nodes, inputs, user_outputs + saved, *found,
+    fw = runner(fw_nodes, inputs, user_outputs + saved, *found,
                        wrap=[True] * len(user_outputs) + [False] * len(saved))
     bw_nodes = [n for n in nodes if n in set(saved) or n in tangents or n in set(backward_nodes)]
-    bw = native_runner(bw_nodes, saved + mode.tangents, grads, *found)
+    bw = runner(bw_nodes, saved + mode.tangents, grads, *found)
     if fw is None or bw is None:
         return None
     differentiable = [inputs.index(node) for node, _ in mode.differentiable]

@@ -9,6 +9,7 @@ arguments from the list: nodes by slot, lists and tuples holding nodes rebuilt, 
 """
 from __future__ import annotations
 
+import operator
 from typing import Callable
 
 from ember.fx import Node
@@ -54,6 +55,18 @@ class Plan:
                       (_NESTED, self.reader(a)) if isinstance(a, (list, tuple)) and holds_node(a) else
                       (_CONSTANT, a) for a in args)
         kind = list if isinstance(args, list) else tuple
+        if kind is tuple and len(parts) > 1 and all(mode == _SLOT for mode, _ in parts):
+            return operator.itemgetter(*(v for _, v in parts))      # the common call: nodes only, read in C
+        if kind is tuple and all(mode != _NESTED for mode, _ in parts):
+            template = [v if mode == _CONSTANT else None for mode, v in parts]
+            slots = [(i, v) for i, (mode, v) in enumerate(parts) if mode == _SLOT]
+
+            def read_flat(env):
+                values = template.copy()
+                for i, s in slots:
+                    values[i] = env[s]
+                return tuple(values)
+            return read_flat
 
         def read(env):
             return kind(env[v] if mode == _SLOT else v(env) if mode == _NESTED else v for mode, v in parts)
