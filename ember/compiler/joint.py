@@ -18,9 +18,11 @@ bookkeeping in either direction.
 """
 from __future__ import annotations
 
+import operator
 from typing import Callable
 
 from ember.export.capture import DecomposingCaptureMode
+from ember.frontend.autograd.function import BackwardCFunction
 from ember.frontend.tensor import Tensor
 from ember.fx import Node
 
@@ -119,6 +121,10 @@ def joint_runner(program, mode: JointCaptureMode, example: list, n_outputs: int,
     tangents = set(mode.tangents)
     inputs = [n for n in nodes if n.op == "placeholder" and n not in tangents]
     forward = _ancestors(user_outputs, _writers(nodes))
+    # the backward's picks from a forward op's several results run in the forward, so only the results the
+    # backward reads are saved, not all of them (attention's weights, not its output too)
+    forward |= {n for n in nodes if n.op == "call_function" and n.target is operator.getitem
+                and n.args[0] in forward}
     backward_nodes = [n for n in nodes if n.op == "call_function" and n not in forward]
     saved = []
     for n in backward_nodes:
@@ -129,7 +135,7 @@ def joint_runner(program, mode: JointCaptureMode, example: list, n_outputs: int,
     fw = runner(fw_nodes, inputs, user_outputs + saved, *found,
                        wrap=[True] * len(user_outputs) + [False] * len(saved))
     bw_nodes = [n for n in nodes if n in set(saved) or n in tangents or n in set(backward_nodes)]
-    bw = runner(bw_nodes, saved + mode.tangents, grads, *found)
+    bw = runner(bw_nodes, saved + mode.tangents, grads, *found, consume_inputs=True)
     if fw is None or bw is None:
         return None
     differentiable = [inputs.index(node) for node, _ in mode.differentiable]
@@ -154,18 +160,40 @@ def _joint_call(fw: Callable, bw: Callable, n_out: int, tangents: tuple, differe
 
         @staticmethod
         def backward(ctx, *grad_outputs):
+            return JointFunction.backward_list(ctx, list(grad_outputs))
+
+        @staticmethod
+        def backward_list(ctx, grad_outputs: list):
+            """The backward half on the saved values and the outputs' gradients (`grad_outputs`, emptied:
+            each is freed once the backward has used it, as eager autograd frees it)."""
             seeds = [F.zeros(shape, dtype=dtype) if grad_outputs[p] is None else
                      grad_outputs[p] if grad_outputs[p].is_contiguous() else grad_outputs[p].contiguous()
                      for p, (shape, dtype) in zip(positions, shapes)]
-            grads = bw(*ctx.saved_arrays, *seeds)
+            grad_outputs.clear()
+            values = list(ctx.saved_arrays) + seeds
+            ctx.saved_arrays = None                 # the backward frees each saved value after its last use
+            del seeds
+            grads = bw(values)
             out = [None] * n_inputs
             for position, g in zip(differentiable, grads):
                 out[position] = g
-            return tuple(out)
+            return out
+
+    JointFunction._backward_cls = type("JointFunctionBackward", (_JointBackward,), {"_fn_cls": JointFunction})
 
     def run(*inputs):
         return JointFunction.apply(*inputs)
     return run
+
+
+class _JointBackward(BackwardCFunction):
+    """JointFunction's graph node: `apply` hands the engine's own list of incoming gradients to the backward,
+    which empties it, so no gradient outlives its last use inside the backward half."""
+
+    def apply(self, grads: list):
+        # the engine's list itself, unless post-hooks will read it after the node has run
+        result = self._fn_cls.backward_list(self, grads if not self.post_hooks else list(grads))
+        return [result[i] for i, is_tensor in enumerate(self._arg_is_tensor) if is_tensor]
 
 
 def _writers(nodes: list) -> dict:

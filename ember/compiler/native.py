@@ -57,17 +57,20 @@ def native_replay(program, example_inputs: list) -> Callable | None:
     return native_runner(nodes, [n for n in nodes if n.op == "placeholder"], outputs, *found)
 
 
-def native_runner(nodes: list, inputs: list, outputs, key: int, device, wrap=None, fuse: bool = True) -> Callable | None:
+def native_runner(nodes: list, inputs: list, outputs, key: int, device, wrap=None, fuse: bool = True,
+                  consume_inputs: bool = False) -> Callable | None:
     """A function running the call nodes of `nodes` (in order) natively: it takes one value per node of
     `inputs` (Tensors or native arrays) and returns `outputs`' values, each wrapped in a Tensor where
     `wrap` (a bool per output; all by default) says so. Chains of pointwise ops run as one generated
-    kernel where the backend offers a generator and `fuse` is set (fusion.py). None when a node does not fit."""
+    kernel where the backend offers a generator and `fuse` is set (fusion.py). With `consume_inputs` it
+    takes the values as one list, which it empties, and drops each after its last reader (a backward's
+    saved values, freed as it goes, as eager autograd frees them). None when a node does not fit."""
     given = set(inputs)
     steps = _steps([n for n in nodes if n not in given], key)       # an input's node is not run, only read
     if steps is None:
         return None
     units = schedule(steps, outputs, device.type) if fuse else [Unit(k, s, n.args, (n,), (n,)) for n, k, s in steps]
-    layout = Plan(nodes, list(inputs) + [o for o in outputs if isinstance(o, Node)])
+    layout = Plan(nodes, ([] if consume_inputs else list(inputs)) + [o for o in outputs if isinstance(o, Node)])
     frees = layout.frees_in([(u.members, u.args) for u in units])
     plan = [(u.kernel, u.spec, layout.reader(u.args),
              layout.slot[u.outputs[0]] if u.kernel is None or len(u.members) == 1 else None,
@@ -78,9 +81,14 @@ def native_runner(nodes: list, inputs: list, outputs, key: int, device, wrap=Non
     out_dtypes = [o.meta["val"].dtype if isinstance(o, Node) and w else None for o, w in zip(outputs, wrap)]
 
     def run(*values):
+        return run_list(values)
+
+    def run_list(values):
         env = [None] * layout.size
         for s, v in zip(input_slots, values):
             env[s] = v._data if isinstance(v, Tensor) else v
+        if consume_inputs:
+            values.clear()
         for kernel, spec, read, target, targets, frees in plan:
             args = read(env)
             if target is None:                      # a fused group: one kernel, several values
@@ -92,8 +100,9 @@ def native_runner(nodes: list, inputs: list, outputs, key: int, device, wrap=Non
                 env[s] = None
         return tuple(make_tensor(a, dt, device, key, None) if dt is not None and a is not None else a
                      for a, dt in zip(out_reader(env), out_dtypes))
-    run.units = units                               # what it runs, for reading (tests, explain)
-    return run
+    chosen = run_list if consume_inputs else run
+    chosen.units = units                            # what it runs, for reading (tests, explain)
+    return chosen
 
 
 def _steps(nodes: list, key: int):

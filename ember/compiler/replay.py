@@ -25,16 +25,17 @@ def straight_line(graph_module, example_inputs: list) -> Callable:
     return lambda *values: run(values)
 
 
-def dispatched_runner(nodes: list, inputs: list, outputs, key=None, device=None, wrap=None) -> Callable:
+def dispatched_runner(nodes: list, inputs: list, outputs, key=None, device=None, wrap=None,
+                      consume_inputs: bool = False) -> Callable:
     """The call nodes of `nodes` run in order through the dispatcher: a function of one value (a Tensor) per
     node of `inputs` returning `outputs`' values, all Tensors (`key`, `device`, `wrap`: native_runner's,
-    unused: nothing here is a native array)."""
-    run = _runner(nodes, inputs, outputs)
-    return lambda *values: run(values)
+    unused: nothing here is a native array). `consume_inputs`: as native_runner's."""
+    run = _runner(nodes, inputs, outputs, consume_inputs)
+    return run if consume_inputs else lambda *values: run(values)
 
 
-def _runner(nodes: list, inputs: list, output) -> Callable:
-    plan = Plan(nodes, list(inputs) + [o for o in output if isinstance(o, Node)])
+def _runner(nodes: list, inputs: list, output, consume_inputs: bool = False) -> Callable:
+    plan = Plan(nodes, ([] if consume_inputs else list(inputs)) + [o for o in output if isinstance(o, Node)])
     input_slots = [plan.slot[n] for n in inputs]
     given = set(inputs)
     steps = []
@@ -50,6 +51,8 @@ def _runner(nodes: list, inputs: list, output) -> Callable:
         env = [None] * plan.size
         for s, v in zip(input_slots, values):
             env[s] = v
+        if consume_inputs:
+            values.clear()
         for call, read, target, frees, grad_off in steps:
             if grad_off and is_grad_enabled():
                 with no_grad():
