@@ -149,3 +149,35 @@ def test_training_through_the_joint_graph_fuses_and_keeps_eagers_gradients():
         F.cross_entropy(m(x), y).backward()
     for p, q in zip(eager.parameters(), model.parameters()):
         exact(q.grad, p.grad)
+
+
+def _opencl_reason() -> str:
+    try:
+        from test_conformance_opencl import REASON
+    except Exception as exc:                   # the plugin is not installed
+        return f"ember-opencl is not importable: {exc}"
+    return REASON
+
+
+@pytest.mark.skipif(bool(_opencl_reason()), reason=_opencl_reason() or "opencl available")
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_opencl_fuses_whole_chains_into_one_generated_kernel(dtype, capfd):
+    """OpenCL C has exp and tanh, so the tanh GELU (decomposed: opencl has no gelu kernel) fuses with its
+    neighbours: one kernel, eager's values, its source a file in the kernel cache."""
+
+    def f(x, b, y):
+        return (F.gelu(x * 2 + b, approximate="tanh").relu() - y).exp() * ember.maximum(y, b)
+    ember.manual_seed(4)
+    x, b, y = (t.to(dtype).to("opencl") for t in (ember.randn(6, 5), ember.randn(5), ember.randn(6, 5)))
+    compiled = ember.compile(f)
+    logs.set_logs("kernels,output_code")
+    try:
+        with ember.no_grad():
+            got, want = compiled(x, b, y), f(x, b, y)
+    finally:
+        logs.set_logs("")
+    np.testing.assert_allclose(got.cpu().numpy(), want.cpu().numpy(), rtol=1e-6 if dtype == ember.float32 else 1e-14)
+    err = capfd.readouterr().err
+    assert len(fused_units(compiled)) == 1 and "tanh, " in err and "exp, " in err and "__kernel void fused(" in err
+    name = err.split("[ember.compile kernels] ", 1)[1].split(":", 1)[0]
+    assert list(cache_dir().glob(f"{name}_r*.cl"))

@@ -152,6 +152,7 @@ class CompiledCode:
 
     def _joint(self, args: tuple, kwargs: dict):
         """(the joint program, its runner) (joint.py), or None when it does not fit native replay."""
+        from ember.dispatcher import ALL_OPS
         from ember.dispatcher import keys as K
 
         from .joint import JointCaptureMode, joint_runner
@@ -160,11 +161,16 @@ class CompiledCode:
         tensors = [v for v in tree_flatten((args, kwargs))[0] if isinstance(v, Tensor)]
         if not tensors:
             return None
-        table = kept_ops(tensors[0]._keys & K.BACKEND_MASK)
+        # the forward keeps explicit ops whole, with their own derivative formulas: decomposing one would
+        # differentiate its pieces instead (a layer norm's backward from means and products); where such an
+        # op has no native kernel the joint graph does not fit native replay and the program is dispatched.
+        # The backward's ops are not differentiated: it keeps only the ops with a native kernel
+        native = kept_ops(tensors[0]._keys & K.BACKEND_MASK)
+        table = {**native, **{name: None for name, op in ALL_OPS.items() if op.impl == "explicit"}}
         modes: list = []
 
         def make_mode(graph, lift):
-            modes.append(JointCaptureMode(graph, lift, table))
+            modes.append(JointCaptureMode(graph, lift, table, native))
             return modes[-1]
         try:
             program = capture(self.fn, self.module, args, kwargs, None, make_mode)

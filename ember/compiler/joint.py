@@ -35,8 +35,10 @@ class JointCaptureMode(DecomposingCaptureMode):
     """A decomposing capture (ops in `table` kept: those with a native kernel) whose meta values carry
     autograd, and whose `finish` traces the backward."""
 
-    def __init__(self, graph, lift, table: dict) -> None:
+    def __init__(self, graph, lift, table: dict, backward_table: dict | None = None) -> None:
         super().__init__(graph, lift, table)
+        # the ops the backward keeps (its formulas' ops are not differentiated: any decomposition will do)
+        self.backward_table = table if backward_table is None else backward_table
         self.differentiable: list = []        # (placeholder node, meta value) of the inputs needing a gradient
         self.tangents: list = []              # the tangent placeholders, one per differentiable output
         self.grad_outputs = 0
@@ -100,6 +102,7 @@ class JointCaptureMode(DecomposingCaptureMode):
             values.append(m)
         if not values or not self.differentiable:
             return ()
+        self.table = self.backward_table
         grads = grad(values, [v for _, v in self.differentiable], grad_outputs=seeds, allow_unused=True)
         self.grad_outputs = len(grads)
         return tuple(self.node_and_value(g)[0] if g is not None else None for g in grads)

@@ -162,3 +162,13 @@ def backend() -> OpenCLBackend:
 @hookimpl
 def ember_backend():
     return backend()
+
+
+@hookimpl
+def ember_fused_kernel_compiler(device_type):
+    """OpenCL C kernels for ember.compile's fused pointwise chains (fused.py)."""
+    if device_type != "opencl":
+        return None
+    from .fused import OpenCLFusedCompiler
+
+    return OpenCLFusedCompiler(backend())
