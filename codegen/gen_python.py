@@ -113,6 +113,8 @@ def gen_op_table(registry: Registry) -> str:
         fields.update(behaviour_fields(op))
         if op.scalar is not None:
             fields["scalar"] = op.scalar
+        if op.reduce is not None:
+            fields["reduce"] = op.reduce
         body = ", ".join(f"{k}={v!r}" for k, v in fields.items())
         lines.append(f"_op({op.name!r}, {body})")
     lines.append("")

@@ -32,10 +32,10 @@ NOT_DIFFERENTIABLE = "not_differentiable"
 # per-op behaviour the shape rules and autograd read (docs/registry.md): per entry, never family defaults
 BEHAVIOUR_KEYS = {"dtypes", "dtype_error_kernel", "checks", "promotion_if_given", "iterator_operands", "copy_from"}
 ENTRY_KEYS = {"func", "family", "variants", "operators", "inplace", "inplace_operators", "inplace_variants",
-              "promotion", "shape", "autograd", "autocast", "impl", "tags", "doc", "scalar"} | BEHAVIOUR_KEYS
+              "promotion", "shape", "autograd", "autocast", "impl", "tags", "doc", "scalar", "reduce"} | BEHAVIOUR_KEYS
 # `impl` too is stated by every entry: how an op is implemented is read where the op is declared
 FAMILY_KEYS = ENTRY_KEYS - {"func", "operators", "inplace", "inplace_operators", "inplace_variants", "doc", "impl",
-                            "scalar"} \
+                            "scalar", "reduce"} \
     - BEHAVIOUR_KEYS
 # `dtypes`: the dtypes the op's kernel supports (PyTorch's "not implemented for 'Bool'" errors otherwise)
 KERNEL_DTYPES = {"all", "floating", "integral", "not_bool"}
@@ -84,6 +84,7 @@ class OpEntry:
     inplace_twin: str | None = None      # for an op with inplace: true: the twin's name
     behaviour: "Behaviour" = None        # the per-op behaviour keys (shared by the twin)
     scalar: tuple | None = None          # the value per element, parsed (scalar_formulas.py); not the twin's
+    reduce: tuple | None = None          # (kind, dim position, keepdim position, dtype position or None)
 
     def __post_init__(self):
         if self.behaviour is None:
@@ -329,9 +330,11 @@ def _resolve_entry(raw, families, sources: SourceIndex, path) -> list[OpEntry]:
 
     behaviour = _resolve_behaviour(raw, schema, shape, sources, fail)
     scalar = _resolve_scalar(raw.get("scalar"), schema, fail)
+    reduce = _resolve_reduce(raw.get("reduce"), schema, fail)
 
     entry = OpEntry(schema, line, family, variants, operators, (), promotion, shape, autograd,
-                    autocast, impl, tags, doc.strip(), behaviour=behaviour, scalar=scalar)
+                    autocast, impl, tags, doc.strip(), behaviour=behaviour, scalar=scalar,
+                    reduce=reduce)
     out = [entry]
     if inplace:
         try:
@@ -365,6 +368,22 @@ def _resolve_scalar(text, schema: FunctionSchema, fail) -> tuple | None:
         return parse_formula(text, tuple(a.name for a in args), {a.name for a in args if a.type.is_tensor})
     except FormulaError as exc:
         fail(f"`scalar`: {exc}")
+
+
+REDUCE_KINDS = ("sum", "mean", "amax", "amin")
+
+
+def _resolve_reduce(kind, schema: FunctionSchema, fail) -> tuple | None:
+    """`reduce: <kind>`: the op reduces `self` over `dim` (keepdim `keepdim`) by `kind`, so the fusion pass
+    may fuse it with the pointwise ops around it: (kind, dim position, keepdim position, dtype position)."""
+    if kind is None:
+        return None
+    if kind not in REDUCE_KINDS:
+        fail(f"`reduce` must be one of {list(REDUCE_KINDS)}, got {kind!r}")
+    position = {a.name: i for i, a in enumerate(schema.arguments)}
+    if not {"self", "dim", "keepdim"} <= set(position) or position["self"] != 0:
+        fail("`reduce` is for an op (Tensor self, int[] dim, bool keepdim, ...) reducing self over dim")
+    return (kind, position["dim"], position["keepdim"], position.get("dtype"))
 
 
 def _resolve_behaviour(raw, schema: FunctionSchema, shape: str, sources: SourceIndex, fail) -> Behaviour:

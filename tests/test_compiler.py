@@ -29,6 +29,13 @@ def exact(a, b) -> None:
     np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
 
 
+def close(a, b) -> None:
+    """Equal up to the last bits: a fused reduction sums each row in float64 where eager sums float32 pairwise
+    (a softmax's backward in a GPT), so gradients through one differ from eager's by rounding only."""
+    assert tuple(a.shape) == tuple(b.shape) and a.dtype == b.dtype
+    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-7)
+
+
 def mlp():
     ember.manual_seed(0)
     return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
@@ -107,7 +114,7 @@ def test_a_gpt_compiles_and_matches_eager():
         exact(loss_c, loss_e)
         loss_c.backward()
         for n, p in model.named_parameters():
-            exact(p.grad, want[n])
+            close(p.grad, want[n])
 
 
 def test_a_size_change_recompiles_once_then_the_size_is_dynamic(capsys):
@@ -226,8 +233,9 @@ def _cnn():
 ], ids=["mlp", "cnn", "gpt"])
 def test_every_backend_trains_a_model_as_eager_does(make, inputs):
     """"eager" (the graph interpreted), "aot_eager" (the joint graph, op by op) and the default (the joint
-    graph replayed natively, chains fused) give eager's outputs and gradients bit for bit, so a failure
-    bisects to capture, autograd or code generation."""
+    graph replayed natively, chains fused) give eager's outputs and gradients (bit for bit, but for the
+    GPT's gradients through its fused softmax backward: rounding), so a failure bisects to capture,
+    autograd or code generation."""
     ember.manual_seed(3)
     args = inputs()
     reference = make()
@@ -241,7 +249,7 @@ def test_every_backend_trains_a_model_as_eager_does(make, inputs):
         (got[1] if isinstance(got, tuple) else got.square().mean()).backward()
         exact(got[0] if isinstance(got, tuple) else got, out[0] if isinstance(out, tuple) else out)
         for (name, p), q in zip(reference.named_parameters(), model.parameters()):
-            exact(q.grad, p.grad)
+            (exact if make is not _gpt else close)(q.grad, p.grad)
         (entry,) = compiled._code.entries.values()
         if backend != "eager":
             assert entry.run.__qualname__.startswith("_joint_call"), backend
@@ -327,8 +335,9 @@ def test_training_captures_the_backward_and_runs_both_halves_natively():
 
 def test_training_a_gpt_runs_its_joint_graph_with_eagers_gradients():
     """A GPT's composite ops (layer norm, attention, split, contiguous) decompose into ops with native
-    kernels and formulas of their own: the joint graph runs, and losses and gradients are eager's bit
-    for bit (the tied embedding's gradient sums two uses, the split's backward fills zeros)."""
+    kernels and formulas of their own: the joint graph runs, and losses and gradients are eager's (the
+    tied embedding's gradient sums two uses, the split's backward fills zeros; the softmax's backward,
+    a fused row reduction, rounds differently)."""
     def make():
         ember.manual_seed(6)
         return char_gpt.gpt_model(ember)(char_gpt.GPTConfig(vocab_size=20, block_size=8, n_layer=1, n_head=2,
@@ -341,7 +350,7 @@ def test_training_a_gpt_runs_its_joint_graph_with_eagers_gradients():
     (entry,) = compiled._code.entries.values()
     assert entry.run.__qualname__.startswith("_joint_call")
     for (name, p), q in zip(eager.named_parameters(), model.parameters()):
-        exact(q.grad, p.grad)
+        close(q.grad, p.grad)
 
 
 def test_random_ops_in_training_are_dispatched_and_draw_as_eager_does():

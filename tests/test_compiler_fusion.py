@@ -120,7 +120,7 @@ def test_a_group_never_runs_past_a_write_into_what_it_reads_or_a_reader_of_its_v
     def f(x):
         a = x + 1
         b = a * 2                                # a, b: one group...
-        c = b.sum()                              # ...closed here: the sum reads b
+        c = b.amin(0)                            # ...closed here: the amin (over a leading dim) reads b
         d = b - c                                # so d starts another group, closed by the copy_ reading d
         e = ember.empty_like(d)
         e.copy_(d)
@@ -181,3 +181,50 @@ def test_opencl_fuses_whole_chains_into_one_generated_kernel(dtype, capfd):
     assert len(fused_units(compiled)) == 1 and "tanh, " in err and "exp, " in err and "__kernel void fused(" in err
     name = err.split("[ember.compile kernels] ", 1)[1].split(":", 1)[0]
     assert list(cache_dir().glob(f"{name}_r*.cl"))
+
+
+def layer_norm_by_hand(x, w, b):
+    mean = x.mean(-1, keepdim=True)
+    d = x - mean
+    var = (d * d).mean(-1, keepdim=True)
+    return d * ember.rsqrt(var + 1e-5) * w + b
+
+
+@pytest.mark.parametrize("dtype, rtol", [(ember.float32, 1e-5), (ember.float64, 1e-12)])
+def test_a_norm_written_by_hand_is_one_row_wise_kernel(dtype, rtol, capfd):
+    """Two means (sum and divide), the centring, the variance, rsqrt and the affine: eleven ops, one kernel
+    looping over each row twice (a mean, then the variance of the centred values) and once to store."""
+    ember.manual_seed(5)
+    x, w, b = ember.randn(3, 4, 16, dtype=dtype), ember.randn(16, dtype=dtype), ember.randn(16, dtype=dtype)
+    compiled = ember.compile(layer_norm_by_hand)
+    logs.set_logs("kernels")
+    try:
+        with ember.no_grad():
+            got, want = compiled(x, w, b), layer_norm_by_hand(x, w, b)
+    finally:
+        logs.set_logs("")
+    assert got.dtype == want.dtype and tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=rtol, atol=rtol)
+    (unit,) = fused_units(compiled)
+    assert len(unit.members) == 11
+    assert "rows reduced over the last 1" in capfd.readouterr().err
+
+
+def test_reductions_fuse_over_trailing_dimensions_with_or_without_keepdim():
+    ember.manual_seed(6)
+    x = ember.randn(2, 3, 4, 5, dtype=ember.float64)
+
+    def f(x):
+        s = (x * 2).sum((-2, -1))                         # two trailing dims, no keepdim: shape (2, 3)
+        m = (x - 1).amax((-2, -1), keepdim=True)          # kept: (2, 3, 1, 1)
+        return s + 1, x * m, (x + 3).amin(1)              # amin over a middle dim: not fused, still exact
+    compiled = ember.compile(f)
+    with ember.no_grad():
+        for got, want in zip(compiled(x), f(x)):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+            assert tuple(got.shape) == tuple(want.shape)
+        x[0, 1, 2, 3] = float("nan")                      # NaN propagates through amax, as torch's
+        for got, want in zip(compiled(x), f(x)):
+            np.testing.assert_array_equal(np.isnan(got.numpy()), np.isnan(want.numpy()))
+    reduced = [u for u in fused_units(compiled) if any(m.target.reduce for m in u.members)]
+    assert {m.target.name for u in reduced for m in u.members if m.target.reduce} == {"sum.dim_IntList", "amax"}

@@ -58,23 +58,43 @@ def schedule(steps: list, outputs, device_type: str) -> list[Unit]:
     compiler = fused_kernel_compiler(device_type)
     if compiler is None:
         return units
-    groups = _groups([node for node, _, _ in steps], frozenset(getattr(compiler, "functions", ())))
+    groups = _groups([node for node, _, _ in steps], frozenset(getattr(compiler, "functions", ())),
+                     bool(getattr(compiler, "reductions", False)))
     if not groups:
         return units
     program_outputs = {o for o in outputs if isinstance(o, Node)}
     grouped = {}
-    for members in groups:
-        unit = _fused_unit(members, program_outputs, compiler)
+    for g in groups:
+        unit = _fused_unit(g, program_outputs, compiler)
         if unit is not None:
-            for m in members:
+            for m in g.members:
                 grouped[m] = unit
     return _ordered(units, grouped)
 
 
 # -- finding the groups --------------------------------------------------------------------------------
-def _groups(nodes: list, functions: frozenset) -> list[list]:
-    """The groups of two or more fusible nodes (their formulas in the generator's `functions`), each a
-    list in program order.
+@dataclass
+class _Group:
+    shape: tuple                  # the iteration shape (a reduction's operand's shape)
+    dtype: str
+    reduced: int = 0              # how many trailing dimensions its reductions reduce (0: none yet)
+    members: list = None
+    roles: dict = None            # member -> "full" (one value per element) or "row" (one per reduced row)
+    reads: set = None             # the bases of the values it reads from outside
+    open: bool = True
+
+    @property
+    def outer(self) -> tuple:
+        return self.shape[:len(self.shape) - self.reduced]
+
+    def row_shapes(self) -> tuple:
+        """The shapes of a row value: the outer dimensions, with or without the reduced ones kept as 1."""
+        return (self.outer, self.outer + (1,) * self.reduced) if self.reduced else ()
+
+
+def _groups(nodes: list, functions: frozenset, reductions: bool) -> list[_Group]:
+    """The groups of two or more fusible nodes (formulas in the generator's `functions`; reductions over
+    trailing dimensions too where the generator takes them), each with its members in program order.
 
     A group runs as one step where its last member was, so it must not matter that its members run
     later than in the program: a group is closed (takes no more members) when a node outside it reads
@@ -82,35 +102,134 @@ def _groups(nodes: list, functions: frozenset) -> list[list]:
     reads, not what a later write into that value changes)."""
     from ember.export.trace import view_base
 
-    group_of: dict = {}                 # node -> group id
-    key_of: dict[int, tuple] = {}       # open group id -> (shape, dtype)
-    reads: dict[int, set] = {}          # open group id -> the bases of the values it reads from outside
-    members: dict[int, list] = {}
+    group_of: dict = {}                 # node -> its group
+    made: list[_Group] = []
     for node in nodes:
         inputs = node.all_input_nodes
-        read = {group_of[a] for a in inputs if a in group_of}
-        key = _fusion_key(node, functions)
+        read = {id(group_of[a]): group_of[a] for a in inputs if a in group_of}
         chosen = None
-        if key is not None:
-            chosen = next((g for g in read if key_of.get(g) == key), None)
+        found = _fusible(node, functions, reductions)
+        if found is not None:
+            kind, shape, dtype, info = found
+            for g in read.values():
+                role = _role(g, node, kind, shape, dtype, info, group_of)
+                if role is not None:
+                    chosen = g
+                    break
             if chosen is None:
-                chosen = len(members)
-                members[chosen], key_of[chosen], reads[chosen] = [], key, set()
-            group_of[node] = chosen
-            members[chosen].append(node)
-            reads[chosen].update(view_base(a) for a in inputs if group_of.get(a) != chosen)
-        closed = read - {chosen}
+                chosen = _Group(shape if kind == "pointwise" else info[0], dtype, members=[], roles={}, reads=set())
+                made.append(chosen)
+                role = _role(chosen, node, kind, shape, dtype, info, group_of)
+                if role is None:                 # (a reduction over dimensions that are not trailing)
+                    made.pop()
+                    chosen = None
+            if chosen is not None:
+                if kind == "reduce":
+                    chosen.reduced = info[1]
+                group_of[node] = chosen
+                chosen.members.append(node)
+                chosen.roles[node] = role
+                chosen.reads.update(view_base(a) for a in inputs if group_of.get(a) is not chosen)
+        closed = [g for g in read.values() if g is not chosen]
         for i in getattr(node.target, "mutated", ()):
             written = view_base(node.args[i])
-            closed |= {g for g in key_of if written in reads[g]}
+            closed += [g for g in made if g.open and written in g.reads]
         for g in closed:
-            key_of.pop(g, None)
-    return [m for m in members.values() if len(m) > 1]
+            g.open = False
+    return [g for g in made if len(g.members) > 1]
+
+
+def _role(g: _Group, node: Node, kind: str, shape: tuple, dtype: str, info, group_of: dict) -> str | None:
+    """The role `node` would have in the open group `g` ("full", "row"), None when it cannot join it."""
+    if not g.open or dtype != g.dtype:
+        return None
+    if kind == "reduce":
+        operand_shape, m = info
+        if operand_shape != g.shape or g.reduced not in (0, m) or m == 0:
+            return None
+        operand = node.args[0]
+        if group_of.get(operand) is g and g.roles[operand] != "full":
+            return None
+        if g.reduced == 0:                  # the group becomes a row-wise one: every input must suit it
+            probe = _Group(g.shape, g.dtype, m)
+            if not all(_suits(probe, a) for member in g.members for a in member.all_input_nodes
+                       if group_of.get(a) is not g):
+                return None
+        return "row" if _suits(_Group(g.shape, g.dtype, m), operand) or group_of.get(operand) is g else None
+    if shape == g.shape:
+        role = "full"
+    elif shape in g.row_shapes():
+        role = "row"
+        if any(group_of.get(a) is g and g.roles[a] == "full" for a in node.all_input_nodes):
+            return None                     # a row value from full ones needs a reduction
+    else:
+        return None
+    if g.reduced and not all(_suits(g, a, role) for a in node.all_input_nodes if group_of.get(a) is not g):
+        return None
+    return role
+
+
+def _suits(g: _Group, arg: Node, role: str = "full") -> bool:
+    """Whether an outside input reads, in a row-wise group, either every element or one value per row (or
+    per column, or one value): a generated loop over rows and columns indexes it so."""
+    if not g.reduced:
+        return True
+    if role == "row":
+        return len(arg.meta["val"].shape) <= len(g.row_shapes()[1])
+    outer_kind, inner_kind = _pattern(tuple(arg.meta["val"].shape), g)
+    return outer_kind is not None and inner_kind is not None
+
+
+def _pattern(input_shape: tuple, g: _Group) -> tuple:
+    """("all" or "none", "all" or "none") for an input varying along every or no outer dimension and every
+    or no reduced one (dimensions of size 1 do not count); None for a part of them."""
+    varies = _varies(input_shape, g.shape)
+    cut = len(g.shape) - g.reduced
+    kinds = []
+    for part, sizes in ((varies[:cut], g.shape[:cut]), (varies[cut:], g.shape[cut:])):
+        relevant = [v for v, n in zip(part, sizes) if n != 1]
+        kinds.append("all" if all(relevant) else "none" if not any(relevant) else None)
+    return tuple(kinds)
+
+
+def _fusible(node: Node, functions: frozenset, reductions: bool):
+    """(kind, result shape, compute dtype, info) of a fusible node, None when it cannot fuse: a pointwise
+    op whose formula uses only `functions` (info None), or a reduction over trailing dimensions
+    (info: (operand shape, dimensions reduced))."""
+    op = node.target
+    if node.op != "call_function" or node.kwargs:
+        return None
+    if getattr(op, "reduce", None) is not None:
+        return _reduction(node) if reductions else None
+    key = _fusion_key(node, functions)
+    return None if key is None else ("pointwise", key[0], key[1], None)
+
+
+def _reduction(node: Node):
+    _, dim_at, _, dtype_at = node.target.reduce
+    args = node.args
+    operand = args[0]
+    if not isinstance(operand, Node) or not isinstance(operand.meta.get("val"), Tensor):
+        return None
+    shape = tuple(operand.meta["val"].shape)
+    dtype = _dtype_name(operand.meta["val"])
+    if dtype_at is not None and dtype_at < len(args) and args[dtype_at] is not None and \
+            str(args[dtype_at]).removeprefix("ember.") != dtype:
+        return None                         # a reduction into another dtype
+    if dtype not in FUSIBLE_DTYPES or _dtype_name(node.meta["val"]) != dtype or not shape:
+        return None
+    dims = args[dim_at] if dim_at < len(args) else None
+    dims = [dims] if isinstance(dims, int) else list(dims or [])
+    dims = sorted({d % len(shape) for d in dims}) if dims else list(range(len(shape)))
+    m = len(dims)
+    if dims != list(range(len(shape) - m, len(shape))):
+        return None                         # only trailing dimensions: a row is contiguous
+    return ("reduce", tuple(node.meta["val"].shape), dtype, (shape, m))
 
 
 def _fusion_key(node: Node, functions: frozenset | None = None) -> tuple | None:
-    """(iteration shape, compute dtype) of a fusible node, None when it cannot fuse (with `functions`:
-    also when its formula uses a function outside them)."""
+    """(result shape, compute dtype) of a fusible pointwise node, None when it cannot fuse (with
+    `functions`: also when its formula uses a function outside them)."""
     op = node.target
     if node.op != "call_function" or getattr(op, "scalar", None) is None or node.kwargs:
         return None
@@ -174,41 +293,59 @@ def _uses_only(tree: tuple, functions: frozenset) -> bool:
 
 
 # -- one group's kernel --------------------------------------------------------------------------------
-def _fused_unit(members: list, program_outputs: set, compiler) -> Unit | None:
-    """The unit running `members` as one generated kernel (None when the backend declines it)."""
+def _fused_unit(g: _Group, program_outputs: set, compiler) -> Unit | None:
+    """The unit running the group's members as one generated kernel (None when the backend declines it)."""
+    members = g.members
     inside = {m: k for k, m in enumerate(members)}
     inputs: list = []
+    varies: list = []
     scalars: list = []
     position: dict = {}
 
-    def leaf_of(arg: Node) -> tuple:
-        if arg in inside:
-            return ("value", inside[arg])
-        if arg not in position:
-            position[arg] = len(inputs)
-            inputs.append(arg)
-        return ("in", position[arg])
-    statements = tuple(_instantiate(m.target.scalar, m, leaf_of, scalars) for m in members)
+    def leaf_for(role: str, result_shape: tuple):
+        """Leaves for a member of `role` whose result has `result_shape` (its inputs broadcast to it)."""
+        def leaf_of(arg: Node) -> tuple:
+            if arg in inside:
+                return ("value", inside[arg])
+            if (arg, role, result_shape) not in position:
+                position[(arg, role, result_shape)] = len(inputs)
+                inputs.append(arg)
+                along = _varies(tuple(arg.meta["val"].shape), result_shape)
+                varies.append(along if role == "full" else along[:len(g.outer)] + (False,) * g.reduced)
+            return ("in", position[(arg, role, result_shape)])
+        return leaf_of
+    statements = []
+    for m in members:
+        if m.target.reduce is not None:
+            leaf_of = leaf_for("full", g.shape)
+        else:
+            leaf_of = leaf_for(g.roles[m], tuple(m.meta["val"].shape))
+        if m.target.reduce is not None:
+            statements.append(("reduce", m.target.reduce[0], leaf_of(m.args[0])))
+        else:
+            statements.append(_instantiate(m.target.scalar, m, leaf_of, scalars))
     outputs = [m for m in members if m in program_outputs or any(u not in inside for u in m.users)]
     if not outputs:
         return None
-    shape, dtype = _fusion_key(members[0])
-    kernel = FusedKernel(ndim=len(shape), dtype=dtype, inputs=tuple(_dtype_name(a.meta["val"]) for a in inputs),
-                         varies=tuple(_varies(tuple(a.meta["val"].shape), shape) for a in inputs),
-                         n_scalars=len(scalars), statements=statements,
+    kernel = FusedKernel(ndim=len(g.shape), dtype=g.dtype, inputs=tuple(_dtype_name(a.meta["val"]) for a in inputs),
+                         varies=tuple(varies), n_scalars=len(scalars), statements=tuple(statements),
                          outputs=tuple((inside[m], _dtype_name(m.meta["val"])) for m in outputs),
-                         ops=tuple(m.target.name for m in members))
+                         ops=tuple(m.target.name for m in members), reduced=g.reduced,
+                         rows=tuple(g.roles[m] == "row" for m in members))
     if logs.enabled("output_code") and hasattr(compiler, "source_of"):
         logs.log("output_code", f"{kernel.name}:\n{compiler.source_of(kernel)}")
     launch = compiler.compile(kernel)
     if launch is None:
         return None
     logs.log("kernels", f"{kernel.name}: {len(members)} ops ({', '.join(kernel.ops)}), {len(inputs)} inputs, "
-                        f"{len(outputs)} outputs, shape {list(shape)}")
-    fixed = tuple(scalars)
+                        f"{len(outputs)} outputs, shape {list(g.shape)}"
+                        + (f", rows reduced over the last {g.reduced}" if g.reduced else ""))
+    fixed, shape = tuple(scalars), g.shape
+    reshape = [tuple(m.meta["val"].shape) if g.roles[m] == "row" else None for m in outputs]
 
     def run(spec, *arrays):
-        return launch(arrays, fixed, shape)
+        results = launch(arrays, fixed, shape)
+        return tuple(r if s is None else r.reshape(s) for r, s in zip(results, reshape))
     return Unit(run, None, tuple(inputs), tuple(outputs), tuple(members))
 
 

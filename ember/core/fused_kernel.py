@@ -13,6 +13,12 @@ registry's (`FUNCTIONS` there). Leaves of a statement's tree:
     ("const", v)    a number literal, in `dtype`
     ("value", k)    the value of statement k (an earlier one)
 
+A kernel may also reduce (`reduced` > 0): its last `reduced` iteration dimensions form a row, and a
+statement ("reduce", kind, leaf) (kind sum, mean, amax or amin; amax/amin propagate NaN) is one value
+per row: the reduction of the leaf's values along it. Statements computed from row values only are row
+statements too (`rows`); an input varying along no reduced dimension is read once per row. Row outputs
+have the outer shape (the iteration shape without the reduced dimensions).
+
 Values are computed in `dtype` (float32 or float64); comparisons give truth values, and an input or
 output of dtype bool holds truth values. An input broadcasts to the iteration shape (numpy's rules);
 `varies` says along which iteration dimensions it changes (a bias of shape (C,) under (N, C) varies
@@ -39,12 +45,14 @@ class FusedKernel:
     statements: tuple[tuple, ...]        # expression trees; statement k's value is ("value", k)
     outputs: tuple[tuple[int, str], ...]   # (statement, dtype name) per output array
     ops: tuple[str, ...] = ()            # the ops fused, in order (for names and logs; not part of the maths)
+    reduced: int = 0                     # trailing iteration dimensions reduced ("rows" are the others)
+    rows: tuple[bool, ...] = ()          # per statement: one value per row (after a reduction) or per element
 
     @property
     def key(self) -> str:
         """A stable name for the kernel's maths (the same key is the same kernel: caches use it)."""
         text = repr((self.ndim, self.dtype, self.inputs, self.varies, self.n_scalars, self.statements,
-                     self.outputs))
+                     self.outputs, self.reduced, self.rows))
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
     @property
@@ -60,4 +68,6 @@ def render(tree: tuple, spell: dict[str, str], leaf: Callable[[tuple], str]) -> 
     head = tree[0]
     if head in ("in", "scalar", "const", "value"):
         return leaf(tree)
+    if head == "reduce":
+        raise ValueError("render: a reduction is no expression; a generator computes it with a loop")
     return spell[head].format(*(render(child, spell, leaf) for child in tree[1:]))

@@ -48,6 +48,8 @@ class OpSchema:
     copy_from: int | None = None       # an in-place copy: position of the argument self's new value is
     # the value per element as a tree over the arguments (codegen/scalar_formulas.py), for fused kernels
     scalar: tuple | None = None
+    # a reduction the fusion pass may fuse: (kind, dim position, keepdim position, dtype position or None)
+    reduce: tuple | None = None
     # derived from the above when the schema is made
     n_outputs: int = field(init=False)
     cross_device: bool = field(init=False)       # dispatch on the first tensor, bring others over
