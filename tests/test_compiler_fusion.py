@@ -8,6 +8,8 @@ runs every op alone with the same results.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -228,3 +230,23 @@ def test_reductions_fuse_over_trailing_dimensions_with_or_without_keepdim():
             np.testing.assert_array_equal(np.isnan(got.numpy()), np.isnan(want.numpy()))
     reduced = [u for u in fused_units(compiled) if any(m.target.reduce for m in u.members)]
     assert {m.target.name for u in reduced for m in u.members if m.target.reduce} == {"sum.dim_IntList", "amax"}
+
+
+def test_a_failing_generated_kernel_is_reported_once_and_its_ops_run_one_by_one(monkeypatch):
+    from ember_cpu import fused_numba
+
+    def broken(self, kernel):
+        def launch(inputs, scalars, shape):
+            raise TypeError("a generator's defect")
+        return launch
+    monkeypatch.setattr(fused_numba.NumbaFusedCompiler, "compile", broken)
+    monkeypatch.setattr(fusion, "fused_kernel_compiler", lambda device_type: fused_numba.NumbaFusedCompiler())
+    x, b, y = ember.randn(6, 5), ember.randn(5), ember.randn(6, 5)
+    compiled = ember.compile(chain)
+    with ember.no_grad():
+        with pytest.warns(RuntimeWarning, match="failed .TypeError: a generator's defect.; its 6 ops run one by one"):
+            exact(compiled(x, b, y), chain(x, b, y))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")                 # once: the next call runs the ops without a word
+            exact(compiled(x, b, y), chain(x, b, y))
+    assert len(fused_units(compiled)) == 1

@@ -21,6 +21,7 @@ a value it reads, so running its members there computes what the program compute
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -28,6 +29,7 @@ from ember.core.fused_kernel import FusedKernel
 from ember.dispatcher import fused_kernel_compiler
 from ember.frontend.tensor import Tensor
 from ember.fx import Node
+from ember.fx.node import map_arg
 
 from . import logs
 
@@ -63,9 +65,10 @@ def schedule(steps: list, outputs, device_type: str) -> list[Unit]:
     if not groups:
         return units
     program_outputs = {o for o in outputs if isinstance(o, Node)}
+    own = {node: (kernel, spec) for node, kernel, spec in steps}
     grouped = {}
     for g in groups:
-        unit = _fused_unit(g, program_outputs, compiler)
+        unit = _fused_unit(g, program_outputs, compiler, own)
         if unit is not None:
             for m in g.members:
                 grouped[m] = unit
@@ -293,8 +296,10 @@ def _uses_only(tree: tuple, functions: frozenset) -> bool:
 
 
 # -- one group's kernel --------------------------------------------------------------------------------
-def _fused_unit(g: _Group, program_outputs: set, compiler) -> Unit | None:
-    """The unit running the group's members as one generated kernel (None when the backend declines it)."""
+def _fused_unit(g: _Group, program_outputs: set, compiler, own: dict) -> Unit | None:
+    """The unit running the group's members as one generated kernel (None when the backend declines it).
+    `own`: each member's (kernel, spec), which run instead, one by one, should the generated kernel fail
+    (a generator's defect must not stop the program: it is reported once, as a warning)."""
     members = g.members
     inside = {m: k for k, m in enumerate(members)}
     inputs: list = []
@@ -342,9 +347,25 @@ def _fused_unit(g: _Group, program_outputs: set, compiler) -> Unit | None:
                         + (f", rows reduced over the last {g.reduced}" if g.reduced else ""))
     fixed, shape = tuple(scalars), g.shape
     reshape = [tuple(m.meta["val"].shape) if g.roles[m] == "row" else None for m in outputs]
+    failed: list = []
+
+    def one_by_one(arrays) -> tuple:
+        values = dict(zip(inputs, arrays))
+        for m in members:
+            own_kernel, spec = own[m]
+            values[m] = own_kernel(spec, *map_arg(m.args, values.__getitem__))
+        return tuple(values[m] for m in outputs)
 
     def run(spec, *arrays):
-        results = launch(arrays, fixed, shape)
+        if failed:
+            return one_by_one(arrays)
+        try:
+            results = launch(arrays, fixed, shape)
+        except Exception as exc:        # the generated kernel's defect, not the program's: its ops run alone
+            failed.append(exc)
+            warnings.warn(f"ember.compile: the generated kernel {kernel.name} failed ({type(exc).__name__}: "
+                          f"{exc}); its {len(members)} ops run one by one", RuntimeWarning, stacklevel=2)
+            return one_by_one(arrays)
         return tuple(r if s is None else r.reshape(s) for r, s in zip(results, reshape))
     return Unit(run, None, tuple(inputs), tuple(outputs), tuple(members))
 
