@@ -9,6 +9,7 @@ temperature and top-k. The default run takes a minute or two on a cpu:
     python examples/char_gpt.py [--max-iters 150] [--device auto] [--out-dir out-char-gpt]
     python examples/char_gpt.py --resume --max-iters 300       # continue from the checkpoint
     python examples/char_gpt.py --sample-only --num-chars 400   # sample from the checkpoint
+    python examples/char_gpt.py --compile --dropout 0           # the model through ember.compile
 
 The model, the optimizer set-up and the step are written against the torch API and take the
 module as an argument (`gpt_model(torch)`), so tests/test_examples.py builds the same GPT
@@ -249,6 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--temperature", type=float, default=0.8, help="sampling temperature")
     p.add_argument("--top-k", type=int, default=20, help="sample among the k likeliest characters")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no per-step log lines")
+    p.add_argument("--compile", action="store_true",
+                   help="train the model through ember.compile (its backward captured and replayed with it; "
+                        "with --dropout 0, as random ops run eagerly)")
     return p
 
 
@@ -274,6 +278,7 @@ def train(args: argparse.Namespace, log=print):
         vocab_size=data.vocab_size, block_size=args.block_size, n_layer=args.n_layer, n_head=args.n_head,
         n_embd=args.n_embd, dropout=args.dropout)
     model = gpt_model(torch)(config).to(device)
+    run_model = torch.compile(model) if args.compile else model     # the same parameters either way
     optimizer = configure_optimizers(torch, model, args.weight_decay, args.learning_rate, (0.9, args.beta2))
     decay_iters = args.lr_decay_iters if args.lr_decay_iters is not None else args.max_iters
     scheduler = LambdaLR(optimizer, warmup_cosine(args.warmup_iters, decay_iters, args.min_lr_ratio))
@@ -314,7 +319,7 @@ def train(args: argparse.Namespace, log=print):
         while step < args.max_iters and not args.sample_only:
             x, y = data.batch("train", args.batch_size, config.block_size, batch_gen, device)
             lr = scheduler.get_last_lr()[0]
-            losses.append(train_step(torch, model, optimizer, scheduler, x, y, args.grad_clip))
+            losses.append(train_step(torch, run_model, optimizer, scheduler, x, y, args.grad_clip))
             step += 1
             bar.update()
             bar.set_postfix(loss=f"{losses[-1]:.4f}")

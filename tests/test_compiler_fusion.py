@@ -250,3 +250,14 @@ def test_a_failing_generated_kernel_is_reported_once_and_its_ops_run_one_by_one(
             warnings.simplefilter("error")                 # once: the next call runs the ops without a word
             exact(compiled(x, b, y), chain(x, b, y))
     assert len(fused_units(compiled)) == 1
+
+
+def test_rms_norm_by_hand_is_one_kernel_its_square_a_product():
+    def rms(x, w):
+        return x * ember.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+    x, w = ember.randn(4, 16, dtype=ember.float64), ember.randn(16, dtype=ember.float64)
+    compiled = ember.compile(rms)
+    with ember.no_grad():
+        np.testing.assert_allclose(compiled(x, w).numpy(), rms(x, w).numpy(), rtol=1e-13)
+    (unit,) = fused_units(compiled)
+    assert [m.target.name for m in unit.members][:2] == ["pow.Tensor_Tensor", "sum.dim_IntList"]

@@ -3,7 +3,7 @@
 `schedule(steps, outputs, device_type)` takes a native replay's steps (native.py: one op call per
 node, in program order) and returns its units: an op call, or a fused group of pointwise ops run as one
 kernel the backend generates (hookspec `ember_fused_kernel_compiler`). A fused kernel reads each input
-once and writes only the values read outside the group, so a chain such as `gelu(x * w + b) - y` makes
+once and writes only the values read outside the group, so a chain such as `relu(x * w + b) - y` makes
 one pass over memory instead of one per op, and its temporaries never exist.
 
 Which ops fuse is registry data: an op whose entry has a `scalar:` formula (codegen/scalar_formulas.py)
@@ -14,6 +14,11 @@ is pointwise and its formula is what the kernel computes. A node joins a group w
   or makes is float32 or float64 (one dtype per group) or bool (comparisons, `where`'s condition);
 - it has the group's iteration shape (its result's shape; inputs broadcast to it) and reads a value of
   the group, and the group is still open (below).
+
+An op with a `reduce:` kind (sum, mean, amax, amin) over the trailing dimensions of a group value makes
+the group row-wise (where the generator takes reductions): its members are then one value per element
+("full") or one per row ("row": after a reduction, keepdim or not). `x ** 2` is fused as `x * x` (numpy
+squares so too), which keeps pow out of a generator's vocabulary.
 
 A group of one op is not a fusion: it runs its own kernel. The units run in program order, a group where
 its last member was; a group is closed when a node outside it reads its value or writes in place into
@@ -274,6 +279,10 @@ def _instantiate(tree: tuple, node: Node, leaf_of: Callable, scalars: list) -> t
         return tree
     if head == "none":
         raise _NotFusible
+    if head == "pow" and tree[2][0] == "arg" and type(node.args[tree[2][1]]) in (int, float) and \
+            node.args[tree[2][1]] == 2:
+        base = _instantiate(tree[1], node, leaf_of, scalars)      # x ** 2 is x * x, exactly (numpy's square)
+        return ("mul", base, base)
     if head == "if":
         position, cmp, constant = tree[1]
         value = node.args[position] if position < len(node.args) else None
