@@ -163,9 +163,21 @@ def branchy(x):
 
 
 def test_a_data_dependent_branch_is_a_graph_break_that_matches_eager():
+    """`if y.sum() > 0:` is decided when captured and checked on every call: the call runs compiled (one
+    graph break in torch's count); a call going the other way captures that variant once, then both run
+    compiled. fullgraph=True refuses the break."""
     compiled = ember.compile(branchy)
-    for x in (ember.ones(3), -ember.ones(3)):
+    for x in (ember.ones(3), -ember.ones(3), ember.ones(3), -ember.ones(3)):
         exact(compiled(x), branchy(x))
+    (entry,) = compiled._code.entries.values()
+    assert entry.run is not None and len(entry.variants) == 1 and compiled._code.compiles == 2
+    assert sum(getattr(n.target, "__name__", "") == "check_branch" for n in entry.program.graph.nodes) == 1
+    with ember.no_grad():                           # natively replayed too, the check on the native array
+        nograd = ember.compile(branchy)
+        for x in (ember.ones(3), -ember.ones(3), -ember.ones(3)):
+            exact(nograd(x), branchy(x))
+        (entry,) = nograd._code.entries.values()
+        assert entry.run.__qualname__.startswith("native_runner")
     out = explain(branchy, ember.ones(3))
     assert out.graph_break_count == 1
     assert out.break_reasons[0].where.endswith(f"test_compiler.py:{branchy.__code__.co_firstlineno + 2}")
@@ -173,6 +185,17 @@ def test_a_data_dependent_branch_is_a_graph_break_that_matches_eager():
     with pytest.raises(GraphBreakError, match=r"branchy cannot be captured whole: the program reads a tensor's "
                                               r"values .*test_compiler.py:\d+: if y.sum\(\) > 0:"):
         ember.compile(branchy, fullgraph=True)(ember.ones(3))
+
+
+def test_a_branch_after_writing_an_input_stays_a_break_so_the_input_is_written_once():
+    def bump_then_branch(x):
+        x.add_(1)
+        return x * 2 if x.sum() > 0 else x
+    compiled = ember.compile(bump_then_branch)
+    x = ember.zeros(3)
+    exact(compiled(x), ember.full((3,), 2.0))
+    exact(x, ember.ones(3))                         # written once: the branch was not probed
+    assert "reads a tensor's values" in str(compiled._code.graph_breaks[0])
 
 
 SCALE = ember.ones(3)
@@ -473,7 +496,7 @@ def test_ember_logs_from_the_environment_print_recompiles_and_breaks():
     env = dict(os.environ, EMBER_LOGS="recompiles,graph_breaks")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert "[ember.compile graph_breaks] <lambda>: the program reads a tensor's values" in out.stderr
+    assert "[ember.compile graph_breaks] <lambda>: a branch on a tensor's value, decided when captured" in out.stderr
     assert "[ember.compile recompiles] recompiling <lambda>: input 0: size (2,) -> (3,)" in out.stderr
     bad = subprocess.run([sys.executable, "-c", "import ember; ember.compile(len)(1)"], capture_output=True,
                          text=True, env=dict(os.environ, EMBER_LOGS="recompile"), timeout=120)

@@ -12,9 +12,11 @@ compiled graph (compiled.py); one that fails them compiles again (a *recompile*)
 between compiles becomes a dynamic dimension (torch's automatic dynamic shapes); `dynamic=True`
 makes every dimension dynamic from the start, `dynamic=False` never.
 
-Code that reads a tensor's values while it is captured (`.item()`, `bool(t)`, `.tolist()`) is a
-*graph break* (breaks.py): inputs of that kind run eagerly, and `fullgraph=True` raises
-`GraphBreakError` naming the line. `explain(fn, *args)` reports graphs and breaks (explanation.py);
+A branch on a tensor's truth (`if x.sum() > 0:`) is decided when captured and checked on every call
+(branches.py; a call going the other way captures that variant once). Other code that reads a tensor's
+values while it is captured (`.item()`, `.tolist()`, printing) is a *graph break* (breaks.py): inputs
+of that kind run eagerly. Either counts as a break, and `fullgraph=True` raises `GraphBreakError`
+naming the line. `explain(fn, *args)` reports graphs and breaks (explanation.py);
 `EMBER_LOGS=recompiles,graph_breaks` prints them as they happen (logs.py).
 
 A backend (backends.py) turns a captured graph into what runs: "eager" interprets it op by op

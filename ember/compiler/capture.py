@@ -40,17 +40,25 @@ class _FunctionModule(Module):
         return self._fn(*args, **kwargs)
 
 
-def capture(fn, module: Module | None, args: tuple, kwargs: dict, dims: list | None, mode_class=None):
+def capture(fn, module: Module | None, args: tuple, kwargs: dict, dims: list | None, mode_class=None,
+            branches: list | None = None):
     """The ExportedProgram of `module(*args, **kwargs)` (or of the function `fn`), dynamic in `dims`,
-    captured under `mode_class` (the graph layer's CaptureMode by default)."""
+    captured under `mode_class` (the graph layer's CaptureMode by default, or a factory of modes). With
+    `branches` (a list), a branch on a tensor's truth is decided and checked (branches.py) instead of
+    breaking the graph, and gets a GraphBreak appended to the list."""
     from ember.export.capture import CaptureMode
     from ember.export.trace import DataDependentError, trace_program
 
     target = module if module is not None else _FunctionModule(fn)
     made: set[int] = set()
+    modes: list = []
+
+    def make_mode(graph, lift, **options):
+        modes.append((mode_class or CaptureMode)(graph, lift, **options))
+        return modes[-1]
     try:
-        with _storages_made(made):
-            program = trace_program(target, args, kwargs, mode_class or CaptureMode, dims=dims)
+        with _storages_made(made), _branches(target, args, kwargs, modes, branches):
+            program = trace_program(target, args, kwargs, make_mode, dims=dims)
     except DataDependentError as exc:
         where, code = program_line(exc)
         raise CaptureBreak(GraphBreak("the program reads a tensor's values (.item(), bool(), .tolist(), "
@@ -67,6 +75,24 @@ def capture(fn, module: Module | None, args: tuple, kwargs: dict, dims: list | N
                                               f"global, an attribute; shape {list(t.shape)}): pass it as an input",
                                               ""))
     return program
+
+
+def _branches(target: Module, args: tuple, kwargs: dict, modes: list, breaks: list | None):
+    """deciding_branches for the capture of `target` (nothing when `breaks` is None)."""
+    if breaks is None:
+        return contextlib.nullcontext()
+    from .branches import deciding_branches
+
+    def probe():
+        return target(*args, **kwargs)
+    probe.buffers = target.buffers
+
+    def node_of(t):
+        try:
+            return modes[-1].node_and_value(t)[0]
+        except Exception:                   # not a value of the capture
+            return None
+    return deciding_branches(probe, lambda: modes[-1].graph, node_of, breaks)
 
 
 @contextlib.contextmanager

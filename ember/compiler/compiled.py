@@ -39,6 +39,8 @@ class Entry:
     run: Callable | None = None          # the backend's callable over (state, user inputs)
     graph_break: GraphBreak | None = None
     shapes: list = field(default_factory=list)   # the example's tensor shapes per leaf (None: not a tensor)
+    branches: int = 0                            # branches on tensor values decided in the capture
+    variants: list = field(default_factory=list)  # entries for the same key whose branches go other ways
     state: list = field(default_factory=list)    # (dict, name) per state input: where it is read each call
     tensor_leaves: tuple = ()                    # the positions of the tensor leaves (the graph's inputs)
 
@@ -82,6 +84,11 @@ class CompiledCode:
                 return self.fn(*args, **kwargs)
         if entry.run is None:
             return self.fn(*args, **kwargs)
+        if not entry.branches:
+            return self._run(entry, leaves, args, kwargs)
+        return self._run_branching(entry, leaves, args, kwargs)
+
+    def _run(self, entry: Entry, leaves: list, args: tuple, kwargs: dict):
         program = entry.program
         values = [d[name] for d, name in entry.state]
         if program.range_constraints:            # sizes in their ranges, the shape guards
@@ -89,6 +96,27 @@ class CompiledCode:
         else:                                    # the key matched: every guard of a static program holds
             values += [leaves[i] for i in entry.tensor_leaves]
         return tree_unflatten(list(entry.run(*values)), program.out_spec)
+
+    def _run_branching(self, entry: Entry, leaves: list, args: tuple, kwargs: dict):
+        """A program with decided branches (branches.py): the variant whose branches go this call's way,
+        captured now (a recompile) when none does; eager past the recompile limit."""
+        from .branches import BranchGuardFailed
+
+        for variant in [entry] + entry.variants:
+            try:
+                return self._run(variant, leaves, args, kwargs)
+            except BranchGuardFailed:
+                continue
+        with _COMPILING:
+            if self.compiles >= self.recompile_limit:
+                return self.fn(*args, **kwargs)
+            logs.log("recompiles", f"recompiling {self._name()}: a branch on a tensor's value went the other way")
+            variant = self._capture(leaves, args, kwargs)
+            self.compiles += 1
+            entry.variants.append(variant)
+        if variant.run is None:
+            return self.fn(*args, **kwargs)
+        return self._run(variant, leaves, args, kwargs)
 
     # -- compiling -----------------------------------------------------------------------------
     def _compile(self, key: tuple, leaves: list, args: tuple, kwargs: dict) -> Entry | None:
@@ -120,8 +148,9 @@ class CompiledCode:
 
     def _capture(self, leaves: list, args: tuple, kwargs: dict) -> Entry:
         shapes = [tuple(v.shape) if isinstance(v, Tensor) else None for v in leaves]
+        decided: list = []
         try:
-            program = self._capture_specialising(leaves, args, kwargs)
+            program = self._capture_specialising(leaves, args, kwargs, decided)
         except CaptureBreak as exc:
             self.graph_breaks.append(exc.graph_break)
             logs.log("graph_breaks", f"{self._name()}: {exc.graph_break}")
@@ -129,6 +158,9 @@ class CompiledCode:
                 raise GraphBreakError(f"ember.compile(fullgraph=True): {self._name()} cannot be captured whole: "
                                       f"{exc.graph_break}") from None
             return Entry((), graph_break=exc.graph_break, shapes=shapes)
+        for graph_break in decided:             # decided branches: breaks in torch's count, checked here
+            self.graph_breaks.append(graph_break)
+            logs.log("graph_breaks", f"{self._name()}: {graph_break}")
         logs.log("graph", f"{self._name()}:\n{program.graph}")
         state = self._state_places(program)
         example = [d[name] for d, name in state] + program.user_leaves(args, kwargs)
@@ -138,7 +170,8 @@ class CompiledCode:
             if joint is not None:
                 program, run = joint
         return Entry((), program, run or self.backend(program.graph_module, example), shapes=shapes, state=state,
-                     tensor_leaves=tuple(i for i, v in enumerate(leaves) if isinstance(v, Tensor)))
+                     tensor_leaves=tuple(i for i, v in enumerate(leaves) if isinstance(v, Tensor)),
+                     branches=len(decided))
 
     def _wants_joint(self, leaves: list, example: list) -> bool:
         """Whether to capture the backward too: autograd records, parameters need gradients (user inputs do
@@ -173,7 +206,8 @@ class CompiledCode:
             modes.append(JointCaptureMode(graph, lift, table, native))
             return modes[-1]
         try:
-            program = capture(self.fn, self.module, args, kwargs, None, make_mode)
+            program = capture(self.fn, self.module, args, kwargs, None, make_mode,
+                              branches=None if self.fullgraph else [])
         except CaptureBreak:
             return None
         example = [d[name] for d, name in self._state_places(program)] + program.user_leaves(args, kwargs)
@@ -206,14 +240,17 @@ class CompiledCode:
             run = native_replay(decomposed, example) if _same_inputs(program, decomposed) else None
         return run
 
-    def _capture_specialising(self, leaves: list, args: tuple, kwargs: dict):
+    def _capture_specialising(self, leaves: list, args: tuple, kwargs: dict, decided: list):
         """The capture; a dynamic dimension the program fixes (a Linear's features) becomes static and the
-        capture runs again, as torch.compile specialises it (where ember.export refuses)."""
+        capture runs again, as torch.compile specialises it (where ember.export refuses). `decided` gets a
+        GraphBreak per branch on a tensor's value the capture decided (none with fullgraph, which refuses)."""
         from ember.export.symbolic import SpecializedError
 
         while True:
+            decided.clear()
             try:
-                return capture(self.fn, self.module, args, kwargs, self._dims(leaves))
+                return capture(self.fn, self.module, args, kwargs, self._dims(leaves),
+                               branches=None if self.fullgraph else decided)
             except SpecializedError as exc:
                 for name in exc.names:
                     i, d = (int(n) for n in name[1:].split("_"))

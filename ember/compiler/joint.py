@@ -123,7 +123,11 @@ def joint_runner(program, mode: JointCaptureMode, example: list, n_outputs: int,
     user_outputs, grads = outputs[:n_outputs], outputs[n_outputs:]
     tangents = set(mode.tangents)
     inputs = [n for n in nodes if n.op == "placeholder" and n not in tangents]
-    forward = _ancestors(user_outputs, _writers(nodes))
+    # the forward: what the outputs need, and the checks of decided branches (they run before anything else
+    # a call does)
+    writers = _writers(nodes)
+    forward = _ancestors(user_outputs, writers)
+    forward |= _ancestors([n for n in nodes if getattr(n.target, "side_effectful", False)], writers)
     # the backward's picks from a forward op's several results run in the forward, so only the results the
     # backward reads are saved, not all of them (attention's weights, not its output too)
     forward |= {n for n in nodes if n.op == "call_function" and n.target is operator.getitem

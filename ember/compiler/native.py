@@ -23,6 +23,7 @@ from ember.frontend.tensor import Tensor, make_tensor
 from ember.export.trace import view_base
 from ember.fx import Node
 
+from .branches import check_branch
 from .fusion import Unit, schedule
 from .plan import Plan
 
@@ -114,6 +115,9 @@ def _steps(nodes: list, key: int):
         if node.target is operator.getitem:
             steps.append((node, None, None))
             continue
+        if node.target is check_branch:             # a decided branch's check, on the native value
+            steps.append((node, _branch_check(key), None))
+            continue
         op = node.target
         found = getattr(op, "kernels", {}).get(key)
         if found is None or op.written_lists or op.generator_arg is not None or op.shape_rule is None:
@@ -123,6 +127,17 @@ def _steps(nodes: list, key: int):
         spec = op.shape_rule(op, *_vals(node.args))
         steps.append((node, _writing(found[0], op.mutated[0]) if op.mutated else found[0], spec))
     return steps
+
+
+def _branch_check(key: int) -> Callable:
+    """check_branch on a native array (read through its backend)."""
+    from ember.dispatcher.plugins import REGISTRY
+
+    to_host = REGISTRY.by_key[key].to_host
+
+    def run(spec, value, taken):
+        check_branch(to_host(value), taken)
+    return run
 
 
 def _writing(kernel: Callable, position: int) -> Callable:

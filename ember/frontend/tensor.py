@@ -255,6 +255,10 @@ class Tensor(TensorMethods, ConversionMethods, TensorSpec):
     def __bool__(self) -> bool:
         if self.numel() != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        if BOOL_HOOK is not None:                # ember.compile's capture: it decides a traced branch
+            decided = BOOL_HOOK(self)
+            if decided is not None:
+                return decided
         return bool(self.item())
 
     def __float__(self) -> float:
@@ -544,6 +548,10 @@ _new_object = object.__new__
 
 #: set by `ember.memory.track` while it records: called with each new Storage
 ALLOC_HOOK = None
+
+#: set by ember.compile while it captures a program: called with a tensor whose truth the program asks
+#: (`if t:`); returns the answer, or None to let `bool()` read the value as usual
+BOOL_HOOK = None
 
 
 def _rebuild(array, device: str, requires_grad: bool) -> Tensor:

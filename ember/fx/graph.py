@@ -129,7 +129,8 @@ class Graph:
         return copy
 
     def eliminate_dead_code(self) -> bool:
-        """Remove nodes nobody reads (placeholders, the output and ops that write an argument stay)."""
+        """Remove nodes nobody reads (placeholders, the output, ops that write an argument and functions
+        marked `side_effectful` stay)."""
         changed = False
         for node in reversed(self._nodes):
             if node.op in ("placeholder", "output") or node.users or _writes_an_argument(node):
@@ -205,8 +206,10 @@ def _attr_path(root: str, target: str) -> str:
 
 
 def _writes_an_argument(node: Node) -> bool:
+    """Whether the node has an effect besides its value: an op writing an argument, or a function marked
+    `side_effectful` (a check that raises)."""
     mutated = getattr(node.target, "mutated", ()) or getattr(node.target, "written_lists", ())
-    return node.op == "call_function" and bool(mutated)
+    return node.op == "call_function" and (bool(mutated) or getattr(node.target, "side_effectful", False))
 
 
 def _call_args(n: Node) -> str:
