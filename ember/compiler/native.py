@@ -88,6 +88,7 @@ def native_runner(nodes: list, inputs: list, outputs, key: int, device, wrap=Non
         env = [None] * layout.size
         for s, v in zip(input_slots, values):
             env[s] = v._data if isinstance(v, Tensor) else v
+        v = None                                # (holding no input past its last reader)
         if consume_inputs:
             values.clear()
         for kernel, spec, read, target, targets, frees in plan:
