@@ -276,11 +276,13 @@ def torch_compile(model):
     return torch.compile(model)
 
 
-def nanogpt_step(framework: str, seed: int = 0, compiled: bool = False, approximate: str = "tanh") -> Callable:
+def nanogpt_step(framework: str, seed: int = 0, compiled: bool = False, approximate: str = "tanh",
+                 dtype: str = "float32") -> Callable:
     """One training step of a nanoGPT-style model (GPT-2's blocks at vocab 256, d 128, 4 heads, 2 layers,
     context 64; batch 8): zero_grad, forward, cross_entropy over the vocabulary, backward, AdamW (lr 1e-3).
     `compiled`: the model through ember.compile (ember) or torch.compile (torch); `approximate`: the
-    GELU's ("tanh", or "none" for the exact one). Weights from a numpy rng; returns the loss."""
+    GELU's ("tanh", or "none" for the exact one); `dtype`: the parameters' ("float32", "float64"). Weights
+    from a numpy rng; returns the loss."""
     _no_numpy(framework, "nanogpt_step")
     from ember.testing.models import GPT2Config, _gpt2_classes
 
@@ -290,6 +292,7 @@ def nanogpt_step(framework: str, seed: int = 0, compiled: bool = False, approxim
     model.load_state_dict({k: lib.tensor((rng.standard_normal(tuple(v.shape)) * 0.02 +
                                           (1.0 if k.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight")) else 0.0))
                                          .astype(np.float32)) for k, v in model.state_dict().items()})
+    model.to(getattr(lib, dtype))
     idx = lib.tensor(rng.integers(0, NANOGPT["vocab_size"], (NANOGPT_BATCH, NANOGPT["n_ctx"])))
     targets = lib.tensor(rng.integers(0, NANOGPT["vocab_size"], (NANOGPT_BATCH, NANOGPT["n_ctx"])))
     opt = lib.optim.AdamW(model.parameters(), lr=1e-3)

@@ -89,6 +89,14 @@ def test_nanogpt_step_same_losses_eager_and_compiled(approximate):
     np.testing.assert_allclose(losses["compiled"], losses["ember"], rtol=1e-6)
 
 
+@pytest.mark.parametrize("dtype, rtol", [("float32", 1e-5), ("float64", 1e-10)])
+def test_twenty_compiled_nanogpt_steps_keep_eagers_losses(dtype, rtol):
+    eager, compiled = W.nanogpt_step("ember", dtype=dtype), W.nanogpt_step("ember", compiled=True, dtype=dtype)
+    losses = [(_value(eager()), _value(compiled())) for _ in range(20)]
+    np.testing.assert_allclose([c for _, c in losses], [e for e, _ in losses], rtol=rtol)
+    assert losses[-1][0] < losses[0][0]
+
+
 def test_gpt2_meta_same_parameter_count():
     counts = {fw: sum(p.numel() for p in W.gpt2_small_meta(fw)().parameters()) for fw in ("ember", "torch")}
     assert counts["ember"] == counts["torch"] == 124_439_808
