@@ -261,3 +261,52 @@ def test_rms_norm_by_hand_is_one_kernel_its_square_a_product():
         np.testing.assert_allclose(compiled(x, w).numpy(), rms(x, w).numpy(), rtol=1e-13)
     (unit,) = fused_units(compiled)
     assert [m.target.name for m in unit.members][:2] == ["pow.Tensor_Tensor", "sum.dim_IntList"]
+
+
+@pytest.mark.skipif(bool(_opencl_reason()), reason=_opencl_reason() or "opencl available")
+@pytest.mark.parametrize("dtype, rtol", [(ember.float32, 1e-5), (ember.float64, 1e-12)])
+def test_opencl_runs_a_norm_and_a_softmax_each_as_one_row_wise_kernel(dtype, rtol):
+    def softmax_by_hand(x):
+        e = (x - x.amax(-1, keepdim=True)).exp()
+        return e / e.sum(-1, keepdim=True)
+    ember.manual_seed(7)
+    x, w, b = (t.to(dtype).to("opencl") for t in (ember.randn(3, 5, 16), ember.randn(16), ember.randn(16)))
+    for f, args in ((layer_norm_by_hand, (x, w, b)), (softmax_by_hand, (x.t() if x.dim() == 2 else x,))):
+        compiled = ember.compile(f)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with ember.no_grad():
+                got, want = compiled(*args), f(*args)
+        assert not [w for w in caught if "ember.compile" in str(w.message)]   # the generated kernel ran
+        np.testing.assert_allclose(got.cpu().numpy(), want.cpu().numpy(), rtol=rtol, atol=rtol)
+        (unit,) = fused_units(compiled)
+        assert any(m.target.reduce for m in unit.members)
+
+
+@pytest.mark.skipif(bool(_opencl_reason()), reason=_opencl_reason() or "opencl available")
+def test_a_gpt_forward_on_opencl_launches_a_third_of_eagers_kernels(monkeypatch):
+    from ember.testing.models import GPT2Config, _gpt2_classes
+    from ember_opencl import codegen
+
+    launches = [0]
+    launch = codegen.launch
+
+    def counting(*args, **kwargs):
+        launches[0] += 1
+        return launch(*args, **kwargs)
+    monkeypatch.setattr(codegen, "launch", counting)
+    ember.manual_seed(8)
+    model = _gpt2_classes(ember).GPT2(GPT2Config(vocab_size=64, n_ctx=16, n_embd=32, n_head=2, n_layer=2))
+    model = model.to("opencl").eval()
+    idx = ember.randint(0, 64, (2, 16)).to("opencl")
+    compiled = ember.compile(model)
+    counts = {}
+    with ember.no_grad():
+        want = model(idx).cpu()
+        got = compiled(idx).cpu()
+        for name, run in (("eager", model), ("compiled", compiled)):
+            launches[0] = 0
+            run(idx).cpu()
+            counts[name] = launches[0]
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-5)
+    assert counts["compiled"] * 3 <= counts["eager"], counts

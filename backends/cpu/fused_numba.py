@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from ember.core.fused_kernel import FusedKernel, render
+from ember.core.fused_kernel import FusedKernel, RowPlan, leaves, render
 from ember.core.kernel_cache import load_module, write_source
 
 __all__ = ["NumbaFusedCompiler", "available"]
@@ -102,7 +102,7 @@ def _loop_function(kernel: FusedKernel, name: str, params: list[str], varies, ra
     for d in range(rank):
         lines.append(f"{pad}for i{d} in range(n{d}):")
         pad += "    "
-    used = sorted({leaf[1] for tree in kernel.statements for leaf in _leaves(tree) if leaf[0] == "in"})
+    used = sorted({leaf[1] for tree in kernel.statements for leaf in leaves(tree) if leaf[0] == "in"})
     for i in used:
         index = ", ".join(f"i{d}" for d, v in enumerate(varies[i]) if v) or "0"
         load = f"a{i}[{index}]"
@@ -124,60 +124,40 @@ def _rowwise_function(kernel: FusedKernel, params: list[str]) -> str:
 
 
 class _Rowwise:
-    """What the row-wise loops of one reducing kernel compute, pass by pass."""
+    """The numba loops of a reducing kernel, written from its RowPlan (ember.core.fused_kernel)."""
 
     INDEX = {(True, True): "r, i", (True, False): "r", (False, True): "i", (False, False): "0"}
-
-    def __init__(self, kernel: FusedKernel) -> None:
-        self.kernel = kernel
-        cut = kernel.ndim - kernel.reduced
-        self.kind = [(any(v[:cut]), any(v[cut:])) for v in kernel.varies]     # (varies per row, along it)
-        self.deps = [list(_leaves(t[2] if t[0] == "reduce" else t)) for t in kernel.statements]
-        self.phase: list[int] = []
-        for k, tree in enumerate(kernel.statements):
-            below = max([self.phase[v] for t, v in self.deps[k] if t == "value"] or [0])
-            self.phase.append(below + 1 if tree[0] == "reduce" else below)
-        self.full = [not r for r in kernel.rows]
-        self.reductions = [k for k, t in enumerate(kernel.statements) if t[0] == "reduce"]
-        self.stored = {k for k, _ in kernel.outputs}
-
-    def source(self, params: list[str]) -> str:
-        k = self.kernel
-        lines = ["", "", NJIT, f"def rowwise({', '.join(params + ['R', 'L'])}):", "    for r in range(R):"]
-        lines += self.row_stage(0)
-        passes = sorted({self.phase[j] - 1 for j in self.reductions} |
-                        {self.phase[j] for j in self.stored if self.full[j]})
-        for p in passes:
-            lines += self.one_pass(p)
-            lines += self.row_stage(p + 1)
-        lines += [f"        o{j}[r] = v{s}" for j, (s, _) in enumerate(k.outputs) if not self.full[s]]
-        return "\n".join(lines)
-
-    def one_pass(self, p: int) -> list[str]:
-        """One loop over the row: the full statements needed by the reductions of phase p and by the full
-        outputs of phase p, the reductions accumulated, the outputs stored; the reductions finished."""
-        statements = self.kernel.statements
-        reducing = [k for k in self.reductions if self.phase[k] - 1 == p]
-        storing = [k for k in self.stored if self.full[k] and self.phase[k] == p]
-        operands = [statements[k][2] for k in reducing]
-        computed = self.closure([v for t, v in operands if t == "value"] + storing)
-        lines = [f"        acc{k} = {self.START[statements[k][1]]}" for k in reducing]
-        lines.append("        for i in range(L):")
-        loads = {v for k in computed for t, v in self.deps[k] if t == "in"} | {v for t, v in operands if t == "in"}
-        lines += [self.load(i, "            ") for i in sorted(loads)]
-        lines += [f"            v{k} = {render(statements[k], SPELL, self.leaf)}" for k in computed]
-        for k in reducing:
-            lines += self.accumulate(k)
-        lines += [f"            o{j}[r, i] = v{k}" for j, (k, _) in enumerate(self.kernel.outputs) if k in storing]
-        for k in reducing:
-            lines.append(f"        v{k} = T(acc{k} / L)" if statements[k][1] == "mean" else f"        v{k} = T(acc{k})")
-        return lines
-
     # sums accumulate in float64 (a float32 row summed in float32 loses digits); amax/amin keep a NaN
     START = {"sum": "0.0", "mean": "0.0", "amax": "T(-math.inf)", "amin": "T(math.inf)"}
 
+    def __init__(self, kernel: FusedKernel) -> None:
+        self.kernel = kernel
+        self.plan = RowPlan(kernel)
+
+    def source(self, params: list[str]) -> str:
+        lines = ["", "", NJIT, f"def rowwise({', '.join(params + ['R', 'L'])}):", "    for r in range(R):"]
+        lines += self.row_stage(0)
+        for p, one in self.plan.passes:
+            lines += self.one_pass(one)
+            lines += self.row_stage(p + 1)
+        lines += [f"        o{j}[r] = v{k}" for j, k in self.plan.row_outputs]
+        return "\n".join(lines)
+
+    def one_pass(self, one) -> list[str]:
+        statements = self.kernel.statements
+        lines = [f"        acc{k} = {self.START[statements[k][1]]}" for k in one.reducing]
+        lines.append("        for i in range(L):")
+        lines += [self.load(i, "            ") for i in one.loads]
+        lines += [f"            v{k} = {render(statements[k], SPELL, _leaf)}" for k in one.computed]
+        for k in one.reducing:
+            lines += self.accumulate(k)
+        lines += [f"            o{j}[r, i] = v{k}" for j, (k, _) in enumerate(self.kernel.outputs) if k in one.storing]
+        for k in one.reducing:
+            lines.append(f"        v{k} = T(acc{k} / L)" if statements[k][1] == "mean" else f"        v{k} = T(acc{k})")
+        return lines
+
     def accumulate(self, k: int) -> list[str]:
-        how, operand = self.kernel.statements[k][1], self.leaf(self.kernel.statements[k][2])
+        how, operand = self.kernel.statements[k][1], _leaf(self.kernel.statements[k][2])
         if how in ("sum", "mean"):
             return [f"            acc{k} += {operand}"]
         cmp = ">" if how == "amax" else "<"
@@ -185,30 +165,15 @@ class _Rowwise:
                 f"                acc{k} = {operand}"]
 
     def row_stage(self, p: int) -> list[str]:
-        """The row statements of phase p (after the reductions they read), in order."""
         out = []
-        for k, tree in enumerate(self.kernel.statements):
-            if not self.full[k] and tree[0] != "reduce" and self.phase[k] == p:
-                out += [self.load(i, "        ") for i in sorted({v for t, v in self.deps[k] if t == "in"})]
-                out.append(f"        v{k} = {render(tree, SPELL, self.leaf)}")
+        for k, loads in self.plan.row_stage(p):
+            out += [self.load(i, "        ") for i in loads]
+            out.append(f"        v{k} = {render(self.kernel.statements[k], SPELL, _leaf)}")
         return out
 
-    def closure(self, roots: list[int]) -> list[int]:
-        """The full statements `roots` need (themselves included), in order."""
-        need, stack = set(), list(roots)
-        while stack:
-            k = stack.pop()
-            if k in need or not self.full[k]:
-                continue
-            need.add(k)
-            stack += [v for t, v in self.deps[k] if t == "value"]
-        return sorted(need)
-
     def load(self, i: int, pad: str) -> str:
-        read = f"a{i}[{self.INDEX[self.kind[i]]}]"
+        read = f"a{i}[{self.INDEX[self.plan.kind[i]]}]"
         return f"{pad}x{i} = {read}" if self.kernel.inputs[i] == "bool" else f"{pad}x{i} = T({read})"
-
-    leaf = staticmethod(lambda tree: _leaf(tree))      # (defined below)
 
 
 def _leaf(tree: tuple) -> str:
@@ -221,14 +186,6 @@ def _leaf(tree: tuple) -> str:
     if kind == "const":
         return f"T({float(value)!r})"
     return f"v{value}"
-
-
-def _leaves(tree: tuple):
-    if tree[0] in ("in", "scalar", "const", "value"):
-        yield tree
-        return
-    for child in tree[1:]:
-        yield from _leaves(child)
 
 
 class NumbaFusedCompiler:

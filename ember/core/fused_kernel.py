@@ -32,7 +32,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["FusedKernel", "render"]
+__all__ = ["FusedKernel", "render", "leaves", "RowPlan", "RowPass"]
 
 
 @dataclass(frozen=True)
@@ -71,3 +71,70 @@ def render(tree: tuple, spell: dict[str, str], leaf: Callable[[tuple], str]) -> 
     if head == "reduce":
         raise ValueError("render: a reduction is no expression; a generator computes it with a loop")
     return spell[head].format(*(render(child, spell, leaf) for child in tree[1:]))
+
+
+def leaves(tree: tuple):
+    """The leaves of a statement's tree ("in", "scalar", "const", "value"), a reduction's operand included."""
+    if tree[0] in ("in", "scalar", "const", "value"):
+        yield tree
+        return
+    for child in tree[1:] if tree[0] != "reduce" else tree[2:]:
+        yield from leaves(child)
+
+
+@dataclass(frozen=True)
+class RowPass:
+    """One loop over a row's elements: the full statements `computed` (in order, loading `loads`), the
+    reductions `reducing` accumulated, the full outputs `storing` stored (statement indices)."""
+
+    reducing: tuple[int, ...]
+    storing: tuple[int, ...]
+    computed: tuple[int, ...]
+    loads: tuple[int, ...]
+
+
+class RowPlan:
+    """How a reducing kernel (`reduced` > 0) runs per row, for a generator to write out: a statement's
+    *phase* is the number of reductions it depends on one after another (a layer norm's centred values are
+    phase 1: after the mean); per row, the row statements of phase 0 run first, then for each pass p (in
+    `passes`) a loop over the row computes what the reductions of operand phase p and the full outputs of
+    phase p need, then those reductions finish and the row statements of phase p + 1 run
+    (`row_stage(p + 1)`). `kind[i]` says whether input i varies per row and along the row."""
+
+    def __init__(self, kernel: FusedKernel) -> None:
+        self.kernel = kernel
+        cut = kernel.ndim - kernel.reduced
+        self.kind = [(any(v[:cut]), any(v[cut:])) for v in kernel.varies]
+        self.deps = [list(leaves(t)) for t in kernel.statements]
+        self.phase: list[int] = []
+        for k, tree in enumerate(kernel.statements):
+            below = max([self.phase[v] for t, v in self.deps[k] if t == "value"] or [0])
+            self.phase.append(below + 1 if tree[0] == "reduce" else below)
+        self.full = [not r for r in kernel.rows]
+        self.reductions = [k for k, t in enumerate(kernel.statements) if t[0] == "reduce"]
+        stored = {k for k, _ in kernel.outputs}
+        self.passes: list[tuple[int, RowPass]] = []
+        for p in sorted({self.phase[k] - 1 for k in self.reductions} | {self.phase[k] for k in stored if self.full[k]}):
+            reducing = tuple(k for k in self.reductions if self.phase[k] - 1 == p)
+            storing = tuple(sorted(k for k in stored if self.full[k] and self.phase[k] == p))
+            operands = [kernel.statements[k][2] for k in reducing]
+            computed = self._closure([v for t, v in operands if t == "value"] + list(storing))
+            loads = {v for k in computed for t, v in self.deps[k] if t == "in"} | {v for t, v in operands if t == "in"}
+            self.passes.append((p, RowPass(reducing, storing, tuple(computed), tuple(sorted(loads)))))
+        self.row_outputs = [(j, k) for j, (k, _) in enumerate(kernel.outputs) if not self.full[k]]
+
+    def row_stage(self, p: int) -> list[tuple[int, tuple[int, ...]]]:
+        """(statement, the inputs it loads) for the row statements of phase p, in order."""
+        return [(k, tuple(sorted({v for t, v in self.deps[k] if t == "in"})))
+                for k, tree in enumerate(self.kernel.statements)
+                if not self.full[k] and tree[0] != "reduce" and self.phase[k] == p]
+
+    def _closure(self, roots: list[int]) -> list[int]:
+        need, stack = set(), list(roots)
+        while stack:
+            k = stack.pop()
+            if k in need or not self.full[k]:
+                continue
+            need.add(k)
+            stack += [v for t, v in self.deps[k] if t == "value"]
+        return sorted(need)

@@ -17,10 +17,11 @@ from typing import Callable
 
 import numpy as np
 
-from ember.core.fused_kernel import FusedKernel, render
+from ember.core.fused_kernel import FusedKernel, RowPlan, render
 from ember.core.kernel_cache import write_source
 
 from . import codegen as cg
+from .kernels import elementwise
 from .kernels.elementwise import broadcast_strides
 
 __all__ = ["OpenCLFusedCompiler"]
@@ -81,10 +82,77 @@ def source(kernel: FusedKernel, rank: int) -> str:
             f"    if (gid >= n) return;\n    {cg.index_code(rank, names)}\n    " + "\n    ".join(body) + "\n}\n")
 
 
+def rowwise_source(kernel: FusedKernel) -> str:
+    """The OpenCL C of a reducing kernel (kernel `rowwise`): one work-item per row, looping over the row
+    once per pass of its RowPlan; every array operand contiguous (an input as (R, L), (R,), (L,) or (1,)
+    as it varies), a full output (R, L), a row output (R,). Sums accumulate in double where the device
+    has it; amax/amin keep a NaN."""
+    plan = RowPlan(kernel)
+    ctype = "double" if kernel.dtype == "float64" else "float"
+    index = {(True, True): "r * L + i", (True, False): "r", (False, True): "i", (False, False): "0"}
+    params = ["long R", "long L"]
+    params += [f"__global {cg.storage(dtype)}* o{j}, long off_o{j}" for j, (_, dtype) in enumerate(kernel.outputs)]
+    params += [f"__global const {cg.storage(dtype)}* a{i}, long off_a{i}" for i, dtype in enumerate(kernel.inputs)]
+    params += [f"T s{k}" for k in range(kernel.n_scalars)]
+
+    def leaf(tree: tuple) -> str:
+        kind, value = tree
+        if kind == "in":
+            return f"x{value}"
+        if kind == "scalar":
+            return f"s{value}"
+        if kind == "const":
+            return f"((T){float(value)!r}{'f' if ctype == 'float' else ''})"
+        return f"v{value}"
+
+    def load(i: int) -> str:
+        at = f"off_a{i} + {index[plan.kind[i]]}"
+        if kernel.inputs[i] == "bool":
+            return f"int x{i} = (int){cg.load('bool', f'a{i}', at)};"
+        return f"T x{i} = (T)({cg.load(kernel.inputs[i], f'a{i}', at)});"
+
+    def statement(k: int) -> str:
+        tree = kernel.statements[k]
+        kind = "int" if tree[0] in TRUTH else "T"
+        return f"{kind} v{k} = ({kind})({render(tree, SPELL, leaf)});"
+
+    def row_stage(p: int) -> list[str]:
+        out = []
+        for k, loads in plan.row_stage(p):
+            out += [load(i) for i in loads] + [statement(k)]
+        return out
+
+    start = {"sum": "(ACC)0", "mean": "(ACC)0", "amax": "(T)(-INFINITY)", "amin": "(T)INFINITY"}
+    body = row_stage(0)
+    for p, one in plan.passes:
+        body += [f"{'ACC' if kernel.statements[k][1] in ('sum', 'mean') else 'T'} acc{k} = "
+                 f"{start[kernel.statements[k][1]]};" for k in one.reducing]
+        inner = [load(i) for i in one.loads] + [statement(k) for k in one.computed]
+        for k in one.reducing:
+            how, operand = kernel.statements[k][1], leaf(kernel.statements[k][2])
+            if how in ("sum", "mean"):
+                inner.append(f"acc{k} += (ACC){operand};")
+            else:
+                inner.append(f"if ({operand} {'>' if how == 'amax' else '<'} acc{k} || isnan({operand})) "
+                             f"acc{k} = {operand};")
+        inner += [cg.store(dtype, f"o{j}", f"off_o{j} + r * L + i", f"v{k}", ctype)
+                  for j, (k, dtype) in enumerate(kernel.outputs) if k in one.storing]
+        body.append("for (long i = 0; i < L; ++i) {\n        " + "\n        ".join(inner) + "\n    }")
+        body += [f"T v{k} = (T)(acc{k} / (ACC)L);" if kernel.statements[k][1] == "mean" else f"T v{k} = (T)acc{k};"
+                 for k in one.reducing]
+        body += row_stage(p + 1)
+    body += [cg.store(kernel.outputs[j][1], f"o{j}", f"off_o{j} + r", f"v{k}", ctype) for j, k in plan.row_outputs]
+    return (HEADER.format(ops=", ".join(kernel.ops), ctype=ctype)
+            + "#ifdef EMBER_FP64\ntypedef double ACC;\n#else\ntypedef T ACC;\n#endif\n"
+            + f"__kernel void rowwise({', '.join(params)}) {{\n    long r = get_global_id(0);\n"
+            "    if (r >= R) return;\n    " + "\n    ".join(body) + "\n}\n")
+
+
 class OpenCLFusedCompiler:
     """The generator the opencl plugin offers (hookspec `ember_fused_kernel_compiler`)."""
 
     functions = FUNCTIONS
+    reductions = True                   # row-wise reducing kernels too (rowwise_source)
 
     def __init__(self, backend) -> None:
         self.backend = backend
@@ -93,10 +161,12 @@ class OpenCLFusedCompiler:
 
     def source_of(self, kernel: FusedKernel) -> str:
         """The source for the kernel's full rank (`EMBER_LOGS=output_code` prints it)."""
-        return source(kernel, max(kernel.ndim, 1))
+        return rowwise_source(kernel) if kernel.reduced else source(kernel, max(kernel.ndim, 1))
 
     def compile(self, kernel: FusedKernel) -> Callable:
         """The launcher `launch(inputs, scalars, shape)` of `kernel` (see ember.core.fused_kernel)."""
+        if kernel.reduced:
+            return self._rowwise(kernel)
         out_dtypes = [np.dtype(dtype) for _, dtype in kernel.outputs]
         ctype = "double" if kernel.dtype == "float64" else "float"
         key = kernel.key
@@ -131,3 +201,38 @@ class OpenCLFusedCompiler:
                 path = write_source(f"{kernel.name}_r{rank}.cl", source(kernel, rank))
                 text = self._sources[(kernel.key, rank)] = path.read_text()
         return text
+
+    def _rowwise(self, kernel: FusedKernel) -> Callable:
+        """The launcher of a reducing kernel: one work-item per row, operands made contiguous first."""
+        cut = kernel.ndim - kernel.reduced
+        row_output = [kernel.rows[k] for k, _ in kernel.outputs]
+        out_dtypes = [np.dtype(dtype) for _, dtype in kernel.outputs]
+        ctype = "double" if kernel.dtype == "float64" else "float"
+        with self._lock:
+            path = write_source(f"{kernel.name}_rows.cl", rowwise_source(kernel))
+            text = path.read_text()
+
+        def launch(inputs, scalars, shape):
+            dev = inputs[0].device
+            outer = shape[:cut]
+            R, L = int(np.prod(outer, dtype=np.int64)), int(np.prod(shape[cut:], dtype=np.int64))
+            outs = [self.backend.new_array(outer if row else shape, dt, dev) for row, dt in zip(row_output, out_dtypes)]
+            if R == 0:
+                return tuple(outs)
+            built = cg.get_kernel(dev, ("fused_rows", kernel.key), lambda: text, name="rowwise")
+            i64 = np.int64
+            args = [i64(R), i64(L)]
+            for array in outs + [self._contiguous(a) for a in inputs]:
+                args += [array.buffer, i64(array.offset)]
+            args += [cg.scalar_arg(s, ctype) for s in scalars]
+            cg.launch(dev, built, R, args)
+            return tuple(outs)
+        return launch
+
+    def _contiguous(self, a):
+        """`a` itself when C-contiguous, else a contiguous copy (the row-wise kernel indexes by position)."""
+        if a.is_contiguous:
+            return a
+        copy = self.backend.new_array(a.shape, a.dtype, a.device)
+        ct = cg.opmath(a.dtype)
+        return elementwise.run(copy, [a], [ct], "x0", ct)
