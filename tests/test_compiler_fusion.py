@@ -236,7 +236,7 @@ def test_a_failing_generated_kernel_is_reported_once_and_its_ops_run_one_by_one(
     from ember_cpu import fused_numba
 
     def broken(self, kernel):
-        def launch(inputs, scalars, shape):
+        def launch(inputs, scalars, shape, out_shapes):
             raise TypeError("a generator's defect")
         return launch
     monkeypatch.setattr(fused_numba.NumbaFusedCompiler, "compile", broken)
@@ -310,3 +310,38 @@ def test_a_gpt_forward_on_opencl_launches_a_third_of_eagers_kernels(monkeypatch)
             counts[name] = launches[0]
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-5)
     assert counts["compiled"] * 3 <= counts["eager"], counts
+
+
+@pytest.mark.skipif(bool(_opencl_reason()), reason=_opencl_reason() or "opencl available")
+def test_training_on_opencl_replays_the_decomposed_joint_graph_with_fewer_launches(monkeypatch):
+    """opencl has kernels for few explicit ops: the joint graph keeps them for their formulas, then is
+    re-traced with them decomposed (decompose.py), replayed natively and fused; eager's losses."""
+    from ember.testing.models import GPT2Config, _gpt2_classes
+    from ember_opencl import codegen
+
+    launches = [0]
+    launch = codegen.launch
+
+    def counting(*args, **kwargs):
+        launches[0] += 1
+        return launch(*args, **kwargs)
+    monkeypatch.setattr(codegen, "launch", counting)
+
+    def step(model, run, idx, targets):
+        model.zero_grad()
+        loss = F.cross_entropy(run(idx).view(-1, 64), targets.view(-1))
+        loss.backward()
+        return float(loss.cpu())
+    losses, counts = {}, {}
+    for name in ("eager", "compiled"):
+        ember.manual_seed(9)
+        model = _gpt2_classes(ember).GPT2(GPT2Config(vocab_size=64, n_ctx=16, n_embd=32, n_head=2, n_layer=1))
+        model = model.to("opencl")
+        idx, targets = (ember.randint(0, 64, (2, 16)).to("opencl") for _ in range(2))
+        run = ember.compile(model) if name == "compiled" else model
+        losses[name] = step(model, run, idx, targets)
+        launches[0] = 0
+        step(model, run, idx, targets)
+        counts[name] = launches[0]
+    np.testing.assert_allclose(losses["compiled"], losses["eager"], rtol=1e-5)
+    assert counts["compiled"] < counts["eager"], counts

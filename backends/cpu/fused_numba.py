@@ -199,7 +199,7 @@ class NumbaFusedCompiler:
         self._lock = threading.Lock()
 
     def compile(self, kernel: FusedKernel) -> Callable:
-        """The launcher `launch(inputs, scalars, shape)` of `kernel` (see ember.core.fused_kernel)."""
+        """The launcher `launch(inputs, scalars, shape, out_shapes)` of `kernel` (see ember.core.fused_kernel)."""
         key = kernel.key
         with self._lock:
             launch = self._launchers.get(key)
@@ -223,7 +223,7 @@ def _launcher(kernel: FusedKernel, module) -> Callable:
     scalar_type = np.dtype(kernel.dtype).type
     varies = kernel.varies
 
-    def launch(inputs, scalars, shape):
+    def launch(inputs, scalars, shape, out_shapes):
         outs = [np.empty(shape, dt) for dt in out_dtypes]
         scalars = [scalar_type(s) for s in scalars]
         if nested is None or all(a.shape == shape and a.flags.c_contiguous for a in inputs):
@@ -237,19 +237,19 @@ def _launcher(kernel: FusedKernel, module) -> Callable:
 
 
 def _rowwise_launcher(kernel: FusedKernel, rowwise) -> Callable:
-    """launch(inputs, scalars, shape) of a reducing kernel: rows of the last `reduced` dimensions."""
+    """launch(inputs, scalars, shape, out_shapes) of a reducing kernel: rows of the last `reduced` dimensions."""
     cut = kernel.ndim - kernel.reduced
     kinds = [(any(v[:cut]), any(v[cut:])) for v in kernel.varies]
     row_output = [kernel.rows[k] for k, _ in kernel.outputs]
     out_dtypes = [np.dtype(dtype) for _, dtype in kernel.outputs]
     scalar_type = np.dtype(kernel.dtype).type
 
-    def launch(inputs, scalars, shape):
+    def launch(inputs, scalars, shape, out_shapes):
         outer = shape[:cut]
         R, L = int(np.prod(outer, dtype=np.int64)), int(np.prod(shape[cut:], dtype=np.int64))
         outs = [np.empty(R if row else (R, L), dt) for row, dt in zip(row_output, out_dtypes)]
         views = [np.reshape(a, (R, L) if o and n else (R,) if o else (L,) if n else (1,))
                  for a, (o, n) in zip(inputs, kinds)]
         rowwise(*outs, *views, *[scalar_type(s) for s in scalars], R, L)
-        return tuple(o.reshape(outer if row else shape) for o, row in zip(outs, row_output))
+        return tuple(o.reshape(s) for o, s in zip(outs, out_shapes))
     return launch

@@ -14,6 +14,7 @@ import threading
 import warnings
 import weakref
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Callable
 
 from ember.frontend.tensor import Tensor
@@ -195,9 +196,9 @@ class CompiledCode:
         if not tensors:
             return None
         # the forward keeps explicit ops whole, with their own derivative formulas: decomposing one would
-        # differentiate its pieces instead (a layer norm's backward from means and products); where such an
-        # op has no native kernel the joint graph does not fit native replay and the program is dispatched.
-        # The backward's ops are not differentiated: it keeps only the ops with a native kernel
+        # differentiate its pieces instead (a layer norm's backward from means and products); one without a
+        # native kernel is decomposed after the capture (decompose.py). The backward's ops are not
+        # differentiated: it keeps only the ops with a native kernel
         native = kept_ops(tensors[0]._keys & K.BACKEND_MASK)
         table = {**native, **{name: None for name, op in ALL_OPS.items() if op.impl == "explicit"}}
         modes: list = []
@@ -216,7 +217,15 @@ class CompiledCode:
 
             run = joint_runner(program, modes[0], example, program.out_spec.num_leaves, dispatched_runner)
         else:
-            run = joint_runner(program, modes[0], example, program.out_spec.num_leaves)
+            graph, mode = program.graph, modes[0]
+            if any(n.op == "call_function" and hasattr(n.target, "kernels") and n.target.name not in native
+                   for n in graph.nodes):
+                # explicit ops without a native kernel (most on opencl): their pieces, the formulas already fixed
+                graph, mode = _decomposed_joint(graph, mode, native)
+                if graph is None:
+                    return None
+            run = joint_runner(SimpleNamespace(graph=graph, range_constraints=program.range_constraints), mode,
+                               example, program.out_spec.num_leaves)
         return (program, run) if run is not None else None
 
     def _native(self, program, example: list):
@@ -310,6 +319,19 @@ class CompiledCode:
     def _name(self) -> str:
         fn = self.fn
         return getattr(fn, "__qualname__", None) or type(fn).__name__
+
+
+def _decomposed_joint(graph, mode, native: dict):
+    """(the joint graph with the ops outside `native` decomposed (decompose.py), the capture's record of
+    tangents and differentiable inputs on its placeholders), or (None, None)."""
+    from .decompose import decomposed
+
+    new = decomposed(graph, native)
+    if new is None:
+        return None, None
+    by_name = {n.name: n for n in new.nodes if n.op == "placeholder"}
+    return new, SimpleNamespace(tangents=[by_name[t.name] for t in mode.tangents], tangent_of=mode.tangent_of,
+                                differentiable=[(by_name[n.name], v) for n, v in mode.differentiable])
 
 
 def _same_inputs(a, b) -> bool:

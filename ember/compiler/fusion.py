@@ -355,7 +355,7 @@ def _fused_unit(g: _Group, program_outputs: set, compiler, own: dict) -> Unit | 
                         f"{len(outputs)} outputs, shape {list(g.shape)}"
                         + (f", rows reduced over the last {g.reduced}" if g.reduced else ""))
     fixed, shape = tuple(scalars), g.shape
-    reshape = [tuple(m.meta["val"].shape) if g.roles[m] == "row" else None for m in outputs]
+    out_shapes = tuple(tuple(m.meta["val"].shape) for m in outputs)
     failed: list = []
 
     def one_by_one(arrays) -> tuple:
@@ -369,13 +369,12 @@ def _fused_unit(g: _Group, program_outputs: set, compiler, own: dict) -> Unit | 
         if failed:
             return one_by_one(arrays)
         try:
-            results = launch(arrays, fixed, shape)
+            return launch(arrays, fixed, shape, out_shapes)
         except Exception as exc:        # the generated kernel's defect, not the program's: its ops run alone
             failed.append(exc)
             warnings.warn(f"ember.compile: the generated kernel {kernel.name} failed ({type(exc).__name__}: "
                           f"{exc}); its {len(members)} ops run one by one", RuntimeWarning, stacklevel=2)
             return one_by_one(arrays)
-        return tuple(r if s is None else r.reshape(s) for r, s in zip(results, reshape))
     return Unit(run, None, tuple(inputs), tuple(outputs), tuple(members))
 
 

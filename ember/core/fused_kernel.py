@@ -16,15 +16,15 @@ registry's (`FUNCTIONS` there). Leaves of a statement's tree:
 A kernel may also reduce (`reduced` > 0): its last `reduced` iteration dimensions form a row, and a
 statement ("reduce", kind, leaf) (kind sum, mean, amax or amin; amax/amin propagate NaN) is one value
 per row: the reduction of the leaf's values along it. Statements computed from row values only are row
-statements too (`rows`); an input varying along no reduced dimension is read once per row. Row outputs
-have the outer shape (the iteration shape without the reduced dimensions).
+statements too (`rows`); an input varying along no reduced dimension is read once per row.
 
 Values are computed in `dtype` (float32 or float64); comparisons give truth values, and an input or
 output of dtype bool holds truth values. An input broadcasts to the iteration shape (numpy's rules);
 `varies` says along which iteration dimensions it changes (a bias of shape (C,) under (N, C) varies
 along the last only), so a generator can index it without materialising the broadcast. The launcher
-takes `(inputs, scalars, shape)` and returns the arrays of `outputs`, new and C-contiguous, of the
-iteration `shape`.
+takes `(inputs, scalars, shape, out_shapes)` and returns the arrays of `outputs`, new and C-contiguous:
+`shape` is the iteration shape, `out_shapes` each output's shape (the iteration shape, or for a row
+output its outer dimensions, with or without the reduced ones kept as 1).
 """
 from __future__ import annotations
 

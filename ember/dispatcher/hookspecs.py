@@ -56,7 +56,7 @@ def ember_fused_kernel_compiler(device_type: str):
     """Return the fused-kernel generator for `device_type`, or None (the first plugin answering wins).
 
     `ember.compile` merges chains of pointwise ops into one `ember.core.fused_kernel.FusedKernel` and
-    asks this object's `compile(kernel)` for a launcher `launch(inputs, scalars, shape) -> tuple of
+    asks this object's `compile(kernel)` for a launcher `launch(inputs, scalars, shape, out_shapes) -> tuple of
     arrays` (see that module for the contract). The generator writes its source into the on-disk kernel
     cache (`ember.core.kernel_cache`) and loads it from there, so every frame of a compiled call has a
     file and a line. `compile` may return None for a kernel it cannot generate; a backend without a

@@ -164,14 +164,14 @@ class OpenCLFusedCompiler:
         return rowwise_source(kernel) if kernel.reduced else source(kernel, max(kernel.ndim, 1))
 
     def compile(self, kernel: FusedKernel) -> Callable:
-        """The launcher `launch(inputs, scalars, shape)` of `kernel` (see ember.core.fused_kernel)."""
+        """The launcher `launch(inputs, scalars, shape, out_shapes)` of `kernel` (see ember.core.fused_kernel)."""
         if kernel.reduced:
             return self._rowwise(kernel)
         out_dtypes = [np.dtype(dtype) for _, dtype in kernel.outputs]
         ctype = "double" if kernel.dtype == "float64" else "float"
         key = kernel.key
 
-        def launch(inputs, scalars, shape):
+        def launch(inputs, scalars, shape, out_shapes):
             dev = inputs[0].device
             outs = [self.backend.new_array(shape, dt, dev) for dt in out_dtypes]
             n = int(np.prod(shape, dtype=np.int64)) if shape else 1
@@ -205,18 +205,17 @@ class OpenCLFusedCompiler:
     def _rowwise(self, kernel: FusedKernel) -> Callable:
         """The launcher of a reducing kernel: one work-item per row, operands made contiguous first."""
         cut = kernel.ndim - kernel.reduced
-        row_output = [kernel.rows[k] for k, _ in kernel.outputs]
         out_dtypes = [np.dtype(dtype) for _, dtype in kernel.outputs]
         ctype = "double" if kernel.dtype == "float64" else "float"
         with self._lock:
             path = write_source(f"{kernel.name}_rows.cl", rowwise_source(kernel))
             text = path.read_text()
 
-        def launch(inputs, scalars, shape):
+        def launch(inputs, scalars, shape, out_shapes):
             dev = inputs[0].device
             outer = shape[:cut]
             R, L = int(np.prod(outer, dtype=np.int64)), int(np.prod(shape[cut:], dtype=np.int64))
-            outs = [self.backend.new_array(outer if row else shape, dt, dev) for row, dt in zip(row_output, out_dtypes)]
+            outs = [self.backend.new_array(s, dt, dev) for s, dt in zip(out_shapes, out_dtypes)]
             if R == 0:
                 return tuple(outs)
             built = cg.get_kernel(dev, ("fused_rows", kernel.key), lambda: text, name="rowwise")
