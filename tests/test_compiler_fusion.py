@@ -161,6 +161,20 @@ def _opencl_reason() -> str:
     return REASON
 
 
+def _count_opencl_launches(monkeypatch) -> list:
+    """A one-item list counting the opencl plugin's kernel launches from now on (the test resets it)."""
+    from ember_opencl import codegen
+
+    launches = [0]
+    launch = codegen.launch
+
+    def counting(*args, **kwargs):
+        launches[0] += 1
+        return launch(*args, **kwargs)
+    monkeypatch.setattr(codegen, "launch", counting)
+    return launches
+
+
 @pytest.mark.skipif(bool(_opencl_reason()), reason=_opencl_reason() or "opencl available")
 @pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
 def test_opencl_fuses_whole_chains_into_one_generated_kernel(dtype, capfd):
@@ -286,15 +300,8 @@ def test_opencl_runs_a_norm_and_a_softmax_each_as_one_row_wise_kernel(dtype, rto
 @pytest.mark.skipif(bool(_opencl_reason()), reason=_opencl_reason() or "opencl available")
 def test_a_gpt_forward_on_opencl_launches_a_third_of_eagers_kernels(monkeypatch):
     from ember.testing.models import GPT2Config, _gpt2_classes
-    from ember_opencl import codegen
 
-    launches = [0]
-    launch = codegen.launch
-
-    def counting(*args, **kwargs):
-        launches[0] += 1
-        return launch(*args, **kwargs)
-    monkeypatch.setattr(codegen, "launch", counting)
+    launches = _count_opencl_launches(monkeypatch)
     ember.manual_seed(8)
     model = _gpt2_classes(ember).GPT2(GPT2Config(vocab_size=64, n_ctx=16, n_embd=32, n_head=2, n_layer=2))
     model = model.to("opencl").eval()
@@ -317,15 +324,8 @@ def test_training_on_opencl_replays_the_decomposed_joint_graph_with_fewer_launch
     """opencl has kernels for few explicit ops: the joint graph keeps them for their formulas, then is
     re-traced with them decomposed (decompose.py), replayed natively and fused; eager's losses."""
     from ember.testing.models import GPT2Config, _gpt2_classes
-    from ember_opencl import codegen
 
-    launches = [0]
-    launch = codegen.launch
-
-    def counting(*args, **kwargs):
-        launches[0] += 1
-        return launch(*args, **kwargs)
-    monkeypatch.setattr(codegen, "launch", counting)
+    launches = _count_opencl_launches(monkeypatch)
 
     def step(model, run, idx, targets):
         model.zero_grad()

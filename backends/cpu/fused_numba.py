@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from ember.core.fused_kernel import FusedKernel, RowPlan, leaves, render
+from ember.core.fused_kernel import FusedKernel, RowPlan, leaf_names, leaves, render
 from ember.core.kernel_cache import load_module, write_source
 
 __all__ = ["NumbaFusedCompiler", "available"]
@@ -176,16 +176,8 @@ class _Rowwise:
         return f"{pad}x{i} = {read}" if self.kernel.inputs[i] == "bool" else f"{pad}x{i} = T({read})"
 
 
-def _leaf(tree: tuple) -> str:
-    """A statement's leaf in the generated Python: an input's element, a scalar, a constant, a value."""
-    kind, value = tree
-    if kind == "in":
-        return f"x{value}"
-    if kind == "scalar":
-        return f"s{value}"
-    if kind == "const":
-        return f"T({float(value)!r})"
-    return f"v{value}"
+# a leaf in the generated Python: an input's element, a scalar, a constant in the compute dtype, a value
+_leaf = leaf_names(lambda value: f"T({value!r})")
 
 
 class NumbaFusedCompiler:

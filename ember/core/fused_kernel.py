@@ -32,7 +32,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["FusedKernel", "render", "leaves", "RowPlan", "RowPass"]
+__all__ = ["FusedKernel", "render", "leaf_names", "leaves", "RowPlan", "RowPass"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,21 @@ def render(tree: tuple, spell: dict[str, str], leaf: Callable[[tuple], str]) -> 
     if head == "reduce":
         raise ValueError("render: a reduction is no expression; a generator computes it with a loop")
     return spell[head].format(*(render(child, spell, leaf) for child in tree[1:]))
+
+
+def leaf_names(constant: Callable[[float], str]) -> Callable[[tuple], str]:
+    """The `leaf` function for `render` that generators share: input i is `x<i>` (loaded per element),
+    scalar j is `s<j>`, statement k's value is `v<k>`, and a constant is spelled by `constant`."""
+    def leaf(tree: tuple) -> str:
+        kind, value = tree
+        if kind == "in":
+            return f"x{value}"
+        if kind == "scalar":
+            return f"s{value}"
+        if kind == "const":
+            return constant(float(value))
+        return f"v{value}"
+    return leaf
 
 
 def leaves(tree: tuple):

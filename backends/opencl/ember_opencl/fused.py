@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 
-from ember.core.fused_kernel import FusedKernel, RowPlan, render
+from ember.core.fused_kernel import FusedKernel, RowPlan, leaf_names, render
 from ember.core.kernel_cache import write_source
 
 from . import codegen as cg
@@ -47,6 +47,11 @@ typedef {ctype} T;
 """
 
 
+def _leaf_for(ctype: str):
+    """Leaves in OpenCL C: a constant as a literal of the compute type (`f` for float)."""
+    return leaf_names(lambda value: f"((T){value!r}{'f' if ctype == 'float' else ''})")
+
+
 def source(kernel: FusedKernel, rank: int) -> str:
     """The OpenCL C of `kernel` for iteration shapes collapsed to `rank` dimensions (kernel `fused`)."""
     ctype = "double" if kernel.dtype == "float64" else "float"
@@ -60,16 +65,7 @@ def source(kernel: FusedKernel, rank: int) -> str:
     params += [f"T s{k}" for k in range(kernel.n_scalars)]
     body = [f"T x{i} = (T)({cg.load(dtype, f'a{i}', f'p_a{i}')});" if dtype != "bool" else
             f"int x{i} = (int){cg.load(dtype, f'a{i}', f'p_a{i}')};" for i, dtype in enumerate(kernel.inputs)]
-
-    def leaf(tree: tuple) -> str:
-        kind, value = tree
-        if kind == "in":
-            return f"x{value}"
-        if kind == "scalar":
-            return f"s{value}"
-        if kind == "const":
-            return f"((T){float(value)!r}{'f' if ctype == 'float' else ''})"
-        return f"v{value}"
+    leaf = _leaf_for(ctype)
     for k, tree in enumerate(kernel.statements):
         if tree[0] in TRUTH:                 # a comparison: a truth value, as `where` takes it
             body.append(f"int v{k} = {render(tree, SPELL, leaf)};")
@@ -94,16 +90,7 @@ def rowwise_source(kernel: FusedKernel) -> str:
     params += [f"__global {cg.storage(dtype)}* o{j}, long off_o{j}" for j, (_, dtype) in enumerate(kernel.outputs)]
     params += [f"__global const {cg.storage(dtype)}* a{i}, long off_a{i}" for i, dtype in enumerate(kernel.inputs)]
     params += [f"T s{k}" for k in range(kernel.n_scalars)]
-
-    def leaf(tree: tuple) -> str:
-        kind, value = tree
-        if kind == "in":
-            return f"x{value}"
-        if kind == "scalar":
-            return f"s{value}"
-        if kind == "const":
-            return f"((T){float(value)!r}{'f' if ctype == 'float' else ''})"
-        return f"v{value}"
+    leaf = _leaf_for(ctype)
 
     def load(i: int) -> str:
         at = f"off_a{i} + {index[plan.kind[i]]}"
