@@ -40,13 +40,10 @@ def test_a_pointwise_chain_is_one_kernel_with_eagers_values_bit_for_bit(dtype, c
     ember.manual_seed(0)
     x, b, y = ember.randn(6, 5, dtype=dtype), ember.randn(5, dtype=dtype), ember.randn(6, 5, dtype=dtype)
     compiled = ember.compile(chain)
-    logs.set_logs("kernels")
-    try:
+    with logs.logging("kernels"):
         with ember.no_grad():
             exact(compiled(x, b, y), chain(x, b, y))
             exact(compiled(x.t().contiguous().t(), b, y), chain(x, b, y))    # a strided input, same guards
-    finally:
-        logs.set_logs("")
     err = capfd.readouterr().err
     assert "6 ops (mul.Tensor, add.Tensor, relu, sub.Tensor, mul.Tensor, add.Tensor), 3 inputs, 1 outputs" in err
     assert len(fused_units(compiled)) == 1
@@ -55,12 +52,9 @@ def test_a_pointwise_chain_is_one_kernel_with_eagers_values_bit_for_bit(dtype, c
 def test_the_generated_source_is_a_cached_file_numba_compiled_and_kept(capfd):
     x = ember.randn(4, 3, dtype=ember.float64)
     compiled = ember.compile(lambda a: (a - 1) * (a + 2))
-    logs.set_logs("output_code")
-    try:
+    with logs.logging("output_code"):
         with ember.no_grad():
             exact(compiled(x), (x - 1) * (x + 2))
-    finally:
-        logs.set_logs("")
     err = capfd.readouterr().err
     name = err.split("[ember.compile output_code] ", 1)[1].split(":", 1)[0]
     source = cache_dir() / f"{name}.py"
@@ -96,12 +90,9 @@ def test_ops_outside_the_generators_vocabulary_run_their_own_kernels(capfd):
     def f(x):                                    # exp and tanh: numpy's SIMD ufuncs beat numba's libm calls
         return (ember.tanh(x * 3 + 1).exp() + 2) * x - 1
     compiled = ember.compile(f)
-    logs.set_logs("kernels")
-    try:
+    with logs.logging("kernels"):
         with ember.no_grad():
             exact(compiled(x), f(x))
-    finally:
-        logs.set_logs("")
     err = capfd.readouterr().err
     assert "2 ops (mul.Tensor, add.Tensor)" in err and "3 ops (add.Tensor, mul.Tensor, sub.Tensor)" in err
     assert "tanh" not in err and "exp" not in err
@@ -186,12 +177,9 @@ def test_opencl_fuses_whole_chains_into_one_generated_kernel(dtype, capfd):
     ember.manual_seed(4)
     x, b, y = (t.to(dtype).to("opencl") for t in (ember.randn(6, 5), ember.randn(5), ember.randn(6, 5)))
     compiled = ember.compile(f)
-    logs.set_logs("kernels,output_code")
-    try:
+    with logs.logging("kernels,output_code"):
         with ember.no_grad():
             got, want = compiled(x, b, y), f(x, b, y)
-    finally:
-        logs.set_logs("")
     np.testing.assert_allclose(got.cpu().numpy(), want.cpu().numpy(), rtol=1e-6 if dtype == ember.float32 else 1e-14)
     err = capfd.readouterr().err
     assert len(fused_units(compiled)) == 1 and "tanh, " in err and "exp, " in err and "__kernel void fused(" in err
@@ -213,12 +201,9 @@ def test_a_norm_written_by_hand_is_one_row_wise_kernel(dtype, rtol, capfd):
     ember.manual_seed(5)
     x, w, b = ember.randn(3, 4, 16, dtype=dtype), ember.randn(16, dtype=dtype), ember.randn(16, dtype=dtype)
     compiled = ember.compile(layer_norm_by_hand)
-    logs.set_logs("kernels")
-    try:
+    with logs.logging("kernels"):
         with ember.no_grad():
             got, want = compiled(x, w, b), layer_norm_by_hand(x, w, b)
-    finally:
-        logs.set_logs("")
     assert got.dtype == want.dtype and tuple(got.shape) == tuple(want.shape)
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=rtol, atol=rtol)
     (unit,) = fused_units(compiled)

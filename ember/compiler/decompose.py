@@ -54,8 +54,7 @@ def decomposed(graph: Graph, keep: dict) -> Graph | None:
                 with mode:
                     value[node] = node.target(*map_arg(node.args, value.__getitem__))
             else:                                   # a check (check_branch) on a value: recorded as it is
-                made = new.call_function(node.target, map_arg(
-                    node.args, lambda n: mode.node_and_value(value[n])[0]))
+                new.call_function(node.target, map_arg(node.args, lambda n: mode.node_and_value(value[n])[0]))
                 value[node] = None
     except _Unsupported:
         return None

@@ -27,7 +27,7 @@ a value it reads, so running its members there computes what the program compute
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from ember.core.fused_kernel import FusedKernel
@@ -86,9 +86,9 @@ class _Group:
     shape: tuple                  # the iteration shape (a reduction's operand's shape)
     dtype: str
     reduced: int = 0              # how many trailing dimensions its reductions reduce (0: none yet)
-    members: list = None
-    roles: dict = None            # member -> "full" (one value per element) or "row" (one per reduced row)
-    reads: set = None             # the bases of the values it reads from outside
+    members: list = field(default_factory=list)
+    roles: dict = field(default_factory=dict)   # member -> "full" (one value per element) or "row" (per row)
+    reads: set = field(default_factory=set)     # the bases of the values it reads from outside
     open: bool = True
 
     @property
@@ -125,12 +125,12 @@ def _groups(nodes: list, functions: frozenset, reductions: bool) -> list[_Group]
                     chosen = g
                     break
             if chosen is None:
-                chosen = _Group(shape if kind == "pointwise" else info[0], dtype, members=[], roles={}, reads=set())
-                made.append(chosen)
+                chosen = _Group(shape if kind == "pointwise" else info[0], dtype)
                 role = _role(chosen, node, kind, shape, dtype, info, group_of)
-                if role is None:                 # (a reduction over dimensions that are not trailing)
-                    made.pop()
+                if role is None:                 # (a reduction of an input varying along part of its rows)
                     chosen = None
+                else:
+                    made.append(chosen)
             if chosen is not None:
                 if kind == "reduce":
                     chosen.reduced = info[1]
@@ -158,12 +158,9 @@ def _role(g: _Group, node: Node, kind: str, shape: tuple, dtype: str, info, grou
         operand = node.args[0]
         if group_of.get(operand) is g and g.roles[operand] != "full":
             return None
-        if g.reduced == 0:                  # the group becomes a row-wise one: every input must suit it
-            probe = _Group(g.shape, g.dtype, m)
-            if not all(_suits(probe, a) for member in g.members for a in member.all_input_nodes
-                       if group_of.get(a) is not g):
-                return None
-        return "row" if _suits(_Group(g.shape, g.dtype, m), operand) or group_of.get(operand) is g else None
+        rowwise = _Group(g.shape, g.dtype, m)     # what the group becomes: every outside input must suit it
+        outside = [a for member in g.members + [node] for a in member.all_input_nodes if group_of.get(a) is not g]
+        return "row" if all(_suits(rowwise, a) for a in outside) else None
     if shape == g.shape:
         role = "full"
     elif shape in g.row_shapes():

@@ -24,7 +24,7 @@ from ember.export.trace import view_base
 from ember.fx import Node
 
 from .branches import check_branch
-from .fusion import Unit, schedule
+from .fusion import schedule
 from .plan import Plan
 
 __all__ = ["native_replay", "native_runner", "backend_of", "kept_ops"]
@@ -58,21 +58,21 @@ def native_replay(program, example_inputs: list) -> Callable | None:
     return native_runner(nodes, [n for n in nodes if n.op == "placeholder"], outputs, *found)
 
 
-def native_runner(nodes: list, inputs: list, outputs, key: int, device, wrap=None, fuse: bool = True,
+def native_runner(nodes: list, inputs: list, outputs, key: int, device, wrap=None,
                   consume_inputs: bool = False) -> Callable | None:
     """A function running the call nodes of `nodes` (in order) natively: it takes one value per node of
     `inputs` (Tensors or native arrays) and returns `outputs`' values, each wrapped in a Tensor where
     `wrap` (a bool per output; all by default) says so. Chains of pointwise ops run as one generated
-    kernel where the backend offers a generator and `fuse` is set (fusion.py). With `consume_inputs` it
+    kernel where the backend offers a generator (fusion.py). With `consume_inputs` it
     takes the values as one list, which it empties, and drops each after its last reader (a backward's
     saved values, freed as it goes, as eager autograd frees them). None when a node does not fit."""
     given = set(inputs)
     steps = _steps([n for n in nodes if n not in given], key)       # an input's node is not run, only read
     if steps is None:
         return None
-    units = schedule(steps, outputs, device.type) if fuse else [Unit(k, s, n.args, (n,), (n,)) for n, k, s in steps]
+    units = schedule(steps, outputs, device.type)
     layout = Plan(nodes, ([] if consume_inputs else list(inputs)) + [o for o in outputs if isinstance(o, Node)])
-    frees = layout.frees_in([(u.members, u.args) for u in units])
+    frees = layout.frees([u.members for u in units])
     plan = [(u.kernel, u.spec, layout.reader(u.args),
              layout.slot[u.outputs[0]] if u.kernel is None or len(u.members) == 1 else None,
              tuple(layout.slot[o] for o in u.outputs), f) for u, f in zip(units, frees)]

@@ -1,9 +1,9 @@
 """What both replays (replay.py, native.py) build from a graph: a slot per value, when to drop each value,
 and how to read a node's arguments from the list of values.
 
-A replay keeps one list of values, a slot per node. `Plan(nodes, kept)` numbers the slots, finds each
-value's last reader (read through ember.fx's `Node.all_input_nodes`) and says which slots a node's
-step frees after it runs (`frees(node)`), so a value is dropped when eager code would drop it;
+A replay keeps one list of values, a slot per node. `Plan(nodes, kept)` numbers the slots; `frees(steps)`
+finds each value's last reader among the steps (read through ember.fx's `Node.all_input_nodes`) and says
+which slots each step frees after it runs, so a value is dropped when eager code would drop it;
 `kept` values (inputs, outputs) are never dropped. `reader(args)` is a function reading a node's
 arguments from the list: nodes by slot, lists and tuples holding nodes rebuilt, anything else as is.
 """
@@ -25,28 +25,18 @@ class Plan:
         self.slot = {n: i for i, n in enumerate(nodes)}
         self.size = len(nodes)
         self._kept = set(kept)
-        self._last_reader = {}
-        for n in nodes:
-            for used in n.all_input_nodes:
-                self._last_reader[used] = n
 
-    def frees(self, node: Node) -> tuple[int, ...]:
-        """The slots to drop once `node` has run: the values it was the last to read."""
-        return tuple(self.slot[u] for u in node.all_input_nodes
-                     if self._last_reader.get(u) is node and u not in self._kept)
-
-    def frees_in(self, units: list) -> list[tuple[int, ...]]:
-        """Per unit of a schedule ((nodes it runs, its arguments) each, in the order they run), the slots
-        to drop once it has run: the values it was the last to read (fused groups run several nodes,
-        possibly not in program order, so last readers are found in the schedule's order)."""
+    def frees(self, steps: list) -> list[tuple[int, ...]]:
+        """Per step of a schedule (the nodes each step runs: one for an op, several for a fused group, in
+        the order the steps run), the slots to drop once it has run: the values it was the last to read."""
         last: dict = {}
-        for i, (members, _) in enumerate(units):
+        for i, members in enumerate(steps):
             for m in members:
                 for used in m.all_input_nodes:
                     last[used] = i
         return [tuple(sorted({self.slot[u] for m in members for u in m.all_input_nodes
                               if last.get(u) == i and u not in self._kept and u not in members}))
-                for i, (members, _) in enumerate(units)]
+                for i, members in enumerate(steps)]
 
     def reader(self, args) -> Callable:
         """A function of the values list returning `args` with every node read from its slot."""

@@ -38,13 +38,12 @@ def _runner(nodes: list, inputs: list, output, consume_inputs: bool = False) -> 
     plan = Plan(nodes, ([] if consume_inputs else list(inputs)) + [o for o in output if isinstance(o, Node)])
     input_slots = [plan.slot[n] for n in inputs]
     given = set(inputs)
+    calls = [n for n in nodes if n.op == "call_function" and n not in given]
     steps = []
-    for node in nodes:
-        if node.op == "call_function" and node not in given:
-            dispatch = getattr(node.target, "dispatch", None)
-            call = (lambda *args, _d=dispatch: _d(args)) if dispatch is not None else node.target
-            steps.append((call, plan.reader(node.args), plan.slot[node], plan.frees(node),
-                          node.meta.get("grad_enabled") is False))
+    for node, frees in zip(calls, plan.frees([(n,) for n in calls])):
+        dispatch = getattr(node.target, "dispatch", None)
+        call = (lambda *args, _d=dispatch: _d(args)) if dispatch is not None else node.target
+        steps.append((call, plan.reader(node.args), plan.slot[node], frees, node.meta.get("grad_enabled") is False))
     read_output = plan.reader(tuple(output))
 
     def run(values):

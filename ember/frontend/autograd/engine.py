@@ -278,13 +278,6 @@ def _tensor_hooks(node, grads, capture: dict, captured: list):
     return grads
 
 
-def _any_gradient(grads) -> bool:
-    for g in grads:                 # identity tests: `==` would call Tensor.__eq__
-        if g is not None:
-            return True
-    return False
-
-
 def _apply(node, grads):
     """Run a node on its incoming gradients: its own pre-hooks, its formulas (not when no gradient
     arrived: then its outputs are None), the anomaly check, its post-hooks; the input gradients."""
@@ -292,10 +285,13 @@ def _apply(node, grads):
         grads = _run_node_pre_hooks(node, grads)
     # a node run twice without retain_graph fails when it unpacks a freed saved tensor
     # (SavedTensor.unpack), as in PyTorch: nodes that saved no tensor can rerun
-    if _any_gradient(grads):        # (no loop over `grads` is alive while the node runs: it may free them)
-        outs = _validate(node, node.apply(grads))
-        if ANOMALY_THREADS and STATE.anomaly:          # the set: no property read when nobody has it on
-            _check_anomaly(node, outs)
+    for g in grads:                 # identity tests: `==` would call Tensor.__eq__
+        if g is not None:
+            g = None                # not held while the node runs (a node may free its gradients early)
+            outs = _validate(node, node.apply(grads))
+            if ANOMALY_THREADS and STATE.anomaly:      # the set: no property read when nobody has it on
+                _check_anomaly(node, outs)
+            break
     else:
         outs = (None,) * len(node.next_edges)
     if node.post_hooks:
