@@ -137,9 +137,10 @@ def mlp_weights(seed: int = 0) -> dict[str, np.ndarray]:
             "y": rng.integers(0, o, MLP_BATCH)}
 
 
-def mlp_step(framework: str, optimizer: str = "sgd", seed: int = 0) -> Callable:
+def mlp_step(framework: str, optimizer: str = "sgd", seed: int = 0, mode: str | None = None) -> Callable:
     """One training step of the 64-128-10 MLP on a batch of 64: zero_grad, forward, cross_entropy,
-    backward, optimizer step (OPTIMIZERS: SGD, Adam; lr LR). Returns the callable; it returns the loss."""
+    backward, optimizer step (OPTIMIZERS: SGD, Adam; lr LR). Returns the callable; it returns the loss.
+    `mode`: ember's step through `ember.compile(step, mode=mode)` (torch's and numpy's stay as they are)."""
     w = mlp_weights(seed)
     if framework == "numpy":
         return _NumpyMLP(w, optimizer).step
@@ -158,7 +159,7 @@ def mlp_step(framework: str, optimizer: str = "sgd", seed: int = 0) -> Callable:
         opt.step()
         return loss
 
-    return step
+    return lib.compile(step, mode=mode) if mode is not None and framework == "ember" else step
 
 
 class _NumpyMLP:

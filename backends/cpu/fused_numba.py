@@ -186,6 +186,14 @@ class NumbaFusedCompiler:
     functions = FUNCTIONS
     reductions = True                   # it generates row-wise reducing kernels
 
+    @property
+    def kernels(self) -> dict:
+        """Whole ops compiled code runs with numba loops instead of their eager kernels: the optimizer
+        updates (optimizers_numba.py), cross entropy on small batches (losses_numba.py)."""
+        from . import losses_numba, optimizers_numba
+
+        return {**optimizers_numba.KERNELS, **losses_numba.KERNELS}
+
     def __init__(self) -> None:
         self._launchers: dict[str, Callable] = {}
         self._lock = threading.Lock()

@@ -23,7 +23,7 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False, dynamic: 
         raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
     if mode is not None and mode not in _MODES:
         raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(_MODES)}")
-    settings = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend,
+    settings = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
                     recompile_limit=DEFAULT_RECOMPILE_LIMIT if recompile_limit is None else recompile_limit)
     if model is None:
         def decorate(model: Callable) -> Callable:

@@ -66,6 +66,12 @@ class CompiledCode:
         # the modules whose training flags are guards, listed once (a submodule added later is not seen)
         self._module_list = list(module.modules()) if module is not None else []
         self._specs: dict[int, object] = {}      # the input structure of n positional tensors and no keywords
+        # reduce-overhead on a function: whole steps recorded and replayed (step.py)
+        self.steps = None
+        if settings.get("mode") == "reduce-overhead" and module is None and self.native:
+            from .step import StepReplays
+
+            self.steps = StepReplays(self, self._call)
         _LIVE.add(self)
 
     def __call__(self, args: tuple, kwargs: dict):
@@ -77,6 +83,11 @@ class CompiledCode:
         else:
             leaves, spec = tree_flatten((args, kwargs))
         key = (spec, guard_key(leaves, self.dynamic_dims, self._module_list))
+        if self.steps is not None:
+            return self.steps(key, leaves, args, kwargs)
+        return self._call(key, leaves, args, kwargs)
+
+    def _call(self, key: tuple, leaves: list, args: tuple, kwargs: dict):
         entry = self.entries.get(key)
         if entry is None:
             with _COMPILING:
@@ -344,6 +355,8 @@ def reset() -> None:
     """Forget every compiled entry of every compiled callable (torch._dynamo.reset)."""
     for code in list(_LIVE):
         code.entries.clear()
+        if code.steps is not None:
+            code.steps.slots.clear()
         code.compiles = 0
         code.dynamic_dims.clear()
         code.graph_breaks.clear()

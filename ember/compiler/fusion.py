@@ -38,7 +38,7 @@ from ember.fx.node import map_arg
 
 from . import logs
 
-__all__ = ["Unit", "schedule"]
+__all__ = ["Unit", "schedule", "values_written"]
 
 FUSIBLE_DTYPES = ("float32", "float64")
 
@@ -139,12 +139,20 @@ def _groups(nodes: list, functions: frozenset, reductions: bool) -> list[_Group]
                 chosen.roles[node] = role
                 chosen.reads.update(view_base(a) for a in inputs if group_of.get(a) is not chosen)
         closed = [g for g in read.values() if g is not chosen]
-        for i in getattr(node.target, "mutated", ()):
-            written = view_base(node.args[i])
-            closed += [g for g in made if g.open and written in g.reads]
+        for written in values_written(node):
+            closed += [g for g in made if g.open and view_base(written) in g.reads]
         for g in closed:
             g.open = False
     return [g for g in made if len(g.members) > 1]
+
+
+def values_written(node: Node) -> list:
+    """The values `node` writes in place: its mutated arguments and the tensors of its written lists."""
+    op = node.target
+    written = [node.args[i] for i in getattr(op, "mutated", ())]
+    for i in getattr(op, "written_lists", ()):
+        written += list(node.args[i])
+    return written
 
 
 def _role(g: _Group, node: Node, kind: str, shape: tuple, dtype: str, info, group_of: dict) -> str | None:

@@ -59,23 +59,26 @@ def native_replay(program, example_inputs: list) -> Callable | None:
 
 
 def native_runner(nodes: list, inputs: list, outputs, key: int, device, wrap=None,
-                  consume_inputs: bool = False) -> Callable | None:
+                  consume_inputs: bool = False, writes_inputs: bool = False) -> Callable | None:
     """A function running the call nodes of `nodes` (in order) natively: it takes one value per node of
     `inputs` (Tensors or native arrays) and returns `outputs`' values, each wrapped in a Tensor where
     `wrap` (a bool per output; all by default) says so. Chains of pointwise ops run as one generated
     kernel where the backend offers a generator (fusion.py). With `consume_inputs` it
     takes the values as one list, which it empties, and drops each after its last reader (a backward's
-    saved values, freed as it goes, as eager autograd frees them). None when a node does not fit."""
+    saved values, freed as it goes, as eager autograd frees them). With `writes_inputs` ops may write the
+    inputs' arrays in place (a recorded step's optimizer update: recording.py). None when a node does not
+    fit."""
     given = set(inputs)
-    steps = _steps([n for n in nodes if n not in given], key)       # an input's node is not run, only read
+    steps = _steps([n for n in nodes if n not in given], key, device.type, writes_inputs)       # an input's node is not run, only read
     if steps is None:
         return None
     units = schedule(steps, outputs, device.type)
     layout = Plan(nodes, ([] if consume_inputs else list(inputs)) + [o for o in outputs if isinstance(o, Node)])
-    frees = layout.frees([u.members for u in units])
+    runs = _unpacking(units)
+    frees = layout.frees([members for _, members, _ in runs])
     plan = [(u.kernel, u.spec, layout.reader(u.args),
-             layout.slot[u.outputs[0]] if u.kernel is None or len(u.members) == 1 else None,
-             tuple(layout.slot[o] for o in u.outputs), f) for u, f in zip(units, frees)]
+             layout.slot[targets[0]] if u.kernel is None or len(targets) == 1 and len(members) == 1 else None,
+             tuple(layout.slot[o] for o in targets), f) for (u, members, targets), f in zip(runs, frees)]
     input_slots = [layout.slot[n] for n in inputs]
     out_reader = layout.reader(tuple(outputs))
     wrap = [True] * len(outputs) if wrap is None else wrap
@@ -107,8 +110,33 @@ def native_runner(nodes: list, inputs: list, outputs, key: int, device, wrap=Non
     return chosen
 
 
-def _steps(nodes: list, key: int):
+def _unpacking(units: list) -> list:
+    """(unit, the nodes it runs, the nodes its results go to) per step of the replay. An op with several
+    results read only through getitems puts each result into its getitem's slot itself, so the getitems
+    are not steps of their own (a result nobody reads goes to the op's own slot, which nobody reads)."""
+    items: dict = {}
+    for u in units:
+        if u.kernel is None:
+            items.setdefault(u.members[0].args[0], []).append(u.members[0])
+    runs, absorbed = [], set()
+    for u in units:
+        if u.kernel is None and u.members[0] in absorbed:
+            continue
+        node = u.members[0]
+        found = items.get(node) if u.kernel is not None and len(u.members) == 1 else None
+        results = node.meta.get("val") if found else None
+        by_index = {g.args[1]: g for g in found} if found else {}
+        if found and isinstance(results, (tuple, list)) and len(node.users) == len(found) == len(by_index):
+            absorbed.update(found)
+            runs.append((u, (node, *found), tuple(by_index.get(i, node) for i in range(len(results)))))
+        else:
+            runs.append((u, u.members, u.outputs))
+    return runs
+
+
+def _steps(nodes: list, key: int, device_type: str, writes_inputs: bool = False):
     """(node, kernel, spec) per call node, a getitem's spec None; None when a node does not fit."""
+    compiled = compiled_kernels(device_type)
     steps = []
     for node in nodes:
         if node.op != "call_function":
@@ -121,13 +149,31 @@ def _steps(nodes: list, key: int):
             continue
         op = node.target
         found = getattr(op, "kernels", {}).get(key)
-        if found is None or op.written_lists or op.generator_arg is not None or op.shape_rule is None:
+        if found is None or (op.written_lists and not writes_inputs) or op.generator_arg is not None \
+                or op.shape_rule is None:
             return None
-        if any(view_base(node.args[i]).op == "placeholder" for i in op.mutated):
+        if not writes_inputs and any(view_base(node.args[i]).op == "placeholder" for i in op.mutated):
             return None                     # writes an input or the state: eager semantics need its Tensor
         spec = op.shape_rule(op, *_vals(node.args))
-        steps.append((node, _writing(found[0], op.mutated[0]) if op.mutated else found[0], spec))
+        kernel = found[0] if op.name not in compiled else _preferring(compiled[op.name], found[0])
+        steps.append((node, _writing(kernel, op.mutated[0]) if op.mutated else kernel, spec))
     return steps
+
+
+def compiled_kernels(device_type: str) -> dict:
+    """{op name: kernel} that compiled code runs instead of the op's registered kernel on `device_type` (the
+    fused-kernel generator's `kernels`, hookspec ember_fused_kernel_compiler)."""
+    from ember.dispatcher import fused_kernel_compiler
+
+    return getattr(fused_kernel_compiler(device_type), "kernels", None) or {}
+
+
+def _preferring(kernel: Callable, registered: Callable) -> Callable:
+    """`kernel`, with the registered kernel running the calls it answers NotImplemented."""
+    def run(spec, *args):
+        out = kernel(spec, *args)
+        return registered(spec, *args) if out is NotImplemented else out
+    return run
 
 
 def _branch_check(key: int) -> Callable:

@@ -58,10 +58,15 @@ class Generator:
         Backends implement random kernels through this: the Philox stream position moves
         exactly as the spec says, and concurrent draws from one generator never overlap.
         """
+        global DRAWS
         with self._lock:
             values, self.offset = sample(self._seed, self.offset)
+            DRAWS += 1
         return values
 
+
+#: draws from any generator so far (ember.compile's step recording asks whether an op drew random numbers)
+DRAWS = 0
 
 _default_generators: dict[str, Generator] = {}
 _global_seed = [_DEFAULT_SEED]

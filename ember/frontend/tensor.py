@@ -213,6 +213,8 @@ class Tensor(TensorMethods, ConversionMethods, TensorSpec):
     # -- conversion to Python and numpy ---------------------------------------------------
     def _host(self):
         """The values as a numpy array (a view when on cpu)."""
+        if HOST_READ_HOOK is not None:           # ember.compile's step recording: a read it cannot replay
+            HOST_READ_HOOK(self)
         backend = REGISTRY.by_key[self._keys & K.BACKEND_MASK]
         return backend.to_host(self._data)
 
@@ -552,6 +554,10 @@ ALLOC_HOOK = None
 #: set by ember.compile while it captures a program: called with a tensor whose truth the program asks
 #: (`if t:`); returns the answer, or None to let `bool()` read the value as usual
 BOOL_HOOK = None
+
+#: set by ember.compile while it records a step (compiler/recording.py): called with a tensor whose
+#: values are read into Python (`.item()`, `.tolist()`, printing)
+HOST_READ_HOOK = None
 
 
 def _rebuild(array, device: str, requires_grad: bool) -> Tensor:

@@ -52,14 +52,35 @@ class _RemovableHandle:
         self._hooks.pop(self._key, None)
 
 
+#: the hooks of every optimizer's step (torch.optim.optimizer's global registrations), run before its own
+_GLOBAL_PRE_HOOKS: dict = {}
+_GLOBAL_POST_HOOKS: dict = {}
+
+
+def register_optimizer_step_pre_hook(hook) -> _RemovableHandle:
+    """hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs), run before every optimizer's step
+    (before the optimizer's own pre-hooks), as torch's global registration."""
+    key = next(_HOOK_IDS)
+    _GLOBAL_PRE_HOOKS[key] = hook
+    return _RemovableHandle(_GLOBAL_PRE_HOOKS, key)
+
+
+def register_optimizer_step_post_hook(hook) -> _RemovableHandle:
+    """hook(optimizer, args, kwargs) -> None, run after every optimizer's step (before its own post-hooks)."""
+    key = next(_HOOK_IDS)
+    _GLOBAL_POST_HOOKS[key] = hook
+    return _RemovableHandle(_GLOBAL_POST_HOOKS, key)
+
+
 def _with_step_hooks(step):
     """Wrap a subclass's step so the pre-hooks (which may replace args/kwargs) and post-hooks run."""
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
         attrs = self.__dict__
-        if not attrs.get("_step_pre_hooks") and not attrs.get("_step_post_hooks"):   # the common case: none
+        if not (attrs.get("_step_pre_hooks") or attrs.get("_step_post_hooks") or _GLOBAL_PRE_HOOKS
+                or _GLOBAL_POST_HOOKS):                                     # the common case: none
             return step(self, *args, **kwargs)
-        for hook in list(attrs.get("_step_pre_hooks", {}).values()):
+        for hook in list(_GLOBAL_PRE_HOOKS.values()) + list(attrs.get("_step_pre_hooks", {}).values()):
             out = hook(self, args, kwargs)
             if out is not None:
                 if not (isinstance(out, tuple) and len(out) == 2):
@@ -67,7 +88,7 @@ def _with_step_hooks(step):
                                        f"new_kwargs), but got {out}.")
                 args, kwargs = out
         result = step(self, *args, **kwargs)
-        for hook in list(attrs.get("_step_post_hooks", {}).values()):
+        for hook in list(_GLOBAL_POST_HOOKS.values()) + list(attrs.get("_step_post_hooks", {}).values()):
             hook(self, args, kwargs)
         return result
 

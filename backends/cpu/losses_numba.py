@@ -1,0 +1,95 @@
+"""Cross entropy with class indices (forward and backward) as numba loops, for compiled code on small batches.
+
+The eager kernels (array_kernels/losses.py) make about fifteen numpy calls, whose fixed cost is most of
+the time for a classifier's logits (a batch of 64 over 10 classes: about 13 us, where one loop takes 1).
+numba calls libm's scalar exp and log, several times slower per element than numpy's vectorised ones,
+so these take only the calls numpy's fixed cost dominates: at most SMALL logits, the common case (2-D
+float32/float64 logits, int64 targets in range, no weight, no label smoothing, no ignored class); any
+other call returns NotImplemented and the eager kernel runs it. The log-probabilities are computed as the
+eager kernel computes them, `(x - max) - log(sum(exp(x - max)))` per row; sums are accumulated in
+float64, so results match the eager kernel's to a few units in the last place.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ember.core.numpy_interop import to_numpy_dtype
+
+__all__ = ["KERNELS", "SMALL"]
+
+SMALL = 16384               # logits per call, at most
+_JIT = dict(cache=True, nogil=True, error_model="numpy")
+
+
+@njit(**_JIT)
+def _forward(x, target, logp, losses) -> bool:
+    """logp and the per-row losses of `x`; False (nothing written that matters) when a target is out of range."""
+    n, classes = x.shape
+    for i in range(n):
+        t = target[i]
+        if t < 0 or t >= classes:
+            return False
+        top = x[i, 0]
+        for j in range(1, classes):
+            if x[i, j] > top or x[i, j] != x[i, j]:
+                top = x[i, j]
+        total = 0.0
+        for j in range(classes):
+            total += np.exp(x[i, j] - top)
+        lse = np.log(total)
+        for j in range(classes):
+            logp[i, j] = (x[i, j] - top) - lse
+        losses[i] = -logp[i, t]
+    return True
+
+
+@njit(**_JIT)
+def _backward(scales, logp, target, out) -> bool:
+    """out = softmax * scale, the target's class less scale, per row; False when a target is out of range."""
+    n, classes = logp.shape
+    for i in range(n):
+        t = target[i]
+        if t < 0 or t >= classes:
+            return False
+        s = scales[i if scales.shape[0] > 1 else 0]
+        for j in range(classes):
+            out[i, j] = np.exp(logp[i, j]) * s
+        out[i, t] -= s
+    return True
+
+
+def _plain(x, target, weight, ignore_index, label_smoothing) -> bool:
+    return (weight is None and label_smoothing == 0 and x.ndim == 2 and target.ndim == 1
+            and target.dtype == np.int64 and x.dtype.type in (np.float32, np.float64) and 0 < x.size <= SMALL
+            and x.flags.c_contiguous and target.shape[0] == x.shape[0] and not 0 <= ignore_index < x.shape[1])
+
+
+def cross_entropy_indices(specs, x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
+    """(loss, log-probabilities), or NotImplemented."""
+    if not _plain(x, target, weight, ignore_index, label_smoothing) or x.dtype != to_numpy_dtype(specs[0][1]):
+        return NotImplemented
+    logp = np.empty_like(x)
+    losses = np.empty(x.shape[0], dtype=x.dtype)
+    if not _forward(x, target, logp, losses):
+        return NotImplemented                        # the eager kernel names the bad target
+    if reduction == 0:
+        return losses, logp
+    total = losses.sum(dtype=np.float64)
+    return np.asarray(total / x.shape[0] if reduction == 1 else total, dtype=x.dtype), logp
+
+
+def cross_entropy_indices_backward(spec, grad, logp, target, weight, reduction, ignore_index, label_smoothing):
+    """d loss / d logits from the forward's log-probabilities, or NotImplemented."""
+    if not _plain(logp, target, weight, ignore_index, label_smoothing) or grad.dtype != logp.dtype \
+            or logp.dtype != to_numpy_dtype(spec[1]):
+        return NotImplemented
+    scales = grad.reshape(-1) / logp.dtype.type(logp.shape[0]) if reduction == 1 else grad.reshape(-1)
+    out = np.empty_like(logp)
+    if not _backward(np.ascontiguousarray(scales), logp, target, out):
+        return NotImplemented
+    return out
+
+
+KERNELS = {"_cross_entropy_indices": cross_entropy_indices,
+           "_cross_entropy_indices_backward": cross_entropy_indices_backward}

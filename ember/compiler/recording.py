@@ -1,0 +1,265 @@
+"""Recording a whole step: the ops one real call runs, forward, backward and optimizer update alike.
+
+`mode="reduce-overhead"` on a function replays the kernel sequence of a whole step, as a CUDA graph
+captured around a training step does: `record(fn, args, kwargs)` runs the function for real (its
+results and side effects are the call's own) under `StepRecorder`, a dispatch mode that sees every
+op the call makes at the top level, the autograd engine's derivative formulas and the optimizer's
+update included (the mode is active while `loss.backward()` and `optimizer.step()` run), and writes
+each into an ember.fx graph over *sources*:
+
+- `("arg", i)`: the array of the call's i-th flattened input;
+- `("grad", p)`: the `.grad` of the tensor `p` at the start of the call, read from `p` each replay (a
+  step that accumulates gradients over calls reads the gradient the previous call left);
+- `("object", t)`: a tensor made before the call and reached some other way (a parameter, an optimizer's
+  state, a tensor the function closes over), read through the same Tensor object each replay: in-place
+  updates are seen, rebinding a name is not (pass such a tensor as an argument).
+
+At the end it lists what the call left in Python that a replay must redo: the `.grad` each leaf holds
+(a gradient made by the call is reassigned to the replay's array). What cannot be replayed makes the
+recording refuse (`Recording.refused` says why): reading a tensor's values in Python (`.item()`, a
+branch on a tensor, printing), random ops, writing in place a tensor made outside any op during the
+call, or results still waiting for a backward that the call did not run.
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+
+from ember.export.fake import meta_like
+from ember.export.trace import view_base
+from ember.frontend import random as random_module
+from ember.frontend import tensor as tensor_module
+from ember.frontend.mode import DispatchMode
+from ember.frontend.tensor import Tensor
+from ember.fx import Graph, Node
+from ember.utils.pytree import tree_flatten
+
+from .fusion import values_written
+
+__all__ = ["record", "Recording", "StepRecorder"]
+
+
+@dataclass
+class Recording:
+    """What `record` saw: the graph (its outputs: the function's tensor results, then the gradients to
+    reassign), the source of each placeholder, and the Python state a replay redoes."""
+
+    graph: Graph
+    sources: list = field(default_factory=list)      # per placeholder: ("arg", i) | ("grad", p) | ("object", t)
+    outputs: list = field(default_factory=list)      # per flattened result: "tensor" or ("value", v)
+    regrads: list = field(default_factory=list)      # (leaf, dtype) per gradient output, in order
+    ungrads: list = field(default_factory=list)      # leaves whose .grad the call set to None
+    optimizers: list = field(default_factory=list)   # the optimizers whose step ran
+    modules: list = field(default_factory=list)      # the modules whose forward ran (their training flags)
+    written: list = field(default_factory=list)      # placeholder positions some op writes in place
+    refused: str | None = None                       # why the call cannot be replayed
+    result: object = None                            # the call's own result
+
+
+class StepRecorder(DispatchMode):
+    """The dispatch mode of `record`: runs each op for real and adds it to `graph`."""
+
+    def __init__(self, leaves: list) -> None:
+        self.graph = Graph()
+        self.sources: list = []
+        self.node_of: dict[int, Node] = {}         # id(native array) -> the node whose value it is
+        self._alive: list = []                     # the arrays mapped (their ids stay unique)
+        self._arg_of = {id(v._data): i for i, v in enumerate(leaves) if isinstance(v, Tensor)}
+        self.made: set[int] = set()                # storages made during the call
+        self.made_inside: set[int] = set()         # ... while an op ran (kept by it for its backward, say)
+        self.leaves: dict[int, tuple] = {}         # id(leaf) -> (leaf, its .grad when first seen)
+        self._grad_owner: dict[int, Tensor] = {}   # id(a gradient's array) -> the leaf holding it
+        self.constants: set[Node] = set()
+        self.inside = 0                            # > 0 while an op runs (its own reads of values are its own)
+        self.refused: str | None = None
+
+    def refuse(self, why: str) -> None:
+        if self.refused is None:
+            self.refused = why
+
+    # -- values --------------------------------------------------------------------------------
+    def node(self, t: Tensor) -> Node:
+        """The node whose value `t` is; a new placeholder for a tensor first met here."""
+        found = self.node_of.get(id(t._data))
+        if found is not None:
+            return found
+        self._note_leaf(t)
+        i = self._arg_of.get(id(t._data))
+        if i is not None:
+            source = ("arg", i)
+        elif id(t._storage) in self.made:        # made during the call outside any op (ember.tensor(...))
+            source = ("object", t)
+            if id(t._storage) in self.made_inside:
+                self.refuse("the step reads a tensor an op made besides its results (one it kept for its "
+                            "backward), which a replay would not make again")
+        else:
+            owner = self._grad_owner.get(id(t._data))
+            source = ("grad", owner) if owner is not None else ("object", t)
+        node = self.graph.placeholder(f"source_{len(self.sources)}")
+        if source[0] == "object" and id(t._storage) in self.made:
+            self.constants.add(node)
+        node.meta["val"] = meta_like(t)
+        self.sources.append(source)
+        self._bind(t._data, node)
+        return node
+
+    def _note_leaf(self, t: Tensor) -> None:
+        ag = t._ag
+        if ag is None or ag.grad_fn is not None or id(t) in self.leaves:
+            return
+        self.leaves[id(t)] = (t, ag.grad)
+        if ag.grad is not None and id(ag.grad._storage) not in self.made:
+            self._grad_owner[id(ag.grad._data)] = t
+
+    def _bind(self, array, node: Node) -> None:
+        self.node_of.setdefault(id(array), node)
+        self._alive.append(array)
+
+    def _convert(self, value):
+        if isinstance(value, Tensor):
+            return self.node(value)
+        if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
+            return type(value)(self._convert(v) for v in value)
+        return value
+
+    # -- ops -----------------------------------------------------------------------------------
+    def __ember_dispatch__(self, op, args: tuple):
+        if op.impl == "composite" and op.backward_cls is None and _records_autograd(args):
+            # autograd differentiates a composite through its pieces (autograd_kernel.py), keeping the pieces'
+            # values for the backward: recorded piece by piece, so the backward's reads are of recorded values
+            if op.shape_rule is not None:
+                op.shape_rule(op, *args)
+            with self:
+                return op.decomposition(*args)
+        graph_args = tuple(self._convert(a) for a in args)
+        for t in args:                          # leaves met as arguments (their gradients' owners)
+            if isinstance(t, Tensor):
+                self._note_leaf(t)
+        draws = random_module.DRAWS
+        self.inside += 1
+        try:
+            result = op(*args)
+        finally:
+            self.inside -= 1
+        if random_module.DRAWS != draws or op.generator_arg is not None:
+            self.refuse(f"{op.name} draws random numbers")
+        node = self.graph.call_function(op, graph_args)
+        for position in op.mutated:
+            if getattr(graph_args[position], "op", None) == "placeholder" and graph_args[position] in self.constants:
+                self.refuse(f"{op.name} writes in place a tensor made outside any op during the call")
+        if isinstance(result, Tensor):
+            node.meta["val"] = meta_like(result)
+            self._bind(result._data, node)
+        elif isinstance(result, (tuple, list)):
+            metas = []
+            for i, r in enumerate(result):
+                if isinstance(r, Tensor):
+                    item = self.graph.call_function(operator.getitem, (node, i))
+                    item.meta["val"] = meta_like(r)
+                    self._bind(r._data, item)
+                    metas.append(item.meta["val"])
+                else:
+                    metas.append(r)
+            node.meta["val"] = tuple(metas)
+        else:
+            node.meta["val"] = result
+        return result
+
+    def host_read(self, t: Tensor) -> None:
+        """ember.frontend.tensor's HOST_READ_HOOK: Python reading a tensor's values outside any op."""
+        if not self.inside:
+            self.refuse("the step reads a tensor's values in Python (.item(), bool(), .tolist(), printing)")
+
+
+def _records_autograd(args: tuple) -> bool:
+    """Whether eager autograd records a call with `args` (grad mode on, a tensor requiring grad)."""
+    from ember.frontend.autograd.grad_mode import is_grad_enabled
+
+    if not is_grad_enabled():
+        return False
+    for a in args:
+        if isinstance(a, Tensor) and a.requires_grad:
+            return True
+        if isinstance(a, (list, tuple)) and any(isinstance(t, Tensor) and t.requires_grad for t in a):
+            return True
+    return False
+
+
+def record(fn, args: tuple, kwargs: dict) -> Recording:
+    """Run `fn(*args, **kwargs)` once for real under a StepRecorder; the Recording of what it did (its
+    `result` is the call's own result, whether or not the call can be replayed)."""
+    from ember.nn.modules.hooks import register_module_forward_pre_hook
+    from ember.optim.optimizer import register_optimizer_step_pre_hook
+
+    leaves = tree_flatten((args, kwargs))[0]
+    recorder = StepRecorder(leaves)
+    optimizers: dict[int, object] = {}
+    modules: dict[int, object] = {}
+    hooks = [register_optimizer_step_pre_hook(lambda opt, a, k: optimizers.setdefault(id(opt), opt) and None),
+             register_module_forward_pre_hook(lambda m, a: modules.setdefault(id(m), m) and None)]
+    previous_alloc, previous_read = tensor_module.ALLOC_HOOK, tensor_module.HOST_READ_HOOK
+
+    def alloc(storage) -> None:
+        recorder.made.add(id(storage))
+        if recorder.inside:
+            recorder.made_inside.add(id(storage))
+        else:                               # (an id freed inside an op and reused here)
+            recorder.made_inside.discard(id(storage))
+        if previous_alloc is not None:
+            previous_alloc(storage)
+    tensor_module.ALLOC_HOOK, tensor_module.HOST_READ_HOOK = alloc, recorder.host_read
+    try:
+        with recorder:
+            result = fn(*args, **kwargs)
+    finally:
+        tensor_module.ALLOC_HOOK, tensor_module.HOST_READ_HOOK = previous_alloc, previous_read
+        for h in hooks:
+            h.remove()
+    recording = Recording(recorder.graph, recorder.sources, result=result, optimizers=list(optimizers.values()),
+                          modules=list(modules.values()))
+    _finish(recorder, recording, result)
+    return recording
+
+
+def _finish(recorder: StepRecorder, recording: Recording, result) -> None:
+    """The graph's outputs (the results' tensors, then the gradients to reassign), the written sources,
+    and the reasons to refuse found at the end."""
+    graph = recording.graph
+    outputs = []
+    pending = False
+    for v in tree_flatten(result)[0]:
+        if isinstance(v, Tensor):
+            outputs.append(recorder.node(v))
+            recording.outputs.append("tensor")
+            pending |= v.requires_grad
+        else:
+            recording.outputs.append(("value", v))
+    for leaf, before in recorder.leaves.values():
+        ag = leaf._ag
+        now = ag.grad if ag is not None else None
+        if now is before:
+            continue
+        if now is None:
+            recording.ungrads.append(leaf)
+            continue
+        node = recorder.node_of.get(id(now._data))
+        if node is None or node.op == "placeholder":
+            recorder.refuse("the step sets a .grad to a tensor made outside its ops")
+            continue
+        outputs.append(node)
+        recording.regrads.append((leaf, now.dtype))
+    if pending and not recording.regrads and not any(s[0] == "grad" for s in recorder.sources):
+        recorder.refuse("the results need a backward the call does not run (not a whole step)")
+    graph.output(tuple(outputs))
+    graph.eliminate_dead_code()
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    position = {n: i for i, n in enumerate(placeholders)}
+    written = set()
+    for node in graph.nodes:
+        if node.op == "call_function":
+            for t in values_written(node):
+                base = view_base(t)
+                if base in position:
+                    written.add(position[base])
+    recording.written = sorted(written)
+    recording.refused = recorder.refused

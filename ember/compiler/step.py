@@ -1,0 +1,267 @@
+"""`mode="reduce-overhead"` on a function: a whole step recorded once, then replayed natively.
+
+A training step (`zero_grad`, forward, `loss.backward()`, `optimizer.step()`) is more than one graph
+to a tracing capture: the backward and the update run in Python outside the forward. So, as a CUDA
+graph captured around a whole step does, `StepReplays` records what one real call runs (recording.py)
+and replays that kernel sequence on later calls, with no dispatcher, no autograd bookkeeping and no
+optimizer Python on the path; pointwise chains are fused as in any native replay (fusion.py).
+
+Per guard key (guards.py: the inputs' shapes, dtypes and devices, grad mode, autocast): the first
+call runs eagerly (a warm-up: optimizers make their state on their first step, which a replay must
+not redo), the second is recorded, the later ones replay it. A replay first checks what the
+recording read outside the guard key: every source tensor's shape, the hyper-parameters and
+parameter lists of the optimizers that stepped, and the training flags of the modules that ran;
+when one changed, the call is recorded again (a recompile, counted against `recompile_limit`). A
+call the recording refuses (recording.py lists why) takes the default path instead, where
+`loss.backward()` is a graph break. A replay's results are the step's arrays in new Tensors, detached
+(their backward already ran); each gradient the step made becomes the leaf's `.grad` again.
+"""
+from __future__ import annotations
+
+import operator
+import warnings
+from dataclasses import dataclass
+
+from ember.frontend.tensor import Tensor, make_tensor
+from ember.utils.pytree import tree_flatten, tree_unflatten
+
+from . import logs
+from .recording import Recording, record
+
+__all__ = ["StepReplays", "StepProgram"]
+
+_ARG, _GRAD, _OBJECT = 0, 1, 2
+
+
+class _Stale(Exception):
+    """A replay found state the recording did not see (a source's shape, a hyper-parameter)."""
+
+
+class StepProgram:
+    """A Recording made runnable: `program(leaves)` replays the step on this call's inputs (raises _Stale
+    when something read outside the guard key changed).
+
+    The replay takes its inputs grouped by source (`order`): the tensors read by reference first (most
+    of a step's: parameters, optimizer state), whose arrays are read in one pass and checked only when
+    one is not the array the previous call read, then the call's inputs, then gradients read from
+    their leaves."""
+
+    def __init__(self, recording: Recording, run_for, key: int, device) -> None:
+        self.graph = recording.graph                  # what was recorded (printed by EMBER_LOGS=graph)
+        self.sources = recording.sources
+        placeholders = [n for n in recording.graph.nodes if n.op == "placeholder"]
+        shape = {id(n): tuple(n.meta["val"].shape) for n in placeholders}
+        by_kind: dict = {"object": [], "arg": [], "grad": []}
+        for (kind, ref), node in zip(recording.sources, placeholders):
+            by_kind[kind].append((ref, node))
+        self.order = [node for kind in ("object", "arg", "grad") for _, node in by_kind[kind]]
+        self._run = run_for(self.order)
+        self._objects = [ref for ref, _ in by_kind["object"]]
+        self._object_shapes = [shape[id(n)] for _, n in by_kind["object"]]
+        self._last = [None] * len(self._objects)
+        self._args = [(ref, shape[id(n)]) for ref, n in by_kind["arg"]]
+        self._grads = [(ref, shape[id(n)]) for ref, n in by_kind["grad"]]
+        position = {id(n): i for i, n in enumerate(placeholders)}
+        written = {id(placeholders[i]) for i in recording.written}
+        self._written_objects = [ref for ref, n in by_kind["object"] if id(n) in written]
+        self._written_args = [ref for ref, n in by_kind["arg"] if id(n) in written]
+        self._written_grads = [ref for ref, n in by_kind["grad"] if id(n) in written]
+        self._key, self._device = key, device
+        self._outputs = recording.outputs
+        self._out_spec = tree_flatten(recording.result)[1]
+        outputs = recording.graph.output_node.args[0]
+        self._out_dtypes = [n.meta["val"].dtype for n in outputs]
+        # an output that is a source is returned as that tensor: (kind, ref) for those, None for the rest
+        self._out_sources = [recording.sources[position[id(n)]] if n.op == "placeholder" else None for n in outputs]
+        self._regrads = [leaf for leaf, _ in recording.regrads]
+        self._ungrads = recording.ungrads
+        self._optimizers = _OptimizerGuard(recording.optimizers)
+        self._modules = recording.modules
+        self._training = tuple(m.training for m in self._modules)
+        self._single = self._outputs == ["tensor"] and self._out_spec.kind == "leaf"
+
+    def __call__(self, leaves: list):
+        arrays = list(map(_DATA, self._objects))
+        if not all(map(operator.is_, arrays, self._last)):
+            if any(a.shape != s for a, s in zip(arrays, self._object_shapes)):
+                raise _Stale("a tensor the step reads has another shape")
+            self._last = arrays[:]
+        for i, s in self._args:
+            a = leaves[i]._data
+            if a.shape != s:
+                raise _Stale("an input has another shape")
+            arrays.append(a)
+        for leaf, s in self._grads:
+            g = _grad(leaf)
+            if g is None or g._data.shape != s:
+                raise _Stale("a gradient the step reads is gone or has another shape")
+            arrays.append(g._data)
+        if not self._optimizers.holds():
+            raise _Stale("an optimizer's hyper-parameters, parameters or state changed")
+        if self._modules and tuple(m.training for m in self._modules) != self._training:
+            raise _Stale("a module's training flag changed")
+        results = self._run(*arrays)
+        self._advance_versions(leaves)
+        key, device = self._key, self._device
+        made = [make_tensor(a, dt, device, key, None) if s is None else _source_tensor(s, leaves)
+                for a, dt, s in zip(results, self._out_dtypes, self._out_sources)]
+        n = len(made) - len(self._regrads)
+        for leaf, g in zip(self._regrads, made[n:]):
+            leaf._ag.grad = g
+        for leaf in self._ungrads:
+            if leaf._ag is not None:
+                leaf._ag.grad = None
+        if self._single:                    # the common step: it returns its loss
+            return made[0]
+        made = iter(made[:n])
+        return tree_unflatten([next(made) if o == "tensor" else o[1] for o in self._outputs], self._out_spec)
+
+    def _advance_versions(self, leaves: list) -> None:
+        """The version counters of the tensors the step wrote in place, as the eager ops advance them."""
+        for t in self._written_objects:
+            t._storage.version += 1
+        for i in self._written_args:
+            leaves[i]._storage.version += 1
+        for leaf in self._written_grads:
+            leaf._ag.grad._storage.version += 1
+
+
+_DATA = operator.attrgetter("_data")
+
+
+def _source_tensor(source: tuple, leaves: list) -> Tensor:
+    kind, ref = source
+    return leaves[ref] if kind == "arg" else _grad(ref) if kind == "grad" else ref
+
+
+class _OptimizerGuard:
+    """What a recorded update depends on besides tensors, checked each replay: per optimizer that stepped,
+    its state dict's identity (load_state_dict replaces it), and per parameter group its parameters and
+    its other entries (lr, betas, weight_decay, ...; a tensor entry by identity)."""
+
+    def __init__(self, optimizers: list) -> None:
+        self._checks = []
+        for opt in optimizers:
+            groups = []
+            for g in opt.param_groups:
+                keys = [k for k in g if k != "params" and not isinstance(g[k], Tensor)]
+                tensor_keys = [k for k in g if k != "params" and isinstance(g[k], Tensor)]
+                values = operator.itemgetter(*keys, "params")           # (two keys at least: a tuple)
+                groups.append((g, values, values(g)[:-1], tensor_keys, _ids(g, tensor_keys),
+                               tuple(map(id, g["params"]))))
+            self._checks.append((opt, opt.state, len(opt.param_groups), groups))
+
+    def holds(self) -> bool:
+        for opt, state, n_groups, groups in self._checks:
+            if opt.state is not state or len(opt.param_groups) != n_groups:
+                return False
+            for (g, values, before, tensor_keys, tensor_ids, params), now in zip(groups, opt.param_groups):
+                try:
+                    if now is not g or values(g)[:-1] != before or tuple(map(id, g["params"])) != params \
+                            or (tensor_keys and _ids(g, tensor_keys) != tensor_ids):
+                        return False
+                except KeyError:            # an entry was removed
+                    return False
+        return True
+
+
+def build(recording: Recording, leaves: list) -> StepProgram | None:
+    """The StepProgram of `recording`, or None when its graph does not fit native replay (native.py)."""
+    from .decompose import decomposed
+    from .native import backend_of, kept_ops, native_runner
+
+    tensors = [_tensor_of(kind, ref, leaves) for kind, ref in recording.sources]
+    found = backend_of(tensors)
+    if found is None:
+        return None
+    graph = recording.graph
+    native = kept_ops(found[0])
+    if any(n.op == "call_function" and hasattr(n.target, "kernels") and n.target.name not in native
+           for n in graph.nodes):
+        graph = decomposed(graph, native)
+        if graph is None:
+            return None
+    nodes = list(graph.nodes)
+    outputs = list(nodes[-1].args[0])
+    by_name = {n.name: n for n in nodes if n.op == "placeholder"}
+
+    def run_for(order: list):
+        """The native runner taking the placeholders' values in `order` (the recording's placeholders)."""
+        return native_runner(nodes, [by_name[n.name] for n in order], outputs, *found,
+                             wrap=[False] * len(outputs), writes_inputs=True)
+    program = StepProgram(recording, run_for, *found)
+    return program if program._run is not None else None
+
+
+def _tensor_of(kind: str, ref, leaves: list) -> Tensor:
+    """A source's tensor now (`ref`: the input's position, the leaf whose gradient it is, or the tensor)."""
+    if kind == "arg":
+        return leaves[ref]
+    return _grad(ref) if kind == "grad" else ref
+
+
+def _grad(leaf: Tensor):
+    ag = leaf._ag
+    return ag.grad if ag is not None else None
+
+
+def _ids(group: dict, keys: list) -> tuple:
+    return tuple(id(group[k]) for k in keys)
+
+
+@dataclass
+class _Slot:
+    program: StepProgram | None = None
+    refused: bool = False
+    calls: int = 0
+
+
+class StepReplays:
+    """The reduce-overhead path of one compiled function: a recorded step per guard key (see the module
+    docstring). `fallback(key, leaves, args, kwargs)` is the default compiled path."""
+
+    def __init__(self, code, fallback) -> None:
+        self.code = code
+        self.fallback = fallback
+        self.slots: dict[tuple, _Slot] = {}
+
+    def __call__(self, key: tuple, leaves: list, args: tuple, kwargs: dict):
+        slot = self.slots.get(key)
+        if slot is None:
+            slot = self.slots[key] = _Slot()
+        if slot.refused:
+            return self.fallback(key, leaves, args, kwargs)
+        if slot.program is not None:
+            try:
+                return slot.program(leaves)
+            except _Stale as exc:
+                slot.program = None
+                logs.log("recompiles", f"recording {self.code._name()} again: {exc}")
+        slot.calls += 1
+        if slot.calls == 1:                          # the warm-up
+            return self.code.fn(*args, **kwargs)
+        return self._record(slot, leaves, args, kwargs)
+
+    def _record(self, slot: _Slot, leaves: list, args: tuple, kwargs: dict):
+        from .compiled import _COMPILING
+
+        code = self.code
+        if code.compiles >= code.recompile_limit:
+            if not code._limit_warned:
+                code._limit_warned = True
+                warnings.warn(f"ember.compile: {code._name()} hit the recompile limit ({code.recompile_limit}); "
+                              "its calls now run eagerly", stacklevel=4)
+            return code.fn(*args, **kwargs)
+        with _COMPILING:
+            recording = record(code.fn, args, kwargs)
+            code.compiles += 1
+            if recording.refused is None:
+                slot.program = build(recording, leaves)
+                if slot.program is None:
+                    recording.refused = "an op of the step has no native kernel to replay"
+        if recording.refused is not None:
+            slot.refused = True
+            logs.log("graph_breaks", f"{code._name()}: the step is not replayed whole: {recording.refused}")
+        else:
+            logs.log("graph", f"{code._name()} (the recorded step):\n{recording.graph}")
+        return recording.result

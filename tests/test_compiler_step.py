@@ -1,0 +1,289 @@
+"""ember.compile(step, mode="reduce-overhead"): a whole training step recorded once and replayed.
+
+Each test trains two equal models side by side, one step function run eagerly and the same function
+compiled, and checks every loss, parameter and gradient (the replay's numba cross entropy sums in float64
+where the eager kernel sums float32, hence `close`); what the replay must redo in Python (gradients,
+version counters) and what makes it record again (a hyper-parameter, a shape, a training flag) or refuse
+(a read of values, random numbers) is checked as such. The numba kernels compiled code uses are checked
+against the eager kernels, bit for bit where they promise it.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember.compiler import logs
+
+nn = ember.nn
+
+
+def close(a, b, rtol=1e-5) -> None:
+    assert tuple(a.shape) == tuple(b.shape) and a.dtype == b.dtype
+    np.testing.assert_allclose(a.detach().cpu().numpy(), b.detach().cpu().numpy(), rtol=rtol, atol=1e-7)
+
+
+def setup(optimizer=ember.optim.Adam, device="cpu", dtype=ember.float32, **opt_args):
+    """(model, optimizer, x, y) of a small classifier on `device`."""
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 5)).to(device=device, dtype=dtype)
+    x, y = ember.randn(16, 12, dtype=dtype).to(device), ember.randint(0, 5, (16,)).to(device)
+    return model, optimizer(model.parameters(), **opt_args), x, y
+
+
+def make_step(model, opt, x=None, y=None, zero_grad=True):
+    """The step function: with x and y it closes over them, else it takes them as arguments."""
+    def step(*batch):
+        xb, yb = batch or (x, y)
+        if zero_grad:
+            opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(xb), yb)
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def side_by_side(steps: int = 6, batches=None, **options):
+    """Eager and reduce-overhead steps of two equal setups, checked equal after every step; the compiled
+    function and its model."""
+    zero_grad = options.pop("zero_grad", True)
+    (m1, o1, x1, y1), (m2, o2, x2, y2) = setup(**options), setup(**options)
+    eager = make_step(m1, o1, x1, y1, zero_grad)
+    compiled = ember.compile(make_step(m2, o2, x2, y2, zero_grad), mode="reduce-overhead")
+    for i in range(steps):
+        args = batches[i] if batches else ()
+        close(eager(*args), compiled(*args))
+        for p, q in zip(m1.parameters(), m2.parameters()):
+            close(p, q)
+            close(p.grad, q.grad)
+    return compiled, m2, o2
+
+
+def slot_of(compiled):
+    (slot,) = compiled._code.steps.slots.values()
+    return slot
+
+
+@pytest.mark.parametrize("optimizer, args", [
+    (ember.optim.Adam, dict(lr=1e-2)),
+    (ember.optim.AdamW, dict(lr=1e-2, weight_decay=0.1)),
+    (ember.optim.Adam, dict(lr=1e-2, weight_decay=0.1, maximize=True, betas=(0.3, 0.99))),
+    (ember.optim.SGD, dict(lr=0.1)),
+    (ember.optim.SGD, dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3)),
+    (ember.optim.SGD, dict(lr=0.1, momentum=0.9, dampening=0.5)),
+])
+def test_a_recorded_step_trains_as_eager_code_does(optimizer, args):
+    compiled, model, _ = side_by_side(optimizer=optimizer, **args)
+    slot = slot_of(compiled)
+    assert slot.program is not None and not slot.refused
+    # replayed calls return the loss detached (its backward already ran) and leave fresh gradients
+    loss = compiled()
+    assert loss.grad_fn is None and not loss.requires_grad
+    assert all(p.grad is not None and p.grad.grad_fn is None for p in model.parameters())
+
+
+def test_the_recording_is_one_graph_of_forward_backward_and_update():
+    compiled, _, _ = side_by_side(steps=3)
+    graph = slot_of(compiled).program.graph
+    recorded = [n.target.name for n in graph.nodes if n.op == "call_function" and hasattr(n.target, "name")]
+    assert recorded[0] == "linear" and "linear_backward" in recorded and recorded[-1] == "_fused_adam_"
+    assert "_fused_adam_" in str(graph)
+
+
+def test_a_step_taking_its_batch_as_arguments_reads_each_calls_batch():
+    ember.manual_seed(1)
+    batches = [(ember.randn(16, 12), ember.randint(0, 5, (16,))) for _ in range(6)]
+    side_by_side(batches=batches)
+
+
+def test_gradients_accumulated_over_calls_are_read_from_the_parameters():
+    """Without zero_grad the step adds to the gradients the previous call left (read through `.grad`)."""
+    compiled, _, _ = side_by_side(optimizer=ember.optim.SGD, lr=0.01, zero_grad=False)
+    assert "grad" in {kind for kind, _ in slot_of(compiled).program.sources}
+
+
+def test_a_changed_learning_rate_records_the_step_again(capfd):
+    (m1, o1, x1, y1), (m2, o2, x2, y2) = setup(), setup()
+    eager, compiled = make_step(m1, o1, x1, y1), ember.compile(make_step(m2, o2, x2, y2), mode="reduce-overhead")
+    s1, s2 = (ember.optim.lr_scheduler.StepLR(o, step_size=3, gamma=0.5) for o in (o1, o2))
+    with logs.logging("recompiles"):
+        for _ in range(8):
+            close(eager(), compiled())
+            s1.step()
+            s2.step()
+    assert "hyper-parameters" in capfd.readouterr().err
+    for p, q in zip(m1.parameters(), m2.parameters()):
+        close(p, q)
+
+
+def test_a_new_batch_size_and_a_training_flag_are_guards():
+    (m1, o1, _, _), (m2, o2, _, _) = setup(), setup()
+    eager, compiled = make_step(m1, o1), ember.compile(make_step(m2, o2), mode="reduce-overhead")
+    ember.manual_seed(2)
+    for n in (16, 16, 16, 8, 8, 8, 16):
+        x, y = ember.randn(n, 12), ember.randint(0, 5, (n,))
+        close(eager(x, y), compiled(x, y))
+    assert len(compiled._code.steps.slots) == 2
+    m1.eval(), m2.eval()
+    close(eager(x, y), compiled(x, y))
+    for p, q in zip(m1.parameters(), m2.parameters()):
+        close(p, q)
+
+
+def test_the_replay_advances_the_version_counters_of_what_it_writes():
+    compiled, model, opt = side_by_side(steps=3)
+    p = next(iter(model.parameters()))
+    state = opt.state[p]["exp_avg"]
+    before = p._version, state._version
+    compiled()
+    assert p._version > before[0] and state._version > before[1]
+
+
+def test_a_step_reading_values_or_drawing_random_numbers_is_not_replayed(capfd):
+    """`.item()` inside the step, or dropout: the recording refuses (logged) and the calls run as eager code."""
+    def check(extra, read=True):
+        (m1, o1, x1, y1), (m2, o2, x2, y2) = setup(), setup()
+
+        def body(model, opt, x, y):
+            def step():
+                opt.zero_grad()
+                loss = nn.functional.cross_entropy(extra(model(x)), y)
+                loss.backward()
+                opt.step()
+                return loss.item() if read else loss.detach()
+            return step
+        eager, compiled = body(m1, o1, x1, y1), ember.compile(body(m2, o2, x2, y2), mode="reduce-overhead")
+        for _ in range(4):
+            ember.manual_seed(5)
+            a = eager()
+            ember.manual_seed(5)
+            b = compiled()
+            assert a == b if read else np.array_equal(a.numpy(), b.numpy())
+        assert slot_of(compiled).refused
+    with logs.logging("graph_breaks"):
+        check(lambda h: h)
+        assert "reads a tensor's values" in capfd.readouterr().err
+        check(lambda h: nn.functional.dropout(h, 0.5), read=False)
+        assert "draws random numbers" in capfd.readouterr().err
+
+
+def test_results_still_waiting_for_a_backward_are_not_a_step():
+    """A function returning a loss it has not differentiated keeps the default path (its result has a
+    grad_fn for the caller's backward)."""
+    model, _, x, y = setup()
+    compiled = ember.compile(lambda: nn.functional.cross_entropy(model(x), y), mode="reduce-overhead")
+    for _ in range(3):
+        loss = compiled()
+        assert loss.grad_fn is not None
+    assert slot_of(compiled).refused
+
+
+def test_float64_steps_replay_too():
+    side_by_side(dtype=ember.float64, optimizer=ember.optim.Adam, lr=1e-2)
+
+
+def _opencl_reason() -> str:
+    try:
+        from test_conformance_opencl import REASON
+    except Exception as exc:                # noqa: BLE001
+        return f"ember-opencl is not importable: {exc}"
+    return REASON
+
+
+@pytest.mark.skipif(bool(_opencl_reason()), reason=_opencl_reason() or "opencl available")
+def test_an_opencl_step_replays_with_its_ops_decomposed_and_fused():
+    compiled, _, _ = side_by_side(device="opencl", steps=4)
+    assert slot_of(compiled).program is not None
+
+
+# --- the numba kernels compiled code runs ---------------------------------------------------------------
+
+def _eager_kernel(name):
+    """The cpu backend's registered kernel of `name`."""
+    from ember.dispatcher import ALL_OPS
+    from ember.dispatcher import keys as K
+
+    return ALL_OPS[name].kernels[ember.zeros(1)._keys & K.BACKEND_MASK][0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("options", [
+    dict(weight_decay=0.0, maximize=False, decoupled_weight_decay=False, beta1=0.9),
+    dict(weight_decay=0.1, maximize=True, decoupled_weight_decay=False, beta1=0.9),
+    dict(weight_decay=0.1, maximize=False, decoupled_weight_decay=True, beta1=0.3),
+])
+def test_numba_adam_is_bit_identical_to_the_eager_kernel(dtype, options):
+    from ember_cpu.optimizers_numba import fused_adam_
+
+    rng = np.random.default_rng(0)
+    shapes = [(7, 5), (5,), (3, 4, 2)]
+
+    def state():
+        return ([rng.standard_normal(s).astype(dtype) for s in shapes] for _ in range(4))
+    rng = np.random.default_rng(0)
+    a = [list(x) for x in state()] + [[np.array(3.0, np.float32) for _ in shapes]]
+    rng = np.random.default_rng(0)
+    b = [list(x) for x in state()] + [[np.array(3.0, np.float32) for _ in shapes]]
+    for arrays in (a, b):
+        arrays[3] = [np.abs(v) for v in arrays[3]]          # exp_avg_sq >= 0
+    args = dict(lr=1e-2, beta2=0.999, eps=1e-8, amsgrad=False, **options)
+    eager = _eager_kernel("_fused_adam_")
+    for _ in range(3):
+        assert fused_adam_(None, a[0], a[1], a[2], a[3], [], a[4], **args) == ()
+        eager(None, b[0], b[1], b[2], b[3], [], b[4], **args)
+    for x, y in zip(sum(a, []), sum(b, [])):
+        np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("options", [dict(momentum=0.0, dampening=0.0, nesterov=False, weight_decay=0.0),
+                                     dict(momentum=0.9, dampening=0.0, nesterov=True, weight_decay=1e-2),
+                                     dict(momentum=0.9, dampening=0.3, nesterov=False, weight_decay=0.0)])
+def test_numba_sgd_is_bit_identical_to_the_eager_kernel(options):
+    from ember_cpu.optimizers_numba import fused_sgd_
+
+    rng = np.random.default_rng(1)
+    base = [[rng.standard_normal((6, 3)).astype(np.float32) for _ in range(2)] for _ in range(3)]
+    a, b = ([[x.copy() for x in group] for group in base] for _ in range(2))
+    eager = _eager_kernel("_fused_sgd_")
+    for first in (True, False, False):
+        fused_sgd_(None, a[0], a[1], a[2], lr=0.1, maximize=False, is_first_step=first, **options)
+        eager(None, b[0], b[1], b[2], lr=0.1, maximize=False, is_first_step=first, **options)
+    for x, y in zip(sum(a, []), sum(b, [])):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_numba_kernels_decline_what_they_do_not_take():
+    from ember_cpu.losses_numba import cross_entropy_indices
+    from ember_cpu.optimizers_numba import fused_adam_
+
+    p = np.ones((4, 3), np.float32).T                               # not C-contiguous
+    z = np.zeros((3, 4), np.float32)
+    assert fused_adam_(None, [p], [z], [z], [z], [], [np.array(0.0, np.float32)], lr=0.1, beta1=0.9, beta2=0.9,
+                       weight_decay=0, eps=1e-8, amsgrad=False, maximize=False) is NotImplemented
+    x = np.zeros((4, 3), np.float32)
+    spec = (((), ember.float32), ((4, 3), ember.float32))
+    assert cross_entropy_indices(spec, x, np.array([0, 1, 2, 3])) is NotImplemented          # a target >= classes
+    assert cross_entropy_indices(spec, x, np.array([0, 1, 2, 0]), np.ones(3, np.float32)) is NotImplemented
+
+
+@pytest.mark.parametrize("reduction", [0, 1, 2])
+def test_numba_cross_entropy_matches_the_eager_kernel(reduction):
+    import torch
+
+    from ember_cpu.losses_numba import cross_entropy_indices, cross_entropy_indices_backward
+
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((9, 7)).astype(np.float32) * 4
+    t = rng.integers(0, 7, 9)
+    loss_shape = (9,) if reduction == 0 else ()
+    loss, logp = cross_entropy_indices(((loss_shape, ember.float32), ((9, 7), ember.float32)), x, t, None,
+                                       reduction, -100, 0.0)
+    xt = torch.tensor(x, requires_grad=True)
+    expected = torch.nn.functional.cross_entropy(xt, torch.tensor(t), reduction=["none", "mean", "sum"][reduction])
+    np.testing.assert_allclose(loss, expected.detach().numpy(), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(logp, torch.log_softmax(xt, 1).detach().numpy(), rtol=1e-6, atol=1e-6)
+    grad = np.ones(loss_shape, np.float32)
+    expected.backward(torch.ones(loss_shape))
+    dx = cross_entropy_indices_backward(((9, 7), ember.float32), grad, logp, t, None, reduction, -100, 0.0)
+    np.testing.assert_allclose(dx, xt.grad.numpy(), rtol=1e-5, atol=1e-7)
