@@ -103,6 +103,42 @@ def test_gradients_accumulated_over_calls_are_read_from_the_parameters():
     assert "grad" in {kind for kind, _ in slot_of(compiled).program.sources}
 
 
+def test_compiling_an_optimizers_step_compiles_the_update():
+    """`ember.compile(opt.step)`: its capture breaks (it reads the gradients), so the update is recorded and
+    replayed (the numba loops on cpu), reading each call's gradients from the parameters."""
+    (m1, o1, x1, y1), (m2, o2, x2, y2) = setup(), setup()
+    update = ember.compile(o2.step)
+    for _ in range(5):
+        for model, opt, x, y, step in ((m1, o1, x1, y1, o1.step), (m2, o2, x2, y2, update)):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            step()
+        for p, q in zip(m1.parameters(), m2.parameters()):
+            np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+    (slot,) = update._code._broken.slots.values()
+    assert slot.program is not None and {kind for kind, _ in slot.program.sources} == {"object", "grad"}
+
+
+def test_a_hand_written_update_reading_gradients_first_reads_each_calls():
+    (m1, _, x, y), (m2, _, _, _) = setup(), setup()
+
+    def step(model):
+        grads = [p.grad for p in model.parameters()]       # read before their parameters are met
+        with ember.no_grad():
+            for p, g in zip(model.parameters(), grads):
+                if g is not None:
+                    p.sub_(0.1 * g)
+        model.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        return loss.detach()
+    compiled = ember.compile(step, mode="reduce-overhead")
+    for _ in range(5):
+        close(step(m1), compiled(m2))
+    for p, q in zip(m1.parameters(), m2.parameters()):
+        close(p, q)
+
+
 def test_a_changed_learning_rate_records_the_step_again(capfd):
     (m1, o1, x1, y1), (m2, o2, x2, y2) = setup(), setup()
     eager, compiled = make_step(m1, o1, x1, y1), ember.compile(make_step(m2, o2, x2, y2), mode="reduce-overhead")

@@ -312,3 +312,30 @@ def test_a_removed_step_hooks_handle_removes_nothing_else():
         stale.remove()
         opt.step()
     assert ran[ember] == ran[torch] == ["b"]
+
+
+def test_global_step_hooks_run_around_every_optimizers_own_as_torchs_do():
+    """register_optimizer_step_pre_hook / post_hook (torch.optim.optimizer's): the global pre-hooks before an
+    optimizer's own, the global post-hooks after, for every optimizer; removed by their handles."""
+    import torch.optim.optimizer as torch_optimizer
+
+    import ember.optim.optimizer as ember_optimizer
+
+    ran = {}
+    for lib, module in ((ember, ember_optimizer), (torch, torch_optimizer)):
+        order = ran[lib] = []
+        w = lib.tensor([1.0], requires_grad=True)
+        w.grad = lib.tensor([1.0])
+        opts = [lib.optim.SGD([w], lr=0.5), lib.optim.Adam([w], lr=0.5)]
+        for i, opt in enumerate(opts):
+            opt.register_step_pre_hook(lambda o, a, k, i=i: order.append(f"pre {i}"))
+            opt.register_step_post_hook(lambda o, a, k, i=i: order.append(f"post {i}"))
+        handles = [module.register_optimizer_step_pre_hook(lambda o, a, k: order.append("global pre")),
+                   module.register_optimizer_step_post_hook(lambda o, a, k: order.append("global post"))]
+        for opt in opts:
+            opt.step()
+        for h in handles:
+            h.remove()
+        opts[0].step()
+    assert ran[ember] == ran[torch] == ["global pre", "pre 0", "post 0", "global post",
+                                        "global pre", "pre 1", "post 1", "global post", "pre 0", "post 0"]

@@ -47,6 +47,7 @@ def capture(fn, module: Module | None, args: tuple, kwargs: dict, dims: list | N
     `branches` (a list), a branch on a tensor's truth is decided and checked (branches.py) instead of
     breaking the graph, and gets a GraphBreak appended to the list."""
     from ember.export.capture import CaptureMode
+    from ember.export.symbolic import SpecializedError
     from ember.export.trace import DataDependentError, trace_program
 
     target = module if module is not None else _FunctionModule(fn)
@@ -57,8 +58,10 @@ def capture(fn, module: Module | None, args: tuple, kwargs: dict, dims: list | N
         modes.append((mode_class or CaptureMode)(graph, lift, **options))
         return modes[-1]
     try:
-        with _storages_made(made), _branches(target, args, kwargs, modes, branches):
+        with _storages_made(made), _no_optimizer_steps(), _branches(target, args, kwargs, modes, branches):
             program = trace_program(target, args, kwargs, make_mode, dims=dims)
+    except SpecializedError:                # a dynamic dimension the program fixes: the caller specialises it
+        raise
     except DataDependentError as exc:
         where, code = program_line(exc)
         raise CaptureBreak(GraphBreak("the program reads a tensor's values (.item(), bool(), .tolist(), "
@@ -93,6 +96,26 @@ def _branches(target: Module, args: tuple, kwargs: dict, modes: list, breaks: li
         except Exception:                   # not a value of the capture
             return None
     return deciding_branches(probe, lambda: modes[-1].graph, node_of, breaks)
+
+
+class OptimizerStepInCapture(RuntimeError):
+    """An optimizer's step was called while a program was captured."""
+
+
+@contextlib.contextmanager
+def _no_optimizer_steps():
+    """An optimizer stepping inside the capture stops it before the step runs: the capture runs on fakes, so
+    the optimizer would keep fake state (its first step makes it). A graph break, after which the update is
+    recorded as it runs (step.py)."""
+    from ember.optim.optimizer import register_optimizer_step_pre_hook
+
+    def refuse(optimizer, args, kwargs):
+        raise OptimizerStepInCapture(f"{type(optimizer).__name__}.step() is called inside the program")
+    handle = register_optimizer_step_pre_hook(refuse)
+    try:
+        yield
+    finally:
+        handle.remove()
 
 
 @contextlib.contextmanager

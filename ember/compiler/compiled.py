@@ -68,6 +68,7 @@ class CompiledCode:
         self._specs: dict[int, object] = {}      # the input structure of n positional tensors and no keywords
         # reduce-overhead on a function: whole steps recorded and replayed (step.py)
         self.steps = None
+        self._broken = None
         if settings.get("mode") == "reduce-overhead" and module is None and self.native:
             from .step import StepReplays
 
@@ -95,6 +96,10 @@ class CompiledCode:
             if entry is None:                       # past the recompile limit: eager
                 return self.fn(*args, **kwargs)
         if entry.run is None:
+            if entry.graph_break is not None and self.native:
+                # a program the capture cannot take whole (a training step: backward and the optimizer inside)
+                # is recorded as it runs and replayed (step.py), where the recording takes it; else eager
+                return self._break_steps()(key, leaves, args, kwargs)
             return self.fn(*args, **kwargs)
         if not entry.branches:
             return self._run(entry, leaves, args, kwargs)
@@ -129,6 +134,15 @@ class CompiledCode:
         if variant.run is None:
             return self.fn(*args, **kwargs)
         return self._run(variant, leaves, args, kwargs)
+
+    def _break_steps(self):
+        """The StepReplays of this callable's graph-broken entries (made on first use), whose calls the
+        recording refuses run eagerly."""
+        if self._broken is None:
+            from .step import StepReplays
+
+            self._broken = StepReplays(self, lambda key, leaves, args, kwargs: self.fn(*args, **kwargs))
+        return self._broken
 
     # -- compiling -----------------------------------------------------------------------------
     def _compile(self, key: tuple, leaves: list, args: tuple, kwargs: dict) -> Entry | None:
@@ -355,8 +369,9 @@ def reset() -> None:
     """Forget every compiled entry of every compiled callable (torch._dynamo.reset)."""
     for code in list(_LIVE):
         code.entries.clear()
-        if code.steps is not None:
-            code.steps.slots.clear()
+        for steps in (code.steps, code._broken):
+            if steps is not None:
+                steps.slots.clear()
         code.compiles = 0
         code.dynamic_dims.clear()
         code.graph_breaks.clear()

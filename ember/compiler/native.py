@@ -22,9 +22,10 @@ from ember.dispatcher import keys as K
 from ember.frontend.tensor import Tensor, make_tensor
 from ember.export.trace import view_base
 from ember.fx import Node
+from ember.fx.node import map_arg
 
 from .branches import check_branch
-from .fusion import schedule
+from .fusion import schedule, values_written
 from .plan import Plan
 
 __all__ = ["native_replay", "native_runner", "backend_of", "kept_ops"]
@@ -72,6 +73,7 @@ def native_runner(nodes: list, inputs: list, outputs, key: int, device, wrap=Non
     steps = _steps([n for n in nodes if n not in given], key, device.type, writes_inputs)       # an input's node is not run, only read
     if steps is None:
         return None
+    steps, constants = _folded(steps, outputs)
     units = schedule(steps, outputs, device.type)
     layout = Plan(nodes, ([] if consume_inputs else list(inputs)) + [o for o in outputs if isinstance(o, Node)])
     runs = _unpacking(units)
@@ -80,6 +82,9 @@ def native_runner(nodes: list, inputs: list, outputs, key: int, device, wrap=Non
              layout.slot[targets[0]] if u.kernel is None or len(targets) == 1 and len(members) == 1 else None,
              tuple(layout.slot[o] for o in targets), f) for (u, members, targets), f in zip(runs, frees)]
     input_slots = [layout.slot[n] for n in inputs]
+    template = [None] * layout.size                 # each call's values start as this: the constants in place
+    for n, value in constants.items():
+        template[layout.slot[n]] = value
     out_reader = layout.reader(tuple(outputs))
     wrap = [True] * len(outputs) if wrap is None else wrap
     out_dtypes = [o.meta["val"].dtype if isinstance(o, Node) and w else None for o, w in zip(outputs, wrap)]
@@ -88,7 +93,7 @@ def native_runner(nodes: list, inputs: list, outputs, key: int, device, wrap=Non
         return run_list(values)
 
     def run_list(values):
-        env = [None] * layout.size
+        env = template.copy()
         for s, v in zip(input_slots, values):
             env[s] = v._data if isinstance(v, Tensor) else v
         v = None                                # (holding no input past its last reader)
@@ -108,6 +113,26 @@ def native_runner(nodes: list, inputs: list, outputs, key: int, device, wrap=Non
     chosen = run_list if consume_inputs else run
     chosen.units = units                            # what it runs, for reading (tests, explain)
     return chosen
+
+
+def _folded(steps: list, outputs) -> tuple[list, dict]:
+    """Constant folding: (the steps left to run each call, {node: value} of those run now, once). A step is
+    run now when everything it reads was (an `arange`, a causal mask compared from two), it writes nothing
+    in place, nothing writes into its value or a view of it later, and it is no output (a caller could
+    change what it got): its value is then the same on every call."""
+    written = {view_base(w) for node, _, _ in steps for w in values_written(node)}
+    returned = {view_base(o) for o in outputs if isinstance(o, Node)}
+    values: dict = {}
+    left = []
+    for step in steps:
+        node, kernel, spec = step
+        if (node.target is not check_branch and node not in written and node not in returned
+                and not values_written(node) and all(a in values for a in node.all_input_nodes)):
+            args = map_arg(node.args, values.__getitem__)
+            values[node] = kernel(spec, *args) if kernel is not None else args[0][args[1]]
+        else:
+            left.append(step)
+    return left, values
 
 
 def _unpacking(units: list) -> list:

@@ -132,9 +132,10 @@ class StepRecorder(DispatchMode):
             with self:
                 return op.decomposition(*args)
         graph_args = tuple(self._convert(a) for a in args)
-        for t in args:                          # leaves met as arguments (their gradients' owners)
-            if isinstance(t, Tensor):
-                self._note_leaf(t)
+        for a in args:                          # leaves met as arguments (their gradients' owners)
+            for t in (a if isinstance(a, (list, tuple)) else (a,)):
+                if isinstance(t, Tensor):
+                    self._note_leaf(t)
         draws = random_module.DRAWS
         self.inside += 1
         try:
@@ -225,6 +226,11 @@ def _finish(recorder: StepRecorder, recording: Recording, result) -> None:
     """The graph's outputs (the results' tensors, then the gradients to reassign), the written sources,
     and the reasons to refuse found at the end."""
     graph = recording.graph
+    # a tensor read by reference that was a leaf's .grad when the call began is read from the leaf on each
+    # replay (whichever was met first: the gradient is read before its leaf, say, by a hand-written update)
+    recording.sources = [("grad", recorder._grad_owner[id(ref._data)])
+                         if kind == "object" and id(ref._data) in recorder._grad_owner else (kind, ref)
+                         for kind, ref in recording.sources]
     outputs = []
     pending = False
     for v in tree_flatten(result)[0]:
@@ -248,7 +254,7 @@ def _finish(recorder: StepRecorder, recording: Recording, result) -> None:
             continue
         outputs.append(node)
         recording.regrads.append((leaf, now.dtype))
-    if pending and not recording.regrads and not any(s[0] == "grad" for s in recorder.sources):
+    if pending and not recording.regrads and not any(s[0] == "grad" for s in recording.sources):
         recorder.refuse("the results need a backward the call does not run (not a whole step)")
     graph.output(tuple(outputs))
     graph.eliminate_dead_code()

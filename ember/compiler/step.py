@@ -254,11 +254,12 @@ class StepReplays:
             return code.fn(*args, **kwargs)
         with _COMPILING:
             recording = record(code.fn, args, kwargs)
-            code.compiles += 1
             if recording.refused is None:
                 slot.program = build(recording, leaves)
                 if slot.program is None:
                     recording.refused = "an op of the step has no native kernel to replay"
+                else:
+                    code.compiles += 1
         if recording.refused is not None:
             slot.refused = True
             logs.log("graph_breaks", f"{code._name()}: the step is not replayed whole: {recording.refused}")

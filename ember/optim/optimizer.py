@@ -66,7 +66,8 @@ def register_optimizer_step_pre_hook(hook) -> _RemovableHandle:
 
 
 def register_optimizer_step_post_hook(hook) -> _RemovableHandle:
-    """hook(optimizer, args, kwargs) -> None, run after every optimizer's step (before its own post-hooks)."""
+    """hook(optimizer, args, kwargs) -> None, run after every optimizer's step (after its own post-hooks), as
+    torch's global registration."""
     key = next(_HOOK_IDS)
     _GLOBAL_POST_HOOKS[key] = hook
     return _RemovableHandle(_GLOBAL_POST_HOOKS, key)
@@ -88,7 +89,7 @@ def _with_step_hooks(step):
                                        f"new_kwargs), but got {out}.")
                 args, kwargs = out
         result = step(self, *args, **kwargs)
-        for hook in list(_GLOBAL_POST_HOOKS.values()) + list(attrs.get("_step_post_hooks", {}).values()):
+        for hook in list(attrs.get("_step_post_hooks", {}).values()) + list(_GLOBAL_POST_HOOKS.values()):
             hook(self, args, kwargs)
         return result
 

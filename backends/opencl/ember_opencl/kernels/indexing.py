@@ -3,7 +3,8 @@
 gather: one work-item per output element. scatter_add: one work-item per position of the
 index *outside* `dim`, looping along `dim` in order, so colliding indices (which only share
 such a position) add sequentially: no atomics, deterministic, numpy's `add.at` order.
-Index bounds are data: amin/amax of the index are read back (two scalars) and checked first.
+Index bounds are data: one work-group finds the index's smallest and largest elements, the only two
+numbers read back, checked first.
 
 nonzero: count, prefix-sum, scatter. Work-item c counts the nonzero elements of its chunk of
 NZ_CHUNK consecutive elements (a strided input is first copied to row-major order); one work-group turns the counts
@@ -24,7 +25,7 @@ from ember.core import dtype as _dt
 from ember.core.numpy_interop import to_numpy_dtype
 
 from .. import codegen as cg
-from . import memory, reductions
+from . import memory
 
 
 def _offset_code(var: str, shape_names: list[str], terms: dict[str, list[str]]) -> str:
@@ -37,14 +38,44 @@ def _offset_code(var: str, shape_names: list[str], terms: dict[str, list[str]]) 
     return " ".join(lines)
 
 
+RANGE_GROUP = 64      # work-items of the one work-group that finds an index's range
+
+
 def check_bounds(backend, op, index, size, d):
-    """Raise the cpu's error if an element of `index` is outside [0, size): its amin and amax are
-    reduced on the device and only those two scalars read back."""
+    """Raise the cpu's error if an element of `index` is outside [0, size): one launch of one work-group
+    finds its smallest and largest elements, and only those two numbers are read back (one wait)."""
+    import pyopencl as cl
+
     if index.size == 0:
         return
-    lo = int(backend.to_host(reductions.amin(backend, ((), _dt.int64), index, None)))
-    hi = int(backend.to_host(reductions.amax(backend, ((), _dt.int64), index, None)))
-    for v in (lo, hi):
+    i1 = one_d(index)
+    nd = i1.ndim
+    shp = [f"sh{k}" for k in range(nd)]
+    key = ("index range", index.dtype.name, nd)
+
+    def source() -> str:
+        params = ["long n", f"__global const {cg.storage(index.dtype)}* ix", "long off_i", "__global long* out"]
+        params += [f"long sh{k}, long ist{k}" for k in range(nd)]
+        offs = _offset_code("e", shp, {"pi": [f"ist{k}" for k in range(nd)]})
+        return (f"__kernel void k({', '.join(params)}) {{\n"
+                f" __local long lo[{RANGE_GROUP}], hi[{RANGE_GROUP}];\n"
+                f" long t = get_local_id(0), mn = LONG_MAX, mx = LONG_MIN;\n"
+                f" for (long e = t; e < n; e += {RANGE_GROUP}) {{ long pi = off_i; {offs}\n"
+                f"  long v = (long)ix[pi]; mn = min(mn, v); mx = max(mx, v); }}\n"
+                f" lo[t] = mn; hi[t] = mx; barrier(CLK_LOCAL_MEM_FENCE);\n"
+                f" if (t == 0) {{ for (int j = 1; j < {RANGE_GROUP}; ++j) {{ mn = min(mn, lo[j]); mx = max(mx, hi[j]); }}\n"
+                f"  out[0] = mn; out[1] = mx; }}\n}}\n")
+    dev = index.device
+    kernel = cg.get_kernel(dev, key, source)
+    found = backend.new_array((2,), np.int64, dev)
+    i64 = np.int64
+    args = [i64(i1.size), i1.buffer, i64(i1.offset), found.buffer]
+    for k in range(nd):
+        args += [i64(i1.shape[k]), i64(i1.elem_strides[k])]
+    cg.launch(dev, kernel, RANGE_GROUP, args, local=RANGE_GROUP)
+    lo_hi = np.empty(2, dtype=np.int64)
+    cl.enqueue_copy(dev.queue, lo_hi, found.buffer, src_offset=found.offset * 8, is_blocking=True)
+    for v in (int(lo_hi[0]), int(lo_hi[1])):
         if v < 0 or v >= size:
             raise ArgumentValueError(f"{op}(): index {v} is out of bounds for dimension {d} with size {size} "
                                      "(argument 'index')")
