@@ -277,13 +277,14 @@ def torch_compile(model):
     return torch.compile(model)
 
 
-def nanogpt_step(framework: str, seed: int = 0, compiled: bool = False, approximate: str = "tanh",
-                 dtype: str = "float32") -> Callable:
+def nanogpt_step(framework: str, seed: int = 0, compiled: bool | str = False, approximate: str = "tanh",
+                 dtype: str = "float32", device: str = "cpu") -> Callable:
     """One training step of a nanoGPT-style model (GPT-2's blocks at vocab 256, d 128, 4 heads, 2 layers,
     context 64; batch 8): zero_grad, forward, cross_entropy over the vocabulary, backward, AdamW (lr 1e-3).
-    `compiled`: the model through ember.compile (ember) or torch.compile (torch); `approximate`: the
-    GELU's ("tanh", or "none" for the exact one); `dtype`: the parameters' ("float32", "float64"). Weights
-    from a numpy rng; returns the loss."""
+    `compiled`: the model through ember.compile (ember) or torch.compile (torch), or "step": ember's whole
+    step through `ember.compile(step, mode="reduce-overhead")`; `approximate`: the GELU's ("tanh", or
+    "none" for the exact one); `dtype`: the parameters' ("float32", "float64"); `device`: ember's device.
+    Weights from a numpy rng; returns the loss."""
     _no_numpy(framework, "nanogpt_step")
     from ember.testing.models import GPT2Config, _gpt2_classes
 
@@ -296,8 +297,12 @@ def nanogpt_step(framework: str, seed: int = 0, compiled: bool = False, approxim
     model.to(getattr(lib, dtype))
     idx = lib.tensor(rng.integers(0, NANOGPT["vocab_size"], (NANOGPT_BATCH, NANOGPT["n_ctx"])))
     targets = lib.tensor(rng.integers(0, NANOGPT["vocab_size"], (NANOGPT_BATCH, NANOGPT["n_ctx"])))
+    if device != "cpu":
+        model.to(device)
+        idx, targets = idx.to(device), targets.to(device)
     opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
-    run = model if not compiled else lib.compile(model) if framework == "ember" else torch_compile(model)
+    run = model if compiled in (False, "step") else lib.compile(model) if framework == "ember" else \
+        torch_compile(model)
     cross_entropy = lib.nn.functional.cross_entropy
 
     def step():
@@ -308,6 +313,10 @@ def nanogpt_step(framework: str, seed: int = 0, compiled: bool = False, approxim
         return loss
 
     step.model = model
+    if compiled == "step":
+        whole = lib.compile(step, mode="reduce-overhead")
+        whole.model = model
+        return whole
     return step
 
 

@@ -157,9 +157,25 @@ def launch(dev, kernel, n: int, args, local: int | None = None) -> None:
         return
     if local is None:
         local = min(64 if "cpu" in dev.info.type else 256, dev.max_wg)
-        kernel(dev.queue, (-(-n // local) * local,), (local,), *args)
+        launch_nd(dev, kernel, (-(-n // local) * local,), (local,), args)
     else:
-        kernel(dev.queue, (n,), (local,), *args)
+        launch_nd(dev, kernel, (n,), (local,), args)
+
+
+def launch_nd(dev, kernel, global_size: tuple, local_size: tuple, args) -> None:
+    """Enqueue `kernel` on `dev`'s queue: every launch of the plugin goes through here and is counted
+    (`launches()`: benchmarks report kernels per step; counts of concurrent threads may merge)."""
+    global _LAUNCHES
+    _LAUNCHES += 1
+    kernel(dev.queue, global_size, local_size, *args)
+
+
+_LAUNCHES = 0
+
+
+def launches() -> int:
+    """Kernels launched by this process so far."""
+    return _LAUNCHES
 
 
 def collapse(shape, stride_lists):

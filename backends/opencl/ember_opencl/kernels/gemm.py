@@ -4,8 +4,8 @@ Both compute C[b] = A[b] @ B[b] for a batch of (n, K) x (K, m) products in the o
 (float for float16/bfloat16), accumulating floating types with fused multiply-adds, and round
 once on store into a contiguous C. Sizes need not be multiples of the tiles.
 
-`register` (CPU devices, e.g. PoCL): `pack_source` first copies A into K-major panels of R
-rows and B into K-major panels of W columns, converted to opmath and zero-padded (so any
+`register` (CPU devices, e.g. PoCL): `pack_pair_source` first copies A into K-major panels of R
+rows and B into K-major panels of W columns (one launch for both), converted to opmath and zero-padded (so any
 strides, offsets, dtypes and a stride-0 batch are handled there, once, in O(K (n + m))).
 Each work-item then owns an R x W tile of C (R rows, W columns as one W-wide vector): per k
 it loads one aligned W-vector of B and broadcasts R scalars of A into it, like a BLAS
@@ -64,23 +64,32 @@ def _madd(acc: str, a: str, b: str, c: str) -> str:
     return f"fma({a}, {b}, {c})" if acc in cg.FLOAT_CL else f"({c} + {a} * {b})"
 
 
-def pack_source(dt, acc: str) -> str:
-    """Copy a strided (batch, outer, K) operand into K-major panels of `tile` outer indices, as `acc`.
+def pack_pair_source(dta, dtb, acc: str) -> str:
+    """Copy both strided operands of a product into K-major panels, as `acc`, in one launch.
 
-    out[((bat * nblk + p) * K + k) * tile + j] = src[off + bat*sbat + (p*tile + j)*si + k*sk], zero
-    past `lim`, so the GEMM loop needs no bounds check. A work-item writes one k row of a panel;
-    `tile` is an argument, so one build serves both operands.
-    """
-    load = cg.load(dt, "src", "q + j * si")
+    For each operand x (A: (batch, n, K) in panels of tile_a rows; B: (batch, K, m) in panels of tile_b
+    columns): out[((bat * nblk + p) * K + k) * tile + j] = src[off + bat*sbat + (p*tile + j)*si + k*sk],
+    zero past `lim`, so the GEMM loop needs no bounds check. A work-item writes one k row of a panel;
+    those of the third dimension below `batches_a` pack A, the others B."""
+    def body(dt, x: str) -> str:
+        load = cg.load(dt, f"src_{x}", f"q + j * si_{x}")
+        return (f"long i = p * tile_{x}; if (p >= nblk_{x}) return;\n"
+                f"    long q = off_{x} + bat * sbat_{x} + i * si_{x} + k * sk_{x};\n"
+                f"    __global {acc}* o = out_{x} + ((bat * nblk_{x} + p) * K + k) * tile_{x};\n"
+                f"    for (int j = 0; j < tile_{x}; ++j) o[j] = i + j < lim_{x} ? ({acc})({load}) : ({acc})0;")
+    params = ", ".join(f"__global const {cg.storage(dt)}* src_{x}, long off_{x}, long sbat_{x}, long si_{x}, "
+                       f"long sk_{x}, __global {acc}* out_{x}, long lim_{x}, long nblk_{x}, int tile_{x}"
+                       for dt, x in ((dta, "a"), (dtb, "b")))
     return f"""
-__kernel void k(__global const {cg.storage(dt)}* src, long off, long sbat, long si, long sk,
-                __global {acc}* out, long lim, long K, long nblk, int tile) {{
+__kernel void k({params}, long batches_a, long K) {{
     long k = get_global_id(0), p = get_global_id(1), bat = get_global_id(2);
     if (k >= K) return;
-    long i = p * tile;
-    long q = off + bat * sbat + i * si + k * sk;
-    __global {acc}* o = out + ((bat * nblk + p) * K + k) * tile;
-    for (int j = 0; j < tile; ++j) o[j] = i + j < lim ? ({acc})({load}) : ({acc})0;
+    if (bat < batches_a) {{
+    {body(dta, "a")}
+    }} else {{
+    bat -= batches_a;
+    {body(dtb, "b")}
+    }}
 }}
 """
 

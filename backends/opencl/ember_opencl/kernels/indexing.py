@@ -176,7 +176,7 @@ def nonzero(backend, spec, a):
     L = 1
     while L < min(chunks, 256, dev.max_wg):
         L *= 2
-    kscan(dev.queue, (L,), (L,), counts.buffer, i64(chunks), cl.LocalMemory(8 * L))
+    cg.launch_nd(dev, kscan, (L,), (L,), (counts.buffer, i64(chunks), cl.LocalMemory(8 * L)))
     total = np.empty(1, np.int64)
     cl.enqueue_copy(dev.queue, total, counts.buffer, src_offset=chunks * 8, is_blocking=True)
     out = backend.new_array((int(total[0]), nd), np.int64, dev)

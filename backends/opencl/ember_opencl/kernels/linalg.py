@@ -18,22 +18,30 @@ from .. import codegen as cg
 from . import elementwise, gemm
 
 
-def _pack(backend, dev, x, acc: str, tile: int, outer: int, s_outer: int, s_k: int, nb: int, K: int):
-    """`x` (batch, outer, K with the given strides) as K-major panels of `tile` (see gemm.pack_source)."""
-    nblk = -(-outer // tile)
-    batches = 1 if x.elem_strides[0] == 0 or nb == 1 else nb
-    out = backend.new_array((batches * nblk * K * tile,), cg.NUMPY_OF_CL[acc], dev)
-    key = ("gemm_pack", x.dtype.name, acc)
-    kernel = cg.get_kernel(dev, key, lambda: gemm.pack_source(x.dtype, acc))
+def _pack_pair(backend, dev, a, b, acc: str, R: int, W: int, n: int, m: int, nb: int, K: int):
+    """Both operands as K-major panels in one launch (gemm.pack_pair_source): `a` (batch, n, K) in panels of
+    R rows, `b` (batch, K, m) in panels of W columns; ((A's panels, its batch stride), (B's, its))."""
     i64 = np.int64
+    args, packed, extent = [], [], [0, 0]
+    for x, tile, outer, s_outer, s_k in ((a, R, n, a.elem_strides[1], a.elem_strides[2]),
+                                         (b, W, m, b.elem_strides[2], b.elem_strides[1])):
+        nblk = -(-outer // tile)
+        batches = 1 if x.elem_strides[0] == 0 or nb == 1 else nb
+        out = backend.new_array((batches * nblk * K * tile,), cg.NUMPY_OF_CL[acc], dev)
+        args += [x.buffer, i64(x.offset), i64(x.elem_strides[0]), i64(s_outer), i64(s_k), out.buffer, i64(outer),
+                 i64(nblk), np.int32(tile)]
+        packed.append((out, 0 if batches == 1 else nblk * K * tile))
+        extent = [max(extent[0], nblk), extent[1] + batches]
+    batches_a = 1 if a.elem_strides[0] == 0 or nb == 1 else nb
+    kernel = cg.get_kernel(dev, ("gemm_pack_pair", a.dtype.name, b.dtype.name, acc),
+                           lambda: gemm.pack_pair_source(a.dtype, b.dtype, acc))
     lx = min(64, dev.max_wg)
-    kernel(dev.queue, (-(-K // lx) * lx, nblk, batches), (lx, 1, 1), x.buffer, i64(x.offset), i64(x.elem_strides[0]),
-           i64(s_outer), i64(s_k), out.buffer, i64(outer), i64(K), i64(nblk), np.int32(tile))
-    return out, (0 if batches == 1 else nblk * K * tile)
+    cg.launch_nd(dev, kernel, (-(-K // lx) * lx, extent[0], extent[1]), (lx, 1, 1), args + [i64(batches_a), i64(K)])
+    return packed
 
 
 def _packed_nbytes(x, acc_size: int, tile: int, outer: int, nb: int, K: int) -> int:
-    """What `_pack` allocates for `x` (see there)."""
+    """What `_pack_pair` allocates for the operand `x` (see there)."""
     batches = 1 if x.elem_strides[0] == 0 or nb == 1 else nb
     return batches * -(-outer // tile) * K * tile * acc_size
 
@@ -69,21 +77,19 @@ def bmm(backend, spec, a, b):
     key = ("bmm", a.dtype.name, b.dtype.name, out_dt.name, cfg)
     if cfg.variant == "register":
         R, W = cfg.rows, cfg.width
-        sa, sb = a.elem_strides, b.elem_strides
-        ap, sapb = _pack(backend, dev, a, acc, R, n, sa[1], sa[2], nb, k)
-        bp, sbpb = _pack(backend, dev, b, acc, W, m, sb[2], sb[1], nb, k)
+        (ap, sapb), (bp, sbpb) = _pack_pair(backend, dev, a, b, acc, R, W, n, m, nb, k)
         kernel = cg.get_kernel(dev, key, lambda: gemm.register_source(out_dt, cfg))
         gx, gy = -(-m // W), -(-n // R)
         lx, ly = (min(g, dev.max_wg) for g in cfg.group)   # fixed: PoCL compiles per local size
         gx, gy = -(-gx // lx) * lx, -(-gy // ly) * ly
-        kernel(dev.queue, (gx, gy, nb), (lx, ly, 1), ap.buffer, i64(sapb), bp.buffer, i64(sbpb // W),
-               out.buffer, i64(n), i64(m), i64(k))
+        cg.launch_nd(dev, kernel, (gx, gy, nb), (lx, ly, 1),
+                     (ap.buffer, i64(sapb), bp.buffer, i64(sbpb // W), out.buffer, i64(n), i64(m), i64(k)))
         return out
     S, TS = cfg.width, cfg.width * cfg.rows
     kernel = cg.get_kernel(dev, key, lambda: gemm.local_source(a.dtype, b.dtype, out_dt, cfg))
     gx, gy = -(-m // TS) * S, -(-n // TS) * S
-    kernel(dev.queue, (gx, gy, nb), (S, S, 1), a.buffer, i64(a.offset), *map(i64, a.elem_strides), b.buffer,
-           i64(b.offset), *map(i64, b.elem_strides), out.buffer, i64(n), i64(m), i64(k))
+    cg.launch_nd(dev, kernel, (gx, gy, nb), (S, S, 1), (a.buffer, i64(a.offset), *map(i64, a.elem_strides), b.buffer,
+                 i64(b.offset), *map(i64, b.elem_strides), out.buffer, i64(n), i64(m), i64(k)))
     return out
 
 

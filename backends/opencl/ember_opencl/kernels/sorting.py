@@ -179,9 +179,9 @@ def sort_stable(backend, specs, a: CLArray, stable=None, dim=-1, descending=Fals
     kseg, kmerge, kfin = (ks[f"{k}_{a.dtype.name}"] for k in ("seg", "merge", "fin"))
     i64 = np.int64
     nseg = -(-n // S)
-    kseg(dev.queue, (rows * nseg * L,), (L,), a1.buffer, rowoff.buffer, i64(n), i64(a1.elem_strides[d]),
-         i64(nseg), keys[0].buffer, pos[0].buffer, desc, np.int32(S),
-         cl.LocalMemory(S * ctn.itemsize), cl.LocalMemory(S * 8))
+    cg.launch_nd(dev, kseg, (rows * nseg * L,), (L,),
+                 (a1.buffer, rowoff.buffer, i64(n), i64(a1.elem_strides[d]), i64(nseg), keys[0].buffer, pos[0].buffer,
+                  desc, np.int32(S), cl.LocalMemory(S * ctn.itemsize), cl.LocalMemory(S * 8)))
     cur, w, total = 0, S, rows * n
     while w < n:
         cg.launch(dev, kmerge, total, [keys[cur].buffer, pos[cur].buffer, keys[1 - cur].buffer,
