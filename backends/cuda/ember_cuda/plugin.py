@@ -154,3 +154,13 @@ def backend() -> CUDABackend:
 @hookimpl
 def ember_backend():
     return backend()
+
+
+@hookimpl
+def ember_fused_kernel_compiler(device_type):
+    """Generated CUDA C for ember.compile's fused chains (fusion.py), where a CUDA device is usable."""
+    if device_type != "cuda" or not backend().is_available():
+        return None
+    from .fusion import CudaFusedCompiler
+
+    return CudaFusedCompiler()

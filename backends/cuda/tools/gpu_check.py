@@ -21,6 +21,8 @@ run reports everything; the exit status is non-zero if any step failed. Steps:
                    examples/digits_mlp.py once it lands); accuracy must exceed 0.9
   7. bench         backends/cuda/tools/gpu_bench.py: tiny-op overhead and 4096^2 matmul TFLOP/s
                    vs raw cupy
+  8. compile       tests/test_cuda_fused_codegen.py -k gpu: ember.compile's generated CUDA C (fused
+                   chains and row reductions) and a recorded training step, against eager on cuda
 
 Logs of every step go to $OUT (the device tool's output folder) or build/gpu-check.
 Budget: about 6 minutes on a 16-core H200 machine (each step has its own timeout).
@@ -237,6 +239,8 @@ def main(argv=None) -> int:
                     ["-n", "8"] if has_xdist else [])
         step_digits(vpy)
         step_bench(vpy, args.quick)
+        step_pytest(vpy, "compile", "8. ember.compile on cuda (generated CUDA C, a recorded training step)",
+                    "tests/test_cuda_fused_codegen.py", 180, ["-k", "gpu"])
 
     header("summary")
     for step, status, seconds, note in RESULTS:
@@ -244,7 +248,7 @@ def main(argv=None) -> int:
     failed = [r for r in RESULTS if r[1] != "PASS"]
     print(f"\n{'FAILED' if failed else 'PASSED'}: {len(RESULTS) - len(failed)}/{len(RESULTS)} steps in "
           f"{time.perf_counter() - start:.0f} s" + ("" if vpy else " (later steps not run: no working install)"))
-    return 1 if failed or len(RESULTS) < 7 else 0
+    return 1 if failed or len(RESULTS) < 8 else 0
 
 
 if __name__ == "__main__":

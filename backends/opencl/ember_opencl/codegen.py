@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.core import fused_c
+
 STORAGE = {"bool": "uchar", "uint8": "uchar", "int8": "char", "int16": "short", "int32": "int", "int64": "long",
            "float16": "half", "bfloat16": "ushort", "float32": "float", "float64": "double"}
 OPMATH = {"bool": "int", "uint8": "uchar", "int8": "char", "int16": "short", "int32": "int", "int64": "long",
@@ -180,32 +182,12 @@ def launches() -> int:
 
 def collapse(shape, stride_lists):
     """Drop size-1 dims and merge dims that are contiguous in every operand (fewer index steps)."""
-    dims = [(n, [s[d] for s in stride_lists]) for d, n in enumerate(shape) if n != 1]
-    if not dims:
-        return (), [() for _ in stride_lists]
-    merged = [dims[0]]
-    for n, st in dims[1:]:
-        pn, pst = merged[-1]
-        if all(a == b * n for a, b in zip(pst, st)):
-            merged[-1] = (pn * n, st)
-        else:
-            merged.append((n, st))
-    shape2 = tuple(n for n, _ in merged)
-    strides2 = [tuple(st[i] for _, st in merged) for i in range(len(stride_lists))]
-    return shape2, strides2
+    return fused_c.collapse(shape, stride_lists)
 
 
 def index_code(ndim: int, names: list[str]) -> str:
     """C statements computing offsets `p_<name>` of the element `gid` (row-major decomposition)."""
-    lines = [f"long p_{n} = off_{n};" for n in names]
-    if ndim == 1:
-        lines += [f"p_{n} += gid * st_{n}0;" for n in names]
-        return "\n    ".join(lines)
-    lines.append("long rem = gid; long c;")
-    for d in range(ndim - 1, -1, -1):
-        lines.append(f"c = rem % sh{d}; rem /= sh{d};" if d else "c = rem;")
-        lines += [f"p_{n} += c * st_{n}{d};" for n in names]
-    return "\n    ".join(lines)
+    return fused_c.index_code(ndim, names, "long")
 
 
 def get_program(dev, key, source_fn) -> dict:

@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.core import fused_c
+
 from .. import codegen as cg
 from ..array import CLArray
 
 
 def broadcast_strides(a: CLArray, shape) -> tuple[int, ...]:
-    nd = len(shape)
-    pad = nd - a.ndim
-    st = [0] * nd
-    for d in range(a.ndim):
-        if a.shape[d] != 1:
-            st[pad + d] = a.elem_strides[d]
-    return tuple(st)
+    return fused_c.broadcast_strides(a.shape, a.elem_strides, shape)
 
 
 def run(out: CLArray, operands, cts, expr: str, result_type: str, extra=(), tag: str = "pw") -> CLArray:
