@@ -9,16 +9,19 @@ from . import workloads as W
 
 class MLPTrainingStep:
     """64-128-10 MLP, batch 64, cross_entropy: zero_grad, forward, backward, SGD or Adam step.
-    numpy: the same step written by hand (forward, backward and update in numpy)."""
+    numpy: the same step written by hand (forward, backward and update in numpy). `mode`: ember's step
+    through ember.compile(step, mode=...) ("reduce-overhead": recorded once, replayed; torch's and
+    numpy's steps are the same either way)."""
 
-    params = (list(W.FRAMEWORKS), list(W.OPTIMIZERS))
-    param_names = ["framework", "optimizer"]
+    params = (list(W.FRAMEWORKS), list(W.OPTIMIZERS), ["eager", "reduce-overhead"])
+    param_names = ["framework", "optimizer", "mode"]
 
-    def setup(self, framework, optimizer):
-        self.fn = W.mlp_step(framework, optimizer)
-        self.fn()                                      # optimizer state exists before timing
+    def setup(self, framework, optimizer, mode):
+        self.fn = W.mlp_step(framework, optimizer, mode=None if mode == "eager" else mode)
+        for _ in range(3):                             # optimizer state made, the step recorded and replayed once
+            self.fn()
 
-    def time_step(self, framework, optimizer):
+    def time_step(self, framework, optimizer, mode):
         self.fn()
 
 
@@ -37,14 +40,16 @@ class GPTBlock:
 
 class NanoGPTStep:
     """A nanoGPT-style training step (vocab 256, d 128, 4 heads, 2 layers, context 64, batch 8, AdamW);
-    `compiled`: the model through ember.compile / torch.compile."""
+    `compiled`: ember's whole step through ember.compile (recorded and replayed), torch's model through
+    torch.compile."""
 
     params = (["ember", "torch"], [False, True])
     param_names = ["framework", "compiled"]
 
     def setup(self, framework, compiled):
-        self.fn = W.nanogpt_step(framework, compiled=compiled)
-        self.fn()                                      # compiled, optimizer state made
+        self.fn = W.nanogpt_step(framework, compiled="step" if compiled and framework == "ember" else compiled)
+        for _ in range(3):                             # compiled (recorded, replayed once), optimizer state made
+            self.fn()
 
     def time_step(self, framework, compiled):
         self.fn()
