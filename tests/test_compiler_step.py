@@ -323,3 +323,42 @@ def test_numba_cross_entropy_matches_the_eager_kernel(reduction):
     expected.backward(torch.ones(loss_shape))
     dx = cross_entropy_indices_backward(((9, 7), ember.float32), grad, logp, t, None, reduction, -100, 0.0)
     np.testing.assert_allclose(dx, xt.grad.numpy(), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("mode", [None, "reduce-overhead"])
+def test_other_threads_are_untouched_while_a_step_is_captured_or_recorded(mode):
+    """The capture's and the recording's hooks are process-wide, but answer their own thread only: another
+    thread's optimizer steps and reads values as usual meanwhile, and the recording is not refused."""
+    import threading
+
+    w = ember.ones(3, requires_grad=True)
+    w.grad = ember.ones(3)
+    other_opt = ember.optim.SGD([w], lr=0.5)
+    seen = []
+
+    def other():
+        try:
+            other_opt.step()
+            seen.append(w.detach().sum().item())
+        except Exception as exc:            # noqa: BLE001 (what the test looks for)
+            seen.append(exc)
+
+    model, opt, x, y = setup()
+
+    def step():
+        opt.zero_grad()
+        out = model(x)
+        helper = threading.Thread(target=other)
+        helper.start()
+        helper.join()
+        loss = nn.functional.cross_entropy(out, y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    compiled = ember.compile(step, mode=mode)
+    for _ in range(3):
+        compiled()
+    assert not [s for s in seen if isinstance(s, Exception)], seen
+    slots = (compiled._code.steps or compiled._code._broken).slots
+    (slot,) = slots.values()
+    assert slot.program is not None and not slot.refused

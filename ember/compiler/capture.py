@@ -107,10 +107,15 @@ def _no_optimizer_steps():
     """An optimizer stepping inside the capture stops it before the step runs: the capture runs on fakes, so
     the optimizer would keep fake state (its first step makes it). A graph break, after which the update is
     recorded as it runs (step.py)."""
+    import threading
+
     from ember.optim.optimizer import register_optimizer_step_pre_hook
 
+    me = threading.get_ident()
+
     def refuse(optimizer, args, kwargs):
-        raise OptimizerStepInCapture(f"{type(optimizer).__name__}.step() is called inside the program")
+        if threading.get_ident() == me:         # (another thread's optimizers step as usual)
+            raise OptimizerStepInCapture(f"{type(optimizer).__name__}.step() is called inside the program")
     handle = register_optimizer_step_pre_hook(refuse)
     try:
         yield

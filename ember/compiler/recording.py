@@ -23,6 +23,7 @@ call, or results still waiting for a backward that the call did not run.
 from __future__ import annotations
 
 import operator
+import threading
 from dataclasses import dataclass, field
 
 from ember.export.fake import meta_like
@@ -196,19 +197,35 @@ def record(fn, args: tuple, kwargs: dict) -> Recording:
     recorder = StepRecorder(leaves)
     optimizers: dict[int, object] = {}
     modules: dict[int, object] = {}
-    hooks = [register_optimizer_step_pre_hook(lambda opt, a, k: optimizers.setdefault(id(opt), opt) and None),
-             register_module_forward_pre_hook(lambda m, a: modules.setdefault(id(m), m) and None)]
+    # the hooks are process-wide: each answers the recording thread only (others run as they would)
+    me = threading.get_ident()
+
+    def stepped(opt, args, kwargs) -> None:
+        if threading.get_ident() == me:
+            optimizers.setdefault(id(opt), opt)
+
+    def entered(module, args) -> None:
+        if threading.get_ident() == me:
+            modules.setdefault(id(module), module)
+    hooks = [register_optimizer_step_pre_hook(stepped), register_module_forward_pre_hook(entered)]
     previous_alloc, previous_read = tensor_module.ALLOC_HOOK, tensor_module.HOST_READ_HOOK
 
     def alloc(storage) -> None:
-        recorder.made.add(id(storage))
-        if recorder.inside:
-            recorder.made_inside.add(id(storage))
-        else:                               # (an id freed inside an op and reused here)
-            recorder.made_inside.discard(id(storage))
+        if threading.get_ident() == me:
+            recorder.made.add(id(storage))
+            if recorder.inside:
+                recorder.made_inside.add(id(storage))
+            else:                           # (an id freed inside an op and reused here)
+                recorder.made_inside.discard(id(storage))
         if previous_alloc is not None:
             previous_alloc(storage)
-    tensor_module.ALLOC_HOOK, tensor_module.HOST_READ_HOOK = alloc, recorder.host_read
+
+    def host_read(t) -> None:
+        if threading.get_ident() == me:
+            recorder.host_read(t)
+        elif previous_read is not None:
+            previous_read(t)
+    tensor_module.ALLOC_HOOK, tensor_module.HOST_READ_HOOK = alloc, host_read
     try:
         with recorder:
             result = fn(*args, **kwargs)
