@@ -362,3 +362,34 @@ def test_other_threads_are_untouched_while_a_step_is_captured_or_recorded(mode):
     slots = (compiled._code.steps or compiled._code._broken).slots
     (slot,) = slots.values()
     assert slot.program is not None and not slot.refused
+
+
+def test_a_step_stepping_its_lr_scheduler_or_under_autocast_is_not_replayed(capfd):
+    """A replay runs no Python: an LR scheduler stepping inside the step would never step again, and the
+    casts of autocast happen below the recording. Both refuse (logged) and run as eager code does."""
+    def run(extra):
+        runs = []
+        for compiled in (False, True):
+            model, opt, x, y = setup()
+            sched = ember.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+
+            def step():
+                opt.zero_grad()
+                with extra():
+                    loss = nn.functional.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+                sched.step()
+                return loss.detach()
+            fn = ember.compile(step, mode="reduce-overhead") if compiled else step
+            runs.append(([fn() for _ in range(4)], model, fn))
+        for a, b in zip(runs[0][0], runs[1][0]):
+            np.testing.assert_array_equal(a.float().numpy(), b.float().numpy())
+        assert slot_of(runs[1][2]).refused
+    import contextlib
+
+    with logs.logging("graph_breaks"):
+        run(contextlib.nullcontext)
+        assert "changes an optimizer's hyper-parameters" in capfd.readouterr().err
+        run(lambda: ember.autocast("cpu", dtype=ember.bfloat16))
+        assert "autocast" in capfd.readouterr().err

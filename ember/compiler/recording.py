@@ -26,6 +26,7 @@ import operator
 import threading
 from dataclasses import dataclass, field
 
+from ember.dispatcher.state import STATE
 from ember.export.fake import meta_like
 from ember.export.trace import view_base
 from ember.frontend import random as random_module
@@ -137,6 +138,8 @@ class StepRecorder(DispatchMode):
             for t in (a if isinstance(a, (list, tuple)) else (a,)):
                 if isinstance(t, Tensor):
                     self._note_leaf(t)
+        if STATE.autocast:                      # the casts happen below this mode: not recorded
+            self.refuse(f"{op.name} runs under autocast, whose casts a replay would not make")
         draws = random_module.DRAWS
         self.inside += 1
         try:

@@ -18,9 +18,11 @@ call the recording refuses (recording.py lists why) takes the default path inste
 """
 from __future__ import annotations
 
+import contextlib
 import operator
+import threading
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ember.frontend.tensor import Tensor, make_tensor
 from ember.utils.pytree import tree_flatten, tree_unflatten
@@ -214,6 +216,25 @@ class _Slot:
     program: StepProgram | None = None
     refused: bool = False
     calls: int = 0
+    optimizers: list = field(default_factory=list)     # those the warm-up call stepped
+
+
+@contextlib.contextmanager
+def _optimizers_stepping():
+    """A list of the optimizers whose step this thread runs while the block runs."""
+    from ember.optim.optimizer import register_optimizer_step_pre_hook
+
+    seen: list = []
+    me = threading.get_ident()
+
+    def note(optimizer, args, kwargs) -> None:
+        if threading.get_ident() == me and all(o is not optimizer for o in seen):
+            seen.append(optimizer)
+    handle = register_optimizer_step_pre_hook(note)
+    try:
+        yield seen
+    finally:
+        handle.remove()
 
 
 class StepReplays:
@@ -238,8 +259,9 @@ class StepReplays:
                 slot.program = None
                 logs.log("recompiles", f"recording {self.code._name()} again: {exc}")
         slot.calls += 1
-        if slot.calls == 1:                          # the warm-up
-            return self.code.fn(*args, **kwargs)
+        if slot.calls == 1:                          # the warm-up, which notes the optimizers that step
+            with _optimizers_stepping() as slot.optimizers:
+                return self.code.fn(*args, **kwargs)
         return self._record(slot, leaves, args, kwargs)
 
     def _record(self, slot: _Slot, leaves: list, args: tuple, kwargs: dict):
@@ -253,7 +275,12 @@ class StepReplays:
                               "its calls now run eagerly", stacklevel=4)
             return code.fn(*args, **kwargs)
         with _COMPILING:
+            before = _OptimizerGuard(slot.optimizers)
             recording = record(code.fn, args, kwargs)
+            if recording.refused is None and not before.holds():
+                # a replay runs no Python: an LR scheduler stepping inside the step would never step again
+                recording.refused = ("the step changes an optimizer's hyper-parameters (an LR scheduler stepping "
+                                     "inside it, say), which a replay would not")
             if recording.refused is None:
                 slot.program = build(recording, leaves)
                 if slot.program is None:
