@@ -393,3 +393,26 @@ def test_a_step_stepping_its_lr_scheduler_or_under_autocast_is_not_replayed(capf
         assert "changes an optimizer's hyper-parameters" in capfd.readouterr().err
         run(lambda: ember.autocast("cpu", dtype=ember.bfloat16))
         assert "autocast" in capfd.readouterr().err
+
+
+def test_a_step_making_its_batch_from_numpy_is_not_replayed():
+    """`ember.tensor(batch)` inside the step: a replay would read the first batch forever, so the recording
+    refuses and every call runs as eager code, reading its own batch."""
+    rng = np.random.default_rng(7)
+    batches = [(rng.standard_normal((16, 12)).astype(np.float32), rng.integers(0, 5, 16)) for _ in range(5)]
+    runs = []
+    for compiled in (False, True):
+        model, opt, _, _ = setup()
+        loader = iter(batches)
+
+        def step():
+            xb, yb = next(loader)
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(model(ember.tensor(xb)), ember.tensor(yb))
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        fn = ember.compile(step, mode="reduce-overhead") if compiled else step
+        runs.append([fn().numpy() for _ in batches])
+    np.testing.assert_array_equal(np.array(runs[0]), np.array(runs[1]))
+    assert slot_of(fn).refused

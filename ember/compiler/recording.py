@@ -17,8 +17,9 @@ each into an ember.fx graph over *sources*:
 At the end it lists what the call left in Python that a replay must redo: the `.grad` each leaf holds
 (a gradient made by the call is reassigned to the replay's array). What cannot be replayed makes the
 recording refuse (`Recording.refused` says why): reading a tensor's values in Python (`.item()`, a
-branch on a tensor, printing), random ops, writing in place a tensor made outside any op during the
-call, or results still waiting for a backward that the call did not run.
+branch on a tensor, printing), random ops, ops under autocast, reading a tensor made during the call
+but not by a recorded op (from Python or numpy data, or kept by an op for its backward), or results
+still waiting for a backward that the call did not run.
 """
 from __future__ import annotations
 
@@ -55,6 +56,7 @@ class Recording:
     modules: list = field(default_factory=list)      # the modules whose forward ran (their training flags)
     written: list = field(default_factory=list)      # placeholder positions some op writes in place
     refused: str | None = None                       # why the call cannot be replayed
+    not_a_step: bool = False                         # refused because its results await a backward
     result: object = None                            # the call's own result
 
 
@@ -71,7 +73,6 @@ class StepRecorder(DispatchMode):
         self.made_inside: set[int] = set()         # ... while an op ran (kept by it for its backward, say)
         self.leaves: dict[int, tuple] = {}         # id(leaf) -> (leaf, its .grad when first seen)
         self._grad_owner: dict[int, Tensor] = {}   # id(a gradient's array) -> the leaf holding it
-        self.constants: set[Node] = set()
         self.inside = 0                            # > 0 while an op runs (its own reads of values are its own)
         self.refused: str | None = None
 
@@ -89,17 +90,18 @@ class StepRecorder(DispatchMode):
         i = self._arg_of.get(id(t._data))
         if i is not None:
             source = ("arg", i)
-        elif id(t._storage) in self.made:        # made during the call outside any op (ember.tensor(...))
+        elif id(t._storage) in self.made:        # made during the call, not by a recorded op
             source = ("object", t)
             if id(t._storage) in self.made_inside:
                 self.refuse("the step reads a tensor an op made besides its results (one it kept for its "
                             "backward), which a replay would not make again")
+            else:
+                self.refuse("the step makes a tensor from Python or numpy data (ember.tensor(...), say), whose "
+                            "values a replay would not read again: pass it as an argument")
         else:
             owner = self._grad_owner.get(id(t._data))
             source = ("grad", owner) if owner is not None else ("object", t)
         node = self.graph.placeholder(f"source_{len(self.sources)}")
-        if source[0] == "object" and id(t._storage) in self.made:
-            self.constants.add(node)
         node.meta["val"] = meta_like(t)
         self.sources.append(source)
         self._bind(t._data, node)
@@ -149,9 +151,6 @@ class StepRecorder(DispatchMode):
         if random_module.DRAWS != draws or op.generator_arg is not None:
             self.refuse(f"{op.name} draws random numbers")
         node = self.graph.call_function(op, graph_args)
-        for position in op.mutated:
-            if getattr(graph_args[position], "op", None) == "placeholder" and graph_args[position] in self.constants:
-                self.refuse(f"{op.name} writes in place a tensor made outside any op during the call")
         if isinstance(result, Tensor):
             node.meta["val"] = meta_like(result)
             self._bind(result._data, node)
@@ -276,6 +275,7 @@ def _finish(recorder: StepRecorder, recording: Recording, result) -> None:
         recording.regrads.append((leaf, now.dtype))
     if pending and not recording.regrads and not any(s[0] == "grad" for s in recording.sources):
         recorder.refuse("the results need a backward the call does not run (not a whole step)")
+        recording.not_a_step = recorder.refused.startswith("the results need a backward")
     graph.output(tuple(outputs))
     graph.eliminate_dead_code()
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]

@@ -12,8 +12,8 @@ not redo), the second is recorded, the later ones replay it. A replay first chec
 recording read outside the guard key: every source tensor's shape, the hyper-parameters and
 parameter lists of the optimizers that stepped, and the training flags of the modules that ran;
 when one changed, the call is recorded again (a recompile, counted against `recompile_limit`). A
-call the recording refuses (recording.py lists why) takes the default path instead, where
-`loss.backward()` is a graph break. A replay's results are the step's arrays in new Tensors, detached
+step the recording refuses (recording.py lists why) runs eagerly; a function whose results await a
+backward (no whole step) takes the default compiled path. A replay's results are the step's arrays in new Tensors, detached
 (their backward already ran); each gradient the step made becomes the leaf's `.grad` again.
 """
 from __future__ import annotations
@@ -215,6 +215,7 @@ def _ids(group: dict, keys: list) -> tuple:
 class _Slot:
     program: StepProgram | None = None
     refused: bool = False
+    not_a_step: bool = False                           # refused because its results await a backward
     calls: int = 0
     optimizers: list = field(default_factory=list)     # those the warm-up call stepped
 
@@ -251,7 +252,12 @@ class StepReplays:
         if slot is None:
             slot = self.slots[key] = _Slot()
         if slot.refused:
-            return self.fallback(key, leaves, args, kwargs)
+            # a function that is no whole step (its results await a backward) takes the default path; a step
+            # the recording refused runs eagerly (the default path's capture would break on its backward
+            # anyway, after running its Python once more)
+            if slot.not_a_step:
+                return self.fallback(key, leaves, args, kwargs)
+            return self.code.fn(*args, **kwargs)
         if slot.program is not None:
             try:
                 return slot.program(leaves)
@@ -289,6 +295,7 @@ class StepReplays:
                     code.compiles += 1
         if recording.refused is not None:
             slot.refused = True
+            slot.not_a_step = recording.not_a_step
             logs.log("graph_breaks", f"{code._name()}: the step is not replayed whole: {recording.refused}")
         else:
             logs.log("graph", f"{code._name()} (the recorded step):\n{recording.graph}")
