@@ -120,3 +120,29 @@ def test_opencl_fused_kernels_match_cpu(name, kwargs):
         results.append([p.detach().to("cpu").numpy() for p in params])
     for a, b in zip(*results):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_opencl_adam_over_many_parameters_matches_cpu(dtype):
+    """More parameters than one launch takes (ember_opencl's PER_LAUNCH), of several shapes, an empty one
+    among them: the launches' element ranges and step writes, against the cpu's kernel."""
+    if not ember.opencl.is_available():
+        pytest.skip("opencl backend not available")
+    from ember_opencl.kernels.optimizers import PER_LAUNCH
+
+    rng = np.random.default_rng(3)
+    shapes = [(7, 5), (5,), (0,), (3, 4, 2), (1,), (9,), (4, 4), (2, 3)][:PER_LAUNCH + 4]
+    values = [rng.standard_normal(s) for s in shapes]
+    grads = [[rng.standard_normal(s) for s in shapes] for _ in range(3)]
+    results = []
+    for device in ("cpu", "opencl"):
+        params = [ember.tensor(v, dtype=dtype).to(device).requires_grad_() for v in values]
+        opt = ember.optim.AdamW(params, lr=0.1, weight_decay=0.01)
+        for gs in grads:
+            for p, g in zip(params, gs):
+                p.grad = ember.tensor(g, dtype=dtype).to(device)
+            opt.step()
+        assert all(float(opt.state[p]["step"].cpu()) == 3 for p in params)
+        results.append([p.detach().cpu().numpy() for p in params])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)

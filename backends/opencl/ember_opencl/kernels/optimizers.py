@@ -64,43 +64,55 @@ def _contiguous(shape) -> tuple:
     return tuple(reversed(strides))
 
 
-ADAM_SOURCE = """
-__kernel void adam(long n, __global $T* p, long op, __global const $T* g, long og, __global $T* m, long om,
-                   __global $T* v, long ov, __global $S* s, long os, $S new_step, $T decay, $T w, $T b2, $T omb2,
-                   $T bc2s, $T eps, $T nss) {
-    long i = get_global_id(0);
-    if (i == 0) s[os] = new_step;
-    if (i >= n) return;
-    $T x = p[op + i];
-    $T gi = $GRAD;
-    $DECOUPLED
-    $T mi = $LERP;
-    $T vi = v[ov + i] * b2 + (gi * gi) * omb2;
-    m[om + i] = mi;
-    v[ov + i] = vi;
-    p[op + i] = x + (mi / (sqrt(vi) / bc2s + eps)) * nss;
-}
-"""
+#: parameters updated per launch: each brings 14 kernel arguments, and a device need take no more than
+#: 1024 bytes of them (OpenCL's minimum CL_DEVICE_MAX_PARAMETER_SIZE)
+PER_LAUNCH = 4
 CL_FLOAT = {"float32": "float", "float64": "double"}
 
+_SLOT = string.Template("""    ${ELSE}if (gid < end$j) {
+        long i = gid - start$j;
+        $T x = p$j[op$j + i];
+        $T gi = $GRAD;
+        $DECOUPLED
+        $T mi = $LERP;
+        $T vi = v$j[ov$j + i] * b2 + (gi * gi) * omb2;
+        m$j[om$j + i] = mi;
+        v$j[ov$j + i] = vi;
+        p$j[op$j + i] = x + (mi / (sqrt(vi) / bc2s$j + eps)) * nss$j;
+    }
+""")
 
-def _adam_kernel(dev, dtype: str, step_dtype: str, maximize: bool, coupled: bool, decoupled: bool, small: bool):
-    """The one-pass Adam kernel of `dtype` (its step counter's `step_dtype`) for these options: every state
-    array and the step written in one launch, each expression the single-tensor algorithm's, in its order
+
+def _adam_kernel(dev, k: int, dtype: str, step_dtype: str, maximize: bool, coupled: bool, decoupled: bool,
+                 small: bool):
+    """The one-pass Adam kernel of `k` parameters of `dtype` (their step counters' `step_dtype`) for these
+    options: one work-item per element of all of them (parameter j's are [start_j, end_j)), every state
+    array and the steps written in one launch, each expression the single-tensor algorithm's in its order
     (FP_CONTRACT off: the prelude's), so it rounds as the separate updates do."""
-    g = "(-g[og + i])" if maximize else "g[og + i]"
-    source = string.Template(ADAM_SOURCE).substitute(
-        T=CL_FLOAT[dtype], S=CL_FLOAT[step_dtype], GRAD=f"({g} + x * decay)" if coupled else g,
-        DECOUPLED="x = x * decay;" if decoupled else "",
-        LERP="m[om + i] + (gi - m[om + i]) * w" if small else "gi - (gi - m[om + i]) * w")
-    key = ("adam one pass", dtype, step_dtype, maximize, coupled, decoupled, small)
+    T, S = CL_FLOAT[dtype], CL_FLOAT[step_dtype]
+    params, slots = [], []
+    for j in range(k):
+        params.append(f"__global {T}* p{j}, long op{j}, __global const {T}* g{j}, long og{j}, __global {T}* m{j}, "
+                      f"long om{j}, __global {T}* v{j}, long ov{j}, __global {S}* s{j}, long os{j}, {S} ns{j}, "
+                      f"{T} bc2s{j}, {T} nss{j}, long start{j}, long end{j}")
+        g = f"(-g{j}[og{j} + i])" if maximize else f"g{j}[og{j} + i]"
+        slots.append(_SLOT.substitute(
+            j=j, T=T, ELSE="else " if j else "", GRAD=f"({g} + x * decay)" if coupled else g,
+            DECOUPLED="x = x * decay;" if decoupled else "",
+            LERP=f"m{j}[om{j} + i] + (gi - m{j}[om{j} + i]) * w" if small else f"gi - (gi - m{j}[om{j} + i]) * w"))
+    steps = " ".join(f"s{j}[os{j}] = ns{j};" for j in range(k))
+    source = (f"__kernel void adam(long total, {', '.join(params)}, {T} decay, {T} w, {T} b2, {T} omb2, {T} eps) {{\n"
+              f"    long gid = get_global_id(0);\n    if (gid == 0) {{ {steps} }}\n    if (gid >= total) return;\n"
+              + "".join(slots) + "}\n")
+    key = ("adam one pass", k, dtype, step_dtype, maximize, coupled, decoupled, small)
     return cg.get_kernel(dev, key, lambda: source, "adam")
 
 
 def fused_adam_(backend, spec, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2,
                 weight_decay, eps, amsgrad, maximize, decoupled_weight_decay=False):
     """One Adam step (AdamW's with `decoupled_weight_decay`) for every parameter, in place: one launch per
-    parameter (the steps read back together) where its arrays allow, else an update per state array."""
+    PER_LAUNCH parameters (the steps read back together) where their arrays allow, else an update per
+    state array."""
     groups = list(zip(params, grads, exp_avgs, exp_avg_sqs))
     if not amsgrad and all(_one_pass(a) for a in groups) and all(s.dtype.name in CL_FLOAT for s in state_steps):
         return _adam_one_pass(groups, state_steps, lr, beta1, beta2, weight_decay, eps, maximize,
@@ -129,20 +141,30 @@ def fused_adam_(backend, spec, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg
 
 
 def _adam_one_pass(groups, steps, lr, beta1, beta2, weight_decay, eps, maximize, decoupled, values) -> tuple:
+    """The update in launches of up to PER_LAUNCH parameters of one dtype (and one step dtype) each."""
     w = 1 - beta1
     small = abs(w) < 0.5
     decay = (1 - lr * weight_decay) if decoupled else weight_decay
-    for (p, g, m, v), s, before in zip(groups, steps, values):
-        step = before + 1
-        dt = p.dtype.type
-        kernel = _adam_kernel(p.device, p.dtype.name, s.dtype.name, maximize, weight_decay != 0 and not decoupled,
-                              weight_decay != 0 and decoupled, small)
-        i64 = np.int64
-        scalars = (decay, w if small else 1 - w, beta2, 1 - beta2, (1 - beta2 ** step) ** 0.5, eps,
-                   -(lr / (1 - beta1 ** step)))
-        cg.launch(p.device, kernel, max(p.size, 1),
-                  [i64(p.size), p.buffer, i64(p.offset), g.buffer, i64(g.offset), m.buffer, i64(m.offset),
-                   v.buffer, i64(v.offset), s.buffer, i64(s.offset), s.dtype.type(step)] + [dt(x) for x in scalars])
+    by_dtypes: dict = {}
+    for arrays, s, before in zip(groups, steps, values):
+        by_dtypes.setdefault((arrays[0].dtype.name, s.dtype.name), []).append((arrays, s, before))
+    i64 = np.int64
+    for (dtype, step_dtype), items in by_dtypes.items():
+        dt = np.dtype(dtype).type
+        for first in range(0, len(items), PER_LAUNCH):
+            chunk = items[first:first + PER_LAUNCH]
+            dev = chunk[0][0][0].device
+            kernel = _adam_kernel(dev, len(chunk), dtype, step_dtype, maximize, weight_decay != 0 and not decoupled,
+                                  weight_decay != 0 and decoupled, small)
+            args, end = [], 0
+            for (p, g, m, v), s, before in chunk:
+                step = before + 1
+                args += [p.buffer, i64(p.offset), g.buffer, i64(g.offset), m.buffer, i64(m.offset), v.buffer,
+                         i64(v.offset), s.buffer, i64(s.offset), s.dtype.type(step), dt((1 - beta2 ** step) ** 0.5),
+                         dt(-(lr / (1 - beta1 ** step))), i64(end), i64(end + p.size)]
+                end += p.size
+            args += [dt(x) for x in (decay, w if small else 1 - w, beta2, 1 - beta2, eps)]
+            cg.launch(dev, kernel, max(end, 1), [i64(end)] + args)
     return ()
 
 
