@@ -416,3 +416,25 @@ def test_a_step_making_its_batch_from_numpy_is_not_replayed():
         runs.append([fn().numpy() for _ in batches])
     np.testing.assert_array_equal(np.array(runs[0]), np.array(runs[1]))
     assert slot_of(fn).refused
+
+
+def test_a_step_clipping_its_gradients_replays_as_eager():
+    """clip_grad_norm_ inside the step (the norm and the scaling are ops): recorded, replayed, and each
+    call's norm returned, as eager code returns it."""
+    runs = []
+    for compiled in (False, True):
+        model, opt, x, y = setup()
+
+        def step():
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            norm = nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+            opt.step()
+            return loss.detach(), norm
+        fn = ember.compile(step, mode="reduce-overhead") if compiled else step
+        runs.append(([tuple(float(v) for v in fn()) for _ in range(5)], model))
+    np.testing.assert_allclose(np.array(runs[1][0]), np.array(runs[0][0]), rtol=1e-5)
+    assert slot_of(fn).program is not None
+    for p, q in zip(runs[0][1].parameters(), runs[1][1].parameters()):
+        close(q, p)
