@@ -90,8 +90,10 @@ def test_nanogpt_step_same_losses_eager_and_compiled(approximate):
 
 
 @pytest.mark.parametrize("dtype, rtol", [("float32", 1e-5), ("float64", 1e-10)])
-def test_twenty_compiled_nanogpt_steps_keep_eagers_losses(dtype, rtol):
-    eager, compiled = W.nanogpt_step("ember", dtype=dtype), W.nanogpt_step("ember", compiled=True, dtype=dtype)
+@pytest.mark.parametrize("compiled", [True, "step"])
+def test_twenty_compiled_nanogpt_steps_keep_eagers_losses(dtype, rtol, compiled):
+    """The model compiled, or the whole step (recorded and replayed, as compare.py times it)."""
+    eager, compiled = W.nanogpt_step("ember", dtype=dtype), W.nanogpt_step("ember", compiled=compiled, dtype=dtype)
     losses = [(_value(eager()), _value(compiled())) for _ in range(20)]
     np.testing.assert_allclose([c for _, c in losses], [e for e, _ in losses], rtol=rtol)
     assert losses[-1][0] < losses[0][0]
