@@ -97,13 +97,14 @@ class OpenCLBackend(Backend):
     def empty(self, shape, dtype, device_index=None):
         return self.new_array(shape, to_numpy_dtype(dtype), context.device(device_index))
 
-    workspace_ops = frozenset({"bmm"})
+    workspace_ops = frozenset({"bmm", "mm"})
 
     def workspace(self, op_name: str, arrays: tuple) -> tuple[int, ...]:
-        """bmm on a CPU device packs both operands into panels first (kernels/linalg.py)."""
+        """bmm and mm on a CPU device pack both operands into panels first (kernels/linalg.py)."""
         from .kernels import linalg
 
-        return linalg.bmm_workspace(context.device(None), *arrays) if op_name == "bmm" else ()
+        found = {"bmm": linalg.bmm_workspace, "mm": linalg.mm_workspace}.get(op_name)
+        return found(context.device(None), *arrays) if found is not None else ()
 
     def from_host(self, ndarray, device_index=None):
         import pyopencl as cl

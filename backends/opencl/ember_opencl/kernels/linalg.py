@@ -93,4 +93,27 @@ def bmm(backend, spec, a, b):
     return out
 
 
-KERNELS = {"bmm": bmm}
+def mm_workspace(dev, a, b) -> tuple[int, ...]:
+    """The scratch `mm` allocates (bmm's for one product)."""
+    out_dt = np.result_type(to_numpy_dtype(a.dtype), to_numpy_dtype(b.dtype))
+    (n, k), m = a.shape, b.shape[1]
+    cfg = gemm.config_for(dev, out_dt)
+    if cfg.variant != "register" or n * m == 0 or k == 0:
+        return ()
+    acc_size = np.dtype(cg.NUMPY_OF_CL[cg.opmath(out_dt)]).itemsize
+    return (-(-n // cfg.rows) * k * cfg.rows * acc_size, -(-m // cfg.width) * k * cfg.width * acc_size)
+
+
+def mm(backend, spec, a, b):
+    """a @ b for a (n, k) and b (k, m): bmm's kernel on one-product views, its result seen as (n, m).
+
+    A native kernel, not mm's explicit one (unsqueeze, bmm, select): the result is no view of a larger
+    tensor, so autograd makes a weight's gradient from it its `.grad` without a copy."""
+    (n, k), m = a.shape, b.shape[1]
+    a3 = a.view((1, n, k), (0,) + a.elem_strides, a.offset)
+    b3 = b.view((1, k, m), (0,) + b.elem_strides, b.offset)
+    out = bmm(backend, ((1, n, m), spec[1]), a3, b3)
+    return out.view((n, m), out.elem_strides[1:], out.offset)
+
+
+KERNELS = {"bmm": bmm, "mm": mm}
