@@ -23,13 +23,15 @@ _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
 
 @njit(**_JIT)
-def _forward(x, target, logp, losses) -> bool:
-    """logp and the per-row losses of `x`; False (nothing written that matters) when a target is out of range."""
+def _forward(x, target, logp, losses):
+    """logp and the per-row losses of `x`, and (True, their sum in float64); (False, 0) when a target is out
+    of range (what was written then does not matter)."""
     n, classes = x.shape
+    loss_sum = 0.0
     for i in range(n):
         t = target[i]
         if t < 0 or t >= classes:
-            return False
+            return False, 0.0
         top = x[i, 0]
         for j in range(1, classes):
             if x[i, j] > top or x[i, j] != x[i, j]:
@@ -41,7 +43,8 @@ def _forward(x, target, logp, losses) -> bool:
         for j in range(classes):
             logp[i, j] = (x[i, j] - top) - lse
         losses[i] = -logp[i, t]
-    return True
+        loss_sum += losses[i]
+    return True, loss_sum
 
 
 @njit(**_JIT)
@@ -71,11 +74,11 @@ def cross_entropy_indices(specs, x, target, weight=None, reduction=1, ignore_ind
         return NotImplemented
     logp = np.empty_like(x)
     losses = np.empty(x.shape[0], dtype=x.dtype)
-    if not _forward(x, target, logp, losses):
+    ok, total = _forward(x, target, logp, losses)
+    if not ok:
         return NotImplemented                        # the eager kernel names the bad target
     if reduction == 0:
         return losses, logp
-    total = losses.sum(dtype=np.float64)
     return np.asarray(total / x.shape[0] if reduction == 1 else total, dtype=x.dtype), logp
 
 
