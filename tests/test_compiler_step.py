@@ -438,3 +438,163 @@ def test_a_step_clipping_its_gradients_replays_as_eager():
     assert slot_of(fn).program is not None
     for p, q in zip(runs[0][1].parameters(), runs[1][1].parameters()):
         close(q, p)
+
+
+# --- what a replay must notice changed (each found by driving a step the way training code does) --------------
+
+def _same(m1, m2, o1=None, o2=None):
+    """Parameters, gradients and optimizer state of two setups equal (up to the numba cross entropy)."""
+    for p, q in zip(m1.parameters(), m2.parameters()):
+        close(p, q)
+        assert (p.grad is None) == (q.grad is None)
+        if p.grad is not None:
+            close(p.grad, q.grad)
+        for key, value in (o1.state.get(p, {}) if o1 is not None else {}).items():
+            if isinstance(value, ember.Tensor):
+                close(value, o2.state[q][key])
+
+
+def test_micro_batches_accumulated_outside_the_step_keep_adding():
+    """The compiled function is forward and backward only; the optimizer steps and zeroes every other call
+    outside. Calls with gradients present (accumulating) and absent (made afresh) replay different records."""
+    (m1, o1, x, y), (m2, o2, _, _) = setup(ember.optim.SGD, lr=0.1), setup(ember.optim.SGD, lr=0.1)
+
+    def micro(model):
+        def run():
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            return loss.detach()
+        return run
+    eager, compiled = micro(m1), ember.compile(micro(m2), mode="reduce-overhead")
+    for i in range(8):
+        close(eager(), compiled())
+        if i % 2:
+            for opt in (o1, o2):
+                opt.step()
+                opt.zero_grad()
+        _same(m1, m2)
+    assert len(slot_of(compiled).programs) == 2
+
+
+@pytest.mark.parametrize("change", ["add_param_group", "load_state_dict", "freeze", "unfreeze"])
+def test_state_changed_between_calls_is_seen(change):
+    """A new parameter group or optimizer state (the optimizer makes new state on its next step), a frozen or
+    an unfrozen parameter: the step is recorded anew, and trains as eager code does."""
+    def build():
+        model, _, x, y = setup()
+        if change == "unfreeze":
+            model[0].weight.requires_grad_(False)
+        params = list(model[0].parameters()) if change == "add_param_group" else list(model.parameters())
+        return model, ember.optim.SGD(params, lr=0.1, momentum=0.9), x, y
+    (m1, o1, x, y), (m2, o2, _, _) = build(), build()
+    eager, compiled = make_step(m1, o1, x, y), ember.compile(make_step(m2, o2, x, y), mode="reduce-overhead")
+    for i in range(7):
+        if i == 3:
+            for model, opt in ((m1, o1), (m2, o2)):
+                if change == "add_param_group":
+                    opt.add_param_group({"params": list(model[2].parameters())})
+                elif change == "load_state_dict":
+                    opt.load_state_dict(ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9).state_dict())
+                else:
+                    model[0].weight.requires_grad_(change == "unfreeze")
+        close(eager(), compiled())
+        _same(m1, m2, o1, o2)
+
+
+def test_values_the_step_keeps_in_python_are_not_replayed():
+    """`p.data = p.data.clamp(...)` and a running average kept in a dict: a replay would update neither, so
+    the recording refuses and the calls run as eager code does."""
+    for keep in ("rebind", "dict"):
+        runs = []
+        for compiled in (False, True):
+            model, opt, x, y = setup()
+            kept = {"ema": ember.zeros(())}
+
+            def step():
+                opt.zero_grad()
+                loss = nn.functional.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+                if keep == "rebind":
+                    for p in model.parameters():
+                        p.data = p.data.clamp(-0.05, 0.05)
+                else:
+                    kept["ema"] = kept["ema"] * 0.9 + loss.detach() * 0.1
+                return loss.detach()
+            fn = ember.compile(step, mode="reduce-overhead") if compiled else step
+            for _ in range(4):
+                fn()
+            runs.append((model, float(kept["ema"])))
+            if compiled:
+                assert slot_of(fn).refused
+        _same(runs[0][0], runs[1][0])
+        assert runs[0][1] == runs[1][1]
+
+
+def test_inputs_that_were_one_tensor_and_inputs_needing_gradients():
+    """Recorded with the same tensor passed twice, replayed with two: recorded again. An input requiring
+    grad gets its gradient on each call's own tensor."""
+    (m1, o1, x, y), (m2, o2, _, _) = setup(), setup()
+
+    def two(model, opt):
+        def step(a, b, target):
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(model(a) + model(b), target)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        return step
+    eager, compiled = two(m1, o1), ember.compile(two(m2, o2), mode="reduce-overhead")
+    x2 = x.flip(0)
+    for i in range(6):
+        b = x if i < 3 else x2
+        close(eager(x, b, y), compiled(x, b, y))
+    _same(m1, m2, o1, o2)
+    for i in range(4):
+        xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+        close(eager(xa, x2, y), compiled(xb, x2, y))
+        close(xa.grad, xb.grad)
+
+
+def test_the_replay_advances_versions_by_the_writes_eager_code_makes():
+    versions = []
+    for compiled in (False, True):
+        model, opt, x, y = setup()
+
+        def step():
+            opt.zero_grad(set_to_none=False)
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            opt.step()                              # two updates per call
+            return loss.detach()
+        fn = ember.compile(step, mode="reduce-overhead") if compiled else step
+        for _ in range(5):
+            fn()
+        p = next(iter(model.parameters()))
+        versions.append((p._version, p.grad._version, opt.state[p]["exp_avg"]._version))
+    assert versions[0] == versions[1]
+
+
+def test_random_numbers_drawn_by_another_thread_do_not_refuse_a_recording():
+    """The recording asks whether its own thread drew random numbers, not whether any thread did."""
+    import threading
+
+    pairs = [(setup(), setup()) for _ in range(3)]          # (seeded before the other thread draws)
+    stop = threading.Event()
+
+    def draw():
+        while not stop.is_set():
+            ember.randn(4)
+    helper = threading.Thread(target=draw)
+    helper.start()
+    try:
+        for (m1, o1, x, y), (m2, o2, _, _) in pairs:
+            eager, compiled = make_step(m1, o1, x, y), ember.compile(make_step(m2, o2, x, y), mode="reduce-overhead")
+            for _ in range(4):
+                close(eager(), compiled())
+            assert not slot_of(compiled).refused
+            _same(m1, m2, o1, o2)
+    finally:
+        stop.set()
+        helper.join()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import operator
 import threading
+import weakref
 from dataclasses import dataclass, field
 
 from ember.dispatcher.state import STATE
@@ -48,13 +49,14 @@ class Recording:
     reassign), the source of each placeholder, and the Python state a replay redoes."""
 
     graph: Graph
-    sources: list = field(default_factory=list)      # per placeholder: ("arg", i) | ("grad", p) | ("object", t)
+    sources: list = field(default_factory=list)      # per placeholder: ("arg", i) | ("grad", leaf ref) | ("object", t)
     outputs: list = field(default_factory=list)      # per flattened result: "tensor" or ("value", v)
-    regrads: list = field(default_factory=list)      # (leaf, dtype) per gradient output, in order
-    ungrads: list = field(default_factory=list)      # leaves whose .grad the call set to None
+    regrads: list = field(default_factory=list)      # (leaf reference, dtype) per gradient output, in order
+    ungrads: list = field(default_factory=list)      # (leaf reference) per leaf whose .grad the call set to None
     optimizers: list = field(default_factory=list)   # the optimizers whose step ran
     modules: list = field(default_factory=list)      # the modules whose forward ran (their training flags)
-    written: list = field(default_factory=list)      # placeholder positions some op writes in place
+    written: dict = field(default_factory=dict)      # placeholder position -> the in-place writes into it
+    arg_aliases: tuple = ()                          # per tensor input, the first input over the same array
     refused: str | None = None                       # why the call cannot be replayed
     not_a_step: bool = False                         # refused because its results await a backward
     result: object = None                            # the call's own result
@@ -68,7 +70,13 @@ class StepRecorder(DispatchMode):
         self.sources: list = []
         self.node_of: dict[int, Node] = {}         # id(native array) -> the node whose value it is
         self._alive: list = []                     # the arrays mapped (their ids stay unique)
-        self._arg_of = {id(v._data): i for i, v in enumerate(leaves) if isinstance(v, Tensor)}
+        self._arg_of: dict[int, int] = {}          # id(an input's array) -> its first position
+        for i, v in enumerate(leaves):
+            if isinstance(v, Tensor):
+                self._arg_of.setdefault(id(v._data), i)
+        self.arg_tensor = {id(v): i for i, v in enumerate(leaves) if isinstance(v, Tensor)}
+        self.first_arrays: list = []               # (tensor, its array when first met) per source read by reference
+        self.results: list = []                    # (weak reference, node) per tensor an op made
         self.made: set[int] = set()                # storages made during the call
         self.made_inside: set[int] = set()         # ... while an op ran (kept by it for its backward, say)
         self.leaves: dict[int, tuple] = {}         # id(leaf) -> (leaf, its .grad when first seen)
@@ -100,12 +108,19 @@ class StepRecorder(DispatchMode):
                             "values a replay would not read again: pass it as an argument")
         else:
             owner = self._grad_owner.get(id(t._data))
-            source = ("grad", owner) if owner is not None else ("object", t)
+            source = ("grad", self.leaf_ref(owner)) if owner is not None else ("object", t)
         node = self.graph.placeholder(f"source_{len(self.sources)}")
         node.meta["val"] = meta_like(t)
         self.sources.append(source)
+        self.first_arrays.append((t, t._data))
         self._bind(t._data, node)
         return node
+
+    def leaf_ref(self, leaf: Tensor) -> tuple:
+        """Where a replay finds `leaf`: ("arg", i) for the call's i-th input (a new tensor each call), else
+        ("object", the tensor)."""
+        i = self.arg_tensor.get(id(leaf))
+        return ("arg", i) if i is not None else ("object", leaf)
 
     def _note_leaf(self, t: Tensor) -> None:
         ag = t._ag
@@ -114,6 +129,12 @@ class StepRecorder(DispatchMode):
         self.leaves[id(t)] = (t, ag.grad)
         if ag.grad is not None and id(ag.grad._storage) not in self.made:
             self._grad_owner[id(ag.grad._data)] = t
+
+    def _result(self, t: Tensor, node: Node) -> None:
+        """`t`, an op's result, is `node`'s value (an in-place op's is its argument's, already known)."""
+        if id(t._data) not in self.node_of:
+            self.results.append((weakref.ref(t), node))
+        self._bind(t._data, node)
 
     def _bind(self, array, node: Node) -> None:
         self.node_of.setdefault(id(array), node)
@@ -142,25 +163,25 @@ class StepRecorder(DispatchMode):
                     self._note_leaf(t)
         if STATE.autocast:                      # the casts happen below this mode: not recorded
             self.refuse(f"{op.name} runs under autocast, whose casts a replay would not make")
-        draws = random_module.DRAWS
+        draws = random_module.draws()
         self.inside += 1
         try:
             result = op(*args)
         finally:
             self.inside -= 1
-        if random_module.DRAWS != draws or op.generator_arg is not None:
+        if random_module.draws() != draws or op.generator_arg is not None:
             self.refuse(f"{op.name} draws random numbers")
         node = self.graph.call_function(op, graph_args)
         if isinstance(result, Tensor):
             node.meta["val"] = meta_like(result)
-            self._bind(result._data, node)
+            self._result(result, node)
         elif isinstance(result, (tuple, list)):
             metas = []
             for i, r in enumerate(result):
                 if isinstance(r, Tensor):
                     item = self.graph.call_function(operator.getitem, (node, i))
                     item.meta["val"] = meta_like(r)
-                    self._bind(r._data, item)
+                    self._result(r, item)
                     metas.append(item.meta["val"])
                 else:
                     metas.append(r)
@@ -173,6 +194,13 @@ class StepRecorder(DispatchMode):
         """ember.frontend.tensor's HOST_READ_HOOK: Python reading a tensor's values outside any op."""
         if not self.inside:
             self.refuse("the step reads a tensor's values in Python (.item(), bool(), .tolist(), printing)")
+
+
+def arg_aliases(leaves: list) -> tuple:
+    """Per tensor input, the position of the first input over the same array (a recording reads two inputs
+    that are one tensor as one value, so a replay needs them the same again)."""
+    first: dict = {}
+    return tuple(first.setdefault(id(v._data), i) for i, v in enumerate(leaves) if isinstance(v, Tensor))
 
 
 def _records_autograd(args: tuple) -> bool:
@@ -236,20 +264,25 @@ def record(fn, args: tuple, kwargs: dict) -> Recording:
         for h in hooks:
             h.remove()
     recording = Recording(recorder.graph, recorder.sources, result=result, optimizers=list(optimizers.values()),
-                          modules=list(modules.values()))
+                          modules=list(modules.values()), arg_aliases=arg_aliases(leaves))
     _finish(recorder, recording, result)
     return recording
 
 
 def _finish(recorder: StepRecorder, recording: Recording, result) -> None:
     """The graph's outputs (the results' tensors, then the gradients to reassign), the written sources,
-    and the reasons to refuse found at the end."""
+    and the reasons to refuse found at the end. Leaves are named by `StepRecorder.leaf_ref`."""
     graph = recording.graph
+    leaf_ref = recorder.leaf_ref
+
     # a tensor read by reference that was a leaf's .grad when the call began is read from the leaf on each
     # replay (whichever was met first: the gradient is read before its leaf, say, by a hand-written update)
-    recording.sources = [("grad", recorder._grad_owner[id(ref._data)])
+    recording.sources = [("grad", leaf_ref(recorder._grad_owner[id(ref._data)]))
                          if kind == "object" and id(ref._data) in recorder._grad_owner else (kind, ref)
                          for kind, ref in recording.sources]
+    for t, array in recorder.first_arrays:
+        if t._data is not array:
+            recorder.refuse("the step rebinds a tensor's data (`.data = ...`), which a replay would not")
     outputs = []
     pending = False
     for v in tree_flatten(result)[0]:
@@ -265,27 +298,35 @@ def _finish(recorder: StepRecorder, recording: Recording, result) -> None:
         if now is before:
             continue
         if now is None:
-            recording.ungrads.append(leaf)
+            recording.ungrads.append(leaf_ref(leaf))
             continue
         node = recorder.node_of.get(id(now._data))
         if node is None or node.op == "placeholder":
             recorder.refuse("the step sets a .grad to a tensor made outside its ops")
             continue
         outputs.append(node)
-        recording.regrads.append((leaf, now.dtype))
+        recording.regrads.append((leaf_ref(leaf), now.dtype))
     if pending and not recording.regrads and not any(s[0] == "grad" for s in recording.sources):
         recorder.refuse("the results need a backward the call does not run (not a whole step)")
         recording.not_a_step = recorder.refused.startswith("the results need a backward")
+    # a tensor an op made that outlives the call, other than what the replay hands back, was kept in Python
+    # (an optimizer's new state, a running average in a dict): a replay would leave it as it is
+    handed_back = set(outputs)
+    for ref, node in recorder.results:
+        if ref() is not None and node not in handed_back:
+            recorder.refuse("the step keeps a tensor it made (new optimizer state, a value stored in a dict or "
+                            "an attribute), which a replay would not update")
+            break
     graph.output(tuple(outputs))
     graph.eliminate_dead_code()
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     position = {n: i for i, n in enumerate(placeholders)}
-    written = set()
+    written: dict = {}
     for node in graph.nodes:
         if node.op == "call_function":
             for t in values_written(node):
                 base = view_base(t)
                 if base in position:
-                    written.add(position[base])
-    recording.written = sorted(written)
+                    written[position[base]] = written.get(position[base], 0) + 1
+    recording.written = written
     recording.refused = recorder.refused

@@ -8,13 +8,18 @@ optimizer Python on the path; pointwise chains are fused as in any native replay
 
 Per guard key (guards.py: the inputs' shapes, dtypes and devices, grad mode, autocast): the first
 call runs eagerly (a warm-up: optimizers make their state on their first step, which a replay must
-not redo), the second is recorded, the later ones replay it. A replay first checks what the
-recording read outside the guard key: every source tensor's shape, the hyper-parameters and
-parameter lists of the optimizers that stepped, and the training flags of the modules that ran;
-when one changed, the call is recorded again (a recompile, counted against `recompile_limit`). A
-step the recording refuses (recording.py lists why) runs eagerly; a function whose results await a
-backward (no whole step) takes the default compiled path. A replay's results are the step's arrays in new Tensors, detached
-(their backward already ran); each gradient the step made becomes the leaf's `.grad` again.
+not redo; it also notes the optimizers that step and the parameters its ops read); then a program is
+recorded per *pattern* of those parameters (whether each requires grad and has a gradient: a step
+recorded with gradients absent makes them afresh, one recorded with them present adds to them), and
+later calls replay the program of their pattern. A replay first checks what the recording read
+outside the guard key: every source tensor's shape, which inputs are one tensor, the
+hyper-parameters, parameter lists and state of the optimizers that stepped, and the training flags of
+the modules that ran; when one changed, the call runs eagerly as a new warm-up and the next is
+recorded (a recompile, counted against `recompile_limit`). A step the recording refuses
+(recording.py lists why) runs eagerly; a function whose results await a backward (no whole step)
+takes the default compiled path. A replay's results are the step's arrays in new Tensors, detached
+(their backward already ran); each gradient the step made becomes its leaf's `.grad` again (an
+input's: this call's input), and the version counters of what it wrote advance by its writes.
 """
 from __future__ import annotations
 
@@ -24,11 +29,13 @@ import threading
 import warnings
 from dataclasses import dataclass, field
 
+from ember.frontend.mode import DispatchMode
 from ember.frontend.tensor import Tensor, make_tensor
+from ember.nn.parameter import Parameter
 from ember.utils.pytree import tree_flatten, tree_unflatten
 
 from . import logs
-from .recording import Recording, record
+from .recording import Recording, arg_aliases, record
 
 __all__ = ["StepReplays", "StepProgram"]
 
@@ -63,11 +70,12 @@ class StepProgram:
         self._last = [None] * len(self._objects)
         self._args = [(ref, shape[id(n)]) for ref, n in by_kind["arg"]]
         self._grads = [(ref, shape[id(n)]) for ref, n in by_kind["grad"]]
+        self._aliases = recording.arg_aliases
         position = {id(n): i for i, n in enumerate(placeholders)}
-        written = {id(placeholders[i]) for i in recording.written}
-        self._written_objects = [ref for ref, n in by_kind["object"] if id(n) in written]
-        self._written_args = [ref for ref, n in by_kind["arg"] if id(n) in written]
-        self._written_grads = [ref for ref, n in by_kind["grad"] if id(n) in written]
+        writes = {id(placeholders[i]): count for i, count in recording.written.items()}
+        # (where the tensor is, how many in-place writes the step makes into it) per written source
+        self._written = [((kind, ref), writes[id(n)]) for kind in ("object", "arg", "grad")
+                         for ref, n in by_kind[kind] if id(n) in writes]
         self._key, self._device = key, device
         self._outputs = recording.outputs
         self._out_spec = tree_flatten(recording.result)[1]
@@ -93,8 +101,10 @@ class StepProgram:
             if a.shape != s:
                 raise _Stale("an input has another shape")
             arrays.append(a)
+        if self._aliases and arg_aliases(leaves) != self._aliases:
+            raise _Stale("the inputs that are one tensor are others than when the step was recorded")
         for leaf, s in self._grads:
-            g = _grad(leaf)
+            g = _grad(_leaf(leaf, leaves))
             if g is None or g._data.shape != s:
                 raise _Stale("a gradient the step reads is gone or has another shape")
             arrays.append(g._data)
@@ -109,8 +119,9 @@ class StepProgram:
                 for a, dt, s in zip(results, self._out_dtypes, self._out_sources)]
         n = len(made) - len(self._regrads)
         for leaf, g in zip(self._regrads, made[n:]):
-            leaf._ag.grad = g
+            _leaf(leaf, leaves)._ag.grad = g
         for leaf in self._ungrads:
+            leaf = _leaf(leaf, leaves)
             if leaf._ag is not None:
                 leaf._ag.grad = None
         if self._single:                    # the common step: it returns its loss
@@ -119,21 +130,23 @@ class StepProgram:
         return tree_unflatten([next(made) if o == "tensor" else o[1] for o in self._outputs], self._out_spec)
 
     def _advance_versions(self, leaves: list) -> None:
-        """The version counters of the tensors the step wrote in place, as the eager ops advance them."""
-        for t in self._written_objects:
-            t._storage.version += 1
-        for i in self._written_args:
-            leaves[i]._storage.version += 1
-        for leaf in self._written_grads:
-            leaf._ag.grad._storage.version += 1
+        """The version counters of the tensors the step wrote in place, by as many writes as eager ops made."""
+        for source, count in self._written:
+            _source_tensor(source, leaves)._storage.version += count
 
 
 _DATA = operator.attrgetter("_data")
 
 
+def _leaf(ref: tuple, leaves: list) -> Tensor:
+    """The leaf a recording's reference names: ("arg", i), this call's i-th input, or ("object", tensor)."""
+    kind, value = ref
+    return leaves[value] if kind == "arg" else value
+
+
 def _source_tensor(source: tuple, leaves: list) -> Tensor:
     kind, ref = source
-    return leaves[ref] if kind == "arg" else _grad(ref) if kind == "grad" else ref
+    return leaves[ref] if kind == "arg" else _grad(_leaf(ref, leaves)) if kind == "grad" else ref
 
 
 class _OptimizerGuard:
@@ -172,7 +185,7 @@ def build(recording: Recording, leaves: list) -> StepProgram | None:
     from .decompose import decomposed
     from .native import backend_of, kept_ops, native_runner
 
-    tensors = [_tensor_of(kind, ref, leaves) for kind, ref in recording.sources]
+    tensors = [_source_tensor(source, leaves) for source in recording.sources]
     found = backend_of(tensors)
     if found is None:
         return None
@@ -195,13 +208,6 @@ def build(recording: Recording, leaves: list) -> StepProgram | None:
     return program if program._run is not None else None
 
 
-def _tensor_of(kind: str, ref, leaves: list) -> Tensor:
-    """A source's tensor now (`ref`: the input's position, the leaf whose gradient it is, or the tensor)."""
-    if kind == "arg":
-        return leaves[ref]
-    return _grad(ref) if kind == "grad" else ref
-
-
 def _grad(leaf: Tensor):
     ag = leaf._ag
     return ag.grad if ag is not None else None
@@ -213,11 +219,39 @@ def _ids(group: dict, keys: list) -> tuple:
 
 @dataclass
 class _Slot:
-    program: StepProgram | None = None
+    programs: dict = field(default_factory=dict)       # the recorded programs by _pattern of `watch`
     refused: bool = False
     not_a_step: bool = False                           # refused because its results await a backward
-    calls: int = 0
     optimizers: list = field(default_factory=list)     # those the warm-up call stepped
+    watch: list | None = None                          # the parameters and leaves the warm-up read (None: none yet)
+
+    @property
+    def program(self) -> StepProgram | None:
+        """The program recorded first (for reading: tests, logs)."""
+        return next(iter(self.programs.values()), None)
+
+
+def _pattern(watch: list) -> tuple:
+    """Per watched tensor, whether it requires grad and whether it has a gradient: a recording made with
+    gradients absent (made afresh by the backward) must not replay where they are there (accumulated into)."""
+    return tuple((t.requires_grad, _grad(t) is not None) for t in watch)
+
+
+class _LeafWatch(DispatchMode):
+    """The parameters and leaf tensors requiring grad that the ops of a call read (the call's own inputs
+    aside: they are new each call)."""
+
+    def __init__(self, inputs: list) -> None:
+        self.seen: dict[int, Tensor] = {}
+        self._inputs = {id(v) for v in inputs}
+
+    def __ember_dispatch__(self, op, args: tuple):
+        for a in args:
+            for t in (a if isinstance(a, (list, tuple)) else (a,)):
+                if isinstance(t, Tensor) and id(t) not in self._inputs and id(t) not in self.seen and (
+                        isinstance(t, Parameter) or (t._ag is not None and t._ag.grad_fn is None)):
+                    self.seen[id(t)] = t
+        return op(*args)
 
 
 @contextlib.contextmanager
@@ -258,19 +292,32 @@ class StepReplays:
             if slot.not_a_step:
                 return self.fallback(key, leaves, args, kwargs)
             return self.code.fn(*args, **kwargs)
-        if slot.program is not None:
+        if slot.watch is None:
+            return self._warm_up(slot, leaves, args, kwargs)
+        pattern = _pattern(slot.watch)
+        program = slot.programs.get(pattern)
+        if program is not None:
             try:
-                return slot.program(leaves)
+                return program(leaves)
             except _Stale as exc:
-                slot.program = None
+                # something the step reads changed (a new parameter group, a load_state_dict): run this call
+                # eagerly as a new warm-up (optimizers make new state on their first step) and record the next
+                del slot.programs[pattern]
                 logs.log("recompiles", f"recording {self.code._name()} again: {exc}")
-        slot.calls += 1
-        if slot.calls == 1:                          # the warm-up, which notes the optimizers that step
-            with _optimizers_stepping() as slot.optimizers:
-                return self.code.fn(*args, **kwargs)
-        return self._record(slot, leaves, args, kwargs)
+                return self._warm_up(slot, leaves, args, kwargs)
+        return self._record(slot, pattern, leaves, args, kwargs)
 
-    def _record(self, slot: _Slot, leaves: list, args: tuple, kwargs: dict):
+    def _warm_up(self, slot: _Slot, leaves: list, args: tuple, kwargs: dict):
+        """An eager call noting the optimizers that step and the parameters and leaves its ops read, whose
+        gradients' presence and requires_grad then choose the recorded program (gradients accumulated over
+        calls, or made afresh; a parameter frozen or not)."""
+        watch = _LeafWatch(leaves)
+        with _optimizers_stepping() as slot.optimizers, watch:
+            result = self.code.fn(*args, **kwargs)
+        slot.watch = list(watch.seen.values())
+        return result
+
+    def _record(self, slot: _Slot, pattern: tuple, leaves: list, args: tuple, kwargs: dict):
         from .compiled import _COMPILING
 
         code = self.code
@@ -288,10 +335,11 @@ class StepReplays:
                 recording.refused = ("the step changes an optimizer's hyper-parameters (an LR scheduler stepping "
                                      "inside it, say), which a replay would not")
             if recording.refused is None:
-                slot.program = build(recording, leaves)
-                if slot.program is None:
+                program = build(recording, leaves)
+                if program is None:
                     recording.refused = "an op of the step has no native kernel to replay"
                 else:
+                    slot.programs[pattern] = program
                     code.compiles += 1
         if recording.refused is not None:
             slot.refused = True

@@ -58,15 +58,19 @@ class Generator:
         Backends implement random kernels through this: the Philox stream position moves
         exactly as the spec says, and concurrent draws from one generator never overlap.
         """
-        global DRAWS
         with self._lock:
             values, self.offset = sample(self._seed, self.offset)
-            DRAWS += 1
+        _DRAWS.n = getattr(_DRAWS, "n", 0) + 1
         return values
 
 
-#: draws from any generator so far (ember.compile's step recording asks whether an op drew random numbers)
-DRAWS = 0
+_DRAWS = threading.local()
+
+
+def draws() -> int:
+    """How many draws this thread has made from any generator (ember.compile's step recording asks whether
+    an op drew random numbers; other threads' draws do not count)."""
+    return getattr(_DRAWS, "n", 0)
 
 _default_generators: dict[str, Generator] = {}
 _global_seed = [_DEFAULT_SEED]
