@@ -358,3 +358,23 @@ def test_constants_are_computed_once_and_outputs_stay_fresh():
         first = compiled(x)[1]
         first.add_(1)
         np.testing.assert_array_equal(compiled(x)[1].numpy(), np.zeros(5, np.float32))
+
+
+def test_a_result_of_a_view_op_with_several_results_is_a_view_of_its_input():
+    """view_base follows a getitem of split/unbind to their input, so a write into one part counts as a
+    write into the whole (constant folding and fusion closing both ask)."""
+    import operator
+
+    from ember.dispatcher import ALL_OPS
+    from ember.export.trace import view_base
+    from ember.fx import Graph
+
+    g = Graph()
+    x = g.placeholder("x")
+    parts = g.call_function(ALL_OPS["split.Tensor"], (x, 2, 0))
+    first = g.call_function(operator.getitem, (parts, 0))
+    row = g.call_function(ALL_OPS["select.int"], (first, 0, 1))
+    total = g.call_function(ALL_OPS["sum.dim_IntList"], (x, [0], False, None))
+    picked = g.call_function(operator.getitem, (g.call_function(ALL_OPS["max.dim"], (x, 0, False)), 0))
+    assert view_base(row) is x and view_base(first) is x
+    assert view_base(total) is total and view_base(picked) is picked     # no views: themselves

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import operator
 
 from ember.frontend.tensor import Tensor
 from ember.fx import Graph, Node
@@ -264,7 +265,16 @@ def _buffers_written(graph: Graph, specs: list[InputSpec]) -> dict[str, str]:
 
 
 def view_base(value):
-    """The node a chain of views starts from (the value itself when it is no view)."""
-    while isinstance(value, Node) and value.op == "call_function" and getattr(value.target, "is_view", False):
-        value = value.args[value.target.alias_return]
+    """The node a chain of views starts from (the value itself when it is no view); a result of a view op
+    with several results (split, unbind) is read through its `getitem`, a view too."""
+    while isinstance(value, Node) and value.op == "call_function":
+        if value.target is operator.getitem and isinstance(value.args[0], Node):
+            source = value.args[0]
+            if source.op != "call_function" or not getattr(source.target, "is_view", False):
+                break
+            value = source
+        elif getattr(value.target, "is_view", False):
+            value = value.args[value.target.alias_return]
+        else:
+            break
     return value
