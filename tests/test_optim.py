@@ -339,3 +339,18 @@ def test_global_step_hooks_run_around_every_optimizers_own_as_torchs_do():
         opts[0].step()
     assert ran[ember] == ran[torch] == ["global pre", "pre 0", "post 0", "global post",
                                         "global pre", "pre 1", "post 1", "global post", "pre 0", "post 0"]
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta"])
+def test_a_tensor_learning_rate_updates_as_torchs_does(name):
+    """torch accepts `lr` as a 0-d Tensor (a scheduler may update it in place); the update uses its value."""
+    results = []
+    for lib in (ember, torch):
+        p = lib.nn.Parameter(lib.tensor([1.0, -2.0, 3.0]))
+        opt = getattr(lib.optim, name)([p], lr=lib.tensor(0.01))
+        for _ in range(3):
+            opt.zero_grad()
+            (p * p).sum().backward()
+            opt.step()
+        results.append(p.detach().numpy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-6)

@@ -5,7 +5,7 @@ from typing import Any, Callable
 
 from ember.frontend.autograd.grad_mode import no_grad
 
-from .optimizer import Optimizer, _params_with_grad, _scalar_step
+from .optimizer import Optimizer, _params_with_grad, _scalar_step, _number
 
 
 class Adadelta(Optimizer):
@@ -33,7 +33,7 @@ class Adadelta(Optimizer):
         loss = self._closure_loss(closure)
         with no_grad():
             for group in self.param_groups:
-                lr, rho, eps = group["lr"], group["rho"], group["eps"]
+                lr, rho, eps = _number(group["lr"]), group["rho"], group["eps"]
                 weight_decay, maximize = group["weight_decay"], group["maximize"]
                 for p in _params_with_grad(group):
                     state = self.state[p]

@@ -5,7 +5,7 @@ from typing import Any, Callable
 
 from ember.frontend.autograd.grad_mode import no_grad
 
-from .optimizer import Optimizer, _params_with_grad, _scalar_step
+from .optimizer import Optimizer, _params_with_grad, _scalar_step, _number
 
 
 class Adagrad(Optimizer):
@@ -46,7 +46,7 @@ class Adagrad(Optimizer):
         loss = self._closure_loss(closure)
         with no_grad():
             for group in self.param_groups:
-                lr, lr_decay, eps = group["lr"], group["lr_decay"], group["eps"]
+                lr, lr_decay, eps = _number(group["lr"]), group["lr_decay"], group["eps"]
                 weight_decay, maximize = group["weight_decay"], group["maximize"]
                 for p in _params_with_grad(group):
                     state = self.state[p]

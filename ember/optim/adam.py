@@ -10,7 +10,7 @@ from ember.frontend.autograd.grad_mode import no_grad
 from ember.decompositions.optimizers import adam_update
 
 from ._impl import check_fused_params, check_impl_args, use_fused
-from .optimizer import Optimizer, _params_with_grad, _scalar_step
+from .optimizer import Optimizer, _params_with_grad, _scalar_step, _number
 
 
 def _check_adam_args(lr, betas, eps, weight_decay) -> None:
@@ -60,7 +60,7 @@ class Adam(Optimizer):
         with no_grad():
             for group in self.param_groups:
                 beta1, beta2 = group["betas"]
-                lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
+                lr, eps, weight_decay = _number(group["lr"]), group["eps"], group["weight_decay"]
                 amsgrad, maximize = group["amsgrad"], group["maximize"]
                 decoupled = group.get("decoupled_weight_decay", False)
                 params = _params_with_grad(group)
@@ -89,7 +89,7 @@ class Adam(Optimizer):
         exp_avg_sqs = [s["exp_avg_sq"] for s in states]
         max_sqs = [s["max_exp_avg_sq"] for s in states] if amsgrad else []
         steps = [s["step"] for s in states]
-        F._fused_adam_(params, [p.grad for p in params], exp_avgs, exp_avg_sqs, max_sqs, steps, lr=group["lr"],
+        F._fused_adam_(params, [p.grad for p in params], exp_avgs, exp_avg_sqs, max_sqs, steps, lr=_number(group["lr"]),
                        beta1=beta1, beta2=beta2, weight_decay=group["weight_decay"], eps=group["eps"],
                        amsgrad=amsgrad, maximize=group["maximize"],
                        decoupled_weight_decay=group.get("decoupled_weight_decay", False))

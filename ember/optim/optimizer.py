@@ -38,6 +38,12 @@ def _scalar_step(value: float = 0.0, device=None) -> Tensor:
     return tensor(float(value), dtype=scalar, device=device)
 
 
+def _number(value):
+    """A hyper-parameter as the update's arithmetic takes it: a Tensor learning rate (torch accepts one, and
+    schedulers may update it in place) as its Python number."""
+    return value.item() if isinstance(value, Tensor) else value
+
+
 #: hook keys are never reused (as torch's handle ids), so a stale handle removes nothing
 _HOOK_IDS = itertools.count()
 

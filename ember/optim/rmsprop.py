@@ -5,7 +5,7 @@ from typing import Any, Callable
 
 from ember.frontend.autograd.grad_mode import no_grad
 
-from .optimizer import Optimizer, _params_with_grad, _scalar_step
+from .optimizer import Optimizer, _params_with_grad, _scalar_step, _number
 
 
 class RMSprop(Optimizer):
@@ -36,7 +36,7 @@ class RMSprop(Optimizer):
         loss = self._closure_loss(closure)
         with no_grad():
             for group in self.param_groups:
-                lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
+                lr, alpha, eps = _number(group["lr"]), group["alpha"], group["eps"]
                 weight_decay, momentum = group["weight_decay"], group["momentum"]
                 centered, maximize = group["centered"], group["maximize"]
                 for p in _params_with_grad(group):

@@ -10,7 +10,7 @@ from ember.frontend.autograd.grad_mode import no_grad
 from ember.decompositions.optimizers import sgd_update
 
 from ._impl import check_fused_params, check_impl_args, use_fused
-from .optimizer import Optimizer, _params_with_grad
+from .optimizer import Optimizer, _params_with_grad, _number
 
 
 class SGD(Optimizer):
@@ -59,7 +59,7 @@ class SGD(Optimizer):
         return loss
 
     def _single_tensor_step(self, group: dict, p) -> None:
-        lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+        lr, momentum, dampening = _number(group["lr"]), group["momentum"], group["dampening"]
         weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
         buf, is_first_step = None, False
         if momentum != 0:
@@ -73,5 +73,5 @@ class SGD(Optimizer):
     def _fused_step(self, group: dict, params: list, bufs: list) -> None:
         """The whole group in one `_fused_sgd_` call (ember/optim/_impl.py)."""
         F._fused_sgd_(params, [p.grad for p in params], bufs, weight_decay=group["weight_decay"],
-                      momentum=group["momentum"], lr=group["lr"], dampening=group["dampening"],
+                      momentum=group["momentum"], lr=_number(group["lr"]), dampening=group["dampening"],
                       nesterov=group["nesterov"], maximize=group["maximize"], is_first_step=False)
