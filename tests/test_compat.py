@@ -11,6 +11,7 @@ import subprocess
 import sys
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -312,3 +313,24 @@ def test_cpu_module_like_torch():
     for fn in ("is_available", "device_count", "current_device"):
         assert getattr(ember.cpu, fn)() == getattr(torch.cpu, fn)(), fn
     assert ember.cpu.synchronize() is None
+
+
+@pytest.mark.parametrize("a, b", [((0, 3), (2, 3, 4)), ((2, 3, 0), (2, 0, 4)), ((1, 0, 3), (2, 3, 5)),
+                                  ((2, 1, 4, 0), (3, 0, 2))])
+def test_matmul_with_an_empty_dimension_and_a_broadcast_batch_gives_torchs_shape(a, b):
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal(a).astype(np.float32), rng.standard_normal(b).astype(np.float32)
+    got, want = ember.matmul(ember.tensor(x), ember.tensor(y)), torch.matmul(torch.tensor(x), torch.tensor(y))
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_scatter_on_a_backend_without_its_kernel_names_the_op_as_the_cpu_does():
+    """The decomposition's bounds error (used where a backend has no scatter kernel) reads as the cpu's."""
+    from ember.decompositions.indexing import scatter_src
+
+    with pytest.raises(Exception) as on_cpu:
+        ember.zeros(3).scatter(0, ember.tensor([5]), ember.ones(1))
+    with pytest.raises(type(on_cpu.value)) as decomposed:
+        scatter_src(ember.zeros(3), 0, ember.tensor([5]), ember.ones(1))
+    assert str(decomposed.value) == str(on_cpu.value)

@@ -16,9 +16,9 @@ is pointwise and its formula is what the kernel computes. A node joins a group w
   the group, and the group is still open (below).
 
 An op with a `reduce:` kind (sum, mean, amax, amin) over the trailing dimensions of a group value makes
-the group row-wise (where the generator takes reductions): its members are then one value per element
-("full") or one per row ("row": after a reduction, keepdim or not). `x ** 2` is fused as `x * x` (numpy
-squares so too), which keeps pow out of a generator's vocabulary.
+the group row-wise (where the generator takes reductions, over at least its `min_rows` rows): its members
+are then one value per element ("full") or one per row ("row": after a reduction, keepdim or not).
+`x ** 2` is fused as `x * x` (numpy squares so too), which keeps pow out of a generator's vocabulary.
 
 A group of one op is not a fusion: it runs its own kernel. The units run in program order, a group where
 its last member was; a group is closed when a node outside it reads its value or writes in place into
@@ -26,6 +26,7 @@ a value it reads, so running its members there computes what the program compute
 """
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable
@@ -65,8 +66,9 @@ def schedule(steps: list, outputs, device_type: str) -> list[Unit]:
     compiler = fused_kernel_compiler(device_type)
     if compiler is None:
         return units
-    groups = _groups([node for node, _, _ in steps], frozenset(getattr(compiler, "functions", ())),
-                     bool(getattr(compiler, "reductions", False)))
+    # a generator taking reductions may ask for enough rows to spread (one thread per row: cuda, opencl)
+    reductions = getattr(compiler, "min_rows", 1) if getattr(compiler, "reductions", False) else 0
+    groups = _groups([node for node, _, _ in steps], frozenset(getattr(compiler, "functions", ())), reductions)
     if not groups:
         return units
     program_outputs = {o for o in outputs if isinstance(o, Node)}
@@ -100,7 +102,7 @@ class _Group:
         return (self.outer, self.outer + (1,) * self.reduced) if self.reduced else ()
 
 
-def _groups(nodes: list, functions: frozenset, reductions: bool) -> list[_Group]:
+def _groups(nodes: list, functions: frozenset, reductions: int) -> list[_Group]:
     """The groups of two or more fusible nodes (formulas in the generator's `functions`; reductions over
     trailing dimensions too where the generator takes them), each with its members in program order.
 
@@ -205,7 +207,7 @@ def _pattern(input_shape: tuple, g: _Group) -> tuple:
     return tuple(kinds)
 
 
-def _fusible(node: Node, functions: frozenset, reductions: bool):
+def _fusible(node: Node, functions: frozenset, reductions: int):
     """(kind, result shape, compute dtype, info) of a fusible node, None when it cannot fuse: a pointwise
     op whose formula uses only `functions` (info None), or a reduction over trailing dimensions
     (info: (operand shape, dimensions reduced))."""
@@ -213,12 +215,12 @@ def _fusible(node: Node, functions: frozenset, reductions: bool):
     if node.op != "call_function" or node.kwargs:
         return None
     if getattr(op, "reduce", None) is not None:
-        return _reduction(node) if reductions else None
+        return _reduction(node, reductions) if reductions else None
     key = _fusion_key(node, functions)
     return None if key is None else ("pointwise", key[0], key[1], None)
 
 
-def _reduction(node: Node):
+def _reduction(node: Node, min_rows: int = 1):
     _, dim_at, _, dtype_at = node.target.reduce
     args = node.args
     operand = args[0]
@@ -237,6 +239,8 @@ def _reduction(node: Node):
     m = len(dims)
     if dims != list(range(len(shape) - m, len(shape))):
         return None                         # only trailing dimensions: a row is contiguous
+    if math.prod(shape[:len(shape) - m]) < min_rows:
+        return None                         # too few rows for the generator's threads (a whole sum: one)
     return ("reduce", tuple(node.meta["val"].shape), dtype, (shape, m))
 
 

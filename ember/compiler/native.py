@@ -118,21 +118,34 @@ def native_runner(nodes: list, inputs: list, outputs, key: int, device, wrap=Non
 def _folded(steps: list, outputs) -> tuple[list, dict]:
     """Constant folding: (the steps left to run each call, {node: value} of those run now, once). A step is
     run now when everything it reads was (an `arange`, a causal mask compared from two), it writes nothing
-    in place, nothing writes into its value or a view of it later, and it is no output (a caller could
-    change what it got): its value is then the same on every call."""
-    written = {view_base(w) for node, _, _ in steps for w in values_written(node)}
-    returned = {view_base(o) for o in outputs if isinstance(o, Node)}
+    in place, nothing writes into its value (or a view of it, or another result of the op that made it)
+    later, and it is no output (a caller could change what it got): its value is then the same on every
+    call."""
+    written = {_holder(w) for node, _, _ in steps for w in values_written(node)}
+    returned = {_holder(o) for o in outputs if isinstance(o, Node)}
     values: dict = {}
     left = []
     for step in steps:
         node, kernel, spec = step
-        if (node.target is not check_branch and node not in written and node not in returned
+        holder = _holder(node)
+        if (node.target is not check_branch and holder not in written and holder not in returned
                 and not values_written(node) and all(a in values for a in node.all_input_nodes)):
             args = map_arg(node.args, values.__getitem__)
             values[node] = kernel(spec, *args) if kernel is not None else args[0][args[1]]
         else:
             left.append(step)
     return left, values
+
+
+def _holder(value: Node) -> Node:
+    """The node whose memory `value` is part of: through views (view_base) and the results of an op with
+    several (a getitem of sort's values is part of what sort made)."""
+    while True:
+        value = view_base(value)
+        if value.op == "call_function" and value.target is operator.getitem and isinstance(value.args[0], Node):
+            value = value.args[0]
+        else:
+            return value
 
 
 def _unpacking(units: list) -> list:

@@ -224,7 +224,7 @@ def _place(out, g, dim: int = 0):
 def _gather_bounds(op_name, self, d, index):
     size = self.shape[d] if self.dim() else 1
     check_bounds(index, size, lambda v: ArgumentValueError(
-        f"{op_name}: index {v} is out of bounds for dimension {d} with size {size} (argument 'index')"),
+        f"{op_name}(): index {v} is out of bounds for dimension {d} with size {size} (argument 'index')"),
         negative=False)
 
 

@@ -5,6 +5,8 @@ so a backend implementing the `as_strided` primitive gets all views for free.
 """
 from __future__ import annotations
 
+import math
+
 from ember._generated import functions as F
 from ember.dispatcher.operator import ALL_OPS
 from ember.core.device import as_device
@@ -168,8 +170,9 @@ def matmul(self, other):
     out_shape = op.shape_rule(op, self, other)[0]
     batch = tuple(out_shape[: len(out_shape) - (a > 1) - (b > 1)])
     n, k, m = lhs.shape[-2], lhs.shape[-1], rhs.shape[-1]
-    lhs = F.reshape(F.expand(lhs, batch + (n, k)), (-1, n, k))
-    rhs = F.reshape(F.expand(rhs, batch + (k, m)), (-1, k, m))
+    products = math.prod(batch)             # counted: -1 is ambiguous beside a zero-size dim
+    lhs = F.reshape(F.expand(lhs, batch + (n, k)), (products, n, k))
+    rhs = F.reshape(F.expand(rhs, batch + (k, m)), (products, k, m))
     return F.reshape(F.bmm(lhs, rhs), out_shape)
 
 

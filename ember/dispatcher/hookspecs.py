@@ -62,7 +62,10 @@ def ember_fused_kernel_compiler(device_type: str):
     file and a line. `compile` may return None for a kernel it cannot generate; a backend without a
     generator runs the chain op by op, each op through its own kernel.
 
-    The object may also have `kernels`: {op name: kernel} for whole ops that compiled code runs with
+    The object declares `functions` (the registry vocabulary it computes well) and `reductions` (whether it
+    generates row-wise reducing kernels; then `min_rows`, optional, is the fewest rows worth one: a
+    generator with a thread per row leaves a whole sum to the backend's own kernels). It may also have
+    `kernels`: {op name: kernel} for whole ops that compiled code runs with
     another kernel than eager code (an optimizer update as one compiled loop, whose compilation eager
     code should not wait for). Each is called as the backend's registered kernel is, `kernel(spec,
     *args)`, and returns NotImplemented for a call it does not take, which the registered kernel then

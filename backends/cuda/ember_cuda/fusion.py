@@ -93,6 +93,7 @@ class CudaFusedCompiler:
 
     functions = FUNCTIONS
     reductions = True
+    min_rows = 256                      # one thread per row: fewer rows leave the GPU idle (its own kernels then)
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -114,7 +115,9 @@ class CudaFusedCompiler:
                     path, name = write_source(f"{kernel.name}_rows.cu", rowwise_source(kernel)), "rowwise"
                 else:
                     path, name = write_source(f"{kernel.name}_r{rank}.cu", source(kernel, rank)), "fused"
-                raw = self._kernels[key] = cupy.RawKernel(path.read_text(), name)
+                # no fused multiply-adds: each operation rounds as eager's kernels round (opencl's FP_CONTRACT
+                # OFF, numba's default)
+                raw = self._kernels[key] = cupy.RawKernel(path.read_text(), name, options=("--fmad=false",))
         return raw
 
     def compile(self, kernel: FusedKernel) -> Callable:

@@ -53,7 +53,12 @@ class OpenCLFusedCompiler:
     reductions = True                   # row-wise reducing kernels too (rowwise_source)
 
     def __init__(self, backend) -> None:
+        from . import context
+
         self.backend = backend
+        # one work-item per row: a reduction over few rows (a whole sum: one) would run on few threads, where
+        # the backend's own reduction kernels spread it (a GPU wants hundreds of rows, a CPU device a couple)
+        self.min_rows = 2 if "cpu" in context.device(None).info.type else 256
         self._lock = threading.Lock()
         self._sources: dict[tuple, str] = {}          # (kernel key, rank) -> source text (read from its file)
 

@@ -38,7 +38,7 @@ def _offset_code(var: str, shape_names: list[str], terms: dict[str, list[str]]) 
     return " ".join(lines)
 
 
-RANGE_GROUP = 64      # work-items of the one work-group that finds an index's range
+RANGE_GROUP = 64      # work-items of the one work-group that finds an index's range (fewer where a device allows fewer)
 
 
 def check_bounds(backend, op, index, size, d):
@@ -51,28 +51,29 @@ def check_bounds(backend, op, index, size, d):
     i1 = one_d(index)
     nd = i1.ndim
     shp = [f"sh{k}" for k in range(nd)]
-    key = ("index range", index.dtype.name, nd)
+    dev = index.device
+    group = min(RANGE_GROUP, dev.max_wg)
+    key = ("index range", index.dtype.name, nd, group)
 
     def source() -> str:
         params = ["long n", f"__global const {cg.storage(index.dtype)}* ix", "long off_i", "__global long* out"]
         params += [f"long sh{k}, long ist{k}" for k in range(nd)]
         offs = _offset_code("e", shp, {"pi": [f"ist{k}" for k in range(nd)]})
         return (f"__kernel void k({', '.join(params)}) {{\n"
-                f" __local long lo[{RANGE_GROUP}], hi[{RANGE_GROUP}];\n"
+                f" __local long lo[{group}], hi[{group}];\n"
                 f" long t = get_local_id(0), mn = LONG_MAX, mx = LONG_MIN;\n"
-                f" for (long e = t; e < n; e += {RANGE_GROUP}) {{ long pi = off_i; {offs}\n"
+                f" for (long e = t; e < n; e += {group}) {{ long pi = off_i; {offs}\n"
                 f"  long v = (long)ix[pi]; mn = min(mn, v); mx = max(mx, v); }}\n"
                 f" lo[t] = mn; hi[t] = mx; barrier(CLK_LOCAL_MEM_FENCE);\n"
-                f" if (t == 0) {{ for (int j = 1; j < {RANGE_GROUP}; ++j) {{ mn = min(mn, lo[j]); mx = max(mx, hi[j]); }}\n"
+                f" if (t == 0) {{ for (int j = 1; j < {group}; ++j) {{ mn = min(mn, lo[j]); mx = max(mx, hi[j]); }}\n"
                 f"  out[0] = mn; out[1] = mx; }}\n}}\n")
-    dev = index.device
     kernel = cg.get_kernel(dev, key, source)
     found = backend.new_array((2,), np.int64, dev)
     i64 = np.int64
     args = [i64(i1.size), i1.buffer, i64(i1.offset), found.buffer]
     for k in range(nd):
         args += [i64(i1.shape[k]), i64(i1.elem_strides[k])]
-    cg.launch(dev, kernel, RANGE_GROUP, args, local=RANGE_GROUP)
+    cg.launch(dev, kernel, group, args, local=group)
     lo_hi = np.empty(2, dtype=np.int64)
     cl.enqueue_copy(dev.queue, lo_hi, found.buffer, src_offset=found.offset * 8, is_blocking=True)
     for v in (int(lo_hi[0]), int(lo_hi[1])):
