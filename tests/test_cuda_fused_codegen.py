@@ -228,3 +228,18 @@ def test_gpu_a_whole_training_step_replays(gpu):
     np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=1e-5)
     for p, q in zip(runs[0][1].parameters(), runs[1][1].parameters()):
         close(q, p, rtol=1e-4)
+
+
+def test_row_wise_fusion_needs_the_generators_min_rows(host_cuda):
+    """A generator with a thread per row declares the fewest rows worth one (cuda's 256): fewer, and the
+    reduction stays with the backend's own kernels (a whole sum would run on one thread)."""
+    host_cuda.min_rows = 4
+
+    def program(x):
+        return (x * 2 + 1).sum(-1)
+    with ember.no_grad():
+        for rows, fused in ((2, False), (4, True)):
+            host_cuda.kernels_built.clear()
+            x = ember.randn(rows, 8)
+            close(ember.compile(program)(x), program(x))
+            assert any(k.reduced for k in host_cuda.kernels_built) == fused, rows
