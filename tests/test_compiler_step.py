@@ -598,3 +598,24 @@ def test_random_numbers_drawn_by_another_thread_do_not_refuse_a_recording():
     finally:
         stop.set()
         helper.join()
+
+
+def test_a_step_zeroing_its_gradients_after_the_update_and_returning_its_loss_replays():
+    """`backward(); step(); zero_grad()` returning the attached loss: the call ran its backward, so its loss
+    awaits none; the step is recorded and replayed (its gradients left None, as eager leaves them)."""
+    runs = []
+    for compiled in (False, True):
+        model, opt, x, y = setup()
+
+        def step():
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+        fn = ember.compile(step, mode="reduce-overhead") if compiled else step
+        runs.append(([float(fn()) for _ in range(5)], model, fn))
+    np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=1e-5)
+    assert slot_of(runs[1][2]).program is not None
+    _same(runs[0][1], runs[1][1])
+    assert all(p.grad is None for p in runs[1][1].parameters())

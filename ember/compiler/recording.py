@@ -82,6 +82,7 @@ class StepRecorder(DispatchMode):
         self.leaves: dict[int, tuple] = {}         # id(leaf) -> (leaf, its .grad when first seen)
         self._grad_owner: dict[int, Tensor] = {}   # id(a gradient's array) -> the leaf holding it
         self.inside = 0                            # > 0 while an op runs (its own reads of values are its own)
+        self.ran_backward = False                  # whether the call ran a backward pass
         self.refused: str | None = None
 
     def refuse(self, why: str) -> None:
@@ -256,9 +257,13 @@ def record(fn, args: tuple, kwargs: dict) -> Recording:
         elif previous_read is not None:
             previous_read(t)
     tensor_module.ALLOC_HOOK, tensor_module.HOST_READ_HOOK = alloc, host_read
+    from ember.frontend.autograd.engine import backward_runs
+
+    runs = backward_runs()
     try:
         with recorder:
             result = fn(*args, **kwargs)
+        recorder.ran_backward = backward_runs() != runs
     finally:
         tensor_module.ALLOC_HOOK, tensor_module.HOST_READ_HOOK = previous_alloc, previous_read
         for h in hooks:
@@ -306,7 +311,7 @@ def _finish(recorder: StepRecorder, recording: Recording, result) -> None:
             continue
         outputs.append(node)
         recording.regrads.append((leaf_ref(leaf), now.dtype))
-    if pending and not recording.regrads and not any(s[0] == "grad" for s in recording.sources):
+    if pending and not recorder.ran_backward:
         recorder.refuse("the results need a backward the call does not run (not a whole step)")
         recording.not_a_step = recorder.refused.startswith("the results need a backward")
     # a tensor an op made that outlives the call, other than what the replay hands back, was kept in Python

@@ -9,6 +9,7 @@ own graph is recorded (higher-order gradients).
 from __future__ import annotations
 
 import heapq
+import threading
 import sys
 from typing import Sequence
 
@@ -441,9 +442,19 @@ def _has_nan(t) -> bool:
     return bool(np.isnan(np.asarray(t.detach()._host(), dtype=np.float64)).any())
 
 
+_RUNS = threading.local()
+
+
+def backward_runs() -> int:
+    """How many backward passes (backward() or autograd.grad) this thread has run: ember.compile's step
+    recording asks whether a call ran one (its results' graphs are then spent, not awaiting a backward)."""
+    return getattr(_RUNS, "n", 0)
+
+
 def backward(tensors: Sequence, grad_tensors=None, retain_graph=None, create_graph: bool = False,
              inputs=None) -> None:
     """ember.autograd.backward: accumulate gradients of `tensors` into the leaves' `.grad`."""
+    _RUNS.n = getattr(_RUNS, "n", 0) + 1
     if isinstance(tensors, Tensor):
         tensors = (tensors,)
     if grad_tensors is not None and isinstance(grad_tensors, Tensor):
@@ -470,6 +481,7 @@ def backward(tensors: Sequence, grad_tensors=None, retain_graph=None, create_gra
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,
          allow_unused: bool = False, materialize_grads: bool = False):
     """ember.autograd.grad: gradients of `outputs` with respect to `inputs`, not accumulated."""
+    _RUNS.n = getattr(_RUNS, "n", 0) + 1
     outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
     single = isinstance(inputs, Tensor)
     inputs = (inputs,) if single else tuple(inputs)
