@@ -619,3 +619,37 @@ def test_a_step_zeroing_its_gradients_after_the_update_and_returning_its_loss_re
     assert slot_of(runs[1][2]).program is not None
     _same(runs[0][1], runs[1][1])
     assert all(p.grad is None for p in runs[1][1].parameters())
+
+
+def test_a_step_switching_its_model_to_training_replays_after_evaluations():
+    """train_step begins with model.train(); evaluation between calls leaves the model in eval mode. The
+    step switched the mode itself when recorded, so its replays switch it too (no recording anew): batch
+    norm's statistics, the losses, the evaluations and the flags are eager's."""
+    nets = []
+    for compiled in (False, True):
+        _, _, x, y = setup()
+        ember.manual_seed(3)
+        model = nn.Sequential(nn.Linear(12, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Linear(32, 5))
+        opt = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        def train_step():
+            model.train()
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss.detach()
+        fn = ember.compile(train_step, mode="reduce-overhead") if compiled else train_step
+        losses, evals = [], []
+        for _ in range(6):
+            losses.append(float(fn()))
+            assert model.training
+            model.eval()
+            with ember.no_grad():
+                evals.append(float(nn.functional.cross_entropy(model(x), y)))
+        nets.append((losses, evals, model, fn))
+    np.testing.assert_allclose(nets[1][0], nets[0][0], rtol=1e-5)
+    np.testing.assert_allclose(nets[1][1], nets[0][1], rtol=1e-5)
+    slot = slot_of(nets[1][3])
+    assert len(slot.programs) == 1 and not slot.refused
+    assert nets[1][3]._code.compiles == 1

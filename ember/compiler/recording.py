@@ -54,11 +54,12 @@ class Recording:
     regrads: list = field(default_factory=list)      # (leaf reference, dtype) per gradient output, in order
     ungrads: list = field(default_factory=list)      # (leaf reference) per leaf whose .grad the call set to None
     optimizers: list = field(default_factory=list)   # the optimizers whose step ran
-    modules: list = field(default_factory=list)      # the modules whose forward ran (their training flags)
+    modules: list = field(default_factory=list)      # (module, its training flag when its forward ran) per module
     written: dict = field(default_factory=dict)      # placeholder position -> the in-place writes into it
     arg_aliases: tuple = ()                          # per tensor input, the first input over the same array
     refused: str | None = None                       # why the call cannot be replayed
     not_a_step: bool = False                         # refused because its results await a backward
+    switched: set = field(default_factory=set)       # ids of the modules the step's own Python switched
     result: object = None                            # the call's own result
 
 
@@ -237,7 +238,7 @@ def record(fn, args: tuple, kwargs: dict) -> Recording:
 
     def entered(module, args) -> None:
         if threading.get_ident() == me:
-            modules.setdefault(id(module), module)
+            modules.setdefault(id(module), (module, module.training))
     hooks = [register_optimizer_step_pre_hook(stepped), register_module_forward_pre_hook(entered)]
     previous_alloc, previous_read = tensor_module.ALLOC_HOOK, tensor_module.HOST_READ_HOOK
 

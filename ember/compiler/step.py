@@ -14,7 +14,8 @@ recorded with gradients absent makes them afresh, one recorded with them present
 later calls replay the program of their pattern. A replay first checks what the recording read
 outside the guard key: every source tensor's shape, which inputs are one tensor, the
 hyper-parameters, parameter lists and state of the optimizers that stepped, and the training flags of
-the modules that ran; when one changed, the call runs eagerly as a new warm-up and the next is
+the modules that ran (a module the step switches itself, `model.train()` inside, is switched by the
+replay instead); when one changed, the call runs eagerly as a new warm-up and the next is
 recorded (a recompile, counted against `recompile_limit`). A step the recording refuses
 (recording.py lists why) runs eagerly; a function whose results await a backward (no whole step)
 takes the default compiled path. A replay's results are the step's arrays in new Tensors, detached
@@ -86,8 +87,12 @@ class StepProgram:
         self._regrads = [leaf for leaf, _ in recording.regrads]
         self._ungrads = recording.ungrads
         self._optimizers = _OptimizerGuard(recording.optimizers)
-        self._modules = recording.modules
-        self._training = tuple(m.training for m in self._modules)
+        # a module the step itself switches (train()/eval() inside) is switched by the replay too, to the flag
+        # the call left; the others are guards: their flag when their forward ran
+        switched = recording.switched
+        self._modules = [m for m, _ in recording.modules if id(m) not in switched]
+        self._training = tuple(flag for m, flag in recording.modules if id(m) not in switched)
+        self._switched = [(m, m.training) for m, _ in recording.modules if id(m) in switched]
         self._single = self._outputs == ["tensor"] and self._out_spec.kind == "leaf"
 
     def __call__(self, leaves: list):
@@ -114,6 +119,8 @@ class StepProgram:
             raise _Stale("a module's training flag changed")
         results = self._run(*arrays)
         self._advance_versions(leaves)
+        for module, flag in self._switched:
+            module.training = flag
         key, device = self._key, self._device
         made = [make_tensor(a, dt, device, key, None) if s is None else _source_tensor(s, leaves)
                 for a, dt, s in zip(results, self._out_dtypes, self._out_sources)]
@@ -223,6 +230,7 @@ class _Slot:
     refused: bool = False
     not_a_step: bool = False                           # refused because its results await a backward
     optimizers: list = field(default_factory=list)     # those the warm-up call stepped
+    modules: list = field(default_factory=list)        # the modules whose forward the warm-up ran
     watch: list | None = None                          # the parameters and leaves the warm-up read (None: none yet)
 
     @property
@@ -235,6 +243,26 @@ def _pattern(watch: list) -> tuple:
     """Per watched tensor, whether it requires grad and whether it has a gradient: a recording made with
     gradients absent (made afresh by the backward) must not replay where they are there (accumulated into)."""
     return tuple((t.requires_grad, _grad(t) is not None) for t in watch)
+
+
+@contextlib.contextmanager
+def _modules_running():
+    """A list of the modules whose forward this thread runs while the block runs."""
+    from ember.nn.modules.hooks import register_module_forward_pre_hook
+
+    seen: dict = {}
+    me = threading.get_ident()
+
+    def note(module, args) -> None:
+        if threading.get_ident() == me:
+            seen.setdefault(id(module), module)
+    handle = register_module_forward_pre_hook(note)
+    found: list = []
+    try:
+        yield found
+    finally:
+        handle.remove()
+        found.extend(seen.values())
 
 
 class _LeafWatch(DispatchMode):
@@ -312,7 +340,7 @@ class StepReplays:
         gradients' presence and requires_grad then choose the recorded program (gradients accumulated over
         calls, or made afresh; a parameter frozen or not)."""
         watch = _LeafWatch(leaves)
-        with _optimizers_stepping() as slot.optimizers, watch:
+        with _optimizers_stepping() as slot.optimizers, _modules_running() as slot.modules, watch:
             result = self.code.fn(*args, **kwargs)
         slot.watch = list(watch.seen.values())
         return result
@@ -329,7 +357,11 @@ class StepReplays:
             return code.fn(*args, **kwargs)
         with _COMPILING:
             before = _OptimizerGuard(slot.optimizers)
+            flags = {id(m): m.training for m in slot.modules}
             recording = record(code.fn, args, kwargs)
+            # the modules whose flag at their forward is not the flag they had when the call began: switched by
+            # the step's own Python (train() or eval() inside)
+            recording.switched = {id(m) for m, flag in recording.modules if flags.get(id(m), flag) != flag}
             if recording.refused is None and not before.holds():
                 # a replay runs no Python: an LR scheduler stepping inside the step would never step again
                 recording.refused = ("the step changes an optimizer's hyper-parameters (an LR scheduler stepping "
