@@ -116,7 +116,7 @@ def test_compiling_an_optimizers_step_compiles_the_update():
         for p, q in zip(m1.parameters(), m2.parameters()):
             np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
     (slot,) = update._code._broken.slots.values()
-    assert slot.program is not None and {kind for kind, _ in slot.program.sources} == {"object", "grad"}
+    assert slot.program is not None and {kind for kind, _ in slot.program.sources} == {"object", "grad", "hyper"}
 
 
 def test_a_hand_written_update_reading_gradients_first_reads_each_calls():
@@ -139,18 +139,26 @@ def test_a_hand_written_update_reading_gradients_first_reads_each_calls():
         close(p, q)
 
 
-def test_a_changed_learning_rate_records_the_step_again(capfd):
-    (m1, o1, x1, y1), (m2, o2, x2, y2) = setup(), setup()
+@pytest.mark.parametrize("optimizer", [ember.optim.AdamW, ember.optim.SGD])
+def test_a_learning_rate_schedule_is_read_on_each_replay(optimizer, capfd):
+    """A scheduler changing the learning rate between calls (every call here, as a warm-up and cosine
+    schedule does): the update reads its group's lr on each replay, so the step is recorded once and trains
+    as eager code does. Another hyper-parameter changing records the step again."""
+    (m1, o1, x1, y1), (m2, o2, x2, y2) = setup(optimizer, lr=0.05), setup(optimizer, lr=0.05)
     eager, compiled = make_step(m1, o1, x1, y1), ember.compile(make_step(m2, o2, x2, y2), mode="reduce-overhead")
-    s1, s2 = (ember.optim.lr_scheduler.StepLR(o, step_size=3, gamma=0.5) for o in (o1, o2))
+    s1, s2 = (ember.optim.lr_scheduler.CosineAnnealingLR(o, T_max=10) for o in (o1, o2))
     with logs.logging("recompiles"):
         for _ in range(8):
             close(eager(), compiled())
             s1.step()
             s2.step()
-    assert "hyper-parameters" in capfd.readouterr().err
-    for p, q in zip(m1.parameters(), m2.parameters()):
-        close(p, q)
+        assert compiled._code.compiles == 1 and "recording" not in capfd.readouterr().err
+        for opt in (o1, o2):
+            opt.param_groups[0]["weight_decay"] = 0.5
+        for _ in range(3):
+            close(eager(), compiled())
+        assert "hyper-parameters" in capfd.readouterr().err
+    _same(m1, m2, o1, o2)
 
 
 def test_a_new_batch_size_and_a_training_flag_are_guards():
@@ -653,3 +661,19 @@ def test_a_step_switching_its_model_to_training_replays_after_evaluations():
     slot = slot_of(nets[1][3])
     assert len(slot.programs) == 1 and not slot.refused
     assert nets[1][3]._code.compiles == 1
+
+
+@pytest.mark.skipif(bool(_opencl_reason()), reason=_opencl_reason() or "opencl available")
+def test_an_opencl_step_reads_its_learning_rate_on_each_replay_too():
+    """On opencl the step's graph is re-traced with explicit ops decomposed; the optimizer update, kept whole,
+    still reads its group's learning rate from the call."""
+    (m1, o1, x, y), (m2, o2, _, _) = setup(ember.optim.AdamW, device="opencl", lr=0.05), \
+        setup(ember.optim.AdamW, device="opencl", lr=0.05)
+    eager, compiled = make_step(m1, o1, x, y), ember.compile(make_step(m2, o2, x, y), mode="reduce-overhead")
+    s1, s2 = (ember.optim.lr_scheduler.CosineAnnealingLR(o, T_max=10) for o in (o1, o2))
+    for _ in range(6):
+        close(eager(), compiled())
+        s1.step()
+        s2.step()
+    assert compiled._code.compiles == 1
+    _same(m1, m2, o1, o2)

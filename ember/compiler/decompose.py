@@ -35,11 +35,16 @@ def decomposed(graph: Graph, keep: dict) -> Graph | None:
 
     mode = DecomposingCaptureMode(new, no_lift, keep)
     value: dict[Node, object] = {}
+    numbers: dict[Node, Node] = {}          # a number placeholder (a learning rate read each call) -> its new one
     try:
         for node in graph.nodes:
             if node.op == "placeholder":
                 made = new.placeholder(node.name)
                 fake = node.meta["val"]
+                if not _is_tensor(fake):          # a number read on each call (a learning rate)
+                    made.meta["val"] = value[node] = fake
+                    numbers[node] = made
+                    continue
                 meta = meta_like(fake)
                 shown = labelled(meta, fake.device)
                 made.meta["val"] = shown
@@ -53,6 +58,8 @@ def decomposed(graph: Graph, keep: dict) -> Graph | None:
             elif hasattr(node.target, "kernels"):
                 with mode:
                     value[node] = node.target(*map_arg(node.args, value.__getitem__))
+                if any(isinstance(a, Node) and a in numbers for a in node.args):
+                    _read_numbers(new, node, numbers)
             else:                                   # a check (check_branch) on a value: recorded as it is
                 new.call_function(node.target, map_arg(node.args, lambda n: mode.node_and_value(value[n])[0]))
                 value[node] = None
@@ -61,6 +68,17 @@ def decomposed(graph: Graph, keep: dict) -> Graph | None:
     new.eliminate_dead_code()
     new.lint()
     return new
+
+
+def _read_numbers(new: Graph, node: Node, numbers: dict) -> None:
+    """The op `node` kept whole (its recorded copy is the newest node of its target) reads the number
+    placeholders it read, not the constants the re-trace saw (a number placeholder read by an op that
+    decomposes stays a constant there)."""
+    for made in reversed(new.nodes):
+        if made.op == "call_function" and made.target is node.target:
+            made.args = tuple(numbers.get(a, b) if isinstance(a, Node) and a in numbers else b
+                              for a, b in zip(node.args, made.args))
+            return
 
 
 def _is_tensor(v) -> bool:

@@ -12,7 +12,9 @@ each into an ember.fx graph over *sources*:
   step that accumulates gradients over calls reads the gradient the previous call left);
 - `("object", t)`: a tensor made before the call and reached some other way (a parameter, an optimizer's
   state, a tensor the function closes over), read through the same Tensor object each replay: in-place
-  updates are seen, rebinding a name is not (pass such a tensor as an argument).
+  updates are seen, rebinding a name is not (pass such a tensor as an argument);
+- `("hyper", (group, "lr"))`: the learning rate an optimizer's update reads, from its parameter group
+  each replay (a schedule changing it needs no new recording).
 
 At the end it lists what the call left in Python that a replay must redo: the `.grad` each leaf holds
 (a gradient made by the call is reassigned to the replay's array). What cannot be replayed makes the
@@ -50,6 +52,7 @@ class Recording:
 
     graph: Graph
     sources: list = field(default_factory=list)      # per placeholder: ("arg", i) | ("grad", leaf ref) | ("object", t)
+    #                                                  | ("hyper", (group, key)): a number read from an optimizer group
     outputs: list = field(default_factory=list)      # per flattened result: "tensor" or ("value", v)
     regrads: list = field(default_factory=list)      # (leaf reference, dtype) per gradient output, in order
     ungrads: list = field(default_factory=list)      # (leaf reference) per leaf whose .grad the call set to None
@@ -84,6 +87,7 @@ class StepRecorder(DispatchMode):
         self._grad_owner: dict[int, Tensor] = {}   # id(a gradient's array) -> the leaf holding it
         self.inside = 0                            # > 0 while an op runs (its own reads of values are its own)
         self.ran_backward = False                  # whether the call ran a backward pass
+        self.stepping: list = []                   # the optimizers whose step is running (innermost last)
         self.refused: str | None = None
 
     def refuse(self, why: str) -> None:
@@ -158,7 +162,7 @@ class StepRecorder(DispatchMode):
                 op.shape_rule(op, *args)
             with self:
                 return op.decomposition(*args)
-        graph_args = tuple(self._convert(a) for a in args)
+        graph_args = self._learning_rate(op, args, tuple(self._convert(a) for a in args))
         for a in args:                          # leaves met as arguments (their gradients' owners)
             for t in (a if isinstance(a, (list, tuple)) else (a,)):
                 if isinstance(t, Tensor):
@@ -192,6 +196,27 @@ class StepRecorder(DispatchMode):
             node.meta["val"] = result
         return result
 
+    def _learning_rate(self, op, args: tuple, graph_args: tuple) -> tuple:
+        """An optimizer's update (an op writing lists of tensors in place, with an `lr` argument, called by a
+        step) reads its group's learning rate on each replay: a ("hyper", (group, "lr")) source, so a
+        schedule changing it between calls needs no new recording."""
+        if not self.stepping or not op.written_lists or "lr" not in op.arg_names:
+            return graph_args
+        at = op.arg_names.index("lr")
+        params = args[0] if args and isinstance(args[0], (list, tuple)) else ()
+        if at >= len(args) or not params or not isinstance(args[at], float):
+            return graph_args
+        for group in self.stepping[-1].param_groups:
+            members = {id(p) for p in group["params"]}
+            if all(id(p) in members for p in params):
+                if isinstance(group["lr"], Tensor) or group["lr"] != args[at]:    # (one the step transformed)
+                    return graph_args
+                node = self.graph.placeholder(f"source_{len(self.sources)}")
+                node.meta["val"] = args[at]
+                self.sources.append(("hyper", (group, "lr")))
+                return graph_args[:at] + (node,) + graph_args[at + 1:]
+        return graph_args
+
     def host_read(self, t: Tensor) -> None:
         """ember.frontend.tensor's HOST_READ_HOOK: Python reading a tensor's values outside any op."""
         if not self.inside:
@@ -223,7 +248,7 @@ def record(fn, args: tuple, kwargs: dict) -> Recording:
     """Run `fn(*args, **kwargs)` once for real under a StepRecorder; the Recording of what it did (its
     `result` is the call's own result, whether or not the call can be replayed)."""
     from ember.nn.modules.hooks import register_module_forward_pre_hook
-    from ember.optim.optimizer import register_optimizer_step_pre_hook
+    from ember.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
     leaves = tree_flatten((args, kwargs))[0]
     recorder = StepRecorder(leaves)
@@ -235,11 +260,17 @@ def record(fn, args: tuple, kwargs: dict) -> Recording:
     def stepped(opt, args, kwargs) -> None:
         if threading.get_ident() == me:
             optimizers.setdefault(id(opt), opt)
+            recorder.stepping.append(opt)
+
+    def stepped_out(opt, args, kwargs) -> None:
+        if threading.get_ident() == me and recorder.stepping:
+            recorder.stepping.pop()
 
     def entered(module, args) -> None:
         if threading.get_ident() == me:
             modules.setdefault(id(module), (module, module.training))
-    hooks = [register_optimizer_step_pre_hook(stepped), register_module_forward_pre_hook(entered)]
+    hooks = [register_optimizer_step_pre_hook(stepped), register_optimizer_step_post_hook(stepped_out),
+             register_module_forward_pre_hook(entered)]
     previous_alloc, previous_read = tensor_module.ALLOC_HOOK, tensor_module.HOST_READ_HOOK
 
     def alloc(storage) -> None:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from ember.frontend.mode import DispatchMode
 from ember.frontend.tensor import Tensor, make_tensor
 from ember.nn.parameter import Parameter
+from ember.optim.optimizer import _number
 from ember.utils.pytree import tree_flatten, tree_unflatten
 
 from . import logs
@@ -56,21 +57,25 @@ class StepProgram:
     one is not the array the previous call read, then the call's inputs, then gradients read from
     their leaves."""
 
-    def __init__(self, recording: Recording, run_for, key: int, device) -> None:
+    def __init__(self, recording: Recording, run_for, key: int, device, live: set = frozenset()) -> None:
         self.graph = recording.graph                  # what was recorded (printed by EMBER_LOGS=graph)
         self.sources = recording.sources
         placeholders = [n for n in recording.graph.nodes if n.op == "placeholder"]
-        shape = {id(n): tuple(n.meta["val"].shape) for n in placeholders}
-        by_kind: dict = {"object": [], "arg": [], "grad": []}
+        shape = {id(n): tuple(n.meta["val"].shape) for n in placeholders if isinstance(n.meta["val"], Tensor)}
+        by_kind: dict = {"object": [], "arg": [], "grad": [], "hyper": []}
         for (kind, ref), node in zip(recording.sources, placeholders):
             by_kind[kind].append((ref, node))
-        self.order = [node for kind in ("object", "arg", "grad") for _, node in by_kind[kind]]
+        self.order = [node for kind in ("object", "arg", "grad", "hyper") for _, node in by_kind[kind]]
         self._run = run_for(self.order)
         self._objects = [ref for ref, _ in by_kind["object"]]
         self._object_shapes = [shape[id(n)] for _, n in by_kind["object"]]
         self._last = [None] * len(self._objects)
         self._args = [(ref, shape[id(n)]) for ref, n in by_kind["arg"]]
         self._grads = [(ref, shape[id(n)]) for ref, n in by_kind["grad"]]
+        # the learning rates read from their groups on each call (those the replay's graph still reads: a
+        # decomposition re-traced for the backend may have made one a constant, which is then a guard)
+        self._hypers = [ref for ref, n in by_kind["hyper"]]
+        dynamic = {(id(group), key) for (group, key), n in by_kind["hyper"] if n.name in live}
         self._aliases = recording.arg_aliases
         position = {id(n): i for i, n in enumerate(placeholders)}
         writes = {id(placeholders[i]): count for i, count in recording.written.items()}
@@ -86,7 +91,7 @@ class StepProgram:
         self._out_sources = [recording.sources[position[id(n)]] if n.op == "placeholder" else None for n in outputs]
         self._regrads = [leaf for leaf, _ in recording.regrads]
         self._ungrads = recording.ungrads
-        self._optimizers = _OptimizerGuard(recording.optimizers)
+        self._optimizers = _OptimizerGuard(recording.optimizers, dynamic)
         # a module the step itself switches (train()/eval() inside) is switched by the replay too, to the flag
         # the call left; the others are guards: their flag when their forward ran
         switched = recording.switched
@@ -113,6 +118,8 @@ class StepProgram:
             if g is None or g._data.shape != s:
                 raise _Stale("a gradient the step reads is gone or has another shape")
             arrays.append(g._data)
+        for group, name in self._hypers:
+            arrays.append(_number(group[name]))
         if not self._optimizers.holds():
             raise _Stale("an optimizer's hyper-parameters, parameters or state changed")
         if self._modules and tuple(m.training for m in self._modules) != self._training:
@@ -153,6 +160,9 @@ def _leaf(ref: tuple, leaves: list) -> Tensor:
 
 def _source_tensor(source: tuple, leaves: list) -> Tensor:
     kind, ref = source
+    if kind == "hyper":
+        group, name = ref
+        return group[name]
     return leaves[ref] if kind == "arg" else _grad(_leaf(ref, leaves)) if kind == "grad" else ref
 
 
@@ -161,12 +171,12 @@ class _OptimizerGuard:
     its state dict's identity (load_state_dict replaces it), and per parameter group its parameters and
     its other entries (lr, betas, weight_decay, ...; a tensor entry by identity)."""
 
-    def __init__(self, optimizers: list) -> None:
+    def __init__(self, optimizers: list, dynamic: set = frozenset()) -> None:
         self._checks = []
         for opt in optimizers:
             groups = []
             for g in opt.param_groups:
-                keys = [k for k in g if k != "params" and not isinstance(g[k], Tensor)]
+                keys = [k for k in g if k != "params" and not isinstance(g[k], Tensor) and (id(g), k) not in dynamic]
                 tensor_keys = [k for k in g if k != "params" and isinstance(g[k], Tensor)]
                 values = operator.itemgetter(*keys, "params")           # (two keys at least: a tuple)
                 groups.append((g, values, values(g)[:-1], tensor_keys, _ids(g, tensor_keys),
@@ -211,7 +221,8 @@ def build(recording: Recording, leaves: list) -> StepProgram | None:
         """The native runner taking the placeholders' values in `order` (the recording's placeholders)."""
         return native_runner(nodes, [by_name[n.name] for n in order], outputs, *found,
                              wrap=[False] * len(outputs), writes_inputs=True)
-    program = StepProgram(recording, run_for, *found)
+    live = {n.name for n in nodes if n.op == "placeholder" and n.users}
+    program = StepProgram(recording, run_for, *found, live=live)
     return program if program._run is not None else None
 
 
