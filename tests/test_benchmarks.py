@@ -93,7 +93,7 @@ def test_nanogpt_step_same_losses_eager_and_compiled(approximate):
                                                    ("step", "float64", 1e-10)])
 def test_twenty_compiled_nanogpt_steps_keep_eagers_losses(compiled, dtype, rtol):
     """The whole step recorded and replayed (as compare.py times it), and the model compiled (its joint
-    graph; float64 through it: test_compiler.py's GPT)."""
+    graph, which the recorded step's replay of a GPT does not use)."""
     eager, compiled = W.nanogpt_step("ember", dtype=dtype), W.nanogpt_step("ember", compiled=compiled, dtype=dtype)
     losses = [(_value(eager()), _value(compiled())) for _ in range(20)]
     np.testing.assert_allclose([c for _, c in losses], [e for e, _ in losses], rtol=rtol)
