@@ -677,3 +677,27 @@ def test_an_opencl_step_reads_its_learning_rate_on_each_replay_too():
         s2.step()
     assert compiled._code.compiles == 1
     _same(m1, m2, o1, o2)
+
+
+def test_an_optimizer_whose_groups_hold_only_a_learning_rate_replays():
+    """A group of `params` and `lr` only (a minimal custom optimizer on the fused SGD update): nothing but
+    the learning rate, read each replay, to guard."""
+    class Plain(ember.optim.Optimizer):
+        def __init__(self, params, lr):
+            super().__init__(params, dict(lr=lr))
+
+        def step(self):
+            for group in self.param_groups:
+                params = [p for p in group["params"] if p.grad is not None]
+                ember._fused_sgd_(params, [p.grad for p in params], [], weight_decay=0.0, momentum=0.0,
+                                  lr=group["lr"], dampening=0.0, nesterov=False, maximize=False,
+                                  is_first_step=False)
+    (m1, _, x, y), (m2, _, _, _) = setup(), setup()
+    o1, o2 = Plain(m1.parameters(), 0.1), Plain(m2.parameters(), 0.1)
+    eager, compiled = make_step(m1, o1, x, y), ember.compile(make_step(m2, o2, x, y), mode="reduce-overhead")
+    for i in range(6):
+        close(eager(), compiled())
+        for opt in (o1, o2):
+            opt.param_groups[0]["lr"] *= 0.9
+    assert compiled._code.compiles == 1
+    _same(m1, m2)

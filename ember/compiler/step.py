@@ -41,9 +41,6 @@ from .recording import Recording, arg_aliases, record
 
 __all__ = ["StepReplays", "StepProgram"]
 
-_ARG, _GRAD, _OBJECT = 0, 1, 2
-
-
 class _Stale(Exception):
     """A replay found state the recording did not see (a source's shape, a hyper-parameter)."""
 
@@ -55,7 +52,7 @@ class StepProgram:
     The replay takes its inputs grouped by source (`order`): the tensors read by reference first (most
     of a step's: parameters, optimizer state), whose arrays are read in one pass and checked only when
     one is not the array the previous call read, then the call's inputs, then gradients read from
-    their leaves."""
+    their leaves, then learning rates read from their parameter groups."""
 
     def __init__(self, recording: Recording, run_for, key: int, device, live: set = frozenset()) -> None:
         self.graph = recording.graph                  # what was recorded (printed by EMBER_LOGS=graph)
@@ -178,8 +175,8 @@ class _OptimizerGuard:
             for g in opt.param_groups:
                 keys = [k for k in g if k != "params" and not isinstance(g[k], Tensor) and (id(g), k) not in dynamic]
                 tensor_keys = [k for k in g if k != "params" and isinstance(g[k], Tensor)]
-                values = operator.itemgetter(*keys, "params")           # (two keys at least: a tuple)
-                groups.append((g, values, values(g)[:-1], tensor_keys, _ids(g, tensor_keys),
+                values = _getter(keys)
+                groups.append((g, values, values(g), tensor_keys, _ids(g, tensor_keys),
                                tuple(map(id, g["params"]))))
             self._checks.append((opt, opt.state, len(opt.param_groups), groups))
 
@@ -189,7 +186,7 @@ class _OptimizerGuard:
                 return False
             for (g, values, before, tensor_keys, tensor_ids, params), now in zip(groups, opt.param_groups):
                 try:
-                    if now is not g or values(g)[:-1] != before or tuple(map(id, g["params"])) != params \
+                    if now is not g or values(g) != before or tuple(map(id, g["params"])) != params \
                             or (tensor_keys and _ids(g, tensor_keys) != tensor_ids):
                         return False
                 except KeyError:            # an entry was removed
@@ -229,6 +226,13 @@ def build(recording: Recording, leaves: list) -> StepProgram | None:
 def _grad(leaf: Tensor):
     ag = leaf._ag
     return ag.grad if ag is not None else None
+
+
+def _getter(keys: list):
+    """A function of a parameter group returning the tuple of its entries at `keys` (itemgetter's speed)."""
+    if len(keys) > 1:
+        return operator.itemgetter(*keys)
+    return (lambda g, key=keys[0]: (g[key],)) if keys else (lambda g: ())
 
 
 def _ids(group: dict, keys: list) -> tuple:
