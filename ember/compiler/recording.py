@@ -13,8 +13,8 @@ each into an ember.fx graph over *sources*:
 - `("object", t)`: a tensor made before the call and reached some other way (a parameter, an optimizer's
   state, a tensor the function closes over), read through the same Tensor object each replay: in-place
   updates are seen, rebinding a name is not (pass such a tensor as an argument);
-- `("hyper", (group, "lr"))`: the learning rate an optimizer's update reads, from its parameter group
-  each replay (a schedule changing it needs no new recording).
+- `("hyper", (group, "lr"))`: the learning rate the update of one of ember's optimizers reads, from its
+  parameter group each replay (a schedule changing it needs no new recording).
 
 At the end it lists what the call left in Python that a replay must redo: the `.grad` each leaf holds
 (a gradient made by the call is reassigned to the replay's array). What cannot be replayed makes the
@@ -200,7 +200,10 @@ class StepRecorder(DispatchMode):
         """An optimizer's update (an op writing lists of tensors in place, with an `lr` argument, called by a
         step) reads its group's learning rate on each replay: a ("hyper", (group, "lr")) source, so a
         schedule changing it between calls needs no new recording."""
-        if not self.stepping or not op.written_lists or "lr" not in op.arg_names:
+        # ember's own optimizers pass their group's lr as it is; another optimizer may scale it in ways the
+        # recording cannot see (its update's lr then stays a constant, and lr a guard)
+        if not self.stepping or not op.written_lists or "lr" not in op.arg_names or \
+                not type(self.stepping[-1]).__module__.startswith("ember.optim."):
             return graph_args
         at = op.arg_names.index("lr")
         params = args[0] if args and isinstance(args[0], (list, tuple)) else ()
