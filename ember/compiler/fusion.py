@@ -67,8 +67,8 @@ def schedule(steps: list, outputs, device_type: str) -> list[Unit]:
     if compiler is None:
         return units
     # a generator taking reductions may ask for enough rows to spread (one thread per row: cuda, opencl)
-    reductions = getattr(compiler, "min_rows", 1) if getattr(compiler, "reductions", False) else 0
-    groups = _groups([node for node, _, _ in steps], frozenset(getattr(compiler, "functions", ())), reductions)
+    min_rows = getattr(compiler, "min_rows", 1) if getattr(compiler, "reductions", False) else 0
+    groups = _groups([node for node, _, _ in steps], frozenset(getattr(compiler, "functions", ())), min_rows)
     if not groups:
         return units
     program_outputs = {o for o in outputs if isinstance(o, Node)}
@@ -102,9 +102,10 @@ class _Group:
         return (self.outer, self.outer + (1,) * self.reduced) if self.reduced else ()
 
 
-def _groups(nodes: list, functions: frozenset, reductions: int) -> list[_Group]:
+def _groups(nodes: list, functions: frozenset, min_rows: int) -> list[_Group]:
     """The groups of two or more fusible nodes (formulas in the generator's `functions`; reductions over
-    trailing dimensions too where the generator takes them), each with its members in program order.
+    trailing dimensions of at least `min_rows` rows too, none with `min_rows` 0), each with its members in
+    program order.
 
     A group runs as one step where its last member was, so it must not matter that its members run
     later than in the program: a group is closed (takes no more members) when a node outside it reads
@@ -118,7 +119,7 @@ def _groups(nodes: list, functions: frozenset, reductions: int) -> list[_Group]:
         inputs = node.all_input_nodes
         read = {id(group_of[a]): group_of[a] for a in inputs if a in group_of}
         chosen = None
-        found = _fusible(node, functions, reductions)
+        found = _fusible(node, functions, min_rows)
         if found is not None:
             kind, shape, dtype, info = found
             for g in read.values():
@@ -207,7 +208,7 @@ def _pattern(input_shape: tuple, g: _Group) -> tuple:
     return tuple(kinds)
 
 
-def _fusible(node: Node, functions: frozenset, reductions: int):
+def _fusible(node: Node, functions: frozenset, min_rows: int):
     """(kind, result shape, compute dtype, info) of a fusible node, None when it cannot fuse: a pointwise
     op whose formula uses only `functions` (info None), or a reduction over trailing dimensions
     (info: (operand shape, dimensions reduced))."""
@@ -215,12 +216,12 @@ def _fusible(node: Node, functions: frozenset, reductions: int):
     if node.op != "call_function" or node.kwargs:
         return None
     if getattr(op, "reduce", None) is not None:
-        return _reduction(node, reductions) if reductions else None
+        return _reduction(node, min_rows) if min_rows else None
     key = _fusion_key(node, functions)
     return None if key is None else ("pointwise", key[0], key[1], None)
 
 
-def _reduction(node: Node, min_rows: int = 1):
+def _reduction(node: Node, min_rows: int):
     _, dim_at, _, dtype_at = node.target.reduce
     args = node.args
     operand = args[0]

@@ -25,6 +25,7 @@ still waiting for a backward that the call did not run.
 """
 from __future__ import annotations
 
+import contextlib
 import operator
 import threading
 import weakref
@@ -42,7 +43,7 @@ from ember.utils.pytree import tree_flatten
 
 from .fusion import values_written
 
-__all__ = ["record", "Recording", "StepRecorder"]
+__all__ = ["record", "Recording", "StepRecorder", "CallObserver", "observing"]
 
 
 @dataclass
@@ -87,7 +88,7 @@ class StepRecorder(DispatchMode):
         self._grad_owner: dict[int, Tensor] = {}   # id(a gradient's array) -> the leaf holding it
         self.inside = 0                            # > 0 while an op runs (its own reads of values are its own)
         self.ran_backward = False                  # whether the call ran a backward pass
-        self.stepping: list = []                   # the optimizers whose step is running (innermost last)
+        self.observer: CallObserver | None = None   # the optimizers and modules the call runs (record())
         self.refused: str | None = None
 
     def refuse(self, why: str) -> None:
@@ -202,14 +203,15 @@ class StepRecorder(DispatchMode):
         schedule changing it between calls needs no new recording."""
         # ember's own optimizers pass their group's lr as it is; another optimizer may scale it in ways the
         # recording cannot see (its update's lr then stays a constant, and lr a guard)
-        if not self.stepping or not op.written_lists or "lr" not in op.arg_names or \
-                not type(self.stepping[-1]).__module__.startswith("ember.optim."):
+        stepping = self.observer.stepping if self.observer is not None else ()
+        if not stepping or not op.written_lists or "lr" not in op.arg_names or \
+                not type(stepping[-1]).__module__.startswith("ember.optim."):
             return graph_args
         at = op.arg_names.index("lr")
         params = args[0] if args and isinstance(args[0], (list, tuple)) else ()
         if at >= len(args) or not params or not isinstance(args[at], float):
             return graph_args
-        for group in self.stepping[-1].param_groups:
+        for group in stepping[-1].param_groups:
             members = {id(p) for p in group["params"]}
             if all(id(p) in members for p in params):
                 if isinstance(group["lr"], Tensor) or group["lr"] != args[at]:    # (one the step transformed)
@@ -247,33 +249,56 @@ def _records_autograd(args: tuple) -> bool:
     return False
 
 
-def record(fn, args: tuple, kwargs: dict) -> Recording:
-    """Run `fn(*args, **kwargs)` once for real under a StepRecorder; the Recording of what it did (its
-    `result` is the call's own result, whether or not the call can be replayed)."""
+class CallObserver:
+    """What one thread's call does in Python that a recording depends on, seen through process-wide hooks
+    that answer that thread only: the optimizers that step (in order, and the one stepping now) and the
+    modules whose forward runs, each with its training flag then."""
+
+    def __init__(self) -> None:
+        self.optimizers: list = []
+        self.stepping: list = []                   # the optimizers whose step is running (innermost last)
+        self.modules: dict[int, tuple] = {}        # id(module) -> (module, its training flag at its forward)
+        self.thread = threading.get_ident()
+
+    def _stepped(self, optimizer, args, kwargs) -> None:
+        if threading.get_ident() == self.thread:
+            if all(o is not optimizer for o in self.optimizers):
+                self.optimizers.append(optimizer)
+            self.stepping.append(optimizer)
+
+    def _stepped_out(self, optimizer, args, kwargs) -> None:
+        if threading.get_ident() == self.thread and self.stepping:
+            self.stepping.pop()
+
+    def _entered(self, module, args) -> None:
+        if threading.get_ident() == self.thread:
+            self.modules.setdefault(id(module), (module, module.training))
+
+
+@contextlib.contextmanager
+def observing():
+    """A CallObserver of this thread while the block runs."""
     from ember.nn.modules.hooks import register_module_forward_pre_hook
     from ember.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
+    observer = CallObserver()
+    hooks = [register_optimizer_step_pre_hook(observer._stepped),
+             register_optimizer_step_post_hook(observer._stepped_out),
+             register_module_forward_pre_hook(observer._entered)]
+    try:
+        yield observer
+    finally:
+        for h in hooks:
+            h.remove()
+
+
+def record(fn, args: tuple, kwargs: dict) -> Recording:
+    """Run `fn(*args, **kwargs)` once for real under a StepRecorder; the Recording of what it did (its
+    `result` is the call's own result, whether or not the call can be replayed)."""
     leaves = tree_flatten((args, kwargs))[0]
     recorder = StepRecorder(leaves)
-    optimizers: dict[int, object] = {}
-    modules: dict[int, object] = {}
     # the hooks are process-wide: each answers the recording thread only (others run as they would)
     me = threading.get_ident()
-
-    def stepped(opt, args, kwargs) -> None:
-        if threading.get_ident() == me:
-            optimizers.setdefault(id(opt), opt)
-            recorder.stepping.append(opt)
-
-    def stepped_out(opt, args, kwargs) -> None:
-        if threading.get_ident() == me and recorder.stepping:
-            recorder.stepping.pop()
-
-    def entered(module, args) -> None:
-        if threading.get_ident() == me:
-            modules.setdefault(id(module), (module, module.training))
-    hooks = [register_optimizer_step_pre_hook(stepped), register_optimizer_step_post_hook(stepped_out),
-             register_module_forward_pre_hook(entered)]
     previous_alloc, previous_read = tensor_module.ALLOC_HOOK, tensor_module.HOST_READ_HOOK
 
     def alloc(storage) -> None:
@@ -296,15 +321,14 @@ def record(fn, args: tuple, kwargs: dict) -> Recording:
 
     runs = backward_runs()
     try:
-        with recorder:
+        with observing() as recorder.observer, recorder:
             result = fn(*args, **kwargs)
         recorder.ran_backward = backward_runs() != runs
     finally:
         tensor_module.ALLOC_HOOK, tensor_module.HOST_READ_HOOK = previous_alloc, previous_read
-        for h in hooks:
-            h.remove()
-    recording = Recording(recorder.graph, recorder.sources, result=result, optimizers=list(optimizers.values()),
-                          modules=list(modules.values()), arg_aliases=arg_aliases(leaves))
+    observer = recorder.observer
+    recording = Recording(recorder.graph, recorder.sources, result=result, optimizers=observer.optimizers,
+                          modules=list(observer.modules.values()), arg_aliases=arg_aliases(leaves))
     _finish(recorder, recording, result)
     return recording
 

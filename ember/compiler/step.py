@@ -24,9 +24,7 @@ input's: this call's input), and the version counters of what it wrote advance b
 """
 from __future__ import annotations
 
-import contextlib
 import operator
-import threading
 import warnings
 from dataclasses import dataclass, field
 
@@ -37,7 +35,7 @@ from ember.optim.optimizer import _number
 from ember.utils.pytree import tree_flatten, tree_unflatten
 
 from . import logs
-from .recording import Recording, arg_aliases, record
+from .recording import Recording, arg_aliases, observing, record
 
 __all__ = ["StepReplays", "StepProgram"]
 
@@ -260,26 +258,6 @@ def _pattern(watch: list) -> tuple:
     return tuple((t.requires_grad, _grad(t) is not None) for t in watch)
 
 
-@contextlib.contextmanager
-def _modules_running():
-    """A list of the modules whose forward this thread runs while the block runs."""
-    from ember.nn.modules.hooks import register_module_forward_pre_hook
-
-    seen: dict = {}
-    me = threading.get_ident()
-
-    def note(module, args) -> None:
-        if threading.get_ident() == me:
-            seen.setdefault(id(module), module)
-    handle = register_module_forward_pre_hook(note)
-    found: list = []
-    try:
-        yield found
-    finally:
-        handle.remove()
-        found.extend(seen.values())
-
-
 class _LeafWatch(DispatchMode):
     """The parameters and leaf tensors requiring grad that the ops of a call read (the call's own inputs
     aside: they are new each call)."""
@@ -295,24 +273,6 @@ class _LeafWatch(DispatchMode):
                         isinstance(t, Parameter) or (t._ag is not None and t._ag.grad_fn is None)):
                     self.seen[id(t)] = t
         return op(*args)
-
-
-@contextlib.contextmanager
-def _optimizers_stepping():
-    """A list of the optimizers whose step this thread runs while the block runs."""
-    from ember.optim.optimizer import register_optimizer_step_pre_hook
-
-    seen: list = []
-    me = threading.get_ident()
-
-    def note(optimizer, args, kwargs) -> None:
-        if threading.get_ident() == me and all(o is not optimizer for o in seen):
-            seen.append(optimizer)
-    handle = register_optimizer_step_pre_hook(note)
-    try:
-        yield seen
-    finally:
-        handle.remove()
 
 
 class StepReplays:
@@ -355,8 +315,9 @@ class StepReplays:
         gradients' presence and requires_grad then choose the recorded program (gradients accumulated over
         calls, or made afresh; a parameter frozen or not)."""
         watch = _LeafWatch(leaves)
-        with _optimizers_stepping() as slot.optimizers, _modules_running() as slot.modules, watch:
+        with observing() as observer, watch:
             result = self.code.fn(*args, **kwargs)
+        slot.optimizers, slot.modules = observer.optimizers, [m for m, _ in observer.modules.values()]
         slot.watch = list(watch.seen.values())
         return result
 
