@@ -53,15 +53,7 @@ def read_steps(backend, steps) -> list[float]:
 def _one_pass(arrays) -> bool:
     """Whether a parameter's arrays take the one-kernel update: C-contiguous float32/float64 of one dtype."""
     dtype = arrays[0].dtype
-    return dtype.name in CL_FLOAT and all(a.dtype == dtype and a.elem_strides == _contiguous(a.shape) for a in arrays)
-
-
-def _contiguous(shape) -> tuple:
-    strides, acc = [], 1
-    for n in reversed(shape):
-        strides.append(acc)
-        acc *= n
-    return tuple(reversed(strides))
+    return dtype.name in CL_FLOAT and all(a.dtype == dtype and a.is_contiguous for a in arrays)
 
 
 #: parameters updated per launch: each brings 14 kernel arguments, and a device need take no more than
