@@ -5,12 +5,15 @@ the result in a Tensor) depends only on the shapes, dtypes and devices, which a 
 guards fix. So for a program run without autograd or autocast, `native_replay` does that work
 once: each op's shape rule runs at build time on the traced values, giving the spec its kernel
 takes, and a call then runs `kernel(spec, *native arrays)` for each node in turn, wrapping only
-the outputs in Tensors. Values are dropped after their last reader, as in eager code.
+the outputs in Tensors. Values are dropped after their last reader, as in eager code; values that
+read no input are computed once, when the runner is built (constant folding); a compiled op may run
+another kernel than eager's where the backend's generator offers one (`compiled_kernels`).
 
 Only programs that fit are replayed: every op has a native kernel on the inputs' backend (ops that
 do not are decomposed first, by the graph layer's decomposing capture), none draws random numbers
-or writes an input in place, no output is an input or a view of one, and every size is static. For any other, `native_replay` returns None and the
-program runs as a straight line of op dispatches (replay.py).
+or writes an input in place (a recorded step's runner may: `writes_inputs`), no output is an input or
+a view of one, and every size is static. For any other, `native_replay` returns None and the program
+runs as a straight line of op dispatches (replay.py).
 """
 from __future__ import annotations
 
