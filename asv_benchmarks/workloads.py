@@ -284,8 +284,10 @@ def nanogpt_step(framework: str, seed: int = 0, compiled: bool | str = False, ap
     `compiled`: the model through ember.compile (ember) or torch.compile (torch), or "step": ember's whole
     step through `ember.compile(step, mode="reduce-overhead")`; `approximate`: the GELU's ("tanh", or
     "none" for the exact one); `dtype`: the parameters' ("float32", "float64"); `device`: ember's device.
-    Weights from a numpy rng; returns the loss."""
-    _no_numpy(framework, "nanogpt_step")
+    Weights from a numpy rng; returns the loss. "numpy": the step's GEMMs alone (nanogpt_gemms), the floor
+    under any step of this model on the CPU."""
+    if framework == "numpy":
+        return nanogpt_gemms(dtype)
     from ember.testing.models import GPT2Config, _gpt2_classes
 
     lib = lib_of(framework)
@@ -317,6 +319,38 @@ def nanogpt_step(framework: str, seed: int = 0, compiled: bool | str = False, ap
         whole = lib.compile(step, mode="reduce-overhead")
         whole.model = model
         return whole
+    return step
+
+
+def nanogpt_gemms(dtype: str = "float32") -> Callable:
+    """The matrix products of one nanoGPT training step (nanogpt_step's model and batch) and nothing else,
+    through numpy's BLAS into preallocated outputs: what no compiler removes, so the time of the fastest
+    possible step. Per linear layer (M = batch * context rows), x @ W.T forward, grad @ W and grad.T @ x
+    backward: 9 layers (4 per block and the head), 27 products. Per attention (batch * heads products of
+    context x head size), q @ k.T and p @ v forward, and their four gradients: 12 batched products."""
+    C, V, T, H, L = (NANOGPT[k] for k in ("n_embd", "vocab_size", "n_ctx", "n_head", "n_layer"))
+    M, BH, hs = NANOGPT_BATCH * T, NANOGPT_BATCH * H, C // H
+    rng = np.random.default_rng(0)
+    pairs = []
+
+    def product(a_shape: tuple, b_shape: tuple) -> None:
+        a, b = (rng.standard_normal(s).astype(dtype) for s in (a_shape, b_shape))
+        pairs.append((a, b, np.empty(a_shape[:-1] + b_shape[-1:], dtype)))
+
+    for fan_in, fan_out in [(C, 3 * C), (C, C), (C, 4 * C), (4 * C, C)] * L + [(C, V)]:
+        product((M, fan_in), (fan_in, fan_out))      # forward
+        product((M, fan_out), (fan_out, fan_in))     # the input's gradient
+        product((fan_out, M), (M, fan_in))           # the weight's gradient
+    for _ in range(L):
+        for a, b in [((T, hs), (hs, T)), ((T, T), (T, hs)),                            # q @ k.T, p @ v
+                     ((T, hs), (hs, T)), ((T, T), (T, hs)), ((T, T), (T, hs)), ((T, T), (T, hs))]:
+            product((BH,) + a, (BH,) + b)
+
+    def step():
+        for a, b, out in pairs:
+            np.matmul(a, b, out=out)
+        return out
+    step.shapes = [(a.shape, b.shape) for a, b, _ in pairs]
     return step
 
 

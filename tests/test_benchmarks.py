@@ -77,6 +77,19 @@ def test_compiled_gpt_block_gives_the_eager_loss_grads_and_outputs():
     np.testing.assert_allclose(outs[0].numpy(), outs[2].numpy(), rtol=1e-4, atol=1e-5)
 
 
+def test_nanogpt_numpy_variant_is_the_steps_matrix_products():
+    """compare.py's numpy column of the nanoGPT rows (the floor under any step) runs the products ember's
+    step runs: the FLOP counter's count of ember's step is theirs, to the FLOP."""
+    from ember.utils.flop_counter import FlopCounterMode
+
+    step, gemms = W.nanogpt_step("ember"), W.nanogpt_step("numpy")
+    with FlopCounterMode(display=False) as counter:
+        step()
+    flops = sum(2 * np.prod(a) * b[-1] for a, b in gemms.shapes)
+    assert counter.get_total_flops() == flops == 1_409_286_144
+    assert len(gemms.shapes) == 39 and gemms().shape == gemms.shapes[-1][0][:-1] + gemms.shapes[-1][1][-1:]
+
+
 @pytest.mark.parametrize("approximate", ["tanh", "none"])
 def test_nanogpt_step_same_losses_eager_and_compiled(approximate):
     """Three AdamW steps from the same weights: ember's losses are torch's, and ember.compile's are eager's."""
