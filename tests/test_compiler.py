@@ -505,3 +505,19 @@ def test_ember_logs_from_the_environment_print_recompiles_and_breaks():
     bad = subprocess.run([sys.executable, "-c", "import ember; ember.compile(len)(1)"], capture_output=True,
                          text=True, env=dict(os.environ, EMBER_LOGS="recompile"), timeout=120)
     assert "EMBER_LOGS: unknown kinds ['recompile']" in bad.stderr
+
+
+def test_inputs_with_other_strides_or_a_storage_offset_get_their_own_program_and_eagers_values():
+    """A program decomposed for contiguous inputs (a reshape there is a view) or for inputs at their
+    storage's start (native replay's views start there) must not run on others: strides and storage
+    offset are guards, and each input layout gets eager's values."""
+    def product(q, k):
+        return (q @ k.transpose(-2, -1)) * 0.5
+    ember.manual_seed(0)
+    qkv = ember.randn(3, 5, 48)
+    q, k, _ = (t.view(3, 5, 2, 8).transpose(1, 2) for t in qkv.split(16, dim=2))
+    compiled = ember.compile(product)
+    with ember.no_grad():
+        for a, b in [(q.contiguous(), k.contiguous()), (q, k), (k, q), (q.contiguous(), k)]:
+            np.testing.assert_allclose(compiled(a, b).numpy(), product(a, b).numpy(), rtol=1e-6, atol=1e-6)
+    assert compiled._code.compiles == 4

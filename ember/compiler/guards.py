@@ -1,7 +1,9 @@
 """Guards: what a capture depended on, as a hashable key computed on every call.
 
-A key holds, per flattened input, a tensor's shape (a dynamic dimension's size left out), dtype,
-device and requires_grad, or a plain value's type and value; then grad mode, the autocast state
+A key holds, per flattened input, a tensor's shape (a dynamic dimension's size left out), strides
+(not for a tensor with a dynamic dimension) and storage offset (which decide what a decomposed reshape
+is, and where native replay's views start), dtype, device and requires_grad, or a plain value's type and
+value; then grad mode, the autocast state
 and the training flags of the compiled module's submodules. Two calls with equal keys run the same
 compiled graph. `difference(old, new)` says in words which part changed (the recompile reason).
 """
@@ -21,12 +23,14 @@ def guard_key(leaves: list, dynamic: dict, modules: list) -> tuple:
     inputs = []
     for i, v in enumerate(leaves):
         if isinstance(v, Tensor):
-            shape = v._data.shape
+            shape, layout = v._data.shape, v._data.strides
             if dynamic:
                 dims = dynamic.get(i)
                 if dims:
                     shape = tuple(None if d in dims and s > 1 else s for d, s in enumerate(shape))
-            inputs.append((shape, v._dtype, v._device, v.requires_grad))
+                    layout = None
+            inputs.append((shape, layout, v.storage_offset() if v._base is not None else 0, v._dtype, v._device,
+                           v.requires_grad))
         else:
             inputs.append(_value_key(v))
     autocast = STATE.autocast
@@ -49,8 +53,9 @@ def difference(old: tuple, new: tuple) -> str:
     for i, (a, b) in enumerate(zip(old[0], new[0])):
         path = f"input {i}"
         if a != b:
-            if len(a) == len(b) == 4:               # tensors: (shape, dtype, device, requires_grad)
-                for what, x, y in zip(("size", "dtype", "device", "requires_grad"), a, b):
+            if len(a) == len(b) == 6:       # tensors: (shape, strides, storage offset, dtype, device, requires_grad)
+                for what, x, y in zip(("size", "strides (bytes)", "storage offset", "dtype", "device", "requires_grad"),
+                                      a, b):
                     if x != y:
                         return f"{path}: {what} {x} -> {y}"
             return f"{path}: {a[-1]!r} -> {b[-1]!r}"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import operator
 from typing import Callable
 
-from ember.dispatcher import ALL_OPS
+from ember.dispatcher import ALL_OPS, fused_kernel_compiler
 from ember.dispatcher import keys as K
 from ember.frontend.tensor import Tensor, make_tensor
 from ember.export.trace import view_base
@@ -29,6 +29,7 @@ from ember.fx.node import map_arg
 
 from .branches import check_branch
 from .fusion import schedule, values_written
+from .layout import fold_layout_copies, strided_bmm
 from .plan import Plan
 
 __all__ = ["native_replay", "native_runner", "backend_of", "kept_ops"]
@@ -40,12 +41,15 @@ def kept_ops(backend_key: int) -> dict:
 
 
 def backend_of(example_inputs: list) -> tuple[int, object] | None:
-    """(backend key, device) shared by every tensor of `example_inputs`; None when there are none or several."""
+    """(backend key, device) shared by every tensor of `example_inputs`; None when there are none or several,
+    or when one starts past its storage's start: the capture's fakes start at theirs, so the views native
+    replay makes from their specs (absolute storage offsets) would read the wrong elements (the guard key
+    holds the offset, so such inputs get a program of their own, replayed op by op)."""
     tensors = [v for v in example_inputs if isinstance(v, Tensor)]
     if not tensors:
         return None
     key = tensors[0]._keys & K.BACKEND_MASK
-    if any((t._keys & K.BACKEND_MASK) != key for t in tensors):
+    if any((t._keys & K.BACKEND_MASK) != key or (t._base is not None and t.storage_offset()) for t in tensors):
         return None
     return key, tensors[0]._device
 
@@ -72,8 +76,11 @@ def native_runner(nodes: list, inputs: list, outputs, key: int, device, wrap=Non
     saved values, freed as it goes, as eager autograd frees them). With `writes_inputs` ops may write the
     inputs' arrays in place (a recorded step's optimizer update: recording.py). None when a node does not
     fit."""
+    strided = getattr(fused_kernel_compiler(device.type), "strided_bmm", None)
+    if strided is not None:             # products reading their operands' batch strides in place (layout.py)
+        nodes, inputs, outputs = fold_layout_copies(nodes, inputs, outputs, _bmm_spec)
     given = set(inputs)
-    steps = _steps([n for n in nodes if n not in given], key, device.type, writes_inputs)       # an input's node is not run, only read
+    steps = _steps([n for n in nodes if n not in given], key, device.type, writes_inputs, strided)       # an input's node is not run, only read
     if steps is None:
         return None
     steps, constants = _folded(steps, outputs)
@@ -175,8 +182,9 @@ def _unpacking(units: list) -> list:
     return runs
 
 
-def _steps(nodes: list, key: int, device_type: str, writes_inputs: bool = False):
-    """(node, kernel, spec) per call node, a getitem's spec None; None when a node does not fit."""
+def _steps(nodes: list, key: int, device_type: str, writes_inputs: bool = False, strided: Callable | None = None):
+    """(node, kernel, spec) per call node, a getitem's spec None; None when a node does not fit. `strided`:
+    the generator's kernel for the strided_bmm nodes of layout.py."""
     compiled = compiled_kernels(device_type)
     steps = []
     for node in nodes:
@@ -184,6 +192,9 @@ def _steps(nodes: list, key: int, device_type: str, writes_inputs: bool = False)
             continue
         if node.target is operator.getitem:
             steps.append((node, None, None))
+            continue
+        if node.target is strided_bmm:
+            steps.append((node, strided, node.meta["spec"]))
             continue
         if node.target is check_branch:             # a decided branch's check, on the native value
             steps.append((node, _branch_check(key), None))
@@ -201,11 +212,14 @@ def _steps(nodes: list, key: int, device_type: str, writes_inputs: bool = False)
     return steps
 
 
+def _bmm_spec(node: Node):
+    """The spec bmm's kernel takes for the bmm `node` (its shape rule's)."""
+    return node.target.shape_rule(node.target, *_vals(node.args))
+
+
 def compiled_kernels(device_type: str) -> dict:
     """{op name: kernel} that compiled code runs instead of the op's registered kernel on `device_type` (the
     fused-kernel generator's `kernels`, hookspec ember_fused_kernel_compiler)."""
-    from ember.dispatcher import fused_kernel_compiler
-
     return getattr(fused_kernel_compiler(device_type), "kernels", None) or {}
 
 

@@ -69,5 +69,7 @@ def ember_fused_kernel_compiler(device_type: str):
     another kernel than eager code (an optimizer update as one compiled loop, whose compilation eager
     code should not wait for). Each is called as the backend's registered kernel is, `kernel(spec,
     *args)`, and returns NotImplemented for a call it does not take, which the registered kernel then
-    runs.
+    runs. And `strided_bmm(spec, a, b)`: bmm (`spec` as bmm's) of operands that may be 4-d, their two
+    leading dimensions both batch dimensions read with their own strides, so compiled code need not copy
+    a transposed attention operand into contiguous memory first (ember/compiler/layout.py).
     """

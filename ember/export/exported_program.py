@@ -77,15 +77,17 @@ class InputGuard:
             raise GuardError(f"Guard failed: {self.path}.device == {self.device} (got {value.device})")
 
 
-def _example(guard: InputGuard):
+def _example(guard: InputGuard, seen=None):
     """An input that passes `guard`: a fake of its shape (the example's, for a dynamic one), dtype and
-    device, or its value."""
+    device, with the strides of `seen` (the trace's fake of it) for a static one, or its value."""
     if guard.shape is None:
         return guard.value
     from ember._generated import functions as F
 
-    from .fake import labelled
+    from .fake import labelled, meta_like
 
+    if guard.hint is None and isinstance(seen, Tensor) and tuple(seen.shape) == tuple(guard.shape):
+        return labelled(meta_like(seen), guard.device)
     return labelled(F.empty(guard.hint or guard.shape, dtype=guard.dtype, device="meta"), guard.device)
 
 
@@ -176,9 +178,13 @@ class ExportedProgram:
         from .capture import DecomposingCaptureMode
         from .trace import trace_program
 
-        args, kwargs = tree_unflatten([_example(g) for g in self.guards], self.in_spec)
         names = iter(self.graph_signature.user_inputs)
         input_names = [next(names) if g.shape is not None else g.path for g in self.guards]
+        # each input as the trace saw it: with its strides, which decide what a reshape in a decomposition is
+        # (a view, or a copy)
+        seen = {n.name: n.meta.get("val") for n in self.graph.nodes if n.op == "placeholder"}
+        args, kwargs = tree_unflatten([_example(g, seen.get(name)) for g, name in zip(self.guards, input_names)],
+                                      self.in_spec)
         return trace_program(self.module(), args, kwargs, DecomposingCaptureMode, input_names, self._dims(),
                              table=table)
 

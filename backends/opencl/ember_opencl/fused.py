@@ -62,6 +62,13 @@ class OpenCLFusedCompiler:
         self._lock = threading.Lock()
         self._sources: dict[tuple, str] = {}          # (kernel key, rank) -> source text (read from its file)
 
+    def strided_bmm(self, spec, a, b):
+        """bmm of operands with two batch dimensions, read with their strides (kernels/linalg.py): compiled
+        code's strided_bmm (ember/compiler/layout.py)."""
+        from .kernels import linalg
+
+        return linalg.strided_bmm(self.backend, spec, a, b)
+
     def source_of(self, kernel: FusedKernel) -> str:
         """The source for the kernel's full rank (`EMBER_LOGS=output_code` prints it)."""
         return rowwise_source(kernel) if kernel.reduced else source(kernel, max(kernel.ndim, 1))

@@ -74,10 +74,11 @@ def pack_pair_source(dta, dtb, acc: str) -> str:
     def body(dt, x: str) -> str:
         load = cg.load(dt, f"src_{x}", f"q + j * si_{x}")
         return (f"long i = p * tile_{x}; if (p >= nblk_{x}) return;\n"
-                f"    long q = off_{x} + bat * sbat_{x} + i * si_{x} + k * sk_{x};\n"
+                f"    long q = off_{x} + bat / nb2_{x} * sbat_{x} + bat % nb2_{x} * sbat2_{x} + i * si_{x} + k * sk_{x};\n"
                 f"    __global {acc}* o = out_{x} + ((bat * nblk_{x} + p) * K + k) * tile_{x};\n"
                 f"    for (int j = 0; j < tile_{x}; ++j) o[j] = i + j < lim_{x} ? ({acc})({load}) : ({acc})0;")
-    params = ", ".join(f"__global const {cg.storage(dt)}* src_{x}, long off_{x}, long sbat_{x}, long si_{x}, "
+    params = ", ".join(f"__global const {cg.storage(dt)}* src_{x}, long off_{x}, long sbat_{x}, long sbat2_{x}, "
+                       f"long nb2_{x}, long si_{x}, "
                        f"long sk_{x}, __global {acc}* out_{x}, long lim_{x}, long nblk_{x}, int tile_{x}"
                        for dt, x in ((dta, "a"), (dtb, "b")))
     return f"""
@@ -162,14 +163,14 @@ def local_source(a_dt, b_dt, out_dt, cfg: GemmConfig) -> str:
     acc_init = " ".join(f"{acc} c{i}{j} = 0;" for i in range(P) for j in range(P))
     return f"""
 __kernel __attribute__((reqd_work_group_size({S}, {S}, 1)))
-void k(__global const {sa}* A, long offa, long sab, long san, long sak,
-       __global const {sb}* B, long offb, long sbb, long sbk, long sbm,
+void k(__global const {sa}* A, long offa, long sab, long sab2, long nba2, long san, long sak,
+       __global const {sb}* B, long offb, long sbb, long sbb2, long nbb2, long sbk, long sbm,
        __global {so}* C, long n, long m, long K) {{
     __local {acc} As[{S}][{TS} + 1];      /* +1: the transposing stores hit distinct banks */
     __local {acc} Bs[{S}][{TS}];
     int tx = get_local_id(0), ty = get_local_id(1);
     long rowb = get_group_id(1) * {TS}, colb = get_group_id(0) * {TS}, bat = get_global_id(2);
-    long pa = offa + bat * sab, pb = offb + bat * sbb;
+    long pa = offa + bat / nba2 * sab + bat % nba2 * sab2, pb = offb + bat / nbb2 * sbb + bat % nbb2 * sbb2;
     {acc_init}
     for (long t = 0; t < K; t += {S}) {{
         for (int l = 0; l < {P}; ++l) {{

@@ -10,6 +10,8 @@ operands in place with their own strides.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ember.core.numpy_interop import to_numpy_dtype
@@ -18,21 +20,37 @@ from .. import codegen as cg
 from . import elementwise, gemm
 
 
+def _batch(x) -> tuple[int, int, int]:
+    """(outer batch stride, inner batch stride, inner batch size) of a 3-d operand (one batch dimension:
+    inner size 1) or a 4-d one (two batch dimensions, read in place: strided_bmm): batch `bat` starts at
+    (bat / inner size) * outer stride + (bat % inner size) * inner stride."""
+    if len(x.shape) == 4:
+        return x.elem_strides[0], x.elem_strides[1], x.shape[1]
+    return x.elem_strides[0], 0, 1
+
+
+def _broadcast(x, nb: int) -> bool:
+    """Whether one matrix serves every batch (stride 0 along the batch, or a single product)."""
+    outer, inner, _ = _batch(x)
+    return nb == 1 or outer == inner == 0
+
+
 def _pack_pair(backend, dev, a, b, acc: str, R: int, W: int, n: int, m: int, nb: int, K: int):
     """Both operands as K-major panels in one launch (gemm.pack_pair_source): `a` (batch, n, K) in panels of
     R rows, `b` (batch, K, m) in panels of W columns; ((A's panels, its batch stride), (B's, its))."""
     i64 = np.int64
     args, packed, extent = [], [], [0, 0]
-    for x, tile, outer, s_outer, s_k in ((a, R, n, a.elem_strides[1], a.elem_strides[2]),
-                                         (b, W, m, b.elem_strides[2], b.elem_strides[1])):
+    for x, tile, outer, s_outer, s_k in ((a, R, n, a.elem_strides[-2], a.elem_strides[-1]),
+                                         (b, W, m, b.elem_strides[-1], b.elem_strides[-2])):
         nblk = -(-outer // tile)
-        batches = 1 if x.elem_strides[0] == 0 or nb == 1 else nb
+        batches = 1 if _broadcast(x, nb) else nb
         out = backend.new_array((batches * nblk * K * tile,), cg.NUMPY_OF_CL[acc], dev)
-        args += [x.buffer, i64(x.offset), i64(x.elem_strides[0]), i64(s_outer), i64(s_k), out.buffer, i64(outer),
-                 i64(nblk), np.int32(tile)]
+        sbat, sbat2, nb2 = _batch(x)
+        args += [x.buffer, i64(x.offset), i64(sbat), i64(sbat2), i64(nb2), i64(s_outer), i64(s_k), out.buffer,
+                 i64(outer), i64(nblk), np.int32(tile)]
         packed.append((out, 0 if batches == 1 else nblk * K * tile))
         extent = [max(extent[0], nblk), extent[1] + batches]
-    batches_a = 1 if a.elem_strides[0] == 0 or nb == 1 else nb
+    batches_a = 1 if _broadcast(a, nb) else nb
     kernel = cg.get_kernel(dev, ("gemm_pack_pair", a.dtype.name, b.dtype.name, acc),
                            lambda: gemm.pack_pair_source(a.dtype, b.dtype, acc))
     lx = min(64, dev.max_wg)
@@ -42,7 +60,7 @@ def _pack_pair(backend, dev, a, b, acc: str, R: int, W: int, n: int, m: int, nb:
 
 def _packed_nbytes(x, acc_size: int, tile: int, outer: int, nb: int, K: int) -> int:
     """What `_pack_pair` allocates for the operand `x` (see there)."""
-    batches = 1 if x.elem_strides[0] == 0 or nb == 1 else nb
+    batches = 1 if _broadcast(x, nb) else nb
     return batches * -(-outer // tile) * K * tile * acc_size
 
 
@@ -65,8 +83,8 @@ def bmm(backend, spec, a, b):
     out_dt = to_numpy_dtype(spec[1])
     dev = a.device
     out = backend.new_array(spec[0], out_dt, dev)
-    nb, n, k = a.shape
-    m = b.shape[2]
+    n, k = a.shape[-2:]
+    nb, m = math.prod(a.shape[:-2]), b.shape[-1]
     if out.size == 0:
         return out
     acc = cg.opmath(out_dt)
@@ -88,9 +106,16 @@ def bmm(backend, spec, a, b):
     S, TS = cfg.width, cfg.width * cfg.rows
     kernel = cg.get_kernel(dev, key, lambda: gemm.local_source(a.dtype, b.dtype, out_dt, cfg))
     gx, gy = -(-m // TS) * S, -(-n // TS) * S
-    cg.launch_nd(dev, kernel, (gx, gy, nb), (S, S, 1), (a.buffer, i64(a.offset), *map(i64, a.elem_strides), b.buffer,
-                 i64(b.offset), *map(i64, b.elem_strides), out.buffer, i64(n), i64(m), i64(k)))
+    operands = [value for x in (a, b) for value in (x.buffer, i64(x.offset), *map(i64, _batch(x)),
+                                                   *map(i64, x.elem_strides[-2:]))]
+    cg.launch_nd(dev, kernel, (gx, gy, nb), (S, S, 1), (*operands, out.buffer, i64(n), i64(m), i64(k)))
     return out
+
+
+def strided_bmm(backend, spec, a, b):
+    """bmm whose operands may have two batch dimensions (4-d, read with their own strides: compiled code's
+    strided_bmm, ember/compiler/layout.py), the result (batch, n, m)."""
+    return bmm(backend, spec, a, b)
 
 
 def mm_workspace(dev, a, b) -> tuple[int, ...]:
