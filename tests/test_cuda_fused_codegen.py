@@ -16,6 +16,7 @@ import pytest
 
 import ember
 from cuda_host_emulation import CXX, PRELUDE, build
+from test_compiler_step import make_step
 
 
 
@@ -216,13 +217,7 @@ def test_gpu_a_whole_training_step_replays(gpu):
         model = nn.Sequential(nn.Linear(12, 32), Swish(), nn.Linear(32, 5)).to(gpu)
         opt = ember.optim.AdamW(model.parameters(), lr=1e-2)
         x, y = ember.randn(16, 12).to(gpu), ember.randint(0, 5, (16,)).to(gpu)
-
-        def step():
-            opt.zero_grad()
-            loss = nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss.detach()
+        step = make_step(model, opt, x, y)
         run = ember.compile(step, mode="reduce-overhead") if compiled else step
         runs.append(([float(run()) for _ in range(6)], model))
     np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=1e-5)

@@ -195,21 +195,22 @@ class NumbaFusedCompiler:
         return {**optimizers_numba.KERNELS, **losses_numba.KERNELS}
 
     def __init__(self) -> None:
-        self._launchers: dict[str, Callable] = {}
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def strided_bmm(spec, a, b):
-        """bmm of operands with two batch dimensions, read in place (numpy's matmul takes any strides):
-        compiled code's strided_bmm (ember/compiler/layout.py), with bmm's precision (linalg.matmul)."""
         from ember.core.numpy_interop import numpy_dtype_lookup
 
         from .array_kernels.context import ArrayModule
+
+        self._launchers: dict[str, Callable] = {}
+        self._lock = threading.Lock()
+        self._numpy = ArrayModule(np, numpy_dtype_lookup())     # numpy as the array kernels see it (strided_bmm)
+
+    def strided_bmm(self, spec, a, b):
+        """bmm of operands with two batch dimensions, read in place (numpy's matmul takes any strides):
+        compiled code's strided_bmm (ember/compiler/layout.py), with bmm's precision (linalg.matmul)."""
         from .array_kernels.linalg import matmul
 
         batch = (a if a.ndim == 4 else b).shape[:2]
         a, b = (x if x.ndim == 4 else x.reshape(batch + x.shape[1:]) for x in (a, b))    # (a split: a view)
-        return matmul(ArrayModule(np, numpy_dtype_lookup()), spec, a, b).reshape(spec[0])
+        return matmul(self._numpy, spec, a, b).reshape(spec[0])
 
     def compile(self, kernel: FusedKernel) -> Callable:
         """The launcher `launch(inputs, scalars, shape, out_shapes)` of `kernel` (see ember.core.fused_kernel)."""

@@ -23,6 +23,7 @@ import math
 
 from ember.dispatcher import ALL_OPS
 from ember.export.trace import view_base
+from ember.frontend.autograd.grad_mode import no_grad
 from ember.fx import Graph, Node
 
 from .fusion import values_written
@@ -146,8 +147,6 @@ def _contiguous(size: tuple) -> tuple:
 
 def _fold_copy(graph: Graph, copy: Node, source: Node) -> None:
     """copy_(dst, view of a copy of `source`) as copy_(dst split into `source`'s shape, `source`)."""
-    import ember
-
     dst, view = copy.args[0], copy.args[1]
     shape, dst_val = tuple(source.meta["val"].shape), dst.meta["val"]
     strides = []
@@ -160,7 +159,7 @@ def _fold_copy(graph: Graph, copy: Node, source: Node) -> None:
     with graph.inserting_before(copy):
         split = graph.call_function(ALL_OPS["as_strided"], (base, shape, tuple(strides), offset))
         folded = graph.call_function(copy.target, (split, source) + tuple(copy.args[2:]), dict(copy.kwargs))
-    with ember.no_grad():
+    with no_grad():
         split.meta = {"val": base.meta["val"].as_strided(shape, tuple(strides), offset)}
     folded.meta = dict(copy.meta, val=split.meta["val"])
     graph.erase_node(copy)

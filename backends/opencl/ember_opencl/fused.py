@@ -67,7 +67,7 @@ class OpenCLFusedCompiler:
         code's strided_bmm (ember/compiler/layout.py)."""
         from .kernels import linalg
 
-        return linalg.strided_bmm(self.backend, spec, a, b)
+        return linalg.bmm(self.backend, spec, a, b)
 
     def source_of(self, kernel: FusedKernel) -> str:
         """The source for the kernel's full rank (`EMBER_LOGS=output_code` prints it)."""

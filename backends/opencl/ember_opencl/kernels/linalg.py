@@ -79,7 +79,8 @@ def bmm_workspace(dev, a, b) -> tuple[int, ...]:
 
 def bmm(backend, spec, a, b):
     """out[i] = a[i] @ b[i] in the opmath type, by the kernel `gemm.config_for` picks for the device
-    (a zero-length K fills the result with zeros)."""
+    (a zero-length K fills the result with zeros). An operand may be 4-d, its two leading dimensions both
+    batch dimensions read with their own strides (compiled code's strided_bmm, ember/compiler/layout.py)."""
     out_dt = to_numpy_dtype(spec[1])
     dev = a.device
     out = backend.new_array(spec[0], out_dt, dev)
@@ -110,12 +111,6 @@ def bmm(backend, spec, a, b):
                                                    *map(i64, x.elem_strides[-2:]))]
     cg.launch_nd(dev, kernel, (gx, gy, nb), (S, S, 1), (*operands, out.buffer, i64(n), i64(m), i64(k)))
     return out
-
-
-def strided_bmm(backend, spec, a, b):
-    """bmm whose operands may have two batch dimensions (4-d, read with their own strides: compiled code's
-    strided_bmm, ember/compiler/layout.py), the result (batch, n, m)."""
-    return bmm(backend, spec, a, b)
 
 
 def mm_workspace(dev, a, b) -> tuple[int, ...]:
