@@ -5,6 +5,7 @@ autocast dtype), fp32, promote (to the widest input type) or none."""
 AUTOCAST_POLICY = {
     '_cross_entropy_indices': {'default': 'fp32'},
     '_log_softmax': {'cpu': 'none', 'default': 'fp32'},
+    '_rnn_layer': {'default': 'lower'},
     '_scaled_dot_product_attention_fused': {'default': 'lower'},
     '_softmax': {'cpu': 'none', 'default': 'fp32'},
     'addmm': {'default': 'lower'},

@@ -3615,6 +3615,75 @@ class ScaledDotProductAttentionFusedBackward0(Node):
         return out
 
 
+class RnnLayerBackward0(Node):
+    """Backward of _rnn_layer."""
+
+    __slots__ = ('a_b_hh', 'a_b_ih', 'a_cx', 'a_hx', 'a_input', 'a_mode', 'a_output', 'a_reverse', 'a_w_hh', 'a_w_hr', 'a_w_ih', 'a_workspace', 'needs')
+    n_outputs = 4
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0] or needs[1] or needs[2] or needs[3] or needs[4] or needs[5] or needs[6] or needs[7]:
+            self.a_b_hh = _save(args[6])
+            self.a_b_ih = _save(args[5])
+            self.a_cx = _save(args[2])
+            self.a_hx = _save(args[1])
+            self.a_input = _save(args[0])
+            self.a_mode = args[8]
+            self.a_output = _save(outs[0], True, 0)
+            self.a_reverse = args[9]
+            self.a_w_hh = _save(args[4])
+            self.a_w_hr = _save(args[7])
+            self.a_w_ih = _save(args[3])
+            self.a_workspace = _save(outs[3], True, 3)
+
+    def release(self):
+        needs = self.needs
+        if needs[0] or needs[1] or needs[2] or needs[3] or needs[4] or needs[5] or needs[6] or needs[7]:
+            if self.a_b_hh.__class__ is SavedTensor:
+                self.a_b_hh = _FREED
+            if self.a_b_ih.__class__ is SavedTensor:
+                self.a_b_ih = _FREED
+            if self.a_cx.__class__ is SavedTensor:
+                self.a_cx = _FREED
+            if self.a_hx.__class__ is SavedTensor:
+                self.a_hx = _FREED
+            if self.a_input.__class__ is SavedTensor:
+                self.a_input = _FREED
+            if self.a_output.__class__ is SavedTensor:
+                self.a_output = _FREED
+            if self.a_w_hh.__class__ is SavedTensor:
+                self.a_w_hh = _FREED
+            if self.a_w_hr.__class__ is SavedTensor:
+                self.a_w_hr = _FREED
+            if self.a_w_ih.__class__ is SavedTensor:
+                self.a_w_ih = _FREED
+            if self.a_workspace.__class__ is SavedTensor:
+                self.a_workspace = _FREED
+
+    def apply(self, grads):
+        needs = self.needs
+        out = []
+        if needs[0] or needs[1] or needs[2] or needs[3] or needs[4] or needs[5] or needs[6] or needs[7]:
+            grad_input_mask = [needs[0], needs[1], needs[2], needs[3], needs[4], needs[5], needs[6], needs[7]]
+            a_b_hh = self.a_b_hh.unpack(self) if self.a_b_hh.__class__ is SavedTensor else self.a_b_hh
+            a_b_ih = self.a_b_ih.unpack(self) if self.a_b_ih.__class__ is SavedTensor else self.a_b_ih
+            a_cx = self.a_cx.unpack(self) if self.a_cx.__class__ is SavedTensor else self.a_cx
+            a_hx = self.a_hx.unpack(self) if self.a_hx.__class__ is SavedTensor else self.a_hx
+            a_input = self.a_input.unpack(self) if self.a_input.__class__ is SavedTensor else self.a_input
+            a_mode = self.a_mode
+            a_output = self.a_output.unpack(self, False) if self.a_output.__class__ is SavedTensor else self.a_output
+            a_reverse = self.a_reverse
+            a_w_hh = self.a_w_hh.unpack(self) if self.a_w_hh.__class__ is SavedTensor else self.a_w_hh
+            a_w_hr = self.a_w_hr.unpack(self) if self.a_w_hr.__class__ is SavedTensor else self.a_w_hr
+            a_w_ih = self.a_w_ih.unpack(self) if self.a_w_ih.__class__ is SavedTensor else self.a_w_ih
+            a_workspace = self.a_workspace.unpack(self, False) if self.a_workspace.__class__ is SavedTensor else self.a_workspace
+            out.extend(_F._rnn_layer_backward(grads[0], grads[1], grads[2], a_input, a_hx, a_cx, a_w_ih, a_w_hh, a_b_ih, a_b_hh, a_w_hr, a_output, a_workspace, a_mode, a_reverse, grad_input_mask))
+        else:
+            out.extend([None, None, None, None, None, None, None, None])
+        return out
+
+
 class CrossEntropyIndicesBackward0(Node):
     """Backward of _cross_entropy_indices."""
 
@@ -3884,6 +3953,7 @@ CLASSES = {
     'hardsigmoid': HardsigmoidBackward0,
     'linear': LinearBackward0,
     '_scaled_dot_product_attention_fused': ScaledDotProductAttentionFusedBackward0,
+    '_rnn_layer': RnnLayerBackward0,
     '_cross_entropy_indices': CrossEntropyIndicesBackward0,
     'max_pool3d_with_indices': MaxPool3dWithIndicesBackward0,
     'avg_pool3d': AvgPool3dBackward0,

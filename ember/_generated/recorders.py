@@ -429,6 +429,162 @@ def make_record_T0_T1_T2(op):
     return record
 
 
+def make_record_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op):
+    backward_cls = op.backward_cls
+
+    def record(args, out):
+        a = args[0]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a.__dict__.get("_grad_accumulator")
+                e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e0 = edge_of(a)                   # a view: its base may have moved on
+            m0 = (a._data.shape, a._dtype, a._device)
+            n0 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e0 = m0 = None
+            n0 = False
+        a = args[1]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a.__dict__.get("_grad_accumulator")
+                e1 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e1 = edge_of(a)                   # a view: its base may have moved on
+            m1 = (a._data.shape, a._dtype, a._device)
+            n1 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e1 = m1 = None
+            n1 = False
+        a = args[2]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a.__dict__.get("_grad_accumulator")
+                e2 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e2 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e2 = edge_of(a)                   # a view: its base may have moved on
+            m2 = (a._data.shape, a._dtype, a._device)
+            n2 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e2 = m2 = None
+            n2 = False
+        a = args[3]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a.__dict__.get("_grad_accumulator")
+                e3 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e3 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e3 = edge_of(a)                   # a view: its base may have moved on
+            m3 = (a._data.shape, a._dtype, a._device)
+            n3 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e3 = m3 = None
+            n3 = False
+        a = args[4]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a.__dict__.get("_grad_accumulator")
+                e4 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e4 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e4 = edge_of(a)                   # a view: its base may have moved on
+            m4 = (a._data.shape, a._dtype, a._device)
+            n4 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e4 = m4 = None
+            n4 = False
+        a = args[5]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a.__dict__.get("_grad_accumulator")
+                e5 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e5 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e5 = edge_of(a)                   # a view: its base may have moved on
+            m5 = (a._data.shape, a._dtype, a._device)
+            n5 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e5 = m5 = None
+            n5 = False
+        a = args[6]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a.__dict__.get("_grad_accumulator")
+                e6 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e6 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e6 = edge_of(a)                   # a view: its base may have moved on
+            m6 = (a._data.shape, a._dtype, a._device)
+            n6 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e6 = m6 = None
+            n6 = False
+        a = args[7]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a.__dict__.get("_grad_accumulator")
+                e7 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e7 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e7 = edge_of(a)                   # a view: its base may have moved on
+            m7 = (a._data.shape, a._dtype, a._device)
+            n7 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e7 = m7 = None
+            n7 = False
+        if not (n0 or n1 or n2 or n3 or n4 or n5 or n6 or n7):
+            return
+        # Node.__init__'s stores, inlined (generated nodes define no __init__)
+        node = new_object(backward_cls)
+        node.next_edges = (e0, e1, e2, e3, e4, e5, e6, e7)
+        node.input_meta = (m0, m1, m2, m3, m4, m5, m6, m7)
+        node.seq = next_seq()
+        node.needs = (n0, n1, n2, n3, n4, n5, n6, n7)
+        if ANOMALY_THREADS and STATE.anomaly:
+            node.anomaly_trace = "".join(traceback.format_stack()[:-3])     # from the op's caller
+        node.save(args, out)
+        for k, o in enumerate(out):
+            if o._dtype.is_floating_point:
+                meta = o._ag = new_object(AutogradMeta)
+                meta.grad_fn = node
+                meta.output_nr = k
+                o._keys |= AUTOGRAD
+        base = out[0]._base
+        if base is not None:
+            # a view: remember which history of its base it was derived from (see graph.edge_of)
+            node._view_of = base._ag.grad_fn if base._ag is not None else None
+    return record
+
+
 def make_record_T0_T2(op):
     backward_cls = op.backward_cls
 
@@ -690,6 +846,7 @@ RECORDER_FACTORIES = {
     ((0, 1, 2), (), 'all'): make_record_T0_T1_T2__outputs,
     ((0, 1, 2), (), 'first'): make_record_T0_T1_T2__first_output,
     ((0, 1, 2), (), 'one'): make_record_T0_T1_T2,
+    ((0, 1, 2, 3, 4, 5, 6, 7), (), 'all'): make_record_T0_T1_T2_T3_T4_T5_T6_T7__outputs,
     ((0, 2), (), 'one'): make_record_T0_T2,
     ((0, 2, 3), (), 'first'): make_record_T0_T2_T3__first_output,
     ((0, 3), (), 'one'): make_record_T0_T3,

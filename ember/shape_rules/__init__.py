@@ -29,4 +29,5 @@ from . import pointwise, reductions, views, tensor_ops, factories, distances, in
 from . import nn_layers, nn_norm_pad, nn_core  # noqa: E402,F401  (nn layers)
 from . import activations, losses, random_ops  # noqa: E402,F401  (nn functional)
 from . import fused  # noqa: E402,F401  (fused optimizer updates, cross-entropy backward)
+from . import recurrent  # noqa: E402,F401  (the recurrent layer op)
 from . import sampling  # noqa: E402,F401  (embedding_bag, grid sampling, nonzero_numpy)

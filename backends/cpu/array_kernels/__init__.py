@@ -15,10 +15,11 @@ from typing import Callable
 from . import activations, attention, factories, indexing, linalg, losses, pointwise, reductions, shape, sorting_scans
 from . import nn_layers  # convolution, pooling, normalization
 from . import optimizers  # fused optimizer updates
+from . import recurrent  # the recurrent layer op's time loop
 from .context import ArrayModule, bind
 
 MODULES = (pointwise, reductions, shape, linalg, indexing, sorting_scans, nn_layers, activations, attention,
-           optimizers, factories, losses)
+           optimizers, factories, losses, recurrent)
 KERNEL_TABLE: dict = {name: entry for module in MODULES for name, entry in module.KERNELS.items()}
 
 

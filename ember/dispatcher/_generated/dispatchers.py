@@ -334,6 +334,105 @@ def make_dispatch_T0_T1_T2_T3_T4_T5(op, cache):
     return dispatch
 
 
+def make_dispatch_T0_T1_T2_T3_T4_T5_T6_T7(op, cache):
+    resolve = op.resolve
+
+    def dispatch(args):
+        ks = 0
+        a = args[0]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        a = args[1]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        a = args[2]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        a = args[3]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        a = args[4]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        a = args[5]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        a = args[6]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        a = args[7]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        bk = ks & _BACKEND_MASK
+        if bk & (bk - 1) or not bk:
+            ks, args = _backend_of_unusual_call(op, args, ks)
+        include, exclude = STATE.keys
+        ks = (ks | include) & ~exclude
+        try:
+            entry = cache[ks]
+        except KeyError:
+            entry = resolve(ks)
+        return entry(args)
+    return dispatch
+
+
+def make_dispatch_T0_T1_T2_T3_T4_T5_T6_T7_T8_T9_T10_T11_T12(op, cache):
+    resolve = op.resolve
+
+    def dispatch(args):
+        ks = 0
+        a = args[0]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        a = args[1]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        a = args[2]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        a = args[3]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        a = args[4]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        a = args[5]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        a = args[6]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        a = args[7]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        a = args[8]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        a = args[9]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        a = args[10]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        a = args[11]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        a = args[12]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        bk = ks & _BACKEND_MASK
+        if bk & (bk - 1) or not bk:
+            ks, args = _backend_of_unusual_call(op, args, ks)
+        include, exclude = STATE.keys
+        ks = (ks | include) & ~exclude
+        try:
+            entry = cache[ks]
+        except KeyError:
+            entry = resolve(ks)
+        return entry(args)
+    return dispatch
+
+
 def make_dispatch_T0_T1_T2_T6(op, cache):
     resolve = op.resolve
 
@@ -518,6 +617,8 @@ DISPATCH_FACTORIES = {
     ((0, 1, 2, 3), ()): make_dispatch_T0_T1_T2_T3,
     ((0, 1, 2, 3, 4), ()): make_dispatch_T0_T1_T2_T3_T4,
     ((0, 1, 2, 3, 4, 5), ()): make_dispatch_T0_T1_T2_T3_T4_T5,
+    ((0, 1, 2, 3, 4, 5, 6, 7), ()): make_dispatch_T0_T1_T2_T3_T4_T5_T6_T7,
+    ((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12), ()): make_dispatch_T0_T1_T2_T3_T4_T5_T6_T7_T8_T9_T10_T11_T12,
     ((0, 1, 2, 6), ()): make_dispatch_T0_T1_T2_T6,
     ((0, 1, 3, 4, 5, 6), ()): make_dispatch_T0_T1_T3_T4_T5_T6,
     ((0, 1, 7), ()): make_dispatch_T0_T1_T7,

@@ -23,6 +23,7 @@ from . import pointwise, reductions, views, copies, linalg, factories, indexing,
 from . import convolution, pooling, normalization, padding, nn_core  # noqa: F401  (nn layers)
 from . import activations, losses, random_ops  # noqa: F401  (nn functional)
 from . import sampling  # noqa: F401  (embedding_bag, grid sampling, argwhere, nonzero_numpy)
+from . import recurrent  # noqa: F401  (the recurrent layer op)
 from .database import EXCLUDED, OP_DB
 from .samples import (ALL, DEVICE, DT, FLOAT, GRAD_DTYPES, LOWP, NUM, SIGNED, ErrorInput, OpInfo, Sample, T,
                       is_float, make, materialize, method, fn, to_tensor)
