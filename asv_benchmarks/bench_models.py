@@ -55,6 +55,21 @@ class NanoGPTStep:
         self.fn()
 
 
+class LSTMLanguageModelStep:
+    """word_language_model's training step: 2 LSTM layers of 256, embedding 256, vocabulary 10000, a batch of
+    20 sequences of 35 tokens (state carried over, gradient clipping, SGD by hand)."""
+
+    params = ["ember", "torch"]
+    param_names = ["framework"]
+
+    def setup(self, framework):
+        self.fn = W.lstm_lm_step(framework)
+        self.fn()
+
+    def time_step(self, framework):
+        self.fn()
+
+
 class GPT2SmallMeta:
     """ember.testing.models.build_gpt2(lib=...) on device="meta": module and parameter construction."""
 

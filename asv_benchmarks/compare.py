@@ -95,6 +95,8 @@ def headline_rows() -> list[Row]:
         # its first call compiles for tens of seconds; torch's backward and AdamW then run eagerly)
         Row("nanoGPT step, compiled", lambda fw: W.nanogpt_step(fw, compiled="step" if fw == "ember" else True),
             at_most("torch", 1.0)),
+        # word_language_model's training step: 2 LSTM layers of 256, seq 35, batch 20, vocabulary 10000
+        Row("LSTM LM step (2x256, 35x20)", W.lstm_lm_step, at_most("torch", 1.5)),
         Row("matmul 1024x1024 float32", W.matmul, throughput_at_least("numpy", 0.95)),
         Row("GPT-2 small on meta", W.gpt2_small_meta, at_most("torch", 1.0)),
     ]

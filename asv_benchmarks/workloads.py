@@ -354,6 +354,36 @@ def nanogpt_gemms(dtype: str = "float32") -> Callable:
     return step
 
 
+# --- a word-level LSTM language model (PyTorch's word_language_model example) -----------------------
+LSTM_LM = dict(ntoken=10000, ninp=256, nhid=256, nlayers=2)   # Penn Treebank's vocabulary, the classic setting
+LSTM_LM_SEQ, LSTM_LM_BATCH = 35, 20
+
+
+def lstm_lm_step(framework: str, rnn_type: str = "LSTM", seed: int = 0, dtype: str = "float32") -> Callable:
+    """One training step of word_language_model's RNNModel (2 layers of 256, embedding 256, vocabulary
+    10000, no dropout) on a batch of 20 sequences of 35 tokens: the example's train() step (state
+    detached and carried over, zero_grad, forward, NLL loss, backward, clip_grad_norm_ 0.25, SGD by hand,
+    lr 20). Weights from a numpy rng; returns the loss."""
+    _no_numpy(framework, "lstm_lm_step")
+    from ember.testing.language_models import init_hidden, rnn_lm_classes, train_step
+
+    lib = lib_of(framework)
+    model = rnn_lm_classes(lib).RNNModel(rnn_type, dropout=0.0, **LSTM_LM)
+    rng = np.random.default_rng(seed)
+    model.load_state_dict({k: lib.tensor(rng.uniform(-0.1, 0.1, tuple(v.shape)).astype(dtype))
+                           for k, v in model.state_dict().items()})
+    data = lib.tensor(rng.integers(0, LSTM_LM["ntoken"], (LSTM_LM_SEQ, LSTM_LM_BATCH)))
+    targets = lib.tensor(rng.integers(0, LSTM_LM["ntoken"], (LSTM_LM_SEQ * LSTM_LM_BATCH,)))
+    state = {"hidden": init_hidden(lib, model, LSTM_LM_BATCH)}
+
+    def step():
+        loss, state["hidden"] = train_step(lib, model, data, targets, state["hidden"])
+        return loss
+
+    step.model = model
+    return step
+
+
 # --- GPT-2 small built on the meta device ----------------------------------------------------------
 
 def gpt2_small_meta(framework: str) -> Callable:

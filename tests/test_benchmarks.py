@@ -77,6 +77,14 @@ def test_compiled_gpt_block_gives_the_eager_loss_grads_and_outputs():
     np.testing.assert_allclose(outs[0].numpy(), outs[2].numpy(), rtol=1e-4, atol=1e-5)
 
 
+def test_lstm_lm_step_same_losses():
+    """compare.py's LSTM language-model row times the same computation in both: three steps' losses agree
+    (the state carried from step to step)."""
+    steps = {fw: W.lstm_lm_step(fw) for fw in ("ember", "torch")}
+    losses = {fw: [_value(step().detach()) for _ in range(3)] for fw, step in steps.items()}
+    np.testing.assert_allclose(losses["ember"], losses["torch"], rtol=1e-5)
+
+
 def test_nanogpt_numpy_variant_is_the_steps_matrix_products():
     """compare.py's numpy column of the nanoGPT rows (the floor under any step) runs the products ember's
     step runs: the FLOP counter's count of ember's step is theirs, to the FLOP."""
