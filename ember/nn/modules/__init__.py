@@ -14,7 +14,8 @@ from .sparse import Embedding  # noqa: F401
 from .activation import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
 from .attention import MultiheadAttention  # noqa: F401
-from .transformer import TransformerEncoder, TransformerEncoderLayer  # noqa: F401
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,  # noqa: F401
+                          TransformerEncoderLayer)
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 
 from . import activation as _activation, loss as _loss  # noqa: E402
@@ -24,5 +25,6 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", 
            "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "BatchNorm1d",
            "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm", "RMSNorm", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
            "Embedding", "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+           "Transformer", "TransformerDecoder", "TransformerDecoderLayer",
            "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
            *_activation.__all__, *_loss.__all__]

@@ -1,7 +1,7 @@
-"""Programs built like PyTorch's recurrent examples, run in ember and torch from the same weights.
+"""Programs built like PyTorch's sequence examples, run in ember and torch from the same weights.
 
 word_language_model: its RNNModel (ember.testing.language_models) with each recurrent type, tied
-weights too, trained by its train() step (truncated backpropagation through time with the state carried
+weights too, and its TransformerModel, trained by its train() step (truncated backpropagation through time with the state carried
 over, gradient clipping, SGD by hand). mnist_rnn: its network (an LSTM over image rows, batch norm,
 two linear layers) trained with Adadelta and a StepLR schedule. Dropout is off (p = 0): the two
 frameworks draw different random numbers. Losses and final weights must agree.
@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import ember
-from ember.testing.language_models import init_hidden, rnn_lm_classes, train_step
+from ember.testing.language_models import init_hidden, rnn_lm_classes, train_step, transformer_lm_classes
 
 
 def load_same_weights(models, seed: int = 0) -> None:
@@ -47,6 +47,30 @@ def test_word_language_model_trains_as_in_torch(rnn_type, tied):
             loss, hidden = train_step(lib, model, lib.tensor(data), lib.tensor(targets), hidden, lr=1.0)
             run.append(float(loss.detach()))
         losses.append(run)
+    np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
+    same_weights(models)
+
+
+def test_word_language_models_transformer_trains_as_in_torch():
+    models = []
+    for lib in (torch, ember):
+        model = transformer_lm_classes(lib).TransformerModel(50, 16, 2, 32, 2, dropout=0.0)
+        models.append((lib, model))
+    load_same_weights(models)
+    for lib, model in models:
+        model.pos_encoder.pe = lib.tensor(models[0][1].pos_encoder.pe.numpy())   # the same positions, bit for bit
+        for module in model.modules():          # the layers' own dropout (nn.Transformer's default 0.1) off too
+            if isinstance(module, lib.nn.Dropout):
+                module.p = 0.0
+            if isinstance(module, lib.nn.MultiheadAttention):
+                module.dropout = 0.0
+    rng = np.random.default_rng(3)
+    batches = [(rng.integers(0, 50, (7, 4)), rng.integers(0, 50, (28,))) for _ in range(3)]
+    losses = []
+    for lib, model in models:
+        model.train()
+        losses.append([float(train_step(lib, model, lib.tensor(d), lib.tensor(t), None, lr=0.5)[0].detach())
+                       for d, t in batches])
     np.testing.assert_allclose(losses[1], losses[0], rtol=1e-5)
     same_weights(models)
 
