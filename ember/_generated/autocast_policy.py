@@ -24,6 +24,7 @@ AUTOCAST_POLICY = {
     'convolution': {'default': 'lower'},
     'cosine_similarity': {'cpu': 'none', 'default': 'fp32'},
     'cross_entropy_loss': {'default': 'fp32'},
+    'dot': {'default': 'lower'},
     'exp': {'cpu': 'none', 'default': 'fp32'},
     'grid_sampler': {'default': 'fp32'},
     'grid_sampler_2d': {'default': 'fp32'},
@@ -59,4 +60,5 @@ AUTOCAST_POLICY = {
     'softplus': {'cpu': 'none', 'default': 'fp32'},
     'stack': {'default': 'promote'},
     'sum.dim_IntList': {'cpu': 'none', 'default': 'fp32'},
+    'vdot': {'default': 'lower'},
 }

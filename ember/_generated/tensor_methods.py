@@ -165,6 +165,8 @@ from ember._generated.functions import (
     _dispatch_zero_,
     _dispatch_mm,
     _dispatch_bmm,
+    _dispatch_dot,
+    _dispatch_vdot,
     _dispatch_matmul,
     _dispatch_addmm,
     _dispatch_uniform_,
@@ -1335,6 +1337,20 @@ class TensorMethods:
         Schema: ``bmm(Tensor self, Tensor mat2) -> Tensor``
         """
         return _dispatch_bmm((self, mat2))
+
+    def dot(self, tensor):
+        """The inner product of two 1-D tensors of one dtype (a 0-d tensor).
+
+        Schema: ``dot(Tensor self, Tensor tensor) -> Tensor``
+        """
+        return _dispatch_dot((self, tensor))
+
+    def vdot(self, other):
+        """The inner product of two 1-D tensors, the first conjugated (ember's dtypes are real, so dot).
+
+        Schema: ``vdot(Tensor self, Tensor other) -> Tensor``
+        """
+        return _dispatch_vdot((self, other))
 
     def matmul(self, other):
         """The matrix product with NumPy's broadcasting rules, from 1-D to N-D.

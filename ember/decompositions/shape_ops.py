@@ -142,6 +142,13 @@ def to_copy(self, dtype=None, device=None, non_blocking=False):
     return F.copy_(out, self)
 
 
+@decomposition("dot")
+@decomposition("vdot")
+def dot(self, other):
+    """A (1, n) x (n, 1) product (BLAS's dot where the backend's mm is BLAS), seen as 0-d."""
+    return F.reshape(F.mm(F.reshape(self, (1, -1)), F.reshape(other, (-1, 1))), ())
+
+
 @decomposition("matmul")
 def matmul(self, other):
     a, b = self.dim(), other.dim()

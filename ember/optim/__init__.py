@@ -9,6 +9,7 @@ from .adamw import AdamW
 from .rmsprop import RMSprop
 from .adagrad import Adagrad
 from .adadelta import Adadelta
+from .lbfgs import LBFGS
 from . import lr_scheduler  # noqa: E402
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "LBFGS", "lr_scheduler"]

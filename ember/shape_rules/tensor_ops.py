@@ -134,6 +134,24 @@ def bmm(op, self, mat2):
     return ((a[0], a[1], b[2]), _matmul_dtype(op, self, mat2))
 
 
+@shape_rule("dot", reads=("dtypes",))
+def dot(op, self, other):
+    """dot and vdot: two 1-D tensors of one size and dtype, a 0-d result (torch's messages name "dot")."""
+    check_tensor(op, self, "input")
+    check_tensor(op, other, "tensor")
+    a, b = self._data.shape, other._data.shape
+    if len(a) != 1 or len(b) != 1:
+        raise ShapeError(f"{op.name}(): 1D tensors expected, but got {len(a)}D and {len(b)}D tensors")
+    if a[0] != b[0]:
+        raise ShapeError(f"{op.name}(): inconsistent tensor size, expected tensor [{a[0]}] and src [{b[0]}] to have "
+                         f"the same number of elements, but got {a[0]} and {b[0]} elements respectively")
+    if self._dtype is not other._dtype:
+        raise DTypeError(f"{op.name}(): dot : expected both vectors to have same dtype, but found "
+                         f"{type_name(self._dtype)} and {type_name(other._dtype)}")
+    check_kernel_dtype(op, self._dtype)
+    return ((), self._dtype)
+
+
 @shape_rule("matmul", reads=("dtypes",))
 def matmul(op, self, other):
     check_tensor(op, self, "input")

@@ -68,6 +68,27 @@ add(OpInfo("matmul", fn("matmul"), _matmul_samples, dtypes=_LINALG_DTYPES, grad=
                  desc="bool")]))
 
 
+def _dot_samples(rng, dtype):
+    g = is_float(dtype)
+    a = lambda shape: make(rng, shape, dtype, low=-1, high=1)  # noqa: E731
+    return [Sample((T(a((5,)), grad=g), T(a((5,)), grad=g)), desc="5"),
+            Sample((T(a((3,)), "s", grad=g), T(a((3,)), grad=g)), desc="every other element"),
+            Sample((T(a((0,)), grad=g), T(a((0,)), grad=g)), desc="empty")]
+
+
+def _dot_errors(name: str):
+    return lambda rng: [
+        E((T(f32(rng, (2, 3))), T(f32(rng, (3,)))), RuntimeError, name, "1D", desc="2-d"),
+        E((T(f32(rng, (3,))), T(f32(rng, (4,)))), RuntimeError, name, desc="sizes differ"),
+        E((T(f32(rng, (3,))), T(make(rng, (3,), "float64"))), RuntimeError, name, desc="dtypes differ"),
+        E((T(make(rng, (3,), "bool")), T(make(rng, (3,), "bool"))), NotImplementedError, name, desc="bool")]
+
+
+for _name in ("dot", "vdot"):
+    add(OpInfo(_name, fn(_name), _dot_samples, dtypes=_LINALG_DTYPES, grad=True, tol=LINALG_TOL,
+               errors=_dot_errors(_name)))
+
+
 def _addmm_samples(rng, dtype):
     g = is_float(dtype)
     a = lambda shape: make(rng, shape, dtype, low=-1, high=1)  # noqa: E731
