@@ -10,6 +10,12 @@ from .rmsprop import RMSprop
 from .adagrad import Adagrad
 from .adadelta import Adadelta
 from .lbfgs import LBFGS
+from .adamax import Adamax
+from .nadam import NAdam
+from .radam import RAdam
+from .asgd import ASGD
+from .rprop import Rprop
 from . import lr_scheduler  # noqa: E402
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "LBFGS", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "LBFGS", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop",
+           "lr_scheduler"]
