@@ -12,7 +12,8 @@ from .pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_poo
                       max_pool3d, max_pool3d_with_indices)
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm  # noqa: F401,E402
 from .padding import pad  # noqa: F401,E402
-from .vision import interpolate, upsample, upsample_bilinear, upsample_nearest  # noqa: F401,E402
+from .vision import (channel_shuffle, interpolate, pixel_shuffle, pixel_unshuffle, upsample,  # noqa: F401,E402
+                     upsample_bilinear, upsample_nearest)
 from .sparse import embedding, embedding_bag  # noqa: E402,F401
 from .activation import *  # noqa: E402,F401,F403
 from .attention import *  # noqa: E402,F401,F403

@@ -8,7 +8,7 @@ from .. import functional as F
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["ReLU", "ReLU6", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Softmin",
+__all__ = ["ReLU", "ReLU6", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid", "Softmax", "Softmax2d", "LogSoftmax", "Softmin",
            "LeakyReLU", "ELU", "SELU", "CELU", "Softplus", "Hardtanh", "Hardswish", "Hardsigmoid", "LogSigmoid",
            "Softsign", "Tanhshrink", "Softshrink", "Hardshrink", "Threshold", "GLU", "PReLU"]
 
@@ -169,6 +169,15 @@ class _SoftmaxBase(Module):
 
 class Softmax(_SoftmaxBase):
     _fn = staticmethod(F.softmax)
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of a (N, C, H, W) or (C, H, W) input, at every position."""
+
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
+        return F.softmax(input, -3)
 
 
 class LogSoftmax(_SoftmaxBase):

@@ -1,0 +1,51 @@
+"""InstanceNorm1d/2d/3d (torch.nn.modules.instancenorm): each sample's channels normalised over their own
+spatial positions; running statistics and affine parameters off unless asked, unbatched input taken."""
+from __future__ import annotations
+
+import warnings
+
+from .. import functional as F
+from .batchnorm import _NormBase
+
+__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+
+
+class _InstanceNorm(_NormBase):
+    spatial = 1                     # the spatial dimensions: an unbatched input has spatial + 1 dimensions
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = False,
+                 track_running_stats: bool = False, device=None, dtype=None, *, bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+
+    def _check_input_dim(self, input) -> None:
+        if input.dim() not in (self.spatial + 1, self.spatial + 2):
+            raise ValueError(f"expected {self.spatial + 1}D or {self.spatial + 2}D input (got {input.dim()}D input)")
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        feature_dim = input.dim() - (self.spatial + 1)
+        if input.size(feature_dim) != self.num_features:
+            if self.affine:
+                raise ValueError(f"expected input's size at dim={feature_dim} to match num_features "
+                                 f"({self.num_features}), but got: {input.size(feature_dim)}.")
+            warnings.warn(f"input's size at dim={feature_dim} does not match num_features. You can silence this "
+                          "warning by not passing in num_features, which is not used because affine=False",
+                          stacklevel=2)
+        unbatched = input.dim() == self.spatial + 1
+        x = input.unsqueeze(0) if unbatched else input
+        out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats,
+                              self.momentum if self.momentum is not None else 0.0, self.eps)
+        return out.squeeze(0) if unbatched else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    spatial = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    spatial = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    spatial = 3

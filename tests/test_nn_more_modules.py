@@ -1,0 +1,133 @@
+"""Padding, instance norm, upsampling, fold, pixel and channel shuffles, distances, 3-d pooling, Softmax2d,
+EmbeddingBag and the margin losses as modules, against torch's: the same constructor arguments, the same
+state dict, float64; the outputs, the gradients of the inputs and parameters, the buffers after a
+training-mode call, and the repr."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+
+TIGHT = dict(rtol=1e-10, atol=1e-12)
+
+# (class, constructor args, constructor kwargs, input shapes (float64 inputs) or callables making inputs)
+CASES = [
+    ("ConstantPad1d", (2, 3.5), {}, [(2, 3, 5)]),
+    ("ConstantPad2d", ((1, 0, 2, 1), -1.0), {}, [(2, 3, 4, 5)]),
+    ("ConstantPad3d", (1, 0.5), {}, [(1, 2, 3, 4, 5)]),
+    ("ZeroPad1d", ((2, 1),), {}, [(2, 3, 5)]),
+    ("ZeroPad2d", (2,), {}, [(3, 4, 5)]),
+    ("ZeroPad3d", ((1, 0, 0, 1, 2, 0),), {}, [(1, 2, 3, 4, 5)]),
+    ("ReflectionPad1d", (2,), {}, [(2, 3, 5)]),
+    ("ReflectionPad2d", ((1, 2, 2, 1),), {}, [(2, 3, 4, 5)]),
+    ("ReflectionPad3d", (1,), {}, [(1, 2, 3, 4, 5)]),
+    ("ReplicationPad1d", ((3, 1),), {}, [(2, 3, 5)]),
+    ("ReplicationPad2d", (2,), {}, [(2, 3, 4, 5)]),
+    ("ReplicationPad3d", ((1, 2, 0, 1, 1, 0),), {}, [(1, 2, 3, 4, 5)]),
+    ("CircularPad1d", (2,), {}, [(2, 3, 5)]),
+    ("CircularPad2d", ((1, 2, 2, 1),), {}, [(2, 3, 4, 5)]),
+    ("CircularPad3d", (1,), {}, [(1, 2, 3, 4, 5)]),
+    ("InstanceNorm1d", (3,), {}, [(2, 3, 7)]),
+    ("InstanceNorm2d", (3,), dict(affine=True, track_running_stats=True), [(2, 3, 4, 5)]),
+    ("InstanceNorm3d", (2,), dict(affine=True, momentum=None, track_running_stats=True), [(2, 2, 3, 4, 2)]),
+    ("InstanceNorm2d", (3,), dict(affine=True), [(3, 4, 5)]),                    # unbatched
+    ("Upsample", (), dict(scale_factor=2), [(2, 3, 4, 5)]),
+    ("Upsample", (), dict(size=(5, 7), mode="bilinear", align_corners=False), [(2, 3, 4, 5)]),
+    ("Upsample", (), dict(scale_factor=1.5, mode="linear"), [(2, 3, 4)]),
+    ("UpsamplingNearest2d", (), dict(size=6), [(1, 2, 3, 4)]),
+    ("UpsamplingBilinear2d", (), dict(scale_factor=2), [(1, 2, 3, 4)]),
+    ("Fold", ((4, 5), (2, 2)), dict(stride=1), [(2, 12, 12)]),
+    ("Unfold", ((2, 3),), dict(padding=1, stride=2), [(2, 3, 5, 6)]),
+    ("PixelShuffle", (2,), {}, [(2, 8, 3, 4)]),
+    ("PixelUnshuffle", (2,), {}, [(2, 2, 4, 6)]),
+    ("ChannelShuffle", (2,), {}, [(2, 6, 3, 4)]),
+    ("CosineSimilarity", (), dict(dim=0), [(4, 3), (4, 3)]),
+    ("PairwiseDistance", (), dict(p=3.0, keepdim=True), [(4, 3), (4, 3)]),
+    ("MaxPool3d", (2,), dict(stride=1, padding=1), [(1, 2, 3, 4, 5)]),
+    ("AvgPool3d", ((2, 1, 2),), dict(ceil_mode=True, count_include_pad=False), [(1, 2, 3, 4, 5)]),
+    ("AdaptiveAvgPool3d", ((2, 3, 1),), {}, [(1, 2, 3, 4, 5)]),
+    ("Softmax2d", (), {}, [(2, 3, 4, 5)]),
+    ("PoissonNLLLoss", (), dict(full=True), [(3, 4), lambda rng: rng.uniform(0, 3, (3, 4))]),
+    ("CosineEmbeddingLoss", (0.2,), {}, [(4, 3), (4, 3), lambda rng: np.array([1.0, -1.0, 1.0, -1.0])]),
+    ("HingeEmbeddingLoss", (), dict(margin=0.5, reduction="sum"), [(4, 3), lambda rng: np.sign(rng.standard_normal((4, 3)))]),
+    ("MarginRankingLoss", (), dict(margin=0.1), [(5,), (5,), lambda rng: np.sign(rng.standard_normal(5))]),
+    ("SoftMarginLoss", (), dict(reduction="none"), [(4, 3), lambda rng: np.sign(rng.standard_normal((4, 3)))]),
+]
+
+
+def _ids(case) -> str:
+    return f"{case[0]}-{case[1]}-{sorted(case[2].items())}"
+
+
+@pytest.mark.parametrize("name, args, kwargs, inputs", CASES, ids=[_ids(c) for c in CASES])
+def test_module_matches_torch(name, args, kwargs, inputs):
+    torch.manual_seed(0)
+    t_mod = getattr(torch.nn, name)(*args, **kwargs).double()
+    e_mod = getattr(ember.nn, name)(*args, **kwargs).to(ember.float64)
+    e_mod.load_state_dict({k: ember.tensor(v.numpy()) for k, v in t_mod.state_dict().items()})
+    assert str(e_mod) == str(t_mod)
+    rng = np.random.default_rng(1)
+    arrays = [make(rng) if callable(make) else rng.standard_normal(make) for make in inputs]
+    t_in = [torch.tensor(a, requires_grad=not callable(m)) for a, m in zip(arrays, inputs)]
+    e_in = [ember.tensor(a, requires_grad=not callable(m)) for a, m in zip(arrays, inputs)]
+    t_out, e_out = t_mod(*t_in), e_mod(*e_in)
+    assert tuple(e_out.shape) == tuple(t_out.shape)
+    np.testing.assert_allclose(e_out.detach().numpy(), t_out.detach().numpy(), **TIGHT)
+    w = rng.standard_normal(tuple(t_out.shape))
+    (t_out * torch.tensor(w)).sum().backward()
+    (e_out * ember.tensor(w)).sum().backward()
+    for t, e in zip(t_in, e_in):
+        if t.requires_grad:
+            np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), **TIGHT)
+    for (pname, tp), ep in zip(t_mod.named_parameters(), e_mod.parameters()):
+        np.testing.assert_allclose(ep.grad.numpy(), tp.grad.numpy(), err_msg=pname, **TIGHT)
+    for (bname, tb), eb in zip(t_mod.named_buffers(), e_mod.buffers()):
+        np.testing.assert_allclose(eb.numpy(), tb.numpy(), err_msg=bname, **TIGHT)
+
+
+@pytest.mark.parametrize("mode, offsets", [("mean", True), ("sum", False), ("max", True)])
+def test_embedding_bag_matches_torch(mode, offsets):
+    torch.manual_seed(0)
+    t_mod = torch.nn.EmbeddingBag(10, 3, mode=mode, padding_idx=2).double()
+    e_mod = ember.nn.EmbeddingBag(10, 3, mode=mode, padding_idx=2).to(ember.float64)
+    e_mod.load_state_dict({k: ember.tensor(v.numpy()) for k, v in t_mod.state_dict().items()})
+    assert str(e_mod) == str(t_mod)
+    if offsets:
+        idx, off = [1, 2, 4, 5, 4, 3, 2, 9], [0, 3, 5]
+        t_out, e_out = (mod(lib.tensor(idx), lib.tensor(off)) for mod, lib in ((t_mod, torch), (e_mod, ember)))
+    else:
+        idx = [[1, 2, 4], [4, 3, 9]]
+        t_out, e_out = t_mod(torch.tensor(idx)), e_mod(ember.tensor(idx))
+    np.testing.assert_allclose(e_out.detach().numpy(), t_out.detach().numpy(), **TIGHT)
+    (t_out * t_out).sum().backward()
+    (e_out * e_out).sum().backward()
+    np.testing.assert_allclose(e_mod.weight.grad.numpy(), t_mod.weight.grad.numpy(), **TIGHT)
+
+
+@pytest.mark.parametrize("build, shape", [
+    (lambda nn: nn.InstanceNorm2d(3), (2, 3, 4)),                 # 3-d into a 2d norm: unbatched (C=2 warns)
+    (lambda nn: nn.InstanceNorm1d(3), (2, 3, 4, 5)),
+    (lambda nn: nn.InstanceNorm2d(4, affine=True), (2, 3, 4, 5)),
+    (lambda nn: nn.PixelShuffle(2), (2, 5, 3, 3)),
+    (lambda nn: nn.PixelUnshuffle(2), (2, 5, 3, 4)),
+    (lambda nn: nn.ChannelShuffle(2), (2, 5, 3, 4)),
+    (lambda nn: nn.Softmax2d(), (3, 4)),
+])
+def test_errors_are_torchs(build, shape):
+    import warnings
+
+    seen = []
+    for lib in (torch, ember):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                build(lib.nn)(lib.zeros(*shape))
+            except Exception as exc:      # noqa: BLE001
+                seen.append((type(exc), str(exc)))
+            else:
+                seen.append(None)
+    assert seen[0] is not None or seen[1] is None
+    if seen[0] is not None:
+        assert seen[1] is not None and issubclass(seen[1][0], seen[0][0]) and seen[1][1] == seen[0][1], seen
