@@ -1,0 +1,109 @@
+"""Which of PyTorch's torch.nn, torch.optim, torch.optim.lr_scheduler and torch.distributions classes ember
+has, read from both libraries; docs/coverage.md quotes its output (docs/regenerate.py).
+
+    python docs/coverage.py
+
+Every torch class ember lacks must have its reason in MISSING below; the command fails naming any
+that has none (a class torch adds shows up here, and tests/test_docs.py fails, until it is given a
+reason or built), and naming any reason whose class ember now has.
+"""
+from __future__ import annotations
+
+import inspect
+import sys
+
+DISTRIBUTIONS = "ember has no ember.distributions yet: it is planned with the special functions its densities need"
+LAZY = "the Lazy modules (shapes inferred on the first call) are not built yet"
+
+MISSING: dict[str, str] = {
+    # torch.nn
+    "nn.AdaptiveLogSoftmaxWithLoss": "not built yet",
+    "nn.AdaptiveMaxPool1d": "no adaptive max pooling op yet",
+    "nn.AdaptiveMaxPool2d": "no adaptive max pooling op yet",
+    "nn.AdaptiveMaxPool3d": "no adaptive max pooling op yet",
+    "nn.AlphaDropout": "not built yet",
+    "nn.FeatureAlphaDropout": "not built yet",
+    "nn.CTCLoss": "no CTC loss op yet",
+    "nn.Container": "deprecated in torch (an nn.Module holding submodules by keyword); nn.Module does that",
+    "nn.Conv3d": "no 3-d convolution op yet",
+    "nn.ConvTranspose3d": "no 3-d convolution op yet",
+    "nn.CrossMapLRN2d": "not built yet (LocalResponseNorm's legacy twin)",
+    "nn.LocalResponseNorm": "not built yet",
+    "nn.DataParallel": "single-process multi-device data parallelism belongs to ember.distributed (DDP)",
+    "nn.SyncBatchNorm": "needs the collectives of ember.distributed",
+    "nn.FractionalMaxPool2d": "no fractional max pooling op yet",
+    "nn.FractionalMaxPool3d": "no fractional max pooling op yet",
+    "nn.GaussianNLLLoss": "not built yet",
+    "nn.LPPool1d": "not built yet",
+    "nn.LPPool2d": "not built yet",
+    "nn.LPPool3d": "not built yet",
+    **{f"nn.Lazy{name}": LAZY for name in ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "Conv3d",
+                                          "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "InstanceNorm1d",
+                                          "InstanceNorm2d", "InstanceNorm3d", "Linear")},
+    "nn.LinearCrossEntropyLoss": "not built yet (a fused linear layer and cross entropy)",
+    "nn.MaxUnpool1d": "no max unpooling op yet",
+    "nn.MaxUnpool2d": "no max unpooling op yet",
+    "nn.MaxUnpool3d": "no max unpooling op yet",
+    "nn.MultiLabelMarginLoss": "not built yet",
+    "nn.MultiLabelSoftMarginLoss": "not built yet",
+    "nn.MultiMarginLoss": "not built yet",
+    "nn.NLLLoss2d": "deprecated in torch: NLLLoss takes (N, C, H, W) input",
+    "nn.RReLU": "not built yet",
+    "nn.TripletMarginLoss": "not built yet",
+    "nn.TripletMarginWithDistanceLoss": "not built yet",
+    # torch.optim
+    "optim.Adafactor": "not built yet",
+    "optim.Muon": "not built yet",
+    "optim.SparseAdam": "ember has no sparse gradients yet",
+    # torch.optim.lr_scheduler
+    **{f"optim.lr_scheduler.{name}": "not built yet" for name in (
+        "ChainedScheduler", "ConstantLR", "CosineAnnealingWarmRestarts", "CyclicLR", "MultiplicativeLR", "PolynomialLR",
+        "SequentialLR")},
+}
+
+
+def _classes(module, base) -> list[str]:
+    return sorted(n for n, v in vars(module).items()
+                  if not n.startswith("_") and inspect.isclass(v) and issubclass(v, base) and v is not base)
+
+
+def namespaces():
+    """(title, prefix, torch's class names, the ember module) per namespace."""
+    import torch
+    import torch.distributions
+
+    import ember
+
+    return [("torch.nn (modules)", "nn", _classes(torch.nn, torch.nn.Module), ember.nn),
+            ("torch.optim", "optim", _classes(torch.optim, torch.optim.Optimizer), ember.optim),
+            ("torch.optim.lr_scheduler", "optim.lr_scheduler",
+             _classes(torch.optim.lr_scheduler, torch.optim.lr_scheduler.LRScheduler), ember.optim.lr_scheduler),
+            ("torch.distributions", "distributions",
+             _classes(torch.distributions, torch.distributions.Distribution), getattr(ember, "distributions", None))]
+
+
+def main() -> int:
+    problems = []
+    for title, prefix, names, module in namespaces():
+        have = [n for n in names if module is not None and hasattr(module, n)]
+        lacking = [n for n in names if n not in have]
+        print(f"## {title}: {len(have)} of {len(names)}\n")
+        print("Present: " + (", ".join(f"`{n}`" for n in have) or "none") + ".\n")
+        if lacking:
+            print("| missing | why |\n|---|---|")
+            for n in lacking:
+                key = f"{prefix}.{n}"
+                reason = MISSING.get(key, DISTRIBUTIONS if prefix == "distributions" else None)
+                if reason is None:
+                    problems.append(f"{key} is missing and has no reason in docs/coverage.py's MISSING")
+                print(f"| `{n}` | {reason} |")
+            print()
+        problems += [f"{key} has a reason in MISSING but ember has it" for key in MISSING
+                     if key.rsplit(".", 1)[0] == prefix and key.rsplit(".", 1)[1] in have]
+    for p in problems:
+        print(p, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
