@@ -15,6 +15,7 @@ from __future__ import annotations
 from ember._generated import op_table as _op_table  # noqa: F401
 # 2. the frontend (Tensor first: everything else refers to it)
 from ember.frontend.tensor import Tensor, Size, Storage
+from ember.frontend.legacy_types import TYPES as _LEGACY_TYPES
 from ember.frontend.wiring import wire as _wire
 _wire()
 
@@ -90,3 +91,5 @@ def __getattr__(name: str):
 
         return importlib.import_module(f"ember.{name}")
     raise AttributeError(f"module 'ember' has no attribute {name!r}")
+
+globals().update(_LEGACY_TYPES)      # FloatTensor, LongTensor, ...: torch's legacy constructors and types

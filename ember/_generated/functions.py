@@ -157,6 +157,10 @@ _op_ceil = _OPS['ceil']
 _dispatch_ceil = _op_ceil.dispatch
 _op_ceil_ = _OPS['ceil_']
 _dispatch_ceil_ = _op_ceil_.dispatch
+_op_round_decimals = _OPS['round.decimals']
+_dispatch_round_decimals = _op_round_decimals.dispatch
+_op_round__decimals = _OPS['round_.decimals']
+_dispatch_round__decimals = _op_round__decimals.dispatch
 _op_round = _OPS['round']
 _dispatch_round = _op_round.dispatch
 _op_round_ = _OPS['round_']
@@ -470,6 +474,14 @@ _op_unbind_int = _OPS['unbind.int']
 _dispatch_unbind_int = _op_unbind_int.dispatch
 _op_narrow = _OPS['narrow']
 _dispatch_narrow = _op_narrow.dispatch
+_op_diag_embed = _OPS['diag_embed']
+_dispatch_diag_embed = _op_diag_embed.dispatch
+_op_diag = _OPS['diag']
+_dispatch_diag = _op_diag.dispatch
+_op_diagflat = _OPS['diagflat']
+_dispatch_diagflat = _op_diagflat.dispatch
+_op_unflatten_int = _OPS['unflatten.int']
+_dispatch_unflatten_int = _op_unflatten_int.dispatch
 _op_diagonal = _OPS['diagonal']
 _dispatch_diagonal = _op_diagonal.dispatch
 _op_alias = _OPS['alias']
@@ -781,6 +793,8 @@ _op_affine_grid_generator = _OPS['affine_grid_generator']
 _dispatch_affine_grid_generator = _op_affine_grid_generator.dispatch
 _op_argwhere = _OPS['argwhere']
 _dispatch_argwhere = _op_argwhere.dispatch
+_op_where = _OPS['where']
+_dispatch_where = _op_where.dispatch
 _op_nonzero_numpy = _OPS['nonzero_numpy']
 _dispatch_nonzero_numpy = _op_nonzero_numpy.dispatch
 
@@ -917,12 +931,23 @@ def minimum(input, other):
     """
     return _dispatch_minimum((input, other))
 
-def where(condition, input, other):
+def _bind_where_self(condition, input, other):
+    return (condition, input, other)
+
+def _bind_where(condition):
+    return (condition,)
+
+_overloads_where = ((_bind_where_self, _op_where_self, None), (_bind_where, _op_where, None),)
+def where(*args, **kwargs):
     """Elements of `self` where `condition` holds, else of `other`.
 
-    Schema: ``where.self(Tensor condition, Tensor self, Tensor other) -> Tensor``
+    Overloads:
+
+    ``where.self(Tensor condition, Tensor self, Tensor other) -> Tensor``: Elements of `self` where `condition` holds, else of `other`.
+
+    ``where(Tensor condition) -> Tensor[]``: The indices of the nonzero elements of `condition`, one 1-D tensor per dimension (nonzero(as_tuple=True)).
     """
-    return _dispatch_where_self((condition, input, other))
+    return _call_overload('where', _overloads_where, args, kwargs)
 
 def clamp(input, min=None, max=None):
     """Limits each element to [min, max]; either bound may be omitted.
@@ -1302,19 +1327,41 @@ def ceil_(input):
     """
     return _dispatch_ceil_((input,))
 
-def round(input):
-    """Each element rounded to the nearest integer, ties to even (decimals=0).
+def _bind_round_decimals(input, *, decimals):
+    return (input, decimals)
 
-    Schema: ``round(Tensor self) -> Tensor``
+def _bind_round(input):
+    return (input,)
+
+_overloads_round = ((_bind_round_decimals, _op_round_decimals, None), (_bind_round, _op_round, None),)
+def round(*args, **kwargs):
+    """Each element rounded to `decimals` decimal places (ties to even), as x * 10^d rounded, divided by 10^d.
+
+    Overloads:
+
+    ``round.decimals(Tensor self, *, int decimals) -> Tensor``: Each element rounded to `decimals` decimal places (ties to even), as x * 10^d rounded, divided by 10^d.
+
+    ``round(Tensor self) -> Tensor``: Each element rounded to the nearest integer, ties to even (decimals=0).
     """
-    return _dispatch_round((input,))
+    return _call_overload('round', _overloads_round, args, kwargs)
 
-def round_(input):
-    """In-place version of round: Each element rounded to the nearest integer, ties to even (decimals=0).
+def _bind_round__decimals(input, *, decimals):
+    return (input, decimals)
 
-    Schema: ``round_(Tensor(a!) self) -> Tensor(a!)``
+def _bind_round_(input):
+    return (input,)
+
+_overloads_round_ = ((_bind_round__decimals, _op_round__decimals, None), (_bind_round_, _op_round_, None),)
+def round_(*args, **kwargs):
+    """In-place version of round.decimals: Each element rounded to `decimals` decimal places (ties to even), as x * 10^d rounded, divided by 10^d.
+
+    Overloads:
+
+    ``round_.decimals(Tensor(a!) self, *, int decimals) -> Tensor(a!)``: In-place version of round.decimals: Each element rounded to `decimals` decimal places (ties to even), as x * 10^d rounded, divided by 10^d.
+
+    ``round_(Tensor(a!) self) -> Tensor(a!)``: In-place version of round: Each element rounded to the nearest integer, ties to even (decimals=0).
     """
-    return _dispatch_round_((input,))
+    return _call_overload('round_', _overloads_round_, args, kwargs)
 
 def trunc(input):
     """Each element rounded towards zero.
@@ -2465,6 +2512,34 @@ def narrow(input, dim, start, length):
     """
     return _dispatch_narrow((input, dim, start, length))
 
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """A tensor whose `offset`-th diagonals in the planes of dims dim1 and dim2 are the last dimension of `self`, zeros elsewhere.
+
+    Schema: ``diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor``
+    """
+    return _dispatch_diag_embed((input, offset, dim1, dim2))
+
+def diag(input, diagonal=0):
+    """The `diagonal`-th diagonal of a matrix (a copy), or the square matrix with a vector on it.
+
+    Schema: ``diag(Tensor self, int diagonal=0) -> Tensor``
+    """
+    return _dispatch_diag((input, diagonal))
+
+def diagflat(input, offset=0):
+    """The square matrix with the flattened input on its `offset`-th diagonal.
+
+    Schema: ``diagflat(Tensor self, int offset=0) -> Tensor``
+    """
+    return _dispatch_diagflat((input, offset))
+
+def unflatten(input, dim, sizes):
+    """`self` with dimension `dim` split into `sizes` (one of them may be -1): a view where the layout allows.
+
+    Schema: ``unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)``
+    """
+    return _dispatch_unflatten_int((input, dim, sizes))
+
 def diagonal(input, offset=0, dim1=0, dim2=1):
     """A view of the `offset`-th diagonal of the planes spanned by `dim1` and `dim2` (appended as the last dimension).
 
@@ -3611,7 +3686,7 @@ def nonzero_numpy(input):
     """
     return _dispatch_nonzero_numpy((input,))
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_embedding_bag', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_to_copy', 'abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv_transpose1d', 'conv_transpose2d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'cumprod', 'cumsum', 'diagonal', 'div', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'multinomial', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'nonzero', 'ones', 'ones_like', 'pdist', 'permute', 'pow', 'prod', 'rand', 'randint', 'randn', 'randperm', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'reshape', 'roll', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'transpose', 'tril', 'triu', 'trunc', 'trunc_', 'unbind', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_embedding_bag', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_to_copy', 'abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv_transpose1d', 'conv_transpose2d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'cumprod', 'cumsum', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'div', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'multinomial', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'nonzero', 'ones', 'ones_like', 'pdist', 'permute', 'pow', 'prod', 'rand', 'randint', 'randn', 'randperm', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'reshape', 'roll', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'transpose', 'tril', 'triu', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'zero_', 'zeros', 'zeros_like']
 
 OP_FUNCTIONS = {
     'add.Tensor': add,
@@ -3688,6 +3763,8 @@ OP_FUNCTIONS = {
     'floor_': floor_,
     'ceil': ceil,
     'ceil_': ceil_,
+    'round.decimals': round,
+    'round_.decimals': round_,
     'round': round,
     'round_': round_,
     'trunc': trunc,
@@ -3842,6 +3919,10 @@ OP_FUNCTIONS = {
     'chunk': chunk,
     'unbind.int': unbind,
     'narrow': narrow,
+    'diag_embed': diag_embed,
+    'diag': diag,
+    'diagflat': diagflat,
+    'unflatten.int': unflatten,
     'diagonal': diagonal,
     'alias': alias,
     'einsum': einsum,
@@ -3994,5 +4075,6 @@ OP_FUNCTIONS = {
     'grid_sampler': grid_sampler,
     'affine_grid_generator': affine_grid_generator,
     'argwhere': argwhere,
+    'where': where,
     'nonzero_numpy': nonzero_numpy,
 }

@@ -83,8 +83,10 @@ from ember._generated.functions import (
     _dispatch_floor_,
     _dispatch_ceil,
     _dispatch_ceil_,
-    _dispatch_round,
-    _dispatch_round_,
+    _op_round_decimals,
+    _op_round__decimals,
+    _op_round,
+    _op_round_,
     _dispatch_trunc,
     _dispatch_trunc_,
     _dispatch_frac,
@@ -211,6 +213,10 @@ from ember._generated.functions import (
     _dispatch_chunk,
     _dispatch_unbind_int,
     _dispatch_narrow,
+    _dispatch_diag_embed,
+    _dispatch_diag,
+    _dispatch_diagflat,
+    _dispatch_unflatten_int,
     _dispatch_diagonal,
     _op_lerp_Scalar,
     _op_lerp__Scalar,
@@ -778,19 +784,29 @@ class TensorMethods:
         """
         return _dispatch_ceil_((self,))
 
-    def round(self):
-        """Each element rounded to the nearest integer, ties to even (decimals=0).
+    @staticmethod
+    def _bind_round_decimals(self, *, decimals):
+        return (self, decimals)
 
-        Schema: ``round(Tensor self) -> Tensor``
-        """
-        return _dispatch_round((self,))
+    @staticmethod
+    def _bind_round(self):
+        return (self,)
 
-    def round_(self):
-        """In-place version of round: Each element rounded to the nearest integer, ties to even (decimals=0).
+    def round(self, *args, **kwargs):
+        """Each element rounded to `decimals` decimal places (ties to even), as x * 10^d rounded, divided by 10^d."""
+        return _call_overload('round', ((TensorMethods._bind_round_decimals, _op_round_decimals, None), (TensorMethods._bind_round, _op_round, None),), (self,) + args, kwargs)
 
-        Schema: ``round_(Tensor(a!) self) -> Tensor(a!)``
-        """
-        return _dispatch_round_((self,))
+    @staticmethod
+    def _bind_round__decimals(self, *, decimals):
+        return (self, decimals)
+
+    @staticmethod
+    def _bind_round_(self):
+        return (self,)
+
+    def round_(self, *args, **kwargs):
+        """In-place version of round.decimals: Each element rounded to `decimals` decimal places (ties to even), as x * 10^d rounded, divided by 10^d."""
+        return _call_overload('round_', ((TensorMethods._bind_round__decimals, _op_round__decimals, None), (TensorMethods._bind_round_, _op_round_, None),), (self,) + args, kwargs)
 
     def trunc(self):
         """Each element rounded towards zero.
@@ -1619,6 +1635,34 @@ class TensorMethods:
         Schema: ``narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)``
         """
         return _dispatch_narrow((self, dim, start, length))
+
+    def diag_embed(self, offset=0, dim1=-2, dim2=-1):
+        """A tensor whose `offset`-th diagonals in the planes of dims dim1 and dim2 are the last dimension of `self`, zeros elsewhere.
+
+        Schema: ``diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor``
+        """
+        return _dispatch_diag_embed((self, offset, dim1, dim2))
+
+    def diag(self, diagonal=0):
+        """The `diagonal`-th diagonal of a matrix (a copy), or the square matrix with a vector on it.
+
+        Schema: ``diag(Tensor self, int diagonal=0) -> Tensor``
+        """
+        return _dispatch_diag((self, diagonal))
+
+    def diagflat(self, offset=0):
+        """The square matrix with the flattened input on its `offset`-th diagonal.
+
+        Schema: ``diagflat(Tensor self, int offset=0) -> Tensor``
+        """
+        return _dispatch_diagflat((self, offset))
+
+    def unflatten(self, dim, sizes):
+        """`self` with dimension `dim` split into `sizes` (one of them may be -1): a view where the layout allows.
+
+        Schema: ``unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)``
+        """
+        return _dispatch_unflatten_int((self, dim, sizes))
 
     def diagonal(self, offset=0, dim1=0, dim2=1):
         """A view of the `offset`-th diagonal of the planes spanned by `dim1` and `dim2` (appended as the last dimension).

@@ -371,4 +371,10 @@ def nonzero_numpy(self):
     return [F.select(rows, 1, d) for d in range(rows.shape[1])]
 
 
+@decomposition("where")
+def where_condition(condition):
+    """torch.where(condition): nonzero(condition, as_tuple=True), a tuple."""
+    return tuple(nonzero_numpy(condition))
+
+
 from . import indexing_reduce  # noqa: E402,F401  (scatter_reduce)

@@ -1,4 +1,5 @@
-"""Shape ops (flip, roll, tril/triu, repeat/tile, split/chunk/unbind/narrow, diagonal, alias),
+"""Shape ops (flip, roll, tril/triu, repeat/tile, split/chunk/unbind/narrow, diagonal, diag, diag_embed,
+diagflat, unflatten, alias), round to decimals,
 einsum, lerp/addcmul/addcdiv and two factories, in terms of existing ember ops.
 
 Splits are tuples of `slice`/`select` views, so they alias their input on every backend;
@@ -261,3 +262,43 @@ def empty_strided(size, stride, dtype=None, device=None, requires_grad=False):
     extent = 0 if 0 in size else 1 + sum((n - 1) * st for n, st in zip(size, stride))
     base = F.empty((extent,), dtype=dtype or _dt.get_default_dtype(), device=device)
     return F.as_strided(base, size, stride, 0)
+
+
+@decomposition("diag_embed")
+def diag_embed(self, offset=0, dim1=-2, dim2=-1):
+    """Zeros with the input written into the diagonal view (diagonal appends the diagonal as the last
+    dimension and keeps the others in order: the input's layout)."""
+    op = ALL_OPS["diag_embed"]
+    out = F.zeros(op.shape_rule(op, self, offset, dim1, dim2)[0], dtype=self.dtype, device=self.device)
+    F.copy_(F.diagonal(out, offset, dim1, dim2), self)
+    return out
+
+
+@decomposition("diag")
+def diag(self, diagonal=0):
+    ALL_OPS["diag"].shape_rule(ALL_OPS["diag"], self, diagonal)          # (1-d or 2-d, with torch's message)
+    if self.dim() == 1:
+        return diag_embed(self, diagonal, 0, 1)
+    return F.clone(F.diagonal(self, diagonal, 0, 1))
+
+
+@decomposition("diagflat")
+def diagflat(self, offset=0):
+    return diag_embed(F.reshape(self, (-1,)), offset, 0, 1)
+
+
+@decomposition("unflatten.int")
+def unflatten(self, dim, sizes):
+    op = ALL_OPS["unflatten.int"]
+    return F.reshape(self, op.shape_rule(op, self, dim, sizes)[0])
+
+
+@decomposition("round.decimals")
+def round_decimals(self, decimals):
+    """torch's kernel: round(x * 10^d) / 10^d, or round(x / 10^-d) * 10^-d for negative d."""
+    if decimals == 0:
+        return F.round(self)
+    scale = 10.0 ** abs(decimals)
+    if decimals > 0:
+        return F.div(F.round(F.mul(self, scale)), scale)
+    return F.mul(F.round(F.div(self, scale)), scale)

@@ -57,8 +57,17 @@ class ConversionMethods:
         return self.to("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
 
     def type(self, dtype=None):
+        """The type name ("ember.FloatTensor"), or the tensor converted to `dtype`: a dtype, or a type name
+        as torch writes it ("torch.DoubleTensor"; "ember.DoubleTensor" too)."""
         if dtype is None:
             return f"ember.{_TYPE_NAMES.get(self._dtype.name, self._dtype.name)}"
+        if isinstance(dtype, str):
+            from .legacy_types import dtype_of_type_name
+
+            named = dtype_of_type_name(dtype)
+            if named is None:
+                raise ValueError(f"invalid type: '{dtype}'")
+            dtype = named
         return self.to(dtype)
 
     def float(self) -> "Tensor":

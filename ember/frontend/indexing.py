@@ -72,6 +72,8 @@ def getitem(t, index, *, for_assignment: bool = False):
 
     items = list(_normalize(index))
     for k, i in enumerate(items):
+        if isinstance(i, range):       # a range indexes as the list of its values (torch's reading)
+            i = list(i)
         if isinstance(i, list) or (not isinstance(i, (Tensor, tuple, slice, bool, int)) and hasattr(i, "__array__")
                                    and getattr(i, "ndim", 0) > 0):
             items[k] = _advanced(i, Tensor, t.device)

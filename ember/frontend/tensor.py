@@ -70,8 +70,13 @@ class Tensor(TensorMethods, ConversionMethods, TensorSpec):
     __array_priority__ = 1000
 
     def __new__(cls, *args, **kwargs):
-        if cls is Tensor and (args or kwargs):
-            raise ArgumentTypeError("ember.Tensor(...) cannot build a tensor from data; use ember.tensor(data)")
+        if cls is Tensor:
+            # torch's legacy constructor: Tensor(2, 3), Tensor([1, 2]), Tensor() (the default dtype)
+            from .legacy_types import new
+
+            if set(kwargs) - {"device"}:
+                raise ArgumentTypeError(f"Tensor(): unexpected keyword arguments {sorted(set(kwargs) - {'device'})}")
+            return new(_dt.get_default_dtype(), args, kwargs.get("device"))
         return object.__new__(cls)
 
     # -- metadata --------------------------------------------------------------------------
@@ -188,6 +193,12 @@ class Tensor(TensorMethods, ConversionMethods, TensorSpec):
     @property
     def is_cuda(self) -> bool:
         return self._device.type == "cuda"
+
+    # torch's other device and layout predicates: devices and layouts ember has none of (ember's tensors are
+    # strided and dense)
+    is_xpu = is_mps = is_ipu = is_xla = is_mtia = is_maia = is_vulkan = is_mkldnn = \
+        property(lambda self: self._device.type == "_none_")
+    is_sparse = is_sparse_csr = is_quantized = is_nested = property(lambda self: False)
 
     @property
     def _version(self) -> int:

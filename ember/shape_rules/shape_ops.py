@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ember.core.errors import ArgumentTypeError, ArgumentValueError, DimensionError, DTypeError, MissingKernelError, ShapeError
 from ember.core import dtype as _dt
-from ember.core.layout import contiguous_strides
+from ember.core.layout import contiguous_strides, numel
 from ember.core.spec import TensorSpec
 
 from . import shape_rule
@@ -363,6 +363,67 @@ def diagonal(op, self, offset=0, dim1=0, dim2=1):
     diag = as_int(op, offset, "offset")
     size, stride, off = diagonal_window(op, _shape(self), strides_of(self), self.storage_offset(), diag, dim1, dim2)
     return (size, self._dtype, stride, off)
+
+
+@shape_rule("diag_embed")
+def diag_embed(op, self, offset=0, dim1=-2, dim2=-1):
+    """(*leading, n + |offset|, n + |offset|) with the two new dimensions at dim1 and dim2 of the result."""
+    check_tensor(op, self, "input")
+    diag = as_int(op, offset, "offset")
+    shape = _shape(self)
+    rank = len(shape) + 1
+    d1, d2 = wrap_dim(op, dim1, rank), wrap_dim(op, dim2, rank)
+    if d1 == d2:
+        raise ArgumentValueError(f"{op.name}(): diagonal dimensions cannot be identical {dim1}, {dim2}")
+    side = (shape[-1] if shape else 1) + abs(diag)
+    leading = list(shape[:-1])
+    for d in sorted((d1, d2)):
+        leading.insert(d, side)
+    return (tuple(leading), self._dtype)
+
+
+@shape_rule("diag")
+def diag(op, self, diagonal=0):
+    check_tensor(op, self, "input")
+    shape = _shape(self)
+    k = as_int(op, diagonal, "diagonal")
+    if len(shape) == 1:
+        n = shape[0] + abs(k)
+        return ((n, n), self._dtype)
+    if len(shape) == 2:
+        rows, cols = shape
+        length = max(0, min(rows, cols - k) if k >= 0 else min(rows + k, cols))
+        return ((length,), self._dtype)
+    raise ShapeError(f"{op.name}(): Supports 1D or 2D tensors. Got {len(shape)}D")
+
+
+@shape_rule("diagflat")
+def diagflat(op, self, offset=0):
+    check_tensor(op, self, "input")
+    n = numel(_shape(self)) + abs(as_int(op, offset, "offset"))
+    return ((n, n), self._dtype)
+
+
+@shape_rule("unflatten")
+def unflatten(op, self, dim, sizes):
+    check_tensor(op, self, "input")
+    shape = _shape(self)
+    d = wrap_dim(op, dim, len(shape))
+    sizes = [as_int(op, s, "sizes") for s in sizes]
+    if not sizes:
+        raise ArgumentValueError(f"{op.name}(): sizes must be non-empty")
+    if sizes.count(-1) > 1:
+        raise ShapeError(f"{op.name}(): only one dimension can be inferred")
+    known = numel([s for s in sizes if s != -1])
+    if -1 in sizes:
+        if known == 0 or shape[d] % known:
+            raise ShapeError(f"{op.name}(): Provided sizes {sizes} don't multiply up to the size of dim {dim} "
+                             f"({shape[d]}) in the input tensor")
+        sizes[sizes.index(-1)] = shape[d] // known
+    elif known != shape[d]:
+        raise ShapeError(f"{op.name}(): Provided sizes {sizes} don't multiply up to the size of dim {dim} "
+                         f"({shape[d]}) in the input tensor")
+    return (shape[:d] + tuple(sizes) + shape[d + 1:], self._dtype)
 
 
 @shape_rule("alias")

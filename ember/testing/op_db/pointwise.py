@@ -481,3 +481,19 @@ add_pointwise("bitwise_not", "bitwise_not", dtypes=INTS_BOOL, grad=False,
            inplace_samples=unary_samples(grad=False))
 
 
+
+
+def _round_decimals_samples(rng, dtype):
+    wide = make(rng, (2, 5), dtype, low=-40, high=40)
+    return [Sample((T(wide),), {"decimals": 2}, desc="two decimals"),
+            Sample((T(wide),), {"decimals": -1}, desc="tens"),
+            Sample((T(wide),), {"decimals": 0}, desc="no decimals"),
+            Sample((T(np.array([0.125, 0.375, -2.5, 12.345], NP_DTYPE[dtype])),), {"decimals": 2}, desc="ties")]
+
+
+add(OpInfo("round.decimals", fn("round"), _round_decimals_samples, dtypes=FLOAT,
+           errors=lambda rng: [E((T(make(rng, (2,), "int64")),), NotImplementedError, "round", kwargs={"decimals": 1},
+                                 desc="int64")]))
+add(OpInfo("round_.decimals", method("round_"), _round_decimals_samples, dtypes=FLOAT, inplace=True,
+           errors=lambda rng: [E((T(make(rng, (2,), "int64")),), NotImplementedError, "round", kwargs={"decimals": 1},
+                                 desc="int64")]))

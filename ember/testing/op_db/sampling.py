@@ -201,3 +201,5 @@ add(OpInfo("argwhere", fn("argwhere"), _nonzero_like_samples, dtypes=ALL,
 add(OpInfo("nonzero_numpy", aten_or_ember("nonzero_numpy"), _nonzero_like_samples, dtypes=ALL,
            errors=lambda rng: [E(("x",), TypeError, "nonzero_numpy", desc="str input to nonzero(as_tuple=True)",
                                  fn=lambda m, x: m.nonzero(x, as_tuple=True))]))
+add(OpInfo("where", fn("where"), _nonzero_like_samples, dtypes=ALL,
+           errors=lambda rng: [E(("x",), TypeError, "where", desc="str condition")]))

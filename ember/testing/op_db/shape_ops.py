@@ -319,3 +319,47 @@ add(OpInfo("empty_strided", fn("empty_strided"), _empty_strided_samples, dtypes=
            errors=lambda rng: [E(((2, 3), (1,)), RuntimeError, "empty_strided", desc="len(size) != len(stride)"),
                                E(((-1, 3), (3, 1)), RuntimeError, "empty_strided", desc="negative size")]))
 
+
+
+# ------------------------------------------------------------------------------ diag, diag_embed, diagflat, unflatten
+def _diag_samples(rng, dtype):
+    g = is_float(dtype)
+    a = lambda *shape: T(make(rng, shape, dtype), grad=g)     # noqa: E731
+    return [Sample((a(3),), desc="vector"), Sample((a(3), 2), desc="vector, upper diagonal"),
+            Sample((a(3), -1), desc="vector, lower diagonal"), Sample((a(3, 4),), desc="matrix"),
+            Sample((a(3, 4), 2), desc="matrix, upper diagonal"), Sample((a(3, 4), -2), desc="matrix, lower diagonal"),
+            Sample((T(make(rng, (4, 3), dtype), "t", grad=g), 1), desc="transposed matrix"),
+            Sample((a(2, 2), 5), desc="a diagonal past the matrix")]
+
+
+add(OpInfo("diag", fn("diag"), _diag_samples, dtypes=ALL, grad=True,
+           errors=lambda rng: [E((T(f32(rng, (2, 2, 2))),), RuntimeError, "diag", "1D or 2D", desc="3-d")]))
+
+
+def _diag_embed_samples(rng, dtype):
+    g = is_float(dtype)
+    a = lambda *shape: T(make(rng, shape, dtype), grad=g)     # noqa: E731
+    return [Sample((a(3),), desc="vector"), Sample((a(2, 3), 1), desc="batch, upper diagonal"),
+            Sample((a(2, 3), -1, 0, 2), desc="dims 0 and 2, lower diagonal"),
+            Sample((a(2, 3, 2), 0, 2, 0), desc="dims reversed")]
+
+
+add(OpInfo("diag_embed", fn("diag_embed"), _diag_embed_samples, dtypes=ALL, grad=True,
+           errors=lambda rng: [E((T(f32(rng, (2, 3))), 0, 1, 1), RuntimeError, "diag_embed", desc="same dims")]))
+add(OpInfo("diagflat", fn("diagflat"), lambda rng, d: [
+    Sample((T(make(rng, (2, 2), d), grad=is_float(d)),), desc="matrix"),
+    Sample((T(make(rng, (3,), d), grad=is_float(d)), -1), desc="vector, lower diagonal")], dtypes=ALL, grad=True,
+    errors=lambda rng: [E(("x",), TypeError, "diagflat", desc="str input")]))
+
+
+def _unflatten_samples(rng, dtype):
+    g = is_float(dtype)
+    a = lambda *shape: T(make(rng, shape, dtype), grad=g)     # noqa: E731
+    return [Sample((a(2, 6), 1, (2, 3)), desc="split"), Sample((a(2, 6), -1, (3, -1)), desc="inferred size"),
+            Sample((T(make(rng, (2, 6), dtype), "t", grad=g), 1, (3, 2)), desc="transposed"),
+            Sample((a(4, 3), 0, (1, 4, 1)), desc="unit sizes")]
+
+
+add(OpInfo("unflatten.int", fn("unflatten"), _unflatten_samples, dtypes=ALL, grad=True,
+           errors=lambda rng: [E((T(f32(rng, (2, 6))), 1, (2, 4)), RuntimeError, "unflatten", "don't multiply up",
+                                 desc="sizes do not match")]))
