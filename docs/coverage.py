@@ -12,7 +12,9 @@ from __future__ import annotations
 import inspect
 import sys
 
-DISTRIBUTIONS = "ember has no ember.distributions yet: it is planned with the special functions its densities need"
+DISTRIBUTIONS = "not built yet"
+SPECIAL = "its density needs lgamma/digamma, which ember has no ops for yet"
+CHOLESKY = "needs a Cholesky factorisation, which ember has no op for yet"
 LAZY = "the Lazy modules (shapes inferred on the first call) are not built yet"
 
 MISSING: dict[str, str] = {
@@ -51,6 +53,12 @@ MISSING: dict[str, str] = {
     "nn.RReLU": "not built yet",
     "nn.TripletMarginLoss": "not built yet",
     "nn.TripletMarginWithDistanceLoss": "not built yet",
+    # torch.distributions
+    **{f"distributions.{name}": SPECIAL for name in (
+        "Beta", "Binomial", "Chi2", "Dirichlet", "FisherSnedecor", "Gamma", "InverseGamma", "Kumaraswamy",
+        "Multinomial", "NegativeBinomial", "Poisson", "StudentT", "VonMises", "Weibull")},
+    **{f"distributions.{name}": CHOLESKY for name in (
+        "LKJCholesky", "LowRankMultivariateNormal", "MultivariateNormal", "Wishart")},
     # torch.optim
     "optim.Adafactor": "not built yet",
     "optim.Muon": "not built yet",

@@ -16,6 +16,7 @@ from ember._generated import op_table as _op_table  # noqa: F401
 # 2. the frontend (Tensor first: everything else refers to it)
 from ember.frontend.tensor import Tensor, Size, Storage
 from ember.frontend.legacy_types import TYPES as _LEGACY_TYPES
+from ember.frontend.type_info import finfo, iinfo
 from ember.frontend.wiring import wire as _wire
 _wire()
 
@@ -33,7 +34,8 @@ from ember.frontend.mode import DispatchMode
 from ember.frontend.printing import set_printoptions, get_printoptions
 from ember.core.type_promotion import promote_types, result_type, can_cast
 from ember._generated.functions import *  # noqa: F401,F403  (every public op)
-from ember.functional import einsum, flatten, nonzero, norm, split  # noqa: E402  (torch/functional.py's signatures)
+from ember.functional import (broadcast_shapes, broadcast_tensors, broadcast_to, einsum, flatten,  # noqa: E402
+                              nonzero, norm, split)  # (torch/functional.py's signatures)
 from ember.frontend import resize as _resize  # noqa: E402,F401  (Tensor.resize_)
 from ember import autograd, backends, dispatcher, errors  # noqa: E402
 
@@ -50,7 +52,8 @@ __version__ = "0.1.0"
 # ember.amp, the device helper modules ember.cuda / ember.opencl / ember.cpu / ember.accelerator
 # (none loads a plugin before one of its functions is called), and ember.save / ember.load
 # (torch.save/torch.load's counterparts, in ember/serialization.py).
-_LAZY_MODULES = {"nn", "optim", "utils", "serialization", "amp", "cuda", "opencl", "cpu", "accelerator", "export", "fx", "onnx", "jit", "ops", "compiler"}
+_LAZY_MODULES = {"nn", "optim", "utils", "serialization", "amp", "cuda", "opencl", "cpu", "accelerator", "export", "fx", "onnx", "jit", "ops", "compiler",
+                 "distributions"}
 
 
 def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor", mode=None,  # noqa: A001

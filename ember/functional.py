@@ -1,6 +1,7 @@
 """Hand-written public functions whose Python signatures are not an ATen schema's
 (torch/functional.py's): `split` (an int or a list of sizes), `einsum` (operands as
-varargs), `norm` (p may be 'fro'), `nonzero` (as_tuple) and `flatten` (Tensor.flatten's reshape).
+varargs), `norm` (p may be 'fro'), `nonzero` (as_tuple), `flatten` (Tensor.flatten's reshape) and
+`broadcast_tensors` / `broadcast_shapes` / `broadcast_to` (expand views to one shape).
 Each forwards to registry ops.
 """
 from __future__ import annotations
@@ -93,3 +94,45 @@ Tensor.split = _tensor_split
 Tensor.norm = _tensor_norm
 Tensor.nonzero = _tensor_nonzero
 
+
+
+def broadcast_shapes(*shapes) -> "Size":
+    """The shape the given shapes broadcast to (an int counts as a 1-d shape), with torch's error."""
+    from ember.frontend.tensor import Size
+
+    result: list[int] = []
+    for k, shape in enumerate(shapes):
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        if len(shape) > len(result):
+            result = [1] * (len(shape) - len(result)) + result
+        for i, n in enumerate(shape[::-1], 1):
+            have = result[-i]
+            if n != have and 1 not in (n, have):
+                raise RuntimeError(f"Attempting to broadcast a dimension of length {n} at -{i}! Mismatching argument "
+                                   f"at index {k} had {shape}; but expected shape should be broadcastable to {result}")
+            result[-i] = have if n == 1 else n
+    return Size(result)
+
+
+@handles_torch_function
+def broadcast_tensors(*tensors) -> tuple[Tensor, ...]:
+    """Views of the tensors expanded to their common broadcast shape."""
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise ArgumentTypeError(f"broadcast_tensors(): expected Tensors, got {type(t).__name__}")
+    shape: list[int] = []
+    for t in tensors:
+        dims = tuple(t.shape)
+        shape = [1] * (len(dims) - len(shape)) + shape if len(dims) > len(shape) else shape
+        for i, n in enumerate(dims[::-1], 1):
+            if n != shape[-i] and 1 not in (n, shape[-i]):
+                raise RuntimeError(f"The size of tensor a ({shape[-i]}) must match the size of tensor b ({n}) at "
+                                   f"non-singleton dimension {len(shape) - i}")
+            shape[-i] = shape[-i] if n == 1 else n
+    return tuple(t.expand(tuple(shape)) for t in tensors)
+
+
+@handles_torch_function
+def broadcast_to(input: Tensor, size) -> Tensor:
+    """`input` expanded to `size` (a view)."""
+    return input.expand(size)

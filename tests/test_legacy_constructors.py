@@ -88,3 +88,30 @@ def test_nn_parallel_is_importable_and_says_what_is_missing():
 
     with pytest.raises(NotImplementedError, match="ember.distributed"):
         DistributedDataParallel(ember.nn.Linear(2, 2))
+
+
+@pytest.mark.parametrize("name", ["float32", "float64", "float16", "bfloat16"])
+def test_finfo_matches_torch(name):
+    e, t = ember.finfo(getattr(ember, name)), torch.finfo(getattr(torch, name))
+    for attr in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype"):
+        assert getattr(e, attr) == getattr(t, attr), attr
+    assert repr(e) == repr(t)
+
+
+@pytest.mark.parametrize("name", ["int64", "int32", "int16", "int8", "uint8"])
+def test_iinfo_matches_torch(name):
+    e, t = ember.iinfo(getattr(ember, name)), torch.iinfo(getattr(torch, name))
+    assert (e.bits, e.min, e.max, e.dtype, repr(e)) == (t.bits, t.min, t.max, t.dtype, repr(t))
+
+
+@pytest.mark.parametrize("shapes", [((2, 1), (3,)), ((1,), (4, 1, 5), (5,)), ((2, 3), (4, 3))])
+def test_broadcast_functions_match_torch(shapes):
+    outs = []
+    for lib in (torch, ember):
+        try:
+            tensors = lib.broadcast_tensors(*(lib.zeros(*s) for s in shapes))
+            outs.append(([tuple(t.shape) for t in tensors], tuple(lib.broadcast_shapes(*shapes)),
+                         tuple(lib.broadcast_to(lib.zeros(*shapes[0]), lib.broadcast_shapes(*shapes)).shape)))
+        except RuntimeError as exc:
+            outs.append(type(exc))
+    assert outs[1] == outs[0]
