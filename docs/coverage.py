@@ -63,10 +63,6 @@ MISSING: dict[str, str] = {
     "optim.Adafactor": "not built yet",
     "optim.Muon": "not built yet",
     "optim.SparseAdam": "ember has no sparse gradients yet",
-    # torch.optim.lr_scheduler
-    **{f"optim.lr_scheduler.{name}": "not built yet" for name in (
-        "ChainedScheduler", "ConstantLR", "CosineAnnealingWarmRestarts", "CyclicLR", "MultiplicativeLR", "PolynomialLR",
-        "SequentialLR")},
 }
 
 

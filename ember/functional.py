@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ember._generated import functions as F
 from ember.core.errors import ArgumentTypeError, ArgumentValueError
-from ember.frontend.tensor import Tensor
+from ember.frontend.tensor import Size, Tensor
 from ember.frontend.torch_function import handles_torch_function
 
 
@@ -96,9 +96,8 @@ Tensor.nonzero = _tensor_nonzero
 
 
 
-def broadcast_shapes(*shapes) -> "Size":
+def broadcast_shapes(*shapes) -> Size:
     """The shape the given shapes broadcast to (an int counts as a 1-d shape), with torch's error."""
-    from ember.frontend.tensor import Size
 
     result: list[int] = []
     for k, shape in enumerate(shapes):

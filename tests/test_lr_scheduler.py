@@ -37,7 +37,18 @@ SCHEDULERS = [
     ("OneCycleLR", dict(max_lr=[0.5, 0.2], epochs=3, steps_per_epoch=10, anneal_strategy="linear",
                         three_phase=True, pct_start=0.25)),
     ("OneCycleLR", dict(max_lr=0.3, total_steps=30, cycle_momentum=False, div_factor=10.0)),
+    ("MultiplicativeLR", dict(lr_lambda=lambda e: 0.9 if e % 2 else 1.05)),
+    ("ConstantLR", dict()),
+    ("ConstantLR", dict(factor=0.5, total_iters=4)),
+    ("PolynomialLR", dict(total_iters=8, power=2.0)),
+    ("CosineAnnealingWarmRestarts", dict(T_0=4)),
+    ("CosineAnnealingWarmRestarts", dict(T_0=3, T_mult=2, eta_min=0.01)),
+    ("CyclicLR", dict(base_lr=0.01, max_lr=0.1, step_size_up=4)),
+    ("CyclicLR", dict(base_lr=[0.01, 0.02], max_lr=0.1, step_size_up=3, step_size_down=5, mode="triangular2")),
+    ("CyclicLR", dict(base_lr=0.01, max_lr=0.1, step_size_up=3, mode="exp_range", gamma=0.9, base_momentum=0.7)),
 ]
+# the schedulers without a closed form for step(epoch), or whose step(epoch) differs (their own step)
+NO_CLOSED_FORM = ("OneCycleLR", "CyclicLR", "MultiplicativeLR")
 
 
 def _make(lib, opt_name, sched_name, kwargs, groups=2):
@@ -90,8 +101,8 @@ def test_reduce_lr_on_plateau_equals_torch():
         assert seqs[0] == seqs[1], kwargs
 
 
-@pytest.mark.parametrize("name,kwargs", [s for s in SCHEDULERS if s[0] != "OneCycleLR"],
-                         ids=[f"{n}-{i}" for i, (n, _) in enumerate(SCHEDULERS) if n != "OneCycleLR"])
+@pytest.mark.parametrize("name,kwargs", [s for s in SCHEDULERS if s[0] not in NO_CLOSED_FORM],
+                         ids=[f"{n}-{i}" for i, (n, _) in enumerate(SCHEDULERS) if n not in NO_CLOSED_FORM])
 def test_closed_form_step_epoch_equals_torch(name, kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -126,7 +137,8 @@ def test_state_dict_resume(name, kwargs):
 
 def test_signatures_match_torch():
     for name in ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "LambdaLR",
-                 "LinearLR", "OneCycleLR", "ReduceLROnPlateau"]:
+                 "LinearLR", "OneCycleLR", "ReduceLROnPlateau", "MultiplicativeLR", "ConstantLR", "PolynomialLR",
+                 "CosineAnnealingWarmRestarts", "CyclicLR", "SequentialLR", "ChainedScheduler"]:
         e = inspect.signature(getattr(ember.optim.lr_scheduler, name))
         t = inspect.signature(getattr(torch.optim.lr_scheduler, name))
         assert [(p.name, p.kind, p.default) for p in e.parameters.values()] == \
@@ -150,3 +162,58 @@ def test_warnings_and_errors():
         sched2.step()
     with pytest.raises(ValueError, match="Tried to step 4 times"):
         sched2.step()
+
+
+
+def _composite(lib, opt_name, kind):
+    opt, _ = _make(lib, opt_name, "StepLR", dict(step_size=1000))          # (a scheduler that does nothing here)
+    S = lib.optim.lr_scheduler
+    for group in opt.param_groups:
+        group["lr"] = group["initial_lr"]
+    if kind == "sequential":
+        members = [S.LinearLR(opt, start_factor=0.2, total_iters=4), S.ExponentialLR(opt, gamma=0.8),
+                   S.StepLR(opt, step_size=2)]
+        return opt, S.SequentialLR(opt, members, milestones=[4, 9])
+    members = [S.ConstantLR(opt, factor=0.5, total_iters=3), S.ExponentialLR(opt, gamma=0.9)]
+    return opt, S.ChainedScheduler(members)
+
+
+@pytest.mark.parametrize("kind", ["sequential", "chained"])
+@pytest.mark.parametrize("opt_name", ["SGD", "Adam"])
+def test_composite_schedulers_equal_torch(kind, opt_name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t = _trace(*_composite(torch, opt_name, kind), 16, "momentum")
+        e = _trace(*_composite(ember, opt_name, kind), 16, "momentum")
+    assert e == t
+    opt, sched = _composite(ember, "SGD", kind)
+    state = sched.state_dict()
+    assert "optimizer" not in state and len(state["_schedulers"]) in (2, 3)
+    sched.load_state_dict(state)
+
+
+def test_warm_restarts_with_fractional_epochs_equal_torch():
+    seqs = []
+    for lib in (torch, ember):
+        opt, sched = _make(lib, "SGD", "CosineAnnealingWarmRestarts", dict(T_0=3, T_mult=2))
+        seq = []
+        for epoch in (0.5, 1.25, 2.0, 3.5, 9.75, 20.0):
+            sched.step(epoch)
+            seq.append(sched.get_last_lr())
+        seqs.append(seq)
+    assert seqs[0] == seqs[1]
+
+
+def test_new_scheduler_errors_match_torch():
+    for make in (lambda S, o: S.ConstantLR(o, factor=1.5), lambda S, o: S.CosineAnnealingWarmRestarts(o, T_0=0),
+                 lambda S, o: S.CosineAnnealingWarmRestarts(o, T_0=2, T_mult=0),
+                 lambda S, o: S.SequentialLR(o, [S.StepLR(o, 2)], milestones=[3]),
+                 lambda S, o: S.ChainedScheduler([]),
+                 lambda S, o: S.CyclicLR(o, 0.1, 1.0, mode="nope")):
+        messages = []
+        for lib in (torch, ember):
+            opt = lib.optim.SGD([lib.zeros(1, requires_grad=True)], lr=0.1, momentum=0.9)
+            with pytest.raises(ValueError) as info:
+                make(lib.optim.lr_scheduler, opt)
+            messages.append(str(info.value))
+        assert messages[0] == messages[1]
