@@ -54,6 +54,24 @@ CASES = [
     ("HingeEmbeddingLoss", (), dict(margin=0.5, reduction="sum"), [(4, 3), lambda rng: np.sign(rng.standard_normal((4, 3)))]),
     ("MarginRankingLoss", (), dict(margin=0.1), [(5,), (5,), lambda rng: np.sign(rng.standard_normal(5))]),
     ("SoftMarginLoss", (), dict(reduction="none"), [(4, 3), lambda rng: np.sign(rng.standard_normal((4, 3)))]),
+    ("GaussianNLLLoss", (), dict(full=True), [(4, 3), (4, 3), lambda rng: rng.uniform(0.5, 2.0, (4, 3))]),
+    ("GaussianNLLLoss", (), dict(reduction="sum"), [(4, 3), (4, 3), lambda rng: rng.uniform(0.5, 2.0, (4,))]),
+    ("GaussianNLLLoss", (), dict(eps=0.3), [(4, 3), (4, 3), lambda rng: rng.uniform(0.0, 1.0, (4, 1))]),
+    ("MultiMarginLoss", (), {}, [(5, 4), lambda rng: rng.integers(0, 4, 5)]),
+    ("MultiMarginLoss", (2, 0.5), dict(reduction="none"), [(5, 4), lambda rng: rng.integers(0, 4, 5)]),
+    ("MultiMarginLoss", (), {}, [(4,), lambda rng: np.array(2)]),
+    ("MultiLabelMarginLoss", (), {}, [(3, 4), lambda rng: np.array([[3, 0, -1, 1], [1, 2, 3, 0], [-1, 1, 2, 0]])]),
+    ("MultiLabelMarginLoss", (), dict(reduction="none"), [(4,), lambda rng: np.array([2, -1, 0, 0])]),
+    ("MultiLabelSoftMarginLoss", (), {}, [(3, 4), lambda rng: (rng.random((3, 4)) > 0.5).astype(np.float64)]),
+    ("TripletMarginLoss", (), dict(margin=0.5, swap=True), [(4, 3), (4, 3), (4, 3)]),
+    ("TripletMarginLoss", (), dict(p=1.0, reduction="none"), [(4, 3), (4, 3), (4, 3)]),
+    ("TripletMarginWithDistanceLoss", (), dict(margin=2.0), [(4, 3), (4, 3), (4, 3)]),
+    ("LPPool1d", (2, 3), dict(stride=2), [(2, 3, 8)]),
+    ("LPPool2d", (2, (2, 3)), dict(ceil_mode=True), [(1, 2, 5, 7)]),
+    ("LPPool1d", (1.5, 2), {}, [lambda rng: rng.uniform(0.1, 2.0, (2, 3, 6))]),
+    ("LPPool3d", (3, 2), {}, [(1, 2, 4, 4, 4)]),
+    ("LocalResponseNorm", (3,), {}, [(2, 5, 7)]),
+    ("LocalResponseNorm", (2,), dict(alpha=0.1, beta=0.5, k=2.0), [(2, 5, 3, 4)]),
 ]
 
 
@@ -75,6 +93,8 @@ def test_module_matches_torch(name, args, kwargs, inputs):
     t_out, e_out = t_mod(*t_in), e_mod(*e_in)
     assert tuple(e_out.shape) == tuple(t_out.shape)
     np.testing.assert_allclose(e_out.detach().numpy(), t_out.detach().numpy(), **TIGHT)
+    if not t_out.requires_grad:
+        return                       # (no input or parameter to differentiate)
     w = rng.standard_normal(tuple(t_out.shape))
     (t_out * torch.tensor(w)).sum().backward()
     (e_out * ember.tensor(w)).sum().backward()
@@ -131,3 +151,41 @@ def test_errors_are_torchs(build, shape):
     assert seen[0] is not None or seen[1] is None
     if seen[0] is not None:
         assert seen[1] is not None and issubclass(seen[1][0], seen[0][0]) and seen[1][1] == seen[0][1], seen
+
+
+
+@pytest.mark.parametrize("name, args", [("RReLU", (0.1, 0.3)), ("AlphaDropout", (0.3,)), ("FeatureAlphaDropout", (0.3,))])
+def test_random_modules_in_eval_match_torch_and_train_as_documented(name, args):
+    t_mod, e_mod = getattr(torch.nn, name)(*args), getattr(ember.nn, name)(*args)
+    assert str(e_mod) == str(t_mod)
+    x = np.random.default_rng(3).standard_normal((4, 3, 5))
+    t_mod.eval()
+    e_mod.eval()
+    np.testing.assert_allclose(e_mod(ember.tensor(x)).numpy(), t_mod(torch.tensor(x)).numpy(), **TIGHT)
+    e_mod.train()
+    ember.manual_seed(0)
+    out = e_mod(ember.tensor(np.full((200, 50, 4), -1.0))).numpy()
+    if name == "RReLU":           # slopes in [lower, upper], their mean near the middle
+        slopes = -out
+        assert slopes.min() >= args[0] and slopes.max() <= args[1] and abs(slopes.mean() - 0.2) < 0.01
+    else:                          # SELU's self-normalisation: a standard normal input keeps mean 0, variance 1
+        z = e_mod(ember.tensor(np.random.default_rng(4).standard_normal((400, 50, 4)))).numpy()
+        assert abs(z.mean()) < 0.03 and abs(z.var() - 1) < 0.05
+
+
+@pytest.mark.parametrize("call", [
+    lambda nn, t: nn.TripletMarginLoss(margin=-1.0),
+    lambda nn, t: nn.TripletMarginWithDistanceLoss(margin=0.0),
+    lambda nn, t: nn.MultiMarginLoss(p=3),
+    lambda nn, t: nn.GaussianNLLLoss()(t.zeros(2, 3), t.zeros(2, 3), -t.ones(2, 3)),
+    lambda nn, t: nn.GaussianNLLLoss()(t.zeros(2, 3), t.zeros(2, 3), t.ones(3, 3)),
+    lambda nn, t: nn.MultiMarginLoss()(t.zeros(2, 3, 4), t.zeros(2, dtype=t.long)),
+])
+def test_loss_errors_are_torchs(call):
+    seen = []
+    for lib in (torch, ember):
+        with pytest.raises(Exception) as info:
+            call(lib.nn, lib)
+        seen.append(info)
+    assert issubclass(seen[1].type, seen[0].type.__mro__[0] if seen[0].type is not RuntimeError else RuntimeError)
+    assert str(seen[0].value) in str(seen[1].value)

@@ -9,7 +9,7 @@ from ember.core.errors import ArgumentListError, ShapeError
 __all__ = ["relu", "relu_", "relu6", "gelu", "silu", "softplus", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu",
            "celu", "hardtanh", "hardtanh_", "mish", "hardswish", "hardsigmoid", "sigmoid", "tanh", "softmax",
            "log_softmax", "softmin", "logsigmoid", "softsign", "tanhshrink", "normalize", "glu", "prelu", "threshold",
-           "softshrink", "hardshrink", "pairwise_distance"]
+           "softshrink", "hardshrink", "pairwise_distance", "rrelu"]
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -209,3 +209,14 @@ def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool =
     else:
         out = _F.pow(_F.sum(_F.pow(_F.abs(d), p), dim, keepdim), 1.0 / p)
     return out
+
+
+def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False, inplace: bool = False):
+    """leaky_relu with a random negative slope per element, drawn from U(lower, upper), while training; the mean
+    slope (lower + upper) / 2 otherwise."""
+    if not training:
+        out = _F.where(_F.ge(input, 0), input, _F.mul(input, (lower + upper) / 2))
+    else:
+        slope = _F.add(_F.mul(_F.rand(tuple(input.shape), dtype=input.dtype, device=input.device), upper - lower), lower)
+        out = _F.where(_F.ge(input, 0), input, _F.mul(input, slope))
+    return _F.copy_(input, out) if inplace else out

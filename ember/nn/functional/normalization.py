@@ -98,3 +98,27 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Group normalization over `num_groups` groups of channels."""
     return _F.group_norm(input, num_groups, weight, bias, eps, True)
+
+
+def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
+    """Each element divided by (k + alpha * the mean of the squares of `size` neighbouring channels) ** beta
+    (torch's formula: average pooling of the padded squares over the channel dimension)."""
+    from .padding import pad
+    from .pooling import avg_pool2d, avg_pool3d
+
+    dim = input.dim()
+    if dim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {dim} dimensions)")
+    if input.numel() == 0:
+        return input
+    div = _F.unsqueeze(_F.mul(input, input), 1)
+    if dim == 3:
+        div = pad(div, (0, 0, size // 2, (size - 1) // 2))
+        div = _F.squeeze(avg_pool2d(div, (size, 1), stride=1), 1)
+    else:
+        sizes = tuple(input.shape)
+        div = _F.reshape(div, (sizes[0], 1, sizes[1], sizes[2], -1))
+        div = pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = _F.reshape(_F.squeeze(avg_pool3d(div, (size, 1, 1), stride=1), 1), sizes)
+    div = _F.pow(_F.add(_F.mul(div, alpha), k), beta)
+    return _F.div(input, div)

@@ -94,3 +94,29 @@ def adaptive_avg_pool3d(input, output_size):
     elif output_size is None:
         output_size = list(input.shape[-3:])
     return _F.adaptive_avg_pool3d(input, output_size)
+
+
+def _lp_pool(input, norm_type: float, kernel_size, stride, ceil_mode: bool, dims: int):
+    """(sum over each window of x^p)^(1/p): average pooling of x^p times the window's size, torch's formula
+    (sign(out) * relu(|out|), so a negative average of odd powers stays real)."""
+    from .. import functional as F
+
+    kernel = (kernel_size,) * dims if isinstance(kernel_size, int) else tuple(kernel_size)
+    pool = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}[dims]
+    out = pool(_F.pow(input, norm_type), kernel, stride, 0, ceil_mode)
+    size = 1
+    for k in kernel:
+        size *= k
+    return _F.pow(_F.mul(_F.mul(_F.sign(out), _F.relu(_F.abs(out))), size), 1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False):
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1)
+
+
+def lp_pool2d(input, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False):
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def lp_pool3d(input, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False):
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3)

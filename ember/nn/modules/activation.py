@@ -8,7 +8,7 @@ from .. import functional as F
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["ReLU", "ReLU6", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid", "Softmax", "Softmax2d", "LogSoftmax", "Softmin",
+__all__ = ["RReLU", "ReLU", "ReLU6", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid", "Softmax", "Softmax2d", "LogSoftmax", "Softmin",
            "LeakyReLU", "ELU", "SELU", "CELU", "Softplus", "Hardtanh", "Hardswish", "Hardsigmoid", "LogSigmoid",
            "Softsign", "Tanhshrink", "Softshrink", "Hardshrink", "Threshold", "GLU", "PReLU"]
 
@@ -278,3 +278,18 @@ class PReLU(Module):
 
     def extra_repr(self) -> str:
         return f"num_parameters={self.num_parameters}"
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU: a negative slope drawn from U(lower, upper) per element in training, their mean in
+    evaluation."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False) -> None:
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")

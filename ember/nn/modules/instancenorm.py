@@ -1,13 +1,15 @@
 """InstanceNorm1d/2d/3d (torch.nn.modules.instancenorm): each sample's channels normalised over their own
-spatial positions; running statistics and affine parameters off unless asked, unbatched input taken."""
+spatial positions; running statistics and affine parameters off unless asked, unbatched input taken. And
+LocalResponseNorm (torch.nn.modules.normalization): each element normalised by its neighbouring channels."""
 from __future__ import annotations
 
 import warnings
 
 from .. import functional as F
 from .batchnorm import _NormBase
+from .module import Module
 
-__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm"]
 
 
 class _InstanceNorm(_NormBase):
@@ -49,3 +51,15 @@ class InstanceNorm2d(_InstanceNorm):
 
 class InstanceNorm3d(_InstanceNorm):
     spatial = 3
+
+
+class LocalResponseNorm(Module):
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
