@@ -18,6 +18,18 @@ import ember.distributions as ED
 TIGHT = dict(rtol=1e-6, atol=1e-9)
 
 
+@pytest.fixture(autouse=True)
+def _validation_on():
+    """Validation on in both libraries (their default under __debug__; another test in the process may have
+    turned torch's off), restored afterwards."""
+    saved = TD.Distribution._validate_args, ED.Distribution._validate_args
+    TD.Distribution.set_default_validate_args(True)
+    ED.Distribution.set_default_validate_args(True)
+    yield
+    TD.Distribution.set_default_validate_args(saved[0])
+    ED.Distribution.set_default_validate_args(saved[1])
+
+
 def arrays(seed: int = 0) -> dict:
     rng = np.random.default_rng(seed)
     return {"real": rng.standard_normal((2, 3)), "pos": rng.uniform(0.5, 2.0, (2, 3)),

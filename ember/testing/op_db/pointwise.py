@@ -488,7 +488,10 @@ def _round_decimals_samples(rng, dtype):
     return [Sample((T(wide),), {"decimals": 2}, desc="two decimals"),
             Sample((T(wide),), {"decimals": -1}, desc="tens"),
             Sample((T(wide),), {"decimals": 0}, desc="no decimals"),
-            Sample((T(np.array([0.125, 0.375, -2.5, 12.345], NP_DTYPE[dtype])),), {"decimals": 2}, desc="ties")]
+            Sample((T(np.array([0.125, 0.375, -2.5, 12.345], NP_DTYPE[dtype])),), {"decimals": 2}, desc="ties"),
+            Sample((T(make(rng, (), dtype, low=-40, high=40)),), {"decimals": 1}, desc="0-d"),
+            Sample((T(make(rng, (0, 3), dtype)),), {"decimals": 1}, desc="empty"),
+            Sample((T(make(rng, (3, 4), dtype, low=-40, high=40), "t"),), {"decimals": 1}, desc="transposed")]
 
 
 add(OpInfo("round.decimals", fn("round"), _round_decimals_samples, dtypes=FLOAT,
