@@ -299,6 +299,7 @@ def round_decimals(self, decimals):
     if decimals == 0:
         return F.round(self)
     scale = 10.0 ** abs(decimals)
-    if decimals > 0:
-        return F.div(F.round(F.mul(self, scale)), scale)
-    return F.mul(F.round(F.div(self, scale)), scale)
+    low = self.dtype in (_dt.float16, _dt.bfloat16)         # computed in float32, rounded once (torch's opmath)
+    x = F._to_copy(self, dtype=_dt.float32) if low else self
+    x = F.div(F.round(F.mul(x, scale)), scale) if decimals > 0 else F.mul(F.round(F.div(x, scale)), scale)
+    return F._to_copy(x, dtype=self.dtype) if low else x
