@@ -11,7 +11,10 @@ of UTF-8 JSON header, then the raw little-endian tensor bytes), readable by the
   {"float": repr}, {"tensor": name, "device": str, "requires_grad": bool}, {"list": [...]},
   {"tuple": [...]}, {"dict": [[key, value], ...]} (keys of any supported type, e.g. the int
   keys of an optimizer's state), {"dtype": name}, {"device": str}, {"size": [ints]}
-  (ember.Size); namedtuples are saved as plain tuples;
+  (ember.Size), {"odict": ...} (an OrderedDict), {"set": [...]}; namedtuples are saved as plain tuples;
+  a Parameter's tensor reference has "parameter": true; a whole object (a module) is {"object": class name,
+  "state": its state} and a function or class it refers to {"global": name}, rebuilt on loading only when
+  allowed (ember/serialization_objects.py: add_safe_globals, safe_globals);
 * "ember_digest": the SHA-256 of the header (with the digest's own 64 hex digits read as
   zeros) and of the tensor bytes, so a changed byte anywhere is detected.
 
@@ -40,11 +43,16 @@ import json
 import os
 import struct
 import tempfile
+from collections import OrderedDict
 from typing import Any, Callable
 
 from ember.core.errors import EmberError
 
-__all__ = ["save", "load", "CheckpointError"]
+from . import serialization_objects as objects
+from .serialization_objects import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
+
+__all__ = ["save", "load", "CheckpointError", "add_safe_globals", "clear_safe_globals", "get_safe_globals",
+           "safe_globals"]
 
 
 class CheckpointError(EmberError, RuntimeError, ValueError):
@@ -80,17 +88,25 @@ class _Writer:
         self.keep: list[Any] = []         # keeps saved tensors alive so id() stays unique
 
     def tensor(self, t) -> str:
+        """The entry holding a tensor's elements, or a numpy array's."""
         name = self.names.get(id(t))
         if name is not None:
             return name
         import numpy as np
 
-        arr = np.ascontiguousarray(t.detach()._host())
-        if t.dtype.name not in ("bool", "uint8", "int8", "bfloat16"):
+        if isinstance(t, np.ndarray):
+            dtype_name = "bfloat16" if t.dtype.name == "bfloat16" else t.dtype.name
+            if dtype_name not in _DTYPE_CODES:
+                raise TypeError(f"ember.save: cannot save a numpy array of dtype {t.dtype}")
+            arr = np.ascontiguousarray(t)
+        else:
+            dtype_name = t.dtype.name
+            arr = np.ascontiguousarray(t.detach()._host())
+        if dtype_name not in ("bool", "uint8", "int8", "bfloat16"):
             arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
         data = arr.tobytes()
         name = f"t{len(self.entries)}"
-        self.entries[name] = {"dtype": _DTYPE_CODES[t.dtype.name], "shape": list(t.shape),
+        self.entries[name] = {"dtype": _DTYPE_CODES[dtype_name], "shape": list(t.shape),    # (0-d stays 0-d)
                               "data_offsets": [self.offset, self.offset + len(data)]}
         self.chunks.append(data)
         self.offset += len(data)
@@ -112,7 +128,10 @@ class _Writer:
         if isinstance(obj, float):
             return {"float": repr(float(obj))}
         if isinstance(obj, Tensor):
-            return {"tensor": self.tensor(obj), "device": str(obj.device), "requires_grad": bool(obj.requires_grad)}
+            ref = {"tensor": self.tensor(obj), "device": str(obj.device), "requires_grad": bool(obj.requires_grad)}
+            if _is_parameter(obj):
+                ref["parameter"] = True
+            return ref
         if isinstance(obj, _dtype):
             return {"dtype": obj.name}
         if isinstance(obj, _device):
@@ -122,7 +141,14 @@ class _Writer:
         if isinstance(obj, Size):
             return {"size": [int(v) for v in obj]}
         if isinstance(obj, dict):
-            return {"dict": [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in obj.items()]}
+            kind = "odict" if type(obj) is OrderedDict else "dict"
+            return {kind: [[self.encode(k, depth + 1), self.encode(v, depth + 1)] for k, v in obj.items()]}
+        if isinstance(obj, (set, frozenset)):
+            return {"set": [self.encode(v, depth + 1) for v in obj]}
+        import numpy as np
+
+        if isinstance(obj, np.ndarray):
+            return {"ndarray": self.tensor(obj)}                   # data, like a tensor: loads as a numpy array
         if isinstance(obj, list):
             return {"list": [self.encode(v, depth + 1) for v in obj]}
         if isinstance(obj, tuple):
@@ -133,8 +159,19 @@ class _Writer:
             return int(obj)
         if isinstance(obj, numbers.Real):
             return {"float": repr(float(obj))}
+        if isinstance(obj, type) or callable(obj) and hasattr(obj, "__qualname__"):
+            return {"global": objects.global_name(obj)}      # a class or function the object refers to
+        if hasattr(obj, "__dict__") or hasattr(type(obj), "__getstate__"):
+            return {"object": objects.global_name(type(obj)), "state": self.encode(objects.state_of(obj), depth + 1)}
         raise TypeError(f"ember.save: cannot save an object of type {type(obj).__name__}; checkpoints hold "
-                        "tensors, numbers, strings, None, bools, dtypes, devices and dicts/lists/tuples of them")
+                        "tensors, numbers, strings, None, bools, dtypes, devices, dicts/lists/tuples/sets of them, "
+                        "and objects with a __dict__ (modules)")
+
+
+def _is_parameter(t) -> bool:
+    from ember.nn.parameter import Parameter
+
+    return isinstance(t, Parameter)
 
 
 def _serialize(obj: Any) -> bytes:
@@ -272,7 +309,13 @@ class _Decoder:
     def __init__(self, tensors: dict[str, Any], restore: Callable[[Any, str, bool], Any]) -> None:
         self.tensors = tensors
         self.restore = restore
-        self.made: dict[str, Any] = {}
+        self.made: dict = {}
+
+    def arrays(self, name: str):
+        """A saved numpy array: a native-byte-order copy of its entry's elements."""
+        arr, dtype_name = self.tensors[name]
+        return arr.astype(arr.dtype.newbyteorder("="), copy=True) if dtype_name not in ("bool", "bfloat16") \
+            else arr.copy()
 
     def decode(self, v: Any, depth: int = 0) -> Any:
         if depth > _MAX_DEPTH:
@@ -289,19 +332,41 @@ class _Decoder:
                     return float(body)
                 except ValueError:
                     raise _fail(f"invalid float {body!r}") from None
-            if kind == "tensor" and set(v) == {"tensor", "device", "requires_grad"}:
+            if kind == "tensor" and set(v) - {"parameter"} == {"tensor", "device", "requires_grad"}:
                 if not isinstance(body, str) or body not in self.tensors:
                     raise _fail(f"the structure refers to a tensor {body!r} the file does not hold")
                 if not isinstance(v["device"], str) or not isinstance(v["requires_grad"], bool):
                     raise _fail("a tensor reference has an invalid device or requires_grad")
-                if body not in self.made:
-                    self.made[body] = self.restore(self.tensors[body], v["device"], v["requires_grad"])
-                return self.made[body]
+                key = (body, v.get("parameter") is True)
+                if key not in self.made:
+                    t = self.restore(self.tensors[body], v["device"], v["requires_grad"])
+                    if key[1]:
+                        from ember.nn.parameter import Parameter
+
+                        t = Parameter(t, requires_grad=v["requires_grad"])
+                    self.made[key] = t
+                return self.made[key]
+            if kind == "set" and len(v) == 1 and isinstance(body, list):
+                try:
+                    return {self.decode(x, depth + 1) for x in body}
+                except TypeError:
+                    raise _fail("a set holds an unhashable value") from None
+            if kind == "ndarray" and len(v) == 1:
+                if not isinstance(body, str) or body not in self.tensors:
+                    raise _fail(f"the structure refers to an array {body!r} the file does not hold")
+                return self.arrays(body)
+            if kind == "global" and len(v) == 1:
+                return objects.resolve(body, _fail)
+            if kind == "object" and set(v) == {"object", "state"}:
+                cls = objects.resolve(v["object"], _fail)
+                if not isinstance(cls, type):
+                    raise _fail(f"{v['object']} is allowed but is no class")
+                return objects.rebuild(cls, self.decode(v["state"], depth + 1))
             if kind in ("list", "tuple") and len(v) == 1 and isinstance(body, list):
                 items = [self.decode(x, depth + 1) for x in body]
                 return items if kind == "list" else tuple(items)
-            if kind == "dict" and len(v) == 1 and isinstance(body, list):
-                out = {}
+            if kind in ("dict", "odict") and len(v) == 1 and isinstance(body, list):
+                out = {} if kind == "dict" else OrderedDict()
                 for pair in body:
                     if not isinstance(pair, list) or len(pair) != 2:
                         raise _fail("a dict item is not a [key, value] pair")

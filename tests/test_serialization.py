@@ -104,7 +104,7 @@ def test_paths_and_atomic_write(tmp_path, monkeypatch):
     class Boom:
         pass
 
-    with pytest.raises(TypeError, match="cannot save an object of type Boom"):
+    with pytest.raises(TypeError, match="cannot save .*Boom"):       # (a local class: no importable name)
         ember.save({"bad": Boom()}, path)
     assert path.read_bytes() == before
 

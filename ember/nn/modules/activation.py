@@ -293,3 +293,4 @@ class RReLU(Module):
 
     def extra_repr(self) -> str:
         return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
+from .attention import MultiheadAttention  # noqa: E402,F401  (torch.nn.modules.activation holds it too)
