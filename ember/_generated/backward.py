@@ -3254,6 +3254,124 @@ class ErfBackward0(Node):
         return out
 
 
+class LgammaBackward0(Node):
+    """Backward of lgamma."""
+
+    __slots__ = ('a_self', 'needs')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
+            out.append(_F.mul(grad, _F.digamma(a_self)))
+        else:
+            out.append(None)
+        return out
+
+
+class DigammaBackward0(Node):
+    """Backward of digamma."""
+
+    __slots__ = ('a_self', 'needs')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
+            out.append(_F.mul(grad, _F.polygamma(1, a_self)))
+        else:
+            out.append(None)
+        return out
+
+
+class PolygammaBackward0(Node):
+    """Backward of polygamma."""
+
+    __slots__ = ('a_n', 'a_self', 'needs')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_n = args[0]
+            self.a_self = _save(args[1])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_n = self.a_n
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
+            out.append(_F.mul(grad, _F.polygamma(a_n + 1, a_self)))
+        else:
+            out.append(None)
+        return out
+
+
+class ErfinvBackward0(Node):
+    """Backward of erfinv."""
+
+    __slots__ = ('a_result', 'needs')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_result = _save(outs[0], True, 0)
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
+            out.append(_F.mul(grad, _F.mul(_F.exp(_F.mul(a_result, a_result)), 0.886226925452758)))
+        else:
+            out.append(None)
+        return out
+
+
 class GeluBackward0(Node):
     """Backward of gelu."""
 
@@ -3942,6 +4060,10 @@ CLASSES = {
     'embedding': EmbeddingBackward0,
     'embedding_dense_backward': EmbeddingDenseBackwardBackward0,
     'erf': ErfBackward0,
+    'lgamma': LgammaBackward0,
+    'digamma': DigammaBackward0,
+    'polygamma': PolygammaBackward0,
+    'erfinv': ErfinvBackward0,
     'gelu': GeluBackward0,
     'silu': SiluBackward0,
     'softplus': SoftplusBackward0,

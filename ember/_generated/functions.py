@@ -634,6 +634,22 @@ _op_erf = _OPS['erf']
 _dispatch_erf = _op_erf.dispatch
 _op_erf_ = _OPS['erf_']
 _dispatch_erf_ = _op_erf_.dispatch
+_op_lgamma = _OPS['lgamma']
+_dispatch_lgamma = _op_lgamma.dispatch
+_op_lgamma_ = _OPS['lgamma_']
+_dispatch_lgamma_ = _op_lgamma_.dispatch
+_op_digamma = _OPS['digamma']
+_dispatch_digamma = _op_digamma.dispatch
+_op_digamma_ = _OPS['digamma_']
+_dispatch_digamma_ = _op_digamma_.dispatch
+_op_polygamma = _OPS['polygamma']
+_dispatch_polygamma = _op_polygamma.dispatch
+_op_erfinv = _OPS['erfinv']
+_dispatch_erfinv = _op_erfinv.dispatch
+_op_erfinv_ = _OPS['erfinv_']
+_dispatch_erfinv_ = _op_erfinv_.dispatch
+_op_xlogy_Tensor = _OPS['xlogy.Tensor']
+_dispatch_xlogy_Tensor = _op_xlogy_Tensor.dispatch
 _op_gelu = _OPS['gelu']
 _dispatch_gelu = _op_gelu.dispatch
 _op_gelu_ = _OPS['gelu_']
@@ -3119,6 +3135,62 @@ def erf_(input):
     """
     return _dispatch_erf_((input,))
 
+def lgamma(input):
+    """The logarithm of the absolute value of the gamma function, log |Gamma(x)|, of each element.
+
+    Schema: ``lgamma(Tensor self) -> Tensor``
+    """
+    return _dispatch_lgamma((input,))
+
+def lgamma_(input):
+    """In-place version of lgamma: The logarithm of the absolute value of the gamma function, log |Gamma(x)|, of each element.
+
+    Schema: ``lgamma_(Tensor(a!) self) -> Tensor(a!)``
+    """
+    return _dispatch_lgamma_((input,))
+
+def digamma(input):
+    """The digamma function, the derivative of lgamma, of each element (-inf at 0, nan at the negative integers).
+
+    Schema: ``digamma(Tensor self) -> Tensor``
+    """
+    return _dispatch_digamma((input,))
+
+def digamma_(input):
+    """In-place version of digamma: The digamma function, the derivative of lgamma, of each element (-inf at 0, nan at the negative integers).
+
+    Schema: ``digamma_(Tensor(a!) self) -> Tensor(a!)``
+    """
+    return _dispatch_digamma_((input,))
+
+def polygamma(n, input):
+    """The n-th derivative of the digamma function of each element (n >= 0; n = 0 is digamma).
+
+    Schema: ``polygamma(int n, Tensor self) -> Tensor``
+    """
+    return _dispatch_polygamma((n, input))
+
+def erfinv(input):
+    """The inverse error function of each element (-inf and inf at -1 and 1, nan outside them).
+
+    Schema: ``erfinv(Tensor self) -> Tensor``
+    """
+    return _dispatch_erfinv((input,))
+
+def erfinv_(input):
+    """In-place version of erfinv: The inverse error function of each element (-inf and inf at -1 and 1, nan outside them).
+
+    Schema: ``erfinv_(Tensor(a!) self) -> Tensor(a!)``
+    """
+    return _dispatch_erfinv_((input,))
+
+def xlogy(input, other):
+    """self * log(other), 0 where self is 0 (unless other is nan), of each pair of elements.
+
+    Schema: ``xlogy.Tensor(Tensor self, Tensor other) -> Tensor``
+    """
+    return _dispatch_xlogy_Tensor((input, other))
+
 def gelu(input, *, approximate='none'):
     """x * Phi(x), Phi the standard normal CDF; approximate="tanh" uses the tanh approximation.
 
@@ -3686,7 +3758,7 @@ def nonzero_numpy(input):
     """
     return _dispatch_nonzero_numpy((input,))
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_embedding_bag', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_to_copy', 'abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv_transpose1d', 'conv_transpose2d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'cumprod', 'cumsum', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'div', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'multinomial', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'nonzero', 'ones', 'ones_like', 'pdist', 'permute', 'pow', 'prod', 'rand', 'randint', 'randn', 'randperm', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'reshape', 'roll', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'transpose', 'tril', 'triu', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_embedding_bag', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_to_copy', 'abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv_transpose1d', 'conv_transpose2d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'cumprod', 'cumsum', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'digamma', 'div', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'lgamma', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'multinomial', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'nonzero', 'ones', 'ones_like', 'pdist', 'permute', 'polygamma', 'pow', 'prod', 'rand', 'randint', 'randn', 'randperm', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'reshape', 'roll', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'transpose', 'tril', 'triu', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 OP_FUNCTIONS = {
     'add.Tensor': add,
@@ -3997,6 +4069,14 @@ OP_FUNCTIONS = {
     'embedding_dense_backward': embedding_dense_backward,
     'erf': erf,
     'erf_': erf_,
+    'lgamma': lgamma,
+    'lgamma_': lgamma_,
+    'digamma': digamma,
+    'digamma_': digamma_,
+    'polygamma': polygamma,
+    'erfinv': erfinv,
+    'erfinv_': erfinv_,
+    'xlogy.Tensor': xlogy,
     'gelu': gelu,
     'gelu_': gelu_,
     'gelu_backward': gelu_backward,

@@ -779,6 +779,49 @@ def make_record_T0_T3(op):
     return record
 
 
+def make_record_T1(op):
+    backward_cls = op.backward_cls
+
+    def record(args, out):
+        a = args[1]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a.__dict__.get("_grad_accumulator")
+                e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e0 = edge_of(a)                   # a view: its base may have moved on
+            m0 = (a._data.shape, a._dtype, a._device)
+            n0 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e0 = m0 = None
+            n0 = False
+        if not n0:
+            return
+        # Node.__init__'s stores, inlined (generated nodes define no __init__)
+        node = new_object(backward_cls)
+        node.next_edges = (e0,)
+        node.input_meta = (m0,)
+        node.seq = next_seq()
+        node.needs = (n0,)
+        if ANOMALY_THREADS and STATE.anomaly:
+            node.anomaly_trace = "".join(traceback.format_stack()[:-3])     # from the op's caller
+        node.save(args, (out,))
+        if out._dtype.is_floating_point:            # AutogradMeta.__init__'s stores, inlined
+            meta = out._ag = new_object(AutogradMeta)
+            meta.grad_fn = node
+            meta.output_nr = 0
+            out._keys |= AUTOGRAD
+        base = out._base
+        if base is not None:
+            # a view: remember which history of its base it was derived from (see graph.edge_of)
+            node._view_of = base._ag.grad_fn if base._ag is not None else None
+    return record
+
+
 def make_record_T1_T2(op):
     backward_cls = op.backward_cls
 
@@ -850,5 +893,6 @@ RECORDER_FACTORIES = {
     ((0, 2), (), 'one'): make_record_T0_T2,
     ((0, 2, 3), (), 'first'): make_record_T0_T2_T3__first_output,
     ((0, 3), (), 'one'): make_record_T0_T3,
+    ((1,), (), 'one'): make_record_T1,
     ((1, 2), (), 'one'): make_record_T1_T2,
 }

@@ -251,6 +251,13 @@ from ember._generated.functions import (
     _dispatch_masked_scatter_,
     _dispatch_erf,
     _dispatch_erf_,
+    _dispatch_lgamma,
+    _dispatch_lgamma_,
+    _dispatch_digamma,
+    _dispatch_digamma_,
+    _dispatch_erfinv,
+    _dispatch_erfinv_,
+    _dispatch_xlogy_Tensor,
     _op_bernoulli,
     _op_bernoulli_p,
     _dispatch_bernoulli__float,
@@ -1901,6 +1908,55 @@ class TensorMethods:
         Schema: ``erf_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _dispatch_erf_((self,))
+
+    def lgamma(self):
+        """The logarithm of the absolute value of the gamma function, log |Gamma(x)|, of each element.
+
+        Schema: ``lgamma(Tensor self) -> Tensor``
+        """
+        return _dispatch_lgamma((self,))
+
+    def lgamma_(self):
+        """In-place version of lgamma: The logarithm of the absolute value of the gamma function, log |Gamma(x)|, of each element.
+
+        Schema: ``lgamma_(Tensor(a!) self) -> Tensor(a!)``
+        """
+        return _dispatch_lgamma_((self,))
+
+    def digamma(self):
+        """The digamma function, the derivative of lgamma, of each element (-inf at 0, nan at the negative integers).
+
+        Schema: ``digamma(Tensor self) -> Tensor``
+        """
+        return _dispatch_digamma((self,))
+
+    def digamma_(self):
+        """In-place version of digamma: The digamma function, the derivative of lgamma, of each element (-inf at 0, nan at the negative integers).
+
+        Schema: ``digamma_(Tensor(a!) self) -> Tensor(a!)``
+        """
+        return _dispatch_digamma_((self,))
+
+    def erfinv(self):
+        """The inverse error function of each element (-inf and inf at -1 and 1, nan outside them).
+
+        Schema: ``erfinv(Tensor self) -> Tensor``
+        """
+        return _dispatch_erfinv((self,))
+
+    def erfinv_(self):
+        """In-place version of erfinv: The inverse error function of each element (-inf and inf at -1 and 1, nan outside them).
+
+        Schema: ``erfinv_(Tensor(a!) self) -> Tensor(a!)``
+        """
+        return _dispatch_erfinv_((self,))
+
+    def xlogy(self, other):
+        """self * log(other), 0 where self is 0 (unless other is nan), of each pair of elements.
+
+        Schema: ``xlogy.Tensor(Tensor self, Tensor other) -> Tensor``
+        """
+        return _dispatch_xlogy_Tensor((self, other))
 
     @staticmethod
     def _bind_bernoulli_p(self, p, *, generator=None):

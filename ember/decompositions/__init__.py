@@ -38,7 +38,7 @@ def as_float(x):
 
 from . import elementwise, math, reductions, shape_ops, factories, distances, indexing, sorting_scans, shape_extra  # noqa: E402,F401  (registration)
 from . import convolution, pooling, normalization, padding, folding, nn_backward  # noqa: E402,F401  (nn layers)
-from . import recurrent  # noqa: E402,F401  (the recurrent layer op)
+from . import recurrent, special  # noqa: E402,F401  (the recurrent layer op, special functions)
 from . import activations, losses, random_ops, attention  # noqa: E402,F401  (nn functional)
 from . import embedding_bag, grid_sampler  # noqa: E402,F401  (embedding_bag, grid sampling)
 from . import optimizers, fused_losses  # noqa: E402,F401  (fused optimizer updates and cross entropy)

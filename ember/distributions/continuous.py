@@ -77,9 +77,7 @@ class Normal(_LocationScale):
         return 0.5 * (1 + ember.erf((value - self.loc) * self.scale.reciprocal() / math.sqrt(2)))
 
     def icdf(self, value):
-        from ember.nn.init import _erfinv       # (ember ops: Giles' approximation refined by Newton steps on erf)
-
-        return self.loc + self.scale * _erfinv(2 * value - 1) * math.sqrt(2)
+        return self.loc + self.scale * ember.erfinv(2 * value - 1) * math.sqrt(2)
 
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + ember.log(self.scale)

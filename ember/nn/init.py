@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import warnings
 
+from ember._generated import functions as _F
 from ember.frontend.tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
@@ -76,33 +77,9 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
         hi = norm_cdf((b - mean) / std)
         u = ember.empty(tensor.shape, dtype=ember.float64, device=tensor.device)
         u.uniform_(2 * lo - 1, 2 * hi - 1, generator=generator)
-        x = _erfinv(u).mul_(std * math.sqrt(2.0)).add_(mean).clamp_(min=a, max=b)
+        x = _F.erfinv(u).mul_(std * math.sqrt(2.0)).add_(mean).clamp_(min=a, max=b)
         tensor.copy_(x)
         return tensor
-
-
-def _erfinv(y: Tensor) -> Tensor:
-    """erfinv on (-1, 1) from ember ops (ember has no erfinv op): Giles' single-precision
-    approximation (2010), then two Newton steps on erf(x) = y, which make it float64-accurate."""
-    import ember
-
-    w = ember.log1p(-y * y).neg_()
-    small = w < 5.0
-    ws = w - 2.5
-    wl = ember.sqrt(w) - 3.0
-    ps = 2.81022636e-08
-    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503, -0.00417768164,
-              0.246640727, 1.50140941):
-        ps = ps * ws + c
-    pl = -0.000200214257
-    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613, 0.00943887047,
-              1.00167406, 2.83297682):
-        pl = pl * wl + c
-    x = ember.where(small, ps, pl) * y
-    two_over_sqrt_pi = 2.0 / math.sqrt(math.pi)
-    for _ in range(2):
-        x = x - (ember.erf(x) - y) / (two_over_sqrt_pi * ember.exp(-x * x))
-    return x
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:

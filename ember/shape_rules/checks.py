@@ -96,3 +96,10 @@ def int_pow_exponent(op, args, operands, result_dtype):
     if type(exponent) is int and exponent < 0 and not result_dtype.is_floating_point:
         raise ArgumentValueError(f"{op.name}(): Integers to negative integer powers are not allowed "
                                  f"(exponent={exponent}, self is {type_name(result_dtype)}).")
+
+
+@op_check("nonnegative_order")
+def nonnegative_order(op, args, operands, result_dtype):
+    """polygamma's order n (its first argument) is not negative."""
+    if isinstance(args[0], int) and args[0] < 0:
+        raise ArgumentValueError(f"{op.name}(): polygamma(n, x) does not support negative n.")

@@ -16,10 +16,11 @@ from . import activations, attention, factories, indexing, linalg, losses, point
 from . import nn_layers  # convolution, pooling, normalization
 from . import optimizers  # fused optimizer updates
 from . import recurrent  # the recurrent layer op's time loop
+from . import special  # lgamma, digamma, polygamma, erfinv (scipy.special)
 from .context import ArrayModule, bind
 
 MODULES = (pointwise, reductions, shape, linalg, indexing, sorting_scans, nn_layers, activations, attention,
-           optimizers, factories, losses, recurrent)
+           optimizers, factories, losses, recurrent, special)
 KERNEL_TABLE: dict = {name: entry for module in MODULES for name, entry in module.KERNELS.items()}
 
 

@@ -207,6 +207,14 @@ def unwrap_T0_T2_T3(args):
     ) + args[4:]
 
 
+def unwrap_T1(args):
+    a1 = args[1]
+    return (
+        args[0],
+        a1._data if isinstance(a1, Tensor) else a1,
+    ) + args[2:]
+
+
 UNWRAPS = {
     (0,): unwrap_T0,
     (0, 1): unwrap_T0_T1,
@@ -221,4 +229,5 @@ UNWRAPS = {
     (0, 1, 7): unwrap_T0_T1_T7,
     (0, 2): unwrap_T0_T2,
     (0, 2, 3): unwrap_T0_T2_T3,
+    (1,): unwrap_T1,
 }

@@ -1,0 +1,47 @@
+"""Special functions against the array-module API: scipy.special's ufuncs on numpy (cupyx.scipy.special's on
+cupy), imported on first use. float16/bfloat16 compute in float32 and round once. The few points where
+scipy's convention differs from torch's (lgamma(-inf), polygamma(n >= 1, -inf)) follow torch."""
+from __future__ import annotations
+
+import importlib
+
+from .context import ArrayModule
+
+_SPECIAL: dict = {}
+
+
+def _special(am: ArrayModule):
+    name = "scipy.special" if am.is_numpy else "cupyx.scipy.special"
+    module = _SPECIAL.get(name)
+    if module is None:
+        module = _SPECIAL[name] = importlib.import_module(name)
+    return module
+
+
+def _apply(am: ArrayModule, spec, a, fn):
+    dt = am.native_of[spec[1]]
+    x = a.astype(am.compute_of[dt], copy=False)
+    return am.xp.asarray(fn(x)).astype(dt, copy=False)
+
+
+def lgamma(am: ArrayModule, spec, a):
+    xp = am.xp
+    return _apply(am, spec, a, lambda x: xp.where(x == -xp.inf, xp.inf, _special(am).gammaln(x)))
+
+
+def digamma(am: ArrayModule, spec, a):
+    return _apply(am, spec, a, _special(am).psi)
+
+
+def polygamma(am: ArrayModule, spec, n, a):
+    xp = am.xp
+    if n == 0:
+        return _apply(am, spec, a, _special(am).psi)
+    return _apply(am, spec, a, lambda x: xp.where(x == -xp.inf, xp.nan, _special(am).polygamma(n, x)))
+
+
+def erfinv(am: ArrayModule, spec, a):
+    return _apply(am, spec, a, _special(am).erfinv)
+
+
+KERNELS = {"lgamma": lgamma, "digamma": digamma, "polygamma": polygamma, "erfinv": erfinv}

@@ -1,0 +1,144 @@
+"""The special functions in ember ops (lgamma, digamma, polygamma, erfinv): their explicit kernels, for the
+backends with no native kernel (the cpu's are scipy.special's, array_kernels/special.py), and xlogy.
+
+lgamma: the Lanczos approximation (g = 7, nine coefficients) for x >= 0.5, the reflection formula below.
+digamma: the reflection formula below 0.5, the recurrence up to x >= 6, then the asymptotic series.
+polygamma(n): the recurrence up to x >= 10 + n, then the asymptotic series with Bernoulli numbers.
+erfinv: Giles' single-precision approximation, then two Newton steps on erf, which make it
+float64-accurate. Each is computed in the input's floating dtype (float32 for float16/bfloat16).
+"""
+from __future__ import annotations
+
+import math
+
+from ember._generated import functions as F
+from ember.core import dtype as _dt
+from ember.core.type_promotion import result_type
+
+from . import as_float, decomposition, explicit_kernel
+
+_LANCZOS_G = 7.0
+_LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059,
+            12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7)
+# the Bernoulli numbers B_2, B_4, ..., B_16 of the asymptotic series
+_BERNOULLI = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510)
+
+
+def _compute(x):
+    """`x` in the dtype the functions are computed in (float32 for the half types), and the result dtype."""
+    x = as_float(x)
+    if x.dtype in (_dt.float16, _dt.bfloat16):
+        return F._to_copy(x, dtype=_dt.float32), x.dtype
+    return x, x.dtype
+
+
+def _back(y, dtype):
+    return y if y.dtype is dtype else F._to_copy(y, dtype=dtype)
+
+
+def _lanczos_lgamma(x):
+    """log Gamma(x) for x >= 0.5."""
+    z = F.sub(x, 1.0)
+    a = F.full_like(z, _LANCZOS[0])
+    for i, c in enumerate(_LANCZOS[1:], 1):
+        a = F.add(a, F.div(c, F.add(z, float(i))))
+    t = F.add(z, _LANCZOS_G + 0.5)
+    return F.add(F.sub(F.mul(F.add(z, 0.5), F.log(t)), t), F.add(F.log(a), 0.5 * math.log(2 * math.pi)))
+
+
+@explicit_kernel("lgamma")
+def lgamma(self):
+    x, dtype = _compute(self)
+    low = F.lt(x, 0.5)
+    right = _lanczos_lgamma(F.where(low, F.rsub(x, 1.0), x))            # at 1 - x where x < 0.5
+    # Gamma(x) Gamma(1 - x) = pi / sin(pi x)
+    reflected = F.sub(F.log(F.div(math.pi, F.abs(F.sin(F.mul(x, math.pi))))), right)
+    out = F.where(low, reflected, right)
+    out = F.where(F.eq(F.abs(x), math.inf), math.inf, out)               # lgamma(+-inf) = inf, as torch's
+    return _back(out, dtype)
+
+
+def _digamma_positive(x):
+    """digamma(x) for x > 0: the recurrence up to x >= 6, then the asymptotic series."""
+    shift = F.zeros_like(x)
+    for _ in range(6):
+        small = F.lt(x, 6.0)
+        shift = F.where(small, F.add(shift, F.reciprocal(x)), shift)
+        x = F.where(small, F.add(x, 1.0), x)
+    inv2 = F.reciprocal(F.mul(x, x))
+    series, power = F.zeros_like(x), inv2
+    for k, b in enumerate(_BERNOULLI, 1):
+        series = F.add(series, F.mul(power, b / (2 * k)))
+        power = F.mul(power, inv2)
+    return F.sub(F.sub(F.sub(F.log(x), F.div(0.5, x)), series), shift)
+
+
+@explicit_kernel("digamma")
+def digamma(self):
+    x, dtype = _compute(self)
+    low = F.lt(x, 0.5)
+    right = _digamma_positive(F.where(low, F.rsub(x, 1.0), x))
+    # digamma(1 - x) - digamma(x) = pi cot(pi x)
+    reflected = F.sub(right, F.div(math.pi, F.tan(F.mul(x, math.pi))))
+    out = F.where(low, reflected, right)
+    out = F.where(F.eq(x, 0.0), -math.inf, out)
+    out = F.where(F.logical_and(F.lt(x, 0.0), F.eq(x, F.floor(x))), math.nan, out)     # the poles below 0
+    out = F.where(F.eq(x, math.inf), math.inf, F.where(F.eq(x, -math.inf), math.nan, out))
+    return _back(out, dtype)
+
+
+@explicit_kernel("polygamma")
+def polygamma(n, self):
+    if n == 0:
+        return digamma(self)
+    x, dtype = _compute(self)
+    sign = 1.0 if n % 2 else -1.0                     # (-1)^(n+1)
+    shift = F.zeros_like(x)
+    threshold = 10.0 + n
+    for _ in range(int(threshold) + 30):          # (from below 0 too)
+        small = F.lt(x, threshold)
+        shift = F.where(small, F.add(shift, F.pow(x, -(n + 1.0))), shift)
+        x = F.where(small, F.add(x, 1.0), x)
+    # (n-1)!/x^n + n!/(2 x^(n+1)) + sum_k B_2k (2k+n-1)! / ((2k)! x^(2k+n))
+    series = F.add(F.mul(F.pow(x, -float(n)), math.factorial(n - 1)), F.mul(F.pow(x, -(n + 1.0)), math.factorial(n) / 2))
+    for k, b in enumerate(_BERNOULLI, 1):
+        coefficient = b * math.factorial(2 * k + n - 1) / math.factorial(2 * k)
+        series = F.add(series, F.mul(F.pow(x, -(2.0 * k + n)), coefficient))
+    out = F.mul(F.add(series, F.mul(shift, math.factorial(n))), sign)
+    return _back(out, dtype)
+
+
+@explicit_kernel("erfinv")
+def erfinv(self):
+    y, dtype = _compute(self)
+    w = F.neg(F.log1p(F.neg(F.mul(y, y))))
+    small = F.lt(w, 5.0)
+    ws, wl = F.sub(w, 2.5), F.sub(F.sqrt(w), 3.0)
+    ps, pl = F.full_like(y, 2.81022636e-08), F.full_like(y, -0.000200214257)
+    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503, -0.00417768164,
+              0.246640727, 1.50140941):
+        ps = F.add(F.mul(ps, ws), c)
+    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613, 0.00943887047,
+              1.00167406, 2.83297682):
+        pl = F.add(F.mul(pl, wl), c)
+    x = F.mul(F.where(small, ps, pl), y)
+    for _ in range(2):
+        x = F.sub(x, F.div(F.sub(F.erf(x), y), F.mul(F.exp(F.neg(F.mul(x, x))), 2.0 / math.sqrt(math.pi))))
+    x = F.where(F.eq(F.abs(y), 1.0), F.mul(y, math.inf), x)
+    x = F.where(F.gt(F.abs(y), 1.0), math.nan, x)
+    return _back(x, dtype)
+
+
+@decomposition("xlogy.Tensor")
+def xlogy(self, other):
+    """self * log(other); 0 where self is 0 and other is not nan (torch's rule). Either may be a Python number."""
+    if not hasattr(other, "dtype"):
+        other = F.full_like(as_float(self), float(other))
+    dtype = result_type(self, other)                   # both in the result's dtype first, as torch computes
+    dtype = dtype if dtype.is_floating_point else _dt.get_default_dtype()
+    if hasattr(self, "dtype") and self.dtype is not dtype:
+        self = F._to_copy(self, dtype=dtype)
+    if other.dtype is not dtype:
+        other = F._to_copy(other, dtype=dtype)
+    zero = F.logical_and(F.eq(self, 0), F.logical_not(F.isnan(other)))
+    return F.where(zero, 0.0, F.mul(self, F.log(other)))

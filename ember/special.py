@@ -1,0 +1,48 @@
+"""`ember.special` (torch.special): the special functions under torch.special's names, the registry's ops where
+they exist (gammaln is lgamma, psi digamma, expit sigmoid, ...), and logit and entr in ember ops."""
+from __future__ import annotations
+
+from ember._generated import functions as _F
+
+__all__ = ["digamma", "entr", "erf", "erfinv", "exp2", "expit", "expm1", "gammaln", "log1p", "log_softmax", "logit",
+           "logsumexp", "polygamma", "psi", "round", "softmax", "xlogy"]
+
+digamma = psi = _F.digamma
+erf, erfinv = _F.erf, _F.erfinv
+expit = _F.sigmoid
+expm1, log1p = _F.expm1, _F.log1p
+gammaln = _F.lgamma
+logsumexp = _F.logsumexp
+polygamma = _F.polygamma
+round = _F.round          # noqa: A001  (torch.special.round)
+xlogy = _F.xlogy
+
+
+def exp2(input):
+    """2 ** input."""
+    return _F.pow(2.0, input)
+
+
+def logit(input, eps: float | None = None):
+    """log(p / (1 - p)), p clamped into [eps, 1 - eps] when eps is given."""
+    x = input if eps is None else _F.clamp(input, eps, 1 - eps)
+    return _F.log(_F.div(x, _F.rsub(x, 1)))
+
+
+def entr(input):
+    """-x log(x) elementwise: 0 at 0, -inf below 0."""
+    out = _F.neg(_F.mul(input, _F.log(input)))
+    out = _F.where(_F.eq(input, 0), 0.0, out)
+    return _F.where(_F.lt(input, 0), float("-inf"), out)
+
+
+def softmax(input, dim: int, *, dtype=None):
+    from ember.nn import functional
+
+    return functional.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim: int, *, dtype=None):
+    from ember.nn import functional
+
+    return functional.log_softmax(input, dim, dtype=dtype)
