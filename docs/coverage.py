@@ -13,7 +13,8 @@ import inspect
 import sys
 
 DISTRIBUTIONS = "not built yet"
-SPECIAL = "its density needs lgamma/digamma, which ember has no ops for yet"
+SPECIAL = "not built yet (ember has the special functions and gamma draws it needs)"
+SAMPLER = "needs a Poisson or binomial sampler, which ember has no op for yet"
 CHOLESKY = "needs a Cholesky factorisation, which ember has no op for yet"
 LAZY = "the Lazy modules (shapes inferred on the first call) are not built yet"
 
@@ -42,8 +43,8 @@ MISSING: dict[str, str] = {
     "nn.NLLLoss2d": "deprecated in torch: NLLLoss takes (N, C, H, W) input",
     # torch.distributions
     **{f"distributions.{name}": SPECIAL for name in (
-        "Beta", "Binomial", "Chi2", "Dirichlet", "FisherSnedecor", "Gamma", "InverseGamma", "Kumaraswamy",
-        "Multinomial", "NegativeBinomial", "Poisson", "StudentT", "VonMises", "Weibull")},
+        "FisherSnedecor", "InverseGamma", "Kumaraswamy", "VonMises", "Weibull")},
+    **{f"distributions.{name}": SAMPLER for name in ("Binomial", "Multinomial", "NegativeBinomial", "Poisson")},
     **{f"distributions.{name}": CHOLESKY for name in (
         "LKJCholesky", "LowRankMultivariateNormal", "MultivariateNormal", "Wishart")},
     # torch.optim

@@ -1,11 +1,12 @@
 """`ember.special` (torch.special): the special functions under torch.special's names, the registry's ops where
-they exist (gammaln is lgamma, psi digamma, expit sigmoid, ...), and logit and entr in ember ops."""
+they exist (gammaln is lgamma, psi digamma, expit sigmoid, ...), and logit, entr and the regularised
+incomplete gamma functions in ember ops."""
 from __future__ import annotations
 
 from ember._generated import functions as _F
 
-__all__ = ["digamma", "entr", "erf", "erfinv", "exp2", "expit", "expm1", "gammaln", "log1p", "log_softmax", "logit",
-           "logsumexp", "polygamma", "psi", "round", "softmax", "xlogy"]
+__all__ = ["digamma", "entr", "erf", "erfinv", "exp2", "expit", "expm1", "gammainc", "gammaincc", "gammaln", "log1p",
+           "log_softmax", "logit", "logsumexp", "polygamma", "psi", "round", "softmax", "xlogy"]
 
 digamma = psi = _F.digamma
 erf, erfinv = _F.erf, _F.erfinv
@@ -46,3 +47,18 @@ def log_softmax(input, dim: int, *, dtype=None):
     from ember.nn import functional
 
     return functional.log_softmax(input, dim, dtype=dtype)
+
+
+def gammainc(input, other):
+    """P(a, x), the regularised lower incomplete gamma function, for a = input and x = other (its series, or its
+    continued fraction above x = a + 1)."""
+    from ember.decompositions.special import _regularized_gamma_p
+
+    from ember.functional import broadcast_tensors
+
+    return _regularized_gamma_p(*broadcast_tensors(input, other))
+
+
+def gammaincc(input, other):
+    """Q(a, x) = 1 - P(a, x), the regularised upper incomplete gamma function."""
+    return _F.rsub(gammainc(input, other), 1.0)

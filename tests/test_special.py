@@ -29,3 +29,12 @@ def test_the_other_signatures_match_torch():
         e = getattr(ember.special, name)(*(ember.tensor(a) if isinstance(a, np.ndarray) else a for a in args), **kwargs)
         t = getattr(torch.special, name)(*(torch.tensor(a) if isinstance(a, np.ndarray) else a for a in args), **kwargs)
         np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+def test_incomplete_gamma_functions_match_torch():
+    a = np.array([0.05, 0.5, 2.0, 10.0, 50.0, 3.0])
+    x = np.array([1e-3, 0.3, 5.0, 8.0, 45.0, 0.0])
+    for name in ("gammainc", "gammaincc"):
+        np.testing.assert_allclose(getattr(ember.special, name)(ember.tensor(a), ember.tensor(x)).numpy(),
+                                   getattr(torch.special, name)(torch.tensor(a), torch.tensor(x)).numpy(),
+                                   rtol=1e-8, atol=1e-12, err_msg=name)

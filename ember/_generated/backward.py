@@ -3844,6 +3844,39 @@ class CrossEntropyIndicesBackward0(Node):
         return out
 
 
+class StandardGammaBackward0(Node):
+    """Backward of _standard_gamma."""
+
+    __slots__ = ('a_result', 'a_self', 'needs')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_result = _save(outs[0], True, 0)
+            self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
+            out.append(_F.mul(grad, _F._standard_gamma_grad(a_self, a_result)))
+        else:
+            out.append(None)
+        return out
+
+
 class MaxPool3dWithIndicesBackward0(Node):
     """Backward of max_pool3d_with_indices."""
 
@@ -4077,6 +4110,7 @@ CLASSES = {
     '_scaled_dot_product_attention_fused': ScaledDotProductAttentionFusedBackward0,
     '_rnn_layer': RnnLayerBackward0,
     '_cross_entropy_indices': CrossEntropyIndicesBackward0,
+    '_standard_gamma': StandardGammaBackward0,
     'max_pool3d_with_indices': MaxPool3dWithIndicesBackward0,
     'avg_pool3d': AvgPool3dBackward0,
     '_adaptive_avg_pool3d': AdaptiveAvgPool3dBackward0,

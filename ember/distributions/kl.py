@@ -9,6 +9,7 @@ from ember.nn import functional as F
 
 from .continuous import Exponential, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Categorical
+from .gamma_family import Beta, Dirichlet, Gamma
 from .distribution import Distribution
 from .independent import Independent
 from .transformed_distribution import LogNormal
@@ -118,3 +119,35 @@ def _kl_normal_laplace(p, q):
     t2 = math.sqrt(2 / math.pi) * p.scale * ember.exp(-0.5 * loc_diff_scale_ratio.pow(2))
     t3 = loc_diff * ember.erf(math.sqrt(0.5) * loc_diff_scale_ratio)
     return -t1 + (t2 + t3) / q.scale - (0.5 * (1 + math.log(0.5 * math.pi)))
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p, q):
+    t1 = q.concentration * ember.log(p.rate / q.rate)
+    t2 = ember.lgamma(q.concentration) - ember.lgamma(p.concentration)
+    t3 = (p.concentration - q.concentration) * ember.digamma(p.concentration)
+    t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+    return t1 + t2 + t3 + t4
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p, q):
+    sum_p_concentration = p.concentration.sum(-1)
+    sum_q_concentration = q.concentration.sum(-1)
+    t1 = ember.lgamma(sum_p_concentration) - ember.lgamma(sum_q_concentration)
+    t2 = (ember.lgamma(p.concentration) - ember.lgamma(q.concentration)).sum(-1)
+    t3 = p.concentration - q.concentration
+    t4 = ember.digamma(p.concentration) - ember.digamma(sum_p_concentration).unsqueeze(-1)
+    return t1 - t2 + (t3 * t4).sum(-1)
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p, q):
+    sum_params_p = p.concentration1 + p.concentration0
+    sum_params_q = q.concentration1 + q.concentration0
+    t1 = ember.lgamma(q.concentration1) + ember.lgamma(q.concentration0) + ember.lgamma(sum_params_p)
+    t2 = ember.lgamma(p.concentration1) + ember.lgamma(p.concentration0) + ember.lgamma(sum_params_q)
+    t3 = (p.concentration1 - q.concentration1) * ember.digamma(p.concentration1)
+    t4 = (p.concentration0 - q.concentration0) * ember.digamma(p.concentration0)
+    t5 = (sum_params_q - sum_params_p) * ember.digamma(sum_params_p)
+    return t1 - t2 + t3 + t4 + t5

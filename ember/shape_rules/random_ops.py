@@ -104,3 +104,24 @@ def native_dropout(op, input, p, train=None):
     # PyTorch's cpu kernel gives an empty input a mask of the input's dtype (its meta kernel: bool)
     mask_dtype = input._dtype if 0 in tuple(input._data.shape) else _dt.bool
     return (_like(input), _like(input, mask_dtype))
+
+
+@shape_rule("standard_gamma")
+def standard_gamma(op, self, generator=None):
+    check_tensor(op, self, "input")
+    if not self._dtype.is_floating_point:
+        raise MissingKernelError(f'{op.name}(): "gamma_cpu" not implemented for \'{type_name(self._dtype)}\'')
+    return (tuple(self._data.shape), self._dtype)
+
+
+@shape_rule("standard_gamma_grad")
+def standard_gamma_grad(op, self, output):
+    check_tensor(op, self, "input")
+    check_tensor(op, output, "output")
+    if self._data.shape != output._data.shape or self._dtype is not output._dtype:
+        raise ShapeError(f"{op.name}(): expected self and output of one shape and dtype, got {list(self._data.shape)} "
+                         f"{type_name(self._dtype)} and {list(output._data.shape)} {type_name(output._dtype)}")
+    if not self._dtype.is_floating_point:
+        raise MissingKernelError(f'{op.name}(): "_standard_gamma_grad_cpu" not implemented for '
+                                 f"'{type_name(self._dtype)}'")
+    return (tuple(self._data.shape), self._dtype)
