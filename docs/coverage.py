@@ -14,7 +14,7 @@ import sys
 
 DISTRIBUTIONS = "not built yet"
 SPECIAL = "not built yet (ember has the special functions and gamma draws it needs)"
-SAMPLER = "needs a Poisson or binomial sampler, which ember has no op for yet"
+SAMPLER = "needs a binomial sampler, which ember has no op for yet"
 CHOLESKY = "needs a Cholesky factorisation, which ember has no op for yet"
 LAZY = "the Lazy modules (shapes inferred on the first call) are not built yet"
 
@@ -44,7 +44,7 @@ MISSING: dict[str, str] = {
     # torch.distributions
     **{f"distributions.{name}": SPECIAL for name in (
         "FisherSnedecor", "InverseGamma", "Kumaraswamy", "VonMises", "Weibull")},
-    **{f"distributions.{name}": SAMPLER for name in ("Binomial", "Multinomial", "NegativeBinomial", "Poisson")},
+    **{f"distributions.{name}": SAMPLER for name in ("Binomial", "Multinomial", "NegativeBinomial")},
     **{f"distributions.{name}": CHOLESKY for name in (
         "LKJCholesky", "LowRankMultivariateNormal", "MultivariateNormal", "Wishart")},
     # torch.optim

@@ -48,6 +48,7 @@ FAMILIES = {
     "BernoulliLogits": (lambda a: dict(logits=a["real"]), lambda a: (a["real"] > 0.3).astype(np.float64)),
     "Categorical": (lambda a: dict(probs=a["probs"]), lambda a: (np.abs(a["real"]) * 2).astype(np.int64) % 4),
     "CategoricalLogits": (lambda a: dict(logits=np.log(a["probs"]) + 0.5), lambda a: np.arange(6).reshape(2, 3) % 4),
+    "Poisson": (lambda a: dict(rate=a["pos"] * 3), lambda a: np.floor(a["pos"] * 4)),
     "Gamma": (lambda a: dict(concentration=a["pos"], rate=a["pos"][::-1].copy()), lambda a: a["pos"] * 0.8),
     "Chi2": (lambda a: dict(df=a["pos"] * 2), lambda a: a["pos"] * 1.2),
     "Beta": (lambda a: dict(concentration1=a["pos"], concentration0=a["pos"][::-1].copy()), lambda a: a["prob"]),
@@ -164,7 +165,7 @@ def test_a_reparameterised_draw_carries_gradients_to_the_parameters():
 
 PAIRS = [("Normal", "Normal"), ("Uniform", "Uniform"), ("Exponential", "Exponential"), ("Laplace", "Laplace"),
          ("Bernoulli", "Bernoulli"), ("Categorical", "Categorical"), ("LogNormal", "LogNormal"), ("Normal", "Laplace"),
-         ("Gamma", "Gamma"), ("Beta", "Beta")]
+         ("Gamma", "Gamma"), ("Beta", "Beta"), ("Poisson", "Poisson")]
 
 
 @pytest.mark.parametrize("p_family, q_family", PAIRS)
@@ -278,3 +279,28 @@ def test_reparameterised_gamma_draws_carry_the_gradient_of_the_mean():
     ED.Gamma(a, rate).rsample((40000,)).mean(0).sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), [0.5, 2.0], rtol=0.03)
     np.testing.assert_allclose(rate.grad.numpy(), [-0.175, -12.0], rtol=0.03)
+
+
+
+@pytest.mark.parametrize("rates", [[0.3, 2.5, 7.0], [10.0, 25.0, 140.0]])
+def test_poisson_draws_follow_the_probabilities_chi_square(rates):
+    """Multiplication below rate 10, transformed rejection above: counts binned against torch's probabilities."""
+    e = ED.Poisson(ember.tensor(rates, dtype=ember.float64))
+    ember.manual_seed(5)
+    n = 30000
+    draws = e.sample((n,)).numpy()
+    assert (draws == np.floor(draws)).all() and (draws >= 0).all()
+    for j, rate in enumerate(rates):
+        lo, hi = int(max(0, rate - 3 * rate ** 0.5)), int(rate + 3 * rate ** 0.5) + 1
+        edges = np.arange(lo, hi + 1)
+        probs = np.exp(TD.Poisson(torch.tensor(rate)).log_prob(torch.tensor(edges, dtype=torch.float64)).numpy())
+        counts = np.array([(draws[:, j] == k).sum() for k in edges])
+        keep = n * probs > 5
+        chi2 = ((counts[keep] - n * probs[keep]) ** 2 / (n * probs[keep])).sum()
+        assert chi2 < 3 * keep.sum() + 30, (rate, chi2)       # far above chi-square's 0.999 quantile only if wrong
+
+
+def test_poisson_refuses_negative_rates_as_torch():
+    for lib in (torch, ember):
+        with pytest.raises(RuntimeError, match="invalid Poisson rate"):
+            lib.poisson(lib.tensor([-1.0]))

@@ -208,3 +208,46 @@ def standard_gamma(self, generator=None):
     out = F.where(boosted, F.mul(out, F.pow(u, F.reciprocal(a))), out)
     tiny = 1.1754943508222875e-38 if a.dtype is _dt.float32 else 2.2250738585072014e-308
     return _back(F.clamp(out, min=tiny), dtype)              # (torch's smallest draw is the smallest normal)
+
+
+@explicit_kernel("poisson")
+def poisson(self, generator=None):
+    """Below rate 10, the count of uniforms multiplied before their product falls under exp(-rate); at or above
+    it, Hoermann's transformed rejection with squeeze (PTRS, numpy's algorithm), repeated for the rejected."""
+    from ember.core.errors import ArgumentValueError
+
+    rate, dtype = _compute(self)
+    if bool(F.any(F.lt(rate, 0))) or bool(F.any(F.isnan(rate))):
+        raise ArgumentValueError("poisson(): invalid Poisson rate, expected rate to be non-negative")
+    uniform = lambda: F.uniform_(F.empty_like(rate), 0.0, 1.0, generator=generator)     # noqa: E731
+    small = F.lt(rate, 10.0)
+    # multiplication: count while the running product stays above exp(-rate)
+    limit = F.exp(F.neg(F.where(small, rate, 0.0)))
+    product, count = F.ones_like(rate), F.zeros_like(rate)
+    running = small
+    while bool(F.any(running)):
+        product = F.where(running, F.mul(product, uniform()), product)
+        running = F.logical_and(running, F.gt(product, limit))
+        count = F.where(running, F.add(count, 1.0), count)
+    # PTRS for the others
+    lam = F.where(small, 10.0, rate)
+    slam, loglam = F.sqrt(lam), F.log(lam)
+    b = F.add(F.mul(slam, 2.53), 0.931)
+    a = F.add(F.mul(b, 0.02483), -0.059)
+    log_invalpha = F.log(F.add(F.div(1.1328, F.sub(b, 3.4)), 1.1239))
+    vr = F.sub(0.9277, F.div(3.6224, F.sub(b, 2.0)))
+    large = F.zeros_like(rate)
+    pending = F.logical_not(small)
+    while bool(F.any(pending)):
+        u, v = F.sub(uniform(), 0.5), uniform()
+        us = F.sub(0.5, F.abs(u))
+        k = F.floor(F.add(F.mul(F.add(F.div(F.mul(a, 2.0), us), b), u), F.add(lam, 0.43)))
+        quick = F.logical_and(F.ge(us, 0.07), F.le(v, vr))
+        rejected = F.logical_or(F.lt(k, 0), F.logical_and(F.lt(us, 0.013), F.gt(v, us)))
+        log_lhs = F.sub(F.add(F.log(v), log_invalpha), F.log(F.add(F.div(a, F.mul(us, us)), b)))
+        log_rhs = F.sub(F.sub(F.mul(k, loglam), lam), lgamma(F.add(F.clamp(k, min=0.0), 1.0)))
+        accept = F.logical_or(quick, F.logical_and(F.logical_not(rejected), F.le(log_lhs, log_rhs)))
+        take = F.logical_and(pending, accept)
+        large = F.where(take, k, large)
+        pending = F.logical_and(pending, F.logical_not(accept))
+    return _back(F.where(small, count, large), dtype)

@@ -1,5 +1,5 @@
 """Bernoulli and Categorical (torch.distributions' families): parametrised by probabilities or by logits
-(exactly one), each computed from the other on first use."""
+(exactly one), each computed from the other on first use; and Poisson."""
 from __future__ import annotations
 
 import ember
@@ -9,7 +9,7 @@ from . import constraints
 from .distribution import Distribution
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
-__all__ = ["Bernoulli", "Categorical"]
+__all__ = ["Bernoulli", "Categorical", "Poisson"]
 
 
 def _one_of(probs, logits) -> None:
@@ -174,3 +174,43 @@ class Categorical(Distribution):
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
 
 
+
+
+class Poisson(Distribution):
+    """The number of events at rate `rate`: P(k) = rate^k e^(-rate) / k!."""
+
+    arg_constraints = {"rate": constraints.nonnegative}
+    support = constraints.nonnegative_integer
+
+    def __init__(self, rate, validate_args: bool | None = None) -> None:
+        (self.rate,) = broadcast_all(rate)
+        super().__init__(self.rate.size(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Poisson, _instance)
+        batch_shape = ember.Size(batch_shape)
+        new.rate = self.rate.expand(batch_shape)
+        return self._expanded(new, batch_shape)
+
+    @property
+    def mean(self):
+        return self.rate
+
+    @property
+    def mode(self):
+        return self.rate.floor()
+
+    @property
+    def variance(self):
+        return self.rate
+
+    def sample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        with ember.no_grad():
+            return ember.poisson(self.rate.expand(shape).contiguous())
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        rate, value = broadcast_all(self.rate, value)
+        return value.xlogy(rate) - rate - (value + 1).lgamma()

@@ -8,7 +8,7 @@ import ember
 from ember.nn import functional as F
 
 from .continuous import Exponential, Laplace, Normal, Uniform
-from .discrete import Bernoulli, Categorical
+from .discrete import Bernoulli, Categorical, Poisson
 from .gamma_family import Beta, Dirichlet, Gamma
 from .distribution import Distribution
 from .independent import Independent
@@ -151,3 +151,8 @@ def _kl_beta_beta(p, q):
     t4 = (p.concentration0 - q.concentration0) * ember.digamma(p.concentration0)
     t5 = (sum_params_q - sum_params_p) * ember.digamma(sum_params_p)
     return t1 - t2 + t3 + t4 + t5
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p, q):
+    return p.rate * (ember.log(p.rate) - ember.log(q.rate)) - (p.rate - q.rate)

@@ -125,3 +125,11 @@ def standard_gamma_grad(op, self, output):
         raise MissingKernelError(f'{op.name}(): "_standard_gamma_grad_cpu" not implemented for '
                                  f"'{type_name(self._dtype)}'")
     return (tuple(self._data.shape), self._dtype)
+
+
+@shape_rule("poisson")
+def poisson(op, self, generator=None):
+    check_tensor(op, self, "input")
+    if not self._dtype.is_floating_point:
+        raise MissingKernelError(f'{op.name}(): "poisson_cpu" not implemented for \'{type_name(self._dtype)}\'')
+    return (tuple(self._data.shape), self._dtype)
