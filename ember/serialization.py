@@ -95,7 +95,7 @@ class _Writer:
         import numpy as np
 
         if isinstance(t, np.ndarray):
-            dtype_name = "bfloat16" if t.dtype.name == "bfloat16" else t.dtype.name
+            dtype_name = t.dtype.name
             if dtype_name not in _DTYPE_CODES:
                 raise TypeError(f"ember.save: cannot save a numpy array of dtype {t.dtype}")
             arr = np.ascontiguousarray(t)

@@ -11,17 +11,12 @@ __all__ = ["digamma", "entr", "erf", "erfinv", "exp2", "expit", "expm1", "gammai
 digamma = psi = _F.digamma
 erf, erfinv = _F.erf, _F.erfinv
 expit = _F.sigmoid
-expm1, log1p = _F.expm1, _F.log1p
+exp2, expm1, log1p = _F.exp2, _F.expm1, _F.log1p
 gammaln = _F.lgamma
 logsumexp = _F.logsumexp
 polygamma = _F.polygamma
 round = _F.round          # noqa: A001  (torch.special.round)
 xlogy = _F.xlogy
-
-
-def exp2(input):
-    """2 ** input."""
-    return _F.pow(2.0, input)
 
 
 def logit(input, eps: float | None = None):

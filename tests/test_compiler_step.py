@@ -60,6 +60,17 @@ def side_by_side(steps: int = 6, batches=None, **options):
     return compiled, m2, o2
 
 
+def eager_and_compiled(build, calls: int, read=float) -> list:
+    """The step function build() makes (returned with the model it trains) run `calls` times as is, then
+    made anew and compiled with mode="reduce-overhead": per run, (read(result) per call, model, function)."""
+    runs = []
+    for compiled in (False, True):
+        step, model = build()
+        fn = ember.compile(step, mode="reduce-overhead") if compiled else step
+        runs.append(([read(fn()) for _ in range(calls)], model, fn))
+    return runs
+
+
 def slot_of(compiled):
     (slot,) = compiled._code.steps.slots.values()
     return slot
@@ -376,8 +387,7 @@ def test_a_step_stepping_its_lr_scheduler_or_under_autocast_is_not_replayed(capf
     """A replay runs no Python: an LR scheduler stepping inside the step would never step again, and the
     casts of autocast happen below the recording. Both refuse (logged) and run as eager code does."""
     def run(extra):
-        runs = []
-        for compiled in (False, True):
+        def build():
             model, opt, x, y = setup()
             sched = ember.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
 
@@ -389,8 +399,8 @@ def test_a_step_stepping_its_lr_scheduler_or_under_autocast_is_not_replayed(capf
                 opt.step()
                 sched.step()
                 return loss.detach()
-            fn = ember.compile(step, mode="reduce-overhead") if compiled else step
-            runs.append(([fn() for _ in range(4)], model, fn))
+            return step, model
+        runs = eager_and_compiled(build, 4, read=lambda loss: loss)
         for a, b in zip(runs[0][0], runs[1][0]):
             np.testing.assert_array_equal(a.float().numpy(), b.float().numpy())
         assert slot_of(runs[1][2]).refused
@@ -408,8 +418,8 @@ def test_a_step_making_its_batch_from_numpy_is_not_replayed():
     refuses and every call runs as eager code, reading its own batch."""
     rng = np.random.default_rng(7)
     batches = [(rng.standard_normal((16, 12)).astype(np.float32), rng.integers(0, 5, 16)) for _ in range(5)]
-    runs = []
-    for compiled in (False, True):
+
+    def build():
         model, opt, _, _ = setup()
         loader = iter(batches)
 
@@ -420,17 +430,16 @@ def test_a_step_making_its_batch_from_numpy_is_not_replayed():
             loss.backward()
             opt.step()
             return loss.detach()
-        fn = ember.compile(step, mode="reduce-overhead") if compiled else step
-        runs.append([fn().numpy() for _ in batches])
-    np.testing.assert_array_equal(np.array(runs[0]), np.array(runs[1]))
-    assert slot_of(fn).refused
+        return step, model
+    runs = eager_and_compiled(build, len(batches), read=lambda loss: loss.numpy())
+    np.testing.assert_array_equal(np.array(runs[0][0]), np.array(runs[1][0]))
+    assert slot_of(runs[1][2]).refused
 
 
 def test_a_step_clipping_its_gradients_replays_as_eager():
     """clip_grad_norm_ inside the step (the norm and the scaling are ops): recorded, replayed, and each
     call's norm returned, as eager code returns it."""
-    runs = []
-    for compiled in (False, True):
+    def build():
         model, opt, x, y = setup()
 
         def step():
@@ -440,10 +449,10 @@ def test_a_step_clipping_its_gradients_replays_as_eager():
             norm = nn.utils.clip_grad_norm_(model.parameters(), 0.5)
             opt.step()
             return loss.detach(), norm
-        fn = ember.compile(step, mode="reduce-overhead") if compiled else step
-        runs.append(([tuple(float(v) for v in fn()) for _ in range(5)], model))
+        return step, model
+    runs = eager_and_compiled(build, 5, read=lambda r: tuple(float(v) for v in r))
     np.testing.assert_allclose(np.array(runs[1][0]), np.array(runs[0][0]), rtol=1e-5)
-    assert slot_of(fn).program is not None
+    assert slot_of(runs[1][2]).program is not None
     for p, q in zip(runs[0][1].parameters(), runs[1][1].parameters()):
         close(q, p)
 
@@ -611,8 +620,7 @@ def test_random_numbers_drawn_by_another_thread_do_not_refuse_a_recording():
 def test_a_step_zeroing_its_gradients_after_the_update_and_returning_its_loss_replays():
     """`backward(); step(); zero_grad()` returning the attached loss: the call ran its backward, so its loss
     awaits none; the step is recorded and replayed (its gradients left None, as eager leaves them)."""
-    runs = []
-    for compiled in (False, True):
+    def build():
         model, opt, x, y = setup()
 
         def step():
@@ -621,8 +629,8 @@ def test_a_step_zeroing_its_gradients_after_the_update_and_returning_its_loss_re
             opt.step()
             opt.zero_grad()
             return loss
-        fn = ember.compile(step, mode="reduce-overhead") if compiled else step
-        runs.append(([float(fn()) for _ in range(5)], model, fn))
+        return step, model
+    runs = eager_and_compiled(build, 5)
     np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=1e-5)
     assert slot_of(runs[1][2]).program is not None
     _same(runs[0][1], runs[1][1])

@@ -16,7 +16,7 @@ import pytest
 
 import ember
 from cuda_host_emulation import CXX, PRELUDE, build
-from test_compiler_step import make_step
+from test_compiler_step import eager_and_compiled, make_step
 
 
 
@@ -211,15 +211,14 @@ def test_gpu_compiled_chains_and_rows_match_eager(gpu, dtype):
 
 def test_gpu_a_whole_training_step_replays(gpu):
     nn = ember.nn
-    runs = []
-    for compiled in (False, True):
+
+    def build():
         ember.manual_seed(6)
         model = nn.Sequential(nn.Linear(12, 32), Swish(), nn.Linear(32, 5)).to(gpu)
         opt = ember.optim.AdamW(model.parameters(), lr=1e-2)
         x, y = ember.randn(16, 12).to(gpu), ember.randint(0, 5, (16,)).to(gpu)
-        step = make_step(model, opt, x, y)
-        run = ember.compile(step, mode="reduce-overhead") if compiled else step
-        runs.append(([float(run()) for _ in range(6)], model))
+        return make_step(model, opt, x, y), model
+    runs = eager_and_compiled(build, 6)
     np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=1e-5)
     for p, q in zip(runs[0][1].parameters(), runs[1][1].parameters()):
         close(q, p, rtol=1e-4)

@@ -150,10 +150,7 @@ class CompiledCode:
             return None
         if self.compiles == self.recompile_limit:
             self.compiles += 1
-            if not self._limit_warned:
-                self._limit_warned = True
-                warnings.warn(f"ember.compile: {self._name()} hit the recompile limit ({self.recompile_limit}); "
-                              "calls failing every guard now run eagerly", stacklevel=4)
+            self._warn_limit("calls failing every guard now run eagerly")
             return None
         if self.entries:
             previous = next(reversed(self.entries.values()))
@@ -171,6 +168,14 @@ class CompiledCode:
             self.compiles += 1
             self.entries[key] = entry
         return self.entries[key]
+
+    def _warn_limit(self, then: str) -> None:
+        """Warn, once per compiled callable, that it hit the recompile limit and what its calls do `then`
+        (the warning points at the user's call: five frames up, from _compile or StepReplays._record)."""
+        if not self._limit_warned:
+            self._limit_warned = True
+            warnings.warn(f"ember.compile: {self._name()} hit the recompile limit ({self.recompile_limit}); {then}",
+                          stacklevel=5)
 
     def _capture(self, leaves: list, args: tuple, kwargs: dict) -> Entry:
         shapes = [tuple(v.shape) if isinstance(v, Tensor) else None for v in leaves]
@@ -242,13 +247,10 @@ class CompiledCode:
 
             run = joint_runner(program, modes[0], example, program.out_spec.num_leaves, dispatched_runner)
         else:
-            graph, mode = program.graph, modes[0]
-            if any(n.op == "call_function" and hasattr(n.target, "kernels") and n.target.name not in native
-                   for n in graph.nodes):
-                # explicit ops without a native kernel (most on opencl): their pieces, the formulas already fixed
-                graph, mode = _decomposed_joint(graph, mode, native)
-                if graph is None:
-                    return None
+            # explicit ops without a native kernel (most on opencl): their pieces, the formulas already fixed
+            graph, mode = _decomposed_joint(program.graph, modes[0], native)
+            if graph is None:
+                return None
             run = joint_runner(SimpleNamespace(graph=graph, range_constraints=program.range_constraints), mode,
                                example, program.out_spec.num_leaves)
         return (program, run) if run is not None else None
@@ -348,12 +350,15 @@ class CompiledCode:
 
 def _decomposed_joint(graph, mode, native: dict):
     """(the joint graph with the ops outside `native` decomposed (decompose.py), the capture's record of
-    tangents and differentiable inputs on its placeholders), or (None, None)."""
+    tangents and differentiable inputs on its placeholders), or (None, None); `graph` and `mode` themselves
+    when every op is native."""
     from .decompose import decomposed
 
     new = decomposed(graph, native)
     if new is None:
         return None, None
+    if new is graph:
+        return graph, mode
     by_name = {n.name: n for n in new.nodes if n.op == "placeholder"}
     return new, SimpleNamespace(tangents=[by_name[t.name] for t in mode.tangents], tangent_of=mode.tangent_of,
                                 differentiable=[(by_name[n.name], v) for n, v in mode.differentiable])

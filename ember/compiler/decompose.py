@@ -26,8 +26,11 @@ class _Unsupported(Exception):
 
 
 def decomposed(graph: Graph, keep: dict) -> Graph | None:
-    """A new graph computing what `graph` does with every op outside `keep` decomposed, or None when an op
-    cannot be (a tensor made outside any op, say)."""
+    """A new graph computing what `graph` does with every op outside `keep` decomposed (`graph` itself when
+    every op is in `keep`), or None when an op cannot be (a tensor made outside any op, say)."""
+    if all(node.op != "call_function" or not hasattr(node.target, "kernels") or node.target.name in keep
+           for node in graph.nodes):
+        return graph
     new = Graph()
 
     def no_lift(t):

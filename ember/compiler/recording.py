@@ -371,8 +371,8 @@ def _finish(recorder: StepRecorder, recording: Recording, result) -> None:
         outputs.append(node)
         recording.regrads.append((leaf_ref(leaf), now.dtype))
     if pending and not recorder.ran_backward:
+        recording.not_a_step = recorder.refused is None     # (when this is the reason it refuses)
         recorder.refuse("the results need a backward the call does not run (not a whole step)")
-        recording.not_a_step = recorder.refused.startswith("the results need a backward")
     # a tensor an op made that outlives the call, other than what the replay hands back, was kept in Python
     # (an optimizer's new state, a running average in a dict): a replay would leave it as it is
     handed_back = set(outputs)

@@ -25,7 +25,6 @@ input's: this call's input), and the version counters of what it wrote advance b
 from __future__ import annotations
 
 import operator
-import warnings
 from dataclasses import dataclass, field
 
 from ember.frontend.mode import DispatchMode
@@ -201,13 +200,9 @@ def build(recording: Recording, leaves: list) -> StepProgram | None:
     found = backend_of(tensors)
     if found is None:
         return None
-    graph = recording.graph
-    native = kept_ops(found[0])
-    if any(n.op == "call_function" and hasattr(n.target, "kernels") and n.target.name not in native
-           for n in graph.nodes):
-        graph = decomposed(graph, native)
-        if graph is None:
-            return None
+    graph = decomposed(recording.graph, kept_ops(found[0]))
+    if graph is None:
+        return None
     nodes = list(graph.nodes)
     outputs = list(nodes[-1].args[0])
     by_name = {n.name: n for n in nodes if n.op == "placeholder"}
@@ -326,10 +321,7 @@ class StepReplays:
 
         code = self.code
         if code.compiles >= code.recompile_limit:
-            if not code._limit_warned:
-                code._limit_warned = True
-                warnings.warn(f"ember.compile: {code._name()} hit the recompile limit ({code.recompile_limit}); "
-                              "its calls now run eagerly", stacklevel=4)
+            code._warn_limit("its calls now run eagerly")
             return code.fn(*args, **kwargs)
         with _COMPILING:
             before = _OptimizerGuard(slot.optimizers)

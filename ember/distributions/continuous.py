@@ -3,28 +3,14 @@ samples, log densities, cdfs and inverse cdfs, entropies and moments, with torch
 from __future__ import annotations
 
 import math
-import numbers
 
 import ember
 
 from . import constraints
-from .distribution import Distribution
+from .distribution import _Expandable
 from .utils import broadcast_all
 
 __all__ = ["Normal", "Uniform", "Exponential", "Laplace"]
-
-
-class _Expandable(Distribution):
-    """expand() for a family whose parameters all have the batch shape: each parameter expanded."""
-
-    _params: tuple = ()
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(type(self), _instance)
-        batch_shape = ember.Size(batch_shape)
-        for name in self._params:
-            setattr(new, name, getattr(self, name).expand(batch_shape))
-        return self._expanded(new, batch_shape)
 
 
 class _LocationScale(_Expandable):
@@ -68,8 +54,7 @@ class Normal(_LocationScale):
         if self._validate_args:
             self._validate_sample(value)
         var = self.scale ** 2
-        log_scale = math.log(self.scale) if isinstance(self.scale, numbers.Real) else self.scale.log()
-        return -((value - self.loc) ** 2) / (2 * var) - log_scale - math.log(math.sqrt(2 * math.pi))
+        return -((value - self.loc) ** 2) / (2 * var) - self.scale.log() - math.log(math.sqrt(2 * math.pi))
 
     def cdf(self, value):
         if self._validate_args:

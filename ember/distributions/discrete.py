@@ -2,11 +2,13 @@
 (exactly one), each computed from the other on first use; and Poisson."""
 from __future__ import annotations
 
+import math
+
 import ember
 from ember.nn import functional as F
 
 from . import constraints
-from .distribution import Distribution
+from .distribution import Distribution, _Expandable
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Bernoulli", "Categorical", "Poisson"]
@@ -147,11 +149,8 @@ class Categorical(Distribution):
     def sample(self, sample_shape=()):
         sample_shape = ember.Size(sample_shape)
         probs_2d = self.probs.reshape(-1, self._num_events)
-        n = 1
-        for size in sample_shape:
-            n *= size
         with ember.no_grad():
-            samples_2d = ember.multinomial(probs_2d, n, True).T
+            samples_2d = ember.multinomial(probs_2d, math.prod(sample_shape), True).T
         return samples_2d.reshape(self._extended_shape(sample_shape))
 
     def log_prob(self, value):
@@ -174,23 +173,16 @@ class Categorical(Distribution):
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
 
 
-
-
-class Poisson(Distribution):
+class Poisson(_Expandable):
     """The number of events at rate `rate`: P(k) = rate^k e^(-rate) / k!."""
 
     arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer
+    _params = ("rate",)
 
     def __init__(self, rate, validate_args: bool | None = None) -> None:
         (self.rate,) = broadcast_all(rate)
         super().__init__(self.rate.size(), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Poisson, _instance)
-        batch_shape = ember.Size(batch_shape)
-        new.rate = self.rate.expand(batch_shape)
-        return self._expanded(new, batch_shape)
 
     @property
     def mean(self):

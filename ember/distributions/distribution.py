@@ -169,3 +169,20 @@ class Distribution:
         args = ", ".join(f"{p}: {self.__dict__[p] if self.__dict__[p].numel() == 1 else self.__dict__[p].size()}"
                          for p in names)
         return f"{type(self).__name__}({args})"
+
+
+class _Expandable(Distribution):
+    """expand() for a family whose parameters all have the batch shape: each parameter expanded. (A subclass
+    with its own __init__ must define its own expand, as torch's families ask: the check is against the public
+    family the instance belongs to, ember's own class nearest it.)"""
+
+    _params: tuple = ()
+
+    def expand(self, batch_shape, _instance=None):
+        family = next(c for c in type(self).__mro__
+                      if c.__module__.startswith(__package__ + ".") and not c.__name__.startswith("_"))
+        new = self._get_checked_instance(family, _instance)
+        batch_shape = ember.Size(batch_shape)
+        for name in self._params:
+            setattr(new, name, getattr(self, name).expand(batch_shape))
+        return self._expanded(new, batch_shape)

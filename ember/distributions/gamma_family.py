@@ -8,8 +8,7 @@ import math
 import ember
 
 from . import constraints
-from .continuous import _Expandable
-from .distribution import Distribution
+from .distribution import Distribution, _Expandable
 from .utils import broadcast_all
 
 __all__ = ["Gamma", "Chi2", "Dirichlet", "Beta", "StudentT"]

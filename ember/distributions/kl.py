@@ -2,6 +2,7 @@
 on the pair of distribution types, the most specific registered pair (by method resolution order) winning."""
 from __future__ import annotations
 
+import functools
 import math
 
 import ember
@@ -29,10 +30,12 @@ def register_kl(type_p: type, type_q: type):
 
     def decorator(fn):
         _KL_REGISTRY[type_p, type_q] = fn
+        _dispatch.cache_clear()
         return fn
     return decorator
 
 
+@functools.cache
 def _dispatch(type_p: type, type_q: type):
     matches = [(super_p, super_q) for super_p, super_q in _KL_REGISTRY
                if issubclass(type_p, super_p) and issubclass(type_q, super_q)]
@@ -143,14 +146,7 @@ def _kl_dirichlet_dirichlet(p, q):
 
 @register_kl(Beta, Beta)
 def _kl_beta_beta(p, q):
-    sum_params_p = p.concentration1 + p.concentration0
-    sum_params_q = q.concentration1 + q.concentration0
-    t1 = ember.lgamma(q.concentration1) + ember.lgamma(q.concentration0) + ember.lgamma(sum_params_p)
-    t2 = ember.lgamma(p.concentration1) + ember.lgamma(p.concentration0) + ember.lgamma(sum_params_q)
-    t3 = (p.concentration1 - q.concentration1) * ember.digamma(p.concentration1)
-    t4 = (p.concentration0 - q.concentration0) * ember.digamma(p.concentration0)
-    t5 = (sum_params_q - sum_params_p) * ember.digamma(sum_params_p)
-    return t1 - t2 + t3 + t4 + t5
+    return _kl_dirichlet_dirichlet(p._dirichlet, q._dirichlet)       # a Beta is a two-category Dirichlet
 
 
 @register_kl(Poisson, Poisson)

@@ -9,6 +9,7 @@ import ember
 from ember.nn import functional as F
 
 from . import constraints
+from .utils import sum_rightmost
 
 __all__ = ["AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform", "TanhTransform", "Transform",
            "identity_transform"]
@@ -168,10 +169,7 @@ class AffineTransform(Transform):
         else:
             result = ember.full_like(x, math.log(abs(scale)))
         shape = tuple(x.shape)
-        if self._event_dim:
-            result = result.reshape(result.shape[:result.dim() - self._event_dim] + (-1,)).sum(-1)
-            shape = shape[:len(shape) - self._event_dim]
-        return result.expand(shape)
+        return sum_rightmost(result, self._event_dim).expand(shape[:len(shape) - self._event_dim])
 
 
 class ComposeTransform(Transform):

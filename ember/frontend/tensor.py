@@ -197,8 +197,7 @@ class Tensor(TensorMethods, ConversionMethods, TensorSpec):
     # torch's other device and layout predicates: devices and layouts ember has none of (ember's tensors are
     # strided and dense)
     is_xpu = is_mps = is_ipu = is_xla = is_mtia = is_maia = is_vulkan = is_mkldnn = \
-        property(lambda self: self._device.type == "_none_")
-    is_sparse = is_sparse_csr = is_quantized = is_nested = property(lambda self: False)
+        is_sparse = is_sparse_csr = is_quantized = is_nested = property(lambda self: False)
 
     @property
     def _version(self) -> int:

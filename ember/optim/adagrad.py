@@ -5,6 +5,7 @@ from typing import Any, Callable
 
 from ember.frontend.autograd.grad_mode import no_grad
 
+from ._checks import check_nonnegative
 from .optimizer import Optimizer, _params_with_grad, _scalar_step, _number
 
 
@@ -19,16 +20,8 @@ class Adagrad(Optimizer):
                  maximize: bool = False, differentiable: bool = False, fused: bool | None = None) -> None:
         from ember._generated import functions as F
 
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= lr_decay:
-            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= initial_accumulator_value:
-            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+        check_nonnegative(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                          initial_accumulator_value=initial_accumulator_value, eps=eps)
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
                         differentiable=differentiable, fused=fused)

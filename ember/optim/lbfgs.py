@@ -17,6 +17,7 @@ from typing import Callable
 from ember.frontend.autograd.grad_mode import enable_grad, no_grad
 from ember.frontend.tensor import Tensor
 
+from ._checks import check_nonnegative
 from .optimizer import Optimizer
 
 __all__ = ["LBFGS"]
@@ -32,8 +33,7 @@ class LBFGS(Optimizer):
                  line_search_fn: str | None = None) -> None:
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        check_nonnegative(lr=lr)
         if max_eval is None:
             max_eval = max_iter * 5 // 4
         defaults = dict(lr=lr, max_iter=max_iter, max_eval=max_eval, tolerance_grad=tolerance_grad,

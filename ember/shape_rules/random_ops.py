@@ -9,8 +9,8 @@ from ember.core.errors import ArgumentTypeError, ArgumentValueError, DTypeError,
 from ember.core import dtype as _dt
 
 from . import shape_rule
-from .common import (NUMBER_TYPES, as_int, check_dtype_arg, check_no_internal_overlap, check_tensor,
-                     preserved_strides, type_name, with_layout)
+from .common import (NUMBER_TYPES, as_int, check_dtype_arg, check_kernel_dtype, check_no_internal_overlap,
+                     check_tensor, preserved_strides, type_name, with_layout)
 
 
 def _like(self, dtype=None):
@@ -106,30 +106,21 @@ def native_dropout(op, input, p, train=None):
     return (_like(input), _like(input, mask_dtype))
 
 
-@shape_rule("standard_gamma")
-def standard_gamma(op, self, generator=None):
+@shape_rule("poisson", reads=("dtypes",))
+@shape_rule("standard_gamma", reads=("dtypes",))
+def draw_like(op, self, generator=None):
+    """A draw per element of `self` (its rate or concentration): its shape and dtype, a floating one."""
     check_tensor(op, self, "input")
-    if not self._dtype.is_floating_point:
-        raise MissingKernelError(f'{op.name}(): "gamma_cpu" not implemented for \'{type_name(self._dtype)}\'')
+    check_kernel_dtype(op, self._dtype)
     return (tuple(self._data.shape), self._dtype)
 
 
-@shape_rule("standard_gamma_grad")
+@shape_rule("standard_gamma_grad", reads=("dtypes",))
 def standard_gamma_grad(op, self, output):
     check_tensor(op, self, "input")
     check_tensor(op, output, "output")
     if self._data.shape != output._data.shape or self._dtype is not output._dtype:
         raise ShapeError(f"{op.name}(): expected self and output of one shape and dtype, got {list(self._data.shape)} "
                          f"{type_name(self._dtype)} and {list(output._data.shape)} {type_name(output._dtype)}")
-    if not self._dtype.is_floating_point:
-        raise MissingKernelError(f'{op.name}(): "_standard_gamma_grad_cpu" not implemented for '
-                                 f"'{type_name(self._dtype)}'")
-    return (tuple(self._data.shape), self._dtype)
-
-
-@shape_rule("poisson")
-def poisson(op, self, generator=None):
-    check_tensor(op, self, "input")
-    if not self._dtype.is_floating_point:
-        raise MissingKernelError(f'{op.name}(): "poisson_cpu" not implemented for \'{type_name(self._dtype)}\'')
+    check_kernel_dtype(op, self._dtype)
     return (tuple(self._data.shape), self._dtype)

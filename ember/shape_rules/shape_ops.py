@@ -391,9 +391,7 @@ def diag(op, self, diagonal=0):
         n = shape[0] + abs(k)
         return ((n, n), self._dtype)
     if len(shape) == 2:
-        rows, cols = shape
-        length = max(0, min(rows, cols - k) if k >= 0 else min(rows + k, cols))
-        return ((length,), self._dtype)
+        return (diagonal_window(op, shape, strides_of(self), 0, k, 0, 1)[0], self._dtype)
     raise ShapeError(f"{op.name}(): Supports 1D or 2D tensors. Got {len(shape)}D")
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from .context import ArrayModule
 
+_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}     # ember/shape_rules/recurrent.py's GATES
+
 
 def _sigmoid(xp, x):
     """1 / (1 + exp(-x)) in place (x is a fresh array)."""
@@ -36,7 +38,7 @@ def rnn_layer(am: ArrayModule, specs, x, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr, m
     xw = xp.matmul(x.reshape(T * B, I), w_ih.T).reshape(T, B, -1)
     if b_ih is not None:
         xw += b_ih.astype(acc, copy=False)
-    H = w_ih.shape[0] // {"LSTM": 4, "GRU": 3}.get(mode, 1)
+    H = w_ih.shape[0] // _GATES[mode]
     out = xp.empty(specs[0][0], acc)
     work = xp.empty(specs[3][0], acc)
     h = hx
@@ -94,7 +96,7 @@ def rnn_layer_backward(am: ArrayModule, specs, g_out, g_hy, g_cy, x, hx, cx, w_i
     g_out, g_hy, g_cy, x, hx, cx, w_ih, w_hh, w_hr, output, work = map(
         cast, (g_out, g_hy, g_cy, x, hx, cx, w_ih, w_hh, w_hr, output, work))
     T, B, I = x.shape
-    G = {"LSTM": 4, "GRU": 3}.get(mode, 1)
+    G = _GATES[mode]
     H = w_ih.shape[0] // G
     order = list(_order(T, reverse))
     # the state each step started from: the previous processed step's, or hx for the first

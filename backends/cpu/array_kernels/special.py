@@ -7,15 +7,10 @@ import importlib
 
 from .context import ArrayModule
 
-_SPECIAL: dict = {}
-
 
 def _special(am: ArrayModule):
-    name = "scipy.special" if am.is_numpy else "cupyx.scipy.special"
-    module = _SPECIAL.get(name)
-    if module is None:
-        module = _SPECIAL[name] = importlib.import_module(name)
-    return module
+    """scipy.special, or cupyx.scipy.special on cupy (imported on first use; sys.modules keeps it)."""
+    return importlib.import_module("scipy.special" if am.is_numpy else "cupyx.scipy.special")
 
 
 def _apply(am: ArrayModule, spec, a, fn):
@@ -36,7 +31,7 @@ def digamma(am: ArrayModule, spec, a):
 def polygamma(am: ArrayModule, spec, n, a):
     xp = am.xp
     if n == 0:
-        return _apply(am, spec, a, _special(am).psi)
+        return digamma(am, spec, a)
     return _apply(am, spec, a, lambda x: xp.where(x == -xp.inf, xp.nan, _special(am).polygamma(n, x)))
 
 

@@ -6,6 +6,8 @@ import math
 from ember._generated import functions as _F
 from ember.core.errors import ArgumentListError
 
+from .activation import _SELU_ALPHA, _SELU_SCALE
+
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
 
 
@@ -52,7 +54,7 @@ def dropout3d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
     return _feature_dropout("dropout3d", input, p, training, inplace, 5)
 
 
-_SELU_ALPHA = 1.7580993408473766            # -(SELU's negative saturation value): alpha * scale
+_SELU_SATURATION = _SELU_ALPHA * _SELU_SCALE      # -(SELU's negative saturation value)
 
 
 def _alpha_dropout(input, p: float, training: bool, inplace: bool, feature: bool):
@@ -67,8 +69,8 @@ def _alpha_dropout(input, p: float, training: bool, inplace: bool, feature: bool
     else:
         shape = (tuple(input.shape[:2]) + (1,) * (input.dim() - 2)) if feature else tuple(input.shape)
         keep = _F.bernoulli(_F.full(shape, 1.0 - p, dtype=input.dtype, device=input.device))
-        a = 1.0 / math.sqrt((_SELU_ALPHA ** 2 * p + 1) * (1 - p))
-        b = _F.add(_F.mul(_F.sub(keep, 1.0), _SELU_ALPHA * a), _SELU_ALPHA * a * p)
+        a = 1.0 / math.sqrt((_SELU_SATURATION ** 2 * p + 1) * (1 - p))
+        b = _F.add(_F.mul(_F.sub(keep, 1.0), _SELU_SATURATION * a), _SELU_SATURATION * a * p)
         out = _F.add(_F.mul(input, _F.mul(keep, a)), b)
     return _F.copy_(input, out) if inplace else out
 

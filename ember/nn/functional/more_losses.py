@@ -8,7 +8,7 @@ from ember._generated import functions as _F
 from ember.core.errors import ArgumentListError, ShapeError
 
 from .activation import logsigmoid, pairwise_distance
-from .loss import _reduce, _reduction
+from .loss import _REDUCTIONS, _reduce, _reduction
 
 __all__ = ["gaussian_nll_loss", "multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss",
            "triplet_margin_loss", "triplet_margin_with_distance_loss"]
@@ -30,7 +30,7 @@ def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6,
     loss = _F.mul(_F.add(_F.log(var), _F.div(_F.pow(_F.sub(input, target), 2), var)), 0.5)
     if full:
         loss = _F.add(loss, 0.5 * math.log(2 * math.pi))
-    return _reduce(loss, {"none": 0, "mean": 1, "sum": 2}[reduction])
+    return _reduce(loss, _REDUCTIONS[reduction])
 
 
 def _class_dim(name: str, input, target) -> None:
@@ -98,35 +98,32 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, r)
 
 
-def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin: float = 1.0,
-                                      swap: bool = False, reduction: str = "mean"):
+def _triplet(anchor, positive, negative, distance, margin: float, swap: bool, r: int):
     """max(0, d(a, p) - d(a, n) + margin), with d(p, n) in place of d(a, n) where smaller and `swap`."""
-    r = _reduction(reduction)
-    if margin <= 0:
-        raise ArgumentListError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got {margin} "
-                                "instead")
     dims = (anchor.dim(), positive.dim(), negative.dim())
     if len(set(dims)) != 1:
         raise ShapeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
                          f"dimensions, but got: anchor {dims[0]}D, positive {dims[1]}D, and negative {dims[2]}D "
                          "inputs")
-    distance = distance_function if distance_function is not None else pairwise_distance
     d_pos, d_neg = distance(anchor, positive), distance(anchor, negative)
     if swap:
         d_neg = _F.minimum(d_neg, distance(positive, negative))
     return _reduce(_F.relu(_F.add(_F.sub(d_pos, d_neg), margin)), r)
 
 
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean"):
+    """The triplet loss with `distance_function` (pairwise_distance if None)."""
+    r = _reduction(reduction)
+    if margin <= 0:
+        raise ArgumentListError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got {margin} "
+                                "instead")
+    distance = distance_function if distance_function is not None else pairwise_distance
+    return _triplet(anchor, positive, negative, distance, margin, swap, r)
+
+
 def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2, eps: float = 1e-6,
                         swap: bool = False, size_average=None, reduce=None, reduction: str = "mean"):
     """The triplet loss with the p-norm distance (pairwise_distance with eps)."""
     r = _reduction(reduction, size_average, reduce)
-    dims = (anchor.dim(), positive.dim(), negative.dim())
-    if len(set(dims)) != 1:
-        raise ShapeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
-                         f"dimensions, but got: anchor {dims[0]}D, positive {dims[1]}D, and negative {dims[2]}D "
-                         "inputs")
-    d_pos, d_neg = pairwise_distance(anchor, positive, p, eps), pairwise_distance(anchor, negative, p, eps)
-    if swap:
-        d_neg = _F.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
-    return _reduce(_F.relu(_F.add(_F.sub(d_pos, d_neg), margin)), r)
+    return _triplet(anchor, positive, negative, lambda x1, x2: pairwise_distance(x1, x2, p, eps), margin, swap, r)

@@ -1,6 +1,8 @@
 """torch.nn.functional's pooling: max/avg pooling (1-d, 2-d, 3-d) and adaptive average pooling."""
 from __future__ import annotations
 
+import math
+
 from ember._generated import functions as _F
 
 
@@ -99,15 +101,10 @@ def adaptive_avg_pool3d(input, output_size):
 def _lp_pool(input, norm_type: float, kernel_size, stride, ceil_mode: bool, dims: int):
     """(sum over each window of x^p)^(1/p): average pooling of x^p times the window's size, torch's formula
     (sign(out) * relu(|out|), so a negative average of odd powers stays real)."""
-    from .. import functional as F
-
     kernel = (kernel_size,) * dims if isinstance(kernel_size, int) else tuple(kernel_size)
-    pool = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}[dims]
+    pool = {1: avg_pool1d, 2: avg_pool2d, 3: avg_pool3d}[dims]
     out = pool(_F.pow(input, norm_type), kernel, stride, 0, ceil_mode)
-    size = 1
-    for k in kernel:
-        size *= k
-    return _F.pow(_F.mul(_F.mul(_F.sign(out), _F.relu(_F.abs(out))), size), 1.0 / norm_type)
+    return _F.pow(_F.mul(_F.mul(_F.sign(out), _F.relu(_F.abs(out))), math.prod(kernel)), 1.0 / norm_type)
 
 
 def lp_pool1d(input, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False):

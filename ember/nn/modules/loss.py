@@ -132,11 +132,9 @@ class PoissonNLLLoss(_Loss):
 
 
 class _MarginLoss(_Loss):
-    default_margin = 0.0
-
-    def __init__(self, margin: float | None = None, size_average=None, reduce=None, reduction: str = "mean") -> None:
+    def __init__(self, margin: float, size_average=None, reduce=None, reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
-        self.margin = self.default_margin if margin is None else margin
+        self.margin = margin
 
 
 class CosineEmbeddingLoss(_MarginLoss):

@@ -4,6 +4,7 @@ of 2, 4 or 6 ints (left, right, top, bottom, front, back), as torch takes it; F.
 from __future__ import annotations
 
 from .. import functional as F
+from ._utils import _ntuple
 from .module import Module
 
 __all__ = [f"{kind}Pad{n}d" for kind in ("Constant", "Zero", "Reflection", "Replication", "Circular")
@@ -18,7 +19,7 @@ class _PadNd(Module):
 
     def __init__(self, padding) -> None:
         super().__init__()
-        self.padding = (padding,) * (2 * self.dims) if isinstance(padding, int) else tuple(padding)
+        self.padding = _ntuple(2 * self.dims)(padding)
 
     def forward(self, input):
         return F.pad(input, self.padding, self.mode)

@@ -17,14 +17,13 @@ import warnings
 
 import ember
 from ember._generated import functions as _F
+from ember.shape_rules.recurrent import GATES
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
-
-_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
 
 def _nonlinearity_mode(nonlinearity: str) -> str:
@@ -35,8 +34,7 @@ def _nonlinearity_mode(nonlinearity: str) -> str:
     raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
 
 
-def _shape(t) -> tuple:
-    return tuple(t.shape)
+_ROLES = ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr")    # _rnn_layer's weight arguments, in order
 
 
 class RNNBase(Module):
@@ -70,10 +68,11 @@ class RNNBase(Module):
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
         self.bidirectional, self.proj_size = bidirectional, proj_size
         directions = 2 if bidirectional else 1
-        gate_size = _GATES[mode] * hidden_size
+        gate_size = GATES[mode] * hidden_size
         real_hidden = proj_size or hidden_size
         self._flat_weights_names: list[str] = []
         self._all_weights: list[list[str]] = []
+        self._layer_names: list[tuple] = []      # per layer and direction: _ROLES' names, None where absent
         for layer in range(num_layers):
             for direction in range(directions):
                 layer_input = input_size if layer == 0 else real_hidden * directions
@@ -83,13 +82,13 @@ class RNNBase(Module):
                     shapes += [("bias_ih", (gate_size,)), ("bias_hh", (gate_size,))]
                 if proj_size:
                     shapes += [("weight_hr", (proj_size, hidden_size))]
-                names = []
+                names = {}
                 for base, shape in shapes:
-                    name = f"{base}_l{layer}{suffix}"
-                    setattr(self, name, Parameter(ember.empty(shape, device=device, dtype=dtype)))
-                    names.append(name)
-                self._flat_weights_names.extend(names)
-                self._all_weights.append(names)
+                    names[base] = f"{base}_l{layer}{suffix}"
+                    setattr(self, names[base], Parameter(ember.empty(shape, device=device, dtype=dtype)))
+                self._flat_weights_names.extend(names.values())
+                self._all_weights.append(list(names.values()))
+                self._layer_names.append(tuple(names.get(role) for role in _ROLES))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -108,10 +107,9 @@ class RNNBase(Module):
     def flatten_parameters(self) -> None:
         """torch's cuDNN weight packing: nothing to do here (each layer reads its parameters as they are)."""
 
-    def _layer_weights(self, names: list[str]) -> tuple:
-        """(w_ih, w_hh, b_ih, b_hh, w_hr) of one layer and direction, None where absent."""
-        params = dict(zip((n.split("_l")[0] for n in names), (getattr(self, n) for n in names)))
-        return tuple(params.get(k) for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr"))
+    def _layer_weights(self, k: int) -> tuple:
+        """(w_ih, w_hh, b_ih, b_hh, w_hr) of layer-and-direction `k`, None where absent."""
+        return tuple(None if name is None else getattr(self, name) for name in self._layer_names[k])
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
@@ -180,7 +178,7 @@ class RNNBase(Module):
                 raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got {h0.dim()}-D tensor")
             h0, c0 = h0.unsqueeze(1), (c0.unsqueeze(1) if lstm else None)
         for state, expected, label in ((h0, h_shape, "hidden[0]" if lstm else "hidden"), (c0, c_shape, "hidden[1]")):
-            if state is not None and _shape(state) != expected:
+            if state is not None and tuple(state.shape) != expected:
                 raise RuntimeError(f"Expected {label} size {expected}, got {list(state.shape)}")
         return h0, c0
 
@@ -193,7 +191,7 @@ class RNNBase(Module):
             outputs = []
             for direction in range(directions):
                 k = layer * directions + direction
-                w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_weights(self._all_weights[k])
+                w_ih, w_hh, b_ih, b_hh, w_hr = self._layer_weights(k)
                 out, h, c, _ = _F._rnn_layer(x, h0[k], c0[k] if c0 is not None else None, w_ih, w_hh, b_ih, b_hh,
                                              w_hr, mode, direction == 1)
                 outputs.append(out)
@@ -207,15 +205,15 @@ class RNNBase(Module):
     def _forward_packed(self, packed, hx):
         """A PackedSequence through the layers: each sequence's steps end at its length (padded steps leave
         the state as it was and output zeros), so h_n is each sequence's state after its own last step."""
-        from ..utils.rnn import PackedSequence, pad_packed_sequence
+        from ..utils.rnn import PackedSequence, _packed_steps, pad_packed_sequence
 
         padded, lengths = pad_packed_sequence(PackedSequence(packed.data, packed.batch_sizes))   # sorted order
-        states = self._initial_states(padded, _permuted(hx, packed.sorted_indices, self.mode), True)
+        states = self._initial_states(padded, _permuted(hx, packed.sorted_indices), True)
         output, h_n, c_n = self._run_masked(padded, lengths, *states)
-        out = PackedSequence(*_packed_data(output, packed.batch_sizes), packed.sorted_indices,
-                             packed.unsorted_indices)
-        h_n = _permuted(h_n, packed.unsorted_indices, "")
-        c_n = _permuted(c_n, packed.unsorted_indices, "") if c_n is not None else None
+        out = PackedSequence(_packed_steps(output, packed.batch_sizes.tolist()), packed.batch_sizes,
+                             packed.sorted_indices, packed.unsorted_indices)
+        h_n = _permuted(h_n, packed.unsorted_indices)
+        c_n = _permuted(c_n, packed.unsorted_indices)
         return out, ((h_n, c_n) if self.mode == "LSTM" else h_n)
 
     def _run_masked(self, x, lengths, h0, c0) -> tuple:
@@ -240,19 +238,13 @@ class RNNBase(Module):
         return ember.cat(outs, 1), ember.cat(hs, 1), (ember.cat(cs, 1) if c0 is not None else None)
 
 
-def _permuted(hx, indices, mode: str):
+def _permuted(hx, indices):
     """The states `hx` (a tensor, or LSTM's pair) with their batch dimension (1) reordered by `indices`."""
     if hx is None or indices is None:
         return hx
     if isinstance(hx, tuple):
         return tuple(h.index_select(1, indices) for h in hx)
     return hx.index_select(1, indices)
-
-
-def _packed_data(padded, batch_sizes) -> tuple:
-    """(data, batch_sizes) of a PackedSequence from its time-major padded form."""
-    steps = [padded[t, :int(n)] for t, n in enumerate(batch_sizes.tolist())]
-    return ember.cat(steps, 0), batch_sizes
 
 
 class RNN(RNNBase):
@@ -295,7 +287,7 @@ class RNNCellBase(Module):
         super().__init__()
         self.mode = mode
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
-        gate_size = _GATES[mode] * hidden_size
+        gate_size = GATES[mode] * hidden_size
         self.weight_ih = Parameter(ember.empty((gate_size, input_size), device=device, dtype=dtype))
         self.weight_hh = Parameter(ember.empty((gate_size, hidden_size), device=device, dtype=dtype))
         if bias:

@@ -74,9 +74,14 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False, enforce_sort
         raise RuntimeError(f"Expected a sequence of length at most {input.shape[0]} (the padded length), got {n[0]}")
     steps = max(n) if n else 0
     sizes = [sum(1 for m in n if m > t) for t in range(steps)]
-    data = ember.cat([input[t, :size] for t, size in enumerate(sizes)], 0)
+    data = _packed_steps(input, sizes)
     unsorted = None if sorted_indices is None else _inverse(sorted_indices)
     return PackedSequence(data, ember.tensor(sizes, dtype=ember.int64), sorted_indices, unsorted)
+
+
+def _packed_steps(padded, sizes) -> object:
+    """A PackedSequence's data from its time-major padded form: step t's first sizes[t] sequences, in turn."""
+    return ember.cat([padded[t, :size] for t, size in enumerate(sizes)], 0)
 
 
 def _inverse(permutation):

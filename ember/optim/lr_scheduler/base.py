@@ -116,6 +116,10 @@ class LRScheduler:
         else:
             self.last_epoch = epoch
             values = self._get_closed_form_lr() if hasattr(self, "_get_closed_form_lr") else self.get_lr()
+        self._set_lrs(values)
+
+    def _set_lrs(self, values: list[float]) -> None:
+        """Write one lr per param group, and note them as the last lrs."""
         for group, lr in zip(self.optimizer.param_groups, values):
             group["lr"] = lr
         self._last_lr = _group_values(self.optimizer, "lr")

@@ -8,12 +8,40 @@ from typing import Any, Callable, Literal
 
 from ..optimizer import Optimizer
 
-from .base import LRScheduler, _format_param, _group_values
+from .base import LRScheduler, _format_param
 
 __all__ = ["OneCycleLR", "CyclicLR", "CosineAnnealingWarmRestarts"]
 
 
-class OneCycleLR(LRScheduler):
+class _CyclesMomentum:
+    """`cycle_momentum`, as OneCycleLR and CyclicLR share it: the momentum, or Adam's beta1 (`use_beta1`),
+    moves opposite to the lr between each group's base_momentum and max_momentum."""
+
+    optimizer: Optimizer
+    use_beta1: bool
+
+    def _init_momentum(self, optimizer: Optimizer, max_momentum, base_momentum, last_epoch: int) -> tuple[list, list]:
+        """Check that the optimizer has a momentum; on a fresh start set each group's to its max and note both
+        bounds in the group. Returns (max_momentums, base_momentums), one per group."""
+        if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+            raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+        self.use_beta1 = "betas" in optimizer.defaults
+        max_momentums = _format_param("max_momentum", optimizer, max_momentum)
+        base_momentums = _format_param("base_momentum", optimizer, base_momentum)
+        if last_epoch == -1:
+            for m_momentum, b_momentum, group in zip(max_momentums, base_momentums, optimizer.param_groups):
+                self._set_momentum(group, m_momentum)
+                group["max_momentum"], group["base_momentum"] = m_momentum, b_momentum
+        return max_momentums, base_momentums
+
+    def _set_momentum(self, group: dict, value: float) -> None:
+        if self.use_beta1:
+            group["betas"] = (value, *group["betas"][1:])
+        else:
+            group["momentum"] = value
+
+
+class OneCycleLR(_CyclesMomentum, LRScheduler):
     """The 1cycle policy: lr up to max_lr then down to max_lr / (div_factor * final_div_factor),
     momentum (or Adam's beta1) the other way; call step() after every batch."""
 
@@ -67,19 +95,7 @@ class OneCycleLR(LRScheduler):
                 group["min_lr"] = group["initial_lr"] / final_div_factor
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
-            self.use_beta1 = "betas" in optimizer.defaults
-            max_momentums = _format_param("max_momentum", optimizer, max_momentum)
-            base_momentums = _format_param("base_momentum", optimizer, base_momentum)
-            if last_epoch == -1:
-                for m_momentum, b_momentum, group in zip(max_momentums, base_momentums, optimizer.param_groups):
-                    if self.use_beta1:
-                        group["betas"] = (m_momentum, *group["betas"][1:])
-                    else:
-                        group["momentum"] = m_momentum
-                    group["max_momentum"] = m_momentum
-                    group["base_momentum"] = b_momentum
+            self._init_momentum(optimizer, max_momentum, base_momentum, last_epoch)
         super().__init__(optimizer, last_epoch)
 
     def _anneal_func(self, start: float, end: float, pct: float) -> float:
@@ -107,14 +123,11 @@ class OneCycleLR(LRScheduler):
                 start_step = phase["end_step"]
             lrs.append(computed_lr)
             if self.cycle_momentum:
-                if self.use_beta1:
-                    group["betas"] = (computed_momentum, *group["betas"][1:])
-                else:
-                    group["momentum"] = computed_momentum
+                self._set_momentum(group, computed_momentum)
         return lrs
 
 
-class CyclicLR(LRScheduler):
+class CyclicLR(_CyclesMomentum, LRScheduler):
     """The lr cycles between base_lr and max_lr (up for step_size_up steps, down for step_size_down), scaled per
     cycle or per iteration ("triangular", "triangular2", "exp_range", or `scale_fn`); with cycle_momentum the
     momentum (or beta1) cycles the opposite way between base_momentum and max_momentum."""
@@ -144,24 +157,10 @@ class CyclicLR(LRScheduler):
         self._init_scale_fn()
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
-            self.use_beta1 = "betas" in optimizer.defaults
-            self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
-            self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
-            if last_epoch == -1:
-                for m_momentum, b_momentum, group in zip(self.max_momentums, self.base_momentums,
-                                                          optimizer.param_groups):
-                    self._set_momentum(group, m_momentum)
-                    group["max_momentum"], group["base_momentum"] = m_momentum, b_momentum
+            max_momentums, self.base_momentums = self._init_momentum(optimizer, max_momentum, base_momentum, last_epoch)
+            self.max_momentums = max_momentums
         super().__init__(optimizer, last_epoch)
         self.base_lrs = base_lrs
-
-    def _set_momentum(self, group: dict, value: float) -> None:
-        if self.use_beta1:
-            group["betas"] = (value, *group["betas"][1:])
-        else:
-            group["momentum"] = value
 
     def _init_scale_fn(self) -> None:
         if self._scale_fn_custom is not None:
@@ -251,6 +250,4 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         else:
             self.T_i, self.T_cur = self.T_0, epoch
         self.last_epoch = math.floor(epoch)
-        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
-            group["lr"] = lr
-        self._last_lr = _group_values(self.optimizer, "lr")
+        self._set_lrs(self.get_lr())

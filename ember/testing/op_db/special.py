@@ -29,13 +29,6 @@ add_pointwise("erfinv", "erfinv", dtypes=ALL, samples=unary_samples(domain="unit
               inplace_samples=unary_samples(domain="unit"), tol=SOFTMAX_TOL)
 
 
-def _polygamma_call(m, n, x):
-    return m.polygamma(n, x)
-
-
-_polygamma_call.__name__ = "polygamma"
-
-
 def _polygamma_samples(rng, dtype):
     g = is_float(dtype)
     samples = []
@@ -48,7 +41,7 @@ def _polygamma_samples(rng, dtype):
     return samples
 
 
-add(OpInfo("polygamma", _polygamma_call, _polygamma_samples, dtypes=FLOAT, grad=True, tol=SOFTMAX_TOL,
+add(OpInfo("polygamma", fn("polygamma"), _polygamma_samples, dtypes=FLOAT, grad=True, tol=SOFTMAX_TOL,
            errors=lambda rng: [E((-1, T(f32(rng, (2,)))), RuntimeError, "polygamma", "negative n", desc="n < 0")]))
 
 add(OpInfo("xlogy.Tensor", fn("xlogy"), binary_samples(domain="positive"), dtypes=FLOAT, grad=True,
