@@ -26,8 +26,6 @@ MISSING: dict[str, str] = {
     "nn.AdaptiveMaxPool3d": "no adaptive max pooling op yet",
     "nn.CTCLoss": "no CTC loss op yet",
     "nn.Container": "deprecated in torch (an nn.Module holding submodules by keyword); nn.Module does that",
-    "nn.Conv3d": "no 3-d convolution op yet",
-    "nn.ConvTranspose3d": "no 3-d convolution op yet",
     "nn.CrossMapLRN2d": "not built yet (LocalResponseNorm's legacy twin, computed by a different formula)",
     "nn.DataParallel": "single-process multi-device data parallelism belongs to ember.distributed (DDP)",
     "nn.SyncBatchNorm": "needs the collectives of ember.distributed",

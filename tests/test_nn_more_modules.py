@@ -1,5 +1,5 @@
 """Padding, instance norm, upsampling, fold, pixel and channel shuffles, distances, 3-d pooling, Softmax2d,
-EmbeddingBag and the margin losses as modules, against torch's: the same constructor arguments, the same
+EmbeddingBag, the 3-d convolutions and the margin losses as modules, against torch's: the same constructor arguments, the same
 state dict, float64; the outputs, the gradients of the inputs and parameters, the buffers after a
 training-mode call, and the repr."""
 from __future__ import annotations
@@ -49,6 +49,10 @@ CASES = [
     ("AvgPool3d", ((2, 1, 2),), dict(ceil_mode=True, count_include_pad=False), [(1, 2, 3, 4, 5)]),
     ("AdaptiveAvgPool3d", ((2, 3, 1),), {}, [(1, 2, 3, 4, 5)]),
     ("Softmax2d", (), {}, [(2, 3, 4, 5)]),
+    ("Conv3d", (4, 2, (2, 3, 2)), dict(stride=(1, 2, 1), padding=1, dilation=(2, 1, 1), groups=2), [(2, 4, 4, 5, 3)]),
+    ("Conv3d", (2, 3, 2), dict(padding="same", padding_mode="reflect"), [(2, 3, 4, 3)]),     # unbatched
+    ("ConvTranspose3d", (2, 4, (2, 2, 3)), dict(stride=2, padding=(1, 0, 1), output_padding=(1, 0, 0), groups=2),
+     [(1, 2, 3, 2, 3)]),
     ("PoissonNLLLoss", (), dict(full=True), [(3, 4), lambda rng: rng.uniform(0, 3, (3, 4))]),
     ("CosineEmbeddingLoss", (0.2,), {}, [(4, 3), (4, 3), lambda rng: np.array([1.0, -1.0, 1.0, -1.0])]),
     ("HingeEmbeddingLoss", (), dict(margin=0.5, reduction="sum"), [(4, 3), lambda rng: np.sign(rng.standard_normal((4, 3)))]),

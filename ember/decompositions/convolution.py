@@ -17,6 +17,7 @@ import itertools
 import math
 
 from ember._generated import functions as F
+from ember.shape_rules.nn_layers import same_padding
 
 from . import decomposition, explicit_kernel
 
@@ -206,16 +207,10 @@ def _conv_nd(nd):
             dil = _tup(dilation, nd)
             if padding == "valid":
                 padding = (0,) * nd
-            else:                       # "same": total d*(k-1), the odd extra on the right (as torch)
-                total = [dil[i] * (weight.shape[2 + i] - 1) for i in range(nd)]
-                left = [t // 2 for t in total]
-                if any(t % 2 for t in total):
-                    extra = [t - 2 * l for t, l in zip(total, left)]
-                    pads = []
-                    for i in reversed(range(nd)):
-                        pads += [0, extra[i]]
-                    x = F.constant_pad_nd(x, pads, 0)
-                padding = tuple(left)
+            else:                       # "same": the odd zero of each dimension on the right, first
+                padding, extra = same_padding(tuple(weight.shape[2:]), dil)
+                if any(extra):
+                    x = F.constant_pad_nd(x, [p for e in reversed(extra) for p in (0, e)], 0)
         out = F.convolution(x, weight, bias, _tup(stride, nd), _tup(padding, nd), _tup(dilation, nd), False,
                             (0,) * nd, groups)
         return F.squeeze(out, [0]) if unbatched else out
@@ -232,6 +227,7 @@ def _conv_transpose_nd(nd):
 
 
 _C1, _C2, _T1, _T2 = _conv_nd(1), _conv_nd(2), _conv_transpose_nd(1), _conv_transpose_nd(2)
+_C3, _T3 = _conv_nd(3), _conv_transpose_nd(3)
 
 
 @decomposition("conv1d")
@@ -262,3 +258,18 @@ def conv_transpose1d(*args):
 @decomposition("conv_transpose2d.input")
 def conv_transpose2d(*args):
     return _T2(*args)
+
+
+@decomposition("conv3d")
+def conv3d(*args):
+    return _C3(*args)
+
+
+@decomposition("conv3d.padding")
+def conv3d_padding(*args):
+    return _C3(*args)
+
+
+@decomposition("conv_transpose3d.input")
+def conv_transpose3d(*args):
+    return _T3(*args)

@@ -149,17 +149,25 @@ def _conv_wrapper(nd: int, transposed: bool, string_padding: bool = False):
         else:
             pad = padding
         x = (1,) + _shape(input) if unbatched else _shape(input)
+        if padding == "same" and len(_shape(weight)) == nd + 2:       # as the decomposition pads: see same_padding
+            pad, extra = same_padding(_shape(weight)[2:], int_tuple(op, dilation, nd, "dilation"))
+            x = x[:2] + tuple(n + e for n, e in zip(x[2:], extra))
         spec = conv_spec(op, x, input, weight, bias, stride, pad, dilation, transposed, output_padding, groups)
-        shape = spec[0]
-        if isinstance(padding, str) and padding == "same":
-            shape = shape[:2] + tuple(_shape(input)[-nd:])
-        return (shape[1:] if unbatched else shape, spec[1])
+        return (spec[0][1:] if unbatched else spec[0], spec[1])
     return rule
+
+
+def same_padding(kernel, dilation) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """padding="same" as (zeros on both sides, one more zero on the right) per spatial dimension: each
+    dimension gets dilation * (kernel - 1) zeros in all, the odd one on the right, as torch pads."""
+    total = [d * (k - 1) for k, d in zip(kernel, dilation)]
+    return tuple(t // 2 for t in total), tuple(t % 2 for t in total)
 
 
 _CONV1D, _CONV2D = _conv_wrapper(1, False), _conv_wrapper(2, False)
 _CONV1D_PAD, _CONV2D_PAD = _conv_wrapper(1, False, True), _conv_wrapper(2, False, True)
 _CONV_T1D, _CONV_T2D = _conv_wrapper(1, True), _conv_wrapper(2, True)
+_CONV3D, _CONV3D_PAD, _CONV_T3D = _conv_wrapper(3, False), _conv_wrapper(3, False, True), _conv_wrapper(3, True)
 
 
 @shape_rule("conv1d")
@@ -190,6 +198,21 @@ def conv_transpose1d(op, *args):
 @shape_rule("conv_transpose2d")
 def conv_transpose2d(op, *args):
     return _CONV_T2D(op, *args)
+
+
+@shape_rule("conv3d")
+def conv3d(op, *args):
+    return _CONV3D(op, *args)
+
+
+@shape_rule("conv3d_padding")
+def conv3d_padding(op, *args):
+    return _CONV3D_PAD(op, *args)
+
+
+@shape_rule("conv_transpose3d")
+def conv_transpose3d(op, *args):
+    return _CONV_T3D(op, *args)
 
 
 # ---------------------------------------------------------------------------------- pooling

@@ -6,7 +6,7 @@ every other op. One submodule per area; this module re-exports them all.
 """
 from __future__ import annotations
 
-from .conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d  # noqa: F401,E402  (nn layers)
+from .conv import conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d  # noqa: F401,E402  (nn layers)
 from .pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d, avg_pool1d,  # noqa: F401,E402
                       avg_pool2d, avg_pool3d, max_pool1d, max_pool1d_with_indices, max_pool2d, max_pool2d_with_indices,
                       max_pool3d, max_pool3d_with_indices, lp_pool1d, lp_pool2d, lp_pool3d)

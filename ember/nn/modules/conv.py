@@ -1,4 +1,4 @@
-"""Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d (torch.nn.modules.conv)."""
+"""Conv1d/2d/3d and ConvTranspose1d/2d/3d (torch.nn.modules.conv)."""
 from __future__ import annotations
 
 import math
@@ -7,10 +7,10 @@ import ember
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from ._utils import _pair, _reverse_repeat_tuple, _single
+from ._utils import _pair, _reverse_repeat_tuple, _single, _triple
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 _VALID_PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 
@@ -91,42 +91,46 @@ class _ConvNd(Module):
             self.padding_mode = "zeros"
 
 
-class Conv1d(_ConvNd):
+class _ConvKd(_ConvNd):
+    """A convolution of a fixed number of spatial dimensions: `_expand` makes each size argument a tuple of
+    that many, `_function` is the functional form (F.conv1d, conv2d or conv3d)."""
+
+    _expand = staticmethod(_single)
+    _function = staticmethod(F.conv1d)
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
+        k = self._expand
+        super().__init__(in_channels, out_channels, k(kernel_size), k(stride),
+                         padding if isinstance(padding, str) else k(padding), k(dilation), False,
+                         k(0), groups, bias, padding_mode, device, dtype)
+
+    def _conv_forward(self, input, weight, bias):
+        if self.padding_mode != "zeros":
+            return self._function(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), weight,
+                                  bias, self.stride, self._expand(0), self.dilation, self.groups)
+        return self._function(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def forward(self, input):
+        return self._conv_forward(input, self.weight, self.bias)
+
+
+class Conv1d(_ConvKd):
     """1-D convolution over (N, C, L) input."""
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
-                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
-        super().__init__(in_channels, out_channels, _single(kernel_size), _single(stride),
-                         padding if isinstance(padding, str) else _single(padding), _single(dilation), False,
-                         _single(0), groups, bias, padding_mode, device, dtype)
 
-    def _conv_forward(self, input, weight, bias):
-        if self.padding_mode != "zeros":
-            return F.conv1d(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), weight,
-                            bias, self.stride, _single(0), self.dilation, self.groups)
-        return F.conv1d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
-
-    def forward(self, input):
-        return self._conv_forward(input, self.weight, self.bias)
-
-
-class Conv2d(_ConvNd):
+class Conv2d(_ConvKd):
     """2-D convolution over (N, C, H, W) input."""
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
-                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
-        super().__init__(in_channels, out_channels, _pair(kernel_size), _pair(stride),
-                         padding if isinstance(padding, str) else _pair(padding), _pair(dilation), False,
-                         _pair(0), groups, bias, padding_mode, device, dtype)
+    _expand = staticmethod(_pair)
+    _function = staticmethod(F.conv2d)
 
-    def _conv_forward(self, input, weight, bias):
-        if self.padding_mode != "zeros":
-            return F.conv2d(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), weight,
-                            bias, self.stride, _pair(0), self.dilation, self.groups)
-        return F.conv2d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
-    def forward(self, input):
-        return self._conv_forward(input, self.weight, self.bias)
+class Conv3d(_ConvKd):
+    """3-D convolution over (N, C, D, H, W) input."""
+
+    _expand = staticmethod(_triple)
+    _function = staticmethod(F.conv3d)
 
 
 class _ConvTransposeNd(_ConvNd):
@@ -163,33 +167,42 @@ class _ConvTransposeNd(_ConvNd):
         return tuple(output_size[d] - min_sizes[d] for d in range(num_spatial_dims))
 
 
-class ConvTranspose1d(_ConvTransposeNd):
+class _ConvTransposeKd(_ConvTransposeNd):
+    """A transposed convolution of `_dims` spatial dimensions (`_expand`, `_function` as for _ConvKd)."""
+
+    _dims = 1
+    _expand = staticmethod(_single)
+    _function = staticmethod(F.conv_transpose1d)
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
+                 dtype=None) -> None:
+        k = self._expand
+        super().__init__(in_channels, out_channels, k(kernel_size), k(stride), k(padding),
+                         k(dilation), True, k(output_padding), groups, bias, padding_mode, device, dtype)
+
+    def forward(self, input, output_size=None):
+        output_padding = self._output_padding(input, output_size, self.stride, self.padding, self.kernel_size,
+                                              self._dims, self.dilation)
+        return self._function(input, self.weight, self.bias, self.stride, self.padding, output_padding,
+                              self.groups, self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeKd):
     """1-D transposed convolution."""
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
-                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
-                 dtype=None) -> None:
-        super().__init__(in_channels, out_channels, _single(kernel_size), _single(stride), _single(padding),
-                         _single(dilation), True, _single(output_padding), groups, bias, padding_mode, device, dtype)
 
-    def forward(self, input, output_size=None):
-        output_padding = self._output_padding(input, output_size, self.stride, self.padding, self.kernel_size, 1,
-                                              self.dilation)
-        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
-                                  self.groups, self.dilation)
-
-
-class ConvTranspose2d(_ConvTransposeNd):
+class ConvTranspose2d(_ConvTransposeKd):
     """2-D transposed convolution."""
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
-                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
-                 dtype=None) -> None:
-        super().__init__(in_channels, out_channels, _pair(kernel_size), _pair(stride), _pair(padding),
-                         _pair(dilation), True, _pair(output_padding), groups, bias, padding_mode, device, dtype)
+    _dims = 2
+    _expand = staticmethod(_pair)
+    _function = staticmethod(F.conv_transpose2d)
 
-    def forward(self, input, output_size=None):
-        output_padding = self._output_padding(input, output_size, self.stride, self.padding, self.kernel_size, 2,
-                                              self.dilation)
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
-                                  self.groups, self.dilation)
+
+class ConvTranspose3d(_ConvTransposeKd):
+    """3-D transposed convolution."""
+
+    _dims = 3
+    _expand = staticmethod(_triple)
+    _function = staticmethod(F.conv_transpose3d)

@@ -1,4 +1,4 @@
-"""Convolutions: convolution, conv1d/conv2d (int and string padding), conv_transpose1d/2d.
+"""Convolutions: convolution, conv1d/2d/3d (int and string padding), conv_transpose1d/2d/3d.
 
 Samples cover stride, padding, dilation, groups, bias or not, unbatched inputs and
 non-contiguous layouts; the small ones (at most GRADCHECK_MAX_NUMEL elements) are
@@ -74,7 +74,8 @@ def _conv2d_padding_samples(rng, dtype):
     return [Sample((a((1, 2, 5, 5)), a((2, 2, 3, 3)), a((2,))), {"padding": "same"}, desc="same, odd kernel"),
             Sample((a((1, 1, 4, 5)), a((2, 1, 2, 2))), {"padding": "same"}, desc="same, even kernel"),
             Sample((a((1, 1, 5, 5)), a((1, 1, 2, 3))), {"padding": "same", "dilation": 2}, desc="same, dilation 2"),
-            Sample((a((1, 2, 4, 4)), a((2, 2, 3, 3))), {"padding": "valid"}, desc="valid")]
+            Sample((a((1, 2, 4, 4)), a((2, 2, 3, 3))), {"padding": "valid"}, desc="valid"),
+            Sample((a((1, 1, 2, 2)), a((1, 1, 3, 3))), {"padding": "same"}, desc="same, kernel larger than the input")]
 
 
 add(OpInfo("conv2d.padding", fn("conv2d"), _conv2d_padding_samples, dtypes=FLOAT, grad=True, tol=LINALG_TOL,
@@ -164,3 +165,42 @@ add(OpInfo("convolution", aten_or_ember("convolution"), _convolution_samples, dt
                   [0, 0], 1), RuntimeError, "convolution", "padding", desc="negative padding"),
                E((T(f32(rng, (1, 2, 4, 4))), T(f32(rng, (2, 2, 2, 2))), None, [1, 1], [0, 0], [1, 1], False,
                   [0, 0], 0), RuntimeError, "convolution", "groups", desc="groups 0")]))
+
+
+def _conv3d_samples(rng, dtype):
+    a = _a(rng, dtype)
+    return [Sample((a((1, 2, 3, 4, 3)), a((2, 1, 2, 2, 2)), a((2,)), 1, (1, 0, 1), (1, 2, 1), 2),
+                   desc="bias, padding, dilation, groups 2"),
+            Sample((a((1, 2, 4, 3, 3)), a((2, 2, 2, 1, 2)), None, (2, 1, 1)), desc="stride"),
+            Sample((a((2, 3, 3, 2)), a((1, 2, 2, 2, 2))), desc="unbatched"),
+            Sample((a((1, 1, 2, 3, 2)), a((1, 1, 2, 2, 1)), a((1,)), 1, 1), desc="small, bias, padding")]
+
+
+add(OpInfo("conv3d", fn("conv3d"), _conv3d_samples, dtypes=FLOAT, grad=True, tol=LINALG_TOL,
+           errors=lambda rng: [
+               E((T(f32(rng, (1, 2, 5, 5))), T(f32(rng, (2, 2, 3, 3, 3)))), RuntimeError, "conv3d",
+                 desc="wrong input rank"),
+               E((T(f32(rng, (1, 2, 3, 3, 3))), T(f32(rng, (2, 3, 2, 2, 2)))), RuntimeError, "conv3d",
+                 desc="channel mismatch")]))
+add(OpInfo("conv3d.padding", fn("conv3d"),
+           lambda rng, dtype: [Sample((_a(rng, dtype)((1, 1, 3, 4, 3)), _a(rng, dtype)((2, 1, 2, 3, 2))),
+                                      {"padding": "same"}, desc="same, even kernel"),
+                               Sample((_a(rng, dtype)((1, 1, 2, 3, 2)), _a(rng, dtype)((1, 1, 1, 2, 3))),
+                                      {"padding": "same"}, desc="same, small")],
+           dtypes=FLOAT, grad=True, tol=LINALG_TOL,
+           errors=lambda rng: [E((T(f32(rng, (1, 2, 3, 3, 3))), T(f32(rng, (2, 2, 2, 2, 2)))), RuntimeError,
+                                 "conv3d", kwargs={"padding": "same", "stride": 2}, desc="same with stride 2")]))
+
+
+def _conv_t3d_samples(rng, dtype):
+    a = _a(rng, dtype)
+    return [Sample((a((1, 2, 2, 3, 2)), a((2, 1, 2, 2, 2)), a((1,)), 2, (1, 0, 0), (1, 0, 1)),
+                   desc="bias, stride 2, padding, output_padding"),
+            Sample((a((1, 4, 2, 2, 2)), a((4, 1, 2, 1, 2)), None, 1, 0, 0, 2, (1, 2, 1)), desc="groups, dilation"),
+            Sample((a((2, 2, 2, 2)), a((2, 1, 2, 2, 2))), desc="unbatched")]
+
+
+add(OpInfo("conv_transpose3d.input", fn("conv_transpose3d"), _conv_t3d_samples, dtypes=FLOAT, grad=True,
+           tol=LINALG_TOL,
+           errors=lambda rng: [E((T(f32(rng, (1, 3, 2, 2, 2))), T(f32(rng, (2, 2, 2, 2, 2)))), RuntimeError,
+                                 "conv_transpose3d", desc="channel mismatch")]))
