@@ -35,9 +35,6 @@ MISSING: dict[str, str] = {
                                           "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "InstanceNorm1d",
                                           "InstanceNorm2d", "InstanceNorm3d", "Linear")},
     "nn.LinearCrossEntropyLoss": "not built yet (a fused linear layer and cross entropy)",
-    "nn.MaxUnpool1d": "no max unpooling op yet",
-    "nn.MaxUnpool2d": "no max unpooling op yet",
-    "nn.MaxUnpool3d": "no max unpooling op yet",
     "nn.NLLLoss2d": "deprecated in torch: NLLLoss takes (N, C, H, W) input",
     # torch.distributions
     **{f"distributions.{name}": SPECIAL for name in (

@@ -193,3 +193,37 @@ def test_loss_errors_are_torchs(call):
         seen.append(info)
     assert issubclass(seen[1].type, seen[0].type.__mro__[0] if seen[0].type is not RuntimeError else RuntimeError)
     assert str(seen[0].value) in str(seen[1].value)
+
+
+@pytest.mark.parametrize("nd, shape, args, output_size", [
+    (1, (2, 3, 9), (3,), None),
+    (2, (2, 3, 5, 6), (2,), (5, 6)),
+    (2, (3, 4, 6), (2, 1, 1), None),                   # unbatched, stride 1, padding 1
+    (3, (1, 2, 4, 5, 6), ((2, 1, 2),), (1, 2, 4, 5, 7)),
+])
+def test_max_unpool_inverts_torchs_max_pool_as_torch_does(nd, shape, args, output_size):
+    """MaxUnpool puts each of max pooling's values back where its index points (zeros elsewhere); values,
+    input gradients and the repr are torch's, for the default and for a given output size."""
+    x = torch.tensor(np.random.default_rng(2).standard_normal(shape))
+    pooled, indices = getattr(torch.nn, f"MaxPool{nd}d")(*args, return_indices=True)(x)
+    t_in = pooled.clone().requires_grad_()
+    e_in = ember.tensor(pooled.numpy(), requires_grad=True)
+    t_mod, e_mod = getattr(torch.nn, f"MaxUnpool{nd}d")(*args), getattr(ember.nn, f"MaxUnpool{nd}d")(*args)
+    assert str(e_mod) == str(t_mod)
+    t_out = t_mod(t_in, indices, output_size)
+    e_out = e_mod(e_in, ember.tensor(indices.numpy()), output_size)
+    assert tuple(e_out.shape) == tuple(t_out.shape)
+    np.testing.assert_array_equal(e_out.detach().numpy(), t_out.detach().numpy())
+    w = np.random.default_rng(3).standard_normal(tuple(t_out.shape))
+    (t_out * torch.tensor(w)).sum().backward()
+    (e_out * ember.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(e_in.grad.numpy(), t_in.grad.numpy())
+
+
+def test_max_unpool_output_size_errors_are_torchs():
+    for size in ((9, 9), (4,)):
+        with pytest.raises(ValueError) as want:
+            torch.nn.MaxUnpool2d(2)(torch.zeros(1, 1, 2, 2), torch.zeros(1, 1, 2, 2, dtype=torch.int64), size)
+        with pytest.raises(ValueError) as got:
+            ember.nn.MaxUnpool2d(2)(ember.zeros(1, 1, 2, 2), ember.zeros(1, 1, 2, 2, dtype=ember.int64), size)
+        assert str(got.value) == str(want.value)

@@ -528,6 +528,10 @@ _op_conv3d_padding = _OPS['conv3d.padding']
 _dispatch_conv3d_padding = _op_conv3d_padding.dispatch
 _op_conv_transpose3d_input = _OPS['conv_transpose3d.input']
 _dispatch_conv_transpose3d_input = _op_conv_transpose3d_input.dispatch
+_op_max_unpool2d = _OPS['max_unpool2d']
+_dispatch_max_unpool2d = _op_max_unpool2d.dispatch
+_op_max_unpool3d = _OPS['max_unpool3d']
+_dispatch_max_unpool3d = _op_max_unpool3d.dispatch
 _op_max_pool2d_with_indices = _OPS['max_pool2d_with_indices']
 _dispatch_max_pool2d_with_indices = _op_max_pool2d_with_indices.dispatch
 _R_max_pool2d_with_indices = _namedtuple('max_pool2d_with_indices', ['output', 'indices'])
@@ -2758,6 +2762,20 @@ def conv_transpose3d(input, weight, bias=None, stride=(1, 1, 1), padding=(0, 0, 
     """
     return _dispatch_conv_transpose3d_input((input, weight, bias, stride, padding, output_padding, groups, dilation))
 
+def max_unpool2d(input, indices, output_size):
+    """The partial inverse of max_pool2d, each value at the position of `output_size` its index names, zeros elsewhere.
+
+    Schema: ``max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor``
+    """
+    return _dispatch_max_unpool2d((input, indices, output_size))
+
+def max_unpool3d(input, indices, output_size, stride, padding):
+    """The partial inverse of max_pool3d (stride and padding are checked, not used, as in torch).
+
+    Schema: ``max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor``
+    """
+    return _dispatch_max_unpool3d((input, indices, output_size, stride, padding))
+
 def max_pool2d_with_indices(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
     """2-d max pooling and the flat (h * W + w) index of each maximum in its input plane.
 
@@ -3816,7 +3834,7 @@ def nonzero_numpy(input):
     """
     return _dispatch_nonzero_numpy((input,))
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_embedding_bag', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'cumprod', 'cumsum', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'digamma', 'div', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'lgamma', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'multinomial', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'nonzero', 'ones', 'ones_like', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rand', 'randint', 'randn', 'randperm', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'reshape', 'roll', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'transpose', 'tril', 'triu', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_embedding_bag', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'cumprod', 'cumsum', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'digamma', 'div', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'lgamma', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'multinomial', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'nonzero', 'ones', 'ones_like', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rand', 'randint', 'randn', 'randperm', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'reshape', 'roll', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'transpose', 'tril', 'triu', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 OP_FUNCTIONS = {
     'add.Tensor': add,
@@ -4076,6 +4094,8 @@ OP_FUNCTIONS = {
     'conv3d': conv3d,
     'conv3d.padding': conv3d,
     'conv_transpose3d.input': conv_transpose3d,
+    'max_unpool2d': max_unpool2d,
+    'max_unpool3d': max_unpool3d,
     'max_pool2d_with_indices': max_pool2d_with_indices,
     'max_pool2d': max_pool2d,
     'max_pool1d': max_pool1d,

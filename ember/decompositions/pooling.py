@@ -358,3 +358,24 @@ def _adaptive_avg_pool3d_backward(grad_output, self):
 @decomposition("adaptive_avg_pool1d")
 def adaptive_avg_pool1d(self, output_size):
     return _adaptive(self, output_size, 1)
+
+
+def max_unpool(self, indices, output_size):
+    """Zeros of the output's shape, each value scattered to the position (counted over the output's spatial
+    dimensions) its index names; the gradient gathers back from the same positions."""
+    nd = len(output_size)
+    lead = tuple(self.shape[:-nd])
+    rows = lead + (-1,)
+    flat = F.zeros(lead + (math.prod(output_size),), dtype=self.dtype, device=self.device)
+    out = F.scatter(flat, -1, F.reshape(indices, rows), F.reshape(self, rows))
+    return F.reshape(out, lead + tuple(output_size))
+
+
+@decomposition("max_unpool2d")
+def max_unpool2d(self, indices, output_size):
+    return max_unpool(self, indices, output_size)
+
+
+@decomposition("max_unpool3d")
+def max_unpool3d(self, indices, output_size, stride, padding):
+    return max_unpool(self, indices, output_size)

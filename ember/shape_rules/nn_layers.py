@@ -341,3 +341,42 @@ def adaptive_avg_pool2d(op, self, output_size):
 @shape_rule("adaptive_avg_pool1d")
 def adaptive_avg_pool1d(op, self, output_size):
     return _adaptive(op, self, output_size, 1)
+
+
+# ------------------------------------------------------------------------------ max unpooling
+def _max_unpool(nd: int):
+    def rule(op, self, indices, output_size, stride=None, padding=None):
+        """(N, C, *output_size) or unbatched (C, *output_size): torch's checks, in its order."""
+        check_tensor(op, self, "input")
+        check_tensor(op, indices, "indices")
+        output_size = check_int_list(op, output_size, "output_size")
+        if len(output_size) != nd:
+            what = "three elements (depth, height, width)" if nd == 3 else "two elements (height, width)"
+            raise ShapeError(f"{op.name}(): There should be exactly {what} in output_size, but got "
+                             f"{len(output_size)} elements.")
+        shape = _shape(self)
+        if len(shape) not in (nd + 1, nd + 2):
+            raise ShapeError(f"{op.name}(): Input to max_unpooling{nd}d should be a {nd + 1}d or {nd + 2}d Tensor, "
+                             f"but got a tensor with {len(shape)} dimensions.")
+        if indices._dtype is not _dt.int64:
+            raise DTypeError(f"{op.name}(): elements in indices should be type int64 but got: "
+                             f"{type_name(indices._dtype)}")
+        if _shape(indices) != shape:
+            raise ShapeError(f"{op.name}(): Expected shape of indices to be same as that of the input tensor "
+                             f"({list(shape)}) but got indices tensor with shape: {list(_shape(indices))}")
+        check_kernel_dtype(op, self._dtype)
+        return (tuple(shape[:-nd]) + tuple(output_size), self._dtype)
+    return rule
+
+
+_UNPOOL2D, _UNPOOL3D = _max_unpool(2), _max_unpool(3)
+
+
+@shape_rule("max_unpool2d", reads=("dtypes",))
+def max_unpool2d(op, *args):
+    return _UNPOOL2D(op, *args)
+
+
+@shape_rule("max_unpool3d", reads=("dtypes",))
+def max_unpool3d(op, *args):
+    return _UNPOOL3D(op, *args)

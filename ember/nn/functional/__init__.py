@@ -13,6 +13,7 @@ from .pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_poo
 from .normalization import (batch_norm, group_norm, instance_norm, layer_norm, local_response_norm,  # noqa: F401,E402
                             rms_norm)
 from .padding import pad  # noqa: F401,E402
+from .unpooling import max_unpool1d, max_unpool2d, max_unpool3d  # noqa: F401,E402
 from .vision import (channel_shuffle, interpolate, pixel_shuffle, pixel_unshuffle, upsample,  # noqa: F401,E402
                      upsample_bilinear, upsample_nearest)
 from .sparse import embedding, embedding_bag  # noqa: E402,F401

@@ -22,6 +22,7 @@ from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LocalR
 from .upsampling import (ChannelShuffle, Fold, PixelShuffle, PixelUnshuffle, Unfold, Upsample,  # noqa: F401
                          UpsamplingBilinear2d, UpsamplingNearest2d)
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
+from .unpooling import MaxUnpool1d, MaxUnpool2d, MaxUnpool3d  # noqa: F401
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 
 from . import activation as _activation, loss as _loss, padding as _padding  # noqa: E402
@@ -37,5 +38,6 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", 
            "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "Upsample", "UpsamplingNearest2d",
            "UpsamplingBilinear2d", "Fold", "Unfold", "PixelShuffle", "PixelUnshuffle", "ChannelShuffle",
            "CosineSimilarity", "PairwiseDistance", "EmbeddingBag", "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d",
+           "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
            "LPPool1d", "LPPool2d", "LPPool3d", "LocalResponseNorm",
            *_activation.__all__, *_loss.__all__, *_padding.__all__]

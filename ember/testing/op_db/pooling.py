@@ -1,4 +1,4 @@
-"""Pooling: max_pool2d_with_indices, max_pool2d/1d, avg_pool2d/1d, adaptive average pooling.
+"""Pooling: max_pool2d_with_indices, max_pool2d/1d, avg_pool2d/1d, adaptive average pooling, max unpooling.
 
 Samples cover kernel/stride/padding/dilation, ceil_mode, count_include_pad,
 divisor_override, unbatched inputs and non-contiguous layouts; indices are compared exactly.
@@ -133,3 +133,52 @@ def _adaptive1d_samples(rng, dtype):
 
 add(OpInfo("adaptive_avg_pool1d", fn("adaptive_avg_pool1d"), _adaptive1d_samples, dtypes=FLOAT, grad=True,
            tol=REDUCTION_TOL, errors=_adaptive_errors("adaptive_avg_pool1d", 1)))
+
+
+
+def _unpool_index(rng, shape, nd, plane):
+    """Distinct positions among `plane` per (N, C) row of `shape`'s last `nd` dimensions (unpooling with
+    duplicate indices keeps an unspecified one of the values)."""
+    per_row = int(np.prod(shape[-nd:]))
+    rows = int(np.prod(shape[:-nd]))
+    flat = np.stack([rng.permutation(plane)[:per_row] for _ in range(rows)])
+    return T(flat.reshape(shape).astype(NP_DTYPE["int64"]))
+
+
+def _max_unpool2d_samples(rng, dtype):
+    a = _a(rng, dtype)
+    return [Sample((a((2, 2, 2, 3)), _unpool_index(rng, (2, 2, 2, 3), 2, 24), [4, 6]), desc="batched"),
+            Sample((a((1, 2, 2)), _unpool_index(rng, (1, 2, 2), 2, 12), [3, 4]), desc="unbatched"),
+            Sample((a((1, 1, 3, 2), "t"), _unpool_index(rng, (1, 1, 3, 2), 2, 6), [2, 3]), desc="transposed input")]
+
+
+def _max_unpool3d_samples(rng, dtype):
+    a = _a(rng, dtype)
+    return [Sample((a((1, 2, 1, 2, 2)), _unpool_index(rng, (1, 2, 1, 2, 2), 3, 16), [2, 2, 4], [2, 2, 2], [0, 0, 0]),
+                   desc="batched"),
+            Sample((a((2, 1, 2, 1)), _unpool_index(rng, (2, 1, 2, 1), 3, 8), [2, 2, 2], [1, 2, 2], [0, 1, 0]),
+                   desc="unbatched")]
+
+
+def _unpool_errors(name, extra=()):
+    def errors(rng):
+        x = T(f32(rng, (1, 1, 2, 2)))
+        idx = T(np.zeros((1, 1, 2, 2), dtype=np.int64))
+        return [E((x, T(np.zeros((1, 2, 2, 2), dtype=np.int64)), [4, 4], *extra), RuntimeError, name,
+                  desc="indices of another shape"),
+                E((x, T(np.zeros((1, 1, 2, 2), dtype=np.int32)), [4, 4], *extra), RuntimeError, name,
+                  desc="int32 indices"),
+                E((T(np.zeros((1, 1, 2, 2), dtype=np.int64)), idx, [4, 4], *extra), NotImplementedError, name,
+                  desc="integer input"),
+                E((x, idx, [4], *extra), RuntimeError, name, desc="output_size of another length")]
+    return errors
+
+
+add(OpInfo("max_unpool2d", aten_or_ember("max_unpool2d"), _max_unpool2d_samples, dtypes=FLOAT, grad=True,
+           errors=_unpool_errors("max_unpool2d")))
+add(OpInfo("max_unpool3d", aten_or_ember("max_unpool3d"), _max_unpool3d_samples, dtypes=FLOAT, grad=True,
+           errors=lambda rng: [
+               E((T(f32(rng, (1, 1, 1, 2, 2))), T(np.zeros((1, 1, 1, 2, 2), dtype=np.int64)), [1, 4], [1, 2, 2],
+                  [0, 0, 0]), RuntimeError, "max_unpool3d", desc="output_size of another length"),
+               E((T(f32(rng, (2, 2))), T(np.zeros((2, 2), dtype=np.int64)), [1, 2, 4], [1, 2, 2], [0, 0, 0]),
+                 RuntimeError, "max_unpool3d", desc="input of rank 2")]))
