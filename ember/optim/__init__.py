@@ -1,5 +1,5 @@
 """ember.optim: optimizers (torch.optim's algorithms, signatures and state_dict format) and
-`ember.optim.lr_scheduler`."""
+`ember.optim.lr_scheduler`, `ember.optim.swa_utils` (weight averaging)."""
 from __future__ import annotations
 
 from .optimizer import Optimizer
@@ -16,6 +16,7 @@ from .radam import RAdam
 from .asgd import ASGD
 from .rprop import Rprop
 from . import lr_scheduler  # noqa: E402
+from . import swa_utils  # noqa: E402
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "LBFGS", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop",
-           "lr_scheduler"]
+           "lr_scheduler", "swa_utils"]
