@@ -14,34 +14,21 @@ import sys
 
 DISTRIBUTIONS = "not built yet"
 SPECIAL = "not built yet (ember has the special functions and gamma draws it needs)"
-SAMPLER = "needs a binomial sampler, which ember has no op for yet"
-CHOLESKY = "needs a Cholesky factorisation, which ember has no op for yet"
-LAZY = "the Lazy modules (shapes inferred on the first call) are not built yet"
+CHOLESKY = "not built yet (ember has the Cholesky factorisation, triangular solves and gamma draws it needs)"
 
 MISSING: dict[str, str] = {
     # torch.nn
     "nn.AdaptiveLogSoftmaxWithLoss": "not built yet",
-    "nn.AdaptiveMaxPool1d": "no adaptive max pooling op yet",
-    "nn.AdaptiveMaxPool2d": "no adaptive max pooling op yet",
-    "nn.AdaptiveMaxPool3d": "no adaptive max pooling op yet",
-    "nn.CTCLoss": "no CTC loss op yet",
     "nn.Container": "deprecated in torch (an nn.Module holding submodules by keyword); nn.Module does that",
     "nn.CrossMapLRN2d": "not built yet (LocalResponseNorm's legacy twin, computed by a different formula)",
     "nn.DataParallel": "single-process multi-device data parallelism belongs to ember.distributed (DDP)",
     "nn.SyncBatchNorm": "needs the collectives of ember.distributed",
-    "nn.FractionalMaxPool2d": "no fractional max pooling op yet",
-    "nn.FractionalMaxPool3d": "no fractional max pooling op yet",
-    **{f"nn.Lazy{name}": LAZY for name in ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "Conv3d",
-                                          "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "InstanceNorm1d",
-                                          "InstanceNorm2d", "InstanceNorm3d", "Linear")},
     "nn.LinearCrossEntropyLoss": "not built yet (a fused linear layer and cross entropy)",
     "nn.NLLLoss2d": "deprecated in torch: NLLLoss takes (N, C, H, W) input",
     # torch.distributions
     **{f"distributions.{name}": SPECIAL for name in (
         "FisherSnedecor", "InverseGamma", "Kumaraswamy", "VonMises", "Weibull")},
-    **{f"distributions.{name}": SAMPLER for name in ("Binomial", "Multinomial", "NegativeBinomial")},
-    **{f"distributions.{name}": CHOLESKY for name in (
-        "LKJCholesky", "LowRankMultivariateNormal", "MultivariateNormal", "Wishart")},
+    **{f"distributions.{name}": CHOLESKY for name in ("LKJCholesky", "Wishart")},
     # torch.optim
     "optim.Adafactor": "not built yet",
     "optim.Muon": "not built yet",

@@ -38,6 +38,10 @@ from ember.functional import (broadcast_shapes, broadcast_tensors, broadcast_to,
                               nonzero, norm, split)  # (torch/functional.py's signatures)
 from ember.frontend import resize as _resize  # noqa: E402,F401  (Tensor.resize_)
 from ember import autograd, backends, dispatcher, errors  # noqa: E402
+from ember import sparse  # noqa: E402  (sparse COO tensors; wiring has loaded it already)
+from ember.sparse import sparse_coo_tensor  # noqa: E402
+from ember.core.layout import layout, strided, sparse_coo  # noqa: E402
+spmm = sparse.mm
 
 long, int, short, float, double, half = (_ALIASES[n] for n in ("long", "int", "short", "float", "double", "half"))  # noqa: A001
 from ember.backends.cuda import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402
@@ -53,7 +57,7 @@ __version__ = "0.1.0"
 # (none loads a plugin before one of its functions is called), and ember.save / ember.load
 # (torch.save/torch.load's counterparts, in ember/serialization.py).
 _LAZY_MODULES = {"nn", "optim", "utils", "serialization", "amp", "cuda", "opencl", "cpu", "accelerator", "export", "fx", "onnx", "jit", "ops", "compiler",
-                 "distributions", "special"}
+                 "distributions", "special", "linalg"}
 
 
 def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor", mode=None,  # noqa: A001

@@ -3844,6 +3844,113 @@ class CrossEntropyIndicesBackward0(Node):
         return out
 
 
+class LinalgCholeskyExBackward0(Node):
+    """Backward of linalg_cholesky_ex."""
+
+    __slots__ = ('a_L', 'a_upper', 'needs')
+    n_outputs = 2
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_L = _save(outs[0], True, 0)
+            self.a_upper = args[1]
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            if self.a_L.__class__ is SavedTensor:
+                self.a_L = _FREED
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_L = self.a_L.unpack(self, False) if self.a_L.__class__ is SavedTensor else self.a_L
+            a_upper = self.a_upper
+            out.append(_H.cholesky_backward(grad, a_upper, a_L))
+        else:
+            out.append(None)
+        return out
+
+
+class LinalgSolveTriangularBackward0(Node):
+    """Backward of linalg_solve_triangular."""
+
+    __slots__ = ('a_left', 'a_result', 'a_self', 'a_unitriangular', 'a_upper', 'needs')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0] or needs[1]:
+            self.a_left = args[3]
+            self.a_result = _save(outs[0], True, 0)
+            self.a_self = _save(args[0])
+            self.a_unitriangular = args[4]
+            self.a_upper = args[2]
+
+    def release(self):
+        needs = self.needs
+        if needs[0] or needs[1]:
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0] or needs[1]:
+            grad_input_mask = [needs[0], needs[1]]
+            a_left = self.a_left
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
+            a_unitriangular = self.a_unitriangular
+            a_upper = self.a_upper
+            out.extend(_H.solve_triangular_backward(grad, a_self, a_result, a_upper, a_left, a_unitriangular, grad_input_mask))
+        else:
+            out.extend([None, None])
+        return out
+
+
+class CholeskySolveBackward0(Node):
+    """Backward of cholesky_solve."""
+
+    __slots__ = ('a_input2', 'a_result', 'a_upper', 'needs')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0] or needs[1]:
+            self.a_input2 = _save(args[1])
+            self.a_result = _save(outs[0], True, 0)
+            self.a_upper = args[2]
+
+    def release(self):
+        needs = self.needs
+        if needs[0] or needs[1]:
+            if self.a_input2.__class__ is SavedTensor:
+                self.a_input2 = _FREED
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0] or needs[1]:
+            grad_input_mask = [needs[0], needs[1]]
+            a_input2 = self.a_input2.unpack(self) if self.a_input2.__class__ is SavedTensor else self.a_input2
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_upper = self.a_upper
+            out.extend(_H.cholesky_solve_backward(grad, a_input2, a_result, a_upper, grad_input_mask))
+        else:
+            out.extend([None, None])
+        return out
+
+
 class StandardGammaBackward0(Node):
     """Backward of _standard_gamma."""
 
@@ -4110,6 +4217,9 @@ CLASSES = {
     '_scaled_dot_product_attention_fused': ScaledDotProductAttentionFusedBackward0,
     '_rnn_layer': RnnLayerBackward0,
     '_cross_entropy_indices': CrossEntropyIndicesBackward0,
+    'linalg_cholesky_ex': LinalgCholeskyExBackward0,
+    'linalg_solve_triangular': LinalgSolveTriangularBackward0,
+    'cholesky_solve': CholeskySolveBackward0,
     '_standard_gamma': StandardGammaBackward0,
     'max_pool3d_with_indices': MaxPool3dWithIndicesBackward0,
     'avg_pool3d': AvgPool3dBackward0,

@@ -293,6 +293,8 @@ _op_as_strided = _OPS['as_strided']
 _dispatch_as_strided = _op_as_strided.dispatch
 _op_view = _OPS['view']
 _dispatch_view = _op_view.dispatch
+_op_view_dtype = _OPS['view.dtype']
+_dispatch_view_dtype = _op_view_dtype.dispatch
 _op_reshape = _OPS['reshape']
 _dispatch_reshape = _op_reshape.dispatch
 _op_permute = _OPS['permute']
@@ -741,12 +743,30 @@ _dispatch__cross_entropy_indices = _op__cross_entropy_indices.dispatch
 _R__cross_entropy_indices = _namedtuple('_cross_entropy_indices', ['output', 'log_probs'])
 _op__cross_entropy_indices_backward = _OPS['_cross_entropy_indices_backward']
 _dispatch__cross_entropy_indices_backward = _op__cross_entropy_indices_backward.dispatch
+_op__sparse_coo_mm = _OPS['_sparse_coo_mm']
+_dispatch__sparse_coo_mm = _op__sparse_coo_mm.dispatch
 _op__fused_adam_ = _OPS['_fused_adam_']
 _dispatch__fused_adam_ = _op__fused_adam_.dispatch
 _op__fused_sgd_ = _OPS['_fused_sgd_']
 _dispatch__fused_sgd_ = _op__fused_sgd_.dispatch
+_op_linalg_cholesky_ex = _OPS['linalg_cholesky_ex']
+_dispatch_linalg_cholesky_ex = _op_linalg_cholesky_ex.dispatch
+_R_linalg_cholesky_ex = _namedtuple('linalg_cholesky_ex', ['L', 'info'])
+_op_linalg_cholesky = _OPS['linalg_cholesky']
+_dispatch_linalg_cholesky = _op_linalg_cholesky.dispatch
+_op_cholesky = _OPS['cholesky']
+_dispatch_cholesky = _op_cholesky.dispatch
+_op_linalg_solve_triangular = _OPS['linalg_solve_triangular']
+_dispatch_linalg_solve_triangular = _op_linalg_solve_triangular.dispatch
+_op_triangular_solve = _OPS['triangular_solve']
+_dispatch_triangular_solve = _op_triangular_solve.dispatch
+_R_triangular_solve = _namedtuple('triangular_solve', ['solution', 'cloned_coefficient'])
+_op_cholesky_solve = _OPS['cholesky_solve']
+_dispatch_cholesky_solve = _op_cholesky_solve.dispatch
 _op_poisson = _OPS['poisson']
 _dispatch_poisson = _op_poisson.dispatch
+_op_binomial = _OPS['binomial']
+_dispatch_binomial = _op_binomial.dispatch
 _op__standard_gamma = _OPS['_standard_gamma']
 _dispatch__standard_gamma = _op__standard_gamma.dispatch
 _op__standard_gamma_grad = _OPS['_standard_gamma_grad']
@@ -829,6 +849,20 @@ _op_where = _OPS['where']
 _dispatch_where = _op_where.dispatch
 _op_nonzero_numpy = _OPS['nonzero_numpy']
 _dispatch_nonzero_numpy = _op_nonzero_numpy.dispatch
+_op_adaptive_max_pool2d = _OPS['adaptive_max_pool2d']
+_dispatch_adaptive_max_pool2d = _op_adaptive_max_pool2d.dispatch
+_op_adaptive_max_pool3d = _OPS['adaptive_max_pool3d']
+_dispatch_adaptive_max_pool3d = _op_adaptive_max_pool3d.dispatch
+_op_adaptive_max_pool1d = _OPS['adaptive_max_pool1d']
+_dispatch_adaptive_max_pool1d = _op_adaptive_max_pool1d.dispatch
+_op_fractional_max_pool2d = _OPS['fractional_max_pool2d']
+_dispatch_fractional_max_pool2d = _op_fractional_max_pool2d.dispatch
+_op_fractional_max_pool3d = _OPS['fractional_max_pool3d']
+_dispatch_fractional_max_pool3d = _op_fractional_max_pool3d.dispatch
+_op_ctc_loss_IntList = _OPS['ctc_loss.IntList']
+_dispatch_ctc_loss_IntList = _op_ctc_loss_IntList.dispatch
+_op_ctc_loss_Tensor = _OPS['ctc_loss.Tensor']
+_dispatch_ctc_loss_Tensor = _op_ctc_loss_Tensor.dispatch
 
 def add(input, other, *, alpha=1):
     """Adds `other`, scaled by `alpha`, to `self`, broadcasting both.
@@ -1837,12 +1871,23 @@ def as_strided(input, size, stride, storage_offset=None):
     """
     return _dispatch_as_strided((input, size, stride, storage_offset))
 
-def view(input, size):
+def _bind_view(input, size):
+    return (input, size)
+
+def _bind_view_dtype(input, dtype):
+    return (input, dtype)
+
+_overloads_view = ((_bind_view, _op_view, None), (_bind_view_dtype, _op_view_dtype, None),)
+def view(*args, **kwargs):
     """The same data with a new shape; fails when the strides do not allow a view.
 
-    Schema: ``view(Tensor(a) self, SymInt[] size) -> Tensor(a)``
+    Overloads:
+
+    ``view(Tensor(a) self, SymInt[] size) -> Tensor(a)``: The same data with a new shape; fails when the strides do not allow a view.
+
+    ``view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)``: The same bytes read as `dtype` (Tensor.view(dtype)); with another element size the last dim, which must have stride 1, shrinks or grows by the size ratio.
     """
-    return _dispatch_view((input, size))
+    return _call_overload('view', _overloads_view, args, kwargs)
 
 def reshape(input, shape):
     """A view with the new shape when the strides allow one, else a copy.
@@ -3519,6 +3564,13 @@ def _cross_entropy_indices_backward(grad_output, log_probs, target, weight, redu
     """
     return _dispatch__cross_entropy_indices_backward((grad_output, log_probs, target, weight, reduction, ignore_index, label_smoothing))
 
+def _sparse_coo_mm(indices, values, dense, rows):
+    """The product of the sparse (rows, dense.size(0)) matrix with `values` at `indices` (2 x nnz; repeats add up) and the dense matrix `dense`: each entry's value times its column's dense row, added into its row.
+
+    Schema: ``_sparse_coo_mm(Tensor indices, Tensor values, Tensor dense, SymInt rows) -> Tensor``
+    """
+    return _dispatch__sparse_coo_mm((indices, values, dense, rows))
+
 def _fused_adam_(input, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay=False):
     """One Adam (AdamW with decoupled_weight_decay) step of every tensor in `self`, in place: torch's single-tensor update, op for op; `state_steps` are incremented.
 
@@ -3533,12 +3585,61 @@ def _fused_sgd_(input, grads, momentum_buffer_list, *, weight_decay, momentum, l
     """
     return _dispatch__fused_sgd_((input, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step))
 
+def linalg_cholesky_ex(input, *, upper=False, check_errors=False):
+    """The Cholesky factor L (lower, L L^T = self; or upper, U^T U = self, with `upper`) of each symmetric positive-definite matrix (its lower triangle is read), and info: 0, or the order of the first leading minor that is not positive-definite (check_errors raises LinAlgError then).
+
+    Schema: ``linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)``
+    """
+    return _tuple_new(_R_linalg_cholesky_ex, _dispatch_linalg_cholesky_ex((input, upper, check_errors)))
+
+def linalg_cholesky(input, *, upper=False):
+    """The Cholesky factor of each symmetric positive-definite matrix; LinAlgError names the first matrix that is not.
+
+    Schema: ``linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor``
+    """
+    return _dispatch_linalg_cholesky((input, upper))
+
+def cholesky(input, upper=False):
+    """The Cholesky factor of each symmetric positive-definite matrix (torch's older spelling of linalg.cholesky).
+
+    Schema: ``cholesky(Tensor self, bool upper=False) -> Tensor``
+    """
+    return _dispatch_cholesky((input, upper))
+
+def linalg_solve_triangular(input, B, *, upper, left=True, unitriangular=False):
+    """X with A X = B (X A = B when not `left`) for triangular A = self (upper or lower; its diagonal taken as ones with `unitriangular`), batched with broadcasting, in A's dtype.
+
+    Schema: ``linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor``
+    """
+    return _dispatch_linalg_solve_triangular((input, B, upper, left, unitriangular))
+
+def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False):
+    """X with A X = self (A^T X = self with `transpose`) for triangular A, and a copy of A (torch's older form of linalg.solve_triangular, arguments reversed).
+
+    Schema: ``triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)``
+    """
+    return _tuple_new(_R_triangular_solve, _dispatch_triangular_solve((input, A, upper, transpose, unitriangular)))
+
+def cholesky_solve(input, input2, upper=False):
+    """X with A X = self, given the Cholesky factor input2 of A (lower L, A = L L^T; upper U, A = U^T U).
+
+    Schema: ``cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor``
+    """
+    return _dispatch_cholesky_solve((input, input2, upper))
+
 def poisson(input, generator=None):
     """A Poisson draw per element with rate self: multiplying uniforms below rate 10, Hoermann's transformed rejection (PTRS) above.
 
     Schema: ``poisson(Tensor self, Generator? generator=None) -> Tensor``
     """
     return _dispatch_poisson((input, generator))
+
+def binomial(count, prob, generator=None):
+    """A Binomial(count, prob) draw per element of count and prob broadcast: waiting times between successes (geometric draws) while count * min(prob, 1 - prob) < 10, Hoermann's transformed rejection (BTRS) above; 0 where count <= 0 or prob <= 0, count where prob >= 1, nan where prob is nan or count is not finite.
+
+    Schema: ``binomial(Tensor count, Tensor prob, Generator? generator=None) -> Tensor``
+    """
+    return _dispatch_binomial((count, prob, generator))
 
 def _standard_gamma(input, generator=None):
     """A Gamma(self, 1) draw per element (Marsaglia and Tsang's method), differentiable in the concentration by implicit reparameterisation.
@@ -3834,7 +3935,60 @@ def nonzero_numpy(input):
     """
     return _dispatch_nonzero_numpy((input,))
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_embedding_bag', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'chunk', 'clamp', 'clamp_', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'cumprod', 'cumsum', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'digamma', 'div', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'lgamma', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'multinomial', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'nonzero', 'ones', 'ones_like', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rand', 'randint', 'randn', 'randperm', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'reshape', 'roll', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'transpose', 'tril', 'triu', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+def adaptive_max_pool2d(input, output_size):
+    """2-d max pooling to a given output size (windows [floor(i*n/out), ceil((i+1)*n/out))) and the flat (h * W + w) index of each maximum in its input plane.
+
+    Schema: ``adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)``
+    """
+    return _dispatch_adaptive_max_pool2d((input, output_size))
+
+def adaptive_max_pool3d(input, output_size):
+    """3-d max pooling to a given output size and the flat (d * H * W + h * W + w) index of each maximum in its input volume.
+
+    Schema: ``adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)``
+    """
+    return _dispatch_adaptive_max_pool3d((input, output_size))
+
+def adaptive_max_pool1d(input, output_size):
+    """1-d max pooling of a (N, C, L) or (C, L) input to a given output size, and the index of each maximum.
+
+    Schema: ``adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)``
+    """
+    return _dispatch_adaptive_max_pool1d((input, output_size))
+
+def fractional_max_pool2d(input, kernel_size, output_size, random_samples):
+    """2-d fractional max pooling: windows of `kernel_size` at pseudo-random steps drawn from `random_samples` (N, C, 2: the width's sample, then the height's), and the flat index of each maximum.
+
+    Schema: ``fractional_max_pool2d(Tensor self, int[2] kernel_size, int[2] output_size, Tensor random_samples) -> (Tensor, Tensor)``
+    """
+    return _dispatch_fractional_max_pool2d((input, kernel_size, output_size, random_samples))
+
+def fractional_max_pool3d(input, kernel_size, output_size, random_samples):
+    """3-d fractional max pooling: windows of `kernel_size` at pseudo-random steps drawn from `random_samples` (N, C, 3: depth, height, width), and the flat index of each maximum.
+
+    Schema: ``fractional_max_pool3d(Tensor self, int[3] kernel_size, int[3] output_size, Tensor random_samples) -> (Tensor, Tensor)``
+    """
+    return _dispatch_fractional_max_pool3d((input, kernel_size, output_size, random_samples))
+
+def _bind_ctc_loss_IntList(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
+    return (log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity)
+
+def _bind_ctc_loss_Tensor(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
+    return (log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity)
+
+_overloads_ctc_loss = ((_bind_ctc_loss_IntList, _op_ctc_loss_IntList, None), (_bind_ctc_loss_Tensor, _op_ctc_loss_Tensor, None),)
+def ctc_loss(*args, **kwargs):
+    """The connectionist temporal classification loss of (T, N, C) log-probabilities against padded (N, S) or concatenated targets, lengths as lists.
+
+    Overloads:
+
+    ``ctc_loss.IntList(Tensor log_probs, Tensor targets, int[] input_lengths, int[] target_lengths, int blank=0, int reduction=1, bool zero_infinity=False) -> Tensor``: The connectionist temporal classification loss of (T, N, C) log-probabilities against padded (N, S) or concatenated targets, lengths as lists.
+
+    ``ctc_loss.Tensor(Tensor log_probs, Tensor targets, Tensor input_lengths, Tensor target_lengths, int blank=0, int reduction=1, bool zero_infinity=False) -> Tensor``: ctc_loss with the lengths as integer tensors.
+    """
+    return _call_overload('ctc_loss', _overloads_ctc_loss, args, kwargs)
+
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_embedding_bag', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'cumprod', 'cumsum', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'digamma', 'div', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'lgamma', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'multinomial', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'nonzero', 'ones', 'ones_like', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rand', 'randint', 'randn', 'randperm', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'reshape', 'roll', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'transpose', 'triangular_solve', 'tril', 'triu', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 OP_FUNCTIONS = {
     'add.Tensor': add,
@@ -3978,6 +4132,7 @@ OP_FUNCTIONS = {
     '_log_softmax': _log_softmax,
     'as_strided': as_strided,
     'view': view,
+    'view.dtype': view,
     'reshape': reshape,
     'permute': permute,
     'transpose.int': transpose,
@@ -4197,9 +4352,17 @@ OP_FUNCTIONS = {
     'cross_entropy_loss': cross_entropy_loss,
     '_cross_entropy_indices': _cross_entropy_indices,
     '_cross_entropy_indices_backward': _cross_entropy_indices_backward,
+    '_sparse_coo_mm': _sparse_coo_mm,
     '_fused_adam_': _fused_adam_,
     '_fused_sgd_': _fused_sgd_,
+    'linalg_cholesky_ex': linalg_cholesky_ex,
+    'linalg_cholesky': linalg_cholesky,
+    'cholesky': cholesky,
+    'linalg_solve_triangular': linalg_solve_triangular,
+    'triangular_solve': triangular_solve,
+    'cholesky_solve': cholesky_solve,
     'poisson': poisson,
+    'binomial': binomial,
     '_standard_gamma': _standard_gamma,
     '_standard_gamma_grad': _standard_gamma_grad,
     'bernoulli': bernoulli,
@@ -4241,4 +4404,11 @@ OP_FUNCTIONS = {
     'argwhere': argwhere,
     'where': where,
     'nonzero_numpy': nonzero_numpy,
+    'adaptive_max_pool2d': adaptive_max_pool2d,
+    'adaptive_max_pool3d': adaptive_max_pool3d,
+    'adaptive_max_pool1d': adaptive_max_pool1d,
+    'fractional_max_pool2d': fractional_max_pool2d,
+    'fractional_max_pool3d': fractional_max_pool3d,
+    'ctc_loss.IntList': ctc_loss,
+    'ctc_loss.Tensor': ctc_loss,
 }

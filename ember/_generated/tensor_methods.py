@@ -258,6 +258,10 @@ from ember._generated.functions import (
     _dispatch_erfinv,
     _dispatch_erfinv_,
     _dispatch_xlogy_Tensor,
+    _dispatch_cholesky,
+    _dispatch_triangular_solve,
+    _R_triangular_solve,
+    _dispatch_cholesky_solve,
     _op_bernoulli,
     _op_bernoulli_p,
     _dispatch_bernoulli__float,
@@ -1957,6 +1961,27 @@ class TensorMethods:
         Schema: ``xlogy.Tensor(Tensor self, Tensor other) -> Tensor``
         """
         return _dispatch_xlogy_Tensor((self, other))
+
+    def cholesky(self, upper=False):
+        """The Cholesky factor of each symmetric positive-definite matrix (torch's older spelling of linalg.cholesky).
+
+        Schema: ``cholesky(Tensor self, bool upper=False) -> Tensor``
+        """
+        return _dispatch_cholesky((self, upper))
+
+    def triangular_solve(self, A, upper=True, transpose=False, unitriangular=False):
+        """X with A X = self (A^T X = self with `transpose`) for triangular A, and a copy of A (torch's older form of linalg.solve_triangular, arguments reversed).
+
+        Schema: ``triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)``
+        """
+        return _tuple_new(_R_triangular_solve, _dispatch_triangular_solve((self, A, upper, transpose, unitriangular)))
+
+    def cholesky_solve(self, input2, upper=False):
+        """X with A X = self, given the Cholesky factor input2 of A (lower L, A = L L^T; upper U, A = U^T U).
+
+        Schema: ``cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor``
+        """
+        return _dispatch_cholesky_solve((self, input2, upper))
 
     @staticmethod
     def _bind_bernoulli_p(self, p, *, generator=None):

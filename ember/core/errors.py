@@ -7,7 +7,7 @@ Messages name the op, the argument, what was expected and what was given.
 """
 from __future__ import annotations
 
-__all__ = ["EmberError", "ShapeError", "DeviceMismatchError", "DTypeError", "ArgumentTypeError", "ArgumentValueError", "ArgumentListError", "DimensionError", "MissingKernelError", "AutogradError", "BackendUnavailableError", "IndexOutOfRangeError"]
+__all__ = ["EmberError", "ShapeError", "DeviceMismatchError", "DTypeError", "ArgumentTypeError", "ArgumentValueError", "ArgumentListError", "DimensionError", "MissingKernelError", "AutogradError", "BackendUnavailableError", "IndexOutOfRangeError", "LinAlgError"]
 
 
 class EmberError(Exception):
@@ -56,6 +56,19 @@ class BackendUnavailableError(EmberError, RuntimeError):
 
 class IndexOutOfRangeError(EmberError, IndexError):
     """An index value or index tensor that does not fit the indexed tensor (PyTorch's IndexError)."""
+
+
+class LinAlgError(EmberError, RuntimeError):
+    """A matrix a factorisation or solve cannot handle (not positive-definite, singular): PyTorch's
+    torch.linalg.LinAlgError, also a RuntimeError. Users reach it as ember.linalg.LinAlgError."""
+
+    @classmethod
+    def not_positive_definite(cls, name: str, batch_element: int | None, order: int) -> "LinAlgError":
+        """torch's error for a matrix (of a batch, when `batch_element` is given) whose leading minor of
+        `order` is not positive-definite, raised by `name`."""
+        where = "" if batch_element is None else f"(Batch element {batch_element}): "
+        return cls(f"{name}: {where}The factorization could not be completed because the input is not "
+                   f"positive-definite (the leading minor of order {order} is not positive-definite).")
 
 
 # users import these from `ember.errors`, and tracebacks name them so (`ember.errors.ShapeError: ...`)

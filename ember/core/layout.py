@@ -1,4 +1,5 @@
-"""Shape arithmetic every layer needs: the strides of a contiguous (row-major) layout, element counts."""
+"""Shape arithmetic every layer needs (the strides of a contiguous, row-major layout, element counts)
+and the layout objects, `ember.strided` and `ember.sparse_coo`."""
 from __future__ import annotations
 
 
@@ -18,3 +19,22 @@ def numel(shape) -> int:
     for s in shape:
         n *= s
     return n
+
+
+class layout:
+    """A tensor layout (torch.layout): `ember.strided` (dense, the default) or `ember.sparse_coo`."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"ember.{self.name}"
+
+    def __reduce__(self):
+        return self.name
+
+
+strided = layout("strided")
+sparse_coo = layout("sparse_coo")

@@ -6,6 +6,8 @@ digamma: the reflection formula below 0.5, the recurrence up to x >= 6, then the
 polygamma(n): the recurrence up to x >= 10 + n, then the asymptotic series with Bernoulli numbers.
 erfinv: Giles' single-precision approximation, then two Newton steps on erf, which make it
 float64-accurate. Each is computed in the input's floating dtype (float32 for float16/bfloat16).
+The draws that need them live here too, in ember ops so that every backend has them: Gamma (Marsaglia and
+Tsang), Poisson (multiplication, then PTRS) and binomial (geometric waiting times, then BTRS).
 """
 from __future__ import annotations
 
@@ -251,3 +253,88 @@ def poisson(self, generator=None):
         large = F.where(take, k, large)
         pending = F.logical_and(pending, F.logical_not(accept))
     return _back(F.where(small, count, large), dtype)
+
+
+def _stirling_tail(k):
+    """log k! less Stirling's (k + 1/2) log(k + 1) - (k + 1) + log(2 pi) / 2, for k >= 0: through lgamma below 10,
+    by its series in 1 / (k + 1) from there (where lgamma's rounding would swamp the small remainder)."""
+    k1 = F.add(k, 1.0)
+    stirling = F.add(F.sub(F.mul(F.add(k, 0.5), F.log(k1)), k1), 0.5 * math.log(2 * math.pi))
+    exact = F.sub(F.lgamma(k1), stirling)
+    inv = F.reciprocal(k1)
+    inv2 = F.mul(inv, inv)
+    series = F.mul(inv, F.sub(1 / 12, F.mul(inv2, F.sub(1 / 360, F.mul(inv2, 1 / 1260)))))
+    return F.where(F.lt(k, 10.0), exact, series)
+
+
+def _binomial_waiting_times(n, p, running, uniform):
+    """Successes among n trials of probability p where `running`: the count of geometric waiting times
+    (trials up to and including a success, ceil(log u / log(1 - p))) that fit in n. About n p + 1 rounds."""
+    log_q = F.log1p(F.neg(p))
+    used, successes = F.zeros_like(n), F.zeros_like(n)
+    while bool(F.any(running)):
+        wait = F.ceil(F.div(F.log(uniform()), log_q))
+        used = F.where(running, F.add(used, wait), used)
+        running = F.logical_and(running, F.le(used, n))
+        successes = F.where(running, F.add(successes, 1.0), successes)
+    return successes
+
+
+def _binomial_btrs(n, p, pending, uniform):
+    """Hoermann's transformed rejection with squeeze (BTRS) where `pending`, for p <= 1/2 and n p >= 10: a
+    candidate k from the transformed uniform, taken at once inside the squeeze, else accepted when the
+    scaled uniform lies under log(f(k) / f(m)) (m the mode), written with Stirling tails and log1p of ratios
+    near 1 so that float32 keeps its accuracy at large n. Repeated for the rejected (about 1 in 5)."""
+    q = F.rsub(p, 1.0)
+    spq = F.sqrt(F.mul(F.mul(n, p), q))
+    b = F.add(F.mul(spq, 2.53), 1.15)
+    a = F.add(F.add(F.mul(b, 0.0248), F.mul(p, 0.01)), -0.0873)
+    c = F.add(F.mul(n, p), 0.5)
+    v_r = F.rsub(F.div(4.2, b), 0.92)
+    log_alpha = F.log(F.mul(F.add(F.div(5.1, b), 2.83), spq))
+    m = F.floor(F.mul(F.add(n, 1.0), p))
+    p_n2 = F.mul(p, F.add(n, 2.0))                                  # p (n + 2), shared by both ratios below
+    # the k-free part of the bound: (m + 1/2) log((m + 1) q / (p (n - m + 1))) and the Stirling tails of m, n - m
+    at_mode = F.add(F.mul(F.add(m, 0.5), F.log1p(F.div(F.sub(F.add(m, 1.0), p_n2), F.mul(p, F.add(F.sub(n, m), 1.0))))),
+                    F.add(_stirling_tail(m), _stirling_tail(F.sub(n, m))))
+    out = F.zeros_like(n)
+    while bool(F.any(pending)):
+        u, v = F.sub(uniform(), 0.5), uniform()
+        us = F.rsub(F.abs(u), 0.5)
+        k = F.floor(F.add(F.mul(F.add(F.div(F.mul(a, 2.0), us), b), u), c))
+        in_range = F.logical_and(F.ge(k, 0.0), F.le(k, n))
+        quick = F.logical_and(F.ge(us, 0.07), F.le(v, v_r))
+        kc = F.where(in_range, k, m)                                # keeps the bound finite off the range
+        n_k1 = F.add(F.sub(n, kc), 1.0)
+        bound = F.add(at_mode, F.add(
+            F.mul(F.add(n, 1.0), F.log1p(F.div(F.sub(kc, m), n_k1))),
+            F.mul(F.add(kc, 0.5), F.log1p(F.div(F.sub(F.sub(p_n2, kc), 1.0), F.mul(q, F.add(kc, 1.0)))))))
+        bound = F.sub(bound, F.add(_stirling_tail(kc), _stirling_tail(F.sub(n, kc))))
+        lhs = F.sub(F.add(F.log(v), log_alpha), F.log(F.add(F.div(a, F.mul(us, us)), b)))
+        accept = F.logical_and(in_range, F.logical_or(quick, F.le(lhs, bound)))
+        out = F.where(F.logical_and(pending, accept), k, out)
+        pending = F.logical_and(pending, F.logical_not(accept))
+    return out
+
+
+@explicit_kernel("binomial")
+def binomial(count, prob, generator=None):
+    """A Binomial(count, prob) draw per element, drawn for p = min(prob, 1 - prob) (the failures counted
+    where prob > 1/2): geometric waiting times while count p < 10, BTRS from there. As torch's: 0 where
+    count <= 0 or prob <= 0, else count where prob >= 1, else nan where prob is nan or count not finite."""
+    n = F.add(count, F.zeros_like(prob))                        # both broadcast to one shape
+    p = F.add(prob, F.zeros_like(count))
+    uniform = lambda: F.uniform_(F.empty_like(n), 0.0, 1.0, generator=generator)     # noqa: E731
+    finite = F.isfinite(n)
+    drawn = F.logical_and(F.logical_and(finite, F.gt(n, 0.0)), F.logical_and(F.gt(p, 0.0), F.lt(p, 1.0)))
+    flip = F.gt(p, 0.5)
+    low = F.where(drawn, F.where(flip, F.rsub(p, 1.0), p), 0.5)     # min(p, 1 - p); a harmless 1/2 elsewhere
+    n_drawn = F.where(drawn, n, 0.0)
+    small = F.logical_and(drawn, F.lt(F.mul(n_drawn, low), 10.0))
+    large = F.logical_and(drawn, F.logical_not(small))
+    k = F.where(small, _binomial_waiting_times(n_drawn, low, small, uniform), 0.0)
+    k = F.where(large, _binomial_btrs(F.where(large, n, 20.0), low, large, uniform), k)
+    k = F.where(flip, F.sub(n_drawn, k), k)
+    k = F.where(F.logical_or(F.isnan(p), F.logical_not(finite)), math.nan, k)
+    k = F.where(F.ge(p, 1.0), n, k)                                # prob >= 1: every trial succeeds
+    return F.where(F.logical_or(F.le(n, 0.0), F.le(p, 0.0)), 0.0, k)   # no trials, or none can succeed

@@ -1,6 +1,8 @@
 """Dispatch keys: one bit each in an int key set, higher bit = higher priority.
 
-Functionality keys (TorchFunction > Mode > Autocast > Autograd) sit above every backend key.
+Functionality keys (TorchFunction > Mode > Autocast > Autograd > Sparse) sit above every backend key.
+Sparse is a layout key: sparse COO tensors carry it beside their device's backend key, so their ops
+reach ember/sparse/kernels.py where a dense tensor's would reach its backend (torch's SparseCPU).
 TorchFunction is carried by instances of Tensor subclasses that define `__torch_function__`
 (never by plain tensors, so their calls pay nothing for it). Backend keys
 are allocated at run time, one per device type (cpu, meta, opencl, cuda and any number of
@@ -8,15 +10,17 @@ vendor devices), so a plugin never competes for a fixed "private use" slot.
 """
 from __future__ import annotations
 
-MAX_BACKENDS = 26   # so every key set fits one 30-bit digit of a Python int (fast int operations)
+MAX_BACKENDS = 25   # so every key set fits one 30-bit digit of a Python int (fast int operations)
 BACKEND_MASK = (1 << MAX_BACKENDS) - 1
-AUTOGRAD = 1 << MAX_BACKENDS
-AUTOCAST = 1 << (MAX_BACKENDS + 1)
-MODE = 1 << (MAX_BACKENDS + 2)
-TORCH_FUNCTION = 1 << (MAX_BACKENDS + 3)
-FUNCTIONALITY_MASK = AUTOGRAD | AUTOCAST | MODE | TORCH_FUNCTION
+SPARSE = 1 << MAX_BACKENDS
+AUTOGRAD = 1 << (MAX_BACKENDS + 1)
+AUTOCAST = 1 << (MAX_BACKENDS + 2)
+MODE = 1 << (MAX_BACKENDS + 3)
+TORCH_FUNCTION = 1 << (MAX_BACKENDS + 4)
+FUNCTIONALITY_MASK = SPARSE | AUTOGRAD | AUTOCAST | MODE | TORCH_FUNCTION
 
-_FUNCTIONALITY_NAMES = {AUTOGRAD: "Autograd", AUTOCAST: "Autocast", MODE: "Mode", TORCH_FUNCTION: "TorchFunction"}
+_FUNCTIONALITY_NAMES = {SPARSE: "Sparse", AUTOGRAD: "Autograd", AUTOCAST: "Autocast", MODE: "Mode",
+                        TORCH_FUNCTION: "TorchFunction"}
 _backend_names: dict[int, str] = {}
 _backend_by_device_type: dict[str, int] = {}
 

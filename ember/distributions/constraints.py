@@ -6,7 +6,8 @@ import ember
 
 __all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than", "greater_than_eq",
            "independent", "integer_interval", "interval", "half_open_interval", "is_dependent", "less_than",
-           "nonnegative", "nonnegative_integer", "positive", "positive_integer", "real", "real_vector", "simplex",
+           "lower_cholesky", "lower_triangular", "nonnegative", "nonnegative_integer", "positive",
+           "positive_definite", "positive_integer", "real", "real_vector", "simplex", "square", "symmetric",
            "unit_interval"]
 
 
@@ -170,6 +171,57 @@ class _Simplex(Constraint):
         return ember.all(value >= 0, dim=-1) & ((value.sum(-1) - 1).abs() < 1e-6)
 
 
+class _Square(Constraint):
+    """Square matrices (one check per matrix of a batch)."""
+
+    event_dim = 2
+
+    def check(self, value):
+        return ember.full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1], dtype=ember.bool,
+                          device=value.device)
+
+
+class _Symmetric(_Square):
+    """Symmetric matrices, to torch's tolerance (isclose with atol 1e-6)."""
+
+    def check(self, value):
+        square = super().check(value)
+        if not bool(square.all()):
+            return square
+        transposed = value.mT                      # torch's isclose(value, value.mT, atol=1e-6), rtol 1e-5
+        close = ((value - transposed).abs() <= 1e-6 + 1e-5 * transposed.abs()) | (value == transposed)
+        return close.all(-2).all(-1)
+
+
+class _PositiveDefinite(_Symmetric):
+    """Symmetric positive-definite matrices: those with a Cholesky factor."""
+
+    def check(self, value):
+        symmetric = super().check(value)
+        if not bool(symmetric.all()):
+            return symmetric
+        return ember.linalg.cholesky_ex(value).info.eq(0)
+
+
+class _LowerTriangular(Constraint):
+    """Lower-triangular matrices."""
+
+    event_dim = 2
+
+    def check(self, value):
+        return (value.tril() == value).reshape(tuple(value.shape[:-2]) + (-1,)).all(-1)
+
+
+class _LowerCholesky(Constraint):
+    """Lower-triangular matrices with a positive diagonal: Cholesky factors."""
+
+    event_dim = 2
+
+    def check(self, value):
+        lower = (value.tril() == value).reshape(tuple(value.shape[:-2]) + (-1,)).all(-1)
+        return lower & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
+
+
 dependent = _Dependent()
 independent = _IndependentConstraint
 boolean = _Boolean()
@@ -187,3 +239,8 @@ integer_interval = _IntegerInterval
 nonnegative_integer = _IntegerGreaterThan(0)
 positive_integer = _IntegerGreaterThan(1)
 simplex = _Simplex()
+square = _Square()
+symmetric = _Symmetric()
+positive_definite = _PositiveDefinite()
+lower_triangular = _LowerTriangular()
+lower_cholesky = _LowerCholesky()

@@ -8,11 +8,15 @@ import math
 import ember
 from ember.nn import functional as F
 
+from .binomial import Binomial
 from .continuous import Exponential, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Categorical, Poisson
 from .gamma_family import Beta, Dirichlet, Gamma
 from .distribution import Distribution
 from .independent import Independent
+from .lowrank_multivariate_normal import LowRankMultivariateNormal, log_det as _lowrank_log_det
+from .lowrank_multivariate_normal import mahalanobis as _lowrank_mahalanobis
+from .multivariate_normal import MultivariateNormal, batch_mahalanobis, half_log_det
 from .transformed_distribution import LogNormal
 from .utils import sum_rightmost
 
@@ -152,3 +156,88 @@ def _kl_beta_beta(p, q):
 @register_kl(Poisson, Poisson)
 def _kl_poisson_poisson(p, q):
     return p.rate * (ember.log(p.rate) - ember.log(q.rate)) - (p.rate - q.rate)
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p, q):
+    """n_p (p log(p / q) + (1 - p) log((1 - p) / (1 - q))) for equal counts; infinite where q has fewer trials
+    (p reaches counts q cannot); not implemented where q has more, as torch's."""
+    if bool((p.total_count < q.total_count).any()):
+        raise NotImplementedError("KL between Binomials where q.total_count > p.total_count is not implemented")
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + ember.log1p(-p.probs) - ember.log1p(-q.probs))
+    return _inf_where(p.total_count > q.total_count, kl)
+
+
+@register_kl(Poisson, Bernoulli)
+@register_kl(Poisson, Binomial)
+def _kl_poisson_bounded(p, q):
+    """Infinite: a Poisson reaches every count, the bounded family only finitely many."""
+    return ember.full_like(p.rate, float("inf"))
+
+
+# ---- multivariate normals: KL = (tr(Sq^-1 Sp) + |mq - mp|^2_Sq - n + log det Sq - log det Sp) / 2
+def _frobenius2(x):
+    """The squared Frobenius norm of each matrix of a batch."""
+    return x.pow(2).sum((-2, -1))
+
+
+def _check_events(p, q, which: str) -> None:
+    if p.event_shape != q.event_shape:
+        raise ValueError(f"KL-divergence between two {which} with different event shapes cannot be computed")
+
+
+def _lowrank_parts(d):
+    return d._unbroadcasted_cov_factor, d._unbroadcasted_cov_diag, d._capacitance_tril
+
+
+def _trace_lowrank_inverse_times(q, factor):
+    """tr(Sq^-1 F F^T) for q low rank plus diagonal (Woodbury): |D^-1/2 F|^2 - |L_K^-1 W^T D^-1 F|^2."""
+    w, d, capacitance = _lowrank_parts(q)
+    first = _frobenius2(factor / d.sqrt().unsqueeze(-1))
+    projected = ember.matmul(w.mT / d.unsqueeze(-2), factor)
+    return first - _frobenius2(ember.linalg.solve_triangular(capacitance, projected, upper=False))
+
+
+def _lowrank_root_parts(p):
+    """Sp = W W^T + diag(D) as two square-root factors: W and diag(sqrt(D))."""
+    return p._unbroadcasted_cov_factor, ember.diag_embed(p._unbroadcasted_cov_diag.sqrt())
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_multivariatenormal_multivariatenormal(p, q):
+    _check_events(p, q, "Multivariate Normals")
+    lp, lq = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    n = p.event_shape[0]
+    batch = ember.broadcast_shapes(lq.shape[:-2], lp.shape[:-2])
+    trace = _frobenius2(ember.linalg.solve_triangular(lq.expand(batch + (n, n)), lp.expand(batch + (n, n)),
+                                                      upper=False))
+    return half_log_det(lq) - half_log_det(lp) + 0.5 * (trace + batch_mahalanobis(lq, q.loc - p.loc) - n)
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(p, q):
+    _check_events(p, q, "Low Rank Multivariate Normals")
+    n = p.event_shape[0]
+    trace = sum(_trace_lowrank_inverse_times(q, f) for f in _lowrank_root_parts(p))
+    m = _lowrank_mahalanobis(*_lowrank_parts(q), q.loc - p.loc)
+    return 0.5 * (_lowrank_log_det(*_lowrank_parts(q)) - _lowrank_log_det(*_lowrank_parts(p)) + trace + m - n)
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_multivariatenormal_lowrankmultivariatenormal(p, q):
+    _check_events(p, q, "(Low Rank) Multivariate Normals")
+    n = p.event_shape[0]
+    trace = _trace_lowrank_inverse_times(q, p._unbroadcasted_scale_tril)
+    m = _lowrank_mahalanobis(*_lowrank_parts(q), q.loc - p.loc)
+    return 0.5 * (_lowrank_log_det(*_lowrank_parts(q)) - 2 * half_log_det(p._unbroadcasted_scale_tril) + trace + m - n)
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrankmultivariatenormal_multivariatenormal(p, q):
+    _check_events(p, q, "(Low Rank) Multivariate Normals")
+    n = p.event_shape[0]
+    lq = q._unbroadcasted_scale_tril
+    trace = sum(_frobenius2(ember.linalg.solve_triangular(lq, f, upper=False)) for f in _lowrank_root_parts(p))
+    m = batch_mahalanobis(lq, q.loc - p.loc)
+    return 0.5 * (2 * half_log_det(lq) - _lowrank_log_det(*_lowrank_parts(p)) + trace + m - n)
+

@@ -344,3 +344,27 @@ def _to_printable(values, shape, kind: str):
     if kind == "complex":
         return arr.astype(np.complex128)
     return arr
+
+
+def sparse_tensor_repr(indices: str, values: str, *, dtype_name: str, shape: tuple[int, ...], nnz: int,
+                       device: str, requires_grad: bool = False, grad_fn: str | None = None,
+                       default_float_dtype: str = "float32") -> str:
+    """What ``repr()`` of the matching torch sparse COO tensor prints, given the reprs of its indices and
+    values (printed without their dtype: the sparse tensor's own suffix names it)."""
+    indent = len("tensor(")
+    body = ("tensor(indices=" + indices.replace("\n", "\n" + " " * (indent + len("indices="))) + ",\n"
+            + " " * indent + "values=" + values.replace("\n", "\n" + " " * (indent + len("values="))))
+    dtype_name = _canonical_dtype_name(dtype_name)
+    meta = str(device).split(":", 1)[0] == "meta"
+    suffixes = [] if str(device).split(":", 1)[0] == "cpu" else ["device='" + str(device) + "'"]
+    suffixes.append("size=" + str(tuple(int(s) for s in shape)))
+    if not meta:
+        suffixes.append(f"nnz={nnz}")
+    if dtype_name not in (_canonical_dtype_name(default_float_dtype), "int64", "bool"):
+        suffixes.append("dtype=ember." + dtype_name)
+    suffixes.append("layout=ember.sparse_coo")
+    if grad_fn:
+        suffixes.append(f"grad_fn=<{str(grad_fn).strip('<>')}>")
+    elif requires_grad:
+        suffixes.append("requires_grad=True")
+    return _add_suffixes(body, suffixes, indent, force_newline=True)

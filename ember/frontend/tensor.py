@@ -21,8 +21,10 @@ from ember.dispatcher.state import STATE as _STATE
 from ember.core.errors import ArgumentTypeError, ArgumentValueError, AutogradError, DimensionError
 
 from ember.core import dtype as _dt
+from ember.core import layout as _layout
 from ember.core.spec import TensorSpec
 from .conversion import ConversionMethods
+from .shape_conveniences import ShapeConveniences
 from .random import default_generator
 from .torch_function import default_torch_function, overrides_torch_function
 from ember.core.device import device as _device_cls
@@ -59,7 +61,7 @@ class AutogradMeta:
         self.output_nr = output_nr
 
 
-class Tensor(TensorMethods, ConversionMethods, TensorSpec):
+class Tensor(ShapeConveniences, TensorMethods, ConversionMethods, TensorSpec):
     """A multi-dimensional array on a device, with autograd support (a TensorSpec: shape rules read
     its fields)."""
 
@@ -194,10 +196,18 @@ class Tensor(TensorMethods, ConversionMethods, TensorSpec):
     def is_cuda(self) -> bool:
         return self._device.type == "cuda"
 
-    # torch's other device and layout predicates: devices and layouts ember has none of (ember's tensors are
-    # strided and dense)
+    @property
+    def is_sparse(self) -> bool:
+        """Whether this is a sparse COO tensor (ember/sparse)."""
+        return bool(self._keys & K.SPARSE)
+
+    @property
+    def layout(self):
+        return _layout.sparse_coo if self._keys & K.SPARSE else _layout.strided
+
+    # torch's other device and layout predicates: devices and layouts ember has none of
     is_xpu = is_mps = is_ipu = is_xla = is_mtia = is_maia = is_vulkan = is_mkldnn = \
-        is_sparse = is_sparse_csr = is_quantized = is_nested = property(lambda self: False)
+        is_sparse_csr = is_quantized = is_nested = property(lambda self: False)
 
     @property
     def _version(self) -> int:
@@ -225,6 +235,8 @@ class Tensor(TensorMethods, ConversionMethods, TensorSpec):
         """The values as a numpy array (a view when on cpu)."""
         if HOST_READ_HOOK is not None:           # ember.compile's step recording: a read it cannot replay
             HOST_READ_HOOK(self)
+        if self._keys & K.SPARSE:
+            raise TypeError("can't convert Sparse layout tensor to numpy. Use Tensor.to_dense() first.")
         backend = REGISTRY.by_key[self._keys & K.BACKEND_MASK]
         return backend.to_host(self._data)
 
@@ -309,6 +321,9 @@ class Tensor(TensorMethods, ConversionMethods, TensorSpec):
     def __repr__(self) -> str:
         from .printing import tensor_repr
 
+        if self._keys & K.SPARSE:
+            from ember.sparse.methods import sparse_repr
+            return sparse_repr(self)
         ag = self._ag
         grad_fn = ag.grad_fn.name() if ag is not None and ag.grad_fn is not None else None
         # no values on meta, nor in an export's fakes (a real device over meta arrays): a fake shows its size,
@@ -341,35 +356,6 @@ class Tensor(TensorMethods, ConversionMethods, TensorSpec):
         from .indexing import setitem
 
         setitem(self, index, value)
-
-    # -- shape conveniences -----------------------------------------------------------------
-    @property
-    def T(self) -> "Tensor":
-        return self.permute(*range(self.dim() - 1, -1, -1))
-
-    @property
-    def mT(self) -> "Tensor":
-        return self.transpose(-2, -1)
-
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> "Tensor":
-        shape = self._data.shape
-        if not shape:
-            return self.reshape(1)
-        s = _wrap_dim("flatten", start_dim, len(shape))
-        e = _wrap_dim("flatten", end_dim, len(shape))
-        n = 1
-        for d in shape[s:e + 1]:
-            n *= d
-        return self.reshape(*shape[:s], n, *shape[e + 1:])
-
-    def view_as(self, other: "Tensor") -> "Tensor":
-        return self.view(other.shape)
-
-    def expand_as(self, other: "Tensor") -> "Tensor":
-        return self.expand(other.shape)
-
-    def reshape_as(self, other: "Tensor") -> "Tensor":
-        return self.reshape(other.shape)
 
     # -- autograd ----------------------------------------------------------------------------
     @property

@@ -2,7 +2,7 @@
 
 Runs once at `import ember`: every OpDef gets its shared shape rule, its explicit kernel
 or decomposition (in-place twins get "out-of-place op, then copy_"), its generated
-backward node, and the Mode / Autocast / Autograd kernels. Backend kernels arrive later,
+backward node, and the Mode / Autocast / Autograd / Sparse kernels. Backend kernels arrive later,
 when a plugin's device is first used.
 """
 from __future__ import annotations
@@ -14,6 +14,7 @@ from ember.dispatcher import keys as K
 from ember.dispatcher.dispatch import call
 from ember.dispatcher.operator import ALL_OPS, register_functionality
 from ember.shape_rules import RULES
+from ember.sparse.kernels import sparse_dispatch
 
 from .autocast import autocast_kernel
 from .autograd.autograd_kernel import autograd_kernel
@@ -42,4 +43,5 @@ def wire() -> None:
     register_functionality(K.TORCH_FUNCTION, torch_function_kernel)
     register_functionality(K.MODE, mode_kernel)
     register_functionality(K.AUTOGRAD, autograd_kernel)
+    register_functionality(K.SPARSE, sparse_dispatch)
     register_functionality(K.AUTOCAST, autocast_kernel, [ALL_OPS[n] for n in AUTOCAST_POLICY])

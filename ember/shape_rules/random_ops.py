@@ -1,16 +1,18 @@
-"""Shape rules of random ops built on the Philox fills: bernoulli, multinomial, randperm, dropout.
+"""Shape rules of random ops built on the Philox fills: bernoulli, multinomial, randperm, dropout, and the
+Poisson, Gamma and binomial draws.
 
 Checks that need the data (probabilities outside [0, 1], negative multinomial weights) run
 in the decompositions.
 """
 from __future__ import annotations
 
-from ember.core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, ShapeError
+from ember.core.errors import (ArgumentListError, ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError,
+                                ShapeError)
 from ember.core import dtype as _dt
 
 from . import shape_rule
-from .common import (NUMBER_TYPES, as_int, check_dtype_arg, check_kernel_dtype, check_no_internal_overlap,
-                     check_tensor, preserved_strides, type_name, with_layout)
+from .common import (NUMBER_TYPES, as_int, broadcast_shapes, check_dtype_arg, check_kernel_dtype,
+                     check_no_internal_overlap, check_tensor, preserved_strides, type_name, with_layout)
 
 
 def _like(self, dtype=None):
@@ -124,3 +126,23 @@ def standard_gamma_grad(op, self, output):
                          f"{type_name(self._dtype)} and {list(output._data.shape)} {type_name(output._dtype)}")
     check_kernel_dtype(op, self._dtype)
     return (tuple(self._data.shape), self._dtype)
+
+
+@shape_rule("binomial", reads=("dtypes",))
+def binomial(op, count, prob, generator=None):
+    """A draw per element of `count` and `prob` broadcast, in their dtype. torch's checks in torch's order: each
+    floating (ValueError), prob of count's dtype, then the kernel's dtypes (no half types)."""
+    check_tensor(op, count, "count")
+    check_tensor(op, prob, "prob")
+    for name, t in (("count", count), ("prob", prob)):
+        if not t._dtype.is_floating_point:
+            raise ArgumentListError(f"{op.name}(): binomial only supports floating-point dtypes for {name}, got: "
+                                    f"{type_name(t._dtype)}")
+    if prob._dtype is not count._dtype:
+        raise DTypeError(f"{op.name}(): Found dtype {type_name(prob._dtype)} but expected {type_name(count._dtype)} "
+                         "(prob must have count's dtype)")
+    check_kernel_dtype(op, count._dtype)
+    if count._dtype.itemsize < 4:
+        raise MissingKernelError(f'{op.name}(): "{op.dtype_error_kernel}" not implemented for '
+                                 f"'{type_name(count._dtype)}' (count and prob must be float32 or float64)")
+    return (broadcast_shapes(op, [tuple(count._data.shape), tuple(prob._data.shape)]), count._dtype)

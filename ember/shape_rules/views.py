@@ -117,6 +117,40 @@ def view(op, self, size):
     return (size, self._dtype, strides, _offset(self))
 
 
+@shape_rule("view_dtype")
+def view_dtype(op, self, dtype):
+    """Tensor.view(dtype): the same bytes read as `dtype`. With another element size the last dim
+    (stride 1) shrinks or grows by the size ratio; torch's checks and messages."""
+    from .common import type_name
+
+    check_tensor(op, self, "input")
+    shape, strides, offset = tuple(self._data.shape), strides_of(self), _offset(self)
+    if 0 in shape:
+        strides = contiguous_strides(shape)       # an empty tensor's, as torch reports them
+    old, new = self._dtype.itemsize, dtype.itemsize
+    if old == new:
+        return (shape, dtype, strides, offset)
+    what = f"to view {type_name(self._dtype)} as {type_name(dtype)} (different element sizes)"
+    if not shape:
+        raise ArgumentValueError(f"self.dim() cannot be 0 {what}")
+    if strides[-1] != 1:
+        raise ArgumentValueError(f"self.stride(-1) must be 1 {what}, but got {strides[-1]}")
+    if new < old:
+        ratio = old // new
+        return (shape[:-1] + (shape[-1] * ratio,), dtype, tuple(s * ratio for s in strides[:-1]) + (1,),
+                offset * ratio)
+    ratio = new // old
+    if shape[-1] % ratio:
+        raise ArgumentValueError(f"self.size(-1) must be divisible by {ratio} {what}, but got {shape[-1]}")
+    if offset % ratio:
+        raise ArgumentValueError(f"self.storage_offset() must be divisible by {ratio} {what}, but got {offset}")
+    for i, stride in enumerate(strides[:-1]):
+        if stride % ratio:
+            raise ArgumentValueError(f"self.stride({i}) must be divisible by {ratio} {what}, but got {stride}")
+    return (shape[:-1] + (shape[-1] // ratio,), dtype, tuple(s // ratio for s in strides[:-1]) + (1,),
+            offset // ratio)
+
+
 @shape_rule("reshape")
 def reshape(op, self, shape):
     check_tensor(op, self, "input")

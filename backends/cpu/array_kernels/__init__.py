@@ -17,10 +17,12 @@ from . import nn_layers  # convolution, pooling, normalization
 from . import optimizers  # fused optimizer updates
 from . import recurrent  # the recurrent layer op's time loop
 from . import special  # lgamma, digamma, polygamma, erfinv (scipy.special)
+from . import factorizations  # Cholesky, triangular solves (numpy/scipy LAPACK)
+from . import sparse  # sparse COO products (scipy.sparse)
 from .context import ArrayModule, bind
 
 MODULES = (pointwise, reductions, shape, linalg, indexing, sorting_scans, nn_layers, activations, attention,
-           optimizers, factories, losses, recurrent, special)
+           optimizers, factories, losses, recurrent, special, factorizations, sparse)
 KERNEL_TABLE: dict = {name: entry for module in MODULES for name, entry in module.KERNELS.items()}
 
 

@@ -48,6 +48,11 @@ def view(am: ArrayModule, spec, a, size):
     return out if out.base is not None else as_strided(am, spec, a)
 
 
+def view_dtype(am: ArrayModule, spec, a, dtype):
+    """The same memory read as `dtype` (numpy's and cupy's `view(dtype)` give the spec's layout)."""
+    return a.view(am.native_of[spec[1]])
+
+
 def permute(am: ArrayModule, spec, a, dims):
     return a.transpose(dims)
 
@@ -120,6 +125,6 @@ def cat(am: ArrayModule, spec, tensors, dim=0):
     return out if out.flags.c_contiguous else xp.ascontiguousarray(out)
 
 
-KERNELS = {"as_strided": as_strided, "view": view, "permute": permute, "transpose.int": transpose,
+KERNELS = {"as_strided": as_strided, "view": view, "view.dtype": view_dtype, "permute": permute, "transpose.int": transpose,
            "squeeze.dims": squeeze, "unsqueeze": unsqueeze, "slice.Tensor": slice_, "select.int": select,
            "expand": as_strided, "copy_": copy_, "fill_.Scalar": fill_, "clone": clone, "cat": cat}

@@ -604,6 +604,30 @@ def make_dispatch_T0_T2_T3(op, cache):
     return dispatch
 
 
+def make_dispatch_T0_T3(op, cache):
+    resolve = op.resolve
+
+    def dispatch(args):
+        ks = 0
+        a = args[0]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        a = args[3]
+        if isinstance(a, Tensor):
+            ks |= a._keys
+        bk = ks & _BACKEND_MASK
+        if bk & (bk - 1) or not bk:
+            ks, args = _backend_of_unusual_call(op, args, ks)
+        include, exclude = STATE.keys
+        ks = (ks | include) & ~exclude
+        try:
+            entry = cache[ks]
+        except KeyError:
+            entry = resolve(ks)
+        return entry(args)
+    return dispatch
+
+
 def make_dispatch_T1(op, cache):
     resolve = op.resolve
 
@@ -646,5 +670,6 @@ DISPATCH_FACTORIES = {
     ((0, 2), ()): make_dispatch_T0_T2,
     ((0, 2), (1,)): make_dispatch_T0_T2_L1,
     ((0, 2, 3), ()): make_dispatch_T0_T2_T3,
+    ((0, 3), ()): make_dispatch_T0_T3,
     ((1,), ()): make_dispatch_T1,
 }

@@ -207,6 +207,17 @@ def unwrap_T0_T2_T3(args):
     ) + args[4:]
 
 
+def unwrap_T0_T3(args):
+    a0 = args[0]
+    a3 = args[3]
+    return (
+        a0._data if isinstance(a0, Tensor) else a0,
+        args[1],
+        args[2],
+        a3._data if isinstance(a3, Tensor) else a3,
+    ) + args[4:]
+
+
 def unwrap_T1(args):
     a1 = args[1]
     return (
@@ -229,5 +240,6 @@ UNWRAPS = {
     (0, 1, 7): unwrap_T0_T1_T7,
     (0, 2): unwrap_T0_T2,
     (0, 2, 3): unwrap_T0_T2_T3,
+    (0, 3): unwrap_T0_T3,
     (1,): unwrap_T1,
 }

@@ -25,3 +25,5 @@ from .loss import *  # noqa: E402,F401,F403
 from .more_losses import *  # noqa: E402,F401,F403
 from .folding import fold, unfold  # noqa: F401,E402
 from .sampling import affine_grid, grid_sample  # noqa: E402,F401
+from .adaptive_fractional import *  # noqa: E402,F401,F403
+from .ctc import ctc_loss  # noqa: E402,F401

@@ -4,10 +4,11 @@ from __future__ import annotations
 import ember
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedBuffer, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"]
 
 
 class _NormBase(Module):
@@ -112,3 +113,59 @@ class BatchNorm3d(_BatchNorm):
     def _check_input_dim(self, input) -> None:
         if input.dim() != 5:
             raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+# ------------------------------------------------------------------------------------ lazy
+class _LazyNormBase(LazyModuleMixin, _NormBase):
+    """num_features from the first input's dim 1; the parameters and running statistics wait for it."""
+
+    def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, device=None, dtype=None, *, bias: bool = True) -> None:
+        super().__init__(0, eps, momentum, False, False, device, dtype, bias=False)
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if self.affine:
+            self.weight = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
+        if self.track_running_stats:
+            self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
+            self.running_var = UninitializedBuffer(device=device, dtype=dtype)
+            self.num_batches_tracked = ember.tensor(0, dtype=ember.int64, device=device)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input) -> None:
+        if self.has_uninitialized_params():
+            self.num_features = input.shape[1]
+            if self.affine:
+                self.weight.materialize((self.num_features,))
+                if self.bias is not None:
+                    self.bias.materialize((self.num_features,))
+            if self.track_running_stats:
+                self.running_mean.materialize((self.num_features,))
+                self.running_var.materialize((self.num_features,))
+            self.reset_parameters()
+
+
+class LazyBatchNorm1d(_LazyNormBase, _BatchNorm):
+    """A BatchNorm1d whose num_features comes from its first input."""
+
+    cls_to_become = BatchNorm1d
+    _check_input_dim = BatchNorm1d._check_input_dim
+
+
+class LazyBatchNorm2d(_LazyNormBase, _BatchNorm):
+    """A BatchNorm2d whose num_features comes from its first input."""
+
+    cls_to_become = BatchNorm2d
+    _check_input_dim = BatchNorm2d._check_input_dim
+
+
+class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
+    """A BatchNorm3d whose num_features comes from its first input."""
+
+    cls_to_become = BatchNorm3d
+    _check_input_dim = BatchNorm3d._check_input_dim

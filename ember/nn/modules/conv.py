@@ -6,11 +6,13 @@ import math
 import ember
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedParameter
 from ._utils import _pair, _reverse_repeat_tuple, _single, _triple
+from .lazy import LazyModuleMixin
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d",
+           "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d"]
 
 _VALID_PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 
@@ -206,3 +208,98 @@ class ConvTranspose3d(_ConvTransposeKd):
     _dims = 3
     _expand = staticmethod(_triple)
     _function = staticmethod(F.conv_transpose3d)
+
+
+# ------------------------------------------------------------------------------------ lazy
+class _LazyConvXdMixin(LazyModuleMixin):
+    """in_channels from the first input (dim 1 batched, 0 unbatched); `_spatial` spatial dimensions."""
+
+    _spatial = 1
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input, *args, **kwargs) -> None:
+        if self.has_uninitialized_params():
+            self.in_channels = self._get_in_channels(input)
+            if self.in_channels % self.groups != 0:
+                raise ValueError("in_channels must be divisible by groups")
+            if self.transposed:
+                self.weight.materialize((self.in_channels, self.out_channels // self.groups, *self.kernel_size))
+            else:
+                self.weight.materialize((self.out_channels, self.in_channels // self.groups, *self.kernel_size))
+            if self.bias is not None:
+                self.bias.materialize((self.out_channels,))
+            self.reset_parameters()
+
+    def _get_in_channels(self, input) -> int:
+        unbatched, batched = self._spatial + 1, self._spatial + 2
+        if input.dim() not in (unbatched, batched):
+            raise RuntimeError(f"Expected {unbatched}D (unbatched) or {batched}D (batched) input to "
+                               f"{self.__class__.__name__}, but got input of size: {input.shape}")
+        return input.shape[1] if input.dim() == batched else input.shape[0]
+
+    def _get_num_spatial_dims(self) -> int:
+        return self._spatial
+
+
+class _LazyConvKd(_LazyConvXdMixin):
+    def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, dilation=1, groups: int = 1,
+                 bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, device, dtype)
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+
+class _LazyConvTransposeKd(_LazyConvXdMixin):
+    def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0, groups: int = 1,
+                 bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None, dtype=None) -> None:
+        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode,
+                         device, dtype)
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+
+class LazyConv1d(_LazyConvKd, Conv1d):
+    """A Conv1d whose in_channels comes from its first input (then it becomes a Conv1d)."""
+
+    cls_to_become = Conv1d
+
+
+class LazyConv2d(_LazyConvKd, Conv2d):
+    """A Conv2d whose in_channels comes from its first input (then it becomes a Conv2d)."""
+
+    cls_to_become = Conv2d
+    _spatial = 2
+
+
+class LazyConv3d(_LazyConvKd, Conv3d):
+    """A Conv3d whose in_channels comes from its first input (then it becomes a Conv3d)."""
+
+    cls_to_become = Conv3d
+    _spatial = 3
+
+
+class LazyConvTranspose1d(_LazyConvTransposeKd, ConvTranspose1d):
+    """A ConvTranspose1d whose in_channels comes from its first input."""
+
+    cls_to_become = ConvTranspose1d
+
+
+class LazyConvTranspose2d(_LazyConvTransposeKd, ConvTranspose2d):
+    """A ConvTranspose2d whose in_channels comes from its first input."""
+
+    cls_to_become = ConvTranspose2d
+    _spatial = 2
+
+
+class LazyConvTranspose3d(_LazyConvTransposeKd, ConvTranspose3d):
+    """A ConvTranspose3d whose in_channels comes from its first input."""
+
+    cls_to_become = ConvTranspose3d
+    _spatial = 3

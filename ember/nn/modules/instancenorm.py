@@ -6,10 +6,11 @@ from __future__ import annotations
 import warnings
 
 from .. import functional as F
-from .batchnorm import _NormBase
+from .batchnorm import _LazyNormBase, _NormBase
 from .module import Module
 
-__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm"]
+__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm", "LazyInstanceNorm1d",
+           "LazyInstanceNorm2d", "LazyInstanceNorm3d"]
 
 
 class _InstanceNorm(_NormBase):
@@ -63,3 +64,25 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class LazyInstanceNorm1d(_LazyNormBase, _InstanceNorm):
+    """An InstanceNorm1d whose num_features comes from its first input's dim 1 (torch's choice, also for an
+    unbatched input); affine and running statistics on by default, as torch's lazy norms have them."""
+
+    cls_to_become = InstanceNorm1d
+    spatial = 1
+
+
+class LazyInstanceNorm2d(_LazyNormBase, _InstanceNorm):
+    """An InstanceNorm2d whose num_features comes from its first input's dim 1."""
+
+    cls_to_become = InstanceNorm2d
+    spatial = 2
+
+
+class LazyInstanceNorm3d(_LazyNormBase, _InstanceNorm):
+    """An InstanceNorm3d whose num_features comes from its first input's dim 1."""
+
+    cls_to_become = InstanceNorm3d
+    spatial = 3

@@ -6,10 +6,11 @@ import math
 import ember
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from ..parameter import Parameter, UninitializedParameter
+from .lazy import LazyModuleMixin
 from .module import Module
 
-__all__ = ["Identity", "Linear", "Bilinear", "NonDynamicallyQuantizableLinear"]
+__all__ = ["Identity", "Linear", "Bilinear", "NonDynamicallyQuantizableLinear", "LazyLinear"]
 
 
 class Identity(Module):
@@ -103,3 +104,34 @@ class Bilinear(Module):
     def extra_repr(self) -> str:
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+class LazyLinear(LazyModuleMixin, Linear):
+    """A Linear whose in_features is the last size of its first input (then it becomes a Linear)."""
+
+    cls_to_become = Linear
+
+    def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__(0, 0, False)
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_features = out_features
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input) -> None:
+        if self.has_uninitialized_params():
+            with ember.no_grad():
+                self.in_features = input.shape[-1]
+                self.weight.materialize((self.out_features, self.in_features))
+                if self.bias is not None:
+                    self.bias.materialize((self.out_features,))
+                self.reset_parameters()
+        if self.in_features == 0:          # parameters loaded from a state dict before the first call
+            if input.shape[-1] != self.weight.shape[-1]:
+                raise AssertionError(f"The in_features inferred from input: {input.shape[-1]} is not equal to "
+                                     f"in_features from self.weight: {self.weight.shape[-1]}")
+            self.in_features = input.shape[-1]

@@ -9,7 +9,7 @@ from .module import Module
 __all__ = ["L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
            "BCEWithLogitsLoss", "KLDivLoss", "PoissonNLLLoss", "CosineEmbeddingLoss", "HingeEmbeddingLoss",
            "MarginRankingLoss", "SoftMarginLoss", "GaussianNLLLoss", "MultiMarginLoss", "MultiLabelMarginLoss",
-           "MultiLabelSoftMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss"]
+           "MultiLabelSoftMarginLoss", "TripletMarginLoss", "TripletMarginWithDistanceLoss", "CTCLoss"]
 
 
 def _legacy_get_string(size_average, reduce) -> str:
@@ -228,3 +228,16 @@ class TripletMarginWithDistanceLoss(_Loss):
     def forward(self, anchor, positive, negative):
         return F.triplet_margin_with_distance_loss(anchor, positive, negative, distance_function=self.distance_function,
                                                    margin=self.margin, swap=self.swap, reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """The connectionist temporal classification loss (see F.ctc_loss)."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False) -> None:
+        super().__init__(reduction=reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
+                          self.zero_infinity)

@@ -5,7 +5,8 @@ from .. import functional as F
 from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
-           "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "LPPool1d", "LPPool2d", "LPPool3d"]
+           "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "LPPool1d", "LPPool2d", "LPPool3d", "AdaptiveMaxPool1d",
+           "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "FractionalMaxPool2d", "FractionalMaxPool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -149,3 +150,72 @@ class LPPool2d(_LPPoolNd):
 
 class LPPool3d(_LPPoolNd):
     _fn = staticmethod(F.lp_pool3d)
+
+
+class _AdaptiveMaxPoolNd(Module):
+    """Max pooling to a fixed output size; return_indices adds each maximum's flat index in its plane."""
+
+    _fn = staticmethod(F.adaptive_max_pool1d)
+
+    def __init__(self, output_size, return_indices: bool = False) -> None:
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def forward(self, input):
+        return self._fn(input, self.output_size, self.return_indices)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    pass
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    _fn = staticmethod(F.adaptive_max_pool2d)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    _fn = staticmethod(F.adaptive_max_pool3d)
+
+
+class _FractionalMaxPoolNd(Module):
+    """Max pooling over windows of `kernel_size` at pseudo-random steps, to `output_size` or `output_ratio`
+    (in (0, 1)) of the input's size; `_random_samples` (a buffer) fixes the steps."""
+
+    _nd = 2
+    _fn = staticmethod(F.fractional_max_pool2d)
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices: bool = False,
+                 _random_samples=None) -> None:
+        super().__init__()
+        nd = self._nd
+
+        def expand(v):
+            return tuple(v) if isinstance(v, (list, tuple)) else (v,) * nd
+        self.kernel_size = expand(kernel_size)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = expand(output_size) if output_size is not None else None
+        self.output_ratio = expand(output_ratio) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"FractionalMaxPool{nd}d requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        return self._fn(input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+                        _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    pass
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    _nd = 3
+    _fn = staticmethod(F.fractional_max_pool3d)

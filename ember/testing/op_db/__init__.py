@@ -25,6 +25,9 @@ from . import activations, losses, random_ops  # noqa: F401  (nn functional)
 from . import sampling  # noqa: F401  (embedding_bag, grid sampling, argwhere, nonzero_numpy)
 from . import recurrent  # noqa: F401  (the recurrent layer op)
 from . import special  # noqa: F401  (lgamma, digamma, polygamma, erfinv, xlogy)
+from . import pool_ctc  # noqa: F401  (adaptive and fractional max pooling, CTC loss)
+from . import factorizations  # noqa: F401  (Cholesky factorisation, triangular solves)
+from . import sparse  # noqa: F401  (the product behind sparse COO tensors' mm)
 from .database import EXCLUDED, OP_DB
 from .samples import (ALL, DEVICE, DT, FLOAT, GRAD_DTYPES, LOWP, NUM, SIGNED, ErrorInput, OpInfo, Sample, T,
                       is_float, make, materialize, method, fn, to_tensor)

@@ -1,4 +1,4 @@
-"""Random ops built on Philox fills: bernoulli (+ .p, bernoulli_.float), multinomial, randperm,
+"""Random ops built on Philox fills: bernoulli (+ .p, bernoulli_.float), multinomial, randperm, binomial,
 dropout (+ torch.dropout_), native_dropout. Their values are random: test_outputs compares shapes and dtypes
 (kind="random"); ember/testing/test_nn_random.py checks statistics, exact edge cases
 (p=0, p=1, train=False) and determinism under manual_seed.
@@ -128,3 +128,34 @@ add(OpInfo("native_dropout", fn("native_dropout"),
                                for s in _dropout_samples(rng, dtype)] + [
                Sample((T(make(rng, (2, 3), dtype)), 0.5, None), desc="train=None")],
            dtypes=FLOAT, kind="random", errors=_DROPOUT_ERRORS("native_dropout")))
+
+
+def _binomial_samples(rng, dtype):
+    count = lambda *shape, high=30.0: np.floor(make(rng, shape, dtype, low=0.0, high=high))     # noqa: E731
+    prob = lambda *shape: make(rng, shape, dtype, low=0.05, high=0.95)                         # noqa: E731
+    return [Sample((T(count(2, 3)), T(prob(2, 3))), desc="2-d"),
+            Sample((T(count(2, 3)), T(prob(3))), desc="prob broadcast to count"),
+            Sample((T(count(2, 3), "t"), T(prob(2, 3))), desc="transposed count"),
+            Sample((T(count(4, high=5000.0)), T(prob(4))), desc="large counts (transformed rejection)"),
+            Sample((T(count(0, 3)), T(prob(0, 3))), desc="empty"),
+            Sample((T(count()), T(prob())), desc="0-d")]
+
+
+def _torch_binomial(m, count, prob, *rest):
+    """torch.binomial; torch 2.13 has no meta kernel for it: there, a new tensor of the broadcast shape, which
+    is what torch's cpu draw has (a random op's meta check compares shape and dtype only)."""
+    if count.device.type == "meta":
+        return m.empty(m.broadcast_shapes(count.shape, prob.shape), dtype=count.dtype, device="meta")
+    return m.binomial(count, prob, *rest)
+
+
+add(OpInfo("binomial", rfn("binomial"), _binomial_samples, dtypes=("float32", "float64"), kind="random",
+           torch_call=_torch_binomial,
+           errors=lambda rng: [
+               E((T(np.array([5, 3])), T(f32(rng, (2,)))), ValueError, "binomial", "count", desc="int64 count"),
+               E((T(f32(rng, (2,))), T(np.array([True, False]))), ValueError, "binomial", "prob", desc="bool prob"),
+               E((T(f32(rng, (2,))), T(np.array([0.5, 0.5]))), RuntimeError, "binomial", "Double",
+                 desc="prob of another dtype"),
+               E((T(np.array([5.0], np.float16)), T(np.array([0.5], np.float16))), NotImplementedError, "binomial",
+                 desc="float16"),
+               E((T(f32(rng, (2,))), T(f32(rng, (3,)))), RuntimeError, "binomial", desc="shapes do not broadcast")]))

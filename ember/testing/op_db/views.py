@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 
-from .samples import ALL, OpInfo, Sample, T, aten, fn, is_float, make, method
+import numpy as np
+
+from .samples import ALL, DT, NP_DTYPE, OpInfo, Sample, T, aten, fn, is_float, make, method
 from .database import E, add, f32, layouts
 
 
@@ -197,3 +199,29 @@ def contiguous_samples(rng, dtype):
 add(OpInfo("contiguous", method("contiguous"), contiguous_samples, dtypes=ALL, grad=True))
 
 
+
+
+_INT_OF_SIZE = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}
+
+
+def _view_dtype_samples(rng, dtype):
+    a = lambda shape: make(rng, shape, dtype)  # noqa: E731
+    size = np.dtype(NP_DTYPE[dtype]).itemsize
+    same = _INT_OF_SIZE[size]
+    S = [Sample((T(a((2, 4))), DT(same)), desc="same element size"),
+         Sample((T(a((3, 2)), "t"), DT(same)), desc="transposed, same element size"),
+         Sample((T(a(())), DT(same)), desc="0-d, same element size")]
+    if size > 1:
+        S.append(Sample((T(a((2, 4))), DT("int8")), desc="smaller elements: the last dim grows"))
+    if size < 8:
+        wider = _INT_OF_SIZE[8]
+        S.append(Sample((T(a((2, 8))), DT(wider)), desc="larger elements: the last dim shrinks"))
+    return S
+
+
+add(OpInfo("view.dtype", method("view"), _view_dtype_samples, dtypes=ALL, grad=False,
+           errors=lambda rng: [
+               E((T(make(rng, (2, 4), "int16"), "t"), DT("int32")), RuntimeError, "stride(-1)",
+                 desc="last stride not 1"),
+               E((T(make(rng, (2, 3), "int16")), DT("int32")), RuntimeError, "size(-1)", desc="last size not divisible"),
+               E((T(make(rng, (), "int16")), DT("int32")), RuntimeError, "dim()", desc="0-d, another element size")]))

@@ -35,6 +35,12 @@ def as_strided(backend, spec, a, *unused):
     return a.view(shape, strides, offset)
 
 
+def view_dtype(backend, spec, a, dtype):
+    """The same buffer read as `dtype`: the spec's shape, element strides and offset in that dtype."""
+    shape, dt, strides, offset = spec
+    return CLArray(shape, to_numpy_dtype(dt), strides, offset, a.block, a.device)
+
+
 def copy_(backend, spec, self, src, non_blocking=False):
     """self[...] = src, casting; `src` may be a host value, on another device, or overlap `self`
     (then it is first copied to a temporary)."""
@@ -82,5 +88,5 @@ def arange(backend, spec, start, end=None, step=1, dtype=None, device=None, requ
                            [("start", ct, start), ("step", ct, step)], tag="arange")
 
 
-KERNELS = {"as_strided": as_strided, "copy_": copy_, "fill_.Scalar": fill_, "empty.memory_format": empty,
+KERNELS = {"as_strided": as_strided, "view.dtype": view_dtype, "copy_": copy_, "fill_.Scalar": fill_, "empty.memory_format": empty,
            "arange.start_step": arange}
