@@ -14,7 +14,6 @@ import sys
 
 DISTRIBUTIONS = "not built yet"
 SPECIAL = "not built yet (ember has the special functions and gamma draws it needs)"
-CHOLESKY = "not built yet (ember has the Cholesky factorisation, triangular solves and gamma draws it needs)"
 
 MISSING: dict[str, str] = {
     # torch.nn
@@ -28,7 +27,6 @@ MISSING: dict[str, str] = {
     # torch.distributions
     **{f"distributions.{name}": SPECIAL for name in (
         "FisherSnedecor", "InverseGamma", "Kumaraswamy", "VonMises", "Weibull")},
-    **{f"distributions.{name}": CHOLESKY for name in ("LKJCholesky", "Wishart")},
     # torch.optim
     "optim.Adafactor": "not built yet",
     "optim.Muon": "not built yet",

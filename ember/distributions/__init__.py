@@ -4,8 +4,8 @@ divergences between pairs.
 
 Families here: Normal, Uniform, Exponential, Laplace, Bernoulli, Categorical, LogNormal, Gamma, Chi2, Beta,
 Dirichlet, StudentT, Independent and TransformedDistribution (with the exp, affine, sigmoid, tanh and
-composed transforms), Poisson, Binomial, Multinomial, NegativeBinomial, MultivariateNormal and
-LowRankMultivariateNormal. The others are listed with their reasons in docs/coverage.md.
+composed transforms), Poisson, Binomial, Multinomial, NegativeBinomial, MultivariateNormal,
+LowRankMultivariateNormal, Wishart and LKJCholesky. The others are listed with their reasons in docs/coverage.md.
 Draws come from ember's generator, so they are not torch's numbers; their distribution is.
 """
 from __future__ import annotations
@@ -18,11 +18,13 @@ from .gamma_family import Beta, Chi2, Dirichlet, Gamma, StudentT
 from .distribution import Distribution
 from .independent import Independent
 from .kl import kl_divergence, register_kl
+from .lkj_cholesky import LKJCholesky
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .multivariate_normal import MultivariateNormal
 from .transformed_distribution import LogNormal, TransformedDistribution
+from .wishart import Wishart
 
 __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Chi2", "Dirichlet", "Distribution", "Exponential",
-           "Gamma", "Independent", "Laplace", "LogNormal", "LowRankMultivariateNormal", "Multinomial",
+           "Gamma", "Independent", "LKJCholesky", "Laplace", "LogNormal", "LowRankMultivariateNormal", "Multinomial",
            "MultivariateNormal", "NegativeBinomial", "Normal", "Poisson", "StudentT", "TransformedDistribution",
-           "Uniform", "constraints", "kl_divergence", "register_kl", "transforms"]
+           "Uniform", "Wishart", "constraints", "kl_divergence", "register_kl", "transforms"]

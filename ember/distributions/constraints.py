@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ember
 
-__all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than", "greater_than_eq",
+__all__ = ["Constraint", "boolean", "corr_cholesky", "dependent", "dependent_property", "greater_than", "greater_than_eq",
            "independent", "integer_interval", "interval", "half_open_interval", "is_dependent", "less_than",
            "lower_cholesky", "lower_triangular", "nonnegative", "nonnegative_integer", "positive",
            "positive_definite", "positive_integer", "real", "real_vector", "simplex", "square", "symmetric",
@@ -222,6 +222,19 @@ class _LowerCholesky(Constraint):
         return lower & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
 
 
+class _CorrCholesky(Constraint):
+    """Cholesky factors of correlation matrices: lower-triangular with a positive diagonal and rows of unit
+    length (to 10 * n machine epsilons, as torch)."""
+
+    event_dim = 2
+
+    def check(self, value):
+        tol = ember.finfo(value.dtype).eps * value.shape[-1] * 10
+        row_norm = value.detach().pow(2).sum(-1).sqrt()
+        unit_rows = ((row_norm - 1.0).abs() <= tol).all(-1)
+        return _LowerCholesky().check(value) & unit_rows
+
+
 dependent = _Dependent()
 independent = _IndependentConstraint
 boolean = _Boolean()
@@ -244,3 +257,4 @@ symmetric = _Symmetric()
 positive_definite = _PositiveDefinite()
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
+corr_cholesky = _CorrCholesky()
