@@ -1,0 +1,147 @@
+"""The reducing and broadcasting collectives: all_reduce, reduce, reduce_scatter_tensor,
+reduce_scatter, broadcast and barrier, on MPI's non-blocking operations.
+
+Each call checks its arguments as torch does, fingerprints itself under the DETAIL debug level,
+stages its tensors (ember.distributed.staging) and starts one MPI request; `async_op=True`
+returns the Work, otherwise the call waits. A rank outside `group` gets None (with a warning).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import engine
+from .debug import fingerprint
+from .process_group import peer, resolve
+from .reduce_op import ReduceOp
+from .staging import Staged, check_same_dtype, check_tensor, concatenated
+from .work import launch
+
+__all__ = ["all_reduce", "reduce", "reduce_scatter_tensor", "reduce_scatter", "broadcast", "barrier"]
+
+
+def _average(buf: np.ndarray, n: int) -> None:
+    """ReduceOp.AVG's division of a sum over `n` ranks (integers truncate, as C and NCCL do)."""
+    if buf.dtype.kind == "f":
+        buf /= n
+    else:
+        np.copyto(buf, np.sign(buf) * (np.abs(buf) // n))
+
+
+def prepare(op: str, group, tensors: dict):
+    """The group a tensor call runs on (None on a rank outside it), after the tensor checks and the DETAIL
+    fingerprint."""
+    pg = resolve(group, op)
+    if pg is None:
+        return None
+    for arg, t in tensors.items():
+        check_tensor(op, t, arg, pg.backend)
+    fingerprint(pg, op, list(tensors.values()))
+    return pg
+
+
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
+    """Reduce `tensor` across the ranks of `group` with `op`; every rank gets the result in place."""
+    pg = prepare("all_reduce", group, {"tensor": tensor})
+    if pg is None:
+        return None
+    MPI = engine.mpi()
+    s = Staged(tensor, reduction=True)
+    mpi_op, average = engine.mpi_reduction(op, "all_reduce", s.category)
+
+    def done() -> None:
+        if average:
+            _average(s.buf, pg.size())
+        s.commit()
+    return launch("all_reduce", pg, lambda: pg.comm.Iallreduce(MPI.IN_PLACE, s.buf, mpi_op), done, async_op, [tensor])
+
+
+def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op: bool = False,
+           group_dst: int | None = None):
+    """Reduce `tensor` across the ranks of `group` into the destination rank's `tensor` (the other
+    ranks' tensors are left as they were)."""
+    pg = prepare("reduce", group, {"tensor": tensor})
+    if pg is None:
+        return None
+    root = peer(pg, dst, group_dst, "reduce")
+    MPI = engine.mpi()
+    s = Staged(tensor, reduction=True)
+    mpi_op, average = engine.mpi_reduction(op, "reduce", s.category)
+    if pg.rank() != root:
+        return launch("reduce", pg, lambda: pg.comm.Ireduce(s.buf, None, mpi_op, root), None, async_op, [tensor])
+
+    def done() -> None:
+        if average:
+            _average(s.buf, pg.size())
+        s.commit()
+    return launch("reduce", pg, lambda: pg.comm.Ireduce(MPI.IN_PLACE, s.buf, mpi_op, root), done, async_op, [tensor])
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: bool = False):  # noqa: A002
+    """Reduce `input` (world_size equal chunks, flat order) across ranks; rank i gets the i-th
+    reduced chunk in `output`."""
+    pg = prepare("reduce_scatter_tensor", group, {"output": output, "input": input})
+    if pg is None:
+        return None
+    check_same_dtype("reduce_scatter_tensor", [output], input)
+    if input.numel() != pg.size() * output.numel():
+        raise ValueError(f"reduce_scatter_tensor: input tensor must be world_size ({pg.size()}) times the output "
+                         f"size, got input {list(input.shape)} and output {list(output.shape)}")
+    src, out = Staged(input, reduction=True), Staged(output, reduction=True, reads=False)
+    mpi_op, average = engine.mpi_reduction(op, "reduce_scatter_tensor", src.category)
+
+    def done() -> None:
+        if average:
+            _average(out.buf, pg.size())
+        out.commit()
+    return launch("reduce_scatter_tensor", pg, lambda: pg.comm.Ireduce_scatter_block(src.buf, out.buf, mpi_op),
+                  done, async_op, [output])
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bool = False):
+    """Reduce `input_list` (one tensor per rank) across ranks; rank i gets the reduced i-th tensor in `output`."""
+    pg = prepare("reduce_scatter", group, {"output": output})
+    if pg is None:
+        return None
+    if len(input_list) != pg.size():
+        raise ValueError(f"reduce_scatter: input_list must have world_size ({pg.size()}) tensors, got {len(input_list)}")
+    for t in input_list:
+        check_tensor("reduce_scatter", t, "input_list", pg.backend)
+    check_same_dtype("reduce_scatter", input_list, output)
+    counts = [t.numel() for t in input_list]
+    if counts[pg.rank()] != output.numel():
+        raise ValueError(f"reduce_scatter: output has {output.numel()} elements but this rank's input_list entry "
+                         f"has {counts[pg.rank()]}")
+    send = concatenated(input_list, reduction=True)
+    out = Staged(output, reduction=True, reads=False)
+    mpi_op, average = engine.mpi_reduction(op, "reduce_scatter", out.category)
+
+    def done() -> None:
+        if average:
+            _average(out.buf, pg.size())
+        out.commit()
+    return launch("reduce_scatter", pg, lambda: pg.comm.Ireduce_scatter(send, out.buf, counts, mpi_op),
+                  done, async_op, [output])
+
+
+def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False, group_src: int | None = None):
+    """Copy the source rank's `tensor` into `tensor` on every rank of `group`."""
+    pg = prepare("broadcast", group, {"tensor": tensor})
+    if pg is None:
+        return None
+    root = peer(pg, src, group_src, "broadcast")
+    s = Staged(tensor, reduction=False, reads=pg.rank() == root)
+    done = None if pg.rank() == root else s.commit
+    return launch("broadcast", pg, lambda: pg.comm.Ibcast(s.buf, root), done, async_op, [tensor])
+
+
+def barrier(group=None, async_op: bool = False, device_ids=None, timeout=None):
+    """Wait until every rank of `group` has reached the barrier (with `timeout`, a timedelta, raise
+    DistBackendError if some rank has not arrived by then)."""
+    pg = prepare("barrier", group, {})
+    if pg is None:
+        return None
+    work = launch("barrier", pg, lambda: pg.comm.Ibarrier(), None, async_op=True)
+    if async_op:
+        return work
+    work.wait(timeout)
+    return None

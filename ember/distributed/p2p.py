@@ -1,0 +1,70 @@
+"""Point-to-point messages: send, recv, isend, irecv (MPI's tagged messages within a group).
+
+`dst`/`src` are global ranks, `group_dst`/`group_src` ranks within `group`; recv with neither
+takes the next message from any rank and returns who sent it.
+"""
+from __future__ import annotations
+
+from . import engine
+from .collectives import prepare
+from .process_group import peer
+from .staging import Staged
+from .work import Work
+
+__all__ = ["send", "recv", "isend", "irecv"]
+
+
+def _start_send(op: str, tensor, dst, group, tag: int, group_dst):
+    pg = prepare(op, group, {"tensor": tensor})
+    if pg is None:
+        return None
+    to = peer(pg, dst, group_dst, op)
+    if to == pg.rank():
+        raise ValueError("Invalid destination rank: destination rank should not be the same as the rank of the "
+                         "current process.")
+    buf = Staged(tensor, reduction=False).buf
+    with engine.mpi_errors(op, pg.ranks[pg.rank()]):
+        request = pg.comm.Isend(buf, to, tag)
+    return Work(op, pg, [request])
+
+
+def _start_recv(op: str, tensor, src, group, tag: int, group_src):
+    pg = prepare(op, group, {"tensor": tensor})
+    if pg is None:
+        return None
+    frm = peer(pg, src, group_src, op, optional=True)
+    if frm == pg.rank():
+        raise ValueError("Invalid source rank: source rank should not be the same as the rank of the current process.")
+    out = Staged(tensor, reduction=False, reads=False)
+    source = engine.mpi().ANY_SOURCE if frm is None else frm
+    with engine.mpi_errors(op, pg.ranks[pg.rank()]):
+        request = pg.comm.Irecv(out.buf, source, tag)
+    return Work(op, pg, [request], out.commit, [tensor])
+
+
+def send(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: int | None = None) -> None:
+    """Send `tensor` to rank `dst`, returning once the buffer may be reused."""
+    work = _start_send("send", tensor, dst, group, tag, group_dst)
+    if work is not None:
+        work.wait()
+
+
+def recv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: int | None = None) -> int:
+    """Receive a message from rank `src` (any rank when None) into `tensor`; returns the sender's
+    global rank (-1 on a rank outside `group`)."""
+    work = _start_recv("recv", tensor, src, group, tag, group_src)
+    if work is None:
+        return -1
+    work.wait()
+    return work.source_rank()
+
+
+def isend(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: int | None = None):
+    """Start sending `tensor` to rank `dst`; returns the Work (don't change `tensor` before `wait()`)."""
+    return _start_send("isend", tensor, dst, group, tag, group_dst)
+
+
+def irecv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: int | None = None):
+    """Start receiving into `tensor` from rank `src` (any rank when None); returns the Work
+    (`source_rank()` names the sender once done)."""
+    return _start_recv("irecv", tensor, src, group, tag, group_src)

@@ -1,0 +1,276 @@
+"""Process groups: the default (world) group made by init_process_group, subgroups from new_group,
+and the rank/size queries of torch.distributed.
+
+Each group owns its own MPI communicator (the world group a duplicate of MPI_COMM_WORLD), so
+messages of ember's collectives never mix with a program's own mpi4py traffic. Ranks given to
+collectives (`src`, `dst`) are global ranks, `group_src`/`group_dst` ranks within the group, as
+in torch.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import warnings
+
+from . import engine
+from .errors import NOT_INITIALIZED
+
+__all__ = ["Backend", "ProcessGroup", "GroupMember", "group", "init_process_group", "destroy_process_group",
+           "is_initialized", "new_group", "get_rank", "get_world_size", "get_backend", "get_group_rank",
+           "get_global_rank", "get_process_group_ranks", "resolve", "peer"]
+
+DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
+_INIT_SCHEMES = ("env://", "tcp://", "file://")
+
+
+class Backend(str):
+    """A backend name: 'mpi', 'gloo' (served by the MPI engine: ember's one engine for host tensors)
+    or 'nccl' (cuda tensors; not available yet)."""
+    UNDEFINED = "undefined"
+    GLOO = "gloo"
+    MPI = "mpi"
+    NCCL = "nccl"
+
+    def __new__(cls, name: str) -> "Backend":
+        if not isinstance(name, str):
+            raise ValueError(f"Backend name must be a string, but got: {name!r}")
+        value = name.lower()
+        if value not in (cls.GLOO, cls.MPI, cls.NCCL):
+            raise ValueError(f"Unknown backend type {name!r}: ember.distributed has 'mpi', 'gloo' (served by MPI) "
+                             "and 'nccl'")
+        return super().__new__(cls, value)
+
+
+class ProcessGroup:
+    """A set of ranks that run collectives together, over one MPI communicator."""
+
+    def __init__(self, comm, ranks: list[int], backend: Backend, timeout: datetime.timedelta, name: str,
+                 debug_detail: bool) -> None:
+        self.comm = comm
+        self.ranks = ranks                  # global rank of each group rank
+        self.backend = backend
+        self.timeout = timeout
+        self.group_name = name
+        self.debug_detail = debug_detail
+        self.sequence = 0                   # collectives issued so far (the debug fingerprints)
+
+    def rank(self) -> int:
+        return self.comm.Get_rank()
+
+    def size(self) -> int:
+        return self.comm.Get_size()
+
+    def name(self) -> str:
+        return self.backend
+
+    def __repr__(self) -> str:
+        return f"ProcessGroup({self.group_name!r}, backend={self.backend!r}, ranks={self.ranks})"
+
+
+class GroupMember:
+    """`GroupMember.WORLD`: the default group (None before init_process_group);
+    `GroupMember.NON_GROUP_MEMBER`: what new_group returns on a rank outside the new group."""
+    WORLD: ProcessGroup | None = None
+    NON_GROUP_MEMBER = object()
+
+
+group = GroupMember                      # torch.distributed.group.WORLD reads the same
+_groups: list[ProcessGroup] = []
+
+
+def is_initialized() -> bool:
+    """Whether init_process_group has made the default group."""
+    return GroupMember.WORLD is not None
+
+
+def _world() -> ProcessGroup:
+    if GroupMember.WORLD is None:
+        raise ValueError(NOT_INITIALIZED)
+    return GroupMember.WORLD
+
+
+def _debug_detail() -> bool:
+    level = os.environ.get("EMBER_DISTRIBUTED_DEBUG") or os.environ.get("TORCH_DISTRIBUTED_DEBUG") or "OFF"
+    if level.upper() not in ("OFF", "INFO", "DETAIL"):
+        raise ValueError(f"EMBER_DISTRIBUTED_DEBUG must be OFF, INFO or DETAIL, got {level!r}")
+    return level.upper() == "DETAIL"
+
+
+def _check_timeout(timeout) -> datetime.timedelta:
+    if timeout is None:
+        return DEFAULT_TIMEOUT
+    if not isinstance(timeout, datetime.timedelta):
+        raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got {timeout!r}")
+    return timeout
+
+
+def _check_launch(what: str, given: int, env: str, actual: int) -> None:
+    """`given` (an argument, -1 for unset) and the environment variable `env` must agree with MPI's."""
+    for source, value in ((what, given), (f"${env}", int(os.environ.get(env, -1)))):
+        if value != -1 and value != actual:
+            raise RuntimeError(
+                f"init_process_group: {source} is {value} but the MPI launcher gives {actual} for this process; "
+                "start the processes with `mpiexec -n N python script.py`")
+
+
+def init_process_group(backend: str | None = None, init_method: str | None = None, timeout=None,
+                       world_size: int = -1, rank: int = -1, store=None, group_name: str = "",
+                       pg_options=None, device_id=None) -> None:
+    """Make the default group of all processes of this job.
+
+    'mpi' and 'gloo' (the name torch's CPU scripts use) are both served by MPI: the processes come
+    from an MPI launcher (`mpiexec -n N python script.py`), which also does the rendezvous, so
+    `init_method` ('env://', 'tcp://...', 'file://...') is accepted but not needed, and `rank` and
+    `world_size`, when given (or set as $RANK and $WORLD_SIZE), must match what MPI assigned.
+    'nccl' raises RuntimeError saying why it cannot serve this process. None means 'gloo'.
+    """
+    if GroupMember.WORLD is not None:
+        raise ValueError("trying to initialize the default process group twice!")
+    name = Backend(backend if backend is not None else Backend.GLOO)
+    timeout = _check_timeout(timeout)
+    if init_method is not None and not (isinstance(init_method, str) and init_method.startswith(_INIT_SCHEMES)):
+        raise ValueError(f"init_process_group: init_method must start with one of {list(_INIT_SCHEMES)}, "
+                         f"got {init_method!r}")
+    if store is not None:
+        raise ValueError("init_process_group: ember.distributed has no Store (the MPI launcher does the "
+                         "rendezvous); leave store=None")
+    if name == Backend.NCCL:
+        raise RuntimeError(f"init_process_group: the 'nccl' backend is not available: {engine.nccl_unavailable_reason()}")
+    debug_detail = _debug_detail()
+    MPI = engine.mpi()
+    world = MPI.COMM_WORLD
+    _check_launch("world_size", world_size, "WORLD_SIZE", world.Get_size())
+    _check_launch("rank", rank, "RANK", world.Get_rank())
+    with engine.mpi_errors("init_process_group", world.Get_rank()):
+        comm = world.Dup()
+    pg = ProcessGroup(comm, list(range(comm.Get_size())), name, timeout, group_name or "default_pg", debug_detail)
+    GroupMember.WORLD = pg
+    _groups.append(pg)
+
+
+def destroy_process_group(group: ProcessGroup | None = None) -> None:
+    """Free `group`'s communicator, or with no argument every group (after which
+    init_process_group may be called again; MPI itself stays up until the process exits)."""
+    world = _world()
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return
+    doomed = list(_groups) if group is None or group is world else [group]
+    for pg in doomed:
+        if pg not in _groups:
+            raise ValueError(f"destroy_process_group: {pg!r} was destroyed already")
+        _groups.remove(pg)
+        pg.comm.Free()
+    if group is None or group is world:
+        GroupMember.WORLD = None
+
+
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local_synchronization: bool = False,
+              group_desc=None, device_id=None, sort_ranks: bool = True):
+    """A group of the given global ranks (all ranks when None), group rank i being the i-th of the
+    sorted list. Every rank of the group must call it (in the same order as its other new_group
+    calls); a rank outside the group gets `GroupMember.NON_GROUP_MEMBER`."""
+    world = _world()
+    size = world.size()
+    if ranks is None:
+        ranks = list(range(size))
+    ranks = [int(r) for r in ranks]
+    if len(ranks) > size:
+        raise ValueError("the new group's world size should be less or equal to the world size set by "
+                         f"init_process_group (new group: {len(ranks)} ranks, world size: {size})")
+    if len(set(ranks)) != len(ranks):
+        raise ValueError(f"ranks list must not contain duplicate entries, got {ranks}")
+    bad = [r for r in ranks if not 0 <= r < size]
+    if bad:
+        raise ValueError(f"new_group: ranks must lie in [0, {size}), got {bad}")
+    if sort_ranks:
+        ranks = sorted(ranks)
+    name = Backend(backend) if backend is not None else world.backend
+    if name == Backend.NCCL:
+        raise RuntimeError(f"new_group: the 'nccl' backend is not available: {engine.nccl_unavailable_reason()}")
+    timeout = _check_timeout(timeout) if timeout is not None else world.timeout
+    me = world.rank()
+    if me not in ranks:
+        return GroupMember.NON_GROUP_MEMBER
+    with engine.mpi_errors("new_group", me):
+        mpi_group = world.comm.Get_group().Incl(ranks)
+        comm = world.comm.Create_group(mpi_group)
+        mpi_group.Free()
+    pg = ProcessGroup(comm, ranks, name, timeout, f"group_{len(_groups)}", world.debug_detail)
+    _groups.append(pg)
+    return pg
+
+
+def resolve(group, op: str) -> ProcessGroup | None:
+    """The group a call runs on (None: the default group); None when this rank is not a member,
+    with torch's warning."""
+    world = _world()
+    if group is None or group is GroupMember.WORLD:
+        return world
+    if group is GroupMember.NON_GROUP_MEMBER:
+        warnings.warn(f"Running {op} on global rank {world.rank()} which does not belong to the given group.",
+                      stacklevel=3)
+        return None
+    if not isinstance(group, ProcessGroup):
+        raise TypeError(f"{op}: group must be a ProcessGroup from new_group (or None), got {type(group).__name__}")
+    if group not in _groups:
+        raise ValueError(f"{op}: {group!r} has been destroyed")
+    return group
+
+
+def peer(pg: ProcessGroup, global_rank, group_rank, op: str, *, optional: bool = False) -> int | None:
+    """The group rank named by exactly one of `global_rank` or `group_rank` (None for neither when
+    `optional`, e.g. recv from any source)."""
+    if global_rank is not None and group_rank is not None:
+        raise ValueError("Can't specify both group_rank and global_rank")
+    if global_rank is None and group_rank is None:
+        if optional:
+            return None
+        raise ValueError("Must specify global_rank or group_rank")
+    if group_rank is not None:
+        if not 0 <= group_rank < pg.size():
+            raise ValueError(f"{op}: group rank {group_rank} is out of range for a group of size {pg.size()}")
+        return int(group_rank)
+    if global_rank not in pg.ranks:
+        raise ValueError(f"{op}: global rank {global_rank} is not part of group {pg.ranks}")
+    return pg.ranks.index(global_rank)
+
+
+def get_rank(group: ProcessGroup | None = None) -> int:
+    """This process's rank in `group` (the default group when None); -1 outside the group."""
+    world = _world()
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
+    return (group or world).rank()
+
+
+def get_world_size(group: ProcessGroup | None = None) -> int:
+    """The number of ranks in `group` (the default group when None); -1 outside the group."""
+    world = _world()
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
+    return (group or world).size()
+
+
+def get_backend(group: ProcessGroup | None = None) -> str:
+    """The backend name `group` was made with ('mpi', 'gloo')."""
+    world = _world()
+    if group is GroupMember.NON_GROUP_MEMBER:
+        raise ValueError("Invalid process group specified")
+    return str((group or world).backend)
+
+
+def get_process_group_ranks(group: ProcessGroup | None) -> list[int]:
+    """The global ranks of `group`, in group-rank order."""
+    return list((group or _world()).ranks)
+
+
+def get_group_rank(group: ProcessGroup | None, global_rank: int) -> int:
+    """The rank within `group` of global rank `global_rank`."""
+    pg = group or _world()
+    return peer(pg, global_rank, None, "get_group_rank")
+
+
+def get_global_rank(group: ProcessGroup | None, group_rank: int) -> int:
+    """The global rank of group rank `group_rank` of `group`."""
+    pg = group or _world()
+    return pg.ranks[peer(pg, None, group_rank, "get_global_rank")]

@@ -1,0 +1,108 @@
+"""Tensors as the flat numpy buffers the MPI engine reads and writes, and back.
+
+A contiguous cpu tensor is handed to MPI as a view of its own memory, so results land in place;
+anything else goes through a contiguous copy that `commit()` writes back:
+
+* a non-contiguous cpu tensor: copied in and out;
+* float16/bfloat16: moved as their raw 16-bit patterns by the copying collectives (exact), and
+  reduced in float32 (one rounding at the end, where torch's gloo rounds after every step);
+* bool: moved and reduced as bytes (0/1);
+* a tensor on another device whose memory the host reaches by copies (opencl): staged through
+  host memory, the result copied back to the device with `copy_`.
+
+Writing bumps the tensor's storage version, as ember's in-place kernels do, so autograd notices
+a collective that overwrote a saved tensor.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ember.core.numpy_interop import to_numpy_dtype
+from ember.frontend.factories import from_numpy
+from ember.frontend.tensor import Tensor
+
+__all__ = ["check_tensor", "check_same_dtype", "Staged", "deliver", "concatenated"]
+
+_NOT_SERVED = ("cuda", "meta")
+
+
+def check_tensor(op: str, t, arg: str, backend: str) -> None:
+    """torch's checks on a collective's tensor argument, and that the backend serves its device."""
+    if not isinstance(t, Tensor):
+        raise TypeError(f"Invalid function argument. Expected parameter `{arg}` of type Tensor but got "
+                        f"{type(t)} instead.")
+    if t.is_sparse:
+        raise RuntimeError(f"{op}: `{arg}` is a sparse tensor; the '{backend}' backend moves dense tensors only")
+    if t.device.type in _NOT_SERVED:
+        hint = "; use the 'nccl' backend for cuda tensors" if t.device.type == "cuda" else ""
+        raise RuntimeError(f"{op}: the '{backend}' backend serves cpu tensors (and opencl tensors, staged through "
+                           f"host memory), but `{arg}` is on {t.device}{hint}")
+
+
+def check_same_dtype(op: str, tensors, reference) -> None:
+    """Every tensor of `tensors` must have `reference`'s dtype (the output/input pairing of a collective)."""
+    for t in tensors:
+        if t.dtype != reference.dtype:
+            raise ValueError(f"{op}: tensors must all have the same dtype, found {reference.dtype} and {t.dtype}")
+
+
+def _wire(host_dtype: np.dtype, reduction: bool) -> np.dtype:
+    """The numpy dtype MPI moves for a tensor of `host_dtype`."""
+    if host_dtype.itemsize == 2 and host_dtype.kind not in "iu":      # float16, bfloat16
+        return np.dtype(np.float32) if reduction else np.dtype(np.uint16)
+    if host_dtype == np.bool_:
+        return np.dtype(np.uint8)
+    return host_dtype
+
+
+class Staged:
+    """One tensor's values as a flat contiguous buffer `buf` of the wire dtype, and `commit()` to put
+    `buf`'s (possibly changed) values back into the tensor."""
+
+    __slots__ = ("tensor", "host", "buf", "aliased", "direct", "category")
+
+    def __init__(self, tensor: Tensor, reduction: bool, reads: bool = True) -> None:
+        self.tensor = tensor
+        self.direct = tensor.device.type == "cpu"
+        if self.direct:
+            host = tensor.detach()._host()
+        elif reads:
+            host = tensor.detach().cpu()._host()
+        else:
+            host = np.empty(tuple(tensor.shape), to_numpy_dtype(tensor.dtype))
+        wire = _wire(host.dtype, reduction)
+        self.host = host
+        self.category = "bool" if host.dtype == np.bool_ else "float" if tensor.is_floating_point() else "int"
+        self.aliased = host.flags.c_contiguous and wire.itemsize == host.dtype.itemsize
+        if self.aliased:
+            self.buf = host.reshape(-1).view(wire)
+        elif reads:
+            self.buf = np.ascontiguousarray(host).reshape(-1).astype(wire) if wire.kind == "f" \
+                else np.ascontiguousarray(host).reshape(-1).view(wire)
+        else:
+            self.buf = np.empty(host.size, wire)
+
+    def commit(self) -> None:
+        """Write `buf` back into the tensor (in place) and bump its storage version."""
+        if not self.aliased:
+            flat = self.buf.astype(self.host.dtype) if self.buf.dtype.kind == "f" else self.buf.view(self.host.dtype)
+            self.host[...] = flat.reshape(self.host.shape)
+        if self.direct:
+            self.tensor._storage.version += 1
+        else:
+            self.tensor.detach().copy_(from_numpy(self.host))
+
+
+def deliver(tensor: Tensor, chunk: np.ndarray, reduction: bool = False) -> None:
+    """Write `chunk` (wire values, as many as the tensor has elements) into `tensor`."""
+    s = Staged(tensor, reduction, reads=False)
+    s.buf[...] = chunk
+    s.commit()
+
+
+def concatenated(tensors, reduction: bool = False) -> np.ndarray:
+    """The wire values of `tensors`, one after the other, in one contiguous buffer."""
+    bufs = [Staged(t, reduction).buf for t in tensors]
+    if not bufs:
+        return np.empty(0, np.uint8)
+    return np.concatenate(bufs)
