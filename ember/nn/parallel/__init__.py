@@ -1,6 +1,6 @@
 """ember.nn.parallel (torch.nn.parallel): importable, so programs that import DistributedDataParallel at the top
-run. Data parallelism itself belongs to ember.distributed, which ember does not have yet: constructing
-DistributedDataParallel or DataParallel raises NotImplementedError saying so."""
+run. ember.distributed has the process groups and collectives these wrappers are built on, but not the
+wrappers yet: constructing DistributedDataParallel or DataParallel raises NotImplementedError saying so."""
 from __future__ import annotations
 
 __all__ = ["DistributedDataParallel", "DataParallel"]
@@ -8,8 +8,8 @@ __all__ = ["DistributedDataParallel", "DataParallel"]
 
 class _Unavailable:
     def __init__(self, *args, **kwargs) -> None:
-        raise NotImplementedError(f"ember.nn.parallel.{type(self).__name__}: data parallelism needs ember.distributed, "
-                                  "which ember does not have yet")
+        raise NotImplementedError(f"ember.nn.parallel.{type(self).__name__}: DDP's bucketed gradient all-reduce is "
+                                  "not built yet; ember.distributed's collectives (all_reduce, broadcast) are")
 
 
 class DistributedDataParallel(_Unavailable):
