@@ -14,20 +14,9 @@ import torch.distributions as TD
 
 import ember
 import ember.distributions as ED
+from distribution_support import TIGHT, close, validation_on  # noqa: F401  (validation_on: a fixture)
 
-TIGHT = dict(rtol=1e-6, atol=1e-9)
-
-
-@pytest.fixture(autouse=True)
-def _validation_on():
-    """Validation on in both libraries (their default under __debug__; another test in the process may have
-    turned torch's off), restored afterwards."""
-    saved = TD.Distribution._validate_args, ED.Distribution._validate_args
-    TD.Distribution.set_default_validate_args(True)
-    ED.Distribution.set_default_validate_args(True)
-    yield
-    TD.Distribution.set_default_validate_args(saved[0])
-    ED.Distribution.set_default_validate_args(saved[1])
+pytestmark = pytest.mark.usefixtures("validation_on")
 
 
 def arrays(seed: int = 0) -> dict:
@@ -60,11 +49,6 @@ def build(lib, family: str, params: dict, grad: bool = False):
     cls = getattr(lib.distributions, family.replace("Logits", ""))
     tensors = {k: lib.tensor(v, requires_grad=grad and v.dtype == np.float64) for k, v in params.items()}
     return cls(**tensors), tensors
-
-
-def close(e, t, **tol) -> None:
-    np.testing.assert_allclose(np.asarray(e.detach().numpy() if hasattr(e, "detach") else e),
-                               np.asarray(t.detach().numpy() if hasattr(t, "detach") else t), **(tol or TIGHT))
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -238,7 +222,6 @@ def test_validation_can_be_turned_off():
     assert tuple(d.log_prob(ember.zeros(2)).shape) == (2,)
 
 
-
 def test_dirichlet_matches_torch():
     rng = np.random.default_rng(8)
     conc, value = rng.uniform(0.5, 3.0, (2, 4)), rng.dirichlet(np.ones(4), 2)
@@ -279,7 +262,6 @@ def test_reparameterised_gamma_draws_carry_the_gradient_of_the_mean():
     ED.Gamma(a, rate).rsample((40000,)).mean(0).sum().backward()
     np.testing.assert_allclose(a.grad.numpy(), [0.5, 2.0], rtol=0.03)
     np.testing.assert_allclose(rate.grad.numpy(), [-0.175, -12.0], rtol=0.03)
-
 
 
 @pytest.mark.parametrize("rates", [[0.3, 2.5, 7.0], [10.0, 25.0, 140.0]])

@@ -13,22 +13,9 @@ from scipy import stats
 
 import ember
 import ember.distributions as ED
+from distribution_support import TIGHT, close, validation_on  # noqa: F401  (validation_on: a fixture)
 
-TIGHT = dict(rtol=1e-6, atol=1e-9)
-
-
-@pytest.fixture(autouse=True)
-def _validation_on():
-    saved = TD.Distribution._validate_args, ED.Distribution._validate_args
-    TD.Distribution.set_default_validate_args(True)
-    ED.Distribution.set_default_validate_args(True)
-    yield
-    TD.Distribution.set_default_validate_args(saved[0])
-    ED.Distribution.set_default_validate_args(saved[1])
-
-
-def close(e, t, **tol) -> None:
-    np.testing.assert_allclose(np.asarray(e.detach().numpy()), np.asarray(t.detach().numpy()), **(tol or TIGHT))
+pytestmark = pytest.mark.usefixtures("validation_on")
 
 
 _RNG = np.random.default_rng(0)

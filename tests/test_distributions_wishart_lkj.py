@@ -6,7 +6,6 @@ against df * Sigma within a bound from its variance, LKJ draws valid Cholesky fa
 whose off-diagonal correlations follow their Beta marginal (Kolmogorov-Smirnov)."""
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pytest
@@ -16,25 +15,12 @@ from scipy import stats
 
 import ember
 import ember.distributions as ED
+from distribution_support import TIGHT, close, validation_on  # noqa: F401  (validation_on: a fixture)
 
-TIGHT = dict(rtol=1e-6, atol=1e-9)
+# torch warns "Singular sample detected" on every Wishart draw
+pytestmark = [pytest.mark.usefixtures("validation_on"), pytest.mark.filterwarnings("ignore:Singular sample detected")]
+
 KINDS = ["covariance_matrix", "precision_matrix", "scale_tril"]
-
-
-@pytest.fixture(autouse=True)
-def _validation_on():
-    saved = TD.Distribution._validate_args, ED.Distribution._validate_args
-    TD.Distribution.set_default_validate_args(True)
-    ED.Distribution.set_default_validate_args(True)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)    # torch warns "Singular sample detected" on every draw
-        yield
-    TD.Distribution.set_default_validate_args(saved[0])
-    ED.Distribution.set_default_validate_args(saved[1])
-
-
-def close(e, t, **tol):
-    np.testing.assert_allclose(np.asarray(e.detach().numpy()), t.detach().numpy(), **(tol or TIGHT))
 
 
 def spd(rng, batch, n: int) -> np.ndarray:

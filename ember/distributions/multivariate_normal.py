@@ -50,6 +50,15 @@ def precision_to_scale_tril(precision):
     return tril_inverse(ember.flip(flipped, (-2, -1)).mT)
 
 
+def scale_tril_of(scale_tril, covariance_matrix, precision_matrix):
+    """The lower Cholesky factor of the covariance, from whichever one of the three matrices is given."""
+    if scale_tril is not None:
+        return scale_tril
+    if covariance_matrix is not None:
+        return ember.linalg.cholesky(covariance_matrix)
+    return precision_to_scale_tril(precision_matrix)
+
+
 class MultivariateNormal(Distribution):
     """N(loc, Sigma) over vectors of size n = loc.shape[-1], Sigma given by exactly one of covariance_matrix,
     precision_matrix (its inverse) or scale_tril (its lower Cholesky factor, positive diagonal)."""
@@ -74,12 +83,7 @@ class MultivariateNormal(Distribution):
         setattr(self, name, matrix.expand(batch_shape + (-1, -1)))
         self.loc = loc.expand(batch_shape + (-1,))
         super().__init__(batch_shape, self.loc.shape[-1:], validate_args=validate_args)
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = ember.linalg.cholesky(covariance_matrix)
-        else:
-            self._unbroadcasted_scale_tril = precision_to_scale_tril(precision_matrix)
+        self._unbroadcasted_scale_tril = scale_tril_of(scale_tril, covariance_matrix, precision_matrix)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(MultivariateNormal, _instance)

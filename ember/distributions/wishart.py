@@ -19,7 +19,7 @@ import ember
 from . import constraints
 from .distribution import Distribution
 from .gamma_family import Chi2
-from .multivariate_normal import precision_to_scale_tril
+from .multivariate_normal import scale_tril_of
 from .utils import lazy_property
 
 __all__ = ["Wishart"]
@@ -82,12 +82,7 @@ class Wishart(Distribution):
             warnings.warn("Low df values detected. Singular samples are highly likely to occur for "
                           "ndim - 1 < df < ndim.", stacklevel=2)
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = ember.linalg.cholesky(covariance_matrix)
-        else:
-            self._unbroadcasted_scale_tril = precision_to_scale_tril(precision_matrix)
+        self._unbroadcasted_scale_tril = scale_tril_of(scale_tril, covariance_matrix, precision_matrix)
         self._chi2 = self._bartlett_chi2(self.df)
 
     def _bartlett_chi2(self, df) -> Chi2:
