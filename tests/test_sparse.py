@@ -259,3 +259,12 @@ def test_sparse_mm_from_several_threads():
         results = list(pool.map(lambda _: ember.sparse.mm(e, ember.tensor(x)).numpy(), range(16)))
     for r in results:
         np.testing.assert_allclose(r, expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("sparse_dim", [3, 0])
+def test_to_sparse_refuses_a_sparse_dim_torch_refuses(sparse_dim):
+    with pytest.raises(RuntimeError):
+        torch.ones(2, 2).to_sparse(sparse_dim)
+    with pytest.raises(RuntimeError, match="sparse_dim"):
+        ember.ones(2, 2).to_sparse(sparse_dim)
+    same_sparse(ember.tensor(3.0, dtype=ember.float64).to_sparse(), torch.tensor(3.0, dtype=torch.float64).to_sparse())

@@ -185,12 +185,18 @@ def to_sparse(t: Tensor, sparse_dim: int | None = None) -> Tensor:
     if is_sparse(t):
         return t
     sparse_dim = t.ndim if sparse_dim is None else sparse_dim
-    if not 0 < sparse_dim <= t.ndim if t.ndim else sparse_dim != 0:
-        raise ArgumentValueError(f"to_sparse(): sparse_dim argument must be in [1, {t.ndim}] but got {sparse_dim}")
+    if not 0 <= sparse_dim <= t.ndim:
+        raise ArgumentValueError(f"to_sparse(): sparse_dim argument must be in [0, {t.ndim}] range, but "
+                                 f"{sparse_dim} is given")
+    if sparse_dim == 0 and t.ndim:
+        raise ArgumentValueError("to_sparse(): sparse_dim argument must be > 0 when the tensor has dims")
     t = _plain(t)
+    if sparse_dim == 0:
+        # a 0-d tensor: one entry, no index
+        indices = F.zeros((0, 1), dtype=_dt.int64, device=t._device)
+        return wrap(indices, t.unsqueeze(0), t.shape, True)
     mask = F.ne(t, 0)
     if sparse_dim < t.ndim:
         mask = mask.reshape(tuple(t.shape[:sparse_dim]) + (-1,)).any(-1)
     indices = F.nonzero(mask).t()
-    values = t[tuple(indices.unbind(0))] if sparse_dim else t.unsqueeze(0)
-    return wrap(indices.contiguous(), values, t.shape, True)
+    return wrap(indices.contiguous(), t[tuple(indices.unbind(0))], t.shape, True)
