@@ -14,7 +14,7 @@ from pathlib import Path
 from .gen_call_path import gen_dispatch_module, gen_recorders, gen_unwrap_module
 from .gen_docs import gen_ops_md
 from .gen_python import gen_autocast_table, gen_backward, gen_functions, gen_op_table, gen_pyi, gen_tensor_methods
-from .registry import ROOT, RegistryError, SourceIndex, load_registry
+from .registry import ROOT, RegistryError, SourceIndex, check_sparse_kernels, load_registry
 
 GENERATED = ROOT / "ember" / "_generated"
 # the dispatcher's own generated modules: the dispatcher layer imports nothing of ember/_generated/
@@ -54,6 +54,7 @@ def main(argv=None) -> int:
     try:
         sources = SourceIndex.scan()
         registry = load_registry(sources=sources)
+        check_sparse_kernels(registry, sources)
     except RegistryError as exc:
         print(f"codegen: {exc}", file=sys.stderr)
         return 2

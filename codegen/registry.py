@@ -38,7 +38,7 @@ FAMILY_KEYS = ENTRY_KEYS - {"func", "operators", "inplace", "inplace_operators",
                             "scalar", "reduce"} \
     - BEHAVIOUR_KEYS
 # `dtypes`: the dtypes the op's kernel supports (PyTorch's "not implemented for 'Bool'" errors otherwise)
-KERNEL_DTYPES = {"all", "floating", "integral", "not_bool"}
+KERNEL_DTYPES = {"all", "floating", "float_double", "integral", "not_bool"}
 # `iterator_operands`: which arguments PyTorch's TensorIterator takes as operands, in which order
 ITERATOR_OPERANDS = {"arguments", "tensors_only", "reversed"}
 # the keys a shape rule must declare it reads (`@shape_rule("name", reads=(...))`) for an entry to set them
@@ -185,6 +185,7 @@ class SourceIndex:
     decompositions: set[str]
     formula_helpers: set[str]
     checks: set[str] = field(default_factory=set)                  # @op_check("name") in ember/shape_rules/
+    sparse_kernels: set[str] = field(default_factory=set)          # @sparse_kernel("name") in ember/sparse/
     rule_reads: dict[str, set[str]] = field(default_factory=dict)  # shape rule -> the RULE_KEYS it reads
 
     @classmethod
@@ -195,6 +196,7 @@ class SourceIndex:
             decompositions=_decorated_names(root / "ember" / "decompositions", "decomposition"),
             formula_helpers=_module_functions(root / "ember" / "frontend" / "autograd" / "formulas.py"),
             checks=_decorated_names(root / "ember" / "shape_rules", "op_check"),
+            sparse_kernels=_decorated_names(root / "ember" / "sparse", "sparse_kernel"),
             rule_reads=_rule_reads(root / "ember" / "shape_rules"),
         )
 
@@ -219,6 +221,10 @@ def _inplace_schema(schema: FunctionSchema) -> FunctionSchema:
     return dataclasses.replace(twin, text=twin.render())
 
 
+# the tag of ops that take sparse COO tensors: each has a @sparse_kernel in ember/sparse/ (the Sparse key's)
+SPARSE_TAG = "sparse_coo"
+
+
 def load_registry(path: Path = REGISTRY_PATH, sources: SourceIndex | None = None) -> Registry:
     """Read, resolve and validate the registry; raise RegistryError on the first problem."""
     text = Path(path).read_text()
@@ -241,6 +247,15 @@ def load_registry(path: Path = REGISTRY_PATH, sources: SourceIndex | None = None
             registry.ops.append(entry)
     _check_formula_names(registry, sources, path)
     return registry
+
+
+def check_sparse_kernels(registry: Registry, sources: SourceIndex) -> None:
+    """Every @sparse_kernel in ember/sparse/ belongs to an op the whole registry tags `sparse_coo` (the other
+    direction is checked per entry). Not part of load_registry, which also reads partial registries."""
+    undeclared = sources.sparse_kernels - {e.name for e in registry.ops if SPARSE_TAG in e.tags}
+    if undeclared:
+        raise RegistryError(f"{REGISTRY_PATH}: @sparse_kernel in ember/sparse/ for ops not tagged `{SPARSE_TAG}` "
+                            f"in the registry: {sorted(undeclared)}")
 
 
 def _resolve_entry(raw, families, sources: SourceIndex, path) -> list[OpEntry]:
@@ -327,6 +342,8 @@ def _resolve_entry(raw, families, sources: SourceIndex, path) -> list[OpEntry]:
         fail(f"impl is composite but no @decomposition({schema.full_name!r}) exists in ember/decompositions/")
     if impl == "explicit" and schema.full_name not in sources.explicit_kernels:
         fail(f"impl is explicit but no @explicit_kernel({schema.full_name!r}) exists in ember/decompositions/")
+    if SPARSE_TAG in tags and schema.full_name not in sources.sparse_kernels:
+        fail(f"tagged `{SPARSE_TAG}` but no @sparse_kernel({schema.full_name!r}) exists in ember/sparse/")
 
     behaviour = _resolve_behaviour(raw, schema, shape, sources, fail)
     scalar = _resolve_scalar(raw.get("scalar"), schema, fail)
@@ -347,7 +364,7 @@ def _resolve_entry(raw, families, sources: SourceIndex, path) -> list[OpEntry]:
         twin = OpEntry(
             twin_schema, line, family, inplace_variants,
             (), inplace_ops, promotion, shape, autograd, autocast,
-            "composite", tags + ("inplace",), f"In-place version of {schema.full_name}: {doc.strip()}",
+            "composite", tuple(t for t in tags if t != SPARSE_TAG) + ("inplace",), f"In-place version of {schema.full_name}: {doc.strip()}",
             inplace_of=schema.full_name, behaviour=behaviour,
         )
         out.append(twin)

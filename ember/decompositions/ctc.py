@@ -113,10 +113,6 @@ def ctc_loss(log_probs, targets, il, tl, longest: int, blank: int, reduction: in
     return loss if batched else F.squeeze(loss, [0])
 
 
-def _longest(lengths: list[int]) -> int:
-    return max(lengths, default=0)
-
-
 @decomposition("ctc_loss.IntList")
 def ctc_loss_intlist(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
     dev = log_probs.device
@@ -124,7 +120,7 @@ def ctc_loss_intlist(log_probs, targets, input_lengths, target_lengths, blank=0,
     tl_list = list(target_lengths) if isinstance(target_lengths, (list, tuple)) else [target_lengths]
     il = _tensor(il_list, dtype=_dt.int64, device=dev)
     tl = _tensor(tl_list, dtype=_dt.int64, device=dev)
-    return ctc_loss(log_probs, targets, il, tl, _longest(tl_list), blank, reduction, zero_infinity)
+    return ctc_loss(log_probs, targets, il, tl, max(tl_list, default=0), blank, reduction, zero_infinity)
 
 
 @decomposition("ctc_loss.Tensor")
@@ -137,7 +133,7 @@ def ctc_loss_tensor(log_probs, targets, input_lengths, target_lengths, blank=0, 
         batch = log_probs.shape[1] if log_probs.dim() == 3 else 1
         check_ctc_lengths(ALL_OPS["ctc_loss.Tensor"], tuple(targets.shape), il.tolist(), tl_list,
                           log_probs.shape[0], batch)
-        longest = _longest(tl_list)
+        longest = max(tl_list, default=0)
     else:                                    # no values (meta): an upper bound gives the same shapes
         longest = targets.shape[-1]
     return ctc_loss(log_probs, targets, il, tl, longest, blank, reduction, zero_infinity)

@@ -21,6 +21,7 @@ from ember._generated import functions as F
 from ember.core import dtype as _dt
 
 from . import decomposition
+from .pooling import _batched, _tup, _window
 
 _NEG_INF = float("-inf")
 
@@ -35,14 +36,6 @@ def first_max_last_nan(v):
     return F.where(F.ge(last_nan, 0), last_nan, arg)
 
 
-def _ints(value, nd: int) -> tuple[int, ...]:
-    return tuple(value) if isinstance(value, (list, tuple)) else (value,) * nd
-
-
-def _batched(x, nd: int):
-    return (F.unsqueeze(x, 0), True) if x.dim() == nd + 1 else (x, False)
-
-
 def _gather_values(x, flat, nd: int):
     """x's values (with autograd) at the flat per-plane positions `flat` (N, C, *out)."""
     lead = tuple(x.shape[:-nd])
@@ -51,10 +44,15 @@ def _gather_values(x, flat, nd: int):
     return F.reshape(picked, tuple(flat.shape))
 
 
+def _unbatch(values, indices, unbatched: bool):
+    """(values, indices), the batch dimension `_batched` added removed again."""
+    return (F.squeeze(values, [0]), F.squeeze(indices, [0])) if unbatched else (values, indices)
+
+
 # ------------------------------------------------------------------------------------- adaptive
 def _adaptive_positions(n: int, out: int, device):
     """(positions (out, K), valid (out, K)) of the adaptive windows along a dimension of size n."""
-    longest = max((-((-(i + 1) * n) // out) - (i * n) // out for i in range(out)), default=0)
+    longest = max((hi - lo for lo, hi in (_window(i, n, out) for i in range(out))), default=0)
     i = F.arange(out, device=device)
     start = F.div(F.mul(i, n), out, rounding_mode="floor")
     end = F.neg(F.div(F.mul(F.add(i, 1), -n), out, rounding_mode="floor"))
@@ -87,19 +85,15 @@ def _adaptive_argmax_dim(values, carried, inner: int, d: int, out: int):
 
 def _adaptive_max(self, output_size, nd: int):
     x, unbatched = _batched(self, nd)
-    sizes = _ints(output_size, nd)
+    sizes = _tup(output_size, nd)
     if 0 in sizes:                      # nothing to reduce: empty outputs (still connected to the input)
         flat = F.zeros(tuple(x.shape[:-nd]) + sizes, dtype=_dt.int64, device=x.device)
-        values = _gather_values(x, flat, nd)
-        return (F.squeeze(values, [0]), F.squeeze(flat, [0])) if unbatched else (values, flat)
-    best, flat = x.detach(), None
-    for j in range(nd - 1, -1, -1):
-        d = x.dim() - nd + j
-        best, flat = _adaptive_argmax_dim(best, flat, math.prod(x.shape[d + 1:]), d, sizes[j])
-    values = _gather_values(x, flat, nd)
-    if unbatched:
-        return F.squeeze(values, [0]), F.squeeze(flat, [0])
-    return values, flat
+    else:
+        best, flat = x.detach(), None
+        for j in range(nd - 1, -1, -1):
+            d = x.dim() - nd + j
+            best, flat = _adaptive_argmax_dim(best, flat, math.prod(x.shape[d + 1:]), d, sizes[j])
+    return _unbatch(_gather_values(x, flat, nd), flat, unbatched)
 
 
 @decomposition("adaptive_max_pool2d")
@@ -114,7 +108,7 @@ def adaptive_max_pool3d(self, output_size):
 
 @decomposition("adaptive_max_pool1d")
 def adaptive_max_pool1d(self, output_size):
-    values, indices = F.adaptive_max_pool2d(F.unsqueeze(self, -2), [1, _ints(output_size, 1)[0]])
+    values, indices = F.adaptive_max_pool2d(F.unsqueeze(self, -2), [1, _tup(output_size, 1)[0]])
     return F.squeeze(values, [-2]), F.squeeze(indices, [-2])
 
 
@@ -139,7 +133,7 @@ def _fractional(self, kernel_size, output_size, random_samples, nd: int):
     x, unbatched = _batched(self, nd)
     N, C = x.shape[0], x.shape[1]
     spatial = tuple(x.shape[2:])
-    kernel, sizes = _ints(kernel_size, nd), _ints(output_size, nd)
+    kernel, sizes = _tup(kernel_size, nd), _tup(output_size, nd)
     samples = F.slice(random_samples.detach(), 0, 0, N, 1)
     # the samples' order: width then height (2-d); time, height, width (3-d)
     which = (1, 0) if nd == 2 else (0, 1, 2)
@@ -156,10 +150,7 @@ def _fractional(self, kernel_size, output_size, random_samples, nd: int):
     flat = F.reshape(F.expand(flat, full), (N, C) + sizes + (math.prod(kernel),))
     win = _gather_values(x.detach(), flat, nd)
     chosen = F.squeeze(F.gather(flat, -1, first_max_last_nan(win)), [-1])
-    values = _gather_values(x, chosen, nd)
-    if unbatched:
-        return F.squeeze(values, [0]), F.squeeze(chosen, [0])
-    return values, chosen
+    return _unbatch(_gather_values(x, chosen, nd), chosen, unbatched)
 
 
 @decomposition("fractional_max_pool2d")

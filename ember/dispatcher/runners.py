@@ -240,6 +240,23 @@ def writing_lists(op, entry: Callable) -> Callable:
     return run_writing_lists
 
 
+def below_functionality(fn: Callable) -> Callable:
+    """An entry calling `fn(*args)` with the functionality keys excluded, so the ops it calls go straight
+    to the backends (the sparse kernels' entries; explicit kernels get python_runner's, which adds the
+    shape rule and version resets)."""
+    mask = K.FUNCTIONALITY_MASK
+
+    def run(args):
+        st = STATE
+        prev = st.keys
+        st.keys = (prev[0], prev[1] | mask)
+        try:
+            return fn(*args)
+        finally:
+            st.keys = (st.keys[0], prev[1])     # the excluded keys as they were
+    return run
+
+
 def python_runner(op, key: int, fn: Callable) -> Callable:
     """Entry for an explicit kernel or decomposition, run with functionality keys excluded."""
     rule = op.shape_rule

@@ -13,7 +13,7 @@ from . import engine
 from .debug import fingerprint
 from .process_group import peer, resolve
 from .reduce_op import ReduceOp
-from .staging import Staged, check_same_dtype, check_tensor, concatenated
+from .staging import Staged, check_same_dtype, check_tensor, check_world_multiple, concatenated
 from .work import launch
 
 __all__ = ["all_reduce", "reduce", "reduce_scatter_tensor", "reduce_scatter", "broadcast", "barrier"]
@@ -27,9 +27,18 @@ def _average(buf: np.ndarray, n: int) -> None:
         np.copyto(buf, np.sign(buf) * (np.abs(buf) // n))
 
 
+def _finish_reduction(s: Staged, average: bool, pg):
+    """The completion of a reduction into `s`: ReduceOp.AVG's division when `average`, then the write-back."""
+    def done() -> None:
+        if average:
+            _average(s.buf, pg.size())
+        s.commit()
+    return done
+
+
 def prepare(op: str, group, tensors: dict):
-    """The group a tensor call runs on (None on a rank outside it), after the tensor checks and the DETAIL
-    fingerprint."""
+    """The group a call runs on (None on a rank outside it), after the checks of its `tensors` (by argument
+    name; none for the object collectives) and the DETAIL fingerprint."""
     pg = resolve(group, op)
     if pg is None:
         return None
@@ -47,12 +56,8 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     MPI = engine.mpi()
     s = Staged(tensor, reduction=True)
     mpi_op, average = engine.mpi_reduction(op, "all_reduce", s.category)
-
-    def done() -> None:
-        if average:
-            _average(s.buf, pg.size())
-        s.commit()
-    return launch("all_reduce", pg, lambda: pg.comm.Iallreduce(MPI.IN_PLACE, s.buf, mpi_op), done, async_op, [tensor])
+    return launch("all_reduce", pg, lambda: pg.comm.Iallreduce(MPI.IN_PLACE, s.buf, mpi_op),
+                  _finish_reduction(s, average, pg), async_op, [tensor])
 
 
 def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op: bool = False,
@@ -68,12 +73,8 @@ def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op
     mpi_op, average = engine.mpi_reduction(op, "reduce", s.category)
     if pg.rank() != root:
         return launch("reduce", pg, lambda: pg.comm.Ireduce(s.buf, None, mpi_op, root), None, async_op, [tensor])
-
-    def done() -> None:
-        if average:
-            _average(s.buf, pg.size())
-        s.commit()
-    return launch("reduce", pg, lambda: pg.comm.Ireduce(MPI.IN_PLACE, s.buf, mpi_op, root), done, async_op, [tensor])
+    return launch("reduce", pg, lambda: pg.comm.Ireduce(MPI.IN_PLACE, s.buf, mpi_op, root),
+                  _finish_reduction(s, average, pg), async_op, [tensor])
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: bool = False):  # noqa: A002
@@ -83,18 +84,11 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
     if pg is None:
         return None
     check_same_dtype("reduce_scatter_tensor", [output], input)
-    if input.numel() != pg.size() * output.numel():
-        raise ValueError(f"reduce_scatter_tensor: input tensor must be world_size ({pg.size()}) times the output "
-                         f"size, got input {list(input.shape)} and output {list(output.shape)}")
+    check_world_multiple("reduce_scatter_tensor", input, "input", output, "output", pg.size())
     src, out = Staged(input, reduction=True), Staged(output, reduction=True, reads=False)
     mpi_op, average = engine.mpi_reduction(op, "reduce_scatter_tensor", src.category)
-
-    def done() -> None:
-        if average:
-            _average(out.buf, pg.size())
-        out.commit()
     return launch("reduce_scatter_tensor", pg, lambda: pg.comm.Ireduce_scatter_block(src.buf, out.buf, mpi_op),
-                  done, async_op, [output])
+                  _finish_reduction(out, average, pg), async_op, [output])
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bool = False):
@@ -114,13 +108,8 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
     send = concatenated(input_list, reduction=True)
     out = Staged(output, reduction=True, reads=False)
     mpi_op, average = engine.mpi_reduction(op, "reduce_scatter", out.category)
-
-    def done() -> None:
-        if average:
-            _average(out.buf, pg.size())
-        out.commit()
     return launch("reduce_scatter", pg, lambda: pg.comm.Ireduce_scatter(send, out.buf, counts, mpi_op),
-                  done, async_op, [output])
+                  _finish_reduction(out, average, pg), async_op, [output])
 
 
 def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False, group_src: int | None = None):

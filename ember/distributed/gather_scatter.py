@@ -8,7 +8,7 @@ import numpy as np
 
 from .collectives import prepare
 from .process_group import peer
-from .staging import Staged, check_same_dtype, check_tensor, concatenated, deliver
+from .staging import Staged, check_same_dtype, check_tensor, check_world_multiple, concatenated, deliver
 from .work import launch
 
 __all__ = ["all_gather", "all_gather_into_tensor", "gather", "scatter", "all_to_all_single", "all_to_all"]
@@ -26,7 +26,8 @@ def _deliver_all(tensors, flat: np.ndarray, counts: list[int]):
     return done
 
 
-def _check_list(op: str, tensors, arg: str, pg, reference) -> None:
+def _check_list(op: str, tensors, arg: str, pg, reference) -> list[int]:
+    """torch's checks on a list of one tensor per rank (all of `reference`'s dtype); their element counts."""
     if not isinstance(tensors, (list, tuple)):
         raise TypeError(f"{op}: `{arg}` must be a list of tensors, got {type(tensors).__name__}")
     if len(tensors) != pg.size():
@@ -34,6 +35,22 @@ def _check_list(op: str, tensors, arg: str, pg, reference) -> None:
     for t in tensors:
         check_tensor(op, t, arg, pg.backend)
     check_same_dtype(op, tensors, reference)
+    return [t.numel() for t in tensors]
+
+
+def _root_list(op: str, tensors, arg: str, role: str, pg, root: int, tensor) -> list[int] | None:
+    """The element counts of the root's `tensors` (one per rank, the root's own the size of `tensor`);
+    None on the other ranks, which must not give any."""
+    if pg.rank() != root:
+        if tensors:
+            raise ValueError(f"Argument ``{arg}`` must NOT be specified on non-{role} ranks.")
+        return None
+    if not tensors:
+        raise ValueError(f"Argument ``{arg}`` must be specified on {role} rank.")
+    counts = _check_list(op, tensors, arg, pg, tensor)
+    if counts[root] != tensor.numel():
+        raise ValueError(f"{op}: {arg}[{root}] has {counts[root]} elements but tensor has {tensor.numel()}")
+    return counts
 
 
 def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
@@ -42,8 +59,7 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     pg = prepare("all_gather", group, {"tensor": tensor})
     if pg is None:
         return None
-    _check_list("all_gather", tensor_list, "tensor_list", pg, tensor)
-    counts = [t.numel() for t in tensor_list]
+    counts = _check_list("all_gather", tensor_list, "tensor_list", pg, tensor)
     if counts[pg.rank()] != tensor.numel():
         raise ValueError(f"all_gather: tensor_list[{pg.rank()}] has {counts[pg.rank()]} elements but this rank's "
                          f"tensor has {tensor.numel()}")
@@ -60,9 +76,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
     if pg is None:
         return None
     check_same_dtype("all_gather_into_tensor", [output_tensor], input_tensor)
-    if output_tensor.numel() != pg.size() * input_tensor.numel():
-        raise ValueError(f"all_gather_into_tensor: output tensor must be world_size ({pg.size()}) times the input "
-                         f"size, got output {list(output_tensor.shape)} and input {list(input_tensor.shape)}")
+    check_world_multiple("all_gather_into_tensor", output_tensor, "output", input_tensor, "input", pg.size())
     send = Staged(input_tensor, reduction=False).buf
     out = Staged(output_tensor, reduction=False, reads=False)
     return launch("all_gather_into_tensor", pg, lambda: pg.comm.Iallgather(send, out.buf), out.commit, async_op,
@@ -76,17 +90,10 @@ def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_o
     if pg is None:
         return None
     root = peer(pg, dst, group_dst, "gather")
+    counts = _root_list("gather", gather_list, "gather_list", "destination", pg, root, tensor)
     send = Staged(tensor, reduction=False).buf
-    if pg.rank() != root:
-        if gather_list:
-            raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
+    if counts is None:
         return launch("gather", pg, lambda: pg.comm.Igatherv(send, None, root), None, async_op)
-    if not gather_list:
-        raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
-    _check_list("gather", gather_list, "gather_list", pg, tensor)
-    counts = [t.numel() for t in gather_list]
-    if counts[root] != tensor.numel():
-        raise ValueError(f"gather: gather_list[{root}] has {counts[root]} elements but tensor has {tensor.numel()}")
     recv = np.empty(sum(counts), send.dtype)
     return launch("gather", pg, lambda: pg.comm.Igatherv(send, [recv, counts], root),
                   _deliver_all(gather_list, recv, counts), async_op, gather_list)
@@ -99,20 +106,10 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async
     if pg is None:
         return None
     root = peer(pg, src, group_src, "scatter")
+    counts = _root_list("scatter", scatter_list, "scatter_list", "source", pg, root, tensor)
     out = Staged(tensor, reduction=False, reads=False)
-    if pg.rank() != root:
-        if scatter_list:
-            raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
-        return launch("scatter", pg, lambda: pg.comm.Iscatterv(None, out.buf, root), out.commit, async_op, [tensor])
-    if not scatter_list:
-        raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
-    _check_list("scatter", scatter_list, "scatter_list", pg, tensor)
-    counts = [t.numel() for t in scatter_list]
-    if counts[root] != tensor.numel():
-        raise ValueError(f"scatter: scatter_list[{root}] has {counts[root]} elements but tensor has {tensor.numel()}")
-    send = concatenated(scatter_list)
-    return launch("scatter", pg, lambda: pg.comm.Iscatterv([send, counts], out.buf, root), out.commit, async_op,
-                  [tensor])
+    send = None if counts is None else [concatenated(scatter_list), counts]
+    return launch("scatter", pg, lambda: pg.comm.Iscatterv(send, out.buf, root), out.commit, async_op, [tensor])
 
 
 def _splits(op: str, t, sizes, n: int, arg: str) -> list[int]:
@@ -156,10 +153,8 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool
     if not input_tensor_list:
         raise ValueError("all_to_all: input_tensor_list must not be empty")
     reference = input_tensor_list[0]
-    _check_list("all_to_all", input_tensor_list, "input_tensor_list", pg, reference)
-    _check_list("all_to_all", output_tensor_list, "output_tensor_list", pg, reference)
-    send_counts = [t.numel() for t in input_tensor_list]
-    recv_counts = [t.numel() for t in output_tensor_list]
+    send_counts = _check_list("all_to_all", input_tensor_list, "input_tensor_list", pg, reference)
+    recv_counts = _check_list("all_to_all", output_tensor_list, "output_tensor_list", pg, reference)
     send = concatenated(input_tensor_list)
     recv = np.empty(sum(recv_counts), send.dtype)
     return launch("all_to_all", pg, lambda: pg.comm.Ialltoallv([send, send_counts], [recv, recv_counts]),

@@ -5,23 +5,16 @@ object messaging; like torch's, these calls are synchronous and trust the peers'
 from __future__ import annotations
 
 from . import engine
-from .debug import fingerprint
-from .process_group import peer, resolve
+from .collectives import prepare
+from .process_group import peer
 
 __all__ = ["broadcast_object_list", "all_gather_object", "gather_object", "scatter_object_list"]
-
-
-def _prepare(op: str, group):
-    pg = resolve(group, op)
-    if pg is not None:
-        fingerprint(pg, op)
-    return pg
 
 
 def broadcast_object_list(object_list: list, src: int | None = None, group=None, device=None,
                           group_src: int | None = None) -> None:
     """Replace the items of `object_list` on every rank by the source rank's (lists of equal length)."""
-    pg = _prepare("broadcast_object_list", group)
+    pg = prepare("broadcast_object_list", group, {})
     if pg is None:
         return
     root = peer(pg, src, group_src, "broadcast_object_list")
@@ -35,7 +28,7 @@ def broadcast_object_list(object_list: list, src: int | None = None, group=None,
 
 def all_gather_object(object_list: list, obj, group=None) -> None:
     """Every rank's `obj`, into `object_list[i]` for rank i (a list of world_size items), on every rank."""
-    pg = _prepare("all_gather_object", group)
+    pg = prepare("all_gather_object", group, {})
     if pg is None:
         return
     if len(object_list) != pg.size():
@@ -48,7 +41,7 @@ def all_gather_object(object_list: list, obj, group=None) -> None:
 def gather_object(obj, object_gather_list: list | None = None, dst: int | None = None, group=None,
                   group_dst: int | None = None) -> None:
     """Every rank's `obj` into `object_gather_list[i]` on the destination rank."""
-    pg = _prepare("gather_object", group)
+    pg = prepare("gather_object", group, {})
     if pg is None:
         return
     root = peer(pg, dst, group_dst, "gather_object")
@@ -64,7 +57,7 @@ def gather_object(obj, object_gather_list: list | None = None, dst: int | None =
 def scatter_object_list(scatter_object_output_list: list, scatter_object_input_list: list | None = None,
                         src: int | None = None, group=None, group_src: int | None = None) -> None:
     """The source rank's `scatter_object_input_list[i]` into `scatter_object_output_list[0]` on rank i."""
-    pg = _prepare("scatter_object_list", group)
+    pg = prepare("scatter_object_list", group, {})
     if pg is None:
         return
     root = peer(pg, src, group_src, "scatter_object_list")

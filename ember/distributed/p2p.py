@@ -9,7 +9,7 @@ from . import engine
 from .collectives import prepare
 from .process_group import peer
 from .staging import Staged
-from .work import Work
+from .work import launch
 
 __all__ = ["send", "recv", "isend", "irecv"]
 
@@ -23,9 +23,7 @@ def _start_send(op: str, tensor, dst, group, tag: int, group_dst):
         raise ValueError("Invalid destination rank: destination rank should not be the same as the rank of the "
                          "current process.")
     buf = Staged(tensor, reduction=False).buf
-    with engine.mpi_errors(op, pg.ranks[pg.rank()]):
-        request = pg.comm.Isend(buf, to, tag)
-    return Work(op, pg, [request])
+    return launch(op, pg, lambda: pg.comm.Isend(buf, to, tag), async_op=True)
 
 
 def _start_recv(op: str, tensor, src, group, tag: int, group_src):
@@ -37,9 +35,7 @@ def _start_recv(op: str, tensor, src, group, tag: int, group_src):
         raise ValueError("Invalid source rank: source rank should not be the same as the rank of the current process.")
     out = Staged(tensor, reduction=False, reads=False)
     source = engine.mpi().ANY_SOURCE if frm is None else frm
-    with engine.mpi_errors(op, pg.ranks[pg.rank()]):
-        request = pg.comm.Irecv(out.buf, source, tag)
-    return Work(op, pg, [request], out.commit, [tensor])
+    return launch(op, pg, lambda: pg.comm.Irecv(out.buf, source, tag), out.commit, True, [tensor])
 
 
 def send(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: int | None = None) -> None:

@@ -21,7 +21,7 @@ from ember.core.numpy_interop import to_numpy_dtype
 from ember.frontend.factories import from_numpy
 from ember.frontend.tensor import Tensor
 
-__all__ = ["check_tensor", "check_same_dtype", "Staged", "deliver", "concatenated"]
+__all__ = ["check_tensor", "check_same_dtype", "check_world_multiple", "Staged", "deliver", "concatenated"]
 
 _NOT_SERVED = ("cuda", "meta")
 
@@ -44,6 +44,13 @@ def check_same_dtype(op: str, tensors, reference) -> None:
     for t in tensors:
         if t.dtype != reference.dtype:
             raise ValueError(f"{op}: tensors must all have the same dtype, found {reference.dtype} and {t.dtype}")
+
+
+def check_world_multiple(op: str, whole, whole_name: str, piece, piece_name: str, world_size: int) -> None:
+    """`whole` (all ranks' pieces, flat) must have `world_size` times the elements of one rank's `piece`."""
+    if whole.numel() != world_size * piece.numel():
+        raise ValueError(f"{op}: {whole_name} tensor must be world_size ({world_size}) times the {piece_name} size, "
+                         f"got {whole_name} {list(whole.shape)} and {piece_name} {list(piece.shape)}")
 
 
 def _wire(host_dtype: np.dtype, reduction: bool) -> np.dtype:
@@ -77,8 +84,8 @@ class Staged:
         if self.aliased:
             self.buf = host.reshape(-1).view(wire)
         elif reads:
-            self.buf = np.ascontiguousarray(host).reshape(-1).astype(wire) if wire.kind == "f" \
-                else np.ascontiguousarray(host).reshape(-1).view(wire)
+            flat = np.ascontiguousarray(host).reshape(-1)
+            self.buf = flat.astype(wire) if wire.kind == "f" else flat.view(wire)
         else:
             self.buf = np.empty(host.size, wire)
 

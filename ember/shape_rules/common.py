@@ -133,6 +133,7 @@ _SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bf
 # the dtypes a kernel lacks, for each value of the registry's `dtypes` (OpDef.dtypes; None: all)
 KERNEL_LACKS = {
     "floating": frozenset(d for d in _dt.ALL_DTYPES if not d.is_floating_point),
+    "float_double": frozenset(d for d in _dt.ALL_DTYPES if d not in (_dt.float32, _dt.float64)),   # no half types
     "integral": frozenset(d for d in _dt.ALL_DTYPES if d.is_floating_point),    # integers and bool: bitwise ops
     "not_bool": frozenset({_dt.bool}),
 }

@@ -8,14 +8,11 @@ decomposition on devices that hold values.
 from __future__ import annotations
 
 from ember.core import dtype as _dt
-from ember.core.errors import ArgumentValueError, DTypeError, MissingKernelError, ShapeError
+from ember.core.errors import ArgumentValueError, DTypeError, ShapeError
 from ember.core.spec import TensorSpec
 
 from . import shape_rule
-from .common import as_int, check_int_list, check_kernel_dtype, check_tensor, type_name
-
-_WORDS = {1: "one", 2: "two", 3: "three"}
-
+from .common import as_int, check_int_list, check_kernel_dtype, check_tensor
 
 def _shape(t: TensorSpec) -> tuple[int, ...]:
     return tuple(t._data.shape)
@@ -164,9 +161,6 @@ def _ctc_common(op, log_probs, targets, blank):
 def _ctc_spec(op, log_probs, batch, batched, reduction):
     reduction = as_int(op, reduction, "reduction")
     check_kernel_dtype(op, log_probs._dtype)
-    if log_probs._dtype in (_dt.float16, _dt.bfloat16):         # torch's cpu kernel: float and double only
-        raise MissingKernelError(f'{op.name}(): "{op.dtype_error_kernel}" not implemented for '
-                                 f"'{type_name(log_probs._dtype)}'")
     if reduction in (1, 2) or not batched:
         return ((), log_probs._dtype)
     return ((batch,), log_probs._dtype)

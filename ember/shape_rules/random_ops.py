@@ -141,8 +141,5 @@ def binomial(op, count, prob, generator=None):
     if prob._dtype is not count._dtype:
         raise DTypeError(f"{op.name}(): Found dtype {type_name(prob._dtype)} but expected {type_name(count._dtype)} "
                          "(prob must have count's dtype)")
-    check_kernel_dtype(op, count._dtype)
-    if count._dtype.itemsize < 4:
-        raise MissingKernelError(f'{op.name}(): "{op.dtype_error_kernel}" not implemented for '
-                                 f"'{type_name(count._dtype)}' (count and prob must be float32 or float64)")
+    check_kernel_dtype(op, count._dtype, " (count and prob must be float32 or float64)")
     return (broadcast_shapes(op, [tuple(count._data.shape), tuple(prob._data.shape)]), count._dtype)

@@ -10,6 +10,7 @@ of mm/matmul/addmm as a dense gradient (torch.mm's behaviour).
 """
 from __future__ import annotations
 
+from ember._generated import functions as _F
 from ember.core.layout import sparse_coo
 
 from . import methods as _methods  # noqa: F401  (attaches Tensor.to_dense, coalesce, ...)
@@ -20,23 +21,17 @@ __all__ = ["mm", "addmm", "sum", "sparse_coo_tensor", "FloatTensor", "DoubleTens
 
 def mm(mat1, mat2):
     """sparse @ dense (or sparse @ sparse); the gradient of the dense operand is mm(mat1.t(), grad)."""
-    from ember._generated import functions as F
-
-    return F.mm(mat1, mat2)
+    return _F.mm(mat1, mat2)
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """beta * input + alpha * (mat1 @ mat2), with mat1 sparse."""
-    from ember._generated import functions as F
-
-    return F.addmm(input, mat1, mat2, beta=beta, alpha=alpha)
+    return _F.addmm(input, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def sum(input, dim=None, dtype=None):   # noqa: A001 (torch.sparse.sum)
     """torch.sparse.sum: all entries (a dense 0-d tensor), or over `dim` (sparse while sparse dims remain)."""
-    from ember._generated import functions as F
-
-    return F.sum(input, dim, dtype=dtype)
+    return _F.sum(input, dim, dtype=dtype)
 
 
 def _legacy(dtype_name: str, class_name: str):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ember._generated import functions as F
 from ember.core import dtype as _dt
 from ember.core.errors import ArgumentValueError, ShapeError
 from ember.core.layout import contiguous_strides
@@ -134,8 +135,6 @@ def linear_index(indices: Tensor, sizes: Sequence[int]) -> Tensor:
 
 def unflatten_index(flat: Tensor, sizes: Sequence[int]) -> Tensor:
     """The inverse of `linear_index`: (len(sizes), n) indices of row-major positions."""
-    from ember._generated import functions as F
-
     rows = []
     for stride, size in zip(contiguous_strides(tuple(sizes)), sizes):
         rows.append(F.remainder(F.floor_divide(flat, stride), size))
@@ -144,8 +143,6 @@ def unflatten_index(flat: Tensor, sizes: Sequence[int]) -> Tensor:
 
 def coalesce(t: Tensor) -> Tensor:
     """The same tensor with its entries sorted by index and duplicates summed (torch's coalesce)."""
-    from ember._generated import functions as F
-
     data = payload(t)
     if data.coalesced:
         return t
@@ -169,8 +166,6 @@ def coalesce(t: Tensor) -> Tensor:
 
 def to_dense(t: Tensor) -> Tensor:
     """The dense tensor a sparse one stands for (duplicate entries add up)."""
-    from ember._generated import functions as F
-
     data = payload(t)
     out = F.zeros(data.shape, dtype=t._dtype, device=t._device)
     if data.nnz == 0:
@@ -180,8 +175,6 @@ def to_dense(t: Tensor) -> Tensor:
 
 def to_sparse(t: Tensor, sparse_dim: int | None = None) -> Tensor:
     """A coalesced sparse tensor of a dense one's non-zero entries (all dims sparse unless `sparse_dim`)."""
-    from ember._generated import functions as F
-
     if is_sparse(t):
         return t
     sparse_dim = t.ndim if sparse_dim is None else sparse_dim

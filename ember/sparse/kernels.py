@@ -5,7 +5,8 @@ torch's SparseCPU/SparseCUDA sit where a dense tensor's backend would. So autogr
 call with the op's usual formulas (the gradient of a dense operand of `mm(sparse, dense)` is
 `mm(t(sparse), grad)`, which comes back here), and the call then lands in this module:
 
-* an op with a sparse kernel below (`@sparse_kernel(name)`) runs it. The kernels work on the
+* an op tagged `sparse_coo` in ops_registry.yaml runs its kernel below (`@sparse_kernel(name)`; codegen
+  checks that the tag and the kernels agree). The kernels work on the
   payload's `indices` and `values` with dense ember ops, run with the functionality keys excluded
   so that those inner ops reach the backend directly, as an explicit kernel's do;
 * a composite op without one runs its decomposition, whose ops come back here one by one
@@ -16,10 +17,11 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ember._generated import functions as F
 from ember.core import type_promotion as _tp
 from ember.core.errors import ArgumentValueError, MissingKernelError, ShapeError
 from ember.dispatcher import keys as K
-from ember.dispatcher.state import STATE
+from ember.dispatcher.runners import below_functionality
 from ember.frontend.tensor import Tensor
 
 from .coo import coalesce, is_sparse, payload, to_dense, wrap
@@ -43,19 +45,8 @@ def sparse_dispatch(op, below: int, args: tuple):
 
 def sparse_entry(op, below: int) -> Callable:
     """The entry of `op` for a key set with the Sparse key (`below`: the keys under it)."""
-    kernel = SPARSE_KERNELS.get(op.name)
-    if kernel is not None:
-        mask = K.FUNCTIONALITY_MASK
-
-        def run(args):
-            st = STATE
-            prev = st.keys
-            st.keys = (prev[0], prev[1] | mask)
-            try:
-                return kernel(*args)
-            finally:
-                st.keys = (st.keys[0], prev[1])
-        return run
+    if "sparse_coo" in op.tags:             # registry data; codegen checks each such op has a kernel here
+        return below_functionality(SPARSE_KERNELS[op.name])
     if op.impl == "composite" and op.decomposition is not None:
         return lambda args: op.decomposition(*args)
     backend = K.key_name(below & K.BACKEND_MASK) if below & K.BACKEND_MASK else "CPU"
@@ -63,8 +54,8 @@ def sparse_entry(op, below: int) -> Callable:
     def missing(args):
         raise MissingKernelError(
             f"Could not run '{op.name}' with arguments from the 'Sparse{backend}' backend: ember's sparse COO "
-            "tensors support construction, coalesce, to_dense, mm/addmm/matmul with a dense operand, add/sub, "
-            "mul/div by a scalar, neg, sum, transpose, clone and dtype/device copies; call .to_dense() first")
+            f"kernels are {', '.join(sorted(SPARSE_KERNELS))} (and the composite ops built on them); call "
+            ".to_dense() first")
     return missing
 
 
@@ -94,8 +85,6 @@ def sparse_dense_mm(sparse: Tensor, dense: Tensor, name: str = "mm") -> Tensor:
     """sparse (M, K) @ dense (K, N) -> dense (M, N): the op _sparse_coo_mm on the sparse tensor's parts
     (scipy.sparse on cpu; elsewhere its explicit kernel: each entry's value times its column's dense row,
     added into its row)."""
-    from ember._generated import functions as F
-
     _dense_2d_check(name, sparse, dense)
     data = payload(sparse)
     return F._sparse_coo_mm(data.indices, data.values, dense, sparse.shape[0])
@@ -155,8 +144,6 @@ def _check_same_shape(name: str, a: Tensor, b: Tensor) -> None:
 
 
 def _add(name: str, self, other, alpha):
-    from ember._generated import functions as F
-
     if is_sparse(self) and not is_sparse(other):
         raise ArgumentValueError(f"{name}(sparse, dense) is not supported. Use {name}(dense, sparse) instead.")
     _check_same_shape(name, self, other)
@@ -197,8 +184,6 @@ def _scalar_operand(name: str, other):
 
 @sparse_kernel("mul.Tensor")
 def mul(self, other):
-    from ember._generated import functions as F
-
     if is_sparse(other) and not is_sparse(self):
         self, other = other, self
     other = _scalar_operand("mul", other)
@@ -215,8 +200,6 @@ def mul(self, other):
 
 @sparse_kernel("div.Tensor_mode")
 def div(self, other, rounding_mode=None):
-    from ember._generated import functions as F
-
     if not is_sparse(self):
         raise MissingKernelError("div(): dividing by a sparse tensor is not supported (its zeros would divide)")
     other = _scalar_operand("div", other)
@@ -228,8 +211,6 @@ def div(self, other, rounding_mode=None):
 
 @sparse_kernel("neg")
 def neg(self):
-    from ember._generated import functions as F
-
     indices, values, shape, coalesced = _parts(self)
     return wrap(indices, F.neg(values), shape, coalesced)
 
@@ -238,8 +219,6 @@ def neg(self):
 def sum_(self, dim=None, keepdim=False, dtype=None):
     """The sum over `dim` (all dims: a dense 0-d tensor); over some of the sparse dims: a sparse tensor,
     as torch.sparse.sum gives."""
-    from ember._generated import functions as F
-
     data = payload(self)
     ndim = self.ndim
     dims = list(range(ndim)) if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0) else (
@@ -266,8 +245,6 @@ def sum_(self, dim=None, keepdim=False, dtype=None):
 
 @sparse_kernel("_to_copy")
 def to_copy(self, dtype=None, device=None, non_blocking=False):
-    from ember._generated import functions as F
-
     indices, values, shape, coalesced = _parts(self)
     values = F._to_copy(values, dtype=dtype, device=device, non_blocking=non_blocking)
     if values.device != indices.device:
@@ -277,8 +254,6 @@ def to_copy(self, dtype=None, device=None, non_blocking=False):
 
 @sparse_kernel("clone")
 def clone(self, memory_format=None):
-    from ember._generated import functions as F
-
     indices, values, shape, coalesced = _parts(self)
     return wrap(F.clone(indices), F.clone(values), shape, coalesced)
 

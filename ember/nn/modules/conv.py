@@ -212,9 +212,14 @@ class ConvTranspose3d(_ConvTransposeKd):
 
 # ------------------------------------------------------------------------------------ lazy
 class _LazyConvXdMixin(LazyModuleMixin):
-    """in_channels from the first input (dim 1 batched, 0 unbatched); `_spatial` spatial dimensions."""
+    """in_channels from the first input (dim 1 batched, 0 unbatched), for the convolution class it precedes."""
 
-    _spatial = 1
+    def _lazy_parameters(self, out_channels: int, bias: bool, device, dtype) -> None:
+        """The uninitialized weight (and bias) replacing those the layer's __init__ made for in_channels 0."""
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
 
     def reset_parameters(self) -> None:
         if not self.has_uninitialized_params() and self.in_channels != 0:
@@ -234,24 +239,19 @@ class _LazyConvXdMixin(LazyModuleMixin):
             self.reset_parameters()
 
     def _get_in_channels(self, input) -> int:
-        unbatched, batched = self._spatial + 1, self._spatial + 2
+        spatial = len(self._expand(0))                     # the layer's number of spatial dimensions
+        unbatched, batched = spatial + 1, spatial + 2
         if input.dim() not in (unbatched, batched):
             raise RuntimeError(f"Expected {unbatched}D (unbatched) or {batched}D (batched) input to "
                                f"{self.__class__.__name__}, but got input of size: {input.shape}")
         return input.shape[1] if input.dim() == batched else input.shape[0]
-
-    def _get_num_spatial_dims(self) -> int:
-        return self._spatial
 
 
 class _LazyConvKd(_LazyConvXdMixin):
     def __init__(self, out_channels: int, kernel_size, stride=1, padding=0, dilation=1, groups: int = 1,
                  bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
         super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, device, dtype)
-        self.weight = UninitializedParameter(device=device, dtype=dtype)
-        self.out_channels = out_channels
-        if bias:
-            self.bias = UninitializedParameter(device=device, dtype=dtype)
+        self._lazy_parameters(out_channels, bias, device, dtype)
 
 
 class _LazyConvTransposeKd(_LazyConvXdMixin):
@@ -259,10 +259,7 @@ class _LazyConvTransposeKd(_LazyConvXdMixin):
                  bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None, dtype=None) -> None:
         super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode,
                          device, dtype)
-        self.weight = UninitializedParameter(device=device, dtype=dtype)
-        self.out_channels = out_channels
-        if bias:
-            self.bias = UninitializedParameter(device=device, dtype=dtype)
+        self._lazy_parameters(out_channels, bias, device, dtype)
 
 
 class LazyConv1d(_LazyConvKd, Conv1d):
@@ -275,14 +272,12 @@ class LazyConv2d(_LazyConvKd, Conv2d):
     """A Conv2d whose in_channels comes from its first input (then it becomes a Conv2d)."""
 
     cls_to_become = Conv2d
-    _spatial = 2
 
 
 class LazyConv3d(_LazyConvKd, Conv3d):
     """A Conv3d whose in_channels comes from its first input (then it becomes a Conv3d)."""
 
     cls_to_become = Conv3d
-    _spatial = 3
 
 
 class LazyConvTranspose1d(_LazyConvTransposeKd, ConvTranspose1d):
@@ -295,11 +290,9 @@ class LazyConvTranspose2d(_LazyConvTransposeKd, ConvTranspose2d):
     """A ConvTranspose2d whose in_channels comes from its first input."""
 
     cls_to_become = ConvTranspose2d
-    _spatial = 2
 
 
 class LazyConvTranspose3d(_LazyConvTransposeKd, ConvTranspose3d):
     """A ConvTranspose3d whose in_channels comes from its first input."""
 
     cls_to_become = ConvTranspose3d
-    _spatial = 3

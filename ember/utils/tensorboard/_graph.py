@@ -35,6 +35,7 @@ from ember.frontend.tensor import Tensor
 import ember
 from ember import nn
 from ember.nn.modules.module import Module
+from ember.utils.pytree import tree_flatten
 
 __all__ = ["graph"]
 
@@ -42,8 +43,8 @@ __all__ = ["graph"]
 def graph(model: Module, inputs: Any = None, verbose: bool = False) -> tuple[GraphDef, RunMetadata]:
     """`model`'s fx graph as a GraphDef, and the run metadata TensorBoard shows it with."""
     # ember.fx is the layer above ember.utils: imported here, when a graph is drawn (see the layer contract)
-    from ember.fx import Interpreter, symbolic_trace
-    from ember.fx.node import format_arg, map_arg, target_name
+    from ember.fx import symbolic_trace
+    from ember.fx.node import format_arg, map_arg
 
     if not isinstance(model, Module):
         raise TypeError(f"SummaryWriter.add_graph: model must be an ember.nn.Module, got {type(model).__name__}")
@@ -52,7 +53,7 @@ def graph(model: Module, inputs: Any = None, verbose: bool = False) -> tuple[Gra
     model.train(False)
     try:
         traced = symbolic_trace(model)
-        values = _run(traced, args, Interpreter) if args else {}
+        values = _run(traced, args) if args else {}
     finally:
         model.train(was_training)
     if verbose:
@@ -72,7 +73,7 @@ def graph(model: Module, inputs: Any = None, verbose: bool = False) -> tuple[Gra
             name, op, text = f"input/{node.name}", "IO Node", ""
         else:
             name = f"{_scope(model, root, node)}/{node.name}"
-            op = _op_name(model, node, target_name)
+            op = _op_name(model, node)
             text = f"{{ name : {node.target} }}" if node.op == "get_attr" else \
                 "{ args : %s, kwargs : %s }" % (format_arg(node.args, _ref), format_arg(node.kwargs, _ref))
         names[node] = name
@@ -84,11 +85,13 @@ def graph(model: Module, inputs: Any = None, verbose: bool = False) -> tuple[Gra
     return GraphDef(node=nodes, versions=VersionDef(producer=22)), metadata
 
 
-def _run(traced: Module, args: tuple, interpreter_class) -> dict:
+def _run(traced: Module, args: tuple) -> dict:
     """Each node's value from running `traced` on `args`."""
+    from ember.fx import Interpreter
+
     values: dict = {}
 
-    class Recorder(interpreter_class):
+    class Recorder(Interpreter):
         def run_node(self, node):
             values[node] = result = super().run_node(node)
             return result
@@ -100,13 +103,7 @@ def _run(traced: Module, args: tuple, interpreter_class) -> dict:
 
 def _tensors(value) -> list[Tensor]:
     """The tensors in `value` (nested tuples, lists, dict values) in order."""
-    if isinstance(value, Tensor):
-        return [value]
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in _tensors(v)]
-    return []
+    return [t for t in tree_flatten(value)[0] if isinstance(t, Tensor)]
 
 
 def _ref(node) -> str:
@@ -127,7 +124,9 @@ def _scope(model: Module, root: str, node) -> str:
     return "/".join(parts)
 
 
-def _op_name(model: Module, node, target_name) -> str:
+def _op_name(model: Module, node) -> str:
+    from ember.fx.node import target_name
+
     if node.op == "call_module":
         cls = type(model.get_submodule(node.target))
         if getattr(nn, cls.__name__, None) is cls:
