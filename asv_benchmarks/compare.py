@@ -13,6 +13,10 @@ call of each framework, the ratios ember/torch and ember/numpy, the row's target
 and whether the measured ratio meets it. Import times are measured in fresh
 interpreters (`python -c "import X"`, interpreter start included for both), also alternating.
 
+The DDP row runs asv_benchmarks/ddp_scaling.py under mpiexec: 2 processes with DistributedDataParallel
+against 1 process without it, one thread each, same batch per process (weak scaling); its ratio is
+in the ember/torch column.
+
 The machine may be shared: only the ratios, measured side by side, are meaningful, never a lone time.
 """
 from __future__ import annotations
@@ -167,6 +171,26 @@ def import_times(repeat: int) -> dict[str, float]:
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
+def ddp_weak_scaling(repeat: int, ranks: int = 2) -> dict[str, float] | None:
+    """Median time per nanoGPT step (ddp_scaling.py) of `ranks` DDP processes and of one process
+    without DDP, one thread each, the two jobs alternating; None when no MPI job can start."""
+    mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ddp_scaling.py")
+    if not os.path.exists(mpiexec):
+        return None
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    samples: dict[str, list[float]] = {"ember": [], "one rank": []}
+    for _ in range(repeat):
+        for name, n in (("one rank", 1), ("ember", ranks)):
+            out = subprocess.run([mpiexec, "-n", str(n), sys.executable, script], capture_output=True, text=True,
+                                 env=env, timeout=600)
+            if out.returncode != 0:
+                print(f"ddp_scaling.py with {n} processes failed: {out.stderr.strip()[-300:]}")
+                return None
+            samples[name].append(float(out.stdout.split()[-2]))
+    return {name: statistics.median(v) for name, v in samples.items()}
+
+
 def fmt_time(seconds: float | None) -> str:
     if seconds is None:
         return "-"
@@ -242,6 +266,14 @@ def main(argv: list[str] | None = None) -> int:
         times = measure(build_variants(row), args.repeat, args.sample_time)
         print(format_row(row.label, times, row.target), flush=True)
         missed += row.target is not None and not row.target.met(times)
+    if args.only is None or args.only in "DDP weak scaling":
+        scaling = ddp_weak_scaling(max(1, args.import_repeat // 2))
+        if scaling is not None:
+            target = at_most("one rank", 1.15)
+            print(f"{'DDP weak scaling: nanoGPT step, 2 ranks':<40} {fmt_time(scaling['ember']):>9} "
+                  f"{'-':>9} {'-':>9} {scaling['ember'] / scaling['one rank']:>10.2f}x {'-':>11}  "
+                  f"{'<= 1.15x 1 rank, no DDP':<22} {'MET' if target.met(scaling) else 'MISSED'}", flush=True)
+            missed += not target.met(scaling)
     if args.only is None:
         imp = import_times(args.import_repeat)
         target = at_most("torch", 0.3)

@@ -278,12 +278,13 @@ def torch_compile(model):
 
 
 def nanogpt_step(framework: str, seed: int = 0, compiled: bool | str = False, approximate: str = "tanh",
-                 dtype: str = "float32", device: str = "cpu") -> Callable:
+                 dtype: str = "float32", device: str = "cpu", wrap: Callable | None = None) -> Callable:
     """One training step of a nanoGPT-style model (GPT-2's blocks at vocab 256, d 128, 4 heads, 2 layers,
     context 64; batch 8): zero_grad, forward, cross_entropy over the vocabulary, backward, AdamW (lr 1e-3).
     `compiled`: the model through ember.compile (ember) or torch.compile (torch), or "step": ember's whole
     step through `ember.compile(step, mode="reduce-overhead")`; `approximate`: the GELU's ("tanh", or
-    "none" for the exact one); `dtype`: the parameters' ("float32", "float64"); `device`: ember's device.
+    "none" for the exact one); `dtype`: the parameters' ("float32", "float64"); `device`: ember's device;
+    `wrap`: applied to the model before the step runs it (DistributedDataParallel in ddp_scaling.py).
     Weights from a numpy rng; returns the loss. "numpy": the step's GEMMs alone (nanogpt_gemms), the floor
     under any step of this model on the CPU."""
     if framework == "numpy":
@@ -305,6 +306,8 @@ def nanogpt_step(framework: str, seed: int = 0, compiled: bool | str = False, ap
     opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
     run = model if compiled in (False, "step") else lib.compile(model) if framework == "ember" else \
         torch_compile(model)
+    if wrap is not None:
+        run = wrap(run)
     cross_entropy = lib.nn.functional.cross_entropy
 
     def step():

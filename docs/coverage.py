@@ -20,7 +20,6 @@ MISSING: dict[str, str] = {
     "nn.AdaptiveLogSoftmaxWithLoss": "not built yet",
     "nn.Container": "deprecated in torch (an nn.Module holding submodules by keyword); nn.Module does that",
     "nn.CrossMapLRN2d": "not built yet (LocalResponseNorm's legacy twin, computed by a different formula)",
-    "nn.DataParallel": "single-process multi-device data parallelism belongs to ember.distributed (DDP)",
     "nn.SyncBatchNorm": "not built yet (ember.distributed has the collectives it needs)",
     "nn.LinearCrossEntropyLoss": "not built yet (a fused linear layer and cross entropy)",
     "nn.NLLLoss2d": "deprecated in torch: NLLLoss takes (N, C, H, W) input",

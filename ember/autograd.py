@@ -1,5 +1,5 @@
 """`ember.autograd`: backward, grad, grad modes, custom Functions, gradcheck, anomaly mode."""
-from ember.frontend.autograd.engine import backward, grad
+from ember.frontend.autograd.engine import backward, grad, queue_callback
 from ember.frontend.autograd.function import Function, FunctionCtx
 from ember.frontend.autograd.gradcheck import gradcheck, gradgradcheck
 from ember.frontend.autograd.grad_mode import (detect_anomaly, enable_grad, inference_mode, is_anomaly_enabled,
@@ -20,6 +20,10 @@ class Variable(metaclass=_VariableMeta):
     As in PyTorch it returns a plain Tensor: `tensor` detached (sharing its storage),
     requiring grad when asked; every Tensor is an instance of Variable.
     """
+
+    class _execution_engine:                      # noqa: N801 (torch's name)
+        """The engine's hook for code that must run when a backward pass ends."""
+        queue_callback = staticmethod(queue_callback)
 
     def __new__(cls, data, requires_grad: bool = False, volatile: bool = False):
         out = data.detach()

@@ -1,5 +1,6 @@
 """What the whole suite shares: the run's warning filters (ember.testing.plugin.add_warning_filters),
-and a lean selection of the opencl and cuda conformance runs.
+the `mpi_job` fixture of the multi-process tests (distributed_support.py), and a lean selection of
+the opencl and cuda conformance runs.
 
 Lean runs: the opencl and cuda conformance runs select the checks that matter most.
 
@@ -20,6 +21,8 @@ import tempfile
 os.environ.setdefault("EMBER_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"ember-test-cache-{os.getuid()}"))
 
 from ember.testing.plugin import add_warning_filters  # noqa: E402
+
+from distributed_support import mpi_job  # noqa: E402,F401 (the multi-process tests' fixture)
 
 
 def pytest_configure(config):

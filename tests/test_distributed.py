@@ -5,51 +5,23 @@ before init_process_group and of a backend that cannot run, compared with torch.
 from __future__ import annotations
 
 import datetime
-import os
 import re
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch.distributed as tdist
 
 import ember
 import ember.distributed as dist
+from distributed_support import CLEAN, WORKERS, launch
 
-WORKER = Path(__file__).parent / "distributed_workers" / "collectives.py"
-# a rank's environment: no debug level or torchrun variables inherited from whoever runs the tests
-CLEAN = {k: v for k, v in os.environ.items()
-         if k not in ("EMBER_DISTRIBUTED_DEBUG", "TORCH_DISTRIBUTED_DEBUG", "RANK", "WORLD_SIZE", "LOCAL_RANK")}
-
-
-def _mpiexec() -> str | None:
-    """The mpiexec of the environment running the tests (the mpich wheel installs it beside python)."""
-    beside = Path(sys.executable).parent / "mpiexec"
-    return str(beside) if beside.exists() else shutil.which("mpiexec")
-
-
-def _launch(n: int, *args: str, timeout: int = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([_mpiexec(), "-n", str(n), sys.executable, *args], capture_output=True, text=True,
-                          timeout=timeout, env={**CLEAN, "OMP_NUM_THREADS": "1"})
-
-
-@pytest.fixture(scope="module")
-def mpi_job():
-    """Skip (saying why) only when an MPI job cannot be started at all."""
-    if not dist.is_available():
-        pytest.skip("mpi4py is not installed: pip install 'ember[distributed]'")
-    if _mpiexec() is None:
-        pytest.skip("no mpiexec found beside the interpreter or on PATH (the mpich wheel provides it)")
-    probe = _launch(2, "-c", "from mpi4py import MPI; MPI.COMM_WORLD.Barrier()", timeout=60)
-    if probe.returncode != 0:
-        pytest.skip(f"mpiexec cannot start a 2-process job here: {probe.stderr.strip()[-500:]}")
+WORKER = WORKERS / "collectives.py"
 
 
 @pytest.mark.parametrize("n", [2, 4])
 def test_collectives_across_processes(mpi_job, n):
-    result = _launch(n, str(WORKER))
+    result = launch(n, str(WORKER))
     report = result.stdout + result.stderr
     assert result.returncode == 0, report
     passed = {int(r): int(k) for r, k in re.findall(r"rank (\d+): (\d+) checks passed", result.stdout)}

@@ -83,13 +83,6 @@ def test_indexing_with_ranges_and_mixed_lists_matches_torch(index):
     np.testing.assert_array_equal(e.numpy(), t.numpy())
 
 
-def test_nn_parallel_is_importable_and_says_what_is_missing():
-    from ember.nn.parallel import DistributedDataParallel
-
-    with pytest.raises(NotImplementedError, match="ember.distributed"):
-        DistributedDataParallel(ember.nn.Linear(2, 2))
-
-
 @pytest.mark.parametrize("name", ["float32", "float64", "float16", "bfloat16"])
 def test_finfo_matches_torch(name):
     e, t = ember.finfo(getattr(ember, name)), torch.finfo(getattr(torch, name))

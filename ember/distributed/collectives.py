@@ -36,15 +36,16 @@ def _finish_reduction(s: Staged, average: bool, pg):
     return done
 
 
-def prepare(op: str, group, tensors: dict):
+def prepare(op: str, group, tensors: dict, collective: bool = True):
     """The group a call runs on (None on a rank outside it), after the checks of its `tensors` (by argument
-    name; none for the object collectives) and the DETAIL fingerprint."""
+    name; none for the object collectives) and, for a collective (not send/recv), the DETAIL fingerprint."""
     pg = resolve(group, op)
     if pg is None:
         return None
     for arg, t in tensors.items():
         check_tensor(op, t, arg, pg.backend)
-    fingerprint(pg, op, list(tensors.values()))
+    if collective:
+        fingerprint(pg, op, list(tensors.values()))
     return pg
 
 

@@ -13,8 +13,10 @@ __all__ = ["fingerprint"]
 
 
 def fingerprint(pg, op: str, tensors=()) -> None:
-    """Count the collective on `pg`, and under DETAIL check that every rank runs the same one."""
+    """Count the collective on `pg` (in the shared progress table, see health.py), and under DETAIL
+    check that every rank runs the same one."""
     pg.sequence += 1
+    pg.peers.entered(pg.index, pg.sequence)
     if not pg.debug_detail:
         return
     mine = (f"CollectiveFingerPrint(SequenceNumber={pg.sequence}, OpType={op}, "

@@ -1,14 +1,58 @@
 """The object collectives: broadcast_object_list, all_gather_object, gather_object and
-scatter_object_list. Objects travel pickled (ember tensors included), through mpi4py's
-object messaging; like torch's, these calls are synchronous and trust the peers' pickles.
+scatter_object_list. Objects travel pickled (ember tensors included), like torch's, and these
+calls are synchronous and trust the peers' pickles.
+
+Each call moves its pickles as bytes through MPI's non-blocking collectives: first every rank's
+byte count, then the bytes. So an object collective waits like any other, against the group's
+timeout, and a dead peer raises DistBackendError instead of blocking forever.
 """
 from __future__ import annotations
+
+import pickle
+
+import numpy as np
 
 from . import engine
 from .collectives import prepare
 from .process_group import peer
+from .work import launch
 
 __all__ = ["broadcast_object_list", "all_gather_object", "gather_object", "scatter_object_list"]
+
+
+def _pickled(obj) -> np.ndarray:
+    return np.frombuffer(pickle.dumps(obj), np.uint8)
+
+
+def _unpickled(buf: np.ndarray):
+    return pickle.loads(buf.tobytes())
+
+
+def _layout(sizes: np.ndarray) -> tuple[list[int], list[int]]:
+    """Counts and displacements of pickles of `sizes` bytes laid end to end."""
+    counts = [int(n) for n in sizes]
+    return counts, [int(d) for d in np.concatenate([[0], np.cumsum(counts)[:-1]])]
+
+
+def _gather_bytes(op: str, pg, data: np.ndarray, root: int | None) -> list[np.ndarray] | None:
+    """Every rank's `data` bytes, on `root` (None: on every rank); None on the others."""
+    MPI = engine.mpi()
+    mine = np.array([data.size], np.int64)
+    sizes = np.empty(pg.size(), np.int64)
+    if root is None:
+        launch(op, pg, lambda: pg.comm.Iallgather(mine, sizes))
+    else:
+        launch(op, pg, lambda: pg.comm.Igather(mine, sizes if pg.rank() == root else None, root))
+    if root is not None and pg.rank() != root:
+        launch(op, pg, lambda: pg.comm.Igatherv(data, None, root))
+        return None
+    counts, displs = _layout(sizes)
+    out = np.empty(sum(counts), np.uint8)
+    if root is None:
+        launch(op, pg, lambda: pg.comm.Iallgatherv(data, [out, counts, displs, MPI.BYTE]))
+    else:
+        launch(op, pg, lambda: pg.comm.Igatherv(data, [out, counts, displs, MPI.BYTE], root))
+    return [out[d:d + c] for c, d in zip(counts, displs)]
 
 
 def broadcast_object_list(object_list: list, src: int | None = None, group=None, device=None,
@@ -18,8 +62,13 @@ def broadcast_object_list(object_list: list, src: int | None = None, group=None,
     if pg is None:
         return
     root = peer(pg, src, group_src, "broadcast_object_list")
-    with engine.mpi_errors("broadcast_object_list", pg.ranks[pg.rank()]):
-        received = pg.comm.bcast(list(object_list) if pg.rank() == root else None, root)
+    data = _pickled(list(object_list)) if pg.rank() == root else None
+    size = np.array([0 if data is None else data.size], np.int64)
+    launch("broadcast_object_list", pg, lambda: pg.comm.Ibcast(size, root))
+    if data is None:
+        data = np.empty(int(size[0]), np.uint8)
+    launch("broadcast_object_list", pg, lambda: pg.comm.Ibcast(data, root))
+    received = _unpickled(data)
     if len(received) != len(object_list):
         raise ValueError(f"broadcast_object_list: the source sent {len(received)} objects but this rank's "
                          f"object_list has {len(object_list)}")
@@ -34,8 +83,7 @@ def all_gather_object(object_list: list, obj, group=None) -> None:
     if len(object_list) != pg.size():
         raise ValueError(f"all_gather_object: object_list must have world_size ({pg.size()}) items, "
                          f"got {len(object_list)}")
-    with engine.mpi_errors("all_gather_object", pg.ranks[pg.rank()]):
-        object_list[:] = pg.comm.allgather(obj)
+    object_list[:] = [_unpickled(b) for b in _gather_bytes("all_gather_object", pg, _pickled(obj), None)]
 
 
 def gather_object(obj, object_gather_list: list | None = None, dst: int | None = None, group=None,
@@ -48,10 +96,9 @@ def gather_object(obj, object_gather_list: list | None = None, dst: int | None =
     if pg.rank() == root and (object_gather_list is None or len(object_gather_list) != pg.size()):
         raise ValueError(f"gather_object: object_gather_list must be a list of world_size ({pg.size()}) items "
                          "on the destination rank")
-    with engine.mpi_errors("gather_object", pg.ranks[pg.rank()]):
-        gathered = pg.comm.gather(obj, root)
-    if pg.rank() == root:
-        object_gather_list[:] = gathered
+    gathered = _gather_bytes("gather_object", pg, _pickled(obj), root)
+    if gathered is not None:
+        object_gather_list[:] = [_unpickled(b) for b in gathered]
 
 
 def scatter_object_list(scatter_object_output_list: list, scatter_object_input_list: list | None = None,
@@ -66,6 +113,19 @@ def scatter_object_list(scatter_object_output_list: list, scatter_object_input_l
     if pg.rank() == root and (scatter_object_input_list is None or len(scatter_object_input_list) != pg.size()):
         raise ValueError(f"scatter_object_list: scatter_object_input_list must have world_size ({pg.size()}) items "
                          "on the source rank")
-    with engine.mpi_errors("scatter_object_list", pg.ranks[pg.rank()]):
-        scatter_object_output_list[0] = pg.comm.scatter(
-            list(scatter_object_input_list) if pg.rank() == root else None, root)
+    MPI = engine.mpi()
+    op = "scatter_object_list"
+    size = np.empty(1, np.int64)
+    if pg.rank() == root:
+        pieces = [_pickled(o) for o in scatter_object_input_list]
+        sizes = np.array([p.size for p in pieces], np.int64)
+        counts, displs = _layout(sizes)
+        send = np.concatenate(pieces) if pieces else np.empty(0, np.uint8)
+        launch(op, pg, lambda: pg.comm.Iscatter(sizes, size, root))
+        mine = np.empty(int(size[0]), np.uint8)
+        launch(op, pg, lambda: pg.comm.Iscatterv([send, counts, displs, MPI.BYTE], mine, root))
+    else:
+        launch(op, pg, lambda: pg.comm.Iscatter(None, size, root))
+        mine = np.empty(int(size[0]), np.uint8)
+        launch(op, pg, lambda: pg.comm.Iscatterv(None, mine, root))
+    scatter_object_output_list[0] = _unpickled(mine)

@@ -15,7 +15,7 @@ __all__ = ["send", "recv", "isend", "irecv"]
 
 
 def _start_send(op: str, tensor, dst, group, tag: int, group_dst):
-    pg = prepare(op, group, {"tensor": tensor})
+    pg = prepare(op, group, {"tensor": tensor}, collective=False)
     if pg is None:
         return None
     to = peer(pg, dst, group_dst, op)
@@ -23,11 +23,11 @@ def _start_send(op: str, tensor, dst, group, tag: int, group_dst):
         raise ValueError("Invalid destination rank: destination rank should not be the same as the rank of the "
                          "current process.")
     buf = Staged(tensor, reduction=False).buf
-    return launch(op, pg, lambda: pg.comm.Isend(buf, to, tag), async_op=True)
+    return launch(op, pg, lambda: pg.comm.Isend(buf, to, tag), async_op=True, collective=False)
 
 
 def _start_recv(op: str, tensor, src, group, tag: int, group_src):
-    pg = prepare(op, group, {"tensor": tensor})
+    pg = prepare(op, group, {"tensor": tensor}, collective=False)
     if pg is None:
         return None
     frm = peer(pg, src, group_src, op, optional=True)
@@ -35,7 +35,7 @@ def _start_recv(op: str, tensor, src, group, tag: int, group_src):
         raise ValueError("Invalid source rank: source rank should not be the same as the rank of the current process.")
     out = Staged(tensor, reduction=False, reads=False)
     source = engine.mpi().ANY_SOURCE if frm is None else frm
-    return launch(op, pg, lambda: pg.comm.Irecv(out.buf, source, tag), out.commit, True, [tensor])
+    return launch(op, pg, lambda: pg.comm.Irecv(out.buf, source, tag), out.commit, True, [tensor], collective=False)
 
 
 def send(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: int | None = None) -> None:

@@ -14,6 +14,7 @@ import warnings
 
 from . import engine
 from .errors import NOT_INITIALIZED
+from .health import Peers, listen_for_failures, note_clean_exit
 
 __all__ = ["Backend", "ProcessGroup", "GroupMember", "group", "init_process_group", "destroy_process_group",
            "is_initialized", "new_group", "get_rank", "get_world_size", "get_backend", "get_group_rank",
@@ -45,14 +46,16 @@ class ProcessGroup:
     """A set of ranks that run collectives together, over one MPI communicator."""
 
     def __init__(self, comm, ranks: list[int], backend: Backend, timeout: datetime.timedelta, name: str,
-                 debug_detail: bool) -> None:
+                 debug_detail: bool, index: int, peers) -> None:
         self.comm = comm
         self.ranks = ranks                  # global rank of each group rank
         self.backend = backend
         self.timeout = timeout
         self.group_name = name
         self.debug_detail = debug_detail
-        self.sequence = 0                   # collectives issued so far (the debug fingerprints)
+        self.sequence = 0                   # collectives issued so far (fingerprints, progress table)
+        self.index = index                  # creation order, the same on every rank (the progress table's column)
+        self.peers = peers                  # health.Peers of the job: who is dead, who is behind
 
     def rank(self) -> int:
         return self.comm.Get_rank()
@@ -76,6 +79,7 @@ class GroupMember:
 
 group = GroupMember                      # torch.distributed.group.WORLD reads the same
 _groups: list[ProcessGroup] = []
+_created = [0]                           # groups made since init_process_group (every rank counts every call)
 
 
 def is_initialized() -> bool:
@@ -143,7 +147,13 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     _check_launch("rank", rank, "RANK", world.Get_rank())
     with engine.mpi_errors("init_process_group", world.Get_rank()):
         comm = world.Dup()
-    pg = ProcessGroup(comm, list(range(comm.Get_size())), name, timeout, group_name or "default_pg", debug_detail)
+        peers = Peers(MPI, comm)
+    _created[0] = 1
+    pg = ProcessGroup(comm, list(range(comm.Get_size())), name, timeout, group_name or "default_pg", debug_detail,
+                      0, peers)
+    listen_for_failures()
+    if os.environ.get("EMBER_RUN_DIR"):
+        note_clean_exit(os.environ["EMBER_RUN_DIR"], comm.Get_rank())
     GroupMember.WORLD = pg
     _groups.append(pg)
 
@@ -161,6 +171,7 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
         _groups.remove(pg)
         pg.comm.Free()
     if group is None or group is world:
+        world.peers.close()
         GroupMember.WORLD = None
 
 
@@ -188,6 +199,8 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     if name == Backend.NCCL:
         raise RuntimeError(f"new_group: the 'nccl' backend is not available: {engine.nccl_unavailable_reason()}")
     timeout = _check_timeout(timeout) if timeout is not None else world.timeout
+    index = _created[0]
+    _created[0] += 1
     me = world.rank()
     if me not in ranks:
         return GroupMember.NON_GROUP_MEMBER
@@ -195,7 +208,7 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
         mpi_group = world.comm.Get_group().Incl(ranks)
         comm = world.comm.Create_group(mpi_group)
         mpi_group.Free()
-    pg = ProcessGroup(comm, ranks, name, timeout, f"group_{len(_groups)}", world.debug_detail)
+    pg = ProcessGroup(comm, ranks, name, timeout, f"group_{index}", world.debug_detail, index, world.peers)
     _groups.append(pg)
     return pg
 

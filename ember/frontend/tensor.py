@@ -53,6 +53,7 @@ class AutogradMeta:
     # are class-level defaults (an instance that sets one keeps its own in __dict__).
     grad = None
     hooks = None
+    post_accumulate_hooks = None    # [hook(leaf)] run after a backward accumulated into leaf.grad
     retains_grad = False
     is_view_of_leaf = False
 
@@ -455,6 +456,13 @@ class Tensor(ShapeConveniences, TensorMethods, ConversionMethods, TensorSpec):
         from .autograd.graph import register_tensor_hook
 
         return register_tensor_hook(self, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """hook(self) runs after a backward pass has accumulated a gradient into this leaf's `.grad`
+        (torch's API; DistributedDataParallel launches its all-reduces from these)."""
+        from .autograd.graph import register_post_accumulate_hook
+
+        return register_post_accumulate_hook(self, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph: bool = False, inputs=None) -> None:
         from ember.frontend.autograd.engine import backward     # absolute: no package lookup per call

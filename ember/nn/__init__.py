@@ -10,3 +10,4 @@ from .parameter import Buffer, Parameter  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import Module  # noqa: F401
 from . import init, parallel, utils  # noqa: F401,E402
+from .parallel import DataParallel  # noqa: F401,E402

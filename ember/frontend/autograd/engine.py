@@ -24,7 +24,7 @@ from ember.core.numpy_interop import to_numpy_dtype
 from ember.frontend.tensor import Tensor, make_tensor
 
 from . import graph
-from .graph import AccumulateGrad, Node, edge_of, store_retained
+from .graph import AccumulateGrad, Node, edge_of, run_post_accumulate_hooks, store_retained
 
 
 def _make_root_grads(tensors, grad_tensors):
@@ -195,6 +195,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
 
     prev = set_grad_enabled_state(create_graph)
     outer_node = graph.RUNNING_NODE             # a backward inside a node (a hook's) restores it
+    callbacks = _callback_stack()
+    callbacks.append([])            # queue_callback's list for this pass
     # leaves whose gradients are all in run right after the node that completed them, not from the
     # heap: torch gives AccumulateGrad the highest priority (so `.grad` is filled, and a stolen
     # gradient's producer freed, as early as possible)
@@ -223,7 +225,10 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                     _run_leaf(leaf, leaf_grads, accumulate, capture, captured, needed)
                 ready_leaves.clear()
                 leaf_grads = None
+        graph.RUNNING_NODE = outer_node
+        _drain(callbacks[-1])
     finally:
+        callbacks.pop()
         set_grad_enabled_state(prev)
         graph.RUNNING_NODE = outer_node
 
@@ -372,8 +377,13 @@ def _run_leaf(node: AccumulateGrad, grads: list, accumulate: bool, capture: dict
         return
     if node.pre_hooks and -1 in node.pre_hooks:
         grads = _run_node_pre_hooks(node, grads)
-    if accumulate and not _steal(var, grads):
-        node.apply(grads)
+    if accumulate:
+        if grads[0] is None:
+            return
+        if not _steal(var, grads):
+            node.apply(grads)
+        if ag is not None and ag.post_accumulate_hooks:
+            run_post_accumulate_hooks(var)
 
 
 # references to a gradient nobody else holds when _steal looks at it: the engine's list of the
@@ -451,6 +461,33 @@ def backward_runs() -> int:
     return getattr(_RUNS, "n", 0)
 
 
+_CALLBACKS = threading.local()
+
+
+def _callback_stack() -> list:
+    """This thread's callback lists, one per backward pass running (nested passes: innermost last)."""
+    stack = getattr(_CALLBACKS, "stack", None)
+    if stack is None:
+        stack = _CALLBACKS.stack = []
+    return stack
+
+
+def _drain(queued: list) -> None:
+    """Run the callbacks queued for a pass that ended well (a callback may queue more: each runs once, in order)."""
+    while queued:
+        queued.pop(0)()
+
+
+def queue_callback(callback) -> None:
+    """Run `callback()` when the backward pass now running in this thread has processed its whole
+    graph (torch's `Variable._execution_engine.queue_callback`): DistributedDataParallel waits for
+    its last gradient all-reduce there. Only callable from inside a backward pass (a hook)."""
+    stack = _callback_stack()
+    if not stack:
+        raise RuntimeError("queue_callback: final callbacks can only be installed during a backward pass")
+    stack[-1].append(callback)
+
+
 def backward(tensors: Sequence, grad_tensors=None, retain_graph=None, create_graph: bool = False,
              inputs=None) -> None:
     """ember.autograd.backward: accumulate gradients of `tensors` into the leaves' `.grad`."""
@@ -461,21 +498,34 @@ def backward(tensors: Sequence, grad_tensors=None, retain_graph=None, create_gra
         grad_tensors = (grad_tensors,)
     if inputs is not None:
         inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
-        grads = run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs, allow_unused=True,
-                             accumulate=False)
-        for inp, g in zip(inputs, grads):
-            if g is None:
-                continue
-            prev = set_grad_enabled_state(create_graph)
-            try:
-                if inp._ag.grad is None:
-                    inp._ag.grad = g.clone() if create_graph else g.detach().clone()
-                else:
-                    inp._ag.grad = inp._ag.grad + g
-            finally:
-                set_grad_enabled_state(prev)
+        callbacks = _callback_stack()
+        callbacks.append([])        # the leaves' post-accumulate hooks below run in this pass
+        try:
+            _accumulate_into_inputs(tensors, grad_tensors, retain_graph, create_graph, inputs)
+            _drain(callbacks[-1])
+        finally:
+            callbacks.pop()
         return
     run_backward(tensors, grad_tensors, retain_graph, create_graph)
+
+
+def _accumulate_into_inputs(tensors, grad_tensors, retain_graph, create_graph, inputs) -> None:
+    """backward(inputs=...): the gradients of `inputs` only, accumulated into their `.grad`."""
+    grads = run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs, allow_unused=True,
+                         accumulate=False)
+    for inp, g in zip(inputs, grads):
+        if g is None:
+            continue
+        prev = set_grad_enabled_state(create_graph)
+        try:
+            if inp._ag.grad is None:
+                inp._ag.grad = g.clone() if create_graph else g.detach().clone()
+            else:
+                inp._ag.grad = inp._ag.grad + g
+        finally:
+            set_grad_enabled_state(prev)
+        if inp._ag.grad_fn is None:
+            run_post_accumulate_hooks(inp)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph: bool = False,

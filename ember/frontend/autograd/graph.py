@@ -279,6 +279,27 @@ def register_tensor_hook(tensor, hook):
     return _add_pre_hook(ag.grad_fn, ag.output_nr, hook)
 
 
+def register_post_accumulate_hook(tensor, hook):
+    """Tensor.register_post_accumulate_grad_hook: hook(leaf) after backward accumulates into leaf.grad."""
+    ag = tensor._ag
+    if ag is None:
+        raise AutogradError("cannot register a hook on a tensor that doesn't require gradient")
+    if ag.grad_fn is not None:
+        raise AutogradError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    if ag.post_accumulate_hooks is None:
+        ag.post_accumulate_hooks = []
+    ag.post_accumulate_hooks.append(hook)
+    return _RemovableHandle(ag.post_accumulate_hooks, hook)
+
+
+def run_post_accumulate_hooks(var) -> None:
+    """The post-accumulate-grad hooks of leaf `var` (None: freed), after its `.grad` was updated."""
+    ag = None if var is None else var._ag
+    if ag is not None and ag.post_accumulate_hooks:
+        for hook in list(ag.post_accumulate_hooks):
+            hook(var)
+
+
 def retain_grad(tensor) -> None:
     """Tensor.retain_grad: fill the `.grad` of a non-leaf when a backward pass reaches it.
 

@@ -1,20 +1,18 @@
-"""ember.nn.parallel (torch.nn.parallel): importable, so programs that import DistributedDataParallel at the top
-run. ember.distributed has the process groups and collectives these wrappers are built on, but not the
-wrappers yet: constructing DistributedDataParallel or DataParallel raises NotImplementedError saying so."""
+"""ember.nn.parallel (torch.nn.parallel): DistributedDataParallel (data parallelism across processes, on
+ember.distributed's process groups) and DataParallel (one device).
+
+DistributedDataParallel is imported on first use, so `import ember.nn` does not load ember.distributed.
+"""
 from __future__ import annotations
+
+from .data_parallel import DataParallel
 
 __all__ = ["DistributedDataParallel", "DataParallel"]
 
 
-class _Unavailable:
-    def __init__(self, *args, **kwargs) -> None:
-        raise NotImplementedError(f"ember.nn.parallel.{type(self).__name__}: DDP's bucketed gradient all-reduce is "
-                                  "not built yet; ember.distributed's collectives (all_reduce, broadcast) are")
+def __getattr__(name: str):
+    if name == "DistributedDataParallel":
+        from .distributed import DistributedDataParallel
 
-
-class DistributedDataParallel(_Unavailable):
-    """Not available yet (see the module docstring)."""
-
-
-class DataParallel(_Unavailable):
-    """Not available yet (see the module docstring)."""
+        return DistributedDataParallel
+    raise AttributeError(f"module 'ember.nn.parallel' has no attribute {name!r}")
