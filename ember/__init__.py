@@ -57,7 +57,7 @@ __version__ = "0.1.0"
 # (none loads a plugin before one of its functions is called), and ember.save / ember.load
 # (torch.save/torch.load's counterparts, in ember/serialization.py).
 _LAZY_MODULES = {"nn", "optim", "utils", "serialization", "amp", "cuda", "opencl", "cpu", "accelerator", "export", "fx", "onnx", "jit", "ops", "compiler",
-                 "distributions", "special", "linalg", "distributed"}
+                 "distributions", "special", "linalg", "distributed", "memory"}
 
 
 def compile(model=None, *, fullgraph: bool = False, dynamic=None, backend="inductor", mode=None,  # noqa: A001

@@ -1,10 +1,13 @@
-"""`ember.autograd`: backward, grad, grad modes, custom Functions, gradcheck, anomaly mode."""
+"""`ember.autograd`: backward, grad, grad modes, custom Functions, gradcheck, anomaly mode, saved-tensor hooks."""
+import sys
+import types
+
 from ember.frontend.autograd.engine import backward, grad, queue_callback
 from ember.frontend.autograd.function import Function, FunctionCtx
 from ember.frontend.autograd.gradcheck import gradcheck, gradgradcheck
 from ember.frontend.autograd.grad_mode import (detect_anomaly, enable_grad, inference_mode, is_anomaly_enabled,
                                                is_grad_enabled, no_grad, set_detect_anomaly, set_grad_enabled)
-from ember.frontend.autograd.graph import Node
+from ember.frontend.autograd.graph import Node, saved_tensors_hooks
 
 
 class _VariableMeta(type):
@@ -32,6 +35,12 @@ class Variable(metaclass=_VariableMeta):
         return out
 
 
+# torch.autograd.graph, as a namespace of this module (`import ember.autograd.graph` works too)
+graph = types.ModuleType("ember.autograd.graph", "torch.autograd.graph: saved-tensor hooks and the graph's Node.")
+graph.saved_tensors_hooks = saved_tensors_hooks
+graph.Node = Node
+sys.modules[graph.__name__] = graph
+
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "gradcheck", "gradgradcheck", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "set_detect_anomaly", "detect_anomaly",
-           "is_anomaly_enabled", "Node", "Variable"]
+           "is_anomaly_enabled", "Node", "Variable", "graph"]

@@ -441,7 +441,8 @@ class MemoryTracker:
 
     @property
     def breakdown(self) -> dict[str, dict[str, int]]:
-        """Bytes per category: `at_peak` (live at the overall peak) and `max` (each category's own peak)."""
+        """Bytes per category: `at_peak` (live at the overall peak), `max` (each category's own peak) and
+        `at_end` (live when the block ended: for a training step, the state it leaves for the next)."""
         nbytes, cats = [info[0] for info in self._info], self._category
         at_peak = [0] * len(CATEGORIES)
         for i in self._live_at_peak():
@@ -454,7 +455,7 @@ class MemoryTracker:
             cur[c] += nbytes[i] if e >= 0 else -nbytes[i]
             if cur[c] > mx[c]:
                 mx[c] = cur[c]
-        return {c: {"at_peak": at_peak[k], "max": mx[k]} for k, c in enumerate(CATEGORIES)}
+        return {c: {"at_peak": at_peak[k], "max": mx[k], "at_end": cur[k]} for k, c in enumerate(CATEGORIES)}
 
     @property
     def by_module(self) -> dict[str, dict[str, int]]:

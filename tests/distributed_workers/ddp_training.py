@@ -15,8 +15,6 @@ broadcast_buffers, the launch-before-backward-ends timeline, and the errors. Pri
 from __future__ import annotations
 
 import sys
-import traceback
-from pathlib import Path
 
 import numpy as np
 
@@ -25,34 +23,7 @@ import ember.distributed as dist
 from ember import nn
 from ember.nn.parallel import DistributedDataParallel as DDP
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-sys.path.insert(0, str(EXAMPLES))
-STEPS = 20
-TOL = {"float64": 1e-10, "float32": 1e-5}
-CHECKS = [0]
-
-
-def abort_on_error(kind, value, tb):
-    traceback.print_exception(kind, value, tb)
-    sys.stderr.flush()
-    from mpi4py import MPI
-    MPI.COMM_WORLD.Abort(1)
-
-
-sys.excepthook = abort_on_error
-
-
-def check(ok: bool, what: str) -> None:
-    assert ok, what
-    CHECKS[0] += 1
-
-
-def close(a, b, tol: float, what: str) -> None:
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    err = float(np.max(np.abs(a - b) / (1.0 + np.abs(b)))) if a.size else 0.0
-    check(err <= tol, f"{what}: relative difference {err:.3g} > {tol}")
-
-
+from worker_support import CHECKS, PROGRAMS, TOL, check, close, shard
 def flat_grads(model) -> np.ndarray:
     return np.concatenate([p.grad.detach().numpy().ravel() for p in model.parameters() if p.grad is not None])
 
@@ -65,65 +36,10 @@ def same_on_every_rank(values: np.ndarray, what: str) -> None:
     check(np.array_equal(mine.numpy(), theirs.numpy()), f"{what} differ between rank 0 and rank {dist.get_rank()}")
 
 
-# ----------------------------------------------------------------------------- the two programs
-def gpt_program(dtype):
-    from char_gpt import DATA, CharData, GPTConfig, configure_optimizers, gpt_model
-
-    data = CharData(ember, DATA.read_text())
-    config = GPTConfig(vocab_size=data.vocab_size, block_size=16, n_layer=2, n_head=2, n_embd=32, dropout=0.0)
-    GPT = gpt_model(ember)
-
-    def build(seed):
-        ember.manual_seed(seed)
-        return GPT(config).to(dtype)
-
-    def loss_of(model, batch):
-        x, y = batch
-        return model(x, y)[1]
-
-    def optimizer(model):
-        return configure_optimizers(ember, model, 0.1, 1e-3, (0.9, 0.95))
-
-    generator = ember.Generator().manual_seed(7)
-    world = dist.get_world_size()
-    batches = [data.batch("train", 2 * world, config.block_size, generator, "cpu") for _ in range(STEPS)]
-    return build, loss_of, optimizer, batches, 1.0
-
-
-def mlp_program(dtype):
-    from digits_mlp import build_mlp, load_digits_split
-
-    x, y, _, _ = load_digits_split()
-    world = dist.get_world_size()
-    per_rank = 16
-    rng = np.random.default_rng(3)
-    batches = []
-    for _ in range(STEPS):
-        pick = rng.choice(len(x), per_rank * world, replace=False)
-        batches.append((ember.tensor(x[pick]).to(dtype), ember.tensor(y[pick])))
-
-    def build(seed):
-        ember.manual_seed(seed)
-        return build_mlp(hidden=32, dropout=0.0).to(dtype)
-
-    def loss_of(model, batch):
-        return nn.functional.cross_entropy(model(batch[0]), batch[1])
-
-    def optimizer(model):
-        return ember.optim.Adam(model.parameters(), lr=2e-3)
-
-    return build, loss_of, optimizer, batches, 0.0
-
-
-def shard(batch, rank: int, world: int):
-    n = batch[0].shape[0] // world
-    return tuple(t[rank * n:(rank + 1) * n] for t in batch)
-
-
 def train_and_compare(program: str, dtype_name: str) -> None:
     dtype = getattr(ember, dtype_name)
     rank, world = dist.get_rank(), dist.get_world_size()
-    build, loss_of, make_optimizer, batches, clip = {"gpt": gpt_program, "mlp": mlp_program}[program](dtype)
+    build, loss_of, make_optimizer, batches, clip = PROGRAMS[program](dtype, dist.get_world_size())
 
     local = build(seed=100 + rank)                 # only DDP's broadcast makes the replicas equal
     total_mb = sum(p.numel() * p.element_size() for p in local.parameters()) / 2**20

@@ -8,6 +8,7 @@ once per leaf and kept alive by the graph that uses it.
 from __future__ import annotations
 
 import itertools
+import threading
 import weakref
 
 from ember.dispatcher import keys as K
@@ -187,7 +188,7 @@ class SavedTensor:
     cycle) and get it back on unpacking, so higher-order gradients through `result` work.
     """
 
-    __slots__ = ("tensor", "version", "output_nr", "is_output")
+    __slots__ = ("tensor", "version", "output_nr", "is_output", "unpack_hook")
 
     # made by `pack` (no __init__: a tensor saved per recorded op would pay a second Python frame)
 
@@ -196,6 +197,8 @@ class SavedTensor:
         comes back as a new tensor whose grad_fn is the node (higher-order gradients run through it);
         with `graph_output=False` (the generated nodes' formulas) only while grad mode is on, i.e.
         under create_graph: otherwise no graph is recorded and the stored tensor serves as it is."""
+        if self.unpack_hook is not None:        # saved under saved_tensors_hooks: `tensor` is what pack made
+            return self._unpack_hooked(node, graph_output)
         if self.tensor is None:
             raise AutogradError(
                 "Trying to backward through the graph a second time (or directly access saved tensors after they "
@@ -221,6 +224,18 @@ class SavedTensor:
         return t
 
 
+    def _unpack_hooked(self, node, graph_output: bool):
+        t = self.unpack_hook(self.tensor)
+        if not isinstance(t, _Tensor):
+            raise TypeError(f"saved_tensors_hooks: the unpack hook must return a Tensor, got {type(t).__name__}")
+        if self.is_output and (graph_output or STATE.grad_enabled):
+            out = t.detach()
+            out._ag = AutogradMeta(node, self.output_nr)
+            out._keys |= K.AUTOGRAD
+            return out
+        return t
+
+
 #: what a released slot of a generated node holds: unpacking it raises the error above (a second
 #: backward through a freed graph); one shared instance, so releasing is a store
 FREED = object.__new__(SavedTensor)
@@ -228,6 +243,44 @@ FREED.tensor = None
 FREED.version = 0
 FREED.is_output = False
 FREED.output_nr = 0
+FREED.unpack_hook = None
+
+#: torch.autograd.graph.saved_tensors_hooks: per thread, a stack of (pack_hook, unpack_hook); None while
+#: no thread has any, so saving a tensor costs one test when none are in use
+PACK_HOOKS: dict | None = None
+_PACK_HOOKS_LOCK = threading.Lock()
+
+
+class saved_tensors_hooks:      # noqa: N801 (torch's name)
+    """Within the block, every tensor saved for backward is replaced by `pack_hook(tensor)` (any
+    object) and restored by `unpack_hook(packed)` when backward needs it: offloading activations,
+    recomputing them, or (FullyShardedDataParallel) keeping a sharded parameter's gathered copy
+    out of the graph. The innermost block's hooks apply, per thread, as in torch. A pack hook
+    that returns the tensor itself leaves it saved as usual (with its in-place modification check;
+    the unpack hook is then not called)."""
+
+    def __init__(self, pack_hook, unpack_hook) -> None:
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self) -> "saved_tensors_hooks":
+        global PACK_HOOKS
+        with _PACK_HOOKS_LOCK:
+            hooks = dict(PACK_HOOKS or {})
+            hooks[threading.get_ident()] = hooks.get(threading.get_ident(), ()) + ((self.pack_hook, self.unpack_hook),)
+            PACK_HOOKS = hooks
+        return self
+
+    def __exit__(self, *exc) -> None:
+        global PACK_HOOKS
+        with _PACK_HOOKS_LOCK:
+            hooks = dict(PACK_HOOKS or {})
+            stack = hooks.get(threading.get_ident(), ())[:-1]
+            if stack:
+                hooks[threading.get_ident()] = stack
+            else:
+                hooks.pop(threading.get_ident(), None)
+            PACK_HOOKS = hooks or None
 
 
 def pack(value, is_output: bool = False, output_nr: int = 0):
@@ -240,6 +293,16 @@ def pack(value, is_output: bool = False, output_nr: int = 0):
     saved.version = value._storage.version
     saved.is_output = is_output
     saved.output_nr = output_nr
+    saved.unpack_hook = None
+    if PACK_HOOKS is not None:
+        hooks = PACK_HOOKS.get(threading.get_ident())
+        if hooks:
+            pack_hook, unpack_hook = hooks[-1]
+            packed = pack_hook(value)
+            if packed is not value:
+                saved.tensor = packed
+                saved.unpack_hook = unpack_hook
+                return saved
     saved.tensor = value.detach() if is_output else value
     if SAVE_HOOK is not None:           # ember.memory.track: activations saved for backward
         SAVE_HOOK(value._storage)

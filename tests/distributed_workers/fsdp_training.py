@@ -1,0 +1,178 @@
+"""Run under `mpiexec -n N` by tests/test_fsdp.py: fully_shard against one process.
+
+    python fsdp_training.py train MODEL       # MODEL: gpt or mlp (see worker_support.py)
+    python fsdp_training.py save DIR          # 10 steps of the GPT, a sharded checkpoint, the next loss
+    python fsdp_training.py load DIR          # the checkpoint on this world size (1: no process group)
+
+`train`: every rank builds the same model (fully_shard needs equal values), shards each block (the
+GPT) or each Linear (the MLP) and the root, trains 20 steps on its share of each global batch,
+in float64 and float32, and rank 0 compares the losses and the gathered parameters with one
+process trained on the whole batches (float64 within 1e-10, float32 within 1e-5). It also checks
+that a rank's parameter + gradient + optimizer-state bytes after a step, measured by
+ember.memory.track, are at most 1/N of one process's plus 5%. `save` and `load` print
+'next loss L' (rank 0): the loss of the 11th global batch under the saved weights. `train`
+prints 'rank R: K checks passed' at the end.
+"""
+from __future__ import annotations
+
+import sys
+
+import ember
+import ember.distributed as dist
+import ember.distributed.checkpoint as dcp
+from ember import nn
+from ember.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict, set_model_state_dict
+from ember.distributed.fsdp import fully_shard
+from worker_support import CHECKS, PROGRAMS, TOL, check, close, shard
+
+STATE = ("parameters", "gradients", "optimizer_state")
+
+
+def shard_model(model, program: str):
+    units = model.transformer.h if program == "gpt" else [m for m in model if isinstance(m, nn.Linear)]
+    for unit in units:
+        fully_shard(unit)
+    return fully_shard(model)
+
+
+def step(model, opt, loss_of, batch, clip: float, rank: int, world: int) -> float:
+    opt.zero_grad(set_to_none=True)
+    loss = loss_of(model, shard(batch, rank, world))
+    loss.backward()
+    if clip:
+        model.clip_grad_norm_(clip)
+    opt.step()
+    return global_mean(loss)
+
+
+def global_mean(loss) -> float:
+    mean = loss.detach().clone()
+    if dist.is_initialized():
+        dist.all_reduce(mean, op=dist.ReduceOp.AVG)
+    return mean.item()
+
+
+def state_bytes(model, opt, loss_of, batch) -> int:
+    """Parameter + gradient + optimizer-state bytes live after one more training step."""
+    with ember.memory.track(model=model, optimizer=opt) as mem:
+        opt.zero_grad(set_to_none=True)
+        loss_of(model, batch).backward()
+        opt.step()
+    return sum(mem.breakdown[c]["at_end"] for c in STATE)
+
+
+def train_and_compare(program: str, dtype_name: str) -> None:
+    dtype = getattr(ember, dtype_name)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    build, loss_of, make_optimizer, batches, clip = PROGRAMS[program](dtype, world)
+    model = shard_model(build(seed=100), program)
+    opt = make_optimizer(model)
+    losses = [step(model, opt, loss_of, b, clip, rank, world) for b in batches]
+    full = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
+    sharded_bytes = state_bytes(model, opt, loss_of, shard(batches[0], rank, world))
+    whole = [None]
+    if rank == 0:
+        whole[0] = compare_with_one_process(program, dtype_name, losses, full)
+    dist.broadcast_object_list(whole, src=0)
+    check(sharded_bytes <= whole[0] / world * 1.05,
+          f"{program} {dtype_name}: {sharded_bytes} bytes of state on rank {rank}, one process {whole[0]} "
+          f"(limit {whole[0] / world * 1.05:.0f})")
+    print(f"{program} {dtype_name}: state bytes {sharded_bytes} of {whole[0]} on rank {rank} of {world}", flush=True)
+
+
+def compare_with_one_process(program: str, dtype_name: str, losses: list, full: dict) -> int:
+    """Train the same model alone on the whole batches and compare; returns its state bytes after a step."""
+    build, loss_of, make_optimizer, batches, clip = PROGRAMS[program](getattr(ember, dtype_name),
+                                                                      dist.get_world_size())
+    alone = build(seed=100)
+    opt = make_optimizer(alone)
+    for i, batch in enumerate(batches):
+        opt.zero_grad(set_to_none=True)
+        loss = loss_of(alone, batch)
+        loss.backward()
+        if clip:
+            nn.utils.clip_grad_norm_(alone.parameters(), clip)
+        opt.step()
+        close(losses[i], loss.item(), TOL[dtype_name], f"{program} {dtype_name} loss at step {i}")
+    for name, value in alone.state_dict().items():
+        close(full[name].numpy(), value.numpy(), TOL[dtype_name], f"{program} {dtype_name} {name}")
+    return state_bytes(alone, opt, loss_of, shard(batches[0], 0, dist.get_world_size()))
+
+
+def checkpoint(mode: str, directory: str) -> None:
+    distributed = mode == "save" or int(__import__("os").environ.get("PMI_SIZE", "1")) > 1
+    if distributed:
+        dist.init_process_group("gloo")
+    rank, world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
+    build, loss_of, make_optimizer, batches, clip = PROGRAMS["gpt"](ember.float64, 4)
+    model = build(seed=100)
+    if distributed:
+        model = shard_model(model, "gpt")
+    if mode == "save":
+        opt = make_optimizer(model)
+        for batch in batches[:10]:
+            step(model, opt, loss_of, batch, clip, rank, world)
+        dcp.save(get_model_state_dict(model), checkpoint_id=directory)
+    else:
+        state = get_model_state_dict(model)
+        dcp.load(state, checkpoint_id=directory)
+        set_model_state_dict(model, state)
+    with ember.no_grad():
+        loss = global_mean(loss_of(model, shard(batches[10], rank, world)))
+    if rank == 0:
+        print(f"next loss {loss!r}", flush=True)
+    if distributed:
+        dist.destroy_process_group()
+
+
+def wrapper_and_mixed_precision() -> None:
+    """FullyShardedDataParallel (FSDP1's API) with an auto-wrap policy equals fully_shard by hand; a
+    bfloat16 MixedPrecision gathers bfloat16 parameters and still trains."""
+    from ember.distributed.fsdp import FullyShardedDataParallel as FSDP, MixedPrecision, StateDictType
+    from ember.distributed.fsdp.wrap import ModuleWrapPolicy
+
+    rank, world = dist.get_rank(), dist.get_world_size()
+    build, loss_of, make_optimizer, batches, _ = PROGRAMS["mlp"](ember.float64, world)
+    by_hand, wrapped = shard_model(build(seed=5), "mlp"), FSDP(build(seed=5), auto_wrap_policy=ModuleWrapPolicy({nn.Linear}))
+    check(sum(isinstance(m, type(by_hand)) or hasattr(m, "_fsdp_group") for m in wrapped.modules()) == 4,
+          "the policy makes the three Linear layers and the root units")
+    for model in (by_hand, wrapped):
+        opt = make_optimizer(model)
+        model.losses = [step(model, opt, loss_of, b, 0.0, rank, world) for b in batches[:5]]
+    check(by_hand.losses == wrapped.losses, f"{by_hand.losses} != {wrapped.losses}")
+    full = wrapped.state_dict()
+    check(sorted(full) == sorted(build(seed=5).state_dict()) and full["0.weight"].shape == (32, 64),
+          f"FSDP1 full state dict keys and shapes: {sorted(full)}")
+    with FSDP.state_dict_type(wrapped, StateDictType.SHARDED_STATE_DICT):
+        check(wrapped.state_dict()["0.weight"].local.shape[0] == 32 // world, "sharded state dict holds this rank's rows")
+    seen = []
+    mixed = FSDP(build(seed=5).float(), auto_wrap_policy=ModuleWrapPolicy({nn.Linear}),
+                 mixed_precision=MixedPrecision(param_dtype=ember.bfloat16, reduce_dtype=ember.float32,
+                                                cast_forward_inputs=True))
+    mixed.module[0].register_forward_pre_hook(lambda m, a: seen.append(m.weight.dtype))     # after FSDP's gather
+    mixed.module[0].register_forward_hook(lambda m, a, out: seen.append(out.dtype))
+    opt = ember.optim.Adam(mixed.parameters(), lr=2e-3)
+    x, y = shard(batches[0], rank, world)
+    first = step(mixed, opt, loss_of, (x.float(), y), 0.0, 0, 1)
+    later = [step(mixed, opt, loss_of, (x.float(), y), 0.0, 0, 1) for _ in range(5)][-1]
+    check(seen[:2] == [ember.bfloat16, ember.bfloat16], f"gathered dtype and compute dtype: {seen[:2]}")
+    check(all(p.dtype == ember.float32 for p in mixed.parameters()), "the shards stay float32")
+    check(later < first, f"bfloat16 training lowers the loss: {first} -> {later}")
+
+
+def main() -> None:
+    mode, arg = sys.argv[1], sys.argv[2]
+    if mode in ("save", "load"):
+        return checkpoint(mode, arg)
+    dist.init_process_group("gloo")
+    for dtype_name in ("float64", "float32"):
+        train_and_compare(arg, dtype_name)
+    if arg == "mlp":
+        wrapper_and_mixed_precision()
+    dist.barrier()
+    print(f"rank {dist.get_rank()}: {CHECKS[0]} checks passed", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
