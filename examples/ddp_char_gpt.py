@@ -2,7 +2,7 @@
 
 Each rank draws its own batches (a generator seeded by the rank), the gradients are averaged
 across the ranks while backward runs, and every rank takes the same AdamW step; rank 0 logs,
-evaluates, saves the model's weights and samples. Start it with the launcher (torchrun's flags):
+saves the model's weights and samples. Start it with the launcher (torchrun's flags):
 
     python -m ember.distributed.run --nproc-per-node 2 examples/ddp_char_gpt.py --max-iters 100
     mpiexec -n 2 python examples/ddp_char_gpt.py                     # MPI's launcher works too

@@ -1,11 +1,14 @@
 """What the multi-process tests share: the mpiexec of the environment running the tests, a clean
-environment for the ranks, and the fixture that skips (saying why) only when no MPI job can start."""
+environment for the ranks, a free port for torch's rendezvous, and the fixture that skips (saying
+why) only when no MPI job can start."""
 from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -26,10 +29,26 @@ def mpiexec() -> str | None:
     return str(beside) if beside.exists() else shutil.which("mpiexec")
 
 
+def free_port() -> int:
+    """A port nothing listens on now, for torch's TCP rendezvous in the workers that compare with torch
+    (so concurrent runs do not collide)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def launch(n: int, *args: str, timeout: int = 120) -> subprocess.CompletedProcess:
     """`mpiexec -n N python ARGS...`, output captured."""
     return subprocess.run([mpiexec(), "-n", str(n), sys.executable, *args], capture_output=True, text=True,
                           timeout=timeout, env=RANK_ENV)
+
+
+def run_launcher(*args: str, timeout: int = 120, env: dict | None = None,
+                 launcher: str = "ember.distributed.run") -> tuple[subprocess.CompletedProcess, float]:
+    """`python -m ember.distributed.run ARGS` (or another launcher module), and the time it ended."""
+    result = subprocess.run([sys.executable, "-m", launcher, *args], capture_output=True, text=True,
+                            timeout=timeout, env=RANK_ENV if env is None else env)
+    return result, time.time()
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,7 @@ from .process_group import peer, resolve
 from .reduce_op import ReduceOp
 from .staging import Staged, check_same_dtype, check_tensor, check_world_multiple, concatenated
 from .work import launch
+from .fake import fake_aware
 
 __all__ = ["all_reduce", "reduce", "reduce_scatter_tensor", "reduce_scatter", "broadcast", "barrier"]
 
@@ -49,6 +50,7 @@ def prepare(op: str, group, tensors: dict, collective: bool = True):
     return pg
 
 
+@fake_aware
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     """Reduce `tensor` across the ranks of `group` with `op`; every rank gets the result in place."""
     pg = prepare("all_reduce", group, {"tensor": tensor})
@@ -61,6 +63,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
                   _finish_reduction(s, average, pg), async_op, [tensor])
 
 
+@fake_aware
 def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op: bool = False,
            group_dst: int | None = None):
     """Reduce `tensor` across the ranks of `group` into the destination rank's `tensor` (the other
@@ -78,6 +81,7 @@ def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op
                   _finish_reduction(s, average, pg), async_op, [tensor])
 
 
+@fake_aware
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: bool = False):  # noqa: A002
     """Reduce `input` (world_size equal chunks, flat order) across ranks; rank i gets the i-th
     reduced chunk in `output`."""
@@ -92,6 +96,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
                   _finish_reduction(out, average, pg), async_op, [output])
 
 
+@fake_aware
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bool = False):
     """Reduce `input_list` (one tensor per rank) across ranks; rank i gets the reduced i-th tensor in `output`."""
     pg = prepare("reduce_scatter", group, {"output": output})
@@ -113,6 +118,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
                   _finish_reduction(out, average, pg), async_op, [output])
 
 
+@fake_aware
 def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False, group_src: int | None = None):
     """Copy the source rank's `tensor` into `tensor` on every rank of `group`."""
     pg = prepare("broadcast", group, {"tensor": tensor})
@@ -124,6 +130,7 @@ def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False
     return launch("broadcast", pg, lambda: pg.comm.Ibcast(s.buf, root), done, async_op, [tensor])
 
 
+@fake_aware
 def barrier(group=None, async_op: bool = False, device_ids=None, timeout=None):
     """Wait until every rank of `group` has reached the barrier (with `timeout`, a timedelta, raise
     DistBackendError if some rank has not arrived by then)."""

@@ -10,6 +10,7 @@ from .collectives import prepare
 from .process_group import peer
 from .staging import Staged, check_same_dtype, check_tensor, check_world_multiple, concatenated, deliver
 from .work import launch
+from .fake import fake_aware
 
 __all__ = ["all_gather", "all_gather_into_tensor", "gather", "scatter", "all_to_all_single", "all_to_all"]
 
@@ -53,6 +54,7 @@ def _root_list(op: str, tensors, arg: str, role: str, pg, root: int, tensor) -> 
     return counts
 
 
+@fake_aware
 def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     """Every rank's `tensor`, into `tensor_list[i]` for rank i, on every rank (sizes may differ
     between ranks; each rank's `tensor_list` gives them)."""
@@ -69,6 +71,7 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
                   _deliver_all(tensor_list, recv, counts), async_op, tensor_list)
 
 
+@fake_aware
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bool = False):
     """Every rank's `input_tensor`, concatenated in rank order (flat order: stacked or catted along
     dim 0) into `output_tensor` on every rank."""
@@ -83,6 +86,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
                   [output_tensor])
 
 
+@fake_aware
 def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_op: bool = False,
            group_dst: int | None = None):
     """Every rank's `tensor` into `gather_list[i]` for rank i, on the destination rank only."""
@@ -99,6 +103,7 @@ def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_o
                   _deliver_all(gather_list, recv, counts), async_op, gather_list)
 
 
+@fake_aware
 def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async_op: bool = False,
             group_src: int | None = None):
     """The source rank's `scatter_list[i]` into `tensor` on rank i."""
@@ -128,6 +133,7 @@ def _splits(op: str, t, sizes, n: int, arg: str) -> list[int]:
     return [x * per_row for x in sizes]
 
 
+@fake_aware
 def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None,  # noqa: A002
                       async_op: bool = False):
     """Cut `input` along dim 0 into world_size pieces (by `input_split_sizes`, equal when None) and
@@ -145,6 +151,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
                   [output])
 
 
+@fake_aware
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool = False):
     """Send `input_tensor_list[i]` to rank i; `output_tensor_list[j]` receives rank j's piece."""
     pg = prepare("all_to_all", group, {})

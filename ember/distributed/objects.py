@@ -16,6 +16,7 @@ from . import engine
 from .collectives import prepare
 from .process_group import peer
 from .work import launch
+from .fake import fake_aware
 
 __all__ = ["broadcast_object_list", "all_gather_object", "gather_object", "scatter_object_list"]
 
@@ -55,6 +56,7 @@ def _gather_bytes(op: str, pg, data: np.ndarray, root: int | None) -> list[np.nd
     return [out[d:d + c] for c, d in zip(counts, displs)]
 
 
+@fake_aware
 def broadcast_object_list(object_list: list, src: int | None = None, group=None, device=None,
                           group_src: int | None = None) -> None:
     """Replace the items of `object_list` on every rank by the source rank's (lists of equal length)."""
@@ -75,6 +77,7 @@ def broadcast_object_list(object_list: list, src: int | None = None, group=None,
     object_list[:] = received
 
 
+@fake_aware
 def all_gather_object(object_list: list, obj, group=None) -> None:
     """Every rank's `obj`, into `object_list[i]` for rank i (a list of world_size items), on every rank."""
     pg = prepare("all_gather_object", group, {})
@@ -86,6 +89,7 @@ def all_gather_object(object_list: list, obj, group=None) -> None:
     object_list[:] = [_unpickled(b) for b in _gather_bytes("all_gather_object", pg, _pickled(obj), None)]
 
 
+@fake_aware
 def gather_object(obj, object_gather_list: list | None = None, dst: int | None = None, group=None,
                   group_dst: int | None = None) -> None:
     """Every rank's `obj` into `object_gather_list[i]` on the destination rank."""
@@ -101,6 +105,7 @@ def gather_object(obj, object_gather_list: list | None = None, dst: int | None =
         object_gather_list[:] = [_unpickled(b) for b in gathered]
 
 
+@fake_aware
 def scatter_object_list(scatter_object_output_list: list, scatter_object_input_list: list | None = None,
                         src: int | None = None, group=None, group_src: int | None = None) -> None:
     """The source rank's `scatter_object_input_list[i]` into `scatter_object_output_list[0]` on rank i."""

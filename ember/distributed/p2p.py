@@ -10,6 +10,7 @@ from .collectives import prepare
 from .process_group import peer
 from .staging import Staged
 from .work import launch
+from .fake import fake_aware
 
 __all__ = ["send", "recv", "isend", "irecv"]
 
@@ -38,6 +39,7 @@ def _start_recv(op: str, tensor, src, group, tag: int, group_src):
     return launch(op, pg, lambda: pg.comm.Irecv(out.buf, source, tag), out.commit, True, [tensor], collective=False)
 
 
+@fake_aware
 def send(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: int | None = None) -> None:
     """Send `tensor` to rank `dst`, returning once the buffer may be reused."""
     work = _start_send("send", tensor, dst, group, tag, group_dst)
@@ -45,6 +47,7 @@ def send(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: in
         work.wait()
 
 
+@fake_aware
 def recv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: int | None = None) -> int:
     """Receive a message from rank `src` (any rank when None) into `tensor`; returns the sender's
     global rank (-1 on a rank outside `group`)."""
@@ -55,11 +58,13 @@ def recv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: in
     return work.source_rank()
 
 
+@fake_aware
 def isend(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: int | None = None):
     """Start sending `tensor` to rank `dst`; returns the Work (don't change `tensor` before `wait()`)."""
     return _start_send("isend", tensor, dst, group, tag, group_dst)
 
 
+@fake_aware
 def irecv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: int | None = None):
     """Start receiving into `tensor` from rank `src` (any rank when None); returns the Work
     (`source_rank()` names the sender once done)."""

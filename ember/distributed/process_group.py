@@ -14,7 +14,8 @@ import warnings
 
 from . import engine
 from .errors import NOT_INITIALIZED
-from .health import Peers, listen_for_failures, note_clean_exit
+from .fake import ACTIVE as FAKE_ACTIVE, FakeComm
+from .health import job_peers, listen_for_failures, note_clean_exit, note_joining
 
 __all__ = ["Backend", "ProcessGroup", "GroupMember", "group", "init_process_group", "destroy_process_group",
            "is_initialized", "new_group", "get_rank", "get_world_size", "get_backend", "get_group_rank",
@@ -25,20 +26,22 @@ _INIT_SCHEMES = ("env://", "tcp://", "file://")
 
 
 class Backend(str):
-    """A backend name: 'mpi', 'gloo' (served by the MPI engine: ember's one engine for host tensors)
-    or 'nccl' (cuda tensors; not available yet)."""
+    """A backend name: 'mpi', 'gloo' (served by the MPI engine: ember's one engine for host tensors),
+    'nccl' (cuda tensors; not available yet) or 'fake' (one process standing for a rank of a job
+    that is not running, to size it on the meta device: see fake.py)."""
     UNDEFINED = "undefined"
     GLOO = "gloo"
     MPI = "mpi"
     NCCL = "nccl"
+    FAKE = "fake"
 
     def __new__(cls, name: str) -> "Backend":
         if not isinstance(name, str):
             raise ValueError(f"Backend name must be a string, but got: {name!r}")
         value = name.lower()
-        if value not in (cls.GLOO, cls.MPI, cls.NCCL):
-            raise ValueError(f"Unknown backend type {name!r}: ember.distributed has 'mpi', 'gloo' (served by MPI) "
-                             "and 'nccl'")
+        if value not in (cls.GLOO, cls.MPI, cls.NCCL, cls.FAKE):
+            raise ValueError(f"Unknown backend type {name!r}: ember.distributed has 'mpi', 'gloo' (served by MPI), "
+                             "'nccl' and 'fake'")
         return super().__new__(cls, value)
 
 
@@ -55,7 +58,8 @@ class ProcessGroup:
         self.debug_detail = debug_detail
         self.sequence = 0                   # collectives issued so far (fingerprints, progress table)
         self.index = index                  # creation order, the same on every rank (the progress table's column)
-        self.peers = peers                  # health.Peers of the job: who is dead, who is behind
+        self.peers = peers                  # health.Peers of the job: who is dead, who is behind (None: fake)
+        self.fake = backend == Backend.FAKE
 
     def rank(self) -> int:
         return self.comm.Get_rank()
@@ -140,27 +144,46 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
                          "rendezvous); leave store=None")
     if name == Backend.NCCL:
         raise RuntimeError(f"init_process_group: the 'nccl' backend is not available: {engine.nccl_unavailable_reason()}")
+    if name == Backend.FAKE:
+        return _init_fake(rank, world_size, timeout, group_name)
     debug_detail = _debug_detail()
+    run_dir = os.environ.get("EMBER_RUN_DIR")
+    if run_dir:
+        note_joining(run_dir)
     MPI = engine.mpi()
     world = MPI.COMM_WORLD
     _check_launch("world_size", world_size, "WORLD_SIZE", world.Get_size())
     _check_launch("rank", rank, "RANK", world.Get_rank())
     with engine.mpi_errors("init_process_group", world.Get_rank()):
         comm = world.Dup()
-        peers = Peers(MPI, comm)
+        peers = job_peers(MPI, comm)
     _created[0] = 1
     pg = ProcessGroup(comm, list(range(comm.Get_size())), name, timeout, group_name or "default_pg", debug_detail,
                       0, peers)
     listen_for_failures()
-    if os.environ.get("EMBER_RUN_DIR"):
-        note_clean_exit(os.environ["EMBER_RUN_DIR"], comm.Get_rank())
+    note_clean_exit(peers, run_dir)
     GroupMember.WORLD = pg
     _groups.append(pg)
 
 
+def _init_fake(rank: int, world_size: int, timeout, group_name: str) -> None:
+    """The default group of the 'fake' backend: this process as rank `rank` of `world_size`, no MPI."""
+    if world_size < 1 or not 0 <= rank < world_size:
+        raise ValueError(f"init_process_group('fake') needs world_size >= 1 and 0 <= rank < world_size, got rank "
+                         f"{rank} and world_size {world_size}")
+    _created[0] = 1
+    pg = ProcessGroup(FakeComm(rank, world_size), list(range(world_size)), Backend(Backend.FAKE), timeout,
+                      group_name or "default_pg", False, 0, None)
+    GroupMember.WORLD = pg
+    _groups.append(pg)
+    FAKE_ACTIVE[0] = True
+
+
 def destroy_process_group(group: ProcessGroup | None = None) -> None:
     """Free `group`'s communicator, or with no argument every group (after which
-    init_process_group may be called again; MPI itself stays up until the process exits)."""
+    init_process_group may be called again; MPI itself stays up until the process exits). Freeing
+    the default group marks this rank finished (see health.py), so a peer still waiting for it in
+    a collective it never entered raises instead of waiting for the timeout."""
     world = _world()
     if group is GroupMember.NON_GROUP_MEMBER:
         return
@@ -171,7 +194,9 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
         _groups.remove(pg)
         pg.comm.Free()
     if group is None or group is world:
-        world.peers.close()
+        if world.peers is not None:
+            world.peers.finish()
+        FAKE_ACTIVE[0] = False
         GroupMember.WORLD = None
 
 
@@ -204,6 +229,11 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     me = world.rank()
     if me not in ranks:
         return GroupMember.NON_GROUP_MEMBER
+    if world.fake:
+        pg = ProcessGroup(FakeComm(ranks.index(me), len(ranks)), ranks, name, timeout, f"group_{index}", False, index,
+                          None)
+        _groups.append(pg)
+        return pg
     with engine.mpi_errors("new_group", me):
         mpi_group = world.comm.Get_group().Incl(ranks)
         comm = world.comm.Create_group(mpi_group)

@@ -11,6 +11,11 @@ Why a parent process rather than exec: MPI's process manager (hydra) kills every
 job as soon as one dies by a signal, which would cut off the other ranks before they can report
 the failure (DistBackendError). Seen from hydra, this process never dies by a signal: a killed
 program becomes exit code 128 + signal, and hydra's own failure notice (SIGUSR1) is ignored here.
+A Ctrl-C that mpiexec passes on (SIGINT, SIGTERM) goes to this process's group: the program gets
+it once, directly, while this process lives on to write the status.
+
+The program also finds the run directory in $EMBER_RUN_DIR, where ember.distributed leaves its
+notes for the launcher (`rank-R.init`, `rank-R.ok`, `rank-R.broken`; see health.py).
 
     python rank_process.py RUN_DIR NPROC_PER_NODE -- program [args...]
 """
@@ -41,16 +46,21 @@ def _default_usr1() -> None:
     signal.signal(signal.SIGUSR1, signal.SIG_DFL)      # the program takes hydra's notice itself
 
 
+def _outlive(_sig, _frame) -> None:
+    """SIGINT and SIGTERM: mpiexec sends them to this process's group, the program included, which
+    takes them itself; this process waits to report how the program ended."""
+
+
 def main(argv: list[str]) -> int:
     run_dir, nproc_per_node, sep, *program = argv
     if sep != "--" or not program:
         print("usage: rank_process.py RUN_DIR NPROC_PER_NODE -- program [args...]", file=sys.stderr)
         return 2
     signal.signal(signal.SIGUSR1, signal.SIG_IGN)
+    for sig in (signal.SIGINT, signal.SIGTERM):     # not SIG_IGN, which the program would inherit
+        signal.signal(sig, _outlive)
     env = {**os.environ, **torchrun_environment(int(nproc_per_node)), "EMBER_RUN_DIR": run_dir}
     child = subprocess.Popen(program, env=env, close_fds=False, preexec_fn=_default_usr1)
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda s, _frame: child.send_signal(s))
     code = child.wait()
     status = {"rank": int(env["RANK"]), "pid": child.pid, "returncode": code, "ended": time.time(),
               "host": os.uname().nodename}

@@ -83,10 +83,7 @@ class Work:
             if now - start > limit:
                 raise self._broken(self._stalled(f"timed out after {limit:g} s"))
             if now >= next_health_check or FAILURE_REPORTED[0]:
-                dead = self._pg.peers.dead(p for p in self._pg.ranks if p != self._rank)
-                if dead:
-                    raise self._broken(self._stalled(
-                        f"{', '.join(self._pg.peers.describe(r) for r in dead)} exited before completing it", dead))
+                self._check_peers()
                 if FAILURE_REPORTED[0] and now - start > HEALTH_CHECK_AFTER:
                     raise self._broken(self._stalled("MPI's process manager reports that a process of the job "
                                                      "failed", ["?"]))
@@ -97,6 +94,22 @@ class Work:
                 time.sleep(pause)
                 pause = min(max(2 * pause, 2e-5), MAX_PAUSE)
         return True
+
+    def _check_peers(self) -> None:
+        """Raise DistBackendError when a peer this operation waits for will never take its part: a
+        collective's peer that finished without entering it (see health.py), or a peer whose process
+        is gone. A finished peer is named first: it is the cause when the others then fail."""
+        peers = self._pg.peers
+        others = [r for r in self._pg.ranks if r != self._rank]
+        finished = peers.finished_before(others, self._pg.index, self._seq) if self._collective else []
+        if finished:
+            raise self._broken(self._stalled(
+                f"{', '.join(peers.describe(r) for r in finished)} finished (its program ended or it destroyed the "
+                f"process group) without entering this collective (number {self._seq} on the group)", finished))
+        dead = peers.dead(others)
+        if dead:
+            raise self._broken(self._stalled(f"{', '.join(peers.describe(r) for r in dead)} exited before completing it",
+                                             dead))
 
     def _broken(self, message: str) -> DistBackendError:
         """The error to raise for a job that cannot continue (and the exit that follows, see health.py)."""

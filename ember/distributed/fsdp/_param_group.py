@@ -125,8 +125,8 @@ class ParamGroup:
         self.slot_of = {id(s.original): s for s in self.slots}
         self.gathered = False
         self.flat_grad: Tensor | None = None     # the unit's gradients, in the ranks' blocks, while backward fills them
-        self.pending = 0                         # gradients still to arrive in this backward pass
-        self.ready: set[int] = set()
+        self.pending = 0                         # hook calls still to come in this backward pass
+        self.ready: set[int] = set()             # parameters that got a gradient in it
         self.hooks = [s.original.register_post_accumulate_grad_hook(self._on_grad) for s in self.slots]
         self._free_originals()
         self._install(sharded=True)
@@ -198,14 +198,14 @@ class ParamGroup:
                                    device=self.device)
             queue_callback(self.finish_backward)
         s = self.slot_of[id(param)]
-        if id(param) not in self.ready:
+        self.pending -= 1
+        if param.grad is not None:                 # (the hook also runs for a None gradient: nothing to add)
             self.ready.add(id(param))
-            self.pending -= 1
-        with no_grad():
-            padded = zeros(self.world * s.block, s.row_numel, dtype=self.flat_grad.dtype, device=self.device)
-            padded[:s.rows].copy_(_rows_view(param.grad, s.rows))
-            self.flat_grad[:, s.offset:s.offset + s.block_numel].copy_(padded.view(self.world, s.block_numel))
-        param.grad = None
+            with no_grad():
+                padded = zeros(self.world * s.block, s.row_numel, dtype=self.flat_grad.dtype, device=self.device)
+                padded[:s.rows].copy_(_rows_view(param.grad, s.rows))
+                self.flat_grad[:, s.offset:s.offset + s.block_numel].add_(padded.view(self.world, s.block_numel))
+            param.grad = None
         if self.pending == 0:
             self.reduce_gradients()
 

@@ -168,11 +168,12 @@ def _needed(roots, targets: set) -> set:
 
 
 def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None, allow_unused=False,
-                 accumulate=True):
+                 accumulate=True, own_callbacks=True):
     """The engine: every node reachable from `tensors` runs once all its incoming gradients have
     arrived, the most recently recorded first, and sends its outputs on along its edges; a leaf's
     gradient is accumulated into `.grad` (or, for autograd.grad, captured for `inputs`, which the
-    call then returns) right after the node that completed it."""
+    call then returns) right after the node that completed it. Callbacks queued during the pass
+    (queue_callback) run at its end, or, without `own_callbacks`, at the end of the caller's pass."""
     tensors = list(tensors)
     for t in tensors:
         if t._ag is None:
@@ -196,7 +197,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     prev = set_grad_enabled_state(create_graph)
     outer_node = graph.RUNNING_NODE             # a backward inside a node (a hook's) restores it
     callbacks = _callback_stack()
-    callbacks.append([])            # queue_callback's list for this pass
+    if own_callbacks:
+        callbacks.append([])        # queue_callback's list for this pass
     # leaves whose gradients are all in run right after the node that completed them, not from the
     # heap: torch gives AccumulateGrad the highest priority (so `.grad` is filled, and a stolen
     # gradient's producer freed, as early as possible)
@@ -226,9 +228,11 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
                 ready_leaves.clear()
                 leaf_grads = None
         graph.RUNNING_NODE = outer_node
-        _drain(callbacks[-1])
+        if own_callbacks:
+            _drain(callbacks[-1])
     finally:
-        callbacks.pop()
+        if own_callbacks:
+            callbacks.pop()
         set_grad_enabled_state(prev)
         graph.RUNNING_NODE = outer_node
 
@@ -378,11 +382,9 @@ def _run_leaf(node: AccumulateGrad, grads: list, accumulate: bool, capture: dict
     if node.pre_hooks and -1 in node.pre_hooks:
         grads = _run_node_pre_hooks(node, grads)
     if accumulate:
-        if grads[0] is None:
-            return
-        if not _steal(var, grads):
+        if grads[0] is not None and not _steal(var, grads):
             node.apply(grads)
-        if ag is not None and ag.post_accumulate_hooks:
+        if ag is not None and ag.post_accumulate_hooks:     # torch calls them for a None gradient too
             run_post_accumulate_hooks(var)
 
 
@@ -512,7 +514,7 @@ def backward(tensors: Sequence, grad_tensors=None, retain_graph=None, create_gra
 def _accumulate_into_inputs(tensors, grad_tensors, retain_graph, create_graph, inputs) -> None:
     """backward(inputs=...): the gradients of `inputs` only, accumulated into their `.grad`."""
     grads = run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs, allow_unused=True,
-                         accumulate=False)
+                         accumulate=False, own_callbacks=False)
     for inp, g in zip(inputs, grads):
         if g is None:
             continue

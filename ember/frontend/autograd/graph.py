@@ -360,7 +360,8 @@ def run_post_accumulate_hooks(var) -> None:
     ag = None if var is None else var._ag
     if ag is not None and ag.post_accumulate_hooks:
         for hook in list(ag.post_accumulate_hooks):
-            hook(var)
+            if hook(var) is not None:
+                raise AutogradError("Tensor post accumulate grad hooks should return None.")
 
 
 def retain_grad(tensor) -> None:

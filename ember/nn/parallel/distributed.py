@@ -2,15 +2,17 @@
 while backward runs, so every replica takes the same optimizer step.
 
 Construction checks that every rank holds the same parameters (count and shapes), broadcasts the
-parameters and buffers from rank 0 and builds the gradient buckets (`reducer.py`). Each forward
-(with grad enabled, outside `no_sync()`) broadcasts the buffers again when `broadcast_buffers`,
-and prepares the reducer; the backward pass that follows all-reduces the gradients. Training
+parameters and buffers from rank 0 and builds the gradient buckets (`reducer.py`). A forward
+with grad enabled outside `no_sync()` prepares the reducer, and the backward pass that follows
+all-reduces the gradients. With `broadcast_buffers`, a forward first copies rank 0's buffers to
+every rank when the previous forward was such a synced one (the first forward always), as torch. Training
 with N processes on batches b_0..b_{N-1} thus equals training one process on their concatenation
 (for a loss that is a mean over equal per-rank batches), to floating-point rounding.
 """
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections import defaultdict
 
 from ember import distributed as dist
@@ -37,10 +39,12 @@ class DistributedDataParallel(Module):
     `bucket_cap_mb`: the gradient bucket size (the first bucket holds at most 1 MiB); `find_unused_parameters`:
     trace each forward's outputs to parameters it did not use (their gradient counts as zero);
     `gradient_as_bucket_view`: `.grad` tensors live in the buckets (no copy, less memory);
-    `broadcast_buffers`: rank 0's buffers are copied to every rank at each forward.
+    `broadcast_buffers`: rank 0's buffers are copied to every rank before a forward (see above);
+    `static_graph`: parameters never used count as unused, as with find_unused_parameters.
     `device_ids` and `output_device` are for a module on one accelerator ([index] or None); a cpu
-    or opencl module takes None. `last_backward_timeline()` tells when each bucket's all-reduce
-    started relative to the backward computation.
+    or opencl module takes None (or []). `mixed_precision`, `device_mesh` and the all-reduce delay
+    options are not supported (NotImplementedError). `last_backward_timeline()` tells when each
+    bucket's all-reduce started relative to the backward computation.
     """
 
     def __init__(self, module: Module, device_ids=None, output_device=None, dim: int = 0,
@@ -57,6 +61,12 @@ class DistributedDataParallel(Module):
             raise ValueError("DistributedDataParallel's input module must be on the same type of devices, but input "
                              f"module parameters locate in {sorted(str(d) for d in devices)}.")
         device = next(iter(devices)) if devices else None
+        for name, value in (("mixed_precision", mixed_precision), ("device_mesh", device_mesh),
+                            ("delay_all_reduce_named_params", delay_all_reduce_named_params),
+                            ("param_to_hook_all_reduce", param_to_hook_all_reduce)):
+            if value is not None:
+                raise NotImplementedError(f"DistributedDataParallel: {name} is not supported by ember's DDP")
+        device_ids = device_ids or None                 # [] means none, as torch takes it
         if device_ids is not None and (device is None or device.type in ("cpu", "meta", "opencl")):
             raise ValueError("DistributedDataParallel device_ids and output_device arguments only work with "
                              "single-device/multiple-device GPU modules or CPU modules, but got device_ids "
@@ -82,30 +92,32 @@ class DistributedDataParallel(Module):
         _verify_same_parameters(named, self.process_group)
         if init_sync:
             self._broadcast_from_rank0([p for _, p in module.named_parameters()] + list(module.buffers()))
+        # static_graph: the same parameters are used every iteration; those never used count as
+        # unused from the first backward on, as with find_unused_parameters
         self.reducer = Reducer(named, self.process_group, self.bucket_bytes_cap / (1024 * 1024),
-                               find_unused_parameters, gradient_as_bucket_view)
+                               find_unused_parameters or static_graph, gradient_as_bucket_view)
+        weakref.finalize(self, self.reducer.remove_hooks)     # a dropped wrapper leaves no hooks behind
 
     # ------------------------------------------------------------------ forward
     def forward(self, *inputs, **kwargs):
-        unfinished = self.reducer.unfinished_names()
-        if unfinished:
-            indices = [self.reducer.names.index(n) for n in unfinished]
-            raise RuntimeError(f"{_UNFINISHED}\nParameter indices which did not receive grad for rank "
-                               f"{dist.get_rank(self.process_group)}: {' '.join(map(str, indices))}\n"
-                               f"Parameters which did not receive grad for rank "
-                               f"{dist.get_rank(self.process_group)}: {', '.join(unfinished)}")
-        sync = is_grad_enabled() and self.require_backward_grad_sync
-        self.require_forward_param_sync = sync
-        if sync and self.broadcast_buffers:
+        grad_enabled = is_grad_enabled()
+        if grad_enabled and self.reducer.unfinished:
+            names = self.reducer.unfinished
+            indices = [self.reducer.names.index(n) for n in names]
+            rank = dist.get_rank(self.process_group)
+            raise RuntimeError(f"{_UNFINISHED}\nParameter indices which did not receive grad for rank {rank}: "
+                               f"{' '.join(map(str, indices))}\nParameters which did not receive grad for rank "
+                               f"{rank}: {', '.join(names)}")
+        # as torch: the previous forward decides whether this one first copies rank 0's buffers
+        if self.broadcast_buffers and self.require_forward_param_sync:
             buffers = list(self.module.buffers())
             if buffers:
                 self._broadcast_from_rank0(buffers)
         out = self.module(*inputs, **kwargs)
+        sync = grad_enabled and self.require_backward_grad_sync
+        self.require_forward_param_sync = sync
         if sync:
-            self.reducer.enabled = True
             self.reducer.prepare_for_backward(out)
-        else:
-            self.reducer.enabled = False
         return out
 
     @contextlib.contextmanager
@@ -145,9 +157,6 @@ class DistributedDataParallel(Module):
                 for t in members:
                     t.copy_(flat[offset:offset + t.numel()].view(t.shape))
                     offset += t.numel()
-
-    def __getstate__(self):
-        raise TypeError("DistributedDataParallel cannot be pickled: save `ddp.module.state_dict()` instead")
 
 
 def _flatten(tensors: list[Tensor]) -> Tensor:

@@ -21,6 +21,7 @@ backward computation) and when the reduction finished.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from ember import distributed as dist
@@ -31,11 +32,10 @@ from ember._generated.functions import zeros
 from ember.core.dtype import int32
 from ember.frontend.factories import tensor
 from ember.frontend.tensor import Tensor
-from ember.utils.pytree import tree_flatten
 
 __all__ = ["Reducer", "bucket_assignment", "FIRST_BUCKET_BYTES"]
 
-FIRST_BUCKET_BYTES = 1024 * 1024        # torch's dist._DEFAULT_FIRST_BUCKET_BYTES
+FIRST_BUCKET_BYTES = 1024 * 1024        # the size of torch's small bucket (dist._DEFAULT_FIRST_BUCKET_BYTES)
 
 
 def bucket_assignment(params: list[Tensor], cap_bytes: int, first_cap_bytes: int = FIRST_BUCKET_BYTES) -> list[list[int]]:
@@ -83,6 +83,7 @@ class Reducer:
                  find_unused_parameters: bool, gradient_as_bucket_view: bool) -> None:
         self.names = [n for n, _ in named_params]
         self.params = [p for _, p in named_params]
+        self.name_of = {id(p): n for n, p in named_params}
         self.group = process_group
         self.world_size = dist.get_world_size(process_group)
         self.find_unused = find_unused_parameters
@@ -97,8 +98,10 @@ class Reducer:
             self.buckets.append(bucket)
             for pos, p in enumerate(members):
                 self.slot[id(p)] = (bucket, pos)
-        self.enabled = True                 # False inside no_sync(): gradients only accumulate
-        self.unused: list[Tensor] = []      # parameters the last forward did not reach (find_unused)
+        self.expecting = False              # between a synced forward and the end of its backward
+        self.unused: list[Tensor] = []      # parameters the last synced forward did not reach (find_unused)
+        self.locally_used: set[int] = set() # parameters with a gradient since the last reduction (find_unused)
+        self.unfinished: list[str] = []     # parameters a finished backward left without gradient
         self.timeline: list[tuple[float, str]] = []
         self._reset()
         self.handles = [p.register_post_accumulate_grad_hook(self._on_grad_ready) for p in self.params]
@@ -108,56 +111,58 @@ class Reducer:
         self.in_backward = False
         self.next_to_launch = 0
         self.ready: set[int] = set()
-        self.locally_used: set[int] = set()
         self.start = 0.0
         for b in self.buckets:
             b.pending = len(b.params)
             b.work = None
 
     def prepare_for_backward(self, outputs) -> None:
-        """Called after each forward that will be followed by a synced backward: with
-        find_unused_parameters, find the parameters `outputs` do not depend on."""
+        """After a forward with grad enabled outside no_sync(): the backward that follows reduces. With
+        find_unused_parameters, the parameters `outputs` do not depend on count as ready from its
+        first gradient on."""
         self._reset()
+        self.expecting = True
         if self.find_unused:
-            reached = _leaves_reached(outputs)
+            reached = _leaves_reached([t._ag.grad_fn or t for t in find_tensors(outputs) if t._ag is not None])
             self.unused = [p for p in self.params if id(p) not in reached]
 
-    def unfinished_names(self) -> list[str]:
-        """Names of the parameters that did not get a gradient in a backward pass that started reducing."""
-        if not self.in_backward:
-            return []
-        return [n for n, p in zip(self.names, self.params) if id(p) not in self.ready]
-
     def _on_grad_ready(self, param: Tensor) -> None:
-        if not self.enabled:
-            return
-        if not self.in_backward:                 # the first gradient of this backward pass
+        """A parameter's gradient is accumulated (or was None): count it, and while a synced
+        backward runs, put it in its bucket."""
+        if self.find_unused and param.grad is not None:
+            self.locally_used.add(id(param))       # also inside no_sync(): used since the last reduction
+        if not self.expecting:
+            return                                  # no_sync(), or a backward no synced forward prepared
+        if not self.in_backward:                    # the first gradient of this backward pass
             self.in_backward = True
             self.start = time.perf_counter()
             self.timeline = []
             queue_callback(self._finalize)
             for p in self.unused:
-                self._mark_ready(p, used=False)
-        self._mark_ready(param, used=True)
+                self._mark_ready(p)
+        self._mark_ready(param)
 
-    def _mark_ready(self, param: Tensor, used: bool) -> None:
+    def _mark_ready(self, param: Tensor) -> None:
         key = id(param)
         if key in self.ready:
-            raise RuntimeError(f"DistributedDataParallel: parameter {self.names[self.params.index(param)]!r} got its "
-                               "gradient twice in one backward pass (a parameter used by two backward passes "
-                               "without an optimizer step in between needs no_sync() around the first)")
+            raise RuntimeError(f"DistributedDataParallel: parameter {self.name_of[id(param)]!r} was "
+                               "marked ready twice in one backward pass (is it reached twice by a reentrant "
+                               "backward?)")
         self.ready.add(key)
         bucket, pos = self.slot[key]
         view = bucket.views[pos]
+        grad = param.grad
         with no_grad():
-            if not used or param.grad is None:
-                view.zero_()
-            else:
-                self.locally_used.add(key)
-                if param.grad is not view:
-                    view.copy_(param.grad)
-                    if self.as_bucket_view:
-                        param.grad = view
+            if grad is None:
+                view.zero_()                        # unused here, or a None gradient: zero (as torch)
+            elif grad is not view:
+                if grad.dtype != view.dtype or grad.device != view.device:
+                    raise RuntimeError(f"DistributedDataParallel: the gradient of {self.name_of[id(param)]!r}"
+                                       f" is {grad.dtype} on {grad.device}, but its bucket holds {view.dtype} on "
+                                       f"{view.device}: change a module's dtype or device before wrapping it")
+                view.copy_(grad)
+                if self.as_bucket_view:
+                    param.grad = view
         bucket.pending -= 1
         if bucket.pending == 0:
             self._launch_ready()
@@ -183,8 +188,11 @@ class Reducer:
 
     def _finalize(self) -> None:
         """End of backward: wait for every bucket and hand the averaged gradients to `.grad`."""
+        self.expecting = False
         if self.next_to_launch < len(self.buckets):
-            return          # some parameter got no gradient: the next forward raises (as torch does)
+            # a parameter the backward never reached: the next forward raises, as torch's does
+            self.unfinished = [n for n, p in zip(self.names, self.params) if id(p) not in self.ready]
+            return
         globally_used = self._globally_used() if self.find_unused else None
         for bucket in self.buckets:
             bucket.work.wait()
@@ -199,6 +207,7 @@ class Reducer:
                         p.grad = view if self.as_bucket_view else view.clone()
                     else:
                         p.grad.copy_(view)
+        self.locally_used.clear()
         self._event("reduction finished")
         self.in_backward = False
 
@@ -213,20 +222,27 @@ class Reducer:
             h.remove()
 
 
-def _leaves_reached(outputs) -> set[int]:
-    """ids of the leaf tensors whose gradients the tensors in `outputs` (any nesting) depend on."""
-    stack = []
-    for t in tree_flatten(outputs)[0]:
-        if isinstance(t, Tensor) and t._ag is not None:
-            if t._ag.grad_fn is None:
-                stack.append(("leaf", t))
-            else:
-                stack.append(("node", t._ag.grad_fn))
+def find_tensors(value) -> list[Tensor]:
+    """The tensors in a forward's output: itself, or inside lists, tuples, dicts and dataclasses (as torch's DDP looks)."""
+    if isinstance(value, Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in find_tensors(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in find_tensors(v)]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [t for f in dataclasses.fields(value) for t in find_tensors(getattr(value, f.name))]
+    return []
+
+
+def _leaves_reached(roots) -> set[int]:
+    """ids of the leaf tensors reachable from `roots` (graph nodes, or leaf tensors themselves)."""
+    stack = list(roots)
     seen: set[int] = set()
     reached: set[int] = set()
     while stack:
-        kind, item = stack.pop()
-        if kind == "leaf":
+        item = stack.pop()
+        if isinstance(item, Tensor):
             reached.add(id(item))
             continue
         if id(item) in seen:
@@ -239,5 +255,5 @@ def _leaves_reached(outputs) -> set[int]:
             continue
         for edge in item.next_edges:
             if edge is not None:
-                stack.append(("node", edge[0]))
+                stack.append(edge[0])
     return reached
