@@ -555,9 +555,9 @@ def _guard_expr(positions: set[int], ks: list[int]) -> str:
 
 def _save_expr(slot: str, schema: FunctionSchema, arg_index: dict, return_index: dict) -> str:
     if slot == "a_result":
-        return "_save(outs[0], True, 0)"
+        return "_save(outs[0], True, 0, self)"
     if slot.startswith("a_result") and slot[8:].isdigit():        # result<k>: the k-th return (unnamed returns)
-        return f"_save(outs[{int(slot[8:])}], True, {int(slot[8:])})"
+        return f"_save(outs[{int(slot[8:])}], True, {int(slot[8:])}, self)"
     if slot.startswith("m_"):
         for name, i in arg_index.items():
             for attr in META_ATTRS:
@@ -570,7 +570,7 @@ def _save_expr(slot: str, schema: FunctionSchema, arg_index: dict, return_index:
         raise ValueError(slot)
     name = slot[2:]
     if name in return_index:
-        return f"_save(outs[{return_index[name]}], True, {return_index[name]})"
+        return f"_save(outs[{return_index[name]}], True, {return_index[name]}, self)"
     i = arg_index[name]
     if schema.arguments[i].type.elem_optional:       # Tensor?[] (index's indices): the tensors
         return f"[_save(t) for t in args[{i}]]"

@@ -230,7 +230,7 @@ class PowBackward0(Node):
             self.a_exponent = _save(args[1])
             self.a_self = _save(args[0])
         if needs[1]:
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
 
     def release(self):
         needs = self.needs
@@ -435,7 +435,7 @@ class ExpBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
 
     def release(self):
         needs = self.needs
@@ -493,7 +493,7 @@ class SqrtBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
 
     def release(self):
         needs = self.needs
@@ -522,7 +522,7 @@ class RsqrtBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
 
     def release(self):
         needs = self.needs
@@ -551,7 +551,7 @@ class TanhBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
 
     def release(self):
         needs = self.needs
@@ -580,7 +580,7 @@ class SigmoidBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
 
     def release(self):
         needs = self.needs
@@ -667,7 +667,7 @@ class ReciprocalBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
 
     def release(self):
         needs = self.needs
@@ -725,7 +725,7 @@ class Expm1Backward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
 
     def release(self):
         needs = self.needs
@@ -812,7 +812,7 @@ class Exp2Backward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
 
     def release(self):
         needs = self.needs
@@ -1073,7 +1073,7 @@ class TanBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
 
     def release(self):
         needs = self.needs
@@ -1329,7 +1329,7 @@ class HypotBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0] or needs[1]:
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
         if needs[0]:
             self.a_self = _save(args[0])
         if needs[1]:
@@ -1375,7 +1375,7 @@ class ReluBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
 
     def release(self):
         needs = self.needs
@@ -1433,7 +1433,7 @@ class AmaxBackward0(Node):
         if needs[0]:
             self.a_dim = args[1]
             self.a_keepdim = args[2]
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
             self.a_self = _save(args[0])
 
     def release(self):
@@ -1470,7 +1470,7 @@ class AminBackward0(Node):
         if needs[0]:
             self.a_dim = args[1]
             self.a_keepdim = args[2]
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
             self.a_self = _save(args[0])
 
     def release(self):
@@ -1506,7 +1506,7 @@ class MaxBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_dim = args[1]
-            self.a_indices = _save(outs[1], True, 1)
+            self.a_indices = _save(outs[1], True, 1, self)
             self.a_keepdim = args[2]
             self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
 
@@ -1541,7 +1541,7 @@ class MinBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_dim = args[1]
-            self.a_indices = _save(outs[1], True, 1)
+            self.a_indices = _save(outs[1], True, 1, self)
             self.a_keepdim = args[2]
             self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
 
@@ -1576,7 +1576,7 @@ class SoftmaxBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_dim = args[1]
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
 
     def release(self):
         needs = self.needs
@@ -1607,7 +1607,7 @@ class LogSoftmaxBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_dim = args[1]
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
 
     def release(self):
         needs = self.needs
@@ -2176,7 +2176,7 @@ class SortBackward0(Node):
         needs = self.needs
         if needs[0]:
             self.a_dim = args[2]
-            self.a_indices = _save(outs[1], True, 1)
+            self.a_indices = _save(outs[1], True, 1, self)
             self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
 
     def release(self):
@@ -2233,7 +2233,7 @@ class LogsumexpBackward0(Node):
         if needs[0]:
             self.a_dim = args[1]
             self.a_keepdim = args[2]
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
             self.a_self = _save(args[0])
 
     def release(self):
@@ -2306,7 +2306,7 @@ class StdBackward0(Node):
             self.a_correction = args[2]
             self.a_dim = args[1]
             self.a_keepdim = args[3]
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
             self.a_self = _save(args[0])
 
     def release(self):
@@ -2345,7 +2345,7 @@ class NormBackward0(Node):
             self.a_dim = args[2]
             self.a_keepdim = args[3]
             self.a_p = args[1]
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
             self.a_self = _save(args[0])
 
     def release(self):
@@ -2498,7 +2498,7 @@ class MaxPool2dWithIndicesBackward0(Node):
         if needs[0]:
             self.a_ceil_mode = args[5]
             self.a_dilation = args[4]
-            self.a_indices = _save(outs[1], True, 1)
+            self.a_indices = _save(outs[1], True, 1, self)
             self.a_kernel_size = args[1]
             self.a_padding = args[3]
             self.a_self = _save(args[0])
@@ -2613,8 +2613,8 @@ class NativeBatchNormBackward0(Node):
             self.a_input = _save(args[0])
             self.a_running_mean = _save(args[3])
             self.a_running_var = _save(args[4])
-            self.a_save_invstd = _save(outs[2], True, 2)
-            self.a_save_mean = _save(outs[1], True, 1)
+            self.a_save_invstd = _save(outs[2], True, 2, self)
+            self.a_save_mean = _save(outs[1], True, 1, self)
             self.a_training = args[5]
         if needs[0]:
             self.a_weight = _save(args[1])
@@ -2681,9 +2681,9 @@ class NativeLayerNormBackward0(Node):
         if needs[0] or needs[1] or needs[2]:
             self.a_bias = _save(args[3])
             self.a_input = _save(args[0])
-            self.a_mean = _save(outs[1], True, 1)
+            self.a_mean = _save(outs[1], True, 1, self)
             self.a_normalized_shape = args[1]
-            self.a_rstd = _save(outs[2], True, 2)
+            self.a_rstd = _save(outs[2], True, 2, self)
             self.a_weight = _save(args[2])
 
     def release(self):
@@ -2732,8 +2732,8 @@ class NativeGroupNormBackward0(Node):
             self.a_N = args[3]
             self.a_group = args[6]
             self.a_input = _save(args[0])
-            self.a_mean = _save(outs[1], True, 1)
-            self.a_rstd = _save(outs[2], True, 2)
+            self.a_mean = _save(outs[1], True, 1, self)
+            self.a_rstd = _save(outs[2], True, 2, self)
             self.a_weight = _save(args[1])
 
     def release(self):
@@ -3352,7 +3352,7 @@ class ErfinvBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
 
     def release(self):
         needs = self.needs
@@ -3699,7 +3699,7 @@ class ScaledDotProductAttentionFusedBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0] or needs[1] or needs[2]:
-            self.a_attn = _save(outs[1], True, 1)
+            self.a_attn = _save(outs[1], True, 1, self)
             self.a_key = _save(args[1])
             self.a_query = _save(args[0])
             self.a_scale = args[4]
@@ -3748,12 +3748,12 @@ class RnnLayerBackward0(Node):
             self.a_hx = _save(args[1])
             self.a_input = _save(args[0])
             self.a_mode = args[8]
-            self.a_output = _save(outs[0], True, 0)
+            self.a_output = _save(outs[0], True, 0, self)
             self.a_reverse = args[9]
             self.a_w_hh = _save(args[4])
             self.a_w_hr = _save(args[7])
             self.a_w_ih = _save(args[3])
-            self.a_workspace = _save(outs[3], True, 3)
+            self.a_workspace = _save(outs[3], True, 3, self)
 
     def release(self):
         needs = self.needs
@@ -3813,7 +3813,7 @@ class CrossEntropyIndicesBackward0(Node):
         if needs[0]:
             self.a_ignore_index = args[4]
             self.a_label_smoothing = args[5]
-            self.a_log_probs = _save(outs[1], True, 1)
+            self.a_log_probs = _save(outs[1], True, 1, self)
             self.a_reduction = args[3]
             self.a_target = _save(args[1])
             self.a_weight = _save(args[2])
@@ -3853,7 +3853,7 @@ class LinalgCholeskyExBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_L = _save(outs[0], True, 0)
+            self.a_L = _save(outs[0], True, 0, self)
             self.a_upper = args[1]
 
     def release(self):
@@ -3885,7 +3885,7 @@ class LinalgSolveTriangularBackward0(Node):
         needs = self.needs
         if needs[0] or needs[1]:
             self.a_left = args[3]
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
             self.a_self = _save(args[0])
             self.a_unitriangular = args[4]
             self.a_upper = args[2]
@@ -3925,7 +3925,7 @@ class CholeskySolveBackward0(Node):
         needs = self.needs
         if needs[0] or needs[1]:
             self.a_input2 = _save(args[1])
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
             self.a_upper = args[2]
 
     def release(self):
@@ -3960,7 +3960,7 @@ class StandardGammaBackward0(Node):
     def save(self, args, outs):
         needs = self.needs
         if needs[0]:
-            self.a_result = _save(outs[0], True, 0)
+            self.a_result = _save(outs[0], True, 0, self)
             self.a_self = _save(args[0])
 
     def release(self):
@@ -3997,7 +3997,7 @@ class MaxPool3dWithIndicesBackward0(Node):
             self.a_dilation = args[4]
             self.a_kernel_size = args[1]
             self.a_padding = args[3]
-            self.a_result1 = _save(outs[1], True, 1)
+            self.a_result1 = _save(outs[1], True, 1, self)
             self.a_self = _save(args[0])
             self.a_stride = args[2]
 

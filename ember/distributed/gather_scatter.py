@@ -1,6 +1,7 @@
 """The collectives that move distinct pieces between ranks: all_gather, all_gather_into_tensor,
 gather, scatter, all_to_all_single and all_to_all, on MPI's non-blocking (v-)operations, so
-pieces of different sizes are served too.
+pieces of different sizes are served too. On a group of the 'fake' backend (fake.py) a call makes
+its checks and stops there.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from .collectives import prepare
 from .process_group import peer
 from .staging import Staged, check_same_dtype, check_tensor, check_world_multiple, concatenated, deliver
 from .work import launch
-from .fake import fake_aware
+from .fake import completed
 
 __all__ = ["all_gather", "all_gather_into_tensor", "gather", "scatter", "all_to_all_single", "all_to_all"]
 
@@ -54,7 +55,6 @@ def _root_list(op: str, tensors, arg: str, role: str, pg, root: int, tensor) -> 
     return counts
 
 
-@fake_aware
 def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     """Every rank's `tensor`, into `tensor_list[i]` for rank i, on every rank (sizes may differ
     between ranks; each rank's `tensor_list` gives them)."""
@@ -65,13 +65,14 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     if counts[pg.rank()] != tensor.numel():
         raise ValueError(f"all_gather: tensor_list[{pg.rank()}] has {counts[pg.rank()]} elements but this rank's "
                          f"tensor has {tensor.numel()}")
+    if pg.fake:
+        return completed("all_gather", async_op, tensor_list)
     send = Staged(tensor, reduction=False).buf
     recv = np.empty(sum(counts), send.dtype)
     return launch("all_gather", pg, lambda: pg.comm.Iallgatherv(send, [recv, counts]),
                   _deliver_all(tensor_list, recv, counts), async_op, tensor_list)
 
 
-@fake_aware
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bool = False):
     """Every rank's `input_tensor`, concatenated in rank order (flat order: stacked or catted along
     dim 0) into `output_tensor` on every rank."""
@@ -80,13 +81,14 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
         return None
     check_same_dtype("all_gather_into_tensor", [output_tensor], input_tensor)
     check_world_multiple("all_gather_into_tensor", output_tensor, "output", input_tensor, "input", pg.size())
+    if pg.fake:
+        return completed("all_gather_into_tensor", async_op, [output_tensor])
     send = Staged(input_tensor, reduction=False).buf
     out = Staged(output_tensor, reduction=False, reads=False)
     return launch("all_gather_into_tensor", pg, lambda: pg.comm.Iallgather(send, out.buf), out.commit, async_op,
                   [output_tensor])
 
 
-@fake_aware
 def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_op: bool = False,
            group_dst: int | None = None):
     """Every rank's `tensor` into `gather_list[i]` for rank i, on the destination rank only."""
@@ -95,6 +97,8 @@ def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_o
         return None
     root = peer(pg, dst, group_dst, "gather")
     counts = _root_list("gather", gather_list, "gather_list", "destination", pg, root, tensor)
+    if pg.fake:
+        return completed("gather", async_op, gather_list or ())
     send = Staged(tensor, reduction=False).buf
     if counts is None:
         return launch("gather", pg, lambda: pg.comm.Igatherv(send, None, root), None, async_op)
@@ -103,7 +107,6 @@ def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_o
                   _deliver_all(gather_list, recv, counts), async_op, gather_list)
 
 
-@fake_aware
 def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async_op: bool = False,
             group_src: int | None = None):
     """The source rank's `scatter_list[i]` into `tensor` on rank i."""
@@ -112,6 +115,8 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async
         return None
     root = peer(pg, src, group_src, "scatter")
     counts = _root_list("scatter", scatter_list, "scatter_list", "source", pg, root, tensor)
+    if pg.fake:
+        return completed("scatter", async_op, [tensor])
     out = Staged(tensor, reduction=False, reads=False)
     send = None if counts is None else [concatenated(scatter_list), counts]
     return launch("scatter", pg, lambda: pg.comm.Iscatterv(send, out.buf, root), out.commit, async_op, [tensor])
@@ -133,7 +138,6 @@ def _splits(op: str, t, sizes, n: int, arg: str) -> list[int]:
     return [x * per_row for x in sizes]
 
 
-@fake_aware
 def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None,  # noqa: A002
                       async_op: bool = False):
     """Cut `input` along dim 0 into world_size pieces (by `input_split_sizes`, equal when None) and
@@ -144,6 +148,8 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     check_same_dtype("all_to_all_single", [output], input)
     send_counts = _splits("all_to_all_single", input, input_split_sizes, pg.size(), "input")
     recv_counts = _splits("all_to_all_single", output, output_split_sizes, pg.size(), "output")
+    if pg.fake:
+        return completed("all_to_all_single", async_op, [output])
     send = Staged(input, reduction=False).buf
     out = Staged(output, reduction=False, reads=False)
     return launch("all_to_all_single", pg,
@@ -151,7 +157,6 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
                   [output])
 
 
-@fake_aware
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool = False):
     """Send `input_tensor_list[i]` to rank i; `output_tensor_list[j]` receives rank j's piece."""
     pg = prepare("all_to_all", group, {})
@@ -162,6 +167,8 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool
     reference = input_tensor_list[0]
     send_counts = _check_list("all_to_all", input_tensor_list, "input_tensor_list", pg, reference)
     recv_counts = _check_list("all_to_all", output_tensor_list, "output_tensor_list", pg, reference)
+    if pg.fake:
+        return completed("all_to_all", async_op, output_tensor_list)
     send = concatenated(input_tensor_list)
     recv = np.empty(sum(recv_counts), send.dtype)
     return launch("all_to_all", pg, lambda: pg.comm.Ialltoallv([send, send_counts], [recv, recv_counts]),

@@ -221,6 +221,8 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     if sort_ranks:
         ranks = sorted(ranks)
     name = Backend(backend) if backend is not None else world.backend
+    if world.fake:
+        name = world.backend            # a fake world's groups are fake whatever backend they name
     if name == Backend.NCCL:
         raise RuntimeError(f"new_group: the 'nccl' backend is not available: {engine.nccl_unavailable_reason()}")
     timeout = _check_timeout(timeout) if timeout is not None else world.timeout

@@ -21,19 +21,23 @@ from ember.core.numpy_interop import to_numpy_dtype
 from ember.frontend.factories import from_numpy
 from ember.frontend.tensor import Tensor
 
-__all__ = ["check_tensor", "check_same_dtype", "check_world_multiple", "Staged", "deliver", "concatenated"]
+from .reduce_op import RedOpType
+
+__all__ = ["check_tensor", "check_same_dtype", "check_world_multiple", "reduction_category", "check_reduce_op",
+           "Staged", "deliver", "concatenated"]
 
 _NOT_SERVED = ("cuda", "meta")
 
 
 def check_tensor(op: str, t, arg: str, backend: str) -> None:
-    """torch's checks on a collective's tensor argument, and that the backend serves its device."""
+    """torch's checks on a collective's tensor argument, and that the backend serves its device (the
+    'fake' backend, which moves nothing, takes a tensor on any device, the meta device above all)."""
     if not isinstance(t, Tensor):
         raise TypeError(f"Invalid function argument. Expected parameter `{arg}` of type Tensor but got "
                         f"{type(t)} instead.")
     if t.is_sparse:
         raise RuntimeError(f"{op}: `{arg}` is a sparse tensor; the '{backend}' backend moves dense tensors only")
-    if t.device.type in _NOT_SERVED:
+    if t.device.type in _NOT_SERVED and backend != "fake":
         hint = "; use the 'nccl' backend for cuda tensors" if t.device.type == "cuda" else ""
         raise RuntimeError(f"{op}: the '{backend}' backend serves cpu tensors (and opencl tensors, staged through "
                            f"host memory), but `{arg}` is on {t.device}{hint}")
@@ -51,6 +55,29 @@ def check_world_multiple(op: str, whole, whole_name: str, piece, piece_name: str
     if whole.numel() != world_size * piece.numel():
         raise ValueError(f"{op}: {whole_name} tensor must be world_size ({world_size}) times the {piece_name} size, "
                          f"got {whole_name} {list(whole.shape)} and {piece_name} {list(piece.shape)}")
+
+
+def reduction_category(t: Tensor) -> str:
+    """How a reduction treats `t`'s values: 'bool' (logical), 'float', or 'int' (the bitwise ops too)."""
+    return "bool" if t.dtype.name == "bool" else "float" if t.is_floating_point() else "int"
+
+
+#: the reductions defined on bool tensors (SUM and MAX a logical or, PRODUCT and MIN a logical and)
+_BOOL_REDUCTIONS = (RedOpType.SUM, RedOpType.MAX, RedOpType.BOR, RedOpType.PRODUCT, RedOpType.MIN, RedOpType.BAND,
+                    RedOpType.BXOR)
+
+
+def check_reduce_op(op, op_name: str, tensor: Tensor) -> None:
+    """`op` must be a ReduceOp the engine serves on the values of `tensor` (see `reduction_category`)."""
+    category = reduction_category(tensor)
+    if not isinstance(op, RedOpType):
+        raise ValueError(f"{op_name}: op must be a ReduceOp (ReduceOp.SUM, ...), got {op!r}")
+    if op is RedOpType.PREMUL_SUM:
+        raise ValueError(f"{op_name}: ReduceOp.PREMUL_SUM is not supported by the MPI engine")
+    if category == "bool" and op not in _BOOL_REDUCTIONS:
+        raise ValueError(f"{op_name}: ReduceOp.{op.name} is not defined on bool tensors")
+    if category == "float" and op in (RedOpType.BAND, RedOpType.BOR, RedOpType.BXOR):
+        raise ValueError(f"{op_name}: ReduceOp.{op.name} needs an integer or bool tensor, got a floating-point one")
 
 
 def _wire(host_dtype: np.dtype, reduction: bool) -> np.dtype:
@@ -79,7 +106,7 @@ class Staged:
             host = np.empty(tuple(tensor.shape), to_numpy_dtype(tensor.dtype))
         wire = _wire(host.dtype, reduction)
         self.host = host
-        self.category = "bool" if host.dtype == np.bool_ else "float" if tensor.is_floating_point() else "int"
+        self.category = reduction_category(tensor)
         self.aliased = host.flags.c_contiguous and wire.itemsize == host.dtype.itemsize
         if self.aliased:
             self.buf = host.reshape(-1).view(wire)

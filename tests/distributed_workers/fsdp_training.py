@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
+
 import ember
 import ember.distributed as dist
 import ember.distributed.checkpoint as dcp
@@ -160,6 +162,129 @@ def wrapper_and_mixed_precision() -> None:
     check(later < first, f"bfloat16 training lowers the loss: {first} -> {later}")
 
 
+def _mlp(seed: int = 3):
+    ember.manual_seed(seed)
+    return nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 5), nn.Tanh(), nn.Linear(5, 3)).double()
+
+
+def _x(rank: int):
+    return ember.from_numpy(np.random.default_rng(50 + rank).standard_normal((3, 4)))
+
+
+def _reference_grads(freeze=(), backwards: int = 1) -> dict:
+    """One process's gradients of the averaged per-rank losses (what FSDP's shards must hold)."""
+    ref = _mlp()
+    for name in freeze:
+        ref.get_parameter(name).requires_grad_(False)
+    world = dist.get_world_size()
+    for _ in range(backwards):
+        for r in range(world):
+            (ref(_x(r)).pow(2).sum() / world).backward()
+    return {n: p.grad for n, p in ref.named_parameters()}
+
+
+def _check_shards(model, expected: dict, what: str) -> None:
+    rank = dist.get_rank()
+    for name, part in model.named_parameters():
+        want = expected[name]
+        if want is None:
+            check(part.grad is None, f"{what}: {name} should have no gradient")
+            continue
+        block = -(-want.shape[0] // dist.get_world_size())
+        rows = want[min(rank * block, want.shape[0]):min(rank * block + block, want.shape[0])]
+        close(part.grad.numpy(), rows.numpy(), 1e-12, f"{what}: {name}")
+
+
+def _sharded(reshard_after_forward: bool = True):
+    model = _mlp()
+    for i in (0, 2, 4):
+        fully_shard(model[i], reshard_after_forward=reshard_after_forward)
+    return fully_shard(model, reshard_after_forward=reshard_after_forward)
+
+
+def scenarios() -> None:
+    """Cases beyond plain training, each against one process's averaged gradients."""
+    from ember.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from ember.distributed.fsdp._param_group import UNSHARDED
+
+    rank = dist.get_rank()
+    loss = lambda m: m(_x(rank)).pow(2).sum()      # noqa: E731
+    # frozen before and after fully_shard
+    before = _mlp()
+    before[0].weight.requires_grad_(False)
+    for i in (0, 2, 4):
+        fully_shard(before[i])
+    fully_shard(before)
+    loss(before).backward()
+    _check_shards(before, _reference_grads(freeze=["0.weight"]), "frozen before fully_shard")
+    after = _sharded()
+    after[0].weight.requires_grad_(False)
+    loss(after).backward()
+    _check_shards(after, _reference_grads(freeze=["0.weight"]), "frozen after fully_shard")
+    # accumulation over two backward passes, parameters kept gathered after forward
+    kept = _sharded(reshard_after_forward=False)
+    seen = []
+    for _ in range(2):
+        out = kept(_x(rank))
+        out.register_hook(lambda g: seen.append(len(UNSHARDED)))
+        out.pow(2).sum().backward()
+    _check_shards(kept, _reference_grads(backwards=2), "two backward passes, reshard_after_forward=False")
+    check(not UNSHARDED and all(p.shape[0] <= 3 for p in kept.parameters()), "everything resharded after backward")
+    # a unit whose output is not used, kept gathered after forward: resharded by the end of backward
+    lazy = _sharded(reshard_after_forward=False)
+    lazy[0](_x(rank)).sum().backward()
+    check(not UNSHARDED, f"a unit unused by the loss stays gathered: {len(UNSHARDED)}")
+    # in backward, each unit is freed once its gradients are reduced (at most two gathered at a time)
+    deep = _sharded()
+    gathered = []
+
+    def count_in_backward(module, args, out) -> None:
+        out.register_hook(lambda g: gathered.append(len(UNSHARDED)))
+
+    for i in (1, 3):
+        deep[i].register_forward_hook(count_in_backward)
+    deep(_x(rank)).pow(2).sum().backward()
+    check(len(gathered) == 2 and max(gathered) <= 2, f"units gathered during backward: {gathered}")
+    # clip_grad_norm_ over shards equals one process's
+    clipped = _sharded()
+    loss(clipped).backward()
+    ref = _reference_grads()
+    total = nn.utils.clip_grad_norm_(clipped.parameters(), 0.01)
+    whole = float(sum((g * g).sum() for g in ref.values()) ** 0.5)
+    close(float(total), whole, 1e-12, "nn.utils.clip_grad_norm_ over shards")
+    # double backward through a unit, shared parameters, bad state dicts: clear errors
+    twice = _sharded()
+    x = _x(rank).requires_grad_()
+    try:
+        ember.autograd.grad(twice(x).pow(2).sum(), x, create_graph=True)
+    except RuntimeError as e:
+        check("create_graph" in str(e), str(e))
+    else:
+        check(False, "double backward through a unit should raise")
+    shared = _mlp()
+    fully_shard(shared)
+    try:
+        fully_shard(shared[0])
+    except ValueError as e:
+        check("already managed" in str(e), str(e))
+    else:
+        check(False, "fully_shard on a child after its parent should raise")
+    state = get_model_state_dict(_sharded())
+    del state["2.weight"]
+    try:
+        set_model_state_dict(_sharded(), state)
+    except RuntimeError as e:
+        check("2.weight" in str(e), str(e))
+    else:
+        check(False, "a strict load without a sharded key should raise")
+    # nested FSDP1 wrappers: the full state dict has every key, as the plain model's
+    nested = _mlp()
+    nested[2] = FSDP(nested[2])
+    nested = FSDP(nested)
+    keys = sorted(nested.state_dict())
+    check(keys == sorted(_mlp().state_dict()), f"nested wrappers' state dict keys: {keys}")
+
+
 def main() -> None:
     mode, arg = sys.argv[1], sys.argv[2]
     if mode in ("save", "load"):
@@ -169,6 +294,7 @@ def main() -> None:
         train_and_compare(arg, dtype_name)
     if arg == "mlp":
         wrapper_and_mixed_precision()
+        scenarios()
     dist.barrier()
     print(f"rank {dist.get_rank()}: {CHECKS[0]} checks passed", flush=True)
     dist.destroy_process_group()

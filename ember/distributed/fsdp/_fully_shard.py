@@ -19,7 +19,7 @@ units in the same order (the same model and control flow), as with torch's FSDP.
 from __future__ import annotations
 
 from ember import distributed as dist
-from ember.frontend.autograd.grad_mode import is_grad_enabled, no_grad
+from ember.frontend.autograd.grad_mode import is_grad_enabled
 from ember.frontend.autograd.graph import saved_tensors_hooks
 from ember.frontend.tensor import Tensor
 from ember.nn.modules.module import Module
@@ -62,34 +62,11 @@ class FSDPModule:
                 m._fsdp_reshard_after_forward = bool(reshard_after_forward)
 
     def clip_grad_norm_(self, max_norm: float, norm_type: float = 2.0) -> Tensor:
-        """Clip the gradients of all sharded parameters under this module by their total norm over
-        every rank (each rank holds a disjoint part, so the squares are summed across the group),
-        as FullyShardedDataParallel.clip_grad_norm_ does; returns the total norm."""
-        return clip_grad_norm_(list(self.parameters()), max_norm, norm_type, self._fsdp_process_group)
+        """`nn.utils.clip_grad_norm_` over this module's parameters (which sums the sharded ones' norms
+        across their group, so every rank clips by the same total norm); returns the total norm."""
+        from ember.nn.utils.clip_grad import clip_grad_norm_
 
-
-def clip_grad_norm_(parameters, max_norm: float, norm_type: float, group) -> Tensor:
-    from ember._generated.functions import stack, zeros
-
-    grads = [p.grad for p in parameters if p.grad is not None]
-    norm_type = float(norm_type)
-    with no_grad():
-        if not grads:
-            total = zeros(())
-        elif norm_type == float("inf"):
-            local = stack([g.abs().max() if g.numel() else zeros((), dtype=g.dtype) for g in grads]).max()
-            total = local.clone()
-            dist.all_reduce(total, op=dist.ReduceOp.MAX, group=group)
-        else:
-            local = stack([g.abs().pow(norm_type).sum() for g in grads]).sum()
-            total = local.clone()
-            dist.all_reduce(total, group=group)
-            total = total.pow(1.0 / norm_type)
-        coef = max_norm / (float(total) + 1e-6)
-        if coef < 1:
-            for g in grads:
-                g.mul_(coef)
-    return total
+        return clip_grad_norm_(list(self.parameters()), max_norm, norm_type)
 
 
 _FSDP_CLASSES: dict[type, type] = {}
@@ -113,6 +90,10 @@ def _managed_parameters(module: Module) -> list[tuple[str, object, list]]:
         for attr, p in m._parameters.items():
             if p is None:
                 continue
+            if p.__dict__.get("_fsdp_managed"):
+                raise ValueError(f"fully_shard: {prefix + attr!r} is already managed by another fully_shard unit "
+                                 "(a parameter shared between units, or fully_shard called on a parent before "
+                                 "its children): call fully_shard on the blocks first, then on the root")
             if id(p) not in found:
                 found[id(p)] = (prefix + attr, p, [])
                 order.append(id(p))

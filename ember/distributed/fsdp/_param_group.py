@@ -4,7 +4,8 @@ Layout (torch's FSDP2): each parameter is split along its first dimension into N
 ceil(rows / N) rows (the last ones padded), and rank r keeps block r as the *sharded parameter*
 the optimizer steps: the same number of dimensions as the original, so code that groups
 parameters by `p.dim()` or by name still works, and every elementwise update on the shards
-equals the unsharded one. A 0-d parameter is treated as one row (rank 0 holds it).
+equals the unsharded one. A 0-d parameter is treated as one row: its shard is 1-d, (1,) on rank 0
+and (0,) elsewhere.
 
 * `unshard()`: the unit's blocks, padded and laid end to end, travel in one all-gather; each
   original parameter object is then given its whole value again (`.data`) and is what the
@@ -16,7 +17,9 @@ equals the unsharded one. A 0-d parameter is treated as one row (rank 0 holds it
 * Gradients: a post-accumulate-grad hook on each original parameter copies its gradient, cut into
   the ranks' row blocks, into a flat buffer; once every parameter of the unit that needs one has
   its gradient, one reduce-scatter (average) leaves this rank's blocks, which are added into the
-  sharded parameters' `.grad`. The full gradients are dropped right away.
+  sharded parameters' `.grad`; the full gradients are dropped and the unit is resharded right away.
+  Which originals need a gradient follows the sharded parameters' `requires_grad`, so freezing
+  works before and after fully_shard.
 """
 from __future__ import annotations
 
@@ -24,8 +27,8 @@ from dataclasses import dataclass
 
 from ember import distributed as dist
 from ember._generated.functions import as_strided, empty, zeros
-from ember.frontend.autograd.engine import queue_callback
-from ember.frontend.autograd.grad_mode import no_grad
+from ember.frontend.autograd.engine import queue_callback, queue_callback_once
+from ember.frontend.autograd.grad_mode import is_grad_enabled, no_grad
 from ember.frontend.tensor import Tensor
 from ember.nn.parameter import Parameter
 
@@ -33,6 +36,17 @@ __all__ = ["ParamGroup", "ParamSlot", "MixedPrecisionPolicy", "UNSHARDED", "pack
 
 #: the groups whose parameters are gathered now (the saved-tensor hooks look for their buffers)
 UNSHARDED: list["ParamGroup"] = []
+
+
+def _queue_end_of_backward() -> None:
+    """Once per backward pass: at its end, free every unit still gathered (a unit regathered for
+    backward whose parameters got no gradient, or one that kept its parameters after forward)."""
+    queue_callback_once("fsdp: reshard all", _reshard_all)
+
+
+def _reshard_all() -> None:
+    for group in list(UNSHARDED):
+        group.reshard()
 
 
 def pack_saved(t: Tensor):
@@ -119,6 +133,8 @@ class ParamGroup:
                 else:
                     mine = mine.reshape(-1)
             slot.sharded = Parameter(mine, requires_grad=p.requires_grad)
+            p._fsdp_managed = slot.sharded._fsdp_managed = True     # another unit must not take them
+            slot.sharded._fsdp_shard_group = group                   # clip_grad_norm_ sums over the group
             self.slots.append(slot)
             offset += slot.block_numel
         self.part = offset                       # elements of one rank's part of the flat buffer
@@ -127,14 +143,25 @@ class ParamGroup:
         self.flat_grad: Tensor | None = None     # the unit's gradients, in the ranks' blocks, while backward fills them
         self.pending = 0                         # hook calls still to come in this backward pass
         self.ready: set[int] = set()             # parameters that got a gradient in it
-        self.hooks = [s.original.register_post_accumulate_grad_hook(self._on_grad) for s in self.slots]
+        self.hooks: dict[int, object] = {}        # id(original) -> its post-accumulate-grad hook
         self._free_originals()
         self._install(sharded=True)
 
     # ------------------------------------------------------------------ gather / release
+    def _sync_requires_grad(self) -> None:
+        """The originals need a gradient exactly when the sharded parameters the user sees do (freezing a
+        sharded parameter freezes the unit's view of it); each one that does gets the gradient hook."""
+        for s in self.slots:
+            wanted = s.sharded.requires_grad
+            if s.original.requires_grad != wanted:
+                s.original.requires_grad_(wanted)
+            if wanted and id(s.original) not in self.hooks:
+                self.hooks[id(s.original)] = s.original.register_post_accumulate_grad_hook(self._on_grad)
+
     def unshard(self, install: bool = True) -> None:
         """Gather the whole parameters (in the policy's param_dtype) and, with `install`, show them to
         the modules (backward only needs their values)."""
+        self._sync_requires_grad()
         if not self.gathered:
             dtype = self.mp.param_dtype or self.dtype
             with no_grad():
@@ -182,12 +209,17 @@ class ParamGroup:
 
     def unpack(self, index: int, shape, stride, offset) -> Tensor:
         """A saved view of a gathered parameter, gathering the unit again if it was freed since."""
+        if is_grad_enabled():
+            raise RuntimeError("fully_shard: a backward pass that records a graph (create_graph=True, double "
+                               "backward) through a sharded unit's parameters is not supported")
         if not self.gathered:
             self.unshard(install=False)
+        _queue_end_of_backward()
         return as_strided(self.slots[index].original.detach(), shape, stride, offset)
 
     # ------------------------------------------------------------------ gradients
     def prepare_backward(self) -> None:
+        self._sync_requires_grad()
         self.ready = set()
         self.pending = sum(1 for s in self.slots if s.original.requires_grad)
         self.flat_grad = None
@@ -197,6 +229,7 @@ class ParamGroup:
             self.flat_grad = zeros(self.world, self.part, dtype=self.mp.reduce_dtype or param.grad.dtype,
                                    device=self.device)
             queue_callback(self.finish_backward)
+            _queue_end_of_backward()
         s = self.slot_of[id(param)]
         self.pending -= 1
         if param.grad is not None:                 # (the hook also runs for a None gradient: nothing to add)
@@ -225,6 +258,7 @@ class ParamGroup:
                 else:
                     s.sharded.grad.add_(g)
         self.flat_grad = None
+        self.reshard()          # its backward is done: free what it gathered (gathered again if still needed)
 
     def finish_backward(self) -> None:
         """End of backward: a unit some of whose parameters got no gradient reduces what it has, and

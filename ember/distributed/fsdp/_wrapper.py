@@ -52,11 +52,15 @@ class ShardedStateDictConfig:
 @dataclass
 class MixedPrecision:
     """torch's FSDP1 mixed precision: parameters gathered in `param_dtype`, gradients reduced in
-    `reduce_dtype` (buffers stay as they are: `buffer_dtype` is not applied)."""
+    `reduce_dtype`; the root's floating-point inputs cast to param_dtype (`cast_root_forward_inputs`),
+    other units' only with `cast_forward_inputs` (buffers stay as they are: `buffer_dtype` is not
+    applied)."""
     param_dtype: object = None
     reduce_dtype: object = None
     buffer_dtype: object = None
+    keep_low_precision_grads: bool = False
     cast_forward_inputs: bool = False
+    cast_root_forward_inputs: bool = True
 
 
 class ModuleWrapPolicy:
@@ -109,20 +113,23 @@ class FullyShardedDataParallel(Module):
             with no_grad():
                 for t in list(module.parameters()) + list(module.buffers()):
                     dist.broadcast(t.detach(), src=dist.get_global_rank(group, 0), group=group)
-        mp = MixedPrecisionPolicy()
+        mp = root_mp = MixedPrecisionPolicy()
         if mixed_precision is not None:
             mp = MixedPrecisionPolicy(param_dtype=mixed_precision.param_dtype,
                                       reduce_dtype=mixed_precision.reduce_dtype,
                                       cast_forward_inputs=mixed_precision.cast_forward_inputs)
+            root_mp = MixedPrecisionPolicy(param_dtype=mixed_precision.param_dtype,
+                                           reduce_dtype=mixed_precision.reduce_dtype,
+                                           cast_forward_inputs=mixed_precision.cast_root_forward_inputs)
         ignored = [p for m in (ignored_modules or ()) for p in m.parameters()]
 
-        def wrap(m: Module) -> None:
+        def wrap(m: Module, policy: MixedPrecisionPolicy = mp) -> None:
             fully_shard(m, mesh=group, reshard_after_forward=strategy is ShardingStrategy.FULL_SHARD,
-                        mp_policy=mp, ignored_params=ignored)
+                        mp_policy=policy, ignored_params=ignored)
 
         if auto_wrap_policy is not None:
             _wrap_children(module, auto_wrap_policy, wrap)
-        wrap(module)
+        wrap(module, root_mp)
         self._fsdp_wrapped_module = module
 
     @property
@@ -159,14 +166,26 @@ class FullyShardedDataParallel(Module):
                     else:
                         setattr(m, attr, value)
 
-    def state_dict(self, *args, **kwargs):
+    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
+        """The wrapped module's state under its own names (FSDP1 drops the wrapper from them), after
+        `prefix`, into `destination` when given (a parent module's state_dict passes both)."""
+        from collections import OrderedDict
+
         from ember.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
 
+        if args:           # torch's deprecated positional form: (destination, prefix, keep_vars)
+            destination = args[0] if len(args) > 0 else destination
+            prefix = args[1] if len(args) > 1 else prefix
         config = self.__dict__.get("_state_dict_config")
         full = self._state_dict_type is StateDictType.FULL_STATE_DICT
         rank0_only = bool(getattr(config, "rank0_only", False))
-        return get_model_state_dict(self._fsdp_wrapped_module,
-                                    options=StateDictOptions(full_state_dict=full, cpu_offload=full and rank0_only))
+        state = get_model_state_dict(self._fsdp_wrapped_module,
+                                     options=StateDictOptions(full_state_dict=full, cpu_offload=full and rank0_only))
+        if destination is None:
+            destination = OrderedDict()
+        for key, value in state.items():
+            destination[prefix + key] = value
+        return destination
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         from ember.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict

@@ -205,6 +205,10 @@ class ZeroRedundancyOptimizer(Optimizer):
     def consolidate_state_dict(self, to: int = 0) -> None:
         """Gather every rank's local optimizer state (copied to the cpu) onto group rank `to`, for its
         `state_dict()`. Call it on all ranks."""
+        pg = self.process_group if self.process_group is not None else dist.GroupMember.WORLD
+        if getattr(pg, "fake", False):
+            raise RuntimeError("consolidate_state_dict: on the 'fake' backend the other ranks' optimizer state does "
+                               "not exist (the fake backend sizes one rank; it moves no data)")
         _copy_hyperparameters(self.param_groups, self.optim.param_groups)
         gathered = [None] * self.world_size if self.rank == to else None
         dist.gather_object(_to_cpu(self.optim.state_dict()), gathered, group=self.process_group, group_dst=to)

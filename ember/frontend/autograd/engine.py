@@ -8,6 +8,7 @@ own graph is recorded (higher-order gradients).
 """
 from __future__ import annotations
 
+import functools
 import heapq
 import threading
 import sys
@@ -488,6 +489,19 @@ def queue_callback(callback) -> None:
     if not stack:
         raise RuntimeError("queue_callback: final callbacks can only be installed during a backward pass")
     stack[-1].append(callback)
+
+
+def queue_callback_once(key, callback) -> None:
+    """queue_callback, unless a callback with the same `key` is already queued for this pass (several
+    hooks of one pass asking for the same end-of-pass work)."""
+    stack = _callback_stack()
+    if not stack:
+        raise RuntimeError("queue_callback: final callbacks can only be installed during a backward pass")
+    if any(getattr(c, "once_key", None) == key for c in stack[-1]):
+        return
+    entry = functools.partial(callback)
+    entry.once_key = key
+    stack[-1].append(entry)
 
 
 def backward(tensors: Sequence, grad_tensors=None, retain_graph=None, create_graph: bool = False,

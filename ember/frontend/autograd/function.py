@@ -35,7 +35,7 @@ class FunctionCtx:
             if t is not None and not isinstance(t, Tensor):
                 raise ArgumentTypeError(f"save_for_backward can only save variables, but argument {i} is of type "
                                         f"{type(t).__name__}")
-        self._saved = tuple(pack(t) for t in tensors)
+        self._to_save = tensors        # packed by Function.apply once the outputs have their grad_fn, as torch does
 
     @property
     def saved_tensors(self) -> tuple:
@@ -151,4 +151,16 @@ class Function(metaclass=_FunctionMeta):
                 o._ag = AutogradMeta(node, k)
                 o._keys |= K.AUTOGRAD
             result.append(o)
+        to_save = node.__dict__.pop("_to_save", None)
+        if to_save is not None:
+            node._saved = tuple(_pack_saved(t, node, result) for t in to_save)
         return result[0] if single else tuple(result)
+
+
+def _pack_saved(t, node, outputs):
+    """What `node` keeps of a tensor given to save_for_backward: one of its own differentiable outputs is
+    saved as such (no reference cycle; it gets its grad_fn back when unpacked)."""
+    for k, o in enumerate(outputs):
+        if t is o and o._ag is not None and o._ag.grad_fn is node:
+            return pack(t, True, k, node)
+    return pack(t)

@@ -12,7 +12,7 @@ import threading
 import weakref
 
 from ember.dispatcher import keys as K
-from ember.dispatcher.state import STATE
+from ember.dispatcher.state import STATE, set_grad_enabled_state
 from ember.core.errors import AutogradError
 from ember.frontend.tensor import AutogradMeta, Tensor as _Tensor
 
@@ -186,9 +186,11 @@ class SavedTensor:
 
     Outputs of the node itself are stored without their grad_fn (to avoid a reference
     cycle) and get it back on unpacking, so higher-order gradients through `result` work.
+    Under saved_tensors_hooks, `tensor` is what the pack hook made and `edge` is where the
+    saved tensor's gradient flowed (see `pack`), which the unpacked tensor takes.
     """
 
-    __slots__ = ("tensor", "version", "output_nr", "is_output", "unpack_hook")
+    __slots__ = ("tensor", "version", "output_nr", "is_output", "unpack_hook", "edge")
 
     # made by `pack` (no __init__: a tensor saved per recorded op would pay a second Python frame)
 
@@ -223,17 +225,28 @@ class SavedTensor:
             return out
         return t
 
-
     def _unpack_hooked(self, node, graph_output: bool):
+        """What the unpack hook returns, as torch hands it back: with the autograd identity of the tensor
+        that was saved (a node's output: the node; an input: its grad_fn, or its leaf's accumulator), so
+        higher-order gradients flow through it; a formula's values only, outside create_graph."""
         t = self.unpack_hook(self.tensor)
         if not isinstance(t, _Tensor):
-            raise TypeError(f"saved_tensors_hooks: the unpack hook must return a Tensor, got {type(t).__name__}")
-        if self.is_output and (graph_output or STATE.grad_enabled):
-            out = t.detach()
-            out._ag = AutogradMeta(node, self.output_nr)
-            out._keys |= K.AUTOGRAD
-            return out
-        return t
+            raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
+                            f"{type(t).__name__}")
+        if not (graph_output or STATE.grad_enabled):
+            return t
+        edge = self.edge
+        if edge is None:                        # saved without history
+            return t.detach() if t._ag is not None else t
+        out = t.detach()
+        fn, nr = (node, self.output_nr) if edge is _NODE_ITSELF else edge
+        if fn.__class__ is AccumulateGrad:      # a leaf: the unpacked tensor stands for it
+            out._ag = fn.ag
+            out.__dict__["_grad_accumulator"] = fn
+        else:
+            out._ag = AutogradMeta(fn, nr)
+        out._keys |= K.AUTOGRAD
+        return out
 
 
 #: what a released slot of a generated node holds: unpacking it raises the error above (a second
@@ -244,6 +257,10 @@ FREED.version = 0
 FREED.is_output = False
 FREED.output_nr = 0
 FREED.unpack_hook = None
+FREED.edge = None
+
+#: a hooked SavedTensor's `edge` for a differentiable output of its own node (which it does not hold: no cycle)
+_NODE_ITSELF = ("node", 0)
 
 #: torch.autograd.graph.saved_tensors_hooks: per thread, a stack of (pack_hook, unpack_hook); None while
 #: no thread has any, so saving a tensor costs one test when none are in use
@@ -255,9 +272,11 @@ class saved_tensors_hooks:      # noqa: N801 (torch's name)
     """Within the block, every tensor saved for backward is replaced by `pack_hook(tensor)` (any
     object) and restored by `unpack_hook(packed)` when backward needs it: offloading activations,
     recomputing them, or (FullyShardedDataParallel) keeping a sharded parameter's gathered copy
-    out of the graph. The innermost block's hooks apply, per thread, as in torch. A pack hook
-    that returns the tensor itself leaves it saved as usual (with its in-place modification check;
-    the unpack hook is then not called)."""
+    out of the graph. The innermost block's hooks apply, per thread, as in torch. As in torch, the
+    pack hook runs with grad mode off and gets the tensor itself (a node's output already with its
+    grad_fn) and must not modify it in place; the unpacked tensor has the saved one's place in the
+    graph, so double backward works through it. A pack hook that returns the tensor itself leaves
+    it saved as usual (with its in-place modification check; the unpack hook is then not called)."""
 
     def __init__(self, pack_hook, unpack_hook) -> None:
         self.pack_hook = pack_hook
@@ -283,7 +302,7 @@ class saved_tensors_hooks:      # noqa: N801 (torch's name)
             PACK_HOOKS = hooks or None
 
 
-def pack(value, is_output: bool = False, output_nr: int = 0):
+def pack(value, is_output: bool = False, output_nr: int = 0, node=None):
     """What a node keeps of a value its formulas read: a tensor as a SavedTensor (its version noted
     for the in-place check; an output of the node itself stored without its grad_fn, so the node and
     its output form no reference cycle), anything else (None, a number) as it is."""
@@ -296,17 +315,68 @@ def pack(value, is_output: bool = False, output_nr: int = 0):
     saved.unpack_hook = None
     if PACK_HOOKS is not None:
         hooks = PACK_HOOKS.get(threading.get_ident())
-        if hooks:
-            pack_hook, unpack_hook = hooks[-1]
-            packed = pack_hook(value)
-            if packed is not value:
-                saved.tensor = packed
-                saved.unpack_hook = unpack_hook
-                return saved
+        if hooks and _pack_hooked(saved, value, hooks[-1], node):
+            return saved
     saved.tensor = value.detach() if is_output else value
     if SAVE_HOOK is not None:           # ember.memory.track: activations saved for backward
         SAVE_HOOK(value._storage)
     return saved
+
+
+def _pack_hooked(saved: SavedTensor, value, hooks, node) -> bool:
+    """Run the innermost pack hook on `value` as torch does (grad mode off, `value` as it is in the
+    graph, no in-place change allowed) and, unless it returned `value` itself, keep its result in
+    `saved` with the unpack hook and where `value`'s gradient flows. Whether it did."""
+    pack_hook, unpack_hook = hooks
+    own = _as_output_of(node, value, saved.output_nr) if saved.is_output and value._ag is None else None
+    differentiable = value._ag is not None
+    prev = set_grad_enabled_state(False)
+    try:
+        packed = pack_hook(value)
+    finally:
+        set_grad_enabled_state(prev)
+        if own is not None:
+            value._ag, value._keys = own
+    if value._storage.version != saved.version:
+        raise AutogradError("A saved tensor pack hook is modifying its input in place. Tensors provided as input to "
+                            "pack hook cannot be modified by in-place operations as this can lead to unexpected "
+                            "side-effects. Please open an issue if you need to perform in-place operations on the "
+                            "input to a pack hook.")
+    if packed is value:
+        return False
+    saved.tensor = packed
+    saved.unpack_hook = unpack_hook
+    if not differentiable:
+        saved.edge = None
+    else:
+        saved.edge = _NODE_ITSELF if saved.is_output else edge_of(value)
+    return True
+
+
+_FIRST_OUTPUT_ONLY: dict = {}       # node class -> whether its op gives only output 0 a grad_fn
+
+
+def _as_output_of(node, value, output_nr: int):
+    """Give `value`, output `output_nr` of `node` (which is saving it), the grad_fn the node's recorder
+    attaches just after, so the pack hook sees the output as torch's does. Returns what to restore
+    afterwards (None when the output gets no grad_fn: not floating-point, or not the first of an op
+    whose other outputs are not differentiable)."""
+    if not isinstance(node, Node) or not value._dtype.is_floating_point:
+        return None
+    if output_nr:
+        cls = type(node)
+        first_only = _FIRST_OUTPUT_ONLY.get(cls)
+        if first_only is None:
+            from ember.dispatcher.operator import ALL_OPS
+
+            first_only = _FIRST_OUTPUT_ONLY[cls] = any(op.first_output_only for op in list(ALL_OPS.values())
+                                                       if op.backward_cls is cls)
+        if first_only:
+            return None
+    own = (value._ag, value._keys)
+    value._ag = AutogradMeta(node, output_nr)
+    value._keys |= K.AUTOGRAD
+    return own
 
 
 class _RemovableHandle:

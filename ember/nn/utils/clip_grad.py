@@ -51,15 +51,45 @@ def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm
                     error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
     """Rescale the gradients in place so that their total `norm_type`-norm is at most `max_norm`.
 
-    Returns the total norm before clipping (a 0-d tensor). `foreach` is accepted and ignored
+    Returns the total norm before clipping (a 0-d tensor). Shards of fully_shard parameters count
+    with the rest of their group's (so FSDP training clips as one process would). `foreach` is accepted and ignored
     (there is one implementation). A non-finite total norm raises with `error_if_nonfinite`,
     as torch's; otherwise the gradients are scaled by it (becoming nan), as torch's.
     """
     params = _as_list(parameters)
-    grads = [p.grad for p in params if p.grad is not None]
-    total_norm = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
+    if any(p.__dict__.get("_fsdp_shard_group") is not None for p in params):
+        total_norm = _sharded_total_norm(params, float(norm_type), error_if_nonfinite, foreach)
+    else:
+        total_norm = get_total_norm([p.grad for p in params if p.grad is not None], norm_type, error_if_nonfinite,
+                                    foreach)
     clip_grads_with_norm_(params, max_norm, total_norm, foreach)
     return total_norm
+
+
+def _sharded_total_norm(params: list, norm_type: float, error_if_nonfinite: bool, foreach) -> Tensor:
+    """The total norm when some parameters are fully_shard shards (marked with their process group):
+    each rank holds a disjoint part of those, so their norms combine across the group (a sum of
+    p-th powers, or a max); the other parameters count once, here."""
+    from ember import distributed as dist
+
+    by_group: dict = {}
+    local = []
+    for p in params:
+        group = p.__dict__.get("_fsdp_shard_group")
+        bucket = by_group.setdefault(id(group), (group, []))[1] if group is not None else local
+        if p.grad is not None:              # (every rank still joins each group's reduction)
+            bucket.append(p.grad)
+    parts = [get_total_norm(local, norm_type, False, foreach)] if local else []
+    for group, grads in by_group.values():
+        part = get_total_norm(grads, norm_type, False, foreach) if grads else ember.tensor(0.0)
+        if math.isinf(norm_type):
+            dist.all_reduce(part, op=dist.ReduceOp.MAX, group=group)
+        else:
+            part = part.pow(norm_type)
+            dist.all_reduce(part, group=group)
+            part = part.pow(1.0 / norm_type)
+        parts.append(part)
+    return get_total_norm(parts, norm_type, error_if_nonfinite, foreach)
 
 
 def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float, foreach: bool | None = None) -> None:
