@@ -166,7 +166,7 @@ class Reducer:
         bucket.pending -= 1
         if bucket.pending == 0:
             self._launch_ready()
-        self._progress()
+            self._progress()        # at bucket boundaries only: a poll per gradient costs more than it moves
         if len(self.ready) == len(self.params):
             self._event("last gradient ready")
 
