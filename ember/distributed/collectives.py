@@ -62,7 +62,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
         return completed("all_reduce", async_op, [tensor])
     MPI = engine.mpi()
     s = Staged(tensor, reduction=True)
-    mpi_op, average = engine.mpi_reduction(op, "all_reduce", s.category)
+    mpi_op, average = engine.mpi_reduction(op, s.category)
     return launch("all_reduce", pg, lambda: pg.comm.Iallreduce(MPI.IN_PLACE, s.buf, mpi_op),
                   _finish_reduction(s, average, pg), async_op, [tensor])
 
@@ -80,7 +80,7 @@ def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op
         return completed("reduce", async_op, [tensor])
     MPI = engine.mpi()
     s = Staged(tensor, reduction=True)
-    mpi_op, average = engine.mpi_reduction(op, "reduce", s.category)
+    mpi_op, average = engine.mpi_reduction(op, s.category)
     if pg.rank() != root:
         return launch("reduce", pg, lambda: pg.comm.Ireduce(s.buf, None, mpi_op, root), None, async_op, [tensor])
     return launch("reduce", pg, lambda: pg.comm.Ireduce(MPI.IN_PLACE, s.buf, mpi_op, root),
@@ -99,7 +99,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
     if pg.fake:
         return completed("reduce_scatter_tensor", async_op, [output])
     src, out = Staged(input, reduction=True), Staged(output, reduction=True, reads=False)
-    mpi_op, average = engine.mpi_reduction(op, "reduce_scatter_tensor", src.category)
+    mpi_op, average = engine.mpi_reduction(op, src.category)
     return launch("reduce_scatter_tensor", pg, lambda: pg.comm.Ireduce_scatter_block(src.buf, out.buf, mpi_op),
                   _finish_reduction(out, average, pg), async_op, [output])
 
@@ -123,7 +123,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
         return completed("reduce_scatter", async_op, [output])
     send = concatenated(input_list, reduction=True)
     out = Staged(output, reduction=True, reads=False)
-    mpi_op, average = engine.mpi_reduction(op, "reduce_scatter", out.category)
+    mpi_op, average = engine.mpi_reduction(op, out.category)
     return launch("reduce_scatter", pg, lambda: pg.comm.Ireduce_scatter(send, out.buf, counts, mpi_op),
                   _finish_reduction(out, average, pg), async_op, [output])
 

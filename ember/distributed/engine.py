@@ -66,24 +66,17 @@ def mpi_errors(op: str, rank: int):
         raise DistBackendError(f"{op}: the MPI engine failed on rank {rank}: {e.Get_error_string()}") from e
 
 
-def mpi_reduction(op, op_name: str, category: str):
+def mpi_reduction(op, category: str):
     """The MPI operation serving `op` on values of `category` ('float', 'int' or 'bool', after the
-    staging of ember.distributed.staging), and whether an AVG division must follow."""
+    staging of ember.distributed.staging), and whether an AVG division must follow. `op` was checked
+    already (staging.check_reduce_op)."""
     MPI = mpi()
-    if not isinstance(op, RedOpType):
-        raise ValueError(f"{op_name}: op must be a ReduceOp (ReduceOp.SUM, ...), got {op!r}")
-    if op is RedOpType.PREMUL_SUM:
-        raise ValueError(f"{op_name}: ReduceOp.PREMUL_SUM is not supported by the MPI engine")
     if category == "bool":
         # torch's bool reductions: SUM and MAX are a logical or, PRODUCT and MIN a logical and
         table = {RedOpType.SUM: MPI.MAX, RedOpType.MAX: MPI.MAX, RedOpType.BOR: MPI.BOR,
                  RedOpType.PRODUCT: MPI.MIN, RedOpType.MIN: MPI.MIN, RedOpType.BAND: MPI.BAND,
                  RedOpType.BXOR: MPI.BXOR}
-        if op not in table:
-            raise ValueError(f"{op_name}: ReduceOp.{op.name} is not defined on bool tensors")
         return table[op], False
-    if category == "float" and op in (RedOpType.BAND, RedOpType.BOR, RedOpType.BXOR):
-        raise ValueError(f"{op_name}: ReduceOp.{op.name} needs an integer or bool tensor, got a floating-point one")
     table = {RedOpType.SUM: MPI.SUM, RedOpType.AVG: MPI.SUM, RedOpType.PRODUCT: MPI.PROD, RedOpType.MIN: MPI.MIN,
              RedOpType.MAX: MPI.MAX, RedOpType.BAND: MPI.BAND, RedOpType.BOR: MPI.BOR, RedOpType.BXOR: MPI.BXOR}
     return table[op], op is RedOpType.AVG

@@ -28,19 +28,12 @@ to move). The object collectives give what this one process can know of the othe
   must therefore pass too (else ValueError: the source's objects are unknowable);
 * `recv`/`irecv` report the sender they name (with none, the next rank).
 
-The tensor collectives are written once (collectives.py, gather_scatter.py): after their checks
-they return `completed(...)` on a fake group. The point-to-point calls and the object collectives
-take `fake_aware`, which runs their stand-ins here when a fake group exists.
+Every call is written once (collectives.py, gather_scatter.py, p2p.py, objects.py): after its
+checks it branches on a fake group, to `completed(...)` or to the object outcomes here.
 """
 from __future__ import annotations
 
-import functools
-import inspect
-
-__all__ = ["ACTIVE", "FakeComm", "CompletedWork", "completed", "fake_aware"]
-
-#: whether a fake default group exists: the one test of `fake_aware`'s fast path
-ACTIVE = [False]
+__all__ = ["FakeComm", "CompletedWork", "completed", "broadcast_object_list", "scattered_object"]
 
 
 class FakeComm:
@@ -95,118 +88,19 @@ def completed(op: str, async_op: bool, outputs=()):
     return CompletedWork(op, outputs) if async_op else None
 
 
-def fake_aware(fn):
-    """Wrap a point-to-point or object collective so that, while a fake default group exists, its stand-in
-    here runs instead (one list lookup per call otherwise)."""
-    signature = inspect.signature(fn)
-    stand_in = _STAND_INS[fn.__name__]
-
-    @functools.wraps(fn)
-    def call(*args, **kwargs):
-        if ACTIVE[0]:
-            bound = signature.bind(*args, **kwargs)
-            bound.apply_defaults()
-            return stand_in(fn.__name__, **bound.arguments)
-        return fn(*args, **kwargs)
-
-    return call
-
-
-def _group(op: str, group, tensors: dict, collective: bool = True):
-    """The fake group of a call after the checks every call makes (None on a rank outside it)."""
-    from .collectives import prepare
-
-    return prepare(op, group, tensors, collective)
-
-
-def _root(pg, global_rank, group_rank, op: str, optional: bool = False):
-    """The group rank a call names (src or dst), checked as the real calls check it."""
-    from .process_group import peer
-
-    return peer(pg, global_rank, group_rank, op, optional=optional)
-
-
-def _send(op, tensor, dst, group, tag, group_dst):
-    """send/isend: the tensor and the destination checked, nothing sent."""
-    pg = _group(op, group, {"tensor": tensor}, collective=False)
-    if pg is None:
-        return None
-    if _root(pg, dst, group_dst, op) == pg.rank():
-        raise ValueError("Invalid destination rank: destination rank should not be the same as the rank of the "
-                         "current process.")
-    return CompletedWork(op) if op == "isend" else None
-
-
-def _recv(op, tensor, src, group, tag, group_src):
-    """recv/irecv: the tensor and the source checked, `tensor` left as it is; the sender is the rank named
-    (the next rank when none is)."""
-    pg = _group(op, group, {"tensor": tensor}, collective=False)
-    if pg is None:
-        return -1 if op == "recv" else None
-    frm = _root(pg, src, group_src, op, optional=True)
-    if frm == pg.rank():
-        raise ValueError("Invalid source rank: source rank should not be the same as the rank of the current process.")
-    source = pg.ranks[(pg.rank() + 1) % pg.size() if frm is None else frm]
-    return source if op == "recv" else CompletedWork(op, [tensor], source)
-
-
-def _broadcast_object_list(op, object_list, src, group, device, group_src):
+def broadcast_object_list(pg, root: int, object_list: list) -> None:
     """A non-source rank keeps its own list (see the module docstring); one of None placeholders raises."""
-    pg = _group(op, group, {})
-    if pg is None:
-        return
-    root = _root(pg, src, group_src, op)
     if pg.rank() != root and object_list and all(o is None for o in object_list):
         raise ValueError(f"broadcast_object_list: with the 'fake' backend, rank {pg.ranks[pg.rank()]} cannot receive "
                          f"the objects of the source rank {pg.ranks[root]}, and its own object_list holds only None; "
                          "build the objects on every rank (then each keeps its own), or size the source rank")
 
 
-def _all_gather_object(op, object_list, obj, group):
-    """Every slot this rank's object: as if every rank had passed it."""
-    pg = _group(op, group, {})
-    if pg is None:
-        return
-    if len(object_list) != pg.size():
-        raise ValueError(f"all_gather_object: object_list must have world_size ({pg.size()}) items, "
-                         f"got {len(object_list)}")
-    object_list[:] = [obj] * pg.size()
-
-
-def _gather_object(op, obj, object_gather_list, dst, group, group_dst):
-    """On the destination rank: this rank's slot its object, the others None (unknowable)."""
-    pg = _group(op, group, {})
-    if pg is None:
-        return
-    root = _root(pg, dst, group_dst, op)
-    if pg.rank() != root:
-        return
-    if object_gather_list is None or len(object_gather_list) != pg.size():
-        raise ValueError(f"gather_object: object_gather_list must be a list of world_size ({pg.size()}) items "
-                         "on the destination rank")
-    object_gather_list[:] = [obj if r == pg.rank() else None for r in range(pg.size())]
-
-
-def _scatter_object_list(op, scatter_object_output_list, scatter_object_input_list, src, group, group_src):
-    """Item r of the input list into rank r's output list, on every rank, the source or not."""
-    pg = _group(op, group, {})
-    if pg is None:
-        return
-    root = _root(pg, src, group_src, op)
-    if not isinstance(scatter_object_output_list, list) or len(scatter_object_output_list) < 1:
-        raise ValueError("Expected argument scatter_object_output_list to be a list of size at least 1.")
-    if pg.rank() == root and (scatter_object_input_list is None or len(scatter_object_input_list) != pg.size()):
-        raise ValueError(f"scatter_object_list: scatter_object_input_list must have world_size ({pg.size()}) items "
-                         "on the source rank")
+def scattered_object(pg, root: int, scatter_object_input_list):
+    """Item r of the input list for rank r, on every rank, the source or not (a non-source rank must pass it)."""
     if scatter_object_input_list is None or len(scatter_object_input_list) != pg.size():
         raise ValueError(f"scatter_object_list: with the 'fake' backend, rank {pg.ranks[pg.rank()]} cannot receive "
                          f"the objects of the source rank {pg.ranks[root]}; pass the scatter_object_input_list of "
                          f"world_size ({pg.size()}) items the source passes on this rank too (a real job ignores it "
                          "there), or size the source rank")
-    scatter_object_output_list[0] = scatter_object_input_list[pg.rank()]
-
-
-#: the stand-in of each call that `fake_aware` wraps, called with the call's name and bound arguments
-_STAND_INS = {"send": _send, "isend": _send, "recv": _recv, "irecv": _recv,
-              "broadcast_object_list": _broadcast_object_list, "all_gather_object": _all_gather_object,
-              "gather_object": _gather_object, "scatter_object_list": _scatter_object_list}
+    return scatter_object_input_list[pg.rank()]

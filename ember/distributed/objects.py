@@ -16,7 +16,7 @@ from . import engine
 from .collectives import prepare
 from .process_group import peer
 from .work import launch
-from .fake import fake_aware
+from . import fake
 
 __all__ = ["broadcast_object_list", "all_gather_object", "gather_object", "scatter_object_list"]
 
@@ -56,7 +56,6 @@ def _gather_bytes(op: str, pg, data: np.ndarray, root: int | None) -> list[np.nd
     return [out[d:d + c] for c, d in zip(counts, displs)]
 
 
-@fake_aware
 def broadcast_object_list(object_list: list, src: int | None = None, group=None, device=None,
                           group_src: int | None = None) -> None:
     """Replace the items of `object_list` on every rank by the source rank's (lists of equal length)."""
@@ -64,6 +63,8 @@ def broadcast_object_list(object_list: list, src: int | None = None, group=None,
     if pg is None:
         return
     root = peer(pg, src, group_src, "broadcast_object_list")
+    if pg.fake:
+        return fake.broadcast_object_list(pg, root, object_list)
     data = _pickled(list(object_list)) if pg.rank() == root else None
     size = np.array([0 if data is None else data.size], np.int64)
     launch("broadcast_object_list", pg, lambda: pg.comm.Ibcast(size, root))
@@ -77,7 +78,6 @@ def broadcast_object_list(object_list: list, src: int | None = None, group=None,
     object_list[:] = received
 
 
-@fake_aware
 def all_gather_object(object_list: list, obj, group=None) -> None:
     """Every rank's `obj`, into `object_list[i]` for rank i (a list of world_size items), on every rank."""
     pg = prepare("all_gather_object", group, {})
@@ -86,10 +86,12 @@ def all_gather_object(object_list: list, obj, group=None) -> None:
     if len(object_list) != pg.size():
         raise ValueError(f"all_gather_object: object_list must have world_size ({pg.size()}) items, "
                          f"got {len(object_list)}")
+    if pg.fake:                 # as if every rank had passed this rank's object
+        object_list[:] = [obj] * pg.size()
+        return
     object_list[:] = [_unpickled(b) for b in _gather_bytes("all_gather_object", pg, _pickled(obj), None)]
 
 
-@fake_aware
 def gather_object(obj, object_gather_list: list | None = None, dst: int | None = None, group=None,
                   group_dst: int | None = None) -> None:
     """Every rank's `obj` into `object_gather_list[i]` on the destination rank."""
@@ -100,12 +102,15 @@ def gather_object(obj, object_gather_list: list | None = None, dst: int | None =
     if pg.rank() == root and (object_gather_list is None or len(object_gather_list) != pg.size()):
         raise ValueError(f"gather_object: object_gather_list must be a list of world_size ({pg.size()}) items "
                          "on the destination rank")
+    if pg.fake:                 # this rank's slot its object, the others unknowable (None)
+        if pg.rank() == root:
+            object_gather_list[:] = [obj if r == pg.rank() else None for r in range(pg.size())]
+        return
     gathered = _gather_bytes("gather_object", pg, _pickled(obj), root)
     if gathered is not None:
         object_gather_list[:] = [_unpickled(b) for b in gathered]
 
 
-@fake_aware
 def scatter_object_list(scatter_object_output_list: list, scatter_object_input_list: list | None = None,
                         src: int | None = None, group=None, group_src: int | None = None) -> None:
     """The source rank's `scatter_object_input_list[i]` into `scatter_object_output_list[0]` on rank i."""
@@ -118,6 +123,9 @@ def scatter_object_list(scatter_object_output_list: list, scatter_object_input_l
     if pg.rank() == root and (scatter_object_input_list is None or len(scatter_object_input_list) != pg.size()):
         raise ValueError(f"scatter_object_list: scatter_object_input_list must have world_size ({pg.size()}) items "
                          "on the source rank")
+    if pg.fake:
+        scatter_object_output_list[0] = fake.scattered_object(pg, root, scatter_object_input_list)
+        return
     MPI = engine.mpi()
     op = "scatter_object_list"
     size = np.empty(1, np.int64)

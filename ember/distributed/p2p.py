@@ -10,7 +10,7 @@ from .collectives import prepare
 from .process_group import peer
 from .staging import Staged
 from .work import launch
-from .fake import fake_aware
+from .fake import CompletedWork
 
 __all__ = ["send", "recv", "isend", "irecv"]
 
@@ -23,6 +23,8 @@ def _start_send(op: str, tensor, dst, group, tag: int, group_dst):
     if to == pg.rank():
         raise ValueError("Invalid destination rank: destination rank should not be the same as the rank of the "
                          "current process.")
+    if pg.fake:
+        return CompletedWork(op)
     buf = Staged(tensor, reduction=False).buf
     return launch(op, pg, lambda: pg.comm.Isend(buf, to, tag), async_op=True, collective=False)
 
@@ -34,12 +36,13 @@ def _start_recv(op: str, tensor, src, group, tag: int, group_src):
     frm = peer(pg, src, group_src, op, optional=True)
     if frm == pg.rank():
         raise ValueError("Invalid source rank: source rank should not be the same as the rank of the current process.")
+    if pg.fake:                 # the sender is the rank named, or the next rank when none is
+        return CompletedWork(op, [tensor], pg.ranks[(pg.rank() + 1) % pg.size() if frm is None else frm])
     out = Staged(tensor, reduction=False, reads=False)
     source = engine.mpi().ANY_SOURCE if frm is None else frm
     return launch(op, pg, lambda: pg.comm.Irecv(out.buf, source, tag), out.commit, True, [tensor], collective=False)
 
 
-@fake_aware
 def send(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: int | None = None) -> None:
     """Send `tensor` to rank `dst`, returning once the buffer may be reused."""
     work = _start_send("send", tensor, dst, group, tag, group_dst)
@@ -47,7 +50,6 @@ def send(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: in
         work.wait()
 
 
-@fake_aware
 def recv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: int | None = None) -> int:
     """Receive a message from rank `src` (any rank when None) into `tensor`; returns the sender's
     global rank (-1 on a rank outside `group`)."""
@@ -58,13 +60,11 @@ def recv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: in
     return work.source_rank()
 
 
-@fake_aware
 def isend(tensor, dst: int | None = None, group=None, tag: int = 0, group_dst: int | None = None):
     """Start sending `tensor` to rank `dst`; returns the Work (don't change `tensor` before `wait()`)."""
     return _start_send("isend", tensor, dst, group, tag, group_dst)
 
 
-@fake_aware
 def irecv(tensor, src: int | None = None, group=None, tag: int = 0, group_src: int | None = None):
     """Start receiving into `tensor` from rank `src` (any rank when None); returns the Work
     (`source_rank()` names the sender once done)."""

@@ -14,7 +14,7 @@ import warnings
 
 from . import engine
 from .errors import NOT_INITIALIZED
-from .fake import ACTIVE as FAKE_ACTIVE, FakeComm
+from .fake import FakeComm
 from .health import job_peers, listen_for_failures, note_clean_exit, note_joining
 
 __all__ = ["Backend", "ProcessGroup", "GroupMember", "group", "init_process_group", "destroy_process_group",
@@ -176,7 +176,6 @@ def _init_fake(rank: int, world_size: int, timeout, group_name: str) -> None:
                       group_name or "default_pg", False, 0, None)
     GroupMember.WORLD = pg
     _groups.append(pg)
-    FAKE_ACTIVE[0] = True
 
 
 def destroy_process_group(group: ProcessGroup | None = None) -> None:
@@ -196,7 +195,6 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
     if group is None or group is world:
         if world.peers is not None:
             world.peers.finish()
-        FAKE_ACTIVE[0] = False
         GroupMember.WORLD = None
 
 

@@ -23,7 +23,7 @@ import ember.distributed as dist
 from ember import nn
 from ember.nn.parallel import DistributedDataParallel as DDP
 
-from worker_support import CHECKS, PROGRAMS, TOL, check, close, shard
+from worker_support import PROGRAMS, TOL, check, close, report_and_finish, shard
 def flat_grads(model) -> np.ndarray:
     return np.concatenate([p.grad.detach().numpy().ravel() for p in model.parameters() if p.grad is not None])
 
@@ -196,9 +196,7 @@ def main() -> None:
         unused_parameters()
         bucket_view_and_buffers()
         errors()
-    dist.barrier()
-    print(f"rank {dist.get_rank()}: {CHECKS[0]} checks passed", flush=True)
-    dist.destroy_process_group()
+    report_and_finish()
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import ember.distributed.checkpoint as dcp
 from ember import nn
 from ember.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict, set_model_state_dict
 from ember.distributed.fsdp import fully_shard
-from worker_support import CHECKS, PROGRAMS, TOL, check, close, shard
+from worker_support import PROGRAMS, TOL, check, close, report_and_finish, shard
 
 STATE = ("parameters", "gradients", "optimizer_state")
 
@@ -295,9 +295,7 @@ def main() -> None:
     if arg == "mlp":
         wrapper_and_mixed_precision()
         scenarios()
-    dist.barrier()
-    print(f"rank {dist.get_rank()}: {CHECKS[0]} checks passed", flush=True)
-    dist.destroy_process_group()
+    report_and_finish()
 
 
 if __name__ == "__main__":

@@ -35,6 +35,15 @@ def check(ok: bool, what: str) -> None:
     CHECKS[0] += 1
 
 
+def report_and_finish() -> None:
+    """Wait for every rank, print 'rank R: K checks passed' and leave the process group."""
+    import ember.distributed as dist
+
+    dist.barrier()
+    print(f"rank {dist.get_rank()}: {CHECKS[0]} checks passed", flush=True)
+    dist.destroy_process_group()
+
+
 def close(a, b, tol: float, what: str) -> None:
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     err = float(np.max(np.abs(a - b) / (1.0 + np.abs(b)))) if a.size else 0.0

@@ -43,7 +43,7 @@ from ember.nn.parallel import DistributedDataParallel as DDP
 from ember.optim import AdamW
 from ember.optim.lr_scheduler import StepLR
 
-from worker_support import CHECKS, PROGRAMS, TOL, check, close, shard
+from worker_support import PROGRAMS, TOL, check, close, report_and_finish, shard
 
 TORCH_TOL = 1e-12
 
@@ -286,10 +286,8 @@ def main() -> None:
     against_torch()
     mixed_dtypes()
     constructor_errors()
-    dist.barrier()
-    print(f"rank {rank}: {CHECKS[0]} checks passed", flush=True)
     torch.distributed.destroy_process_group()
-    dist.destroy_process_group()
+    report_and_finish()
 
 
 if __name__ == "__main__":
