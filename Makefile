@@ -51,20 +51,22 @@ docs: $(VENV)/.test-installed
 
 # On a machine with an NVIDIA GPU (cupy, numpy, torch preinstalled, no network): install ember and
 # ember-cuda into .venv-gpu (--system-site-packages, no downloads), then plugin status, the cuda
-# unit tests, the conformance suite on cuda, the digits example on cuda and the bench vs raw cupy.
+# unit tests, the conformance suite on cuda, the digits example on cuda, the bench vs raw cupy,
+# ember.compile on cuda and ember.distributed over NCCL.
 # Every step guarded; exit status non-zero if one failed. GPU_PY: the interpreter that has cupy.
 GPU_PY ?= python3
 gpu-check:
 	$(GPU_PY) backends/cuda/tools/gpu_check.py --python $(GPU_PY)
 
 # Run on a networked machine before gpu-check when the GPU machine lacks pure-Python deps (ember's
-# pluggy/ml_dtypes, pytest, scikit-learn for the digits example): wheels for GPU_PYVER go to
-# .gpu-wheels, which gpu-check installs from (carry it to the GPU machine).
+# pluggy/ml_dtypes, pytest, scikit-learn for the digits example, mpi4py and mpich for the NCCL
+# step): wheels for GPU_PYVER go to .gpu-wheels, which gpu-check installs from (carry it to the
+# GPU machine).
 GPU_PYVER ?= $(shell $(GPU_PY) -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
 gpu-wheels:
 	$(GPU_PY) -m pip download --quiet --only-binary=:all: --no-deps --python-version $(GPU_PYVER) -d .gpu-wheels \
 		pluggy ml_dtypes pytest iniconfig packaging pygments tomli exceptiongroup \
-		scikit-learn scipy joblib threadpoolctl narwhals pytest-xdist execnet
+		scikit-learn scipy joblib threadpoolctl narwhals pytest-xdist execnet mpi4py mpich
 	# an older ml_dtypes for a numpy 1.x machine (pip picks the newest one that fits)
 	$(GPU_PY) -m pip download --quiet --only-binary=:all: --no-deps --python-version $(GPU_PYVER) -d .gpu-wheels \
 		'ml_dtypes==0.4.1'

@@ -4,7 +4,8 @@ The engine is MPI (mpi4py over the `mpich` wheel, `pip install 'ember[distribute
 processes with `mpiexec -n N python train.py`, call `init_process_group("mpi")` (or "gloo", the
 name torch's CPU scripts use, served by the same MPI engine) and use the collectives on cpu
 tensors, in place, as with torch. opencl tensors are staged through host memory. The 'nccl'
-backend (cuda tensors) is not available yet and says so. `async_op=True` returns a Work handle;
+backend serves cuda tensors through NCCL (cupy's binding; the same launchers start the processes,
+see nccl.py), and where it cannot run says why. `async_op=True` returns a Work handle;
 EMBER_DISTRIBUTED_DEBUG=DETAIL (or TORCH_DISTRIBUTED_DEBUG=DETAIL) checks before each collective
 that every rank runs the same one on the same shapes.
 """
@@ -47,5 +48,6 @@ def is_gloo_available() -> bool:
 
 
 def is_nccl_available() -> bool:
-    """Whether the 'nccl' backend can run: not yet in ember (init_process_group('nccl') says why)."""
-    return False
+    """Whether the 'nccl' backend can run: cupy with its NCCL binding and library, and a CUDA GPU
+    (when not, init_process_group('nccl') says which is missing)."""
+    return engine.nccl_unavailable_reason() is None

@@ -2,15 +2,15 @@
 reduce_scatter, broadcast and barrier, on MPI's non-blocking operations.
 
 Each call checks its arguments as torch does, fingerprints itself under the DETAIL debug level,
-stages its tensors (ember.distributed.staging) and starts one MPI request; `async_op=True`
-returns the Work, otherwise the call waits. A rank outside `group` gets None (with a warning).
+stages its tensors (ember.distributed.staging) and starts one MPI request (on a 'nccl' group, it
+queues the NCCL collective: nccl.py); `async_op=True` returns the Work, otherwise the call waits. A rank outside `group` gets None (with a warning).
 On a group of the 'fake' backend (fake.py) a call makes the same checks and stops there.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import engine
+from . import engine, nccl
 from .debug import fingerprint
 from .process_group import peer, resolve
 from .reduce_op import ReduceOp
@@ -46,7 +46,7 @@ def prepare(op: str, group, tensors: dict, collective: bool = True):
     if pg is None:
         return None
     for arg, t in tensors.items():
-        check_tensor(op, t, arg, pg.backend)
+        check_tensor(op, t, arg, pg)
     if collective and not pg.fake:
         fingerprint(pg, op, list(tensors.values()))
     return pg
@@ -60,6 +60,8 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     check_reduce_op(op, "all_reduce", tensor)
     if pg.fake:
         return completed("all_reduce", async_op, [tensor])
+    if pg.nccl is not None:
+        return nccl.all_reduce(pg, tensor, op, async_op)
     MPI = engine.mpi()
     s = Staged(tensor, reduction=True)
     mpi_op, average = engine.mpi_reduction(op, s.category)
@@ -78,6 +80,8 @@ def reduce(tensor, dst: int | None = None, op=ReduceOp.SUM, group=None, async_op
     check_reduce_op(op, "reduce", tensor)
     if pg.fake:
         return completed("reduce", async_op, [tensor])
+    if pg.nccl is not None:
+        return nccl.reduce(pg, tensor, root, op, async_op)
     MPI = engine.mpi()
     s = Staged(tensor, reduction=True)
     mpi_op, average = engine.mpi_reduction(op, s.category)
@@ -98,6 +102,8 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
     check_reduce_op(op, "reduce_scatter_tensor", input)
     if pg.fake:
         return completed("reduce_scatter_tensor", async_op, [output])
+    if pg.nccl is not None:
+        return nccl.reduce_scatter_tensor(pg, output, input, op, async_op)
     src, out = Staged(input, reduction=True), Staged(output, reduction=True, reads=False)
     mpi_op, average = engine.mpi_reduction(op, src.category)
     return launch("reduce_scatter_tensor", pg, lambda: pg.comm.Ireduce_scatter_block(src.buf, out.buf, mpi_op),
@@ -112,7 +118,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
     if len(input_list) != pg.size():
         raise ValueError(f"reduce_scatter: input_list must have world_size ({pg.size()}) tensors, got {len(input_list)}")
     for t in input_list:
-        check_tensor("reduce_scatter", t, "input_list", pg.backend)
+        check_tensor("reduce_scatter", t, "input_list", pg)
     check_same_dtype("reduce_scatter", input_list, output)
     counts = [t.numel() for t in input_list]
     if counts[pg.rank()] != output.numel():
@@ -121,6 +127,8 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
     check_reduce_op(op, "reduce_scatter", output)
     if pg.fake:
         return completed("reduce_scatter", async_op, [output])
+    if pg.nccl is not None:
+        return nccl.reduce_scatter(pg, output, input_list, op, async_op)
     send = concatenated(input_list, reduction=True)
     out = Staged(output, reduction=True, reads=False)
     mpi_op, average = engine.mpi_reduction(op, out.category)
@@ -136,6 +144,8 @@ def broadcast(tensor, src: int | None = None, group=None, async_op: bool = False
     root = peer(pg, src, group_src, "broadcast")
     if pg.fake:
         return completed("broadcast", async_op, [tensor])
+    if pg.nccl is not None:
+        return nccl.broadcast(pg, tensor, root, async_op)
     s = Staged(tensor, reduction=False, reads=pg.rank() == root)
     done = None if pg.rank() == root else s.commit
     return launch("broadcast", pg, lambda: pg.comm.Ibcast(s.buf, root), done, async_op, [tensor])
@@ -149,6 +159,12 @@ def barrier(group=None, async_op: bool = False, device_ids=None, timeout=None):
         return None
     if pg.fake:
         return completed("barrier", async_op)
+    if pg.nccl is not None:
+        work = nccl.barrier(pg, async_op=True)
+        if async_op:
+            return work
+        work.wait(timeout)
+        return None
     work = launch("barrier", pg, lambda: pg.comm.Ibarrier(), None, async_op=True)
     if async_op:
         return work

@@ -1,4 +1,4 @@
-"""The communication engines behind the backends: MPI through mpi4py, and the NCCL availability check.
+"""The communication engines behind the backends: MPI through mpi4py, NCCL through cupy's binding.
 
 mpi4py is imported (which initialises MPI) only when a process group is created, so
 `import ember.distributed` and `is_available()` never start MPI. Every MPI failure reaches the
@@ -7,13 +7,15 @@ user as `DistBackendError` naming the operation and the rank.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib.util
+import os
 import warnings
 
 from .errors import DistBackendError
 from .reduce_op import RedOpType
 
-__all__ = ["mpi", "mpi_installed", "nccl_unavailable_reason", "mpi_errors", "mpi_reduction"]
+__all__ = ["mpi", "mpi_installed", "nccl", "nccl_unavailable_reason", "mpi_errors", "mpi_reduction"]
 
 INSTALL_HINT = "pip install 'ember[distributed]' (mpi4py and the mpich wheel, which brings mpiexec)"
 
@@ -32,28 +34,57 @@ def mpi():
     return MPI
 
 
-def nccl_unavailable_reason() -> str:
-    """Why the 'nccl' backend cannot serve this process (ember has no NCCL engine yet; before that,
-    the first missing piece of cupy's NCCL and a CUDA GPU is named)."""
+def _preload_pip_nccl() -> None:
+    """Load libnccl from the nvidia-nccl-cu12 wheel, when it is installed, so cupy's NCCL binding
+    finds it (cupy looks only in the CUDA toolkit's folders; a CUDA build of torch brings the wheel)."""
+    spec = importlib.util.find_spec("nvidia.nccl") if importlib.util.find_spec("nvidia") else None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        library = os.path.join(folder, "lib", "libnccl.so.2")
+        if os.path.exists(library):
+            ctypes.CDLL(library, mode=ctypes.RTLD_GLOBAL)
+            return
+
+
+_NCCL: list = []        # [cupy's NCCL binding] once loaded
+
+
+def nccl():
+    """cupy's NCCL binding (cupy_backends.cuda.libs.nccl), loading libnccl first when cupy did not
+    find it; ImportError (naming what is missing) when there is none."""
+    if _NCCL:
+        return _NCCL[0]
     try:
-        import cupy
-    except ImportError:
-        return "cupy is not installed (the 'nccl' backend runs NCCL through cupy.cuda.nccl)"
-    try:
-        with warnings.catch_warnings():          # cupy warns when libnccl is missing: the reason says it
-            warnings.simplefilter("ignore")
-            from cupy.cuda import nccl
+        import cupy  # noqa: F401  (cupy first: it loads the CUDA runtime the binding links against)
     except ImportError as e:
-        return f"cupy has no NCCL support ({e})"
-    if not getattr(nccl, "available", True):
-        return "cupy cannot load the NCCL library (libnccl.so.2; pip install nvidia-nccl-cu12)"
+        raise ImportError("cupy is not installed (the 'nccl' backend runs NCCL through cupy.cuda.nccl)") from e
+    with warnings.catch_warnings():          # cupy warns when libnccl is missing: the error below says it
+        warnings.simplefilter("ignore")
+        from cupy.cuda import nccl as wrapper
+    if not getattr(wrapper, "available", False):
+        _preload_pip_nccl()
+    try:
+        from cupy_backends.cuda.libs import nccl as binding
+    except ImportError as e:
+        raise ImportError("cupy cannot load the NCCL library libnccl.so.2 (pip install nvidia-nccl-cu12)") from e
+    _NCCL.append(binding)
+    return binding
+
+
+def nccl_unavailable_reason() -> str | None:
+    """Why the 'nccl' backend cannot serve this process (the first missing piece: cupy, its NCCL
+    binding and library, a CUDA GPU); None when it can."""
+    try:
+        nccl()
+    except ImportError as e:
+        return str(e)
+    import cupy
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as e:  # cupy raises its CUDARuntimeError when there is no driver
         return f"no CUDA GPU is usable ({e})"
     if count == 0:
         return "no CUDA GPU is visible"
-    return "ember's NCCL engine is not built yet; use the 'mpi' backend with cpu tensors"
+    return None
 
 
 @contextlib.contextmanager

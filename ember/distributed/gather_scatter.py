@@ -1,12 +1,13 @@
 """The collectives that move distinct pieces between ranks: all_gather, all_gather_into_tensor,
 gather, scatter, all_to_all_single and all_to_all, on MPI's non-blocking (v-)operations, so
-pieces of different sizes are served too. On a group of the 'fake' backend (fake.py) a call makes
-its checks and stops there.
+pieces of different sizes are served too (on a 'nccl' group, NCCL's calls: see nccl.py). On a
+group of the 'fake' backend (fake.py) a call makes its checks and stops there.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from . import nccl
 from .collectives import prepare
 from .process_group import peer
 from .staging import Staged, check_same_dtype, check_tensor, check_world_multiple, concatenated, deliver
@@ -35,7 +36,7 @@ def _check_list(op: str, tensors, arg: str, pg, reference) -> list[int]:
     if len(tensors) != pg.size():
         raise ValueError(f"{op}: `{arg}` must have world_size ({pg.size()}) tensors, got {len(tensors)}")
     for t in tensors:
-        check_tensor(op, t, arg, pg.backend)
+        check_tensor(op, t, arg, pg)
     check_same_dtype(op, tensors, reference)
     return [t.numel() for t in tensors]
 
@@ -67,6 +68,8 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
                          f"tensor has {tensor.numel()}")
     if pg.fake:
         return completed("all_gather", async_op, tensor_list)
+    if pg.nccl is not None:
+        return nccl.all_gather(pg, tensor_list, tensor, async_op)
     send = Staged(tensor, reduction=False).buf
     recv = np.empty(sum(counts), send.dtype)
     return launch("all_gather", pg, lambda: pg.comm.Iallgatherv(send, [recv, counts]),
@@ -83,6 +86,8 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
     check_world_multiple("all_gather_into_tensor", output_tensor, "output", input_tensor, "input", pg.size())
     if pg.fake:
         return completed("all_gather_into_tensor", async_op, [output_tensor])
+    if pg.nccl is not None:
+        return nccl.all_gather_into_tensor(pg, output_tensor, input_tensor, async_op)
     send = Staged(input_tensor, reduction=False).buf
     out = Staged(output_tensor, reduction=False, reads=False)
     return launch("all_gather_into_tensor", pg, lambda: pg.comm.Iallgather(send, out.buf), out.commit, async_op,
@@ -99,6 +104,8 @@ def gather(tensor, gather_list=None, dst: int | None = None, group=None, async_o
     counts = _root_list("gather", gather_list, "gather_list", "destination", pg, root, tensor)
     if pg.fake:
         return completed("gather", async_op, gather_list or ())
+    if pg.nccl is not None:
+        return nccl.gather(pg, tensor, gather_list, root, async_op)
     send = Staged(tensor, reduction=False).buf
     if counts is None:
         return launch("gather", pg, lambda: pg.comm.Igatherv(send, None, root), None, async_op)
@@ -117,6 +124,8 @@ def scatter(tensor, scatter_list=None, src: int | None = None, group=None, async
     counts = _root_list("scatter", scatter_list, "scatter_list", "source", pg, root, tensor)
     if pg.fake:
         return completed("scatter", async_op, [tensor])
+    if pg.nccl is not None:
+        return nccl.scatter(pg, tensor, scatter_list, root, async_op)
     out = Staged(tensor, reduction=False, reads=False)
     send = None if counts is None else [concatenated(scatter_list), counts]
     return launch("scatter", pg, lambda: pg.comm.Iscatterv(send, out.buf, root), out.commit, async_op, [tensor])
@@ -150,6 +159,12 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     recv_counts = _splits("all_to_all_single", output, output_split_sizes, pg.size(), "output")
     if pg.fake:
         return completed("all_to_all_single", async_op, [output])
+    if pg.nccl is not None:
+        src = nccl.DeviceBuffer(input, "all_to_all_single")
+        dst = nccl.DeviceBuffer(output, "all_to_all_single", reads=False)
+        return nccl.all_to_all(pg, [(src, o, n) for o, n in zip(_offsets(send_counts), send_counts)],
+                               [(dst, o, n) for o, n in zip(_offsets(recv_counts), recv_counts)],
+                               "all_to_all_single", [output], async_op)
     send = Staged(input, reduction=False).buf
     out = Staged(output, reduction=False, reads=False)
     return launch("all_to_all_single", pg,
@@ -169,6 +184,10 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool
     recv_counts = _check_list("all_to_all", output_tensor_list, "output_tensor_list", pg, reference)
     if pg.fake:
         return completed("all_to_all", async_op, output_tensor_list)
+    if pg.nccl is not None:
+        return nccl.all_to_all(pg, [(nccl.DeviceBuffer(t, "all_to_all"), 0, t.numel()) for t in input_tensor_list],
+                               [(nccl.DeviceBuffer(t, "all_to_all", reads=False), 0, t.numel())
+                                for t in output_tensor_list], "all_to_all", output_tensor_list, async_op)
     send = concatenated(input_tensor_list)
     recv = np.empty(sum(recv_counts), send.dtype)
     return launch("all_to_all", pg, lambda: pg.comm.Ialltoallv([send, send_counts], [recv, recv_counts]),

@@ -1,11 +1,12 @@
 """Point-to-point messages: send, recv, isend, irecv (MPI's tagged messages within a group).
 
 `dst`/`src` are global ranks, `group_dst`/`group_src` ranks within `group`; recv with neither
-takes the next message from any rank and returns who sent it.
+takes the next message from any rank and returns who sent it. On a 'nccl' group (nccl.py) the
+source must be named and tags are ignored: NCCL matches messages between two ranks in order.
 """
 from __future__ import annotations
 
-from . import engine
+from . import engine, nccl
 from .collectives import prepare
 from .process_group import peer
 from .staging import Staged
@@ -25,6 +26,8 @@ def _start_send(op: str, tensor, dst, group, tag: int, group_dst):
                          "current process.")
     if pg.fake:
         return CompletedWork(op)
+    if pg.nccl is not None:
+        return nccl.send(pg, op, tensor, to)
     buf = Staged(tensor, reduction=False).buf
     return launch(op, pg, lambda: pg.comm.Isend(buf, to, tag), async_op=True, collective=False)
 
@@ -38,6 +41,8 @@ def _start_recv(op: str, tensor, src, group, tag: int, group_src):
         raise ValueError("Invalid source rank: source rank should not be the same as the rank of the current process.")
     if pg.fake:                 # the sender is the rank named, or the next rank when none is
         return CompletedWork(op, [tensor], pg.ranks[(pg.rank() + 1) % pg.size() if frm is None else frm])
+    if pg.nccl is not None:
+        return nccl.recv(pg, op, tensor, frm)
     out = Staged(tensor, reduction=False, reads=False)
     source = engine.mpi().ANY_SOURCE if frm is None else frm
     return launch(op, pg, lambda: pg.comm.Irecv(out.buf, source, tag), out.commit, True, [tensor], collective=False)

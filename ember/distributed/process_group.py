@@ -27,7 +27,7 @@ _INIT_SCHEMES = ("env://", "tcp://", "file://")
 
 class Backend(str):
     """A backend name: 'mpi', 'gloo' (served by the MPI engine: ember's one engine for host tensors),
-    'nccl' (cuda tensors; not available yet) or 'fake' (one process standing for a rank of a job
+    'nccl' (cuda tensors, through NCCL: see nccl.py) or 'fake' (one process standing for a rank of a job
     that is not running, to size it on the meta device: see fake.py)."""
     UNDEFINED = "undefined"
     GLOO = "gloo"
@@ -46,10 +46,11 @@ class Backend(str):
 
 
 class ProcessGroup:
-    """A set of ranks that run collectives together, over one MPI communicator."""
+    """A set of ranks that run collectives together, over one MPI communicator (and, for a 'nccl'
+    group, one NCCL communicator: `nccl`, an ember.distributed.nccl.NcclContext)."""
 
     def __init__(self, comm, ranks: list[int], backend: Backend, timeout: datetime.timedelta, name: str,
-                 debug_detail: bool, index: int, peers) -> None:
+                 debug_detail: bool, index: int, peers, nccl=None) -> None:
         self.comm = comm
         self.ranks = ranks                  # global rank of each group rank
         self.backend = backend
@@ -60,6 +61,7 @@ class ProcessGroup:
         self.index = index                  # creation order, the same on every rank (the progress table's column)
         self.peers = peers                  # health.Peers of the job: who is dead, who is behind (None: fake)
         self.fake = backend == Backend.FAKE
+        self.nccl = nccl
 
     def rank(self) -> int:
         return self.comm.Get_rank()
@@ -130,7 +132,9 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     from an MPI launcher (`mpiexec -n N python script.py`), which also does the rendezvous, so
     `init_method` ('env://', 'tcp://...', 'file://...') is accepted but not needed, and `rank` and
     `world_size`, when given (or set as $RANK and $WORLD_SIZE), must match what MPI assigned.
-    'nccl' raises RuntimeError saying why it cannot serve this process. None means 'gloo'.
+    'nccl' (cuda tensors) also makes an NCCL communicator on `device_id` (an int or a cuda device;
+    cupy's current device when None), or raises RuntimeError saying why it cannot serve this
+    process. None means 'gloo'.
     """
     if GroupMember.WORLD is not None:
         raise ValueError("trying to initialize the default process group twice!")
@@ -142,8 +146,8 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     if store is not None:
         raise ValueError("init_process_group: ember.distributed has no Store (the MPI launcher does the "
                          "rendezvous); leave store=None")
-    if name == Backend.NCCL:
-        raise RuntimeError(f"init_process_group: the 'nccl' backend is not available: {engine.nccl_unavailable_reason()}")
+    if name == Backend.NCCL and (reason := engine.nccl_unavailable_reason()) is not None:
+        raise RuntimeError(f"init_process_group: the 'nccl' backend is not available: {reason}")
     if name == Backend.FAKE:
         return _init_fake(rank, world_size, timeout, group_name)
     debug_detail = _debug_detail()
@@ -157,13 +161,23 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     with engine.mpi_errors("init_process_group", world.Get_rank()):
         comm = world.Dup()
         peers = job_peers(MPI, comm)
+    device_side = _nccl_side(name, comm, device_id, "init_process_group")
     _created[0] = 1
     pg = ProcessGroup(comm, list(range(comm.Get_size())), name, timeout, group_name or "default_pg", debug_detail,
-                      0, peers)
+                      0, peers, device_side)
     listen_for_failures()
     note_clean_exit(peers, run_dir)
     GroupMember.WORLD = pg
     _groups.append(pg)
+
+
+def _nccl_side(name: Backend, comm, device_id, op: str):
+    """The NCCL communicator of a new 'nccl' group over `comm` (None for the other backends)."""
+    if name != Backend.NCCL:
+        return None
+    from .nccl import create_context
+
+    return create_context(comm, device_id, op)
 
 
 def _init_fake(rank: int, world_size: int, timeout, group_name: str) -> None:
@@ -191,6 +205,8 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
         if pg not in _groups:
             raise ValueError(f"destroy_process_group: {pg!r} was destroyed already")
         _groups.remove(pg)
+        if pg.nccl is not None:
+            pg.nccl.close()
         pg.comm.Free()
     if group is None or group is world:
         if world.peers is not None:
@@ -221,8 +237,8 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
     name = Backend(backend) if backend is not None else world.backend
     if world.fake:
         name = world.backend            # a fake world's groups are fake whatever backend they name
-    if name == Backend.NCCL:
-        raise RuntimeError(f"new_group: the 'nccl' backend is not available: {engine.nccl_unavailable_reason()}")
+    if name == Backend.NCCL and (reason := engine.nccl_unavailable_reason()) is not None:
+        raise RuntimeError(f"new_group: the 'nccl' backend is not available: {reason}")
     timeout = _check_timeout(timeout) if timeout is not None else world.timeout
     index = _created[0]
     _created[0] += 1
@@ -238,7 +254,10 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None, use_local
         mpi_group = world.comm.Get_group().Incl(ranks)
         comm = world.comm.Create_group(mpi_group)
         mpi_group.Free()
-    pg = ProcessGroup(comm, ranks, name, timeout, f"group_{index}", world.debug_detail, index, world.peers)
+    if device_id is None and world.nccl is not None:
+        device_id = world.nccl.device
+    pg = ProcessGroup(comm, ranks, name, timeout, f"group_{index}", world.debug_detail, index, world.peers,
+                      _nccl_side(name, comm, device_id, "new_group"))
     _groups.append(pg)
     return pg
 
@@ -295,7 +314,7 @@ def get_world_size(group: ProcessGroup | None = None) -> int:
 
 
 def get_backend(group: ProcessGroup | None = None) -> str:
-    """The backend name `group` was made with ('mpi', 'gloo')."""
+    """The backend name `group` was made with ('mpi', 'gloo', 'nccl', 'fake')."""
     world = _world()
     if group is GroupMember.NON_GROUP_MEMBER:
         raise ValueError("Invalid process group specified")

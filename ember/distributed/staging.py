@@ -29,18 +29,27 @@ __all__ = ["check_tensor", "check_same_dtype", "check_world_multiple", "reductio
 _NOT_SERVED = ("cuda", "meta")
 
 
-def check_tensor(op: str, t, arg: str, backend: str) -> None:
-    """torch's checks on a collective's tensor argument, and that the backend serves its device (the
-    'fake' backend, which moves nothing, takes a tensor on any device, the meta device above all)."""
+def check_tensor(op: str, t, arg: str, pg) -> None:
+    """torch's checks on a collective's tensor argument, and that the backend of group `pg` serves
+    its device: 'mpi'/'gloo' cpu and opencl tensors, 'nccl' cuda tensors on the group's GPU, 'fake'
+    (which moves nothing) a tensor on any device, the meta device above all."""
     if not isinstance(t, Tensor):
         raise TypeError(f"Invalid function argument. Expected parameter `{arg}` of type Tensor but got "
                         f"{type(t)} instead.")
     if t.is_sparse:
-        raise RuntimeError(f"{op}: `{arg}` is a sparse tensor; the '{backend}' backend moves dense tensors only")
-    if t.device.type in _NOT_SERVED and backend != "fake":
+        raise RuntimeError(f"{op}: `{arg}` is a sparse tensor; the '{pg.backend}' backend moves dense tensors only")
+    if pg.nccl is not None:
+        if t.device.type != "cuda":
+            raise RuntimeError(f"{op}: the 'nccl' backend serves cuda tensors, but `{arg}` is on {t.device}; use a "
+                               "'gloo' or 'mpi' group (new_group(backend='gloo')) for host tensors")
+        if t.device.index != pg.nccl.device:
+            raise ValueError(f"{op}: `{arg}` is on {t.device} but this process's NCCL group runs on "
+                             f"cuda:{pg.nccl.device} (give init_process_group a device_id, or call "
+                             "ember.cuda.set_device first)")
+    elif t.device.type in _NOT_SERVED and not pg.fake:
         hint = "; use the 'nccl' backend for cuda tensors" if t.device.type == "cuda" else ""
-        raise RuntimeError(f"{op}: the '{backend}' backend serves cpu tensors (and opencl tensors, staged through "
-                           f"host memory), but `{arg}` is on {t.device}{hint}")
+        raise RuntimeError(f"{op}: the '{pg.backend}' backend serves cpu tensors (and opencl tensors, staged "
+                           f"through host memory), but `{arg}` is on {t.device}{hint}")
 
 
 def check_same_dtype(op: str, tensors, reference) -> None:

@@ -41,23 +41,25 @@ class Work:
         self._source = None
         self._statuses = None
 
-    def _finish(self, statuses) -> None:
+    def _finish(self) -> None:
         self._done = True
-        if statuses and self._op in ("recv", "irecv"):
-            self._source = self._pg.ranks[statuses[0].Get_source()]
+        if self._statuses and self._op in ("recv", "irecv"):
+            self._source = self._pg.ranks[self._statuses[0].Get_source()]
         if self._on_complete is not None:
             self._on_complete()
 
+    def _poll(self) -> bool:
+        """Whether the engine has finished the transfer (MPI: all requests tested complete)."""
+        MPI = engine.mpi()
+        if self._statuses is None:
+            self._statuses = [MPI.Status() for _ in self._requests]
+        with engine.mpi_errors(self._op, self._rank):
+            return MPI.Request.Testall(self._requests, self._statuses)
+
     def is_completed(self) -> bool:
         """Whether the operation has finished (its outputs are then written)."""
-        if not self._done:
-            MPI = engine.mpi()
-            if self._statuses is None:
-                self._statuses = [MPI.Status() for _ in self._requests]
-            with engine.mpi_errors(self._op, self._rank):
-                done = MPI.Request.Testall(self._requests, self._statuses)
-            if done:
-                self._finish(self._statuses)
+        if not self._done and self._poll():
+            self._finish()
         return self._done
 
     def is_success(self) -> bool:

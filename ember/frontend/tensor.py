@@ -215,7 +215,10 @@ class Tensor(ShapeConveniences, TensorMethods, ConversionMethods, TensorSpec):
         return self._storage.version
 
     def data_ptr(self) -> int:
-        iface = getattr(self._data, "__array_interface__", None)
+        """The address of the first element: host memory (cpu), device memory (cuda); 0 where the
+        backend keeps no addressable memory (meta, opencl buffers)."""
+        data = self._data
+        iface = getattr(data, "__array_interface__", None) or getattr(data, "__cuda_array_interface__", None)
         return iface["data"][0] if iface else 0
 
     def untyped_storage(self) -> Storage:

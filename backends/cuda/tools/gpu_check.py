@@ -23,9 +23,14 @@ run reports everything; the exit status is non-zero if any step failed. Steps:
                    vs raw cupy
   8. compile       tests/test_cuda_fused_codegen.py -k gpu: ember.compile's generated CUDA C (fused
                    chains and row reductions) and a recorded training step, against eager on cuda
+  9. nccl          tests/test_nccl.py: ember.distributed's 'nccl' backend under mpiexec, one rank per
+                   GPU (up to 2; one on a single-GPU machine): every collective against numpy, async
+                   handles, DDP and FSDP steps against one process. Needs mpi4py and the mpich wheel
+                   (in the wheels) and libnccl (cupy's, or the nvidia-nccl-cu12 wheel a CUDA torch
+                   brings); a skip is a failure here
 
 Logs of every step go to $OUT (the device tool's output folder) or build/gpu-check.
-Budget: about 6 minutes on a 16-core H200 machine (each step has its own timeout).
+Budget: about 7 minutes on a 16-core H200 machine (each step has its own timeout).
 """
 from __future__ import annotations
 
@@ -107,9 +112,12 @@ def step_install(py: str, venv: Path, wheels: Path | None) -> str | None:
     if rc == 0 and rc2 == 0:
         Path(site.strip().splitlines()[-1], "_ember_base_site.pth").write_text(out)
     need = {"pluggy": "pluggy", "ml_dtypes": "ml_dtypes", "pytest": "pytest", "sklearn": "scikit-learn",
-            "xdist": "pytest-xdist"}            # xdist is optional: the conformance run uses 8 workers with it
-    rc, out = run("deps-probe", [str(vpy), "-c", "import importlib.util as u; print('MISSING', *[m for m in "
-                                 f"{list(need)!r} if u.find_spec(m) is None])"], 60, tail=5)
+            "xdist": "pytest-xdist",            # xdist is optional: the conformance run uses 8 workers with it
+            "mpi4py": "mpi4py", "mpiexec": "mpich"}     # the nccl step's launcher (mpich: mpiexec beside python)
+    rc, out = run("deps-probe", [str(vpy), "-c", "import importlib.util as u, pathlib, shutil, sys; print('MISSING', "
+                                 "*[m for m in " f"{list(need)!r} if (u.find_spec(m) is None if m != 'mpiexec' else "
+                                 "not (pathlib.Path(sys.executable).parent / m).exists() and not shutil.which(m))])"],
+                  60, tail=5)
     missing = [need[m] for m in out.split("MISSING", 1)[-1].split()] if rc == 0 else list(need.values())
     if missing and wheels is not None and wheels.is_dir():
         for pkg in missing:         # one by one: a wheel that does not fit this numpy must not block the others
@@ -184,13 +192,16 @@ def pytest_summary(out: str) -> str:
     return m[-1] if m else "no pytest summary"
 
 
-def step_pytest(vpy: str, name: str, title: str, target: str, timeout: int, extra=()) -> bool:
+def step_pytest(vpy: str, name: str, title: str, target: str, timeout: int, extra=(), must_run: bool = False) -> bool:
+    """A pytest run; `must_run`: a skip is a failure too (the step exists to run that test)."""
     header(title)
     t0 = time.perf_counter()
-    rc, out = run(name, [vpy, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=short", "-rfE",
+    rc, out = run(name, [vpy, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=short", "-rfEs",
                          "--durations=5", target, *extra], timeout, tail=60)
     summary = pytest_summary(out)
     ok = rc == 0 and "failed" not in summary and "error" not in summary
+    if must_run and ("skipped" in summary or "passed" not in summary):
+        ok = False
     return record(name, ok, time.perf_counter() - t0, summary)
 
 
@@ -241,6 +252,8 @@ def main(argv=None) -> int:
         step_bench(vpy, args.quick)
         step_pytest(vpy, "compile", "8. ember.compile on cuda (generated CUDA C, a recorded training step)",
                     "tests/test_cuda_fused_codegen.py", 180, ["-k", "gpu"])
+        step_pytest(vpy, "nccl", "9. ember.distributed over NCCL (one rank per GPU, up to 2)", "tests/test_nccl.py",
+                    300, must_run=True)
 
     header("summary")
     for step, status, seconds, note in RESULTS:
@@ -248,7 +261,7 @@ def main(argv=None) -> int:
     failed = [r for r in RESULTS if r[1] != "PASS"]
     print(f"\n{'FAILED' if failed else 'PASSED'}: {len(RESULTS) - len(failed)}/{len(RESULTS)} steps in "
           f"{time.perf_counter() - start:.0f} s" + ("" if vpy else " (later steps not run: no working install)"))
-    return 1 if failed or len(RESULTS) < 8 else 0
+    return 1 if failed or len(RESULTS) < 9 else 0
 
 
 if __name__ == "__main__":

@@ -213,7 +213,7 @@ class Reducer:
 
     def _globally_used(self) -> set[int]:
         """The parameters some rank used (an all-reduce of the per-rank "used" flags)."""
-        used = tensor([id(p) in self.locally_used for p in self.params], dtype=int32)
+        used = tensor([id(p) in self.locally_used for p in self.params], dtype=int32, device=self.params[0].device)
         dist.all_reduce(used, op=dist.ReduceOp.MAX, group=self.group)
         return {id(p) for p, u in zip(self.params, used.tolist()) if u}
 

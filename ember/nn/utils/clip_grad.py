@@ -81,7 +81,7 @@ def _sharded_total_norm(params: list, norm_type: float, error_if_nonfinite: bool
             bucket.append(p.grad)
     parts = [get_total_norm(local, norm_type, False, foreach)] if local else []
     for group, grads in by_group.values():
-        part = get_total_norm(grads, norm_type, False, foreach) if grads else ember.tensor(0.0)
+        part = get_total_norm(grads, norm_type, False, foreach) if grads else ember.tensor(0.0, device=params[0].device)
         if math.isinf(norm_type):
             dist.all_reduce(part, op=dist.ReduceOp.MAX, group=group)
         else:
