@@ -59,7 +59,40 @@ class CPUBackend(Backend):
         return np.shares_memory(a, b)
 
     def kernels(self):
-        return make_kernels(np, numpy_dtype_lookup())
+        table = make_kernels(np, numpy_dtype_lookup())
+        for name in NUMBA_FIRST:
+            table[name] = _numba_first(name, table[name])
+        return table
+
+
+#: kernels with a numba-compiled version for the calls it serves (gelu_numba.py: float32 exact GELU); the
+#: shared array kernel runs the others, and every call where numba is not installed
+NUMBA_FIRST = ("gelu", "gelu_backward")
+
+
+def _numba_first(name: str, eager):
+    """`name`'s kernel: the numba version (imported on the first call, numba with it) where it serves the
+    call, else the eager one."""
+    fast = []
+
+    def kernel(spec, *args, **kwargs):
+        if not fast:
+            from . import fused_numba
+
+            if fused_numba.available():
+                from . import gelu_numba
+
+                fast.append(gelu_numba.KERNELS[name])
+            else:
+                fast.append(None)
+        if fast[0] is not None:
+            result = fast[0](spec, *args, **kwargs)
+            if result is not NotImplemented:
+                return result
+        return eager(spec, *args, **kwargs)
+
+    kernel.__name__ = kernel.__qualname__ = name
+    return kernel
 
 
 @hookimpl

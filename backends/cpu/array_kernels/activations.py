@@ -1,9 +1,9 @@
 """erf (a primitive) and native kernels of the activations, against the array-module API.
 
-numpy has no erf: `erf` evaluates W. J. Cody's rational approximations (the Cephes
-coefficients: |x| <= 1 by x * T(x^2) / U(x^2), beyond by 1 - erfc(|x|) with
-erfc = exp(-x^2) * P(x) / Q(x)), accurate to a few 1e-16 relative in float64. Every kernel
-computes in float64 (erf) or the opmath dtype (float32 for float16/bfloat16) and rounds once.
+erf and the exact GELU's normal CDF come from scipy.special's ufuncs (cupyx.scipy.special's on cupy):
+`ndtr(x)`, the CDF itself, is 0.5 (1 + erf(x / sqrt 2)) without the cancellation of 1 + erf for very
+negative x. Every kernel computes in the opmath dtype (float32 for float16/bfloat16) and rounds once.
+(The cpu backend runs float32 exact GELU through numba-compiled loops instead: ember_cpu.gelu_numba.)
 """
 from __future__ import annotations
 
@@ -11,52 +11,11 @@ import contextlib
 import math
 
 from .context import ArrayModule
+from .special import _special
 
-_T = (9.60497373987051638749E0, 9.00260197203842689217E1, 2.23200534594684319226E3, 7.00332514112805075473E3,
-      5.55923013010394962768E4)
-_U = (3.35617141647503099647E1, 5.21357949780152679795E2, 4.59432382970980127987E3, 2.26290000613890934246E4,
-      4.92673942608635921086E4)
-_P = (2.46196981473530512524E-10, 5.64189564831068821977E-1, 7.46321056442269912687E0, 4.86371970985681366614E1,
-      1.96520832956077098242E2, 5.26445194995477358631E2, 9.34528527171957607540E2, 1.02755188689515710272E3,
-      5.57535335369399327526E2)
-_Q = (1.32281951154744992508E1, 8.67072140885989742329E1, 3.54937778887819891062E2, 9.75708501743205489753E2,
-      1.82390916687909736289E3, 2.24633760818710981792E3, 1.65666309194161350182E3, 5.57535340817727675546E2)
-_R = (5.64189583547755073984E-1, 1.27536670759978104416E0, 5.01905042251180477414E0, 6.16021097993053585195E0,
-      7.40974269950448939160E0, 2.97886665372100240670E0)
-_S = (2.26052863220117276590E0, 9.39603524938001434673E0, 1.20489539808096656605E1, 1.70814450747565897222E1,
-      9.60896809063285878198E0, 3.36907645100081516050E0)
-
-_SQRT1_2 = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _SQRT_2_PI = math.sqrt(2.0 / math.pi)
 _GELU_K = 0.044715
-
-
-def _polevl(x, coefs):
-    r = coefs[0] + 0 * x
-    for c in coefs[1:]:
-        r = r * x + c
-    return r
-
-
-def _p1evl(x, coefs):
-    r = x + coefs[0]
-    for c in coefs[1:]:
-        r = r * x + c
-    return r
-
-
-def erf_float64(xp, x):
-    """erf of a float64 array (NaN stays NaN, erf(+-inf) = +-1, erf(-0.0) = -0.0)."""
-    ax = xp.abs(x)
-    small = ax <= 1.0
-    z = xp.where(small, x * x, 0.0)
-    inner = x * (_polevl(z, _T) / _p1evl(z, _U))
-    axc = xp.clip(ax, 1.0, 27.0)                       # erfc(27) underflows: erf is exactly +-1 beyond
-    big = axc >= 8.0
-    ratio = xp.where(big, _polevl(axc, _R) / _p1evl(axc, _S), _polevl(axc, _P) / _p1evl(axc, _Q))
-    outer = xp.copysign(1.0 - xp.exp(-axc * axc) * ratio, x)
-    return xp.where(small, inner, xp.where(xp.isnan(x), x, outer))
 
 
 def _square(xp, x):
@@ -93,7 +52,17 @@ def _compute(am: ArrayModule, a, dt):
 
 def erf(am: ArrayModule, spec, a):
     dt = am.native_of[spec[1]]
-    return erf_float64(am.xp, a.astype(am.f64)).astype(dt, copy=False)
+    return am.xp.asarray(_special(am).erf(_compute(am, a, dt))).astype(dt, copy=False)
+
+
+def normal_pdf_times_x(xp, x):
+    """x * exp(-x^2 / 2) / sqrt(2 pi) in a new buffer: the exact GELU's slope beyond its CDF."""
+    d = _square(xp, x)
+    d *= -0.5
+    xp.exp(d, out=d)
+    d *= x
+    d *= _INV_SQRT_2PI
+    return d
 
 
 def gelu(am: ArrayModule, spec, a, approximate="none"):
@@ -105,8 +74,8 @@ def gelu(am: ArrayModule, spec, a, approximate="none"):
         out += 1.0
         xp.divide(x, out, out=out)
     else:
-        cdf = 0.5 * (1.0 + erf_float64(xp, x.astype(am.f64) * _SQRT1_2))
-        out = x * cdf.astype(x.dtype, copy=False)
+        out = xp.asarray(_special(am).ndtr(x))       # the normal CDF, in x's dtype
+        out *= x
     return xp.asarray(out).astype(dt, copy=False)
 
 
@@ -135,9 +104,13 @@ def gelu_backward(am: ArrayModule, spec, g, a, approximate="none"):
         else:
             d = d * g                                 # grad_output broadcasts over self
         return d.astype(dt, copy=False)
-    cdf = (0.5 * (1.0 + erf_float64(xp, x.astype(am.f64) * _SQRT1_2))).astype(x.dtype, copy=False)
-    d = cdf + x * xp.exp(-0.5 * x * x) * _INV_SQRT_2PI
-    return xp.asarray(g * d).astype(dt, copy=False)
+    d = normal_pdf_times_x(xp, x)
+    d += _special(am).ndtr(x)
+    if g.shape == d.shape:
+        d *= g
+    else:
+        d = d * g
+    return xp.asarray(d).astype(dt, copy=False)
 
 
 def silu(am: ArrayModule, spec, a):
