@@ -8,11 +8,18 @@ numpy-generated weights, so a ratio compares the same computation. numpy counter
 hand-written where one exists (the MLP's forward, backward and optimizer update); a builder raises
 NotImplementedError for a framework without a counterpart (asv then skips that parameter).
 
-The training workloads return the loss tensor (or float, for numpy) from their callable, so
-tests/test_benchmarks.py can check that ember, torch and numpy compute the same values.
+The training workloads return the loss tensor (or float, for numpy and for the digits CNN, whose
+example's step calls .item()) from their callable, so tests/test_benchmarks.py can check that ember,
+torch and numpy compute the same values. GPT-2 small's inference model (124M parameters) is built
+once per process and framework and cached (gpt2_model). cold_start_code is not a builder: it returns
+the source of a whole program, for timing a fresh interpreter (`python -c CODE`).
 """
 from __future__ import annotations
 
+import functools
+import importlib.util
+from pathlib import Path
+from types import ModuleType
 from typing import Callable
 
 import numpy as np
@@ -21,6 +28,8 @@ FRAMEWORKS = ("ember", "torch", "numpy")
 ELEMENTWISE_OPS = ("add", "mul", "exp", "relu")
 REDUCTION_OPS = ("sum", "mean", "amax", "sum_dim1")
 OPTIMIZERS = ("sgd", "adam")
+ADAM_VARIANTS = ("adam", "adamw")
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 # the digits MLP (sklearn's 8x8 digits: 64 features, 10 classes) and the GPT block's shapes
 MLP_SIZES = (64, 128, 10)
@@ -29,16 +38,20 @@ LR = 1e-2
 GPT_EMBD, GPT_HEADS, GPT_SEQ, GPT_BATCH = 128, 4, 64, 8
 
 
+def _check_framework(framework: str) -> None:
+    if framework not in FRAMEWORKS:
+        raise ValueError(f"workloads: framework must be one of {FRAMEWORKS}, got {framework!r}")
+
+
 def lib_of(framework: str):
     """The module that provides `framework`'s tensor API (ember or torch; numpy for "numpy")."""
+    _check_framework(framework)
     if framework == "ember":
         import ember as lib
     elif framework == "torch":
         import torch as lib
-    elif framework == "numpy":
-        lib = np
     else:
-        raise ValueError(f"workloads: framework must be one of {FRAMEWORKS}, got {framework!r}")
+        lib = np
     return lib
 
 
@@ -169,10 +182,7 @@ class _NumpyMLP:
         self.params = [w["0.weight"].copy(), w["0.bias"].copy(), w["2.weight"].copy(), w["2.bias"].copy()]
         self.x, self.y = w["x"], w["y"]
         self.onehot = np.eye(MLP_SIZES[2], dtype=np.float32)[self.y]
-        self.adam = optimizer == "adam"
-        self.m = [np.zeros_like(p) for p in self.params]
-        self.v = [np.zeros_like(p) for p in self.params]
-        self.t = 0
+        self.adam = _NumpyAdam(self.params, LR) if optimizer == "adam" else None
 
     def step(self) -> float:
         w1, b1, w2, b2 = self.params
@@ -188,22 +198,35 @@ class _NumpyMLP:
         dr = dlogits @ w2
         dr *= h > 0
         grads = [dr.T @ x, dr.sum(axis=0), dlogits.T @ r, dlogits.sum(axis=0)]
-        if self.adam:
-            self._adam(grads)
+        if self.adam is not None:
+            self.adam.step(grads)
         else:
             for p, g in zip(self.params, grads):
                 p -= LR * g
         return loss
 
-    def _adam(self, grads, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8) -> None:
+
+class _NumpyAdam:
+    """Adam, or AdamW with a `weight_decay` (decoupled: p *= 1 - lr * weight_decay), written by hand over a
+    list of numpy arrays updated in place, with torch's defaults (betas 0.9, 0.999, eps 1e-8)."""
+
+    def __init__(self, params: list[np.ndarray], lr: float, weight_decay: float = 0.0) -> None:
+        self.params, self.lr, self.weight_decay = params, lr, weight_decay
+        self.m = [np.zeros_like(p) for p in params]
+        self.v = [np.zeros_like(p) for p in params]
+        self.t = 0
+
+    def step(self, grads: list[np.ndarray], beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8) -> None:
         self.t += 1
         c1, c2 = 1 - beta1 ** self.t, 1 - beta2 ** self.t
         for p, g, m, v in zip(self.params, grads, self.m, self.v):
+            if self.weight_decay:
+                p *= 1 - self.lr * self.weight_decay
             m *= beta1
             m += (1 - beta1) * g
             v *= beta2
             v += (1 - beta2) * g * g
-            p -= (LR / c1) * m / (np.sqrt(v / c2) + eps)
+            p -= (self.lr / c1) * m / (np.sqrt(v / c2) + eps)
 
 
 # --- a GPT block forward + backward ----------------------------------------------------------------
@@ -248,6 +271,17 @@ def gpt_block_inference(framework: str, seed: int = 0, compiled: bool = False) -
     return forward
 
 
+def load_gpt2_init(lib, module, rng: np.random.Generator, draw_dtype=np.float64) -> None:
+    """Load float32 GPT-2-style weights drawn from `rng` into `module` (a GPT-2 or a block of one, built with
+    `lib`), in its state_dict's order: N(0, 0.02) everywhere, plus 1 for the LayerNorms' weights (1 + noise,
+    so their gradients differ from the biases'). `draw_dtype`: the draws' (float32 takes half the time and
+    memory of float64, for GPT-2 small's 124M parameters; the values then differ from float64's)."""
+    ln_weights = ("ln_1.weight", "ln_2.weight", "ln_f.weight")
+    module.load_state_dict({k: lib.from_numpy((rng.standard_normal(tuple(v.shape), dtype=draw_dtype) * 0.02 +
+                                               (1.0 if k.endswith(ln_weights) else 0.0)).astype(np.float32, copy=False))
+                            for k, v in module.state_dict().items()})
+
+
 def _gpt_block(framework: str, seed: int):
     """(the GPT-2 block, its input batch), weights from a numpy rng."""
     from ember.testing.models import _gpt2_classes
@@ -255,10 +289,7 @@ def _gpt_block(framework: str, seed: int):
     lib = lib_of(framework)
     block = _gpt2_classes(lib).Block(gpt_block_config())
     rng = np.random.default_rng(seed)
-    state = {k: (rng.standard_normal(tuple(v.shape)) * 0.02 + (1.0 if k.endswith("ln_1.weight") or
-                                                                 k.endswith("ln_2.weight") else 0.0))
-             .astype(np.float32) for k, v in block.state_dict().items()}
-    block.load_state_dict({k: lib.tensor(v) for k, v in state.items()})
+    load_gpt2_init(lib, block, rng)
     x = lib.tensor(rng.standard_normal((GPT_BATCH, GPT_SEQ, GPT_EMBD)).astype(np.float32))
     return block, x
 
@@ -294,9 +325,7 @@ def nanogpt_step(framework: str, seed: int = 0, compiled: bool | str = False, ap
     lib = lib_of(framework)
     model = _gpt2_classes(lib).GPT2(GPT2Config(**NANOGPT, gelu_approximate=approximate))
     rng = np.random.default_rng(seed)
-    model.load_state_dict({k: lib.tensor((rng.standard_normal(tuple(v.shape)) * 0.02 +
-                                          (1.0 if k.endswith(("ln_1.weight", "ln_2.weight", "ln_f.weight")) else 0.0))
-                                         .astype(np.float32)) for k, v in model.state_dict().items()})
+    load_gpt2_init(lib, model, rng)
     model.to(getattr(lib, dtype))
     idx = lib.tensor(rng.integers(0, NANOGPT["vocab_size"], (NANOGPT_BATCH, NANOGPT["n_ctx"])))
     targets = lib.tensor(rng.integers(0, NANOGPT["vocab_size"], (NANOGPT_BATCH, NANOGPT["n_ctx"])))
@@ -397,3 +426,154 @@ def gpt2_small_meta(framework: str) -> Callable:
 
     lib = lib_of(framework)
     return lambda: build_gpt2(lib=lib, device="meta")
+
+
+# --- GPT-2 small inference ---------------------------------------------------------------------------
+
+_GPT2_MODELS: dict = {}
+
+
+def gpt2_model(framework: str, config=None, seed: int = 0):
+    """ember.testing.models' GPT-2 for `config` (default: GPT-2 small, 124M parameters) in float32, built with
+    `framework`'s lib, weights from a numpy rng (load_gpt2_init, float32 draws), in eval mode. Built once per
+    process per (framework, config, seed) and cached in a module-level dict: GPT-2 small's weights take
+    seconds to draw, which neither asv's setup nor compare.py's rows should pay twice."""
+    from ember.testing.models import build_gpt2, gpt2_small_config
+
+    config = config or gpt2_small_config()
+    key = (framework, config, seed)
+    if key not in _GPT2_MODELS:
+        lib = lib_of(framework)
+        # built on meta and materialised uninitialised: the weights are loaded below, so the framework's own
+        # initialisation (seconds of random draws) would be thrown away
+        model = build_gpt2(config, lib=lib, device="meta").to_empty(device="cpu")
+        model.lm_head.weight = model.wte.weight          # tied again: torch's to_empty unties them
+        load_gpt2_init(lib, model, np.random.default_rng(seed), draw_dtype=np.float32)
+        _GPT2_MODELS[key] = model.eval()
+    return _GPT2_MODELS[key]
+
+
+def gpt2_small_inference(framework: str, seed: int = 0, tokens: int = 32, config=None) -> Callable:
+    """Inference latency of GPT-2 small (gpt2_model: 12 layers, 768 wide, 12 heads, vocabulary 50257; 124M
+    parameters, float32) at batch 1: one forward under no_grad over a prompt of `tokens` token ids (1, tokens)
+    from a numpy rng; the callable returns the logits, (1, tokens, 50257). `config`: another GPT2Config
+    (the tests' small one)."""
+    _no_numpy(framework, "gpt2_small_inference")
+    lib = lib_of(framework)
+    model = gpt2_model(framework, config, seed)
+    idx = lib.tensor(np.random.default_rng(seed).integers(0, model.cfg.vocab_size, (1, tokens)))
+
+    def forward():
+        with lib.no_grad():
+            return model(idx)
+    return forward
+
+
+# --- the digits CNN training step (examples/digits_cnn.py) -------------------------------------------
+
+CNN_BATCH = 64
+
+
+@functools.lru_cache(maxsize=None)
+def example(name: str) -> ModuleType:
+    """examples/<name>.py imported as a module (once), so a workload runs the example's own model and step."""
+    spec = importlib.util.spec_from_file_location(f"ember_example_{name}", EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def cnn_step(framework: str, seed: int = 0, dropout: tuple[float, float] = (0.25, 0.5)) -> Callable:
+    """One training step of examples/digits_cnn.py's CNN, the example's own `cnn_model(lib)` and `train_step`:
+    conv 1->16 3x3, relu, conv 16->32 3x3, relu, max_pool 2, dropout, linear 128->64, relu, dropout,
+    linear 64->10, log_softmax; nll_loss; Adadelta at the example's lr 1.0. A batch of 64 single-channel
+    8x8 images (64, 1, 8, 8) and their labels from a numpy rng; weights from it too (uniform within
+    1/sqrt(fan_in), torch's default bound). zero_grad, forward, loss, backward, step; the callable returns
+    the loss as a float (the example's step calls .item()). `dropout`: the two dropout probabilities (the
+    example's by default; the tests pass (0, 0), as ember's and torch's dropout masks differ)."""
+    _no_numpy(framework, "cnn_step")
+    lib = lib_of(framework)
+    digits_cnn = example("digits_cnn")
+    model = digits_cnn.cnn_model(lib)(*dropout)
+    rng = np.random.default_rng(seed)
+    state = {}
+    for name, value in model.state_dict().items():
+        fan_in = int(np.prod(tuple(model.get_submodule(name.rsplit(".", 1)[0]).weight.shape)[1:]))
+        state[name] = lib.from_numpy(rng.uniform(-1, 1, tuple(value.shape)).astype(np.float32) / np.sqrt(fan_in))
+    model.load_state_dict(state)
+    x = lib.from_numpy(rng.standard_normal((CNN_BATCH, 1, 8, 8)).astype(np.float32))
+    y = lib.from_numpy(rng.integers(0, 10, CNN_BATCH))
+    optimizer = lib.optim.Adadelta(model.parameters(), lr=1.0)
+    return lambda: digits_cnn.train_step(lib, model, optimizer, x, y)
+
+
+# --- an optimizer's step alone ----------------------------------------------------------------------
+
+# one transformer-ish layer's parameters, repeated: a (1024, 256) and a (256, 256) weight with their biases,
+# norms' weights and biases, a small (256, 64) projection: 350,080 elements per 10 tensors (100: 3.5M)
+OPTIMIZER_SHAPES = ((1024, 256), (1024,), (256, 256), (256,), (256,), (256,), (256, 64), (64,), (64, 64), (64,))
+
+
+def optimizer_step(framework: str, optimizer: str = "adamw", n_params: int = 100, seed: int = 0) -> Callable:
+    """`opt.step()` alone of Adam or AdamW (ADAM_VARIANTS; torch's defaults: lr 1e-3, AdamW's weight decay
+    0.01) over `n_params` float32 parameters whose shapes cycle through OPTIMIZER_SHAPES (100: 3.5M elements
+    in 100 tensors), gradients set once from a numpy rng (parameters N(0, 0.02), gradients N(0, 1)). numpy:
+    the same update written by hand (_NumpyAdam). The callable's `params` are the parameters it updates."""
+    if optimizer not in ADAM_VARIANTS:
+        raise ValueError(f"optimizer_step: optimizer must be one of {ADAM_VARIANTS}, got {optimizer!r}")
+    rng = np.random.default_rng(seed)
+    shapes = [OPTIMIZER_SHAPES[i % len(OPTIMIZER_SHAPES)] for i in range(n_params)]
+    values = [rng.standard_normal(s, dtype=np.float32) * np.float32(0.02) for s in shapes]
+    grads = [rng.standard_normal(s, dtype=np.float32) for s in shapes]
+    weight_decay = 0.01 if optimizer == "adamw" else 0.0
+    if framework == "numpy":
+        opt = _NumpyAdam(values, 1e-3, weight_decay)
+
+        def numpy_step():
+            opt.step(grads)
+        numpy_step.params = values
+        return numpy_step
+    lib = lib_of(framework)
+    params = [lib.nn.Parameter(lib.from_numpy(v)) for v in values]
+    for p, g in zip(params, grads):
+        p.grad = lib.from_numpy(g)
+    opt = {"adam": lib.optim.Adam, "adamw": lib.optim.AdamW}[optimizer](params, lr=1e-3, weight_decay=weight_decay)
+
+    def step():
+        opt.step()
+    step.params = params
+    return step
+
+
+# --- cold start: a fresh interpreter's first training step ------------------------------------------
+
+_COLD_START = '''\
+import numpy as np
+{import_line}
+
+i, h, o = {sizes}
+rng = np.random.default_rng(0)
+model = torch.nn.Sequential(torch.nn.Linear(i, h), torch.nn.ReLU(), torch.nn.Linear(h, o))
+with torch.no_grad():
+    for p in model.parameters():
+        p.copy_(torch.from_numpy(rng.uniform(-0.1, 0.1, tuple(p.shape)).astype(np.float32)))
+x = torch.from_numpy(rng.standard_normal(({batch}, i)).astype(np.float32))
+y = torch.from_numpy(rng.integers(0, o, {batch}))
+optimizer = torch.optim.SGD(model.parameters(), lr={lr})
+optimizer.zero_grad()
+loss = torch.nn.functional.cross_entropy(model(x), y)
+loss.backward()
+optimizer.step()
+print(loss.item(), model[0].weight.sum().item())
+'''
+
+
+def cold_start_code(framework: str) -> str:
+    """The source of a whole program, for `python -c CODE` in a fresh interpreter: import the framework
+    (ember as `import ember as torch`), build the digits MLP (64-128-10, nn.Sequential of Linear/ReLU)
+    with weights from a numpy rng, one training step on a batch of 64 (zero_grad, forward, cross_entropy,
+    backward, SGD at lr LR); it prints the loss and the sum of the first layer's updated weight."""
+    _check_framework(framework)
+    _no_numpy(framework, "cold_start_code")
+    import_line = "import torch" if framework == "torch" else "import ember as torch"
+    return _COLD_START.format(import_line=import_line, sizes=MLP_SIZES, batch=MLP_BATCH, lr=LR)

@@ -121,6 +121,68 @@ def test_twenty_compiled_nanogpt_steps_keep_eagers_losses(compiled, dtype, rtol)
     assert losses[-1][0] < losses[0][0]
 
 
+def test_cnn_step_same_losses():
+    """examples/digits_cnn.py's step (dropout off: ember's and torch's masks differ): three Adadelta steps
+    from the same weights give the same losses, so forward, backward and update agree."""
+    steps = {fw: W.cnn_step(fw, dropout=(0.0, 0.0)) for fw in ("ember", "torch")}
+    losses = {fw: [step() for _ in range(3)] for fw, step in steps.items()}
+    assert losses["torch"][2] < losses["torch"][0]
+    np.testing.assert_allclose(losses["ember"], losses["torch"], rtol=1e-5)
+
+
+def test_cnn_step_runs_the_examples_model_with_dropout():
+    step = W.cnn_step("ember")
+    assert isinstance(step(), float) and np.isfinite(step())
+    assert [type(m).__name__ for m in W.example("digits_cnn").cnn_model(ember)().children()] == \
+        ["Conv2d", "Conv2d", "Dropout", "Dropout", "Linear", "Linear"]
+
+
+def test_gpt2_inference_same_logits_on_a_small_config():
+    """gpt2_small_inference's forward, on a 2-layer GPT-2 (vocabulary 512, 128 wide, 4 heads) rather than
+    GPT-2 small, whose 124M weights take seconds to draw in each framework: the same logits."""
+    from ember.testing.models import GPT2Config
+
+    config = GPT2Config(vocab_size=512, n_ctx=64, n_embd=128, n_head=4, n_layer=2)
+    logits = {fw: W.gpt2_small_inference(fw, tokens=32, config=config)() for fw in ("ember", "torch")}
+    assert not logits["ember"].requires_grad and tuple(logits["ember"].shape) == (1, 32, 512)
+    expected = logits["torch"].numpy()
+    np.testing.assert_allclose(logits["ember"].numpy(), expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+    assert W.gpt2_model("ember", config) is W.gpt2_model("ember", config)     # built once per process
+    for fw in ("ember", "torch"):
+        model = W.gpt2_model(fw, config)
+        assert model.lm_head.weight is model.wte.weight
+
+
+@pytest.mark.parametrize("optimizer", W.ADAM_VARIANTS)
+def test_optimizer_step_same_parameters_after_three_steps(optimizer):
+    steps = {fw: W.optimizer_step(fw, optimizer) for fw in W.FRAMEWORKS}
+    before = [p.detach().numpy().copy() for p in steps["torch"].params]
+    assert len(before) == 100 and sum(p.size for p in before) == 3_500_800
+    for step in steps.values():
+        step(), step(), step()
+    params = {fw: [np.asarray(p if fw == "numpy" else p.detach().numpy()) for p in step.params]
+              for fw, step in steps.items()}
+    for fw in ("ember", "numpy"):
+        for i, (got, expected) in enumerate(zip(params[fw], params["torch"])):
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-8, err_msg=f"{fw} {optimizer} param {i}")
+    assert not np.allclose(params["torch"][0], before[0], rtol=1e-3)
+
+
+def test_cold_start_programs_print_the_same_loss():
+    """cold_start_code's program, in a fresh interpreter per framework: it runs, and its loss and updated
+    weights are torch's."""
+    import subprocess
+
+    printed = {}
+    for fw in ("ember", "torch"):
+        done = subprocess.run([sys.executable, "-c", W.cold_start_code(fw)], capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, (fw, done.stderr)
+        printed[fw] = [float(v) for v in done.stdout.split()]
+    assert len(printed["torch"]) == 2 and printed["torch"][0] > 1.0
+    np.testing.assert_allclose(printed["ember"], printed["torch"], rtol=1e-5)
+
+
 def test_gpt2_meta_same_parameter_count():
     counts = {fw: sum(p.numel() for p in W.gpt2_small_meta(fw)().parameters()) for fw in ("ember", "torch")}
     assert counts["ember"] == counts["torch"] == 124_439_808
@@ -142,6 +204,10 @@ def test_unknown_framework_is_a_clear_error():
         W.lib_of("jax")
     with pytest.raises(NotImplementedError, match="gpt_block_step: no numpy counterpart"):
         W.gpt_block_step("numpy")
+    with pytest.raises(ValueError, match="workloads: framework must be one of .* got 'jax'"):
+        W.cold_start_code("jax")
+    with pytest.raises(ValueError, match="optimizer_step: optimizer must be one of .* got 'sgd'"):
+        W.optimizer_step("torch", "sgd")
 
 
 def test_memory_benchmarks_run():

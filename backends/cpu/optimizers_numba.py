@@ -1,9 +1,9 @@
-"""The fused optimizer updates (_fused_adam_, _fused_sgd_) as numba loops, for compiled code.
+"""The fused optimizer updates (_fused_adam_, _fused_sgd_) as numba loops.
 
 The eager kernels (array_kernels/optimizers.py) run about a dozen numpy calls per parameter; these run
-one compiled loop per parameter, which is most of a small model's optimizer time. They are offered to
-`ember.compile` only (the fused-kernel generator's `kernels`), where a compile pays numba's import and
-first compilation; eager code keeps numpy and starts fast.
+one compiled loop per parameter, which is most of a small model's optimizer time. `ember.compile` takes
+them (the fused-kernel generator's `kernels`), and so does eager code once a process has made a few
+updates with the numpy kernels (plugin.py's NUMBA_KERNELS): a short script starts without numba's import.
 
 Each element computes the eager kernel's ops in its order, every one in the parameter's dtype (float32
 or float64; the scalars cast to it, as numpy casts a Python float), with no fused multiply-add

@@ -6,6 +6,7 @@ vendor copies: a Backend subclass for data movement and allocation, plus kernels
 """
 from __future__ import annotations
 
+import importlib
 import warnings
 
 import numpy as np
@@ -60,33 +61,38 @@ class CPUBackend(Backend):
 
     def kernels(self):
         table = make_kernels(np, numpy_dtype_lookup())
-        for name in NUMBA_FIRST:
-            table[name] = _numba_first(name, table[name])
+        for name, (module, eager_calls) in NUMBA_KERNELS.items():
+            table[name] = _numba_after(eager_calls, module, name, table[name])
         return table
 
 
-#: kernels with a numba-compiled version for the calls it serves (gelu_numba.py: float32 exact GELU); the
-#: shared array kernel runs the others, and every call where numba is not installed
-NUMBA_FIRST = ("gelu", "gelu_backward")
+#: op -> (module of its numba-compiled version, how many calls the eager kernel serves first). The exact GELU's
+#: loops (gelu_numba.py) are 20x faster in float32 and round differently: numba from the first call. The
+#: optimizer updates' loops (optimizers_numba.py) give the eager kernel's bits: a program's first calls keep
+#: numpy, so a script that runs a step or two never pays numba's import (a few tenths of a second), and a
+#: training loop switches after them.
+NUMBA_KERNELS = {"gelu": ("gelu_numba", 0), "gelu_backward": ("gelu_numba", 0),
+                 "_fused_adam_": ("optimizers_numba", 16), "_fused_sgd_": ("optimizers_numba", 16)}
 
 
-def _numba_first(name: str, eager):
-    """`name`'s kernel: the numba version (imported on the first call, numba with it) where it serves the
-    call, else the eager one."""
-    fast = []
+def _numba_after(eager_calls: int, module: str, name: str, eager):
+    """`name`'s kernel: after `eager_calls` calls of the eager kernel, the numba version (its module imported
+    then, numba with it) for the calls it serves (NotImplemented: the eager kernel's); the eager kernel
+    always where numba is not installed."""
+    state = {"calls": 0, "fast": None}
 
     def kernel(spec, *args, **kwargs):
-        if not fast:
+        fast = state["fast"]
+        if fast is None:
+            state["calls"] += 1
+            if state["calls"] <= eager_calls:
+                return eager(spec, *args, **kwargs)
             from . import fused_numba
 
-            if fused_numba.available():
-                from . import gelu_numba
-
-                fast.append(gelu_numba.KERNELS[name])
-            else:
-                fast.append(None)
-        if fast[0] is not None:
-            result = fast[0](spec, *args, **kwargs)
+            fast = state["fast"] = importlib.import_module(f"{__package__}.{module}").KERNELS[name] \
+                if fused_numba.available() else False
+        if fast is not False:
+            result = fast(spec, *args, **kwargs)
             if result is not NotImplemented:
                 return result
         return eager(spec, *args, **kwargs)

@@ -1,0 +1,61 @@
+"""The cpu backend's switch to numba-compiled kernels (ember_cpu/plugin.py NUMBA_KERNELS): the optimizer
+updates switch after the eager kernel's first calls and must give its bits, before and after."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ember_cpu import plugin
+from ember_cpu.array_kernels import make_kernels
+from ember.core.numpy_interop import numpy_dtype_lookup
+
+EAGER = make_kernels(np, numpy_dtype_lookup())
+
+
+def _state(seed: int, dtype):
+    rng = np.random.default_rng(seed)
+    shapes = [(7, 5), (5,), (3, 4, 2)]
+    params = [rng.standard_normal(s).astype(dtype) for s in shapes]
+    grads = [[rng.standard_normal(s).astype(dtype) for s in shapes] for _ in range(6)]
+    return params, grads, shapes
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("weight_decay,decoupled", [(0.0, False), (0.1, False), (0.1, True)])
+def test_adam_switches_to_numba_with_the_same_bits(dtype, weight_decay, decoupled):
+    results = []
+    for kernel in (EAGER["_fused_adam_"], plugin._numba_after(2, "optimizers_numba", "_fused_adam_",
+                                                                EAGER["_fused_adam_"])):
+        params, grads, shapes = _state(0, dtype)
+        m, v = [np.zeros(s, dtype) for s in shapes], [np.zeros(s, dtype) for s in shapes]
+        steps = [np.zeros((), dtype) for _ in shapes]
+        for g in grads:                              # calls 3 to 6 run the numba loops
+            kernel(None, params, g, m, v, [], steps, lr=1e-2, beta1=0.9, beta2=0.999, weight_decay=weight_decay,
+                   eps=1e-8, amsgrad=False, maximize=False, decoupled_weight_decay=decoupled)
+        results.append([a.copy() for a in params + m + v])
+    from ember_cpu import optimizers_numba                # the loops serve these calls (no eager fallback)
+    assert optimizers_numba.fused_adam_(None, params, grads[0], m, v, [], steps, 1e-2, 0.9, 0.999, weight_decay,
+                                        1e-8, False, False, decoupled) == ()
+    for eager, switched in zip(*results):
+        np.testing.assert_array_equal(switched, eager)
+
+
+@pytest.mark.parametrize("momentum,nesterov", [(0.0, False), (0.9, False), (0.9, True)])
+def test_sgd_switches_to_numba_with_the_same_bits(momentum, nesterov):
+    results = []
+    for kernel in (EAGER["_fused_sgd_"], plugin._numba_after(2, "optimizers_numba", "_fused_sgd_",
+                                                               EAGER["_fused_sgd_"])):
+        params, grads, shapes = _state(1, np.float32)
+        bufs = [np.zeros(s, np.float32) for s in shapes]
+        for i, g in enumerate(grads):
+            kernel(None, params, g, bufs, weight_decay=0.01, momentum=momentum, lr=0.1, dampening=0.0,
+                   nesterov=nesterov, maximize=False, is_first_step=i == 0)
+        results.append([a.copy() for a in params + bufs])
+    for eager, switched in zip(*results):
+        np.testing.assert_array_equal(switched, eager)
+
+
+def test_the_switch_is_in_the_cpu_kernel_table():
+    table = plugin.CPUBackend().kernels()
+    assert set(plugin.NUMBA_KERNELS) <= set(table)
+    assert all(table[name].__name__ == name for name in plugin.NUMBA_KERNELS)
