@@ -433,14 +433,23 @@ def gpt2_small_meta(framework: str) -> Callable:
 _GPT2_MODELS: dict = {}
 
 
-def gpt2_model(framework: str, config=None, seed: int = 0):
-    """ember.testing.models' GPT-2 for `config` (default: GPT-2 small, 124M parameters) in float32, built with
-    `framework`'s lib, weights from a numpy rng (load_gpt2_init, float32 draws), in eval mode. Built once per
-    process per (framework, config, seed) and cached in a module-level dict: GPT-2 small's weights take
-    seconds to draw, which neither asv's setup nor compare.py's rows should pay twice."""
-    from ember.testing.models import build_gpt2, gpt2_small_config
+def gpt2_inference_config():
+    """GPT-2 small's GPT2Config, gpt2_model's default; tests replace it by a 2-layer one, leaving the seconds
+    of drawing GPT-2 small's weights to compare.py and asv."""
+    from ember.testing.models import gpt2_small_config
 
-    config = config or gpt2_small_config()
+    return gpt2_small_config()
+
+
+def gpt2_model(framework: str, config=None, seed: int = 0):
+    """ember.testing.models' GPT-2 for `config` (default: gpt2_inference_config, GPT-2 small, 124M parameters)
+    in float32, built with `framework`'s lib, weights from a numpy rng (load_gpt2_init, float32 draws), in
+    eval mode. Built once per process per (framework, config, seed) and cached in a module-level dict:
+    GPT-2 small's weights take seconds to draw, which neither asv's setup nor compare.py's rows should pay
+    twice."""
+    from ember.testing.models import build_gpt2
+
+    config = config or gpt2_inference_config()
     key = (framework, config, seed)
     if key not in _GPT2_MODELS:
         lib = lib_of(framework)
@@ -490,7 +499,8 @@ def cnn_step(framework: str, seed: int = 0, dropout: tuple[float, float] = (0.25
     8x8 images (64, 1, 8, 8) and their labels from a numpy rng; weights from it too (uniform within
     1/sqrt(fan_in), torch's default bound). zero_grad, forward, loss, backward, step; the callable returns
     the loss as a float (the example's step calls .item()). `dropout`: the two dropout probabilities (the
-    example's by default; the tests pass (0, 0), as ember's and torch's dropout masks differ)."""
+    example's by default; the tests pass (0, 0), as ember's and torch's dropout masks differ). The callable's
+    `model` is the network."""
     _no_numpy(framework, "cnn_step")
     lib = lib_of(framework)
     digits_cnn = example("digits_cnn")
@@ -504,7 +514,11 @@ def cnn_step(framework: str, seed: int = 0, dropout: tuple[float, float] = (0.25
     x = lib.from_numpy(rng.standard_normal((CNN_BATCH, 1, 8, 8)).astype(np.float32))
     y = lib.from_numpy(rng.integers(0, 10, CNN_BATCH))
     optimizer = lib.optim.Adadelta(model.parameters(), lr=1.0)
-    return lambda: digits_cnn.train_step(lib, model, optimizer, x, y)
+
+    def step():
+        return digits_cnn.train_step(lib, model, optimizer, x, y)
+    step.model = model
+    return step
 
 
 # --- an optimizer's step alone ----------------------------------------------------------------------

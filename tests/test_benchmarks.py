@@ -9,12 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from asv_benchmarks import compare, workloads as W  # noqa: E402
 
 import ember  # noqa: E402
+from ember.testing.models import GPT2Config  # noqa: E402
+
+SMALL_GPT2 = GPT2Config(vocab_size=512, n_ctx=64, n_embd=128, n_head=4, n_layer=2)
 
 
 def _value(x) -> float:
@@ -26,6 +28,13 @@ def _no_inductor(monkeypatch):
     """torch.compile's variant runs torch eager here: inductor's compile takes tens of seconds (compare.py's
     to pay); ember's compiled variants run for real."""
     monkeypatch.setattr(W, "torch_compile", lambda model: model)
+
+
+@pytest.fixture(autouse=True)
+def _small_gpt2(monkeypatch):
+    """GPT-2 small's inference rows run a 2-layer GPT-2 here: drawing 124M weights per framework takes seconds
+    (compare.py's and asv's to pay)."""
+    monkeypatch.setattr(W, "gpt2_inference_config", lambda: SMALL_GPT2)
 
 
 @pytest.mark.parametrize("row", compare.headline_rows() + compare.extra_rows(), ids=lambda r: r.label)
@@ -130,26 +139,25 @@ def test_cnn_step_same_losses():
     np.testing.assert_allclose(losses["ember"], losses["torch"], rtol=1e-5)
 
 
-def test_cnn_step_runs_the_examples_model_with_dropout():
+def test_cnn_step_trains_the_examples_model_with_its_dropout():
+    """What asv and compare.py time: the example's own network, in training mode with the example's dropout."""
     step = W.cnn_step("ember")
-    assert isinstance(step(), float) and np.isfinite(step())
-    assert [type(m).__name__ for m in W.example("digits_cnn").cnn_model(ember)().children()] == \
-        ["Conv2d", "Conv2d", "Dropout", "Dropout", "Linear", "Linear"]
+    net = type(step.model)
+    assert (net.__module__, net.__qualname__) == (W.example("digits_cnn").__name__, "cnn_model.<locals>.Net")
+    assert step.model.training and (step.model.dropout1.p, step.model.dropout2.p) == (0.25, 0.5)
+    assert np.isfinite(step())
 
 
 def test_gpt2_inference_same_logits_on_a_small_config():
     """gpt2_small_inference's forward, on a 2-layer GPT-2 (vocabulary 512, 128 wide, 4 heads) rather than
     GPT-2 small, whose 124M weights take seconds to draw in each framework: the same logits."""
-    from ember.testing.models import GPT2Config
-
-    config = GPT2Config(vocab_size=512, n_ctx=64, n_embd=128, n_head=4, n_layer=2)
-    logits = {fw: W.gpt2_small_inference(fw, tokens=32, config=config)() for fw in ("ember", "torch")}
+    logits = {fw: W.gpt2_small_inference(fw, tokens=32, config=SMALL_GPT2)() for fw in ("ember", "torch")}
     assert not logits["ember"].requires_grad and tuple(logits["ember"].shape) == (1, 32, 512)
     expected = logits["torch"].numpy()
     np.testing.assert_allclose(logits["ember"].numpy(), expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
-    assert W.gpt2_model("ember", config) is W.gpt2_model("ember", config)     # built once per process
+    assert W.gpt2_model("ember", SMALL_GPT2) is W.gpt2_model("ember", SMALL_GPT2)     # built once per process
     for fw in ("ember", "torch"):
-        model = W.gpt2_model(fw, config)
+        model = W.gpt2_model(fw, SMALL_GPT2)
         assert model.lm_head.weight is model.wte.weight
 
 
@@ -173,12 +181,13 @@ def test_cold_start_programs_print_the_same_loss():
     weights are torch's."""
     import subprocess
 
+    runs = {fw: subprocess.Popen([sys.executable, "-c", W.cold_start_code(fw)], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True) for fw in ("ember", "torch")}   # side by side
     printed = {}
-    for fw in ("ember", "torch"):
-        done = subprocess.run([sys.executable, "-c", W.cold_start_code(fw)], capture_output=True, text=True,
-                              timeout=120)
-        assert done.returncode == 0, (fw, done.stderr)
-        printed[fw] = [float(v) for v in done.stdout.split()]
+    for fw, run in runs.items():
+        out, err = run.communicate(timeout=120)
+        assert run.returncode == 0, (fw, err)
+        printed[fw] = [float(v) for v in out.split()]
     assert len(printed["torch"]) == 2 and printed["torch"][0] > 1.0
     np.testing.assert_allclose(printed["ember"], printed["torch"], rtol=1e-5)
 

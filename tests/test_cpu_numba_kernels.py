@@ -59,3 +59,30 @@ def test_the_switch_is_in_the_cpu_kernel_table():
     table = plugin.CPUBackend().kernels()
     assert set(plugin.NUMBA_KERNELS) <= set(table)
     assert all(table[name].__name__ == name for name in plugin.NUMBA_KERNELS)
+
+
+@pytest.mark.parametrize("seed,offset,n", [(0, 0, 10), (2**64 - 1, 4 * (2**64 - 3), 50), (123456789123, 400, 10003)])
+def test_philox_loop_gives_numpys_words(seed, offset, n):
+    """The numba Philox loop against the numpy block function (counters wrapping at 2**64 included)."""
+    from ember_cpu import philox_numba
+    from ember_cpu.array_kernels import philox
+
+    saved = dict(philox.BLOCK_FUNCTIONS)
+    philox.BLOCK_FUNCTIONS.clear()                    # the numpy arithmetic alone
+    try:
+        words, new_offset = philox.random_bits(np, seed, offset, n)
+    finally:
+        philox.BLOCK_FUNCTIONS.update(saved)
+    blocks = -(-n // 4)
+    assert new_offset == offset + 4 * blocks
+    np.testing.assert_array_equal(philox_numba.philox_blocks(seed, (offset // 4) % 2**64, blocks)[:n], words)
+    # and through the registration random_bits consults, once the loop is loaded
+    loop = philox.BlockFunction(lambda: philox_numba.philox_blocks, worth_loading=1, min_blocks=1)
+    philox.BLOCK_FUNCTIONS["numpy"] = loop
+    try:
+        again, again_offset = philox.random_bits(np, seed, offset, n)
+    finally:
+        philox.BLOCK_FUNCTIONS.clear()
+        philox.BLOCK_FUNCTIONS.update(saved)
+    assert loop.loaded is philox_numba.philox_blocks and again_offset == new_offset
+    np.testing.assert_array_equal(again, words)

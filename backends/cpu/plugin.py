@@ -106,7 +106,22 @@ def ember_backend():
     from .host_memory import keep_freed_memory
 
     keep_freed_memory()                 # freed blocks are reused, not faulted in afresh each step
+    _register_philox_loop()
     return CPUBackend()
+
+
+def _register_philox_loop() -> None:
+    """Random draws of 2M Philox blocks (8M numbers) or more load the numba loop (philox_numba.py, the same
+    bits, 7x faster than numpy's array arithmetic); once loaded it serves every draw worth a call."""
+    from . import fused_numba
+    from .array_kernels import philox
+
+    if fused_numba.available():
+        def load():
+            from .philox_numba import philox_blocks
+            return philox_blocks
+
+        philox.BLOCK_FUNCTIONS["numpy"] = philox.BlockFunction(load, worth_loading=2_000_000)
 
 
 @hookimpl

@@ -83,7 +83,7 @@ elsewhere can advance its offset.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 __all__ = [
     "PHILOX_M0",
@@ -172,6 +172,27 @@ def _check_offset(offset: int) -> int:
     return offset
 
 
+class BlockFunction:
+    """A fused block function for an array module that cannot carry one as an attribute (numpy), and when
+    to use it: `load()` imports it (slow: a compiler), so draws of `worth_loading` blocks or more load it,
+    and once loaded every draw of `min_blocks` or more takes it."""
+
+    def __init__(self, load: Callable[[], Callable], worth_loading: int, min_blocks: int = 64) -> None:
+        self.load, self.worth_loading, self.min_blocks = load, worth_loading, min_blocks
+        self.loaded: Callable | None = None
+
+    def for_draw(self, nblocks: int) -> Callable | None:
+        if self.loaded is None:
+            if nblocks < self.worth_loading:
+                return None
+            self.loaded = self.load()
+        return self.loaded if nblocks >= self.min_blocks else None
+
+
+#: {array module name: BlockFunction} registered by backends (ember_cpu: a numba loop for numpy)
+BLOCK_FUNCTIONS: dict[str, BlockFunction] = {}
+
+
 def random_bits(xp: Any, seed: int, offset: int, n: int) -> tuple[Any, int]:
     """Draw ``n`` uint32 words from stream ``(seed, offset)``.
 
@@ -186,6 +207,9 @@ def random_bits(xp: Any, seed: int, offset: int, n: int) -> tuple[Any, int]:
     nblocks = -(-n // 4)
     base = (offset // 4) & _MASK64
     fused = getattr(xp, "philox_blocks", None)
+    if fused is None and BLOCK_FUNCTIONS:
+        registered = BLOCK_FUNCTIONS.get(getattr(xp, "__name__", ""))
+        fused = registered.for_draw(nblocks) if registered is not None else None
     if fused is not None:
         # an array-module namespace may bring a fused block function (ember_cuda's RawKernel,
         # generated from this module's constants): philox_blocks(seed, base, nblocks) returns
