@@ -116,9 +116,12 @@ class Backend:
     def fast_entry(self, op, body: Callable, tensor_class: type, wrap: Callable, device, key: int) -> Callable | None:
         """Optional: an entry for `op` that answers the calls it can straight from native arrays and
         passes every other call to `body` (the full path: shape rule, unwrap, kernel). The cpu plugin
-        runs `a + b` on two float tensors alike as one numpy call this way. `tensor_class` is the
-        frontend's Tensor, `wrap(native, dtype, device, key, None)` makes a result Tensor. Asked
-        once per (op, key set), for a single-device backend's own kernels; None: `body` it is."""
+        runs `a + b` on two float tensors alike as one numpy call this way, and `p.mul_(0.9)` in place.
+        `tensor_class` is the frontend's Tensor, `wrap(native, dtype, device, key, None)` makes a result
+        Tensor. Asked once per (op, key set), for a single-device backend's own kernels and for the
+        in-place twins of ops (whose `body` computes out of place, then copies); None: `body` it is.
+        The entry skips the shape rule: it must take only calls that rule would accept, and decline
+        (return None for) ops whose registry `checks`/`dtypes` its conditions do not make moot."""
         return None
 
     #: Ops whose kernels allocate scratch memory inside one call (packed GEMM panels, say), which

@@ -99,7 +99,10 @@ def _backend_entry(op: OpDef, key: int) -> tuple[Callable, str]:
     if op.explicit is not None:
         return runners.writing_lists(op, runners.python_runner(op, key, op.explicit)), "explicit kernel"
     if op.decomposition is not None:
-        return runners.writing_lists(op, runners.python_runner(op, key, op.decomposition)), "decomposition"
+        body = runners.python_runner(op, key, op.decomposition)
+        if op.mutated:          # an in-place twin ("op, then copy_"): the backend may run some calls in place
+            body = runners.with_fast_entry(op, key, body)
+        return runners.writing_lists(op, body), "decomposition"
     fallback = runners.fallback_runner(op, key)
     if fallback is not None:
         return fallback, "fallback"

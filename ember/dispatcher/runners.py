@@ -134,13 +134,22 @@ def native_runner(op, key: int, kernel: Callable) -> Callable:
     body = _native_body(op, key, kernel, rule, unwrap, device_of, single_device, make_tensor)
     if op.generator_arg is not None:
         return _with_generator(op.generator_arg, device_of, body)
-    # a backend's fast path skips the shape rule: only for ops whose registry entry asks the rule for
-    # no op-specific check (supported dtypes, checks)
-    if kernel is not None and single_device is not None and not op.checks and op.dtypes is None:
-        fast = backend.fast_entry(op, body, dispatch.Tensor, make_tensor, single_device, key)
-        if fast is not None:
-            return fast
-    return body
+    return with_fast_entry(op, key, body) if kernel is not None else body
+
+
+def with_fast_entry(op, key: int, body: Callable) -> Callable:
+    """`body`, or the entry a single-device backend's `fast_entry` builds around it. A fast entry skips
+    the shape rule for the calls it takes: the backend answers only calls its own conditions make
+    valid, and declines ops whose registry checks it cannot vouch for."""
+    from .plugins import REGISTRY
+
+    backend = REGISTRY.by_key[key]
+    if backend.multi_device:
+        return body
+    from ember.core.device import device
+
+    fast = backend.fast_entry(op, body, dispatch.Tensor, dispatch.make_tensor, device(backend.device_type), key)
+    return body if fast is None else fast
 
 
 def _with_generator(position: int, device_of: Callable, body: Callable) -> Callable:

@@ -87,6 +87,53 @@ def convolution(am: ArrayModule, spec, x, w, b, stride, padding, dilation, trans
     return xp.ascontiguousarray(res, dtype=dt)
 
 
+def _grouped_product(xp, a, win, groups: int, L: int, KK: int):
+    """sum over (n, l) of a[n, g*A + i, l] * win[n, g*B + j, l, k]: (G, A, B*KK), one batched matmul (the weight
+    gradient's product of one tensor with the windows of the other)."""
+    N = a.shape[0]
+    A, B = a.shape[1] // groups, win.shape[1] // groups
+    lhs = a.reshape(N, groups, A, L).transpose(1, 2, 0, 3).reshape(groups, A, N * L)
+    rhs = win.reshape(N, groups, B, L, KK).transpose(1, 0, 3, 2, 4).reshape(groups, N * L, B * KK)
+    return xp.matmul(lhs, rhs)
+
+
+def convolution_backward(am: ArrayModule, specs, g, x, w, bias_sizes, stride, padding, dilation, transposed,
+                         output_padding, groups, output_mask):
+    """(grad input, grad weight, grad bias), each where `specs` has one, as the decomposition computes them
+    (ember/decompositions/convolution.py) but on arrays: the input gradient is the transposed convolution
+    of `g` with the weight (the convolution, for a transposed forward), the weight gradient one batched
+    matmul of one tensor with the windows of the other, the bias gradient a sum."""
+    xp = am.xp
+    nd = w.ndim - 2
+    stride, padding, dilation = _tup(stride, nd), _tup(padding, nd), _tup(dilation, nd)
+    G = int(groups)
+    kernel = w.shape[2:]
+    out = [None, None, None]
+    if specs[0] is not None:
+        if transposed:
+            out[0] = convolution(am, specs[0], g, w, None, stride, padding, dilation, False, (0,) * nd, G)
+        else:
+            gout = g.shape[2:]
+            opad = tuple(x.shape[2 + i] - ((gout[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (kernel[i] - 1)
+                                           + 1) for i in range(nd))
+            out[0] = convolution(am, specs[0], g, w, None, stride, padding, dilation, True, opad, G)
+    if specs[1] is not None:
+        dt = am.native_of[specs[1][1]]
+        acc = am.compute_of[dt]
+        a, b = (x, g) if transposed else (g, x)
+        spatial = a.shape[2:] if transposed else g.shape[2:]
+        padded = _pad_spatial(am, b.astype(acc, copy=False), padding, padding)
+        win = _windows(am, padded, kernel, stride, dilation, spatial)
+        L, KK = math.prod(spatial), math.prod(kernel)
+        prod = _grouped_product(xp, a.astype(acc, copy=False), win, G, L, KK)
+        out[1] = xp.ascontiguousarray(prod.reshape(w.shape), dtype=dt)
+    if specs[2] is not None:
+        dt = am.native_of[specs[2][1]]
+        total = g.astype(am.compute_of[dt], copy=False).sum(axis=(0,) + tuple(range(2, g.ndim)))
+        out[2] = xp.ascontiguousarray(total, dtype=dt)
+    return tuple(out)
+
+
 # ---------------------------------------------------------------------------- pooling
 def _geometry(shape, kernel_size, stride, padding, dilation, ceil_mode):
     """A 2-D pooling's (kernel, stride, padding, dilation, output size, extra padding after) for an
@@ -137,6 +184,29 @@ def max_pool2d_with_indices(am: ArrayModule, specs, x, kernel_size, stride=(), p
     values = xp.ascontiguousarray(values, dtype=am.native_of[specs[0][1]])
     indices = xp.ascontiguousarray(indices, dtype=xp.int64)
     return (values[0], indices[0]) if unbatched else (values, indices)
+
+
+def max_pool2d_with_indices_backward(am: ArrayModule, spec, g, x, kernel_size, stride, padding, dilation, ceil_mode,
+                                     indices):
+    """Each output's gradient to the input position its index names: an assignment where windows cannot
+    overlap (no position is picked twice), else accumulated in order (`add.at`)."""
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    acc = am.compute_of[dt]
+    kernel = _tup(kernel_size, 2)
+    stride, dilation = _tup(stride, 2, kernel), _tup(dilation, 2)
+    H, W = x.shape[-2:]
+    planes = math.prod(x.shape[:-2])
+    rows = xp.arange(planes, dtype=xp.int64).reshape(-1, 1) * (H * W)
+    per_plane = math.prod(indices.shape[-2:])
+    target = (indices.reshape(planes, per_plane).astype(xp.int64, copy=False) + rows).reshape(-1)
+    values = g.astype(acc, copy=False).reshape(-1)
+    res = xp.zeros(planes * H * W, dtype=acc)
+    if all(stride[i] >= dilation[i] * (kernel[i] - 1) + 1 for i in range(2)):
+        res[target] = values
+    else:
+        xp.add.at(res, target, values)
+    return xp.ascontiguousarray(res.reshape(x.shape), dtype=dt)
 
 
 def avg_pool2d(am: ArrayModule, spec, x, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
@@ -258,7 +328,9 @@ def native_batch_norm(am: ArrayModule, specs, x, w, b, running_mean, running_var
             xp.ascontiguousarray(save_invstd, dtype=am.native_of[specs[2][1]]))
 
 
-KERNELS = {"convolution": convolution, "max_pool2d_with_indices": max_pool2d_with_indices,
+KERNELS = {"convolution": convolution, "convolution_backward": convolution_backward,
+           "max_pool2d_with_indices": max_pool2d_with_indices,
+           "max_pool2d_with_indices_backward": max_pool2d_with_indices_backward,
            "avg_pool2d": avg_pool2d, "native_layer_norm": native_layer_norm,
            "native_layer_norm_backward": native_layer_norm_backward,
            "native_batch_norm": native_batch_norm}
