@@ -1,5 +1,5 @@
 """The cpu backend's native convolution_backward and max_pool2d_with_indices_backward kernels against
-torch's gradients: strides, padding, dilation, groups, transposed convolutions, overlapping pooling
+torch's gradients: strides, padding, dilation, groups, transposed convolutions (stride 1 ones as full convolutions), overlapping pooling
 windows (accumulated) and disjoint ones (assigned), ceil_mode, unbatched inputs."""
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ CONV = [  # (transposed, x shape, w shape, stride, padding, dilation, groups, ou
     (False, (2, 2, 9), (4, 1, 3), (3,), (2,), (2,), 2, (0,)),
     (True, (2, 4, 3, 4), (4, 3, 3, 2), (2, 1), (1, 0), (1, 1), 1, (1, 0)),
     (True, (1, 6, 4, 4), (6, 1, 2, 2), (2, 2), (0, 1), (2, 1), 3, (0, 0)),
+    # stride 1: computed as a convolution of the padded input with the flipped kernel
+    (True, (2, 4, 5, 6), (4, 3, 3, 2), (1, 1), (3, 1), (2, 1), 2, (1, 0)),     # padding past the reach: cropped
+    (True, (2, 3, 7), (3, 5, 4), (1,), (0,), (1,), 1, (0,)),
 ]
 
 

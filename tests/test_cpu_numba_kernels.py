@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import ember
+
 from ember_cpu import plugin
 from ember_cpu.array_kernels import make_kernels
 from ember.core.numpy_interop import numpy_dtype_lookup
@@ -86,3 +88,27 @@ def test_philox_loop_gives_numpys_words(seed, offset, n):
         philox.BLOCK_FUNCTIONS.update(saved)
     assert loop.loaded is philox_numba.philox_blocks and again_offset == new_offset
     np.testing.assert_array_equal(again, words)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,kernel,stride,padding,dilation,ceil_mode", [
+    ((2, 3, 8, 8), (2, 2), (2, 2), (0, 0), (1, 1), False),
+    ((2, 3, 7, 9), (3, 2), (1, 2), (1, 1), (1, 2), True),
+    ((3, 5, 6), (2, 2), (), (1, 0), (1, 1), True),
+])
+def test_max_pool_loop_picks_what_the_eager_kernel_picks(dtype, shape, kernel, stride, padding, dilation, ceil_mode):
+    from ember_cpu import pool_numba
+
+    x = np.random.default_rng(4).integers(-2, 3, shape).astype(dtype)      # ties
+    x.reshape(-1)[::7] = np.nan                                           # NaNs win, the last of a window
+    eager = EAGER["max_pool2d_with_indices"]
+    loop = plugin._numba_after(0, "pool_numba", "max_pool2d_with_indices", eager)
+    dt = ember.float32 if dtype == np.float32 else ember.float64
+    specs = [((), dt), ((), ember.int64)]
+    want = eager(specs, x, kernel, stride, padding, dilation, ceil_mode)
+    got = loop(specs, x, kernel, stride, padding, dilation, ceil_mode)
+    assert pool_numba.max_pool2d_with_indices(specs, x, kernel, stride, padding, dilation, ceil_mode) \
+        is not NotImplemented
+    for w, g in zip(want, got):
+        assert w.dtype == g.dtype and w.shape == g.shape
+        np.testing.assert_array_equal(g, w)

@@ -68,11 +68,12 @@ class CPUBackend(Backend):
 
 #: op -> (module of its numba-compiled version, how many calls the eager kernel serves first). The exact GELU's
 #: loops (gelu_numba.py) are 20x faster in float32 and round differently: numba from the first call. The
-#: optimizer updates' loops (optimizers_numba.py) give the eager kernel's bits: a program's first calls keep
-#: numpy, so a script that runs a step or two never pays numba's import (a few tenths of a second), and a
-#: training loop switches after them.
+#: optimizer updates' loops (optimizers_numba.py) and max pooling's (pool_numba.py) give the eager kernel's
+#: results: a program's first calls keep numpy, so a script that runs a step or two never pays numba's import
+#: (a few tenths of a second), and a training loop switches after them.
 NUMBA_KERNELS = {"gelu": ("gelu_numba", 0), "gelu_backward": ("gelu_numba", 0),
-                 "_fused_adam_": ("optimizers_numba", 16), "_fused_sgd_": ("optimizers_numba", 16)}
+                 "_fused_adam_": ("optimizers_numba", 16), "_fused_sgd_": ("optimizers_numba", 16),
+                 "max_pool2d_with_indices": ("pool_numba", 16)}
 
 
 def _numba_after(eager_calls: int, module: str, name: str, eager):
@@ -111,8 +112,11 @@ def ember_backend():
 
 
 def _register_philox_loop() -> None:
-    """Random draws of 2M Philox blocks (8M numbers) or more load the numba loop (philox_numba.py, the same
-    bits, 7x faster than numpy's array arithmetic); once loaded it serves every draw worth a call."""
+    """A random draw of 2M Philox blocks (8M numbers) or more loads the numba loop (philox_numba.py, the
+    same bits, 7x faster than numpy's array arithmetic on large draws, 10x on a dropout mask's), as does the
+    65th draw (a training loop) or any draw once numba is imported anyway; then it serves every draw."""
+    import sys
+
     from . import fused_numba
     from .array_kernels import philox
 
@@ -121,7 +125,8 @@ def _register_philox_loop() -> None:
             from .philox_numba import philox_blocks
             return philox_blocks
 
-        philox.BLOCK_FUNCTIONS["numpy"] = philox.BlockFunction(load, worth_loading=2_000_000)
+        philox.BLOCK_FUNCTIONS["numpy"] = philox.BlockFunction(load, worth_loading=2_000_000,
+                                                               cheap=lambda: "numba" in sys.modules)
 
 
 @hookimpl

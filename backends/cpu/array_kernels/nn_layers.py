@@ -1,11 +1,13 @@
 """Native kernels of the hot nn layers against the array-module API (numpy and cupy).
 
-Convolution is im2col (a strided window view, copied once by the reshape) times the weight
-as one batched matmul over groups; transposed convolution multiplies first and adds the
-columns back with one strided slice add per kernel offset (col2im). Max/avg pooling reduce
-window views; layer and batch norm compute their statistics in one pass per axis set.
-float16/bfloat16 compute in float32 and round once, like PyTorch's opmath. The
-backward passes are the registry formulas (ember ops), which call these kernels again.
+Convolution is im2col (a channels-last strided window view, copied once by the reshape) times
+the weight as one batched matmul over groups; transposed convolution multiplies first and adds
+the columns back with one strided slice add per kernel offset (col2im). convolution_backward
+builds its gradients from the same pieces, and max pooling's backward puts each gradient at
+its index. Max pooling compares the windows one kernel offset at a time; average pooling
+reduces window views; layer and batch norm compute their statistics in one pass per axis set.
+float16/bfloat16 compute in float32 and round once, like PyTorch's opmath. The other backward
+passes are the registry formulas (ember ops), which call these kernels again.
 """
 from __future__ import annotations
 
@@ -38,14 +40,68 @@ def _pad_spatial(am: ArrayModule, x, before, after, value=0):
     """`x` padded with `value` before/after each spatial dim (C-contiguous: a copy only if needed)."""
     if not any(before) and not any(after):
         return am.xp.ascontiguousarray(x)
-    widths = [(0, 0), (0, 0)] + [(b, a) for b, a in zip(before, after)]
-    return am.xp.pad(x, widths, mode="constant", constant_values=value)
+    shape = x.shape[:2] + tuple(n + b + a for n, b, a in zip(x.shape[2:], before, after))
+    out = am.xp.full(shape, value, dtype=x.dtype)          # (numpy's pad is several times slower on small maps)
+    out[(slice(None), slice(None)) + tuple(slice(b, b + n) for n, b in zip(x.shape[2:], before))] = x
+    return out
 
 
 # ------------------------------------------------------------------------ convolution
+def _columns(am: ArrayModule, x, kernel, stride, dilation, out, groups: int):
+    """im2col of the padded input `x` (N, C, *spatial): (G, N*L, KK*Cg), each row one output position's
+    window with the kernel offsets outermost and the channels innermost. The input is made channels-last
+    first (one small copy), so the one copy that gathers the windows moves runs of Cg contiguous values
+    (the channels-first order, runs of one kernel row, copies about 6x slower)."""
+    xp = am.xp
+    N, C = x.shape[:2]
+    nd = len(kernel)
+    last = xp.ascontiguousarray(xp.moveaxis(x, 1, -1))                          # (N, *spatial, C)
+    st = last.strides
+    shape = (N,) + tuple(out) + tuple(kernel) + (groups, C // groups)
+    strides = ((st[0],) + tuple(st[1 + i] * stride[i] for i in range(nd)) +
+               tuple(st[1 + i] * dilation[i] for i in range(nd)) + (st[-1] * (C // groups), st[-1]))
+    win = am.xp.lib.stride_tricks.as_strided(last, shape, strides, writeable=False)
+    order = (1 + 2 * nd, 0) + tuple(range(1, 1 + 2 * nd)) + (2 + 2 * nd,)
+    return win.transpose(order).reshape(groups, N * math.prod(out), math.prod(kernel) * (C // groups))
+
+
+def _kernel_major(w, groups: int):
+    """A weight (O, Cg, *kernel) as (G, Og, KK*Cg), the kernel offsets outermost: `_columns`'s order."""
+    O, Cg = w.shape[:2]
+    nd = w.ndim - 2
+    return w.transpose((0,) + tuple(range(2, 2 + nd)) + (1,)).reshape(groups, O // groups, -1)
+
+
+def _col2im_transposed(am: ArrayModule, x, w, stride, padding, dilation, output_padding, groups: int):
+    """Transposed convolution, channels last: one product per group gives every (input position, kernel
+    offset) its Og output values, added into the (channels-last) output with one strided slice add per
+    kernel offset (col2im), whose runs are Og contiguous values; then cropped by the padding and made
+    channels-first."""
+    xp = am.xp
+    N, Cin = x.shape[:2]
+    nd = w.ndim - 2
+    Og, kernel = w.shape[1], w.shape[2:]
+    Cg = Cin // groups
+    inp = x.shape[2:]
+    rows = xp.moveaxis(x, 1, -1).reshape((N * math.prod(inp), groups, Cg)).transpose(1, 0, 2)   # (G, N*L, Cg)
+    wm = w.reshape((groups, Cg, Og) + kernel)
+    wm = wm.transpose((0, 1) + tuple(range(3, 3 + nd)) + (2,)).reshape(groups, Cg, math.prod(kernel) * Og)
+    cols = xp.matmul(rows, wm).reshape((groups, N) + inp + kernel + (Og,))                 # (G, N, *inp, *k, Og)
+    cols = cols.transpose((1,) + tuple(range(2, 2 + 2 * nd)) + (0, 2 + 2 * nd))            # (N, *inp, *k, G, Og)
+    full = tuple((inp[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 + output_padding[i] for i in range(nd))
+    res = xp.zeros((N,) + full + (groups, Og), dtype=cols.dtype)
+    for k in itertools.product(*(range(n) for n in kernel)):
+        index = (slice(None),) + tuple(
+            slice(k[i] * dilation[i], k[i] * dilation[i] + (inp[i] - 1) * stride[i] + 1, stride[i]) for i in range(nd))
+        res[index] += cols[(slice(None),) + (slice(None),) * nd + k]
+    res = res[(slice(None),) + tuple(slice(padding[i], full[i] - padding[i]) for i in range(nd))]
+    return xp.moveaxis(res.reshape(res.shape[:1 + nd] + (groups * Og,)), -1, 1)
+
+
 def convolution(am: ArrayModule, spec, x, w, b, stride, padding, dilation, transposed, output_padding, groups):
     """Convolution (im2col times the weight per group) and transposed convolution (the product's
-    columns added back into the output at each kernel offset), with the bias added last."""
+    columns added back into the output at each kernel offset), both channels-last inside, with the bias
+    added last."""
     xp = am.xp
     dt = am.native_of[spec[1]]
     acc = am.compute_of[dt]
@@ -55,46 +111,35 @@ def convolution(am: ArrayModule, spec, x, w, b, stride, padding, dilation, trans
     G = int(groups)
     N = x.shape[0]
     kernel = w.shape[2:]
-    KK = math.prod(kernel)
     if not transposed:
-        O, Cg = w.shape[0], w.shape[1]
+        O = w.shape[0]
         out = tuple(spec[0][2:])
         xp_ = _pad_spatial(am, x, padding, padding)
         L = math.prod(out)
-        cols = _windows(am, xp_, kernel, stride, dilation, out).reshape(N, G, Cg, L, KK)
-        cols = cols.transpose(1, 0, 3, 2, 4).reshape(G, N * L, Cg * KK)
-        res = xp.matmul(cols, w.reshape(G, O // G, Cg * KK).transpose(0, 2, 1))       # (G, N*L, Og)
+        cols = _columns(am, xp_, kernel, stride, dilation, out, G)                     # (G, N*L, KK*Cg)
+        res = xp.matmul(cols, _kernel_major(w, G).transpose(0, 2, 1))                 # (G, N*L, Og)
         res = res.reshape(G, N, L, O // G).transpose(1, 0, 3, 2).reshape((N, O) + out)
     else:
-        Cin, Og = w.shape[0], w.shape[1]
-        Cg = Cin // G
-        inp = x.shape[2:]
-        L = math.prod(inp)
-        xs = x.reshape(N, G, Cg, L).transpose(1, 0, 3, 2)                              # (G, N, L, Cg)
-        cols = xp.matmul(xs.reshape(G, N * L, Cg), w.reshape(G, Cg, Og * KK))
-        cols = cols.reshape(G, N, L, Og, KK).transpose(1, 0, 3, 2, 4).reshape((N, G * Og) + inp + kernel)
-        opad = _tup(output_padding, nd)
-        full = tuple((inp[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 + opad[i] for i in range(nd))
-        res = xp.zeros((N, G * Og) + full, dtype=acc)
-        for k in itertools.product(*(range(n) for n in kernel)):
-            index = (slice(None), slice(None)) + tuple(
-                slice(k[i] * dilation[i], k[i] * dilation[i] + (inp[i] - 1) * stride[i] + 1, stride[i])
-                for i in range(nd))
-            res[index] += cols[(Ellipsis,) + k]
-        res = res[(slice(None), slice(None)) + tuple(slice(padding[i], full[i] - padding[i]) for i in range(nd))]
+        res = _col2im_transposed(am, x, w, stride, padding, dilation, _tup(output_padding, nd), G)
     if b is not None:
         res = res + b.astype(acc, copy=False).reshape((1, -1) + (1,) * nd)
     return xp.ascontiguousarray(res, dtype=dt)
 
 
-def _grouped_product(xp, a, win, groups: int, L: int, KK: int):
-    """sum over (n, l) of a[n, g*A + i, l] * win[n, g*B + j, l, k]: (G, A, B*KK), one batched matmul (the weight
-    gradient's product of one tensor with the windows of the other)."""
+def _grouped_product(am: ArrayModule, a, b, kernel, stride, dilation, groups: int, weight_shape):
+    """sum over (n, l) of a[n, g*A + i, l] * windows(b)[n, g*Bg + j, l, k], shaped as the weight (G*A, Bg,
+    *kernel): the weight gradient's one batched matmul of one tensor with the windows of the other (`b`
+    padded already; `a` has the output positions L)."""
     N = a.shape[0]
-    A, B = a.shape[1] // groups, win.shape[1] // groups
+    A = a.shape[1] // groups
+    spatial = a.shape[2:]
+    L = math.prod(spatial)
     lhs = a.reshape(N, groups, A, L).transpose(1, 2, 0, 3).reshape(groups, A, N * L)
-    rhs = win.reshape(N, groups, B, L, KK).transpose(1, 0, 3, 2, 4).reshape(groups, N * L, B * KK)
-    return xp.matmul(lhs, rhs)
+    prod = am.xp.matmul(lhs, _columns(am, b, kernel, stride, dilation, spatial, groups))   # (G, A, KK*Bg)
+    nd = len(kernel)
+    Bg = b.shape[1] // groups
+    prod = prod.reshape((groups * A,) + tuple(kernel) + (Bg,))
+    return prod.transpose((0, 1 + nd) + tuple(range(1, 1 + nd))).reshape(weight_shape)
 
 
 def convolution_backward(am: ArrayModule, specs, g, x, w, bias_sizes, stride, padding, dilation, transposed,
@@ -121,12 +166,9 @@ def convolution_backward(am: ArrayModule, specs, g, x, w, bias_sizes, stride, pa
         dt = am.native_of[specs[1][1]]
         acc = am.compute_of[dt]
         a, b = (x, g) if transposed else (g, x)
-        spatial = a.shape[2:] if transposed else g.shape[2:]
         padded = _pad_spatial(am, b.astype(acc, copy=False), padding, padding)
-        win = _windows(am, padded, kernel, stride, dilation, spatial)
-        L, KK = math.prod(spatial), math.prod(kernel)
-        prod = _grouped_product(xp, a.astype(acc, copy=False), win, G, L, KK)
-        out[1] = xp.ascontiguousarray(prod.reshape(w.shape), dtype=dt)
+        prod = _grouped_product(am, a.astype(acc, copy=False), padded, kernel, stride, dilation, G, w.shape)
+        out[1] = xp.ascontiguousarray(prod, dtype=dt)
     if specs[2] is not None:
         dt = am.native_of[specs[2][1]]
         total = g.astype(am.compute_of[dt], copy=False).sum(axis=(0,) + tuple(range(2, g.ndim)))
@@ -169,14 +211,20 @@ def max_pool2d_with_indices(am: ArrayModule, specs, x, kernel_size, stride=(), p
                                                               ceil_mode)
     H, W = x4.shape[-2:]
     xp_ = _pad_spatial(am, x4, padding, (padding[0] + extra[0], padding[1] + extra[1]), _lowest(am, x4.dtype))
-    win = _windows(am, xp_, kernel, stride, dilation, out).reshape(x4.shape[:2] + out + (kernel[0] * kernel[1],))
-    arg = xp.argmax(win, axis=-1)
-    if win.dtype.kind == "f" or win.dtype in am.lowp:  # a NaN wins, the last of a window (PyTorch's kernel)
-        nan = xp.isnan(win)
-        if bool(nan.any()):
-            last = win.shape[-1] - 1 - xp.argmax(nan[..., ::-1], axis=-1)
-            arg = xp.where(nan.any(axis=-1), last, arg)
-    values = xp.take_along_axis(win, arg[..., None], axis=-1)[..., 0]
+    win = _windows(am, xp_, kernel, stride, dilation, out)            # (N, C, *out, kh, kw), a view
+    # one pass per kernel offset over strided views (a reduction over a window's few trailing values is
+    # several times slower): an offset takes over where it is greater (ties keep the first, as PyTorch's
+    # kernel) or NaN (the last NaN of a window wins, its value NaN)
+    values = win[..., 0, 0].copy()
+    arg = xp.zeros(values.shape, dtype=xp.int64)
+    floating = win.dtype.kind == "f" or win.dtype in am.lowp
+    for k in range(1, kernel[0] * kernel[1]):
+        candidate = win[..., k // kernel[1], k % kernel[1]]
+        wins = candidate > values
+        if floating:
+            wins |= candidate != candidate
+        xp.copyto(values, candidate, where=wins)
+        arg[wins] = k
     kh, kw = arg // kernel[1], arg % kernel[1]
     oh = xp.arange(out[0]).reshape(-1, 1) * stride[0] - padding[0]
     ow = xp.arange(out[1]).reshape(1, -1) * stride[1] - padding[1]

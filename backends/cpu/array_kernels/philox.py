@@ -174,19 +174,26 @@ def _check_offset(offset: int) -> int:
 
 class BlockFunction:
     """A fused block function for an array module that cannot carry one as an attribute (numpy), and when
-    to use it: `load()` imports it (slow: a compiler), so draws of `worth_loading` blocks or more load it,
-    and once loaded every draw of `min_blocks` or more takes it."""
+    to use it: `load()` imports it (slow: a compiler), so a draw of `worth_loading` blocks or more loads
+    it, as does the draw after `eager_draws` smaller ones (a training loop's dropout masks) or any draw once
+    `cheap()` says loading costs little now; once loaded every draw of `min_blocks` or more takes it."""
 
-    def __init__(self, load: Callable[[], Callable], worth_loading: int, min_blocks: int = 64) -> None:
+    def __init__(self, load: Callable[[], Callable], worth_loading: int, min_blocks: int = 64,
+                 eager_draws: int = 64, cheap: Callable[[], bool] = lambda: False) -> None:
         self.load, self.worth_loading, self.min_blocks = load, worth_loading, min_blocks
+        self.eager_draws, self.cheap = eager_draws, cheap
+        self.draws = 0
         self.loaded: Callable | None = None
 
     def for_draw(self, nblocks: int) -> Callable | None:
+        if nblocks < self.min_blocks:
+            return None
         if self.loaded is None:
-            if nblocks < self.worth_loading:
+            self.draws += 1
+            if nblocks < self.worth_loading and self.draws <= self.eager_draws and not self.cheap():
                 return None
             self.loaded = self.load()
-        return self.loaded if nblocks >= self.min_blocks else None
+        return self.loaded
 
 
 #: {array module name: BlockFunction} registered by backends (ember_cpu: a numba loop for numpy)
