@@ -28,7 +28,7 @@ def fast_entry(op, body: Callable, T: type, wrap: Callable, dev, key: int) -> Ca
     without autograd to record) the calls `inplace_entry` takes; None when `op` has neither."""
     if op.mutated:
         return inplace_entry(op, body, T)
-    if op.checks or op.dtypes is not None:      # the shape rule's op-specific checks would be skipped
+    if set(op.checks) - MOOT_CHECKS or op.dtypes is not None:     # checks the shape rule would make, skipped
         return None
     ufunc = UFUNCS.get(op.name)
     if ufunc is None or op.tensor_args != (0, 1) or op.mutated or op.n_outputs != 1:
@@ -64,7 +64,7 @@ INPLACE_UNARY = {"sqrt_": np.sqrt, "exp_": np.exp, "neg_": np.negative, "recipro
 #: addcmul_/addcdiv_: self + value * (tensor1 op tensor2), as the decompositions compute it
 INPLACE_PRODUCT = {"addcmul_": np.multiply, "addcdiv_": np.true_divide}
 FLOATS = frozenset({_dt.float32, _dt.float64})
-#: registry checks an in-place fast call makes moot: float operands (sub_bool), no rounding mode (rounding_mode)
+#: registry checks a fast call makes moot: no bool operands (sub_bool), no rounding mode (rounding_mode, in place)
 MOOT_CHECKS = frozenset({"sub_bool", "rounding_mode"})
 _EXACT_INT = 2 ** 53
 
