@@ -56,10 +56,27 @@ def test_every_other_call_takes_the_full_path():
               (f32, ember.ones(3), 1),                          # broadcasting
               (f32.t(), f32.t(), 1),                            # not C-contiguous
               (ember.ones(()), ember.ones(()), 1),              # 0-d
-              (f32, 1.0, 1)]                                    # a number
+              (ember.arange(3), 1.5, 1),                        # an integer tensor and a float number
+              (f32, True, 1),                                   # a bool number
+              (f32, 2 ** 60, 1),                                # an int a float64 cannot hold exactly
+              (f32.t(), 1.0, 1)]                                # not C-contiguous
     for args in others:
         assert run(args) == "full path"
     assert len(taken) == len(others)
     mul, _ = _entry("mul.Tensor")
     assert _entry("div.Tensor_mode")[0] is None and _entry("addmm")[0] is None and mul is not None
     assert _entry("add_.Tensor")[0] is not None         # in place: tests/test_cpu_inplace_fast_path.py
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_a_float_tensor_and_a_number_take_one_ufunc_call_with_torchs_result(name, dtype):
+    run, taken = _entry(name)
+    x = (np.random.default_rng(1).standard_normal((3, 4)) * 10).astype(dtype)
+    for number in (0.1, -3, 1e30, float("inf")):
+        args = (ember.from_numpy(x.copy()), number) + ((1,) if ALL_OPS[name].alpha_arg is not None else ())
+        out = run(args)
+        want = OPS[name](torch.from_numpy(x), number)
+        assert out.dtype is getattr(ember, dtype) and tuple(out.stride()) == want.stride()
+        np.testing.assert_array_equal(out.numpy(), want.numpy())
+    assert taken == []

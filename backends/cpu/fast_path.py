@@ -1,4 +1,5 @@
-"""The cpu backend's fast path (`Backend.fast_entry`): `a + b`, `a - b`, `a * b` on two tensors alike, and
+"""The cpu backend's fast path (`Backend.fast_entry`): `a + b`, `a - b`, `a * b` on two tensors alike (or a
+float tensor and a Python number), and
 the in-place arithmetic of optimizers and training loops (`p.mul_(0.9)`, `p.add_(g, alpha=-lr)`,
 `v.addcmul_(g, g, value=0.1)`, `s.sqrt_()`) on float tensors.
 
@@ -36,15 +37,22 @@ def fast_entry(op, body: Callable, T: type, wrap: Callable, dev, key: int) -> Ca
     alpha_at = op.alpha_arg            # add's and sub's `Scalar alpha`: must be the int 1
     dtypes = DTYPES
 
+    floats = FLOATS
+
     def run_ufunc(args):
         a, b = args[0], args[1]
-        if a.__class__ is T and b.__class__ is T:
+        if a.__class__ is T and (alpha_at is None or (args[alpha_at].__class__ is int and args[alpha_at] == 1)):
             dt = a._dtype
-            da, db = a._data, b._data
-            if (dt is b._dtype and dt in dtypes and da.shape == db.shape and da.ndim
-                    and (alpha_at is None or (args[alpha_at].__class__ is int and args[alpha_at] == 1))
-                    and (da.ndim == 1 or (da.flags.c_contiguous and db.flags.c_contiguous))):
-                return wrap(ufunc(da, db), dt, dev, key, None)
+            da = a._data
+            if b.__class__ is T:
+                db = b._data
+                if (dt is b._dtype and dt in dtypes and da.shape == db.shape and da.ndim
+                        and (da.ndim == 1 or (da.flags.c_contiguous and db.flags.c_contiguous))):
+                    return wrap(ufunc(da, db), dt, dev, key, None)
+            elif dt in floats and _number(b) and da.ndim and (da.ndim == 1 or da.flags.c_contiguous):
+                # a float tensor and a Python number: the number takes the tensor's dtype (numpy's weak
+                # scalars, torch's wrapped numbers), the result its shape and layout
+                return wrap(ufunc(da, b), dt, dev, key, None)
         return body(args)
     return run_ufunc
 
