@@ -44,13 +44,13 @@ class NcclContext:
     """The NCCL side of one process group: the communicator, its GPU, the stream its collectives run
     on, and the buffers of collectives still in flight (kept alive until their stream passed them)."""
 
-    def __init__(self, mpi_comm, device: int) -> None:
+    def __init__(self, mpi_comm, device: int, op: str) -> None:
         import cupy
 
         nccl = engine.nccl()
         rank = mpi_comm.Get_rank()
         unique_id = mpi_comm.bcast(nccl.get_unique_id() if rank == 0 else None, root=0)
-        with cupy.cuda.Device(device), nccl_errors("init_process_group", rank):
+        with cupy.cuda.Device(device), nccl_errors(op, rank):
             self.comm = nccl.NcclCommunicator(mpi_comm.Get_size(), unique_id, rank)
             self.stream = cupy.cuda.Stream(non_blocking=True)
         self.device = device
@@ -86,7 +86,7 @@ def create_context(mpi_comm, device_id, op: str) -> NcclContext:
     count = cupy.cuda.runtime.getDeviceCount()
     if not 0 <= device < count:
         raise ValueError(f"{op}: device_id {device} is not a visible GPU (this process sees {count})")
-    return NcclContext(mpi_comm, device)
+    return NcclContext(mpi_comm, device, op)
 
 
 @contextlib.contextmanager
