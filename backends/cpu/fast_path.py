@@ -93,6 +93,7 @@ def _same_array(self_data, dt, other, T):
 
 
 def inplace_entry(op, body: Callable, T: type) -> Callable | None:
+    """The fast entry of an in-place twin (unary, binary with alpha, or addcmul_/addcdiv_), or None."""
     if set(op.checks) - MOOT_CHECKS or op.dtypes is not None:
         return None
     name = op.name
