@@ -61,11 +61,16 @@ def test_calls_the_fast_path_declines_behave_as_torch():
             i.mul_(0.5)
         with pytest.raises(RuntimeError):
             lib.ones(4).expand(3, 4).mul_(2.0)            # internal overlap
+        w = lib.arange(6.0)
+        with pytest.raises(RuntimeError, match="single memory location"):
+            w[1:].add_(w[:-1])                            # partial overlap of self and other
+        y = lib.arange(6.0, requires_grad=True) * 1
+        with pytest.raises(RuntimeError, match="single memory location"):
+            y[1:].mul_(y[:-1])                            # also where autograd records
+        w[:3].add_(w[3:])                                 # disjoint parts of one storage
+        assert w.tolist() == [3.0, 5.0, 7.0, 3.0, 4.0, 5.0]
         with pytest.raises(RuntimeError, match="rounding_mode"):
             lib.ones(2).div_(2.0, rounding_mode="bogus")
-    w = ember.arange(6.0)
-    w[1:].add_(w[:-1])               # partial overlap of self and other: declined, computed out of place first
-    assert w.tolist() == [0.0, 1.0, 3.0, 5.0, 7.0, 9.0]
     x = ember.ones(3, requires_grad=True)
     with pytest.raises(RuntimeError, match="leaf Variable"):
         x.mul_(2.0)                                       # autograd's check runs before any fast path

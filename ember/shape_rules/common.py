@@ -102,6 +102,23 @@ def check_no_internal_overlap(op, self: TensorSpec) -> None:
                                      "performing the operation.")
 
 
+def check_no_partial_overlap(op, out: TensorSpec, other: TensorSpec) -> None:
+    """An operand must not share only part of the memory an op writes (PyTorch's partial-overlap check):
+    both dense tensors of one storage whose byte ranges intersect without being the same. Operands whose
+    layouts are not dense pass, as in PyTorch (too hard to tell)."""
+    storage = getattr(out, "_storage", None)
+    if storage is None or getattr(other, "_storage", None) is not storage or not out.numel() or not other.numel():
+        return
+    if not (out.is_contiguous() and other.is_contiguous()):
+        return
+    a0, b0 = out.storage_offset() * out.element_size(), other.storage_offset() * other.element_size()
+    a1, b1 = a0 + out.numel() * out.element_size(), b0 + other.numel() * other.element_size()
+    if (a0, a1) != (b0, b1) and a0 < b1 and b0 < a1:
+        raise ArgumentValueError(f"{op.name}(): unsupported operation: some elements of the input tensor and the "
+                                 "written-to tensor refer to a single memory location. Please clone() the tensor "
+                                 "before performing the operation.")
+
+
 def check_int_list(op, value, arg: str) -> tuple[int, ...]:
     """A tuple of ints from a list/tuple/Size of integral values, or one integral value."""
     if not isinstance(value, (tuple, list)):

@@ -9,7 +9,8 @@ from ember.core.type_promotion import can_cast, elementwise_dtypes, result_type
 
 from . import shape_rule
 from .checks import CHECKS, check_alpha
-from .common import (KERNEL_LACKS, NUMBER_TYPES, check_kernel_dtype, check_no_internal_overlap, broadcast_shapes,
+from .common import (KERNEL_LACKS, NUMBER_TYPES, check_kernel_dtype, check_no_internal_overlap,
+                     check_no_partial_overlap, broadcast_shapes,
                      is_contiguous_data, iterator_strides, trivial_layout, type_name, with_layout)
 
 
@@ -88,6 +89,8 @@ def pointwise_on_args(op, args: tuple):
                 if contiguous:
                     if op.checks or op.dtypes is not None:      # (an int alpha passes the alpha check)
                         (op.checker or _checker(op))(op, args, (a, b), a._dtype)
+                    if op.inplace_of is not None:
+                        check_no_partial_overlap(op, a, b)
                     return (sa, a._dtype)
     elif len(args) == 1 and op.promotion in _OWN_DTYPE_RULES and op.inplace_of is None:
         # fast path of a unary op (relu, neg, ...) on a contiguous tensor: its own shape, dtype and layout
@@ -123,7 +126,7 @@ def pointwise_on_args(op, args: tuple):
     else:
         shape = broadcast_shapes(op, [t._data.shape for t in tensors])
     if op.inplace_of is not None:
-        return _inplace_result(op, args[0], shape, result)
+        return _inplace_result(op, args[0], shape, result, tensors)
     # Python numbers are 0-d operands of PyTorch's TensorIterator, except where the registry says
     # `iterator_operands: tensors_only` (pow: torch's Scalar overloads take the number as a scalar)
     order = op.iterator_operands
@@ -139,8 +142,9 @@ def pointwise_on_args(op, args: tuple):
 pointwise.on_args = pointwise_on_args
 
 
-def _inplace_result(op, self: TensorSpec, shape, result):
-    """An in-place op writes into `self`: the result must fit its shape and dtype."""
+def _inplace_result(op, self: TensorSpec, shape, result, tensors=()):
+    """An in-place op writes into `self`: the result must fit its shape and dtype, and no other operand
+    may partly overlap it."""
     if tuple(shape) != tuple(self._data.shape):
         raise ShapeError(f"{op.name}(): output with shape {list(self._data.shape)} doesn't match the broadcast "
                          f"shape {list(shape)}")
@@ -148,6 +152,9 @@ def _inplace_result(op, self: TensorSpec, shape, result):
         raise DTypeError(f"{op.name}(): result type {type_name(result)} can't be cast to the desired output type "
                          f"{type_name(self._dtype)}")
     check_no_internal_overlap(op, self)
+    for t in tensors:
+        if t is not self:
+            check_no_partial_overlap(op, self, t)
     return (self._data.shape, self._dtype)
 
 
@@ -190,7 +197,7 @@ def clamp(op, self, min=None, max=None):
     tensors = [o for o in operands if isinstance(o, TensorSpec)]
     shape = broadcast_shapes(op, [t._data.shape for t in tensors])
     if op.inplace_of is not None:
-        return _inplace_result(op, self, shape, result)
+        return _inplace_result(op, self, shape, result, tensors)
     if trivial_layout(shape, tensors):
         return (shape, result)
     return with_layout(shape, result, iterator_strides(shape, tensors, [result] * len(tensors)))

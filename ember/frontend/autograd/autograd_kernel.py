@@ -76,6 +76,8 @@ def _inplace(op, below: int, args: tuple):
     if base is not None and base._ag is not None and base._ag.grad_fn is None:
         raise AutogradError(f"{op.name}: a view of a leaf Variable that requires grad is being used in an in-place "
                             "operation.")
+    if op.shape_rule is not None:
+        op.shape_rule(op, *args)            # the in-place op's own checks (shape, dtype, overlap), before computing
     new = _new_value(op, below, args)
     redispatch(ALL_OPS["copy_"], below, (self, new.detach(), False))
     _rebase(op, self, new)
