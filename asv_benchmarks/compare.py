@@ -161,30 +161,14 @@ def measure(variants: dict[str, Callable], repeat: int, sample_time: float) -> d
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
-def import_times(repeat: int) -> dict[str, float]:
-    """Median wall time of `python -c "import X"` (interpreter start included), alternating.
+def fresh_interpreter_times(codes: dict[str, str], repeat: int) -> dict[str, float]:
+    """Median wall time of `python -c CODE` (interpreter start included) for each name's code, alternating.
 
     Measured with bytecode caches in place, as an installed package has them (pip compiles
     torch's at install): PYTHONDONTWRITEBYTECODE is dropped from the children's environment and
-    one unmeasured import of each writes the caches (an editable install's first import compiles
+    one unmeasured run of each writes the caches (an editable install's first import compiles
     ember's sources, ~0.8 s that a second import does not pay)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    samples: dict[str, list[float]] = {"ember": [], "torch": []}
-    for name in samples:
-        subprocess.run([sys.executable, "-c", f"import {name}"], check=True, env=env)
-    for _ in range(repeat):
-        for name in samples:
-            start = time.perf_counter()
-            subprocess.run([sys.executable, "-c", f"import {name}"], check=True, env=env)
-            samples[name].append(time.perf_counter() - start)
-    return {name: statistics.median(v) for name, v in samples.items()}
-
-
-def cold_start_times(repeat: int) -> dict[str, float]:
-    """Median wall time of a fresh interpreter running a short training script (import, a small model, one
-    step: workloads.cold_start_code), alternating; bytecode caches in place, as for `import_times`."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    codes = {name: workloads().cold_start_code(name) for name in ("ember", "torch")}
     samples: dict[str, list[float]] = {name: [] for name in codes}
     for code in codes.values():
         subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True)
@@ -194,6 +178,17 @@ def cold_start_times(repeat: int) -> dict[str, float]:
             subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True)
             samples[name].append(time.perf_counter() - start)
     return {name: statistics.median(v) for name, v in samples.items()}
+
+
+def import_times(repeat: int) -> dict[str, float]:
+    """`python -c "import X"` for ember and torch (see fresh_interpreter_times)."""
+    return fresh_interpreter_times({name: f"import {name}" for name in ("ember", "torch")}, repeat)
+
+
+def cold_start_times(repeat: int) -> dict[str, float]:
+    """A short training script in a fresh interpreter (import, a small model, one step:
+    workloads.cold_start_code) for ember and torch (see fresh_interpreter_times)."""
+    return fresh_interpreter_times({name: workloads().cold_start_code(name) for name in ("ember", "torch")}, repeat)
 
 
 def ddp_weak_scaling(repeat: int, ranks: int = 2) -> dict[str, float] | None:

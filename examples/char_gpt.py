@@ -233,12 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-interval", type=int, default=50, help="evaluate and save a checkpoint every N steps")
     p.add_argument("--eval-iters", type=int, default=4, help="batches per split in an evaluation (0: none)")
     p.add_argument("--batch-size", type=int, default=16, help="sequences per step")
-    p.add_argument("--block-size", type=int, default=64, help="context length in characters")
-    p.add_argument("--n-layer", type=int, default=2, help="transformer blocks")
-    p.add_argument("--n-head", type=int, default=4, help="attention heads per block")
-    p.add_argument("--n-embd", type=int, default=64, help="embedding width")
-    p.add_argument("--dropout", type=float, default=0.1, help="dropout probability")
-    p.add_argument("--learning-rate", type=float, default=3e-3, help="peak learning rate (AdamW)")
+    add_model_arguments(p)
     p.add_argument("--min-lr-ratio", type=float, default=0.1, help="final learning rate / peak")
     p.add_argument("--warmup-iters", type=int, default=10, help="steps of linear warmup")
     p.add_argument("--lr-decay-iters", type=int, default=None, help="end of the cosine decay (default: max-iters)")
@@ -254,6 +249,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="train the model through ember.compile (its backward captured and replayed with it; "
                         "with --dropout 0, as random ops run eagerly)")
     return p
+
+
+def add_model_arguments(p: argparse.ArgumentParser) -> None:
+    """The model's shape and the peak learning rate (shared with ddp_char_gpt.py's command line)."""
+    p.add_argument("--block-size", type=int, default=64, help="context length in characters")
+    p.add_argument("--n-layer", type=int, default=2, help="transformer blocks")
+    p.add_argument("--n-head", type=int, default=4, help="attention heads per block")
+    p.add_argument("--n-embd", type=int, default=64, help="embedding width")
+    p.add_argument("--dropout", type=float, default=0.1, help="dropout probability")
+    p.add_argument("--learning-rate", type=float, default=3e-3, help="peak learning rate (AdamW)")
 
 
 def train(args: argparse.Namespace, log=print):

@@ -21,7 +21,7 @@ import ember.distributed as dist
 from ember.nn.parallel import DistributedDataParallel as DDP
 from ember.optim.lr_scheduler import LambdaLR
 
-from char_gpt import DATA, CharData, GPTConfig, configure_optimizers, gpt_model, warmup_cosine
+from char_gpt import DATA, CharData, GPTConfig, add_model_arguments, configure_optimizers, gpt_model, warmup_cosine
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,12 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out-dir", default="out-ddp-char-gpt", help="where rank 0 writes model.safetensors")
     p.add_argument("--max-iters", type=int, default=100, help="training steps")
     p.add_argument("--batch-size", type=int, default=8, help="sequences per step on each rank")
-    p.add_argument("--block-size", type=int, default=64, help="context length in characters")
-    p.add_argument("--n-layer", type=int, default=2, help="transformer blocks")
-    p.add_argument("--n-head", type=int, default=4, help="attention heads per block")
-    p.add_argument("--n-embd", type=int, default=64, help="embedding width")
-    p.add_argument("--dropout", type=float, default=0.1, help="dropout probability")
-    p.add_argument("--learning-rate", type=float, default=3e-3, help="peak learning rate (AdamW)")
+    add_model_arguments(p)
     p.add_argument("--warmup-iters", type=int, default=10, help="steps of linear warmup")
     p.add_argument("--grad-clip", type=float, default=1.0, help="clip the gradient norm to this")
     p.add_argument("--seed", type=int, default=1337, help="random seed (rank 0's weights; batches: seed + rank)")

@@ -92,22 +92,31 @@ def _same_array(self_data, dt, other, T):
     return None
 
 
+def _self_array(a, T):
+    """The array an in-place fast call writes: `a`'s, when it is a C-contiguous float tensor; else None."""
+    if a.__class__ is T and a._dtype in FLOATS:
+        da = a._data
+        if da.flags.c_contiguous:
+            return da
+    return None
+
+
 def inplace_entry(op, body: Callable, T: type) -> Callable | None:
     """The fast entry of an in-place twin (unary, binary with alpha, or addcmul_/addcdiv_), or None."""
     if set(op.checks) - MOOT_CHECKS or op.dtypes is not None:
         return None
     name = op.name
-    floats = FLOATS
     if name in INPLACE_UNARY:
         ufunc = INPLACE_UNARY[name]
 
         def run_unary_(args):
             a = args[0]
-            if a.__class__ is T and a._dtype in floats and a._data.flags.c_contiguous:
-                ufunc(a._data, out=a._data)
-                a._storage.version += 1
-                return a
-            return body(args)
+            da = _self_array(a, T)
+            if da is None:
+                return body(args)
+            ufunc(da, out=da)
+            a._storage.version += 1
+            return a
         return run_unary_
     if name in INPLACE_BINARY:
         ufunc = INPLACE_BINARY[name]
@@ -116,19 +125,18 @@ def inplace_entry(op, body: Callable, T: type) -> Callable | None:
 
         def run_binary_(args):
             a = args[0]
-            if a.__class__ is T and a._dtype in floats and (mode_at is None or args[mode_at] is None):
-                da = a._data
-                if da.flags.c_contiguous:
-                    other = args[1]
-                    b = other if _number(other) else _same_array(da, a._dtype, other, T)
-                    alpha = 1 if alpha_at is None else args[alpha_at]
-                    if b is not None and (alpha.__class__ is int and alpha == 1
-                                          or _number(alpha) and b.__class__ is np.ndarray):
-                        if alpha != 1:                  # add/sub's kernel: other * alpha first, then the op
-                            b = np.multiply(b, alpha)
-                        ufunc(da, b, out=da)
-                        a._storage.version += 1
-                        return a
+            da = _self_array(a, T)
+            if da is not None and (mode_at is None or args[mode_at] is None):
+                other = args[1]
+                b = other if _number(other) else _same_array(da, a._dtype, other, T)
+                alpha = 1 if alpha_at is None else args[alpha_at]
+                if b is not None and (alpha.__class__ is int and alpha == 1
+                                      or _number(alpha) and b.__class__ is np.ndarray):
+                    if alpha != 1:                  # add/sub's kernel: other * alpha first, then the op
+                        b = np.multiply(b, alpha)
+                    ufunc(da, b, out=da)
+                    a._storage.version += 1
+                    return a
             return body(args)
         return run_binary_
     if name in INPLACE_PRODUCT:
@@ -136,9 +144,9 @@ def inplace_entry(op, body: Callable, T: type) -> Callable | None:
 
         def run_product_(args):
             a = args[0]
-            if a.__class__ is T and a._dtype in floats and a._data.flags.c_contiguous:
-                da, dt = a._data, a._dtype
-                t1, t2, value = _same_array(da, dt, args[1], T), _same_array(da, dt, args[2], T), args[3]
+            da = _self_array(a, T)
+            if da is not None:
+                t1, t2, value = _same_array(da, a._dtype, args[1], T), _same_array(da, a._dtype, args[2], T), args[3]
                 if t1 is not None and t2 is not None and (value.__class__ is int and value == 1 or _number(value)):
                     part = ufunc(t1, t2)
                     if value != 1:

@@ -11,6 +11,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ember.core.numpy_interop import to_numpy_dtype
+
+from .array_kernels.context import ArrayModule
 from .array_kernels.nn_layers import _geometry, _lowest, _pad_spatial
 
 __all__ = ["KERNELS"]
@@ -41,11 +44,7 @@ def _max_pool(x, kh, kw, sh, sw, dh, dw, ph, pw, width, values, indices):
 
 def max_pool2d_with_indices(specs, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     """The eager kernel's values and indices; NotImplemented for a call the loop does not take."""
-    if x.dtype not in _FLOATS or x.ndim not in (3, 4):
-        return NotImplemented
-    from ember.core.numpy_interop import to_numpy_dtype
-
-    if to_numpy_dtype(specs[0][1]) != x.dtype:
+    if x.dtype not in _FLOATS or x.ndim not in (3, 4) or to_numpy_dtype(specs[0][1]) != x.dtype:
         return NotImplemented
     unbatched = x.ndim == 3
     x4 = x[None] if unbatched else x
@@ -63,12 +62,6 @@ def max_pool2d_with_indices(specs, x, kernel_size, stride=(), padding=0, dilatio
     return (values[0], indices[0]) if unbatched else (values, indices)
 
 
-class _Numpy:
-    """What _pad_spatial and _lowest read of an ArrayModule: numpy, no low-precision dtypes."""
-    xp = np
-    lowp = frozenset()
-
-
-_NUMPY = _Numpy()
+_NUMPY = ArrayModule(np, to_numpy_dtype)          # what _pad_spatial and _lowest read
 
 KERNELS = {"max_pool2d_with_indices": max_pool2d_with_indices}

@@ -180,17 +180,23 @@ def copies(rank: int, n: int) -> None:
         out = tensor(np.zeros((2 * n, 3), NP[dtype]))
         dist.all_to_all_single(out, tensor(sent[rank]))
         check(f"all_to_all_single {dtype}", out, np.concatenate([sent[r][2 * rank:2 * rank + 2] for r in range(n)]))
-        rows = [[(j + r) % 2 + 1 for j in range(n)] for r in range(n)]
-        sent = [make(r, (sum(rows[r]), 3), dtype, 8) for r in range(n)]
-        starts = [np.cumsum([0] + rows[r]) for r in range(n)]
-        expected = np.concatenate([sent[r][starts[r][rank]:starts[r][rank + 1]] for r in range(n)])
-        out = tensor(np.zeros(expected.shape, NP[dtype]))
-        dist.all_to_all_single(out, tensor(sent[rank]), [rows[r][rank] for r in range(n)], rows[rank])
-        check(f"all_to_all_single uneven {dtype}", out, expected)
-        outs = [tensor(np.zeros(rows[r][rank], NP[dtype])) for r in range(n)]
-        dist.all_to_all(outs, [tensor(make(r * n + j, rows[rank][j], dtype, 9)) for j in range(n) for r in [rank]])
-        for r in range(n):
-            check(f"all_to_all {dtype} [{r}]", outs[r], make(r * n + rank, rows[r][rank], dtype, 9))
+        uneven_all_to_all(rank, n, dtype, tensor, "")
+
+
+def uneven_all_to_all(rank: int, n: int, dtype: str, make_tensor, label: str) -> None:
+    """all_to_all_single and all_to_all with rank r sending (j + r) % 2 + 1 rows to rank j, tensors made by
+    `make_tensor` (on the device of the backend under test; nccl_collectives.py runs this on cuda)."""
+    rows = [[(j + r) % 2 + 1 for j in range(n)] for r in range(n)]
+    sent = [make(r, (sum(rows[r]), 3), dtype, 8) for r in range(n)]
+    starts = [np.cumsum([0] + rows[r]) for r in range(n)]
+    expected = np.concatenate([sent[r][starts[r][rank]:starts[r][rank + 1]] for r in range(n)])
+    out = make_tensor(np.zeros(expected.shape, NP[dtype]))
+    dist.all_to_all_single(out, make_tensor(sent[rank]), [rows[r][rank] for r in range(n)], rows[rank])
+    check(f"{label}all_to_all_single uneven {dtype}", out, expected)
+    outs = [make_tensor(np.zeros(rows[r][rank], NP[dtype])) for r in range(n)]
+    dist.all_to_all(outs, [make_tensor(make(rank * n + j, rows[rank][j], dtype, 9)) for j in range(n)])
+    for r in range(n):
+        check(f"{label}all_to_all {dtype} [{r}]", outs[r], make(r * n + rank, rows[r][rank], dtype, 9))
 
 
 def point_to_point(rank: int, n: int) -> None:

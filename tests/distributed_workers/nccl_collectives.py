@@ -17,7 +17,7 @@ import ember
 import ember.distributed as dist
 from ember import nn
 
-from collectives import CHECKS, NP, check, make, raises, reference
+from collectives import CHECKS, NP, check, make, raises, reference, uneven_all_to_all
 
 DTYPES = ("float32", "float64", "float16", "int64", "int32", "uint8", "bool")
 DEVICE = ["cuda"]
@@ -86,17 +86,7 @@ def copies(rank: int, n: int) -> None:
         out = tensor(np.zeros((2, 3), NP[dtype]))
         dist.scatter(out, [tensor(p) for p in pieces] if rank == n - 1 else None, src=n - 1)
         check(f"nccl scatter {dtype}", out, pieces[rank])
-        rows = [[(j + r) % 2 + 1 for j in range(n)] for r in range(n)]
-        sent = [make(r, (sum(rows[r]), 3), dtype, 9) for r in range(n)]
-        starts = [np.cumsum([0] + rows[r]) for r in range(n)]
-        expected = np.concatenate([sent[r][starts[r][rank]:starts[r][rank + 1]] for r in range(n)])
-        out = tensor(np.zeros(expected.shape, NP[dtype]))
-        dist.all_to_all_single(out, tensor(sent[rank]), [rows[r][rank] for r in range(n)], rows[rank])
-        check(f"nccl all_to_all_single uneven {dtype}", out, expected)
-        outs = [tensor(np.zeros(rows[r][rank], NP[dtype])) for r in range(n)]
-        dist.all_to_all(outs, [tensor(make(rank * n + j, rows[rank][j], dtype, 10)) for j in range(n)])
-        for r in range(n):
-            check(f"nccl all_to_all {dtype} [{r}]", outs[r], make(r * n + rank, rows[r][rank], dtype, 10))
+        uneven_all_to_all(rank, n, dtype, tensor, "nccl ")
     if n > 1:
         right, left = (rank + 1) % n, (rank - 1) % n
         out = tensor(np.zeros(5, np.float32))
