@@ -3,7 +3,7 @@
 A pass gives each output `m` `splits` chunks of the reduced elements, and each chunk `lanes`
 work-items: lane `l` of chunk `s` combines the elements `s * chunk + l + k * lanes` (adjacent
 lanes read adjacent elements, so GPUs coalesce; CPU devices get one lane, which reads
-contiguous elements with VW-wide vector loads, as PoCL does not vectorize a loop inside a
+contiguous elements with vector loads of `vector_width` elements, as PoCL does not vectorize a loop inside a
 work-item by itself), then writes
 its partial (value and, for argmax/argmin, index) in the opmath type, with no barrier and no
 local memory. The partials of output `m` form row `m` of a contiguous (M, splits * lanes)
@@ -40,8 +40,10 @@ TARGET_GROUPS = 64
 #: on CPU devices: elements per chunk at least, and the chunks (work-items) a split aims for
 MIN_CHUNK = 4096
 TARGET_ITEMS = 256
-#: vector width of contiguous loads
-VW = 8
+#: the bytes of one vector register the vector loop fills: AVX's 256 bits. Wider vectors (a double8,
+#: or argmax's long8 indices) crash PoCL's LLVM ("Cannot emit physreg copy instruction") on CPUs
+#: without AVX-512, and a crash leaves a program without kernels in PoCL's cache
+VECTOR_BYTES = 32
 #: the work-group size when one work-item reduces a chunk (global padded to a multiple;
 #: the kernels guard gid >= n)
 SEQ_LOCAL = 16
@@ -75,7 +77,7 @@ def plan(M: int, R: int, dev) -> tuple[int, int]:
 
 
 def vectorizable(kind: str, src: "Source", lanes: int) -> bool:
-    """Whether a pass reads with VW-wide vector loads: one work-item per chunk and the reduced
+    """Whether a pass reads with `width`-wide vector loads: one work-item per chunk and the reduced
     elements contiguous (one collapsed dim of stride 1)."""
     return lanes == 1 and len(src.rshape) == 1 and src.rst[0] == 1
 
@@ -109,18 +111,26 @@ def _combine(kind: str, acc: str) -> tuple[str, str]:
     return lo if big else hi, f"if ({nan_w} || (!{nan_v} && w {cmp} v)) v = w;"
 
 
-def _vload(dtype, acc: str, ptr: str) -> str:
-    """A VW-wide load at `ptr` converted to the opmath vector `acc`VW (dtype None: partials)."""
+def vector_width(kind: str, acc: str, src: Source) -> int:
+    """The elements per vector load: as many as fill VECTOR_BYTES in the widest lane type (the
+    accumulator, the input's, or argmax/argmin's long indices)."""
+    widest = max(np.dtype(cg.NUMPY_OF_CL[acc]).itemsize, src.dtype.itemsize if src.dtype is not None else 0,
+                 8 if kind in ARG_KINDS else 0)
+    return min(16, VECTOR_BYTES // widest)             # OpenCL's widest vector type has 16 elements
+
+
+def _vload(dtype, acc: str, ptr: str, width: int) -> str:
+    """A `width`-wide load at `ptr` converted to the opmath vector `acc``width` (dtype None: partials)."""
     if dtype is None:
-        return f"vload{VW}(0, {ptr})"
+        return f"vload{width}(0, {ptr})"
     name = np.dtype(dtype).name
     if name == "float16":
-        v, t = f"vload_half{VW}(0, (__global const half*)({ptr}))", "float"
+        v, t = f"vload_half{width}(0, (__global const half*)({ptr}))", "float"
     elif name == "bfloat16":
-        v, t = f"as_float{VW}(convert_uint{VW}(vload{VW}(0, {ptr})) << 16)", "float"
+        v, t = f"as_float{width}(convert_uint{width}(vload{width}(0, {ptr})) << 16)", "float"
     else:
-        v, t = f"vload{VW}(0, {ptr})", cg.storage(dtype)
-    return v if t == acc else f"convert_{acc}{VW}({v})"
+        v, t = f"vload{width}(0, {ptr})", cg.storage(dtype)
+    return v if t == acc else f"convert_{acc}{width}({v})"
 
 
 def _mask_t(acc: str) -> str:
@@ -130,18 +140,19 @@ def _mask_t(acc: str) -> str:
 
 
 def _vector_loop(kind: str, acc: str, src: Source) -> str:
-    """C code folding elements [j, jend) of the chunk into `v` with VW-wide loads, then the tail."""
+    """C code folding elements [j, jend) of the chunk into `v` with `width`-wide loads, then the tail."""
     is_arg = kind in ARG_KINDS
+    width = vector_width(kind, acc, src)
     if kind == "sum":
         vcomb = "vv = vv + ww;"
     elif is_arg:
         # the scalar combine lane-wise, its masks widened to the index vectors' long
         cmp = ">" if kind == "argmax" else "<"
-        lv = f"convert_long{VW}"
+        lv = f"convert_long{width}"
         nan_w, nan_v = (f"{lv}(isnan(ww))", f"{lv}(isnan(vv))") if acc in cg.FLOAT_CL else ("0", "0")
-        vcomb = (f"{{ long{VW} nw = {nan_w}, nv = {nan_v}, lt = wiv < viv;"
-                 f" long{VW} take = (nw & (~nv | lt)) | (~nw & ~nv & ({lv}(ww {cmp} vv) | ({lv}(ww == vv) & lt)));"
-                 f" vv = select(vv, ww, {'take' if acc in ('double', 'long') else f'convert_{_mask_t(acc)}{VW}(take)'});"
+        vcomb = (f"{{ long{width} nw = {nan_w}, nv = {nan_v}, lt = wiv < viv;"
+                 f" long{width} take = (nw & (~nv | lt)) | (~nw & ~nv & ({lv}(ww {cmp} vv) | ({lv}(ww == vv) & lt)));"
+                 f" vv = select(vv, ww, {'take' if acc in ('double', 'long') else f'convert_{_mask_t(acc)}{width}(take)'});"
                  f" viv = select(viv, wiv, take); }}")
     else:
         cmp = ">" if kind == "amax" else "<"
@@ -150,19 +161,19 @@ def _vector_loop(kind: str, acc: str, src: Source) -> str:
         else:
             vcomb = f"vv = select(vv, ww, ww {cmp} vv);"
     ident, combine = _combine(kind, acc)
-    fold = " ".join(f"{{ w = vv.s{i:x}; {'wi = viv.s%x;' % i if is_arg else ''} {combine} }}" for i in range(VW))
+    fold = " ".join(f"{{ w = vv.s{i:x}; {'wi = viv.s%x;' % i if is_arg else ''} {combine} }}" for i in range(width))
     load = cg.load(src.dtype, "a", "p") if src.dtype is not None else "a[p]"
     if not is_arg:
         idx_decl = idx_load = wi = ""
     else:
-        idx_decl = f"long{VW} viv = (long{VW})(LONG_MAX), wiv;"
-        idx_load = (f"wiv = vload{VW}(0, ai + base + j);" if src.idx is not None
-                    else f"wiv = (long{VW})(j) + (long{VW})({', '.join(str(i) for i in range(VW))});")
+        idx_decl = f"long{width} viv = (long{width})(LONG_MAX), wiv;"
+        idx_load = (f"wiv = vload{width}(0, ai + base + j);" if src.idx is not None
+                    else f"wiv = (long{width})(j) + (long{width})({', '.join(str(i) for i in range(width))});")
         wi = "wi = ai[p];" if src.idx is not None else "wi = j;"
     return f"""
-    {acc}{VW} vv = ({acc}{VW})(({acc})({ident})), ww; {idx_decl}
+    {acc}{width} vv = ({acc}{width})(({acc})({ident})), ww; {idx_decl}
     long j = s * CH;
-    for (; j + {VW} <= jend; j += {VW}) {{ ww = {_vload(src.dtype, acc, 'a + base + j')}; {idx_load} {vcomb} }}
+    for (; j + {width} <= jend; j += {width}) {{ ww = {_vload(src.dtype, acc, 'a + base + j', width)}; {idx_load} {vcomb} }}
     {fold}
     for (; j < jend; ++j) {{ long p = base + j; w = ({acc})({load}); {wi} {combine} }}"""
 
