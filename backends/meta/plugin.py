@@ -66,6 +66,7 @@ class MetaBackend(Backend):
     _decomposed_while_tracking: tuple | None = None
     _parked: dict = {}
     _unwrapped: dict = {}
+    _target_parked: dict = {}
 
     def to_host(self, array):
         from ember.core.errors import MissingKernelError
@@ -111,15 +112,23 @@ class MetaBackend(Backend):
             self._parked = {}
 
     def predict_workspace(self, target, sink) -> None:
-        """While ember.memory predicts for the backend `target` (None: stop), the meta kernels of
+        """While ember.memory predicts for the backend `target` (None: stop), meta runs what `target`
+        runs: an op `target` has no kernel for runs its explicit kernel or decomposition (as the
+        dispatcher runs it there, temporaries included), and the meta kernels of
         `target.workspace_ops` report the scratch that backend's kernel would allocate: `sink`
         receives the byte sizes before the kernel's output exists (the tracker keeps them alive
         until the output is recorded, so the peak sees inputs, scratch and output together)."""
         key = self.key
         replace_kernels(key, {ALL_OPS[name]: entry for name, entry in self._unwrapped.items()})
-        self._unwrapped = {}
+        replace_kernels(key, self._target_parked)
+        self._unwrapped, self._target_parked = {}, {}
         wrapped = {}
         if target is not None:
+            self._target_parked = replace_kernels(key, {
+                op: None for name, op in ALL_OPS.items()
+                if op.impl != "primitive" and target.key not in op.kernels and key in op.kernels
+                and (op.explicit is not None or op.decomposition is not None)
+                and not (op.device_arg is not None and (op.tensor_args or op.tensor_list_args))})
             for name in target.workspace_ops:
                 op = ALL_OPS.get(name)
                 if op is None or key not in op.kernels:
