@@ -145,13 +145,20 @@ def _sample(fn: Callable, number: int) -> float:
     return (time.perf_counter() - start) / number
 
 
+#: calls of each variant before any is timed: past every one-time cost of a program's first steps (caches,
+#: optimizer state, a reduce-overhead step's recording and first replays) and past the cpu backend's switch
+#: to its numba kernels, which a kernel makes after its first 16 calls (ember_cpu/plugin.py NUMBA_KERNELS);
+#: the time per call that sizes a sample comes from calls after these
+WARMUP_CALLS = 20
+
+
 def measure(variants: dict[str, Callable], repeat: int, sample_time: float) -> dict[str, float]:
-    """Median seconds per call of each variant: `repeat` samples, taken in alternation."""
+    """Median seconds per call of each variant: `repeat` samples, taken in alternation, after WARMUP_CALLS
+    calls of each."""
     numbers = {}
     for name, fn in variants.items():
-        # warm-up: caches, optimizer state, and a reduce-overhead step's recording (the second call) and first
-        # replay (the third, which loads its kernels); then the time per call, from calls after those
-        fn(), fn(), fn()
+        for _ in range(WARMUP_CALLS):
+            fn()
         per_call = _sample(fn, 3)
         numbers[name] = max(1, int(sample_time / max(per_call, 1e-9)))
     samples: dict[str, list[float]] = {name: [] for name in variants}
