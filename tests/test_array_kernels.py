@@ -118,3 +118,26 @@ def test_view_and_slice_fall_back_to_as_strided_with_torch_layouts():
 
     got = shape.view(AM, ((3, 8), ember.float32), base, (3, 8))
     assert got.base is not None and got.tolist() == t.view(3, 8).tolist()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("p", [0.1, 0.25, 0.9])
+def test_dropout_noise_kernel_draws_and_rounds_as_its_explicit_kernel(dtype, p):
+    """The cpu kernel of `_dropout_noise` (one call) against the explicit kernel's five ops (uniform draws,
+    comparison, cast, division by 1 - p in the dtype, product), from the same Philox state: equal bits."""
+    from ember._generated import functions as F
+    from ember.decompositions.random_ops import dropout_noise
+
+    x = ember.randn(6, 5, 3).to(getattr(ember, dtype))
+    x[0, 0, 0], x[0, 0, 1] = float("inf"), float("nan")
+    ember.manual_seed(7)
+    fused = F._dropout_noise(x, p)
+    after_fused = ember.rand(3).numpy()
+    ember.manual_seed(7)
+    composed = dropout_noise(x, p)
+    assert np.array_equal(ember.rand(3).numpy(), after_fused)          # both advanced Philox alike
+    for a, b in zip(fused, composed):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert bits(a.float().numpy()) == bits(b.float().numpy())
+    kept = fused[1].float().numpy() != 0
+    assert 0 < kept.mean() < 1

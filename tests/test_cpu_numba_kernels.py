@@ -112,3 +112,76 @@ def test_max_pool_loop_picks_what_the_eager_kernel_picks(dtype, shape, kernel, s
     for w, g in zip(want, got):
         assert w.dtype == g.dtype and w.shape == g.shape
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("weight_decay,maximize", [(0.0, False), (0.1, True)])
+def test_adadelta_switches_to_numba_with_the_same_bits(dtype, weight_decay, maximize):
+    results = []
+    for kernel in (EAGER["_fused_adadelta_"], plugin._numba_after(2, "optimizers_numba", "_fused_adadelta_",
+                                                                    EAGER["_fused_adadelta_"])):
+        params, grads, shapes = _state(1, dtype)
+        sq, acc = [np.zeros(s, dtype) for s in shapes], [np.zeros(s, dtype) for s in shapes]
+        steps = [np.zeros((), dtype) for _ in shapes]
+        for g in grads:                              # calls 3 to 6 run the numba loops
+            kernel(None, params, g, sq, acc, steps, lr=0.5, rho=0.8, eps=1e-6, weight_decay=weight_decay,
+                   maximize=maximize)
+        results.append([a.copy() for a in params + sq + acc + steps])
+    from ember_cpu import optimizers_numba                # the loops serve these calls (no eager fallback)
+    assert optimizers_numba.fused_adadelta_(None, params, grads[0], sq, acc, steps, 0.5, 0.8, 1e-6, weight_decay,
+                                            maximize) == ()
+    for want, got in zip(*results):
+        np.testing.assert_array_equal(got, want)
+    assert float(results[0][-1]) == len(grads)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("x_shape,w_shape,stride,padding,dilation,groups", [
+    ((4, 3, 8, 8), (5, 3, 3, 3), (1, 1), (0, 0), (1, 1), 1),       # the digits CNN's kind of layer
+    ((2, 4, 9, 7), (6, 2, 3, 2), (2, 3), (1, 2), (2, 1), 2),      # strides that skip rows, padding, groups
+])
+def test_convolution_input_gradient_loop_gives_the_eager_bits(dtype, x_shape, w_shape, stride, padding, dilation,
+                                                              groups):
+    from ember_cpu import conv_numba
+
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal(x_shape).astype(dtype), rng.standard_normal(w_shape).astype(dtype)
+    out = [(x_shape[2 + i] + 2 * padding[i] - dilation[i] * (w_shape[2 + i] - 1) - 1) // stride[i] + 1
+           for i in range(2)]
+    g = rng.standard_normal((x_shape[0], w_shape[0], *out)).astype(dtype)
+    dt = ember.float32 if dtype == np.float32 else ember.float64
+    specs = [(x_shape, dt), (w_shape, dt), ((w_shape[0],), dt)]
+    args = (g, x, w, [w_shape[0]], list(stride), list(padding), list(dilation), False, [0, 0], groups,
+            [True, True, True])
+    eager = EAGER["convolution_backward"]
+    want = eager(specs, *args)
+    got = plugin._numba_after(0, "conv_numba", "convolution_backward", eager)(specs, *args)
+    assert conv_numba.convolution_backward(specs, *args) is not NotImplemented
+    for a, b in zip(want, got):
+        assert a.dtype == b.dtype and a.shape == b.shape and b.flags.c_contiguous
+        np.testing.assert_array_equal(b, a)
+    # calls the loop does not take: the eager kernel's (no input gradient; a 1-d convolution)
+    assert conv_numba.convolution_backward([None] + specs[1:], *args) is NotImplemented
+    assert conv_numba.convolution_backward(specs, g[..., 0], x[..., 0], w[..., 0], *args[3:]) is NotImplemented
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_loops_give_the_eager_bits(dtype):
+    from ember_cpu import activations_numba
+
+    x = np.random.default_rng(6).standard_normal((5, 7, 3)).astype(dtype)
+    x.reshape(-1)[:6] = [np.nan, -0.0, 0.0, np.inf, -np.inf, -np.nan]
+    g = np.random.default_rng(7).standard_normal(x.shape).astype(dtype)
+    g.reshape(-1)[6:8] = [-0.0, np.nan]
+    dt = ember.float32 if dtype == np.float32 else ember.float64
+    for name, args in (("relu", (x,)), ("threshold_backward", (g, x, 0)), ("threshold_backward", (g, x, 0.5))):
+        eager = EAGER[name]
+        want = eager((x.shape, dt), *args)
+        got = plugin._numba_after(0, "activations_numba", name, eager)((x.shape, dt), *args)
+        assert activations_numba.KERNELS[name]((x.shape, dt), *args) is not NotImplemented
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))   # bits, -0.0 too
+    # calls the loops do not take: the eager kernel's
+    assert activations_numba.relu((x.shape, dt), x[:, ::2]) is NotImplemented
+    assert activations_numba.threshold_backward((x.shape, dt), g[:1], x, 0) is NotImplemented
+    assert activations_numba.relu(((3,), ember.int64), np.arange(3)) is NotImplemented

@@ -88,3 +88,31 @@ def test_norm_backward_ops_are_differentiable(call):
     """The normalization backward ops' own derivatives (statistics tracked as functions of input)."""
     g, x, w = _leaf((2, 3, 3), 0), _leaf((2, 3, 3), 1), _leaf((3,), 2)
     assert ember.autograd.gradcheck(call, (g, x, w))
+
+
+def test_nll_loss_is_one_node_with_torchs_gradients_and_weight_check():
+    """F.nll_loss records one node whose backward is one `_nll_loss_backward` (as torch's NllLossBackward0),
+    equal to torch's gradient, differentiable again in its incoming gradient; a weight that requires grad
+    is refused with torch's error class."""
+    rng = np.random.default_rng(0)
+    logp = np.log(rng.dirichlet(np.ones(5), size=6)).astype(np.float64)
+    target = np.array([0, 4, 1, 1, 3, -100])
+    weight = rng.uniform(0.5, 2, 5)
+    grads = []
+    for lib, F_ in ((ember, EF), (torch, TF)):
+        x = lib.tensor(logp, requires_grad=True)
+        loss = F_.nll_loss(x, lib.tensor(target), weight=lib.tensor(weight))
+        v = lib.tensor(1.5, dtype=lib.float64, requires_grad=True)
+        (g,) = lib.autograd.grad(loss, x, grad_outputs=v, create_graph=True)
+        (gv,) = lib.autograd.grad((g * lib.tensor(logp)).sum(), v)        # the adjoint: nll_loss itself
+        grads.append((float(loss.detach()), g.detach().numpy(), gv.numpy()))
+        if lib is ember:
+            assert type(loss.grad_fn).__name__ == "NllLossNdBackward0" and loss.grad_fn.next_functions[0][0] is not None
+            with pytest.raises(RuntimeError, match="not differentiable with respect to argument 'weight'"):
+                EF.nll_loss(x, lib.tensor(target), weight=lib.tensor(weight, requires_grad=True))
+    (el, eg, egg), (tl, tg, tgg) = grads
+    assert el == pytest.approx(tl, rel=1e-12)
+    np.testing.assert_allclose(eg, tg, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(egg, tgg, rtol=1e-12, atol=0)
+    with ember.no_grad():                             # without grad mode a weight's requires_grad is irrelevant
+        EF.nll_loss(ember.tensor(logp), ember.tensor(target), weight=ember.tensor(weight, requires_grad=True))

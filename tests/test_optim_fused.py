@@ -1,4 +1,4 @@
-"""The fused optimizer updates (_fused_adam_, _fused_sgd_): the path ember.optim takes by default
+"""The fused optimizer updates (_fused_adam_, _fused_adadelta_, _fused_sgd_): the path ember.optim takes by default
 on cpu gives exactly (bit for bit) the single-tensor algorithm's numbers, whose agreement with
 torch tests/test_optim.py checks; torch's foreach/fused argument checks; version counters."""
 from __future__ import annotations
@@ -8,11 +8,11 @@ import pytest
 import torch
 
 import ember
-from ember.decompositions.optimizers import adam_update, sgd_update
+from ember.decompositions.optimizers import adadelta_update, adam_update, sgd_update
 
 from test_optim import CONFIGS, _init_values, _primdev, _run, _steps_on
 
-FUSED_CONFIGS = [c for c in CONFIGS if c[0] in ("SGD", "Adam", "AdamW")]
+FUSED_CONFIGS = [c for c in CONFIGS if c[0] in ("SGD", "Adam", "AdamW", "Adadelta")]
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -20,7 +20,7 @@ FUSED_CONFIGS = [c for c in CONFIGS if c[0] in ("SGD", "Adam", "AdamW")]
 def test_fused_path_equals_single_tensor_path(name, kwargs, dtype):
     values = _init_values(dtype)
     single, single_losses, single_opt = _run(ember, name, dict(kwargs, foreach=False), values, 8)
-    for impl in (dict(), dict(fused=True), dict(foreach=True)):
+    for impl in (dict(), dict(foreach=True)) + ((dict(fused=True),) if name != "Adadelta" else ()):  # torch's has none
         params, losses, opt = _run(ember, name, dict(kwargs, **impl), values, 8)
         assert losses == single_losses
         for a, b in zip(params, single):
@@ -146,3 +146,19 @@ def test_opencl_adam_over_many_parameters_matches_cpu(dtype):
         results.append([p.detach().cpu().numpy() for p in params])
     for a, b in zip(*results):
         np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype", [ember.float16, ember.bfloat16, ember.float32])
+def test_fused_adadelta_rounds_as_the_ops_do(dtype):
+    """Each step computed as the single-tensor ops compute it (float16/bfloat16 in float32, rounded per op)."""
+    kw = dict(lr=0.5, rho=0.8, eps=1e-3, weight_decay=0.1, maximize=True)
+    fused, single = [_tensors(dtype, seed=s) for s in (0, 1, 3, 4)], [_tensors(dtype, seed=s) for s in (0, 1, 3, 4)]
+    fused_steps, single_steps = [ember.tensor(2.0) for _ in range(3)], [ember.tensor(2.0) for _ in range(3)]
+    with ember.no_grad():
+        ember._fused_adadelta_(*fused, fused_steps, **kw)
+        for i in range(3):
+            adadelta_update(*(lst[i] for lst in single), single_steps[i], *kw.values())
+    for f, s in zip(fused, single):
+        for a, b in zip(f, s):
+            np.testing.assert_array_equal(a.float().numpy(), b.float().numpy())
+    assert [float(s) for s in fused_steps] == [3.0] * 3

@@ -1,4 +1,4 @@
-"""The fused optimizer updates (_fused_adam_, _fused_sgd_) as numba loops.
+"""The fused optimizer updates (_fused_adam_, _fused_adadelta_, _fused_sgd_) as numba loops.
 
 The eager kernels (array_kernels/optimizers.py) run about a dozen numpy calls per parameter; these run
 one compiled loop per parameter, which is most of a small model's optimizer time. `ember.compile` takes
@@ -25,6 +25,7 @@ _JIT = dict(cache=True, nogil=True, error_model="numpy")
 # costs about 0.13 us per argument, which a dozen scalars per parameter would make most of the update.
 ADAM_SCALARS = ("maximize", "weight_decay", "decoupled", "lerp_small", "decay", "w", "beta2", "one_minus_beta2",
                 "bias_correction2_sqrt", "eps", "neg_step_size")
+ADADELTA_SCALARS = ("maximize", "weight_decay_on", "weight_decay", "rho", "one_minus_rho", "eps", "neg_lr")
 SGD_SCALARS = ("maximize", "weight_decay", "momentum_on", "first", "nesterov", "dampen", "decay", "momentum",
                "alpha", "neg_lr")
 
@@ -48,6 +49,22 @@ def _adam(p, g, m, v, c):
         v[i] = v[i] * beta2 + (gi * gi) * one_minus_beta2
         denom = np.sqrt(v[i]) / bias_correction2_sqrt + eps
         p[i] = p[i] + (m[i] / denom) * neg_step_size
+
+
+@njit(**_JIT)
+def _adadelta(p, g, square_avg, acc_delta, c):
+    p, g, square_avg, acc_delta = p.ravel(), g.ravel(), square_avg.ravel(), acc_delta.ravel()
+    maximize, weight_decay_on = c[0] != 0, c[1] != 0
+    weight_decay, rho, one_minus_rho, eps, neg_lr = c[2], c[3], c[4], c[5], c[6]
+    for i in range(p.shape[0]):
+        gi = -g[i] if maximize else g[i]
+        if weight_decay_on:
+            gi = gi + p[i] * weight_decay
+        square_avg[i] = square_avg[i] * rho + (gi * gi) * one_minus_rho
+        std = np.sqrt(square_avg[i] + eps)
+        delta = (np.sqrt(acc_delta[i] + eps) / std) * gi
+        acc_delta[i] = acc_delta[i] * rho + (delta * delta) * one_minus_rho
+        p[i] = p[i] + delta * neg_lr
 
 
 @njit(**_JIT)
@@ -111,6 +128,24 @@ def fused_adam_(spec, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, sta
     return ()
 
 
+def fused_adadelta_(spec, params, grads, square_avgs, acc_deltas, state_steps, lr, rho, eps, weight_decay, maximize):
+    """Adadelta over a group's parameters, in place (the eager kernel's numbers); NotImplemented for a call
+    the loops do not take."""
+    groups = list(zip(params, grads, square_avgs, acc_deltas))
+    if not _takes(groups):
+        return NotImplemented
+    scalars: dict = {}
+    for arrays, s in zip(groups, state_steps):
+        s += 1
+        dtype = arrays[0].dtype
+        c = scalars.get(dtype)
+        if c is None:
+            c = scalars[dtype] = np.array([maximize, weight_decay != 0, weight_decay, rho, 1 - rho, eps, -lr],
+                                          dtype=dtype)
+        _adadelta(*arrays, c)
+    return ()
+
+
 def fused_sgd_(spec, params, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize,
                is_first_step):
     """SGD over a group's parameters, in place (the eager kernel's numbers); NotImplemented for a call the
@@ -132,4 +167,4 @@ def fused_sgd_(spec, params, grads, momentum_buffer_list, weight_decay, momentum
 
 
 #: op name -> kernel(spec, *args), as the backend's kernels are called (NotImplemented: use the eager one)
-KERNELS = {"_fused_adam_": fused_adam_, "_fused_sgd_": fused_sgd_}
+KERNELS = {"_fused_adam_": fused_adam_, "_fused_adadelta_": fused_adadelta_, "_fused_sgd_": fused_sgd_}

@@ -3802,6 +3802,82 @@ class RnnLayerBackward0(Node):
         return out
 
 
+class NllLossNdBackward0(Node):
+    """Backward of nll_loss_nd."""
+
+    __slots__ = ('a_ignore_index', 'a_reduction', 'a_target', 'a_weight', 'm_self_shape', 'needs')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_ignore_index = args[4]
+            self.a_reduction = args[3]
+            self.a_target = _save(args[1])
+            self.a_weight = _save(args[2])
+            self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            if self.a_target.__class__ is SavedTensor:
+                self.a_target = _FREED
+            if self.a_weight.__class__ is SavedTensor:
+                self.a_weight = _FREED
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_ignore_index = self.a_ignore_index
+            a_reduction = self.a_reduction
+            a_target = self.a_target.unpack(self) if self.a_target.__class__ is SavedTensor else self.a_target
+            a_weight = self.a_weight.unpack(self) if self.a_weight.__class__ is SavedTensor else self.a_weight
+            m_self_shape = self.m_self_shape
+            out.append(_F._nll_loss_backward(grad, a_target, a_weight, m_self_shape, a_reduction, a_ignore_index))
+        else:
+            out.append(None)
+        return out
+
+
+class NllLossBackwardBackward0(Node):
+    """Backward of _nll_loss_backward."""
+
+    __slots__ = ('a_ignore_index', 'a_reduction', 'a_target', 'a_weight', 'needs')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_ignore_index = args[5]
+            self.a_reduction = args[4]
+            self.a_target = _save(args[1])
+            self.a_weight = _save(args[2])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            if self.a_target.__class__ is SavedTensor:
+                self.a_target = _FREED
+            if self.a_weight.__class__ is SavedTensor:
+                self.a_weight = _FREED
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_ignore_index = self.a_ignore_index
+            a_reduction = self.a_reduction
+            a_target = self.a_target.unpack(self) if self.a_target.__class__ is SavedTensor else self.a_target
+            a_weight = self.a_weight.unpack(self) if self.a_weight.__class__ is SavedTensor else self.a_weight
+            out.append(_F.nll_loss_nd(grad, a_target, a_weight, a_reduction, a_ignore_index))
+        else:
+            out.append(None)
+        return out
+
+
 class CrossEntropyIndicesBackward0(Node):
     """Backward of _cross_entropy_indices."""
 
@@ -3979,6 +4055,34 @@ class StandardGammaBackward0(Node):
             a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
             a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             out.append(_F.mul(grad, _F._standard_gamma_grad(a_self, a_result)))
+        else:
+            out.append(None)
+        return out
+
+
+class DropoutNoiseBackward0(Node):
+    """Backward of _dropout_noise."""
+
+    __slots__ = ('a_noise', 'needs')
+    n_outputs = 2
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_noise = _save(outs[1], True, 1, self)
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            if self.a_noise.__class__ is SavedTensor:
+                self.a_noise = _FREED
+
+    def apply(self, grads):
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_noise = self.a_noise.unpack(self, False) if self.a_noise.__class__ is SavedTensor else self.a_noise
+            out.append(_F.mul(grads[0], a_noise))
         else:
             out.append(None)
         return out
@@ -4216,11 +4320,14 @@ CLASSES = {
     'linear': LinearBackward0,
     '_scaled_dot_product_attention_fused': ScaledDotProductAttentionFusedBackward0,
     '_rnn_layer': RnnLayerBackward0,
+    'nll_loss_nd': NllLossNdBackward0,
+    '_nll_loss_backward': NllLossBackwardBackward0,
     '_cross_entropy_indices': CrossEntropyIndicesBackward0,
     'linalg_cholesky_ex': LinalgCholeskyExBackward0,
     'linalg_solve_triangular': LinalgSolveTriangularBackward0,
     'cholesky_solve': CholeskySolveBackward0,
     '_standard_gamma': StandardGammaBackward0,
+    '_dropout_noise': DropoutNoiseBackward0,
     'max_pool3d_with_indices': MaxPool3dWithIndicesBackward0,
     'avg_pool3d': AvgPool3dBackward0,
     '_adaptive_avg_pool3d': AdaptiveAvgPool3dBackward0,

@@ -734,6 +734,8 @@ _op_kl_div = _OPS['kl_div']
 _dispatch_kl_div = _op_kl_div.dispatch
 _op_nll_loss_nd = _OPS['nll_loss_nd']
 _dispatch_nll_loss_nd = _op_nll_loss_nd.dispatch
+_op__nll_loss_backward = _OPS['_nll_loss_backward']
+_dispatch__nll_loss_backward = _op__nll_loss_backward.dispatch
 _op_nll_loss = _OPS['nll_loss']
 _dispatch_nll_loss = _op_nll_loss.dispatch
 _op_cross_entropy_loss = _OPS['cross_entropy_loss']
@@ -747,6 +749,8 @@ _op__sparse_coo_mm = _OPS['_sparse_coo_mm']
 _dispatch__sparse_coo_mm = _op__sparse_coo_mm.dispatch
 _op__fused_adam_ = _OPS['_fused_adam_']
 _dispatch__fused_adam_ = _op__fused_adam_.dispatch
+_op__fused_adadelta_ = _OPS['_fused_adadelta_']
+_dispatch__fused_adadelta_ = _op__fused_adadelta_.dispatch
 _op__fused_sgd_ = _OPS['_fused_sgd_']
 _dispatch__fused_sgd_ = _op__fused_sgd_.dispatch
 _op_linalg_cholesky_ex = _OPS['linalg_cholesky_ex']
@@ -785,6 +789,9 @@ _op_dropout = _OPS['dropout']
 _dispatch_dropout = _op_dropout.dispatch
 _op_dropout_ = _OPS['dropout_']
 _dispatch_dropout_ = _op_dropout_.dispatch
+_op__dropout_noise = _OPS['_dropout_noise']
+_dispatch__dropout_noise = _op__dropout_noise.dispatch
+_R__dropout_noise = _namedtuple('_dropout_noise', ['output', 'noise'])
 _op_native_dropout = _OPS['native_dropout']
 _dispatch_native_dropout = _op_native_dropout.dispatch
 _op_linear_backward = _OPS['linear_backward']
@@ -3536,6 +3543,13 @@ def nll_loss_nd(input, target, weight=None, reduction=1, ignore_index=-100):
     """
     return _dispatch_nll_loss_nd((input, target, weight, reduction, ignore_index))
 
+def _nll_loss_backward(grad_output, target, weight, self_size, reduction, ignore_index):
+    """The gradient of nll_loss_nd with respect to `self` (of shape `self_size`): -weight[target] times grad_output (divided by the total weight for a mean) at each target's class, 0 elsewhere.
+
+    Schema: ``_nll_loss_backward(Tensor grad_output, Tensor target, Tensor? weight, SymInt[] self_size, int reduction, SymInt ignore_index) -> Tensor``
+    """
+    return _dispatch__nll_loss_backward((grad_output, target, weight, self_size, reduction, ignore_index))
+
 def nll_loss(input, target, weight=None, reduction=1, ignore_index=-100):
     """nll_loss_nd restricted to 1-D and 2-D inputs (ATen's nll_loss).
 
@@ -3577,6 +3591,13 @@ def _fused_adam_(input, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_ste
     Schema: ``_fused_adam_(Tensor(a!)[] self, Tensor[] grads, Tensor(b!)[] exp_avgs, Tensor(c!)[] exp_avg_sqs, Tensor(d!)[] max_exp_avg_sqs, Tensor(e!)[] state_steps, *, float lr, float beta1, float beta2, float weight_decay, float eps, bool amsgrad, bool maximize, bool decoupled_weight_decay=False) -> ()``
     """
     return _dispatch__fused_adam_((input, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay))
+
+def _fused_adadelta_(input, grads, square_avgs, acc_deltas, state_steps, *, lr, rho, eps, weight_decay, maximize):
+    """One Adadelta step of every tensor in `self`, in place: torch's single-tensor update, op for op; `state_steps` are incremented.
+
+    Schema: ``_fused_adadelta_(Tensor(a!)[] self, Tensor[] grads, Tensor(b!)[] square_avgs, Tensor(c!)[] acc_deltas, Tensor(d!)[] state_steps, *, float lr, float rho, float eps, float weight_decay, bool maximize) -> ()``
+    """
+    return _dispatch__fused_adadelta_((input, grads, square_avgs, acc_deltas, state_steps, lr, rho, eps, weight_decay, maximize))
 
 def _fused_sgd_(input, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step):
     """One SGD step of every tensor in `self`, in place (momentum buffers too; `is_first_step` sets them to the gradient): torch's single-tensor update, op for op.
@@ -3709,6 +3730,13 @@ def dropout_(input, p, train):
     Schema: ``dropout_(Tensor(a!) input, float p, bool train) -> Tensor(a!)``
     """
     return _dispatch_dropout_((input, p, train))
+
+def _dropout_noise(input, p, *, generator=None):
+    """Training dropout for 0 < p < 1: (input * noise, noise), the noise 1 / (1 - p) (divided in input's dtype) where a uniform draw is below 1 - p, else 0.
+
+    Schema: ``_dropout_noise(Tensor input, float p, *, Generator? generator=None) -> (Tensor output, Tensor noise)``
+    """
+    return _tuple_new(_R__dropout_noise, _dispatch__dropout_noise((input, p, generator)))
 
 def native_dropout(input, p, train):
     """dropout returning (output, mask), the mask bool, True for kept elements.
@@ -3988,7 +4016,7 @@ def ctc_loss(*args, **kwargs):
     """
     return _call_overload('ctc_loss', _overloads_ctc_loss, args, kwargs)
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_embedding_bag', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'cumprod', 'cumsum', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'digamma', 'div', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'lgamma', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'multinomial', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'nonzero', 'ones', 'ones_like', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rand', 'randint', 'randn', 'randperm', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'reshape', 'roll', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'transpose', 'triangular_solve', 'tril', 'triu', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'cumprod', 'cumsum', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'digamma', 'div', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'lgamma', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'multinomial', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'nonzero', 'ones', 'ones_like', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rand', 'randint', 'randn', 'randperm', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'reshape', 'roll', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'transpose', 'triangular_solve', 'tril', 'triu', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 OP_FUNCTIONS = {
     'add.Tensor': add,
@@ -4348,12 +4376,14 @@ OP_FUNCTIONS = {
     'binary_cross_entropy_with_logits': binary_cross_entropy_with_logits,
     'kl_div': kl_div,
     'nll_loss_nd': nll_loss_nd,
+    '_nll_loss_backward': _nll_loss_backward,
     'nll_loss': nll_loss,
     'cross_entropy_loss': cross_entropy_loss,
     '_cross_entropy_indices': _cross_entropy_indices,
     '_cross_entropy_indices_backward': _cross_entropy_indices_backward,
     '_sparse_coo_mm': _sparse_coo_mm,
     '_fused_adam_': _fused_adam_,
+    '_fused_adadelta_': _fused_adadelta_,
     '_fused_sgd_': _fused_sgd_,
     'linalg_cholesky_ex': linalg_cholesky_ex,
     'linalg_cholesky': linalg_cholesky,
@@ -4372,6 +4402,7 @@ OP_FUNCTIONS = {
     'randperm': randperm,
     'dropout': dropout,
     'dropout_': dropout_,
+    '_dropout_noise': _dropout_noise,
     'native_dropout': native_dropout,
     'linear_backward': linear_backward,
     'convolution_backward': convolution_backward,

@@ -63,6 +63,50 @@ def make_record_T0__outputs(op):
     return record
 
 
+def make_record_T0__first_output(op):
+    backward_cls = op.backward_cls
+
+    def record(args, out):
+        a = args[0]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a.__dict__.get("_grad_accumulator")
+                e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e0 = edge_of(a)                   # a view: its base may have moved on
+            m0 = (a._data.shape, a._dtype, a._device)
+            n0 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e0 = m0 = None
+            n0 = False
+        if not n0:
+            return
+        # Node.__init__'s stores, inlined (generated nodes define no __init__)
+        node = new_object(backward_cls)
+        node.next_edges = (e0,)
+        node.input_meta = (m0,)
+        node.seq = next_seq()
+        node.needs = (n0,)
+        if ANOMALY_THREADS and STATE.anomaly:
+            node.anomaly_trace = "".join(traceback.format_stack()[:-3])     # from the op's caller
+        node.save(args, out)
+        for k, o in enumerate(out):
+            if o._dtype.is_floating_point and not k:
+                meta = o._ag = new_object(AutogradMeta)
+                meta.grad_fn = node
+                meta.output_nr = k
+                o._keys |= AUTOGRAD
+        base = out[0]._base
+        if base is not None:
+            # a view: remember which history of its base it was derived from (see graph.edge_of)
+            node._view_of = base._ag.grad_fn if base._ag is not None else None
+    return record
+
+
 def make_record_T0(op):
     backward_cls = op.backward_cls
 
@@ -883,6 +927,7 @@ def make_record_T1_T2(op):
 
 RECORDER_FACTORIES = {
     ((0,), (), 'all'): make_record_T0__outputs,
+    ((0,), (), 'first'): make_record_T0__first_output,
     ((0,), (), 'one'): make_record_T0,
     ((0,), (0,), 'one'): make_record_L0,
     ((0, 1), (), 'one'): make_record_T0_T1,

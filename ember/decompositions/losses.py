@@ -1,5 +1,5 @@
 """Decompositions of the losses (differentiated through): elementwise losses, nll_loss and
-cross_entropy.
+cross_entropy; and nll_loss_nd's explicit kernel (its gradient is its own op, in fused_losses.py).
 
 Class-index targets pick their class with `gather` along the class dim (O(batch) memory, and
 its backward is a scatter_add into the picked positions); ignore_index entries pick class 0
@@ -14,7 +14,7 @@ from ember.core import dtype as _dt
 
 from ember.frontend.tensor import holds_data
 
-from . import decomposition
+from . import decomposition, explicit_kernel
 
 
 def reduce(loss, reduction: int):
@@ -123,9 +123,14 @@ def _along(t, cdim: int, ndim: int):
 
 def _class_target(self, target, ignore_index):
     """(target as int64 without a stray size-1 dim, class dim, number of classes), range-checked."""
-    ndim = self.dim()
+    return class_target_of_shape(tuple(self.shape), target, ignore_index)
+
+
+def class_target_of_shape(shape, target, ignore_index):
+    """_class_target for an input of shape `shape`."""
+    ndim = len(shape)
     cdim = 1 if ndim >= 2 else 0
-    classes = self.shape[cdim]
+    classes = shape[cdim]
     target = F._to_copy(target, dtype=_dt.int64) if target.dtype is not _dt.int64 else target
     if ndim == 1 and target.dim() == 1:
         target = F.reshape(target, ())
@@ -152,7 +157,7 @@ def _nll(self, target, weight, reduction: int, ignore_index: int):
     return F.div(total, F.sum(w)), valid, w
 
 
-@decomposition("nll_loss_nd")
+@explicit_kernel("nll_loss_nd")
 def nll_loss_nd(self, target, weight=None, reduction=1, ignore_index=-100):
     return _nll(self, target, weight, reduction, ignore_index)[0]
 

@@ -1,6 +1,6 @@
-"""The single-tensor optimizer updates (torch's `_single_tensor_adam` / `_single_tensor_sgd`,
-op for op) and, built on them, the explicit (backend-agnostic) kernels of the fused updates
-`_fused_adam_` and `_fused_sgd_`: a backend without a fused kernel runs the same ops one tensor
+"""The single-tensor optimizer updates (torch's `_single_tensor_adam` / `_single_tensor_adadelta` /
+`_single_tensor_sgd`, op for op) and, built on them, the explicit (backend-agnostic) kernels of the
+fused updates `_fused_adam_`, `_fused_adadelta_` and `_fused_sgd_`: a backend without a fused kernel runs the same ops one tensor
 at a time, so every path gives the same numbers. `ember.optim` calls these functions for its
 per-tensor path. (Explicit, not composite: a tool that follows decompositions, such as
 FlopCounterMode on meta, runs the device's fused kernel instead of per-tensor steps that read
@@ -64,6 +64,30 @@ def fused_adam_(self, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps
     for i, p in enumerate(self):
         adam_update(p, grads[i], exp_avgs[i], exp_avg_sqs[i], max_exp_avg_sqs[i] if amsgrad else None,
                     state_steps[i], lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay)
+    return ()
+
+
+def adadelta_update(p, grad, square_avg, acc_delta, step_t, lr: float, rho: float, eps: float, weight_decay: float,
+                    maximize: bool) -> None:
+    """One Adadelta update of `p` and its state, in place (run under no_grad)."""
+    step_t.add_(1)
+    if maximize:
+        grad = F.neg(grad)
+    if weight_decay != 0:
+        grad = grad.add(p, alpha=weight_decay)
+    square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
+    std = square_avg.add(eps).sqrt_()
+    delta = acc_delta.add(eps).sqrt_()
+    delta.div_(std).mul_(grad)
+    acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
+    p.add_(delta, alpha=-lr)
+
+
+@explicit_kernel("_fused_adadelta_")
+def fused_adadelta_(self, grads, square_avgs, acc_deltas, state_steps, lr, rho, eps, weight_decay, maximize):
+    for i, p in enumerate(self):
+        adadelta_update(p, grads[i], square_avgs[i], acc_deltas[i], state_steps[i], lr, rho, eps, weight_decay,
+                        maximize)
     return ()
 
 

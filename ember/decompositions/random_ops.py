@@ -19,7 +19,7 @@ from ember._generated import functions as F
 from ember.core.errors import ArgumentValueError
 from ember.core import dtype as _dt
 
-from . import decomposition
+from . import decomposition, explicit_kernel
 from .losses import _any
 
 
@@ -120,8 +120,13 @@ def dropout(input, p, train):
         return input                    # the input itself, as torch's dropout returns it
     if p == 1:
         return F.mul(input, 0.0)
-    noise = F.div(F._to_copy(_keep_mask(input, p, None), dtype=input.dtype), 1.0 - p)
-    return F.mul(input, noise)
+    return F._dropout_noise(input, p)[0]
+
+
+@explicit_kernel("_dropout_noise")
+def dropout_noise(input, p, generator=None):
+    noise = F.div(F._to_copy(_keep_mask(input, p, generator), dtype=input.dtype), 1.0 - p)
+    return F.mul(input, noise), noise
 
 
 @decomposition("native_dropout")

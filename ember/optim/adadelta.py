@@ -1,11 +1,13 @@
-"""`ember.optim.Adadelta`: torch's single-tensor algorithm (rho, eps, weight decay)."""
+"""`ember.optim.Adadelta`: torch's single-tensor algorithm (rho, eps, weight decay), per group in one fused op."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from ember.decompositions.optimizers import adadelta_update
 from ember.frontend.autograd.grad_mode import no_grad
 
 from ._checks import check_nonnegative
+from ._impl import use_fused
 from .optimizer import Optimizer, _params_with_grad, _scalar_step, _number
 
 
@@ -24,7 +26,9 @@ class Adadelta(Optimizer):
         super().__init__(params, defaults)
 
     def step(self, closure: Callable[[], Any] | None = None):
-        """One update of every parameter that has a gradient; returns the closure's loss."""
+        """One update of every parameter that has a gradient; returns the closure's loss. A group goes
+        through one `_fused_adadelta_` call where it can (ember/optim/_impl.py), else tensor by tensor: the
+        same numbers either way."""
         from ember._generated import functions as F
 
         loss = self._closure_loss(closure)
@@ -32,21 +36,27 @@ class Adadelta(Optimizer):
             for group in self.param_groups:
                 lr, rho, eps = _number(group["lr"]), group["rho"], group["eps"]
                 weight_decay, maximize = group["weight_decay"], group["maximize"]
-                for p in _params_with_grad(group):
-                    state = self.state[p]
-                    if len(state) == 0:
-                        state["step"] = _scalar_step()
-                        state["square_avg"] = F.zeros_like(p)
-                        state["acc_delta"] = F.zeros_like(p)
-                    square_avg, acc_delta = state["square_avg"], state["acc_delta"]
-                    state["step"].add_(1)
-                    grad = p.grad if not maximize else -p.grad
-                    if weight_decay != 0:
-                        grad = grad.add(p, alpha=weight_decay)
-                    square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
-                    std = square_avg.add(eps).sqrt_()
-                    delta = acc_delta.add(eps).sqrt_()
-                    delta.div_(std).mul_(grad)
-                    acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
-                    p.add_(delta, alpha=-lr)
+                params = _params_with_grad(group)
+                fused = bool(params) and use_fused(group, params)
+                states = [self._state_of(p, fused) for p in params]
+                square_avgs, acc_deltas = [s["square_avg"] for s in states], [s["acc_delta"] for s in states]
+                steps = [s["step"] for s in states]
+                if fused:
+                    F._fused_adadelta_(params, [p.grad for p in params], square_avgs, acc_deltas, steps, lr=lr,
+                                       rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize)
+                    continue
+                for i, p in enumerate(params):
+                    adadelta_update(p, p.grad, square_avgs[i], acc_deltas[i], steps[i], lr, rho, eps, weight_decay,
+                                    maximize)
         return loss
+
+    def _state_of(self, p, fused: bool) -> dict:
+        """p's state, created zeroed on its first step (as torch's; the step on p's device for the fused op)."""
+        from ember._generated import functions as F
+
+        state = self.state[p]
+        if len(state) == 0:
+            state["step"] = _scalar_step(device=p.device if fused else None)
+            state["square_avg"] = F.zeros_like(p)
+            state["acc_delta"] = F.zeros_like(p)
+        return state

@@ -1,4 +1,4 @@
-"""Shape rules of the fused ops: the optimizer updates (_fused_adam_, _fused_sgd_), whose tensor
+"""Shape rules of the fused ops: the optimizer updates (_fused_adam_, _fused_adadelta_, _fused_sgd_), whose tensor
 lists line up one entry per parameter, each state tensor like its parameter (no spec: they write
 into their arguments and return nothing); the cross-entropy backward (a gradient like `log_probs`); the
 fused attention and its backward."""
@@ -57,6 +57,13 @@ def fused_adam(op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_
     if amsgrad:
         lists.append(("max_exp_avg_sqs", max_exp_avg_sqs))
     _check_lists(op, params, lists, state_steps)
+    return ()
+
+
+@shape_rule("fused_adadelta")
+def fused_adadelta(op, params, grads, square_avgs, acc_deltas, state_steps, lr, rho, eps, weight_decay, maximize):
+    _check_lists(op, params, [("grads", grads), ("square_avgs", square_avgs), ("acc_deltas", acc_deltas)],
+                 state_steps)
     return ()
 
 

@@ -13,8 +13,8 @@ from ember.core.spec import TensorSpec
 from ember.core.type_promotion import result_type
 
 from . import shape_rule
-from .common import NUMBER_TYPES, as_int, broadcast_shapes, check_kernel_dtype, check_tensor, iterator_strides, \
-    type_name, with_layout, wrap_dim
+from .common import NUMBER_TYPES, as_int, broadcast_shapes, check_int_list, check_kernel_dtype, check_tensor, \
+    iterator_strides, type_name, with_layout, wrap_dim
 
 def check_reduction(op, reduction) -> int:
     reduction = as_int(op, reduction, "reduction")
@@ -218,6 +218,39 @@ def nll_loss_nd(op, self, target, weight=None, reduction=1, ignore_index=-100):
     reduction = _nll_args(op, self, target, weight, reduction, ignore_index)
     out = _check_class_target(op, self, target, weight)
     return (out if reduction == 0 else (), self._dtype)
+
+
+@shape_rule("nll_loss_backward")
+def nll_loss_backward(op, grad_output, target, weight, self_size, reduction, ignore_index):
+    """nll_loss_nd's gradient: shaped `self_size`, of grad_output's (floating) dtype; grad_output holds
+    one value (mean, sum) or one per target (none), and target is `self_size` without the class dim."""
+    check_tensor(op, grad_output, "grad_output")
+    check_tensor(op, target, "target")
+    _optional_tensor(op, weight, "weight")
+    size = check_int_list(op, self_size, "self_size")
+    reduction = check_reduction(op, reduction)
+    as_int(op, ignore_index, "ignore_index")
+    dtype = grad_output._dtype
+    if not dtype.is_floating_point or (weight is not None and weight._dtype is not dtype):
+        raise DTypeError(f"{op.name}(): expected a floating-point grad_output and a weight of its dtype, got "
+                         f"{type_name(dtype)}" + (f" and {type_name(weight._dtype)}" if weight is not None else ""))
+    if target._dtype not in (_dt.int64, _dt.uint8):
+        raise DTypeError(f"{op.name}(): expected target dtype to be Long or Byte, but got {type_name(target._dtype)}")
+    if not size:
+        raise ShapeError(f"{op.name}(): self_size must have at least one dimension, got []")
+    per_target = size[:1] + size[2:] if len(size) >= 2 else ()
+    tshape, gshape = tuple(target._data.shape), tuple(grad_output._data.shape)
+    if tshape != per_target and not (len(size) == 1 and tshape == (1,)):
+        raise ShapeError(f"{op.name}(): expected target of shape {list(per_target)} for self_size {list(size)}, "
+                         f"but got target of shape {list(tshape)}")
+    if gshape != (per_target if reduction == 0 else ()):
+        raise ShapeError(f"{op.name}(): expected grad_output of shape {list(per_target if reduction == 0 else ())}, "
+                         f"but got {list(gshape)}")
+    classes = size[1] if len(size) >= 2 else size[0]
+    if weight is not None and tuple(weight._data.shape) != (classes,):
+        raise ShapeError(f"{op.name}(): weight tensor should be defined either for all {classes} classes or no "
+                         f"classes but got weight tensor of shape: {list(weight._data.shape)}")
+    return (size, dtype)
 
 
 @shape_rule("cross_entropy")

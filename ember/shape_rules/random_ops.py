@@ -100,6 +100,13 @@ def dropout(op, input, p, train):
     return _like(input)
 
 
+@shape_rule("dropout_noise")
+def dropout_noise(op, input, p, generator=None):
+    """(output, noise), both like a floating `input`."""
+    _dropout_checks(op, input, p, True)
+    return (_like(input), _like(input))
+
+
 @shape_rule("native_dropout")
 def native_dropout(op, input, p, train=None):
     _dropout_checks(op, input, p, train)

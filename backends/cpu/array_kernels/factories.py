@@ -1,4 +1,4 @@
-"""Allocation, ranges and random fills against the array-module API.
+"""Allocation, ranges, random fills and dropout's draw against the array-module API.
 
 The random fills draw from `generator`, which the dispatcher always passes (the device's
 default generator when the caller gave none).
@@ -47,5 +47,21 @@ def random_(am: ArrayModule, spec, self, low, high=None, generator=None):
     return self
 
 
+def dropout_noise(am: ArrayModule, specs, x, p, generator=None):
+    """(x * noise, noise): the draws, the mask and the product dropout's explicit kernel makes with five
+    ops, in one call and with its numbers: uniforms of x's dtype (float32 for float16/bfloat16) compared
+    with 1 - p, the kept elements' noise 1 / (1 - p) divided in the opmath type, the product rounded once."""
+    xp = am.xp
+    dt = am.native_of[specs[0][1]]
+    cdt = am.compute_of[dt]
+    draw = dt if dt in (am.f32, am.f64) else am.f32
+    u = generator.draw(lambda seed, offset: philox.uniform(xp, seed, offset, x.shape, draw.name, 0.0, 1.0))
+    keep = u < draw.type(1.0 - p)
+    noise = xp.where(keep, xp.asarray(cdt.type(1.0) / cdt.type(1.0 - p)).astype(dt), xp.zeros((), dt))
+    if cdt == dt:
+        return x * noise, noise
+    return (x.astype(cdt) * noise.astype(cdt)).astype(dt), noise
+
+
 KERNELS = {"empty.memory_format": empty, "arange.start_step": arange, "uniform_": uniform_,
-           "normal_": normal_, "random_.from": random_}
+           "normal_": normal_, "random_.from": random_, "_dropout_noise": dropout_noise}

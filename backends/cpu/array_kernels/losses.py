@@ -108,9 +108,45 @@ def _plain_targets(am: ArrayModule, x, target, weight, ignore_index, label_smoot
 
 def nll_loss_nd(am: ArrayModule, spec, x, target, weight=None, reduction=1, ignore_index=-100):
     dt = am.native_of[spec[1]]
+    plain = _plain_targets(am, x, target, weight, ignore_index, 0) if x.dtype == dt else None
+    if plain is not None:                            # a classifier's batch: one fancy read and a sum
+        rows, t = plain
+        picked = x[rows, t]
+        if reduction == 0:
+            return -picked
+        total = -am.add_reduce(picked)
+        return am.xp.asarray(total / x.dtype.type(x.shape[0]) if reduction == 1 else total)
     with _quiet(am):
         out, _, _ = _nll(am, x.astype(am.compute_of[dt]), target, weight, reduction, ignore_index)
     return am.xp.asarray(out).astype(dt)
+
+
+def nll_loss_backward(am: ArrayModule, spec, grad, target, weight, self_size, reduction, ignore_index):
+    """d nll_loss / d self: -weight[target] * grad (over the total weight for a mean) at each target's
+    class, zeros elsewhere."""
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    shape = tuple(int(n) for n in self_size)
+    out = xp.zeros(shape, dt)
+    if out.size == 0:
+        return out
+    plain = _plain_targets(am, out, target, weight, ignore_index, 0) if grad.dtype == dt else None
+    if plain is not None:
+        rows, t = plain
+        # the batch as the dtype's own scalar: numpy 1's promotion would make a float32 / int float64
+        scale = grad / dt.type(shape[0]) if reduction == 1 else grad                  # per row when unreduced
+        out[rows, t] = -scale
+        return out
+    cdt = am.compute_of[dt]
+    cdim = 1 if len(shape) >= 2 else 0
+    t, valid, safe = _class_target(am, out, target, ignore_index)
+    w = weight.astype(cdt)[safe] if weight is not None else xp.ones(safe.shape, cdt)
+    w = xp.where(valid, w, xp.zeros((), cdt))
+    with _quiet(am):
+        scale = grad.astype(cdt) / w.sum() if reduction == 1 else grad.astype(cdt)
+        picked = xp.where(valid, -scale * w, xp.zeros((), cdt))     # ignored entries get 0, also a mean's 1/0
+    onehot = xp.expand_dims(safe, cdim) == _along(xp.arange(shape[cdim]), cdim, len(shape))
+    return xp.where(onehot, xp.expand_dims(picked, cdim), xp.zeros((), cdt)).astype(dt)
 
 
 def _cross_entropy(am: ArrayModule, dt, x, target, weight, reduction, ignore_index, label_smoothing):
@@ -228,6 +264,7 @@ def cross_entropy_indices_backward(am: ArrayModule, spec, grad, logp, target, we
     return out.astype(dt)
 
 
-KERNELS = {"nll_loss_nd": nll_loss_nd, "cross_entropy_loss": cross_entropy_loss, "randperm": randperm,
+KERNELS = {"nll_loss_nd": nll_loss_nd, "_nll_loss_backward": nll_loss_backward, "cross_entropy_loss": cross_entropy_loss,
+           "randperm": randperm,
            "_cross_entropy_indices": cross_entropy_indices,
            "_cross_entropy_indices_backward": cross_entropy_indices_backward}

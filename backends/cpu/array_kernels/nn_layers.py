@@ -72,11 +72,9 @@ def _kernel_major(w, groups: int):
     return w.transpose((0,) + tuple(range(2, 2 + nd)) + (1,)).reshape(groups, O // groups, -1)
 
 
-def _col2im_transposed(am: ArrayModule, x, w, stride, padding, dilation, output_padding, groups: int):
-    """Transposed convolution, channels last: one product per group gives every (input position, kernel
-    offset) its Og output values, added into the (channels-last) output with one strided slice add per
-    kernel offset (col2im), whose runs are Og contiguous values; then cropped by the padding and made
-    channels-first."""
+def transposed_columns(am: ArrayModule, x, w, groups: int):
+    """A transposed convolution's product, channels last: one matmul per group gives every (input
+    position, kernel offset) its Og output values, as (G, N, *inp, *kernel, Og)."""
     xp = am.xp
     N, Cin = x.shape[:2]
     nd = w.ndim - 2
@@ -86,16 +84,39 @@ def _col2im_transposed(am: ArrayModule, x, w, stride, padding, dilation, output_
     rows = xp.moveaxis(x, 1, -1).reshape((N * math.prod(inp), groups, Cg)).transpose(1, 0, 2)   # (G, N*L, Cg)
     wm = w.reshape((groups, Cg, Og) + kernel)
     wm = wm.transpose((0, 1) + tuple(range(3, 3 + nd)) + (2,)).reshape(groups, Cg, math.prod(kernel) * Og)
-    cols = xp.matmul(rows, wm).reshape((groups, N) + inp + kernel + (Og,))                 # (G, N, *inp, *k, Og)
-    cols = cols.transpose((1,) + tuple(range(2, 2 + 2 * nd)) + (0, 2 + 2 * nd))            # (N, *inp, *k, G, Og)
-    full = tuple((inp[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 + output_padding[i] for i in range(nd))
-    res = xp.zeros((N,) + full + (groups, Og), dtype=cols.dtype)
+    return xp.matmul(rows, wm).reshape((groups, N) + inp + kernel + (Og,))
+
+
+def col2im_extent(inp, kernel, stride, dilation, output_padding) -> tuple:
+    """The spatial size a transposed convolution's columns add into, before the padding is cropped."""
+    return tuple((inp[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 + output_padding[i]
+                 for i in range(len(inp)))
+
+
+def cropped_channels_first(am: ArrayModule, res, padding):
+    """The channels-last (N, *full, G, Og) sum of the columns cropped by `padding`, as (N, G*Og, *out)."""
+    nd = res.ndim - 3
+    full = res.shape[1:1 + nd]
+    res = res[(slice(None),) + tuple(slice(padding[i], full[i] - padding[i]) for i in range(nd))]
+    return am.xp.moveaxis(res.reshape(res.shape[:1 + nd] + (res.shape[-2] * res.shape[-1],)), -1, 1)
+
+
+def _col2im_transposed(am: ArrayModule, x, w, stride, padding, dilation, output_padding, groups: int):
+    """Transposed convolution, channels last: the columns (`transposed_columns`) added into the
+    (channels-last) output with one strided slice add per kernel offset (col2im), whose runs are Og
+    contiguous values; then cropped by the padding and made channels-first."""
+    xp = am.xp
+    nd = w.ndim - 2
+    kernel, inp = w.shape[2:], x.shape[2:]
+    cols = transposed_columns(am, x, w, groups)                                   # (G, N, *inp, *k, Og)
+    cols = cols.transpose((1,) + tuple(range(2, 2 + 2 * nd)) + (0, 2 + 2 * nd))   # (N, *inp, *k, G, Og)
+    full = col2im_extent(inp, kernel, stride, dilation, output_padding)
+    res = xp.zeros((x.shape[0],) + full + (groups, w.shape[1]), dtype=cols.dtype)
     for k in itertools.product(*(range(n) for n in kernel)):
         index = (slice(None),) + tuple(
             slice(k[i] * dilation[i], k[i] * dilation[i] + (inp[i] - 1) * stride[i] + 1, stride[i]) for i in range(nd))
         res[index] += cols[(slice(None),) + (slice(None),) * nd + k]
-    res = res[(slice(None),) + tuple(slice(padding[i], full[i] - padding[i]) for i in range(nd))]
-    return xp.moveaxis(res.reshape(res.shape[:1 + nd] + (groups * Og,)), -1, 1)
+    return cropped_channels_first(am, res, padding)
 
 
 def convolution(am: ArrayModule, spec, x, w, b, stride, padding, dilation, transposed, output_padding, groups):
@@ -142,6 +163,13 @@ def _grouped_product(am: ArrayModule, a, b, kernel, stride, dilation, groups: in
     return prod.transpose((0, 1 + nd) + tuple(range(1, 1 + nd))).reshape(weight_shape)
 
 
+def input_gradient_output_padding(x_shape, g_shape, w_shape, stride, padding, dilation) -> tuple:
+    """The output padding of the transposed convolution that gives a convolution's input gradient the
+    input's size (the rows and columns a stride skipped at the end)."""
+    return tuple(x_shape[2 + i] - ((g_shape[2 + i] - 1) * stride[i] - 2 * padding[i]
+                                   + dilation[i] * (w_shape[2 + i] - 1) + 1) for i in range(len(w_shape) - 2))
+
+
 def convolution_backward(am: ArrayModule, specs, g, x, w, bias_sizes, stride, padding, dilation, transposed,
                          output_padding, groups, output_mask):
     """(grad input, grad weight, grad bias), each where `specs` has one, as the decomposition computes them
@@ -158,9 +186,7 @@ def convolution_backward(am: ArrayModule, specs, g, x, w, bias_sizes, stride, pa
         if transposed:
             out[0] = convolution(am, specs[0], g, w, None, stride, padding, dilation, False, (0,) * nd, G)
         else:
-            gout = g.shape[2:]
-            opad = tuple(x.shape[2 + i] - ((gout[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (kernel[i] - 1)
-                                           + 1) for i in range(nd))
+            opad = input_gradient_output_padding(x.shape, g.shape, w.shape, stride, padding, dilation)
             out[0] = convolution(am, specs[0], g, w, None, stride, padding, dilation, True, opad, G)
     if specs[1] is not None:
         dt = am.native_of[specs[1][1]]

@@ -1,4 +1,4 @@
-"""Kernels of the fused optimizer updates (_fused_adam_, _fused_sgd_) against the array-module API.
+"""Kernels of the fused optimizer updates (_fused_adam_, _fused_adadelta_, _fused_sgd_) against the array-module API.
 
 One call updates every parameter of a group in place, instead of a dozen dispatched ops per
 parameter. The arithmetic is the single-tensor algorithm's (ember/decompositions/optimizers.py),
@@ -112,6 +112,64 @@ def fused_adam_(am: ArrayModule, spec, params, grads, exp_avgs, exp_avg_sqs, max
     return ()
 
 
+def adadelta_one_inplace(xp, p, g, sq, acc, s, lr, rho, eps, weight_decay, maximize):
+    """float32/float64: adadelta_one's ops, in place where a result is written anyway (each `a op= b`
+    rounds as `a op b`): two temporaries per parameter."""
+    s += 1
+    if maximize:
+        g = -g
+    if weight_decay != 0:
+        g = g + p * weight_decay
+    sq *= rho
+    t = g * g
+    t *= 1 - rho
+    sq += t                                                     # addcmul_: the product, then scaled
+    std = sq + eps
+    xp.sqrt(std, out=std)
+    delta = acc + eps
+    xp.sqrt(delta, out=delta)
+    delta /= std
+    delta *= g
+    acc *= rho
+    xp.multiply(delta, delta, out=std)
+    std *= 1 - rho
+    acc += std
+    delta *= -lr
+    p += delta
+
+
+def adadelta_one(xp, f32, p, g, sq, acc, s, lr, rho, eps, weight_decay, maximize):
+    """float16/bfloat16: each op computed in float32 (`f32`) and rounded to the parameter's dtype."""
+    c, r = rounding(f32, p.dtype)
+    s += 1
+    if maximize:
+        g = -g
+    if weight_decay != 0:
+        g = r(c(g) + c(p) * weight_decay)
+    sq[...] = r(c(sq) * rho)
+    sq[...] = r(c(sq) + c(r(c(r(c(g) * c(g))) * (1 - rho))))
+    std = r(xp.sqrt(c(r(c(sq) + eps))))
+    delta = r(xp.sqrt(c(r(c(acc) + eps))))
+    delta = r(c(r(c(delta) / c(std))) * c(g))
+    acc[...] = r(c(acc) * rho)
+    acc[...] = r(c(acc) + c(r(c(r(c(delta) * c(delta))) * (1 - rho))))
+    p[...] = r(c(p) + c(r(c(delta) * -lr)))
+
+
+def fused_adadelta_(am: ArrayModule, spec, params, grads, square_avgs, acc_deltas, state_steps, lr, rho, eps,
+                    weight_decay, maximize):
+    """Adadelta over a group's parameters, in place."""
+    xp, lowp = am.xp, am.lowp
+    for i, p in enumerate(params):
+        if p.dtype not in lowp:
+            adadelta_one_inplace(xp, p, grads[i], square_avgs[i], acc_deltas[i], state_steps[i], lr, rho, eps,
+                                 weight_decay, maximize)
+        else:
+            adadelta_one(xp, am.f32, p, grads[i], square_avgs[i], acc_deltas[i], state_steps[i], lr, rho, eps,
+                         weight_decay, maximize)
+    return ()
+
+
 def sgd_one_inplace(p, g, buf, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step):
     """float32/float64: sgd_one's ops, in place where its result is written anyway (each `a op= b`
     rounds as `a op b`): plain SGD is two array calls per parameter."""
@@ -163,4 +221,4 @@ def fused_sgd_(am: ArrayModule, spec, params, grads, momentum_buffer_list, weigh
     return ()
 
 
-KERNELS = {"_fused_adam_": fused_adam_, "_fused_sgd_": fused_sgd_}
+KERNELS = {"_fused_adam_": fused_adam_, "_fused_adadelta_": fused_adadelta_, "_fused_sgd_": fused_sgd_}

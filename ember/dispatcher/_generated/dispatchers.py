@@ -82,6 +82,39 @@ def make_dispatch_L0_L1_L2(op, cache):
     return dispatch
 
 
+def make_dispatch_L0_L1_L2_L3_L4(op, cache):
+    resolve = op.resolve
+
+    def dispatch(args):
+        ks = 0
+        for a in args[0]:
+            if isinstance(a, Tensor):
+                ks |= a._keys
+        for a in args[1]:
+            if isinstance(a, Tensor):
+                ks |= a._keys
+        for a in args[2]:
+            if isinstance(a, Tensor):
+                ks |= a._keys
+        for a in args[3]:
+            if isinstance(a, Tensor):
+                ks |= a._keys
+        for a in args[4]:
+            if isinstance(a, Tensor):
+                ks |= a._keys
+        bk = ks & _BACKEND_MASK
+        if bk & (bk - 1) or not bk:
+            ks, args = _backend_of_unusual_call(op, args, ks)
+        include, exclude = STATE.keys
+        ks = (ks | include) & ~exclude
+        try:
+            entry = cache[ks]
+        except KeyError:
+            entry = resolve(ks)
+        return entry(args)
+    return dispatch
+
+
 def make_dispatch_L0_L1_L2_L3_L4_L5(op, cache):
     resolve = op.resolve
 
@@ -653,6 +686,7 @@ DISPATCH_FACTORIES = {
     ((), ()): make_dispatch_no_tensors,
     ((), (0,)): make_dispatch_L0,
     ((), (0, 1, 2)): make_dispatch_L0_L1_L2,
+    ((), (0, 1, 2, 3, 4)): make_dispatch_L0_L1_L2_L3_L4,
     ((), (0, 1, 2, 3, 4, 5)): make_dispatch_L0_L1_L2_L3_L4_L5,
     ((), (1,)): make_dispatch_L1,
     ((0,), ()): make_dispatch_T0,

@@ -11,6 +11,7 @@ import warnings
 from ember._generated import functions as _F
 from ember.core.errors import ArgumentListError
 from ember.core import dtype as _dt
+from ember.frontend.autograd.grad_mode import is_grad_enabled
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "kl_div", "cosine_similarity", "soft_margin_loss", "margin_ranking_loss",
@@ -72,6 +73,10 @@ def _class_indices(target) -> bool:
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
              reduction: str = "mean"):
+    if getattr(weight, "requires_grad", False) and is_grad_enabled():
+        # as torch's: nll_loss's one node has a gradient for the input only
+        raise RuntimeError("nll_loss(): the function is not differentiable with respect to argument 'weight'; "
+                           "this input cannot have requires_grad True")
     return _F.nll_loss_nd(input, target, weight, _reduction(reduction, size_average, reduce), ignore_index)
 
 

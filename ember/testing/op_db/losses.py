@@ -245,6 +245,43 @@ add(OpInfo("nll_loss_nd", nn_op("nll_loss_nd"), _nll_samples, dtypes=FLOAT, grad
            errors=_class_errors("nll_loss_nd", "nll_loss")))
 
 
+# ---- _nll_loss_backward: nll_loss_nd's gradient, against aten.nll_loss_backward (which takes `self` and the
+# forward's total weight where ember's op takes the input's size and recomputes the total)
+def _nll_backward_call(m, grad, target, weight, self_size, reduction, ignore_index):
+    if m.__name__ == "torch":
+        self = m.zeros(tuple(self_size), dtype=grad.dtype, device=grad.device)
+        total = m.ops.aten.nll_loss_forward(self, target, weight, reduction, ignore_index)[1]
+        return m.ops.aten.nll_loss_backward(grad, self, target, weight, reduction, ignore_index, total)
+    return importlib.import_module("ember._generated.functions")._nll_loss_backward(grad, target, weight, self_size,
+                                                                                     reduction, ignore_index)
+
+
+_nll_backward_call.__name__ = "_nll_loss_backward"
+
+
+def _nll_backward_samples(rng, dtype):
+    w = T(make(rng, (5,), dtype, low=0.2, high=2.0))
+    S = []
+    for r in _REDUCTIONS:
+        g = lambda: T(make(rng, (4,) if r == 0 else (), dtype), grad=True)       # noqa: E731
+        S += [Sample((g(), T(_targets(rng, (4,), 5)), None, (4, 5), r, -100), desc=f"2-d {_NAMES[r]}"),
+              Sample((g(), T(_targets(rng, (4,), 5, ignore=1)), w, (4, 5), r, 1), desc=f"weight, ignore 1 {_NAMES[r]}")]
+    S += [Sample((T(make(rng, (), dtype), grad=True), T(np.array(3, np.int64)), None, (5,), 1, -100),
+                 desc="1-d input, 0-d target"),
+          Sample((T(make(rng, (), dtype)), T(np.zeros(0, np.int64)), None, (0, 5), 2, -100), desc="empty batch, sum")]
+    return S
+
+
+add(OpInfo("_nll_loss_backward", _nll_backward_call, _nll_backward_samples, dtypes=FLOAT, grad=True, tol=LOSS_TOL,
+           errors=lambda rng: [
+               E((T(f32(rng, (3,))), T(np.array([0, 1], np.int64)), None, (2, 3), 0, -100), RuntimeError,
+                 "_nll_loss_backward", "grad_output", desc="grad_output of the wrong shape"),
+               E((T(f32(rng, ())), T(np.array([0, 1, 2], np.int64)), None, (2, 3), 1, -100), RuntimeError,
+                 "_nll_loss_backward", "target", desc="target of the wrong shape"),
+               _data_error((T(f32(rng, ())), T(np.array([0, 3], np.int64)), None, (2, 3), 1, -100), IndexError,
+                           "out of bounds", desc="target out of bounds")]))
+
+
 def _nll_2d_samples(rng, dtype):
     return [s for s in _nll_samples(rng, dtype) if s.fn is None and s.args[0].values.ndim <= 2]
 
@@ -326,5 +363,7 @@ EXCLUDED["_cross_entropy_indices_backward"] = ("the backward of _cross_entropy_i
                                                "_cross_entropy_indices run it against torch and finite differences")
 EXCLUDED["_fused_adam_"] = ("an optimizer update writing into its arguments: tests/test_optim.py and "
                             "tests/test_optim_fused.py check it against torch's Adam/AdamW and the per-tensor path")
+EXCLUDED["_fused_adadelta_"] = ("an optimizer update writing into its arguments: tests/test_optim.py and "
+                                "tests/test_optim_fused.py check it against torch's Adadelta and the per-tensor path")
 EXCLUDED["_fused_sgd_"] = ("an optimizer update writing into its arguments: tests/test_optim.py and "
                            "tests/test_optim_fused.py check it against torch's SGD and the per-tensor path")
