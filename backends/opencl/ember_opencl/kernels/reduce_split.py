@@ -41,8 +41,9 @@ TARGET_GROUPS = 64
 MIN_CHUNK = 4096
 TARGET_ITEMS = 256
 #: the bytes of one vector register the vector loop fills: AVX's 256 bits. Wider vectors (a double8,
-#: or argmax's long8 indices) crash PoCL's LLVM ("Cannot emit physreg copy instruction") on CPUs
-#: without AVX-512, and a crash leaves a program without kernels in PoCL's cache
+#: or argmax's long8 indices) crash PoCL's LLVM ("Cannot emit physreg copy instruction") where PoCL
+#: does not know the CPU and compiles for a generic x86-64 target without AVX-512 (seen on a Zen 4
+#: machine), and a crash leaves a program without kernels in PoCL's cache
 VECTOR_BYTES = 32
 #: the work-group size when one work-item reduces a chunk (global padded to a multiple;
 #: the kernels guard gid >= n)
