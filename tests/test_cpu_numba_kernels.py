@@ -95,6 +95,7 @@ def test_philox_loop_gives_numpys_words(seed, offset, n):
     ((2, 3, 8, 8), (2, 2), (2, 2), (0, 0), (1, 1), False),
     ((2, 3, 7, 9), (3, 2), (1, 2), (1, 1), (1, 2), True),
     ((3, 5, 6), (2, 2), (), (1, 0), (1, 1), True),
+    ((2, 2, 9, 8), (3, 3), (2, 1), (1, 1), (1, 1), False),       # each compiled-in kernel size and the general loop
 ])
 def test_max_pool_loop_picks_what_the_eager_kernel_picks(dtype, shape, kernel, stride, padding, dilation, ceil_mode):
     from ember_cpu import pool_numba

@@ -21,25 +21,34 @@ __all__ = ["KERNELS"]
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-@njit(cache=True, nogil=True)
-def _max_pool(x, kh, kw, sh, sw, dh, dw, ph, pw, width, values, indices):
-    """Over planes x[p] (padded, (P, Hp, Wp)): values[p, i, j] and the flat index into the unpadded
-    (H, width) plane of each window's maximum."""
-    planes, oh, ow = values.shape
-    for p in range(planes):
-        for i in range(oh):
-            for j in range(ow):
-                h0, w0 = i * sh, j * sw
-                best = x[p, h0, w0]
-                bh, bw = 0, 0
-                for a in range(kh):
-                    for b in range(kw):
-                        v = x[p, h0 + a * dh, w0 + b * dw]
-                        if v > best or v != v:
-                            best = v
-                            bh, bw = a, b
-                values[p, i, j] = best
-                indices[p, i, j] = (h0 + bh * dh - ph) * width + (w0 + bw * dw - pw)
+def _max_pool_loop(kh: int, kw: int):
+    """The loop over planes x[p] (padded, (P, Hp, Wp)): values[p, i, j] and the flat index into the unpadded
+    (H, width) plane of each window's maximum. `kh`, `kw` None: the kernel size is an argument; numbers: it
+    is compiled in (the window loops unrolled: about 3x faster on a 2x2 pool)."""
+    fixed = kh is not None
+
+    def loop(x, kernel_h, kernel_w, sh, sw, dh, dw, ph, pw, width, values, indices):
+        planes, oh, ow = values.shape
+        rows, cols = (kh, kw) if fixed else (kernel_h, kernel_w)
+        for p in range(planes):
+            for i in range(oh):
+                for j in range(ow):
+                    h0, w0 = i * sh, j * sw
+                    best = x[p, h0, w0]
+                    bh, bw = 0, 0
+                    for a in range(rows):
+                        for b in range(cols):
+                            v = x[p, h0 + a * dh, w0 + b * dw]
+                            if v > best or v != v:
+                                best = v
+                                bh, bw = a, b
+                    values[p, i, j] = best
+                    indices[p, i, j] = (h0 + bh * dh - ph) * width + (w0 + bw * dw - pw)
+    return njit(cache=True, nogil=True)(loop)
+
+
+#: (kh, kw) -> its loop with the kernel size compiled in, for the commonest pools; None: any other size
+_LOOPS = {(2, 2): _max_pool_loop(2, 2), (3, 3): _max_pool_loop(3, 3), None: _max_pool_loop(None, None)}
 
 
 def max_pool2d_with_indices(specs, x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
@@ -55,8 +64,9 @@ def max_pool2d_with_indices(specs, x, kernel_size, stride=(), padding=0, dilatio
     planes = x4.shape[0] * x4.shape[1]
     values = np.empty((planes,) + out, x.dtype)
     indices = np.empty((planes,) + out, np.int64)
-    _max_pool(padded.reshape((planes,) + padded.shape[2:]), kernel[0], kernel[1], stride[0], stride[1],
-              dilation[0], dilation[1], padding[0], padding[1], x4.shape[3], values, indices)
+    loop = _LOOPS.get(kernel, _LOOPS[None])
+    loop(padded.reshape((planes,) + padded.shape[2:]), kernel[0], kernel[1], stride[0], stride[1], dilation[0],
+         dilation[1], padding[0], padding[1], x4.shape[3], values, indices)
     shape = x4.shape[:2] + out
     values, indices = values.reshape(shape), indices.reshape(shape)
     return (values[0], indices[0]) if unbatched else (values, indices)
