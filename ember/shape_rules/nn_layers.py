@@ -51,8 +51,39 @@ def convolution(op, input, weight, bias, stride, padding, dilation, transposed, 
                      groups)
 
 
+#: conv_spec's results by their arguments' shapes, dtypes and values: a training step asks for each layer's spec
+#: three times (the wrapper, convolution, its backward), about 10 us each; errors are never stored
+_CONV_SPECS: dict = {}
+_CONV_SPECS_MAX = 256
+
+
+def _hashable(v):
+    return tuple(v) if isinstance(v, list) else v
+
+
 def conv_spec(op, x, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     """The output spec of a convolution of an input of shape `x` (batched) with `weight`."""
+    if not (isinstance(input, TensorSpec) and isinstance(weight, TensorSpec)
+            and (bias is None or isinstance(bias, TensorSpec)) and groups.__class__ is int
+            and all(n.__class__ is int for n in x)):        # symbolic sizes (an export's) are not keys
+        return _conv_spec(op, x, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+    try:
+        key = (x, _shape(weight), None if bias is None else (_shape(bias), bias._dtype), input._dtype,
+               weight._dtype, _hashable(stride), _hashable(padding), _hashable(dilation), transposed,
+               _hashable(output_padding), groups)
+        spec = _CONV_SPECS.get(key)
+    except TypeError:                   # an unhashable argument: checked (and refused) by the rule itself
+        key = spec = None
+    if spec is None:
+        spec = _conv_spec(op, x, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+        if key is not None:
+            if len(_CONV_SPECS) >= _CONV_SPECS_MAX:
+                _CONV_SPECS.clear()
+            _CONV_SPECS[key] = spec
+    return spec
+
+
+def _conv_spec(op, x, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     w = _shape(weight)
     nd = len(w) - 2
     if nd < 1:

@@ -139,11 +139,13 @@ def convolution(am: ArrayModule, spec, x, w, b, stride, padding, dilation, trans
         L = math.prod(out)
         cols = _columns(am, xp_, kernel, stride, dilation, out, G)                     # (G, N*L, KK*Cg)
         res = xp.matmul(cols, _kernel_major(w, G).transpose(0, 2, 1))                 # (G, N*L, Og)
+        if b is not None:                        # in place, before the one copy that makes channels first
+            res += b.astype(acc, copy=False).reshape(G, 1, O // G)
         res = res.reshape(G, N, L, O // G).transpose(1, 0, 3, 2).reshape((N, O) + out)
     else:
         res = _col2im_transposed(am, x, w, stride, padding, dilation, _tup(output_padding, nd), G)
-    if b is not None:
-        res = res + b.astype(acc, copy=False).reshape((1, -1) + (1,) * nd)
+        if b is not None:
+            res = res + b.astype(acc, copy=False).reshape((1, -1) + (1,) * nd)
     return xp.ascontiguousarray(res, dtype=dt)
 
 
