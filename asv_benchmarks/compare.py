@@ -105,6 +105,11 @@ def headline_rows() -> list[Row]:
         # its first call compiles for tens of seconds; torch's backward and AdamW then run eagerly)
         Row("nanoGPT step, compiled", lambda fw: W.nanogpt_step(fw, compiled="step" if fw == "ember" else True),
             at_most("torch", 1.0)),
+        # the same eager step with ember on its opencl device (PoCL on these CPUs), torch and numpy on the cpu
+        # beside it; listed where an OpenCL device is available
+        *([Row("nanoGPT step, tanh GELU, ember on opencl",
+               lambda fw: W.nanogpt_step(fw, device="opencl" if fw == "ember" else "cpu"))]
+          if opencl_available() else []),
         # word_language_model's training step: 2 LSTM layers of 256, seq 35, batch 20, vocabulary 10000
         Row("LSTM LM step (2x256, 35x20)", W.lstm_lm_step, at_most("torch", 1.5)),
         Row("GPT-2 small inference, batch 1", W.gpt2_small_inference, at_most("torch", 1.2)),
@@ -113,6 +118,12 @@ def headline_rows() -> list[Row]:
         Row("matmul 1024x1024 float32", W.matmul, throughput_at_least("numpy", 0.95)),
         Row("GPT-2 small on meta", W.gpt2_small_meta, at_most("torch", 1.0)),
     ]
+
+
+def opencl_available() -> bool:
+    import ember
+
+    return ember.opencl.is_available()
 
 
 def extra_rows() -> list[Row]:
