@@ -1,6 +1,7 @@
 """The registry loader, the generator and the generated bindings."""
 from __future__ import annotations
 
+import functools
 import inspect
 import shutil
 import subprocess
@@ -29,10 +30,17 @@ ops:
 """
 
 
+@functools.lru_cache(maxsize=None)
+def _sources() -> SourceIndex:
+    """The source tree's index, scanned once per module (a scan parses every shape rule and kernel module, ~0.4 s);
+    the loader only reads it."""
+    return SourceIndex.scan(ROOT)
+
+
 def load_text(tmp_path, text: str):
     path = tmp_path / "ops_registry.yaml"
     path.write_text(text)
-    return load_registry(path, SourceIndex.scan(ROOT))
+    return load_registry(path, _sources())
 
 
 def test_real_registry_loads():

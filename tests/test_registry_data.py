@@ -13,6 +13,7 @@ or a helper returning one) must not be compared, tested with startswith/endswith
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import textwrap
 from pathlib import Path
@@ -272,10 +273,17 @@ ops:
 """
 
 
+@functools.lru_cache(maxsize=None)
+def _sources() -> SourceIndex:
+    """The source tree's index, scanned once per module (a scan parses every shape rule and kernel module, ~0.4 s);
+    the loader only reads it."""
+    return SourceIndex.scan(ROOT)
+
+
 def _load(tmp_path, text):
     path = tmp_path / "ops_registry.yaml"
     path.write_text(text)
-    return load_registry(path, SourceIndex.scan(ROOT))
+    return load_registry(path, _sources())
 
 
 @pytest.mark.parametrize("extra, message", [
