@@ -58,6 +58,12 @@ def _cpu_native_ops() -> set[str] | None:
     return {name for name, op in ALL_OPS.items() if record.key in op.kernels}
 
 
+def _may_leave_meta(op) -> bool:
+    """Whether `op`'s output may live on another device than its tensor arguments (_to_copy, *_like(device=...)):
+    such ops keep their explicit kernels or decompositions, which allocate on the target device."""
+    return op.device_arg is not None and bool(op.tensor_args or op.tensor_list_args)
+
+
 class MetaBackend(Backend):
     device_type = "meta"
     host_memory = True          # no data at all: from_host only reads the shape and dtype
@@ -128,7 +134,7 @@ class MetaBackend(Backend):
                 op: None for name, op in ALL_OPS.items()
                 if op.impl != "primitive" and target.key not in op.kernels and key in op.kernels
                 and (op.explicit is not None or op.decomposition is not None)
-                and not (op.device_arg is not None and (op.tensor_args or op.tensor_list_args))})
+                and not _may_leave_meta(op)})
             for name in target.workspace_ops:
                 op = ALL_OPS.get(name)
                 if op is None or key not in op.kernels:
@@ -148,7 +154,7 @@ class MetaBackend(Backend):
         # depending on their input's strides, so they run through their decompositions too
         return {name: _make_kernel(op) for name, op in ALL_OPS.items()
                 if "data_dependent_shape" not in op.tags
-                and not (op.device_arg is not None and (op.tensor_args or op.tensor_list_args))
+                and not _may_leave_meta(op)
                 and not (op.impl == "composite" and op.is_view)
                 # composites that write some arguments and return new tensors (_native_batch_norm_legit)
                 and not (op.impl == "composite" and op.mutated and op.n_outputs > 1)}

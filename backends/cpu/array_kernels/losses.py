@@ -49,14 +49,38 @@ def _class_target(am: ArrayModule, logp, target, ignore_index):
     return t, valid, xp.where(valid, t, 0)
 
 
+def _target_weights(am: ArrayModule, weight, safe, valid, dt):
+    """Each target's class weight in `dt` (1 without a weight), 0 where the target is ignored."""
+    xp = am.xp
+    w = weight.astype(dt)[safe] if weight is not None else xp.ones(safe.shape, dt)
+    return xp.where(valid, w, xp.zeros((), dt))
+
+
+def _nll_gradient(am: ArrayModule, x, grad, target, weight, reduction, ignore_index):
+    """(d nll_loss / d x as a dense array of x's shape and dtype, which targets count, the incoming gradient
+    per target, over the total weight for a mean): -weight[target] * that gradient at each target's class,
+    0 elsewhere and for ignored targets (also when a mean divides by a total weight of 0)."""
+    xp = am.xp
+    dt = x.dtype
+    cdim = 1 if x.ndim >= 2 else 0
+    t, valid, safe = _class_target(am, x, target, ignore_index)
+    w = _target_weights(am, weight, safe, valid, dt)
+    with _quiet(am):
+        scale = grad.astype(dt) / w.sum() if reduction == 1 else grad.astype(dt)
+        scale = xp.broadcast_to(scale, safe.shape)
+        picked = xp.where(valid, -scale * w, xp.zeros((), dt))
+    # the target class as a one-hot mask (a comparison, which cupy has as numpy does)
+    onehot = xp.expand_dims(safe, cdim) == _along(xp.arange(x.shape[cdim]), cdim, x.ndim)
+    return xp.where(onehot, xp.expand_dims(picked, cdim), xp.zeros((), dt)), valid, scale
+
+
 def _nll(am: ArrayModule, logp, target, weight, reduction, ignore_index):
     """(nll loss of the log-probabilities `logp`, which targets are not ignored, their weights)."""
     xp = am.xp
     cdim = 1 if logp.ndim >= 2 else 0
     t, valid, safe = _class_target(am, logp, target, ignore_index)
     picked = xp.take_along_axis(logp, xp.expand_dims(safe, cdim), axis=cdim).squeeze(cdim)
-    w = weight.astype(logp.dtype)[safe] if weight is not None else xp.ones(safe.shape, logp.dtype)
-    w = xp.where(valid, w, xp.zeros((), logp.dtype))
+    w = _target_weights(am, weight, safe, valid, logp.dtype)
     loss = -picked * w
     if reduction == 0:
         return loss, valid, w
@@ -137,16 +161,8 @@ def nll_loss_backward(am: ArrayModule, spec, grad, target, weight, self_size, re
         scale = grad / dt.type(shape[0]) if reduction == 1 else grad                  # per row when unreduced
         out[rows, t] = -scale
         return out
-    cdt = am.compute_of[dt]
-    cdim = 1 if len(shape) >= 2 else 0
-    t, valid, safe = _class_target(am, out, target, ignore_index)
-    w = weight.astype(cdt)[safe] if weight is not None else xp.ones(safe.shape, cdt)
-    w = xp.where(valid, w, xp.zeros((), cdt))
-    with _quiet(am):
-        scale = grad.astype(cdt) / w.sum() if reduction == 1 else grad.astype(cdt)
-        picked = xp.where(valid, -scale * w, xp.zeros((), cdt))     # ignored entries get 0, also a mean's 1/0
-    onehot = xp.expand_dims(safe, cdim) == _along(xp.arange(shape[cdim]), cdim, len(shape))
-    return xp.where(onehot, xp.expand_dims(picked, cdim), xp.zeros((), cdt)).astype(dt)
+    g, _, _ = _nll_gradient(am, out.astype(am.compute_of[dt]), grad, target, weight, reduction, ignore_index)
+    return g.astype(dt)
 
 
 def _cross_entropy(am: ArrayModule, dt, x, target, weight, reduction, ignore_index, label_smoothing):
@@ -245,18 +261,10 @@ def cross_entropy_indices_backward(am: ArrayModule, spec, grad, logp, target, we
             out[rows, t] -= scale
         return out
     logp = logp.astype(cdt)
-    t, valid, safe = _class_target(am, logp, target, ignore_index)
-    w = weight.astype(cdt)[safe] if weight is not None else xp.ones(safe.shape, cdt)
-    w = xp.where(valid, w, xp.zeros((), cdt))
-    g_out = grad.astype(cdt)
+    g, valid, scale = _nll_gradient(am, logp, grad, target, weight, reduction, ignore_index)
     with _quiet(am):
-        scale = g_out / w.sum() if reduction == 1 else g_out
-        scale = xp.broadcast_to(scale, safe.shape)      # ignored elements get 0 (also when mean's 1/0)
-        # the target class as a one-hot mask (a comparison, which cupy has as numpy does)
-        onehot = xp.expand_dims(safe, cdim) == _along(xp.arange(classes), cdim, logp.ndim)
-        picked = -(1.0 - label_smoothing) * xp.where(valid, scale * w, xp.zeros((), cdt))
-        g = xp.where(onehot, xp.expand_dims(picked, cdim), xp.zeros((), cdt))
         if label_smoothing > 0:
+            g *= 1.0 - label_smoothing
             smooth = xp.expand_dims(xp.where(valid, scale, xp.zeros((), cdt)) * (-label_smoothing / classes),
                                     cdim)
             g = g + (smooth * _along(weight.astype(cdt), cdim, logp.ndim) if weight is not None else smooth)
