@@ -179,9 +179,36 @@ def _vector_loop(kind: str, acc: str, src: Source) -> str:
     for (; j < jend; ++j) {{ long p = base + j; w = ({acc})({load}); {wi} {combine} }}"""
 
 
-def _source(kind: str, acc: str, src: Source, lanes: int, out_dt) -> str:
+class Layout(NamedTuple):
+    """What a pass's kernel is specialised for beyond its dtypes: the ranks of the kept and reduced
+    dims (after collapsing) and whether it reads with vector loads."""
+
+    nk: int
+    nr: int
+    vector: bool
+
+
+#: ranks up to these are built as one program per (kind, dtypes), every layout a kernel of it: an
+#: OpenCL build costs about the same for one kernel as for a dozen (PoCL spends it on fixed work)
+#: and the device compiles a kernel only when it is first launched
+BUNDLED_NK, BUNDLED_NR = 2, 2
+
+
+def _layouts(layout: Layout, lanes: int) -> tuple[Layout, ...]:
+    """The layouts built in one program with `layout`: all small ones, or `layout` alone."""
+    if layout.nk > BUNDLED_NK or layout.nr > BUNDLED_NR:
+        return (layout,)
+    return tuple(Layout(nk, nr, vector) for nk in range(BUNDLED_NK + 1) for nr in range(BUNDLED_NR + 1)
+                 for vector in ((False, True) if nr == 1 and lanes == 1 else (False,)))
+
+
+def _kernel_name(layout: Layout) -> str:
+    return f"k{layout.nk}_{layout.nr}{'v' if layout.vector else ''}"
+
+
+def _source(kind: str, acc: str, src: Source, lanes: int, out_dt, layout: Layout) -> str:
     is_arg = kind in ARG_KINDS
-    nk, nr = len(src.kshape), len(src.rshape)
+    nk, nr = layout.nk, layout.nr
     in_t = cg.storage(src.dtype) if src.dtype is not None else acc
     params = [f"__global const {in_t}* a", "long off", "long R", "long CH", "long S", "long n"]
     if src.idx is not None:
@@ -201,7 +228,7 @@ def _source(kind: str, acc: str, src: Source, lanes: int, out_dt) -> str:
         write = cg.store(out_dt, "o", "m", res, res_t)
     else:
         write = "po[gid] = v;" + (" pi[gid] = vi;" if is_arg else "")
-    if vectorizable(kind, src, lanes):
+    if layout.vector:
         loop = _vector_loop(kind, acc, src)
     else:
         loop = f"""for (long j = s * CH + l; j < jend; j += {lanes}) {{
@@ -210,7 +237,7 @@ def _source(kind: str, acc: str, src: Source, lanes: int, out_dt) -> str:
         {combine}
     }}"""
     return f"""
-__kernel void k({', '.join(params)}) {{
+__kernel void {_kernel_name(layout)}({', '.join(params)}) {{
     long gid = get_global_id(0); if (gid >= n) return;
     long t = gid / {lanes}; long l = gid - t * {lanes}; long m = t / S; long s = t - m * S;
     long base = off; {{ long p = 0; {_offsets_code('k', 'm', nk)} base += p; }}
@@ -228,10 +255,12 @@ def run_pass(dev, kind: str, acc: str, src: Source, M: int, R: int, lanes: int, 
     partials `dest = (values, indices or None)`."""
     final = isinstance(dest, CLArray)
     out_dt = dest.dtype if final else None
+    layout = Layout(len(src.kshape), len(src.rshape), vectorizable(kind, src, lanes))
+    bundle = _layouts(layout, lanes)
     key = ("reduce", kind, src.dtype.name if src.dtype is not None else "partial", src.idx is not None,
-           out_dt.name if final else "partial", acc, len(src.kshape), len(src.rshape), lanes,
-           vectorizable(kind, src, lanes))
-    kernel = cg.get_kernel(dev, key, lambda: _source(kind, acc, src, lanes, out_dt))
+           out_dt.name if final else "partial", acc, lanes, bundle[0] if len(bundle) == 1 else "bundled")
+    kernel = cg.get_kernel(dev, key, lambda: "".join(_source(kind, acc, src, lanes, out_dt, each) for each in bundle),
+                           name=_kernel_name(layout))
     i64 = np.int64
     n = M * splits * lanes
     args = [src.buffer, i64(src.offset), i64(R), i64(chunk), i64(splits), i64(n)]
