@@ -12,7 +12,8 @@ compiled at run time: every frame of a call has a file and a line, and the sourc
   dispatcher's layer, which imports no frontend.
 * ember/_generated/recorders.py: per recorder shape (differentiable positions, which of them are
   Tensor[] lists, one output / several / only the first differentiable) a factory of the op's record
-  function (`recording.recorder_for`, which computes the same shape with `recording.recorder_shape`).
+  function (`recording.recorder_for`, which computes the same shape with `recording.recorder_shape`)
+  and one of its Autograd entry, the same body after running the op below (`recording.entry_for`).
 
 Functions are named after their layout: T<i> a Tensor argument at position i, L<i> a Tensor[] one
 (`make_dispatch_T0_T2_L1`, `unwrap_T0_T1`, `make_record_T0_T1_T2__outputs`).
@@ -180,6 +181,10 @@ def record_name(shape: RecorderShape) -> str:
     return name + {"one": "", "all": "__outputs", "first": "__first_output"}[outputs]
 
 
+def entry_name(shape: RecorderShape) -> str:
+    return record_name(shape).replace("make_record_", "make_entry_", 1)
+
+
 # One differentiable Tensor argument at position {i}: its edge e{k}, meta m{k} and need n{k}.
 _TENSOR_ARG = """\
     a = args[{i}]
@@ -187,7 +192,7 @@ _TENSOR_ARG = """\
         ag = a._ag
         fn = ag.grad_fn
         if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-            acc = a.__dict__.get("_grad_accumulator")
+            acc = a._grad_accumulator
             e{k} = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
         elif a._base is None:
             e{k} = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -217,7 +222,7 @@ _TENSOR_LIST_ARG = """\
 # The node, once some input needs a gradient (`{edges}` etc. are the tuples of the blocks above).
 _NODE = """\
     if not {any_need}:
-        return
+        return{result}
     # Node.__init__'s stores, inlined (generated nodes define no __init__)
     node = new_object(backward_cls)
     node.next_edges = {edges}
@@ -225,7 +230,7 @@ _NODE = """\
     node.seq = next_seq()
     node.needs = {needs}
     if ANOMALY_THREADS and STATE.anomaly:
-        node.anomaly_trace = "".join(traceback.format_stack()[:-3])     # from the op's caller
+        node.anomaly_trace = "".join(traceback.format_stack()[:-{frames}])     # from the op's caller
 """
 
 _ONE_OUTPUT = """\
@@ -264,6 +269,8 @@ to append to; a Tensor[] argument keeps its loop), then, when some input needs a
 backward node (`op.backward_cls`, bound when the function is made) with its edges, input metadata and needs, what it saves, and the
 node attached to the floating-point outputs. A shape is (differentiable positions, those of them that
 are Tensor[] arguments, outputs: "one", "all" or "first", only the first output differentiable).
+`ENTRY_FACTORIES[shape](op, run_below)` makes `run_and_record(args)`, the op's Autograd entry for one
+key set (`recording.entry_for`): `out = run_below(args)`, the same body, then `return out`.
 """
 import traceback
 
@@ -298,25 +305,34 @@ def _concat(prefix: str, is_list: list[bool]) -> str:
     return " + ".join(parts) or "()"
 
 
-def _record_function(shape: RecorderShape) -> str:
-    """The factory `make_record_...(op)` of `record(args, out)` for ops of `shape`."""
+def _record_function(shape: RecorderShape, entry: bool = False) -> str:
+    """The factory `make_record_...(op)` of `record(args, out)` for ops of `shape`; with `entry`, the
+    factory `make_entry_...(op, run_below)` of `run_and_record(args)`, the op's whole Autograd entry:
+    the same body after `out = run_below(args)`, returning `out` (one Python call less per op than a
+    wrapper calling both)."""
     diff, lists, outputs = shape
-    lines = ["def record(args, out):"]
+    lines = ["def run_and_record(args):", "    out = run_below(args)"] if entry else ["def record(args, out):"]
     for k, i in enumerate(diff):
         lines.append((_TENSOR_LIST_ARG if i in lists else _TENSOR_ARG).format(i=i, k=k))
     is_list = [i in lists for i in diff]
     needs = [f"n{k}" for k in range(len(is_list))]
     any_need = " or ".join(needs) or "False"
     lines.append(_NODE.format(any_need=f"({any_need})" if len(needs) > 1 else any_need, edges=_concat("e", is_list),
-                              metas=_concat("m", is_list), needs=_tuple_display(needs)))
+                              metas=_concat("m", is_list), needs=_tuple_display(needs), result=" out" if entry else "",
+                              frames=2 if entry else 3))
     if outputs == "one":
         lines.append(_ONE_OUTPUT)
     else:
         lines.append(_OUTPUTS.format(first_only=" and not k" if outputs == "first" else ""))
     lines.append(_VIEW)
+    if entry:
+        lines.append("    return out")
     body = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
     # the node class is bound when the function is made (wiring sets op.backward_cls at import, before
     # any entry is built): a closure read per call instead of a global and an attribute
+    if entry:
+        return (f"def {entry_name(shape)}(op, run_below):\n    backward_cls = op.backward_cls\n\n"
+                + indent(body, "    ") + "    return run_and_record\n")
     return (f"def {record_name(shape)}(op):\n    backward_cls = op.backward_cls\n\n" + indent(body, "    ")
             + "    return record\n")
 
@@ -325,6 +341,9 @@ def gen_recorders(registry: Registry) -> str:
     shapes = recorder_shapes(registry)
     parts = [HEADER + _RECORDERS_MODULE]
     parts += [_record_function(shape) for shape in shapes]
+    parts += [_record_function(shape, entry=True) for shape in shapes]
     parts.append("RECORDER_FACTORIES = {\n"
                  + "".join(f"    {shape!r}: {record_name(shape)},\n" for shape in shapes) + "}\n")
+    parts.append("ENTRY_FACTORIES = {\n"
+                 + "".join(f"    {shape!r}: {entry_name(shape)},\n" for shape in shapes) + "}\n")
     return "\n\n".join(parts)

@@ -7,6 +7,8 @@ to append to; a Tensor[] argument keeps its loop), then, when some input needs a
 backward node (`op.backward_cls`, bound when the function is made) with its edges, input metadata and needs, what it saves, and the
 node attached to the floating-point outputs. A shape is (differentiable positions, those of them that
 are Tensor[] arguments, outputs: "one", "all" or "first", only the first output differentiable).
+`ENTRY_FACTORIES[shape](op, run_below)` makes `run_and_record(args)`, the op's Autograd entry for one
+key set (`recording.entry_for`): `out = run_below(args)`, the same body, then `return out`.
 """
 import traceback
 
@@ -28,7 +30,7 @@ def make_record_T0__outputs(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -72,7 +74,7 @@ def make_record_T0__first_output(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -116,7 +118,7 @@ def make_record_T0(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -196,7 +198,7 @@ def make_record_T0_T1(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -212,7 +214,7 @@ def make_record_T0_T1(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e1 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -255,7 +257,7 @@ def make_record_T0_T1_T2__outputs(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -271,7 +273,7 @@ def make_record_T0_T1_T2__outputs(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e1 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -287,7 +289,7 @@ def make_record_T0_T1_T2__outputs(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e2 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e2 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -331,7 +333,7 @@ def make_record_T0_T1_T2__first_output(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -347,7 +349,7 @@ def make_record_T0_T1_T2__first_output(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e1 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -363,7 +365,7 @@ def make_record_T0_T1_T2__first_output(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e2 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e2 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -407,7 +409,7 @@ def make_record_T0_T1_T2(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -423,7 +425,7 @@ def make_record_T0_T1_T2(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e1 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -439,7 +441,7 @@ def make_record_T0_T1_T2(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e2 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e2 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -482,7 +484,7 @@ def make_record_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -498,7 +500,7 @@ def make_record_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e1 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -514,7 +516,7 @@ def make_record_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e2 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e2 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -530,7 +532,7 @@ def make_record_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e3 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e3 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -546,7 +548,7 @@ def make_record_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e4 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e4 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -562,7 +564,7 @@ def make_record_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e5 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e5 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -578,7 +580,7 @@ def make_record_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e6 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e6 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -594,7 +596,7 @@ def make_record_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e7 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e7 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -638,7 +640,7 @@ def make_record_T0_T2(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -654,7 +656,7 @@ def make_record_T0_T2(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e1 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -697,7 +699,7 @@ def make_record_T0_T2_T3__first_output(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -713,7 +715,7 @@ def make_record_T0_T2_T3__first_output(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e1 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -729,7 +731,7 @@ def make_record_T0_T2_T3__first_output(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e2 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e2 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -773,7 +775,7 @@ def make_record_T0_T3(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -789,7 +791,7 @@ def make_record_T0_T3(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e1 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -832,7 +834,7 @@ def make_record_T1(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -875,7 +877,7 @@ def make_record_T1_T2(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -891,7 +893,7 @@ def make_record_T1_T2(op):
             ag = a._ag
             fn = ag.grad_fn
             if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
-                acc = a.__dict__.get("_grad_accumulator")
+                acc = a._grad_accumulator
                 e1 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
             elif a._base is None:
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
@@ -925,6 +927,940 @@ def make_record_T1_T2(op):
     return record
 
 
+def make_entry_T0__outputs(op, run_below):
+    backward_cls = op.backward_cls
+
+    def run_and_record(args):
+        out = run_below(args)
+        a = args[0]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e0 = edge_of(a)                   # a view: its base may have moved on
+            m0 = (a._data.shape, a._dtype, a._device)
+            n0 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e0 = m0 = None
+            n0 = False
+        if not n0:
+            return out
+        # Node.__init__'s stores, inlined (generated nodes define no __init__)
+        node = new_object(backward_cls)
+        node.next_edges = (e0,)
+        node.input_meta = (m0,)
+        node.seq = next_seq()
+        node.needs = (n0,)
+        if ANOMALY_THREADS and STATE.anomaly:
+            node.anomaly_trace = "".join(traceback.format_stack()[:-2])     # from the op's caller
+        node.save(args, out)
+        for k, o in enumerate(out):
+            if o._dtype.is_floating_point:
+                meta = o._ag = new_object(AutogradMeta)
+                meta.grad_fn = node
+                meta.output_nr = k
+                o._keys |= AUTOGRAD
+        base = out[0]._base
+        if base is not None:
+            # a view: remember which history of its base it was derived from (see graph.edge_of)
+            node._view_of = base._ag.grad_fn if base._ag is not None else None
+        return out
+    return run_and_record
+
+
+def make_entry_T0__first_output(op, run_below):
+    backward_cls = op.backward_cls
+
+    def run_and_record(args):
+        out = run_below(args)
+        a = args[0]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e0 = edge_of(a)                   # a view: its base may have moved on
+            m0 = (a._data.shape, a._dtype, a._device)
+            n0 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e0 = m0 = None
+            n0 = False
+        if not n0:
+            return out
+        # Node.__init__'s stores, inlined (generated nodes define no __init__)
+        node = new_object(backward_cls)
+        node.next_edges = (e0,)
+        node.input_meta = (m0,)
+        node.seq = next_seq()
+        node.needs = (n0,)
+        if ANOMALY_THREADS and STATE.anomaly:
+            node.anomaly_trace = "".join(traceback.format_stack()[:-2])     # from the op's caller
+        node.save(args, out)
+        for k, o in enumerate(out):
+            if o._dtype.is_floating_point and not k:
+                meta = o._ag = new_object(AutogradMeta)
+                meta.grad_fn = node
+                meta.output_nr = k
+                o._keys |= AUTOGRAD
+        base = out[0]._base
+        if base is not None:
+            # a view: remember which history of its base it was derived from (see graph.edge_of)
+            node._view_of = base._ag.grad_fn if base._ag is not None else None
+        return out
+    return run_and_record
+
+
+def make_entry_T0(op, run_below):
+    backward_cls = op.backward_cls
+
+    def run_and_record(args):
+        out = run_below(args)
+        a = args[0]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e0 = edge_of(a)                   # a view: its base may have moved on
+            m0 = (a._data.shape, a._dtype, a._device)
+            n0 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e0 = m0 = None
+            n0 = False
+        if not n0:
+            return out
+        # Node.__init__'s stores, inlined (generated nodes define no __init__)
+        node = new_object(backward_cls)
+        node.next_edges = (e0,)
+        node.input_meta = (m0,)
+        node.seq = next_seq()
+        node.needs = (n0,)
+        if ANOMALY_THREADS and STATE.anomaly:
+            node.anomaly_trace = "".join(traceback.format_stack()[:-2])     # from the op's caller
+        node.save(args, (out,))
+        if out._dtype.is_floating_point:            # AutogradMeta.__init__'s stores, inlined
+            meta = out._ag = new_object(AutogradMeta)
+            meta.grad_fn = node
+            meta.output_nr = 0
+            out._keys |= AUTOGRAD
+        base = out._base
+        if base is not None:
+            # a view: remember which history of its base it was derived from (see graph.edge_of)
+            node._view_of = base._ag.grad_fn if base._ag is not None else None
+        return out
+    return run_and_record
+
+
+def make_entry_L0(op, run_below):
+    backward_cls = op.backward_cls
+
+    def run_and_record(args):
+        out = run_below(args)
+        edges, metas, n0 = [], [], False
+        for t in args[0]:
+            if t._ag is not None:
+                edges.append(edge_of(t))
+                metas.append((t._data.shape, t._dtype, t._device))
+                n0 = True
+            else:
+                edges.append(None)
+                metas.append(None)
+        e0, m0 = tuple(edges), tuple(metas)
+        if not n0:
+            return out
+        # Node.__init__'s stores, inlined (generated nodes define no __init__)
+        node = new_object(backward_cls)
+        node.next_edges = e0
+        node.input_meta = m0
+        node.seq = next_seq()
+        node.needs = (n0,)
+        if ANOMALY_THREADS and STATE.anomaly:
+            node.anomaly_trace = "".join(traceback.format_stack()[:-2])     # from the op's caller
+        node.save(args, (out,))
+        if out._dtype.is_floating_point:            # AutogradMeta.__init__'s stores, inlined
+            meta = out._ag = new_object(AutogradMeta)
+            meta.grad_fn = node
+            meta.output_nr = 0
+            out._keys |= AUTOGRAD
+        base = out._base
+        if base is not None:
+            # a view: remember which history of its base it was derived from (see graph.edge_of)
+            node._view_of = base._ag.grad_fn if base._ag is not None else None
+        return out
+    return run_and_record
+
+
+def make_entry_T0_T1(op, run_below):
+    backward_cls = op.backward_cls
+
+    def run_and_record(args):
+        out = run_below(args)
+        a = args[0]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e0 = edge_of(a)                   # a view: its base may have moved on
+            m0 = (a._data.shape, a._dtype, a._device)
+            n0 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e0 = m0 = None
+            n0 = False
+        a = args[1]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e1 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e1 = edge_of(a)                   # a view: its base may have moved on
+            m1 = (a._data.shape, a._dtype, a._device)
+            n1 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e1 = m1 = None
+            n1 = False
+        if not (n0 or n1):
+            return out
+        # Node.__init__'s stores, inlined (generated nodes define no __init__)
+        node = new_object(backward_cls)
+        node.next_edges = (e0, e1)
+        node.input_meta = (m0, m1)
+        node.seq = next_seq()
+        node.needs = (n0, n1)
+        if ANOMALY_THREADS and STATE.anomaly:
+            node.anomaly_trace = "".join(traceback.format_stack()[:-2])     # from the op's caller
+        node.save(args, (out,))
+        if out._dtype.is_floating_point:            # AutogradMeta.__init__'s stores, inlined
+            meta = out._ag = new_object(AutogradMeta)
+            meta.grad_fn = node
+            meta.output_nr = 0
+            out._keys |= AUTOGRAD
+        base = out._base
+        if base is not None:
+            # a view: remember which history of its base it was derived from (see graph.edge_of)
+            node._view_of = base._ag.grad_fn if base._ag is not None else None
+        return out
+    return run_and_record
+
+
+def make_entry_T0_T1_T2__outputs(op, run_below):
+    backward_cls = op.backward_cls
+
+    def run_and_record(args):
+        out = run_below(args)
+        a = args[0]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e0 = edge_of(a)                   # a view: its base may have moved on
+            m0 = (a._data.shape, a._dtype, a._device)
+            n0 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e0 = m0 = None
+            n0 = False
+        a = args[1]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e1 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e1 = edge_of(a)                   # a view: its base may have moved on
+            m1 = (a._data.shape, a._dtype, a._device)
+            n1 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e1 = m1 = None
+            n1 = False
+        a = args[2]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e2 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e2 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e2 = edge_of(a)                   # a view: its base may have moved on
+            m2 = (a._data.shape, a._dtype, a._device)
+            n2 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e2 = m2 = None
+            n2 = False
+        if not (n0 or n1 or n2):
+            return out
+        # Node.__init__'s stores, inlined (generated nodes define no __init__)
+        node = new_object(backward_cls)
+        node.next_edges = (e0, e1, e2)
+        node.input_meta = (m0, m1, m2)
+        node.seq = next_seq()
+        node.needs = (n0, n1, n2)
+        if ANOMALY_THREADS and STATE.anomaly:
+            node.anomaly_trace = "".join(traceback.format_stack()[:-2])     # from the op's caller
+        node.save(args, out)
+        for k, o in enumerate(out):
+            if o._dtype.is_floating_point:
+                meta = o._ag = new_object(AutogradMeta)
+                meta.grad_fn = node
+                meta.output_nr = k
+                o._keys |= AUTOGRAD
+        base = out[0]._base
+        if base is not None:
+            # a view: remember which history of its base it was derived from (see graph.edge_of)
+            node._view_of = base._ag.grad_fn if base._ag is not None else None
+        return out
+    return run_and_record
+
+
+def make_entry_T0_T1_T2__first_output(op, run_below):
+    backward_cls = op.backward_cls
+
+    def run_and_record(args):
+        out = run_below(args)
+        a = args[0]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e0 = edge_of(a)                   # a view: its base may have moved on
+            m0 = (a._data.shape, a._dtype, a._device)
+            n0 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e0 = m0 = None
+            n0 = False
+        a = args[1]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e1 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e1 = edge_of(a)                   # a view: its base may have moved on
+            m1 = (a._data.shape, a._dtype, a._device)
+            n1 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e1 = m1 = None
+            n1 = False
+        a = args[2]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e2 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e2 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e2 = edge_of(a)                   # a view: its base may have moved on
+            m2 = (a._data.shape, a._dtype, a._device)
+            n2 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e2 = m2 = None
+            n2 = False
+        if not (n0 or n1 or n2):
+            return out
+        # Node.__init__'s stores, inlined (generated nodes define no __init__)
+        node = new_object(backward_cls)
+        node.next_edges = (e0, e1, e2)
+        node.input_meta = (m0, m1, m2)
+        node.seq = next_seq()
+        node.needs = (n0, n1, n2)
+        if ANOMALY_THREADS and STATE.anomaly:
+            node.anomaly_trace = "".join(traceback.format_stack()[:-2])     # from the op's caller
+        node.save(args, out)
+        for k, o in enumerate(out):
+            if o._dtype.is_floating_point and not k:
+                meta = o._ag = new_object(AutogradMeta)
+                meta.grad_fn = node
+                meta.output_nr = k
+                o._keys |= AUTOGRAD
+        base = out[0]._base
+        if base is not None:
+            # a view: remember which history of its base it was derived from (see graph.edge_of)
+            node._view_of = base._ag.grad_fn if base._ag is not None else None
+        return out
+    return run_and_record
+
+
+def make_entry_T0_T1_T2(op, run_below):
+    backward_cls = op.backward_cls
+
+    def run_and_record(args):
+        out = run_below(args)
+        a = args[0]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e0 = edge_of(a)                   # a view: its base may have moved on
+            m0 = (a._data.shape, a._dtype, a._device)
+            n0 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e0 = m0 = None
+            n0 = False
+        a = args[1]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e1 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e1 = edge_of(a)                   # a view: its base may have moved on
+            m1 = (a._data.shape, a._dtype, a._device)
+            n1 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e1 = m1 = None
+            n1 = False
+        a = args[2]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e2 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e2 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e2 = edge_of(a)                   # a view: its base may have moved on
+            m2 = (a._data.shape, a._dtype, a._device)
+            n2 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e2 = m2 = None
+            n2 = False
+        if not (n0 or n1 or n2):
+            return out
+        # Node.__init__'s stores, inlined (generated nodes define no __init__)
+        node = new_object(backward_cls)
+        node.next_edges = (e0, e1, e2)
+        node.input_meta = (m0, m1, m2)
+        node.seq = next_seq()
+        node.needs = (n0, n1, n2)
+        if ANOMALY_THREADS and STATE.anomaly:
+            node.anomaly_trace = "".join(traceback.format_stack()[:-2])     # from the op's caller
+        node.save(args, (out,))
+        if out._dtype.is_floating_point:            # AutogradMeta.__init__'s stores, inlined
+            meta = out._ag = new_object(AutogradMeta)
+            meta.grad_fn = node
+            meta.output_nr = 0
+            out._keys |= AUTOGRAD
+        base = out._base
+        if base is not None:
+            # a view: remember which history of its base it was derived from (see graph.edge_of)
+            node._view_of = base._ag.grad_fn if base._ag is not None else None
+        return out
+    return run_and_record
+
+
+def make_entry_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op, run_below):
+    backward_cls = op.backward_cls
+
+    def run_and_record(args):
+        out = run_below(args)
+        a = args[0]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e0 = edge_of(a)                   # a view: its base may have moved on
+            m0 = (a._data.shape, a._dtype, a._device)
+            n0 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e0 = m0 = None
+            n0 = False
+        a = args[1]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e1 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e1 = edge_of(a)                   # a view: its base may have moved on
+            m1 = (a._data.shape, a._dtype, a._device)
+            n1 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e1 = m1 = None
+            n1 = False
+        a = args[2]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e2 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e2 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e2 = edge_of(a)                   # a view: its base may have moved on
+            m2 = (a._data.shape, a._dtype, a._device)
+            n2 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e2 = m2 = None
+            n2 = False
+        a = args[3]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e3 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e3 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e3 = edge_of(a)                   # a view: its base may have moved on
+            m3 = (a._data.shape, a._dtype, a._device)
+            n3 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e3 = m3 = None
+            n3 = False
+        a = args[4]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e4 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e4 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e4 = edge_of(a)                   # a view: its base may have moved on
+            m4 = (a._data.shape, a._dtype, a._device)
+            n4 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e4 = m4 = None
+            n4 = False
+        a = args[5]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e5 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e5 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e5 = edge_of(a)                   # a view: its base may have moved on
+            m5 = (a._data.shape, a._dtype, a._device)
+            n5 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e5 = m5 = None
+            n5 = False
+        a = args[6]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e6 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e6 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e6 = edge_of(a)                   # a view: its base may have moved on
+            m6 = (a._data.shape, a._dtype, a._device)
+            n6 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e6 = m6 = None
+            n6 = False
+        a = args[7]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e7 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e7 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e7 = edge_of(a)                   # a view: its base may have moved on
+            m7 = (a._data.shape, a._dtype, a._device)
+            n7 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e7 = m7 = None
+            n7 = False
+        if not (n0 or n1 or n2 or n3 or n4 or n5 or n6 or n7):
+            return out
+        # Node.__init__'s stores, inlined (generated nodes define no __init__)
+        node = new_object(backward_cls)
+        node.next_edges = (e0, e1, e2, e3, e4, e5, e6, e7)
+        node.input_meta = (m0, m1, m2, m3, m4, m5, m6, m7)
+        node.seq = next_seq()
+        node.needs = (n0, n1, n2, n3, n4, n5, n6, n7)
+        if ANOMALY_THREADS and STATE.anomaly:
+            node.anomaly_trace = "".join(traceback.format_stack()[:-2])     # from the op's caller
+        node.save(args, out)
+        for k, o in enumerate(out):
+            if o._dtype.is_floating_point:
+                meta = o._ag = new_object(AutogradMeta)
+                meta.grad_fn = node
+                meta.output_nr = k
+                o._keys |= AUTOGRAD
+        base = out[0]._base
+        if base is not None:
+            # a view: remember which history of its base it was derived from (see graph.edge_of)
+            node._view_of = base._ag.grad_fn if base._ag is not None else None
+        return out
+    return run_and_record
+
+
+def make_entry_T0_T2(op, run_below):
+    backward_cls = op.backward_cls
+
+    def run_and_record(args):
+        out = run_below(args)
+        a = args[0]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e0 = edge_of(a)                   # a view: its base may have moved on
+            m0 = (a._data.shape, a._dtype, a._device)
+            n0 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e0 = m0 = None
+            n0 = False
+        a = args[2]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e1 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e1 = edge_of(a)                   # a view: its base may have moved on
+            m1 = (a._data.shape, a._dtype, a._device)
+            n1 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e1 = m1 = None
+            n1 = False
+        if not (n0 or n1):
+            return out
+        # Node.__init__'s stores, inlined (generated nodes define no __init__)
+        node = new_object(backward_cls)
+        node.next_edges = (e0, e1)
+        node.input_meta = (m0, m1)
+        node.seq = next_seq()
+        node.needs = (n0, n1)
+        if ANOMALY_THREADS and STATE.anomaly:
+            node.anomaly_trace = "".join(traceback.format_stack()[:-2])     # from the op's caller
+        node.save(args, (out,))
+        if out._dtype.is_floating_point:            # AutogradMeta.__init__'s stores, inlined
+            meta = out._ag = new_object(AutogradMeta)
+            meta.grad_fn = node
+            meta.output_nr = 0
+            out._keys |= AUTOGRAD
+        base = out._base
+        if base is not None:
+            # a view: remember which history of its base it was derived from (see graph.edge_of)
+            node._view_of = base._ag.grad_fn if base._ag is not None else None
+        return out
+    return run_and_record
+
+
+def make_entry_T0_T2_T3__first_output(op, run_below):
+    backward_cls = op.backward_cls
+
+    def run_and_record(args):
+        out = run_below(args)
+        a = args[0]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e0 = edge_of(a)                   # a view: its base may have moved on
+            m0 = (a._data.shape, a._dtype, a._device)
+            n0 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e0 = m0 = None
+            n0 = False
+        a = args[2]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e1 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e1 = edge_of(a)                   # a view: its base may have moved on
+            m1 = (a._data.shape, a._dtype, a._device)
+            n1 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e1 = m1 = None
+            n1 = False
+        a = args[3]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e2 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e2 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e2 = edge_of(a)                   # a view: its base may have moved on
+            m2 = (a._data.shape, a._dtype, a._device)
+            n2 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e2 = m2 = None
+            n2 = False
+        if not (n0 or n1 or n2):
+            return out
+        # Node.__init__'s stores, inlined (generated nodes define no __init__)
+        node = new_object(backward_cls)
+        node.next_edges = (e0, e1, e2)
+        node.input_meta = (m0, m1, m2)
+        node.seq = next_seq()
+        node.needs = (n0, n1, n2)
+        if ANOMALY_THREADS and STATE.anomaly:
+            node.anomaly_trace = "".join(traceback.format_stack()[:-2])     # from the op's caller
+        node.save(args, out)
+        for k, o in enumerate(out):
+            if o._dtype.is_floating_point and not k:
+                meta = o._ag = new_object(AutogradMeta)
+                meta.grad_fn = node
+                meta.output_nr = k
+                o._keys |= AUTOGRAD
+        base = out[0]._base
+        if base is not None:
+            # a view: remember which history of its base it was derived from (see graph.edge_of)
+            node._view_of = base._ag.grad_fn if base._ag is not None else None
+        return out
+    return run_and_record
+
+
+def make_entry_T0_T3(op, run_below):
+    backward_cls = op.backward_cls
+
+    def run_and_record(args):
+        out = run_below(args)
+        a = args[0]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e0 = edge_of(a)                   # a view: its base may have moved on
+            m0 = (a._data.shape, a._dtype, a._device)
+            n0 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e0 = m0 = None
+            n0 = False
+        a = args[3]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e1 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e1 = edge_of(a)                   # a view: its base may have moved on
+            m1 = (a._data.shape, a._dtype, a._device)
+            n1 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e1 = m1 = None
+            n1 = False
+        if not (n0 or n1):
+            return out
+        # Node.__init__'s stores, inlined (generated nodes define no __init__)
+        node = new_object(backward_cls)
+        node.next_edges = (e0, e1)
+        node.input_meta = (m0, m1)
+        node.seq = next_seq()
+        node.needs = (n0, n1)
+        if ANOMALY_THREADS and STATE.anomaly:
+            node.anomaly_trace = "".join(traceback.format_stack()[:-2])     # from the op's caller
+        node.save(args, (out,))
+        if out._dtype.is_floating_point:            # AutogradMeta.__init__'s stores, inlined
+            meta = out._ag = new_object(AutogradMeta)
+            meta.grad_fn = node
+            meta.output_nr = 0
+            out._keys |= AUTOGRAD
+        base = out._base
+        if base is not None:
+            # a view: remember which history of its base it was derived from (see graph.edge_of)
+            node._view_of = base._ag.grad_fn if base._ag is not None else None
+        return out
+    return run_and_record
+
+
+def make_entry_T1(op, run_below):
+    backward_cls = op.backward_cls
+
+    def run_and_record(args):
+        out = run_below(args)
+        a = args[1]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e0 = edge_of(a)                   # a view: its base may have moved on
+            m0 = (a._data.shape, a._dtype, a._device)
+            n0 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e0 = m0 = None
+            n0 = False
+        if not n0:
+            return out
+        # Node.__init__'s stores, inlined (generated nodes define no __init__)
+        node = new_object(backward_cls)
+        node.next_edges = (e0,)
+        node.input_meta = (m0,)
+        node.seq = next_seq()
+        node.needs = (n0,)
+        if ANOMALY_THREADS and STATE.anomaly:
+            node.anomaly_trace = "".join(traceback.format_stack()[:-2])     # from the op's caller
+        node.save(args, (out,))
+        if out._dtype.is_floating_point:            # AutogradMeta.__init__'s stores, inlined
+            meta = out._ag = new_object(AutogradMeta)
+            meta.grad_fn = node
+            meta.output_nr = 0
+            out._keys |= AUTOGRAD
+        base = out._base
+        if base is not None:
+            # a view: remember which history of its base it was derived from (see graph.edge_of)
+            node._view_of = base._ag.grad_fn if base._ag is not None else None
+        return out
+    return run_and_record
+
+
+def make_entry_T1_T2(op, run_below):
+    backward_cls = op.backward_cls
+
+    def run_and_record(args):
+        out = run_below(args)
+        a = args[1]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e0 = edge_of(a)                   # a view: its base may have moved on
+            m0 = (a._data.shape, a._dtype, a._device)
+            n0 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e0 = m0 = None
+            n0 = False
+        a = args[2]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e1 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e1 = edge_of(a)                   # a view: its base may have moved on
+            m1 = (a._data.shape, a._dtype, a._device)
+            n1 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e1 = m1 = None
+            n1 = False
+        if not (n0 or n1):
+            return out
+        # Node.__init__'s stores, inlined (generated nodes define no __init__)
+        node = new_object(backward_cls)
+        node.next_edges = (e0, e1)
+        node.input_meta = (m0, m1)
+        node.seq = next_seq()
+        node.needs = (n0, n1)
+        if ANOMALY_THREADS and STATE.anomaly:
+            node.anomaly_trace = "".join(traceback.format_stack()[:-2])     # from the op's caller
+        node.save(args, (out,))
+        if out._dtype.is_floating_point:            # AutogradMeta.__init__'s stores, inlined
+            meta = out._ag = new_object(AutogradMeta)
+            meta.grad_fn = node
+            meta.output_nr = 0
+            out._keys |= AUTOGRAD
+        base = out._base
+        if base is not None:
+            # a view: remember which history of its base it was derived from (see graph.edge_of)
+            node._view_of = base._ag.grad_fn if base._ag is not None else None
+        return out
+    return run_and_record
+
+
 RECORDER_FACTORIES = {
     ((0,), (), 'all'): make_record_T0__outputs,
     ((0,), (), 'first'): make_record_T0__first_output,
@@ -940,4 +1876,22 @@ RECORDER_FACTORIES = {
     ((0, 3), (), 'one'): make_record_T0_T3,
     ((1,), (), 'one'): make_record_T1,
     ((1, 2), (), 'one'): make_record_T1_T2,
+}
+
+
+ENTRY_FACTORIES = {
+    ((0,), (), 'all'): make_entry_T0__outputs,
+    ((0,), (), 'first'): make_entry_T0__first_output,
+    ((0,), (), 'one'): make_entry_T0,
+    ((0,), (0,), 'one'): make_entry_L0,
+    ((0, 1), (), 'one'): make_entry_T0_T1,
+    ((0, 1, 2), (), 'all'): make_entry_T0_T1_T2__outputs,
+    ((0, 1, 2), (), 'first'): make_entry_T0_T1_T2__first_output,
+    ((0, 1, 2), (), 'one'): make_entry_T0_T1_T2,
+    ((0, 1, 2, 3, 4, 5, 6, 7), (), 'all'): make_entry_T0_T1_T2_T3_T4_T5_T6_T7__outputs,
+    ((0, 2), (), 'one'): make_entry_T0_T2,
+    ((0, 2, 3), (), 'first'): make_entry_T0_T2_T3__first_output,
+    ((0, 3), (), 'one'): make_entry_T0_T3,
+    ((1,), (), 'one'): make_entry_T1,
+    ((1, 2), (), 'one'): make_entry_T1_T2,
 }

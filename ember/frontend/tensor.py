@@ -71,6 +71,9 @@ class Tensor(ShapeConveniences, TensorMethods, ConversionMethods, TensorSpec):
     # numpy defers to ember in mixed operator expressions (np.float32(2) * t calls t.__rmul__),
     # while np.add(t, 1) still works through __array__, as with PyTorch
     __array_priority__ = 1000
+    # a leaf's AccumulateGrad node (autograd.graph.accumulator_of), set in the instance's __dict__ on the
+    # leaf's first use in a graph: a class default, so reading it is one attribute load, not a dict's get
+    _grad_accumulator = None
 
     def __new__(cls, *args, **kwargs):
         if cls is Tensor:

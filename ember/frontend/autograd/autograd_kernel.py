@@ -24,7 +24,7 @@ from ember.core.errors import AutogradError
 from ember.frontend.tensor import AutogradMeta, Tensor
 
 from .graph import Node, edge_of, move_retain
-from .recording import recorder_for
+from .recording import entry_for, recorder_for
 
 
 def autograd_kernel(op, below: int, args: tuple):
@@ -50,14 +50,7 @@ def autograd_entry(op, below: int):
     """
     if op.records_inplace or op.backward_cls is None:
         return None
-    run_below = op.cache.get(below) or op.resolve(below)
-    record = recorder_for(op)
-
-    def run_and_record(args):
-        out = run_below(args)
-        record(args, out)
-        return out
-    return run_and_record
+    return entry_for(op, op.cache.get(below) or op.resolve(below))
 
 
 autograd_kernel.make_entry = autograd_entry

@@ -140,11 +140,11 @@ class AccumulateGrad(Node):
 
 
 def accumulator_of(tensor) -> AccumulateGrad:
-    """The AccumulateGrad node of a leaf, kept in the tensor's __dict__ (one per leaf and
+    """The AccumulateGrad node of a leaf, kept in the tensor's `_grad_accumulator` (one per leaf and
     AutogradMeta: a leaf whose requires_grad was switched off and on gets a new one)."""
-    node = tensor.__dict__.get("_grad_accumulator")
+    node = tensor._grad_accumulator
     if node is None or node.ag is not tensor._ag:
-        node = tensor.__dict__["_grad_accumulator"] = AccumulateGrad(tensor)
+        node = tensor._grad_accumulator = AccumulateGrad(tensor)
     return node
 
 
@@ -242,7 +242,7 @@ class SavedTensor:
         fn, nr = (node, self.output_nr) if edge is _NODE_ITSELF else edge
         if fn.__class__ is AccumulateGrad:      # a leaf: the unpacked tensor stands for it
             out._ag = fn.ag
-            out.__dict__["_grad_accumulator"] = fn
+            out._grad_accumulator = fn
         else:
             out._ag = AutogradMeta(fn, nr)
         out._keys |= K.AUTOGRAD

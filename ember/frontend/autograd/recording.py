@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ember._generated.recorders import RECORDER_FACTORIES
+from ember._generated.recorders import ENTRY_FACTORIES, RECORDER_FACTORIES
 from ember.dispatcher.runners import own_code
 
 
@@ -41,6 +41,13 @@ def recorder_for(op) -> Callable[[tuple, object], None]:
                                "ops_registry.yaml: run `python -m codegen`")
         fn = _RECORDERS[op] = own_code(make(op))
     return fn
+
+
+def entry_for(op, run_below: Callable[[tuple], object]) -> Callable[[tuple], object]:
+    """`run_and_record(args)`: `out = run_below(args)`, then `record(args, out)`'s body, then `out`; the
+    op's Autograd entry for the key set whose entry below Autograd is `run_below` (made once per entry
+    and cached by the dispatcher, so it gets a code object of its own)."""
+    return own_code(ENTRY_FACTORIES[recorder_shape(op)](op, run_below))
 
 
 def recorder_shape(op) -> tuple[tuple[int, ...], tuple[int, ...], str]:
