@@ -65,6 +65,36 @@ def test_fused_kernels_round_low_precision_as_the_ops_do(dtype):
             np.testing.assert_array_equal(a.float().numpy(), b.float().numpy())
 
 
+@pytest.mark.parametrize("amsgrad", [False, True])
+def test_fused_adam_over_a_parameter_of_several_blocks_equals_single_tensor(amsgrad):
+    """The cpu kernel updates a parameter bigger than `scratch_block` block by block (its temporaries
+    stay one block's size): the same bits as the whole-tensor ops, an odd-sized last block and a
+    non-contiguous parameter (updated whole) included."""
+    rng = np.random.default_rng(0)
+    shapes = [(3, 65536 + 77), (300, 500)]
+    values = [[rng.normal(size=s).astype(np.float32) for s in shapes] for _ in range(5)]
+    values[3] = [np.abs(v) for v in values[3]]
+    values[4] = [np.abs(v) for v in values[4]]
+
+    def tensors():
+        out = [[ember.tensor(v) for v in lst] for lst in values]
+        for lst in out:                                 # the second parameter as a transposed view
+            lst[1] = lst[1].t()
+        return out
+    kw = dict(lr=0.01, beta1=0.9, beta2=0.99, weight_decay=0.1, eps=1e-3, amsgrad=amsgrad, maximize=False)
+    fused, single = tensors(), tensors()
+    fused_steps, single_steps = [ember.tensor(2.0) for _ in shapes], [ember.tensor(2.0) for _ in shapes]
+    with ember.no_grad():
+        ember._fused_adam_(*fused, fused_steps, decoupled_weight_decay=True, **kw)
+        for i in range(len(shapes)):
+            adam_update(*(lst[i] for lst in single), single_steps[i], kw["lr"], kw["beta1"], kw["beta2"],
+                        kw["weight_decay"], kw["eps"], amsgrad, False, True)
+    for f, s in zip(fused, single):
+        for a, b in zip(f, s):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert [float(s) for s in fused_steps] == [3.0] * len(shapes)
+
+
 def test_foreach_and_fused_argument_checks_match_torch():
     for lib in (torch, ember):
         w = lib.zeros(2, requires_grad=True)

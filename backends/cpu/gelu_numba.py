@@ -89,16 +89,29 @@ def _flat_float32(a):
     return np.ascontiguousarray(a, dtype=_F32).reshape(-1)
 
 
+#: elements per block: the exponents live in a scratch of this many (two for the backward), not one the
+#: size of the input, so the kernels hold at most 512 KiB besides their result whatever the size
+#: (and the blocks stay in the cache between the three passes)
+BLOCK = 65536
+
+
+def _blocks(n: int):
+    for start in range(0, n, BLOCK):
+        yield start, min(n, start + BLOCK)
+
+
 def gelu(spec, a, approximate="none"):
     dt = to_numpy_dtype(spec[1])
     if approximate != "none" or dt not in _SERVED:
         return NotImplemented
     x = _flat_float32(a)
     out = np.empty_like(x)
-    e = np.empty_like(x)
-    _exponents(x, out, e, e[:0])
-    np.exp(e, out=e)
-    _forward(x, out, e, out)
+    scratch = np.empty(min(x.size, BLOCK), _F32)
+    for start, stop in _blocks(x.size):
+        xs, os_, e = x[start:stop], out[start:stop], scratch[:stop - start]
+        _exponents(xs, os_, e, e[:0])
+        np.exp(e, out=e)
+        _forward(xs, os_, e, os_)
     return out.reshape(a.shape).astype(dt, copy=False)
 
 
@@ -108,10 +121,12 @@ def gelu_backward(spec, g, a, approximate="none"):
         return NotImplemented
     x, grad = _flat_float32(a), _flat_float32(g)
     out = np.empty_like(x)
-    both = np.empty((2, x.size), _F32)              # the two exponents, then their exps, in one numpy call
-    _exponents(x, out, both[0], both[1])
-    np.exp(both, out=both)
-    _backward(x, grad, out, both[0], both[1], out)
+    scratch = np.empty((2, min(x.size, BLOCK)), _F32)    # the two exponents, then their exps, in one numpy call
+    for start, stop in _blocks(x.size):
+        xs, os_, both = x[start:stop], out[start:stop], scratch[:, :stop - start]
+        _exponents(xs, os_, both[0], both[1])
+        np.exp(both, out=both)
+        _backward(xs, grad[start:stop], os_, both[0], both[1], os_)
     return out.reshape(a.shape).astype(dt, copy=False)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import math
 
-from .context import ArrayModule
+from .context import ArrayModule, flat_blocks
 from .special import _special
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -65,6 +65,41 @@ def normal_pdf_times_x(xp, x):
     return d
 
 
+def _gelu_tanh_derivative(xp, x, d, slope, e) -> None:
+    """d = the tanh GELU's derivative at x; `slope` and `e` are scratch of x's shape.
+
+    With s = 1 / (1 + e), the logistic of 2 z: 1 + t = 2 s and 1 - t^2 = 4 s (1 - s), so
+    d = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3k x^2) = s + 2 sqrt(2/pi) x (1 + 3k x^2) s (1 - s)
+    (1 - s, not the exact e s: e is inf where z is very negative, and inf * 0 would be NaN)."""
+    xp.multiply(x, x, out=slope)
+    e[...] = slope
+    _gelu_tanh_exp(xp, x, e)
+    slope *= 3.0 * _GELU_K
+    slope += 1.0
+    slope *= x
+    slope *= 2.0 * _SQRT_2_PI
+    xp.add(e, 1.0, out=d)
+    xp.reciprocal(d, out=d)                           # s
+    xp.subtract(1.0, d, out=e)                        # 1 - s
+    e *= d
+    e *= slope
+    d += e
+
+
+def _add_normal_cdf(am: ArrayModule, d, x) -> None:
+    """d += ndtr(x), the CDF computed a block at a time into one small scratch (`flat_blocks`), not into
+    a buffer the size of x."""
+    ndtr = _special(am).ndtr
+    if am.scratch_block is None or d.shape != x.shape:
+        d += ndtr(x)
+        return
+    scratch = None
+    for dd, xx in flat_blocks(am, (d, x)):            # the first block is the largest
+        if scratch is None:
+            scratch = am.xp.empty(xx.shape, d.dtype)
+        dd += ndtr(xx, out=scratch[:len(xx)] if xx.ndim == 1 else scratch)
+
+
 def gelu(am: ArrayModule, spec, a, approximate="none"):
     xp = am.xp
     dt = am.native_of[spec[1]]
@@ -84,28 +119,22 @@ def gelu_backward(am: ArrayModule, spec, g, a, approximate="none"):
     dt = am.native_of[spec[1]]
     x, g = _compute(am, a, dt), _compute(am, g, dt)
     if approximate == "tanh":
-        # with s = 1 / (1 + e), the logistic of 2 z: 1 + t = 2 s and 1 - t^2 = 4 s (1 - s), so
-        # d = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3k x^2) = s + 2 sqrt(2/pi) x (1 + 3k x^2) s (1 - s)
-        # (1 - s, not the exact e s: e is inf where z is very negative, and inf * 0 would be NaN)
-        slope = _square(xp, x)
-        e = _gelu_tanh_exp(xp, x, slope.copy())       # three buffers in all (each fresh one costs page faults)
-        slope *= 3.0 * _GELU_K
-        slope += 1.0
-        slope *= x
-        slope *= 2.0 * _SQRT_2_PI
-        d = xp.add(e, 1.0, out=xp.empty_like(e))      # (an array for 0-d inputs too)
-        xp.reciprocal(d, out=d)                       # s
-        xp.subtract(1.0, d, out=e)                    # 1 - s
-        e *= d
-        e *= slope
-        d += e
-        if g.shape == d.shape:
-            d *= g                                    # the result, in place
-        else:
+        d = xp.empty_like(x)                          # (an array for 0-d inputs too)
+        alike = g.shape == d.shape
+        scratch = None
+        for arrays in flat_blocks(am, (d, x, g) if alike else (d, x)):     # the first block is the largest
+            db, xb = arrays[0], arrays[1]
+            if scratch is None:
+                scratch = xp.empty((2,) + xb.shape, x.dtype)
+            slope, e = (scratch[0, :len(xb)], scratch[1, :len(xb)]) if xb.ndim == 1 else (scratch[0, ...], scratch[1, ...])
+            _gelu_tanh_derivative(xp, xb, db, slope, e)
+            if alike:
+                db *= arrays[2]                       # the result, in place
+        if not alike:
             d = d * g                                 # grad_output broadcasts over self
         return d.astype(dt, copy=False)
     d = normal_pdf_times_x(xp, x)
-    d += _special(am).ndtr(x)
+    _add_normal_cdf(am, d, x)
     if g.shape == d.shape:
         d *= g
     else:

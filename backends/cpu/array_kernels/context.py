@@ -45,7 +45,8 @@ class ArrayModule:
     `add_reduce` numpy's `add.reduce` (no np.sum wrapper) or `xp.sum` where ufuncs may lack the
     method (cupy); `exact_maximum` the native dtypes whose `maximum(0, a)` equals torch's relu
     bit for bit (-0.0 and NaN kept: numpy's x86 loops; empty elsewhere); `float_bits` the
-    integer dtype of a float dtype's bits (numpy only); `int8`.
+    integer dtype of a float dtype's bits (numpy only); `int8`; `scratch_block` the elements per block
+    of kernels that bound their temporaries by working block by block (None: whole arrays).
     """
 
     # slots: a kernel reads several of these per call, and a slot read is the cheapest attribute read
@@ -76,6 +77,10 @@ class ArrayModule:
         self.float_bits = {self.f32: xp.dtype("int32"), self.f64: self.int64} if self.is_numpy else {}
         self.int8 = xp.dtype("int8")
         self._constants: dict = {}
+        # elements per block where a kernel works through a big elementwise update block by block (the
+        # fused optimizers), so its temporaries stay small and in the cache: numpy; None (whole arrays,
+        # fewer launches) elsewhere
+        self.scratch_block = 65536 if self.is_numpy else None
         # {native dtype: the dtype a kernel computes it in}: float32 for float16 and bfloat16 (PyTorch's
         # opmath), the dtype itself otherwise; a dict read, no call, on every kernel's path
         self.compute_of = {nd: self.f32 if nd in self.lowp else nd for nd in self.native_of.values()}
@@ -104,6 +109,19 @@ def out(am: ArrayModule, r, dt):
 def ones(am: ArrayModule, n: int, dtype):
     """A cached read-only vector of `n` ones."""
     return am.constant(("ones", n, dtype), lambda: am.xp.ones(n, dtype))
+
+
+def flat_blocks(am: ArrayModule, arrays: tuple):
+    """`arrays` (alike elementwise: one shape, C-contiguous) as tuples of flat views of `am.scratch_block`
+    elements each, so an update's temporaries stay that small whatever the parameter's size; the whole
+    arrays at once when they are small, not alike, or the array module works best on whole arrays."""
+    n, block = arrays[0].size, am.scratch_block
+    if block is None or n <= block or not all(a.flags.c_contiguous and a.shape == arrays[0].shape for a in arrays):
+        yield arrays
+        return
+    flat = [a.reshape(-1) for a in arrays]
+    for start in range(0, n, block):
+        yield tuple(a[start:start + block] for a in flat)
 
 
 def row_sums(am: ArrayModule, x):

@@ -106,6 +106,24 @@ def _row_max(am: ArrayModule, x):
     return x[am.constant(("row column", n), lambda: am.xp.arange(n)[:, None]), x.argmax(axis=1, keepdims=True)]
 
 
+def _exp_row_sums(am: ArrayModule, x):
+    """The row sums of exp(x) (2-D), exponentiated a block of rows at a time (`am.scratch_block` elements)
+    into one scratch buffer instead of a whole exp(x): with a large vocabulary that is the size of the
+    logits. Each row's sum is the same product either way."""
+    xp = am.xp
+    n, classes = x.shape
+    rows = n if am.scratch_block is None else max(1, am.scratch_block // max(classes, 1))
+    if rows >= n:
+        return row_sums(am, xp.exp(x))
+    sums = xp.empty(n, x.dtype)
+    scratch = xp.empty((rows, classes), x.dtype)
+    for start in range(0, n, rows):
+        block = scratch[:min(rows, n - start)]
+        xp.exp(x[start:start + rows], out=block)
+        sums[start:start + rows] = row_sums(am, block)
+    return sums
+
+
 def _plain_targets(am: ArrayModule, x, target, weight, ignore_index, label_smoothing):
     """The commonest cross entropy (2-D float32/64 logits or log-probabilities, class indices all in
     range, none ignored, no weight, no smoothing) as (row indices, targets); None for any other
@@ -174,7 +192,7 @@ def _cross_entropy(am: ArrayModule, dt, x, target, weight, reduction, ignore_ind
     if plain is not None:
         rows, t = plain
         logp = x - _row_max(am, x)
-        logp -= xp.log(row_sums(am, xp.exp(logp))[:, None])                    # (x - max) - lse
+        logp -= xp.log(_exp_row_sums(am, logp)[:, None])                       # (x - max) - lse
         picked = logp[rows, t]
         if reduction == 0:
             return -picked, logp

@@ -12,7 +12,7 @@ in-place update or the float16/bfloat16 rounding one by the parameter's dtype.
 """
 from __future__ import annotations
 
-from .context import ArrayModule
+from .context import ArrayModule, flat_blocks
 
 
 def rounding(f32, dt):
@@ -35,12 +35,13 @@ def lerp_(m, g, w, c, r):
         m[...] = r(c(g) - c(r(c(diff) * (1 - w))))
 
 
-def adam_one_inplace(xp, p, g, m, v, vmax, s, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled):
+def adam_one_inplace(xp, p, g, m, v, vmax, step, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled):
     """float32/float64: the same ops, in place where the single-tensor algorithm's result is
-    written anyway (each `a op= b` rounds as `a op b`), so a step allocates three temporaries."""
+    written anyway (each `a op= b` rounds as `a op b`), so a step allocates three temporaries the
+    size of what it is given (`fused_adam_` gives it blocks of a big parameter). `step` is the
+    step number after this step's increment."""
     if maximize:
         g = -g
-    s += 1
     if weight_decay != 0:
         if decoupled:
             p *= 1 - lr * weight_decay
@@ -58,7 +59,6 @@ def adam_one_inplace(xp, p, g, m, v, vmax, s, lr, beta1, beta2, weight_decay, ep
     sq = g * g
     sq *= 1 - beta2
     v += sq
-    step = float(s)
     step_size = lr / (1 - beta1 ** step)
     bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
     if amsgrad:
@@ -104,8 +104,12 @@ def fused_adam_(am: ArrayModule, spec, params, grads, exp_avgs, exp_avg_sqs, max
     for i, p in enumerate(params):
         vmax = max_exp_avg_sqs[i] if amsgrad else None
         if p.dtype not in lowp:
-            adam_one_inplace(xp, p, grads[i], exp_avgs[i], exp_avg_sqs[i], vmax, state_steps[i], lr, beta1, beta2,
-                             weight_decay, eps, amsgrad, maximize, decoupled_weight_decay)
+            s = state_steps[i]
+            s += 1
+            step = float(s)
+            for arrays in flat_blocks(am, (p, grads[i], exp_avgs[i], exp_avg_sqs[i]) + ((vmax,) if amsgrad else ())):
+                adam_one_inplace(xp, *arrays[:4], arrays[4] if amsgrad else None, step, lr, beta1, beta2,
+                                 weight_decay, eps, amsgrad, maximize, decoupled_weight_decay)
         else:
             adam_one(xp, am.f32, p, grads[i], exp_avgs[i], exp_avg_sqs[i], vmax, state_steps[i], lr, beta1, beta2,
                      weight_decay, eps, amsgrad, maximize, decoupled_weight_decay)
