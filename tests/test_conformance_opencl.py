@@ -2,7 +2,7 @@
 
 Skipped, with the reason, when the plugin is not installed or finds no OpenCL device.
 `make test` runs a lean selection (tests/conftest.py): every check of the primitive ops, the
-ops a training step leans on, and the suite's device-wide tests; `EMBER_OPENCL_FULL=1` runs
+ops a training step leans on, and the suite's device-wide tests, float64 and int32 cases aside; `EMBER_OPENCL_FULL=1` runs
 all of it (several minutes more on two cores). Missing opencl kernels run on the cpu (the
 plugin's fallback, silenced here: tests/test_opencl_plugin.py checks the warning).
 """
