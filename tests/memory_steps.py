@@ -27,11 +27,11 @@ def step_mlp(model, opt, x, y):
     opt.zero_grad()
 
 
-def build_gpt(device):
+def build_gpt(device, config: GPT2Config = SMALL_GPT, batch: int = 2):
     ember.manual_seed(0)
-    model = build_gpt2(SMALL_GPT, device=device)
+    model = build_gpt2(config, device=device)
     opt = ember.optim.AdamW(model.parameters(), lr=1e-3)
-    x = ember.randint(0, SMALL_GPT.vocab_size, (2, SMALL_GPT.n_ctx), device=device)
+    x = ember.randint(0, config.vocab_size, (batch, config.n_ctx), device=device)
     return model, opt, x, x.reshape(-1)
 
 

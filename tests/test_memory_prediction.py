@@ -28,7 +28,7 @@ import ember.memory
 from ember import nn
 from ember.frontend import tensor as tensor_mod
 from ember.memory.cli import main
-from ember.testing.models import GPT2Config, LlamaConfig, build_gpt2, build_llama
+from ember.testing.models import GPT2Config, LlamaConfig, build_llama
 
 from memory_steps import CASES, build_gpt as _build_gpt, build_mlp as _build_mlp, step_gpt as _step_gpt
 from memory_steps import step_mlp as _step_fp32
@@ -112,11 +112,7 @@ TRUE_PEAK_GPT = GPT2Config(vocab_size=2048, n_ctx=128, n_embd=384, n_layer=4, n_
 
 
 def _build_true_peak_gpt(device):
-    ember.manual_seed(0)
-    model = build_gpt2(TRUE_PEAK_GPT, device=device)
-    opt = ember.optim.AdamW(model.parameters(), lr=1e-3)
-    x = ember.randint(0, TRUE_PEAK_GPT.vocab_size, (8, TRUE_PEAK_GPT.n_ctx), device=device)
-    return model, opt, x, x.reshape(-1)
+    return _build_gpt(device, TRUE_PEAK_GPT, batch=8)
 
 
 def test_gpt_step_prediction_against_tracemalloc_true_peak():

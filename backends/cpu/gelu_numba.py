@@ -27,6 +27,8 @@ from numba import njit
 from ember.core import dtype as _dt
 from ember.core.numpy_interop import to_numpy_dtype
 
+from .array_kernels.context import SCRATCH_BLOCK
+
 __all__ = ["KERNELS"]
 
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
@@ -91,8 +93,7 @@ def _flat_float32(a):
 
 #: elements per block: the exponents live in a scratch of this many (two for the backward), not one the
 #: size of the input, so the kernels hold at most 512 KiB besides their result whatever the size
-#: (and the blocks stay in the cache between the three passes)
-BLOCK = 65536
+BLOCK = SCRATCH_BLOCK
 
 
 def _blocks(n: int):

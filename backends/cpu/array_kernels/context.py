@@ -23,6 +23,11 @@ from typing import Callable, NamedTuple
 from ember.core import dtype as _dt
 
 
+#: elements per block of the cpu kernels that bound their scratch by working block by block (64Ki: the
+#: temporaries of a block stay in the cache between the passes over it)
+SCRATCH_BLOCK = 65536
+
+
 def _native_dtypes(native: Callable) -> dict:
     """{ember dtype: native dtype} for every dtype `native` knows (cupy's map may not know bfloat16). A
     plain dict, so a kernel's lookup is the interpreter's fastest subscript (a dict subclass's is not)."""
@@ -80,7 +85,7 @@ class ArrayModule:
         # elements per block where a kernel works through a big elementwise update block by block (the
         # fused optimizers), so its temporaries stay small and in the cache: numpy; None (whole arrays,
         # fewer launches) elsewhere
-        self.scratch_block = 65536 if self.is_numpy else None
+        self.scratch_block = SCRATCH_BLOCK if self.is_numpy else None
         # {native dtype: the dtype a kernel computes it in}: float32 for float16 and bfloat16 (PyTorch's
         # opmath), the dtype itself otherwise; a dict read, no call, on every kernel's path
         self.compute_of = {nd: self.f32 if nd in self.lowp else nd for nd in self.native_of.values()}
