@@ -198,7 +198,9 @@ _TENSOR_ARG = """\
             e{k} = (fn, ag.output_nr)           # an op result (edge_of's common case)
         else:
             e{k} = edge_of(a)                   # a view: its base may have moved on
-        m{k} = (a._data.shape, a._dtype, a._device)
+        m{k} = ag.input_meta
+        if m{k} is None:                            # (shape, dtype, device), kept with the autograd state
+            m{k} = ag.input_meta = (a._data.shape, a._dtype, a._device)
         n{k} = True
     else:                                           # no history, or a Python number in a Tensor argument
         e{k} = m{k} = None
@@ -239,6 +241,7 @@ _ONE_OUTPUT = """\
         meta = out._ag = new_object(AutogradMeta)
         meta.grad_fn = node
         meta.output_nr = 0
+        meta.input_meta = None
         out._keys |= AUTOGRAD
     base = out._base
 """
@@ -250,6 +253,7 @@ _OUTPUTS = """\
             meta = o._ag = new_object(AutogradMeta)
             meta.grad_fn = node
             meta.output_nr = k
+            meta.input_meta = None
             o._keys |= AUTOGRAD
     base = out[0]._base
 """

@@ -1458,3 +1458,16 @@ class _nothing:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_data_assignment_of_another_shape_conforms_later_gradients_to_it():
+    """A leaf's (shape, dtype, device) as an op input is kept with its autograd state after the first use;
+    `w.data = ...` of another shape or dtype drops it, so the next graph's gradient has the new shape, as
+    torch's."""
+    for lib in (ember, torch):
+        w = lib.ones(3, requires_grad=True)
+        (w * 2).sum().backward()
+        w.data = lib.ones(2, 3, dtype=lib.float64)
+        w.grad = None
+        (w * lib.ones(2, 3, dtype=lib.float64)).sum().backward()
+        assert tuple(w.grad.shape) == (2, 3) and w.grad.dtype == lib.float64, lib.__name__

@@ -36,7 +36,9 @@ def make_record_T0__outputs(op):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -57,6 +59,7 @@ def make_record_T0__outputs(op):
                 meta = o._ag = new_object(AutogradMeta)
                 meta.grad_fn = node
                 meta.output_nr = k
+                meta.input_meta = None
                 o._keys |= AUTOGRAD
         base = out[0]._base
         if base is not None:
@@ -80,7 +83,9 @@ def make_record_T0__first_output(op):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -101,6 +106,7 @@ def make_record_T0__first_output(op):
                 meta = o._ag = new_object(AutogradMeta)
                 meta.grad_fn = node
                 meta.output_nr = k
+                meta.input_meta = None
                 o._keys |= AUTOGRAD
         base = out[0]._base
         if base is not None:
@@ -124,7 +130,9 @@ def make_record_T0(op):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -144,6 +152,7 @@ def make_record_T0(op):
             meta = out._ag = new_object(AutogradMeta)
             meta.grad_fn = node
             meta.output_nr = 0
+            meta.input_meta = None
             out._keys |= AUTOGRAD
         base = out._base
         if base is not None:
@@ -181,6 +190,7 @@ def make_record_L0(op):
             meta = out._ag = new_object(AutogradMeta)
             meta.grad_fn = node
             meta.output_nr = 0
+            meta.input_meta = None
             out._keys |= AUTOGRAD
         base = out._base
         if base is not None:
@@ -204,7 +214,9 @@ def make_record_T0_T1(op):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -220,7 +232,9 @@ def make_record_T0_T1(op):
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e1 = edge_of(a)                   # a view: its base may have moved on
-            m1 = (a._data.shape, a._dtype, a._device)
+            m1 = ag.input_meta
+            if m1 is None:                            # (shape, dtype, device), kept with the autograd state
+                m1 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n1 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e1 = m1 = None
@@ -240,6 +254,7 @@ def make_record_T0_T1(op):
             meta = out._ag = new_object(AutogradMeta)
             meta.grad_fn = node
             meta.output_nr = 0
+            meta.input_meta = None
             out._keys |= AUTOGRAD
         base = out._base
         if base is not None:
@@ -263,7 +278,9 @@ def make_record_T0_T1_T2__outputs(op):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -279,7 +296,9 @@ def make_record_T0_T1_T2__outputs(op):
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e1 = edge_of(a)                   # a view: its base may have moved on
-            m1 = (a._data.shape, a._dtype, a._device)
+            m1 = ag.input_meta
+            if m1 is None:                            # (shape, dtype, device), kept with the autograd state
+                m1 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n1 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e1 = m1 = None
@@ -295,7 +314,9 @@ def make_record_T0_T1_T2__outputs(op):
                 e2 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e2 = edge_of(a)                   # a view: its base may have moved on
-            m2 = (a._data.shape, a._dtype, a._device)
+            m2 = ag.input_meta
+            if m2 is None:                            # (shape, dtype, device), kept with the autograd state
+                m2 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n2 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e2 = m2 = None
@@ -316,6 +337,7 @@ def make_record_T0_T1_T2__outputs(op):
                 meta = o._ag = new_object(AutogradMeta)
                 meta.grad_fn = node
                 meta.output_nr = k
+                meta.input_meta = None
                 o._keys |= AUTOGRAD
         base = out[0]._base
         if base is not None:
@@ -339,7 +361,9 @@ def make_record_T0_T1_T2__first_output(op):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -355,7 +379,9 @@ def make_record_T0_T1_T2__first_output(op):
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e1 = edge_of(a)                   # a view: its base may have moved on
-            m1 = (a._data.shape, a._dtype, a._device)
+            m1 = ag.input_meta
+            if m1 is None:                            # (shape, dtype, device), kept with the autograd state
+                m1 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n1 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e1 = m1 = None
@@ -371,7 +397,9 @@ def make_record_T0_T1_T2__first_output(op):
                 e2 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e2 = edge_of(a)                   # a view: its base may have moved on
-            m2 = (a._data.shape, a._dtype, a._device)
+            m2 = ag.input_meta
+            if m2 is None:                            # (shape, dtype, device), kept with the autograd state
+                m2 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n2 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e2 = m2 = None
@@ -392,6 +420,7 @@ def make_record_T0_T1_T2__first_output(op):
                 meta = o._ag = new_object(AutogradMeta)
                 meta.grad_fn = node
                 meta.output_nr = k
+                meta.input_meta = None
                 o._keys |= AUTOGRAD
         base = out[0]._base
         if base is not None:
@@ -415,7 +444,9 @@ def make_record_T0_T1_T2(op):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -431,7 +462,9 @@ def make_record_T0_T1_T2(op):
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e1 = edge_of(a)                   # a view: its base may have moved on
-            m1 = (a._data.shape, a._dtype, a._device)
+            m1 = ag.input_meta
+            if m1 is None:                            # (shape, dtype, device), kept with the autograd state
+                m1 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n1 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e1 = m1 = None
@@ -447,7 +480,9 @@ def make_record_T0_T1_T2(op):
                 e2 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e2 = edge_of(a)                   # a view: its base may have moved on
-            m2 = (a._data.shape, a._dtype, a._device)
+            m2 = ag.input_meta
+            if m2 is None:                            # (shape, dtype, device), kept with the autograd state
+                m2 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n2 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e2 = m2 = None
@@ -467,6 +502,7 @@ def make_record_T0_T1_T2(op):
             meta = out._ag = new_object(AutogradMeta)
             meta.grad_fn = node
             meta.output_nr = 0
+            meta.input_meta = None
             out._keys |= AUTOGRAD
         base = out._base
         if base is not None:
@@ -490,7 +526,9 @@ def make_record_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -506,7 +544,9 @@ def make_record_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op):
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e1 = edge_of(a)                   # a view: its base may have moved on
-            m1 = (a._data.shape, a._dtype, a._device)
+            m1 = ag.input_meta
+            if m1 is None:                            # (shape, dtype, device), kept with the autograd state
+                m1 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n1 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e1 = m1 = None
@@ -522,7 +562,9 @@ def make_record_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op):
                 e2 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e2 = edge_of(a)                   # a view: its base may have moved on
-            m2 = (a._data.shape, a._dtype, a._device)
+            m2 = ag.input_meta
+            if m2 is None:                            # (shape, dtype, device), kept with the autograd state
+                m2 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n2 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e2 = m2 = None
@@ -538,7 +580,9 @@ def make_record_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op):
                 e3 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e3 = edge_of(a)                   # a view: its base may have moved on
-            m3 = (a._data.shape, a._dtype, a._device)
+            m3 = ag.input_meta
+            if m3 is None:                            # (shape, dtype, device), kept with the autograd state
+                m3 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n3 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e3 = m3 = None
@@ -554,7 +598,9 @@ def make_record_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op):
                 e4 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e4 = edge_of(a)                   # a view: its base may have moved on
-            m4 = (a._data.shape, a._dtype, a._device)
+            m4 = ag.input_meta
+            if m4 is None:                            # (shape, dtype, device), kept with the autograd state
+                m4 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n4 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e4 = m4 = None
@@ -570,7 +616,9 @@ def make_record_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op):
                 e5 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e5 = edge_of(a)                   # a view: its base may have moved on
-            m5 = (a._data.shape, a._dtype, a._device)
+            m5 = ag.input_meta
+            if m5 is None:                            # (shape, dtype, device), kept with the autograd state
+                m5 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n5 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e5 = m5 = None
@@ -586,7 +634,9 @@ def make_record_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op):
                 e6 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e6 = edge_of(a)                   # a view: its base may have moved on
-            m6 = (a._data.shape, a._dtype, a._device)
+            m6 = ag.input_meta
+            if m6 is None:                            # (shape, dtype, device), kept with the autograd state
+                m6 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n6 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e6 = m6 = None
@@ -602,7 +652,9 @@ def make_record_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op):
                 e7 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e7 = edge_of(a)                   # a view: its base may have moved on
-            m7 = (a._data.shape, a._dtype, a._device)
+            m7 = ag.input_meta
+            if m7 is None:                            # (shape, dtype, device), kept with the autograd state
+                m7 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n7 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e7 = m7 = None
@@ -623,6 +675,7 @@ def make_record_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op):
                 meta = o._ag = new_object(AutogradMeta)
                 meta.grad_fn = node
                 meta.output_nr = k
+                meta.input_meta = None
                 o._keys |= AUTOGRAD
         base = out[0]._base
         if base is not None:
@@ -646,7 +699,9 @@ def make_record_T0_T2(op):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -662,7 +717,9 @@ def make_record_T0_T2(op):
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e1 = edge_of(a)                   # a view: its base may have moved on
-            m1 = (a._data.shape, a._dtype, a._device)
+            m1 = ag.input_meta
+            if m1 is None:                            # (shape, dtype, device), kept with the autograd state
+                m1 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n1 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e1 = m1 = None
@@ -682,6 +739,7 @@ def make_record_T0_T2(op):
             meta = out._ag = new_object(AutogradMeta)
             meta.grad_fn = node
             meta.output_nr = 0
+            meta.input_meta = None
             out._keys |= AUTOGRAD
         base = out._base
         if base is not None:
@@ -705,7 +763,9 @@ def make_record_T0_T2_T3__first_output(op):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -721,7 +781,9 @@ def make_record_T0_T2_T3__first_output(op):
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e1 = edge_of(a)                   # a view: its base may have moved on
-            m1 = (a._data.shape, a._dtype, a._device)
+            m1 = ag.input_meta
+            if m1 is None:                            # (shape, dtype, device), kept with the autograd state
+                m1 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n1 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e1 = m1 = None
@@ -737,7 +799,9 @@ def make_record_T0_T2_T3__first_output(op):
                 e2 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e2 = edge_of(a)                   # a view: its base may have moved on
-            m2 = (a._data.shape, a._dtype, a._device)
+            m2 = ag.input_meta
+            if m2 is None:                            # (shape, dtype, device), kept with the autograd state
+                m2 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n2 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e2 = m2 = None
@@ -758,6 +822,7 @@ def make_record_T0_T2_T3__first_output(op):
                 meta = o._ag = new_object(AutogradMeta)
                 meta.grad_fn = node
                 meta.output_nr = k
+                meta.input_meta = None
                 o._keys |= AUTOGRAD
         base = out[0]._base
         if base is not None:
@@ -781,7 +846,9 @@ def make_record_T0_T3(op):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -797,7 +864,9 @@ def make_record_T0_T3(op):
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e1 = edge_of(a)                   # a view: its base may have moved on
-            m1 = (a._data.shape, a._dtype, a._device)
+            m1 = ag.input_meta
+            if m1 is None:                            # (shape, dtype, device), kept with the autograd state
+                m1 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n1 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e1 = m1 = None
@@ -817,6 +886,7 @@ def make_record_T0_T3(op):
             meta = out._ag = new_object(AutogradMeta)
             meta.grad_fn = node
             meta.output_nr = 0
+            meta.input_meta = None
             out._keys |= AUTOGRAD
         base = out._base
         if base is not None:
@@ -840,7 +910,9 @@ def make_record_T1(op):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -860,6 +932,7 @@ def make_record_T1(op):
             meta = out._ag = new_object(AutogradMeta)
             meta.grad_fn = node
             meta.output_nr = 0
+            meta.input_meta = None
             out._keys |= AUTOGRAD
         base = out._base
         if base is not None:
@@ -883,7 +956,9 @@ def make_record_T1_T2(op):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -899,7 +974,9 @@ def make_record_T1_T2(op):
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e1 = edge_of(a)                   # a view: its base may have moved on
-            m1 = (a._data.shape, a._dtype, a._device)
+            m1 = ag.input_meta
+            if m1 is None:                            # (shape, dtype, device), kept with the autograd state
+                m1 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n1 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e1 = m1 = None
@@ -919,6 +996,7 @@ def make_record_T1_T2(op):
             meta = out._ag = new_object(AutogradMeta)
             meta.grad_fn = node
             meta.output_nr = 0
+            meta.input_meta = None
             out._keys |= AUTOGRAD
         base = out._base
         if base is not None:
@@ -943,7 +1021,9 @@ def make_entry_T0__outputs(op, run_below):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -964,6 +1044,7 @@ def make_entry_T0__outputs(op, run_below):
                 meta = o._ag = new_object(AutogradMeta)
                 meta.grad_fn = node
                 meta.output_nr = k
+                meta.input_meta = None
                 o._keys |= AUTOGRAD
         base = out[0]._base
         if base is not None:
@@ -989,7 +1070,9 @@ def make_entry_T0__first_output(op, run_below):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -1010,6 +1093,7 @@ def make_entry_T0__first_output(op, run_below):
                 meta = o._ag = new_object(AutogradMeta)
                 meta.grad_fn = node
                 meta.output_nr = k
+                meta.input_meta = None
                 o._keys |= AUTOGRAD
         base = out[0]._base
         if base is not None:
@@ -1035,7 +1119,9 @@ def make_entry_T0(op, run_below):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -1055,6 +1141,7 @@ def make_entry_T0(op, run_below):
             meta = out._ag = new_object(AutogradMeta)
             meta.grad_fn = node
             meta.output_nr = 0
+            meta.input_meta = None
             out._keys |= AUTOGRAD
         base = out._base
         if base is not None:
@@ -1094,6 +1181,7 @@ def make_entry_L0(op, run_below):
             meta = out._ag = new_object(AutogradMeta)
             meta.grad_fn = node
             meta.output_nr = 0
+            meta.input_meta = None
             out._keys |= AUTOGRAD
         base = out._base
         if base is not None:
@@ -1119,7 +1207,9 @@ def make_entry_T0_T1(op, run_below):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -1135,7 +1225,9 @@ def make_entry_T0_T1(op, run_below):
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e1 = edge_of(a)                   # a view: its base may have moved on
-            m1 = (a._data.shape, a._dtype, a._device)
+            m1 = ag.input_meta
+            if m1 is None:                            # (shape, dtype, device), kept with the autograd state
+                m1 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n1 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e1 = m1 = None
@@ -1155,6 +1247,7 @@ def make_entry_T0_T1(op, run_below):
             meta = out._ag = new_object(AutogradMeta)
             meta.grad_fn = node
             meta.output_nr = 0
+            meta.input_meta = None
             out._keys |= AUTOGRAD
         base = out._base
         if base is not None:
@@ -1180,7 +1273,9 @@ def make_entry_T0_T1_T2__outputs(op, run_below):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -1196,7 +1291,9 @@ def make_entry_T0_T1_T2__outputs(op, run_below):
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e1 = edge_of(a)                   # a view: its base may have moved on
-            m1 = (a._data.shape, a._dtype, a._device)
+            m1 = ag.input_meta
+            if m1 is None:                            # (shape, dtype, device), kept with the autograd state
+                m1 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n1 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e1 = m1 = None
@@ -1212,7 +1309,9 @@ def make_entry_T0_T1_T2__outputs(op, run_below):
                 e2 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e2 = edge_of(a)                   # a view: its base may have moved on
-            m2 = (a._data.shape, a._dtype, a._device)
+            m2 = ag.input_meta
+            if m2 is None:                            # (shape, dtype, device), kept with the autograd state
+                m2 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n2 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e2 = m2 = None
@@ -1233,6 +1332,7 @@ def make_entry_T0_T1_T2__outputs(op, run_below):
                 meta = o._ag = new_object(AutogradMeta)
                 meta.grad_fn = node
                 meta.output_nr = k
+                meta.input_meta = None
                 o._keys |= AUTOGRAD
         base = out[0]._base
         if base is not None:
@@ -1258,7 +1358,9 @@ def make_entry_T0_T1_T2__first_output(op, run_below):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -1274,7 +1376,9 @@ def make_entry_T0_T1_T2__first_output(op, run_below):
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e1 = edge_of(a)                   # a view: its base may have moved on
-            m1 = (a._data.shape, a._dtype, a._device)
+            m1 = ag.input_meta
+            if m1 is None:                            # (shape, dtype, device), kept with the autograd state
+                m1 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n1 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e1 = m1 = None
@@ -1290,7 +1394,9 @@ def make_entry_T0_T1_T2__first_output(op, run_below):
                 e2 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e2 = edge_of(a)                   # a view: its base may have moved on
-            m2 = (a._data.shape, a._dtype, a._device)
+            m2 = ag.input_meta
+            if m2 is None:                            # (shape, dtype, device), kept with the autograd state
+                m2 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n2 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e2 = m2 = None
@@ -1311,6 +1417,7 @@ def make_entry_T0_T1_T2__first_output(op, run_below):
                 meta = o._ag = new_object(AutogradMeta)
                 meta.grad_fn = node
                 meta.output_nr = k
+                meta.input_meta = None
                 o._keys |= AUTOGRAD
         base = out[0]._base
         if base is not None:
@@ -1336,7 +1443,9 @@ def make_entry_T0_T1_T2(op, run_below):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -1352,7 +1461,9 @@ def make_entry_T0_T1_T2(op, run_below):
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e1 = edge_of(a)                   # a view: its base may have moved on
-            m1 = (a._data.shape, a._dtype, a._device)
+            m1 = ag.input_meta
+            if m1 is None:                            # (shape, dtype, device), kept with the autograd state
+                m1 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n1 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e1 = m1 = None
@@ -1368,7 +1479,9 @@ def make_entry_T0_T1_T2(op, run_below):
                 e2 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e2 = edge_of(a)                   # a view: its base may have moved on
-            m2 = (a._data.shape, a._dtype, a._device)
+            m2 = ag.input_meta
+            if m2 is None:                            # (shape, dtype, device), kept with the autograd state
+                m2 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n2 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e2 = m2 = None
@@ -1388,6 +1501,7 @@ def make_entry_T0_T1_T2(op, run_below):
             meta = out._ag = new_object(AutogradMeta)
             meta.grad_fn = node
             meta.output_nr = 0
+            meta.input_meta = None
             out._keys |= AUTOGRAD
         base = out._base
         if base is not None:
@@ -1413,7 +1527,9 @@ def make_entry_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op, run_below):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -1429,7 +1545,9 @@ def make_entry_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op, run_below):
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e1 = edge_of(a)                   # a view: its base may have moved on
-            m1 = (a._data.shape, a._dtype, a._device)
+            m1 = ag.input_meta
+            if m1 is None:                            # (shape, dtype, device), kept with the autograd state
+                m1 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n1 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e1 = m1 = None
@@ -1445,7 +1563,9 @@ def make_entry_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op, run_below):
                 e2 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e2 = edge_of(a)                   # a view: its base may have moved on
-            m2 = (a._data.shape, a._dtype, a._device)
+            m2 = ag.input_meta
+            if m2 is None:                            # (shape, dtype, device), kept with the autograd state
+                m2 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n2 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e2 = m2 = None
@@ -1461,7 +1581,9 @@ def make_entry_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op, run_below):
                 e3 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e3 = edge_of(a)                   # a view: its base may have moved on
-            m3 = (a._data.shape, a._dtype, a._device)
+            m3 = ag.input_meta
+            if m3 is None:                            # (shape, dtype, device), kept with the autograd state
+                m3 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n3 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e3 = m3 = None
@@ -1477,7 +1599,9 @@ def make_entry_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op, run_below):
                 e4 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e4 = edge_of(a)                   # a view: its base may have moved on
-            m4 = (a._data.shape, a._dtype, a._device)
+            m4 = ag.input_meta
+            if m4 is None:                            # (shape, dtype, device), kept with the autograd state
+                m4 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n4 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e4 = m4 = None
@@ -1493,7 +1617,9 @@ def make_entry_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op, run_below):
                 e5 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e5 = edge_of(a)                   # a view: its base may have moved on
-            m5 = (a._data.shape, a._dtype, a._device)
+            m5 = ag.input_meta
+            if m5 is None:                            # (shape, dtype, device), kept with the autograd state
+                m5 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n5 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e5 = m5 = None
@@ -1509,7 +1635,9 @@ def make_entry_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op, run_below):
                 e6 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e6 = edge_of(a)                   # a view: its base may have moved on
-            m6 = (a._data.shape, a._dtype, a._device)
+            m6 = ag.input_meta
+            if m6 is None:                            # (shape, dtype, device), kept with the autograd state
+                m6 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n6 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e6 = m6 = None
@@ -1525,7 +1653,9 @@ def make_entry_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op, run_below):
                 e7 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e7 = edge_of(a)                   # a view: its base may have moved on
-            m7 = (a._data.shape, a._dtype, a._device)
+            m7 = ag.input_meta
+            if m7 is None:                            # (shape, dtype, device), kept with the autograd state
+                m7 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n7 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e7 = m7 = None
@@ -1546,6 +1676,7 @@ def make_entry_T0_T1_T2_T3_T4_T5_T6_T7__outputs(op, run_below):
                 meta = o._ag = new_object(AutogradMeta)
                 meta.grad_fn = node
                 meta.output_nr = k
+                meta.input_meta = None
                 o._keys |= AUTOGRAD
         base = out[0]._base
         if base is not None:
@@ -1571,7 +1702,9 @@ def make_entry_T0_T2(op, run_below):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -1587,7 +1720,9 @@ def make_entry_T0_T2(op, run_below):
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e1 = edge_of(a)                   # a view: its base may have moved on
-            m1 = (a._data.shape, a._dtype, a._device)
+            m1 = ag.input_meta
+            if m1 is None:                            # (shape, dtype, device), kept with the autograd state
+                m1 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n1 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e1 = m1 = None
@@ -1607,6 +1742,7 @@ def make_entry_T0_T2(op, run_below):
             meta = out._ag = new_object(AutogradMeta)
             meta.grad_fn = node
             meta.output_nr = 0
+            meta.input_meta = None
             out._keys |= AUTOGRAD
         base = out._base
         if base is not None:
@@ -1632,7 +1768,9 @@ def make_entry_T0_T2_T3__first_output(op, run_below):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -1648,7 +1786,9 @@ def make_entry_T0_T2_T3__first_output(op, run_below):
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e1 = edge_of(a)                   # a view: its base may have moved on
-            m1 = (a._data.shape, a._dtype, a._device)
+            m1 = ag.input_meta
+            if m1 is None:                            # (shape, dtype, device), kept with the autograd state
+                m1 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n1 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e1 = m1 = None
@@ -1664,7 +1804,9 @@ def make_entry_T0_T2_T3__first_output(op, run_below):
                 e2 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e2 = edge_of(a)                   # a view: its base may have moved on
-            m2 = (a._data.shape, a._dtype, a._device)
+            m2 = ag.input_meta
+            if m2 is None:                            # (shape, dtype, device), kept with the autograd state
+                m2 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n2 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e2 = m2 = None
@@ -1685,6 +1827,7 @@ def make_entry_T0_T2_T3__first_output(op, run_below):
                 meta = o._ag = new_object(AutogradMeta)
                 meta.grad_fn = node
                 meta.output_nr = k
+                meta.input_meta = None
                 o._keys |= AUTOGRAD
         base = out[0]._base
         if base is not None:
@@ -1710,7 +1853,9 @@ def make_entry_T0_T3(op, run_below):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -1726,7 +1871,9 @@ def make_entry_T0_T3(op, run_below):
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e1 = edge_of(a)                   # a view: its base may have moved on
-            m1 = (a._data.shape, a._dtype, a._device)
+            m1 = ag.input_meta
+            if m1 is None:                            # (shape, dtype, device), kept with the autograd state
+                m1 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n1 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e1 = m1 = None
@@ -1746,6 +1893,7 @@ def make_entry_T0_T3(op, run_below):
             meta = out._ag = new_object(AutogradMeta)
             meta.grad_fn = node
             meta.output_nr = 0
+            meta.input_meta = None
             out._keys |= AUTOGRAD
         base = out._base
         if base is not None:
@@ -1771,7 +1919,9 @@ def make_entry_T1(op, run_below):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -1791,6 +1941,7 @@ def make_entry_T1(op, run_below):
             meta = out._ag = new_object(AutogradMeta)
             meta.grad_fn = node
             meta.output_nr = 0
+            meta.input_meta = None
             out._keys |= AUTOGRAD
         base = out._base
         if base is not None:
@@ -1816,7 +1967,9 @@ def make_entry_T1_T2(op, run_below):
                 e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e0 = edge_of(a)                   # a view: its base may have moved on
-            m0 = (a._data.shape, a._dtype, a._device)
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n0 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e0 = m0 = None
@@ -1832,7 +1985,9 @@ def make_entry_T1_T2(op, run_below):
                 e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
             else:
                 e1 = edge_of(a)                   # a view: its base may have moved on
-            m1 = (a._data.shape, a._dtype, a._device)
+            m1 = ag.input_meta
+            if m1 is None:                            # (shape, dtype, device), kept with the autograd state
+                m1 = ag.input_meta = (a._data.shape, a._dtype, a._device)
             n1 = True
         else:                                           # no history, or a Python number in a Tensor argument
             e1 = m1 = None
@@ -1852,6 +2007,7 @@ def make_entry_T1_T2(op, run_below):
             meta = out._ag = new_object(AutogradMeta)
             meta.grad_fn = node
             meta.output_nr = 0
+            meta.input_meta = None
             out._keys |= AUTOGRAD
         base = out._base
         if base is not None:

@@ -47,7 +47,7 @@ class Storage:
 class AutogradMeta:
     """Autograd state of a tensor that requires grad (None on plain tensors)."""
 
-    __slots__ = ("grad_fn", "output_nr", "__dict__")
+    __slots__ = ("grad_fn", "output_nr", "input_meta", "__dict__")
 
     # One is made for every differentiable op result, which rarely sets the others: those
     # are class-level defaults (an instance that sets one keeps its own in __dict__).
@@ -60,6 +60,10 @@ class AutogradMeta:
     def __init__(self, grad_fn=None, output_nr: int = 0) -> None:
         self.grad_fn = grad_fn
         self.output_nr = output_nr
+        # (shape, dtype, device) of the tensor as a recorded op's input (Node.input_meta), made on its
+        # first use and kept: a tensor's shape, dtype and device change only through `Tensor.data = ...`,
+        # which drops it
+        self.input_meta = None
 
 
 class Tensor(ShapeConveniences, TensorMethods, ConversionMethods, TensorSpec):
@@ -433,6 +437,8 @@ class Tensor(ShapeConveniences, TensorMethods, ConversionMethods, TensorSpec):
 
     @data.setter
     def data(self, value: "Tensor") -> None:
+        if self._ag is not None:
+            self._ag.input_meta = None
         self._data = value._data
         self._dtype = value._dtype
         self._device = value._device
