@@ -157,3 +157,16 @@ def test_linear_few_rows_product_is_torchs_in_a_contiguous_result(lead):
     want = torch.nn.functional.linear(torch.tensor(x), torch.tensor(w), torch.tensor(b)).numpy()
     assert got.shape == want.shape and got.dtype == want.dtype and got.flags.c_contiguous
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_backward_in_blocks_gives_the_whole_array_bits(approximate):
+    """Past `scratch_block` elements the eager GELU backward works block by block (its scratch stays a
+    block's size): the same bits as the whole-array computation of smaller pieces."""
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(2 * AM.scratch_block + 77) * 4).astype(np.float32)
+    g = rng.standard_normal(x.size).astype(np.float32)
+    got = activations.gelu_backward(AM, (x.shape, ember.float32), g, x, approximate)
+    pieces = [activations.gelu_backward(AM, ((1000,), ember.float32), g[i:i + 1000], x[i:i + 1000], approximate)
+              for i in range(0, x.size, 1000)]
+    np.testing.assert_array_equal(got, np.concatenate(pieces))

@@ -22,39 +22,47 @@ def _state(seed: int, dtype):
     return params, grads, shapes
 
 
+def _eager_and_switched(name: str, run) -> list:
+    """`run(kernel, state)` over a fresh `state` dict for the eager kernel of `name` and for the kernel that
+    switches to numba after two calls (so a run's calls 3 on take the numba loops); asserts that both end
+    with the same bits and returns the switching run's state."""
+    results, state = [], {}
+    for kernel in (EAGER[name], plugin._numba_after(2, "optimizers_numba", name, EAGER[name])):
+        state = {}
+        results.append([a.copy() for a in run(kernel, state)])
+    for eager, switched in zip(*results):
+        np.testing.assert_array_equal(switched, eager)
+    return state
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("weight_decay,decoupled", [(0.0, False), (0.1, False), (0.1, True)])
 def test_adam_switches_to_numba_with_the_same_bits(dtype, weight_decay, decoupled):
-    results = []
-    for kernel in (EAGER["_fused_adam_"], plugin._numba_after(2, "optimizers_numba", "_fused_adam_",
-                                                                EAGER["_fused_adam_"])):
+    def run(kernel, state):
         params, grads, shapes = _state(0, dtype)
         m, v = [np.zeros(s, dtype) for s in shapes], [np.zeros(s, dtype) for s in shapes]
         steps = [np.zeros((), dtype) for _ in shapes]
-        for g in grads:                              # calls 3 to 6 run the numba loops
+        for g in grads:
             kernel(None, params, g, m, v, [], steps, lr=1e-2, beta1=0.9, beta2=0.999, weight_decay=weight_decay,
                    eps=1e-8, amsgrad=False, maximize=False, decoupled_weight_decay=decoupled)
-        results.append([a.copy() for a in params + m + v])
+        state.update(params=params, g=grads[0], m=m, v=v, steps=steps)
+        return params + m + v
+    st = _eager_and_switched("_fused_adam_", run)
     from ember_cpu import optimizers_numba                # the loops serve these calls (no eager fallback)
-    assert optimizers_numba.fused_adam_(None, params, grads[0], m, v, [], steps, 1e-2, 0.9, 0.999, weight_decay,
-                                        1e-8, False, False, decoupled) == ()
-    for eager, switched in zip(*results):
-        np.testing.assert_array_equal(switched, eager)
+    assert optimizers_numba.fused_adam_(None, st["params"], st["g"], st["m"], st["v"], [], st["steps"], 1e-2, 0.9,
+                                        0.999, weight_decay, 1e-8, False, False, decoupled) == ()
 
 
 @pytest.mark.parametrize("momentum,nesterov", [(0.0, False), (0.9, False), (0.9, True)])
 def test_sgd_switches_to_numba_with_the_same_bits(momentum, nesterov):
-    results = []
-    for kernel in (EAGER["_fused_sgd_"], plugin._numba_after(2, "optimizers_numba", "_fused_sgd_",
-                                                               EAGER["_fused_sgd_"])):
+    def run(kernel, state):
         params, grads, shapes = _state(1, np.float32)
         bufs = [np.zeros(s, np.float32) for s in shapes]
         for i, g in enumerate(grads):
             kernel(None, params, g, bufs, weight_decay=0.01, momentum=momentum, lr=0.1, dampening=0.0,
                    nesterov=nesterov, maximize=False, is_first_step=i == 0)
-        results.append([a.copy() for a in params + bufs])
-    for eager, switched in zip(*results):
-        np.testing.assert_array_equal(switched, eager)
+        return params + bufs
+    _eager_and_switched("_fused_sgd_", run)
 
 
 def test_the_switch_is_in_the_cpu_kernel_table():
@@ -118,22 +126,20 @@ def test_max_pool_loop_picks_what_the_eager_kernel_picks(dtype, shape, kernel, s
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("weight_decay,maximize", [(0.0, False), (0.1, True)])
 def test_adadelta_switches_to_numba_with_the_same_bits(dtype, weight_decay, maximize):
-    results = []
-    for kernel in (EAGER["_fused_adadelta_"], plugin._numba_after(2, "optimizers_numba", "_fused_adadelta_",
-                                                                    EAGER["_fused_adadelta_"])):
+    def run(kernel, state):
         params, grads, shapes = _state(1, dtype)
         sq, acc = [np.zeros(s, dtype) for s in shapes], [np.zeros(s, dtype) for s in shapes]
         steps = [np.zeros((), dtype) for _ in shapes]
-        for g in grads:                              # calls 3 to 6 run the numba loops
+        for g in grads:
             kernel(None, params, g, sq, acc, steps, lr=0.5, rho=0.8, eps=1e-6, weight_decay=weight_decay,
                    maximize=maximize)
-        results.append([a.copy() for a in params + sq + acc + steps])
+        state.update(params=params, g=grads[0], sq=sq, acc=acc, steps=steps, n=len(grads))
+        return params + sq + acc + steps
+    st = _eager_and_switched("_fused_adadelta_", run)
+    assert [float(s) for s in st["steps"]] == [st["n"]] * len(st["steps"])
     from ember_cpu import optimizers_numba                # the loops serve these calls (no eager fallback)
-    assert optimizers_numba.fused_adadelta_(None, params, grads[0], sq, acc, steps, 0.5, 0.8, 1e-6, weight_decay,
-                                            maximize) == ()
-    for want, got in zip(*results):
-        np.testing.assert_array_equal(got, want)
-    assert float(results[0][-1]) == len(grads)
+    assert optimizers_numba.fused_adadelta_(None, st["params"], st["g"], st["sq"], st["acc"], st["steps"], 0.5, 0.8,
+                                            1e-6, weight_decay, maximize) == ()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

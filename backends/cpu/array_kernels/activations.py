@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import math
 
-from .context import ArrayModule, flat_blocks
+from .context import ArrayModule, flat_blocks_with_scratch
 from .special import _special
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -87,17 +87,14 @@ def _gelu_tanh_derivative(xp, x, d, slope, e) -> None:
 
 
 def _add_normal_cdf(am: ArrayModule, d, x) -> None:
-    """d += ndtr(x), the CDF computed a block at a time into one small scratch (`flat_blocks`), not into
+    """d += ndtr(x), the CDF computed a block at a time into one small scratch (`flat_blocks_with_scratch`), not into
     a buffer the size of x."""
     ndtr = _special(am).ndtr
     if am.scratch_block is None or d.shape != x.shape:
         d += ndtr(x)
         return
-    scratch = None
-    for dd, xx in flat_blocks(am, (d, x)):            # the first block is the largest
-        if scratch is None:
-            scratch = am.xp.empty(xx.shape, d.dtype)
-        dd += ndtr(xx, out=scratch[:len(xx)] if xx.ndim == 1 else scratch)
+    for (dd, xx), (cdf,) in flat_blocks_with_scratch(am, (d, x), 1, d.dtype):
+        dd += ndtr(xx, out=cdf)
 
 
 def gelu(am: ArrayModule, spec, a, approximate="none"):
@@ -121,15 +118,10 @@ def gelu_backward(am: ArrayModule, spec, g, a, approximate="none"):
     if approximate == "tanh":
         d = xp.empty_like(x)                          # (an array for 0-d inputs too)
         alike = g.shape == d.shape
-        scratch = None
-        for arrays in flat_blocks(am, (d, x, g) if alike else (d, x)):     # the first block is the largest
-            db, xb = arrays[0], arrays[1]
-            if scratch is None:
-                scratch = xp.empty((2,) + xb.shape, x.dtype)
-            slope, e = (scratch[0, :len(xb)], scratch[1, :len(xb)]) if xb.ndim == 1 else (scratch[0, ...], scratch[1, ...])
+        for (db, xb, *gb), (slope, e) in flat_blocks_with_scratch(am, (d, x, g) if alike else (d, x), 2, x.dtype):
             _gelu_tanh_derivative(xp, xb, db, slope, e)
-            if alike:
-                db *= arrays[2]                       # the result, in place
+            if gb:
+                db *= gb[0]                           # the result, in place
         if not alike:
             d = d * g                                 # grad_output broadcasts over self
         return d.astype(dt, copy=False)

@@ -129,6 +129,17 @@ def flat_blocks(am: ArrayModule, arrays: tuple):
         yield tuple(a[start:start + block] for a in flat)
 
 
+def flat_blocks_with_scratch(am: ArrayModule, arrays: tuple, count: int, dtype):
+    """`flat_blocks(am, arrays)`, each block with `count` scratch arrays of its shape: views of one buffer
+    allocated for the first block, the largest, so a kernel's scratch is `count` blocks whatever the size."""
+    scratch = None
+    for block in flat_blocks(am, arrays):
+        first = block[0]
+        if scratch is None:
+            scratch = am.xp.empty((count,) + first.shape, dtype)
+        yield block, tuple(scratch[k, :len(first)] if first.ndim == 1 else scratch[k, ...] for k in range(count))
+
+
 def row_sums(am: ArrayModule, x):
     """The row sums of a 2-D float array as one product with a cached vector of ones: one BLAS call,
     where a sum reduction loops once per short row (a batch's classes: several times slower). The
