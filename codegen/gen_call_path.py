@@ -53,8 +53,9 @@ def {name}(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -80,7 +81,7 @@ run.
 """
 from ..dispatch import _backend_of_unusual_call
 from ..keys import BACKEND_MASK as _BACKEND_MASK
-from ..state import STATE
+from ..state import KEYED_THREADS, STATE
 
 ''' + _TENSOR_GLOBAL
 

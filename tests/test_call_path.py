@@ -149,3 +149,36 @@ def test_no_code_is_compiled_at_run_time_anywhere_in_ember_or_its_backends():
                     found.append(f"{path.relative_to(root)}:{node.lineno} {node.func.id}()")
     assert scanned > 200
     assert not found, found
+
+
+def test_a_call_reads_the_threads_keys_only_while_some_thread_has_keys():
+    """`state.KEYED_THREADS` holds the threads whose included or excluded keys are set (the dispatch
+    functions skip the thread-local read while it is empty); every switch keeps it, and a call in a thread
+    without keys records its gradient while another thread sits in no_grad."""
+    import threading
+
+    from ember.dispatcher.state import KEYED_THREADS
+
+    me = threading.get_ident()
+    assert me not in KEYED_THREADS
+    x = ember.ones(3, requires_grad=True)
+    inside, release, seen = threading.Event(), threading.Event(), {}
+
+    def worker():
+        with ember.no_grad():
+            seen["worker"] = (x + x).requires_grad
+            inside.set()
+            release.wait(5)
+
+    th = threading.Thread(target=worker)
+    th.start()
+    assert inside.wait(5)
+    assert th.ident in KEYED_THREADS and me not in KEYED_THREADS
+    seen["main"] = (x + x).requires_grad          # this thread's keys are still empty
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        assert me in KEYED_THREADS
+        seen["autocast"] = (x @ x).dtype
+    release.set()
+    th.join(5)
+    assert th.ident not in KEYED_THREADS and me not in KEYED_THREADS
+    assert seen == {"worker": False, "main": True, "autocast": ember.bfloat16}

@@ -46,8 +46,11 @@ def fast_entry(op, body: Callable, T: type, wrap: Callable, dev, key: int) -> Ca
             da = a._data
             if b.__class__ is T:
                 db = b._data
-                if (dt is b._dtype and dt in dtypes and da.shape == db.shape and da.ndim
-                        and (da.ndim == 1 or (da.flags.c_contiguous and db.flags.c_contiguous))):
+                nd = da.ndim
+                # one shape: for two vectors their lengths (no shape tuples made), else the shapes
+                if (dt is b._dtype and dt in dtypes and nd and db.ndim == nd
+                        and (len(da) == len(db) if nd == 1 else
+                             da.shape == db.shape and da.flags.c_contiguous and db.flags.c_contiguous)):
                     return wrap(ufunc(da, db), dt, dev, key, None)
             elif dt in floats and _number(b) and da.ndim and (da.ndim == 1 or da.flags.c_contiguous):
                 # a float tensor and a Python number: the number takes the tensor's dtype (numpy's weak

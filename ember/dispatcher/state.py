@@ -6,8 +6,11 @@ one thread does not affect another.
 Reading an attribute of a `threading.local` costs several times a plain attribute read,
 and every op call reads this state, so the hot path is kept to one such read:
 
-- `keys` holds (included keys, excluded keys) together, read once per call; `include`
-  and `exclude` are views of it for everything else.
+- `keys` holds (included keys, excluded keys) together; `include` and `exclude` are views of
+  it for everything else. Most threads never set any: the module-level set `KEYED_THREADS`
+  holds the ids of threads whose keys are not (0, 0) (the `keys` setter keeps it), and a call
+  reads its thread's keys only when that set is not empty. (A thread that ends with keys set
+  leaves its id there: calls then read their keys, as they would anyway.)
 - inference mode and anomaly detection are rarely on: the module-level sets
   `INFERENCE_THREADS` / `ANOMALY_THREADS` hold the ids of threads that switched them on,
   and the hot path reads the thread's own flag only when the set is not empty.
@@ -21,10 +24,12 @@ from .keys import AUTOGRAD
 #: ids of threads that have inference mode / anomaly detection on (see the module docstring)
 INFERENCE_THREADS: set[int] = set()
 ANOMALY_THREADS: set[int] = set()
+#: ids of threads whose included or excluded keys are not empty (see the module docstring)
+KEYED_THREADS: set[int] = set()
 
 
 class _DispatchState(threading.local):
-    keys: tuple[int, int] = (0, 0)    # (included keys, excluded keys) of every call's key set
+    _keys: tuple[int, int] = (0, 0)
     grad_enabled: bool = True
     _inference_mode: bool = False
     _anomaly: bool = False
@@ -34,6 +39,16 @@ class _DispatchState(threading.local):
         self.autocast_cache: dict | None = None    # weight-cast cache of the outermost region
         self.autocast_depth = 0
         self.modes: list = []                      # Mode stack, innermost last
+
+    @property
+    def keys(self) -> tuple[int, int]:
+        """(included keys, excluded keys) of every call's key set."""
+        return self._keys
+
+    @keys.setter
+    def keys(self, value: tuple[int, int]) -> None:
+        self._keys = value
+        _mark_thread(KEYED_THREADS, value != (0, 0))
 
     @property
     def include(self) -> int:

@@ -9,7 +9,7 @@ run.
 """
 from ..dispatch import _backend_of_unusual_call
 from ..keys import BACKEND_MASK as _BACKEND_MASK
-from ..state import STATE
+from ..state import KEYED_THREADS, STATE
 
 # The frontend's Tensor class, which the functions below test their arguments with, read at call time
 # as a global of this module: set by `dispatch.install_frontend` (the dispatcher imports no frontend).
@@ -24,8 +24,9 @@ def make_dispatch_no_tensors(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -45,8 +46,9 @@ def make_dispatch_L0(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -72,8 +74,9 @@ def make_dispatch_L0_L1_L2(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -105,8 +108,9 @@ def make_dispatch_L0_L1_L2_L3_L4(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -141,8 +145,9 @@ def make_dispatch_L0_L1_L2_L3_L4_L5(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -162,8 +167,9 @@ def make_dispatch_L1(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -183,8 +189,9 @@ def make_dispatch_T0(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -207,8 +214,9 @@ def make_dispatch_T0_L1(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -231,8 +239,9 @@ def make_dispatch_T0_T1(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -258,8 +267,9 @@ def make_dispatch_T0_T1_T2(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -288,8 +298,9 @@ def make_dispatch_T0_T1_T2_T3(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -321,8 +332,9 @@ def make_dispatch_T0_T1_T2_T3_T4(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -357,8 +369,9 @@ def make_dispatch_T0_T1_T2_T3_T4_T5(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -399,8 +412,9 @@ def make_dispatch_T0_T1_T2_T3_T4_T5_T6_T7(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -456,8 +470,9 @@ def make_dispatch_T0_T1_T2_T3_T4_T5_T6_T7_T8_T9_T10_T11_T12(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -486,8 +501,9 @@ def make_dispatch_T0_T1_T2_T6(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -522,8 +538,9 @@ def make_dispatch_T0_T1_T3_T4_T5_T6(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -549,8 +566,9 @@ def make_dispatch_T0_T1_T7(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -573,8 +591,9 @@ def make_dispatch_T0_T2(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -600,8 +619,9 @@ def make_dispatch_T0_T2_L1(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -627,8 +647,9 @@ def make_dispatch_T0_T2_T3(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -651,8 +672,9 @@ def make_dispatch_T0_T3(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
@@ -672,8 +694,9 @@ def make_dispatch_T1(op, cache):
         bk = ks & _BACKEND_MASK
         if bk & (bk - 1) or not bk:
             ks, args = _backend_of_unusual_call(op, args, ks)
-        include, exclude = STATE.keys
-        ks = (ks | include) & ~exclude
+        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
+            include, exclude = STATE._keys
+            ks = (ks | include) & ~exclude
         try:
             entry = cache[ks]
         except KeyError:
