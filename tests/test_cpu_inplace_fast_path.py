@@ -24,6 +24,8 @@ CASES = {  # name -> (in-place call, the out-of-place expression it must equal)
     "addcmul_": (lambda a, b, c: a.addcmul_(b, c, value=0.1), lambda a, b, c: a.addcmul(b, c, value=0.1)),
     "addcdiv_": (lambda a, b, c: a.addcdiv_(b, c, value=-2.0), lambda a, b, c: a.addcdiv(b, c, value=-2.0)),
     "a.mul_(a)": (lambda a, b, c: a.mul_(a), lambda a, b, c: a * a),
+    "mul_ 0-d tensor": (lambda a, b, c: a.mul_(b[2, 3]), lambda a, b, c: a * b[2, 3]),
+    "add_ 0-d tensor, alpha": (lambda a, b, c: a.add_(b[1, 1], alpha=0.5), lambda a, b, c: a.add(b[1, 1], alpha=0.5)),
 }
 
 
@@ -64,6 +66,8 @@ def test_calls_the_fast_path_declines_behave_as_torch():
         w = lib.arange(6.0)
         with pytest.raises(RuntimeError, match="single memory location"):
             w[1:].add_(w[:-1])                            # partial overlap of self and other
+        with pytest.raises(RuntimeError, match="single memory location"):
+            w.mul_(w[2])                                  # a 0-d other inside self
         y = lib.arange(6.0, requires_grad=True) * 1
         with pytest.raises(RuntimeError, match="single memory location"):
             y[1:].mul_(y[:-1])                            # also where autograd records
@@ -78,3 +82,18 @@ def test_calls_the_fast_path_declines_behave_as_torch():
     y.mul_(3.0)
     y.sum().backward()
     assert x.grad.tolist() == [3.0, 3.0, 3.0]
+
+
+def test_a_0d_operand_makes_no_temporary_of_selfs_size():
+    """`grad.mul_(inv_scale)` (GradScaler's unscale) runs the ufunc in place: no scratch of the gradient's size."""
+    import tracemalloc
+
+    a, s = ember.ones(256, 256), ember.tensor(0.5)
+    a.mul_(s)
+    tracemalloc.start()
+    try:
+        a.mul_(s)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < a.numel() * 4 // 8 and a[0, 0].item() == 0.25

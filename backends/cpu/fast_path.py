@@ -86,10 +86,12 @@ def _number(x) -> bool:
 
 
 def _same_array(self_data, dt, other, T):
-    """`other`'s array when it is a C-contiguous tensor of `self`'s dtype and shape not partly overlapping it."""
+    """`other`'s array when it is a C-contiguous tensor of `self`'s dtype and shape, or a 0-d one of its
+    dtype (GradScaler's `grad.mul_(inv_scale)`: broadcast by the ufunc, no temporary of self's size), not
+    partly overlapping it."""
     if other.__class__ is T and other._dtype is dt:
         d = other._data
-        if d.shape == self_data.shape and d.flags.c_contiguous and (d is self_data or
+        if (d.shape == self_data.shape or not d.ndim) and d.flags.c_contiguous and (d is self_data or
                                                                      not np.may_share_memory(d, self_data)):
             return d
     return None
