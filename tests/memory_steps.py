@@ -1,10 +1,15 @@
 """The training steps the memory tests predict and measure: each case builds (model, AdamW
 optimizer, inputs, targets) on a device, and its step runs forward, backward, optimizer step and
-zero_grad. Small shapes: the measurements sample memory after every allocation."""
+zero_grad; `true_peak` measures one steady-state cpu step with tracemalloc and `predicted` sizes one
+on meta."""
 from __future__ import annotations
 
+import gc
 import sys
+import tracemalloc
 from pathlib import Path
+
+import numpy as np
 
 import ember
 from ember import nn
@@ -58,4 +63,84 @@ def step_cnn(model, opt, x, y):
     opt.zero_grad()
 
 
-CASES = {"mlp": (build_mlp, step_mlp), "gpt2": (build_gpt, step_gpt), "cnn": (build_cnn, step_cnn)}
+def build_lstm_lm(device):
+    """word_language_model's shape at a small size: embedding 2000 x 128, two LSTM layers of 128, the decoder."""
+    ember.manual_seed(0)
+
+    class LanguageModel(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embedding, self.rnn = nn.Embedding(2000, 128), nn.LSTM(128, 128, 2)
+            self.decoder = nn.Linear(128, 2000)
+
+        def forward(self, tokens):
+            return self.decoder(self.rnn(self.embedding(tokens))[0])
+
+    model = LanguageModel().to(device)
+    opt = ember.optim.AdamW(model.parameters(), lr=1e-3)
+    tokens = ember.randint(0, 2000, (35, 20), device=device)
+    return model, opt, tokens, tokens.reshape(-1)
+
+
+def step_lstm_lm(model, opt, x, y):
+    logits = model(x)
+    nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y).backward()
+    opt.step()
+    opt.zero_grad()
+
+
+def amp_step(dtype):
+    """One mixed-precision step as PyTorch's recipe has it: float32 parameters, forward and loss
+    under autocast, and for float16 a GradScaler (scale, unscale + inf check, step, update)."""
+    def step(model, opt, x, y):
+        dev = x.device.type
+        scaler = ember.amp.GradScaler(dev, enabled=dtype is ember.float16)
+        with ember.autocast(dev, dtype=dtype):
+            loss = nn.functional.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad()
+    return step
+
+
+CASES = {"mlp": (build_mlp, step_mlp), "gpt2": (build_gpt, step_gpt), "cnn": (build_cnn, step_cnn),
+         "lstm": (build_lstm_lm, step_lstm_lm), "mlp amp float16": (build_mlp, amp_step(ember.float16)),
+         "mlp amp bfloat16": (build_mlp, amp_step(ember.bfloat16))}
+
+
+def predicted(build, step, **track):
+    """ember.memory's prediction of a steady-state step on meta: one step first, so that the optimizer's
+    state exists, then the tracked one."""
+    import ember.memory
+
+    model, opt, x, y = build("meta")
+    step(model, opt, x, y)
+    with ember.memory.track(model=model, optimizer=opt, **track) as mem:
+        step(model, opt, x, y)
+    return mem
+
+
+def true_peak(build, step) -> tuple[int, int]:
+    """(peak, live at the end) of one steady-state cpu step as a user measures it: tracemalloc's own peak,
+    every allocation of every numpy call included (scratch inside kernels too), less the Python objects
+    alive before the step (modules, the model's objects; those the step's graph makes count, a percent or
+    two of a small model). One step runs first, so that the optimizer's state exists, with the cpu kernels
+    in their steady state (`serve_numba_now`: the numba loops a process switches to after its first calls)."""
+    from ember_cpu.plugin import serve_numba_now
+
+    serve_numba_now()
+    domain = np.lib.tracemalloc_domain
+    tracemalloc.start(1)
+    try:
+        model, opt, x, y = build("cpu")
+        step(model, opt, x, y)
+        gc.collect()
+        python_bytes = tracemalloc.get_traced_memory()[0] - sum(t[1] for t in tracemalloc._get_traces() if t[0] == domain)
+        tracemalloc.reset_peak()
+        step(model, opt, x, y)
+        peak = tracemalloc.get_traced_memory()[1] - python_bytes
+        end = sum(t[1] for t in tracemalloc._get_traces() if t[0] == domain)
+    finally:
+        tracemalloc.stop()
+    return peak, end

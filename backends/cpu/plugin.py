@@ -17,6 +17,7 @@ from ember.core.numpy_interop import numpy_dtype_lookup, to_numpy_dtype
 from .array_kernels import make_kernels
 from .array_kernels.shape import root_of
 from .fast_path import fast_entry
+from .workspace import WORKSPACE
 
 #: numpy reports overflow / division by zero as RuntimeWarnings; PyTorch is silent. The modules whose
 #: numpy calls are silenced (a filter costs nothing per call, where np.errstate costs ~1 us): the
@@ -50,6 +51,13 @@ class CPUBackend(Backend):
     # numpy's ufunc is the whole kernel of a + b, a - b, a * b on two arrays alike (fast_path.py)
     fast_entry = staticmethod(fast_entry)
 
+    # the scratch some kernels allocate inside a call, for ember.memory's predictions (workspace.py)
+    workspace_ops = frozenset(WORKSPACE)
+
+    def workspace(self, op_name: str, arrays: tuple) -> tuple[int, ...]:
+        nbytes = WORKSPACE[op_name](*arrays)
+        return (nbytes,) if nbytes > 0 else ()
+
     def storage_offset(self, array) -> int:
         if array.base is None:          # owns its memory (every fresh op result): no pointer arithmetic
             return 0
@@ -79,11 +87,24 @@ NUMBA_KERNELS = {"gelu": ("gelu_numba", 0), "gelu_backward": ("gelu_numba", 0),
                  "relu": ("activations_numba", 16), "threshold_backward": ("activations_numba", 16)}
 
 
+#: the switch state of every kernel _numba_after made ({"calls", "fast", "eager_calls"}): serve_numba_now
+_SWITCHES: list[dict] = []
+
+
+def serve_numba_now() -> None:
+    """Have every kernel of NUMBA_KERNELS switch to its numba loops at its next call, as a process does
+    after its first calls (the same results; less scratch, which `workspace.py` declares for the loops).
+    ember.memory's tests measure that steady state from a step's first call."""
+    for state in _SWITCHES:
+        state["calls"] = max(state["calls"], state["eager_calls"])
+
+
 def _numba_after(eager_calls: int, module: str, name: str, eager):
     """`name`'s kernel: after `eager_calls` calls of the eager kernel, the numba version (its module imported
     then, numba with it) for the calls it serves (NotImplemented: the eager kernel's); the eager kernel
     always where numba is not installed."""
-    state = {"calls": 0, "fast": None}
+    state = {"calls": 0, "fast": None, "eager_calls": eager_calls}
+    _SWITCHES.append(state)
 
     def kernel(spec, *args, **kwargs):
         fast = state["fast"]

@@ -7,7 +7,7 @@ special care because no values exist. Engineers size models here before owning h
 """
 from __future__ import annotations
 
-from ember.dispatcher import ALL_OPS, Backend, hookimpl, load_backend, replace_kernels
+from ember.dispatcher import ALL_OPS, Backend, hookimpl, load_backend, replace_kernels, report_workspace
 
 from ember.core.layout import contiguous_strides
 
@@ -121,31 +121,21 @@ class MetaBackend(Backend):
         """While ember.memory predicts for the backend `target` (None: stop), meta runs what `target`
         runs: an op `target` has no kernel for runs its explicit kernel or decomposition (as the
         dispatcher runs it there, temporaries included), and the meta kernels of
-        `target.workspace_ops` report the scratch that backend's kernel would allocate: `sink`
-        receives the byte sizes before the kernel's output exists (the tracker keeps them alive
-        until the output is recorded, so the peak sees inputs, scratch and output together)."""
+        `target.workspace_ops` report the scratch that backend's kernel would allocate
+        (`report_workspace`: `sink` receives the byte sizes and the number of outputs before the
+        outputs become storages; the tracker keeps the scratch alive until they are all recorded, so
+        the peak sees inputs, scratch and outputs together)."""
         key = self.key
-        replace_kernels(key, {ALL_OPS[name]: entry for name, entry in self._unwrapped.items()})
+        replace_kernels(key, self._unwrapped)
         replace_kernels(key, self._target_parked)
         self._unwrapped, self._target_parked = {}, {}
-        wrapped = {}
         if target is not None:
             self._target_parked = replace_kernels(key, {
                 op: None for name, op in ALL_OPS.items()
                 if op.impl != "primitive" and target.key not in op.kernels and key in op.kernels
                 and (op.explicit is not None or op.decomposition is not None)
                 and not _may_leave_meta(op)})
-            for name in target.workspace_ops:
-                op = ALL_OPS.get(name)
-                if op is None or key not in op.kernels:
-                    continue
-                kernel, origin = self._unwrapped[name] = op.kernels[key]
-
-                def with_workspace(spec, *arrays, kernel=kernel, name=name):
-                    sink(target.workspace(name, arrays))
-                    return kernel(spec, *arrays)
-                wrapped[op] = (with_workspace, f"{origin} + {target.device_type} workspace")
-        replace_kernels(key, wrapped)
+            self._unwrapped = report_workspace(key, target, sink)
 
     def kernels(self):
         # ops whose output may live on another device (_to_copy, *_like(device=...)) keep

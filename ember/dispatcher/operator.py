@@ -152,6 +152,27 @@ def replace_kernels(backend_key: int, changes: dict) -> dict:
     return previous
 
 
+def report_workspace(backend_key: int, declaring, sink: Callable) -> dict:
+    """Swap `backend_key`'s kernels of the ops in `declaring.workspace_ops` (a Backend) for ones that, after
+    the kernel returns, call `sink(declaring.workspace(op name, arrays), number of outputs)`: the scratch that
+    backend's kernel allocates inside the call (before the outputs become storages). Returns what
+    `replace_kernels` returns, to put back. ember.memory reports a tracked device's own kernels (the
+    backend declares for itself) and, on meta, a predicted device's (the target declares for meta's)."""
+    wrapped = {}
+    for name in declaring.workspace_ops:
+        op = ALL_OPS.get(name)
+        if op is None or backend_key not in op.kernels:
+            continue
+        kernel, origin = op.kernels[backend_key]
+
+        def with_workspace(spec, *arrays, kernel=kernel, name=name):
+            out = kernel(spec, *arrays)
+            sink(declaring.workspace(name, arrays), sum(o is not None for o in out) if out.__class__ is tuple else 1)
+            return out
+        wrapped[op] = (with_workspace, f"{origin} + {declaring.device_type} workspace")
+    return replace_kernels(backend_key, wrapped)
+
+
 def register_functionality(key: int, kernel: Callable, ops=None) -> None:
     """Register `kernel(op, below_ks, args)` for a functionality key on `ops` (default all)."""
     for op in (ops if ops is not None else ALL_OPS.values()):

@@ -21,12 +21,16 @@ from its allocation on. Roles, most specific first:
     activations      storages of tensors the autograd graph saves for backward (hook `SAVE_HOOK`)
     other            storages alive at entry with no known role (buffers)
     temporaries      everything else
+    scratch          what a kernel allocates and frees inside one call, as its backend declares it
+                     (`Backend.workspace`; on meta, the predicted device's): alive from the kernel's
+                     return until its outputs are recorded
 """
 from __future__ import annotations
 
 import sys
 from typing import Any
 
+from ember.dispatcher import replace_kernels, report_workspace
 from ember.dispatcher.plugins import REGISTRY
 from ember.frontend.autograd import graph as _graph
 from ember.frontend.mode import DispatchMode
@@ -36,11 +40,12 @@ from ember.utils.tensor_tree import tensors_in
 from .attribution import GLOBAL_PLACE as _GLOBAL_PLACE
 from .attribution import ModuleAttribution
 
-CATEGORIES = ("parameters", "gradients", "optimizer_state", "inputs", "activations", "other", "temporaries")
+CATEGORIES = ("parameters", "gradients", "optimizer_state", "inputs", "activations", "other", "temporaries", "scratch")
 _RANK = {c: i for i, c in enumerate(CATEGORIES)}
 _RANK_ACTIVATIONS = _RANK["activations"]
 _RANK_INPUTS = _RANK["inputs"]
 _RANK_TEMPORARIES = _RANK["temporaries"]
+_RANK_SCRATCH = _RANK["scratch"]
 _RANK_OTHER = _RANK["other"]
 _RANK_PARAMETERS = _RANK["parameters"]
 _RANK_GRADIENTS = _RANK["gradients"]
@@ -139,6 +144,10 @@ class MemoryTracker:
         self._op = ""
         self._target = target
         self._workspace: list = []              # scratch storages of the kernel running now (meta)
+        self._workspace_outputs = 0             # its outputs not yet recorded
+        self._reporting: list = []              # (backend key, kernels parked by report_workspace) of tracked backends
+        self._workspace_target = None           # the backend whose scratch a meta run predicts (_target_backend)
+        self._predicting_workspace = False      # meta's kernels report its scratch now (predict_workspace)
         self._place_before_step = _GLOBAL_PLACE
         self._in_step = False                   # inside optimizer.step(): its place, even within a backward
         self._recorded_before_step = 0
@@ -203,19 +212,28 @@ class MemoryTracker:
         self._live[id(storage)] = index
         if storage.__class__ is Storage:
             storage.__class__ = _TrackedStorage     # its __del__ reports the release
-        if self._workspace:
-            self._workspace = []        # the scratch of the kernel before lives until its output is recorded
+        if self._workspace:             # a kernel's scratch lives until its last output is recorded
+            self._workspace_outputs -= 1
+            if self._workspace_outputs <= 0:
+                self._workspace = []
         return index
 
-    def _kernel_workspace(self, sizes: tuple[int, ...]) -> None:
-        """Scratch the predicted device's kernel allocates inside the call now running on meta."""
+    def _kernel_workspace(self, sizes: tuple[int, ...], outputs: int, device) -> None:
+        """Scratch a kernel allocates inside the call now running (declared by its backend, or on meta by
+        the predicted one: `report_workspace`), on `device`, alive until the call's `outputs` new storages
+        are recorded (they are made right after the kernel)."""
+        self._workspace = []                    # a kernel before whose outputs were not all new storages
+        storages = [Storage(nbytes, device) for nbytes in sizes]
+        for storage in storages:
+            self._add(storage, _RANK_SCRATCH, self._op)
+        self._workspace = storages
+        self._workspace_outputs = outputs
+
+    def _workspace_sink(self, device_type: str):
         from ember.core.device import device
 
-        meta = device("meta")
-        storages = [Storage(nbytes, meta) for nbytes in sizes]
-        for storage in storages:
-            self._add(storage, _RANK_TEMPORARIES, self._op or "<workspace>")
-        self._workspace = storages
+        dev = device(device_type)
+        return lambda sizes, outputs: self._kernel_workspace(sizes, outputs, dev) if sizes else None
 
     def _classify(self, tensors, rank: int) -> None:
         """Give the tensors' storages role `rank` (upgrade, or record as alive from now on): one
@@ -310,7 +328,7 @@ class MemoryTracker:
         for name in ("cpu", "meta"):
             if name in REGISTRY.records:
                 REGISTRY.load(name)
-        target = self._target_backend()
+        self._workspace_target = self._target_backend()
         if self.model is not None:          # what exists now is listed under the module holding it
             for mod in self.model.modules():
                 self._place_now = self._modules.places(mod)[0]
@@ -334,10 +352,11 @@ class MemoryTracker:
                           if rec.state == "available" and rec.backend.device_type != "meta"]
         for backend in self._backends:
             backend.set_memory_tracking(True)
-        if target is not None or self.device == "meta" or self._meta_at_entry():
+            if backend.workspace_ops:           # its kernels' declared scratch, as a meta run predicts it
+                self._reporting.append((backend.key, report_workspace(backend.key, backend,
+                                                                      self._workspace_sink(backend.device_type))))
+        if self._target is not None or self.device == "meta" or self._meta_at_entry():
             self._track_meta()
-        if target is not None:
-            REGISTRY.load("meta").backend.predict_workspace(target, self._kernel_workspace)
         global _ACTIVE
         _ACTIVE = self
         tensor_mod.ALLOC_HOOK = self._add
@@ -358,14 +377,17 @@ class MemoryTracker:
         if self._meta_backend is None and "meta" in REGISTRY.records:
             self._meta_backend = REGISTRY.load("meta").backend
             self._meta_backend.set_memory_tracking(True)
+            if self._workspace_target is not None:      # meta's kernels report the target's scratch
+                self._meta_backend.predict_workspace(self._workspace_target, self._workspace_sink("meta"))
+                self._predicting_workspace = True
 
     def _target_backend(self):
-        """The backend whose kernels' scratch a meta run adds (None: cpu, whose numpy kernels keep
-        none worth counting, docs/memory.md); raises BackendUnavailableError naming why."""
+        """The backend whose kernels' scratch a meta run adds: `target`'s, by default cpu's (None where
+        cpu is not installed); raises BackendUnavailableError naming why a named target cannot be loaded."""
         from ember.core.device import device
 
         if self._target is None or device(self._target).type == "cpu":
-            return None
+            return REGISTRY.load("cpu").backend if "cpu" in REGISTRY.records else None
         return REGISTRY.backend_for(device(self._target))
 
     def __exit__(self, *exc) -> None:
@@ -376,9 +398,13 @@ class MemoryTracker:
         _ACTIVE = None
         tensor_mod.ALLOC_HOOK = None
         graph.SAVE_HOOK = None
-        if self._target is not None and "meta" in REGISTRY.records:
+        if self._predicting_workspace:
+            self._predicting_workspace = False
             REGISTRY.load("meta").backend.predict_workspace(None, None)
             self._workspace = []
+        for key, parked in self._reporting:
+            replace_kernels(key, parked)
+        self._reporting = []
         for backend in self._backends:
             backend.set_memory_tracking(False)
         self._backends = []
@@ -460,13 +486,14 @@ class MemoryTracker:
     @property
     def by_module(self) -> dict[str, dict[str, int]]:
         """Per module (innermost running module at allocation; optimizer steps as `optimizer.<Class>`):
-        bytes allocated in forward, in backward (or the step), and live at the peak."""
+        bytes of storages allocated in forward, in backward (or the step), and bytes live at the peak
+        (kernel scratch included there)."""
         out: dict[str, dict[str, int]] = {}
         at_peak = set(self._live_at_peak())
         for i, r in enumerate(self.records):
             d = out.setdefault(r.module, {"forward": 0, "backward": 0, "at_peak": 0})
             key = "backward" if r.phase in ("backward", "optimizer") else "forward"
-            if r.op != "<existing>":
+            if r.op != "<existing>" and r.category != "scratch":
                 d[key] += r.nbytes
             if i in at_peak:
                 d["at_peak"] += r.nbytes

@@ -315,6 +315,19 @@ def avg_pool2d(am: ArrayModule, spec, x, kernel_size, stride=(), padding=0, ceil
 
 
 # ---------------------------------------------------------------------- normalization
+def _mean(am: ArrayModule, a, axes: tuple):
+    """a.mean(axis=axes, keepdims=True) of a float32/64 array, bit for bit, without its scratch: numpy's mean
+    divides by the count as float64 into a float32 result through casting buffers (16 bytes per row);
+    the division in the array's own dtype rounds the same (for +, -, *, / rounding to float64 first and
+    then to float32 gives the float32-rounded result) while the count is exact in that dtype."""
+    count = math.prod(a.shape[i] for i in axes)
+    if not am.is_numpy or (a.dtype == am.f32 and count >= 1 << 24):
+        return a.mean(axis=axes, keepdims=True)
+    total = am.add_reduce(a, axis=axes, keepdims=True)
+    total /= a.dtype.type(count)
+    return total
+
+
 def native_layer_norm(am: ArrayModule, specs, x, normalized_shape, w, b, eps):
     """(output, mean, rstd) over the trailing `normalized_shape` dims."""
     xp = am.xp
@@ -325,14 +338,16 @@ def native_layer_norm(am: ArrayModule, specs, x, normalized_shape, w, b, eps):
     if x.size == 0:
         stat = xp.zeros(specs[1][0], dtype=dt)
         return xp.empty(x.shape, dtype=dt), stat, stat.copy()
-    mean = xa.mean(axis=axes, keepdims=True)
-    centered = xa - mean
-    rstd = 1.0 / xp.sqrt((centered * centered).mean(axis=axes, keepdims=True) + acc.type(eps))
-    out = centered * rstd
+    mean = _mean(am, xa, axes)
+    out = xa - mean                     # centred, then normalised, scaled and shifted in place
+    squares = out * out
+    rstd = 1.0 / xp.sqrt(_mean(am, squares, axes) + acc.type(eps))
+    del squares
+    out *= rstd
     if w is not None:
-        out = out * w.astype(acc, copy=False)
+        out *= w.astype(acc, copy=False)
     if b is not None:
-        out = out + b.astype(acc, copy=False)
+        out += b.astype(acc, copy=False)
     return (xp.ascontiguousarray(out, dtype=dt), mean.astype(am.native_of[specs[1][1]]),
             rstd.astype(am.native_of[specs[2][1]]))
 
@@ -356,8 +371,8 @@ def native_layer_norm_backward(am: ArrayModule, specs, g, x, normalized_shape, m
     out = [None, None, None]
     if specs[0] is not None:
         gw_in = ga * w.astype(acc, copy=False) if w is not None else ga
-        gi = gw_in - gw_in.mean(axis=dims, keepdims=True)
-        gi -= xhat * (gw_in * xhat).mean(axis=dims, keepdims=True)
+        gi = gw_in - _mean(am, gw_in, dims)
+        gi -= xhat * _mean(am, gw_in * xhat, dims)
         gi *= rs
         out[0] = xp.ascontiguousarray(gi, dtype=native_of[specs[0][1]])
     if specs[1] is not None:

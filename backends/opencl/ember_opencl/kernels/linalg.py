@@ -67,7 +67,7 @@ def _packed_nbytes(x, acc_size: int, tile: int, outer: int, nb: int, K: int) -> 
 def bmm_workspace(dev, a, b) -> tuple[int, ...]:
     """The scratch `bmm` allocates on `dev` for operands shaped like `a` and `b` (the two packed
     panels of the register kernel; none for the local-memory kernel): ember.memory's prediction."""
-    out_dt = np.result_type(to_numpy_dtype(a.dtype), to_numpy_dtype(b.dtype))
+    out_dt = np.result_type(_numpy_dtype(a.dtype), _numpy_dtype(b.dtype))
     nb, n, k = a.shape
     m = b.shape[2]
     cfg = gemm.config_for(dev, out_dt)
@@ -113,9 +113,14 @@ def bmm(backend, spec, a, b):
     return out
 
 
+def _numpy_dtype(dtype):
+    """A workspace function's operand dtype as numpy's: meta arrays have ember dtypes, CLArrays numpy's."""
+    return dtype if isinstance(dtype, np.dtype) else to_numpy_dtype(dtype)
+
+
 def mm_workspace(dev, a, b) -> tuple[int, ...]:
     """The scratch `mm` allocates (bmm's for one product)."""
-    out_dt = np.result_type(to_numpy_dtype(a.dtype), to_numpy_dtype(b.dtype))
+    out_dt = np.result_type(_numpy_dtype(a.dtype), _numpy_dtype(b.dtype))
     (n, k), m = a.shape, b.shape[1]
     cfg = gemm.config_for(dev, out_dt)
     if cfg.variant != "register" or n * m == 0 or k == 0:

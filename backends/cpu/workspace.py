@@ -1,0 +1,366 @@
+"""The scratch the cpu kernels allocate and free inside one call, declared per op (`Backend.workspace`).
+
+A numpy kernel's temporaries never become storages, so `ember.memory` cannot see them by watching
+allocations; a meta run predicting cpu asks this table instead. Each function reads only its arguments'
+shapes and dtypes (meta arrays or numpy arrays alike) and returns the kernel's *workspace*: its peak of
+live bytes inside the call less the bytes of the outputs it returns. The tracker allocates that much
+before the kernel's outputs and frees it once they exist, so the predicted peak of the call is its real
+one. Each function follows its kernel's order of allocations step by step (named after the kernel's
+locals), in the kernel's steady state: the ops that switch to numba loops after a process's first calls
+(plugin.py's NUMBA_KERNELS) are declared for the loops, which keep no scratch but the one listed here.
+
+Only kernels with scratch worth counting are listed: whole-array temporaries (float32 copies of
+float16/bfloat16 operands, im2col columns, index arithmetic). `python -m ember.memory audit` measures
+every op's real scratch on its conformance samples and compares it with this table.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from .array_kernels.context import SCRATCH_BLOCK
+
+LOW_PRECISION = frozenset({"float16", "bfloat16"})
+F32 = 4                     # bytes of the float32 the low-precision kernels compute in
+
+
+def _numel(a) -> int:
+    return math.prod(a.shape)
+
+
+def _acc_size(a) -> int:
+    """Bytes of one element of `a`'s compute dtype (float32 for float16/bfloat16)."""
+    return F32 if a.dtype.name in LOW_PRECISION else a.dtype.itemsize
+
+
+def _lowp(a) -> bool:
+    return a.dtype.name in LOW_PRECISION
+
+
+def _tup(v, n: int) -> tuple:
+    if isinstance(v, int):
+        return (v,) * n
+    v = tuple(v)
+    return v * n if len(v) == 1 else v
+
+
+# ------------------------------------------------------------------------------------ products
+def matmul(a, b) -> int:
+    """mm, bmm: float16/bfloat16 operands multiplied as float32 copies, the product rounded once."""
+    if not _lowp(a):
+        return 0
+    out = _numel(a) // a.shape[-1] * b.shape[-1]
+    a32, b32, r32, r16 = F32 * _numel(a), F32 * _numel(b), F32 * out, a.dtype.itemsize * out
+    return max(a32 + b32 + r32, r32 + r16) - r16
+
+
+#: linear_algebra's few-rows product (array_kernels/linalg.py SMALL_ROWS, SMALL_ROWS_OUTPUT_BYTES)
+SMALL_ROWS, SMALL_ROWS_OUTPUT_BYTES = 64, 1 << 20
+
+
+def linear(x, w, b=None) -> int:
+    """Low precision: float32 copies of x and w, the float32 product, then with a bias the rounded
+    product, its float32 copy, the bias's and their sum alive together. Float32/64 with 2 to 64 rows
+    and a small output: the transposed product, copied into the result."""
+    features = w.shape[0] if len(w.shape) == 2 else 1
+    rows = _numel(x) // x.shape[-1] if x.shape else 1
+    out = rows * features
+    if _lowp(x):
+        x32, w32, r32, r16 = F32 * _numel(x), F32 * _numel(w), F32 * out, x.dtype.itemsize * out
+        peak = x32 + w32 + r32
+        if b is not None:
+            peak = max(peak, r32 + r16, r16 + 2 * r32 + F32 * _numel(b))
+        return peak - r16
+    if (len(x.shape) >= 2 and len(w.shape) == 2 and x.flags.c_contiguous and w.flags.c_contiguous
+            and x.dtype is w.dtype and 2 <= rows <= SMALL_ROWS and out * x.dtype.itemsize <= SMALL_ROWS_OUTPUT_BYTES):
+        return out * x.dtype.itemsize
+    return 0
+
+
+def linear_backward(x, g, w, output_mask) -> int:
+    """Low precision: float32 copies of g (and of w and x where a gradient reads them) alive throughout;
+    each gradient computed in float32, then rounded (its float32 result freed after). The operands a
+    gradient does not read may be absent (None)."""
+    if not _lowp(g):
+        return 0
+    lp = g.dtype.itemsize
+    features = g.shape[-1] if g.shape else 1
+    rows = _numel(g) // features if features else 0
+    gi_n = _numel(x) if output_mask[0] and x is not None else rows * w.shape[-1] if output_mask[0] else 0
+    gw_n = _numel(w) if output_mask[1] and w is not None else features * x.shape[-1] if output_mask[1] else 0
+    gb_n = features if output_mask[2] else 0
+    base = F32 * (_numel(g) + (_numel(w) if output_mask[0] else 0) + (_numel(x) if output_mask[1] else 0))
+    peak = max(base + (F32 + lp) * gi_n,
+               base + lp * gi_n + (F32 + lp) * gw_n,
+               base + lp * (gi_n + gw_n) + (F32 + lp) * gb_n)
+    return peak - lp * (gi_n + gw_n + gb_n)
+
+
+# --------------------------------------------------------------------------------- convolution
+def _moved_copy(shape, size: int) -> int:
+    """Bytes of `ascontiguousarray(moveaxis(x, 1, -1))` for an (N, C, *spatial) array: none when that is
+    already contiguous (one channel, or a single position)."""
+    n, c, spatial = shape[0], shape[1], math.prod(shape[2:])
+    return 0 if c == 1 or spatial == 1 or n * c * spatial == 0 else n * c * spatial * size
+
+
+def _columns_copy(n, c, out_positions, kernel, stride, size) -> int:
+    """Bytes of im2col's columns (G, N*L, KK*Cg): a copy, except for a 1x1 kernel at stride 1 (then a view
+    of the channels-last input)."""
+    kk = math.prod(kernel)
+    if kk == 1 and all(s == 1 for s in stride):
+        return 0
+    return n * out_positions * kk * c * size
+
+
+def _is_view(shape, order) -> bool:
+    """Whether reshaping a C-contiguous array of `shape`, transposed by `order`, is a view: its axes of
+    more than one element keep their order."""
+    kept = [axis for axis in order if shape[axis] != 1]
+    return kept == sorted(kept)
+
+
+def _forward(x_shape, w_shape, stride, padding, dilation, groups, size, out_size, acc_copies: int,
+             contiguous: bool = True):
+    """(peak live bytes, output bytes) of nn_layers.convolution's direct (non-transposed) path; `size` the
+    compute dtype's bytes, `out_size` the result's, `acc_copies` the bytes of float32 copies of low-precision
+    operands alive throughout."""
+    n, c = x_shape[:2]
+    nd = len(w_shape) - 2
+    kernel, o = w_shape[2:], w_shape[0]
+    padded = tuple(s + 2 * p for s, p in zip(x_shape[2:], padding))
+    out = tuple((padded[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(nd))
+    positions = math.prod(out)
+    pad = n * c * math.prod(padded) * size if any(padding) or not contiguous else 0
+    last = _moved_copy((n, c) + padded, size)
+    cols = _columns_copy(n, c, positions, kernel, stride, size)
+    if not cols:
+        cols, last_alive = 0, last              # the columns view keeps the channels-last copy alive
+    else:
+        last_alive = 0
+    cg = c // groups
+    wk = 0 if math.prod(kernel) == 1 or cg == 1 else o * cg * math.prod(kernel) * size
+    res = n * positions * o * size
+    channels_first = 0 if _is_view((groups, n, positions, o // groups), (1, 0, 3, 2)) else res   # (N, O, *out)
+    result = n * positions * o * out_size
+    base = acc_copies + pad + last_alive
+    if channels_first:
+        peaks = [base + last + cols, base + cols + wk + res, base + cols + res + channels_first]
+        if out_size != size:            # rounded to the low-precision dtype while the float32 result lives
+            peaks.append(base + cols + channels_first + result)
+    else:
+        peaks = [base + last + cols, base + cols + wk + res]
+        if out_size != size:
+            peaks.append(base + cols + res + result)
+    return max(peaks), result
+
+
+def _transposed_input_gradient(g_shape, w_shape, x_shape, stride, padding, dilation, groups, size, out_size,
+                               acc_copies: int):
+    """(peak, output bytes) of the input gradient as a transposed convolution (nn_layers._col2im_transposed):
+    g channels-last and the weight rearranged, their product's columns, then the zeroed output they are
+    added into, then the cropped channels-first result."""
+    n, o = g_shape[:2]
+    cg, kernel = w_shape[1], w_shape[2:]
+    kk, positions = math.prod(kernel), math.prod(g_shape[2:])
+    nd = len(kernel)
+    rows = 0 if _moved_copy(g_shape, 1) == 0 and groups == 1 else n * o * positions * size
+    wm = w_shape[0] * cg * kk * size
+    cols = groups * n * positions * kk * cg * size
+    full = []
+    for i in range(nd):
+        opad = x_shape[2 + i] - ((g_shape[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (kernel[i] - 1) + 1)
+        full.append((g_shape[2 + i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 + opad)
+    res = n * math.prod(full) * groups * cg * size
+    result = n * groups * cg * math.prod(x_shape[2:]) * out_size
+    if groups * cg == 1 and not any(padding) and out_size == size:      # channels-first already: the result
+        return max(acc_copies + rows + wm + cols, acc_copies + cols + res), res
+    return max(acc_copies + rows + wm + cols, acc_copies + cols + res, acc_copies + res + result), result
+
+
+def convolution(x, w, b, stride, padding, dilation, transposed, output_padding, groups) -> int:
+    """The direct convolution: im2col columns times the weight, per group (nn_layers.convolution). A
+    transposed convolution is not declared (its columns are counted by the audit as undeclared)."""
+    if transposed:
+        return 0
+    nd = len(w.shape) - 2
+    stride, padding, dilation = _tup(stride, nd), _tup(padding, nd), _tup(dilation, nd)
+    size = _acc_size(x)
+    acc = F32 * (_numel(x) + _numel(w)) if _lowp(x) else 0
+    peak, result = _forward(x.shape, w.shape, stride, padding, dilation, int(groups), size, x.dtype.itemsize, acc,
+                            x.flags.c_contiguous)
+    return peak - result
+
+
+def convolution_backward(g, x, w, bias_sizes, stride, padding, dilation, transposed, output_padding, groups,
+                         output_mask) -> int:
+    """The input gradient as a transposed convolution, then the weight gradient as one product of g with
+    the input's columns (both computed in float32 for low precision), then the bias gradient's sum."""
+    if transposed:
+        return 0
+    nd = len(w.shape) - 2
+    stride, padding, dilation = _tup(stride, nd), _tup(padding, nd), _tup(dilation, nd)
+    groups = int(groups)
+    size, lp = _acc_size(g), g.dtype.itemsize
+    low = _lowp(g)
+    outputs, peaks = 0, [0]
+    if output_mask[0]:
+        acc = F32 * (_numel(g) + _numel(w)) if low else 0
+        peak, gi = _transposed_input_gradient(g.shape, w.shape, x.shape, stride, padding, dilation, groups, size, lp,
+                                              acc)
+        peaks.append(peak)
+        outputs += gi
+    if output_mask[1]:
+        n, c = x.shape[:2]
+        kernel = w.shape[2:]
+        padded = tuple(s + 2 * p for s, p in zip(x.shape[2:], padding))
+        positions = math.prod(g.shape[2:])
+        x32 = F32 * _numel(x) if low else 0
+        if any(padding) or (not low and not x.flags.c_contiguous):
+            pad = n * c * math.prod(padded) * size
+            peaks.append(outputs + x32 + pad)          # the float32 copy while the padded one is filled
+        else:
+            pad = x32                                  # the padded input is the float32 copy itself
+        g32 = F32 * _numel(g) if low else 0
+        lhs = 0 if n == 1 else _numel(g) * size
+        last = _moved_copy((n, c) + padded, size)
+        cols = _columns_copy(n, c, positions, kernel, stride, size)
+        prod = _numel(w) * size
+        bg = w.shape[1]
+        copy = 0 if math.prod(kernel) == 1 or bg == 1 else prod        # the product rearranged as the weight
+        gw = _numel(w) * lp
+        base = outputs + pad + g32 + lhs
+        peaks += [base + last + cols, base + cols + (last if not cols else 0) + prod, base + prod + copy]
+        if low:
+            peaks.append(outputs + pad + (copy or prod) + gw)
+        outputs += gw
+    if output_mask[2]:
+        o = w.shape[0]
+        gb = o * lp
+        peaks.append(outputs + (F32 * _numel(g) + F32 * o if low else gb))
+        outputs += gb
+    return max(peaks) - outputs
+
+
+# ------------------------------------------------------------------------------------- pooling
+def max_pool2d_with_indices_backward(g, x, kernel_size, stride, padding, dilation, ceil_mode, indices) -> int:
+    """Each plane's base offset and the flat int64 targets (indices + base) the gradient is scattered to;
+    low precision: the gradient's float32 copy and the float32 result before its rounding."""
+    planes = math.prod(x.shape[:-2])
+    scratch = 8 * planes + 8 * _numel(indices)
+    if _lowp(g):
+        scratch += F32 * _numel(g) + F32 * _numel(x)
+    return scratch
+
+
+# ------------------------------------------------------------------------------------ activations
+def _float32_copies(*arrays) -> int:
+    """Bytes of the contiguous float32 copies the numba GELU makes of non-float32 (or strided) inputs."""
+    return sum(0 if a.dtype.name == "float32" and a.flags.c_contiguous else F32 * _numel(a) for a in arrays)
+
+
+def gelu(a, approximate="none") -> int:
+    """Exact: the numba loop's block of exponents (and for float16/bfloat16 the float32 copy and result).
+    Tanh: numpy in place into the output (float32 copies for low precision)."""
+    n = _numel(a)
+    low = F32 * 2 * n if _lowp(a) else 0
+    if approximate == "none" and a.dtype.name in ("float32",) + tuple(LOW_PRECISION):
+        return _float32_copies(a) + F32 * min(n, SCRATCH_BLOCK) + (F32 * n if _lowp(a) else 0)
+    return low
+
+
+def gelu_backward(g, a, approximate="none") -> int:
+    """Exact (numba): two blocks of exponents; tanh: the derivative's two scratch blocks (`flat_blocks_with_
+    scratch`); both with float32 copies of low-precision operands and the float32 result before rounding."""
+    n = _numel(a)
+    block = min(n, SCRATCH_BLOCK)
+    if approximate == "none" and a.dtype.name in ("float32",) + tuple(LOW_PRECISION) and g.shape == a.shape:
+        return _float32_copies(a, g) + 2 * F32 * block + (F32 * n if _lowp(a) else 0)
+    acc = _acc_size(a)
+    low = F32 * (_numel(a) + _numel(g) + n) if _lowp(a) else 0
+    if approximate == "tanh":
+        return low + 2 * acc * (block if g.shape == a.shape else n) + (0 if g.shape == a.shape else acc * n)
+    return low + acc * block
+
+
+# ------------------------------------------------------------------------------------- normalization
+def native_layer_norm(x, normalized_shape, w, b, eps) -> int:
+    """x less its mean, the squares' transient for the variance, then the normalisation in place; the
+    statistics before their cast (low precision: x's float32 copy and the float32 result too)."""
+    n = _numel(x)
+    rows = n // max(1, math.prod(normalized_shape)) if n else 0
+    acc, out_size = _acc_size(x), x.dtype.itemsize
+    lx = F32 * n if _lowp(x) else 0
+    stats = rows * acc
+    during_variance = lx + stats + 2 * n * acc
+    at_end = lx + 2 * stats + n * acc + (n * out_size if _lowp(x) else 0) + 2 * stats
+    outputs = n * out_size + 2 * stats
+    return max(during_variance, at_end) - outputs
+
+
+def native_layer_norm_backward(g, x, normalized_shape, mean, rstd, w, b, output_mask) -> int:
+    """xhat from a float32/64 copy of x; for the input gradient g*w, g*w less its mean, and one product at a
+    time; for the weight's, g*xhat before its sum (low precision: g's float32 copy and the float32 input
+    gradient before rounding)."""
+    n = _numel(x)
+    acc, lp = _acc_size(x), x.dtype.itemsize
+    low = _lowp(x)
+    features = math.prod(normalized_shape)
+    ga = F32 * n if low else 0
+    xhat = n * acc
+    peaks = [ga + 2 * n * acc]
+    outputs = 0
+    gw_in = n * acc if output_mask[0] and w is not None else 0
+    gi_acc = 0
+    if output_mask[0]:
+        gi_acc = n * acc if low else 0
+        peaks.append(ga + xhat + gw_in + n * acc + n * acc)
+        outputs += n * lp
+        peaks.append(ga + xhat + gw_in + gi_acc + outputs)
+    outer = n > features
+    if output_mask[1]:
+        peaks.append(ga + xhat + gw_in + gi_acc + outputs + n * acc)
+        outputs += features * lp if outer else n * lp
+    if output_mask[2]:
+        outputs += features * lp
+    return max(peaks) - outputs
+
+
+# ------------------------------------------------------------------------------------------- losses
+def cross_entropy_indices(x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0) -> int:
+    """The plain case (2-D float32/64 logits, in-range class indices, no weight or smoothing): exp of the
+    shifted logits a block of rows at a time, into one scratch (losses._exp_row_sums)."""
+    if len(x.shape) != 2 or _lowp(x) or weight is not None or label_smoothing != 0 or not _numel(x):
+        return 0
+    n, classes = x.shape
+    rows = min(n, max(1, SCRATCH_BLOCK // max(classes, 1)))
+    return rows * classes * x.dtype.itemsize
+
+
+# ------------------------------------------------------------------------------ low-precision selects
+def _bool_mask(a, *rest) -> int:
+    """float16/bfloat16 relu and threshold_backward select through a bool mask of the input's size (the
+    float32/64 kernels compute in place or through bit masks, without it)."""
+    return _numel(a) if _lowp(a) else 0
+
+
+def _threshold_backward(g, x, threshold) -> int:
+    return _bool_mask(x) if _lowp(g) or g.shape != x.shape else 0
+
+
+WORKSPACE: dict[str, Callable[..., int]] = {
+    "mm": matmul,
+    "bmm": matmul,
+    "linear": linear,
+    "linear_backward": linear_backward,
+    "convolution": convolution,
+    "convolution_backward": convolution_backward,
+    "max_pool2d_with_indices_backward": max_pool2d_with_indices_backward,
+    "gelu": gelu,
+    "gelu_backward": gelu_backward,
+    "native_layer_norm": native_layer_norm,
+    "native_layer_norm_backward": native_layer_norm_backward,
+    "_cross_entropy_indices": cross_entropy_indices,
+    "relu": _bool_mask,
+    "threshold_backward": _threshold_backward,
+}
