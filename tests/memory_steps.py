@@ -40,6 +40,14 @@ def build_gpt(device, config: GPT2Config = SMALL_GPT, batch: int = 2):
     return model, opt, x, x.reshape(-1)
 
 
+#: the GPT training step users size machines by: vocabulary 2048, 384 wide, 6 heads, 4 layers, batch 8 x 128
+TRUE_PEAK_GPT = GPT2Config(vocab_size=2048, n_ctx=128, n_embd=384, n_layer=4, n_head=6)
+
+
+def build_true_peak_gpt(device):
+    return build_gpt(device, TRUE_PEAK_GPT, batch=8)
+
+
 def step_gpt(model, opt, x, y):
     logits = model(x)
     nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y).backward()
@@ -105,6 +113,7 @@ def amp_step(dtype):
 
 
 CASES = {"mlp": (build_mlp, step_mlp), "gpt2": (build_gpt, step_gpt), "cnn": (build_cnn, step_cnn),
+         "gpt": (build_true_peak_gpt, step_gpt),
          "lstm": (build_lstm_lm, step_lstm_lm), "mlp amp float16": (build_mlp, amp_step(ember.float16)),
          "mlp amp bfloat16": (build_mlp, amp_step(ember.bfloat16))}
 

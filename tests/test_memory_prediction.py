@@ -19,7 +19,7 @@ import ember
 import ember.memory
 from ember import nn
 from ember.memory.cli import main
-from ember.testing.models import GPT2Config, LlamaConfig, build_llama
+from ember.testing.models import LlamaConfig, build_llama
 
 import memory_steps
 from memory_steps import CASES, amp_step, build_gpt as _build_gpt, build_mlp as _build_mlp, step_gpt as _step_gpt
@@ -60,19 +60,10 @@ def test_small_gpt_step_prediction_against_tracemalloc():
                              lambda device: _build_gpt(device, batch=8), _step_gpt)
 
 
-#: the GPT training step users size machines by: vocabulary 2048, 384 wide, 6 heads, 4 layers, batch 8 x 128
-TRUE_PEAK_GPT = GPT2Config(vocab_size=2048, n_ctx=128, n_embd=384, n_layer=4, n_head=6)
-
-
-def _build_true_peak_gpt(device):
-    return _build_gpt(device, TRUE_PEAK_GPT, batch=8)
-
-
 def test_gpt_step_prediction_against_tracemalloc_true_peak():
     """The peak a user sees on a GPT step of a realistic size: the cpu kernels keep their scratch in blocks
     (`ArrayModule.scratch_block`) or declare it (`Backend.workspace`), so the prediction is its peak."""
-    _check_against_true_peak("gpt (4 layers, 384 wide, vocab 2048, batch 8 x 128) AdamW step", _build_true_peak_gpt,
-                             _step_gpt)
+    _check_against_true_peak("gpt (4 layers, 384 wide, vocab 2048, batch 8 x 128) AdamW step", *CASES["gpt"])
 
 
 @pytest.mark.parametrize("case", ["cnn", "lstm"])
@@ -117,10 +108,10 @@ def test_amp_breakdown_half_size_activations_float32_state():
 
 
 @pytest.mark.filterwarnings("ignore:normal_. backend .opencl. has no kernel")
-@pytest.mark.parametrize("case", ["mlp", "gpt2", "cnn"])
+@pytest.mark.parametrize("case", ["mlp", "gpt2", "gpt", "cnn", "lstm", "mlp amp float16"])
 def test_step_on_opencl_against_plugin_counters(case):
     """The meta prediction made for opencl (`target="opencl"`: its GEMM's packed panels, declared by
-    the plugin, are added) against the plugin's own allocation counter."""
+    the plugin, are added) against the plugin's own allocation counter, its high-water mark."""
     if not ember.opencl.is_available():
         pytest.skip("opencl backend not available")
     from ember_opencl.allocator import round_size
@@ -154,7 +145,8 @@ def test_step_on_opencl_against_plugin_counters(case):
     print(f"\nopencl {case} step: plugin max_memory_allocated {measured} B; tracked on opencl {mem.peak_bytes} B "
           f"({rounded_peak(mem)} B at the plugin's rounding); meta-predicted {meta_peak} B (error {100 * err:+.3f}%), "
           f"{rounded_peak(predicted)} B at the plugin's rounding (error {100 * err_rounded:+.3f}%)")
-    assert abs(err) <= 0.03
+    # the plugin counts its blocks at their rounding (2 MiB above 1 MiB: the LSTM's request sizes are 10% below
+    # them), so the prediction is compared at that rounding
     assert abs(err_rounded) <= 0.03
     # tracked on opencl: the storages and the GEMM's packed panels the plugin declares (the CNN's peak is
     # inside conv2's backward GEMM), the whole of what the plugin allocates
