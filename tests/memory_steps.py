@@ -135,10 +135,10 @@ def true_peak(build, step) -> tuple[int, int]:
     every allocation of every numpy call included (scratch inside kernels too), less the Python objects
     alive before the step (modules, the model's objects; those the step's graph makes count, a percent or
     two of a small model). One step runs first, so that the optimizer's state exists, with the cpu kernels
-    in their steady state (`serve_numba_now`: the numba loops a process switches to after its first calls)."""
-    from ember_cpu.plugin import serve_numba_now
+    in their steady state (`Backend.settle_kernels`: the numba loops a process switches to after its first calls)."""
+    from ember.dispatcher.plugins import REGISTRY
 
-    serve_numba_now()
+    REGISTRY.load("cpu").backend.settle_kernels()
     domain = np.lib.tracemalloc_domain
     tracemalloc.start(1)
     try:

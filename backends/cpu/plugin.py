@@ -58,6 +58,9 @@ class CPUBackend(Backend):
         nbytes = WORKSPACE[op_name](*arrays)
         return (nbytes,) if nbytes > 0 else ()
 
+    def settle_kernels(self) -> None:
+        serve_numba_now()
+
     def storage_offset(self, array) -> int:
         if array.base is None:          # owns its memory (every fresh op result): no pointer arithmetic
             return 0

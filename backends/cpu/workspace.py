@@ -156,7 +156,7 @@ def _forward(x_shape, w_shape, stride, padding, dilation, groups, size, out_size
 
 
 def _transposed_input_gradient(g_shape, w_shape, x_shape, stride, padding, dilation, groups, size, out_size,
-                               acc_copies: int):
+                               acc_copies: int, output_padding=None):
     """(peak, output bytes) of the input gradient as a transposed convolution (nn_layers._col2im_transposed):
     g channels-last and the weight rearranged, their product's columns, then the zeroed output they are
     added into, then the cropped channels-first result."""
@@ -169,24 +169,33 @@ def _transposed_input_gradient(g_shape, w_shape, x_shape, stride, padding, dilat
     cols = groups * n * positions * kk * cg * size
     full = []
     for i in range(nd):
-        opad = x_shape[2 + i] - ((g_shape[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (kernel[i] - 1) + 1)
+        opad = output_padding[i] if output_padding is not None else \
+            x_shape[2 + i] - ((g_shape[2 + i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (kernel[i] - 1) + 1)
         full.append((g_shape[2 + i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1 + opad)
     res = n * math.prod(full) * groups * cg * size
-    result = n * groups * cg * math.prod(x_shape[2:]) * out_size
+    cropped = math.prod(f - 2 * p for f, p in zip(full, padding))
+    result = n * groups * cg * cropped * out_size
     if groups * cg == 1 and not any(padding) and out_size == size:      # channels-first already: the result
         return max(acc_copies + rows + wm + cols, acc_copies + cols + res), res
     return max(acc_copies + rows + wm + cols, acc_copies + cols + res, acc_copies + res + result), result
 
 
 def convolution(x, w, b, stride, padding, dilation, transposed, output_padding, groups) -> int:
-    """The direct convolution: im2col columns times the weight, per group (nn_layers.convolution). A
-    transposed convolution is not declared (its columns are counted by the audit as undeclared)."""
-    if transposed:
-        return 0
+    """The direct convolution: im2col columns times the weight, per group (nn_layers.convolution); the
+    transposed one: the product's columns added into a zeroed output, cropped (and the bias added) in a copy."""
     nd = len(w.shape) - 2
     stride, padding, dilation = _tup(stride, nd), _tup(padding, nd), _tup(dilation, nd)
     size = _acc_size(x)
     acc = F32 * (_numel(x) + _numel(w)) if _lowp(x) else 0
+    if transposed:
+        peak, result = _transposed_input_gradient(x.shape, w.shape, x.shape, stride, padding, dilation, int(groups),
+                                                  size, size if b is not None else x.dtype.itemsize, acc,
+                                                  _tup(output_padding, nd))
+        if b is not None:                   # res + bias in the compute dtype, then cast (or copied) to the result
+            out = result // size * x.dtype.itemsize
+            peak = max(peak, acc + result + out)
+            result = out
+        return peak - result
     peak, result = _forward(x.shape, w.shape, stride, padding, dilation, int(groups), size, x.dtype.itemsize, acc,
                             x.flags.c_contiguous)
     return peak - result
@@ -337,6 +346,41 @@ def cross_entropy_indices(x, target, weight=None, reduction=1, ignore_index=-100
     return rows * classes * x.dtype.itemsize
 
 
+# ------------------------------------------------------------------------------------- indexing
+#: numpy's ufunc and indexing buffer, in elements (numpy.getbufsize())
+NUMPY_BUFFER = 8192
+
+
+def _broadcast_shape(shapes) -> tuple:
+    ndim = max((len(s) for s in shapes), default=0)
+    out = []
+    for i in range(ndim):
+        sizes = {s[len(s) - ndim + i] for s in shapes if len(s) - ndim + i >= 0} - {1}
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def ufunc_buffers(*args) -> int:
+    """A binary (or where's ternary) ufunc over operands of one dtype (a bool condition beside them): numpy
+    buffers each operand broadcast to the result's shape, NUMPY_BUFFER elements (or the result's size) of
+    its dtype. Operands of several dtypes, or float16/bfloat16 ones, take the kernels' casting path, which
+    is not declared."""
+    arrays = [a for a in args if hasattr(a, "shape") and hasattr(a, "dtype")]
+    names = {a.dtype.name for a in arrays if a.dtype.name != "bool"}
+    if len(names) > 1 or names & LOW_PRECISION:
+        return 0
+    shape = _broadcast_shape([tuple(a.shape) for a in arrays])
+    n = math.prod(shape)
+    return sum(min(n, NUMPY_BUFFER) * a.dtype.itemsize for a in arrays if a.shape and tuple(a.shape) != shape)
+
+
+def gather(a, dim, index, sparse_grad=False) -> int:
+    """take_along_axis indexes every dim with an intp array: numpy buffers the index arrays of all but
+    one, NUMPY_BUFFER elements (or the index's size) each."""
+    ndim = max(len(a.shape), len(index.shape), 1)
+    return (ndim - 1) * min(_numel(index), NUMPY_BUFFER) * 8
+
+
 # ------------------------------------------------------------------------------ low-precision selects
 def _bool_mask(a, *rest) -> int:
     """float16/bfloat16 relu and threshold_backward select through a bool mask of the input's size (the
@@ -361,6 +405,10 @@ WORKSPACE: dict[str, Callable[..., int]] = {
     "native_layer_norm": native_layer_norm,
     "native_layer_norm_backward": native_layer_norm_backward,
     "_cross_entropy_indices": cross_entropy_indices,
+    "gather": gather,
+    **{name: ufunc_buffers for name in ("add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor_mode", "maximum",
+                                        "minimum", "where.self", "eq.Tensor", "ne.Tensor", "lt.Tensor", "le.Tensor",
+                                        "gt.Tensor", "ge.Tensor")},
     "relu": _bool_mask,
     "threshold_backward": _threshold_backward,
 }

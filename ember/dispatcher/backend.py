@@ -125,14 +125,20 @@ class Backend:
         return None
 
     #: Ops whose kernels allocate scratch memory inside one call (packed GEMM panels, say), which
-    #: `workspace` sizes; `ember.memory` adds it to meta predictions made for this device type.
+    #: `workspace` sizes; `ember.memory` records it while tracking this device and adds it to meta
+    #: predictions made for this device type.
     workspace_ops: frozenset[str] = frozenset()
 
     def workspace(self, op_name: str, arrays: tuple) -> tuple[int, ...]:
         """Byte sizes of the scratch buffers this backend's kernel for `op_name` allocates (and
-        frees before returning) for these arguments: anything with shape, dtype (an ember dtype)
-        and element strides, meta arrays included. Only called for `workspace_ops`."""
+        frees before returning) for these arguments (the kernel's arguments after its spec):
+        anything with shape, dtype (an ember or a native dtype) and element strides, meta arrays
+        included. Only called for `workspace_ops`; `python -m ember.memory audit` checks it."""
         return ()
+
+    def settle_kernels(self) -> None:
+        """Put kernels that change after a process's first calls (the cpu's numba loops) in the state
+        they reach: the state `workspace` declares, which ember.memory's audit measures."""
 
     # -- fallback -------------------------------------------------------------------------
     #: If set, the device type whose kernels run an op this backend lacks (arrays are moved

@@ -13,6 +13,9 @@ nn.Linear's in_features) and random class targets below the output's last dimens
 `--amp float16|bfloat16`: mixed precision as PyTorch's recipe has it: float32 parameters, the
 forward and the loss under `ember.autocast(device, dtype)`, and (float16 only) a GradScaler
 scaling the loss, unscaling the gradients and checking them for inf/NaN before the step.
+
+`python -m ember.memory audit [--device D] [--ops OP ...]`: measure every native kernel's scratch on a
+device against what its backend declares (ember/memory/audit.py); exit status 1 when any differs.
 """
 from __future__ import annotations
 
@@ -166,9 +169,28 @@ def closed_form(model, optimizer: str) -> dict[str, int]:
     return {"parameters": state_bytes, "gradients": state_bytes, "optimizer_state": opt_state}
 
 
+def audit_main(argv: list[str]) -> int:
+    from .audit import WORKLOADS, audit
+
+    p = argparse.ArgumentParser(prog=f"{_PROG} audit", description="Every native kernel's scratch on DEVICE "
+                                "against its backend's declaration (Backend.workspace).")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--ops", nargs="*", default=None, help="only these ops' samples (default: all, and training steps)")
+    p.add_argument("--dtypes", default="float32,float16,int64,bool", help="comma-separated sample dtypes")
+    p.add_argument("--per-op", type=int, default=2, help="samples per op and dtype")
+    p.add_argument("--workloads", default=WORKLOADS, help="MODULE:FUNCTION yielding the workloads")
+    args = p.parse_args(argv)
+    result = audit(args.device, args.ops, tuple(args.dtypes.split(",")), args.per_op, args.workloads)
+    print(result.report())
+    return 1 if result.failures else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from .report import _fmt
 
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["audit"]:
+        return audit_main(argv[1:])
     args = _parser().parse_args(argv)
     if args.amp and args.dtype != "float32":
         raise SystemExit(f"{_PROG}: --amp {args.amp} keeps float32 parameters (PyTorch's AMP recipe); "

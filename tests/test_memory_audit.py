@@ -1,0 +1,82 @@
+"""`python -m ember.memory audit`: each native kernel's scratch, measured, against its backend's declaration
+(`Backend.workspace`; cpu: ember_cpu/workspace.py). The audit must pass for the kernels the conformance
+samples and the training workloads reach, and must fail when a declaration is wrong."""
+from __future__ import annotations
+
+import pytest
+
+import ember
+from ember.dispatcher import ALL_OPS
+from ember.dispatcher.plugins import REGISTRY
+from ember.memory.audit import audit
+from ember.memory.cli import main
+
+#: cpu kernels whose scratch is not declared yet, with what it is: the audit reports them
+CPU_UNDECLARED = {
+    "_dropout_noise": "the Philox draw's counters and words, and the uniforms before the mask (about 16 bytes an element)",
+    "_rnn_layer": "the input projection of every step (T, B, gates x H) and each step's gate temporaries",
+    "_rnn_layer_backward": "the states each step started from, the projections' gradients and each step's temporaries",
+}
+#: cpu kernels no conformance sample or training workload reaches
+CPU_NOT_REACHED = {"_standard_gamma_grad", "all.dims", "any.dims"}
+
+
+@pytest.fixture(scope="module")
+def cpu_audit():
+    return audit("cpu")
+
+
+def test_cpu_audit_passes_for_every_kernel_the_workloads_reach(cpu_audit):
+    print("\n" + cpu_audit.report())
+    failing = {c.op for c in cpu_audit.failures}
+    assert failing <= set(CPU_UNDECLARED), cpu_audit.report()
+    key = REGISTRY.load("cpu").backend.key
+    with_kernels = {name for name, op in ALL_OPS.items() if key in op.kernels}
+    assert with_kernels - {c.op for c in cpu_audit.calls} == CPU_NOT_REACHED
+
+
+def test_cpu_audit_measures_declared_scratch(cpu_audit):
+    """The declarations are exercised where they are large: the training workloads' convolution, its
+    backward and the float16 products hold kilobytes of scratch, declared within the slack."""
+    big = [c for c in cpu_audit.calls if c.declared > 16384]
+    assert {"convolution", "convolution_backward"} <= {c.op for c in big}
+    assert all(c.ok for c in big)
+
+
+def test_a_wrong_declaration_fails_the_audit(monkeypatch):
+    from ember_cpu import workspace
+
+    wrong = dict(workspace.WORKSPACE)
+    wrong["linear"] = lambda x, w, b=None: 1 << 20             # a megabyte that linear does not allocate
+    monkeypatch.setattr(workspace, "WORKSPACE", wrong)
+    monkeypatch.setattr("ember_cpu.plugin.WORKSPACE", wrong)
+    result = audit("cpu", ops=["linear"])
+    assert result.calls and {c.op for c in result.failures} == {"linear"}
+    assert all(c.declared == 1 << 20 for c in result.failures)
+    missing = dict(workspace.WORKSPACE)
+    missing["linear"] = lambda x, w, b=None: 0                  # float16 linear's float32 copies left out
+    monkeypatch.setattr("ember_cpu.plugin.WORKSPACE", missing)
+    result = audit("cpu", ops=["linear"], workloads="test_memory_audit:half_linear_workloads")
+    assert [c.op for c in result.failures] == ["linear"] and result.failures[0].measured > 300_000
+
+
+def half_linear_workloads(device, ops, dtypes, per_op):
+    """One float16 linear of 64 x 256 x 256 (its float32 copies and product: 352 KiB of scratch)."""
+    x, w = (ember.randn(*s, device=device).half() for s in ((64, 256), (256, 256)))
+    yield lambda: ember.nn.functional.linear(x, w)
+
+
+def test_cli_audit_exit_status(capsys):
+    assert main(["audit", "--ops", "mm", "linear", "--dtypes", "float32,float16"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ember.memory audit on cpu:") and ", 0 outside" in out
+
+
+def test_opencl_audit():
+    """opencl declares its GEMM's packed panels (bmm, mm); its other kernels keep no scratch."""
+    if not ember.opencl.is_available():
+        pytest.skip("opencl backend not available")
+    result = audit("opencl", dtypes=("float32",), per_op=1)
+    print("\n" + result.report())
+    assert result.calls and not result.failures, result.report()
+    assert any(c.op in ("mm", "bmm") and c.declared for c in result.calls)
