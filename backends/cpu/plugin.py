@@ -95,11 +95,17 @@ _SWITCHES: list[dict] = []
 
 
 def serve_numba_now() -> None:
-    """Have every kernel of NUMBA_KERNELS switch to its numba loops at its next call, as a process does
-    after its first calls (the same results; less scratch, which `workspace.py` declares for the loops).
+    """Have every kernel of NUMBA_KERNELS switch to its numba loops at its next call, and random draws to the
+    Philox loop at the next draw of its size, as a process does after its first calls (the same results;
+    less scratch, which `workspace.py` declares for the loops).
     ember.memory's tests measure that steady state from a step's first call."""
     for state in _SWITCHES:
         state["calls"] = max(state["calls"], state["eager_calls"])
+    from .array_kernels import philox
+
+    blocks = philox.BLOCK_FUNCTIONS.get("numpy")
+    if blocks is not None:                  # and the Philox loop, which a training loop's 65th draw loads
+        blocks.draws = max(blocks.draws, blocks.eager_draws)
 
 
 def _numba_after(eager_calls: int, module: str, name: str, eager):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+from .array_kernels import philox
 from .array_kernels.context import SCRATCH_BLOCK
 
 LOW_PRECISION = frozenset({"float16", "bfloat16"})
@@ -381,6 +382,54 @@ def gather(a, dim, index, sparse_grad=False) -> int:
     return (ndim - 1) * min(_numel(index), NUMPY_BUFFER) * 8
 
 
+# ------------------------------------------------------------------------------------ recurrent
+_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+
+def rnn_layer(x, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse=False) -> int:
+    """The input projection of every step (T, B, gates x H), then per step the state projection and the
+    gates (two of (B, gates x H) at the peak, inside the in-place sigmoids) and the new state (B, H); GRU's
+    step holds more: its reset and update gates, the candidate and the state's update (16 (B, H) in all,
+    as the audit measures it)."""
+    T, B = x.shape[:2]
+    H = w_ih.shape[0] // _GATES[mode]
+    acc = _acc_size(x)
+    gh = _GATES[mode] * H
+    step = 16 * H if mode == "GRU" else 2 * gh + H
+    return (T * B * gh + B * step) * acc + (F32 * (_numel(x) + _numel(w_ih) + _numel(w_hh)) if _lowp(x) else 0)
+
+
+def rnn_layer_backward(g_out, g_hy, g_cy, x, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr, output, work, mode, reverse,
+                       output_mask) -> int:
+    """The state each step started from (T, B, H), the gradient of each step's input projection (T, B,
+    gates x H; GRU: of its state projection too) and three (B, H) step temporaries (the state and cell
+    gradients and one product)."""
+    T, B = x.shape[:2]
+    H = w_ih.shape[0] // _GATES[mode]
+    acc = _acc_size(x)
+    gh = _GATES[mode] * H
+    return (T * B * (H + gh * (2 if mode == "GRU" else 1)) + 3 * B * H) * acc
+
+
+# ---------------------------------------------------------------------------------------- random
+def _philox_loop(words: int) -> bool:
+    """Whether a draw of `words` Philox words takes the numba loop (loaded, and the draw big enough for it)."""
+    loop = philox.BLOCK_FUNCTIONS.get("numpy")
+    return loop is not None and loop.loaded is not None and -(-words // 4) >= loop.min_blocks
+
+
+def dropout_noise(x, p, generator=None) -> int:
+    """The Philox draw of the uniforms (its words, their shifted and converted copies, the scaled uniforms
+    and their cast) and the keep mask, as `python -m ember.memory audit` measures them: with the numba
+    Philox loop 2 bytes an element per byte of the dtype, with numpy's rounds 3.5 (float16/bfloat16 draw
+    float32: 15 and 18 bytes an element)."""
+    n = _numel(x)
+    loop = _philox_loop(n * (2 if x.dtype.itemsize == 8 else 1))
+    if _lowp(x):
+        return (15 if loop else 18) * n
+    return (4 if loop else 7) * x.dtype.itemsize * n // 2
+
+
 # ------------------------------------------------------------------------------ low-precision selects
 def _bool_mask(a, *rest) -> int:
     """float16/bfloat16 relu and threshold_backward select through a bool mask of the input's size (the
@@ -406,6 +455,9 @@ WORKSPACE: dict[str, Callable[..., int]] = {
     "native_layer_norm_backward": native_layer_norm_backward,
     "_cross_entropy_indices": cross_entropy_indices,
     "gather": gather,
+    "_rnn_layer": rnn_layer,
+    "_rnn_layer_backward": rnn_layer_backward,
+    "_dropout_noise": dropout_noise,
     **{name: ufunc_buffers for name in ("add.Tensor", "sub.Tensor", "mul.Tensor", "div.Tensor_mode", "maximum",
                                         "minimum", "where.self", "eq.Tensor", "ne.Tensor", "lt.Tensor", "le.Tensor",
                                         "gt.Tensor", "ge.Tensor")},

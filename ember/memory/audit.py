@@ -27,7 +27,8 @@ from ember.dispatcher import ALL_OPS, replace_kernels
 from ember.dispatcher.plugins import REGISTRY
 
 #: where the default workloads come from: a function of (device, ops, dtypes, per_op) yielding callables that
-#: each run one conformance sample on the device (MODULE:FUNCTION, loaded by name as the CLI loads a model factory)
+#: each run one conformance sample on the device (MODULE:FUNCTION, loaded by name as the CLI loads a model
+#: factory); a callable's `warm_runs` attribute says how often it runs unmeasured first (default once)
 WORKLOADS = "ember.testing.memory_audit:conformance_workloads"
 
 
@@ -149,9 +150,9 @@ def audit(device: str = "cpu", ops: Iterable[str] | None = None, dtypes: tuple =
     REGISTRY.load(device).backend.settle_kernels()      # the kernels' steady state, which the declarations describe
     runs = []
     for run in _load(workloads)(device, ops, dtypes, per_op):
-        try:                        # twice unmeasured: first-call work (imports, compiled loops, caches, an
-            run()                   # optimizer's state) is not scratch
-            run()
+        try:                        # unmeasured first: first-call work (imports, compiled loops, caches; a
+            for _ in range(getattr(run, "warm_runs", 1)):      # training step's optimizer state) is not scratch
+                run()
         except Exception:
             continue
         runs.append(run)

@@ -37,12 +37,14 @@ def _step(model, optimizer, loss_of) -> Callable:
         optimizer.zero_grad()
         loss_of(model).backward()
         optimizer.step()
+    run.warm_runs = 2           # the second step is the first with the optimizer's state (and fused loops)
     return run
 
 
 def training_workloads(device: str) -> Iterator[Callable]:
     """Small training steps (each a callable running one step): a CNN with max pooling and dropout under
-    Adam, a GPT block stack under AdamW, an LSTM under Adadelta, an MLP under SGD with momentum."""
+    Adam, a GPT block stack under AdamW, an LSTM under Adadelta, an MLP under SGD with momentum; and a
+    Gamma draw's gradient and an integer xor, which neither these nor float samples reach."""
     ember.manual_seed(0)
     cnn = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Dropout(0.25), nn.Flatten(),
                         nn.Linear(8 * 6 * 6, 5)).to(device)
@@ -58,6 +60,11 @@ def training_workloads(device: str) -> Iterator[Callable]:
     lstm = nn.LSTM(8, 16, 2).to(device)
     sequence = ember.randn(5, 3, 8, device=device)
     yield _step(lstm, ember.optim.Adadelta(lstm.parameters()), lambda m: m(sequence)[0].square().mean())
+
+    concentration = ember.full((64,), 2.5, device=device, requires_grad=True)
+    yield lambda: ember.distributions.Gamma(concentration, 1.0).rsample().sum().backward()   # _standard_gamma_grad
+    bits = ember.arange(64, device=device)
+    yield lambda: bits ^ (bits + 1)                     # bitwise_xor: a float32 audit reaches no integer op else
 
     mlp = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4)).to(device)
     inputs = ember.randn(6, 8, device=device)
