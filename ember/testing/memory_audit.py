@@ -44,7 +44,8 @@ def _step(model, optimizer, loss_of) -> Callable:
 def training_workloads(device: str) -> Iterator[Callable]:
     """Small training steps (each a callable running one step): a CNN with max pooling and dropout under
     Adam, a GPT block stack under AdamW, an LSTM under Adadelta, an MLP under SGD with momentum; and a
-    Gamma draw's gradient and an integer xor, which neither these nor float samples reach."""
+    Gamma draw's gradient, an integer xor and all/any over several dims (called by name: `ember.all` with a
+    tuple of dims binds the int overload), which neither these nor float samples reach."""
     ember.manual_seed(0)
     cnn = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Dropout(0.25), nn.Flatten(),
                         nn.Linear(8 * 6 * 6, 5)).to(device)
@@ -65,6 +66,8 @@ def training_workloads(device: str) -> Iterator[Callable]:
     yield lambda: ember.distributions.Gamma(concentration, 1.0).rsample().sum().backward()   # _standard_gamma_grad
     bits = ember.arange(64, device=device)
     yield lambda: bits ^ (bits + 1)                     # bitwise_xor: a float32 audit reaches no integer op else
+    flags = ember.arange(120, device=device).reshape(4, 5, 6) % 3 > 0
+    yield lambda: (ember.ops.all.dims(flags, [0, 2], False), ember.ops.any.dims(flags, [1, 2], True))
 
     mlp = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4)).to(device)
     inputs = ember.randn(6, 8, device=device)
