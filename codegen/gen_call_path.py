@@ -60,7 +60,10 @@ def {name}(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 """
 
@@ -77,9 +80,9 @@ _DISPATCH_MODULE = '''\
 function (`dispatch.caller_for`): the union of its tensor arguments' keys written out for its
 positions, the key set's backend checked (none: a factory's device argument; several: mixed
 devices), this thread's included and excluded keys applied, and the entry cached for that key set
-run.
+run (a backend's MemoryError becomes ember.OutOfMemoryError).
 """
-from ..dispatch import _backend_of_unusual_call
+from ..dispatch import _backend_of_unusual_call, _out_of_memory
 from ..keys import BACKEND_MASK as _BACKEND_MASK
 from ..state import KEYED_THREADS, STATE
 

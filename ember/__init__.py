@@ -38,6 +38,7 @@ from ember.functional import (broadcast_shapes, broadcast_tensors, broadcast_to,
                               nonzero, norm, split)  # (torch/functional.py's signatures)
 from ember.frontend import resize as _resize  # noqa: E402,F401  (Tensor.resize_)
 from ember import autograd, backends, dispatcher, errors  # noqa: E402
+from ember.errors import OutOfMemoryError  # noqa: E402  (torch.OutOfMemoryError)
 from ember import sparse  # noqa: E402  (sparse COO tensors; wiring has loaded it already)
 from ember.sparse import sparse_coo_tensor  # noqa: E402
 from ember.core.layout import layout, strided, sparse_coo  # noqa: E402

@@ -7,7 +7,7 @@ Messages name the op, the argument, what was expected and what was given.
 """
 from __future__ import annotations
 
-__all__ = ["EmberError", "ShapeError", "DeviceMismatchError", "DTypeError", "ArgumentTypeError", "ArgumentValueError", "ArgumentListError", "DimensionError", "MissingKernelError", "AutogradError", "BackendUnavailableError", "IndexOutOfRangeError", "LinAlgError"]
+__all__ = ["EmberError", "ShapeError", "DeviceMismatchError", "DTypeError", "ArgumentTypeError", "ArgumentValueError", "ArgumentListError", "DimensionError", "MissingKernelError", "AutogradError", "BackendUnavailableError", "IndexOutOfRangeError", "LinAlgError", "OutOfMemoryError"]
 
 
 class EmberError(Exception):
@@ -56,6 +56,12 @@ class BackendUnavailableError(EmberError, RuntimeError):
 
 class IndexOutOfRangeError(EmberError, IndexError):
     """An index value or index tensor that does not fit the indexed tensor (PyTorch's IndexError)."""
+
+
+class OutOfMemoryError(EmberError, RuntimeError):
+    """A device could not allocate what an op asked for (torch.OutOfMemoryError, also a RuntimeError).
+    Raised by the dispatcher for a backend's MemoryError, with the op, the device and its allocator's
+    counters; nothing was changed, and the process goes on. Users reach it as ember.OutOfMemoryError."""
 
 
 class LinAlgError(EmberError, RuntimeError):

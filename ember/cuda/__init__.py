@@ -11,6 +11,7 @@ The shared implementation is ember/_device_module.py.
 from __future__ import annotations
 
 from ember._device_module import DeviceModule, module_for
+from ember.errors import OutOfMemoryError  # noqa: F401  (torch.cuda.OutOfMemoryError)
 
 _MODULE = module_for("cuda")
 
@@ -19,7 +20,7 @@ globals().update({name: getattr(_MODULE, name) for name in DeviceModule.EXPORTED
 device = _MODULE.device_context()
 reset_max_memory_allocated = _MODULE.reset_peak_memory_stats
 
-__all__ = list(DeviceModule.EXPORTED) + ["device", "reset_max_memory_allocated", "amp"]
+__all__ = list(DeviceModule.EXPORTED) + ["device", "reset_max_memory_allocated", "amp", "OutOfMemoryError"]
 
 
 def __getattr__(name: str):

@@ -93,6 +93,30 @@ def backend_key(op, args: tuple) -> int:
     return ks & K.BACKEND_MASK
 
 
+def _out_of_memory(op, args: tuple, ks: int, exc: MemoryError) -> Exception:
+    """ember.OutOfMemoryError for a MemoryError a backend raised running `op` (numpy's, cupy's, a plugin's
+    allocator's): the op, the device, what the backend said, and its allocator's counters (the host's
+    available memory for a host backend without them). The failed call changed nothing."""
+    import os
+
+    from ember.core.errors import OutOfMemoryError
+
+    from .plugins import REGISTRY
+
+    bk = ks & K.BACKEND_MASK
+    backend = REGISTRY.by_key.get(bk & -bk)
+    device = backend.device_type if backend is not None else "the device"
+    counters = {k: v for k, v in (backend.memory_stats() if backend is not None else {}).items() if isinstance(v, int)}
+    if not counters and backend is not None and backend.host_memory and hasattr(os, "sysconf"):
+        try:
+            counters = {"available host bytes": os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")}
+        except (ValueError, OSError):
+            counters = {}
+    summary = ", ".join(f"{name} {value:,}" for name, value in counters.items())
+    return OutOfMemoryError(f"{op.name}(): out of memory on {device}: {exc or 'the allocation failed'}"
+                            + (f" ({summary})" if summary else ""))
+
+
 def _backend_of_unusual_call(op, args: tuple, ks: int) -> tuple[int, tuple]:
     """Key set of calls with no tensor (factories) or tensors on several devices."""
     from ember.core.device import as_device

@@ -14,11 +14,23 @@ from .common import (NUMBER_TYPES, check_dtype_arg, check_int_list, check_kernel
                      preserved_strides, with_layout)
 
 
+#: the largest byte size a storage may have (an int64 count, as torch computes it)
+MAX_STORAGE_BYTES = (1 << 63) - 1
+
+
 def _size(op, size) -> tuple[int, ...]:
     size = check_int_list(op, size, "size")
     for s in size:
         if s < 0:
             raise ArgumentValueError(f"{op.name}(): Trying to create tensor with negative dimension {s}: {list(size)}")
+    return size
+
+
+def _storage_fits(op, size: tuple, dtype) -> tuple:
+    """`size`, when a storage of that many elements of `dtype` has a byte size an int64 holds (torch's check;
+    past it numpy or a device allocator would fail with its own error)."""
+    if math.prod(size) * dtype.itemsize > MAX_STORAGE_BYTES:
+        raise ArgumentValueError(f"{op.name}(): Storage size calculation overflowed with sizes={list(size)}")
     return size
 
 
@@ -30,7 +42,7 @@ def factory(op, size, *rest):
     check_dtype_arg(op, dtype)
     out = dtype or _dt.get_default_dtype()
     check_kernel_dtype(op, out, f" ({op.name} is only defined for floating-point dtypes)")
-    return (_size(op, size), out)
+    return (_storage_fits(op, _size(op, size), out), out)
 
 
 @shape_rule("full")
@@ -41,7 +53,8 @@ def full(op, size, fill_value, dtype=None, device=None, requires_grad=False):
             fill_value = fill_value.item()
         else:
             raise ArgumentTypeError(f"{op.name}(): argument 'fill_value' must be Number, not {type(fill_value).__name__}")
-    return (_size(op, size), dtype or dtype_of_scalar(fill_value))
+    out = dtype or dtype_of_scalar(fill_value)
+    return (_storage_fits(op, _size(op, size), out), out)
 
 
 @shape_rule("like")
@@ -76,7 +89,10 @@ def eye(op, n, m=None, dtype=None, device=None, requires_grad=False):
             raise ArgumentTypeError(f"{op.name}(): argument '{name}' must be int, not {type(v).__name__}")
         if v < 0:
             raise ArgumentValueError(f"{op.name}(): {name} must be greater or equal to 0, got {v}")
-    return ((n, m), dtype or _dt.get_default_dtype())
+    if n * m > MAX_STORAGE_BYTES:
+        raise ArgumentValueError(f"{op.name}(): numel: integer multiplication overflow")
+    out = dtype or _dt.get_default_dtype()
+    return (_storage_fits(op, (n, m), out), out)
 
 
 @shape_rule("arange")

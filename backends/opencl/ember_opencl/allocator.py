@@ -63,7 +63,11 @@ class CachingAllocator:
                     buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, size)
                 except cl.Error:
                     self._release_cached()
-                    buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, size)
+                    try:
+                        buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, size)
+                    except cl.Error as exc:     # the dispatcher turns a MemoryError into ember.OutOfMemoryError
+                        raise MemoryError(f"the OpenCL device could not allocate {size:,} bytes "
+                                          f"({type(exc).__name__}: {exc})") from None
                 self.reserved += size
                 self.peak_reserved = max(self.peak_reserved, self.reserved)
                 self.n_driver_alloc += 1

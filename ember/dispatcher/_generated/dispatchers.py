@@ -5,9 +5,9 @@
 function (`dispatch.caller_for`): the union of its tensor arguments' keys written out for its
 positions, the key set's backend checked (none: a factory's device argument; several: mixed
 devices), this thread's included and excluded keys applied, and the entry cached for that key set
-run.
+run (a backend's MemoryError becomes ember.OutOfMemoryError).
 """
-from ..dispatch import _backend_of_unusual_call
+from ..dispatch import _backend_of_unusual_call, _out_of_memory
 from ..keys import BACKEND_MASK as _BACKEND_MASK
 from ..state import KEYED_THREADS, STATE
 
@@ -31,7 +31,10 @@ def make_dispatch_no_tensors(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
@@ -53,7 +56,10 @@ def make_dispatch_L0(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
@@ -81,7 +87,10 @@ def make_dispatch_L0_L1_L2(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
@@ -115,7 +124,10 @@ def make_dispatch_L0_L1_L2_L3_L4(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
@@ -152,7 +164,10 @@ def make_dispatch_L0_L1_L2_L3_L4_L5(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
@@ -174,7 +189,10 @@ def make_dispatch_L1(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
@@ -196,7 +214,10 @@ def make_dispatch_T0(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
@@ -221,7 +242,10 @@ def make_dispatch_T0_L1(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
@@ -246,7 +270,10 @@ def make_dispatch_T0_T1(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
@@ -274,7 +301,10 @@ def make_dispatch_T0_T1_T2(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
@@ -305,7 +335,10 @@ def make_dispatch_T0_T1_T2_T3(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
@@ -339,7 +372,10 @@ def make_dispatch_T0_T1_T2_T3_T4(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
@@ -376,7 +412,10 @@ def make_dispatch_T0_T1_T2_T3_T4_T5(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
@@ -419,7 +458,10 @@ def make_dispatch_T0_T1_T2_T3_T4_T5_T6_T7(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
@@ -477,7 +519,10 @@ def make_dispatch_T0_T1_T2_T3_T4_T5_T6_T7_T8_T9_T10_T11_T12(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
@@ -508,7 +553,10 @@ def make_dispatch_T0_T1_T2_T6(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
@@ -545,7 +593,10 @@ def make_dispatch_T0_T1_T3_T4_T5_T6(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
@@ -573,7 +624,10 @@ def make_dispatch_T0_T1_T7(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
@@ -598,7 +652,10 @@ def make_dispatch_T0_T2(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
@@ -626,7 +683,10 @@ def make_dispatch_T0_T2_L1(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
@@ -654,7 +714,10 @@ def make_dispatch_T0_T2_T3(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
@@ -679,7 +742,10 @@ def make_dispatch_T0_T3(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
@@ -701,7 +767,10 @@ def make_dispatch_T1(op, cache):
             entry = cache[ks]
         except KeyError:
             entry = resolve(ks)
-        return entry(args)
+        try:
+            return entry(args)
+        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
+            raise _out_of_memory(op, args, ks, exc) from None
     return dispatch
 
 
