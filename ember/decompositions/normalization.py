@@ -158,6 +158,16 @@ def batch_norm_backward_bias(grad):
 
 @decomposition("batch_norm")
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
+    if input.numel() == 0:
+        # torch's empty batch: no statistics to normalise by or to update the running ones with; a copy of
+        # the input (not a view, not a fresh empty tensor) scaled and shifted by the first channel's
+        # parameters, so that the graph still reaches them
+        out = F.clone(input)
+        if weight is not None:
+            out = F.mul(out, F.select(weight, 0, 0))
+        if bias is not None:
+            out = F.add(out, F.select(bias, 0, 0))
+        return out
     return F.native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)[0]
 
 

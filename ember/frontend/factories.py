@@ -54,6 +54,13 @@ def _to_host_array(data, dtype):
         src = from_numpy_dtype(arr.dtype)
         target = dtype or src
         return arr.astype(to_numpy_dtype(target)), target
+    if isinstance(data, (str, bytes)):          # text is no number, whatever dtype is asked (torch's TypeError)
+        raise ArgumentTypeError(f"tensor(): invalid data type '{type(data).__name__}'")
+    leaf = data
+    while isinstance(leaf, (list, tuple)) and leaf:
+        leaf = leaf[0]
+    if isinstance(leaf, (str, bytes)):          # torch reads text in rows as one dim too many (its ValueError)
+        raise ArgumentListError(f"tensor(): too many dimensions '{type(leaf).__name__}'")
     target = dtype or _infer_dtype(data)
     if isinstance(data, (list, tuple)):
         data = _unwrap_nested(data)
@@ -63,6 +70,8 @@ def _to_host_array(data, dtype):
                            else None)
     except (ValueError, TypeError, OverflowError):
         arr = None
+    if arr is not None and arr.dtype.kind in "US":      # text among the numbers: torch's TypeError
+        raise ArgumentTypeError(f"tensor(): invalid data type '{'str' if arr.dtype.kind == 'U' else 'bytes'}'")
     if arr is None or arr.dtype == object:
         raise _irregular_nesting(data) or ArgumentTypeError(
             "tensor(): expected a number or a nested sequence of numbers with a regular shape "

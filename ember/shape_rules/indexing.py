@@ -131,6 +131,10 @@ def index_select(op, self, dim, index):
     s = _shape(self)
     d = wrap_dim(op, dim, len(s))
     if not s:
+        n = numel(_shape(index))
+        if n != 1:
+            raise ArgumentValueError(f"{op.name}: index_select(): Index to scalar can have only 1 value, got {n} "
+                                     "value(s) (argument 'index')")
         return ((), self._dtype)
     return (s[:d] + (numel(_shape(index)),) + s[d + 1:], self._dtype)
 

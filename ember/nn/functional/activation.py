@@ -145,15 +145,9 @@ def tanhshrink(input):
 
 
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
-    """input / max(||input||_p along dim, eps)."""
-    if p == 2:
-        norm = _F.sqrt(_F.sum(_F.mul(input, input), dim, True))
-    elif p == float("inf"):
-        norm = _F.amax(_F.abs(input), dim, True)
-    elif p == 1:
-        norm = _F.sum(_F.abs(input), dim, True)
-    else:
-        norm = _F.pow(_F.sum(_F.pow(_F.abs(input), p), dim, True), 1.0 / p)
+    """input / max(||input||_p along dim, eps), the norm being the norm op's (as torch's input.norm): any p,
+    0 (the count of non-zeros) and -inf included, floating-point inputs only."""
+    norm = _F.norm(input, p, [dim], True)
     result = _F.div(input, _F.clamp(norm, min=eps))
     return result if out is None else _F.copy_(out, result)
 

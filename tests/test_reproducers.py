@@ -1,0 +1,62 @@
+"""Calls a differential fuzzer against PyTorch found leaking internal errors or differing from torch, each kept
+as a regression test: the same result, or an error of the same builtin class (and torch's message)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+
+LIBS = (ember, torch)
+
+
+def _outcome(call):
+    try:
+        return "value", np.asarray(call().tolist())
+    except Exception as exc:                     # noqa: BLE001 - the class is what is compared
+        builtin = next(c for c in type(exc).__mro__ if c.__module__ == "builtins")
+        return builtin, str(exc)
+
+
+def _same(call) -> None:
+    ours, theirs = _outcome(lambda: call(ember)), _outcome(lambda: call(torch))
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "value":
+        np.testing.assert_allclose(ours[1], theirs[1])
+
+
+@pytest.mark.parametrize("p", [0, 1, 2, 3, float("inf"), -float("inf"), 0.5])
+def test_normalize_any_p(p):
+    _same(lambda m: m.nn.functional.normalize(m.tensor([[1.0, 2.0], [0.0, 3.0], [0.0, 0.0]]), p=p))
+
+
+def test_normalize_of_integers_is_refused_as_torch_refuses_it():
+    _same(lambda m: m.nn.functional.normalize(m.tensor([1, 2]), dim=0))
+
+
+@pytest.mark.parametrize("index", [[], [0], [0, 0], [1]])
+def test_index_select_of_a_0d_tensor(index):
+    _same(lambda m: m.index_select(m.tensor(5.0), 0, m.tensor(index, dtype=m.int64)))
+    if len(index) != 1:
+        with pytest.raises(RuntimeError, match=r"Index to scalar can have only 1 value, got \d+ value"):
+            ember.index_select(ember.tensor(5.0), 0, ember.tensor(index, dtype=ember.int64))
+
+
+@pytest.mark.parametrize("data", ["abc", b"ab", ["a", "b"], [1, "a"], [[1, 2], [3, "x"]]], ids=repr)
+@pytest.mark.parametrize("dtype", [None, "int32", "bool", "float32"])
+def test_tensor_of_text_is_refused_as_torch_refuses_it(data, dtype):
+    _same(lambda m: m.tensor(data, dtype=None if dtype is None else getattr(m, dtype)))
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (0, 3, 4), (2, 3, 0)])
+def test_batch_norm_of_an_empty_batch_keeps_the_running_statistics(shape):
+    results = []
+    for m in LIBS:
+        running_mean, running_var = m.zeros(3), m.ones(3)
+        weight, bias = m.full((3,), 2.0, requires_grad=True), m.ones(3, requires_grad=True)
+        out = m.nn.functional.batch_norm(m.empty(*shape), running_mean, running_var, weight, bias, training=True)
+        out.sum().backward()
+        results.append([tuple(out.shape), running_mean.tolist(), running_var.tolist(), weight.grad.tolist(),
+                        bias.grad.tolist()])
+    assert results[0] == results[1]
