@@ -60,3 +60,34 @@ def test_batch_norm_of_an_empty_batch_keeps_the_running_statistics(shape):
         results.append([tuple(out.shape), running_mean.tolist(), running_var.tolist(), weight.grad.tolist(),
                         bias.grad.tolist()])
     assert results[0] == results[1]
+
+
+CHECKS = {   # calls torch refuses that ember used to accept
+    "roll of a 0-d tensor over dims (0,)": lambda m: m.roll(m.tensor(3.0), 1, (0,)),
+    "flatten with start_dim after end_dim": lambda m: m.flatten(m.zeros(2, 3, 4), 2, 1),
+    "add with alpha=True for floats": lambda m: m.add(m.ones(2), m.ones(2), alpha=True),
+    "ones() with no size": lambda m: m.ones(),
+    "randn() with no size": lambda m: m.randn(),
+    "zeros() with no size": lambda m: m.zeros(),
+    "repeat() with no repeats": lambda m: m.ones(2).repeat(),
+    "reshape() with no shape": lambda m: m.ones(2).reshape(),
+    "tensor(2**63)": lambda m: m.tensor(2**63),
+    "tensor([1, 2**63])": lambda m: m.tensor([1, 2**63]),
+    "tensor(-2**63 - 1)": lambda m: m.tensor(-2**63 - 1),
+    "tensor(2**63, dtype=uint8)": lambda m: m.tensor(2**63, dtype=m.uint8),
+}
+ALLOWED = {   # and their neighbours torch accepts
+    "add with alpha=True for bools": lambda m: m.add(m.ones(2, dtype=m.bool), m.ones(2, dtype=m.bool), alpha=True),
+    "ones(())": lambda m: m.ones(()),
+    "tensor(2**63, dtype=float32)": lambda m: m.tensor(2**63, dtype=m.float32),
+    "tensor(-2**63)": lambda m: m.tensor(-2**63),
+    "roll of a 0-d tensor without dims": lambda m: m.roll(m.tensor(3.0), 1),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CHECKS) + sorted(ALLOWED))
+def test_torchs_argument_checks(case):
+    _same(CHECKS.get(case) or ALLOWED[case])
+    if case in CHECKS:
+        with pytest.raises((TypeError, ValueError, RuntimeError, IndexError)):
+            CHECKS[case](ember)

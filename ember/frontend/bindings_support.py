@@ -17,6 +17,8 @@ def size_arg(size: tuple, keywords: dict, fn: str, name: str) -> tuple:
         return (size,) if isinstance(size, int) else tuple(size)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         return tuple(size[0])
+    if not size:                # torch's: `zeros()` is no 0-d tensor (that is `zeros(())`)
+        raise ArgumentTypeError(f'{fn}() missing 1 required positional arguments: "{name}"')
     return size
 
 

@@ -70,6 +70,8 @@ def _to_host_array(data, dtype):
                            else None)
     except (ValueError, TypeError, OverflowError):
         arr = None
+    if target.category != 2 and (arr is None or arr.dtype.kind in "uOf") and _int_beyond_int64(data):
+        raise ValueError("tensor(): Overflow when unpacking long long")     # torch's, for an integer dtype
     if arr is not None and arr.dtype.kind in "US":      # text among the numbers: torch's TypeError
         raise ArgumentTypeError(f"tensor(): invalid data type '{'str' if arr.dtype.kind == 'U' else 'bytes'}'")
     if arr is None or arr.dtype == object:
@@ -81,6 +83,18 @@ def _to_host_array(data, dtype):
         with np.errstate(all="ignore"):
             arr = arr.astype(to_numpy_dtype(target))
     return arr, target
+
+
+def _int_beyond_int64(data) -> bool:
+    """Whether nested Python data holds an int an int64 cannot (torch reads ints as int64 first)."""
+    stack = [data]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, int) and not isinstance(v, bool) and not -(1 << 63) <= v < (1 << 63):
+            return True
+    return False
 
 
 def _is_row(v) -> bool:

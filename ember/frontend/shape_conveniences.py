@@ -33,6 +33,10 @@ class ShapeConveniences:
             return self.reshape(1)
         s = wrap_dim("flatten", start_dim, len(shape))
         e = wrap_dim("flatten", end_dim, len(shape))
+        if s > e:
+            from ember.core.errors import ArgumentValueError
+
+            raise ArgumentValueError("flatten() has invalid args: start_dim cannot come after end_dim")
         n = 1
         for d in shape[s:e + 1]:
             n *= d

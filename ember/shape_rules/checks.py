@@ -33,6 +33,8 @@ def check_alpha(op, alpha, result_dtype) -> None:
         raise ArgumentTypeError(f"{op.name}(): argument 'alpha' must be Number, not {type(alpha).__name__}")
     if isinstance(alpha, float) and not result_dtype.is_floating_point:
         raise DTypeError(f"{op.name}(): For integral input tensors, argument alpha must not be a floating point number.")
+    if isinstance(alpha, bool) and result_dtype is not _dt.bool:
+        raise DTypeError(f"{op.name}(): Boolean alpha only supported for Boolean results.")
 
 
 @op_check("sub_bool")

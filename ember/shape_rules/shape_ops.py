@@ -224,6 +224,8 @@ def roll(op, self, shifts, dims=()):
     if dims and len(shifts) != len(dims):
         raise ArgumentValueError(f"{op.name}(): shifts and dimensions must align. shifts: {len(shifts)}, "
                                  f"dims:{len(dims)}")
+    if dims and not _shape(self):
+        raise DimensionError(f"{op.name}(): Dimension specified as {dims[0]} but tensor has no dimensions")
     for d in dims:
         wrap_dim(op, d, len(_shape(self)), "dims")
     return (_shape(self), self._dtype)
