@@ -90,13 +90,6 @@ def build_lstm_lm(device):
     return model, opt, tokens, tokens.reshape(-1)
 
 
-def step_lstm_lm(model, opt, x, y):
-    logits = model(x)
-    nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y).backward()
-    opt.step()
-    opt.zero_grad()
-
-
 def amp_step(dtype):
     """One mixed-precision step as PyTorch's recipe has it: float32 parameters, forward and loss
     under autocast, and for float16 a GradScaler (scale, unscale + inf check, step, update)."""
@@ -114,17 +107,18 @@ def amp_step(dtype):
 
 CASES = {"mlp": (build_mlp, step_mlp), "gpt2": (build_gpt, step_gpt), "cnn": (build_cnn, step_cnn),
          "gpt": (build_true_peak_gpt, step_gpt),
-         "lstm": (build_lstm_lm, step_lstm_lm), "mlp amp float16": (build_mlp, amp_step(ember.float16)),
+         "lstm": (build_lstm_lm, step_gpt), "mlp amp float16": (build_mlp, amp_step(ember.float16)),
          "mlp amp bfloat16": (build_mlp, amp_step(ember.bfloat16))}
 
 
-def predicted(build, step, **track):
-    """ember.memory's prediction of a steady-state step on meta: one step first, so that the optimizer's
-    state exists, then the tracked one."""
+def predicted(build, step, steady: bool = True, **track):
+    """ember.memory's prediction of a step on meta: steady (one step first, so that the optimizer's state
+    exists, then the tracked one), or a first step."""
     import ember.memory
 
     model, opt, x, y = build("meta")
-    step(model, opt, x, y)
+    if steady:
+        step(model, opt, x, y)
     with ember.memory.track(model=model, optimizer=opt, **track) as mem:
         step(model, opt, x, y)
     return mem

@@ -32,10 +32,7 @@ _amp_step = amp_step
 
 def _predict(build, step):
     """The prediction of a first step (no optimizer state before it)."""
-    model, opt, x, y = build("meta")
-    with ember.memory.track(model=model, optimizer=opt) as mem:
-        step(model, opt, x, y)
-    return mem
+    return memory_steps.predicted(build, step, steady=False)
 
 
 def _check_against_true_peak(name, build, step):

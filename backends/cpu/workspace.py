@@ -18,8 +18,11 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+import numpy as np
+
 from .array_kernels import philox
 from .array_kernels.context import SCRATCH_BLOCK
+from .array_kernels.nn_layers import _tup         # the convolution kernels' own reading of stride, padding, ...
 
 LOW_PRECISION = frozenset({"float16", "bfloat16"})
 F32 = 4                     # bytes of the float32 the low-precision kernels compute in
@@ -36,13 +39,6 @@ def _acc_size(a) -> int:
 
 def _lowp(a) -> bool:
     return a.dtype.name in LOW_PRECISION
-
-
-def _tup(v, n: int) -> tuple:
-    if isinstance(v, int):
-        return (v,) * n
-    v = tuple(v)
-    return v * n if len(v) == 1 else v
 
 
 # ------------------------------------------------------------------------------------ products
@@ -311,14 +307,15 @@ def native_layer_norm(x, normalized_shape, w, b, eps) -> int:
 def native_layer_norm_backward(g, x, normalized_shape, mean, rstd, w, b, output_mask) -> int:
     """xhat from a float32/64 copy of x; for the input gradient g*w, g*w less its mean, and one product at a
     time; for the weight's, g*xhat before its sum (low precision: g's float32 copy and the float32 input
-    gradient before rounding)."""
+    gradient before rounding). Each of those steps broadcasts a statistic or the weight over x, for which
+    numpy buffers NUMPY_BUFFER elements."""
     n = _numel(x)
     acc, lp = _acc_size(x), x.dtype.itemsize
     low = _lowp(x)
     features = math.prod(normalized_shape)
     ga = F32 * n if low else 0
-    xhat = n * acc
-    peaks = [ga + 2 * n * acc]
+    xhat = n * acc + min(n, NUMPY_BUFFER) * acc      # (with the buffer of the broadcast op running at each peak)
+    peaks = [ga + n * acc + xhat]
     outputs = 0
     gw_in = n * acc if output_mask[0] and w is not None else 0
     gi_acc = 0
@@ -352,15 +349,6 @@ def cross_entropy_indices(x, target, weight=None, reduction=1, ignore_index=-100
 NUMPY_BUFFER = 8192
 
 
-def _broadcast_shape(shapes) -> tuple:
-    ndim = max((len(s) for s in shapes), default=0)
-    out = []
-    for i in range(ndim):
-        sizes = {s[len(s) - ndim + i] for s in shapes if len(s) - ndim + i >= 0} - {1}
-        out.append(sizes.pop() if sizes else 1)
-    return tuple(out)
-
-
 def ufunc_buffers(*args) -> int:
     """A binary (or where's ternary) ufunc over operands of one dtype (a bool condition beside them): numpy
     buffers each operand broadcast to the result's shape, NUMPY_BUFFER elements (or the result's size) of
@@ -370,7 +358,7 @@ def ufunc_buffers(*args) -> int:
     names = {a.dtype.name for a in arrays if a.dtype.name != "bool"}
     if len(names) > 1 or names & LOW_PRECISION:
         return 0
-    shape = _broadcast_shape([tuple(a.shape) for a in arrays])
+    shape = np.broadcast_shapes(*(tuple(a.shape) for a in arrays))
     n = math.prod(shape)
     return sum(min(n, NUMPY_BUFFER) * a.dtype.itemsize for a in arrays if a.shape and tuple(a.shape) != shape)
 

@@ -18,12 +18,13 @@ from .common import (NUMBER_TYPES, check_dtype_arg, check_int_list, check_kernel
 MAX_STORAGE_BYTES = (1 << 63) - 1
 
 
-def _size(op, size) -> tuple[int, ...]:
+def _size(op, size, dtype) -> tuple[int, ...]:
+    """A factory's `size` for a storage of `dtype`: no negative dim, and a byte size an int64 holds."""
     size = check_int_list(op, size, "size")
     for s in size:
         if s < 0:
             raise ArgumentValueError(f"{op.name}(): Trying to create tensor with negative dimension {s}: {list(size)}")
-    return size
+    return _storage_fits(op, size, dtype)
 
 
 def _storage_fits(op, size: tuple, dtype) -> tuple:
@@ -42,7 +43,7 @@ def factory(op, size, *rest):
     check_dtype_arg(op, dtype)
     out = dtype or _dt.get_default_dtype()
     check_kernel_dtype(op, out, f" ({op.name} is only defined for floating-point dtypes)")
-    return (_storage_fits(op, _size(op, size), out), out)
+    return (_size(op, size, out), out)
 
 
 @shape_rule("full")
@@ -54,7 +55,7 @@ def full(op, size, fill_value, dtype=None, device=None, requires_grad=False):
         else:
             raise ArgumentTypeError(f"{op.name}(): argument 'fill_value' must be Number, not {type(fill_value).__name__}")
     out = dtype or dtype_of_scalar(fill_value)
-    return (_storage_fits(op, _size(op, size), out), out)
+    return (_size(op, size, out), out)
 
 
 @shape_rule("like")
@@ -125,7 +126,8 @@ def randint(op, low, high, size, generator=None, dtype=None, device=None, requir
     check_dtype_arg(op, dtype)
     if high <= low:
         raise ArgumentValueError(f"{op.name}(): random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    return (_size(op, size), dtype or _dt.int64)
+    out = dtype or _dt.int64
+    return (_size(op, size, out), out)
 
 
 @shape_rule("randint_high")
