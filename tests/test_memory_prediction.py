@@ -88,15 +88,20 @@ def test_amp_breakdown_half_size_activations_float32_state():
                 if e["kind"] == "alloc" and e["phase"] == "forward" and e["category"] == "activations"]
 
     # float32: the ReLU outputs (64 x 256) are the activations the layers allocate (Linear saves its
-    # input and the weight Parameter itself); the logits are not saved: cross_entropy keeps the
-    # log-probabilities it computes (64 x 10), outside the modules, as torch's log_softmax does
-    assert forward_activations(fp32) == [("Sequential.1", 64 * 256 * 4), ("Sequential.3", 64 * 256 * 4)]
-    for mem in (fp32, amp):                  # float32 under autocast too (cross_entropy runs in float32)
-        assert [e["bytes"] for e in mem.timeline if e["kind"] == "alloc" and e["category"] == "activations"
-                and e["module"] == "Global" and e["op"] == "_cross_entropy_indices"] == [64 * 10 * 4]
+    # input and the weight Parameter itself), and the logits (64 x 10), which cross_entropy saves with
+    # one logsumexp per row (64), outside the modules, instead of log-probabilities of the logits' size
+    assert forward_activations(fp32) == [("Sequential.1", 64 * 256 * 4), ("Sequential.3", 64 * 256 * 4),
+                                         ("Sequential.4", 64 * 10 * 4)]
+    def saved_by_loss(mem):
+        return [e["bytes"] for e in mem.timeline if e["kind"] == "alloc" and e["category"] == "activations"
+                and e["module"] == "Global" and e["op"] == "_cross_entropy_indices"]
+
+    assert saved_by_loss(fp32) == [64 * 4]
+    # under autocast cross_entropy runs in float32: it saves autocast's float32 copy of the logits
+    assert saved_by_loss(amp) == [64 * 10 * 4, 64 * 4]
     # autocast float16: the same ReLU outputs at half the size, plus the float16 casts Linear saves:
     # the input of the first layer and the weights of the others (grad of their input needs them); the
-    # float16 logits are not saved (cross_entropy saves its float32 log-probabilities, outside the modules)
+    # float16 logits are not saved (cross_entropy saves its float32 copy of them, outside the modules)
     assert forward_activations(amp) == [("Sequential.0", 64 * 128 * 2), ("Sequential.1", 64 * 256 * 2),
                                         ("Sequential.2", 256 * 256 * 2), ("Sequential.3", 64 * 256 * 2),
                                         ("Sequential.4", 10 * 256 * 2)]

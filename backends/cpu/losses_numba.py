@@ -5,9 +5,10 @@ the time for a classifier's logits (a batch of 64 over 10 classes: about 13 us, 
 numba calls libm's scalar exp and log, several times slower per element than numpy's vectorised ones,
 so these take only the calls numpy's fixed cost dominates: at most SMALL logits, the common case (2-D
 float32/float64 logits, int64 targets in range, no weight, no label smoothing, no ignored class); any
-other call returns NotImplemented and the eager kernel runs it. The log-probabilities are computed as the
-eager kernel computes them, `(x - max) - log(sum(exp(x - max)))` per row; sums are accumulated in
-float64, so results match the eager kernel's to a few units in the last place.
+other call returns NotImplemented and the eager kernel runs it. The loss and the saved logsumexp are
+computed as the eager kernel computes them, `(x[target] - max) - log(sum(exp(x - max)))` and
+`max + log(sum(...))` per row; sums are accumulated in float64, so results match the eager kernel's to a
+few units in the last place.
 """
 from __future__ import annotations
 
@@ -23,9 +24,9 @@ _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
 
 @njit(**_JIT)
-def _forward(x, target, logp, losses):
-    """logp and the per-row losses of `x`, and (True, their sum in float64); (False, 0) when a target is out
-    of range (what was written then does not matter)."""
+def _forward(x, target, lse, losses):
+    """the logsumexp and loss of each row of `x`, and (True, the losses' sum in float64); (False, 0) when a
+    target is out of range (what was written then does not matter)."""
     n, classes = x.shape
     loss_sum = 0.0
     for i in range(n):
@@ -39,25 +40,24 @@ def _forward(x, target, logp, losses):
         total = 0.0
         for j in range(classes):
             total += np.exp(x[i, j] - top)
-        lse = np.log(total)
-        for j in range(classes):
-            logp[i, j] = (x[i, j] - top) - lse
-        losses[i] = -logp[i, t]
+        log_sum = np.log(total)
+        lse[i] = top + log_sum
+        losses[i] = -((x[i, t] - top) - log_sum)
         loss_sum += losses[i]
     return True, loss_sum
 
 
 @njit(**_JIT)
-def _backward(scales, logp, target, out) -> bool:
+def _backward(scales, x, lse, target, out) -> bool:
     """out = softmax * scale, the target's class less scale, per row; False when a target is out of range."""
-    n, classes = logp.shape
+    n, classes = x.shape
     for i in range(n):
         t = target[i]
         if t < 0 or t >= classes:
             return False
         s = scales[i if scales.shape[0] > 1 else 0]
         for j in range(classes):
-            out[i, j] = np.exp(logp[i, j]) * s
+            out[i, j] = np.exp(x[i, j] - lse[i]) * s
         out[i, t] -= s
     return True
 
@@ -69,27 +69,27 @@ def _plain(x, target, weight, ignore_index, label_smoothing) -> bool:
 
 
 def cross_entropy_indices(specs, x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
-    """(loss, log-probabilities), or NotImplemented."""
+    """(loss, logsumexp per row), or NotImplemented."""
     if not _plain(x, target, weight, ignore_index, label_smoothing) or x.dtype != to_numpy_dtype(specs[0][1]):
         return NotImplemented
-    logp = np.empty_like(x)
+    lse = np.empty(x.shape[0], dtype=x.dtype)
     losses = np.empty(x.shape[0], dtype=x.dtype)
-    ok, total = _forward(x, target, logp, losses)
+    ok, total = _forward(x, target, lse, losses)
     if not ok:
         return NotImplemented                        # the eager kernel names the bad target
     if reduction == 0:
-        return losses, logp
-    return np.asarray(total / x.shape[0] if reduction == 1 else total, dtype=x.dtype), logp
+        return losses, lse
+    return np.asarray(total / x.shape[0] if reduction == 1 else total, dtype=x.dtype), lse
 
 
-def cross_entropy_indices_backward(spec, grad, logp, target, weight, reduction, ignore_index, label_smoothing):
-    """d loss / d logits from the forward's log-probabilities, or NotImplemented."""
-    if not _plain(logp, target, weight, ignore_index, label_smoothing) or grad.dtype != logp.dtype \
-            or logp.dtype != to_numpy_dtype(spec[1]):
+def cross_entropy_indices_backward(spec, grad, x, lse, target, weight, reduction, ignore_index, label_smoothing):
+    """d loss / d logits from the logits and the forward's logsumexp, or NotImplemented."""
+    if not _plain(x, target, weight, ignore_index, label_smoothing) or grad.dtype != x.dtype \
+            or x.dtype != to_numpy_dtype(spec[1]) or lse.dtype != x.dtype or not lse.flags.c_contiguous:
         return NotImplemented
-    scales = grad.reshape(-1) / logp.dtype.type(logp.shape[0]) if reduction == 1 else grad.reshape(-1)
-    out = np.empty_like(logp)
-    if not _backward(np.ascontiguousarray(scales), logp, target, out):
+    scales = grad.reshape(-1) / x.dtype.type(x.shape[0]) if reduction == 1 else grad.reshape(-1)
+    out = np.empty_like(x)
+    if not _backward(np.ascontiguousarray(scales), x, lse, target, out):
         return NotImplemented
     return out
 

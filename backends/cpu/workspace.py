@@ -335,13 +335,69 @@ def native_layer_norm_backward(g, x, normalized_shape, mean, rstd, w, b, output_
 
 # ------------------------------------------------------------------------------------------- losses
 def cross_entropy_indices(x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0) -> int:
-    """The plain case (2-D float32/64 logits, in-range class indices, no weight or smoothing): exp of the
-    shifted logits a block of rows at a time, into one scratch (losses._exp_row_sums)."""
+    """The plain case (2-D float32/64 logits, in-range class indices, no weight or smoothing): the logits
+    less their row maxima, exponentiated a block of rows at a time into one scratch (losses._exp_row_sums),
+    and numpy's buffer for the broadcast subtraction."""
     if len(x.shape) != 2 or _lowp(x) or weight is not None or label_smoothing != 0 or not _numel(x):
         return 0
     n, classes = x.shape
-    rows = min(n, max(1, SCRATCH_BLOCK // max(classes, 1)))
-    return rows * classes * x.dtype.itemsize
+    block = min(n, max(1, SCRATCH_BLOCK // max(classes, 1))) * classes
+    return (block + min(block, NUMPY_BUFFER)) * x.dtype.itemsize
+
+
+def cross_entropy_indices_backward(grad, x, lse, target, weight, reduction, ignore_index, label_smoothing) -> int:
+    """The plain case: numpy's buffer for the logits less their logsumexp, written into the gradient."""
+    if len(x.shape) != 2 or _lowp(x) or weight is not None or label_smoothing != 0 or not _numel(x):
+        return 0
+    return min(_numel(x), NUMPY_BUFFER) * x.dtype.itemsize
+
+
+# ------------------------------------------------------------------------------------------ attention
+def _attention_sizes(q, k):
+    """(elements of the scores, of their row statistics, bytes of one compute-dtype element)."""
+    rows = _numel(q) // q.shape[-1]
+    return rows * k.shape[-2], rows, _acc_size(q)
+
+
+def _causal_mask(q, k, acc: int) -> int:
+    """The (L, S) mask added to the scores: numpy's tri as bools, where's 0/-inf of the compute dtype."""
+    return q.shape[-2] * k.shape[-2] * (1 + acc)
+
+
+def sdpa_fused(q, k, v, is_causal=False, scale=1.0) -> int:
+    """The scores (their softmax in place) and, at the end, the row maxima beside the row sums (which
+    become the logsumexp output) and the output; float16/bfloat16 q, k, v in float32 throughout, and the
+    output's float32 product beside its rounding."""
+    n, rows, acc = _attention_sizes(q, k)
+    lowp = _lowp(q)
+    copies = F32 * (_numel(q) + _numel(k) + _numel(v)) if lowp else 0
+    out = rows * v.shape[-1]
+    out_bytes = out * q.dtype.itemsize
+    end = copies + n * acc + 2 * rows * acc + out_bytes + (F32 * out if lowp else 0)
+    causal = copies + n * acc + _causal_mask(q, k, acc) if is_causal else 0
+    return max(end, causal) - out_bytes - rows * acc
+
+
+def sdpa_fused_backward(g, gl, q, k, v, lse, is_causal, scale, output_mask) -> int:
+    """The weights recomputed in the scores' buffer, dP beside them (A dP in place), the row sums of A dP;
+    float16/bfloat16 q, k and the gradient in float32 throughout (v while dP is computed), and each
+    gradient's float32 product beside its rounding."""
+    n, rows, acc = _attention_sizes(q, k)
+    lowp = _lowp(q)
+    size = q.dtype.itemsize
+    copies = F32 * (_numel(q) + _numel(k) + (_numel(g) if g is not None else 0)) if lowp else 0
+    grads = [(_numel(t), wanted) for t, wanted in zip((q, k, v), output_mask)]
+    outputs = sum(numel * size for numel, wanted in grads if wanted)
+    held = sum(numel * (size + (F32 if lowp else 0)) for numel, wanted in grads if wanted)   # at the end
+    moments = [copies + n * acc + (_causal_mask(q, k, acc) if is_causal else 0)]
+    if output_mask[0] or output_mask[1]:
+        dv = grads[2][0] * (size + (F32 if lowp else 0)) if output_mask[2] else 0
+        v32 = F32 * _numel(v) if lowp and g is not None else 0
+        moments.append(copies + 2 * n * acc + dv + v32)
+        moments.append(copies + 2 * n * acc + rows * acc + held)
+    else:
+        moments.append(copies + n * acc + held)
+    return max(moments) - outputs
 
 
 # ------------------------------------------------------------------------------------- indexing
@@ -442,6 +498,9 @@ WORKSPACE: dict[str, Callable[..., int]] = {
     "native_layer_norm": native_layer_norm,
     "native_layer_norm_backward": native_layer_norm_backward,
     "_cross_entropy_indices": cross_entropy_indices,
+    "_cross_entropy_indices_backward": cross_entropy_indices_backward,
+    "_scaled_dot_product_attention_fused": sdpa_fused,
+    "_scaled_dot_product_attention_fused_backward": sdpa_fused_backward,
     "gather": gather,
     "_rnn_layer": rnn_layer,
     "_rnn_layer_backward": rnn_layer_backward,

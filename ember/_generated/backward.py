@@ -3693,14 +3693,15 @@ class LinearBackward0(Node):
 class ScaledDotProductAttentionFusedBackward0(Node):
     """Backward of _scaled_dot_product_attention_fused."""
 
-    __slots__ = ('a_attn', 'a_key', 'a_query', 'a_scale', 'a_value', 'needs')
+    __slots__ = ('a_is_causal', 'a_key', 'a_logsumexp', 'a_query', 'a_scale', 'a_value', 'needs')
     n_outputs = 2
 
     def save(self, args, outs):
         needs = self.needs
         if needs[0] or needs[1] or needs[2]:
-            self.a_attn = _save(outs[1], True, 1, self)
+            self.a_is_causal = args[3]
             self.a_key = _save(args[1])
+            self.a_logsumexp = _save(outs[1], True, 1, self)
             self.a_query = _save(args[0])
             self.a_scale = args[4]
             self.a_value = _save(args[2])
@@ -3708,10 +3709,10 @@ class ScaledDotProductAttentionFusedBackward0(Node):
     def release(self):
         needs = self.needs
         if needs[0] or needs[1] or needs[2]:
-            if self.a_attn.__class__ is SavedTensor:
-                self.a_attn = _FREED
             if self.a_key.__class__ is SavedTensor:
                 self.a_key = _FREED
+            if self.a_logsumexp.__class__ is SavedTensor:
+                self.a_logsumexp = _FREED
             if self.a_query.__class__ is SavedTensor:
                 self.a_query = _FREED
             if self.a_value.__class__ is SavedTensor:
@@ -3722,12 +3723,13 @@ class ScaledDotProductAttentionFusedBackward0(Node):
         out = []
         if needs[0] or needs[1] or needs[2]:
             grad_input_mask = [needs[0], needs[1], needs[2]]
-            a_attn = self.a_attn.unpack(self, False) if self.a_attn.__class__ is SavedTensor else self.a_attn
+            a_is_causal = self.a_is_causal
             a_key = self.a_key.unpack(self) if self.a_key.__class__ is SavedTensor else self.a_key
+            a_logsumexp = self.a_logsumexp.unpack(self, False) if self.a_logsumexp.__class__ is SavedTensor else self.a_logsumexp
             a_query = self.a_query.unpack(self) if self.a_query.__class__ is SavedTensor else self.a_query
             a_scale = self.a_scale
             a_value = self.a_value.unpack(self) if self.a_value.__class__ is SavedTensor else self.a_value
-            out.extend(_F._scaled_dot_product_attention_fused_backward(grads[0], grads[1], a_query, a_key, a_value, a_attn, a_scale, grad_input_mask))
+            out.extend(_F._scaled_dot_product_attention_fused_backward(grads[0], grads[1], a_query, a_key, a_value, a_logsumexp, a_is_causal, a_scale, grad_input_mask))
         else:
             out.extend([None, None, None])
         return out
@@ -3881,7 +3883,7 @@ class NllLossBackwardBackward0(Node):
 class CrossEntropyIndicesBackward0(Node):
     """Backward of _cross_entropy_indices."""
 
-    __slots__ = ('a_ignore_index', 'a_label_smoothing', 'a_log_probs', 'a_reduction', 'a_target', 'a_weight', 'needs')
+    __slots__ = ('a_ignore_index', 'a_label_smoothing', 'a_logsumexp', 'a_reduction', 'a_self', 'a_target', 'a_weight', 'needs')
     n_outputs = 2
 
     def save(self, args, outs):
@@ -3889,16 +3891,19 @@ class CrossEntropyIndicesBackward0(Node):
         if needs[0]:
             self.a_ignore_index = args[4]
             self.a_label_smoothing = args[5]
-            self.a_log_probs = _save(outs[1], True, 1, self)
+            self.a_logsumexp = _save(outs[1], True, 1, self)
             self.a_reduction = args[3]
+            self.a_self = _save(args[0])
             self.a_target = _save(args[1])
             self.a_weight = _save(args[2])
 
     def release(self):
         needs = self.needs
         if needs[0]:
-            if self.a_log_probs.__class__ is SavedTensor:
-                self.a_log_probs = _FREED
+            if self.a_logsumexp.__class__ is SavedTensor:
+                self.a_logsumexp = _FREED
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
             if self.a_target.__class__ is SavedTensor:
                 self.a_target = _FREED
             if self.a_weight.__class__ is SavedTensor:
@@ -3910,11 +3915,12 @@ class CrossEntropyIndicesBackward0(Node):
         if needs[0]:
             a_ignore_index = self.a_ignore_index
             a_label_smoothing = self.a_label_smoothing
-            a_log_probs = self.a_log_probs.unpack(self, False) if self.a_log_probs.__class__ is SavedTensor else self.a_log_probs
+            a_logsumexp = self.a_logsumexp.unpack(self, False) if self.a_logsumexp.__class__ is SavedTensor else self.a_logsumexp
             a_reduction = self.a_reduction
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
             a_target = self.a_target.unpack(self) if self.a_target.__class__ is SavedTensor else self.a_target
             a_weight = self.a_weight.unpack(self) if self.a_weight.__class__ is SavedTensor else self.a_weight
-            out.append(_H.cross_entropy_indices_backward(grads[0], grads[1], a_log_probs, a_target, a_weight, a_reduction, a_ignore_index, a_label_smoothing))
+            out.append(_H.cross_entropy_indices_backward(grads[0], grads[1], a_self, a_logsumexp, a_target, a_weight, a_reduction, a_ignore_index, a_label_smoothing))
         else:
             out.append(None)
         return out

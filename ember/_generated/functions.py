@@ -710,7 +710,7 @@ _op_scaled_dot_product_attention = _OPS['scaled_dot_product_attention']
 _dispatch_scaled_dot_product_attention = _op_scaled_dot_product_attention.dispatch
 _op__scaled_dot_product_attention_fused = _OPS['_scaled_dot_product_attention_fused']
 _dispatch__scaled_dot_product_attention_fused = _op__scaled_dot_product_attention_fused.dispatch
-_R__scaled_dot_product_attention_fused = _namedtuple('_scaled_dot_product_attention_fused', ['output', 'attn'])
+_R__scaled_dot_product_attention_fused = _namedtuple('_scaled_dot_product_attention_fused', ['output', 'logsumexp'])
 _op__scaled_dot_product_attention_fused_backward = _OPS['_scaled_dot_product_attention_fused_backward']
 _dispatch__scaled_dot_product_attention_fused_backward = _op__scaled_dot_product_attention_fused_backward.dispatch
 _op__rnn_layer = _OPS['_rnn_layer']
@@ -742,7 +742,7 @@ _op_cross_entropy_loss = _OPS['cross_entropy_loss']
 _dispatch_cross_entropy_loss = _op_cross_entropy_loss.dispatch
 _op__cross_entropy_indices = _OPS['_cross_entropy_indices']
 _dispatch__cross_entropy_indices = _op__cross_entropy_indices.dispatch
-_R__cross_entropy_indices = _namedtuple('_cross_entropy_indices', ['output', 'log_probs'])
+_R__cross_entropy_indices = _namedtuple('_cross_entropy_indices', ['output', 'logsumexp'])
 _op__cross_entropy_indices_backward = _OPS['_cross_entropy_indices_backward']
 _dispatch__cross_entropy_indices_backward = _op__cross_entropy_indices_backward.dispatch
 _op__sparse_coo_mm = _OPS['_sparse_coo_mm']
@@ -3460,18 +3460,18 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return _dispatch_scaled_dot_product_attention((query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa))
 
 def _scaled_dot_product_attention_fused(query, key, value, is_causal=False, scale=1.0):
-    """softmax(query @ key.T * scale, causally masked if asked) @ value, and those attention weights: scaled_dot_product_attention's path with no attn_mask, dropout or head grouping, on q, k, v of one batch shape.
+    """softmax(query @ key.T * scale, causally masked if asked) @ value, and the logsumexp of each query's scores (float32 for float16/bfloat16): scaled_dot_product_attention's path with no attn_mask, dropout or head grouping, on q, k, v of one batch shape.
 
-    Schema: ``_scaled_dot_product_attention_fused(Tensor query, Tensor key, Tensor value, bool is_causal=False, float scale=1.) -> (Tensor output, Tensor attn)``
+    Schema: ``_scaled_dot_product_attention_fused(Tensor query, Tensor key, Tensor value, bool is_causal=False, float scale=1.) -> (Tensor output, Tensor logsumexp)``
     """
     return _tuple_new(_R__scaled_dot_product_attention_fused, _dispatch__scaled_dot_product_attention_fused((query, key, value, is_causal, scale)))
 
-def _scaled_dot_product_attention_fused_backward(grad_out, grad_attn, query, key, value, attn, scale, output_mask):
-    """The gradients for query, key and value (those output_mask asks for) of _scaled_dot_product_attention_fused, given its output's gradient and/or its attention weights' (a double backward reaches them), from the saved weights.
+def _scaled_dot_product_attention_fused_backward(grad_out, grad_logsumexp, query, key, value, logsumexp, is_causal, scale, output_mask):
+    """The gradients for query, key and value (those output_mask asks for) of _scaled_dot_product_attention_fused, given its output's gradient and/or its logsumexp's, the weights recomputed from query, key and the saved logsumexp.
 
-    Schema: ``_scaled_dot_product_attention_fused_backward(Tensor? grad_out, Tensor? grad_attn, Tensor query, Tensor key, Tensor value, Tensor attn, float scale, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
+    Schema: ``_scaled_dot_product_attention_fused_backward(Tensor? grad_out, Tensor? grad_logsumexp, Tensor query, Tensor key, Tensor value, Tensor logsumexp, bool is_causal, float scale, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
     """
-    return _dispatch__scaled_dot_product_attention_fused_backward((grad_out, grad_attn, query, key, value, attn, scale, output_mask))
+    return _dispatch__scaled_dot_product_attention_fused_backward((grad_out, grad_logsumexp, query, key, value, logsumexp, is_causal, scale, output_mask))
 
 def _rnn_layer(input, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse=False):
     """One layer and direction of a recurrent net over time-major `input` (T, B, I) from the state `hx` (and `cx`, LSTM): mode RNN_TANH, RNN_RELU, LSTM (with `w_hr`, projected) or GRU, as torch's cells; the outputs per step, the last state (c_n is (B, 0) but for LSTM) and the step values its backward reads.
@@ -3565,18 +3565,18 @@ def cross_entropy_loss(input, target, weight=None, reduction=1, ignore_index=-10
     return _dispatch_cross_entropy_loss((input, target, weight, reduction, ignore_index, label_smoothing))
 
 def _cross_entropy_indices(input, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
-    """cross_entropy_loss for class-index targets and the log_softmax it picks from (along the class dim), differentiable in `self` only (as torch's, whose weight has no gradient).
+    """cross_entropy_loss for class-index targets and the logsumexp of `self` along the class dim (float32 for float16/bfloat16 logits), differentiable in `self` only (as torch's, whose weight has no gradient).
 
-    Schema: ``_cross_entropy_indices(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100, float label_smoothing=0.) -> (Tensor output, Tensor log_probs)``
+    Schema: ``_cross_entropy_indices(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100, float label_smoothing=0.) -> (Tensor output, Tensor logsumexp)``
     """
     return _tuple_new(_R__cross_entropy_indices, _dispatch__cross_entropy_indices((input, target, weight, reduction, ignore_index, label_smoothing)))
 
-def _cross_entropy_indices_backward(grad_output, log_probs, target, weight, reduction, ignore_index, label_smoothing):
-    """The gradient of _cross_entropy_indices' loss with respect to `self`, from the log-probabilities it saved: log_softmax's backward of nll_loss's (and label smoothing's) in one kernel.
+def _cross_entropy_indices_backward(grad_output, input, logsumexp, target, weight, reduction, ignore_index, label_smoothing):
+    """The gradient of _cross_entropy_indices' loss with respect to `self`, from the logits and logsumexp it saved: log_softmax's backward of nll_loss's (and label smoothing's) in one kernel, the softmax recomputed as exp(self - logsumexp).
 
-    Schema: ``_cross_entropy_indices_backward(Tensor grad_output, Tensor log_probs, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, float label_smoothing) -> Tensor``
+    Schema: ``_cross_entropy_indices_backward(Tensor grad_output, Tensor self, Tensor logsumexp, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, float label_smoothing) -> Tensor``
     """
-    return _dispatch__cross_entropy_indices_backward((grad_output, log_probs, target, weight, reduction, ignore_index, label_smoothing))
+    return _dispatch__cross_entropy_indices_backward((grad_output, input, logsumexp, target, weight, reduction, ignore_index, label_smoothing))
 
 def _sparse_coo_mm(indices, values, dense, rows):
     """The product of the sparse (rows, dense.size(0)) matrix with `values` at `indices` (2 x nnz; repeats add up) and the dense matrix `dense`: each entry's value times its column's dense row, added into its row.

@@ -99,27 +99,48 @@ def _causal(scores, L: int, S: int):
     return F.where(F.ge(rows, cols), scores, float("-inf"))
 
 
+def _scores(query, key, is_causal: bool, scale: float):
+    scores = F.mul(F.matmul(query, F.transpose(key, -2, -1)), scale)
+    return _causal(scores, query.shape[-2], key.shape[-2]) if is_causal else scores
+
+
+def _wide(t):
+    return F._to_copy(t, dtype=_dt.float32)
+
+
+def _as(t, dtype):
+    return t if t.dtype is dtype else F._to_copy(t, dtype=dtype)
+
+
 @explicit_kernel("_scaled_dot_product_attention_fused")
 def scaled_dot_product_attention_fused(query, key, value, is_causal=False, scale=1.0):
-    scores = F.mul(F.matmul(query, F.transpose(key, -2, -1)), scale)
-    if is_causal:
-        scores = _causal(scores, query.shape[-2], key.shape[-2])
+    scores = _scores(query, key, is_causal, scale)
     attn = F.softmax(scores, -1)
-    return F.matmul(attn, value), attn
+    if query.dtype in (_dt.float16, _dt.bfloat16):     # the logsumexp of float32 scores, as the kernels keep it
+        scores = _scores(_wide(query), _wide(key), is_causal, scale)
+    return F.matmul(attn, value), F.logsumexp(scores, -1)
 
 
 @decomposition("_scaled_dot_product_attention_fused_backward")
-def scaled_dot_product_attention_fused_backward(grad_out, grad_attn, query, key, value, attn, scale, output_mask):
-    """With G the output's gradient and GA the weights' (either may be None): dV = A^T G;
-    dP = G V^T + GA; dS = A * (dP - rowsum(dP * A)); dQ = dS K * scale; dK = dS^T Q * scale."""
+def scaled_dot_product_attention_fused_backward(grad_out, grad_logsumexp, query, key, value, logsumexp, is_causal,
+                                                scale, output_mask):
+    """With A the weights, recomputed as the softmax of the scores (differentiable in query and key, for a
+    double backward), G the output's gradient and GL the logsumexp's (either may be None): dV = A^T G;
+    dP = G V^T; dS = A * (dP - rowsum(dP * A) + GL); dQ = dS K * scale; dK = dS^T Q * scale."""
+    attn = F.softmax(_scores(query, key, is_causal, scale), -1)
     dv = None
     if output_mask[2]:
         dv = F.matmul(F.transpose(attn, -2, -1), grad_out) if grad_out is not None else F.zeros_like(value)
     dq = dk = None
     if output_mask[0] or output_mask[1]:
-        dp = F.matmul(grad_out, F.transpose(value, -2, -1)) if grad_out is not None else None
-        dp = grad_attn if dp is None else (dp if grad_attn is None else F.add(dp, grad_attn))
-        ds = F.mul(attn, F.sub(dp, F.sum(F.mul(dp, attn), -1, keepdim=True)))
+        if grad_out is not None:
+            dp = F.matmul(grad_out, F.transpose(value, -2, -1))
+            centred = F.sub(dp, F.sum(F.mul(dp, attn), -1, keepdim=True))
+            if grad_logsumexp is not None:
+                centred = F.add(centred, F.unsqueeze(_as(grad_logsumexp, attn.dtype), -1))
+        else:
+            centred = F.unsqueeze(_as(grad_logsumexp, attn.dtype), -1)
+        ds = F.mul(attn, centred)
         if output_mask[0]:
             dq = F.mul(F.matmul(ds, key), scale)
         if output_mask[1]:

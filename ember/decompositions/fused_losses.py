@@ -1,9 +1,11 @@
 """Backend-agnostic kernels of the fused cross entropy for class indices (F.cross_entropy's path
-in training): the forward is cross_entropy_loss's decomposition, returning the log-probabilities
-too; the backward is log_softmax's backward, from those log-probabilities, applied to the
-gradient nll_loss (and label smoothing) sends to them, computed with ember ops. Backends with
-their own kernels (cpu, cuda) compute both in one pass. With create_graph the autograd formula
-runs this backward itself, so its graph reaches `self` through the saved log-probabilities.
+in training): the forward is cross_entropy_loss's decomposition, returning the logsumexp of the
+logits along the class dim too; the backward is log_softmax's backward, from the log-probabilities
+recomputed as `self - logsumexp`, applied to the gradient nll_loss (and label smoothing) sends to
+them, computed with ember ops. Saving the logits and one number per row, not a second tensor of the
+logits' size, is what keeps a large vocabulary's loss at one logits-sized activation. Backends with
+their own kernels (cpu, cuda) compute both in one pass. With create_graph the autograd formula runs
+`cross_entropy_of_log_probs_backward` on a differentiable log_softmax of the logits itself.
 
 Also nll_loss's gradient, `_nll_loss_backward`: the same gradient nll_loss sends to its input,
 without log_softmax's part (it needs no saved tensor but the targets and the weight).
@@ -11,15 +13,23 @@ without log_softmax's part (it needs no saved tensor but the targets and the wei
 from __future__ import annotations
 
 from ember._generated import functions as F
+from ember.core import dtype as _dt
 
 from . import explicit_kernel
 from .losses import _along, _class_target, _class_weight, class_target_of_shape, cross_entropy_of_log_probs
 
 
+def _wide(x):
+    """x in the dtype its logsumexp is kept in: float32 for float16/bfloat16, else its own."""
+    return F._to_copy(x, dtype=_dt.float32) if x.dtype in (_dt.float16, _dt.bfloat16) else x
+
+
 @explicit_kernel("_cross_entropy_indices")
 def cross_entropy_indices(self, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
-    logp = F.log_softmax(self, 1 if self.dim() >= 2 else 0)
-    return cross_entropy_of_log_probs(logp, target, weight, reduction, ignore_index, label_smoothing), logp
+    cdim = 1 if self.dim() >= 2 else 0
+    logp = F.log_softmax(self, cdim)
+    loss = cross_entropy_of_log_probs(logp, target, weight, reduction, ignore_index, label_smoothing)
+    return loss, F.logsumexp(_wide(self), cdim)
 
 
 def _picked_gradient(grad_output, target, weight, reduction, ignore_index, dtype):
@@ -43,7 +53,19 @@ def nll_loss_backward(grad_output, target, weight, self_size, reduction, ignore_
 
 
 @explicit_kernel("_cross_entropy_indices_backward")
-def cross_entropy_indices_backward(grad_output, log_probs, target, weight, reduction, ignore_index, label_smoothing):
+def cross_entropy_indices_backward(grad_output, self, logsumexp, target, weight, reduction, ignore_index,
+                                   label_smoothing):
+    cdim = 1 if self.dim() >= 2 else 0
+    logp = F.sub(_wide(self), F.unsqueeze(logsumexp, cdim))
+    logp = F._to_copy(logp, dtype=self.dtype) if logp.dtype is not self.dtype else logp
+    return cross_entropy_of_log_probs_backward(grad_output, logp, target, weight, reduction, ignore_index,
+                                               label_smoothing)
+
+
+def cross_entropy_of_log_probs_backward(grad_output, log_probs, target, weight, reduction, ignore_index,
+                                        label_smoothing):
+    """d cross entropy / d logits given the log-probabilities (differentiable: create_graph runs it on a
+    log_softmax of the logits)."""
     target, cdim, classes = _class_target(log_probs, target, ignore_index)
     ndim = log_probs.dim()
     # d loss / d log_probs: -(1 - ls) * scale * w at the target class; -(ls / C) * scale * valid * weight everywhere

@@ -1,10 +1,11 @@
 """Shape rules of the fused ops: the optimizer updates (_fused_adam_, _fused_adadelta_, _fused_sgd_), whose tensor
 lists line up one entry per parameter, each state tensor like its parameter (no spec: they write
-into their arguments and return nothing); the cross-entropy backward (a gradient like `log_probs`); the
+into their arguments and return nothing); the cross-entropy backward (a gradient like the logits); the
 fused attention and its backward."""
 from __future__ import annotations
 
 from ember.core.errors import ArgumentListError, ArgumentTypeError, DTypeError, ShapeError
+from ember.core import dtype as _dt
 from ember.core.spec import TensorSpec
 
 from . import shape_rule
@@ -78,22 +79,26 @@ def fused_sgd(op, params, grads, momentum_buffer_list, weight_decay, momentum, l
 
 
 @shape_rule("cross_entropy_indices_backward")
-def cross_entropy_indices_backward(op, grad_output, log_probs, target, weight, reduction, ignore_index,
+def cross_entropy_indices_backward(op, grad_output, self, logsumexp, target, weight, reduction, ignore_index,
                                    label_smoothing):
-    if not (isinstance(grad_output, TensorSpec) and isinstance(log_probs, TensorSpec) and isinstance(target, TensorSpec)):
-        check_tensor(op, grad_output, "grad_output")        # the error names the argument
-        check_tensor(op, log_probs, "log_probs")
-        check_tensor(op, target, "target")
-    if not log_probs._dtype.is_floating_point or grad_output._dtype is not log_probs._dtype:
-        raise DTypeError(f"{op.name}(): expected floating-point log_probs and grad_output of its dtype, got "
-                         f"{type_name(log_probs._dtype)} and {type_name(grad_output._dtype)}")
-    return (tuple(log_probs._data.shape), log_probs._dtype)
+    for t, arg in ((grad_output, "grad_output"), (self, "self"), (logsumexp, "logsumexp"), (target, "target")):
+        if not isinstance(t, TensorSpec):
+            check_tensor(op, t, arg)                        # the error names the argument
+    if not self._dtype.is_floating_point or grad_output._dtype is not self._dtype:
+        raise DTypeError(f"{op.name}(): expected floating-point self and grad_output of its dtype, got "
+                         f"{type_name(self._dtype)} and {type_name(grad_output._dtype)}")
+    shape = tuple(self._data.shape)
+    rows = shape[:1] + shape[2:] if len(shape) >= 2 else ()
+    if tuple(logsumexp._data.shape) != rows:
+        raise ShapeError(f"{op.name}(): expected logsumexp of size {list(rows)} (self of size {list(shape)} "
+                         f"without its class dim), but got {list(logsumexp._data.shape)}")
+    return (shape, self._dtype)
 
 
 @shape_rule("sdpa_fused")
 def sdpa_fused(op, query, key, value, is_causal=False, scale=1.0):
-    """(output, attention weights): (*batch, L, Ev) and (*batch, L, S), for q, k, v of one floating dtype
-    and one batch shape (scaled_dot_product_attention calls it only then)."""
+    """(output, logsumexp): (*batch, L, Ev) and (*batch, L), for q, k, v of one floating dtype and one batch
+    shape (scaled_dot_product_attention calls it only then); the logsumexp is float32 for float16/bfloat16."""
     for t, arg in ((query, "query"), (key, "key"), (value, "value")):
         check_tensor(op, t, arg)
         if t._data.ndim < 2:
@@ -105,17 +110,19 @@ def sdpa_fused(op, query, key, value, is_causal=False, scale=1.0):
                          f"{query._dtype}, {key._dtype} and {value._dtype}")
     if not (q[:-2] == k[:-2] == v[:-2]) or q[-1] != k[-1] or k[-2] != v[-2]:
         raise ShapeError(f"{op.name}(): shapes do not match: query {list(q)}, key {list(k)}, value {list(v)}")
-    return ((q[:-1] + (v[-1],), dtype), (q[:-1] + (k[-2],), dtype))
+    return ((q[:-1] + (v[-1],), dtype), (q[:-1], _dt.float32 if dtype in (_dt.float16, _dt.bfloat16) else dtype))
 
 
 @shape_rule("sdpa_fused_backward")
-def sdpa_fused_backward(op, grad_out, grad_attn, query, key, value, attn, scale, output_mask):
+def sdpa_fused_backward(op, grad_out, grad_logsumexp, query, key, value, logsumexp, is_causal, scale, output_mask):
     mask = _mask(op, output_mask)
-    if grad_out is None and grad_attn is None:
-        raise ArgumentTypeError(f"{op.name}(): expected a Tensor for grad_out or grad_attn (or both), got None for both")
-    out, weights = sdpa_fused(op, query, key, value)
-    for t, arg, spec in ((grad_out, "grad_out", out), (grad_attn, "grad_attn", weights), (attn, "attn", weights)):
-        if t is None and arg != "attn":
+    if grad_out is None and grad_logsumexp is None:
+        raise ArgumentTypeError(f"{op.name}(): expected a Tensor for grad_out or grad_logsumexp (or both), got None "
+                                "for both")
+    out, lse = sdpa_fused(op, query, key, value)
+    for t, arg, spec in ((grad_out, "grad_out", out), (grad_logsumexp, "grad_logsumexp", lse),
+                         (logsumexp, "logsumexp", lse)):
+        if t is None and arg != "logsumexp":
             continue
         check_tensor(op, t, arg)
         if t._data.shape != spec[0]:

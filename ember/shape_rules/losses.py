@@ -294,9 +294,12 @@ def cross_entropy(op, self, target, weight=None, reduction=1, ignore_index=-100,
 
 @shape_rule("cross_entropy_indices")
 def cross_entropy_indices(op, self, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
-    """(loss, log_probs): cross_entropy's loss and the log_softmax along the class dim it picks from."""
+    """(loss, logsumexp): cross_entropy's loss and the logsumexp of `self` along the class dim, in float32
+    for float16/bfloat16 logits (as a flash attention's), else in the logits' dtype."""
+    shape = tuple(self._data.shape)
+    rows = shape[:1] + shape[2:] if len(shape) >= 2 else ()
     return (cross_entropy(op, self, target, weight, reduction, ignore_index, label_smoothing),
-            (tuple(self._data.shape), self._dtype))
+            (rows, _dt.float32 if self._dtype in (_dt.float16, _dt.bfloat16) else self._dtype))
 
 
 @shape_rule("linear")

@@ -11,9 +11,10 @@ ember's registry names:
   the backward counts the input gradient and the weight gradient it computes (output_mask);
 * `scaled_dot_product_attention`: the two products q@k^T and attn@v, for any leading batch
   dims (torch's formula for its fused kernels; causal masking is not taken off). Without a mask or
-  dropout its backward is `_scaled_dot_product_attention_fused_backward`, counted as the four
-  products it computes (torch's formula adds a fifth, its recomputation of the scores); otherwise
-  it is differentiated through the decomposition and counted as the `bmm`s that runs.
+  dropout its backward is `_scaled_dot_product_attention_fused_backward`, counted as the five
+  products it computes (the scores recomputed, then four gradient products: torch's formula for
+  its fused kernels' backward); otherwise it is differentiated through the decomposition and
+  counted as the `bmm`s that runs.
 
 `ZERO_FLOP_OPS` lists the ops that do no arithmetic at all (views, copies, allocation, data
 movement, gathers): they have the formula 0. Every other op without an entry is *unknown*:
@@ -141,14 +142,15 @@ def sdpa_fused_flop(query_shape, key_shape, value_shape, *args, out_shape=None, 
 
 
 @register_flop_formula("_scaled_dot_product_attention_fused_backward")
-def sdpa_fused_backward_flop(grad_out_shape, grad_attn_shape, query_shape, key_shape, value_shape, attn_shape, scale,
-                             output_mask, out_shape=None) -> int:
-    """The products the fused backward computes (no recomputation of the scores: it has the weights):
-    dV = A^T G, dP = G V^T, dQ = dS K, dK = dS^T Q, each as output_mask and the given gradients need."""
+def sdpa_fused_backward_flop(grad_out_shape, grad_lse_shape, query_shape, key_shape, value_shape, lse_shape,
+                             is_causal, scale, output_mask, out_shape=None) -> int:
+    """The products the fused backward computes: the scores recomputed (S = Q K^T), then dV = A^T G,
+    dP = G V^T, dQ = dS K, dK = dS^T Q, each as output_mask and the given gradients need (with every
+    gradient asked for and the output's given, torch's sdpa_backward_flop_count)."""
     bh = prod(query_shape[:-2])
     s_q, d_q = query_shape[-2], query_shape[-1]
     s_k, d_v = key_shape[-2], value_shape[-1]
-    flops = 0
+    flops = bmm_flop((bh, s_q, d_q), (bh, d_q, s_k))
     if output_mask[2] and grad_out_shape is not None:
         flops += bmm_flop((bh, s_k, s_q), (bh, s_q, d_v))
     if output_mask[0] or output_mask[1]:

@@ -90,13 +90,16 @@ def _nll(am: ArrayModule, logp, target, weight, reduction, ignore_index):
 
 
 def _log_softmax(am: ArrayModule, x, cdim, dt):
-    """log_softmax of `x` along `cdim`, rounded to `dt` and back to x's dtype."""
+    """(log_softmax of `x` along `cdim`, rounded to `dt` and back to x's dtype; the logsumexp along
+    `cdim`, kept dims, in x's dtype)."""
     xp = am.xp
     if x.size == 0:
-        return x
-    shifted = x - xp.max(x, axis=cdim, keepdims=True)
-    logp = shifted - xp.log(xp.sum(xp.exp(shifted), axis=cdim, keepdims=True))
-    return logp.astype(dt).astype(x.dtype)        # rounded as the log_softmax op rounds
+        return x, xp.full(x.shape[:cdim] + (1,) + x.shape[cdim + 1:], -xp.inf, x.dtype)
+    top = xp.max(x, axis=cdim, keepdims=True)
+    shifted = x - top
+    log_sum = xp.log(xp.sum(xp.exp(shifted), axis=cdim, keepdims=True))
+    logp = shifted - log_sum
+    return logp.astype(dt).astype(x.dtype), top + log_sum       # rounded as the log_softmax op rounds
 
 
 def _row_max(am: ArrayModule, x):
@@ -106,20 +109,22 @@ def _row_max(am: ArrayModule, x):
     return x[am.constant(("row column", n), lambda: am.xp.arange(n)[:, None]), x.argmax(axis=1, keepdims=True)]
 
 
-def _exp_row_sums(am: ArrayModule, x):
-    """The row sums of exp(x) (2-D), exponentiated a block of rows at a time (`am.scratch_block` elements)
-    into one scratch buffer instead of a whole exp(x): with a large vocabulary that is the size of the
-    logits. Each row's sum is the same product either way."""
+def _exp_row_sums(am: ArrayModule, x, top):
+    """The row sums of exp(x - top) (x 2-D, top its row maxima as a column), exponentiated a block of rows
+    at a time (`am.scratch_block` elements) into one scratch buffer instead of a whole exp(x - top): with a
+    large vocabulary that is the size of the logits. Each row's sum is the same either way."""
     xp = am.xp
     n, classes = x.shape
     rows = n if am.scratch_block is None else max(1, am.scratch_block // max(classes, 1))
     if rows >= n:
-        return row_sums(am, xp.exp(x))
+        shifted = x - top
+        return row_sums(am, xp.exp(shifted, out=shifted))
     sums = xp.empty(n, x.dtype)
     scratch = xp.empty((rows, classes), x.dtype)
     for start in range(0, n, rows):
         block = scratch[:min(rows, n - start)]
-        xp.exp(x[start:start + rows], out=block)
+        xp.subtract(x[start:start + rows], top[start:start + rows], out=block)
+        xp.exp(block, out=block)
         sums[start:start + rows] = row_sums(am, block)
     return sums
 
@@ -184,25 +189,31 @@ def nll_loss_backward(am: ArrayModule, spec, grad, target, weight, self_size, re
 
 
 def _cross_entropy(am: ArrayModule, dt, x, target, weight, reduction, ignore_index, label_smoothing):
-    """(loss of dtype dt, log_softmax of x along the class dim): the loss picked from the
-    log-probabilities as nll_loss picks it. They are rounded to dt as the log_softmax op rounds
-    them, and come back in the opmath dtype (float32 for float16/bfloat16)."""
+    """(loss of dtype dt, logsumexp of x along the class dim in the opmath dtype: float32 for
+    float16/bfloat16). The loss is picked from the log-probabilities `(x - max) - log(sum(exp(x - max)))`
+    as nll_loss picks it, rounded to dt as the log_softmax op rounds them; the plain path computes only
+    the picked ones and exponentiates a block of rows at a time."""
     xp = am.xp
     plain = _plain_targets(am, x, target, weight, ignore_index, label_smoothing) if x.dtype == dt else None
     if plain is not None:
         rows, t = plain
-        logp = x - _row_max(am, x)
-        logp -= xp.log(_exp_row_sums(am, logp)[:, None])                       # (x - max) - lse
-        picked = logp[rows, t]
+        top = _row_max(am, x)
+        log_sum = xp.log(_exp_row_sums(am, x, top))
+        top = top.reshape(-1)
+        picked = x[rows, t]
+        picked -= top
+        picked -= log_sum                                                      # (x - max) - log(sum)
+        lse = xp.add(top, log_sum, out=log_sum)
         if reduction == 0:
-            return -picked, logp
+            return xp.negative(picked, out=picked), lse
         # numpy's ufunc method skips np.sum's Python wrapper: the plain path is ~15 array calls
         total = -am.add_reduce(picked)
-        return xp.asarray(total / x.dtype.type(x.shape[0]) if reduction == 1 else total), logp
+        return xp.asarray(total / x.dtype.type(x.shape[0]) if reduction == 1 else total), lse
     cdt = am.compute_of[dt]
     cdim = 1 if x.ndim >= 2 else 0
     classes = x.shape[cdim]
-    logp = _log_softmax(am, x.astype(cdt), cdim, dt)
+    logp, lse = _log_softmax(am, x.astype(cdt), cdim, dt)
+    lse = lse.squeeze(cdim)
     wb = _along(weight.astype(cdt), cdim, x.ndim) if weight is not None else None
     with _quiet(am):
         if target.dtype.kind not in "iu":                  # class probabilities (bfloat16 is kind "V")
@@ -215,10 +226,10 @@ def _cross_entropy(am: ArrayModule, dt, x, target, weight, reduction, ignore_ind
                 loss = loss.sum() / (x.size // classes) if x.size else xp.asarray(float("nan"), cdt)
             elif reduction == 2:
                 loss = loss.sum()
-            return xp.asarray(loss).astype(dt), logp
+            return xp.asarray(loss).astype(dt), lse
         out, valid, w = _nll(am, logp, target, weight, reduction, ignore_index)
         if label_smoothing == 0:
-            return xp.asarray(out).astype(dt), logp
+            return xp.asarray(out).astype(dt), lse
         weighted = logp * wb if wb is not None else logp
         smooth = xp.where(valid, -weighted.sum(axis=cdim), xp.zeros((), cdt))
         if reduction == 0:
@@ -229,7 +240,7 @@ def _cross_entropy(am: ArrayModule, dt, x, target, weight, reduction, ignore_ind
             ret = smooth.sum() / w.sum()
         else:
             ret = smooth.sum() / valid.sum()
-        return xp.asarray(out * (1.0 - label_smoothing) + ret * (label_smoothing / classes)).astype(dt), logp
+        return xp.asarray(out * (1.0 - label_smoothing) + ret * (label_smoothing / classes)).astype(dt), lse
 
 
 def cross_entropy_loss(am: ArrayModule, spec, x, target, weight=None, reduction=1, ignore_index=-100,
@@ -239,10 +250,8 @@ def cross_entropy_loss(am: ArrayModule, spec, x, target, weight=None, reduction=
 
 def cross_entropy_indices(am: ArrayModule, specs, x, target, weight=None, reduction=1, ignore_index=-100,
                           label_smoothing=0.0):
-    """(loss, log_probs), both of the loss's dtype."""
-    dt = am.native_of[specs[0][1]]
-    loss, logp = _cross_entropy(am, dt, x, target, weight, reduction, ignore_index, label_smoothing)
-    return loss, (logp if logp.dtype == dt else logp.astype(dt))
+    """(loss of the logits' dtype, logsumexp of the opmath dtype)."""
+    return _cross_entropy(am, am.native_of[specs[0][1]], x, target, weight, reduction, ignore_index, label_smoothing)
 
 
 def randperm(am: ArrayModule, spec, n, generator=None, dtype=None, device=None, requires_grad=False):
@@ -253,32 +262,33 @@ def randperm(am: ArrayModule, spec, n, generator=None, dtype=None, device=None, 
     return ranks.astype(am.native_of[spec[1]])
 
 
-def cross_entropy_indices_backward(am: ArrayModule, spec, grad, logp, target, weight, reduction, ignore_index,
+def cross_entropy_indices_backward(am: ArrayModule, spec, grad, x, lse, target, weight, reduction, ignore_index,
                                    label_smoothing):
-    """d loss / d x of cross entropy with class indices from the forward's log-probabilities, in one
-    pass: the gradient nll_loss (and label smoothing) sends to them, through log_softmax's backward
-    (g - exp(logp) * sum(g), as torch computes it)."""
+    """d loss / d x of cross entropy with class indices from the logits and their logsumexp, in one pass:
+    the gradient nll_loss (and label smoothing) sends to the log-probabilities `x - lse`, through
+    log_softmax's backward (g - exp(logp) * sum(g), as torch computes it)."""
     xp = am.xp
     dt = am.native_of[spec[1]]
     cdt = am.compute_of[dt]
-    cdim = 1 if logp.ndim >= 2 else 0
-    classes = logp.shape[cdim]
-    if logp.size == 0:
-        return xp.zeros(logp.shape, dt)
-    plain = _plain_targets(am, logp, target, weight, ignore_index, label_smoothing) \
-        if logp.dtype == dt and grad.dtype == dt else None
+    cdim = 1 if x.ndim >= 2 else 0
+    classes = x.shape[cdim]
+    if x.size == 0:
+        return xp.zeros(x.shape, dt)
+    plain = _plain_targets(am, x, target, weight, ignore_index, label_smoothing) \
+        if x.dtype == dt and grad.dtype == dt and lse.dtype == dt else None
     if plain is not None:
         rows, t = plain
         # the batch as the dtype's own scalar: numpy 1's promotion would make a float32 / int float64
-        scale = grad / logp.dtype.type(logp.shape[0]) if reduction == 1 else grad    # per row when unreduced
-        out = xp.exp(logp)
+        scale = grad / x.dtype.type(x.shape[0]) if reduction == 1 else grad         # per row when unreduced
+        out = xp.subtract(x, lse[:, None])
+        xp.exp(out, out=out)
         out *= scale[:, None] if reduction == 0 else scale                            # softmax * scale
         if am.is_numpy:
             xp.subtract.at(out, (rows, t), scale)    # ufunc.at (numpy's API): one call for the fancy read and write
         else:
             out[rows, t] -= scale
         return out
-    logp = logp.astype(cdt)
+    logp = x.astype(cdt) - xp.expand_dims(lse.astype(cdt), cdim)
     g, valid, scale = _nll_gradient(am, logp, grad, target, weight, reduction, ignore_index)
     with _quiet(am):
         if label_smoothing > 0:

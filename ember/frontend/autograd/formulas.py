@@ -146,19 +146,23 @@ def linear_grads(input, grad, weight, bias_shape, grad_input_mask):
     return gi, gw, grad
 
 
-def cross_entropy_indices_backward(grad, grad_log_probs, log_probs, target, weight, reduction, ignore_index,
+def cross_entropy_indices_backward(grad, grad_logsumexp, self, logsumexp, target, weight, reduction, ignore_index,
                                    label_smoothing):
-    """The gradient of _cross_entropy_indices for `self`, from its saved log-probabilities: the loss's
-    through one fused op in a plain backward (with create_graph, through that op's decomposition,
-    whose graph reaches `self` through `log_probs`, an output of the same node), plus log_softmax's
-    backward of a gradient arriving at the log-probabilities themselves."""
+    """The gradient of _cross_entropy_indices for `self`, from the logits and logsumexp it saved: the loss's
+    through one fused op in a plain backward (with create_graph, through the ember ops of a log_softmax of
+    `self`, so that the graph reaches `self`), plus the softmax times a gradient arriving at the logsumexp."""
+    cdim = 1 if self.dim() >= 2 else 0
     out = None
     if grad is not None:
-        backward = fused_losses.cross_entropy_indices_backward if STATE.grad_enabled \
-            else F._cross_entropy_indices_backward
-        out = backward(grad, log_probs, target, weight, reduction, ignore_index, label_smoothing)
-    if grad_log_probs is not None:
-        g = log_softmax_backward(grad_log_probs, log_probs, 1 if log_probs.dim() >= 2 else 0)
+        if STATE.grad_enabled:
+            out = fused_losses.cross_entropy_of_log_probs_backward(
+                grad, F.log_softmax(self, cdim), target, weight, reduction, ignore_index, label_smoothing)
+        else:
+            out = F._cross_entropy_indices_backward(grad, self, logsumexp, target, weight, reduction, ignore_index,
+                                                    label_smoothing)
+    if grad_logsumexp is not None:
+        g = F.mul(F.unsqueeze(grad_logsumexp, cdim), F.softmax(self, cdim, dtype=grad_logsumexp.dtype))
+        g = F._to_copy(g, dtype=self.dtype) if g.dtype is not self.dtype else g
         out = g if out is None else F.add(out, g)
     return out
 

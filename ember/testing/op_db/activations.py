@@ -343,12 +343,19 @@ add(OpInfo("scaled_dot_product_attention", nn_op("scaled_dot_product_attention")
 
 
 # ---- _scaled_dot_product_attention_fused: scaled_dot_product_attention's op without mask or dropout,
-# returning the output and the attention weights as torch's math path does; its backward op
+# returning the output (torch's math path's) and the logsumexp of each query's scores (float32 for
+# float16/bfloat16, as torch's flash attention keeps it); its backward op
 # (_scaled_dot_product_attention_fused_backward) is what test_grad and gradcheck run, with
-# gradients for both outputs (the weights' too, as a double backward sends)
+# gradients for both outputs
 def _sdpa_fused_call(m, q, k, v, is_causal=False, scale=1.0):
     if m.__name__ == "torch":
-        return m.ops.aten._scaled_dot_product_attention_math(q, k, v, None, 0.0, is_causal, None, scale=scale)
+        out = m.ops.aten._scaled_dot_product_attention_math(q, k, v, None, 0.0, is_causal, None, scale=scale)[0]
+        wide = (lambda t: t.float()) if q.dtype in (m.float16, m.bfloat16) else (lambda t: t)
+        scores = wide(q) @ wide(k).transpose(-2, -1) * scale
+        if is_causal:
+            keep = m.ones(q.shape[-2], k.shape[-2], dtype=m.bool, device=q.device).tril()
+            scores = scores.masked_fill(~keep, float("-inf"))
+        return out, m.logsumexp(scores, -1)
     return importlib.import_module("ember._generated.functions")._scaled_dot_product_attention_fused(
         q, k, v, is_causal, scale)
 

@@ -339,11 +339,12 @@ add(OpInfo("cross_entropy_loss", nn_op("cross_entropy_loss"), _ce_samples, dtype
 
 # ---- _cross_entropy_indices: F.cross_entropy's op for class indices (its fused backward,
 # _cross_entropy_indices_backward, is what test_grad and gradcheck run); torch's reference is
-# aten.cross_entropy_loss and the log_softmax it picks from
+# aten.cross_entropy_loss and the logsumexp of the logits along the class dim
 def _ce_indices_call(m, *a, **k):
     if m.__name__ == "torch":
         x = a[0]
-        return m.ops.aten.cross_entropy_loss(*a, **k), m.log_softmax(x, 1 if x.dim() >= 2 else 0)
+        wide = x.float() if x.dtype in (m.float16, m.bfloat16) else x          # the logsumexp is float32 then
+        return m.ops.aten.cross_entropy_loss(*a, **k), m.logsumexp(wide, 1 if x.dim() >= 2 else 0)
     return importlib.import_module("ember._generated.functions")._cross_entropy_indices(*a, **k)
 
 
