@@ -107,6 +107,17 @@ def compile_formulas(entry: OpEntry, op_names: set[str], helpers: set[str]) -> l
     return out
 
 
+def compile_recompute(entry: OpEntry, op_names: set[str], helpers: set[str]) -> CompiledFormula | None:
+    """The entry's `recompute` expression (its output 0 again, from the arguments and results the node
+    saves), rewritten as the formulas are; None without one."""
+    if entry.recompute is None:
+        return None
+    rewriter = _Rewriter(entry, op_names, helpers)
+    tree = rewriter.visit(ast.parse(entry.recompute, mode="eval"))
+    ast.fix_missing_locations(tree)
+    return CompiledFormula("", ast.unparse(tree), rewriter.uses)
+
+
 def formulas_reference_self(entry: OpEntry) -> bool:
     """Whether any formula reads the value of `self` (so an in-place twin must clone it)."""
     first = entry.schema.arguments[0].name

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 
-from .formulas import META_ATTRS, compile_formulas, formulas_reference_self
+from .formulas import META_ATTRS, compile_formulas, compile_recompute, formulas_reference_self
 from .registry import OPERATORS, OpEntry, Registry, argument_python_name
 from .schema import Argument, FunctionSchema
 
@@ -446,9 +446,10 @@ def gen_backward(registry: Registry, helpers: set[str]) -> str:
 def _backward_class(op: OpEntry, cls: str, op_names: set[str], helpers: set[str]) -> list[str]:
     schema = op.schema
     formulas = compile_formulas(op, op_names, helpers)
+    recompute = compile_recompute(op, op_names, helpers)
     arg_index = {a.name: i for i, a in enumerate(schema.arguments)}
     return_index = {r.name: i for i, r in enumerate(schema.returns) if r.name}
-    slots = sorted(set().union(*(f.uses for f in formulas)))
+    slots = sorted(set().union(*(f.uses for f in formulas), recompute.uses if recompute else set()))
     list_inputs = [f.input_name for f in formulas if schema.argument(f.input_name).type.is_tensor_list]
     count_slots = [f"c_{n}" for n in list_inputs]
     lines = [f"class {cls}(Node):", f'    """Backward of {op.name}."""', "",
@@ -470,6 +471,9 @@ def _backward_class(op: OpEntry, cls: str, op_names: set[str], helpers: set[str]
         for slot in sorted(f.uses):
             positions = f.guards[slot] if slot in f.guards else range(len(ks))
             terms_of.setdefault(slot, []).extend(_guard_terms(positions, ks))
+    if recompute is not None:           # read whenever the node exists: saved when any input needs a gradient
+        for slot in sorted(recompute.uses):
+            terms_of.setdefault(slot, []).extend(_guard_terms(range(first), list(range(first))))
     by_condition: dict[str, list[str]] = {}
     for slot, terms in terms_of.items():
         by_condition.setdefault(" or ".join(sorted(set(terms), key=terms.index)), []).append(slot)
@@ -487,11 +491,16 @@ def _backward_class(op: OpEntry, cls: str, op_names: set[str], helpers: set[str]
             if group:
                 lines.append(f"        if {cond}:")
                 lines += [_release_line(slot, exprs[slot]) for slot in group]
-    lines += ["", "    def apply(self, grads):", "        grad = grads[0]", "        needs = self.needs",
-              "        out = []"]
 
     def load(slot: str) -> str:
         return _load_expr(slot, exprs[slot])
+    if recompute is not None:
+        # a consumer that saved output 0 keeps this recipe instead of the tensor (graph.pack)
+        lines += ["", "    def recompute(self):"]
+        lines += [f"        {slot} = {load(slot)}" for slot in sorted(recompute.uses)]
+        lines.append(f"        return {recompute.code}")
+    lines += ["", "    def apply(self, grads):", "        grad = grads[0]", "        needs = self.needs",
+              "        out = []"]
     for f, ks in zip(formulas, needs_of):
         if len(ks) > 1:             # one call computes the gradients of several inputs (grad_input_mask)
             lines.append(f"        if {' or '.join(f'needs[{k}]' for k in ks)}:")

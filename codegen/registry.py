@@ -32,10 +32,11 @@ NOT_DIFFERENTIABLE = "not_differentiable"
 # per-op behaviour the shape rules and autograd read (docs/registry.md): per entry, never family defaults
 BEHAVIOUR_KEYS = {"dtypes", "dtype_error_kernel", "checks", "promotion_if_given", "iterator_operands", "copy_from"}
 ENTRY_KEYS = {"func", "family", "variants", "operators", "inplace", "inplace_operators", "inplace_variants",
-              "promotion", "shape", "autograd", "autocast", "impl", "tags", "doc", "scalar", "reduce"} | BEHAVIOUR_KEYS
+              "promotion", "shape", "autograd", "recompute", "autocast", "impl", "tags", "doc", "scalar",
+              "reduce"} | BEHAVIOUR_KEYS
 # `impl` too is stated by every entry: how an op is implemented is read where the op is declared
 FAMILY_KEYS = ENTRY_KEYS - {"func", "operators", "inplace", "inplace_operators", "inplace_variants", "doc", "impl",
-                            "scalar", "reduce"} \
+                            "scalar", "reduce", "recompute"} \
     - BEHAVIOUR_KEYS
 # `dtypes`: the dtypes the op's kernel supports (PyTorch's "not implemented for 'Bool'" errors otherwise)
 KERNEL_DTYPES = {"all", "floating", "float_double", "integral", "not_bool"}
@@ -85,6 +86,7 @@ class OpEntry:
     behaviour: "Behaviour" = None        # the per-op behaviour keys (shared by the twin)
     scalar: tuple | None = None          # the value per element, parsed (scalar_formulas.py); not the twin's
     reduce: tuple | None = None          # (kind, dim position, keepdim position, dtype position or None)
+    recompute: str | None = None         # the expression recomputing output 0 from what the node saves
 
     def __post_init__(self):
         if self.behaviour is None:
@@ -349,9 +351,12 @@ def _resolve_entry(raw, families, sources: SourceIndex, path) -> list[OpEntry]:
     scalar = _resolve_scalar(raw.get("scalar"), schema, fail)
     reduce = _resolve_reduce(raw.get("reduce"), schema, fail)
 
+    recompute = raw.get("recompute")
+    if recompute is not None and (not isinstance(recompute, str) or not autograd or impl != "explicit"):
+        fail("`recompute` is an expression (a string) recomputing output 0, for an explicit op with autograd formulas")
     entry = OpEntry(schema, line, family, variants, operators, (), promotion, shape, autograd,
                     autocast, impl, tags, doc.strip(), behaviour=behaviour, scalar=scalar,
-                    reduce=reduce)
+                    reduce=reduce, recompute=recompute)
     out = [entry]
     if inplace:
         try:

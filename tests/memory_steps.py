@@ -124,12 +124,14 @@ def predicted(build, step, steady: bool = True, **track):
     return mem
 
 
-def true_peak(build, step) -> tuple[int, int]:
+def true_peak(build, step, process: list | None = None) -> tuple[int, int]:
     """(peak, live at the end) of one steady-state cpu step as a user measures it: tracemalloc's own peak,
     every allocation of every numpy call included (scratch inside kernels too), less the Python objects
     alive before the step (modules, the model's objects; those the step's graph makes count, a percent or
     two of a small model). One step runs first, so that the optimizer's state exists, with the cpu kernels
-    in their steady state (`Backend.settle_kernels`: the numba loops a process switches to after its first calls)."""
+    in their steady state (`Backend.settle_kernels`: the numba loops a process switches to after its first calls).
+    `process`, when given, receives the peak as a script measures it without that subtraction: everything
+    traced since the model was built, the Python objects the first step imported (numba's) included."""
     from ember.dispatcher.plugins import REGISTRY
 
     REGISTRY.load("cpu").backend.settle_kernels()
@@ -143,7 +145,31 @@ def true_peak(build, step) -> tuple[int, int]:
         tracemalloc.reset_peak()
         step(model, opt, x, y)
         peak = tracemalloc.get_traced_memory()[1] - python_bytes
+        if process is not None:
+            process.append(tracemalloc.get_traced_memory()[1])
         end = sum(t[1] for t in tracemalloc._get_traces() if t[0] == domain)
     finally:
         tracemalloc.stop()
     return peak, end
+
+
+def process_peak(build, step) -> tuple[int, int]:
+    """(peak, live at the end) of a second step as a script measures it in a fresh process: tracemalloc
+    started after `import ember`, before the model is built, one step, then the peak of the next one with
+    everything traced counted (the Python objects of the modules the first step imports, numba's, too)."""
+    tracemalloc.start(1)
+    try:
+        model, opt, x, y = build("cpu")
+        step(model, opt, x, y)
+        tracemalloc.reset_peak()
+        step(model, opt, x, y)
+        current, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak, current
+
+
+if __name__ == "__main__":      # python tests/memory_steps.py: the GPT step's peak, measured in this process
+    peak, current = process_peak(*CASES["gpt"])
+    print(f"gpt step (4 layers, 384 wide, vocab 2048, batch 8 x 128, AdamW): tracemalloc's peak {peak / 2**20:.1f} "
+          f"MiB over the second step, {current / 2**20:.1f} MiB traced at its end")

@@ -2673,7 +2673,7 @@ class NativeBatchNormBackward0(Node):
 class NativeLayerNormBackward0(Node):
     """Backward of native_layer_norm."""
 
-    __slots__ = ('a_bias', 'a_input', 'a_mean', 'a_normalized_shape', 'a_rstd', 'a_weight', 'needs')
+    __slots__ = ('a_bias', 'a_eps', 'a_input', 'a_mean', 'a_normalized_shape', 'a_rstd', 'a_weight', 'needs')
     n_outputs = 3
 
     def save(self, args, outs):
@@ -2685,6 +2685,7 @@ class NativeLayerNormBackward0(Node):
             self.a_normalized_shape = args[1]
             self.a_rstd = _save(outs[2], True, 2, self)
             self.a_weight = _save(args[2])
+            self.a_eps = args[4]
 
     def release(self):
         needs = self.needs
@@ -2699,6 +2700,14 @@ class NativeLayerNormBackward0(Node):
                 self.a_rstd = _FREED
             if self.a_weight.__class__ is SavedTensor:
                 self.a_weight = _FREED
+
+    def recompute(self):
+        a_bias = self.a_bias.unpack(self) if self.a_bias.__class__ is SavedTensor else self.a_bias
+        a_eps = self.a_eps
+        a_input = self.a_input.unpack(self) if self.a_input.__class__ is SavedTensor else self.a_input
+        a_normalized_shape = self.a_normalized_shape
+        a_weight = self.a_weight.unpack(self) if self.a_weight.__class__ is SavedTensor else self.a_weight
+        return _F.native_layer_norm(a_input, a_normalized_shape, a_weight, a_bias, a_eps)[0]
 
     def apply(self, grads):
         grad = grads[0]
@@ -3389,6 +3398,11 @@ class GeluBackward0(Node):
         if needs[0]:
             if self.a_self.__class__ is SavedTensor:
                 self.a_self = _FREED
+
+    def recompute(self):
+        a_approximate = self.a_approximate
+        a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
+        return _F.gelu(a_self, approximate=a_approximate)
 
     def apply(self, grads):
         grad = grads[0]

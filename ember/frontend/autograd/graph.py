@@ -41,6 +41,9 @@ class Node:
     post_hooks = None       # [hook(grad_inputs, grad_outputs)]
     anomaly_trace = None    # forward traceback, recorded in anomaly mode
     retains = None          # {output_nr: weakref to the tensor whose .grad it fills (retain_grad)}
+    # generated from the registry's `recompute` (gelu, native_layer_norm): a method returning output 0
+    # again from what the node saved; a consumer saving that output keeps this recipe (see `pack`)
+    recompute = None
 
     __slots__ = ("next_edges", "input_meta", "seq", "__weakref__", "__dict__")
 
@@ -187,7 +190,9 @@ class SavedTensor:
     Outputs of the node itself are stored without their grad_fn (to avoid a reference
     cycle) and get it back on unpacking, so higher-order gradients through `result` work.
     Under saved_tensors_hooks, `tensor` is what the pack hook made and `edge` is where the
-    saved tensor's gradient flowed (see `pack`), which the unpacked tensor takes.
+    saved tensor's gradient flowed (see `pack`), which the unpacked tensor takes. Output 0 of a
+    node with a `recompute` recipe is saved as (weak reference, that node), marked by the
+    `_RECOMPUTE` hook: the tensor is freed with the forward and recomputed when backward needs it.
     """
 
     __slots__ = ("tensor", "version", "output_nr", "is_output", "unpack_hook", "edge")
@@ -199,7 +204,7 @@ class SavedTensor:
         comes back as a new tensor whose grad_fn is the node (higher-order gradients run through it);
         with `graph_output=False` (the generated nodes' formulas) only while grad mode is on, i.e.
         under create_graph: otherwise no graph is recorded and the stored tensor serves as it is."""
-        if self.unpack_hook is not None:        # saved under saved_tensors_hooks: `tensor` is what pack made
+        if self.unpack_hook is not None:        # saved under saved_tensors_hooks, or as a recipe to recompute
             return self._unpack_hooked(node, graph_output)
         if self.tensor is None:
             raise AutogradError(
@@ -209,15 +214,8 @@ class SavedTensor:
                 "a second time or if you need to access saved tensors after calling backward.")
         t = self.tensor
         if t._storage.version != self.version:
-            from ember.shape_rules.common import type_name
-
-            what = f"[ember.{type_name(t.dtype)}Tensor {list(t.shape)}]"
-            src = f", which is output {self.output_nr} of {node.name()}," if self.is_output else ""
-            raise AutogradError(
-                f"one of the variables needed for gradient computation has been modified by an inplace operation: "
-                f"{what}{src} is at version {t._storage.version}; expected version {self.version} instead. Hint: "
-                "enable anomaly detection to find the operation that failed to compute its gradient, with "
-                "ember.autograd.set_detect_anomaly(True).")
+            raise _modified_in_place(t, self.version, f", which is output {self.output_nr} of {node.name()},"
+                                     if self.is_output else "")
         if self.is_output and (graph_output or STATE.grad_enabled):
             out = t.detach()
             out._ag = AutogradMeta(node, self.output_nr)
@@ -225,10 +223,27 @@ class SavedTensor:
             return out
         return t
 
+    def _unpack_recomputed(self):
+        """The saved output: the tensor itself while something still holds it (checked as any saved
+        tensor), else its producer's op run again on the producer's saved inputs, with grad mode as it is
+        (under create_graph the recomputed tensor hangs off those inputs, so higher-order gradients flow)."""
+        ref, producer, view, source_ref = self.tensor
+        t = ref()
+        if t is None:
+            source = source_ref() if view is not None else None
+            if source is None or source._storage.version != self.version:
+                source = producer.recompute()
+            return source if view is None else _F().as_strided(source, *view)
+        if t._storage.version != self.version:
+            raise _modified_in_place(t, self.version, "")
+        return t
+
     def _unpack_hooked(self, node, graph_output: bool):
         """What the unpack hook returns, as torch hands it back: with the autograd identity of the tensor
         that was saved (a node's output: the node; an input: its grad_fn, or its leaf's accumulator), so
         higher-order gradients flow through it; a formula's values only, outside create_graph."""
+        if self.unpack_hook is _RECOMPUTE:
+            return self._unpack_recomputed()
         t = self.unpack_hook(self.tensor)
         if not isinstance(t, _Tensor):
             raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type "
@@ -247,6 +262,36 @@ class SavedTensor:
             out._ag = AutogradMeta(fn, nr)
         out._keys |= K.AUTOGRAD
         return out
+
+
+def _modified_in_place(t, version: int, source: str) -> AutogradError:
+    """torch's error for a saved tensor modified in place since it was saved (`source`: which output of
+    which node it is, or empty)."""
+    from ember.shape_rules.common import type_name
+
+    return AutogradError(
+        f"one of the variables needed for gradient computation has been modified by an inplace operation: "
+        f"[ember.{type_name(t.dtype)}Tensor {list(t.shape)}]{source} is at version {t._storage.version}; expected "
+        f"version {version} instead. Hint: enable anomaly detection to find the operation that failed to compute "
+        "its gradient, with ember.autograd.set_detect_anomaly(True).")
+
+
+def _F():
+    from ember._generated import functions
+
+    return functions
+
+
+def _recompute_marker(packed):     # never called: marks a SavedTensor holding (weakref, producer node)
+    raise AssertionError("a recomputed saved tensor is unpacked by SavedTensor._unpack_recomputed")
+
+
+_RECOMPUTE = _recompute_marker
+
+#: whether a saved output 0 of a node with a `recompute` recipe is kept as that recipe (the default):
+#: bit-identical gradients, that output's memory free between forward and backward, one more call of
+#: its op in the backward
+RECOMPUTE_SAVED_OUTPUTS = True
 
 
 #: what a released slot of a generated node holds: unpacking it raises the error above (a second
@@ -316,6 +361,19 @@ def pack(value, is_output: bool = False, output_nr: int = 0, node=None):
     if PACK_HOOKS is not None:
         hooks = PACK_HOOKS.get(threading.get_ident())
         if hooks and _pack_hooked(saved, value, hooks[-1], node):
+            return saved
+    if RECOMPUTE_SAVED_OUTPUTS and not is_output:
+        # output 0 of a node that can recompute it (gelu, layer norm), or a view of it (a decomposed
+        # linear layer saves its input reshaped): kept as a recipe and weak references, so that it is
+        # freed once the forward drops it, as torch.compile's partitioner does
+        source = value if value._base is None else value._base
+        ag = source._ag
+        producer = ag.grad_fn if ag is not None else None
+        if producer is not None and producer.recompute is not None and ag.output_nr == 0:
+            view = None if source is value else (tuple(value.shape), value.stride(), value.storage_offset())
+            saved.tensor = (weakref.ref(value), producer, view, None if view is None else weakref.ref(source))
+            saved.unpack_hook = _RECOMPUTE
+            saved.edge = None
             return saved
     saved.tensor = value.detach() if is_output else value
     if SAVE_HOOK is not None:           # ember.memory.track: activations saved for backward
