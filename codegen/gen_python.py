@@ -182,6 +182,10 @@ def _signature(schema: FunctionSchema, is_method: bool) -> tuple[str, list[str],
                 params.append("*")
                 star_done = True
             params.append(f"{pname}={_default_repr(a)}" if a.has_default else pname)
+        if a.type.base in ("int", "SymInt") and a.type.is_list and a.has_default and not a.type.optional \
+                and a is not varargs:
+            # torch's parser reads None for an int list with a default as that default (roll(t, 1, None))
+            prelude += [f"    if {pname} is None:", f"        {pname} = {_default_repr(a)}"]
         if a.type.base == "Scalar" and _is_factory(schema):
             prelude.append(f"    {pname} = _scalar_arg({pname})")
         if a.type.base == "Device":
@@ -238,6 +242,10 @@ def _binder(op: OpEntry, is_method: bool, indent: str) -> tuple[str, list[str]]:
             # a Tensor goes to a sibling overload taking a Tensor there (masked_fill.Tensor, scatter.src)
             pname = argument_python_name(a, is_method)
             lines.append(f"{indent}    if hasattr({pname}, '_data'):\n{indent}        raise TypeError({pname!r})")
+        elif a.type.base in ("int", "SymInt") and not a.type.is_list and i != bound:
+            # a list of dims goes to a sibling overload taking int[] there (all.dims for all(t, dim=()))
+            pname = argument_python_name(a, is_method)
+            lines.append(f"{indent}    if {pname}.__class__ in (list, tuple):\n{indent}        raise TypeError({pname!r})")
     lines.append(f"{indent}    return ({', '.join(exprs)}{',' if len(exprs) == 1 else ''})")
     return fname, lines
 

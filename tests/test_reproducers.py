@@ -62,6 +62,27 @@ def test_batch_norm_of_an_empty_batch_keeps_the_running_statistics(shape):
     assert results[0] == results[1]
 
 
+OVERLOADS = {   # calls torch accepts that ember refused or read differently
+    "all over dim=()": lambda m: m.all(m.tensor([[True, False]]), dim=()),
+    "any over dim=[]": lambda m: m.any(m.tensor([[1.0, 0.0]]), dim=[]),
+    "all over dim=[] of uint8, keepdim": lambda m: m.all(m.tensor([[1, 0]], dtype=m.uint8), dim=[], keepdim=True),
+    "Tensor.any(dim=())": lambda m: m.tensor([[0, 2]]).any(dim=()),
+    "all over dim=None": lambda m: m.all(m.tensor([[True, False]]), dim=None),
+    "roll with dims=None": lambda m: m.roll(m.arange(6).reshape(2, 3), 1, None),
+    "Tensor.roll with dims=None": lambda m: m.arange(6).reshape(2, 3).roll(2, None),
+    "flip with dims=None": lambda m: m.flip(m.arange(6).reshape(2, 3), None),     # no default: refused by both
+}
+
+
+@pytest.mark.parametrize("case", sorted(OVERLOADS))
+def test_overloads_and_defaults_as_torch_reads_them(case):
+    _same(OVERLOADS[case])
+
+
+def test_all_over_no_dims_on_meta_keeps_the_shape():
+    assert ember.all(ember.ones(2, 3, device="meta"), dim=()).shape == (2, 3)
+
+
 CHECKS = {   # calls torch refuses that ember used to accept
     "roll of a 0-d tensor over dims (0,)": lambda m: m.roll(m.tensor(3.0), 1, (0,)),
     "flatten with start_dim after end_dim": lambda m: m.flatten(m.zeros(2, 3, 4), 2, 1),
@@ -75,6 +96,9 @@ CHECKS = {   # calls torch refuses that ember used to accept
     "tensor([1, 2**63])": lambda m: m.tensor([1, 2**63]),
     "tensor(-2**63 - 1)": lambda m: m.tensor(-2**63 - 1),
     "tensor(2**63, dtype=uint8)": lambda m: m.tensor(2**63, dtype=m.uint8),
+    "topk of bools": lambda m: m.topk(m.tensor([True, False, True]), 2),
+    "addmm with a 3-d input": lambda m: m.addmm(m.zeros(2, 2, 2), m.zeros(2, 2), m.zeros(2, 2)),
+    "addmm with an input wider than the product": lambda m: m.addmm(m.zeros(2, 3), m.zeros(2, 2), m.zeros(2, 2)),
 }
 ALLOWED = {   # and their neighbours torch accepts
     "add with alpha=True for bools": lambda m: m.add(m.ones(2, dtype=m.bool), m.ones(2, dtype=m.bool), alpha=True),
@@ -82,6 +106,9 @@ ALLOWED = {   # and their neighbours torch accepts
     "tensor(2**63, dtype=float32)": lambda m: m.tensor(2**63, dtype=m.float32),
     "tensor(-2**63)": lambda m: m.tensor(-2**63),
     "roll of a 0-d tensor without dims": lambda m: m.roll(m.tensor(3.0), 1),
+    "topk of ints": lambda m: m.topk(m.tensor([3, 1, 2]), 2).values,
+    "addmm with a broadcast row": lambda m: m.addmm(m.ones(2), m.ones(3, 2), m.ones(2, 2)),
+    "addmm with a 0-d input": lambda m: m.addmm(m.tensor(1.5), m.ones(3, 2), m.ones(2, 2)),
 }
 
 

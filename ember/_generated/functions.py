@@ -1401,6 +1401,8 @@ def ceil_(input):
     return _dispatch_ceil_((input,))
 
 def _bind_round_decimals(input, *, decimals):
+    if decimals.__class__ in (list, tuple):
+        raise TypeError('decimals')
     return (input, decimals)
 
 def _bind_round(input):
@@ -1419,6 +1421,8 @@ def round(*args, **kwargs):
     return _call_overload('round', _overloads_round, args, kwargs)
 
 def _bind_round__decimals(input, *, decimals):
+    if decimals.__class__ in (list, tuple):
+        raise TypeError('decimals')
     return (input, decimals)
 
 def _bind_round_(input):
@@ -1784,6 +1788,8 @@ def amax(input, dim=(), keepdim=False):
 
     Schema: ``amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor``
     """
+    if dim is None:
+        dim = ()
     return _dispatch_amax((input, dim, keepdim))
 
 def amin(input, dim=(), keepdim=False):
@@ -1791,9 +1797,13 @@ def amin(input, dim=(), keepdim=False):
 
     Schema: ``amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor``
     """
+    if dim is None:
+        dim = ()
     return _dispatch_amin((input, dim, keepdim))
 
 def _bind_max_dim(input, dim, keepdim=False):
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
     return (input, dim, keepdim)
 
 def _bind_max(input):
@@ -1812,6 +1822,8 @@ def max(*args, **kwargs):
     return _call_overload('max', _overloads_max, args, kwargs)
 
 def _bind_min_dim(input, dim, keepdim=False):
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
     return (input, dim, keepdim)
 
 def _bind_min(input):
@@ -2266,10 +2278,16 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, *
 
 def _bind_randint_low(low, high, size, *, generator=None, dtype=None, device=None, requires_grad=False):
     device = _as_device(device)
+    if low.__class__ in (list, tuple):
+        raise TypeError('low')
+    if high.__class__ in (list, tuple):
+        raise TypeError('high')
     return (low, high, size, generator, dtype, device, requires_grad)
 
 def _bind_randint(high, size, *, generator=None, dtype=None, device=None, requires_grad=False):
     device = _as_device(device)
+    if high.__class__ in (list, tuple):
+        raise TypeError('high')
     return (high, size, generator, dtype, device, requires_grad)
 
 _overloads_randint = ((_bind_randint_low, _op_randint_low, None), (_bind_randint, _op_randint, None),)
@@ -2285,9 +2303,13 @@ def randint(*args, **kwargs):
     return _call_overload('randint', _overloads_randint, args, kwargs)
 
 def _bind_sort_stable(input, *, stable, dim=-1, descending=False):
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
     return (input, stable, dim, descending)
 
 def _bind_sort(input, dim=-1, descending=False):
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
     return (input, dim, descending)
 
 _overloads_sort = ((_bind_sort_stable, _op_sort_stable, _R_sort_stable), (_bind_sort, _op_sort, _R_sort),)
@@ -2303,9 +2325,13 @@ def sort(*args, **kwargs):
     return _call_overload('sort', _overloads_sort, args, kwargs)
 
 def _bind_argsort_stable(input, *, stable, dim=-1, descending=False):
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
     return (input, stable, dim, descending)
 
 def _bind_argsort(input, dim=-1, descending=False):
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
     return (input, dim, descending)
 
 _overloads_argsort = ((_bind_argsort_stable, _op_argsort_stable, None), (_bind_argsort, _op_argsort, None),)
@@ -2356,6 +2382,8 @@ def cumprod_(input, dim, *, dtype=None):
     return _dispatch_cumprod_((input, dim, dtype))
 
 def _bind_prod_dim_int(input, dim, keepdim=False, *, dtype=None):
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
     return (input, dim, keepdim, dtype)
 
 def _bind_prod(input, *, dtype=None):
@@ -2381,6 +2409,8 @@ def logsumexp(input, dim, keepdim=False):
     return _dispatch_logsumexp((input, dim, keepdim))
 
 def _bind_any_dim(input, dim, keepdim=False):
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
     return (input, dim, keepdim)
 
 def _bind_any(input):
@@ -2404,6 +2434,8 @@ def any(*args, **kwargs):
     return _call_overload('any', _overloads_any, args, kwargs)
 
 def _bind_all_dim(input, dim, keepdim=False):
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
     return (input, dim, keepdim)
 
 def _bind_all(input):
@@ -2517,6 +2549,8 @@ def roll(input, shifts, dims=()):
 
     Schema: ``roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor``
     """
+    if dims is None:
+        dims = ()
     return _dispatch_roll((input, shifts, dims))
 
 def tril(input, diagonal=0):
@@ -2740,9 +2774,23 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     return _dispatch_convolution((input, weight, bias, stride, padding, dilation, transposed, output_padding, groups))
 
 def _bind_conv1d(input, weight, bias=None, stride=(1,), padding=(0,), dilation=(1,), groups=1):
+    if stride is None:
+        stride = (1,)
+    if padding is None:
+        padding = (0,)
+    if dilation is None:
+        dilation = (1,)
+    if groups.__class__ in (list, tuple):
+        raise TypeError('groups')
     return (input, weight, bias, stride, padding, dilation, groups)
 
 def _bind_conv1d_padding(input, weight, bias=None, stride=(1,), padding='valid', dilation=(1,), groups=1):
+    if stride is None:
+        stride = (1,)
+    if dilation is None:
+        dilation = (1,)
+    if groups.__class__ in (list, tuple):
+        raise TypeError('groups')
     return (input, weight, bias, stride, padding, dilation, groups)
 
 _overloads_conv1d = ((_bind_conv1d, _op_conv1d, None), (_bind_conv1d_padding, _op_conv1d_padding, None),)
@@ -2758,9 +2806,23 @@ def conv1d(*args, **kwargs):
     return _call_overload('conv1d', _overloads_conv1d, args, kwargs)
 
 def _bind_conv2d(input, weight, bias=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
+    if stride is None:
+        stride = (1, 1)
+    if padding is None:
+        padding = (0, 0)
+    if dilation is None:
+        dilation = (1, 1)
+    if groups.__class__ in (list, tuple):
+        raise TypeError('groups')
     return (input, weight, bias, stride, padding, dilation, groups)
 
 def _bind_conv2d_padding(input, weight, bias=None, stride=(1, 1), padding='valid', dilation=(1, 1), groups=1):
+    if stride is None:
+        stride = (1, 1)
+    if dilation is None:
+        dilation = (1, 1)
+    if groups.__class__ in (list, tuple):
+        raise TypeError('groups')
     return (input, weight, bias, stride, padding, dilation, groups)
 
 _overloads_conv2d = ((_bind_conv2d, _op_conv2d, None), (_bind_conv2d_padding, _op_conv2d_padding, None),)
@@ -2780,6 +2842,14 @@ def conv_transpose1d(input, weight, bias=None, stride=(1,), padding=(0,), output
 
     Schema: ``conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], SymInt[1] padding=[0], SymInt[1] output_padding=[0], SymInt groups=1, SymInt[1] dilation=[1]) -> Tensor``
     """
+    if stride is None:
+        stride = (1,)
+    if padding is None:
+        padding = (0,)
+    if output_padding is None:
+        output_padding = (0,)
+    if dilation is None:
+        dilation = (1,)
     return _dispatch_conv_transpose1d((input, weight, bias, stride, padding, output_padding, groups, dilation))
 
 def conv_transpose2d(input, weight, bias=None, stride=(1, 1), padding=(0, 0), output_padding=(0, 0), groups=1, dilation=(1, 1)):
@@ -2787,12 +2857,34 @@ def conv_transpose2d(input, weight, bias=None, stride=(1, 1), padding=(0, 0), ou
 
     Schema: ``conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], SymInt[2] padding=[0, 0], SymInt[2] output_padding=[0, 0], SymInt groups=1, SymInt[2] dilation=[1, 1]) -> Tensor``
     """
+    if stride is None:
+        stride = (1, 1)
+    if padding is None:
+        padding = (0, 0)
+    if output_padding is None:
+        output_padding = (0, 0)
+    if dilation is None:
+        dilation = (1, 1)
     return _dispatch_conv_transpose2d_input((input, weight, bias, stride, padding, output_padding, groups, dilation))
 
 def _bind_conv3d(input, weight, bias=None, stride=(1, 1, 1), padding=(0, 0, 0), dilation=(1, 1, 1), groups=1):
+    if stride is None:
+        stride = (1, 1, 1)
+    if padding is None:
+        padding = (0, 0, 0)
+    if dilation is None:
+        dilation = (1, 1, 1)
+    if groups.__class__ in (list, tuple):
+        raise TypeError('groups')
     return (input, weight, bias, stride, padding, dilation, groups)
 
 def _bind_conv3d_padding(input, weight, bias=None, stride=(1, 1, 1), padding='valid', dilation=(1, 1, 1), groups=1):
+    if stride is None:
+        stride = (1, 1, 1)
+    if dilation is None:
+        dilation = (1, 1, 1)
+    if groups.__class__ in (list, tuple):
+        raise TypeError('groups')
     return (input, weight, bias, stride, padding, dilation, groups)
 
 _overloads_conv3d = ((_bind_conv3d, _op_conv3d, None), (_bind_conv3d_padding, _op_conv3d_padding, None),)
@@ -2812,6 +2904,14 @@ def conv_transpose3d(input, weight, bias=None, stride=(1, 1, 1), padding=(0, 0, 
 
     Schema: ``conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=[1, 1, 1], SymInt[3] padding=[0, 0, 0], SymInt[3] output_padding=[0, 0, 0], SymInt groups=1, SymInt[3] dilation=[1, 1, 1]) -> Tensor``
     """
+    if stride is None:
+        stride = (1, 1, 1)
+    if padding is None:
+        padding = (0, 0, 0)
+    if output_padding is None:
+        output_padding = (0, 0, 0)
+    if dilation is None:
+        dilation = (1, 1, 1)
     return _dispatch_conv_transpose3d_input((input, weight, bias, stride, padding, output_padding, groups, dilation))
 
 def max_unpool2d(input, indices, output_size):
@@ -2833,6 +2933,12 @@ def max_pool2d_with_indices(input, kernel_size, stride=(), padding=(0,), dilatio
 
     Schema: ``max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor output, Tensor indices)``
     """
+    if stride is None:
+        stride = ()
+    if padding is None:
+        padding = (0,)
+    if dilation is None:
+        dilation = (1,)
     return _tuple_new(_R_max_pool2d_with_indices, _dispatch_max_pool2d_with_indices((input, kernel_size, stride, padding, dilation, ceil_mode)))
 
 def max_pool2d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
@@ -2840,6 +2946,12 @@ def max_pool2d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_
 
     Schema: ``max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor``
     """
+    if stride is None:
+        stride = ()
+    if padding is None:
+        padding = (0,)
+    if dilation is None:
+        dilation = (1,)
     return _dispatch_max_pool2d((input, kernel_size, stride, padding, dilation, ceil_mode))
 
 def max_pool1d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
@@ -2847,6 +2959,12 @@ def max_pool1d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_
 
     Schema: ``max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], int[1] dilation=[1], bool ceil_mode=False) -> Tensor``
     """
+    if stride is None:
+        stride = ()
+    if padding is None:
+        padding = (0,)
+    if dilation is None:
+        dilation = (1,)
     return _dispatch_max_pool1d((input, kernel_size, stride, padding, dilation, ceil_mode))
 
 def avg_pool2d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True, divisor_override=None):
@@ -2854,6 +2972,10 @@ def avg_pool2d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, cou
 
     Schema: ``avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor``
     """
+    if stride is None:
+        stride = ()
+    if padding is None:
+        padding = (0,)
     return _dispatch_avg_pool2d((input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
 
 def avg_pool1d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True):
@@ -2861,6 +2983,10 @@ def avg_pool1d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, cou
 
     Schema: ``avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], bool ceil_mode=False, bool count_include_pad=True) -> Tensor``
     """
+    if stride is None:
+        stride = ()
+    if padding is None:
+        padding = (0,)
     return _dispatch_avg_pool1d((input, kernel_size, stride, padding, ceil_mode, count_include_pad))
 
 def adaptive_avg_pool2d(input, output_size):
@@ -3051,11 +3177,15 @@ def nonzero(input):
     return _dispatch_nonzero((input,))
 
 def _bind_scatter_value(input, dim, index, value):
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
     if hasattr(value, '_data'):
         raise TypeError('value')
     return (input, dim, index, value)
 
 def _bind_scatter_src(input, dim, index, src):
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
     return (input, dim, index, src)
 
 _overloads_scatter = ((_bind_scatter_value, _op_scatter_value, None), (_bind_scatter_src, _op_scatter_src, None),)
@@ -3071,11 +3201,15 @@ def scatter(*args, **kwargs):
     return _call_overload('scatter', _overloads_scatter, args, kwargs)
 
 def _bind_scatter__value(input, dim, index, value):
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
     if hasattr(value, '_data'):
         raise TypeError('value')
     return (input, dim, index, value)
 
 def _bind_scatter__src(input, dim, index, src):
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
     return (input, dim, index, src)
 
 _overloads_scatter_ = ((_bind_scatter__value, _op_scatter__value, None), (_bind_scatter__src, _op_scatter__src, None),)
@@ -3859,6 +3993,12 @@ def max_pool3d_with_indices(input, kernel_size, stride=(), padding=(0,), dilatio
 
     Schema: ``max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)``
     """
+    if stride is None:
+        stride = ()
+    if padding is None:
+        padding = (0,)
+    if dilation is None:
+        dilation = (1,)
     return _dispatch_max_pool3d_with_indices((input, kernel_size, stride, padding, dilation, ceil_mode))
 
 def max_pool3d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
@@ -3866,6 +4006,12 @@ def max_pool3d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_
 
     Schema: ``max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor``
     """
+    if stride is None:
+        stride = ()
+    if padding is None:
+        padding = (0,)
+    if dilation is None:
+        dilation = (1,)
     return _dispatch_max_pool3d((input, kernel_size, stride, padding, dilation, ceil_mode))
 
 def avg_pool3d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True, divisor_override=None):
@@ -3873,6 +4019,10 @@ def avg_pool3d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, cou
 
     Schema: ``avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor``
     """
+    if stride is None:
+        stride = ()
+    if padding is None:
+        padding = (0,)
     return _dispatch_avg_pool3d((input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
 
 def _adaptive_avg_pool3d(input, output_size):
@@ -3911,9 +4061,15 @@ def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, s
     return _dispatch__embedding_bag((weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx))
 
 def _bind_embedding_bag_padding_idx(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx):
+    if mode.__class__ in (list, tuple):
+        raise TypeError('mode')
+    if padding_idx.__class__ in (list, tuple):
+        raise TypeError('padding_idx')
     return (weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
 
 def _bind_embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None, include_last_offset=False):
+    if mode.__class__ in (list, tuple):
+        raise TypeError('mode')
     return (weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset)
 
 _overloads_embedding_bag = ((_bind_embedding_bag_padding_idx, _op_embedding_bag_padding_idx, None), (_bind_embedding_bag, _op_embedding_bag, None),)
@@ -3999,9 +4155,17 @@ def fractional_max_pool3d(input, kernel_size, output_size, random_samples):
     return _dispatch_fractional_max_pool3d((input, kernel_size, output_size, random_samples))
 
 def _bind_ctc_loss_IntList(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
+    if blank.__class__ in (list, tuple):
+        raise TypeError('blank')
+    if reduction.__class__ in (list, tuple):
+        raise TypeError('reduction')
     return (log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity)
 
 def _bind_ctc_loss_Tensor(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
+    if blank.__class__ in (list, tuple):
+        raise TypeError('blank')
+    if reduction.__class__ in (list, tuple):
+        raise TypeError('reduction')
     return (log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity)
 
 _overloads_ctc_loss = ((_bind_ctc_loss_IntList, _op_ctc_loss_IntList, None), (_bind_ctc_loss_Tensor, _op_ctc_loss_Tensor, None),)

@@ -797,6 +797,8 @@ class TensorMethods:
 
     @staticmethod
     def _bind_round_decimals(self, *, decimals):
+        if decimals.__class__ in (list, tuple):
+            raise TypeError('decimals')
         return (self, decimals)
 
     @staticmethod
@@ -809,6 +811,8 @@ class TensorMethods:
 
     @staticmethod
     def _bind_round__decimals(self, *, decimals):
+        if decimals.__class__ in (list, tuple):
+            raise TypeError('decimals')
         return (self, decimals)
 
     @staticmethod
@@ -1160,6 +1164,8 @@ class TensorMethods:
 
         Schema: ``amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor``
         """
+        if dim is None:
+            dim = ()
         return _dispatch_amax((self, dim, keepdim))
 
     def amin(self, dim=(), keepdim=False):
@@ -1167,10 +1173,14 @@ class TensorMethods:
 
         Schema: ``amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor``
         """
+        if dim is None:
+            dim = ()
         return _dispatch_amin((self, dim, keepdim))
 
     @staticmethod
     def _bind_max_dim(self, dim, keepdim=False):
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
         return (self, dim, keepdim)
 
     @staticmethod
@@ -1183,6 +1193,8 @@ class TensorMethods:
 
     @staticmethod
     def _bind_min_dim(self, dim, keepdim=False):
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
         return (self, dim, keepdim)
 
     @staticmethod
@@ -1416,10 +1428,14 @@ class TensorMethods:
 
     @staticmethod
     def _bind_sort_stable(self, *, stable, dim=-1, descending=False):
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
         return (self, stable, dim, descending)
 
     @staticmethod
     def _bind_sort(self, dim=-1, descending=False):
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
         return (self, dim, descending)
 
     def sort(self, *args, **kwargs):
@@ -1428,10 +1444,14 @@ class TensorMethods:
 
     @staticmethod
     def _bind_argsort_stable(self, *, stable, dim=-1, descending=False):
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
         return (self, stable, dim, descending)
 
     @staticmethod
     def _bind_argsort(self, dim=-1, descending=False):
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
         return (self, dim, descending)
 
     def argsort(self, *args, **kwargs):
@@ -1475,6 +1495,8 @@ class TensorMethods:
 
     @staticmethod
     def _bind_prod_dim_int(self, dim, keepdim=False, *, dtype=None):
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
         return (self, dim, keepdim, dtype)
 
     @staticmethod
@@ -1494,6 +1516,8 @@ class TensorMethods:
 
     @staticmethod
     def _bind_any_dim(self, dim, keepdim=False):
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
         return (self, dim, keepdim)
 
     @staticmethod
@@ -1510,6 +1534,8 @@ class TensorMethods:
 
     @staticmethod
     def _bind_all_dim(self, dim, keepdim=False):
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
         return (self, dim, keepdim)
 
     @staticmethod
@@ -1573,6 +1599,8 @@ class TensorMethods:
 
         Schema: ``roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor``
         """
+        if dims is None:
+            dims = ()
         return _dispatch_roll((self, shifts, dims))
 
     def tril(self, diagonal=0):
@@ -1768,12 +1796,16 @@ class TensorMethods:
 
     @staticmethod
     def _bind_scatter_value(self, dim, index, value):
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
         if hasattr(value, '_data'):
             raise TypeError('value')
         return (self, dim, index, value)
 
     @staticmethod
     def _bind_scatter_src(self, dim, index, src):
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
         return (self, dim, index, src)
 
     def scatter(self, *args, **kwargs):
@@ -1782,12 +1814,16 @@ class TensorMethods:
 
     @staticmethod
     def _bind_scatter__value(self, dim, index, value):
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
         if hasattr(value, '_data'):
             raise TypeError('value')
         return (self, dim, index, value)
 
     @staticmethod
     def _bind_scatter__src(self, dim, index, src):
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
         return (self, dim, index, src)
 
     def scatter_(self, *args, **kwargs):

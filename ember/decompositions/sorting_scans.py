@@ -136,6 +136,8 @@ def _truth(self):
 
 def _any_all(self, dim, keepdim, is_any: bool):
     mask = _truth(self)
+    if dim is not None and not isinstance(dim, int) and len(dim) == 0:     # no dims: each element's truth
+        return F._to_copy(mask, dtype=_dt.uint8) if self.dtype is _dt.uint8 else mask
     if not is_any:
         mask = F.logical_not(mask)
     count = F.sum(mask, dim, keepdim)

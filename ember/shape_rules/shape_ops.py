@@ -8,8 +8,8 @@ from ember.core.layout import contiguous_strides, numel
 from ember.core.spec import TensorSpec
 
 from . import shape_rule
-from .common import (NUMBER_TYPES, as_int, check_dtype_arg, check_int_list, check_tensor, infer_dense_strides,
-                     strides_of, type_name, with_layout, wrap_dim, wrap_dims)
+from .common import (NUMBER_TYPES, as_int, check_dtype_arg, check_int_list, check_tensor,
+                     infer_dense_strides, strides_of, type_name, with_layout, wrap_dim, wrap_dims)
 from .pointwise import pointwise
 from .reductions import reduced_shape
 
@@ -64,6 +64,8 @@ def argsort_stable(op, self, stable=None, dim=-1, descending=False):
 @shape_rule("topk")
 def topk(op, self, k, dim=-1, largest=True, sorted=True):
     check_tensor(op, self, "input")
+    if self._dtype is _dt.bool:
+        raise DTypeError(f"{op.name}(): topk does not support bool dtypes")        # torch's RuntimeError
     shape = list(_shape(self))
     k = as_int(op, k, "k")
     d = wrap_dim(op, dim, len(shape))
@@ -140,8 +142,10 @@ def any_all_dim(op, self, dim, keepdim=False):
 
 @shape_rule("any_all_dims")
 def any_all_dims(op, self, dim=None, keepdim=False):
-    """any.dims, all.dims: a list of dims (None or empty: all)."""
+    """any.dims, all.dims: a list of dims (None: all; empty: none, each element's truth, as torch's)."""
     out = _any_all_dtype(op, self)
+    if dim is not None and isinstance(dim, (list, tuple)) and len(dim) == 0:
+        return (_shape(self), out)
     return (reduced_shape(_shape(self), _reduce_dims(op, self, dim), keepdim), out)
 
 

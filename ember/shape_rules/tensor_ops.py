@@ -188,7 +188,10 @@ def addmm(op, self, mat1, mat2, beta=1, alpha=1):
     if not out[1].is_floating_point and (isinstance(alpha, float) or isinstance(beta, float)):
         raise DTypeError(f"{op.name}(): For integral input tensors, argument alpha and beta must not be floating "
                          f"point numbers (got alpha={alpha!r}, beta={beta!r})")
-    broadcast_shapes(op, [self._data.shape, out[0]])
+    if len(self._data.shape) > 2 or broadcast_shapes(op, [self._data.shape, out[0]]) != tuple(out[0]):
+        # torch expands self to the product's shape: it may not have more dims, nor grow it
+        raise ShapeError(f"{op.name}(): expand({type_name(self._dtype)}Tensor{{{list(self._data.shape)}}}, "
+                         f"size={list(out[0])}): self must expand to the product's shape")
     if self._dtype is not out[1]:
         raise DTypeError(f"{op.name}(): self and mat2 must have the same dtype, but got {type_name(self._dtype)} "
                          f"and {type_name(out[1])}")

@@ -95,8 +95,9 @@ def prod_dim(am: ArrayModule, spec, a, dim, keepdim=False, dtype=None):
 
 
 def truth(am: ArrayModule, fn, spec, a, dim=None, keepdim=False):
-    """any/all over `dim` (all dims when None or empty)."""
-    return out(am, fn(a, axis=_axes(a, dim), keepdims=keepdim), am.native_of[spec[1]])
+    """any/all over `dim` (all dims when None; none when empty: each element's truth, as torch's)."""
+    axes = () if isinstance(dim, (tuple, list)) and len(dim) == 0 else _axes(a, dim)
+    return out(am, fn(a, axis=axes, keepdims=keepdim), am.native_of[spec[1]])
 
 
 def full_truth(am: ArrayModule, fn, spec, a):
