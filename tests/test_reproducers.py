@@ -74,6 +74,24 @@ OVERLOADS = {   # calls torch accepts that ember refused or read differently
 }
 
 
+@pytest.mark.parametrize("p", [-2, -1, -0.5, -float("inf")])
+@pytest.mark.parametrize("dim", [None, 1])
+def test_norm_of_a_negative_order(p, dim):
+    """torch's vector norm of a negative order: (sum |x|^p)^(1/p) (a zero makes it 0), its gradient, and its
+    error on an empty reduction."""
+    values = [[3.0, -4.0, 0.5], [1.0, 2.0, -2.0]]
+    kw = {} if dim is None else {"dim": dim}
+    _same(lambda m: m.norm(m.tensor(values), p, **kw))
+    _same(lambda m: m.norm(m.tensor([[3.0, 0.0]]), p, **kw))
+    _same(lambda m: m.norm(m.zeros(2, 0), p, **kw))
+    grads = []
+    for m in (ember, torch):
+        x = m.tensor(values, dtype=m.float64, requires_grad=True)
+        m.norm(x, p, **kw).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-10)
+
+
 @pytest.mark.parametrize("case", sorted(OVERLOADS))
 def test_overloads_and_defaults_as_torch_reads_them(case):
     _same(OVERLOADS[case])

@@ -193,13 +193,15 @@ def norm(op, self, p=2, dim=(), keepdim=False):
     if p is not None and not isinstance(p, NUMBER_TYPES):
         raise ArgumentTypeError(f"{op.name}(): argument 'p' must be Number, not {type(p).__name__}")
     _check_float(op, self, "Expected a floating point tensor as input")
-    if p is not None and p < 0 and p != float("-inf"):
-        raise ArgumentValueError(f"{op.name}(): linalg.vector_norm: ord must be non-negative or -inf, got {p}")
     dims = _reduce_dims(op, self, dim)
     shape = _shape(self)
-    if p is not None and p in (float("inf"), float("-inf")) and any(shape[d] == 0 for d in dims if shape):
+    empty = any(shape[d] == 0 for d in dims if shape) or (not shape and 0 in shape)
+    if p is not None and p == float("inf") and empty:
         raise ArgumentValueError(f"{op.name}(): Expected reduction dim to be specified for input.numel() == 0 "
                                  f"(the {p}-norm of an empty reduction is undefined)")
+    if p is not None and p < 0 and empty:            # a negative order: sum(|x|^p)^(1/p), -inf: min |x|
+        raise ArgumentValueError(f"{op.name}(): linalg.vector_norm cannot compute the {p} norm on an empty "
+                                 "tensor because the operation does not have an identity")
     return (reduced_shape(shape, dims, keepdim), self._dtype)
 
 

@@ -7,6 +7,7 @@ accumulates reductions in float32 as well).
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
 
@@ -156,9 +157,15 @@ def norm(am: ArrayModule, spec, a, p, dim, keepdim=False):
         r = xp.max(xp.abs(x), **kw)
     elif p == -math.inf:
         r = xp.min(xp.abs(x), **kw)
-    else:
-        r = xp.sum(xp.abs(x) ** p, **kw) ** (1.0 / p)
+    else:           # a negative order: a zero makes |x|^p inf and the norm 0, as torch's
+        with _quiet_division(am):
+            r = xp.sum(xp.abs(x) ** p, **kw) ** (1.0 / p)
     return out(am, r, am.native_of[spec[1]])
+
+
+def _quiet_division(am: ArrayModule):
+    xp = am.xp
+    return xp.errstate(divide="ignore") if hasattr(xp, "errstate") else contextlib.nullcontext()
 
 
 KERNELS = {"sort.stable": sort_stable, "cumsum": Family(scan, "cumsum"), "cumprod": Family(scan, "cumprod"),
