@@ -71,6 +71,8 @@ OVERLOADS = {   # calls torch accepts that ember refused or read differently
     "roll with dims=None": lambda m: m.roll(m.arange(6).reshape(2, 3), 1, None),
     "Tensor.roll with dims=None": lambda m: m.arange(6).reshape(2, 3).roll(2, None),
     "flip with dims=None": lambda m: m.flip(m.arange(6).reshape(2, 3), None),     # no default: refused by both
+    "where with a uint8 condition": lambda m: m.where(m.tensor([[2, 0]], dtype=m.uint8), m.ones(2, 2), -m.ones(2)),
+    "where with an int64 condition": lambda m: m.where(m.tensor([1, 0]), m.ones(2), m.zeros(2)),   # refused by both
 }
 
 
@@ -93,8 +95,14 @@ def test_norm_of_a_negative_order(p, dim):
 
 
 @pytest.mark.parametrize("case", sorted(OVERLOADS))
+@pytest.mark.filterwarnings("ignore:where received a uint8 condition")
 def test_overloads_and_defaults_as_torch_reads_them(case):
     _same(OVERLOADS[case])
+
+
+def test_where_with_a_uint8_condition_warns_as_torch_does():
+    with pytest.warns(UserWarning, match="where received a uint8 condition tensor"):
+        ember.where(ember.tensor([1, 0], dtype=ember.uint8), ember.ones(2), ember.zeros(2))
 
 
 def test_all_over_no_dims_on_meta_keeps_the_shape():

@@ -1,6 +1,8 @@
 """Shape rules of pointwise ops: broadcasting plus PyTorch's type promotion."""
 from __future__ import annotations
 
+import warnings
+
 from ember.core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, ShapeError
 from ember.core import dtype as _dt
 from ember.core.spec import TensorSpec
@@ -163,8 +165,11 @@ def where(op, condition, self, other):
     if not isinstance(condition, TensorSpec):
         raise ArgumentTypeError(f"{op.name}(): argument 'condition' must be Tensor, not {type(condition).__name__}")
     if condition._dtype is not _dt.bool:
-        raise DTypeError(f"{op.name}(): where expected condition to be a boolean tensor, but got a tensor with "
-                         f"dtype {type_name(condition._dtype)}")
+        if condition._dtype is not _dt.uint8:
+            raise DTypeError(f"{op.name}(): where expected condition to be a boolean tensor, but got a tensor with "
+                             f"dtype {type_name(condition._dtype)}")
+        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed in "
+                      "a future version of PyTorch. Use a boolean condition instead.", UserWarning, stacklevel=2)
     operands = _operands(op, (condition, self, other))[1:]
     tensors = [condition] + [o for o in operands if isinstance(o, TensorSpec)]
     _, result = elementwise_dtypes(*operands, rule="default")
