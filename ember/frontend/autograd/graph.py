@@ -191,8 +191,10 @@ class SavedTensor:
     cycle) and get it back on unpacking, so higher-order gradients through `result` work.
     Under saved_tensors_hooks, `tensor` is what the pack hook made and `edge` is where the
     saved tensor's gradient flowed (see `pack`), which the unpacked tensor takes. Output 0 of a
-    node with a `recompute` recipe is saved as (weak reference, that node), marked by the
-    `_RECOMPUTE` hook: the tensor is freed with the forward and recomputed when backward needs it.
+    node with a `recompute` recipe (or a view of it) is saved as (weak reference, that node, the
+    view's size, stride and offset or None, a weak reference to the viewed output or None), marked
+    by the `_RECOMPUTE` hook: the tensor is freed with the forward and recomputed when backward
+    needs it.
     """
 
     __slots__ = ("tensor", "version", "output_nr", "is_output", "unpack_hook", "edge")
@@ -282,7 +284,7 @@ def _F():
     return functions
 
 
-def _recompute_marker(packed):     # never called: marks a SavedTensor holding (weakref, producer node)
+def _recompute_marker(packed):     # never called: marks a SavedTensor holding a recipe (see SavedTensor)
     raise AssertionError("a recomputed saved tensor is unpacked by SavedTensor._unpack_recomputed")
 
 
