@@ -334,11 +334,16 @@ def native_layer_norm_backward(g, x, normalized_shape, mean, rstd, w, b, output_
 
 
 # ------------------------------------------------------------------------------------------- losses
+def _plain_cross_entropy(x, weight, label_smoothing) -> bool:
+    """The kernels' plain path (2-D float32/64 logits, no weight or smoothing; in-range targets assumed)."""
+    return len(x.shape) == 2 and not _lowp(x) and weight is None and label_smoothing == 0 and _numel(x) > 0
+
+
 def cross_entropy_indices(x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0) -> int:
     """The plain case (2-D float32/64 logits, in-range class indices, no weight or smoothing): the logits
     less their row maxima, exponentiated a block of rows at a time into one scratch (losses._exp_row_sums),
     and numpy's buffer for the broadcast subtraction."""
-    if len(x.shape) != 2 or _lowp(x) or weight is not None or label_smoothing != 0 or not _numel(x):
+    if not _plain_cross_entropy(x, weight, label_smoothing):
         return 0
     n, classes = x.shape
     block = min(n, max(1, SCRATCH_BLOCK // max(classes, 1))) * classes
@@ -347,7 +352,7 @@ def cross_entropy_indices(x, target, weight=None, reduction=1, ignore_index=-100
 
 def cross_entropy_indices_backward(grad, x, lse, target, weight, reduction, ignore_index, label_smoothing) -> int:
     """The plain case: numpy's buffer for the logits less their logsumexp, written into the gradient."""
-    if len(x.shape) != 2 or _lowp(x) or weight is not None or label_smoothing != 0 or not _numel(x):
+    if not _plain_cross_entropy(x, weight, label_smoothing):
         return 0
     return min(_numel(x), NUMPY_BUFFER) * x.dtype.itemsize
 

@@ -28,6 +28,15 @@ def decomposition(name: str) -> Callable[[Callable], Callable]:
     return register
 
 
+def as_opmath(x):
+    """`x` in the dtype kernels compute in (float32 for float16/bfloat16, else `x` itself)."""
+    from ember._generated import functions as F
+    from ember.core.type_promotion import computation_dtype
+
+    wide = computation_dtype(x.dtype)
+    return x if wide is x.dtype else F._to_copy(x, dtype=wide)
+
+
 def as_float(x):
     """`x` itself if floating, else `x` cast to the default dtype (int_to_float ops' inputs)."""
     from ember._generated import functions as F

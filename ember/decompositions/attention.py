@@ -7,7 +7,7 @@ from ember._generated import functions as F
 from ember.core import dtype as _dt
 from ember.core.type_promotion import result_type
 
-from . import decomposition, explicit_kernel
+from . import as_opmath, decomposition, explicit_kernel
 
 
 @explicit_kernel("linear")
@@ -104,10 +104,6 @@ def _scores(query, key, is_causal: bool, scale: float):
     return _causal(scores, query.shape[-2], key.shape[-2]) if is_causal else scores
 
 
-def _wide(t):
-    return F._to_copy(t, dtype=_dt.float32)
-
-
 def _as(t, dtype):
     return t if t.dtype is dtype else F._to_copy(t, dtype=dtype)
 
@@ -116,8 +112,9 @@ def _as(t, dtype):
 def scaled_dot_product_attention_fused(query, key, value, is_causal=False, scale=1.0):
     scores = _scores(query, key, is_causal, scale)
     attn = F.softmax(scores, -1)
-    if query.dtype in (_dt.float16, _dt.bfloat16):     # the logsumexp of float32 scores, as the kernels keep it
-        scores = _scores(_wide(query), _wide(key), is_causal, scale)
+    wide = as_opmath(query)
+    if wide is not query:                   # float16/bfloat16: the logsumexp of float32 scores, as the kernels keep it
+        scores = _scores(wide, as_opmath(key), is_causal, scale)
     return F.matmul(attn, value), F.logsumexp(scores, -1)
 
 

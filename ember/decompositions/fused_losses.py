@@ -13,15 +13,9 @@ without log_softmax's part (it needs no saved tensor but the targets and the wei
 from __future__ import annotations
 
 from ember._generated import functions as F
-from ember.core import dtype as _dt
 
-from . import explicit_kernel
+from . import as_opmath, explicit_kernel
 from .losses import _along, _class_target, _class_weight, class_target_of_shape, cross_entropy_of_log_probs
-
-
-def _wide(x):
-    """x in the dtype its logsumexp is kept in: float32 for float16/bfloat16, else its own."""
-    return F._to_copy(x, dtype=_dt.float32) if x.dtype in (_dt.float16, _dt.bfloat16) else x
 
 
 @explicit_kernel("_cross_entropy_indices")
@@ -29,7 +23,7 @@ def cross_entropy_indices(self, target, weight=None, reduction=1, ignore_index=-
     cdim = 1 if self.dim() >= 2 else 0
     logp = F.log_softmax(self, cdim)
     loss = cross_entropy_of_log_probs(logp, target, weight, reduction, ignore_index, label_smoothing)
-    return loss, F.logsumexp(_wide(self), cdim)
+    return loss, F.logsumexp(as_opmath(self), cdim)
 
 
 def _picked_gradient(grad_output, target, weight, reduction, ignore_index, dtype):
@@ -56,7 +50,7 @@ def nll_loss_backward(grad_output, target, weight, self_size, reduction, ignore_
 def cross_entropy_indices_backward(grad_output, self, logsumexp, target, weight, reduction, ignore_index,
                                    label_smoothing):
     cdim = 1 if self.dim() >= 2 else 0
-    logp = F.sub(_wide(self), F.unsqueeze(logsumexp, cdim))
+    logp = F.sub(as_opmath(self), F.unsqueeze(logsumexp, cdim))
     logp = F._to_copy(logp, dtype=self.dtype) if logp.dtype is not self.dtype else logp
     return cross_entropy_of_log_probs_backward(grad_output, logp, target, weight, reduction, ignore_index,
                                                label_smoothing)

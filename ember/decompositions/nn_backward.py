@@ -17,9 +17,9 @@ import math
 
 from ember._generated import functions as F
 
-from . import decomposition
+from . import as_opmath, decomposition
 from .convolution import conv_backward_bias, conv_backward_input, conv_backward_weight  # noqa: F401
-from .normalization import (_LOWP, _bn_dims, _cast, _channel_view, _norm_input_grad, _opmath,  # noqa: F401
+from .normalization import (_bn_dims, _cast, _channel_view, _norm_input_grad,  # noqa: F401
                             batch_norm_backward_bias, batch_norm_backward_input, batch_norm_backward_weight)
 from .padding import constant_pad_backward  # noqa: F401
 
@@ -101,12 +101,12 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
     axis = input.dim() - len(normalized_shape)
     dims = list(range(axis, input.dim()))
     outer = list(range(axis))
-    g, x = _opmath(grad_out), _opmath(input)
-    mean, rstd = _tracked_stats(x, dims, _opmath(mean), _opmath(rstd))
+    g, x = as_opmath(grad_out), as_opmath(input)
+    mean, rstd = _tracked_stats(x, dims, as_opmath(mean), as_opmath(rstd))
     xhat = F.mul(F.sub(x, mean), rstd)
     gi = gw = gb = None
     if output_mask[0]:
-        gw_in = F.mul(g, _opmath(weight)) if weight is not None else g
+        gw_in = F.mul(g, as_opmath(weight)) if weight is not None else g
         gi = _cast(_norm_input_grad(gw_in, xhat, rstd, dims), input.dtype)
     if output_mask[1]:
         prod = F.mul(g, xhat)
@@ -119,14 +119,14 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
 # ------------------------------------------------------------------------------ group norm
 @decomposition("native_group_norm_backward")
 def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
-    x = F.reshape(_opmath(input), (N, group, -1))
-    mean3, rstd3 = _tracked_stats(x, [-1], F.reshape(_opmath(mean), (N, group, 1)),
-                                  F.reshape(_opmath(rstd), (N, group, 1)))
+    x = F.reshape(as_opmath(input), (N, group, -1))
+    mean3, rstd3 = _tracked_stats(x, [-1], F.reshape(as_opmath(mean), (N, group, 1)),
+                                  F.reshape(as_opmath(rstd), (N, group, 1)))
     xhat = F.mul(F.sub(x, mean3), rstd3)
-    g = _opmath(grad_out)
+    g = as_opmath(grad_out)
     gi = gw = gb = None
     if output_mask[0]:
-        gw_in = F.mul(g, _channel_view(_opmath(weight), input.dim())) if weight is not None else g
+        gw_in = F.mul(g, _channel_view(as_opmath(weight), input.dim())) if weight is not None else g
         gi = _norm_input_grad(F.reshape(gw_in, (N, group, -1)), xhat, rstd3, [-1])
         gi = _cast(F.reshape(gi, tuple(input.shape)), input.dtype)
     if output_mask[1]:
@@ -143,18 +143,18 @@ def group_norm_backward_input(grads, input, weight, mean, rstd, N, C, HxW, group
     grad, g_mean, g_rstd = (list(grads) + [None, None])[:3]
     dx = None
     if grad is not None:
-        dx = _opmath(F.native_group_norm_backward(grad, input, mean, rstd, weight, N, C, HxW, group,
+        dx = as_opmath(F.native_group_norm_backward(grad, input, mean, rstd, weight, N, C, HxW, group,
                                                   [True, False, False])[0])
     if g_mean is None and g_rstd is None:
         return dx
-    mean3, rstd3 = F.reshape(_opmath(mean), (N, group, 1)), F.reshape(_opmath(rstd), (N, group, 1))
-    centered = F.sub(F.reshape(_opmath(input), (N, group, -1)), mean3)
+    mean3, rstd3 = F.reshape(as_opmath(mean), (N, group, 1)), F.reshape(as_opmath(rstd), (N, group, 1))
+    centered = F.sub(F.reshape(as_opmath(input), (N, group, -1)), mean3)
     M = centered.shape[-1]
     extra = None
     if g_mean is not None:                      # d mean / dx = 1 / M
-        extra = F.expand(F.div(F.reshape(_opmath(g_mean), (N, group, 1)), M), tuple(centered.shape))
+        extra = F.expand(F.div(F.reshape(as_opmath(g_mean), (N, group, 1)), M), tuple(centered.shape))
     if g_rstd is not None:                      # d rstd / dx = -rstd**3 * (x - mean) / M
-        coef = F.div(F.mul(F.reshape(_opmath(g_rstd), (N, group, 1)), F.mul(rstd3, F.mul(rstd3, rstd3))), -M)
+        coef = F.div(F.mul(F.reshape(as_opmath(g_rstd), (N, group, 1)), F.mul(rstd3, F.mul(rstd3, rstd3))), -M)
         part = F.mul(coef, centered)
         extra = part if extra is None else F.add(extra, part)
     extra = F.reshape(extra, tuple(input.shape))

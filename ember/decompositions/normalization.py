@@ -11,17 +11,11 @@ from __future__ import annotations
 import math
 
 from ember._generated import functions as F
-from ember.core import dtype as _dt
 
 from ember.shape_rules.nn_norm_pad import bn_stat_dtype
 
-from . import decomposition, explicit_kernel
+from . import as_opmath, decomposition, explicit_kernel
 
-_LOWP = (_dt.float16, _dt.bfloat16)
-
-
-def _opmath(x):
-    return F._to_copy(x, dtype=_dt.float32) if x.dtype in _LOWP else x
 
 
 def _cast(x, dtype):
@@ -36,7 +30,7 @@ def _channel_view(t, ndim):
 # ------------------------------------------------------------------------------ layer norm
 @explicit_kernel("native_layer_norm")
 def native_layer_norm(input, normalized_shape, weight, bias, eps):
-    x = _opmath(input)
+    x = as_opmath(input)
     axis = input.dim() - len(normalized_shape)
     dims = list(range(axis, input.dim()))
     if input.numel() == 0:
@@ -86,7 +80,7 @@ def _bn_dims(input):
 
 @explicit_kernel("native_batch_norm")
 def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
-    x = _opmath(input)
+    x = as_opmath(input)
     dims = _bn_dims(input)
     nd = input.dim()
     if training:
@@ -104,8 +98,8 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
                 F.copy_(running_var, F.add(F.mul(running_var, 1 - momentum), F.mul(unbiased, momentum)))
         save_mean, save_invstd = mean, invstd
     else:
-        mean = _opmath(running_mean)
-        invstd = F.rsqrt(F.add(_opmath(running_var), eps))
+        mean = as_opmath(running_mean)
+        invstd = F.rsqrt(F.add(as_opmath(running_var), eps))
         centered = F.sub(x, _channel_view(mean, nd))
         save_mean = F.zeros((0,), dtype=input.dtype, device=input.device)
         save_invstd = F.zeros((0,), dtype=input.dtype, device=input.device)
@@ -121,11 +115,11 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
 def _bn_stats(input, running_mean, running_var, training, eps, save_mean, save_invstd):
     nd = input.dim()
     if training:
-        mean, invstd = _differentiable_stats(_opmath(input), _bn_dims(input), _opmath(save_mean),
-                                             _opmath(save_invstd), eps, keepdim=False)
+        mean, invstd = _differentiable_stats(as_opmath(input), _bn_dims(input), as_opmath(save_mean),
+                                             as_opmath(save_invstd), eps, keepdim=False)
         return _channel_view(mean, nd), _channel_view(invstd, nd)
-    return (_channel_view(_opmath(running_mean), nd),
-            _channel_view(F.rsqrt(F.add(_opmath(running_var), eps)), nd))
+    return (_channel_view(as_opmath(running_mean), nd),
+            _channel_view(F.rsqrt(F.add(as_opmath(running_var), eps)), nd))
 
 
 def batch_norm_backward_input(grad, input, weight, running_mean, running_var, training, eps, save_mean,
@@ -133,12 +127,12 @@ def batch_norm_backward_input(grad, input, weight, running_mean, running_var, tr
     if grad is None:
         return None
     mean, invstd = _bn_stats(input, running_mean, running_var, training, eps, save_mean, save_invstd)
-    g = _opmath(grad)
+    g = as_opmath(grad)
     if weight is not None:
-        g = F.mul(g, _channel_view(_opmath(weight), input.dim()))
+        g = F.mul(g, _channel_view(as_opmath(weight), input.dim()))
     if not training:
         return _cast(F.mul(g, invstd), input.dtype)
-    xhat = F.mul(F.sub(_opmath(input), mean), invstd)
+    xhat = F.mul(F.sub(as_opmath(input), mean), invstd)
     return _cast(_norm_input_grad(g, xhat, invstd, _bn_dims(input)), input.dtype)
 
 
@@ -146,14 +140,14 @@ def batch_norm_backward_weight(grad, input, running_mean, running_var, training,
     if grad is None:
         return None
     mean, invstd = _bn_stats(input, running_mean, running_var, training, eps, save_mean, save_invstd)
-    xhat = F.mul(F.sub(_opmath(input), mean), invstd)
-    return F.sum(F.mul(_opmath(grad), xhat), _bn_dims(input))
+    xhat = F.mul(F.sub(as_opmath(input), mean), invstd)
+    return F.sum(F.mul(as_opmath(grad), xhat), _bn_dims(input))
 
 
 def batch_norm_backward_bias(grad):
     if grad is None:
         return None
-    return F.sum(_opmath(grad), _bn_dims(grad))
+    return F.sum(as_opmath(grad), _bn_dims(grad))
 
 
 @decomposition("batch_norm")
@@ -192,7 +186,7 @@ def _native_batch_norm_legit_no_training(input, weight, bias, running_mean, runn
 # ------------------------------------------------------------------------------ group norm
 @explicit_kernel("native_group_norm")
 def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
-    x = F.reshape(_opmath(input), (N, group, -1))
+    x = F.reshape(as_opmath(input), (N, group, -1))
     if input.numel() == 0:
         empty = F.zeros((N, group), dtype=input.dtype, device=input.device)
         return F.clone(input), empty, F.clone(empty)

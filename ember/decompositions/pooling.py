@@ -18,7 +18,7 @@ import math
 from ember._generated import functions as F
 from ember.core import dtype as _dt
 
-from . import decomposition, explicit_kernel
+from . import as_opmath, decomposition, explicit_kernel
 from .convolution import fold, windows, zero_pad
 
 
@@ -196,15 +196,11 @@ def _avg_divisor(shape, kernel, stride, padding, out, count_include_pad, divisor
     return div
 
 
-def _opmath(x):
-    return F._to_copy(x, dtype=_dt.float32) if x.dtype in (_dt.float16, _dt.bfloat16) else x
-
-
 def avg_pool(self, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, nd):
     x, unbatched = _batched(self, nd)
     kernel, stride, padding, _, out, extra = _geometry(tuple(x.shape), kernel_size, stride, padding, 1, ceil_mode,
                                                        nd)
-    xf = _opmath(x)
+    xf = as_opmath(x)
     xp = zero_pad(xf, padding, extra)
     total = F.sum(windows(xp, kernel, stride, (1,) * nd, out), list(range(-nd, 0)))
     div = _avg_divisor(tuple(x.shape), kernel, stride, padding, out, count_include_pad, divisor_override, x.device,
@@ -311,7 +307,7 @@ def _adaptive_dim_backward(g, d, n):
 
 
 def _adaptive(self, output_size, nd):
-    x = _opmath(self)
+    x = as_opmath(self)
     sizes = _tup(output_size, nd)
     for i, s in enumerate(sizes):
         x = _adaptive_dim(x, x.dim() - nd + i, self.shape[-nd + i] if s is None else s)
@@ -319,7 +315,7 @@ def _adaptive(self, output_size, nd):
 
 
 def _adaptive_backward(grad_output, self, nd):
-    g = _opmath(grad_output)
+    g = as_opmath(grad_output)
     for i in range(nd):
         g = _adaptive_dim_backward(g, g.dim() - nd + i, self.shape[-nd + i])
     return F._to_copy(F.contiguous(g), dtype=self.dtype)

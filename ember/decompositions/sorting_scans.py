@@ -11,7 +11,7 @@ from ember._generated import functions as F
 from ember.dispatcher.operator import ALL_OPS
 from ember.core import dtype as _dt
 
-from . import decomposition, explicit_kernel
+from . import as_opmath, decomposition, explicit_kernel
 
 INF = float("inf")
 
@@ -175,11 +175,6 @@ def all_dims(self, dim=None, keepdim=False):
     return _any_all(self, dim, keepdim, False)
 
 
-def _opmath(x):
-    """float16/bfloat16 computed in float32 (as PyTorch's reductions accumulate)."""
-    return F._to_copy(x, dtype=_dt.float32) if x.dtype in (_dt.float16, _dt.bfloat16) else x
-
-
 def reduced_count(shape, dims) -> int:
     n = 1
     for d in dims:
@@ -189,7 +184,7 @@ def reduced_count(shape, dims) -> int:
 
 @explicit_kernel("var.correction")
 def var(self, dim=None, correction=None, keepdim=False):
-    x = _opmath(self)
+    x = as_opmath(self)
     dims = _dims(dim, x.dim()) if x.dim() else ()
     red = dims if x.dim() else None
     c = 1 if correction is None else correction
@@ -201,7 +196,7 @@ def var(self, dim=None, correction=None, keepdim=False):
 
 @explicit_kernel("std.correction")
 def std(self, dim=None, correction=None, keepdim=False):
-    v = var(_opmath(self), dim, correction, keepdim)
+    v = var(as_opmath(self), dim, correction, keepdim)
     out = F.sqrt(v)
     return F._to_copy(out, dtype=self.dtype) if out.dtype is not self.dtype else out
 
@@ -243,7 +238,7 @@ def norm_all(self, p=2):
 @explicit_kernel("norm.ScalarOpt_dim")
 def norm(self, p, dim, keepdim=False):
     p = 2 if p is None else p
-    x = _opmath(self)
+    x = as_opmath(self)
     red = _dims(dim, x.dim()) if x.dim() else None
     if p == 0:
         out = F._to_copy(F.sum(_truth(x), red, keepdim), dtype=x.dtype)

@@ -5,8 +5,8 @@ fused attention and its backward."""
 from __future__ import annotations
 
 from ember.core.errors import ArgumentListError, ArgumentTypeError, DTypeError, ShapeError
-from ember.core import dtype as _dt
 from ember.core.spec import TensorSpec
+from ember.core.type_promotion import computation_dtype
 
 from . import shape_rule
 from .common import check_tensor, type_name
@@ -110,7 +110,7 @@ def sdpa_fused(op, query, key, value, is_causal=False, scale=1.0):
                          f"{query._dtype}, {key._dtype} and {value._dtype}")
     if not (q[:-2] == k[:-2] == v[:-2]) or q[-1] != k[-1] or k[-2] != v[-2]:
         raise ShapeError(f"{op.name}(): shapes do not match: query {list(q)}, key {list(k)}, value {list(v)}")
-    return ((q[:-1] + (v[-1],), dtype), (q[:-1], _dt.float32 if dtype in (_dt.float16, _dt.bfloat16) else dtype))
+    return ((q[:-1] + (v[-1],), dtype), (q[:-1], computation_dtype(dtype)))
 
 
 @shape_rule("sdpa_fused_backward")

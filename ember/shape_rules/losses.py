@@ -10,7 +10,7 @@ from ember.core.errors import ArgumentListError, ArgumentTypeError, ArgumentValu
     ShapeError
 from ember.core import dtype as _dt
 from ember.core.spec import TensorSpec
-from ember.core.type_promotion import result_type
+from ember.core.type_promotion import computation_dtype, result_type
 
 from . import shape_rule
 from .common import NUMBER_TYPES, as_int, broadcast_shapes, check_int_list, check_kernel_dtype, check_tensor, \
@@ -299,7 +299,7 @@ def cross_entropy_indices(op, self, target, weight=None, reduction=1, ignore_ind
     shape = tuple(self._data.shape)
     rows = shape[:1] + shape[2:] if len(shape) >= 2 else ()
     return (cross_entropy(op, self, target, weight, reduction, ignore_index, label_smoothing),
-            (rows, _dt.float32 if self._dtype in (_dt.float16, _dt.bfloat16) else self._dtype))
+            (rows, computation_dtype(self._dtype)))
 
 
 @shape_rule("linear")

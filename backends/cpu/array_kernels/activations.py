@@ -7,10 +7,9 @@ negative x. Every kernel computes in the opmath dtype (float32 for float16/bfloa
 """
 from __future__ import annotations
 
-import contextlib
 import math
 
-from .context import ArrayModule, flat_blocks_with_scratch
+from .context import ArrayModule, flat_blocks_with_scratch, quiet
 from .special import _special
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -21,12 +20,6 @@ _GELU_K = 0.044715
 def _square(xp, x):
     """x * x in a new array (an array for 0-d inputs too, so that it can be updated in place)."""
     return xp.multiply(x, x, out=xp.empty_like(x))
-
-
-def _quiet_overflow(xp):
-    """exp(-2 z) overflows to inf for very negative z, which the formulas below want; numpy would
-    warn (cupy has no errstate and does not warn)."""
-    return xp.errstate(over="ignore") if hasattr(xp, "errstate") else contextlib.nullcontext()
 
 
 def _gelu_tanh_exp(xp, x, x2=None):
@@ -40,7 +33,7 @@ def _gelu_tanh_exp(xp, x, x2=None):
     e += 1.0
     e *= x
     e *= -2.0 * _SQRT_2_PI
-    with _quiet_overflow(xp):
+    with quiet(xp, over="ignore"):       # exp(-2 z) overflows to inf for very negative z, as wanted
         xp.exp(e, out=e)
     return e
 

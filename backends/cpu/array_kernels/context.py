@@ -15,6 +15,7 @@ stepped through on its own: `pointwise.neg(ArrayModule(numpy, to_numpy_dtype), s
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import platform
 import types
@@ -180,3 +181,10 @@ def bind(table: dict, am: ArrayModule) -> dict[str, Callable]:
         else:
             bound[name] = types.MethodType(entry, am)
     return bound
+
+
+def quiet(xp, **errors):
+    """numpy's floating-point warnings of the given kinds off for a block (`quiet(xp, divide="ignore")`), where
+    the kernel wants torch's inf/NaN results silently; a no-op for array modules without errstate (cupy,
+    which does not warn)."""
+    return xp.errstate(**errors) if hasattr(xp, "errstate") else contextlib.nullcontext()

@@ -13,7 +13,7 @@ import numpy as np
 
 from ember.core.errors import LinAlgError
 
-from .context import ArrayModule
+from .context import ArrayModule, quiet
 
 _MODULES: dict = {}
 
@@ -87,27 +87,12 @@ def _substitute(am: ArrayModule, a, b, upper: bool, unitriangular: bool):
     shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + b.shape[-2:]
     x = xp.zeros(shape, dtype=a.dtype)
     order = range(n - 1, -1, -1) if upper else range(n)
-    with _quiet(am):
+    with quiet(xp, divide="ignore", invalid="ignore"):      # a singular triangle gives inf/nan, as torch's
         for i in order:
             done = slice(i + 1, n) if upper else slice(0, i)
             r = b[..., i, :] - (a[..., i:i + 1, done] @ x[..., done, :])[..., 0, :]
             x[..., i, :] = r if unitriangular else r / a[..., i, i][..., None]
     return x
-
-
-class _quiet:
-    """numpy's division warnings off (a singular triangle gives inf/nan, as torch's)."""
-
-    def __init__(self, am: ArrayModule) -> None:
-        self.state = am.xp.errstate(divide="ignore", invalid="ignore") if am.is_numpy else None
-
-    def __enter__(self):
-        if self.state is not None:
-            self.state.__enter__()
-
-    def __exit__(self, *exc):
-        if self.state is not None:
-            self.state.__exit__(*exc)
 
 
 def linalg_solve_triangular(am: ArrayModule, spec, a, b, upper, left=True, unitriangular=False):

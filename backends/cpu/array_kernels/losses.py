@@ -8,12 +8,10 @@ generator when the caller gave none).
 """
 from __future__ import annotations
 
-import contextlib
-
 from ember.core.errors import DimensionError
 
 from . import philox
-from .context import ArrayModule, row_sums
+from .context import ArrayModule, quiet, row_sums
 
 # {signed integer dtype: the unsigned dtype of its size}, filled on first use (numpy's dtype
 # objects, which cupy's arrays have as well)
@@ -21,9 +19,8 @@ _UNSIGNED_OF: dict = {}
 
 
 def _quiet(am: ArrayModule):
-    """0/0 (an all-ignored mean) is NaN, as in PyTorch, without numpy's warning (cupy has no errstate)."""
-    xp = am.xp
-    return xp.errstate(invalid="ignore", divide="ignore") if hasattr(xp, "errstate") else contextlib.nullcontext()
+    """0/0 (an all-ignored mean) is NaN, as in PyTorch, without numpy's warning."""
+    return quiet(am.xp, invalid="ignore", divide="ignore")
 
 
 def _along(w, cdim, ndim):

@@ -7,11 +7,10 @@ accumulates reductions in float32 as well).
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import operator
 
-from .context import ArrayModule, Family, out
+from .context import ArrayModule, Family, out, quiet
 
 
 def _axes(a, dim):
@@ -158,14 +157,9 @@ def norm(am: ArrayModule, spec, a, p, dim, keepdim=False):
     elif p == -math.inf:
         r = xp.min(xp.abs(x), **kw)
     else:           # a negative order: a zero makes |x|^p inf and the norm 0, as torch's
-        with _quiet_division(am):
+        with quiet(xp, divide="ignore"):
             r = xp.sum(xp.abs(x) ** p, **kw) ** (1.0 / p)
     return out(am, r, am.native_of[spec[1]])
-
-
-def _quiet_division(am: ArrayModule):
-    xp = am.xp
-    return xp.errstate(divide="ignore") if hasattr(xp, "errstate") else contextlib.nullcontext()
 
 
 KERNELS = {"sort.stable": sort_stable, "cumsum": Family(scan, "cumsum"), "cumprod": Family(scan, "cumprod"),

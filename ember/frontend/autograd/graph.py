@@ -235,7 +235,11 @@ class SavedTensor:
             source = source_ref() if view is not None else None
             if source is None or source._storage.version != self.version:
                 source = producer.recompute()
-            return source if view is None else _F().as_strided(source, *view)
+            if view is None:
+                return source
+            from ember._generated import functions as F
+
+            return F.as_strided(source, *view)
         if t._storage.version != self.version:
             raise _modified_in_place(t, self.version, "")
         return t
@@ -276,12 +280,6 @@ def _modified_in_place(t, version: int, source: str) -> AutogradError:
         f"[ember.{type_name(t.dtype)}Tensor {list(t.shape)}]{source} is at version {t._storage.version}; expected "
         f"version {version} instead. Hint: enable anomaly detection to find the operation that failed to compute "
         "its gradient, with ember.autograd.set_detect_anomaly(True).")
-
-
-def _F():
-    from ember._generated import functions
-
-    return functions
 
 
 def _recompute_marker(packed):     # never called: marks a SavedTensor holding a recipe (see SavedTensor)
