@@ -12,7 +12,9 @@ kernels are the float32 and int64 ones with another type name (ember_opencl/code
 new machine every dtype's kernels cost an OpenCL build (about a third of the run).
 EMBER_OPENCL_FULL=1 / EMBER_CUDA_FULL=1 run everything. The cuda run (GPU machines only,
 `make gpu-check`) also keeps the ops with fused cuda kernels and drops bfloat16 cases (cupy
-has no bfloat16).
+has no bfloat16). The suite's thread stress (ember/testing/test_threads.py) trains 20 steps per
+thread here rather than 200: a race shows within a few steps, and 8 threads of 200 steps take
+minutes on PoCL.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import tempfile
 # ember.compile's generated kernels go to a cache shared by the run's workers (and by later runs, as a
 # user's cache is), never into the home directory
 os.environ.setdefault("EMBER_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"ember-test-cache-{os.getuid()}"))
+os.environ.setdefault("EMBER_STRESS_STEPS", "20")
 
 from ember.testing.plugin import add_warning_filters  # noqa: E402
 

@@ -43,7 +43,9 @@ class CachingAllocator:
     def __init__(self, context) -> None:
         self.context = context
         self.free: dict[int, list] = defaultdict(list)
-        self.lock = threading.Lock()
+        # reentrant: a Block collected by the garbage collector while this thread allocates frees
+        # itself (Block.__del__ -> _free) with the lock already held
+        self.lock = threading.RLock()
         self.allocated = 0          # bytes held by live blocks (rounded sizes)
         self.peak = 0
         self.reserved = 0           # bytes held from the driver (live + cached)

@@ -166,10 +166,15 @@ def launch(dev, kernel, n: int, args, local: int | None = None) -> None:
 
 def launch_nd(dev, kernel, global_size: tuple, local_size: tuple, args) -> None:
     """Enqueue `kernel` on `dev`'s queue: every launch of the plugin goes through here and is counted
-    (`launches()`: benchmarks report kernels per step; counts of concurrent threads may merge)."""
+    (`launches()`: benchmarks report kernels per step).
+
+    Setting a kernel's arguments and enqueueing it is one step under the device's launch lock: the
+    kernel objects are shared by every thread, and OpenCL's clSetKernelArg is the one call of the API
+    that is not safe to make concurrently on one kernel."""
     global _LAUNCHES
-    _LAUNCHES += 1
-    kernel(dev.queue, global_size, local_size, *args)
+    with dev.launch_lock:
+        _LAUNCHES += 1
+        kernel(dev.queue, global_size, local_size, *args)
 
 
 _LAUNCHES = 0

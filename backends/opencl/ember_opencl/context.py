@@ -133,7 +133,10 @@ class Device:
         self.queue = cl.CommandQueue(self.context)
         self.programs: dict = {}
         self.max_wg = int(info.cl_device.max_work_group_size)
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()           # program builds
+        # A pyopencl Kernel keeps its arguments between set_args and the enqueue: two threads launching
+        # the same kernel must not interleave the two (codegen.launch_nd holds this around both).
+        self.launch_lock = threading.Lock()
 
 
 _lock = threading.Lock()

@@ -383,8 +383,9 @@ def _run_leaf(node: AccumulateGrad, grads: list, accumulate: bool, capture: dict
     if node.pre_hooks and -1 in node.pre_hooks:
         grads = _run_node_pre_hooks(node, grads)
     if accumulate:
-        if grads[0] is not None and not _steal(var, grads):
-            node.apply(grads)
+        with graph.ACCUMULATE_LOCK:         # _steal's test and its store are one step (see the lock)
+            if grads[0] is not None and not _steal(var, grads):
+                node.apply(grads)
         if ag is not None and ag.post_accumulate_hooks:     # torch calls them for a None gradient too
             run_post_accumulate_hooks(var)
 
@@ -534,10 +535,11 @@ def _accumulate_into_inputs(tensors, grad_tensors, retain_graph, create_graph, i
             continue
         prev = set_grad_enabled_state(create_graph)
         try:
-            if inp._ag.grad is None:
-                inp._ag.grad = g.clone() if create_graph else g.detach().clone()
-            else:
-                inp._ag.grad = inp._ag.grad + g
+            with graph.ACCUMULATE_LOCK:
+                if inp._ag.grad is None:
+                    inp._ag.grad = g.clone() if create_graph else g.detach().clone()
+                else:
+                    inp._ag.grad = inp._ag.grad + g
         finally:
             set_grad_enabled_state(prev)
         if inp._ag.grad_fn is None:

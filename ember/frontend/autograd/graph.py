@@ -18,6 +18,12 @@ from ember.frontend.tensor import AutogradMeta, Tensor as _Tensor
 
 _sequence = itertools.count()
 
+#: held while a gradient is added into a `.grad`: backward passes running in several threads over
+#: shared leaves (parameters) each read `.grad` and write it back, and must not lose one another's
+#: sums. One lock for every leaf: the additions it guards are short, and torch too serialises
+#: accumulation per leaf.
+ACCUMULATE_LOCK = threading.RLock()
+
 #: set by `ember.memory.track` while it records: called with the storage of each saved tensor
 SAVE_HOOK = None
 #: the node the engine is running (None outside backward): `ember.memory.track` reads it at each
@@ -131,14 +137,15 @@ class AccumulateGrad(Node):
         ag = self._leaf_meta()
         if ag is None or grad is None:
             return ()
-        if ag.grad is None:
-            # a fresh copy: the incoming gradient may be shared with other inputs or views,
-            # and later accumulation writes into .grad in place
-            ag.grad = grad.clone() if STATE.grad_enabled else grad.detach().clone()
-        elif STATE.grad_enabled:
-            ag.grad = ag.grad + grad
-        else:
-            ag.grad.add_(grad)
+        with ACCUMULATE_LOCK:
+            if ag.grad is None:
+                # a fresh copy: the incoming gradient may be shared with other inputs or views,
+                # and later accumulation writes into .grad in place
+                ag.grad = grad.clone() if STATE.grad_enabled else grad.detach().clone()
+            elif STATE.grad_enabled:
+                ag.grad = ag.grad + grad
+            else:
+                ag.grad.add_(grad)
         return ()
 
 
@@ -540,7 +547,8 @@ def store_retained(node: Node, grads) -> None:
         ag = t._ag
         if ag is None or not ag.retains_grad or ag.grad_fn is not node:
             continue
-        if ag.grad is None:
-            ag.grad = g.clone() if STATE.grad_enabled else g.detach().clone()
-        else:
-            ag.grad = ag.grad + g
+        with ACCUMULATE_LOCK:
+            if ag.grad is None:
+                ag.grad = g.clone() if STATE.grad_enabled else g.detach().clone()
+            else:
+                ag.grad = ag.grad + g
