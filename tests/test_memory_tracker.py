@@ -357,3 +357,30 @@ def test_a_meta_prediction_does_not_depend_on_whether_cpu_was_loaded_before():
         assert proc.returncode == 0, proc.stderr
         peaks.append(next(line for line in proc.stdout.splitlines() if line.startswith("peak:")))
     assert peaks[0] == peaks[1]
+
+
+def test_a_backward_running_in_another_thread_is_not_this_threads_running_node():
+    """The node the engine runs is per thread: a backward paused inside a hook in another thread leaves
+    this thread's allocations attributed to this thread's place (a process-wide slot raced between threads
+    and, after a threaded run, left a stale node that moved every later forward allocation to 'Global')."""
+    import threading
+
+    from ember.frontend.autograd import graph
+
+    inside, release = threading.Event(), threading.Event()
+    w = ember.ones(3, requires_grad=True)
+    w.register_hook(lambda g: (inside.set(), release.wait(10), g)[-1])
+    worker = threading.Thread(target=lambda: (w * 2).sum().backward())
+    worker.start()
+    try:
+        assert inside.wait(10)
+        assert graph.RUNNING.node is None
+        model, opt, x, y = _build("meta")
+        with ember.memory.track(model=model, optimizer=opt) as mem:
+            _step(model, opt, x, y)
+        alone, _ = _tracked("meta")
+        assert mem.breakdown == alone.breakdown
+    finally:
+        release.set()
+        worker.join()
+    assert graph.RUNNING.node is None

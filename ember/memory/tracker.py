@@ -200,7 +200,7 @@ class MemoryTracker:
         nbytes = storage.nbytes
         index = len(self._category)
         self._category.append(rank)
-        node = _graph.RUNNING_NODE              # in backward: ~seq of the node, its module found when asked
+        node = _graph.RUNNING.node              # in backward: ~seq of the node, its module found when asked
         place = self._place_now if node is None or self._in_step else ~node.seq     # a step run from a hook: the step's
         self._info.append((nbytes, place, self._op if op is None else op, dev))
         events = self._events

@@ -196,7 +196,8 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             heapq.heappush(heap, (-node.seq, id(node), node, buffers.pop(node)))
 
     prev = set_grad_enabled_state(create_graph)
-    outer_node = graph.RUNNING_NODE             # a backward inside a node (a hook's) restores it
+    running = graph.RUNNING
+    outer_node = running.node             # a backward inside a node (a hook's) restores it
     callbacks = _callback_stack()
     if own_callbacks:
         callbacks.append([])        # queue_callback's list for this pass
@@ -207,7 +208,7 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
     try:
         while heap:
             _, _, node, grads = heapq.heappop(heap)
-            graph.RUNNING_NODE = node
+            running.node = node
             if node.__class__ is AccumulateGrad:        # a leaf as a root (leaf.backward())
                 _run_leaf(node, grads, accumulate, capture, captured, needed)
                 grads = None
@@ -224,18 +225,18 @@ def run_backward(tensors, grad_tensors, retain_graph, create_graph, inputs=None,
             outs = grads = None      # hold no gradient past its node: _steal counts references
             if ready_leaves:
                 for leaf, leaf_grads in ready_leaves:
-                    graph.RUNNING_NODE = leaf
+                    running.node = leaf
                     _run_leaf(leaf, leaf_grads, accumulate, capture, captured, needed)
                 ready_leaves.clear()
                 leaf_grads = None
-        graph.RUNNING_NODE = outer_node
+        running.node = outer_node
         if own_callbacks:
             _drain(callbacks[-1])
     finally:
         if own_callbacks:
             callbacks.pop()
         set_grad_enabled_state(prev)
-        graph.RUNNING_NODE = outer_node
+        running.node = outer_node
 
     if inputs is not None and not accumulate:
         return _captured_gradients(captured, allow_unused, create_graph)

@@ -26,9 +26,17 @@ ACCUMULATE_LOCK = threading.RLock()
 
 #: set by `ember.memory.track` while it records: called with the storage of each saved tensor
 SAVE_HOOK = None
-#: the node the engine is running (None outside backward): `ember.memory.track` reads it at each
-#: allocation, and the node's `seq` tells which module's forward made it
-RUNNING_NODE = None
+
+
+class _Running(threading.local):
+    """Per thread, the node the engine is running there (None outside backward): `ember.memory.track`
+    reads it at each allocation, and the node's `seq` tells which module's forward made it. Per
+    thread because backward passes in other threads run other nodes at the same time."""
+
+    node = None
+
+
+RUNNING = _Running()
 
 
 #: next_sequence_number() -> a number between those of the nodes made before and after the call
