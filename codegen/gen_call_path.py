@@ -42,28 +42,40 @@ def unwrap_name(t_idx: tuple) -> str:
 # An op's dispatch function: the union of its tensor arguments' keys (written out for the positions of
 # its Tensor and Tensor[] arguments, no loop over positions), the key set's backend checked (none: a
 # factory's device argument; several: mixed devices), this thread's included and excluded keys
-# applied, and the entry cached for that key set run.
+# applied, and the entry cached for that key set run. An exception that is not an EmberError has its
+# arguments checked against the schema (`arguments.argument_error`: torch's TypeError for an argument
+# of the wrong type); the check costs nothing until something raises. A Tensor argument that is no Tensor
+# goes to `arguments.number_argument` where the op takes no Python number there (`OpDef.numbers`: a number is torch's
+# argument parser's TypeError) or takes it as a 0-d tensor (`OpDef.wraps_numbers`: the call is dispatched
+# again with it): a test on that branch only, none when every argument is a Tensor. `method`: the function
+# of the op's Tensor method (its errors number the arguments after `self`).
 _DISPATCH = """\
-def {name}(op, cache):
+def {name}(op, cache, method=False):
     resolve = op.resolve
-
+{strict}
     def dispatch(args):
-        ks = 0
+        try:
+            ks = 0
 {union}
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
-        try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
     return dispatch
 """
 
@@ -80,8 +92,10 @@ _DISPATCH_MODULE = '''\
 function (`dispatch.caller_for`): the union of its tensor arguments' keys written out for its
 positions, the key set's backend checked (none: a factory's device argument; several: mixed
 devices), this thread's included and excluded keys applied, and the entry cached for that key set
-run (a backend's MemoryError becomes ember.OutOfMemoryError).
+run (a backend's MemoryError becomes ember.OutOfMemoryError; any other exception that is not an EmberError
+has the arguments' types checked against the schema: ember.dispatcher.arguments).
 """
+from ..arguments import argument_error as _argument_error, number_argument as _number_argument
 from ..dispatch import _backend_of_unusual_call, _out_of_memory
 from ..keys import BACKEND_MASK as _BACKEND_MASK
 from ..state import KEYED_THREADS, STATE
@@ -102,11 +116,16 @@ list, no loop over positions.
 def _dispatch_function(t_idx: tuple, l_idx: tuple) -> str:
     union = []
     for i in t_idx:
-        union += [f"        a = args[{i}]", "        if isinstance(a, Tensor):", "            ks |= a._keys"]
+        union += [f"            a = args[{i}]", "            if isinstance(a, Tensor):", "                ks |= a._keys",
+                  f"            elif check{i} and a is not None:",
+                  f"                wrapped = _number_argument(op, args, {i}, method)",
+                  "                if wrapped is not None:", "                    return dispatch(wrapped)"]
     for i in l_idx:
-        union += [f"        for a in args[{i}]:", "            if isinstance(a, Tensor):",
-                  "                ks |= a._keys"]
-    text = _DISPATCH.format(name=dispatch_name(t_idx, l_idx), union="\n".join(union))
+        union += [f"            for a in args[{i}]:", "                if isinstance(a, Tensor):",
+                  "                    ks |= a._keys"]
+    # check<i>: a Python number for the Tensor argument at position i is refused or wrapped
+    strict = "".join(f"    check{i} = {i} not in op.numbers or op.wraps_numbers\n" for i in t_idx)
+    text = _DISPATCH.format(name=dispatch_name(t_idx, l_idx), union="\n".join(union), strict=strict)
     return text.replace("ks = 0\n\n", "ks = 0\n")          # no tensor positions (factories)
 
 

@@ -30,7 +30,8 @@ IMPLS = {"primitive", "explicit", "composite"}
 VARIANTS = {"function", "method"}
 NOT_DIFFERENTIABLE = "not_differentiable"
 # per-op behaviour the shape rules and autograd read (docs/registry.md): per entry, never family defaults
-BEHAVIOUR_KEYS = {"dtypes", "dtype_error_kernel", "checks", "promotion_if_given", "iterator_operands", "copy_from"}
+BEHAVIOUR_KEYS = {"dtypes", "dtype_error_kernel", "checks", "promotion_if_given", "iterator_operands", "copy_from",
+                  "numbers"}
 ENTRY_KEYS = {"func", "family", "variants", "operators", "inplace", "inplace_operators", "inplace_variants",
               "promotion", "shape", "autograd", "recompute", "autocast", "impl", "tags", "doc", "scalar",
               "reduce"} | BEHAVIOUR_KEYS
@@ -114,6 +115,7 @@ class Behaviour:
     promotion_if_given: tuple[str, str] | None = None   # (argument, promotion kind when it is not None)
     iterator_operands: str = "arguments"             # TensorIterator's operands: arguments, tensors_only, reversed
     copy_from: str | None = None                     # the argument an in-place copy's new value comes from
+    numbers: tuple[str, ...] | str = ()              # the Tensor arguments that take a Python number too, or "any"
 
 
 def formula_inputs(key: str) -> tuple[str, ...]:
@@ -449,7 +451,8 @@ def _resolve_behaviour(raw, schema: FunctionSchema, shape: str, sources: SourceI
             fail("`copy_from` is for an op writing its first argument (Tensor(a!) self)")
         if copy_from not in args or not args[copy_from].type.is_tensor or copy_from == first.name:
             fail(f"`copy_from` names {copy_from!r}, which is not another Tensor argument of the schema")
-    behaviour = Behaviour(dtypes, kernel, checks, given, operands, copy_from)
+    numbers = _resolve_numbers(raw.get("numbers"), schema, fail)
+    behaviour = Behaviour(dtypes, kernel, checks, given, operands, copy_from, numbers)
     set_keys = [k for k in RULE_KEYS if getattr(behaviour, k) != getattr(Behaviour(), k)]
     reads = sources.rule_reads.get(shape, set())
     for key in set_keys:
@@ -457,6 +460,48 @@ def _resolve_behaviour(raw, schema: FunctionSchema, shape: str, sources: SourceI
             fail(f"`{key}` has no effect: shape rule {shape!r} does not read it (a rule declares the keys it "
                  f"reads: @shape_rule({shape!r}, reads=(...)); it reads {sorted(reads) or 'none'})")
     return behaviour
+
+
+# `numbers: any`: PyTorch's argument parser takes a Python number in every Tensor argument (its fixed list of
+# functions: add, sub, mul, div, floor_divide, copy_, _to_copy, ...)
+NUMBERS_ANY = "any"
+
+
+def _resolve_numbers(raw, schema: FunctionSchema, fail) -> tuple[str, ...] | str:
+    """`numbers`: the Tensor arguments a Python number may be given for (PyTorch has an overload taking a `Scalar`
+    there: eq.Scalar's `other`, pow.Scalar's `self`), or `any` (PyTorch's list of functions taking a number in
+    every Tensor argument). Absent: every Tensor argument takes only a Tensor."""
+    if raw is None:
+        return ()
+    tensors = [a.name for a in schema.arguments if a.type.is_tensor and not a.type.is_list]
+    if raw == NUMBERS_ANY:
+        if not tensors:
+            fail("`numbers: any` is for an op with Tensor arguments")
+        return NUMBERS_ANY
+    names = _as_tuple(raw, "numbers", fail)
+    for name in names:
+        if name not in tensors:
+            fail(f"`numbers` names {name!r}, which is not a Tensor argument of the schema (Tensor arguments: "
+                 f"{tensors}); or give `any`")
+        if schema.argument(name).type.is_write:
+            fail(f"`numbers` names {name!r}, which the op writes: a number cannot be written in place")
+    if not names or len(set(names)) != len(names):
+        fail(f"`numbers` must list distinct Tensor arguments (or be `any`), got {list(names)}")
+    return names
+
+
+# the families whose kernels take a Python number in a Tensor argument as itself (a "wrapped number": weak in
+# type promotion); an op of another family taking one gets it as PyTorch's wrapped-number tensor (OpDef.wraps_numbers)
+NUMBER_KERNEL_FAMILIES = ("pointwise", "unary_float", "comparison")
+
+
+def number_positions(op: "OpEntry") -> tuple[int, ...]:
+    """The positions of the Tensor arguments of `op` that take a Python number (`OpDef.numbers`): those its
+    `numbers` key names, every Tensor argument for `any`; never one the op writes (an in-place twin's `self`)."""
+    numbers = op.behaviour.numbers
+    return tuple(i for i, a in enumerate(op.schema.arguments)
+                 if a.type.is_tensor and not a.type.is_list and not a.type.is_write
+                 and (numbers == NUMBERS_ANY or a.name in numbers))
 
 
 def _resolve_autocast(raw, fail) -> dict[str, str]:

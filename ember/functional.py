@@ -63,6 +63,8 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, out=None, dtyp
         dim = []
     if isinstance(dim, int):
         dim = [dim]
+    if not isinstance(dim, (list, tuple)):
+        raise ArgumentTypeError(f"norm(): argument 'dim' must be tuple of ints, not {type(dim).__name__}")
     return F._dispatch_norm_ScalarOpt_dim((input, p, list(dim), keepdim))
 
 

@@ -14,7 +14,8 @@ EMBER_OPENCL_FULL=1 / EMBER_CUDA_FULL=1 run everything. The cuda run (GPU machin
 `make gpu-check`) also keeps the ops with fused cuda kernels and drops bfloat16 cases (cupy
 has no bfloat16). The suite's thread stress (ember/testing/test_threads.py) trains 20 steps per
 thread here rather than 200: a race shows within a few steps, and 8 threads of 200 steps take
-minutes on PoCL.
+minutes on PoCL. Its fuzzer runs 40 cases per seed on opencl, where each new kernel is a build, and
+its default 300 elsewhere.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import tempfile
 # user's cache is), never into the home directory
 os.environ.setdefault("EMBER_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"ember-test-cache-{os.getuid()}"))
 os.environ.setdefault("EMBER_STRESS_STEPS", "20")
+os.environ.setdefault("EMBER_FUZZ_CASES_OPENCL", "40")     # each new opencl kernel the fuzzer meets is a build
 
 from ember.testing.plugin import add_warning_filters  # noqa: E402
 

@@ -397,3 +397,63 @@ def test_pointwise_keys_behave_as_the_name_tests_did():
     rsub, sub = ALL_OPS["rsub.Tensor"], ALL_OPS["sub.Tensor"]        # iterator_operands: reversed
     assert rsub.shape_rule(rsub, c, x, 1) == sub.shape_rule(sub, x, c, 1) == ((3, 2), ember.float32, (1, 3))
     assert rsub.shape_rule(rsub, x, c, 1) == sub.shape_rule(sub, c, x, 1) == ((3, 2), ember.float32)
+
+
+@pytest.mark.parametrize("numbers, message", [
+    ("[other, other]", "`numbers` must list distinct Tensor arguments"),
+    ("[]", "`numbers` must list distinct Tensor arguments"),
+    ("[rounding_mode]", "`numbers` names 'rounding_mode', which is not a Tensor argument"),
+    ("all", "`numbers` must be a list of strings"),
+])
+def test_malformed_numbers_name_the_entry_line_and_problem(tmp_path, numbers, message):
+    with pytest.raises(RegistryError) as info:
+        _load(tmp_path, GOOD.replace("  family: pointwise\n", f"  family: pointwise\n  numbers: {numbers}\n", 1))
+    assert message in str(info.value) and "entry 'div.Tensor_mode'" in str(info.value)
+
+
+def test_numbers_reach_the_op_table_as_positions_without_written_arguments():
+    assert ALL_OPS["eq.Tensor"].numbers == (1,) and ALL_OPS["eq_.Tensor"].numbers == (1,)
+    assert ALL_OPS["pow.Tensor_Tensor"].numbers == (0, 1) and ALL_OPS["pow_.Tensor_Tensor"].numbers == (1,)
+    assert ALL_OPS["add.Tensor"].numbers == (0, 1) and ALL_OPS["add_.Tensor"].numbers == (1,)      # any
+    assert ALL_OPS["where.self"].numbers == (1, 2) and ALL_OPS["clamp.Tensor"].numbers == (1, 2)
+    assert ALL_OPS["minimum"].numbers == () and ALL_OPS["mm"].numbers == ()
+    assert (ALL_OPS["copy_"].numbers, ALL_OPS["copy_"].wraps_numbers) == ((1,), True)       # a 0-d tensor
+    assert not ALL_OPS["add.Tensor"].wraps_numbers                                          # a Python scalar
+
+
+# torch's argument parser takes a Python number in any Tensor argument of these (python_arg_parser.cpp's
+# should_allow_numbers_as_tensors)
+TORCH_NUMBERS_ANYWHERE = {"add", "add_", "div", "div_", "divide", "mul", "mul_", "multiply", "sub", "sub_", "subtract",
+                          "true_divide", "floor_divide", "to", "_to_copy", "copy_", "_conj"}
+
+
+def _torch_number_positions(op, torch) -> set[str]:
+    """The Tensor arguments of `op` that torch takes a Python number for: every one for its list of functions,
+    else those where it has an overload of the same name taking a Scalar at that place (and no in-place self)."""
+    args = [a for a in op.schema.arguments if a.type.is_tensor and not a.type.is_list and not a.type.is_write]
+    if op.schema.name in TORCH_NUMBERS_ANYWHERE:
+        return {a.name for a in args}
+    overloads = [s for s in torch._C._jit_get_schemas_for_operator(f"aten::{op.schema.name}")
+                 if "out" not in s.overload_name.lower() and s.returns and "Tensor" in str(s.returns[0].type)
+                 and any("Tensor" in str(a.type) for a in s.arguments)]
+    found = set()
+    for i, a in ((i, a) for i, a in enumerate(op.schema.arguments) if a in args):
+        for s in overloads:
+            same = [x for x in s.arguments if x.name == a.name] or s.arguments[i:i + 1]
+            if same and str(same[0].type) in ("number", "Optional[number]"):
+                found.add(a.name)
+    return found
+
+
+def test_numbers_are_where_torchs_parser_takes_a_number():
+    """The registry's `numbers` against torch's own overloads, for every op; where ember registers the Scalar
+    overload itself (masked_fill.Scalar), the number goes there and the Tensor overload takes none."""
+    torch = pytest.importorskip("torch")
+    ops = load_registry(REGISTRY_PATH).ops
+    scalar_siblings = {(o.schema.name, i) for o in ops for i, a in enumerate(o.schema.arguments)
+                       if a.type.base == "Scalar" and not a.type.is_list}
+    for op in ops:
+        expected = {name for name in _torch_number_positions(op, torch)
+                    if (op.schema.name, op.schema.arguments.index(op.schema.argument(name))) not in scalar_siblings}
+        ours = {op.schema.arguments[i].name for i in ALL_OPS[op.name].numbers}
+        assert ours == expected, op.name

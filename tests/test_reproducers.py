@@ -144,3 +144,179 @@ def test_torchs_argument_checks(case):
     if case in CHECKS:
         with pytest.raises((TypeError, ValueError, RuntimeError, IndexError)):
             CHECKS[case](ember)
+
+
+# Python numbers in Tensor arguments, as torch's argument parser decides: only where torch has an overload
+# taking a Scalar there (eq.Scalar's `other`, pow.Scalar's `self`, ...), or in any Tensor argument of its list
+# of functions (add, sub, mul, div, floor_divide, copy_, ...); elsewhere torch's TypeError
+def _floats(m):
+    return m.tensor([0.5, -1.5, 2.0])
+
+
+def _ints(m):
+    return m.tensor([1, 2, 6])
+
+
+NUMBER_ARGUMENTS = {
+    "minimum(t, 1)": lambda m: m.minimum(_floats(m), 1),
+    "minimum(1, t)": lambda m: m.minimum(1, _floats(m)),
+    "maximum(t, 2.0)": lambda m: m.maximum(_floats(m), 2.0),
+    "atan2(t, 1)": lambda m: m.atan2(_floats(m), 1),
+    "hypot(t, 1.0)": lambda m: m.hypot(_floats(m), 1.0),
+    "logical_and(t, True)": lambda m: m.logical_and(_floats(m), True),
+    "exp(1)": lambda m: m.exp(1),
+    "neg_(1)": lambda m: m.neg_(1),
+    "ge(0.5, t)": lambda m: m.ge(0.5, _floats(m)),
+    "ge(t, 0.5)": lambda m: m.ge(_floats(m), 0.5),
+    "lt(0.5, t)": lambda m: m.lt(0.5, _floats(m)),
+    "eq(t, 1)": lambda m: m.eq(_ints(m), 1),
+    "eq(1, t)": lambda m: m.eq(1, _ints(m)),
+    "fmod(1, t)": lambda m: m.fmod(1, _floats(m)),
+    "fmod(t, 1)": lambda m: m.fmod(_floats(m), 1),
+    "remainder(7, t)": lambda m: m.remainder(7, _ints(m)),
+    "rsub(t, 1)": lambda m: m.rsub(_floats(m), 1),
+    "rsub(1, t)": lambda m: m.rsub(1, _floats(m)),
+    "pow(2, t)": lambda m: m.pow(2, _floats(m)),
+    "pow(t, 2)": lambda m: m.pow(_floats(m), 2),
+    "xlogy(2, t)": lambda m: m.xlogy(2, m.tensor([0.5, 1.5, 2.0])),
+    "xlogy(t, 2)": lambda m: m.xlogy(_floats(m), 2),
+    "bitwise_and(3, t)": lambda m: m.bitwise_and(3, _ints(m)),
+    "where(c, 1, t)": lambda m: m.where(_floats(m) > 0, 1, _floats(m)),
+    "where(c, t, 0.5)": lambda m: m.where(_floats(m) > 0, _floats(m), 0.5),
+    "where(1, t, t)": lambda m: m.where(1, _floats(m), _floats(m)),
+    "clamp(t, 0, 1)": lambda m: m.clamp(_floats(m), 0, 1),
+    "clamp(t, min=nan)": lambda m: m.clamp(_floats(m), min=float("nan")),
+    "clamp(ints, max=2.5)": lambda m: m.clamp(_ints(m), max=2.5),
+    "clamp(1, 0, 2)": lambda m: m.clamp(1, 0, 2),
+    "add(1, t)": lambda m: m.add(1, _floats(m)),
+    "add(t, 1, alpha=2)": lambda m: m.add(_ints(m), 1, alpha=2),
+    "mul(2, t)": lambda m: m.mul(2, _ints(m)),
+    "sub(1, t)": lambda m: m.sub(1, _floats(m)),
+    "div(1, t)": lambda m: m.div(1, _ints(m)),
+    "div(7, t, rounding_mode='floor')": lambda m: m.div(7, _ints(m), rounding_mode="floor"),
+    "floor_divide(7, t)": lambda m: m.floor_divide(7, _ints(m)),
+    "mm(t, 1)": lambda m: m.mm(m.ones(2, 2), 1),
+    "copy_(1)": lambda m: _floats(m).copy_(1),
+    "copy_(2.7) into ints": lambda m: _ints(m).copy_(2.7),
+    "copy_(True)": lambda m: _floats(m).copy_(True),
+    # the Tensor methods
+    "t.minimum(1)": lambda m: _floats(m).minimum(1),
+    "t.maximum(2.0)": lambda m: _floats(m).maximum(2.0),
+    "t.atan2_(1)": lambda m: _floats(m).atan2_(1),
+    "t.ge(0.5)": lambda m: _floats(m).ge(0.5),
+    "t.eq(1)": lambda m: _ints(m).eq(1),
+    "t.eq_(1)": lambda m: _ints(m).eq_(1),
+    "t.add(1)": lambda m: _floats(m).add(1),
+    "t.add_(1)": lambda m: _floats(m).add_(1),
+    "t.mul(2)": lambda m: _ints(m).mul(2),
+    "t.pow(2)": lambda m: _floats(m).pow(2),
+    "t.where(c, 1.0)": lambda m: _floats(m).where(_floats(m) > 0, 1.0),
+    "t.clamp(max=1)": lambda m: _floats(m).clamp(max=1),
+    "t.mm(1)": lambda m: m.ones(2, 2).mm(1),
+    # Python operators, reflected ones too
+    "t + 1": lambda m: _floats(m) + 1,
+    "1 + t": lambda m: 1 + _floats(m),
+    "1 - t": lambda m: 1 - _floats(m),
+    "2 * t": lambda m: 2 * _ints(m),
+    "1 / t": lambda m: 1 / _ints(m),
+    "7 // t": lambda m: 7 // _ints(m),
+    "7 % t": lambda m: 7 % _ints(m),
+    "t ** 2": lambda m: _floats(m) ** 2,
+    "2 ** t": lambda m: 2 ** _floats(m),
+    "t < 0.5": lambda m: _floats(m) < 0.5,
+    "0.5 < t": lambda m: 0.5 < _floats(m),
+    "1 == t": lambda m: 1 == _ints(m),
+    "3 & t": lambda m: 3 & _ints(m),
+    "3 | t": lambda m: 3 | _ints(m),
+    "t ^ 3": lambda m: _ints(m) ^ 3,
+    "t @ 1": lambda m: m.ones(2, 2) @ 1,
+    "t += 1": lambda m: _iadd(_floats(m), 1),
+    # a float or a bool for an int, a number for a bool
+    "randint(0.5, 3, (2,))": lambda m: m.randint(0.5, 3, (2,)),
+    "randint(True, 3, (2,))": lambda m: m.randint(True, 3, (2,)),
+    "randint(0, 3.0, (2,))": lambda m: m.randint(0, 3.0, (2,)),
+    "unsqueeze(t, 0.0)": lambda m: m.unsqueeze(_floats(m), 0.0),
+    "unsqueeze(t, True)": lambda m: m.unsqueeze(_floats(m), True),
+    "t.unsqueeze(1.0)": lambda m: _floats(m).unsqueeze(1.0),
+    "tril(t, 0.0)": lambda m: m.tril(m.ones(2, 2), 0.0),
+    "cumsum(t, True)": lambda m: m.cumsum(_floats(m), True),
+    "sum(t, 0, 1)": lambda m: m.sum(_floats(m), 0, 1),
+    "t.sum(0, 1)": lambda m: _floats(m).sum(0, 1),
+    "sum(t, 0, True)": lambda m: m.sum(_floats(m), 0, True),
+    "zeros(2, requires_grad=1)": lambda m: m.zeros(2, requires_grad=1),
+    "dropout(t, 0.5, 1)": lambda m: m.dropout(_floats(m), 0.5, 1),
+    "unsqueeze(t, numpy int)": lambda m: m.unsqueeze(_floats(m), np.int64(0)),
+    "unsqueeze(t, numpy float)": lambda m: m.unsqueeze(_floats(m), np.float32(0)),
+    # a bool for a float is a number to torch's parser
+    "dropout(t, True, True)": lambda m: m.dropout(_floats(m), True, True),
+    "bernoulli(t, True)": lambda m: m.bernoulli(m.rand(3), True),
+    "smooth_l1_loss(beta=True)": lambda m: m.nn.functional.smooth_l1_loss(_floats(m), m.zeros(3), beta=True),
+    "huber_loss(delta=True)": lambda m: m.nn.functional.huber_loss(_floats(m), m.zeros(3), delta=True),
+    "cosine_similarity(eps=True)": lambda m: m.nn.functional.cosine_similarity(_floats(m), m.ones(3), 0, True),
+    "cross_entropy(label_smoothing=True)": lambda m: m.nn.functional.cross_entropy(
+        m.tensor([[0.5, 1.0, 2.0]]), m.tensor([1]), label_smoothing=True),
+}
+
+
+def _iadd(t, other):
+    t += other
+    return t
+
+
+@pytest.mark.parametrize("case", sorted(NUMBER_ARGUMENTS))
+def test_python_numbers_in_arguments_as_torchs_parser_decides(case):
+    _same(NUMBER_ARGUMENTS[case])
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda m: m.minimum(_floats(m), 1), "minimum(): argument 'other' (position 2) must be Tensor, not int"),
+    (lambda m: m.maximum(_floats(m), 2.0), "maximum(): argument 'other' (position 2) must be Tensor, not float"),
+    (lambda m: m.minimum(1, _floats(m)), "minimum(): argument 'input' (position 1) must be Tensor, not int"),
+    (lambda m: _floats(m).minimum(1), "minimum(): argument 'other' (position 1) must be Tensor, not int"),
+    (lambda m: _floats(m).atan2_(1), "atan2_(): argument 'other' (position 1) must be Tensor, not int"),
+    (lambda m: m.exp(1), "exp(): argument 'input' (position 1) must be Tensor, not int"),
+    (lambda m: m.ones(2, 2).mm(1), "mm(): argument 'mat2' (position 1) must be Tensor, not int"),
+    (lambda m: m.unsqueeze(_floats(m), 0.0), "unsqueeze(): argument 'dim' (position 2) must be int, not float"),
+    (lambda m: m.unsqueeze(_floats(m), True), "unsqueeze(): argument 'dim' (position 2) must be int, not bool"),
+    (lambda m: m.sum(_floats(m), 0, 1), "sum(): argument 'keepdim' (position 3) must be bool, not int"),
+    (lambda m: m.zeros(2, requires_grad=1), "zeros(): argument 'requires_grad' must be bool, not int"),
+    (lambda m: m.ge(0.5, _floats(m)), "ge() received an invalid combination of arguments - got (float, Tensor), "
+                                      "but expected one of:"),
+    (lambda m: m.randint(0.5, 3, (2,)), "randint() received an invalid combination of arguments - got (float, int, "
+                                        "tuple), but expected one of:"),
+])
+def test_a_refused_number_is_torchs_type_error(call, message):
+    for lib in LIBS:
+        with pytest.raises(TypeError) as info:
+            call(lib)
+        assert str(info.value).startswith(message), (lib.__name__, str(info.value))
+    with pytest.raises(ember.errors.ArgumentTypeError):
+        call(ember)
+
+
+def test_copy_from_a_number_cuts_the_gradient_as_torchs():
+    for lib in LIBS:
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 3
+        y.copy_(4)
+        (y * x).sum().backward()
+        assert x.grad.tolist() == [4.0, 4.0], lib.__name__
+
+
+DEVICES = ["cpu", "meta",
+           pytest.param("opencl", marks=pytest.mark.skipif(not ember.opencl.is_available(), reason="no opencl"))]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_numbers_are_parsed_alike_on_every_device(device):
+    t = ember.ones(3, device=device)
+    for refused in (lambda: ember.minimum(t, 1), lambda: t.maximum(2.0), lambda: ember.ge(0.5, t),
+                    lambda: ember.atan2(t, 1), lambda: ember.exp(1), lambda: ember.unsqueeze(t, 0.0)):
+        with pytest.raises(ember.errors.ArgumentTypeError):
+            refused()
+    for taken in (ember.add(1, t), ember.mul(2, t), 1 - t, t < 0.5, 2 ** t, ember.eq(t, 1), ember.where(t > 0, 1, t),
+                  ember.clamp(t, 0, 0.5), ember.ones(3, device=device).copy_(2)):
+        assert taken.shape == (3,) and taken.device == t.device
+    if device != "meta":
+        assert ember.ones(3, device=device).copy_(2).tolist() == [2.0, 2.0, 2.0]
+        assert ember.clamp(t, 0, 0.5).tolist() == [0.5, 0.5, 0.5]

@@ -5,6 +5,7 @@ from collections import namedtuple as _namedtuple
 from ember.dispatcher.operator import ALL_OPS as _OPS
 from ember.frontend.bindings_support import call_overload as _call_overload
 from ember.frontend.bindings_support import scalar_arg as _scalar_arg, size_arg as _size_arg
+from ember.frontend.bindings_support import bool_arg as _bool_arg, int_arg as _int_arg
 from ember.core.device import as_device as _as_device
 
 _tuple_new = tuple.__new__
@@ -1401,6 +1402,8 @@ def ceil_(input):
     return _dispatch_ceil_((input,))
 
 def _bind_round_decimals(input, *, decimals):
+    if decimals.__class__ is not int:
+        _int_arg(decimals, 'round', 'decimals', None)
     if decimals.__class__ in (list, tuple):
         raise TypeError('decimals')
     return (input, decimals)
@@ -1421,6 +1424,8 @@ def round(*args, **kwargs):
     return _call_overload('round', _overloads_round, args, kwargs)
 
 def _bind_round__decimals(input, *, decimals):
+    if decimals.__class__ is not int:
+        _int_arg(decimals, 'round_', 'decimals', None)
     if decimals.__class__ in (list, tuple):
         raise TypeError('decimals')
     return (input, decimals)
@@ -1774,6 +1779,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
 
     Schema: ``sum.dim_IntList(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``
     """
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'sum', 'keepdim', 3)
     return _dispatch_sum_dim_IntList((input, dim, keepdim, dtype))
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
@@ -1781,6 +1788,8 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
 
     Schema: ``mean.dim(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``
     """
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'mean', 'keepdim', 3)
     return _dispatch_mean_dim((input, dim, keepdim, dtype))
 
 def amax(input, dim=(), keepdim=False):
@@ -1790,6 +1799,8 @@ def amax(input, dim=(), keepdim=False):
     """
     if dim is None:
         dim = ()
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'amax', 'keepdim', 3)
     return _dispatch_amax((input, dim, keepdim))
 
 def amin(input, dim=(), keepdim=False):
@@ -1799,9 +1810,15 @@ def amin(input, dim=(), keepdim=False):
     """
     if dim is None:
         dim = ()
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'amin', 'keepdim', 3)
     return _dispatch_amin((input, dim, keepdim))
 
 def _bind_max_dim(input, dim, keepdim=False):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'max', 'dim', 2)
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'max', 'keepdim', 3)
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, dim, keepdim)
@@ -1822,6 +1839,10 @@ def max(*args, **kwargs):
     return _call_overload('max', _overloads_max, args, kwargs)
 
 def _bind_min_dim(input, dim, keepdim=False):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'min', 'dim', 2)
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'min', 'keepdim', 3)
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, dim, keepdim)
@@ -1846,6 +1867,10 @@ def argmax(input, dim=None, keepdim=False):
 
     Schema: ``argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor``
     """
+    if dim is not None and dim.__class__ is not int:
+        _int_arg(dim, 'argmax', 'dim', 2)
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'argmax', 'keepdim', 3)
     return _dispatch_argmax((input, dim, keepdim))
 
 def argmin(input, dim=None, keepdim=False):
@@ -1853,6 +1878,10 @@ def argmin(input, dim=None, keepdim=False):
 
     Schema: ``argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor``
     """
+    if dim is not None and dim.__class__ is not int:
+        _int_arg(dim, 'argmin', 'dim', 2)
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'argmin', 'keepdim', 3)
     return _dispatch_argmin((input, dim, keepdim))
 
 def softmax(input, dim, dtype=None):
@@ -1860,6 +1889,8 @@ def softmax(input, dim, dtype=None):
 
     Schema: ``softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'softmax', 'dim', 2)
     return _dispatch_softmax_int((input, dim, dtype))
 
 def log_softmax(input, dim, dtype=None):
@@ -1867,6 +1898,8 @@ def log_softmax(input, dim, dtype=None):
 
     Schema: ``log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'log_softmax', 'dim', 2)
     return _dispatch_log_softmax_int((input, dim, dtype))
 
 def _softmax(input, dim, half_to_float):
@@ -1874,6 +1907,10 @@ def _softmax(input, dim, half_to_float):
 
     Schema: ``_softmax(Tensor self, int dim, bool half_to_float) -> Tensor``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, '_softmax', 'dim', 2)
+    if half_to_float.__class__ is not bool:
+        _bool_arg(half_to_float, '_softmax', 'half_to_float', 3)
     return _dispatch__softmax((input, dim, half_to_float))
 
 def _log_softmax(input, dim, half_to_float):
@@ -1881,6 +1918,10 @@ def _log_softmax(input, dim, half_to_float):
 
     Schema: ``_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, '_log_softmax', 'dim', 2)
+    if half_to_float.__class__ is not bool:
+        _bool_arg(half_to_float, '_log_softmax', 'half_to_float', 3)
     return _dispatch__log_softmax((input, dim, half_to_float))
 
 def as_strided(input, size, stride, storage_offset=None):
@@ -1888,6 +1929,8 @@ def as_strided(input, size, stride, storage_offset=None):
 
     Schema: ``as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)``
     """
+    if storage_offset is not None and storage_offset.__class__ is not int:
+        _int_arg(storage_offset, 'as_strided', 'storage_offset', 4)
     return _dispatch_as_strided((input, size, stride, storage_offset))
 
 def _bind_view(input, size):
@@ -1927,6 +1970,10 @@ def transpose(input, dim0, dim1):
 
     Schema: ``transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)``
     """
+    if dim0.__class__ is not int:
+        _int_arg(dim0, 'transpose', 'dim0', 2)
+    if dim1.__class__ is not int:
+        _int_arg(dim1, 'transpose', 'dim1', 3)
     return _dispatch_transpose_int((input, dim0, dim1))
 
 def t(input):
@@ -1955,6 +2002,8 @@ def unsqueeze(input, dim):
 
     Schema: ``unsqueeze(Tensor(a) self, int dim) -> Tensor(a)``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'unsqueeze', 'dim', 2)
     return _dispatch_unsqueeze((input, dim))
 
 def slice(input, dim=0, start=None, end=None, step=1):
@@ -1962,6 +2011,14 @@ def slice(input, dim=0, start=None, end=None, step=1):
 
     Schema: ``slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'slice', 'dim', 2)
+    if start is not None and start.__class__ is not int:
+        _int_arg(start, 'slice', 'start', 3)
+    if end is not None and end.__class__ is not int:
+        _int_arg(end, 'slice', 'end', 4)
+    if step.__class__ is not int:
+        _int_arg(step, 'slice', 'step', 5)
     return _dispatch_slice_Tensor((input, dim, start, end, step))
 
 def select(input, dim, index):
@@ -1969,6 +2026,10 @@ def select(input, dim, index):
 
     Schema: ``select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'select', 'dim', 2)
+    if index.__class__ is not int:
+        _int_arg(index, 'select', 'index', 3)
     return _dispatch_select_int((input, dim, index))
 
 def contiguous(input):
@@ -1990,6 +2051,8 @@ def cat(tensors, dim=0):
 
     Schema: ``cat(Tensor[] tensors, int dim=0) -> Tensor``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'cat', 'dim', 2)
     return _dispatch_cat((tensors, dim))
 
 def stack(tensors, dim=0):
@@ -1997,6 +2060,8 @@ def stack(tensors, dim=0):
 
     Schema: ``stack(Tensor[] tensors, int dim=0) -> Tensor``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'stack', 'dim', 2)
     return _dispatch_stack((tensors, dim))
 
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
@@ -2004,6 +2069,14 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
 
     Schema: ``slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'slice_scatter', 'dim', 3)
+    if start is not None and start.__class__ is not int:
+        _int_arg(start, 'slice_scatter', 'start', 4)
+    if end is not None and end.__class__ is not int:
+        _int_arg(end, 'slice_scatter', 'end', 5)
+    if step.__class__ is not int:
+        _int_arg(step, 'slice_scatter', 'step', 6)
     return _dispatch_slice_scatter((input, src, dim, start, end, step))
 
 def select_scatter(input, src, dim, index):
@@ -2011,6 +2084,10 @@ def select_scatter(input, src, dim, index):
 
     Schema: ``select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'select_scatter', 'dim', 3)
+    if index.__class__ is not int:
+        _int_arg(index, 'select_scatter', 'index', 4)
     return _dispatch_select_scatter((input, src, dim, index))
 
 def as_strided_scatter(input, src, size, stride, storage_offset=None):
@@ -2018,6 +2095,8 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
 
     Schema: ``as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor``
     """
+    if storage_offset is not None and storage_offset.__class__ is not int:
+        _int_arg(storage_offset, 'as_strided_scatter', 'storage_offset', 5)
     return _dispatch_as_strided_scatter((input, src, size, stride, storage_offset))
 
 def copy_(input, src, non_blocking=False):
@@ -2025,6 +2104,8 @@ def copy_(input, src, non_blocking=False):
 
     Schema: ``copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)``
     """
+    if non_blocking.__class__ is not bool:
+        _bool_arg(non_blocking, 'copy_', 'non_blocking', 3)
     return _dispatch_copy_((input, src, non_blocking))
 
 def _to_copy(input, *, dtype=None, device=None, non_blocking=False):
@@ -2034,6 +2115,8 @@ def _to_copy(input, *, dtype=None, device=None, non_blocking=False):
     """
     if device is not None:
         device = _as_device(device)
+    if non_blocking.__class__ is not bool:
+        _bool_arg(non_blocking, '_to_copy', 'non_blocking', None)
     return _dispatch__to_copy((input, dtype, device, non_blocking))
 
 def fill_(input, value):
@@ -2062,6 +2145,8 @@ def copy(input, src, non_blocking=False):
 
     Schema: ``copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor``
     """
+    if non_blocking.__class__ is not bool:
+        _bool_arg(non_blocking, 'copy', 'non_blocking', 3)
     return _dispatch_copy((input, src, non_blocking))
 
 def mm(input, mat2):
@@ -2111,6 +2196,8 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
 
     Schema: ``cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor``
     """
+    if compute_mode is not None and compute_mode.__class__ is not int:
+        _int_arg(compute_mode, 'cdist', 'compute_mode', 4)
     return _dispatch_cdist((x1, x2, p, compute_mode))
 
 def _cdist_forward(x1, x2, p, compute_mode):
@@ -2118,6 +2205,8 @@ def _cdist_forward(x1, x2, p, compute_mode):
 
     Schema: ``_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor``
     """
+    if compute_mode is not None and compute_mode.__class__ is not int:
+        _int_arg(compute_mode, '_cdist_forward', 'compute_mode', 4)
     return _dispatch__cdist_forward((x1, x2, p, compute_mode))
 
 def pdist(input, p=2.0):
@@ -2141,6 +2230,8 @@ def empty(*size, dtype=None, device=None, requires_grad=False, **size_kw):
     """
     size = _size_arg(size, size_kw, 'empty', 'size')
     device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'empty', 'requires_grad', None)
     out = _dispatch_empty_memory_format((size, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
@@ -2151,6 +2242,8 @@ def zeros(*size, dtype=None, device=None, requires_grad=False, **size_kw):
     """
     size = _size_arg(size, size_kw, 'zeros', 'size')
     device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'zeros', 'requires_grad', None)
     out = _dispatch_zeros((size, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
@@ -2161,6 +2254,8 @@ def ones(*size, dtype=None, device=None, requires_grad=False, **size_kw):
     """
     size = _size_arg(size, size_kw, 'ones', 'size')
     device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'ones', 'requires_grad', None)
     out = _dispatch_ones((size, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
@@ -2171,6 +2266,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     """
     fill_value = _scalar_arg(fill_value)
     device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'full', 'requires_grad', None)
     out = _dispatch_full((size, fill_value, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
@@ -2183,6 +2280,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     end = _scalar_arg(end)
     step = _scalar_arg(step)
     device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'arange', 'requires_grad', None)
     out = _dispatch_arange_start_step((start, end, step, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
@@ -2191,7 +2290,13 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
 
     Schema: ``eye(SymInt n, SymInt? m=None, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
     """
+    if n.__class__ is not int:
+        _int_arg(n, 'eye', 'n', 1)
+    if m is not None and m.__class__ is not int:
+        _int_arg(m, 'eye', 'm', 2)
     device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'eye', 'requires_grad', None)
     out = _dispatch_eye((n, m, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
@@ -2202,6 +2307,8 @@ def empty_like(input, *, dtype=None, device=None, requires_grad=False):
     """
     if device is not None:
         device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'empty_like', 'requires_grad', None)
     out = _dispatch_empty_like((input, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
@@ -2212,6 +2319,8 @@ def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
     """
     if device is not None:
         device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'zeros_like', 'requires_grad', None)
     out = _dispatch_zeros_like((input, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
@@ -2222,6 +2331,8 @@ def ones_like(input, *, dtype=None, device=None, requires_grad=False):
     """
     if device is not None:
         device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'ones_like', 'requires_grad', None)
     out = _dispatch_ones_like((input, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
@@ -2232,6 +2343,8 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     """
     if device is not None:
         device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'full_like', 'requires_grad', None)
     out = _dispatch_full_like((input, fill_value, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
@@ -2254,6 +2367,10 @@ def random_(input, from_, to, *, generator=None):
 
     Schema: ``random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)``
     """
+    if from_.__class__ is not int:
+        _int_arg(from_, 'random_', 'from', 2)
+    if to is not None and to.__class__ is not int:
+        _int_arg(to, 'random_', 'to', 3)
     return _dispatch_random__from((input, from_, to, generator))
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **size_kw):
@@ -2263,6 +2380,8 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, **
     """
     size = _size_arg(size, size_kw, 'rand', 'size')
     device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'rand', 'requires_grad', None)
     out = _dispatch_rand((size, generator, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
@@ -2273,11 +2392,19 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, *
     """
     size = _size_arg(size, size_kw, 'randn', 'size')
     device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'randn', 'requires_grad', None)
     out = _dispatch_randn((size, generator, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
 def _bind_randint_low(low, high, size, *, generator=None, dtype=None, device=None, requires_grad=False):
+    if low.__class__ is not int:
+        _int_arg(low, 'randint', 'low', 1)
+    if high.__class__ is not int:
+        _int_arg(high, 'randint', 'high', 2)
     device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'randint', 'requires_grad', None)
     if low.__class__ in (list, tuple):
         raise TypeError('low')
     if high.__class__ in (list, tuple):
@@ -2285,7 +2412,11 @@ def _bind_randint_low(low, high, size, *, generator=None, dtype=None, device=Non
     return (low, high, size, generator, dtype, device, requires_grad)
 
 def _bind_randint(high, size, *, generator=None, dtype=None, device=None, requires_grad=False):
+    if high.__class__ is not int:
+        _int_arg(high, 'randint', 'high', 1)
     device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'randint', 'requires_grad', None)
     if high.__class__ in (list, tuple):
         raise TypeError('high')
     return (high, size, generator, dtype, device, requires_grad)
@@ -2303,11 +2434,21 @@ def randint(*args, **kwargs):
     return _call_overload('randint', _overloads_randint, args, kwargs)
 
 def _bind_sort_stable(input, *, stable, dim=-1, descending=False):
+    if stable is not None and stable.__class__ is not bool:
+        _bool_arg(stable, 'sort', 'stable', None)
+    if dim.__class__ is not int:
+        _int_arg(dim, 'sort', 'dim', None)
+    if descending.__class__ is not bool:
+        _bool_arg(descending, 'sort', 'descending', None)
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, stable, dim, descending)
 
 def _bind_sort(input, dim=-1, descending=False):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'sort', 'dim', 2)
+    if descending.__class__ is not bool:
+        _bool_arg(descending, 'sort', 'descending', 3)
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, dim, descending)
@@ -2325,11 +2466,21 @@ def sort(*args, **kwargs):
     return _call_overload('sort', _overloads_sort, args, kwargs)
 
 def _bind_argsort_stable(input, *, stable, dim=-1, descending=False):
+    if stable.__class__ is not bool:
+        _bool_arg(stable, 'argsort', 'stable', None)
+    if dim.__class__ is not int:
+        _int_arg(dim, 'argsort', 'dim', None)
+    if descending.__class__ is not bool:
+        _bool_arg(descending, 'argsort', 'descending', None)
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, stable, dim, descending)
 
 def _bind_argsort(input, dim=-1, descending=False):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'argsort', 'dim', 2)
+    if descending.__class__ is not bool:
+        _bool_arg(descending, 'argsort', 'descending', 3)
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, dim, descending)
@@ -2351,6 +2502,14 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
 
     Schema: ``topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)``
     """
+    if k.__class__ is not int:
+        _int_arg(k, 'topk', 'k', 2)
+    if dim.__class__ is not int:
+        _int_arg(dim, 'topk', 'dim', 3)
+    if largest.__class__ is not bool:
+        _bool_arg(largest, 'topk', 'largest', 4)
+    if sorted.__class__ is not bool:
+        _bool_arg(sorted, 'topk', 'sorted', 5)
     return _tuple_new(_R_topk, _dispatch_topk((input, k, dim, largest, sorted)))
 
 def cumsum(input, dim, *, dtype=None):
@@ -2358,6 +2517,8 @@ def cumsum(input, dim, *, dtype=None):
 
     Schema: ``cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'cumsum', 'dim', 2)
     return _dispatch_cumsum((input, dim, dtype))
 
 def cumsum_(input, dim, *, dtype=None):
@@ -2365,6 +2526,8 @@ def cumsum_(input, dim, *, dtype=None):
 
     Schema: ``cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'cumsum_', 'dim', 2)
     return _dispatch_cumsum_((input, dim, dtype))
 
 def cumprod(input, dim, *, dtype=None):
@@ -2372,6 +2535,8 @@ def cumprod(input, dim, *, dtype=None):
 
     Schema: ``cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'cumprod', 'dim', 2)
     return _dispatch_cumprod((input, dim, dtype))
 
 def cumprod_(input, dim, *, dtype=None):
@@ -2379,9 +2544,15 @@ def cumprod_(input, dim, *, dtype=None):
 
     Schema: ``cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'cumprod_', 'dim', 2)
     return _dispatch_cumprod_((input, dim, dtype))
 
 def _bind_prod_dim_int(input, dim, keepdim=False, *, dtype=None):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'prod', 'dim', 2)
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'prod', 'keepdim', 3)
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, dim, keepdim, dtype)
@@ -2406,9 +2577,15 @@ def logsumexp(input, dim, keepdim=False):
 
     Schema: ``logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor``
     """
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'logsumexp', 'keepdim', 3)
     return _dispatch_logsumexp((input, dim, keepdim))
 
 def _bind_any_dim(input, dim, keepdim=False):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'any', 'dim', 2)
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'any', 'keepdim', 3)
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, dim, keepdim)
@@ -2417,6 +2594,8 @@ def _bind_any(input):
     return (input,)
 
 def _bind_any_dims(input, dim=None, keepdim=False):
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'any', 'keepdim', 3)
     return (input, dim, keepdim)
 
 _overloads_any = ((_bind_any_dim, _op_any_dim, None), (_bind_any, _op_any, None), (_bind_any_dims, _op_any_dims, None),)
@@ -2434,6 +2613,10 @@ def any(*args, **kwargs):
     return _call_overload('any', _overloads_any, args, kwargs)
 
 def _bind_all_dim(input, dim, keepdim=False):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'all', 'dim', 2)
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'all', 'keepdim', 3)
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, dim, keepdim)
@@ -2442,6 +2625,8 @@ def _bind_all(input):
     return (input,)
 
 def _bind_all_dims(input, dim=None, keepdim=False):
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'all', 'keepdim', 3)
     return (input, dim, keepdim)
 
 _overloads_all = ((_bind_all_dim, _op_all_dim, None), (_bind_all, _op_all, None), (_bind_all_dims, _op_all_dims, None),)
@@ -2459,14 +2644,22 @@ def all(*args, **kwargs):
     return _call_overload('all', _overloads_all, args, kwargs)
 
 def _bind_var_dim(input, dim, unbiased=True, keepdim=False):
+    if unbiased.__class__ is not bool:
+        _bool_arg(unbiased, 'var', 'unbiased', 3)
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'var', 'keepdim', 4)
     return (input, dim, unbiased, keepdim)
 
 def _bind_var_correction(input, dim=None, *, correction=None, keepdim=False):
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'var', 'keepdim', None)
     if hasattr(correction, '_data'):
         raise TypeError('correction')
     return (input, dim, correction, keepdim)
 
 def _bind_var(input, unbiased=True):
+    if unbiased.__class__ is not bool:
+        _bool_arg(unbiased, 'var', 'unbiased', 2)
     return (input, unbiased)
 
 _overloads_var = ((_bind_var_dim, _op_var_dim, None), (_bind_var_correction, _op_var_correction, None), (_bind_var, _op_var, None),)
@@ -2484,14 +2677,22 @@ def var(*args, **kwargs):
     return _call_overload('var', _overloads_var, args, kwargs)
 
 def _bind_std_dim(input, dim, unbiased=True, keepdim=False):
+    if unbiased.__class__ is not bool:
+        _bool_arg(unbiased, 'std', 'unbiased', 3)
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'std', 'keepdim', 4)
     return (input, dim, unbiased, keepdim)
 
 def _bind_std_correction(input, dim=None, *, correction=None, keepdim=False):
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'std', 'keepdim', None)
     if hasattr(correction, '_data'):
         raise TypeError('correction')
     return (input, dim, correction, keepdim)
 
 def _bind_std(input, unbiased=True):
+    if unbiased.__class__ is not bool:
+        _bool_arg(unbiased, 'std', 'unbiased', 2)
     return (input, unbiased)
 
 _overloads_std = ((_bind_std_dim, _op_std_dim, None), (_bind_std_correction, _op_std_correction, None), (_bind_std, _op_std, None),)
@@ -2513,9 +2714,13 @@ def var_mean(input, dim=None, *, correction=None, keepdim=False):
 
     Schema: ``var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)``
     """
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'var_mean', 'keepdim', None)
     return _dispatch_var_mean_correction((input, dim, correction, keepdim))
 
 def _bind_norm_ScalarOpt_dim(input, p, dim, keepdim=False):
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'norm', 'keepdim', 4)
     if hasattr(p, '_data'):
         raise TypeError('p')
     return (input, p, dim, keepdim)
@@ -2558,6 +2763,8 @@ def tril(input, diagonal=0):
 
     Schema: ``tril(Tensor self, int diagonal=0) -> Tensor``
     """
+    if diagonal.__class__ is not int:
+        _int_arg(diagonal, 'tril', 'diagonal', 2)
     return _dispatch_tril((input, diagonal))
 
 def tril_(input, diagonal=0):
@@ -2565,6 +2772,8 @@ def tril_(input, diagonal=0):
 
     Schema: ``tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)``
     """
+    if diagonal.__class__ is not int:
+        _int_arg(diagonal, 'tril_', 'diagonal', 2)
     return _dispatch_tril_((input, diagonal))
 
 def triu(input, diagonal=0):
@@ -2572,6 +2781,8 @@ def triu(input, diagonal=0):
 
     Schema: ``triu(Tensor self, int diagonal=0) -> Tensor``
     """
+    if diagonal.__class__ is not int:
+        _int_arg(diagonal, 'triu', 'diagonal', 2)
     return _dispatch_triu((input, diagonal))
 
 def triu_(input, diagonal=0):
@@ -2579,6 +2790,8 @@ def triu_(input, diagonal=0):
 
     Schema: ``triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)``
     """
+    if diagonal.__class__ is not int:
+        _int_arg(diagonal, 'triu_', 'diagonal', 2)
     return _dispatch_triu_((input, diagonal))
 
 def repeat(input, repeats):
@@ -2600,6 +2813,10 @@ def split(input, split_size, dim=0):
 
     Schema: ``split.Tensor(Tensor(a) self, SymInt split_size, int dim=0) -> Tensor(a)[]``
     """
+    if split_size.__class__ is not int:
+        _int_arg(split_size, 'split', 'split_size', 2)
+    if dim.__class__ is not int:
+        _int_arg(dim, 'split', 'dim', 3)
     return _dispatch_split_Tensor((input, split_size, dim))
 
 def split_with_sizes(input, split_sizes, dim=0):
@@ -2607,6 +2824,8 @@ def split_with_sizes(input, split_sizes, dim=0):
 
     Schema: ``split_with_sizes(Tensor(a) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'split_with_sizes', 'dim', 3)
     return _dispatch_split_with_sizes((input, split_sizes, dim))
 
 def chunk(input, chunks, dim=0):
@@ -2614,6 +2833,10 @@ def chunk(input, chunks, dim=0):
 
     Schema: ``chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]``
     """
+    if chunks.__class__ is not int:
+        _int_arg(chunks, 'chunk', 'chunks', 2)
+    if dim.__class__ is not int:
+        _int_arg(dim, 'chunk', 'dim', 3)
     return _dispatch_chunk((input, chunks, dim))
 
 def unbind(input, dim=0):
@@ -2621,6 +2844,8 @@ def unbind(input, dim=0):
 
     Schema: ``unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'unbind', 'dim', 2)
     return _dispatch_unbind_int((input, dim))
 
 def narrow(input, dim, start, length):
@@ -2628,6 +2853,12 @@ def narrow(input, dim, start, length):
 
     Schema: ``narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'narrow', 'dim', 2)
+    if start.__class__ is not int:
+        _int_arg(start, 'narrow', 'start', 3)
+    if length.__class__ is not int:
+        _int_arg(length, 'narrow', 'length', 4)
     return _dispatch_narrow((input, dim, start, length))
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
@@ -2635,6 +2866,12 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
 
     Schema: ``diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor``
     """
+    if offset.__class__ is not int:
+        _int_arg(offset, 'diag_embed', 'offset', 2)
+    if dim1.__class__ is not int:
+        _int_arg(dim1, 'diag_embed', 'dim1', 3)
+    if dim2.__class__ is not int:
+        _int_arg(dim2, 'diag_embed', 'dim2', 4)
     return _dispatch_diag_embed((input, offset, dim1, dim2))
 
 def diag(input, diagonal=0):
@@ -2642,6 +2879,8 @@ def diag(input, diagonal=0):
 
     Schema: ``diag(Tensor self, int diagonal=0) -> Tensor``
     """
+    if diagonal.__class__ is not int:
+        _int_arg(diagonal, 'diag', 'diagonal', 2)
     return _dispatch_diag((input, diagonal))
 
 def diagflat(input, offset=0):
@@ -2649,6 +2888,8 @@ def diagflat(input, offset=0):
 
     Schema: ``diagflat(Tensor self, int offset=0) -> Tensor``
     """
+    if offset.__class__ is not int:
+        _int_arg(offset, 'diagflat', 'offset', 2)
     return _dispatch_diagflat((input, offset))
 
 def unflatten(input, dim, sizes):
@@ -2656,6 +2897,8 @@ def unflatten(input, dim, sizes):
 
     Schema: ``unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'unflatten', 'dim', 2)
     return _dispatch_unflatten_int((input, dim, sizes))
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
@@ -2663,6 +2906,12 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
 
     Schema: ``diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)``
     """
+    if offset.__class__ is not int:
+        _int_arg(offset, 'diagonal', 'offset', 2)
+    if dim1.__class__ is not int:
+        _int_arg(dim1, 'diagonal', 'dim1', 3)
+    if dim2.__class__ is not int:
+        _int_arg(dim2, 'diagonal', 'dim2', 4)
     return _dispatch_diagonal((input, offset, dim1, dim2))
 
 def alias(input):
@@ -2754,6 +3003,8 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     """
     s = _scalar_arg(s)
     device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'scalar_tensor', 'requires_grad', None)
     out = _dispatch_scalar_tensor((s, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
@@ -2763,6 +3014,8 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
     Schema: ``empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
     """
     device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'empty_strided', 'requires_grad', None)
     out = _dispatch_empty_strided((size, stride, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
@@ -2771,6 +3024,10 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
 
     Schema: ``convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor``
     """
+    if transposed.__class__ is not bool:
+        _bool_arg(transposed, 'convolution', 'transposed', 7)
+    if groups.__class__ is not int:
+        _int_arg(groups, 'convolution', 'groups', 9)
     return _dispatch_convolution((input, weight, bias, stride, padding, dilation, transposed, output_padding, groups))
 
 def _bind_conv1d(input, weight, bias=None, stride=(1,), padding=(0,), dilation=(1,), groups=1):
@@ -2780,6 +3037,8 @@ def _bind_conv1d(input, weight, bias=None, stride=(1,), padding=(0,), dilation=(
         padding = (0,)
     if dilation is None:
         dilation = (1,)
+    if groups.__class__ is not int:
+        _int_arg(groups, 'conv1d', 'groups', 7)
     if groups.__class__ in (list, tuple):
         raise TypeError('groups')
     return (input, weight, bias, stride, padding, dilation, groups)
@@ -2789,6 +3048,8 @@ def _bind_conv1d_padding(input, weight, bias=None, stride=(1,), padding='valid',
         stride = (1,)
     if dilation is None:
         dilation = (1,)
+    if groups.__class__ is not int:
+        _int_arg(groups, 'conv1d', 'groups', 7)
     if groups.__class__ in (list, tuple):
         raise TypeError('groups')
     return (input, weight, bias, stride, padding, dilation, groups)
@@ -2812,6 +3073,8 @@ def _bind_conv2d(input, weight, bias=None, stride=(1, 1), padding=(0, 0), dilati
         padding = (0, 0)
     if dilation is None:
         dilation = (1, 1)
+    if groups.__class__ is not int:
+        _int_arg(groups, 'conv2d', 'groups', 7)
     if groups.__class__ in (list, tuple):
         raise TypeError('groups')
     return (input, weight, bias, stride, padding, dilation, groups)
@@ -2821,6 +3084,8 @@ def _bind_conv2d_padding(input, weight, bias=None, stride=(1, 1), padding='valid
         stride = (1, 1)
     if dilation is None:
         dilation = (1, 1)
+    if groups.__class__ is not int:
+        _int_arg(groups, 'conv2d', 'groups', 7)
     if groups.__class__ in (list, tuple):
         raise TypeError('groups')
     return (input, weight, bias, stride, padding, dilation, groups)
@@ -2848,6 +3113,8 @@ def conv_transpose1d(input, weight, bias=None, stride=(1,), padding=(0,), output
         padding = (0,)
     if output_padding is None:
         output_padding = (0,)
+    if groups.__class__ is not int:
+        _int_arg(groups, 'conv_transpose1d', 'groups', 7)
     if dilation is None:
         dilation = (1,)
     return _dispatch_conv_transpose1d((input, weight, bias, stride, padding, output_padding, groups, dilation))
@@ -2863,6 +3130,8 @@ def conv_transpose2d(input, weight, bias=None, stride=(1, 1), padding=(0, 0), ou
         padding = (0, 0)
     if output_padding is None:
         output_padding = (0, 0)
+    if groups.__class__ is not int:
+        _int_arg(groups, 'conv_transpose2d', 'groups', 7)
     if dilation is None:
         dilation = (1, 1)
     return _dispatch_conv_transpose2d_input((input, weight, bias, stride, padding, output_padding, groups, dilation))
@@ -2874,6 +3143,8 @@ def _bind_conv3d(input, weight, bias=None, stride=(1, 1, 1), padding=(0, 0, 0), 
         padding = (0, 0, 0)
     if dilation is None:
         dilation = (1, 1, 1)
+    if groups.__class__ is not int:
+        _int_arg(groups, 'conv3d', 'groups', 7)
     if groups.__class__ in (list, tuple):
         raise TypeError('groups')
     return (input, weight, bias, stride, padding, dilation, groups)
@@ -2883,6 +3154,8 @@ def _bind_conv3d_padding(input, weight, bias=None, stride=(1, 1, 1), padding='va
         stride = (1, 1, 1)
     if dilation is None:
         dilation = (1, 1, 1)
+    if groups.__class__ is not int:
+        _int_arg(groups, 'conv3d', 'groups', 7)
     if groups.__class__ in (list, tuple):
         raise TypeError('groups')
     return (input, weight, bias, stride, padding, dilation, groups)
@@ -2910,6 +3183,8 @@ def conv_transpose3d(input, weight, bias=None, stride=(1, 1, 1), padding=(0, 0, 
         padding = (0, 0, 0)
     if output_padding is None:
         output_padding = (0, 0, 0)
+    if groups.__class__ is not int:
+        _int_arg(groups, 'conv_transpose3d', 'groups', 7)
     if dilation is None:
         dilation = (1, 1, 1)
     return _dispatch_conv_transpose3d_input((input, weight, bias, stride, padding, output_padding, groups, dilation))
@@ -2939,6 +3214,8 @@ def max_pool2d_with_indices(input, kernel_size, stride=(), padding=(0,), dilatio
         padding = (0,)
     if dilation is None:
         dilation = (1,)
+    if ceil_mode.__class__ is not bool:
+        _bool_arg(ceil_mode, 'max_pool2d_with_indices', 'ceil_mode', 6)
     return _tuple_new(_R_max_pool2d_with_indices, _dispatch_max_pool2d_with_indices((input, kernel_size, stride, padding, dilation, ceil_mode)))
 
 def max_pool2d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
@@ -2952,6 +3229,8 @@ def max_pool2d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_
         padding = (0,)
     if dilation is None:
         dilation = (1,)
+    if ceil_mode.__class__ is not bool:
+        _bool_arg(ceil_mode, 'max_pool2d', 'ceil_mode', 6)
     return _dispatch_max_pool2d((input, kernel_size, stride, padding, dilation, ceil_mode))
 
 def max_pool1d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
@@ -2965,6 +3244,8 @@ def max_pool1d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_
         padding = (0,)
     if dilation is None:
         dilation = (1,)
+    if ceil_mode.__class__ is not bool:
+        _bool_arg(ceil_mode, 'max_pool1d', 'ceil_mode', 6)
     return _dispatch_max_pool1d((input, kernel_size, stride, padding, dilation, ceil_mode))
 
 def avg_pool2d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True, divisor_override=None):
@@ -2976,6 +3257,12 @@ def avg_pool2d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, cou
         stride = ()
     if padding is None:
         padding = (0,)
+    if ceil_mode.__class__ is not bool:
+        _bool_arg(ceil_mode, 'avg_pool2d', 'ceil_mode', 5)
+    if count_include_pad.__class__ is not bool:
+        _bool_arg(count_include_pad, 'avg_pool2d', 'count_include_pad', 6)
+    if divisor_override is not None and divisor_override.__class__ is not int:
+        _int_arg(divisor_override, 'avg_pool2d', 'divisor_override', 7)
     return _dispatch_avg_pool2d((input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
 
 def avg_pool1d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True):
@@ -2987,6 +3274,10 @@ def avg_pool1d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, cou
         stride = ()
     if padding is None:
         padding = (0,)
+    if ceil_mode.__class__ is not bool:
+        _bool_arg(ceil_mode, 'avg_pool1d', 'ceil_mode', 5)
+    if count_include_pad.__class__ is not bool:
+        _bool_arg(count_include_pad, 'avg_pool1d', 'count_include_pad', 6)
     return _dispatch_avg_pool1d((input, kernel_size, stride, padding, ceil_mode, count_include_pad))
 
 def adaptive_avg_pool2d(input, output_size):
@@ -3015,6 +3306,8 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
 
     Schema: ``native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor output, Tensor save_mean, Tensor save_invstd)``
     """
+    if training.__class__ is not bool:
+        _bool_arg(training, 'native_batch_norm', 'training', 6)
     return _tuple_new(_R_native_batch_norm, _dispatch_native_batch_norm((input, weight, bias, running_mean, running_var, training, momentum, eps)))
 
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
@@ -3022,6 +3315,10 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
 
     Schema: ``batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor``
     """
+    if training.__class__ is not bool:
+        _bool_arg(training, 'batch_norm', 'training', 6)
+    if cudnn_enabled.__class__ is not bool:
+        _bool_arg(cudnn_enabled, 'batch_norm', 'cudnn_enabled', 9)
     return _dispatch_batch_norm((input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled))
 
 def native_layer_norm(input, normalized_shape, weight, bias, eps):
@@ -3036,6 +3333,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn
 
     Schema: ``layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor``
     """
+    if cudnn_enable.__class__ is not bool:
+        _bool_arg(cudnn_enable, 'layer_norm', 'cudnn_enable', 6)
     return _dispatch_layer_norm((input, normalized_shape, weight, bias, eps, cudnn_enable))
 
 def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
@@ -3043,6 +3342,14 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
 
     Schema: ``native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor output, Tensor mean, Tensor rstd)``
     """
+    if N.__class__ is not int:
+        _int_arg(N, 'native_group_norm', 'N', 4)
+    if C.__class__ is not int:
+        _int_arg(C, 'native_group_norm', 'C', 5)
+    if HxW.__class__ is not int:
+        _int_arg(HxW, 'native_group_norm', 'HxW', 6)
+    if group.__class__ is not int:
+        _int_arg(group, 'native_group_norm', 'group', 7)
     return _tuple_new(_R_native_group_norm, _dispatch_native_group_norm((input, weight, bias, N, C, HxW, group, eps)))
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True):
@@ -3050,6 +3357,10 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabl
 
     Schema: ``group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enabled=True) -> Tensor``
     """
+    if num_groups.__class__ is not int:
+        _int_arg(num_groups, 'group_norm', 'num_groups', 2)
+    if cudnn_enabled.__class__ is not bool:
+        _bool_arg(cudnn_enabled, 'group_norm', 'cudnn_enabled', 6)
     return _dispatch_group_norm((input, num_groups, weight, bias, eps, cudnn_enabled))
 
 def constant_pad_nd(input, pad, value=0):
@@ -3131,9 +3442,13 @@ def upsample_nearest2d(*args, **kwargs):
     return _call_overload('upsample_nearest2d', _overloads_upsample_nearest2d, args, kwargs)
 
 def _bind_upsample_bilinear2d_vec(input, output_size, align_corners, scale_factors):
+    if align_corners.__class__ is not bool:
+        _bool_arg(align_corners, 'upsample_bilinear2d', 'align_corners', 3)
     return (input, output_size, align_corners, scale_factors)
 
 def _bind_upsample_bilinear2d(input, output_size, align_corners, scales_h=None, scales_w=None):
+    if align_corners.__class__ is not bool:
+        _bool_arg(align_corners, 'upsample_bilinear2d', 'align_corners', 3)
     return (input, output_size, align_corners, scales_h, scales_w)
 
 _overloads_upsample_bilinear2d = ((_bind_upsample_bilinear2d_vec, _op_upsample_bilinear2d_vec, None), (_bind_upsample_bilinear2d, _op_upsample_bilinear2d, None),)
@@ -3153,6 +3468,10 @@ def gather(input, dim, index, *, sparse_grad=False):
 
     Schema: ``gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'gather', 'dim', 2)
+    if sparse_grad.__class__ is not bool:
+        _bool_arg(sparse_grad, 'gather', 'sparse_grad', None)
     return _dispatch_gather((input, dim, index, sparse_grad))
 
 def scatter_add(input, dim, index, src):
@@ -3160,6 +3479,8 @@ def scatter_add(input, dim, index, src):
 
     Schema: ``scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'scatter_add', 'dim', 2)
     return _dispatch_scatter_add((input, dim, index, src))
 
 def scatter_add_(input, dim, index, src):
@@ -3167,6 +3488,8 @@ def scatter_add_(input, dim, index, src):
 
     Schema: ``scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'scatter_add_', 'dim', 2)
     return _dispatch_scatter_add_((input, dim, index, src))
 
 def nonzero(input):
@@ -3177,6 +3500,8 @@ def nonzero(input):
     return _dispatch_nonzero((input,))
 
 def _bind_scatter_value(input, dim, index, value):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'scatter', 'dim', 2)
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     if hasattr(value, '_data'):
@@ -3184,6 +3509,8 @@ def _bind_scatter_value(input, dim, index, value):
     return (input, dim, index, value)
 
 def _bind_scatter_src(input, dim, index, src):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'scatter', 'dim', 2)
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, dim, index, src)
@@ -3201,6 +3528,8 @@ def scatter(*args, **kwargs):
     return _call_overload('scatter', _overloads_scatter, args, kwargs)
 
 def _bind_scatter__value(input, dim, index, value):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'scatter_', 'dim', 2)
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     if hasattr(value, '_data'):
@@ -3208,6 +3537,8 @@ def _bind_scatter__value(input, dim, index, value):
     return (input, dim, index, value)
 
 def _bind_scatter__src(input, dim, index, src):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'scatter_', 'dim', 2)
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, dim, index, src)
@@ -3229,6 +3560,10 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
 
     Schema: ``scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'scatter_reduce', 'dim', 2)
+    if include_self.__class__ is not bool:
+        _bool_arg(include_self, 'scatter_reduce', 'include_self', None)
     return _dispatch_scatter_reduce_two((input, dim, index, src, reduce, include_self))
 
 def scatter_reduce_(input, dim, index, src, reduce, *, include_self=True):
@@ -3236,6 +3571,10 @@ def scatter_reduce_(input, dim, index, src, reduce, *, include_self=True):
 
     Schema: ``scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor(a!)``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'scatter_reduce_', 'dim', 2)
+    if include_self.__class__ is not bool:
+        _bool_arg(include_self, 'scatter_reduce_', 'include_self', None)
     return _dispatch_scatter_reduce__two((input, dim, index, src, reduce, include_self))
 
 def index_add(input, dim, index, source, *, alpha=1):
@@ -3243,6 +3582,8 @@ def index_add(input, dim, index, source, *, alpha=1):
 
     Schema: ``index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'index_add', 'dim', 2)
     return _dispatch_index_add((input, dim, index, source, alpha))
 
 def index_add_(input, dim, index, source, *, alpha=1):
@@ -3250,6 +3591,8 @@ def index_add_(input, dim, index, source, *, alpha=1):
 
     Schema: ``index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'index_add_', 'dim', 2)
     return _dispatch_index_add_((input, dim, index, source, alpha))
 
 def index_select(input, dim, index):
@@ -3257,6 +3600,8 @@ def index_select(input, dim, index):
 
     Schema: ``index_select(Tensor self, int dim, Tensor index) -> Tensor``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'index_select', 'dim', 2)
     return _dispatch_index_select((input, dim, index))
 
 def take_along_dim(input, indices, dim=None):
@@ -3264,6 +3609,8 @@ def take_along_dim(input, indices, dim=None):
 
     Schema: ``take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor``
     """
+    if dim is not None and dim.__class__ is not int:
+        _int_arg(dim, 'take_along_dim', 'dim', 3)
     return _dispatch_take_along_dim((input, indices, dim))
 
 def index(input, indices):
@@ -3278,6 +3625,8 @@ def index_put(input, indices, values, accumulate=False):
 
     Schema: ``index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor``
     """
+    if accumulate.__class__ is not bool:
+        _bool_arg(accumulate, 'index_put', 'accumulate', 4)
     return _dispatch_index_put((input, indices, values, accumulate))
 
 def index_put_(input, indices, values, accumulate=False):
@@ -3285,6 +3634,8 @@ def index_put_(input, indices, values, accumulate=False):
 
     Schema: ``index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)``
     """
+    if accumulate.__class__ is not bool:
+        _bool_arg(accumulate, 'index_put_', 'accumulate', 4)
     return _dispatch_index_put_((input, indices, values, accumulate))
 
 def _bind_masked_fill_Scalar(input, mask, value):
@@ -3353,6 +3704,12 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
 
     Schema: ``embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor``
     """
+    if padding_idx.__class__ is not int:
+        _int_arg(padding_idx, 'embedding', 'padding_idx', 3)
+    if scale_grad_by_freq.__class__ is not bool:
+        _bool_arg(scale_grad_by_freq, 'embedding', 'scale_grad_by_freq', 4)
+    if sparse.__class__ is not bool:
+        _bool_arg(sparse, 'embedding', 'sparse', 5)
     return _dispatch_embedding((weight, indices, padding_idx, scale_grad_by_freq, sparse))
 
 def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
@@ -3360,6 +3717,12 @@ def embedding_dense_backward(grad_output, indices, num_weights, padding_idx, sca
 
     Schema: ``embedding_dense_backward(Tensor grad_output, Tensor indices, SymInt num_weights, SymInt padding_idx, bool scale_grad_by_freq) -> Tensor``
     """
+    if num_weights.__class__ is not int:
+        _int_arg(num_weights, 'embedding_dense_backward', 'num_weights', 3)
+    if padding_idx.__class__ is not int:
+        _int_arg(padding_idx, 'embedding_dense_backward', 'padding_idx', 4)
+    if scale_grad_by_freq.__class__ is not bool:
+        _bool_arg(scale_grad_by_freq, 'embedding_dense_backward', 'scale_grad_by_freq', 5)
     return _dispatch_embedding_dense_backward((grad_output, indices, num_weights, padding_idx, scale_grad_by_freq))
 
 def erf(input):
@@ -3409,6 +3772,8 @@ def polygamma(n, input):
 
     Schema: ``polygamma(int n, Tensor self) -> Tensor``
     """
+    if n.__class__ is not int:
+        _int_arg(n, 'polygamma', 'n', 1)
     return _dispatch_polygamma((n, input))
 
 def erfinv(input):
@@ -3584,6 +3949,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-08):
 
     Schema: ``cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08) -> Tensor``
     """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'cosine_similarity', 'dim', 3)
     return _dispatch_cosine_similarity((x1, x2, dim, eps))
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False):
@@ -3591,6 +3958,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
     Schema: ``scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor``
     """
+    if is_causal.__class__ is not bool:
+        _bool_arg(is_causal, 'scaled_dot_product_attention', 'is_causal', 6)
+    if enable_gqa.__class__ is not bool:
+        _bool_arg(enable_gqa, 'scaled_dot_product_attention', 'enable_gqa', None)
     return _dispatch_scaled_dot_product_attention((query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa))
 
 def _scaled_dot_product_attention_fused(query, key, value, is_causal=False, scale=1.0):
@@ -3598,6 +3969,8 @@ def _scaled_dot_product_attention_fused(query, key, value, is_causal=False, scal
 
     Schema: ``_scaled_dot_product_attention_fused(Tensor query, Tensor key, Tensor value, bool is_causal=False, float scale=1.) -> (Tensor output, Tensor logsumexp)``
     """
+    if is_causal.__class__ is not bool:
+        _bool_arg(is_causal, '_scaled_dot_product_attention_fused', 'is_causal', 4)
     return _tuple_new(_R__scaled_dot_product_attention_fused, _dispatch__scaled_dot_product_attention_fused((query, key, value, is_causal, scale)))
 
 def _scaled_dot_product_attention_fused_backward(grad_out, grad_logsumexp, query, key, value, logsumexp, is_causal, scale, output_mask):
@@ -3605,6 +3978,8 @@ def _scaled_dot_product_attention_fused_backward(grad_out, grad_logsumexp, query
 
     Schema: ``_scaled_dot_product_attention_fused_backward(Tensor? grad_out, Tensor? grad_logsumexp, Tensor query, Tensor key, Tensor value, Tensor logsumexp, bool is_causal, float scale, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
     """
+    if is_causal.__class__ is not bool:
+        _bool_arg(is_causal, '_scaled_dot_product_attention_fused_backward', 'is_causal', 7)
     return _dispatch__scaled_dot_product_attention_fused_backward((grad_out, grad_logsumexp, query, key, value, logsumexp, is_causal, scale, output_mask))
 
 def _rnn_layer(input, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse=False):
@@ -3612,6 +3987,8 @@ def _rnn_layer(input, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse=False)
 
     Schema: ``_rnn_layer(Tensor input, Tensor hx, Tensor? cx, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh, Tensor? w_hr, str mode, bool reverse=False) -> (Tensor output, Tensor h_n, Tensor c_n, Tensor workspace)``
     """
+    if reverse.__class__ is not bool:
+        _bool_arg(reverse, '_rnn_layer', 'reverse', 10)
     return _tuple_new(_R__rnn_layer, _dispatch__rnn_layer((input, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse)))
 
 def _rnn_layer_backward(grad_output, grad_hy, grad_cy, input, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr, output, workspace, mode, reverse, output_mask):
@@ -3619,6 +3996,8 @@ def _rnn_layer_backward(grad_output, grad_hy, grad_cy, input, hx, cx, w_ih, w_hh
 
     Schema: ``_rnn_layer_backward(Tensor? grad_output, Tensor? grad_hy, Tensor? grad_cy, Tensor input, Tensor hx, Tensor? cx, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh, Tensor? w_hr, Tensor output, Tensor workspace, str mode, bool reverse, bool[8] output_mask) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)``
     """
+    if reverse.__class__ is not bool:
+        _bool_arg(reverse, '_rnn_layer_backward', 'reverse', 15)
     return _dispatch__rnn_layer_backward((grad_output, grad_hy, grad_cy, input, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr, output, workspace, mode, reverse, output_mask))
 
 def mse_loss(input, target, reduction=1):
@@ -3626,6 +4005,8 @@ def mse_loss(input, target, reduction=1):
 
     Schema: ``mse_loss(Tensor self, Tensor target, int reduction=1) -> Tensor``
     """
+    if reduction.__class__ is not int:
+        _int_arg(reduction, 'mse_loss', 'reduction', 3)
     return _dispatch_mse_loss((input, target, reduction))
 
 def l1_loss(input, target, reduction=1):
@@ -3633,6 +4014,8 @@ def l1_loss(input, target, reduction=1):
 
     Schema: ``l1_loss(Tensor self, Tensor target, int reduction=1) -> Tensor``
     """
+    if reduction.__class__ is not int:
+        _int_arg(reduction, 'l1_loss', 'reduction', 3)
     return _dispatch_l1_loss((input, target, reduction))
 
 def smooth_l1_loss(input, target, reduction=1, beta=1.0):
@@ -3640,6 +4023,8 @@ def smooth_l1_loss(input, target, reduction=1, beta=1.0):
 
     Schema: ``smooth_l1_loss(Tensor self, Tensor target, int reduction=1, float beta=1.) -> Tensor``
     """
+    if reduction.__class__ is not int:
+        _int_arg(reduction, 'smooth_l1_loss', 'reduction', 3)
     return _dispatch_smooth_l1_loss((input, target, reduction, beta))
 
 def huber_loss(input, target, reduction=1, delta=1.0):
@@ -3647,6 +4032,8 @@ def huber_loss(input, target, reduction=1, delta=1.0):
 
     Schema: ``huber_loss(Tensor self, Tensor target, int reduction=1, float delta=1.) -> Tensor``
     """
+    if reduction.__class__ is not int:
+        _int_arg(reduction, 'huber_loss', 'reduction', 3)
     return _dispatch_huber_loss((input, target, reduction, delta))
 
 def binary_cross_entropy(input, target, weight=None, reduction=1):
@@ -3654,6 +4041,8 @@ def binary_cross_entropy(input, target, weight=None, reduction=1):
 
     Schema: ``binary_cross_entropy(Tensor self, Tensor target, Tensor? weight=None, int reduction=1) -> Tensor``
     """
+    if reduction.__class__ is not int:
+        _int_arg(reduction, 'binary_cross_entropy', 'reduction', 4)
     return _dispatch_binary_cross_entropy((input, target, weight, reduction))
 
 def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=1):
@@ -3661,6 +4050,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None
 
     Schema: ``binary_cross_entropy_with_logits(Tensor self, Tensor target, Tensor? weight=None, Tensor? pos_weight=None, int reduction=1) -> Tensor``
     """
+    if reduction.__class__ is not int:
+        _int_arg(reduction, 'binary_cross_entropy_with_logits', 'reduction', 5)
     return _dispatch_binary_cross_entropy_with_logits((input, target, weight, pos_weight, reduction))
 
 def kl_div(input, target, reduction=1, *, log_target=False):
@@ -3668,6 +4059,10 @@ def kl_div(input, target, reduction=1, *, log_target=False):
 
     Schema: ``kl_div(Tensor self, Tensor target, int reduction=1, *, bool log_target=False) -> Tensor``
     """
+    if reduction.__class__ is not int:
+        _int_arg(reduction, 'kl_div', 'reduction', 3)
+    if log_target.__class__ is not bool:
+        _bool_arg(log_target, 'kl_div', 'log_target', None)
     return _dispatch_kl_div((input, target, reduction, log_target))
 
 def nll_loss_nd(input, target, weight=None, reduction=1, ignore_index=-100):
@@ -3675,6 +4070,10 @@ def nll_loss_nd(input, target, weight=None, reduction=1, ignore_index=-100):
 
     Schema: ``nll_loss_nd(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100) -> Tensor``
     """
+    if reduction.__class__ is not int:
+        _int_arg(reduction, 'nll_loss_nd', 'reduction', 4)
+    if ignore_index.__class__ is not int:
+        _int_arg(ignore_index, 'nll_loss_nd', 'ignore_index', 5)
     return _dispatch_nll_loss_nd((input, target, weight, reduction, ignore_index))
 
 def _nll_loss_backward(grad_output, target, weight, self_size, reduction, ignore_index):
@@ -3682,6 +4081,10 @@ def _nll_loss_backward(grad_output, target, weight, self_size, reduction, ignore
 
     Schema: ``_nll_loss_backward(Tensor grad_output, Tensor target, Tensor? weight, SymInt[] self_size, int reduction, SymInt ignore_index) -> Tensor``
     """
+    if reduction.__class__ is not int:
+        _int_arg(reduction, '_nll_loss_backward', 'reduction', 5)
+    if ignore_index.__class__ is not int:
+        _int_arg(ignore_index, '_nll_loss_backward', 'ignore_index', 6)
     return _dispatch__nll_loss_backward((grad_output, target, weight, self_size, reduction, ignore_index))
 
 def nll_loss(input, target, weight=None, reduction=1, ignore_index=-100):
@@ -3689,6 +4092,10 @@ def nll_loss(input, target, weight=None, reduction=1, ignore_index=-100):
 
     Schema: ``nll_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100) -> Tensor``
     """
+    if reduction.__class__ is not int:
+        _int_arg(reduction, 'nll_loss', 'reduction', 4)
+    if ignore_index.__class__ is not int:
+        _int_arg(ignore_index, 'nll_loss', 'ignore_index', 5)
     return _dispatch_nll_loss((input, target, weight, reduction, ignore_index))
 
 def cross_entropy_loss(input, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
@@ -3696,6 +4103,10 @@ def cross_entropy_loss(input, target, weight=None, reduction=1, ignore_index=-10
 
     Schema: ``cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100, float label_smoothing=0.) -> Tensor``
     """
+    if reduction.__class__ is not int:
+        _int_arg(reduction, 'cross_entropy_loss', 'reduction', 4)
+    if ignore_index.__class__ is not int:
+        _int_arg(ignore_index, 'cross_entropy_loss', 'ignore_index', 5)
     return _dispatch_cross_entropy_loss((input, target, weight, reduction, ignore_index, label_smoothing))
 
 def _cross_entropy_indices(input, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
@@ -3703,6 +4114,10 @@ def _cross_entropy_indices(input, target, weight=None, reduction=1, ignore_index
 
     Schema: ``_cross_entropy_indices(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt ignore_index=-100, float label_smoothing=0.) -> (Tensor output, Tensor logsumexp)``
     """
+    if reduction.__class__ is not int:
+        _int_arg(reduction, '_cross_entropy_indices', 'reduction', 4)
+    if ignore_index.__class__ is not int:
+        _int_arg(ignore_index, '_cross_entropy_indices', 'ignore_index', 5)
     return _tuple_new(_R__cross_entropy_indices, _dispatch__cross_entropy_indices((input, target, weight, reduction, ignore_index, label_smoothing)))
 
 def _cross_entropy_indices_backward(grad_output, input, logsumexp, target, weight, reduction, ignore_index, label_smoothing):
@@ -3710,6 +4125,10 @@ def _cross_entropy_indices_backward(grad_output, input, logsumexp, target, weigh
 
     Schema: ``_cross_entropy_indices_backward(Tensor grad_output, Tensor self, Tensor logsumexp, Tensor target, Tensor? weight, int reduction, SymInt ignore_index, float label_smoothing) -> Tensor``
     """
+    if reduction.__class__ is not int:
+        _int_arg(reduction, '_cross_entropy_indices_backward', 'reduction', 6)
+    if ignore_index.__class__ is not int:
+        _int_arg(ignore_index, '_cross_entropy_indices_backward', 'ignore_index', 7)
     return _dispatch__cross_entropy_indices_backward((grad_output, input, logsumexp, target, weight, reduction, ignore_index, label_smoothing))
 
 def _sparse_coo_mm(indices, values, dense, rows):
@@ -3717,6 +4136,8 @@ def _sparse_coo_mm(indices, values, dense, rows):
 
     Schema: ``_sparse_coo_mm(Tensor indices, Tensor values, Tensor dense, SymInt rows) -> Tensor``
     """
+    if rows.__class__ is not int:
+        _int_arg(rows, '_sparse_coo_mm', 'rows', 4)
     return _dispatch__sparse_coo_mm((indices, values, dense, rows))
 
 def _fused_adam_(input, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay=False):
@@ -3724,6 +4145,12 @@ def _fused_adam_(input, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_ste
 
     Schema: ``_fused_adam_(Tensor(a!)[] self, Tensor[] grads, Tensor(b!)[] exp_avgs, Tensor(c!)[] exp_avg_sqs, Tensor(d!)[] max_exp_avg_sqs, Tensor(e!)[] state_steps, *, float lr, float beta1, float beta2, float weight_decay, float eps, bool amsgrad, bool maximize, bool decoupled_weight_decay=False) -> ()``
     """
+    if amsgrad.__class__ is not bool:
+        _bool_arg(amsgrad, '_fused_adam_', 'amsgrad', None)
+    if maximize.__class__ is not bool:
+        _bool_arg(maximize, '_fused_adam_', 'maximize', None)
+    if decoupled_weight_decay.__class__ is not bool:
+        _bool_arg(decoupled_weight_decay, '_fused_adam_', 'decoupled_weight_decay', None)
     return _dispatch__fused_adam_((input, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay))
 
 def _fused_adadelta_(input, grads, square_avgs, acc_deltas, state_steps, *, lr, rho, eps, weight_decay, maximize):
@@ -3731,6 +4158,8 @@ def _fused_adadelta_(input, grads, square_avgs, acc_deltas, state_steps, *, lr, 
 
     Schema: ``_fused_adadelta_(Tensor(a!)[] self, Tensor[] grads, Tensor(b!)[] square_avgs, Tensor(c!)[] acc_deltas, Tensor(d!)[] state_steps, *, float lr, float rho, float eps, float weight_decay, bool maximize) -> ()``
     """
+    if maximize.__class__ is not bool:
+        _bool_arg(maximize, '_fused_adadelta_', 'maximize', None)
     return _dispatch__fused_adadelta_((input, grads, square_avgs, acc_deltas, state_steps, lr, rho, eps, weight_decay, maximize))
 
 def _fused_sgd_(input, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step):
@@ -3738,6 +4167,12 @@ def _fused_sgd_(input, grads, momentum_buffer_list, *, weight_decay, momentum, l
 
     Schema: ``_fused_sgd_(Tensor(a!)[] self, Tensor[] grads, Tensor(b!)[] momentum_buffer_list, *, float weight_decay, float momentum, float lr, float dampening, bool nesterov, bool maximize, bool is_first_step) -> ()``
     """
+    if nesterov.__class__ is not bool:
+        _bool_arg(nesterov, '_fused_sgd_', 'nesterov', None)
+    if maximize.__class__ is not bool:
+        _bool_arg(maximize, '_fused_sgd_', 'maximize', None)
+    if is_first_step.__class__ is not bool:
+        _bool_arg(is_first_step, '_fused_sgd_', 'is_first_step', None)
     return _dispatch__fused_sgd_((input, grads, momentum_buffer_list, weight_decay, momentum, lr, dampening, nesterov, maximize, is_first_step))
 
 def linalg_cholesky_ex(input, *, upper=False, check_errors=False):
@@ -3745,6 +4180,10 @@ def linalg_cholesky_ex(input, *, upper=False, check_errors=False):
 
     Schema: ``linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)``
     """
+    if upper.__class__ is not bool:
+        _bool_arg(upper, 'linalg_cholesky_ex', 'upper', None)
+    if check_errors.__class__ is not bool:
+        _bool_arg(check_errors, 'linalg_cholesky_ex', 'check_errors', None)
     return _tuple_new(_R_linalg_cholesky_ex, _dispatch_linalg_cholesky_ex((input, upper, check_errors)))
 
 def linalg_cholesky(input, *, upper=False):
@@ -3752,6 +4191,8 @@ def linalg_cholesky(input, *, upper=False):
 
     Schema: ``linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor``
     """
+    if upper.__class__ is not bool:
+        _bool_arg(upper, 'linalg_cholesky', 'upper', None)
     return _dispatch_linalg_cholesky((input, upper))
 
 def cholesky(input, upper=False):
@@ -3759,6 +4200,8 @@ def cholesky(input, upper=False):
 
     Schema: ``cholesky(Tensor self, bool upper=False) -> Tensor``
     """
+    if upper.__class__ is not bool:
+        _bool_arg(upper, 'cholesky', 'upper', 2)
     return _dispatch_cholesky((input, upper))
 
 def linalg_solve_triangular(input, B, *, upper, left=True, unitriangular=False):
@@ -3766,6 +4209,12 @@ def linalg_solve_triangular(input, B, *, upper, left=True, unitriangular=False):
 
     Schema: ``linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor``
     """
+    if upper.__class__ is not bool:
+        _bool_arg(upper, 'linalg_solve_triangular', 'upper', None)
+    if left.__class__ is not bool:
+        _bool_arg(left, 'linalg_solve_triangular', 'left', None)
+    if unitriangular.__class__ is not bool:
+        _bool_arg(unitriangular, 'linalg_solve_triangular', 'unitriangular', None)
     return _dispatch_linalg_solve_triangular((input, B, upper, left, unitriangular))
 
 def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False):
@@ -3773,6 +4222,12 @@ def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False)
 
     Schema: ``triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)``
     """
+    if upper.__class__ is not bool:
+        _bool_arg(upper, 'triangular_solve', 'upper', 3)
+    if transpose.__class__ is not bool:
+        _bool_arg(transpose, 'triangular_solve', 'transpose', 4)
+    if unitriangular.__class__ is not bool:
+        _bool_arg(unitriangular, 'triangular_solve', 'unitriangular', 5)
     return _tuple_new(_R_triangular_solve, _dispatch_triangular_solve((input, A, upper, transpose, unitriangular)))
 
 def cholesky_solve(input, input2, upper=False):
@@ -3780,6 +4235,8 @@ def cholesky_solve(input, input2, upper=False):
 
     Schema: ``cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor``
     """
+    if upper.__class__ is not bool:
+        _bool_arg(upper, 'cholesky_solve', 'upper', 3)
     return _dispatch_cholesky_solve((input, input2, upper))
 
 def poisson(input, generator=None):
@@ -3840,6 +4297,10 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
 
     Schema: ``multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor``
     """
+    if num_samples.__class__ is not int:
+        _int_arg(num_samples, 'multinomial', 'num_samples', 2)
+    if replacement.__class__ is not bool:
+        _bool_arg(replacement, 'multinomial', 'replacement', 3)
     return _dispatch_multinomial((input, num_samples, replacement, generator))
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
@@ -3847,7 +4308,11 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
 
     Schema: ``randperm(SymInt n, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
     """
+    if n.__class__ is not int:
+        _int_arg(n, 'randperm', 'n', 1)
     device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'randperm', 'requires_grad', None)
     out = _dispatch_randperm((n, generator, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
@@ -3856,6 +4321,8 @@ def dropout(input, p, train):
 
     Schema: ``dropout(Tensor input, float p, bool train) -> Tensor``
     """
+    if train.__class__ is not bool:
+        _bool_arg(train, 'dropout', 'train', 3)
     return _dispatch_dropout((input, p, train))
 
 def dropout_(input, p, train):
@@ -3863,6 +4330,8 @@ def dropout_(input, p, train):
 
     Schema: ``dropout_(Tensor(a!) input, float p, bool train) -> Tensor(a!)``
     """
+    if train.__class__ is not bool:
+        _bool_arg(train, 'dropout_', 'train', 3)
     return _dispatch_dropout_((input, p, train))
 
 def _dropout_noise(input, p, *, generator=None):
@@ -3877,6 +4346,8 @@ def native_dropout(input, p, train):
 
     Schema: ``native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)``
     """
+    if train is not None and train.__class__ is not bool:
+        _bool_arg(train, 'native_dropout', 'train', 3)
     return _dispatch_native_dropout((input, p, train))
 
 def linear_backward(input, grad_output, weight, output_mask):
@@ -3891,6 +4362,10 @@ def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding
 
     Schema: ``convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
     """
+    if transposed.__class__ is not bool:
+        _bool_arg(transposed, 'convolution_backward', 'transposed', 8)
+    if groups.__class__ is not int:
+        _int_arg(groups, 'convolution_backward', 'groups', 10)
     return _dispatch_convolution_backward((grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask))
 
 def max_pool2d_with_indices_backward(grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices):
@@ -3898,6 +4373,8 @@ def max_pool2d_with_indices_backward(grad_output, input, kernel_size, stride, pa
 
     Schema: ``max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor``
     """
+    if ceil_mode.__class__ is not bool:
+        _bool_arg(ceil_mode, 'max_pool2d_with_indices_backward', 'ceil_mode', 7)
     return _dispatch_max_pool2d_with_indices_backward((grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices))
 
 def max_pool3d_with_indices_backward(grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices):
@@ -3905,6 +4382,8 @@ def max_pool3d_with_indices_backward(grad_output, input, kernel_size, stride, pa
 
     Schema: ``max_pool3d_with_indices_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, int[3] dilation, bool ceil_mode, Tensor indices) -> Tensor``
     """
+    if ceil_mode.__class__ is not bool:
+        _bool_arg(ceil_mode, 'max_pool3d_with_indices_backward', 'ceil_mode', 7)
     return _dispatch_max_pool3d_with_indices_backward((grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices))
 
 def avg_pool2d_backward(grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
@@ -3912,6 +4391,12 @@ def avg_pool2d_backward(grad_output, input, kernel_size, stride, padding, ceil_m
 
     Schema: ``avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor``
     """
+    if ceil_mode.__class__ is not bool:
+        _bool_arg(ceil_mode, 'avg_pool2d_backward', 'ceil_mode', 6)
+    if count_include_pad.__class__ is not bool:
+        _bool_arg(count_include_pad, 'avg_pool2d_backward', 'count_include_pad', 7)
+    if divisor_override is not None and divisor_override.__class__ is not int:
+        _int_arg(divisor_override, 'avg_pool2d_backward', 'divisor_override', 8)
     return _dispatch_avg_pool2d_backward((grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
 
 def avg_pool3d_backward(grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
@@ -3919,6 +4404,12 @@ def avg_pool3d_backward(grad_output, input, kernel_size, stride, padding, ceil_m
 
     Schema: ``avg_pool3d_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor``
     """
+    if ceil_mode.__class__ is not bool:
+        _bool_arg(ceil_mode, 'avg_pool3d_backward', 'ceil_mode', 6)
+    if count_include_pad.__class__ is not bool:
+        _bool_arg(count_include_pad, 'avg_pool3d_backward', 'count_include_pad', 7)
+    if divisor_override is not None and divisor_override.__class__ is not int:
+        _int_arg(divisor_override, 'avg_pool3d_backward', 'divisor_override', 8)
     return _dispatch_avg_pool3d_backward((grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
 
 def _adaptive_avg_pool2d_backward(grad_output, input):
@@ -3947,12 +4438,24 @@ def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, g
 
     Schema: ``native_group_norm_backward(Tensor grad_out, Tensor input, Tensor mean, Tensor rstd, Tensor? weight, SymInt N, SymInt C, SymInt HxW, int group, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
     """
+    if N.__class__ is not int:
+        _int_arg(N, 'native_group_norm_backward', 'N', 6)
+    if C.__class__ is not int:
+        _int_arg(C, 'native_group_norm_backward', 'C', 7)
+    if HxW.__class__ is not int:
+        _int_arg(HxW, 'native_group_norm_backward', 'HxW', 8)
+    if group.__class__ is not int:
+        _int_arg(group, 'native_group_norm_backward', 'group', 9)
     return _dispatch_native_group_norm_backward((grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask))
 
 def _bind__native_batch_norm_legit(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    if training.__class__ is not bool:
+        _bool_arg(training, '_native_batch_norm_legit', 'training', 6)
     return (input, weight, bias, running_mean, running_var, training, momentum, eps)
 
 def _bind__native_batch_norm_legit_no_stats(input, weight, bias, training, momentum, eps):
+    if training.__class__ is not bool:
+        _bool_arg(training, '_native_batch_norm_legit', 'training', 4)
     return (input, weight, bias, training, momentum, eps)
 
 _overloads__native_batch_norm_legit = ((_bind__native_batch_norm_legit, _op__native_batch_norm_legit, None), (_bind__native_batch_norm_legit_no_stats, _op__native_batch_norm_legit_no_stats, None),)
@@ -3999,6 +4502,8 @@ def max_pool3d_with_indices(input, kernel_size, stride=(), padding=(0,), dilatio
         padding = (0,)
     if dilation is None:
         dilation = (1,)
+    if ceil_mode.__class__ is not bool:
+        _bool_arg(ceil_mode, 'max_pool3d_with_indices', 'ceil_mode', 6)
     return _dispatch_max_pool3d_with_indices((input, kernel_size, stride, padding, dilation, ceil_mode))
 
 def max_pool3d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
@@ -4012,6 +4517,8 @@ def max_pool3d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_
         padding = (0,)
     if dilation is None:
         dilation = (1,)
+    if ceil_mode.__class__ is not bool:
+        _bool_arg(ceil_mode, 'max_pool3d', 'ceil_mode', 6)
     return _dispatch_max_pool3d((input, kernel_size, stride, padding, dilation, ceil_mode))
 
 def avg_pool3d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True, divisor_override=None):
@@ -4023,6 +4530,12 @@ def avg_pool3d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, cou
         stride = ()
     if padding is None:
         padding = (0,)
+    if ceil_mode.__class__ is not bool:
+        _bool_arg(ceil_mode, 'avg_pool3d', 'ceil_mode', 5)
+    if count_include_pad.__class__ is not bool:
+        _bool_arg(count_include_pad, 'avg_pool3d', 'count_include_pad', 6)
+    if divisor_override is not None and divisor_override.__class__ is not int:
+        _int_arg(divisor_override, 'avg_pool3d', 'divisor_override', 7)
     return _dispatch_avg_pool3d((input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
 
 def _adaptive_avg_pool3d(input, output_size):
@@ -4058,9 +4571,29 @@ def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, s
 
     Schema: ``_embedding_bag(Tensor weight, Tensor indices, Tensor offsets, bool scale_grad_by_freq=False, int mode=0, bool sparse=False, Tensor? per_sample_weights=None, bool include_last_offset=False, int padding_idx=-1) -> (Tensor, Tensor, Tensor, Tensor)``
     """
+    if scale_grad_by_freq.__class__ is not bool:
+        _bool_arg(scale_grad_by_freq, '_embedding_bag', 'scale_grad_by_freq', 4)
+    if mode.__class__ is not int:
+        _int_arg(mode, '_embedding_bag', 'mode', 5)
+    if sparse.__class__ is not bool:
+        _bool_arg(sparse, '_embedding_bag', 'sparse', 6)
+    if include_last_offset.__class__ is not bool:
+        _bool_arg(include_last_offset, '_embedding_bag', 'include_last_offset', 8)
+    if padding_idx.__class__ is not int:
+        _int_arg(padding_idx, '_embedding_bag', 'padding_idx', 9)
     return _dispatch__embedding_bag((weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx))
 
 def _bind_embedding_bag_padding_idx(weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx):
+    if scale_grad_by_freq.__class__ is not bool:
+        _bool_arg(scale_grad_by_freq, 'embedding_bag', 'scale_grad_by_freq', 4)
+    if mode.__class__ is not int:
+        _int_arg(mode, 'embedding_bag', 'mode', 5)
+    if sparse.__class__ is not bool:
+        _bool_arg(sparse, 'embedding_bag', 'sparse', 6)
+    if include_last_offset.__class__ is not bool:
+        _bool_arg(include_last_offset, 'embedding_bag', 'include_last_offset', 8)
+    if padding_idx is not None and padding_idx.__class__ is not int:
+        _int_arg(padding_idx, 'embedding_bag', 'padding_idx', 9)
     if mode.__class__ in (list, tuple):
         raise TypeError('mode')
     if padding_idx.__class__ in (list, tuple):
@@ -4068,6 +4601,14 @@ def _bind_embedding_bag_padding_idx(weight, indices, offsets, scale_grad_by_freq
     return (weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset, padding_idx)
 
 def _bind_embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None, include_last_offset=False):
+    if scale_grad_by_freq.__class__ is not bool:
+        _bool_arg(scale_grad_by_freq, 'embedding_bag', 'scale_grad_by_freq', 4)
+    if mode.__class__ is not int:
+        _int_arg(mode, 'embedding_bag', 'mode', 5)
+    if sparse.__class__ is not bool:
+        _bool_arg(sparse, 'embedding_bag', 'sparse', 6)
+    if include_last_offset.__class__ is not bool:
+        _bool_arg(include_last_offset, 'embedding_bag', 'include_last_offset', 8)
     if mode.__class__ in (list, tuple):
         raise TypeError('mode')
     return (weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset)
@@ -4089,6 +4630,12 @@ def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners
 
     Schema: ``grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor``
     """
+    if interpolation_mode.__class__ is not int:
+        _int_arg(interpolation_mode, 'grid_sampler_2d', 'interpolation_mode', 3)
+    if padding_mode.__class__ is not int:
+        _int_arg(padding_mode, 'grid_sampler_2d', 'padding_mode', 4)
+    if align_corners.__class__ is not bool:
+        _bool_arg(align_corners, 'grid_sampler_2d', 'align_corners', 5)
     return _dispatch_grid_sampler_2d((input, grid, interpolation_mode, padding_mode, align_corners))
 
 def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
@@ -4096,6 +4643,12 @@ def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
 
     Schema: ``grid_sampler(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor``
     """
+    if interpolation_mode.__class__ is not int:
+        _int_arg(interpolation_mode, 'grid_sampler', 'interpolation_mode', 3)
+    if padding_mode.__class__ is not int:
+        _int_arg(padding_mode, 'grid_sampler', 'padding_mode', 4)
+    if align_corners.__class__ is not bool:
+        _bool_arg(align_corners, 'grid_sampler', 'align_corners', 5)
     return _dispatch_grid_sampler((input, grid, interpolation_mode, padding_mode, align_corners))
 
 def affine_grid_generator(theta, size, align_corners):
@@ -4103,6 +4656,8 @@ def affine_grid_generator(theta, size, align_corners):
 
     Schema: ``affine_grid_generator(Tensor theta, SymInt[] size, bool align_corners) -> Tensor``
     """
+    if align_corners.__class__ is not bool:
+        _bool_arg(align_corners, 'affine_grid_generator', 'align_corners', 3)
     return _dispatch_affine_grid_generator((theta, size, align_corners))
 
 def argwhere(input):
@@ -4155,6 +4710,12 @@ def fractional_max_pool3d(input, kernel_size, output_size, random_samples):
     return _dispatch_fractional_max_pool3d((input, kernel_size, output_size, random_samples))
 
 def _bind_ctc_loss_IntList(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
+    if blank.__class__ is not int:
+        _int_arg(blank, 'ctc_loss', 'blank', 5)
+    if reduction.__class__ is not int:
+        _int_arg(reduction, 'ctc_loss', 'reduction', 6)
+    if zero_infinity.__class__ is not bool:
+        _bool_arg(zero_infinity, 'ctc_loss', 'zero_infinity', 7)
     if blank.__class__ in (list, tuple):
         raise TypeError('blank')
     if reduction.__class__ in (list, tuple):
@@ -4162,6 +4723,12 @@ def _bind_ctc_loss_IntList(log_probs, targets, input_lengths, target_lengths, bl
     return (log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity)
 
 def _bind_ctc_loss_Tensor(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
+    if blank.__class__ is not int:
+        _int_arg(blank, 'ctc_loss', 'blank', 5)
+    if reduction.__class__ is not int:
+        _int_arg(reduction, 'ctc_loss', 'reduction', 6)
+    if zero_infinity.__class__ is not bool:
+        _bool_arg(zero_infinity, 'ctc_loss', 'zero_infinity', 7)
     if blank.__class__ in (list, tuple):
         raise TypeError('blank')
     if reduction.__class__ in (list, tuple):

@@ -3,192 +3,224 @@
 
 from ember.frontend.bindings_support import call_overload as _call_overload
 from ember.frontend.bindings_support import size_arg as _size_arg
+from ember.frontend.bindings_support import bool_arg as _bool_arg, int_arg as _int_arg
 
 _tuple_new = tuple.__new__
 
 # the op handles and result types of ember._generated.functions, shared (so Tensor.max and
 # ember.max return the same namedtuple type) and imported as globals of this module (fast lookup)
 from ember._generated.functions import (
+    _op_add_Tensor,
     _dispatch_add_Tensor,
+    _op_add__Tensor,
     _dispatch_add__Tensor,
+    _op_sub_Tensor,
     _dispatch_sub_Tensor,
+    _op_sub__Tensor,
     _dispatch_sub__Tensor,
+    _op_mul_Tensor,
     _dispatch_mul_Tensor,
+    _op_mul__Tensor,
     _dispatch_mul__Tensor,
+    _op_div_Tensor_mode,
     _dispatch_div_Tensor_mode,
+    _op_div__Tensor_mode,
     _dispatch_div__Tensor_mode,
+    _op_floor_divide,
     _dispatch_floor_divide,
+    _op_neg,
     _dispatch_neg,
-    _dispatch_neg_,
+    _op_neg_,
+    _op_abs,
     _dispatch_abs,
-    _dispatch_abs_,
-    _dispatch_sign,
-    _dispatch_sign_,
+    _op_abs_,
+    _op_sign,
+    _op_sign_,
+    _op_pow_Tensor_Tensor,
     _dispatch_pow_Tensor_Tensor,
+    _op_pow__Tensor_Tensor,
     _dispatch_pow__Tensor_Tensor,
-    _dispatch_maximum,
-    _dispatch_minimum,
-    _dispatch_where_self,
-    _dispatch_clamp_Tensor,
-    _dispatch_clamp__Tensor,
-    _dispatch_exp,
-    _dispatch_exp_,
-    _dispatch_log,
-    _dispatch_log_,
-    _dispatch_sqrt,
-    _dispatch_sqrt_,
-    _dispatch_rsqrt,
-    _dispatch_rsqrt_,
-    _dispatch_tanh,
-    _dispatch_tanh_,
-    _dispatch_sigmoid,
-    _dispatch_sigmoid_,
-    _dispatch_sin,
-    _dispatch_sin_,
-    _dispatch_cos,
-    _dispatch_cos_,
-    _dispatch_reciprocal,
-    _dispatch_reciprocal_,
-    _dispatch_log1p,
-    _dispatch_log1p_,
-    _dispatch_expm1,
-    _dispatch_expm1_,
-    _dispatch_log2,
-    _dispatch_log2_,
-    _dispatch_log10,
-    _dispatch_log10_,
-    _dispatch_exp2,
-    _dispatch_exp2_,
-    _dispatch_sinh,
-    _dispatch_sinh_,
-    _dispatch_cosh,
-    _dispatch_cosh_,
-    _dispatch_asin,
-    _dispatch_asin_,
-    _dispatch_acos,
-    _dispatch_acos_,
-    _dispatch_atan,
-    _dispatch_atan_,
-    _dispatch_asinh,
-    _dispatch_asinh_,
-    _dispatch_acosh,
-    _dispatch_acosh_,
-    _dispatch_atanh,
-    _dispatch_atanh_,
-    _dispatch_tan,
-    _dispatch_tan_,
-    _dispatch_square,
-    _dispatch_square_,
-    _dispatch_floor,
-    _dispatch_floor_,
-    _dispatch_ceil,
-    _dispatch_ceil_,
+    _op_maximum,
+    _op_minimum,
+    _op_where_self,
+    _op_clamp_Tensor,
+    _op_clamp__Tensor,
+    _op_exp,
+    _op_exp_,
+    _op_log,
+    _op_log_,
+    _op_sqrt,
+    _op_sqrt_,
+    _op_rsqrt,
+    _op_rsqrt_,
+    _op_tanh,
+    _op_tanh_,
+    _op_sigmoid,
+    _op_sigmoid_,
+    _op_sin,
+    _op_sin_,
+    _op_cos,
+    _op_cos_,
+    _op_reciprocal,
+    _op_reciprocal_,
+    _op_log1p,
+    _op_log1p_,
+    _op_expm1,
+    _op_expm1_,
+    _op_log2,
+    _op_log2_,
+    _op_log10,
+    _op_log10_,
+    _op_exp2,
+    _op_exp2_,
+    _op_sinh,
+    _op_sinh_,
+    _op_cosh,
+    _op_cosh_,
+    _op_asin,
+    _op_asin_,
+    _op_acos,
+    _op_acos_,
+    _op_atan,
+    _op_atan_,
+    _op_asinh,
+    _op_asinh_,
+    _op_acosh,
+    _op_acosh_,
+    _op_atanh,
+    _op_atanh_,
+    _op_tan,
+    _op_tan_,
+    _op_square,
+    _op_square_,
+    _op_floor,
+    _op_floor_,
+    _op_ceil,
+    _op_ceil_,
     _op_round_decimals,
     _op_round__decimals,
     _op_round,
     _op_round_,
-    _dispatch_trunc,
-    _dispatch_trunc_,
-    _dispatch_frac,
-    _dispatch_frac_,
-    _dispatch_atan2,
-    _dispatch_atan2_,
-    _dispatch_fmod_Tensor,
-    _dispatch_fmod__Tensor,
+    _op_trunc,
+    _op_trunc_,
+    _op_frac,
+    _op_frac_,
+    _op_atan2,
+    _op_atan2_,
+    _op_fmod_Tensor,
+    _op_fmod__Tensor,
+    _op_remainder_Tensor,
     _dispatch_remainder_Tensor,
+    _op_remainder__Tensor,
     _dispatch_remainder__Tensor,
-    _dispatch_hypot,
-    _dispatch_hypot_,
-    _dispatch_relu,
-    _dispatch_relu_,
+    _op_hypot,
+    _op_hypot_,
+    _op_relu,
+    _op_relu_,
+    _op_eq_Tensor,
     _dispatch_eq_Tensor,
-    _dispatch_eq__Tensor,
+    _op_eq__Tensor,
+    _op_ne_Tensor,
     _dispatch_ne_Tensor,
-    _dispatch_ne__Tensor,
+    _op_ne__Tensor,
+    _op_lt_Tensor,
     _dispatch_lt_Tensor,
-    _dispatch_lt__Tensor,
+    _op_lt__Tensor,
+    _op_le_Tensor,
     _dispatch_le_Tensor,
-    _dispatch_le__Tensor,
+    _op_le__Tensor,
+    _op_gt_Tensor,
     _dispatch_gt_Tensor,
-    _dispatch_gt__Tensor,
+    _op_gt__Tensor,
+    _op_ge_Tensor,
     _dispatch_ge_Tensor,
-    _dispatch_ge__Tensor,
-    _dispatch_logical_not,
-    _dispatch_logical_not_,
-    _dispatch_logical_and,
-    _dispatch_logical_and_,
-    _dispatch_logical_or,
-    _dispatch_logical_or_,
-    _dispatch_logical_xor,
-    _dispatch_logical_xor_,
+    _op_ge__Tensor,
+    _op_logical_not,
+    _op_logical_not_,
+    _op_logical_and,
+    _op_logical_and_,
+    _op_logical_or,
+    _op_logical_or_,
+    _op_logical_xor,
+    _op_logical_xor_,
+    _op_bitwise_and_Tensor,
     _dispatch_bitwise_and_Tensor,
+    _op_bitwise_and__Tensor,
     _dispatch_bitwise_and__Tensor,
+    _op_bitwise_or_Tensor,
     _dispatch_bitwise_or_Tensor,
+    _op_bitwise_or__Tensor,
     _dispatch_bitwise_or__Tensor,
+    _op_bitwise_xor_Tensor,
     _dispatch_bitwise_xor_Tensor,
+    _op_bitwise_xor__Tensor,
     _dispatch_bitwise_xor__Tensor,
+    _op_bitwise_not,
     _dispatch_bitwise_not,
-    _dispatch_bitwise_not_,
-    _dispatch_isnan,
-    _dispatch_isinf,
-    _dispatch_isfinite,
-    _dispatch_signbit,
-    _dispatch_sum_dim_IntList,
-    _dispatch_mean_dim,
-    _dispatch_amax,
-    _dispatch_amin,
+    _op_bitwise_not_,
+    _op_isnan,
+    _op_isinf,
+    _op_isfinite,
+    _op_signbit,
+    _op_sum_dim_IntList,
+    _op_mean_dim,
+    _op_amax,
+    _op_amin,
     _op_max_dim,
     _R_max_dim,
     _op_max,
     _op_min_dim,
     _R_min_dim,
     _op_min,
-    _dispatch_argmax,
-    _dispatch_argmin,
-    _dispatch_softmax_int,
-    _dispatch_log_softmax_int,
-    _dispatch_as_strided,
-    _dispatch_view,
-    _dispatch_reshape,
-    _dispatch_permute,
-    _dispatch_transpose_int,
-    _dispatch_t,
-    _dispatch_expand,
-    _dispatch_squeeze_dims,
-    _dispatch_unsqueeze,
-    _dispatch_select_int,
-    _dispatch_contiguous,
-    _dispatch_clone,
-    _dispatch_slice_scatter,
-    _dispatch_select_scatter,
-    _dispatch_as_strided_scatter,
-    _dispatch_copy_,
-    _dispatch_fill__Scalar,
-    _dispatch_zero_,
-    _dispatch_mm,
-    _dispatch_bmm,
-    _dispatch_dot,
-    _dispatch_vdot,
+    _op_argmax,
+    _op_argmin,
+    _op_softmax_int,
+    _op_log_softmax_int,
+    _op_as_strided,
+    _op_view,
+    _op_reshape,
+    _op_permute,
+    _op_transpose_int,
+    _op_t,
+    _op_expand,
+    _op_squeeze_dims,
+    _op_unsqueeze,
+    _op_select_int,
+    _op_contiguous,
+    _op_clone,
+    _op_slice_scatter,
+    _op_select_scatter,
+    _op_as_strided_scatter,
+    _op_copy_,
+    _op_fill__Scalar,
+    _op_zero_,
+    _op_copy,
+    _op_mm,
+    _op_bmm,
+    _op_dot,
+    _op_vdot,
+    _op_matmul,
     _dispatch_matmul,
-    _dispatch_addmm,
-    _dispatch_uniform_,
-    _dispatch_normal_,
-    _dispatch_random__from,
+    _op_addmm,
+    _op_uniform_,
+    _op_normal_,
+    _op_random__from,
+    _op_rand,
     _op_sort_stable,
     _R_sort_stable,
     _op_sort,
     _R_sort,
     _op_argsort,
     _op_argsort_stable,
-    _dispatch_topk,
+    _op_topk,
     _R_topk,
-    _dispatch_cumsum,
-    _dispatch_cumsum_,
-    _dispatch_cumprod,
-    _dispatch_cumprod_,
+    _op_cumsum,
+    _op_cumsum_,
+    _op_cumprod,
+    _op_cumprod_,
     _op_prod,
     _op_prod_dim_int,
-    _dispatch_logsumexp,
+    _op_logsumexp,
     _op_any,
     _op_any_dim,
     _op_any_dims,
@@ -201,75 +233,295 @@ from ember._generated.functions import (
     _op_std_correction,
     _op_std_dim,
     _op_std,
-    _dispatch_flip,
-    _dispatch_roll,
-    _dispatch_tril,
-    _dispatch_tril_,
-    _dispatch_triu,
-    _dispatch_triu_,
-    _dispatch_repeat,
-    _dispatch_tile,
-    _dispatch_split_with_sizes,
-    _dispatch_chunk,
-    _dispatch_unbind_int,
-    _dispatch_narrow,
-    _dispatch_diag_embed,
-    _dispatch_diag,
-    _dispatch_diagflat,
-    _dispatch_unflatten_int,
-    _dispatch_diagonal,
+    _op_flip,
+    _op_roll,
+    _op_tril,
+    _op_tril_,
+    _op_triu,
+    _op_triu_,
+    _op_repeat,
+    _op_tile,
+    _op_split_with_sizes,
+    _op_chunk,
+    _op_unbind_int,
+    _op_narrow,
+    _op_diag_embed,
+    _op_diag,
+    _op_diagflat,
+    _op_unflatten_int,
+    _op_diagonal,
     _op_lerp_Scalar,
     _op_lerp__Scalar,
     _op_lerp_Tensor,
     _op_lerp__Tensor,
-    _dispatch_addcmul,
-    _dispatch_addcmul_,
-    _dispatch_addcdiv,
-    _dispatch_addcdiv_,
-    _dispatch_gather,
-    _dispatch_scatter_add,
-    _dispatch_scatter_add_,
-    _dispatch_nonzero,
+    _op_addcmul,
+    _op_addcmul_,
+    _op_addcdiv,
+    _op_addcdiv_,
+    _op_gather,
+    _op_scatter_add,
+    _op_scatter_add_,
+    _op_nonzero,
     _op_scatter_value,
     _op_scatter__value,
     _op_scatter_src,
     _op_scatter__src,
-    _dispatch_scatter_reduce_two,
-    _dispatch_scatter_reduce__two,
-    _dispatch_index_add,
-    _dispatch_index_add_,
-    _dispatch_index_select,
-    _dispatch_take_along_dim,
-    _dispatch_index_put,
-    _dispatch_index_put_,
+    _op_scatter_reduce_two,
+    _op_scatter_reduce__two,
+    _op_index_add,
+    _op_index_add_,
+    _op_index_select,
+    _op_take_along_dim,
+    _op_index_put,
+    _op_index_put_,
     _op_masked_fill_Scalar,
     _op_masked_fill__Scalar,
     _op_masked_fill_Tensor,
     _op_masked_fill__Tensor,
-    _dispatch_masked_select,
-    _dispatch_masked_scatter,
-    _dispatch_masked_scatter_,
-    _dispatch_erf,
-    _dispatch_erf_,
-    _dispatch_lgamma,
-    _dispatch_lgamma_,
-    _dispatch_digamma,
-    _dispatch_digamma_,
-    _dispatch_erfinv,
-    _dispatch_erfinv_,
-    _dispatch_xlogy_Tensor,
-    _dispatch_cholesky,
-    _dispatch_triangular_solve,
+    _op_masked_select,
+    _op_masked_scatter,
+    _op_masked_scatter_,
+    _op_erf,
+    _op_erf_,
+    _op_lgamma,
+    _op_lgamma_,
+    _op_digamma,
+    _op_digamma_,
+    _op_erfinv,
+    _op_erfinv_,
+    _op_xlogy_Tensor,
+    _op_cholesky,
+    _op_triangular_solve,
     _R_triangular_solve,
-    _dispatch_cholesky_solve,
+    _op_cholesky_solve,
     _op_bernoulli,
     _op_bernoulli_p,
-    _dispatch_bernoulli__float,
-    _dispatch_multinomial,
-    _dispatch_argwhere,
+    _op_bernoulli__float,
+    _op_multinomial,
+    _op_argwhere,
+    _op_where,
 )
 from ember.frontend.bindings_support import OPERAND_CLASSES as _OPERAND_CLASSES
 from ember.frontend.bindings_support import operand as _operand
+
+_method_dispatch_add_Tensor = _op_add_Tensor.method_dispatch
+_method_dispatch_add__Tensor = _op_add__Tensor.method_dispatch
+_method_dispatch_sub_Tensor = _op_sub_Tensor.method_dispatch
+_method_dispatch_sub__Tensor = _op_sub__Tensor.method_dispatch
+_method_dispatch_mul_Tensor = _op_mul_Tensor.method_dispatch
+_method_dispatch_mul__Tensor = _op_mul__Tensor.method_dispatch
+_method_dispatch_div_Tensor_mode = _op_div_Tensor_mode.method_dispatch
+_method_dispatch_div__Tensor_mode = _op_div__Tensor_mode.method_dispatch
+_method_dispatch_floor_divide = _op_floor_divide.method_dispatch
+_method_dispatch_neg = _op_neg.method_dispatch
+_method_dispatch_neg_ = _op_neg_.method_dispatch
+_method_dispatch_abs = _op_abs.method_dispatch
+_method_dispatch_abs_ = _op_abs_.method_dispatch
+_method_dispatch_sign = _op_sign.method_dispatch
+_method_dispatch_sign_ = _op_sign_.method_dispatch
+_method_dispatch_pow_Tensor_Tensor = _op_pow_Tensor_Tensor.method_dispatch
+_method_dispatch_pow__Tensor_Tensor = _op_pow__Tensor_Tensor.method_dispatch
+_method_dispatch_maximum = _op_maximum.method_dispatch
+_method_dispatch_minimum = _op_minimum.method_dispatch
+_method_dispatch_where_self = _op_where_self.method_dispatch
+_method_dispatch_clamp_Tensor = _op_clamp_Tensor.method_dispatch
+_method_dispatch_clamp__Tensor = _op_clamp__Tensor.method_dispatch
+_method_dispatch_exp = _op_exp.method_dispatch
+_method_dispatch_exp_ = _op_exp_.method_dispatch
+_method_dispatch_log = _op_log.method_dispatch
+_method_dispatch_log_ = _op_log_.method_dispatch
+_method_dispatch_sqrt = _op_sqrt.method_dispatch
+_method_dispatch_sqrt_ = _op_sqrt_.method_dispatch
+_method_dispatch_rsqrt = _op_rsqrt.method_dispatch
+_method_dispatch_rsqrt_ = _op_rsqrt_.method_dispatch
+_method_dispatch_tanh = _op_tanh.method_dispatch
+_method_dispatch_tanh_ = _op_tanh_.method_dispatch
+_method_dispatch_sigmoid = _op_sigmoid.method_dispatch
+_method_dispatch_sigmoid_ = _op_sigmoid_.method_dispatch
+_method_dispatch_sin = _op_sin.method_dispatch
+_method_dispatch_sin_ = _op_sin_.method_dispatch
+_method_dispatch_cos = _op_cos.method_dispatch
+_method_dispatch_cos_ = _op_cos_.method_dispatch
+_method_dispatch_reciprocal = _op_reciprocal.method_dispatch
+_method_dispatch_reciprocal_ = _op_reciprocal_.method_dispatch
+_method_dispatch_log1p = _op_log1p.method_dispatch
+_method_dispatch_log1p_ = _op_log1p_.method_dispatch
+_method_dispatch_expm1 = _op_expm1.method_dispatch
+_method_dispatch_expm1_ = _op_expm1_.method_dispatch
+_method_dispatch_log2 = _op_log2.method_dispatch
+_method_dispatch_log2_ = _op_log2_.method_dispatch
+_method_dispatch_log10 = _op_log10.method_dispatch
+_method_dispatch_log10_ = _op_log10_.method_dispatch
+_method_dispatch_exp2 = _op_exp2.method_dispatch
+_method_dispatch_exp2_ = _op_exp2_.method_dispatch
+_method_dispatch_sinh = _op_sinh.method_dispatch
+_method_dispatch_sinh_ = _op_sinh_.method_dispatch
+_method_dispatch_cosh = _op_cosh.method_dispatch
+_method_dispatch_cosh_ = _op_cosh_.method_dispatch
+_method_dispatch_asin = _op_asin.method_dispatch
+_method_dispatch_asin_ = _op_asin_.method_dispatch
+_method_dispatch_acos = _op_acos.method_dispatch
+_method_dispatch_acos_ = _op_acos_.method_dispatch
+_method_dispatch_atan = _op_atan.method_dispatch
+_method_dispatch_atan_ = _op_atan_.method_dispatch
+_method_dispatch_asinh = _op_asinh.method_dispatch
+_method_dispatch_asinh_ = _op_asinh_.method_dispatch
+_method_dispatch_acosh = _op_acosh.method_dispatch
+_method_dispatch_acosh_ = _op_acosh_.method_dispatch
+_method_dispatch_atanh = _op_atanh.method_dispatch
+_method_dispatch_atanh_ = _op_atanh_.method_dispatch
+_method_dispatch_tan = _op_tan.method_dispatch
+_method_dispatch_tan_ = _op_tan_.method_dispatch
+_method_dispatch_square = _op_square.method_dispatch
+_method_dispatch_square_ = _op_square_.method_dispatch
+_method_dispatch_floor = _op_floor.method_dispatch
+_method_dispatch_floor_ = _op_floor_.method_dispatch
+_method_dispatch_ceil = _op_ceil.method_dispatch
+_method_dispatch_ceil_ = _op_ceil_.method_dispatch
+_method_dispatch_trunc = _op_trunc.method_dispatch
+_method_dispatch_trunc_ = _op_trunc_.method_dispatch
+_method_dispatch_frac = _op_frac.method_dispatch
+_method_dispatch_frac_ = _op_frac_.method_dispatch
+_method_dispatch_atan2 = _op_atan2.method_dispatch
+_method_dispatch_atan2_ = _op_atan2_.method_dispatch
+_method_dispatch_fmod_Tensor = _op_fmod_Tensor.method_dispatch
+_method_dispatch_fmod__Tensor = _op_fmod__Tensor.method_dispatch
+_method_dispatch_remainder_Tensor = _op_remainder_Tensor.method_dispatch
+_method_dispatch_remainder__Tensor = _op_remainder__Tensor.method_dispatch
+_method_dispatch_hypot = _op_hypot.method_dispatch
+_method_dispatch_hypot_ = _op_hypot_.method_dispatch
+_method_dispatch_relu = _op_relu.method_dispatch
+_method_dispatch_relu_ = _op_relu_.method_dispatch
+_method_dispatch_eq_Tensor = _op_eq_Tensor.method_dispatch
+_method_dispatch_eq__Tensor = _op_eq__Tensor.method_dispatch
+_method_dispatch_ne_Tensor = _op_ne_Tensor.method_dispatch
+_method_dispatch_ne__Tensor = _op_ne__Tensor.method_dispatch
+_method_dispatch_lt_Tensor = _op_lt_Tensor.method_dispatch
+_method_dispatch_lt__Tensor = _op_lt__Tensor.method_dispatch
+_method_dispatch_le_Tensor = _op_le_Tensor.method_dispatch
+_method_dispatch_le__Tensor = _op_le__Tensor.method_dispatch
+_method_dispatch_gt_Tensor = _op_gt_Tensor.method_dispatch
+_method_dispatch_gt__Tensor = _op_gt__Tensor.method_dispatch
+_method_dispatch_ge_Tensor = _op_ge_Tensor.method_dispatch
+_method_dispatch_ge__Tensor = _op_ge__Tensor.method_dispatch
+_method_dispatch_logical_not = _op_logical_not.method_dispatch
+_method_dispatch_logical_not_ = _op_logical_not_.method_dispatch
+_method_dispatch_logical_and = _op_logical_and.method_dispatch
+_method_dispatch_logical_and_ = _op_logical_and_.method_dispatch
+_method_dispatch_logical_or = _op_logical_or.method_dispatch
+_method_dispatch_logical_or_ = _op_logical_or_.method_dispatch
+_method_dispatch_logical_xor = _op_logical_xor.method_dispatch
+_method_dispatch_logical_xor_ = _op_logical_xor_.method_dispatch
+_method_dispatch_bitwise_and_Tensor = _op_bitwise_and_Tensor.method_dispatch
+_method_dispatch_bitwise_and__Tensor = _op_bitwise_and__Tensor.method_dispatch
+_method_dispatch_bitwise_or_Tensor = _op_bitwise_or_Tensor.method_dispatch
+_method_dispatch_bitwise_or__Tensor = _op_bitwise_or__Tensor.method_dispatch
+_method_dispatch_bitwise_xor_Tensor = _op_bitwise_xor_Tensor.method_dispatch
+_method_dispatch_bitwise_xor__Tensor = _op_bitwise_xor__Tensor.method_dispatch
+_method_dispatch_bitwise_not = _op_bitwise_not.method_dispatch
+_method_dispatch_bitwise_not_ = _op_bitwise_not_.method_dispatch
+_method_dispatch_isnan = _op_isnan.method_dispatch
+_method_dispatch_isinf = _op_isinf.method_dispatch
+_method_dispatch_isfinite = _op_isfinite.method_dispatch
+_method_dispatch_signbit = _op_signbit.method_dispatch
+_method_dispatch_sum_dim_IntList = _op_sum_dim_IntList.method_dispatch
+_method_dispatch_mean_dim = _op_mean_dim.method_dispatch
+_method_dispatch_amax = _op_amax.method_dispatch
+_method_dispatch_amin = _op_amin.method_dispatch
+_method_dispatch_max = _op_max.method_dispatch
+_method_dispatch_min = _op_min.method_dispatch
+_method_dispatch_argmax = _op_argmax.method_dispatch
+_method_dispatch_argmin = _op_argmin.method_dispatch
+_method_dispatch_softmax_int = _op_softmax_int.method_dispatch
+_method_dispatch_log_softmax_int = _op_log_softmax_int.method_dispatch
+_method_dispatch_as_strided = _op_as_strided.method_dispatch
+_method_dispatch_view = _op_view.method_dispatch
+_method_dispatch_reshape = _op_reshape.method_dispatch
+_method_dispatch_permute = _op_permute.method_dispatch
+_method_dispatch_transpose_int = _op_transpose_int.method_dispatch
+_method_dispatch_t = _op_t.method_dispatch
+_method_dispatch_expand = _op_expand.method_dispatch
+_method_dispatch_squeeze_dims = _op_squeeze_dims.method_dispatch
+_method_dispatch_unsqueeze = _op_unsqueeze.method_dispatch
+_method_dispatch_select_int = _op_select_int.method_dispatch
+_method_dispatch_contiguous = _op_contiguous.method_dispatch
+_method_dispatch_clone = _op_clone.method_dispatch
+_method_dispatch_slice_scatter = _op_slice_scatter.method_dispatch
+_method_dispatch_select_scatter = _op_select_scatter.method_dispatch
+_method_dispatch_as_strided_scatter = _op_as_strided_scatter.method_dispatch
+_method_dispatch_copy_ = _op_copy_.method_dispatch
+_method_dispatch_fill__Scalar = _op_fill__Scalar.method_dispatch
+_method_dispatch_zero_ = _op_zero_.method_dispatch
+_method_dispatch_copy = _op_copy.method_dispatch
+_method_dispatch_mm = _op_mm.method_dispatch
+_method_dispatch_bmm = _op_bmm.method_dispatch
+_method_dispatch_dot = _op_dot.method_dispatch
+_method_dispatch_vdot = _op_vdot.method_dispatch
+_method_dispatch_matmul = _op_matmul.method_dispatch
+_method_dispatch_addmm = _op_addmm.method_dispatch
+_method_dispatch_uniform_ = _op_uniform_.method_dispatch
+_method_dispatch_normal_ = _op_normal_.method_dispatch
+_method_dispatch_random__from = _op_random__from.method_dispatch
+_method_dispatch_rand = _op_rand.method_dispatch
+_method_dispatch_topk = _op_topk.method_dispatch
+_method_dispatch_cumsum = _op_cumsum.method_dispatch
+_method_dispatch_cumsum_ = _op_cumsum_.method_dispatch
+_method_dispatch_cumprod = _op_cumprod.method_dispatch
+_method_dispatch_cumprod_ = _op_cumprod_.method_dispatch
+_method_dispatch_logsumexp = _op_logsumexp.method_dispatch
+_method_dispatch_flip = _op_flip.method_dispatch
+_method_dispatch_roll = _op_roll.method_dispatch
+_method_dispatch_tril = _op_tril.method_dispatch
+_method_dispatch_tril_ = _op_tril_.method_dispatch
+_method_dispatch_triu = _op_triu.method_dispatch
+_method_dispatch_triu_ = _op_triu_.method_dispatch
+_method_dispatch_repeat = _op_repeat.method_dispatch
+_method_dispatch_tile = _op_tile.method_dispatch
+_method_dispatch_split_with_sizes = _op_split_with_sizes.method_dispatch
+_method_dispatch_chunk = _op_chunk.method_dispatch
+_method_dispatch_unbind_int = _op_unbind_int.method_dispatch
+_method_dispatch_narrow = _op_narrow.method_dispatch
+_method_dispatch_diag_embed = _op_diag_embed.method_dispatch
+_method_dispatch_diag = _op_diag.method_dispatch
+_method_dispatch_diagflat = _op_diagflat.method_dispatch
+_method_dispatch_unflatten_int = _op_unflatten_int.method_dispatch
+_method_dispatch_diagonal = _op_diagonal.method_dispatch
+_method_dispatch_addcmul = _op_addcmul.method_dispatch
+_method_dispatch_addcmul_ = _op_addcmul_.method_dispatch
+_method_dispatch_addcdiv = _op_addcdiv.method_dispatch
+_method_dispatch_addcdiv_ = _op_addcdiv_.method_dispatch
+_method_dispatch_gather = _op_gather.method_dispatch
+_method_dispatch_scatter_add = _op_scatter_add.method_dispatch
+_method_dispatch_scatter_add_ = _op_scatter_add_.method_dispatch
+_method_dispatch_nonzero = _op_nonzero.method_dispatch
+_method_dispatch_scatter_reduce_two = _op_scatter_reduce_two.method_dispatch
+_method_dispatch_scatter_reduce__two = _op_scatter_reduce__two.method_dispatch
+_method_dispatch_index_add = _op_index_add.method_dispatch
+_method_dispatch_index_add_ = _op_index_add_.method_dispatch
+_method_dispatch_index_select = _op_index_select.method_dispatch
+_method_dispatch_take_along_dim = _op_take_along_dim.method_dispatch
+_method_dispatch_index_put = _op_index_put.method_dispatch
+_method_dispatch_index_put_ = _op_index_put_.method_dispatch
+_method_dispatch_masked_select = _op_masked_select.method_dispatch
+_method_dispatch_masked_scatter = _op_masked_scatter.method_dispatch
+_method_dispatch_masked_scatter_ = _op_masked_scatter_.method_dispatch
+_method_dispatch_erf = _op_erf.method_dispatch
+_method_dispatch_erf_ = _op_erf_.method_dispatch
+_method_dispatch_lgamma = _op_lgamma.method_dispatch
+_method_dispatch_lgamma_ = _op_lgamma_.method_dispatch
+_method_dispatch_digamma = _op_digamma.method_dispatch
+_method_dispatch_digamma_ = _op_digamma_.method_dispatch
+_method_dispatch_erfinv = _op_erfinv.method_dispatch
+_method_dispatch_erfinv_ = _op_erfinv_.method_dispatch
+_method_dispatch_xlogy_Tensor = _op_xlogy_Tensor.method_dispatch
+_method_dispatch_cholesky = _op_cholesky.method_dispatch
+_method_dispatch_triangular_solve = _op_triangular_solve.method_dispatch
+_method_dispatch_cholesky_solve = _op_cholesky_solve.method_dispatch
+_method_dispatch_bernoulli = _op_bernoulli.method_dispatch
+_method_dispatch_bernoulli__float = _op_bernoulli__float.method_dispatch
+_method_dispatch_multinomial = _op_multinomial.method_dispatch
+_method_dispatch_argwhere = _op_argwhere.method_dispatch
+_method_dispatch_where = _op_where.method_dispatch
 
 
 class TensorMethods:
@@ -282,521 +534,523 @@ class TensorMethods:
 
         Schema: ``add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
         """
-        return _dispatch_add_Tensor((self, other, alpha))
+        return _method_dispatch_add_Tensor((self, other, alpha))
 
     def add_(self, other, *, alpha=1):
         """In-place version of add.Tensor: Adds `other`, scaled by `alpha`, to `self`, broadcasting both.
 
         Schema: ``add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)``
         """
-        return _dispatch_add__Tensor((self, other, alpha))
+        return _method_dispatch_add__Tensor((self, other, alpha))
 
     def sub(self, other, *, alpha=1):
         """Subtracts `other`, scaled by `alpha`, from `self`.
 
         Schema: ``sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
         """
-        return _dispatch_sub_Tensor((self, other, alpha))
+        return _method_dispatch_sub_Tensor((self, other, alpha))
 
     def sub_(self, other, *, alpha=1):
         """In-place version of sub.Tensor: Subtracts `other`, scaled by `alpha`, from `self`.
 
         Schema: ``sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)``
         """
-        return _dispatch_sub__Tensor((self, other, alpha))
+        return _method_dispatch_sub__Tensor((self, other, alpha))
 
     def mul(self, other):
         """Multiplies `self` by `other` elementwise.
 
         Schema: ``mul.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_mul_Tensor((self, other))
+        return _method_dispatch_mul_Tensor((self, other))
 
     def mul_(self, other):
         """In-place version of mul.Tensor: Multiplies `self` by `other` elementwise.
 
         Schema: ``mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
-        return _dispatch_mul__Tensor((self, other))
+        return _method_dispatch_mul__Tensor((self, other))
 
     def div(self, other, *, rounding_mode=None):
         """Divides `self` by `other`; rounding_mode None (true division), "trunc" or "floor".
 
         Schema: ``div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode=None) -> Tensor``
         """
-        return _dispatch_div_Tensor_mode((self, other, rounding_mode))
+        return _method_dispatch_div_Tensor_mode((self, other, rounding_mode))
 
     def div_(self, other, *, rounding_mode=None):
         """In-place version of div.Tensor_mode: Divides `self` by `other`; rounding_mode None (true division), "trunc" or "floor".
 
         Schema: ``div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode=None) -> Tensor(a!)``
         """
-        return _dispatch_div__Tensor_mode((self, other, rounding_mode))
+        return _method_dispatch_div__Tensor_mode((self, other, rounding_mode))
 
     def floor_divide(self, other):
         """Division rounded towards negative infinity (div with rounding_mode="floor").
 
         Schema: ``floor_divide(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_floor_divide((self, other))
+        return _method_dispatch_floor_divide((self, other))
 
     def neg(self):
         """The negation of each element.
 
         Schema: ``neg(Tensor self) -> Tensor``
         """
-        return _dispatch_neg((self,))
+        return _method_dispatch_neg((self,))
 
     def neg_(self):
         """In-place version of neg: The negation of each element.
 
         Schema: ``neg_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_neg_((self,))
+        return _method_dispatch_neg_((self,))
 
     def abs(self):
         """The absolute value of each element.
 
         Schema: ``abs(Tensor self) -> Tensor``
         """
-        return _dispatch_abs((self,))
+        return _method_dispatch_abs((self,))
 
     def abs_(self):
         """In-place version of abs: The absolute value of each element.
 
         Schema: ``abs_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_abs_((self,))
+        return _method_dispatch_abs_((self,))
 
     def sign(self):
         """-1, 0 or 1 according to the sign of each element.
 
         Schema: ``sign(Tensor self) -> Tensor``
         """
-        return _dispatch_sign((self,))
+        return _method_dispatch_sign((self,))
 
     def sign_(self):
         """In-place version of sign: -1, 0 or 1 according to the sign of each element.
 
         Schema: ``sign_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_sign_((self,))
+        return _method_dispatch_sign_((self,))
 
     def pow(self, exponent):
         """`self` raised to the power `exponent`, elementwise.
 
         Schema: ``pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor``
         """
-        return _dispatch_pow_Tensor_Tensor((self, exponent))
+        return _method_dispatch_pow_Tensor_Tensor((self, exponent))
 
     def pow_(self, exponent):
         """In-place version of pow.Tensor_Tensor: `self` raised to the power `exponent`, elementwise.
 
         Schema: ``pow_.Tensor_Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)``
         """
-        return _dispatch_pow__Tensor_Tensor((self, exponent))
+        return _method_dispatch_pow__Tensor_Tensor((self, exponent))
 
     def maximum(self, other):
         """The elementwise maximum; NaN if either element is NaN.
 
         Schema: ``maximum(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_maximum((self, other))
+        return _method_dispatch_maximum((self, other))
 
     def minimum(self, other):
         """The elementwise minimum; NaN if either element is NaN.
 
         Schema: ``minimum(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_minimum((self, other))
+        return _method_dispatch_minimum((self, other))
 
     def where(self, condition, other):
         """Elements of `self` where `condition` holds, else of `other`.
 
         Schema: ``where.self(Tensor condition, Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_where_self((condition, self, other))
+        return _method_dispatch_where_self((condition, self, other))
 
     def clamp(self, min=None, max=None):
         """Limits each element to [min, max]; either bound may be omitted.
 
         Schema: ``clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor``
         """
-        return _dispatch_clamp_Tensor((self, min, max))
+        return _method_dispatch_clamp_Tensor((self, min, max))
 
     def clamp_(self, min=None, max=None):
         """In-place version of clamp.Tensor: Limits each element to [min, max]; either bound may be omitted.
 
         Schema: ``clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)``
         """
-        return _dispatch_clamp__Tensor((self, min, max))
+        return _method_dispatch_clamp__Tensor((self, min, max))
 
     def exp(self):
         """e raised to each element.
 
         Schema: ``exp(Tensor self) -> Tensor``
         """
-        return _dispatch_exp((self,))
+        return _method_dispatch_exp((self,))
 
     def exp_(self):
         """In-place version of exp: e raised to each element.
 
         Schema: ``exp_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_exp_((self,))
+        return _method_dispatch_exp_((self,))
 
     def log(self):
         """The natural logarithm of each element.
 
         Schema: ``log(Tensor self) -> Tensor``
         """
-        return _dispatch_log((self,))
+        return _method_dispatch_log((self,))
 
     def log_(self):
         """In-place version of log: The natural logarithm of each element.
 
         Schema: ``log_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_log_((self,))
+        return _method_dispatch_log_((self,))
 
     def sqrt(self):
         """The square root of each element.
 
         Schema: ``sqrt(Tensor self) -> Tensor``
         """
-        return _dispatch_sqrt((self,))
+        return _method_dispatch_sqrt((self,))
 
     def sqrt_(self):
         """In-place version of sqrt: The square root of each element.
 
         Schema: ``sqrt_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_sqrt_((self,))
+        return _method_dispatch_sqrt_((self,))
 
     def rsqrt(self):
         """The reciprocal of the square root of each element.
 
         Schema: ``rsqrt(Tensor self) -> Tensor``
         """
-        return _dispatch_rsqrt((self,))
+        return _method_dispatch_rsqrt((self,))
 
     def rsqrt_(self):
         """In-place version of rsqrt: The reciprocal of the square root of each element.
 
         Schema: ``rsqrt_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_rsqrt_((self,))
+        return _method_dispatch_rsqrt_((self,))
 
     def tanh(self):
         """The hyperbolic tangent of each element.
 
         Schema: ``tanh(Tensor self) -> Tensor``
         """
-        return _dispatch_tanh((self,))
+        return _method_dispatch_tanh((self,))
 
     def tanh_(self):
         """In-place version of tanh: The hyperbolic tangent of each element.
 
         Schema: ``tanh_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_tanh_((self,))
+        return _method_dispatch_tanh_((self,))
 
     def sigmoid(self):
         """The logistic sigmoid 1 / (1 + exp(-x)) of each element.
 
         Schema: ``sigmoid(Tensor self) -> Tensor``
         """
-        return _dispatch_sigmoid((self,))
+        return _method_dispatch_sigmoid((self,))
 
     def sigmoid_(self):
         """In-place version of sigmoid: The logistic sigmoid 1 / (1 + exp(-x)) of each element.
 
         Schema: ``sigmoid_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_sigmoid_((self,))
+        return _method_dispatch_sigmoid_((self,))
 
     def sin(self):
         """The sine of each element.
 
         Schema: ``sin(Tensor self) -> Tensor``
         """
-        return _dispatch_sin((self,))
+        return _method_dispatch_sin((self,))
 
     def sin_(self):
         """In-place version of sin: The sine of each element.
 
         Schema: ``sin_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_sin_((self,))
+        return _method_dispatch_sin_((self,))
 
     def cos(self):
         """The cosine of each element.
 
         Schema: ``cos(Tensor self) -> Tensor``
         """
-        return _dispatch_cos((self,))
+        return _method_dispatch_cos((self,))
 
     def cos_(self):
         """In-place version of cos: The cosine of each element.
 
         Schema: ``cos_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_cos_((self,))
+        return _method_dispatch_cos_((self,))
 
     def reciprocal(self):
         """The reciprocal 1 / x of each element.
 
         Schema: ``reciprocal(Tensor self) -> Tensor``
         """
-        return _dispatch_reciprocal((self,))
+        return _method_dispatch_reciprocal((self,))
 
     def reciprocal_(self):
         """In-place version of reciprocal: The reciprocal 1 / x of each element.
 
         Schema: ``reciprocal_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_reciprocal_((self,))
+        return _method_dispatch_reciprocal_((self,))
 
     def log1p(self):
         """The natural logarithm of 1 + x, accurate for small x.
 
         Schema: ``log1p(Tensor self) -> Tensor``
         """
-        return _dispatch_log1p((self,))
+        return _method_dispatch_log1p((self,))
 
     def log1p_(self):
         """In-place version of log1p: The natural logarithm of 1 + x, accurate for small x.
 
         Schema: ``log1p_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_log1p_((self,))
+        return _method_dispatch_log1p_((self,))
 
     def expm1(self):
         """exp(x) - 1, accurate for small x.
 
         Schema: ``expm1(Tensor self) -> Tensor``
         """
-        return _dispatch_expm1((self,))
+        return _method_dispatch_expm1((self,))
 
     def expm1_(self):
         """In-place version of expm1: exp(x) - 1, accurate for small x.
 
         Schema: ``expm1_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_expm1_((self,))
+        return _method_dispatch_expm1_((self,))
 
     def log2(self):
         """The base-2 logarithm of each element.
 
         Schema: ``log2(Tensor self) -> Tensor``
         """
-        return _dispatch_log2((self,))
+        return _method_dispatch_log2((self,))
 
     def log2_(self):
         """In-place version of log2: The base-2 logarithm of each element.
 
         Schema: ``log2_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_log2_((self,))
+        return _method_dispatch_log2_((self,))
 
     def log10(self):
         """The base-10 logarithm of each element.
 
         Schema: ``log10(Tensor self) -> Tensor``
         """
-        return _dispatch_log10((self,))
+        return _method_dispatch_log10((self,))
 
     def log10_(self):
         """In-place version of log10: The base-10 logarithm of each element.
 
         Schema: ``log10_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_log10_((self,))
+        return _method_dispatch_log10_((self,))
 
     def exp2(self):
         """2 raised to each element.
 
         Schema: ``exp2(Tensor self) -> Tensor``
         """
-        return _dispatch_exp2((self,))
+        return _method_dispatch_exp2((self,))
 
     def exp2_(self):
         """In-place version of exp2: 2 raised to each element.
 
         Schema: ``exp2_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_exp2_((self,))
+        return _method_dispatch_exp2_((self,))
 
     def sinh(self):
         """The hyperbolic sine of each element.
 
         Schema: ``sinh(Tensor self) -> Tensor``
         """
-        return _dispatch_sinh((self,))
+        return _method_dispatch_sinh((self,))
 
     def sinh_(self):
         """In-place version of sinh: The hyperbolic sine of each element.
 
         Schema: ``sinh_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_sinh_((self,))
+        return _method_dispatch_sinh_((self,))
 
     def cosh(self):
         """The hyperbolic cosine of each element.
 
         Schema: ``cosh(Tensor self) -> Tensor``
         """
-        return _dispatch_cosh((self,))
+        return _method_dispatch_cosh((self,))
 
     def cosh_(self):
         """In-place version of cosh: The hyperbolic cosine of each element.
 
         Schema: ``cosh_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_cosh_((self,))
+        return _method_dispatch_cosh_((self,))
 
     def asin(self):
         """The arcsine of each element.
 
         Schema: ``asin(Tensor self) -> Tensor``
         """
-        return _dispatch_asin((self,))
+        return _method_dispatch_asin((self,))
 
     def asin_(self):
         """In-place version of asin: The arcsine of each element.
 
         Schema: ``asin_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_asin_((self,))
+        return _method_dispatch_asin_((self,))
 
     def acos(self):
         """The arccosine of each element.
 
         Schema: ``acos(Tensor self) -> Tensor``
         """
-        return _dispatch_acos((self,))
+        return _method_dispatch_acos((self,))
 
     def acos_(self):
         """In-place version of acos: The arccosine of each element.
 
         Schema: ``acos_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_acos_((self,))
+        return _method_dispatch_acos_((self,))
 
     def atan(self):
         """The arctangent of each element.
 
         Schema: ``atan(Tensor self) -> Tensor``
         """
-        return _dispatch_atan((self,))
+        return _method_dispatch_atan((self,))
 
     def atan_(self):
         """In-place version of atan: The arctangent of each element.
 
         Schema: ``atan_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_atan_((self,))
+        return _method_dispatch_atan_((self,))
 
     def asinh(self):
         """The inverse hyperbolic sine of each element.
 
         Schema: ``asinh(Tensor self) -> Tensor``
         """
-        return _dispatch_asinh((self,))
+        return _method_dispatch_asinh((self,))
 
     def asinh_(self):
         """In-place version of asinh: The inverse hyperbolic sine of each element.
 
         Schema: ``asinh_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_asinh_((self,))
+        return _method_dispatch_asinh_((self,))
 
     def acosh(self):
         """The inverse hyperbolic cosine of each element.
 
         Schema: ``acosh(Tensor self) -> Tensor``
         """
-        return _dispatch_acosh((self,))
+        return _method_dispatch_acosh((self,))
 
     def acosh_(self):
         """In-place version of acosh: The inverse hyperbolic cosine of each element.
 
         Schema: ``acosh_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_acosh_((self,))
+        return _method_dispatch_acosh_((self,))
 
     def atanh(self):
         """The inverse hyperbolic tangent of each element.
 
         Schema: ``atanh(Tensor self) -> Tensor``
         """
-        return _dispatch_atanh((self,))
+        return _method_dispatch_atanh((self,))
 
     def atanh_(self):
         """In-place version of atanh: The inverse hyperbolic tangent of each element.
 
         Schema: ``atanh_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_atanh_((self,))
+        return _method_dispatch_atanh_((self,))
 
     def tan(self):
         """The tangent of each element.
 
         Schema: ``tan(Tensor self) -> Tensor``
         """
-        return _dispatch_tan((self,))
+        return _method_dispatch_tan((self,))
 
     def tan_(self):
         """In-place version of tan: The tangent of each element.
 
         Schema: ``tan_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_tan_((self,))
+        return _method_dispatch_tan_((self,))
 
     def square(self):
         """The square of each element (bool is squared as int64, as in PyTorch).
 
         Schema: ``square(Tensor self) -> Tensor``
         """
-        return _dispatch_square((self,))
+        return _method_dispatch_square((self,))
 
     def square_(self):
         """In-place version of square: The square of each element (bool is squared as int64, as in PyTorch).
 
         Schema: ``square_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_square_((self,))
+        return _method_dispatch_square_((self,))
 
     def floor(self):
         """The largest integer not greater than each element.
 
         Schema: ``floor(Tensor self) -> Tensor``
         """
-        return _dispatch_floor((self,))
+        return _method_dispatch_floor((self,))
 
     def floor_(self):
         """In-place version of floor: The largest integer not greater than each element.
 
         Schema: ``floor_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_floor_((self,))
+        return _method_dispatch_floor_((self,))
 
     def ceil(self):
         """The smallest integer not less than each element.
 
         Schema: ``ceil(Tensor self) -> Tensor``
         """
-        return _dispatch_ceil((self,))
+        return _method_dispatch_ceil((self,))
 
     def ceil_(self):
         """In-place version of ceil: The smallest integer not less than each element.
 
         Schema: ``ceil_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_ceil_((self,))
+        return _method_dispatch_ceil_((self,))
 
     @staticmethod
     def _bind_round_decimals(self, *, decimals):
+        if decimals.__class__ is not int:
+            _int_arg(decimals, 'round', 'decimals', None)
         if decimals.__class__ in (list, tuple):
             raise TypeError('decimals')
         return (self, decimals)
@@ -807,10 +1061,12 @@ class TensorMethods:
 
     def round(self, *args, **kwargs):
         """Each element rounded to `decimals` decimal places (ties to even), as x * 10^d rounded, divided by 10^d."""
-        return _call_overload('round', ((TensorMethods._bind_round_decimals, _op_round_decimals, None), (TensorMethods._bind_round, _op_round, None),), (self,) + args, kwargs)
+        return _call_overload('round', ((TensorMethods._bind_round_decimals, _op_round_decimals, None), (TensorMethods._bind_round, _op_round, None),), (self,) + args, kwargs, True)
 
     @staticmethod
     def _bind_round__decimals(self, *, decimals):
+        if decimals.__class__ is not int:
+            _int_arg(decimals, 'round_', 'decimals', None)
         if decimals.__class__ in (list, tuple):
             raise TypeError('decimals')
         return (self, decimals)
@@ -821,343 +1077,347 @@ class TensorMethods:
 
     def round_(self, *args, **kwargs):
         """In-place version of round.decimals: Each element rounded to `decimals` decimal places (ties to even), as x * 10^d rounded, divided by 10^d."""
-        return _call_overload('round_', ((TensorMethods._bind_round__decimals, _op_round__decimals, None), (TensorMethods._bind_round_, _op_round_, None),), (self,) + args, kwargs)
+        return _call_overload('round_', ((TensorMethods._bind_round__decimals, _op_round__decimals, None), (TensorMethods._bind_round_, _op_round_, None),), (self,) + args, kwargs, True)
 
     def trunc(self):
         """Each element rounded towards zero.
 
         Schema: ``trunc(Tensor self) -> Tensor``
         """
-        return _dispatch_trunc((self,))
+        return _method_dispatch_trunc((self,))
 
     def trunc_(self):
         """In-place version of trunc: Each element rounded towards zero.
 
         Schema: ``trunc_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_trunc_((self,))
+        return _method_dispatch_trunc_((self,))
 
     def frac(self):
         """The fractional part x - trunc(x) of each element.
 
         Schema: ``frac(Tensor self) -> Tensor``
         """
-        return _dispatch_frac((self,))
+        return _method_dispatch_frac((self,))
 
     def frac_(self):
         """In-place version of frac: The fractional part x - trunc(x) of each element.
 
         Schema: ``frac_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_frac_((self,))
+        return _method_dispatch_frac_((self,))
 
     def atan2(self, other):
         """The angle atan(self / other) in (-pi, pi], by the signs of both.
 
         Schema: ``atan2(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_atan2((self, other))
+        return _method_dispatch_atan2((self, other))
 
     def atan2_(self, other):
         """In-place version of atan2: The angle atan(self / other) in (-pi, pi], by the signs of both.
 
         Schema: ``atan2_(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
-        return _dispatch_atan2_((self, other))
+        return _method_dispatch_atan2_((self, other))
 
     def fmod(self, other):
         """The remainder of division rounded towards zero (the sign of `self`), as C's fmod.
 
         Schema: ``fmod.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_fmod_Tensor((self, other))
+        return _method_dispatch_fmod_Tensor((self, other))
 
     def fmod_(self, other):
         """In-place version of fmod.Tensor: The remainder of division rounded towards zero (the sign of `self`), as C's fmod.
 
         Schema: ``fmod_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
-        return _dispatch_fmod__Tensor((self, other))
+        return _method_dispatch_fmod__Tensor((self, other))
 
     def remainder(self, other):
         """The remainder of division rounded towards negative infinity (the sign of `other`), as Python's %.
 
         Schema: ``remainder.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_remainder_Tensor((self, other))
+        return _method_dispatch_remainder_Tensor((self, other))
 
     def remainder_(self, other):
         """In-place version of remainder.Tensor: The remainder of division rounded towards negative infinity (the sign of `other`), as Python's %.
 
         Schema: ``remainder_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
-        return _dispatch_remainder__Tensor((self, other))
+        return _method_dispatch_remainder__Tensor((self, other))
 
     def hypot(self, other):
         """sqrt(self ** 2 + other ** 2), elementwise, without undue overflow.
 
         Schema: ``hypot(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_hypot((self, other))
+        return _method_dispatch_hypot((self, other))
 
     def hypot_(self, other):
         """In-place version of hypot: sqrt(self ** 2 + other ** 2), elementwise, without undue overflow.
 
         Schema: ``hypot_(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
-        return _dispatch_hypot_((self, other))
+        return _method_dispatch_hypot_((self, other))
 
     def relu(self):
         """max(x, 0) of each element.
 
         Schema: ``relu(Tensor self) -> Tensor``
         """
-        return _dispatch_relu((self,))
+        return _method_dispatch_relu((self,))
 
     def relu_(self):
         """In-place version of relu: max(x, 0) of each element.
 
         Schema: ``relu_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_relu_((self,))
+        return _method_dispatch_relu_((self,))
 
     def eq(self, other):
         """True where `self` equals `other`.
 
         Schema: ``eq.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_eq_Tensor((self, other))
+        return _method_dispatch_eq_Tensor((self, other))
 
     def eq_(self, other):
         """In-place version of eq.Tensor: True where `self` equals `other`.
 
         Schema: ``eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
-        return _dispatch_eq__Tensor((self, other))
+        return _method_dispatch_eq__Tensor((self, other))
 
     def ne(self, other):
         """True where `self` differs from `other`.
 
         Schema: ``ne.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_ne_Tensor((self, other))
+        return _method_dispatch_ne_Tensor((self, other))
 
     def ne_(self, other):
         """In-place version of ne.Tensor: True where `self` differs from `other`.
 
         Schema: ``ne_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
-        return _dispatch_ne__Tensor((self, other))
+        return _method_dispatch_ne__Tensor((self, other))
 
     def lt(self, other):
         """True where `self` < `other`.
 
         Schema: ``lt.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_lt_Tensor((self, other))
+        return _method_dispatch_lt_Tensor((self, other))
 
     def lt_(self, other):
         """In-place version of lt.Tensor: True where `self` < `other`.
 
         Schema: ``lt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
-        return _dispatch_lt__Tensor((self, other))
+        return _method_dispatch_lt__Tensor((self, other))
 
     def le(self, other):
         """True where `self` <= `other`.
 
         Schema: ``le.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_le_Tensor((self, other))
+        return _method_dispatch_le_Tensor((self, other))
 
     def le_(self, other):
         """In-place version of le.Tensor: True where `self` <= `other`.
 
         Schema: ``le_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
-        return _dispatch_le__Tensor((self, other))
+        return _method_dispatch_le__Tensor((self, other))
 
     def gt(self, other):
         """True where `self` > `other`.
 
         Schema: ``gt.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_gt_Tensor((self, other))
+        return _method_dispatch_gt_Tensor((self, other))
 
     def gt_(self, other):
         """In-place version of gt.Tensor: True where `self` > `other`.
 
         Schema: ``gt_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
-        return _dispatch_gt__Tensor((self, other))
+        return _method_dispatch_gt__Tensor((self, other))
 
     def ge(self, other):
         """True where `self` >= `other`.
 
         Schema: ``ge.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_ge_Tensor((self, other))
+        return _method_dispatch_ge_Tensor((self, other))
 
     def ge_(self, other):
         """In-place version of ge.Tensor: True where `self` >= `other`.
 
         Schema: ``ge_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
-        return _dispatch_ge__Tensor((self, other))
+        return _method_dispatch_ge__Tensor((self, other))
 
     def logical_not(self):
         """True where `self` is zero (False).
 
         Schema: ``logical_not(Tensor self) -> Tensor``
         """
-        return _dispatch_logical_not((self,))
+        return _method_dispatch_logical_not((self,))
 
     def logical_not_(self):
         """In-place version of logical_not: True where `self` is zero (False).
 
         Schema: ``logical_not_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_logical_not_((self,))
+        return _method_dispatch_logical_not_((self,))
 
     def logical_and(self, other):
         """True where both are nonzero (True).
 
         Schema: ``logical_and(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_logical_and((self, other))
+        return _method_dispatch_logical_and((self, other))
 
     def logical_and_(self, other):
         """In-place version of logical_and: True where both are nonzero (True).
 
         Schema: ``logical_and_(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
-        return _dispatch_logical_and_((self, other))
+        return _method_dispatch_logical_and_((self, other))
 
     def logical_or(self, other):
         """True where either is nonzero (True).
 
         Schema: ``logical_or(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_logical_or((self, other))
+        return _method_dispatch_logical_or((self, other))
 
     def logical_or_(self, other):
         """In-place version of logical_or: True where either is nonzero (True).
 
         Schema: ``logical_or_(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
-        return _dispatch_logical_or_((self, other))
+        return _method_dispatch_logical_or_((self, other))
 
     def logical_xor(self, other):
         """True where exactly one is nonzero (True).
 
         Schema: ``logical_xor(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_logical_xor((self, other))
+        return _method_dispatch_logical_xor((self, other))
 
     def logical_xor_(self, other):
         """In-place version of logical_xor: True where exactly one is nonzero (True).
 
         Schema: ``logical_xor_(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
-        return _dispatch_logical_xor_((self, other))
+        return _method_dispatch_logical_xor_((self, other))
 
     def bitwise_and(self, other):
         """The bitwise AND of integer or bool elements (logical AND for bool).
 
         Schema: ``bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_bitwise_and_Tensor((self, other))
+        return _method_dispatch_bitwise_and_Tensor((self, other))
 
     def bitwise_and_(self, other):
         """In-place version of bitwise_and.Tensor: The bitwise AND of integer or bool elements (logical AND for bool).
 
         Schema: ``bitwise_and_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
-        return _dispatch_bitwise_and__Tensor((self, other))
+        return _method_dispatch_bitwise_and__Tensor((self, other))
 
     def bitwise_or(self, other):
         """The bitwise OR of integer or bool elements (logical OR for bool).
 
         Schema: ``bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_bitwise_or_Tensor((self, other))
+        return _method_dispatch_bitwise_or_Tensor((self, other))
 
     def bitwise_or_(self, other):
         """In-place version of bitwise_or.Tensor: The bitwise OR of integer or bool elements (logical OR for bool).
 
         Schema: ``bitwise_or_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
-        return _dispatch_bitwise_or__Tensor((self, other))
+        return _method_dispatch_bitwise_or__Tensor((self, other))
 
     def bitwise_xor(self, other):
         """The bitwise XOR of integer or bool elements (logical XOR for bool).
 
         Schema: ``bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_bitwise_xor_Tensor((self, other))
+        return _method_dispatch_bitwise_xor_Tensor((self, other))
 
     def bitwise_xor_(self, other):
         """In-place version of bitwise_xor.Tensor: The bitwise XOR of integer or bool elements (logical XOR for bool).
 
         Schema: ``bitwise_xor_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
-        return _dispatch_bitwise_xor__Tensor((self, other))
+        return _method_dispatch_bitwise_xor__Tensor((self, other))
 
     def bitwise_not(self):
         """The bitwise NOT of integer or bool elements (logical NOT for bool).
 
         Schema: ``bitwise_not(Tensor self) -> Tensor``
         """
-        return _dispatch_bitwise_not((self,))
+        return _method_dispatch_bitwise_not((self,))
 
     def bitwise_not_(self):
         """In-place version of bitwise_not: The bitwise NOT of integer or bool elements (logical NOT for bool).
 
         Schema: ``bitwise_not_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_bitwise_not_((self,))
+        return _method_dispatch_bitwise_not_((self,))
 
     def isnan(self):
         """True where an element is NaN.
 
         Schema: ``isnan(Tensor self) -> Tensor``
         """
-        return _dispatch_isnan((self,))
+        return _method_dispatch_isnan((self,))
 
     def isinf(self):
         """True where an element is positive or negative infinity.
 
         Schema: ``isinf(Tensor self) -> Tensor``
         """
-        return _dispatch_isinf((self,))
+        return _method_dispatch_isinf((self,))
 
     def isfinite(self):
         """True where an element is neither NaN nor infinite.
 
         Schema: ``isfinite(Tensor self) -> Tensor``
         """
-        return _dispatch_isfinite((self,))
+        return _method_dispatch_isfinite((self,))
 
     def signbit(self):
         """True where an element's sign bit is set (negative numbers, -0.0).
 
         Schema: ``signbit(Tensor self) -> Tensor``
         """
-        return _dispatch_signbit((self,))
+        return _method_dispatch_signbit((self,))
 
     def sum(self, dim=None, keepdim=False, *, dtype=None):
         """The sum over `dim` (all dimensions when None); integers and bools sum to int64.
 
         Schema: ``sum.dim_IntList(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``
         """
-        return _dispatch_sum_dim_IntList((self, dim, keepdim, dtype))
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'sum', 'keepdim', 2)
+        return _method_dispatch_sum_dim_IntList((self, dim, keepdim, dtype))
 
     def mean(self, dim=None, keepdim=False, *, dtype=None):
         """The mean over `dim` (all dimensions when None); needs a floating-point dtype.
 
         Schema: ``mean.dim(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``
         """
-        return _dispatch_mean_dim((self, dim, keepdim, dtype))
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'mean', 'keepdim', 2)
+        return _method_dispatch_mean_dim((self, dim, keepdim, dtype))
 
     def amax(self, dim=(), keepdim=False):
         """The maximum over `dim` (all when empty); the gradient is shared evenly among ties.
@@ -1166,7 +1426,9 @@ class TensorMethods:
         """
         if dim is None:
             dim = ()
-        return _dispatch_amax((self, dim, keepdim))
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'amax', 'keepdim', 2)
+        return _method_dispatch_amax((self, dim, keepdim))
 
     def amin(self, dim=(), keepdim=False):
         """The minimum over `dim` (all when empty); the gradient is shared evenly among ties.
@@ -1175,10 +1437,16 @@ class TensorMethods:
         """
         if dim is None:
             dim = ()
-        return _dispatch_amin((self, dim, keepdim))
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'amin', 'keepdim', 2)
+        return _method_dispatch_amin((self, dim, keepdim))
 
     @staticmethod
     def _bind_max_dim(self, dim, keepdim=False):
+        if dim.__class__ is not int:
+            _int_arg(dim, 'max', 'dim', 1)
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'max', 'keepdim', 2)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
         return (self, dim, keepdim)
@@ -1189,10 +1457,14 @@ class TensorMethods:
 
     def max(self, *args, **kwargs):
         """The maximum along `dim` and the index of its first occurrence."""
-        return _call_overload('max', ((TensorMethods._bind_max_dim, _op_max_dim, _R_max_dim), (TensorMethods._bind_max, _op_max, None),), (self,) + args, kwargs)
+        return _call_overload('max', ((TensorMethods._bind_max_dim, _op_max_dim, _R_max_dim), (TensorMethods._bind_max, _op_max, None),), (self,) + args, kwargs, True)
 
     @staticmethod
     def _bind_min_dim(self, dim, keepdim=False):
+        if dim.__class__ is not int:
+            _int_arg(dim, 'min', 'dim', 1)
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'min', 'keepdim', 2)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
         return (self, dim, keepdim)
@@ -1203,42 +1475,56 @@ class TensorMethods:
 
     def min(self, *args, **kwargs):
         """The minimum along `dim` and the index of its first occurrence."""
-        return _call_overload('min', ((TensorMethods._bind_min_dim, _op_min_dim, _R_min_dim), (TensorMethods._bind_min, _op_min, None),), (self,) + args, kwargs)
+        return _call_overload('min', ((TensorMethods._bind_min_dim, _op_min_dim, _R_min_dim), (TensorMethods._bind_min, _op_min, None),), (self,) + args, kwargs, True)
 
     def argmax(self, dim=None, keepdim=False):
         """The index of the first maximum along `dim` (of the flattened tensor when None).
 
         Schema: ``argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor``
         """
-        return _dispatch_argmax((self, dim, keepdim))
+        if dim is not None and dim.__class__ is not int:
+            _int_arg(dim, 'argmax', 'dim', 1)
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'argmax', 'keepdim', 2)
+        return _method_dispatch_argmax((self, dim, keepdim))
 
     def argmin(self, dim=None, keepdim=False):
         """The index of the first minimum along `dim` (of the flattened tensor when None).
 
         Schema: ``argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor``
         """
-        return _dispatch_argmin((self, dim, keepdim))
+        if dim is not None and dim.__class__ is not int:
+            _int_arg(dim, 'argmin', 'dim', 1)
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'argmin', 'keepdim', 2)
+        return _method_dispatch_argmin((self, dim, keepdim))
 
     def softmax(self, dim, dtype=None):
         """exp(x) / sum(exp(x)) along `dim`, computed stably.
 
         Schema: ``softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor``
         """
-        return _dispatch_softmax_int((self, dim, dtype))
+        if dim.__class__ is not int:
+            _int_arg(dim, 'softmax', 'dim', 1)
+        return _method_dispatch_softmax_int((self, dim, dtype))
 
     def log_softmax(self, dim, dtype=None):
         """log(softmax(x)) along `dim`, computed stably.
 
         Schema: ``log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor``
         """
-        return _dispatch_log_softmax_int((self, dim, dtype))
+        if dim.__class__ is not int:
+            _int_arg(dim, 'log_softmax', 'dim', 1)
+        return _method_dispatch_log_softmax_int((self, dim, dtype))
 
     def as_strided(self, size, stride, storage_offset=None):
         """A view with the given sizes, strides and storage offset (the primitive behind every view).
 
         Schema: ``as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)``
         """
-        return _dispatch_as_strided((self, size, stride, storage_offset))
+        if storage_offset is not None and storage_offset.__class__ is not int:
+            _int_arg(storage_offset, 'as_strided', 'storage_offset', 3)
+        return _method_dispatch_as_strided((self, size, stride, storage_offset))
 
     def view(self, *size, **size_kw):
         """The same data with a new shape; fails when the strides do not allow a view.
@@ -1246,7 +1532,7 @@ class TensorMethods:
         Schema: ``view(Tensor(a) self, SymInt[] size) -> Tensor(a)``
         """
         size = _size_arg(size, size_kw, 'view', 'size')
-        return _dispatch_view((self, size))
+        return _method_dispatch_view((self, size))
 
     def reshape(self, *shape, **shape_kw):
         """A view with the new shape when the strides allow one, else a copy.
@@ -1254,7 +1540,7 @@ class TensorMethods:
         Schema: ``reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)``
         """
         shape = _size_arg(shape, shape_kw, 'reshape', 'shape')
-        return _dispatch_reshape((self, shape))
+        return _method_dispatch_reshape((self, shape))
 
     def permute(self, *dims, **dims_kw):
         """A view with the dimensions reordered.
@@ -1262,21 +1548,25 @@ class TensorMethods:
         Schema: ``permute(Tensor(a) self, int[] dims) -> Tensor(a)``
         """
         dims = _size_arg(dims, dims_kw, 'permute', 'dims')
-        return _dispatch_permute((self, dims))
+        return _method_dispatch_permute((self, dims))
 
     def transpose(self, dim0, dim1):
         """A view with `dim0` and `dim1` swapped.
 
         Schema: ``transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)``
         """
-        return _dispatch_transpose_int((self, dim0, dim1))
+        if dim0.__class__ is not int:
+            _int_arg(dim0, 'transpose', 'dim0', 1)
+        if dim1.__class__ is not int:
+            _int_arg(dim1, 'transpose', 'dim1', 2)
+        return _method_dispatch_transpose_int((self, dim0, dim1))
 
     def t(self):
         """Transposes a tensor of at most 2 dimensions.
 
         Schema: ``t(Tensor(a) self) -> Tensor(a)``
         """
-        return _dispatch_t((self,))
+        return _method_dispatch_t((self,))
 
     def expand(self, *size, **size_kw):
         """A broadcast view with size-1 dimensions repeated (stride 0); -1 keeps a size.
@@ -1284,217 +1574,283 @@ class TensorMethods:
         Schema: ``expand(Tensor(a) self, SymInt[] size) -> Tensor(a)``
         """
         size = _size_arg(size, size_kw, 'expand', 'size')
-        return _dispatch_expand((self, size))
+        return _method_dispatch_expand((self, size))
 
     def squeeze(self, dim=None):
         """A view without the size-1 dimensions in `dim` (all of them when None).
 
         Schema: ``squeeze.dims(Tensor(a) self, int[]? dim=None) -> Tensor(a)``
         """
-        return _dispatch_squeeze_dims((self, dim))
+        return _method_dispatch_squeeze_dims((self, dim))
 
     def unsqueeze(self, dim):
         """A view with a size-1 dimension inserted at `dim`.
 
         Schema: ``unsqueeze(Tensor(a) self, int dim) -> Tensor(a)``
         """
-        return _dispatch_unsqueeze((self, dim))
+        if dim.__class__ is not int:
+            _int_arg(dim, 'unsqueeze', 'dim', 1)
+        return _method_dispatch_unsqueeze((self, dim))
 
     def select(self, dim, index):
         """A view of the slice at `index` along `dim`, which is removed (the `t[i]` of indexing).
 
         Schema: ``select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)``
         """
-        return _dispatch_select_int((self, dim, index))
+        if dim.__class__ is not int:
+            _int_arg(dim, 'select', 'dim', 1)
+        if index.__class__ is not int:
+            _int_arg(index, 'select', 'index', 2)
+        return _method_dispatch_select_int((self, dim, index))
 
     def contiguous(self):
         """`self` when already contiguous, else a contiguous copy.
 
         Schema: ``contiguous(Tensor(a) self) -> Tensor(a)``
         """
-        return _dispatch_contiguous((self,))
+        return _method_dispatch_contiguous((self,))
 
     def clone(self):
         """A copy of `self` in new, contiguous memory.
 
         Schema: ``clone(Tensor self) -> Tensor``
         """
-        return _dispatch_clone((self,))
+        return _method_dispatch_clone((self,))
 
     def slice_scatter(self, src, dim=0, start=None, end=None, step=1):
         """A copy of `self` with the slice start:end:step along `dim` replaced by `src`.
 
         Schema: ``slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor``
         """
-        return _dispatch_slice_scatter((self, src, dim, start, end, step))
+        if dim.__class__ is not int:
+            _int_arg(dim, 'slice_scatter', 'dim', 2)
+        if start is not None and start.__class__ is not int:
+            _int_arg(start, 'slice_scatter', 'start', 3)
+        if end is not None and end.__class__ is not int:
+            _int_arg(end, 'slice_scatter', 'end', 4)
+        if step.__class__ is not int:
+            _int_arg(step, 'slice_scatter', 'step', 5)
+        return _method_dispatch_slice_scatter((self, src, dim, start, end, step))
 
     def select_scatter(self, src, dim, index):
         """A copy of `self` with the slice at `index` along `dim` replaced by `src`.
 
         Schema: ``select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor``
         """
-        return _dispatch_select_scatter((self, src, dim, index))
+        if dim.__class__ is not int:
+            _int_arg(dim, 'select_scatter', 'dim', 2)
+        if index.__class__ is not int:
+            _int_arg(index, 'select_scatter', 'index', 3)
+        return _method_dispatch_select_scatter((self, src, dim, index))
 
     def as_strided_scatter(self, src, size, stride, storage_offset=None):
         """A copy of `self` (contiguous) with the strided window replaced by `src`.
 
         Schema: ``as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor``
         """
-        return _dispatch_as_strided_scatter((self, src, size, stride, storage_offset))
+        if storage_offset is not None and storage_offset.__class__ is not int:
+            _int_arg(storage_offset, 'as_strided_scatter', 'storage_offset', 4)
+        return _method_dispatch_as_strided_scatter((self, src, size, stride, storage_offset))
 
     def copy_(self, src, non_blocking=False):
         """Copies `src` into `self`, broadcasting and converting dtype and device.
 
         Schema: ``copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)``
         """
-        return _dispatch_copy_((self, src, non_blocking))
+        if non_blocking.__class__ is not bool:
+            _bool_arg(non_blocking, 'copy_', 'non_blocking', 2)
+        return _method_dispatch_copy_((self, src, non_blocking))
 
     def fill_(self, value):
         """Fills `self` with `value`.
 
         Schema: ``fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)``
         """
-        return _dispatch_fill__Scalar((self, value))
+        return _method_dispatch_fill__Scalar((self, value))
 
     def zero_(self):
         """Fills `self` with zeros (fill_ with 0).
 
         Schema: ``zero_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_zero_((self,))
+        return _method_dispatch_zero_((self,))
 
     def mm(self, mat2):
         """The matrix product of two 2-D tensors.
 
         Schema: ``mm(Tensor self, Tensor mat2) -> Tensor``
         """
-        return _dispatch_mm((self, mat2))
+        return _method_dispatch_mm((self, mat2))
 
     def bmm(self, mat2):
         """The batched matrix product of two 3-D tensors.
 
         Schema: ``bmm(Tensor self, Tensor mat2) -> Tensor``
         """
-        return _dispatch_bmm((self, mat2))
+        return _method_dispatch_bmm((self, mat2))
 
     def dot(self, tensor):
         """The inner product of two 1-D tensors of one dtype (a 0-d tensor).
 
         Schema: ``dot(Tensor self, Tensor tensor) -> Tensor``
         """
-        return _dispatch_dot((self, tensor))
+        return _method_dispatch_dot((self, tensor))
 
     def vdot(self, other):
         """The inner product of two 1-D tensors, the first conjugated (ember's dtypes are real, so dot).
 
         Schema: ``vdot(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_vdot((self, other))
+        return _method_dispatch_vdot((self, other))
 
     def matmul(self, other):
         """The matrix product with NumPy's broadcasting rules, from 1-D to N-D.
 
         Schema: ``matmul(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_matmul((self, other))
+        return _method_dispatch_matmul((self, other))
 
     def addmm(self, mat1, mat2, *, beta=1, alpha=1):
         """beta * self + alpha * (mat1 @ mat2).
 
         Schema: ``addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor``
         """
-        return _dispatch_addmm((self, mat1, mat2, beta, alpha))
+        return _method_dispatch_addmm((self, mat1, mat2, beta, alpha))
 
     def uniform_(self, from_=0, to=1, *, generator=None):
         """Fills `self` with numbers drawn uniformly from [from, to) (Philox).
 
         Schema: ``uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)``
         """
-        return _dispatch_uniform_((self, from_, to, generator))
+        return _method_dispatch_uniform_((self, from_, to, generator))
 
     def normal_(self, mean=0, std=1, *, generator=None):
         """Fills `self` with numbers from a normal distribution (Philox, Box-Muller).
 
         Schema: ``normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)``
         """
-        return _dispatch_normal_((self, mean, std, generator))
+        return _method_dispatch_normal_((self, mean, std, generator))
 
     def random_(self, from_, to, *, generator=None):
         """Fills `self` with integers drawn uniformly from [from, to) (Philox).
 
         Schema: ``random_.from(Tensor(a!) self, int from, int? to, *, Generator? generator=None) -> Tensor(a!)``
         """
-        return _dispatch_random__from((self, from_, to, generator))
+        if from_.__class__ is not int:
+            _int_arg(from_, 'random_', 'from', 1)
+        if to is not None and to.__class__ is not int:
+            _int_arg(to, 'random_', 'to', 2)
+        return _method_dispatch_random__from((self, from_, to, generator))
 
     @staticmethod
     def _bind_sort_stable(self, *, stable, dim=-1, descending=False):
+        if stable is not None and stable.__class__ is not bool:
+            _bool_arg(stable, 'sort', 'stable', None)
+        if dim.__class__ is not int:
+            _int_arg(dim, 'sort', 'dim', None)
+        if descending.__class__ is not bool:
+            _bool_arg(descending, 'sort', 'descending', None)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
         return (self, stable, dim, descending)
 
     @staticmethod
     def _bind_sort(self, dim=-1, descending=False):
+        if dim.__class__ is not int:
+            _int_arg(dim, 'sort', 'dim', 1)
+        if descending.__class__ is not bool:
+            _bool_arg(descending, 'sort', 'descending', 2)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
         return (self, dim, descending)
 
     def sort(self, *args, **kwargs):
         """Sorts along `dim` (NaN counts as the largest value); equal elements keep their order (the primitive behind sort, argsort, topk)."""
-        return _call_overload('sort', ((TensorMethods._bind_sort_stable, _op_sort_stable, _R_sort_stable), (TensorMethods._bind_sort, _op_sort, _R_sort),), (self,) + args, kwargs)
+        return _call_overload('sort', ((TensorMethods._bind_sort_stable, _op_sort_stable, _R_sort_stable), (TensorMethods._bind_sort, _op_sort, _R_sort),), (self,) + args, kwargs, True)
 
     @staticmethod
     def _bind_argsort_stable(self, *, stable, dim=-1, descending=False):
+        if stable.__class__ is not bool:
+            _bool_arg(stable, 'argsort', 'stable', None)
+        if dim.__class__ is not int:
+            _int_arg(dim, 'argsort', 'dim', None)
+        if descending.__class__ is not bool:
+            _bool_arg(descending, 'argsort', 'descending', None)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
         return (self, stable, dim, descending)
 
     @staticmethod
     def _bind_argsort(self, dim=-1, descending=False):
+        if dim.__class__ is not int:
+            _int_arg(dim, 'argsort', 'dim', 1)
+        if descending.__class__ is not bool:
+            _bool_arg(descending, 'argsort', 'descending', 2)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
         return (self, dim, descending)
 
     def argsort(self, *args, **kwargs):
         """The indices that sort `self` along `dim`; equal elements keep their order."""
-        return _call_overload('argsort', ((TensorMethods._bind_argsort_stable, _op_argsort_stable, None), (TensorMethods._bind_argsort, _op_argsort, None),), (self,) + args, kwargs)
+        return _call_overload('argsort', ((TensorMethods._bind_argsort_stable, _op_argsort_stable, None), (TensorMethods._bind_argsort, _op_argsort, None),), (self,) + args, kwargs, True)
 
     def topk(self, k, dim=-1, largest=True, sorted=True):
         """The `k` largest (or smallest) elements along `dim` and their indices.
 
         Schema: ``topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)``
         """
-        return _tuple_new(_R_topk, _dispatch_topk((self, k, dim, largest, sorted)))
+        if k.__class__ is not int:
+            _int_arg(k, 'topk', 'k', 1)
+        if dim.__class__ is not int:
+            _int_arg(dim, 'topk', 'dim', 2)
+        if largest.__class__ is not bool:
+            _bool_arg(largest, 'topk', 'largest', 3)
+        if sorted.__class__ is not bool:
+            _bool_arg(sorted, 'topk', 'sorted', 4)
+        return _tuple_new(_R_topk, _method_dispatch_topk((self, k, dim, largest, sorted)))
 
     def cumsum(self, dim, *, dtype=None):
         """Cumulative sums along `dim`; integers and bools accumulate in int64.
 
         Schema: ``cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
         """
-        return _dispatch_cumsum((self, dim, dtype))
+        if dim.__class__ is not int:
+            _int_arg(dim, 'cumsum', 'dim', 1)
+        return _method_dispatch_cumsum((self, dim, dtype))
 
     def cumsum_(self, dim, *, dtype=None):
         """In-place version of cumsum: Cumulative sums along `dim`; integers and bools accumulate in int64.
 
         Schema: ``cumsum_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)``
         """
-        return _dispatch_cumsum_((self, dim, dtype))
+        if dim.__class__ is not int:
+            _int_arg(dim, 'cumsum_', 'dim', 1)
+        return _method_dispatch_cumsum_((self, dim, dtype))
 
     def cumprod(self, dim, *, dtype=None):
         """Cumulative products along `dim` (a log-depth scan of products; exact gradients through zeros).
 
         Schema: ``cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor``
         """
-        return _dispatch_cumprod((self, dim, dtype))
+        if dim.__class__ is not int:
+            _int_arg(dim, 'cumprod', 'dim', 1)
+        return _method_dispatch_cumprod((self, dim, dtype))
 
     def cumprod_(self, dim, *, dtype=None):
         """In-place version of cumprod: Cumulative products along `dim` (a log-depth scan of products; exact gradients through zeros).
 
         Schema: ``cumprod_(Tensor(a!) self, int dim, *, ScalarType? dtype=None) -> Tensor(a!)``
         """
-        return _dispatch_cumprod_((self, dim, dtype))
+        if dim.__class__ is not int:
+            _int_arg(dim, 'cumprod_', 'dim', 1)
+        return _method_dispatch_cumprod_((self, dim, dtype))
 
     @staticmethod
     def _bind_prod_dim_int(self, dim, keepdim=False, *, dtype=None):
+        if dim.__class__ is not int:
+            _int_arg(dim, 'prod', 'dim', 1)
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'prod', 'keepdim', 2)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
         return (self, dim, keepdim, dtype)
@@ -1505,17 +1861,23 @@ class TensorMethods:
 
     def prod(self, *args, **kwargs):
         """The product along `dim`."""
-        return _call_overload('prod', ((TensorMethods._bind_prod_dim_int, _op_prod_dim_int, None), (TensorMethods._bind_prod, _op_prod, None),), (self,) + args, kwargs)
+        return _call_overload('prod', ((TensorMethods._bind_prod_dim_int, _op_prod_dim_int, None), (TensorMethods._bind_prod, _op_prod, None),), (self,) + args, kwargs, True)
 
     def logsumexp(self, dim, keepdim=False):
         """log(sum(exp(x))) over `dim`, computed stably; integers are computed in the default float dtype.
 
         Schema: ``logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor``
         """
-        return _dispatch_logsumexp((self, dim, keepdim))
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'logsumexp', 'keepdim', 2)
+        return _method_dispatch_logsumexp((self, dim, keepdim))
 
     @staticmethod
     def _bind_any_dim(self, dim, keepdim=False):
+        if dim.__class__ is not int:
+            _int_arg(dim, 'any', 'dim', 1)
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'any', 'keepdim', 2)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
         return (self, dim, keepdim)
@@ -1526,14 +1888,20 @@ class TensorMethods:
 
     @staticmethod
     def _bind_any_dims(self, dim=None, keepdim=False):
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'any', 'keepdim', 2)
         return (self, dim, keepdim)
 
     def any(self, *args, **kwargs):
         """Whether any element along `dim` is non-zero."""
-        return _call_overload('any', ((TensorMethods._bind_any_dim, _op_any_dim, None), (TensorMethods._bind_any, _op_any, None), (TensorMethods._bind_any_dims, _op_any_dims, None),), (self,) + args, kwargs)
+        return _call_overload('any', ((TensorMethods._bind_any_dim, _op_any_dim, None), (TensorMethods._bind_any, _op_any, None), (TensorMethods._bind_any_dims, _op_any_dims, None),), (self,) + args, kwargs, True)
 
     @staticmethod
     def _bind_all_dim(self, dim, keepdim=False):
+        if dim.__class__ is not int:
+            _int_arg(dim, 'all', 'dim', 1)
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'all', 'keepdim', 2)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
         return (self, dim, keepdim)
@@ -1544,47 +1912,65 @@ class TensorMethods:
 
     @staticmethod
     def _bind_all_dims(self, dim=None, keepdim=False):
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'all', 'keepdim', 2)
         return (self, dim, keepdim)
 
     def all(self, *args, **kwargs):
         """Whether every element along `dim` is non-zero."""
-        return _call_overload('all', ((TensorMethods._bind_all_dim, _op_all_dim, None), (TensorMethods._bind_all, _op_all, None), (TensorMethods._bind_all_dims, _op_all_dims, None),), (self,) + args, kwargs)
+        return _call_overload('all', ((TensorMethods._bind_all_dim, _op_all_dim, None), (TensorMethods._bind_all, _op_all, None), (TensorMethods._bind_all_dims, _op_all_dims, None),), (self,) + args, kwargs, True)
 
     @staticmethod
     def _bind_var_dim(self, dim, unbiased=True, keepdim=False):
+        if unbiased.__class__ is not bool:
+            _bool_arg(unbiased, 'var', 'unbiased', 2)
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'var', 'keepdim', 3)
         return (self, dim, unbiased, keepdim)
 
     @staticmethod
     def _bind_var_correction(self, dim=None, *, correction=None, keepdim=False):
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'var', 'keepdim', None)
         if hasattr(correction, '_data'):
             raise TypeError('correction')
         return (self, dim, correction, keepdim)
 
     @staticmethod
     def _bind_var(self, unbiased=True):
+        if unbiased.__class__ is not bool:
+            _bool_arg(unbiased, 'var', 'unbiased', 1)
         return (self, unbiased)
 
     def var(self, *args, **kwargs):
         """The variance over `dim`, unbiased (N - 1) or not (N)."""
-        return _call_overload('var', ((TensorMethods._bind_var_dim, _op_var_dim, None), (TensorMethods._bind_var_correction, _op_var_correction, None), (TensorMethods._bind_var, _op_var, None),), (self,) + args, kwargs)
+        return _call_overload('var', ((TensorMethods._bind_var_dim, _op_var_dim, None), (TensorMethods._bind_var_correction, _op_var_correction, None), (TensorMethods._bind_var, _op_var, None),), (self,) + args, kwargs, True)
 
     @staticmethod
     def _bind_std_dim(self, dim, unbiased=True, keepdim=False):
+        if unbiased.__class__ is not bool:
+            _bool_arg(unbiased, 'std', 'unbiased', 2)
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'std', 'keepdim', 3)
         return (self, dim, unbiased, keepdim)
 
     @staticmethod
     def _bind_std_correction(self, dim=None, *, correction=None, keepdim=False):
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'std', 'keepdim', None)
         if hasattr(correction, '_data'):
             raise TypeError('correction')
         return (self, dim, correction, keepdim)
 
     @staticmethod
     def _bind_std(self, unbiased=True):
+        if unbiased.__class__ is not bool:
+            _bool_arg(unbiased, 'std', 'unbiased', 1)
         return (self, unbiased)
 
     def std(self, *args, **kwargs):
         """The standard deviation over `dim`, unbiased (N - 1) or not (N)."""
-        return _call_overload('std', ((TensorMethods._bind_std_dim, _op_std_dim, None), (TensorMethods._bind_std_correction, _op_std_correction, None), (TensorMethods._bind_std, _op_std, None),), (self,) + args, kwargs)
+        return _call_overload('std', ((TensorMethods._bind_std_dim, _op_std_dim, None), (TensorMethods._bind_std_correction, _op_std_correction, None), (TensorMethods._bind_std, _op_std, None),), (self,) + args, kwargs, True)
 
     def flip(self, *dims, **dims_kw):
         """A copy with the order of the elements along `dims` reversed.
@@ -1592,7 +1978,7 @@ class TensorMethods:
         Schema: ``flip(Tensor self, int[] dims) -> Tensor``
         """
         dims = _size_arg(dims, dims_kw, 'flip', 'dims')
-        return _dispatch_flip((self, dims))
+        return _method_dispatch_flip((self, dims))
 
     def roll(self, shifts, dims=()):
         """A copy with the elements shifted cyclically along `dims` (of the flattened tensor when empty).
@@ -1601,35 +1987,43 @@ class TensorMethods:
         """
         if dims is None:
             dims = ()
-        return _dispatch_roll((self, shifts, dims))
+        return _method_dispatch_roll((self, shifts, dims))
 
     def tril(self, diagonal=0):
         """A copy with the elements above the `diagonal`-th diagonal of the last two dimensions zeroed.
 
         Schema: ``tril(Tensor self, int diagonal=0) -> Tensor``
         """
-        return _dispatch_tril((self, diagonal))
+        if diagonal.__class__ is not int:
+            _int_arg(diagonal, 'tril', 'diagonal', 1)
+        return _method_dispatch_tril((self, diagonal))
 
     def tril_(self, diagonal=0):
         """In-place version of tril: A copy with the elements above the `diagonal`-th diagonal of the last two dimensions zeroed.
 
         Schema: ``tril_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)``
         """
-        return _dispatch_tril_((self, diagonal))
+        if diagonal.__class__ is not int:
+            _int_arg(diagonal, 'tril_', 'diagonal', 1)
+        return _method_dispatch_tril_((self, diagonal))
 
     def triu(self, diagonal=0):
         """A copy with the elements below the `diagonal`-th diagonal of the last two dimensions zeroed.
 
         Schema: ``triu(Tensor self, int diagonal=0) -> Tensor``
         """
-        return _dispatch_triu((self, diagonal))
+        if diagonal.__class__ is not int:
+            _int_arg(diagonal, 'triu', 'diagonal', 1)
+        return _method_dispatch_triu((self, diagonal))
 
     def triu_(self, diagonal=0):
         """In-place version of triu: A copy with the elements below the `diagonal`-th diagonal of the last two dimensions zeroed.
 
         Schema: ``triu_(Tensor(a!) self, int diagonal=0) -> Tensor(a!)``
         """
-        return _dispatch_triu_((self, diagonal))
+        if diagonal.__class__ is not int:
+            _int_arg(diagonal, 'triu_', 'diagonal', 1)
+        return _method_dispatch_triu_((self, diagonal))
 
     def repeat(self, *repeats, **repeats_kw):
         """The tensor repeated `repeats[i]` times along dimension i (leading repeats add dimensions).
@@ -1637,7 +2031,7 @@ class TensorMethods:
         Schema: ``repeat(Tensor self, SymInt[] repeats) -> Tensor``
         """
         repeats = _size_arg(repeats, repeats_kw, 'repeat', 'repeats')
-        return _dispatch_repeat((self, repeats))
+        return _method_dispatch_repeat((self, repeats))
 
     def tile(self, *dims, **dims_kw):
         """repeat with `dims` padded with leading ones to the tensor's dimensions.
@@ -1645,70 +2039,102 @@ class TensorMethods:
         Schema: ``tile(Tensor self, SymInt[] dims) -> Tensor``
         """
         dims = _size_arg(dims, dims_kw, 'tile', 'dims')
-        return _dispatch_tile((self, dims))
+        return _method_dispatch_tile((self, dims))
 
     def split_with_sizes(self, split_sizes, dim=0):
         """Views of consecutive chunks of the given sizes along `dim`.
 
         Schema: ``split_with_sizes(Tensor(a) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]``
         """
-        return _dispatch_split_with_sizes((self, split_sizes, dim))
+        if dim.__class__ is not int:
+            _int_arg(dim, 'split_with_sizes', 'dim', 2)
+        return _method_dispatch_split_with_sizes((self, split_sizes, dim))
 
     def chunk(self, chunks, dim=0):
         """At most `chunks` views of equal size (the last may be smaller) along `dim`.
 
         Schema: ``chunk(Tensor(a) self, int chunks, int dim=0) -> Tensor(a)[]``
         """
-        return _dispatch_chunk((self, chunks, dim))
+        if chunks.__class__ is not int:
+            _int_arg(chunks, 'chunk', 'chunks', 1)
+        if dim.__class__ is not int:
+            _int_arg(dim, 'chunk', 'dim', 2)
+        return _method_dispatch_chunk((self, chunks, dim))
 
     def unbind(self, dim=0):
         """The slices along `dim`, each without that dimension.
 
         Schema: ``unbind.int(Tensor(a) self, int dim=0) -> Tensor(a)[]``
         """
-        return _dispatch_unbind_int((self, dim))
+        if dim.__class__ is not int:
+            _int_arg(dim, 'unbind', 'dim', 1)
+        return _method_dispatch_unbind_int((self, dim))
 
     def narrow(self, dim, start, length):
         """A view of `length` elements from `start` along `dim`.
 
         Schema: ``narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)``
         """
-        return _dispatch_narrow((self, dim, start, length))
+        if dim.__class__ is not int:
+            _int_arg(dim, 'narrow', 'dim', 1)
+        if start.__class__ is not int:
+            _int_arg(start, 'narrow', 'start', 2)
+        if length.__class__ is not int:
+            _int_arg(length, 'narrow', 'length', 3)
+        return _method_dispatch_narrow((self, dim, start, length))
 
     def diag_embed(self, offset=0, dim1=-2, dim2=-1):
         """A tensor whose `offset`-th diagonals in the planes of dims dim1 and dim2 are the last dimension of `self`, zeros elsewhere.
 
         Schema: ``diag_embed(Tensor self, int offset=0, int dim1=-2, int dim2=-1) -> Tensor``
         """
-        return _dispatch_diag_embed((self, offset, dim1, dim2))
+        if offset.__class__ is not int:
+            _int_arg(offset, 'diag_embed', 'offset', 1)
+        if dim1.__class__ is not int:
+            _int_arg(dim1, 'diag_embed', 'dim1', 2)
+        if dim2.__class__ is not int:
+            _int_arg(dim2, 'diag_embed', 'dim2', 3)
+        return _method_dispatch_diag_embed((self, offset, dim1, dim2))
 
     def diag(self, diagonal=0):
         """The `diagonal`-th diagonal of a matrix (a copy), or the square matrix with a vector on it.
 
         Schema: ``diag(Tensor self, int diagonal=0) -> Tensor``
         """
-        return _dispatch_diag((self, diagonal))
+        if diagonal.__class__ is not int:
+            _int_arg(diagonal, 'diag', 'diagonal', 1)
+        return _method_dispatch_diag((self, diagonal))
 
     def diagflat(self, offset=0):
         """The square matrix with the flattened input on its `offset`-th diagonal.
 
         Schema: ``diagflat(Tensor self, int offset=0) -> Tensor``
         """
-        return _dispatch_diagflat((self, offset))
+        if offset.__class__ is not int:
+            _int_arg(offset, 'diagflat', 'offset', 1)
+        return _method_dispatch_diagflat((self, offset))
 
     def unflatten(self, dim, sizes):
         """`self` with dimension `dim` split into `sizes` (one of them may be -1): a view where the layout allows.
 
         Schema: ``unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)``
         """
-        return _dispatch_unflatten_int((self, dim, sizes))
+        if dim.__class__ is not int:
+            _int_arg(dim, 'unflatten', 'dim', 1)
+        return _method_dispatch_unflatten_int((self, dim, sizes))
 
     def diagonal(self, offset=0, dim1=0, dim2=1):
         """A view of the `offset`-th diagonal of the planes spanned by `dim1` and `dim2` (appended as the last dimension).
 
         Schema: ``diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)``
         """
-        return _dispatch_diagonal((self, offset, dim1, dim2))
+        if offset.__class__ is not int:
+            _int_arg(offset, 'diagonal', 'offset', 1)
+        if dim1.__class__ is not int:
+            _int_arg(dim1, 'diagonal', 'dim1', 2)
+        if dim2.__class__ is not int:
+            _int_arg(dim2, 'diagonal', 'dim2', 3)
+        return _method_dispatch_diagonal((self, offset, dim1, dim2))
 
     @staticmethod
     def _bind_lerp_Scalar(self, end, weight):
@@ -1722,7 +2148,7 @@ class TensorMethods:
 
     def lerp(self, *args, **kwargs):
         """self + weight * (end - self)."""
-        return _call_overload('lerp', ((TensorMethods._bind_lerp_Scalar, _op_lerp_Scalar, None), (TensorMethods._bind_lerp_Tensor, _op_lerp_Tensor, None),), (self,) + args, kwargs)
+        return _call_overload('lerp', ((TensorMethods._bind_lerp_Scalar, _op_lerp_Scalar, None), (TensorMethods._bind_lerp_Tensor, _op_lerp_Tensor, None),), (self,) + args, kwargs, True)
 
     @staticmethod
     def _bind_lerp__Scalar(self, end, weight):
@@ -1736,66 +2162,76 @@ class TensorMethods:
 
     def lerp_(self, *args, **kwargs):
         """In-place version of lerp.Scalar: self + weight * (end - self)."""
-        return _call_overload('lerp_', ((TensorMethods._bind_lerp__Scalar, _op_lerp__Scalar, None), (TensorMethods._bind_lerp__Tensor, _op_lerp__Tensor, None),), (self,) + args, kwargs)
+        return _call_overload('lerp_', ((TensorMethods._bind_lerp__Scalar, _op_lerp__Scalar, None), (TensorMethods._bind_lerp__Tensor, _op_lerp__Tensor, None),), (self,) + args, kwargs, True)
 
     def addcmul(self, tensor1, tensor2, *, value=1):
         """self + value * tensor1 * tensor2.
 
         Schema: ``addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
         """
-        return _dispatch_addcmul((self, tensor1, tensor2, value))
+        return _method_dispatch_addcmul((self, tensor1, tensor2, value))
 
     def addcmul_(self, tensor1, tensor2, *, value=1):
         """In-place version of addcmul: self + value * tensor1 * tensor2.
 
         Schema: ``addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)``
         """
-        return _dispatch_addcmul_((self, tensor1, tensor2, value))
+        return _method_dispatch_addcmul_((self, tensor1, tensor2, value))
 
     def addcdiv(self, tensor1, tensor2, *, value=1):
         """self + value * tensor1 / tensor2 (floating-point tensor1 and tensor2 only).
 
         Schema: ``addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
         """
-        return _dispatch_addcdiv((self, tensor1, tensor2, value))
+        return _method_dispatch_addcdiv((self, tensor1, tensor2, value))
 
     def addcdiv_(self, tensor1, tensor2, *, value=1):
         """In-place version of addcdiv: self + value * tensor1 / tensor2 (floating-point tensor1 and tensor2 only).
 
         Schema: ``addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)``
         """
-        return _dispatch_addcdiv_((self, tensor1, tensor2, value))
+        return _method_dispatch_addcdiv_((self, tensor1, tensor2, value))
 
     def gather(self, dim, index, *, sparse_grad=False):
         """Values of `self` along `dim` at the positions `index` holds (out[i][j] = self[index[i][j]][j] for dim 0).
 
         Schema: ``gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor``
         """
-        return _dispatch_gather((self, dim, index, sparse_grad))
+        if dim.__class__ is not int:
+            _int_arg(dim, 'gather', 'dim', 1)
+        if sparse_grad.__class__ is not bool:
+            _bool_arg(sparse_grad, 'gather', 'sparse_grad', None)
+        return _method_dispatch_gather((self, dim, index, sparse_grad))
 
     def scatter_add(self, dim, index, src):
         """A copy of `self` with each `src` element added at the position along `dim` that `index` gives.
 
         Schema: ``scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor``
         """
-        return _dispatch_scatter_add((self, dim, index, src))
+        if dim.__class__ is not int:
+            _int_arg(dim, 'scatter_add', 'dim', 1)
+        return _method_dispatch_scatter_add((self, dim, index, src))
 
     def scatter_add_(self, dim, index, src):
         """In-place version of scatter_add: A copy of `self` with each `src` element added at the position along `dim` that `index` gives.
 
         Schema: ``scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)``
         """
-        return _dispatch_scatter_add_((self, dim, index, src))
+        if dim.__class__ is not int:
+            _int_arg(dim, 'scatter_add_', 'dim', 1)
+        return _method_dispatch_scatter_add_((self, dim, index, src))
 
     def nonzero(self):
         """The indices of the nonzero elements, one row per element (a data-dependent shape).
 
         Schema: ``nonzero(Tensor self) -> Tensor``
         """
-        return _dispatch_nonzero((self,))
+        return _method_dispatch_nonzero((self,))
 
     @staticmethod
     def _bind_scatter_value(self, dim, index, value):
+        if dim.__class__ is not int:
+            _int_arg(dim, 'scatter', 'dim', 1)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
         if hasattr(value, '_data'):
@@ -1804,16 +2240,20 @@ class TensorMethods:
 
     @staticmethod
     def _bind_scatter_src(self, dim, index, src):
+        if dim.__class__ is not int:
+            _int_arg(dim, 'scatter', 'dim', 1)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
         return (self, dim, index, src)
 
     def scatter(self, *args, **kwargs):
         """A copy of `self` with `value` written at the positions along `dim` that `index` gives."""
-        return _call_overload('scatter', ((TensorMethods._bind_scatter_value, _op_scatter_value, None), (TensorMethods._bind_scatter_src, _op_scatter_src, None),), (self,) + args, kwargs)
+        return _call_overload('scatter', ((TensorMethods._bind_scatter_value, _op_scatter_value, None), (TensorMethods._bind_scatter_src, _op_scatter_src, None),), (self,) + args, kwargs, True)
 
     @staticmethod
     def _bind_scatter__value(self, dim, index, value):
+        if dim.__class__ is not int:
+            _int_arg(dim, 'scatter_', 'dim', 1)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
         if hasattr(value, '_data'):
@@ -1822,69 +2262,91 @@ class TensorMethods:
 
     @staticmethod
     def _bind_scatter__src(self, dim, index, src):
+        if dim.__class__ is not int:
+            _int_arg(dim, 'scatter_', 'dim', 1)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
         return (self, dim, index, src)
 
     def scatter_(self, *args, **kwargs):
         """In-place version of scatter.value: A copy of `self` with `value` written at the positions along `dim` that `index` gives."""
-        return _call_overload('scatter_', ((TensorMethods._bind_scatter__value, _op_scatter__value, None), (TensorMethods._bind_scatter__src, _op_scatter__src, None),), (self,) + args, kwargs)
+        return _call_overload('scatter_', ((TensorMethods._bind_scatter__value, _op_scatter__value, None), (TensorMethods._bind_scatter__src, _op_scatter__src, None),), (self,) + args, kwargs, True)
 
     def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
         """A copy of `self` reducing (sum, prod, mean, amax, amin) the `src` elements scattered to each position.
 
         Schema: ``scatter_reduce.two(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor``
         """
-        return _dispatch_scatter_reduce_two((self, dim, index, src, reduce, include_self))
+        if dim.__class__ is not int:
+            _int_arg(dim, 'scatter_reduce', 'dim', 1)
+        if include_self.__class__ is not bool:
+            _bool_arg(include_self, 'scatter_reduce', 'include_self', None)
+        return _method_dispatch_scatter_reduce_two((self, dim, index, src, reduce, include_self))
 
     def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
         """In-place version of scatter_reduce.two: A copy of `self` reducing (sum, prod, mean, amax, amin) the `src` elements scattered to each position.
 
         Schema: ``scatter_reduce_.two(Tensor(a!) self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True) -> Tensor(a!)``
         """
-        return _dispatch_scatter_reduce__two((self, dim, index, src, reduce, include_self))
+        if dim.__class__ is not int:
+            _int_arg(dim, 'scatter_reduce_', 'dim', 1)
+        if include_self.__class__ is not bool:
+            _bool_arg(include_self, 'scatter_reduce_', 'include_self', None)
+        return _method_dispatch_scatter_reduce__two((self, dim, index, src, reduce, include_self))
 
     def index_add(self, dim, index, source, *, alpha=1):
         """A copy of `self` with `alpha * source` slices added at the positions `index` gives along `dim`.
 
         Schema: ``index_add(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor``
         """
-        return _dispatch_index_add((self, dim, index, source, alpha))
+        if dim.__class__ is not int:
+            _int_arg(dim, 'index_add', 'dim', 1)
+        return _method_dispatch_index_add((self, dim, index, source, alpha))
 
     def index_add_(self, dim, index, source, *, alpha=1):
         """In-place version of index_add: A copy of `self` with `alpha * source` slices added at the positions `index` gives along `dim`.
 
         Schema: ``index_add_(Tensor(a!) self, int dim, Tensor index, Tensor source, *, Scalar alpha=1) -> Tensor(a!)``
         """
-        return _dispatch_index_add_((self, dim, index, source, alpha))
+        if dim.__class__ is not int:
+            _int_arg(dim, 'index_add_', 'dim', 1)
+        return _method_dispatch_index_add_((self, dim, index, source, alpha))
 
     def index_select(self, dim, index):
         """The slices of `self` along `dim` at the positions of the 1-D `index`.
 
         Schema: ``index_select(Tensor self, int dim, Tensor index) -> Tensor``
         """
-        return _dispatch_index_select((self, dim, index))
+        if dim.__class__ is not int:
+            _int_arg(dim, 'index_select', 'dim', 1)
+        return _method_dispatch_index_select((self, dim, index))
 
     def take_along_dim(self, indices, dim=None):
         """gather along `dim` with `indices` broadcast against `self` (of the flattened tensor when dim is None).
 
         Schema: ``take_along_dim(Tensor self, Tensor indices, int? dim=None) -> Tensor``
         """
-        return _dispatch_take_along_dim((self, indices, dim))
+        if dim is not None and dim.__class__ is not int:
+            _int_arg(dim, 'take_along_dim', 'dim', 2)
+        return _method_dispatch_take_along_dim((self, indices, dim))
 
     def index_put(self, indices, values, accumulate=False):
         """A copy of `self` with `values` written (or added, accumulate=True) at the advanced index `indices`.
 
         Schema: ``index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor``
         """
-        return _dispatch_index_put((self, indices, values, accumulate))
+        if accumulate.__class__ is not bool:
+            _bool_arg(accumulate, 'index_put', 'accumulate', 3)
+        return _method_dispatch_index_put((self, indices, values, accumulate))
 
     def index_put_(self, indices, values, accumulate=False):
         """In-place version of index_put: A copy of `self` with `values` written (or added, accumulate=True) at the advanced index `indices`.
 
         Schema: ``index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor(a!)``
         """
-        return _dispatch_index_put_((self, indices, values, accumulate))
+        if accumulate.__class__ is not bool:
+            _bool_arg(accumulate, 'index_put_', 'accumulate', 3)
+        return _method_dispatch_index_put_((self, indices, values, accumulate))
 
     @staticmethod
     def _bind_masked_fill_Scalar(self, mask, value):
@@ -1898,7 +2360,7 @@ class TensorMethods:
 
     def masked_fill(self, *args, **kwargs):
         """`self` with `value` where the boolean `mask` is True."""
-        return _call_overload('masked_fill', ((TensorMethods._bind_masked_fill_Scalar, _op_masked_fill_Scalar, None), (TensorMethods._bind_masked_fill_Tensor, _op_masked_fill_Tensor, None),), (self,) + args, kwargs)
+        return _call_overload('masked_fill', ((TensorMethods._bind_masked_fill_Scalar, _op_masked_fill_Scalar, None), (TensorMethods._bind_masked_fill_Tensor, _op_masked_fill_Tensor, None),), (self,) + args, kwargs, True)
 
     @staticmethod
     def _bind_masked_fill__Scalar(self, mask, value):
@@ -1912,112 +2374,122 @@ class TensorMethods:
 
     def masked_fill_(self, *args, **kwargs):
         """In-place version of masked_fill.Scalar: `self` with `value` where the boolean `mask` is True."""
-        return _call_overload('masked_fill_', ((TensorMethods._bind_masked_fill__Scalar, _op_masked_fill__Scalar, None), (TensorMethods._bind_masked_fill__Tensor, _op_masked_fill__Tensor, None),), (self,) + args, kwargs)
+        return _call_overload('masked_fill_', ((TensorMethods._bind_masked_fill__Scalar, _op_masked_fill__Scalar, None), (TensorMethods._bind_masked_fill__Tensor, _op_masked_fill__Tensor, None),), (self,) + args, kwargs, True)
 
     def masked_select(self, mask):
         """The elements of `self` where the boolean `mask` is True, as a 1-D tensor (a data-dependent shape).
 
         Schema: ``masked_select(Tensor self, Tensor mask) -> Tensor``
         """
-        return _dispatch_masked_select((self, mask))
+        return _method_dispatch_masked_select((self, mask))
 
     def masked_scatter(self, mask, source):
         """`self` with the leading elements of `source` written, in order, where the boolean `mask` is True.
 
         Schema: ``masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor``
         """
-        return _dispatch_masked_scatter((self, mask, source))
+        return _method_dispatch_masked_scatter((self, mask, source))
 
     def masked_scatter_(self, mask, source):
         """In-place version of masked_scatter: `self` with the leading elements of `source` written, in order, where the boolean `mask` is True.
 
         Schema: ``masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)``
         """
-        return _dispatch_masked_scatter_((self, mask, source))
+        return _method_dispatch_masked_scatter_((self, mask, source))
 
     def erf(self):
         """The error function 2/sqrt(pi) * integral of exp(-t**2) from 0 to x, of each element.
 
         Schema: ``erf(Tensor self) -> Tensor``
         """
-        return _dispatch_erf((self,))
+        return _method_dispatch_erf((self,))
 
     def erf_(self):
         """In-place version of erf: The error function 2/sqrt(pi) * integral of exp(-t**2) from 0 to x, of each element.
 
         Schema: ``erf_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_erf_((self,))
+        return _method_dispatch_erf_((self,))
 
     def lgamma(self):
         """The logarithm of the absolute value of the gamma function, log |Gamma(x)|, of each element.
 
         Schema: ``lgamma(Tensor self) -> Tensor``
         """
-        return _dispatch_lgamma((self,))
+        return _method_dispatch_lgamma((self,))
 
     def lgamma_(self):
         """In-place version of lgamma: The logarithm of the absolute value of the gamma function, log |Gamma(x)|, of each element.
 
         Schema: ``lgamma_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_lgamma_((self,))
+        return _method_dispatch_lgamma_((self,))
 
     def digamma(self):
         """The digamma function, the derivative of lgamma, of each element (-inf at 0, nan at the negative integers).
 
         Schema: ``digamma(Tensor self) -> Tensor``
         """
-        return _dispatch_digamma((self,))
+        return _method_dispatch_digamma((self,))
 
     def digamma_(self):
         """In-place version of digamma: The digamma function, the derivative of lgamma, of each element (-inf at 0, nan at the negative integers).
 
         Schema: ``digamma_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_digamma_((self,))
+        return _method_dispatch_digamma_((self,))
 
     def erfinv(self):
         """The inverse error function of each element (-inf and inf at -1 and 1, nan outside them).
 
         Schema: ``erfinv(Tensor self) -> Tensor``
         """
-        return _dispatch_erfinv((self,))
+        return _method_dispatch_erfinv((self,))
 
     def erfinv_(self):
         """In-place version of erfinv: The inverse error function of each element (-inf and inf at -1 and 1, nan outside them).
 
         Schema: ``erfinv_(Tensor(a!) self) -> Tensor(a!)``
         """
-        return _dispatch_erfinv_((self,))
+        return _method_dispatch_erfinv_((self,))
 
     def xlogy(self, other):
         """self * log(other), 0 where self is 0 (unless other is nan), of each pair of elements.
 
         Schema: ``xlogy.Tensor(Tensor self, Tensor other) -> Tensor``
         """
-        return _dispatch_xlogy_Tensor((self, other))
+        return _method_dispatch_xlogy_Tensor((self, other))
 
     def cholesky(self, upper=False):
         """The Cholesky factor of each symmetric positive-definite matrix (torch's older spelling of linalg.cholesky).
 
         Schema: ``cholesky(Tensor self, bool upper=False) -> Tensor``
         """
-        return _dispatch_cholesky((self, upper))
+        if upper.__class__ is not bool:
+            _bool_arg(upper, 'cholesky', 'upper', 1)
+        return _method_dispatch_cholesky((self, upper))
 
     def triangular_solve(self, A, upper=True, transpose=False, unitriangular=False):
         """X with A X = self (A^T X = self with `transpose`) for triangular A, and a copy of A (torch's older form of linalg.solve_triangular, arguments reversed).
 
         Schema: ``triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)``
         """
-        return _tuple_new(_R_triangular_solve, _dispatch_triangular_solve((self, A, upper, transpose, unitriangular)))
+        if upper.__class__ is not bool:
+            _bool_arg(upper, 'triangular_solve', 'upper', 2)
+        if transpose.__class__ is not bool:
+            _bool_arg(transpose, 'triangular_solve', 'transpose', 3)
+        if unitriangular.__class__ is not bool:
+            _bool_arg(unitriangular, 'triangular_solve', 'unitriangular', 4)
+        return _tuple_new(_R_triangular_solve, _method_dispatch_triangular_solve((self, A, upper, transpose, unitriangular)))
 
     def cholesky_solve(self, input2, upper=False):
         """X with A X = self, given the Cholesky factor input2 of A (lower L, A = L L^T; upper U, A = U^T U).
 
         Schema: ``cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor``
         """
-        return _dispatch_cholesky_solve((self, input2, upper))
+        if upper.__class__ is not bool:
+            _bool_arg(upper, 'cholesky_solve', 'upper', 2)
+        return _method_dispatch_cholesky_solve((self, input2, upper))
 
     @staticmethod
     def _bind_bernoulli_p(self, p, *, generator=None):
@@ -2029,28 +2501,32 @@ class TensorMethods:
 
     def bernoulli(self, *args, **kwargs):
         """1 with probability p, else 0, in the shape and dtype of self."""
-        return _call_overload('bernoulli', ((TensorMethods._bind_bernoulli_p, _op_bernoulli_p, None), (TensorMethods._bind_bernoulli, _op_bernoulli, None),), (self,) + args, kwargs)
+        return _call_overload('bernoulli', ((TensorMethods._bind_bernoulli_p, _op_bernoulli_p, None), (TensorMethods._bind_bernoulli, _op_bernoulli, None),), (self,) + args, kwargs, True)
 
     def bernoulli_(self, p=0.5, *, generator=None):
         """Fills self with 1 with probability p, else 0.
 
         Schema: ``bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)``
         """
-        return _dispatch_bernoulli__float((self, p, generator))
+        return _method_dispatch_bernoulli__float((self, p, generator))
 
     def multinomial(self, num_samples, replacement=False, *, generator=None):
         """Indices drawn from the categories weighted by self (1-d or 2-d rows), with or without replacement.
 
         Schema: ``multinomial(Tensor self, SymInt num_samples, bool replacement=False, *, Generator? generator=None) -> Tensor``
         """
-        return _dispatch_multinomial((self, num_samples, replacement, generator))
+        if num_samples.__class__ is not int:
+            _int_arg(num_samples, 'multinomial', 'num_samples', 1)
+        if replacement.__class__ is not bool:
+            _bool_arg(replacement, 'multinomial', 'replacement', 2)
+        return _method_dispatch_multinomial((self, num_samples, replacement, generator))
 
     def argwhere(self):
         """The indices of the nonzero elements, one row per element (nonzero).
 
         Schema: ``argwhere(Tensor self) -> Tensor``
         """
-        return _dispatch_argwhere((self,))
+        return _method_dispatch_argwhere((self,))
 
     def __add__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:

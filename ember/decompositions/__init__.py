@@ -45,6 +45,17 @@ def as_float(x):
     return x if x.dtype.is_floating_point else F._to_copy(x, dtype=get_default_dtype())
 
 
+def wrapped_number(value, like):
+    """The Python number `value` as a 0-d tensor beside the tensor `like`, for an argument taking no number
+    (an explicit kernel computing gt(self, 2) as lt(2, self)): of the dtype the number takes beside `like`
+    (weak in type promotion, as PyTorch's wrapped numbers), on `like`'s device, so the op computes in the dtype
+    it would with the number."""
+    from ember._generated import functions as F
+    from ember.core.type_promotion import result_type
+
+    return F.scalar_tensor(value, dtype=result_type(like, value), device=like.device)
+
+
 from . import elementwise, math, reductions, shape_ops, factories, distances, indexing, sorting_scans, shape_extra  # noqa: E402,F401  (registration)
 from . import convolution, pooling, normalization, padding, folding, nn_backward  # noqa: E402,F401  (nn layers)
 from . import recurrent, special  # noqa: E402,F401  (the recurrent layer op, special functions)

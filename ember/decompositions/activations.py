@@ -89,7 +89,7 @@ def silu_backward(grad_output, self):
 def softplus(self, beta=1, threshold=20):
     x = _up(self)
     bx = F.mul(x, beta)
-    soft = F.div(F.log1p(F.exp(F.minimum(bx, threshold))), beta)    # exp of large values is never taken
+    soft = F.div(F.log1p(F.exp(F.clamp(bx, max=threshold))), beta)    # exp of large values is never taken
     return _down(F.where(F.gt(bx, threshold), x, soft), self)
 
 
@@ -102,13 +102,13 @@ def leaky_relu(self, negative_slope=0.01):
 @explicit_kernel("elu")
 def elu(self, alpha=1, scale=1, input_scale=1):
     x = _up(self)
-    negative = F.mul(F.expm1(F.mul(F.minimum(x, 0.0), input_scale)), alpha * scale)
+    negative = F.mul(F.expm1(F.mul(F.clamp(x, max=0.0), input_scale)), alpha * scale)
     return _down(F.where(F.gt(x, 0), F.mul(x, scale), negative), self)
 
 
 @explicit_kernel("hardtanh")
 def hardtanh(self, min_val=-1, max_val=1):
-    out = F.minimum(F.maximum(self, min_val), max_val)
+    out = F.clamp(self, min_val, max_val)
     return _down(out, self)
 
 
@@ -121,10 +121,10 @@ def mish(self):
 @explicit_kernel("hardsigmoid")
 def hardsigmoid(self):
     x = _up(self)
-    return _down(F.div(F.minimum(F.maximum(F.add(x, 3.0), 0.0), 6.0), 6.0), self)
+    return _down(F.div(F.clamp(F.add(x, 3.0), 0.0, 6.0), 6.0), self)
 
 
 @explicit_kernel("hardswish")
 def hardswish(self):
     x = _up(self)
-    return _down(F.div(F.mul(x, F.minimum(F.maximum(F.add(x, 3.0), 0.0), 6.0)), 6.0), self)
+    return _down(F.div(F.mul(x, F.clamp(F.add(x, 3.0), 0.0, 6.0)), 6.0), self)

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from ember._generated import functions as F
+from ember.core import dtype as _dt
+from ember.frontend.tensor import Tensor
 
 from . import as_float, decomposition, explicit_kernel
 
@@ -19,10 +21,22 @@ def sign(self):
 def clamp(self, min=None, max=None):
     out = self
     if min is not None:
-        out = F.maximum(out, min)
+        out = _bounded(out, min, True)
     if max is not None:
-        out = F.minimum(out, max)
+        out = _bounded(out, max, False)
     return F.clone(out) if out is self else out
+
+
+def _bounded(x, bound, lower: bool):
+    """max(x, bound) (`lower`) or min(x, bound): maximum/minimum of a Tensor bound; for a number (which those
+    take no more than PyTorch's do), the bound where x passes it or where it is NaN, as PyTorch's clamp."""
+    if isinstance(bound, Tensor):
+        return F.maximum(x, bound) if lower else F.minimum(x, bound)
+    if bound != bound:
+        passes = F.ones_like(x, dtype=_dt.bool)
+    else:
+        passes = F.lt(x, bound) if lower else F.gt(x, bound)
+    return F.where(passes, bound, x)
 
 
 @explicit_kernel("rsqrt")
@@ -53,7 +67,5 @@ def rsub(self, other, alpha=1):
 @explicit_kernel("square")
 def square(self):
     if self.dtype.category == 0:
-        from ember.core import dtype as _dt
-
         self = F._to_copy(self, dtype=_dt.int64)      # PyTorch: pow(self, 2), bool promotes to int64
     return F.mul(self, self)

@@ -18,7 +18,7 @@ from ember.core import dtype as _dt
 from ember.frontend.tensor import Tensor
 from ember.core.type_promotion import elementwise_dtypes
 
-from . import explicit_kernel
+from . import explicit_kernel, wrapped_number
 
 _LN2 = math.log(2.0)
 _LARGE = 1e8        # beyond it, x**2 + 1 == x**2 in float64: use the asymptotic forms
@@ -69,6 +69,8 @@ def frac(self):
 @explicit_kernel("remainder.Tensor")
 def remainder(self, other):
     """fmod, moved into the sign of `other` (Python's %)."""
+    if not isinstance(self, Tensor):              # remainder(2, t): fmod takes no number for self
+        self = wrapped_number(self, other)
     r = F.fmod(self, other)
     if not r.dtype.is_signed:
         return r                                  # nothing is negative in uint8
@@ -144,7 +146,7 @@ def acos(self):
 @explicit_kernel("atan")
 @_opmath("int_to_float")
 def atan(self):
-    return F.atan2(self, 1.0)
+    return F.atan2(self, F.ones_like(self))
 
 
 # ---------------------------------------------------------------------- hyperbolic
@@ -153,7 +155,7 @@ def atan(self):
 def sinh(self):
     """(e + e / (e + 1)) / 2 with e = expm1(|x|) near 0; exp(|x| - ln 2) - exp(-|x|) / 2 beyond."""
     ax = F.abs(self)
-    e = F.expm1(F.minimum(ax, 1.0))
+    e = F.expm1(F.clamp(ax, max=1.0))
     small = F.mul(F.add(e, F.div(e, F.add(e, 1.0))), 0.5)
     large = F.sub(F.exp(F.sub(ax, _LN2)), F.mul(F.exp(F.neg(ax)), 0.5))
     magnitude = F.where(F.lt(ax, 1.0), small, large)
@@ -172,7 +174,7 @@ def cosh(self):
 def asinh(self):
     """sign(x) * log1p(|x| + x^2 / (1 + sqrt(1 + x^2))); log(2|x|) for huge |x|."""
     ax = F.abs(self)
-    capped = F.minimum(ax, _LARGE)
+    capped = F.clamp(ax, max=_LARGE)
     sq = F.mul(capped, capped)
     near = F.log1p(F.add(capped, F.div(sq, F.add(F.sqrt(F.add(sq, 1.0)), 1.0))))
     far = F.add(F.log(ax), _LN2)
@@ -184,7 +186,7 @@ def asinh(self):
 @_opmath("int_to_float")
 def acosh(self):
     """log1p(t + sqrt(t (t + 2))) with t = x - 1 (exact near 1); log(2x) for huge x."""
-    t = F.sub(F.minimum(self, _LARGE), 1.0)
+    t = F.sub(F.clamp(self, max=_LARGE), 1.0)
     near = F.log1p(F.add(t, F.sqrt(F.mul(t, F.add(t, 2.0)))))
     far = F.add(F.log(self), _LN2)
     return F.where(F.lt(self, _LARGE), near, far)
@@ -232,12 +234,12 @@ def ne(self, other):
 
 @explicit_kernel("gt.Tensor")
 def gt(self, other):
-    return F.lt(other, self)
+    return F.lt(other if isinstance(other, Tensor) else wrapped_number(other, self), self)
 
 
 @explicit_kernel("ge.Tensor")
 def ge(self, other):
-    return F.le(other, self)
+    return F.le(other if isinstance(other, Tensor) else wrapped_number(other, self), self)
 
 
 # ------------------------------------------------------------------ logical, bitwise

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ember._generated import functions as F
 from ember.dispatcher.operator import ALL_OPS
 from ember.core import dtype as _dt
+from ember.core.errors import ArgumentTypeError
 from ember.shape_rules.shape_ops import parse_einsum
 
 from . import decomposition, explicit_kernel
@@ -86,6 +87,8 @@ def repeat(self, repeats):
 
 @decomposition("tile")
 def tile(self, dims):
+    if not isinstance(dims, (list, tuple)):
+        raise ArgumentTypeError(f"tile(): argument 'dims' (position 2) must be tuple of ints, not {type(dims).__name__}")
     dims = tuple(dims)
     dims = (1,) * (self.dim() - len(dims)) + dims
     return ALL_OPS["repeat"](self, dims)

@@ -17,7 +17,7 @@ from ember._generated import functions as F
 from ember.core import dtype as _dt
 from ember.core.type_promotion import result_type
 
-from . import as_float, decomposition, explicit_kernel
+from . import as_float, decomposition, explicit_kernel, wrapped_number
 
 _LANCZOS_G = 7.0
 _LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059,
@@ -136,6 +136,8 @@ def xlogy(self, other):
     """self * log(other); 0 where self is 0 and other is not nan (torch's rule). Either may be a Python number."""
     if not hasattr(other, "dtype"):
         other = F.full_like(as_float(self), float(other))
+    elif not hasattr(self, "dtype"):                   # eq takes no number for self
+        self = wrapped_number(self, other)
     dtype = result_type(self, other)                   # both in the result's dtype first, as torch computes
     dtype = dtype if dtype.is_floating_point else _dt.get_default_dtype()
     if hasattr(self, "dtype") and self.dtype is not dtype:

@@ -45,8 +45,9 @@ def call(op, args: tuple):
 _BACKEND_MASK = K.BACKEND_MASK
 
 
-def caller_for(op) -> Callable[[tuple], object]:
-    """`op`'s dispatch function (`OpDef.dispatch`; the generated bindings hold it as a global).
+def caller_for(op, method: bool = False) -> Callable[[tuple], object]:
+    """`op`'s dispatch function (`OpDef.dispatch`; the generated bindings hold it as a global), or with `method`
+    its Tensor method's (`OpDef.method_dispatch`: the same, numbering the arguments after `self` in its errors).
 
     Made by the factory generated for the op's layout of tensor positions
     (`_generated/dispatchers.py`'s `DISPATCH_FACTORIES`, written by `python -m codegen` for every layout in the
@@ -57,7 +58,7 @@ def caller_for(op) -> Callable[[tuple], object]:
     if make is None:
         raise RuntimeError(f"{op.name}: no generated dispatch function for tensor positions {layout}; every op "
                            "comes from ops_registry.yaml: run `python -m codegen`")
-    return make(op, op.cache)
+    return make(op, op.cache, method)
 
 
 def redispatch(op, ks: int, args: tuple):

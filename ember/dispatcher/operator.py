@@ -28,7 +28,7 @@ class OpDef(OpSchema):
     plus the mutable part: kernels per dispatch key and the resolved-entry cache."""
 
     __slots__ = ("backward_cls", "shape_rule", "explicit", "decomposition", "checker", "kernels", "functionality",
-                 "cache", "dispatch", "__weakref__")
+                 "cache", "dispatch", "method_dispatch", "__weakref__")
 
     def __init__(self, name: str, **schema_fields) -> None:
         OpSchema.__init__(self, name=name, **schema_fields)
@@ -44,6 +44,8 @@ class OpDef(OpSchema):
         self.cache: dict[int, Callable] = {}
         # dispatch(args): the call path for this op (dispatch.call's, written out for its tensor positions)
         self.dispatch: Callable[[tuple], object] = caller_for(self)
+        # the same for the op's Tensor method: its errors number the arguments after `self`, as torch's do
+        self.method_dispatch: Callable[[tuple], object] = caller_for(self, method=True)
         ALL_OPS[name] = self
 
     def __setattr__(self, name: str, value) -> None:

@@ -10,6 +10,8 @@ call path reads them without a name lookup.
 """
 from __future__ import annotations
 
+import functools
+import re
 from dataclasses import dataclass, field
 
 
@@ -46,6 +48,12 @@ class OpSchema:
     promotion_if_given: tuple | None = None  # (position, promotion kind used when that argument is not None)
     iterator_operands: str = "arguments"     # TensorIterator's operands: arguments, tensors_only, reversed
     copy_from: int | None = None       # an in-place copy: position of the argument self's new value is
+    # positions of the Tensor arguments that also take a Python number (PyTorch's argument parser: an overload
+    # taking a Scalar there, or its list of functions taking one anywhere); a number elsewhere is a TypeError
+    numbers: tuple[int, ...] = ()
+    # those numbers reach the op as the 0-d cpu tensor PyTorch wraps them in (ops outside the pointwise
+    # families, whose kernels take tensors: copy_), not as themselves
+    wraps_numbers: bool = False
     # the value per element as a tree over the arguments (codegen/scalar_formulas.py), for fused kernels
     scalar: tuple | None = None
     # a reduction the fusion pass may fuse: (kind, dim position, keepdim position, dtype position or None)
@@ -73,3 +81,20 @@ class OpSchema:
 
     def __repr__(self) -> str:
         return f"<ember op schema {self.name}>"
+
+
+@functools.lru_cache(maxsize=None)
+def parameters(schema: str) -> tuple[tuple[str, str, str | None], ...]:
+    """(type, name, default text or None) of each argument a schema's text declares, in order, the `*`
+    marking keyword-only arguments left out (`OpSchema.keyword_only_from` says where it was) and alias
+    annotations dropped from the types: `Tensor(a!) self` is ("Tensor", "self", None). Parsed once per
+    schema; read by the error paths (ember.dispatcher.arguments), never by a successful call."""
+    inner = schema[schema.index("(") + 1:schema.rindex(") ->")]
+    found = []
+    for part in re.split(r",\s*(?![^\[]*\])", inner):         # commas outside int[2]=[1, 1]
+        declared, _, default = part.partition("=")
+        declared = declared.strip()
+        if declared and declared != "*":
+            kind, name = declared.rsplit(" ", 1)
+            found.append((re.sub(r"\([a-z]!?\)", "", kind), name, default.strip() or None))
+    return tuple(found)

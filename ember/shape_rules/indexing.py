@@ -405,5 +405,8 @@ def embedding_dense_backward(op, grad_output, indices, num_weights, padding_idx,
     if indices._dtype not in _INDEX_DTYPES:
         raise DTypeError(f"{op.name}: Expected tensor for argument #2 'indices' to have one of the following scalar "
                          f"types: Long, Int; but got {type_name(indices._dtype)} instead")
+    if num_weights < 0:
+        raise ArgumentValueError(f"{op.name}: zeros: Dimension size must be non-negative. (argument 'num_weights' "
+                                 f"is {num_weights})")
     g = _shape(grad_output)
     return ((num_weights, g[-1] if g else 1), grad_output._dtype)

@@ -43,7 +43,7 @@ def _loss_tensors(op, self, target, *optional):
 
 
 def _float_param(op, value, arg: str):
-    if not isinstance(value, NUMBER_TYPES) or isinstance(value, bool):
+    if not isinstance(value, NUMBER_TYPES):
         raise ArgumentTypeError(f"{op.name}(): argument '{arg}' must be float, not {type(value).__name__}")
     return value
 
@@ -261,7 +261,7 @@ def cross_entropy(op, self, target, weight=None, reduction=1, ignore_index=-100,
         _optional_tensor(op, weight, "weight")
     reduction = check_reduction(op, reduction)
     as_int(op, ignore_index, "ignore_index")
-    if not isinstance(label_smoothing, NUMBER_TYPES) or isinstance(label_smoothing, bool):
+    if not isinstance(label_smoothing, NUMBER_TYPES):
         raise ArgumentTypeError(f"{op.name}(): argument 'label_smoothing' must be float, not "
                                 f"{type(label_smoothing).__name__}")
     if not 0.0 <= label_smoothing <= 1.0:
@@ -338,7 +338,7 @@ def linear(op, input, weight, bias=None):
 def cosine_similarity(op, x1, x2, dim=1, eps=1e-8):
     check_tensor(op, x1, "x1")
     check_tensor(op, x2, "x2")
-    if not isinstance(eps, NUMBER_TYPES) or isinstance(eps, bool):
+    if not isinstance(eps, NUMBER_TYPES):
         raise ArgumentTypeError(f"{op.name}(): argument 'eps' must be float, not {type(eps).__name__}")
     dtype = result_type(x1, x2)
     if not dtype.is_floating_point:

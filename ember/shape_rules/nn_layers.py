@@ -114,6 +114,9 @@ def _conv_spec(op, x, input, weight, bias, stride, padding, dilation, transposed
         if bias._dtype is not input._dtype:
             raise DTypeError(f"{op.name}(): Input type ({type_name(input._dtype)}) and bias type "
                              f"({type_name(bias._dtype)}) should be the same")
+    if w[0] < groups:
+        raise ShapeError(f"{op.name}(): Given groups={groups}, expected weight to be at least {groups} at "
+                         f"dimension 0, but got weight of size {list(w)} instead")
     if transposed:
         if x[1] != w[0]:
             raise ShapeError(f"{op.name}(): Given transposed=1, weight of size {list(w)}, expected input{list(x)} "
@@ -353,7 +356,7 @@ def _adaptive(op, self, output_size, nd):
     if len(shape) not in (nd + 1, nd + 2):
         raise ShapeError(f"{op.name}(): {name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got {list(shape)} "
                          "(argument 'input')")
-    for i in range(len(shape) - nd, len(shape)):
+    for i in range(1, len(shape)):           # every dimension but the first (torch: batched or not)
         if shape[i] == 0:
             raise ShapeError(f"{op.name}(): {name}(): Expected input to have non-zero size for non-batch "
                              f"dimensions, but input has sizes {list(shape)} with dimension {i} being empty")

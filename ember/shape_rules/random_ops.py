@@ -20,7 +20,7 @@ def _like(self, dtype=None):
 
 
 def _probability(op, p, arg: str = "p", what: str = "bernoulli_ expects p to be in [0, 1]"):
-    if not isinstance(p, NUMBER_TYPES) or isinstance(p, bool):
+    if not isinstance(p, NUMBER_TYPES):
         raise ArgumentTypeError(f"{op.name}(): argument '{arg}' must be float, not {type(p).__name__}")
     if not 0.0 <= p <= 1.0:
         raise ArgumentValueError(f"{op.name}(): {what}, but got {arg}={p}")

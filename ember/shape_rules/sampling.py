@@ -5,7 +5,7 @@ never these rules, so meta tensors behave as on PyTorch's meta device.
 """
 from __future__ import annotations
 
-from ember.core.errors import ArgumentValueError, DTypeError, MissingKernelError, ShapeError
+from ember.core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, ShapeError
 from ember.core import dtype as _dt
 
 from . import shape_rule
@@ -116,6 +116,8 @@ def grid_sampler_2d(op, input, grid, interpolation_mode, padding_mode, align_cor
 @shape_rule("affine_grid_generator")
 def affine_grid_generator(op, theta, size, align_corners):
     check_tensor(op, theta, "theta")
+    if not isinstance(size, (list, tuple)):
+        raise ArgumentTypeError(f"{op.name}(): argument 'size' (position 2) must be tuple of ints, not {type(size).__name__}")
     size = tuple(int(s) for s in size)
     th = _shape(theta)
     if len(size) not in (4, 5):

@@ -415,6 +415,9 @@ def unflatten(op, self, dim, sizes):
     check_tensor(op, self, "input")
     shape = _shape(self)
     d = wrap_dim(op, dim, len(shape))
+    if not isinstance(sizes, (list, tuple)):
+        raise ArgumentTypeError(f"{op.name}(): argument 'sizes' (position 3) must be tuple of ints, "
+                                f"not {type(sizes).__name__}")
     sizes = [as_int(op, s, "sizes") for s in sizes]
     if not sizes:
         raise ArgumentValueError(f"{op.name}(): sizes must be non-empty")

@@ -16,4 +16,4 @@ See docs/architecture.md, "Conformance suite".
 # The test modules, in the order they run (the repository's tests/test_conformance.py
 # collects the same functions from them).
 TEST_MODULES = ("test_database", "test_outputs", "test_gradients", "test_op_errors", "test_random", "test_nn_functional",
-                "test_threads")
+                "test_threads", "test_fuzz")

@@ -100,6 +100,9 @@ def pytest_addoption(parser):
     group.addoption("--ember-device", action="store", default=None, metavar="NAME",
                     help="device to run the conformance suite on (default: cpu); 'meta' compares shapes, "
                          "dtypes and strides with torch's meta device instead of values")
+    group.addoption("--fuzz", action="store", type=int, default=None, metavar="N", dest="ember_fuzz",
+                    help="cases per seed of the differential fuzzer (ember.testing.fuzz, seeds 0, 1 and 2; "
+                         f"default {FUZZ_CASES}, or EMBER_FUZZ_CASES)")
 
 
 def pytest_configure(config):
@@ -116,6 +119,20 @@ def pytest_configure(config):
 
 
 _DEVICE_KEY = pytest.StashKey[DeviceUnderTest]()
+
+#: the fuzzer's cases per seed when neither --fuzz nor EMBER_FUZZ_CASES says
+FUZZ_CASES = 300
+
+
+def fuzz_cases(config, device: DeviceUnderTest) -> int:
+    """Cases per seed of the fuzz test: --fuzz, else EMBER_FUZZ_CASES_<DEVICE TYPE> (EMBER_FUZZ_CASES_OPENCL),
+    else EMBER_FUZZ_CASES, else FUZZ_CASES."""
+    import os
+
+    given = config.getoption("ember_fuzz", None)
+    if given is None:
+        given = os.environ.get(f"EMBER_FUZZ_CASES_{device.type.upper()}", os.environ.get("EMBER_FUZZ_CASES", FUZZ_CASES))
+    return int(given)
 
 
 def device_under_test(config) -> DeviceUnderTest:

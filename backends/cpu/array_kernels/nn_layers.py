@@ -69,7 +69,7 @@ def _kernel_major(w, groups: int):
     """A weight (O, Cg, *kernel) as (G, Og, KK*Cg), the kernel offsets outermost: `_columns`'s order."""
     O, Cg = w.shape[:2]
     nd = w.ndim - 2
-    return w.transpose((0,) + tuple(range(2, 2 + nd)) + (1,)).reshape(groups, O // groups, -1)
+    return w.transpose((0,) + tuple(range(2, 2 + nd)) + (1,)).reshape(groups, O // groups, math.prod(w.shape[2:]) * Cg)
 
 
 def transposed_columns(am: ArrayModule, x, w, groups: int):

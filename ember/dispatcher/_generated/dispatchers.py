@@ -5,8 +5,10 @@
 function (`dispatch.caller_for`): the union of its tensor arguments' keys written out for its
 positions, the key set's backend checked (none: a factory's device argument; several: mixed
 devices), this thread's included and excluded keys applied, and the entry cached for that key set
-run (a backend's MemoryError becomes ember.OutOfMemoryError).
+run (a backend's MemoryError becomes ember.OutOfMemoryError; any other exception that is not an EmberError
+has the arguments' types checked against the schema: ember.dispatcher.arguments).
 """
+from ..arguments import argument_error as _argument_error, number_argument as _number_argument
 from ..dispatch import _backend_of_unusual_call, _out_of_memory
 from ..keys import BACKEND_MASK as _BACKEND_MASK
 from ..state import KEYED_THREADS, STATE
@@ -16,761 +18,1229 @@ from ..state import KEYED_THREADS, STATE
 Tensor: type = type(None)
 
 
-def make_dispatch_no_tensors(op, cache):
+def make_dispatch_no_tensors(op, cache, method=False):
     resolve = op.resolve
 
     def dispatch(args):
-        ks = 0
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
         try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
+            ks = 0
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
     return dispatch
 
 
-def make_dispatch_L0(op, cache):
+def make_dispatch_L0(op, cache, method=False):
     resolve = op.resolve
 
     def dispatch(args):
-        ks = 0
-        for a in args[0]:
+        try:
+            ks = 0
+            for a in args[0]:
+                if isinstance(a, Tensor):
+                    ks |= a._keys
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
+    return dispatch
+
+
+def make_dispatch_L0_L1_L2(op, cache, method=False):
+    resolve = op.resolve
+
+    def dispatch(args):
+        try:
+            ks = 0
+            for a in args[0]:
+                if isinstance(a, Tensor):
+                    ks |= a._keys
+            for a in args[1]:
+                if isinstance(a, Tensor):
+                    ks |= a._keys
+            for a in args[2]:
+                if isinstance(a, Tensor):
+                    ks |= a._keys
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
+    return dispatch
+
+
+def make_dispatch_L0_L1_L2_L3_L4(op, cache, method=False):
+    resolve = op.resolve
+
+    def dispatch(args):
+        try:
+            ks = 0
+            for a in args[0]:
+                if isinstance(a, Tensor):
+                    ks |= a._keys
+            for a in args[1]:
+                if isinstance(a, Tensor):
+                    ks |= a._keys
+            for a in args[2]:
+                if isinstance(a, Tensor):
+                    ks |= a._keys
+            for a in args[3]:
+                if isinstance(a, Tensor):
+                    ks |= a._keys
+            for a in args[4]:
+                if isinstance(a, Tensor):
+                    ks |= a._keys
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
+    return dispatch
+
+
+def make_dispatch_L0_L1_L2_L3_L4_L5(op, cache, method=False):
+    resolve = op.resolve
+
+    def dispatch(args):
+        try:
+            ks = 0
+            for a in args[0]:
+                if isinstance(a, Tensor):
+                    ks |= a._keys
+            for a in args[1]:
+                if isinstance(a, Tensor):
+                    ks |= a._keys
+            for a in args[2]:
+                if isinstance(a, Tensor):
+                    ks |= a._keys
+            for a in args[3]:
+                if isinstance(a, Tensor):
+                    ks |= a._keys
+            for a in args[4]:
+                if isinstance(a, Tensor):
+                    ks |= a._keys
+            for a in args[5]:
+                if isinstance(a, Tensor):
+                    ks |= a._keys
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
+    return dispatch
+
+
+def make_dispatch_L1(op, cache, method=False):
+    resolve = op.resolve
+
+    def dispatch(args):
+        try:
+            ks = 0
+            for a in args[1]:
+                if isinstance(a, Tensor):
+                    ks |= a._keys
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
+    return dispatch
+
+
+def make_dispatch_T0(op, cache, method=False):
+    resolve = op.resolve
+    check0 = 0 not in op.numbers or op.wraps_numbers
+
+    def dispatch(args):
+        try:
+            ks = 0
+            a = args[0]
             if isinstance(a, Tensor):
                 ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
-        try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
+            elif check0 and a is not None:
+                wrapped = _number_argument(op, args, 0, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
     return dispatch
 
 
-def make_dispatch_L0_L1_L2(op, cache):
+def make_dispatch_T0_L1(op, cache, method=False):
     resolve = op.resolve
+    check0 = 0 not in op.numbers or op.wraps_numbers
 
     def dispatch(args):
-        ks = 0
-        for a in args[0]:
+        try:
+            ks = 0
+            a = args[0]
             if isinstance(a, Tensor):
                 ks |= a._keys
-        for a in args[1]:
+            elif check0 and a is not None:
+                wrapped = _number_argument(op, args, 0, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            for a in args[1]:
+                if isinstance(a, Tensor):
+                    ks |= a._keys
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
+    return dispatch
+
+
+def make_dispatch_T0_T1(op, cache, method=False):
+    resolve = op.resolve
+    check0 = 0 not in op.numbers or op.wraps_numbers
+    check1 = 1 not in op.numbers or op.wraps_numbers
+
+    def dispatch(args):
+        try:
+            ks = 0
+            a = args[0]
             if isinstance(a, Tensor):
                 ks |= a._keys
-        for a in args[2]:
+            elif check0 and a is not None:
+                wrapped = _number_argument(op, args, 0, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[1]
             if isinstance(a, Tensor):
                 ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
-        try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
+            elif check1 and a is not None:
+                wrapped = _number_argument(op, args, 1, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
     return dispatch
 
 
-def make_dispatch_L0_L1_L2_L3_L4(op, cache):
+def make_dispatch_T0_T1_T2(op, cache, method=False):
     resolve = op.resolve
+    check0 = 0 not in op.numbers or op.wraps_numbers
+    check1 = 1 not in op.numbers or op.wraps_numbers
+    check2 = 2 not in op.numbers or op.wraps_numbers
 
     def dispatch(args):
-        ks = 0
-        for a in args[0]:
+        try:
+            ks = 0
+            a = args[0]
             if isinstance(a, Tensor):
                 ks |= a._keys
-        for a in args[1]:
+            elif check0 and a is not None:
+                wrapped = _number_argument(op, args, 0, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[1]
             if isinstance(a, Tensor):
                 ks |= a._keys
-        for a in args[2]:
+            elif check1 and a is not None:
+                wrapped = _number_argument(op, args, 1, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[2]
             if isinstance(a, Tensor):
                 ks |= a._keys
-        for a in args[3]:
+            elif check2 and a is not None:
+                wrapped = _number_argument(op, args, 2, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
+    return dispatch
+
+
+def make_dispatch_T0_T1_T2_T3(op, cache, method=False):
+    resolve = op.resolve
+    check0 = 0 not in op.numbers or op.wraps_numbers
+    check1 = 1 not in op.numbers or op.wraps_numbers
+    check2 = 2 not in op.numbers or op.wraps_numbers
+    check3 = 3 not in op.numbers or op.wraps_numbers
+
+    def dispatch(args):
+        try:
+            ks = 0
+            a = args[0]
             if isinstance(a, Tensor):
                 ks |= a._keys
-        for a in args[4]:
+            elif check0 and a is not None:
+                wrapped = _number_argument(op, args, 0, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[1]
             if isinstance(a, Tensor):
                 ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
-        try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
-    return dispatch
-
-
-def make_dispatch_L0_L1_L2_L3_L4_L5(op, cache):
-    resolve = op.resolve
-
-    def dispatch(args):
-        ks = 0
-        for a in args[0]:
+            elif check1 and a is not None:
+                wrapped = _number_argument(op, args, 1, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[2]
             if isinstance(a, Tensor):
                 ks |= a._keys
-        for a in args[1]:
+            elif check2 and a is not None:
+                wrapped = _number_argument(op, args, 2, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[3]
             if isinstance(a, Tensor):
                 ks |= a._keys
-        for a in args[2]:
+            elif check3 and a is not None:
+                wrapped = _number_argument(op, args, 3, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
+    return dispatch
+
+
+def make_dispatch_T0_T1_T2_T3_T4(op, cache, method=False):
+    resolve = op.resolve
+    check0 = 0 not in op.numbers or op.wraps_numbers
+    check1 = 1 not in op.numbers or op.wraps_numbers
+    check2 = 2 not in op.numbers or op.wraps_numbers
+    check3 = 3 not in op.numbers or op.wraps_numbers
+    check4 = 4 not in op.numbers or op.wraps_numbers
+
+    def dispatch(args):
+        try:
+            ks = 0
+            a = args[0]
             if isinstance(a, Tensor):
                 ks |= a._keys
-        for a in args[3]:
+            elif check0 and a is not None:
+                wrapped = _number_argument(op, args, 0, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[1]
             if isinstance(a, Tensor):
                 ks |= a._keys
-        for a in args[4]:
+            elif check1 and a is not None:
+                wrapped = _number_argument(op, args, 1, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[2]
             if isinstance(a, Tensor):
                 ks |= a._keys
-        for a in args[5]:
+            elif check2 and a is not None:
+                wrapped = _number_argument(op, args, 2, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[3]
             if isinstance(a, Tensor):
                 ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
-        try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
-    return dispatch
-
-
-def make_dispatch_L1(op, cache):
-    resolve = op.resolve
-
-    def dispatch(args):
-        ks = 0
-        for a in args[1]:
+            elif check3 and a is not None:
+                wrapped = _number_argument(op, args, 3, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[4]
             if isinstance(a, Tensor):
                 ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
-        try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
+            elif check4 and a is not None:
+                wrapped = _number_argument(op, args, 4, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
     return dispatch
 
 
-def make_dispatch_T0(op, cache):
+def make_dispatch_T0_T1_T2_T3_T4_T5(op, cache, method=False):
     resolve = op.resolve
+    check0 = 0 not in op.numbers or op.wraps_numbers
+    check1 = 1 not in op.numbers or op.wraps_numbers
+    check2 = 2 not in op.numbers or op.wraps_numbers
+    check3 = 3 not in op.numbers or op.wraps_numbers
+    check4 = 4 not in op.numbers or op.wraps_numbers
+    check5 = 5 not in op.numbers or op.wraps_numbers
 
     def dispatch(args):
-        ks = 0
-        a = args[0]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
         try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
-    return dispatch
-
-
-def make_dispatch_T0_L1(op, cache):
-    resolve = op.resolve
-
-    def dispatch(args):
-        ks = 0
-        a = args[0]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        for a in args[1]:
+            ks = 0
+            a = args[0]
             if isinstance(a, Tensor):
                 ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
-        try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
-    return dispatch
-
-
-def make_dispatch_T0_T1(op, cache):
-    resolve = op.resolve
-
-    def dispatch(args):
-        ks = 0
-        a = args[0]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[1]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
-        try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
-    return dispatch
-
-
-def make_dispatch_T0_T1_T2(op, cache):
-    resolve = op.resolve
-
-    def dispatch(args):
-        ks = 0
-        a = args[0]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[1]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[2]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
-        try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
-    return dispatch
-
-
-def make_dispatch_T0_T1_T2_T3(op, cache):
-    resolve = op.resolve
-
-    def dispatch(args):
-        ks = 0
-        a = args[0]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[1]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[2]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[3]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
-        try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
-    return dispatch
-
-
-def make_dispatch_T0_T1_T2_T3_T4(op, cache):
-    resolve = op.resolve
-
-    def dispatch(args):
-        ks = 0
-        a = args[0]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[1]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[2]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[3]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[4]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
-        try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
-    return dispatch
-
-
-def make_dispatch_T0_T1_T2_T3_T4_T5(op, cache):
-    resolve = op.resolve
-
-    def dispatch(args):
-        ks = 0
-        a = args[0]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[1]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[2]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[3]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[4]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[5]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
-        try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
-    return dispatch
-
-
-def make_dispatch_T0_T1_T2_T3_T4_T5_T6_T7(op, cache):
-    resolve = op.resolve
-
-    def dispatch(args):
-        ks = 0
-        a = args[0]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[1]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[2]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[3]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[4]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[5]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[6]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[7]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
-        try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
-    return dispatch
-
-
-def make_dispatch_T0_T1_T2_T3_T4_T5_T6_T7_T8_T9_T10_T11_T12(op, cache):
-    resolve = op.resolve
-
-    def dispatch(args):
-        ks = 0
-        a = args[0]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[1]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[2]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[3]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[4]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[5]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[6]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[7]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[8]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[9]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[10]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[11]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[12]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
-        try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
-    return dispatch
-
-
-def make_dispatch_T0_T1_T2_T6(op, cache):
-    resolve = op.resolve
-
-    def dispatch(args):
-        ks = 0
-        a = args[0]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[1]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[2]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[6]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
-        try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
-    return dispatch
-
-
-def make_dispatch_T0_T1_T3_T4_T5_T6(op, cache):
-    resolve = op.resolve
-
-    def dispatch(args):
-        ks = 0
-        a = args[0]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[1]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[3]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[4]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[5]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[6]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
-        try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
-    return dispatch
-
-
-def make_dispatch_T0_T1_T7(op, cache):
-    resolve = op.resolve
-
-    def dispatch(args):
-        ks = 0
-        a = args[0]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[1]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[7]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
-        try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
-    return dispatch
-
-
-def make_dispatch_T0_T2(op, cache):
-    resolve = op.resolve
-
-    def dispatch(args):
-        ks = 0
-        a = args[0]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[2]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
-        try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
-    return dispatch
-
-
-def make_dispatch_T0_T2_L1(op, cache):
-    resolve = op.resolve
-
-    def dispatch(args):
-        ks = 0
-        a = args[0]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[2]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        for a in args[1]:
+            elif check0 and a is not None:
+                wrapped = _number_argument(op, args, 0, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[1]
             if isinstance(a, Tensor):
                 ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
-        try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
+            elif check1 and a is not None:
+                wrapped = _number_argument(op, args, 1, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[2]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check2 and a is not None:
+                wrapped = _number_argument(op, args, 2, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[3]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check3 and a is not None:
+                wrapped = _number_argument(op, args, 3, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[4]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check4 and a is not None:
+                wrapped = _number_argument(op, args, 4, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[5]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check5 and a is not None:
+                wrapped = _number_argument(op, args, 5, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
     return dispatch
 
 
-def make_dispatch_T0_T2_T3(op, cache):
+def make_dispatch_T0_T1_T2_T3_T4_T5_T6_T7(op, cache, method=False):
     resolve = op.resolve
+    check0 = 0 not in op.numbers or op.wraps_numbers
+    check1 = 1 not in op.numbers or op.wraps_numbers
+    check2 = 2 not in op.numbers or op.wraps_numbers
+    check3 = 3 not in op.numbers or op.wraps_numbers
+    check4 = 4 not in op.numbers or op.wraps_numbers
+    check5 = 5 not in op.numbers or op.wraps_numbers
+    check6 = 6 not in op.numbers or op.wraps_numbers
+    check7 = 7 not in op.numbers or op.wraps_numbers
 
     def dispatch(args):
-        ks = 0
-        a = args[0]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[2]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[3]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
         try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
+            ks = 0
+            a = args[0]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check0 and a is not None:
+                wrapped = _number_argument(op, args, 0, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[1]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check1 and a is not None:
+                wrapped = _number_argument(op, args, 1, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[2]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check2 and a is not None:
+                wrapped = _number_argument(op, args, 2, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[3]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check3 and a is not None:
+                wrapped = _number_argument(op, args, 3, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[4]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check4 and a is not None:
+                wrapped = _number_argument(op, args, 4, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[5]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check5 and a is not None:
+                wrapped = _number_argument(op, args, 5, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[6]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check6 and a is not None:
+                wrapped = _number_argument(op, args, 6, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[7]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check7 and a is not None:
+                wrapped = _number_argument(op, args, 7, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
     return dispatch
 
 
-def make_dispatch_T0_T3(op, cache):
+def make_dispatch_T0_T1_T2_T3_T4_T5_T6_T7_T8_T9_T10_T11_T12(op, cache, method=False):
     resolve = op.resolve
+    check0 = 0 not in op.numbers or op.wraps_numbers
+    check1 = 1 not in op.numbers or op.wraps_numbers
+    check2 = 2 not in op.numbers or op.wraps_numbers
+    check3 = 3 not in op.numbers or op.wraps_numbers
+    check4 = 4 not in op.numbers or op.wraps_numbers
+    check5 = 5 not in op.numbers or op.wraps_numbers
+    check6 = 6 not in op.numbers or op.wraps_numbers
+    check7 = 7 not in op.numbers or op.wraps_numbers
+    check8 = 8 not in op.numbers or op.wraps_numbers
+    check9 = 9 not in op.numbers or op.wraps_numbers
+    check10 = 10 not in op.numbers or op.wraps_numbers
+    check11 = 11 not in op.numbers or op.wraps_numbers
+    check12 = 12 not in op.numbers or op.wraps_numbers
 
     def dispatch(args):
-        ks = 0
-        a = args[0]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        a = args[3]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
         try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
-        try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
+            ks = 0
+            a = args[0]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check0 and a is not None:
+                wrapped = _number_argument(op, args, 0, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[1]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check1 and a is not None:
+                wrapped = _number_argument(op, args, 1, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[2]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check2 and a is not None:
+                wrapped = _number_argument(op, args, 2, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[3]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check3 and a is not None:
+                wrapped = _number_argument(op, args, 3, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[4]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check4 and a is not None:
+                wrapped = _number_argument(op, args, 4, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[5]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check5 and a is not None:
+                wrapped = _number_argument(op, args, 5, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[6]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check6 and a is not None:
+                wrapped = _number_argument(op, args, 6, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[7]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check7 and a is not None:
+                wrapped = _number_argument(op, args, 7, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[8]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check8 and a is not None:
+                wrapped = _number_argument(op, args, 8, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[9]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check9 and a is not None:
+                wrapped = _number_argument(op, args, 9, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[10]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check10 and a is not None:
+                wrapped = _number_argument(op, args, 10, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[11]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check11 and a is not None:
+                wrapped = _number_argument(op, args, 11, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[12]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check12 and a is not None:
+                wrapped = _number_argument(op, args, 12, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
     return dispatch
 
 
-def make_dispatch_T1(op, cache):
+def make_dispatch_T0_T1_T2_T6(op, cache, method=False):
     resolve = op.resolve
+    check0 = 0 not in op.numbers or op.wraps_numbers
+    check1 = 1 not in op.numbers or op.wraps_numbers
+    check2 = 2 not in op.numbers or op.wraps_numbers
+    check6 = 6 not in op.numbers or op.wraps_numbers
 
     def dispatch(args):
-        ks = 0
-        a = args[1]
-        if isinstance(a, Tensor):
-            ks |= a._keys
-        bk = ks & _BACKEND_MASK
-        if bk & (bk - 1) or not bk:
-            ks, args = _backend_of_unusual_call(op, args, ks)
-        if KEYED_THREADS:                       # some thread has included or excluded keys: this one's
-            include, exclude = STATE._keys
-            ks = (ks | include) & ~exclude
         try:
-            entry = cache[ks]
-        except KeyError:
-            entry = resolve(ks)
+            ks = 0
+            a = args[0]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check0 and a is not None:
+                wrapped = _number_argument(op, args, 0, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[1]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check1 and a is not None:
+                wrapped = _number_argument(op, args, 1, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[2]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check2 and a is not None:
+                wrapped = _number_argument(op, args, 2, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[6]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check6 and a is not None:
+                wrapped = _number_argument(op, args, 6, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
+    return dispatch
+
+
+def make_dispatch_T0_T1_T3_T4_T5_T6(op, cache, method=False):
+    resolve = op.resolve
+    check0 = 0 not in op.numbers or op.wraps_numbers
+    check1 = 1 not in op.numbers or op.wraps_numbers
+    check3 = 3 not in op.numbers or op.wraps_numbers
+    check4 = 4 not in op.numbers or op.wraps_numbers
+    check5 = 5 not in op.numbers or op.wraps_numbers
+    check6 = 6 not in op.numbers or op.wraps_numbers
+
+    def dispatch(args):
         try:
-            return entry(args)
-        except MemoryError as exc:              # a backend's allocation failed: ember.OutOfMemoryError
-            raise _out_of_memory(op, args, ks, exc) from None
+            ks = 0
+            a = args[0]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check0 and a is not None:
+                wrapped = _number_argument(op, args, 0, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[1]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check1 and a is not None:
+                wrapped = _number_argument(op, args, 1, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[3]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check3 and a is not None:
+                wrapped = _number_argument(op, args, 3, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[4]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check4 and a is not None:
+                wrapped = _number_argument(op, args, 4, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[5]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check5 and a is not None:
+                wrapped = _number_argument(op, args, 5, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[6]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check6 and a is not None:
+                wrapped = _number_argument(op, args, 6, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
+    return dispatch
+
+
+def make_dispatch_T0_T1_T7(op, cache, method=False):
+    resolve = op.resolve
+    check0 = 0 not in op.numbers or op.wraps_numbers
+    check1 = 1 not in op.numbers or op.wraps_numbers
+    check7 = 7 not in op.numbers or op.wraps_numbers
+
+    def dispatch(args):
+        try:
+            ks = 0
+            a = args[0]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check0 and a is not None:
+                wrapped = _number_argument(op, args, 0, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[1]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check1 and a is not None:
+                wrapped = _number_argument(op, args, 1, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[7]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check7 and a is not None:
+                wrapped = _number_argument(op, args, 7, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
+    return dispatch
+
+
+def make_dispatch_T0_T2(op, cache, method=False):
+    resolve = op.resolve
+    check0 = 0 not in op.numbers or op.wraps_numbers
+    check2 = 2 not in op.numbers or op.wraps_numbers
+
+    def dispatch(args):
+        try:
+            ks = 0
+            a = args[0]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check0 and a is not None:
+                wrapped = _number_argument(op, args, 0, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[2]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check2 and a is not None:
+                wrapped = _number_argument(op, args, 2, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
+    return dispatch
+
+
+def make_dispatch_T0_T2_L1(op, cache, method=False):
+    resolve = op.resolve
+    check0 = 0 not in op.numbers or op.wraps_numbers
+    check2 = 2 not in op.numbers or op.wraps_numbers
+
+    def dispatch(args):
+        try:
+            ks = 0
+            a = args[0]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check0 and a is not None:
+                wrapped = _number_argument(op, args, 0, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[2]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check2 and a is not None:
+                wrapped = _number_argument(op, args, 2, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            for a in args[1]:
+                if isinstance(a, Tensor):
+                    ks |= a._keys
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
+    return dispatch
+
+
+def make_dispatch_T0_T2_T3(op, cache, method=False):
+    resolve = op.resolve
+    check0 = 0 not in op.numbers or op.wraps_numbers
+    check2 = 2 not in op.numbers or op.wraps_numbers
+    check3 = 3 not in op.numbers or op.wraps_numbers
+
+    def dispatch(args):
+        try:
+            ks = 0
+            a = args[0]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check0 and a is not None:
+                wrapped = _number_argument(op, args, 0, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[2]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check2 and a is not None:
+                wrapped = _number_argument(op, args, 2, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[3]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check3 and a is not None:
+                wrapped = _number_argument(op, args, 3, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
+    return dispatch
+
+
+def make_dispatch_T0_T3(op, cache, method=False):
+    resolve = op.resolve
+    check0 = 0 not in op.numbers or op.wraps_numbers
+    check3 = 3 not in op.numbers or op.wraps_numbers
+
+    def dispatch(args):
+        try:
+            ks = 0
+            a = args[0]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check0 and a is not None:
+                wrapped = _number_argument(op, args, 0, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[3]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check3 and a is not None:
+                wrapped = _number_argument(op, args, 3, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
+    return dispatch
+
+
+def make_dispatch_T1(op, cache, method=False):
+    resolve = op.resolve
+    check1 = 1 not in op.numbers or op.wraps_numbers
+
+    def dispatch(args):
+        try:
+            ks = 0
+            a = args[1]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check1 and a is not None:
+                wrapped = _number_argument(op, args, 1, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
     return dispatch
 
 
