@@ -31,7 +31,7 @@ VARIANTS = {"function", "method"}
 NOT_DIFFERENTIABLE = "not_differentiable"
 # per-op behaviour the shape rules and autograd read (docs/registry.md): per entry, never family defaults
 BEHAVIOUR_KEYS = {"dtypes", "dtype_error_kernel", "checks", "promotion_if_given", "iterator_operands", "copy_from",
-                  "numbers"}
+                  "numbers", "one_int"}
 ENTRY_KEYS = {"func", "family", "variants", "operators", "inplace", "inplace_operators", "inplace_variants",
               "promotion", "shape", "autograd", "recompute", "autocast", "impl", "tags", "doc", "scalar",
               "reduce"} | BEHAVIOUR_KEYS
@@ -116,6 +116,7 @@ class Behaviour:
     iterator_operands: str = "arguments"             # TensorIterator's operands: arguments, tensors_only, reversed
     copy_from: str | None = None                     # the argument an in-place copy's new value comes from
     numbers: tuple[str, ...] | str = ()              # the Tensor arguments that take a Python number too, or "any"
+    one_int: tuple[str, ...] = ()                    # the int[] arguments that take one int too (squeeze's dim)
 
 
 def formula_inputs(key: str) -> tuple[str, ...]:
@@ -452,7 +453,13 @@ def _resolve_behaviour(raw, schema: FunctionSchema, shape: str, sources: SourceI
         if copy_from not in args or not args[copy_from].type.is_tensor or copy_from == first.name:
             fail(f"`copy_from` names {copy_from!r}, which is not another Tensor argument of the schema")
     numbers = _resolve_numbers(raw.get("numbers"), schema, fail)
-    behaviour = Behaviour(dtypes, kernel, checks, given, operands, copy_from, numbers)
+    one_int = _as_tuple(raw.get("one_int"), "one_int", fail)
+    for name in one_int:
+        if name not in args or args[name].type.base not in ("int", "SymInt") or not args[name].type.is_list \
+                or args[name].type.list_size is not None:
+            fail(f"`one_int` names {name!r}, which is not an int[] argument of the schema (an int[N] takes one int "
+                 "already)")
+    behaviour = Behaviour(dtypes, kernel, checks, given, operands, copy_from, numbers, one_int)
     set_keys = [k for k in RULE_KEYS if getattr(behaviour, k) != getattr(Behaviour(), k)]
     reads = sources.rule_reads.get(shape, set())
     for key in set_keys:

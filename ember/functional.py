@@ -11,6 +11,7 @@ from __future__ import annotations
 from ember._generated import functions as F
 from ember.core.errors import ArgumentTypeError, ArgumentValueError
 from ember.frontend.tensor import Size, Tensor
+from ember.frontend.bindings_support import bool_arg
 from ember.frontend.torch_function import handles_torch_function
 
 
@@ -46,6 +47,8 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, out=None, dtyp
     """
     if out is not None:
         raise ArgumentTypeError("norm(): the `out` argument is not supported")
+    if keepdim.__class__ is not bool:           # torch's parser checks every argument's class first
+        bool_arg(keepdim, "norm", "keepdim", 4)
     if dtype is not None:
         from ember.core.type_promotion import promote_types
 

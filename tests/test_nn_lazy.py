@@ -112,7 +112,7 @@ def test_state_dict_round_trip():
 
 def test_state_dict_of_lazy_batchnorm_loads_buffers():
     src = ember.nn.BatchNorm2d(3)
-    src(E(RNG.standard_normal((4, 3, 2, 2))))
+    src(E(RNG.standard_normal((4, 3, 2, 2)).astype(np.float32)))      # float32, as the module (torch: mixed dtype)
     lazy = ember.nn.LazyBatchNorm2d()
     lazy.load_state_dict(src.state_dict())
     for k, v in src.state_dict().items():

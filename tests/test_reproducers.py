@@ -320,3 +320,52 @@ def test_numbers_are_parsed_alike_on_every_device(device):
     if device != "meta":
         assert ember.ones(3, device=device).copy_(2).tolist() == [2.0, 2.0, 2.0]
         assert ember.clamp(t, 0, 0.5).tolist() == [0.5, 0.5, 0.5]
+
+
+def _setitem_uint8(m):
+    t = m.zeros(3, dtype=m.uint8)
+    t[0] = -1
+    return t
+
+
+def _setitem_view_of_clone(m):
+    base = m.arange(12.0).reshape(3, 4).t().clone()
+    v = base[1:]
+    v[0, 0] = 7.0
+    return base
+
+
+#: the rest of the fuzzer's findings: overloads, checks, shapes, values and dtypes, each as torch has it
+FOUND = {
+    "round(decimals=1)": lambda m: m.round(m.tensor([1.26, -2.35]), decimals=1),
+    "scatter(reduce='add') with a src tensor": lambda m: m.zeros(3).scatter(0, m.tensor([0, 0, 2]), m.ones(3),
+                                                                            reduce="add"),
+    "where(cond)": lambda m: m.stack(m.where(m.tensor([[True, False], [False, True]]))),
+    "view(dtype)": lambda m: m.ones(2, dtype=m.float32).view(m.int32),
+    "batch_norm with mixed dtypes": lambda m: m.nn.functional.batch_norm(
+        m.ones(2, 3), m.zeros(3, dtype=m.float64), m.ones(3, dtype=m.float64)),
+    "index_put with a dtype mismatch": lambda m: m.zeros(3).index_put((m.tensor([0]),), m.ones(1, dtype=m.float64)),
+    "zeros(2, 3)[True, True]": lambda m: m.zeros(2, 3)[True, True],
+    "a uint8 0-d index is a mask": lambda m: m.arange(6.0).reshape(2, 3)[m.tensor(1, dtype=m.uint8)],
+    "matmul(zeros(0), zeros(3, 0, 2))": lambda m: m.matmul(m.zeros(0), m.zeros(3, 0, 2)),
+    "arange(1, 0, -0.3, dtype=int8)": lambda m: m.arange(1, 0, -0.3, dtype=m.int8),
+    "float16 mse_loss accumulates in float32": lambda m: m.nn.functional.mse_loss(
+        m.full((4096,), 0.5, dtype=m.float16), m.zeros(4096, dtype=m.float16)).float(),
+    "bfloat16 with a float32 0-d operand": lambda m: (m.tensor([1.0], dtype=m.bfloat16)
+                                                      + m.tensor(1.001, dtype=m.float32)).float(),
+    "mse_loss of float32 and a float64 0-d tensor": lambda m: m.nn.functional.mse_loss(
+        m.ones(3), m.tensor(0.5, dtype=m.float64)),
+    "clamp(bool, int8 0-d, -1)": lambda m: m.clamp(m.tensor([True, False]), m.tensor(0, dtype=m.int8), -1),
+    "cosine_similarity of float16 and a float32 0-d": lambda m: m.nn.functional.cosine_similarity(
+        m.ones(2, 3, dtype=m.float16), m.tensor(2.0)).float(),
+    "uint8[0] = -1 wraps": _setitem_uint8,
+    "log_softmax of an empty bool tensor": lambda m: m.log_softmax(m.zeros(0, dtype=m.bool), 0),
+    "randn(0, dtype=int32)": lambda m: m.randn(0, dtype=m.int32),
+    "setitem on a view of a non-contiguous clone": _setitem_view_of_clone,
+}
+
+
+@pytest.mark.parametrize("case", sorted(FOUND))
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_what_the_fuzzer_found_behaves_as_torch(case):
+    _same(FOUND[case])

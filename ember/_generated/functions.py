@@ -5,7 +5,8 @@ from collections import namedtuple as _namedtuple
 from ember.dispatcher.operator import ALL_OPS as _OPS
 from ember.frontend.bindings_support import call_overload as _call_overload
 from ember.frontend.bindings_support import scalar_arg as _scalar_arg, size_arg as _size_arg
-from ember.frontend.bindings_support import bool_arg as _bool_arg, int_arg as _int_arg
+from ember.frontend.bindings_support import bool_arg as _bool_arg, int_arg as _int_arg, float_arg as _float_arg
+from ember.frontend.bindings_support import number_arg as _number_arg, str_arg as _str_arg, int_list_arg as _int_list_arg
 from ember.core.device import as_device as _as_device
 
 _tuple_new = tuple.__new__
@@ -607,6 +608,14 @@ _op_scatter_src = _OPS['scatter.src']
 _dispatch_scatter_src = _op_scatter_src.dispatch
 _op_scatter__src = _OPS['scatter_.src']
 _dispatch_scatter__src = _op_scatter__src.dispatch
+_op_scatter_reduce = _OPS['scatter.reduce']
+_dispatch_scatter_reduce = _op_scatter_reduce.dispatch
+_op_scatter__reduce = _OPS['scatter_.reduce']
+_dispatch_scatter__reduce = _op_scatter__reduce.dispatch
+_op_scatter_value_reduce = _OPS['scatter.value_reduce']
+_dispatch_scatter_value_reduce = _op_scatter_value_reduce.dispatch
+_op_scatter__value_reduce = _OPS['scatter_.value_reduce']
+_dispatch_scatter__value_reduce = _op_scatter__value_reduce.dispatch
 _op_scatter_reduce_two = _OPS['scatter_reduce.two']
 _dispatch_scatter_reduce_two = _op_scatter_reduce_two.dispatch
 _op_scatter_reduce__two = _OPS['scatter_reduce_.two']
@@ -877,6 +886,8 @@ def add(input, other, *, alpha=1):
 
     Schema: ``add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
     """
+    if alpha.__class__ is not int and alpha.__class__ is not float:
+        _number_arg(alpha, 'add', 'alpha', None)
     return _dispatch_add_Tensor((input, other, alpha))
 
 def add_(input, other, *, alpha=1):
@@ -884,6 +895,8 @@ def add_(input, other, *, alpha=1):
 
     Schema: ``add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)``
     """
+    if alpha.__class__ is not int and alpha.__class__ is not float:
+        _number_arg(alpha, 'add_', 'alpha', None)
     return _dispatch_add__Tensor((input, other, alpha))
 
 def sub(input, other, *, alpha=1):
@@ -891,6 +904,8 @@ def sub(input, other, *, alpha=1):
 
     Schema: ``sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
     """
+    if alpha.__class__ is not int and alpha.__class__ is not float:
+        _number_arg(alpha, 'sub', 'alpha', None)
     return _dispatch_sub_Tensor((input, other, alpha))
 
 def sub_(input, other, *, alpha=1):
@@ -898,6 +913,8 @@ def sub_(input, other, *, alpha=1):
 
     Schema: ``sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)``
     """
+    if alpha.__class__ is not int and alpha.__class__ is not float:
+        _number_arg(alpha, 'sub_', 'alpha', None)
     return _dispatch_sub__Tensor((input, other, alpha))
 
 def mul(input, other):
@@ -919,6 +936,8 @@ def div(input, other, *, rounding_mode=None):
 
     Schema: ``div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode=None) -> Tensor``
     """
+    if rounding_mode is not None and rounding_mode.__class__ is not str:
+        _str_arg(rounding_mode, 'div', 'rounding_mode', None)
     return _dispatch_div_Tensor_mode((input, other, rounding_mode))
 
 def div_(input, other, *, rounding_mode=None):
@@ -926,6 +945,8 @@ def div_(input, other, *, rounding_mode=None):
 
     Schema: ``div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode=None) -> Tensor(a!)``
     """
+    if rounding_mode is not None and rounding_mode.__class__ is not str:
+        _str_arg(rounding_mode, 'div_', 'rounding_mode', None)
     return _dispatch_div__Tensor_mode((input, other, rounding_mode))
 
 def floor_divide(input, other):
@@ -1006,9 +1027,17 @@ def minimum(input, other):
     return _dispatch_minimum((input, other))
 
 def _bind_where_self(condition, input, other):
+    if condition is None or condition.__class__ in (int, float, bool, complex):
+        raise TypeError('condition')
+    if input is None:
+        raise TypeError('input')
+    if other is None:
+        raise TypeError('other')
     return (condition, input, other)
 
 def _bind_where(condition):
+    if condition is None or condition.__class__ in (int, float, bool, complex):
+        raise TypeError('condition')
     return (condition,)
 
 _overloads_where = ((_bind_where_self, _op_where_self, None), (_bind_where, _op_where, None),)
@@ -1404,11 +1433,15 @@ def ceil_(input):
 def _bind_round_decimals(input, *, decimals):
     if decimals.__class__ is not int:
         _int_arg(decimals, 'round', 'decimals', None)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     if decimals.__class__ in (list, tuple):
         raise TypeError('decimals')
     return (input, decimals)
 
 def _bind_round(input):
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input,)
 
 _overloads_round = ((_bind_round_decimals, _op_round_decimals, None), (_bind_round, _op_round, None),)
@@ -1426,11 +1459,15 @@ def round(*args, **kwargs):
 def _bind_round__decimals(input, *, decimals):
     if decimals.__class__ is not int:
         _int_arg(decimals, 'round_', 'decimals', None)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     if decimals.__class__ in (list, tuple):
         raise TypeError('decimals')
     return (input, decimals)
 
 def _bind_round_(input):
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input,)
 
 _overloads_round_ = ((_bind_round__decimals, _op_round__decimals, None), (_bind_round_, _op_round_, None),)
@@ -1548,6 +1585,8 @@ def rsub(input, other, *, alpha=1):
 
     Schema: ``rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
     """
+    if alpha.__class__ is not int and alpha.__class__ is not float:
+        _number_arg(alpha, 'rsub', 'alpha', None)
     return _dispatch_rsub_Tensor((input, other, alpha))
 
 def eq(input, other):
@@ -1779,6 +1818,13 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
 
     Schema: ``sum.dim_IntList(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``
     """
+    if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+        _int_list_arg(dim, 'sum', 'dim', 2, True)
+    elif dim is not None:
+        for _item in dim:
+            if _item.__class__ is not int:
+                _int_list_arg(dim, 'sum', 'dim', 2, True)
+                break
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'sum', 'keepdim', 3)
     return _dispatch_sum_dim_IntList((input, dim, keepdim, dtype))
@@ -1788,6 +1834,13 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
 
     Schema: ``mean.dim(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``
     """
+    if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+        _int_list_arg(dim, 'mean', 'dim', 2, True)
+    elif dim is not None:
+        for _item in dim:
+            if _item.__class__ is not int:
+                _int_list_arg(dim, 'mean', 'dim', 2, True)
+                break
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'mean', 'keepdim', 3)
     return _dispatch_mean_dim((input, dim, keepdim, dtype))
@@ -1799,6 +1852,13 @@ def amax(input, dim=(), keepdim=False):
     """
     if dim is None:
         dim = ()
+    if dim.__class__ is not tuple and dim.__class__ is not list:
+        _int_list_arg(dim, 'amax', 'dim', 2, True)
+    else:
+        for _item in dim:
+            if _item.__class__ is not int:
+                _int_list_arg(dim, 'amax', 'dim', 2, True)
+                break
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'amax', 'keepdim', 3)
     return _dispatch_amax((input, dim, keepdim))
@@ -1810,6 +1870,13 @@ def amin(input, dim=(), keepdim=False):
     """
     if dim is None:
         dim = ()
+    if dim.__class__ is not tuple and dim.__class__ is not list:
+        _int_list_arg(dim, 'amin', 'dim', 2, True)
+    else:
+        for _item in dim:
+            if _item.__class__ is not int:
+                _int_list_arg(dim, 'amin', 'dim', 2, True)
+                break
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'amin', 'keepdim', 3)
     return _dispatch_amin((input, dim, keepdim))
@@ -1819,11 +1886,15 @@ def _bind_max_dim(input, dim, keepdim=False):
         _int_arg(dim, 'max', 'dim', 2)
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'max', 'keepdim', 3)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, dim, keepdim)
 
 def _bind_max(input):
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input,)
 
 _overloads_max = ((_bind_max_dim, _op_max_dim, _R_max_dim), (_bind_max, _op_max, None),)
@@ -1843,11 +1914,15 @@ def _bind_min_dim(input, dim, keepdim=False):
         _int_arg(dim, 'min', 'dim', 2)
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'min', 'keepdim', 3)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, dim, keepdim)
 
 def _bind_min(input):
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input,)
 
 _overloads_min = ((_bind_min_dim, _op_min_dim, _R_min_dim), (_bind_min, _op_min, None),)
@@ -1929,14 +2004,39 @@ def as_strided(input, size, stride, storage_offset=None):
 
     Schema: ``as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)``
     """
+    if size.__class__ is not tuple and size.__class__ is not list:
+        _int_list_arg(size, 'as_strided', 'size', 2, False)
+    else:
+        for _item in size:
+            if _item.__class__ is not int:
+                _int_list_arg(size, 'as_strided', 'size', 2, False)
+                break
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'as_strided', 'stride', 3, False)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'as_strided', 'stride', 3, False)
+                break
     if storage_offset is not None and storage_offset.__class__ is not int:
         _int_arg(storage_offset, 'as_strided', 'storage_offset', 4)
     return _dispatch_as_strided((input, size, stride, storage_offset))
 
 def _bind_view(input, size):
+    if size.__class__ is not tuple and size.__class__ is not list:
+        _int_list_arg(size, 'view', 'size', 2, False)
+    else:
+        for _item in size:
+            if _item.__class__ is not int:
+                _int_list_arg(size, 'view', 'size', 2, False)
+                break
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input, size)
 
 def _bind_view_dtype(input, dtype):
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input, dtype)
 
 _overloads_view = ((_bind_view, _op_view, None), (_bind_view_dtype, _op_view_dtype, None),)
@@ -1956,6 +2056,13 @@ def reshape(input, shape):
 
     Schema: ``reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)``
     """
+    if shape.__class__ is not tuple and shape.__class__ is not list:
+        _int_list_arg(shape, 'reshape', 'shape', 2, False)
+    else:
+        for _item in shape:
+            if _item.__class__ is not int:
+                _int_list_arg(shape, 'reshape', 'shape', 2, False)
+                break
     return _dispatch_reshape((input, shape))
 
 def permute(input, dims):
@@ -1963,6 +2070,13 @@ def permute(input, dims):
 
     Schema: ``permute(Tensor(a) self, int[] dims) -> Tensor(a)``
     """
+    if dims.__class__ is not tuple and dims.__class__ is not list:
+        _int_list_arg(dims, 'permute', 'dims', 2, False)
+    else:
+        for _item in dims:
+            if _item.__class__ is not int:
+                _int_list_arg(dims, 'permute', 'dims', 2, False)
+                break
     return _dispatch_permute((input, dims))
 
 def transpose(input, dim0, dim1):
@@ -1988,6 +2102,13 @@ def expand(input, size):
 
     Schema: ``expand(Tensor(a) self, SymInt[] size) -> Tensor(a)``
     """
+    if size.__class__ is not tuple and size.__class__ is not list:
+        _int_list_arg(size, 'expand', 'size', 2, False)
+    else:
+        for _item in size:
+            if _item.__class__ is not int:
+                _int_list_arg(size, 'expand', 'size', 2, False)
+                break
     return _dispatch_expand((input, size))
 
 def squeeze(input, dim=None):
@@ -1995,6 +2116,13 @@ def squeeze(input, dim=None):
 
     Schema: ``squeeze.dims(Tensor(a) self, int[]? dim=None) -> Tensor(a)``
     """
+    if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+        _int_list_arg(dim, 'squeeze', 'dim', 2, True)
+    elif dim is not None:
+        for _item in dim:
+            if _item.__class__ is not int:
+                _int_list_arg(dim, 'squeeze', 'dim', 2, True)
+                break
     return _dispatch_squeeze_dims((input, dim))
 
 def unsqueeze(input, dim):
@@ -2095,6 +2223,20 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
 
     Schema: ``as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor``
     """
+    if size.__class__ is not tuple and size.__class__ is not list:
+        _int_list_arg(size, 'as_strided_scatter', 'size', 3, False)
+    else:
+        for _item in size:
+            if _item.__class__ is not int:
+                _int_list_arg(size, 'as_strided_scatter', 'size', 3, False)
+                break
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'as_strided_scatter', 'stride', 4, False)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'as_strided_scatter', 'stride', 4, False)
+                break
     if storage_offset is not None and storage_offset.__class__ is not int:
         _int_arg(storage_offset, 'as_strided_scatter', 'storage_offset', 5)
     return _dispatch_as_strided_scatter((input, src, size, stride, storage_offset))
@@ -2124,6 +2266,8 @@ def fill_(input, value):
 
     Schema: ``fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)``
     """
+    if value.__class__ is not int and value.__class__ is not float:
+        _number_arg(value, 'fill_', 'value', 2)
     return _dispatch_fill__Scalar((input, value))
 
 def zero_(input):
@@ -2138,6 +2282,8 @@ def fill(input, value):
 
     Schema: ``fill.Scalar(Tensor self, Scalar value) -> Tensor``
     """
+    if value.__class__ is not int and value.__class__ is not float:
+        _number_arg(value, 'fill', 'value', 2)
     return _dispatch_fill_Scalar((input, value))
 
 def copy(input, src, non_blocking=False):
@@ -2189,6 +2335,10 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 
     Schema: ``addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor``
     """
+    if beta.__class__ is not int and beta.__class__ is not float:
+        _number_arg(beta, 'addmm', 'beta', None)
+    if alpha.__class__ is not int and alpha.__class__ is not float:
+        _number_arg(alpha, 'addmm', 'alpha', None)
     return _dispatch_addmm((input, mat1, mat2, beta, alpha))
 
 def cdist(x1, x2, p=2.0, compute_mode=None):
@@ -2196,6 +2346,8 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
 
     Schema: ``cdist(Tensor x1, Tensor x2, float p=2., int? compute_mode=None) -> Tensor``
     """
+    if p.__class__ is not float and p.__class__ is not int:
+        _float_arg(p, 'cdist', 'p', 3)
     if compute_mode is not None and compute_mode.__class__ is not int:
         _int_arg(compute_mode, 'cdist', 'compute_mode', 4)
     return _dispatch_cdist((x1, x2, p, compute_mode))
@@ -2205,6 +2357,8 @@ def _cdist_forward(x1, x2, p, compute_mode):
 
     Schema: ``_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor``
     """
+    if p.__class__ is not float and p.__class__ is not int:
+        _float_arg(p, '_cdist_forward', 'p', 3)
     if compute_mode is not None and compute_mode.__class__ is not int:
         _int_arg(compute_mode, '_cdist_forward', 'compute_mode', 4)
     return _dispatch__cdist_forward((x1, x2, p, compute_mode))
@@ -2214,6 +2368,8 @@ def pdist(input, p=2.0):
 
     Schema: ``pdist(Tensor self, float p=2.) -> Tensor``
     """
+    if p.__class__ is not float and p.__class__ is not int:
+        _float_arg(p, 'pdist', 'p', 2)
     return _dispatch_pdist((input, p))
 
 def _pdist_forward(input, p=2.0):
@@ -2221,6 +2377,8 @@ def _pdist_forward(input, p=2.0):
 
     Schema: ``_pdist_forward(Tensor self, float p=2.) -> Tensor``
     """
+    if p.__class__ is not float and p.__class__ is not int:
+        _float_arg(p, '_pdist_forward', 'p', 2)
     return _dispatch__pdist_forward((input, p))
 
 def empty(*size, dtype=None, device=None, requires_grad=False, **size_kw):
@@ -2264,7 +2422,16 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
 
     Schema: ``full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
     """
+    if size.__class__ is not tuple and size.__class__ is not list:
+        _int_list_arg(size, 'full', 'size', 1, False)
+    else:
+        for _item in size:
+            if _item.__class__ is not int:
+                _int_list_arg(size, 'full', 'size', 1, False)
+                break
     fill_value = _scalar_arg(fill_value)
+    if fill_value.__class__ is not int and fill_value.__class__ is not float:
+        _number_arg(fill_value, 'full', 'fill_value', 2)
     device = _as_device(device)
     if requires_grad.__class__ is not bool:
         _bool_arg(requires_grad, 'full', 'requires_grad', None)
@@ -2277,8 +2444,14 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     Schema: ``arange.start_step(Scalar start, Scalar end=None, Scalar step=1, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
     """
     start = _scalar_arg(start)
+    if start.__class__ is not int and start.__class__ is not float:
+        _number_arg(start, 'arange', 'start', 1)
     end = _scalar_arg(end)
+    if end is not None and end.__class__ is not int and end.__class__ is not float:
+        _number_arg(end, 'arange', 'end', 2)
     step = _scalar_arg(step)
+    if step.__class__ is not int and step.__class__ is not float:
+        _number_arg(step, 'arange', 'step', 3)
     device = _as_device(device)
     if requires_grad.__class__ is not bool:
         _bool_arg(requires_grad, 'arange', 'requires_grad', None)
@@ -2341,6 +2514,8 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 
     Schema: ``full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
     """
+    if fill_value.__class__ is not int and fill_value.__class__ is not float:
+        _number_arg(fill_value, 'full_like', 'fill_value', 2)
     if device is not None:
         device = _as_device(device)
     if requires_grad.__class__ is not bool:
@@ -2353,6 +2528,10 @@ def uniform_(input, from_=0, to=1, *, generator=None):
 
     Schema: ``uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)``
     """
+    if from_.__class__ is not float and from_.__class__ is not int:
+        _float_arg(from_, 'uniform_', 'from', 2)
+    if to.__class__ is not float and to.__class__ is not int:
+        _float_arg(to, 'uniform_', 'to', 3)
     return _dispatch_uniform_((input, from_, to, generator))
 
 def normal_(input, mean=0, std=1, *, generator=None):
@@ -2360,6 +2539,10 @@ def normal_(input, mean=0, std=1, *, generator=None):
 
     Schema: ``normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)``
     """
+    if mean.__class__ is not float and mean.__class__ is not int:
+        _float_arg(mean, 'normal_', 'mean', 2)
+    if std.__class__ is not float and std.__class__ is not int:
+        _float_arg(std, 'normal_', 'std', 3)
     return _dispatch_normal_((input, mean, std, generator))
 
 def random_(input, from_, to, *, generator=None):
@@ -2402,6 +2585,13 @@ def _bind_randint_low(low, high, size, *, generator=None, dtype=None, device=Non
         _int_arg(low, 'randint', 'low', 1)
     if high.__class__ is not int:
         _int_arg(high, 'randint', 'high', 2)
+    if size.__class__ is not tuple and size.__class__ is not list:
+        _int_list_arg(size, 'randint', 'size', 3, False)
+    else:
+        for _item in size:
+            if _item.__class__ is not int:
+                _int_list_arg(size, 'randint', 'size', 3, False)
+                break
     device = _as_device(device)
     if requires_grad.__class__ is not bool:
         _bool_arg(requires_grad, 'randint', 'requires_grad', None)
@@ -2414,6 +2604,13 @@ def _bind_randint_low(low, high, size, *, generator=None, dtype=None, device=Non
 def _bind_randint(high, size, *, generator=None, dtype=None, device=None, requires_grad=False):
     if high.__class__ is not int:
         _int_arg(high, 'randint', 'high', 1)
+    if size.__class__ is not tuple and size.__class__ is not list:
+        _int_list_arg(size, 'randint', 'size', 2, False)
+    else:
+        for _item in size:
+            if _item.__class__ is not int:
+                _int_list_arg(size, 'randint', 'size', 2, False)
+                break
     device = _as_device(device)
     if requires_grad.__class__ is not bool:
         _bool_arg(requires_grad, 'randint', 'requires_grad', None)
@@ -2440,6 +2637,8 @@ def _bind_sort_stable(input, *, stable, dim=-1, descending=False):
         _int_arg(dim, 'sort', 'dim', None)
     if descending.__class__ is not bool:
         _bool_arg(descending, 'sort', 'descending', None)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, stable, dim, descending)
@@ -2449,6 +2648,8 @@ def _bind_sort(input, dim=-1, descending=False):
         _int_arg(dim, 'sort', 'dim', 2)
     if descending.__class__ is not bool:
         _bool_arg(descending, 'sort', 'descending', 3)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, dim, descending)
@@ -2472,6 +2673,8 @@ def _bind_argsort_stable(input, *, stable, dim=-1, descending=False):
         _int_arg(dim, 'argsort', 'dim', None)
     if descending.__class__ is not bool:
         _bool_arg(descending, 'argsort', 'descending', None)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, stable, dim, descending)
@@ -2481,6 +2684,8 @@ def _bind_argsort(input, dim=-1, descending=False):
         _int_arg(dim, 'argsort', 'dim', 2)
     if descending.__class__ is not bool:
         _bool_arg(descending, 'argsort', 'descending', 3)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, dim, descending)
@@ -2553,11 +2758,15 @@ def _bind_prod_dim_int(input, dim, keepdim=False, *, dtype=None):
         _int_arg(dim, 'prod', 'dim', 2)
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'prod', 'keepdim', 3)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, dim, keepdim, dtype)
 
 def _bind_prod(input, *, dtype=None):
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input, dtype)
 
 _overloads_prod = ((_bind_prod_dim_int, _op_prod_dim_int, None), (_bind_prod, _op_prod, None),)
@@ -2577,6 +2786,13 @@ def logsumexp(input, dim, keepdim=False):
 
     Schema: ``logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor``
     """
+    if dim.__class__ is not tuple and dim.__class__ is not list:
+        _int_list_arg(dim, 'logsumexp', 'dim', 2, True)
+    else:
+        for _item in dim:
+            if _item.__class__ is not int:
+                _int_list_arg(dim, 'logsumexp', 'dim', 2, True)
+                break
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'logsumexp', 'keepdim', 3)
     return _dispatch_logsumexp((input, dim, keepdim))
@@ -2586,16 +2802,29 @@ def _bind_any_dim(input, dim, keepdim=False):
         _int_arg(dim, 'any', 'dim', 2)
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'any', 'keepdim', 3)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, dim, keepdim)
 
 def _bind_any(input):
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input,)
 
 def _bind_any_dims(input, dim=None, keepdim=False):
+    if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+        _int_list_arg(dim, 'any', 'dim', 2, False)
+    elif dim is not None:
+        for _item in dim:
+            if _item.__class__ is not int:
+                _int_list_arg(dim, 'any', 'dim', 2, False)
+                break
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'any', 'keepdim', 3)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input, dim, keepdim)
 
 _overloads_any = ((_bind_any_dim, _op_any_dim, None), (_bind_any, _op_any, None), (_bind_any_dims, _op_any_dims, None),)
@@ -2617,16 +2846,29 @@ def _bind_all_dim(input, dim, keepdim=False):
         _int_arg(dim, 'all', 'dim', 2)
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'all', 'keepdim', 3)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, dim, keepdim)
 
 def _bind_all(input):
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input,)
 
 def _bind_all_dims(input, dim=None, keepdim=False):
+    if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+        _int_list_arg(dim, 'all', 'dim', 2, False)
+    elif dim is not None:
+        for _item in dim:
+            if _item.__class__ is not int:
+                _int_list_arg(dim, 'all', 'dim', 2, False)
+                break
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'all', 'keepdim', 3)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input, dim, keepdim)
 
 _overloads_all = ((_bind_all_dim, _op_all_dim, None), (_bind_all, _op_all, None), (_bind_all_dims, _op_all_dims, None),)
@@ -2644,15 +2886,35 @@ def all(*args, **kwargs):
     return _call_overload('all', _overloads_all, args, kwargs)
 
 def _bind_var_dim(input, dim, unbiased=True, keepdim=False):
+    if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+        _int_list_arg(dim, 'var', 'dim', 2, True)
+    elif dim is not None:
+        for _item in dim:
+            if _item.__class__ is not int:
+                _int_list_arg(dim, 'var', 'dim', 2, True)
+                break
     if unbiased.__class__ is not bool:
         _bool_arg(unbiased, 'var', 'unbiased', 3)
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'var', 'keepdim', 4)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input, dim, unbiased, keepdim)
 
 def _bind_var_correction(input, dim=None, *, correction=None, keepdim=False):
+    if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+        _int_list_arg(dim, 'var', 'dim', 2, True)
+    elif dim is not None:
+        for _item in dim:
+            if _item.__class__ is not int:
+                _int_list_arg(dim, 'var', 'dim', 2, True)
+                break
+    if correction is not None and correction.__class__ is not int and correction.__class__ is not float:
+        _number_arg(correction, 'var', 'correction', None)
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'var', 'keepdim', None)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     if hasattr(correction, '_data'):
         raise TypeError('correction')
     return (input, dim, correction, keepdim)
@@ -2660,6 +2922,8 @@ def _bind_var_correction(input, dim=None, *, correction=None, keepdim=False):
 def _bind_var(input, unbiased=True):
     if unbiased.__class__ is not bool:
         _bool_arg(unbiased, 'var', 'unbiased', 2)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input, unbiased)
 
 _overloads_var = ((_bind_var_dim, _op_var_dim, None), (_bind_var_correction, _op_var_correction, None), (_bind_var, _op_var, None),)
@@ -2677,15 +2941,35 @@ def var(*args, **kwargs):
     return _call_overload('var', _overloads_var, args, kwargs)
 
 def _bind_std_dim(input, dim, unbiased=True, keepdim=False):
+    if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+        _int_list_arg(dim, 'std', 'dim', 2, True)
+    elif dim is not None:
+        for _item in dim:
+            if _item.__class__ is not int:
+                _int_list_arg(dim, 'std', 'dim', 2, True)
+                break
     if unbiased.__class__ is not bool:
         _bool_arg(unbiased, 'std', 'unbiased', 3)
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'std', 'keepdim', 4)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input, dim, unbiased, keepdim)
 
 def _bind_std_correction(input, dim=None, *, correction=None, keepdim=False):
+    if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+        _int_list_arg(dim, 'std', 'dim', 2, True)
+    elif dim is not None:
+        for _item in dim:
+            if _item.__class__ is not int:
+                _int_list_arg(dim, 'std', 'dim', 2, True)
+                break
+    if correction is not None and correction.__class__ is not int and correction.__class__ is not float:
+        _number_arg(correction, 'std', 'correction', None)
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'std', 'keepdim', None)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     if hasattr(correction, '_data'):
         raise TypeError('correction')
     return (input, dim, correction, keepdim)
@@ -2693,6 +2977,8 @@ def _bind_std_correction(input, dim=None, *, correction=None, keepdim=False):
 def _bind_std(input, unbiased=True):
     if unbiased.__class__ is not bool:
         _bool_arg(unbiased, 'std', 'unbiased', 2)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input, unbiased)
 
 _overloads_std = ((_bind_std_dim, _op_std_dim, None), (_bind_std_correction, _op_std_correction, None), (_bind_std, _op_std, None),)
@@ -2714,18 +3000,42 @@ def var_mean(input, dim=None, *, correction=None, keepdim=False):
 
     Schema: ``var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)``
     """
+    if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+        _int_list_arg(dim, 'var_mean', 'dim', 2, True)
+    elif dim is not None:
+        for _item in dim:
+            if _item.__class__ is not int:
+                _int_list_arg(dim, 'var_mean', 'dim', 2, True)
+                break
+    if correction is not None and correction.__class__ is not int and correction.__class__ is not float:
+        _number_arg(correction, 'var_mean', 'correction', None)
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'var_mean', 'keepdim', None)
     return _dispatch_var_mean_correction((input, dim, correction, keepdim))
 
 def _bind_norm_ScalarOpt_dim(input, p, dim, keepdim=False):
+    if p is not None and p.__class__ is not int and p.__class__ is not float:
+        _number_arg(p, 'norm', 'p', 2)
+    if dim.__class__ is not tuple and dim.__class__ is not list:
+        _int_list_arg(dim, 'norm', 'dim', 3, True)
+    else:
+        for _item in dim:
+            if _item.__class__ is not int:
+                _int_list_arg(dim, 'norm', 'dim', 3, True)
+                break
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'norm', 'keepdim', 4)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     if hasattr(p, '_data'):
         raise TypeError('p')
     return (input, p, dim, keepdim)
 
 def _bind_norm_Scalar(input, p=2):
+    if p.__class__ is not int and p.__class__ is not float:
+        _number_arg(p, 'norm', 'p', 2)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     if hasattr(p, '_data'):
         raise TypeError('p')
     return (input, p)
@@ -2747,6 +3057,13 @@ def flip(input, dims):
 
     Schema: ``flip(Tensor self, int[] dims) -> Tensor``
     """
+    if dims.__class__ is not tuple and dims.__class__ is not list:
+        _int_list_arg(dims, 'flip', 'dims', 2, False)
+    else:
+        for _item in dims:
+            if _item.__class__ is not int:
+                _int_list_arg(dims, 'flip', 'dims', 2, False)
+                break
     return _dispatch_flip((input, dims))
 
 def roll(input, shifts, dims=()):
@@ -2754,8 +3071,22 @@ def roll(input, shifts, dims=()):
 
     Schema: ``roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor``
     """
+    if shifts.__class__ is not tuple and shifts.__class__ is not list:
+        _int_list_arg(shifts, 'roll', 'shifts', 2, True)
+    else:
+        for _item in shifts:
+            if _item.__class__ is not int:
+                _int_list_arg(shifts, 'roll', 'shifts', 2, True)
+                break
     if dims is None:
         dims = ()
+    if dims.__class__ is not tuple and dims.__class__ is not list:
+        _int_list_arg(dims, 'roll', 'dims', 3, True)
+    else:
+        for _item in dims:
+            if _item.__class__ is not int:
+                _int_list_arg(dims, 'roll', 'dims', 3, True)
+                break
     return _dispatch_roll((input, shifts, dims))
 
 def tril(input, diagonal=0):
@@ -2799,6 +3130,13 @@ def repeat(input, repeats):
 
     Schema: ``repeat(Tensor self, SymInt[] repeats) -> Tensor``
     """
+    if repeats.__class__ is not tuple and repeats.__class__ is not list:
+        _int_list_arg(repeats, 'repeat', 'repeats', 2, False)
+    else:
+        for _item in repeats:
+            if _item.__class__ is not int:
+                _int_list_arg(repeats, 'repeat', 'repeats', 2, False)
+                break
     return _dispatch_repeat((input, repeats))
 
 def tile(input, dims):
@@ -2806,6 +3144,13 @@ def tile(input, dims):
 
     Schema: ``tile(Tensor self, SymInt[] dims) -> Tensor``
     """
+    if dims.__class__ is not tuple and dims.__class__ is not list:
+        _int_list_arg(dims, 'tile', 'dims', 2, False)
+    else:
+        for _item in dims:
+            if _item.__class__ is not int:
+                _int_list_arg(dims, 'tile', 'dims', 2, False)
+                break
     return _dispatch_tile((input, dims))
 
 def split(input, split_size, dim=0):
@@ -2824,6 +3169,13 @@ def split_with_sizes(input, split_sizes, dim=0):
 
     Schema: ``split_with_sizes(Tensor(a) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]``
     """
+    if split_sizes.__class__ is not tuple and split_sizes.__class__ is not list:
+        _int_list_arg(split_sizes, 'split_with_sizes', 'split_sizes', 2, False)
+    else:
+        for _item in split_sizes:
+            if _item.__class__ is not int:
+                _int_list_arg(split_sizes, 'split_with_sizes', 'split_sizes', 2, False)
+                break
     if dim.__class__ is not int:
         _int_arg(dim, 'split_with_sizes', 'dim', 3)
     return _dispatch_split_with_sizes((input, split_sizes, dim))
@@ -2899,6 +3251,13 @@ def unflatten(input, dim, sizes):
     """
     if dim.__class__ is not int:
         _int_arg(dim, 'unflatten', 'dim', 2)
+    if sizes.__class__ is not tuple and sizes.__class__ is not list:
+        _int_list_arg(sizes, 'unflatten', 'sizes', 3, False)
+    else:
+        for _item in sizes:
+            if _item.__class__ is not int:
+                _int_list_arg(sizes, 'unflatten', 'sizes', 3, False)
+                break
     return _dispatch_unflatten_int((input, dim, sizes))
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
@@ -2926,14 +3285,35 @@ def einsum(equation, tensors, *, path=None):
 
     Schema: ``einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor``
     """
+    if equation.__class__ is not str:
+        _str_arg(equation, 'einsum', 'equation', 1)
+    if path is not None and path.__class__ is not tuple and path.__class__ is not list:
+        _int_list_arg(path, 'einsum', 'path', None, False)
+    elif path is not None:
+        for _item in path:
+            if _item.__class__ is not int:
+                _int_list_arg(path, 'einsum', 'path', None, False)
+                break
     return _dispatch_einsum((equation, tensors, path))
 
 def _bind_lerp_Scalar(input, end, weight):
+    if weight.__class__ is not int and weight.__class__ is not float:
+        _number_arg(weight, 'lerp', 'weight', 3)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
+    if end is None or end.__class__ in (int, float, bool, complex):
+        raise TypeError('end')
     if hasattr(weight, '_data'):
         raise TypeError('weight')
     return (input, end, weight)
 
 def _bind_lerp_Tensor(input, end, weight):
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
+    if end is None or end.__class__ in (int, float, bool, complex):
+        raise TypeError('end')
+    if weight is None or weight.__class__ in (int, float, bool, complex):
+        raise TypeError('weight')
     return (input, end, weight)
 
 _overloads_lerp = ((_bind_lerp_Scalar, _op_lerp_Scalar, None), (_bind_lerp_Tensor, _op_lerp_Tensor, None),)
@@ -2949,11 +3329,23 @@ def lerp(*args, **kwargs):
     return _call_overload('lerp', _overloads_lerp, args, kwargs)
 
 def _bind_lerp__Scalar(input, end, weight):
+    if weight.__class__ is not int and weight.__class__ is not float:
+        _number_arg(weight, 'lerp_', 'weight', 3)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
+    if end is None or end.__class__ in (int, float, bool, complex):
+        raise TypeError('end')
     if hasattr(weight, '_data'):
         raise TypeError('weight')
     return (input, end, weight)
 
 def _bind_lerp__Tensor(input, end, weight):
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
+    if end is None or end.__class__ in (int, float, bool, complex):
+        raise TypeError('end')
+    if weight is None or weight.__class__ in (int, float, bool, complex):
+        raise TypeError('weight')
     return (input, end, weight)
 
 _overloads_lerp_ = ((_bind_lerp__Scalar, _op_lerp__Scalar, None), (_bind_lerp__Tensor, _op_lerp__Tensor, None),)
@@ -2973,6 +3365,8 @@ def addcmul(input, tensor1, tensor2, *, value=1):
 
     Schema: ``addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
     """
+    if value.__class__ is not int and value.__class__ is not float:
+        _number_arg(value, 'addcmul', 'value', None)
     return _dispatch_addcmul((input, tensor1, tensor2, value))
 
 def addcmul_(input, tensor1, tensor2, *, value=1):
@@ -2980,6 +3374,8 @@ def addcmul_(input, tensor1, tensor2, *, value=1):
 
     Schema: ``addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)``
     """
+    if value.__class__ is not int and value.__class__ is not float:
+        _number_arg(value, 'addcmul_', 'value', None)
     return _dispatch_addcmul_((input, tensor1, tensor2, value))
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
@@ -2987,6 +3383,8 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
 
     Schema: ``addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
     """
+    if value.__class__ is not int and value.__class__ is not float:
+        _number_arg(value, 'addcdiv', 'value', None)
     return _dispatch_addcdiv((input, tensor1, tensor2, value))
 
 def addcdiv_(input, tensor1, tensor2, *, value=1):
@@ -2994,6 +3392,8 @@ def addcdiv_(input, tensor1, tensor2, *, value=1):
 
     Schema: ``addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)``
     """
+    if value.__class__ is not int and value.__class__ is not float:
+        _number_arg(value, 'addcdiv_', 'value', None)
     return _dispatch_addcdiv_((input, tensor1, tensor2, value))
 
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
@@ -3002,6 +3402,8 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     Schema: ``scalar_tensor(Scalar s, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
     """
     s = _scalar_arg(s)
+    if s.__class__ is not int and s.__class__ is not float:
+        _number_arg(s, 'scalar_tensor', 's', 1)
     device = _as_device(device)
     if requires_grad.__class__ is not bool:
         _bool_arg(requires_grad, 'scalar_tensor', 'requires_grad', None)
@@ -3013,6 +3415,20 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
 
     Schema: ``empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
     """
+    if size.__class__ is not tuple and size.__class__ is not list:
+        _int_list_arg(size, 'empty_strided', 'size', 1, False)
+    else:
+        for _item in size:
+            if _item.__class__ is not int:
+                _int_list_arg(size, 'empty_strided', 'size', 1, False)
+                break
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'empty_strided', 'stride', 2, False)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'empty_strided', 'stride', 2, False)
+                break
     device = _as_device(device)
     if requires_grad.__class__ is not bool:
         _bool_arg(requires_grad, 'empty_strided', 'requires_grad', None)
@@ -3024,32 +3440,95 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
 
     Schema: ``convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor``
     """
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'convolution', 'stride', 4, False)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'convolution', 'stride', 4, False)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'convolution', 'padding', 5, False)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'convolution', 'padding', 5, False)
+                break
+    if dilation.__class__ is not tuple and dilation.__class__ is not list:
+        _int_list_arg(dilation, 'convolution', 'dilation', 6, False)
+    else:
+        for _item in dilation:
+            if _item.__class__ is not int:
+                _int_list_arg(dilation, 'convolution', 'dilation', 6, False)
+                break
     if transposed.__class__ is not bool:
         _bool_arg(transposed, 'convolution', 'transposed', 7)
+    if output_padding.__class__ is not tuple and output_padding.__class__ is not list:
+        _int_list_arg(output_padding, 'convolution', 'output_padding', 8, False)
+    else:
+        for _item in output_padding:
+            if _item.__class__ is not int:
+                _int_list_arg(output_padding, 'convolution', 'output_padding', 8, False)
+                break
     if groups.__class__ is not int:
         _int_arg(groups, 'convolution', 'groups', 9)
     return _dispatch_convolution((input, weight, bias, stride, padding, dilation, transposed, output_padding, groups))
 
 def _bind_conv1d(input, weight, bias=None, stride=(1,), padding=(0,), dilation=(1,), groups=1):
-    if stride is None:
-        stride = (1,)
-    if padding is None:
-        padding = (0,)
-    if dilation is None:
-        dilation = (1,)
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'conv1d', 'stride', 4, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'conv1d', 'stride', 4, True)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'conv1d', 'padding', 5, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'conv1d', 'padding', 5, True)
+                break
+    if dilation.__class__ is not tuple and dilation.__class__ is not list:
+        _int_list_arg(dilation, 'conv1d', 'dilation', 6, True)
+    else:
+        for _item in dilation:
+            if _item.__class__ is not int:
+                _int_list_arg(dilation, 'conv1d', 'dilation', 6, True)
+                break
     if groups.__class__ is not int:
         _int_arg(groups, 'conv1d', 'groups', 7)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
+    if weight is None or weight.__class__ in (int, float, bool, complex):
+        raise TypeError('weight')
     if groups.__class__ in (list, tuple):
         raise TypeError('groups')
     return (input, weight, bias, stride, padding, dilation, groups)
 
 def _bind_conv1d_padding(input, weight, bias=None, stride=(1,), padding='valid', dilation=(1,), groups=1):
-    if stride is None:
-        stride = (1,)
-    if dilation is None:
-        dilation = (1,)
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'conv1d', 'stride', 4, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'conv1d', 'stride', 4, True)
+                break
+    if padding.__class__ is not str:
+        _str_arg(padding, 'conv1d', 'padding', 5)
+    if dilation.__class__ is not tuple and dilation.__class__ is not list:
+        _int_list_arg(dilation, 'conv1d', 'dilation', 6, True)
+    else:
+        for _item in dilation:
+            if _item.__class__ is not int:
+                _int_list_arg(dilation, 'conv1d', 'dilation', 6, True)
+                break
     if groups.__class__ is not int:
         _int_arg(groups, 'conv1d', 'groups', 7)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
+    if weight is None or weight.__class__ in (int, float, bool, complex):
+        raise TypeError('weight')
     if groups.__class__ in (list, tuple):
         raise TypeError('groups')
     return (input, weight, bias, stride, padding, dilation, groups)
@@ -3067,25 +3546,60 @@ def conv1d(*args, **kwargs):
     return _call_overload('conv1d', _overloads_conv1d, args, kwargs)
 
 def _bind_conv2d(input, weight, bias=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
-    if stride is None:
-        stride = (1, 1)
-    if padding is None:
-        padding = (0, 0)
-    if dilation is None:
-        dilation = (1, 1)
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'conv2d', 'stride', 4, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'conv2d', 'stride', 4, True)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'conv2d', 'padding', 5, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'conv2d', 'padding', 5, True)
+                break
+    if dilation.__class__ is not tuple and dilation.__class__ is not list:
+        _int_list_arg(dilation, 'conv2d', 'dilation', 6, True)
+    else:
+        for _item in dilation:
+            if _item.__class__ is not int:
+                _int_list_arg(dilation, 'conv2d', 'dilation', 6, True)
+                break
     if groups.__class__ is not int:
         _int_arg(groups, 'conv2d', 'groups', 7)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
+    if weight is None or weight.__class__ in (int, float, bool, complex):
+        raise TypeError('weight')
     if groups.__class__ in (list, tuple):
         raise TypeError('groups')
     return (input, weight, bias, stride, padding, dilation, groups)
 
 def _bind_conv2d_padding(input, weight, bias=None, stride=(1, 1), padding='valid', dilation=(1, 1), groups=1):
-    if stride is None:
-        stride = (1, 1)
-    if dilation is None:
-        dilation = (1, 1)
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'conv2d', 'stride', 4, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'conv2d', 'stride', 4, True)
+                break
+    if padding.__class__ is not str:
+        _str_arg(padding, 'conv2d', 'padding', 5)
+    if dilation.__class__ is not tuple and dilation.__class__ is not list:
+        _int_list_arg(dilation, 'conv2d', 'dilation', 6, True)
+    else:
+        for _item in dilation:
+            if _item.__class__ is not int:
+                _int_list_arg(dilation, 'conv2d', 'dilation', 6, True)
+                break
     if groups.__class__ is not int:
         _int_arg(groups, 'conv2d', 'groups', 7)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
+    if weight is None or weight.__class__ in (int, float, bool, complex):
+        raise TypeError('weight')
     if groups.__class__ in (list, tuple):
         raise TypeError('groups')
     return (input, weight, bias, stride, padding, dilation, groups)
@@ -3107,16 +3621,36 @@ def conv_transpose1d(input, weight, bias=None, stride=(1,), padding=(0,), output
 
     Schema: ``conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], SymInt[1] padding=[0], SymInt[1] output_padding=[0], SymInt groups=1, SymInt[1] dilation=[1]) -> Tensor``
     """
-    if stride is None:
-        stride = (1,)
-    if padding is None:
-        padding = (0,)
-    if output_padding is None:
-        output_padding = (0,)
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'conv_transpose1d', 'stride', 4, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'conv_transpose1d', 'stride', 4, True)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'conv_transpose1d', 'padding', 5, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'conv_transpose1d', 'padding', 5, True)
+                break
+    if output_padding.__class__ is not tuple and output_padding.__class__ is not list:
+        _int_list_arg(output_padding, 'conv_transpose1d', 'output_padding', 6, True)
+    else:
+        for _item in output_padding:
+            if _item.__class__ is not int:
+                _int_list_arg(output_padding, 'conv_transpose1d', 'output_padding', 6, True)
+                break
     if groups.__class__ is not int:
         _int_arg(groups, 'conv_transpose1d', 'groups', 7)
-    if dilation is None:
-        dilation = (1,)
+    if dilation.__class__ is not tuple and dilation.__class__ is not list:
+        _int_list_arg(dilation, 'conv_transpose1d', 'dilation', 8, True)
+    else:
+        for _item in dilation:
+            if _item.__class__ is not int:
+                _int_list_arg(dilation, 'conv_transpose1d', 'dilation', 8, True)
+                break
     return _dispatch_conv_transpose1d((input, weight, bias, stride, padding, output_padding, groups, dilation))
 
 def conv_transpose2d(input, weight, bias=None, stride=(1, 1), padding=(0, 0), output_padding=(0, 0), groups=1, dilation=(1, 1)):
@@ -3124,38 +3658,93 @@ def conv_transpose2d(input, weight, bias=None, stride=(1, 1), padding=(0, 0), ou
 
     Schema: ``conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], SymInt[2] padding=[0, 0], SymInt[2] output_padding=[0, 0], SymInt groups=1, SymInt[2] dilation=[1, 1]) -> Tensor``
     """
-    if stride is None:
-        stride = (1, 1)
-    if padding is None:
-        padding = (0, 0)
-    if output_padding is None:
-        output_padding = (0, 0)
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'conv_transpose2d', 'stride', 4, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'conv_transpose2d', 'stride', 4, True)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'conv_transpose2d', 'padding', 5, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'conv_transpose2d', 'padding', 5, True)
+                break
+    if output_padding.__class__ is not tuple and output_padding.__class__ is not list:
+        _int_list_arg(output_padding, 'conv_transpose2d', 'output_padding', 6, True)
+    else:
+        for _item in output_padding:
+            if _item.__class__ is not int:
+                _int_list_arg(output_padding, 'conv_transpose2d', 'output_padding', 6, True)
+                break
     if groups.__class__ is not int:
         _int_arg(groups, 'conv_transpose2d', 'groups', 7)
-    if dilation is None:
-        dilation = (1, 1)
+    if dilation.__class__ is not tuple and dilation.__class__ is not list:
+        _int_list_arg(dilation, 'conv_transpose2d', 'dilation', 8, True)
+    else:
+        for _item in dilation:
+            if _item.__class__ is not int:
+                _int_list_arg(dilation, 'conv_transpose2d', 'dilation', 8, True)
+                break
     return _dispatch_conv_transpose2d_input((input, weight, bias, stride, padding, output_padding, groups, dilation))
 
 def _bind_conv3d(input, weight, bias=None, stride=(1, 1, 1), padding=(0, 0, 0), dilation=(1, 1, 1), groups=1):
-    if stride is None:
-        stride = (1, 1, 1)
-    if padding is None:
-        padding = (0, 0, 0)
-    if dilation is None:
-        dilation = (1, 1, 1)
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'conv3d', 'stride', 4, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'conv3d', 'stride', 4, True)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'conv3d', 'padding', 5, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'conv3d', 'padding', 5, True)
+                break
+    if dilation.__class__ is not tuple and dilation.__class__ is not list:
+        _int_list_arg(dilation, 'conv3d', 'dilation', 6, True)
+    else:
+        for _item in dilation:
+            if _item.__class__ is not int:
+                _int_list_arg(dilation, 'conv3d', 'dilation', 6, True)
+                break
     if groups.__class__ is not int:
         _int_arg(groups, 'conv3d', 'groups', 7)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
+    if weight is None or weight.__class__ in (int, float, bool, complex):
+        raise TypeError('weight')
     if groups.__class__ in (list, tuple):
         raise TypeError('groups')
     return (input, weight, bias, stride, padding, dilation, groups)
 
 def _bind_conv3d_padding(input, weight, bias=None, stride=(1, 1, 1), padding='valid', dilation=(1, 1, 1), groups=1):
-    if stride is None:
-        stride = (1, 1, 1)
-    if dilation is None:
-        dilation = (1, 1, 1)
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'conv3d', 'stride', 4, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'conv3d', 'stride', 4, True)
+                break
+    if padding.__class__ is not str:
+        _str_arg(padding, 'conv3d', 'padding', 5)
+    if dilation.__class__ is not tuple and dilation.__class__ is not list:
+        _int_list_arg(dilation, 'conv3d', 'dilation', 6, True)
+    else:
+        for _item in dilation:
+            if _item.__class__ is not int:
+                _int_list_arg(dilation, 'conv3d', 'dilation', 6, True)
+                break
     if groups.__class__ is not int:
         _int_arg(groups, 'conv3d', 'groups', 7)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
+    if weight is None or weight.__class__ in (int, float, bool, complex):
+        raise TypeError('weight')
     if groups.__class__ in (list, tuple):
         raise TypeError('groups')
     return (input, weight, bias, stride, padding, dilation, groups)
@@ -3177,16 +3766,36 @@ def conv_transpose3d(input, weight, bias=None, stride=(1, 1, 1), padding=(0, 0, 
 
     Schema: ``conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=[1, 1, 1], SymInt[3] padding=[0, 0, 0], SymInt[3] output_padding=[0, 0, 0], SymInt groups=1, SymInt[3] dilation=[1, 1, 1]) -> Tensor``
     """
-    if stride is None:
-        stride = (1, 1, 1)
-    if padding is None:
-        padding = (0, 0, 0)
-    if output_padding is None:
-        output_padding = (0, 0, 0)
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'conv_transpose3d', 'stride', 4, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'conv_transpose3d', 'stride', 4, True)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'conv_transpose3d', 'padding', 5, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'conv_transpose3d', 'padding', 5, True)
+                break
+    if output_padding.__class__ is not tuple and output_padding.__class__ is not list:
+        _int_list_arg(output_padding, 'conv_transpose3d', 'output_padding', 6, True)
+    else:
+        for _item in output_padding:
+            if _item.__class__ is not int:
+                _int_list_arg(output_padding, 'conv_transpose3d', 'output_padding', 6, True)
+                break
     if groups.__class__ is not int:
         _int_arg(groups, 'conv_transpose3d', 'groups', 7)
-    if dilation is None:
-        dilation = (1, 1, 1)
+    if dilation.__class__ is not tuple and dilation.__class__ is not list:
+        _int_list_arg(dilation, 'conv_transpose3d', 'dilation', 8, True)
+    else:
+        for _item in dilation:
+            if _item.__class__ is not int:
+                _int_list_arg(dilation, 'conv_transpose3d', 'dilation', 8, True)
+                break
     return _dispatch_conv_transpose3d_input((input, weight, bias, stride, padding, output_padding, groups, dilation))
 
 def max_unpool2d(input, indices, output_size):
@@ -3194,6 +3803,13 @@ def max_unpool2d(input, indices, output_size):
 
     Schema: ``max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor``
     """
+    if output_size.__class__ is not tuple and output_size.__class__ is not list:
+        _int_list_arg(output_size, 'max_unpool2d', 'output_size', 3, True)
+    else:
+        for _item in output_size:
+            if _item.__class__ is not int:
+                _int_list_arg(output_size, 'max_unpool2d', 'output_size', 3, True)
+                break
     return _dispatch_max_unpool2d((input, indices, output_size))
 
 def max_unpool3d(input, indices, output_size, stride, padding):
@@ -3201,6 +3817,27 @@ def max_unpool3d(input, indices, output_size, stride, padding):
 
     Schema: ``max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor``
     """
+    if output_size.__class__ is not tuple and output_size.__class__ is not list:
+        _int_list_arg(output_size, 'max_unpool3d', 'output_size', 3, True)
+    else:
+        for _item in output_size:
+            if _item.__class__ is not int:
+                _int_list_arg(output_size, 'max_unpool3d', 'output_size', 3, True)
+                break
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'max_unpool3d', 'stride', 4, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'max_unpool3d', 'stride', 4, True)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'max_unpool3d', 'padding', 5, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'max_unpool3d', 'padding', 5, True)
+                break
     return _dispatch_max_unpool3d((input, indices, output_size, stride, padding))
 
 def max_pool2d_with_indices(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
@@ -3208,12 +3845,36 @@ def max_pool2d_with_indices(input, kernel_size, stride=(), padding=(0,), dilatio
 
     Schema: ``max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor output, Tensor indices)``
     """
+    if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
+        _int_list_arg(kernel_size, 'max_pool2d_with_indices', 'kernel_size', 2, True)
+    else:
+        for _item in kernel_size:
+            if _item.__class__ is not int:
+                _int_list_arg(kernel_size, 'max_pool2d_with_indices', 'kernel_size', 2, True)
+                break
     if stride is None:
         stride = ()
-    if padding is None:
-        padding = (0,)
-    if dilation is None:
-        dilation = (1,)
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'max_pool2d_with_indices', 'stride', 3, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'max_pool2d_with_indices', 'stride', 3, True)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'max_pool2d_with_indices', 'padding', 4, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'max_pool2d_with_indices', 'padding', 4, True)
+                break
+    if dilation.__class__ is not tuple and dilation.__class__ is not list:
+        _int_list_arg(dilation, 'max_pool2d_with_indices', 'dilation', 5, True)
+    else:
+        for _item in dilation:
+            if _item.__class__ is not int:
+                _int_list_arg(dilation, 'max_pool2d_with_indices', 'dilation', 5, True)
+                break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'max_pool2d_with_indices', 'ceil_mode', 6)
     return _tuple_new(_R_max_pool2d_with_indices, _dispatch_max_pool2d_with_indices((input, kernel_size, stride, padding, dilation, ceil_mode)))
@@ -3223,12 +3884,36 @@ def max_pool2d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_
 
     Schema: ``max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor``
     """
+    if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
+        _int_list_arg(kernel_size, 'max_pool2d', 'kernel_size', 2, True)
+    else:
+        for _item in kernel_size:
+            if _item.__class__ is not int:
+                _int_list_arg(kernel_size, 'max_pool2d', 'kernel_size', 2, True)
+                break
     if stride is None:
         stride = ()
-    if padding is None:
-        padding = (0,)
-    if dilation is None:
-        dilation = (1,)
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'max_pool2d', 'stride', 3, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'max_pool2d', 'stride', 3, True)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'max_pool2d', 'padding', 4, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'max_pool2d', 'padding', 4, True)
+                break
+    if dilation.__class__ is not tuple and dilation.__class__ is not list:
+        _int_list_arg(dilation, 'max_pool2d', 'dilation', 5, True)
+    else:
+        for _item in dilation:
+            if _item.__class__ is not int:
+                _int_list_arg(dilation, 'max_pool2d', 'dilation', 5, True)
+                break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'max_pool2d', 'ceil_mode', 6)
     return _dispatch_max_pool2d((input, kernel_size, stride, padding, dilation, ceil_mode))
@@ -3238,12 +3923,36 @@ def max_pool1d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_
 
     Schema: ``max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], int[1] dilation=[1], bool ceil_mode=False) -> Tensor``
     """
+    if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
+        _int_list_arg(kernel_size, 'max_pool1d', 'kernel_size', 2, True)
+    else:
+        for _item in kernel_size:
+            if _item.__class__ is not int:
+                _int_list_arg(kernel_size, 'max_pool1d', 'kernel_size', 2, True)
+                break
     if stride is None:
         stride = ()
-    if padding is None:
-        padding = (0,)
-    if dilation is None:
-        dilation = (1,)
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'max_pool1d', 'stride', 3, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'max_pool1d', 'stride', 3, True)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'max_pool1d', 'padding', 4, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'max_pool1d', 'padding', 4, True)
+                break
+    if dilation.__class__ is not tuple and dilation.__class__ is not list:
+        _int_list_arg(dilation, 'max_pool1d', 'dilation', 5, True)
+    else:
+        for _item in dilation:
+            if _item.__class__ is not int:
+                _int_list_arg(dilation, 'max_pool1d', 'dilation', 5, True)
+                break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'max_pool1d', 'ceil_mode', 6)
     return _dispatch_max_pool1d((input, kernel_size, stride, padding, dilation, ceil_mode))
@@ -3253,10 +3962,29 @@ def avg_pool2d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, cou
 
     Schema: ``avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor``
     """
+    if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
+        _int_list_arg(kernel_size, 'avg_pool2d', 'kernel_size', 2, True)
+    else:
+        for _item in kernel_size:
+            if _item.__class__ is not int:
+                _int_list_arg(kernel_size, 'avg_pool2d', 'kernel_size', 2, True)
+                break
     if stride is None:
         stride = ()
-    if padding is None:
-        padding = (0,)
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'avg_pool2d', 'stride', 3, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'avg_pool2d', 'stride', 3, True)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'avg_pool2d', 'padding', 4, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'avg_pool2d', 'padding', 4, True)
+                break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'avg_pool2d', 'ceil_mode', 5)
     if count_include_pad.__class__ is not bool:
@@ -3270,10 +3998,29 @@ def avg_pool1d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, cou
 
     Schema: ``avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], bool ceil_mode=False, bool count_include_pad=True) -> Tensor``
     """
+    if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
+        _int_list_arg(kernel_size, 'avg_pool1d', 'kernel_size', 2, True)
+    else:
+        for _item in kernel_size:
+            if _item.__class__ is not int:
+                _int_list_arg(kernel_size, 'avg_pool1d', 'kernel_size', 2, True)
+                break
     if stride is None:
         stride = ()
-    if padding is None:
-        padding = (0,)
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'avg_pool1d', 'stride', 3, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'avg_pool1d', 'stride', 3, True)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'avg_pool1d', 'padding', 4, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'avg_pool1d', 'padding', 4, True)
+                break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'avg_pool1d', 'ceil_mode', 5)
     if count_include_pad.__class__ is not bool:
@@ -3285,6 +4032,13 @@ def adaptive_avg_pool2d(input, output_size):
 
     Schema: ``adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor``
     """
+    if output_size.__class__ is not tuple and output_size.__class__ is not list:
+        _int_list_arg(output_size, 'adaptive_avg_pool2d', 'output_size', 2, True)
+    else:
+        for _item in output_size:
+            if _item.__class__ is not int:
+                _int_list_arg(output_size, 'adaptive_avg_pool2d', 'output_size', 2, True)
+                break
     return _dispatch_adaptive_avg_pool2d((input, output_size))
 
 def _adaptive_avg_pool2d(input, output_size):
@@ -3292,6 +4046,13 @@ def _adaptive_avg_pool2d(input, output_size):
 
     Schema: ``_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor``
     """
+    if output_size.__class__ is not tuple and output_size.__class__ is not list:
+        _int_list_arg(output_size, '_adaptive_avg_pool2d', 'output_size', 2, True)
+    else:
+        for _item in output_size:
+            if _item.__class__ is not int:
+                _int_list_arg(output_size, '_adaptive_avg_pool2d', 'output_size', 2, True)
+                break
     return _dispatch__adaptive_avg_pool2d((input, output_size))
 
 def adaptive_avg_pool1d(input, output_size):
@@ -3299,6 +4060,13 @@ def adaptive_avg_pool1d(input, output_size):
 
     Schema: ``adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor``
     """
+    if output_size.__class__ is not tuple and output_size.__class__ is not list:
+        _int_list_arg(output_size, 'adaptive_avg_pool1d', 'output_size', 2, True)
+    else:
+        for _item in output_size:
+            if _item.__class__ is not int:
+                _int_list_arg(output_size, 'adaptive_avg_pool1d', 'output_size', 2, True)
+                break
     return _dispatch_adaptive_avg_pool1d((input, output_size))
 
 def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
@@ -3308,6 +4076,10 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     """
     if training.__class__ is not bool:
         _bool_arg(training, 'native_batch_norm', 'training', 6)
+    if momentum.__class__ is not float and momentum.__class__ is not int:
+        _float_arg(momentum, 'native_batch_norm', 'momentum', 7)
+    if eps.__class__ is not float and eps.__class__ is not int:
+        _float_arg(eps, 'native_batch_norm', 'eps', 8)
     return _tuple_new(_R_native_batch_norm, _dispatch_native_batch_norm((input, weight, bias, running_mean, running_var, training, momentum, eps)))
 
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
@@ -3317,6 +4089,10 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
     """
     if training.__class__ is not bool:
         _bool_arg(training, 'batch_norm', 'training', 6)
+    if momentum.__class__ is not float and momentum.__class__ is not int:
+        _float_arg(momentum, 'batch_norm', 'momentum', 7)
+    if eps.__class__ is not float and eps.__class__ is not int:
+        _float_arg(eps, 'batch_norm', 'eps', 8)
     if cudnn_enabled.__class__ is not bool:
         _bool_arg(cudnn_enabled, 'batch_norm', 'cudnn_enabled', 9)
     return _dispatch_batch_norm((input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled))
@@ -3326,6 +4102,15 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
 
     Schema: ``native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor output, Tensor mean, Tensor rstd)``
     """
+    if normalized_shape.__class__ is not tuple and normalized_shape.__class__ is not list:
+        _int_list_arg(normalized_shape, 'native_layer_norm', 'normalized_shape', 2, False)
+    else:
+        for _item in normalized_shape:
+            if _item.__class__ is not int:
+                _int_list_arg(normalized_shape, 'native_layer_norm', 'normalized_shape', 2, False)
+                break
+    if eps.__class__ is not float and eps.__class__ is not int:
+        _float_arg(eps, 'native_layer_norm', 'eps', 5)
     return _tuple_new(_R_native_layer_norm, _dispatch_native_layer_norm((input, normalized_shape, weight, bias, eps)))
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn_enable=True):
@@ -3333,6 +4118,15 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn
 
     Schema: ``layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor``
     """
+    if normalized_shape.__class__ is not tuple and normalized_shape.__class__ is not list:
+        _int_list_arg(normalized_shape, 'layer_norm', 'normalized_shape', 2, False)
+    else:
+        for _item in normalized_shape:
+            if _item.__class__ is not int:
+                _int_list_arg(normalized_shape, 'layer_norm', 'normalized_shape', 2, False)
+                break
+    if eps.__class__ is not float and eps.__class__ is not int:
+        _float_arg(eps, 'layer_norm', 'eps', 5)
     if cudnn_enable.__class__ is not bool:
         _bool_arg(cudnn_enable, 'layer_norm', 'cudnn_enable', 6)
     return _dispatch_layer_norm((input, normalized_shape, weight, bias, eps, cudnn_enable))
@@ -3350,6 +4144,8 @@ def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
         _int_arg(HxW, 'native_group_norm', 'HxW', 6)
     if group.__class__ is not int:
         _int_arg(group, 'native_group_norm', 'group', 7)
+    if eps.__class__ is not float and eps.__class__ is not int:
+        _float_arg(eps, 'native_group_norm', 'eps', 8)
     return _tuple_new(_R_native_group_norm, _dispatch_native_group_norm((input, weight, bias, N, C, HxW, group, eps)))
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabled=True):
@@ -3359,6 +4155,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05, cudnn_enabl
     """
     if num_groups.__class__ is not int:
         _int_arg(num_groups, 'group_norm', 'num_groups', 2)
+    if eps.__class__ is not float and eps.__class__ is not int:
+        _float_arg(eps, 'group_norm', 'eps', 5)
     if cudnn_enabled.__class__ is not bool:
         _bool_arg(cudnn_enabled, 'group_norm', 'cudnn_enabled', 6)
     return _dispatch_group_norm((input, num_groups, weight, bias, eps, cudnn_enabled))
@@ -3368,6 +4166,15 @@ def constant_pad_nd(input, pad, value=0):
 
     Schema: ``constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor``
     """
+    if pad.__class__ is not tuple and pad.__class__ is not list:
+        _int_list_arg(pad, 'constant_pad_nd', 'pad', 2, False)
+    else:
+        for _item in pad:
+            if _item.__class__ is not int:
+                _int_list_arg(pad, 'constant_pad_nd', 'pad', 2, False)
+                break
+    if value.__class__ is not int and value.__class__ is not float:
+        _number_arg(value, 'constant_pad_nd', 'value', 3)
     return _dispatch_constant_pad_nd((input, pad, value))
 
 def reflection_pad1d(input, padding):
@@ -3375,6 +4182,13 @@ def reflection_pad1d(input, padding):
 
     Schema: ``reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor``
     """
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'reflection_pad1d', 'padding', 2, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'reflection_pad1d', 'padding', 2, True)
+                break
     return _dispatch_reflection_pad1d((input, padding))
 
 def reflection_pad2d(input, padding):
@@ -3382,6 +4196,13 @@ def reflection_pad2d(input, padding):
 
     Schema: ``reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor``
     """
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'reflection_pad2d', 'padding', 2, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'reflection_pad2d', 'padding', 2, True)
+                break
     return _dispatch_reflection_pad2d((input, padding))
 
 def replication_pad1d(input, padding):
@@ -3389,6 +4210,13 @@ def replication_pad1d(input, padding):
 
     Schema: ``replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor``
     """
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'replication_pad1d', 'padding', 2, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'replication_pad1d', 'padding', 2, True)
+                break
     return _dispatch_replication_pad1d((input, padding))
 
 def replication_pad2d(input, padding):
@@ -3396,6 +4224,13 @@ def replication_pad2d(input, padding):
 
     Schema: ``replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor``
     """
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'replication_pad2d', 'padding', 2, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'replication_pad2d', 'padding', 2, True)
+                break
     return _dispatch_replication_pad2d((input, padding))
 
 def pad(input, pad, mode='constant', value=None):
@@ -3403,12 +4238,43 @@ def pad(input, pad, mode='constant', value=None):
 
     Schema: ``pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor``
     """
+    if pad.__class__ is not tuple and pad.__class__ is not list:
+        _int_list_arg(pad, 'pad', 'pad', 2, False)
+    else:
+        for _item in pad:
+            if _item.__class__ is not int:
+                _int_list_arg(pad, 'pad', 'pad', 2, False)
+                break
+    if mode.__class__ is not str:
+        _str_arg(mode, 'pad', 'mode', 3)
+    if value is not None and value.__class__ is not float and value.__class__ is not int:
+        _float_arg(value, 'pad', 'value', 4)
     return _dispatch_pad((input, pad, mode, value))
 
 def _bind_upsample_nearest1d_vec(input, output_size, scale_factors):
+    if output_size is not None and output_size.__class__ is not tuple and output_size.__class__ is not list:
+        _int_list_arg(output_size, 'upsample_nearest1d', 'output_size', 2, False)
+    elif output_size is not None:
+        for _item in output_size:
+            if _item.__class__ is not int:
+                _int_list_arg(output_size, 'upsample_nearest1d', 'output_size', 2, False)
+                break
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input, output_size, scale_factors)
 
 def _bind_upsample_nearest1d(input, output_size, scales=None):
+    if output_size.__class__ is not tuple and output_size.__class__ is not list:
+        _int_list_arg(output_size, 'upsample_nearest1d', 'output_size', 2, True)
+    else:
+        for _item in output_size:
+            if _item.__class__ is not int:
+                _int_list_arg(output_size, 'upsample_nearest1d', 'output_size', 2, True)
+                break
+    if scales is not None and scales.__class__ is not float and scales.__class__ is not int:
+        _float_arg(scales, 'upsample_nearest1d', 'scales', 3)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input, output_size, scales)
 
 _overloads_upsample_nearest1d = ((_bind_upsample_nearest1d_vec, _op_upsample_nearest1d_vec, None), (_bind_upsample_nearest1d, _op_upsample_nearest1d, None),)
@@ -3424,9 +4290,31 @@ def upsample_nearest1d(*args, **kwargs):
     return _call_overload('upsample_nearest1d', _overloads_upsample_nearest1d, args, kwargs)
 
 def _bind_upsample_nearest2d_vec(input, output_size, scale_factors):
+    if output_size is not None and output_size.__class__ is not tuple and output_size.__class__ is not list:
+        _int_list_arg(output_size, 'upsample_nearest2d', 'output_size', 2, False)
+    elif output_size is not None:
+        for _item in output_size:
+            if _item.__class__ is not int:
+                _int_list_arg(output_size, 'upsample_nearest2d', 'output_size', 2, False)
+                break
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input, output_size, scale_factors)
 
 def _bind_upsample_nearest2d(input, output_size, scales_h=None, scales_w=None):
+    if output_size.__class__ is not tuple and output_size.__class__ is not list:
+        _int_list_arg(output_size, 'upsample_nearest2d', 'output_size', 2, True)
+    else:
+        for _item in output_size:
+            if _item.__class__ is not int:
+                _int_list_arg(output_size, 'upsample_nearest2d', 'output_size', 2, True)
+                break
+    if scales_h is not None and scales_h.__class__ is not float and scales_h.__class__ is not int:
+        _float_arg(scales_h, 'upsample_nearest2d', 'scales_h', 3)
+    if scales_w is not None and scales_w.__class__ is not float and scales_w.__class__ is not int:
+        _float_arg(scales_w, 'upsample_nearest2d', 'scales_w', 4)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input, output_size, scales_h, scales_w)
 
 _overloads_upsample_nearest2d = ((_bind_upsample_nearest2d_vec, _op_upsample_nearest2d_vec, None), (_bind_upsample_nearest2d, _op_upsample_nearest2d, None),)
@@ -3442,13 +4330,35 @@ def upsample_nearest2d(*args, **kwargs):
     return _call_overload('upsample_nearest2d', _overloads_upsample_nearest2d, args, kwargs)
 
 def _bind_upsample_bilinear2d_vec(input, output_size, align_corners, scale_factors):
+    if output_size is not None and output_size.__class__ is not tuple and output_size.__class__ is not list:
+        _int_list_arg(output_size, 'upsample_bilinear2d', 'output_size', 2, False)
+    elif output_size is not None:
+        for _item in output_size:
+            if _item.__class__ is not int:
+                _int_list_arg(output_size, 'upsample_bilinear2d', 'output_size', 2, False)
+                break
     if align_corners.__class__ is not bool:
         _bool_arg(align_corners, 'upsample_bilinear2d', 'align_corners', 3)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input, output_size, align_corners, scale_factors)
 
 def _bind_upsample_bilinear2d(input, output_size, align_corners, scales_h=None, scales_w=None):
+    if output_size.__class__ is not tuple and output_size.__class__ is not list:
+        _int_list_arg(output_size, 'upsample_bilinear2d', 'output_size', 2, True)
+    else:
+        for _item in output_size:
+            if _item.__class__ is not int:
+                _int_list_arg(output_size, 'upsample_bilinear2d', 'output_size', 2, True)
+                break
     if align_corners.__class__ is not bool:
         _bool_arg(align_corners, 'upsample_bilinear2d', 'align_corners', 3)
+    if scales_h is not None and scales_h.__class__ is not float and scales_h.__class__ is not int:
+        _float_arg(scales_h, 'upsample_bilinear2d', 'scales_h', 4)
+    if scales_w is not None and scales_w.__class__ is not float and scales_w.__class__ is not int:
+        _float_arg(scales_w, 'upsample_bilinear2d', 'scales_w', 5)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input, output_size, align_corners, scales_h, scales_w)
 
 _overloads_upsample_bilinear2d = ((_bind_upsample_bilinear2d_vec, _op_upsample_bilinear2d_vec, None), (_bind_upsample_bilinear2d, _op_upsample_bilinear2d, None),)
@@ -3499,11 +4409,49 @@ def nonzero(input):
     """
     return _dispatch_nonzero((input,))
 
+def _bind_scatter_reduce(input, dim, index, src, *, reduce):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'scatter', 'dim', 2)
+    if reduce.__class__ is not str:
+        _str_arg(reduce, 'scatter', 'reduce', None)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
+    if index is None or index.__class__ in (int, float, bool, complex):
+        raise TypeError('index')
+    if src is None or src.__class__ in (int, float, bool, complex):
+        raise TypeError('src')
+    return (input, dim, index, src, reduce)
+
+def _bind_scatter_value_reduce(input, dim, index, value, *, reduce):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'scatter', 'dim', 2)
+    if value.__class__ is not int and value.__class__ is not float:
+        _number_arg(value, 'scatter', 'value', 4)
+    if reduce.__class__ is not str:
+        _str_arg(reduce, 'scatter', 'reduce', None)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
+    if index is None or index.__class__ in (int, float, bool, complex):
+        raise TypeError('index')
+    if hasattr(value, '_data'):
+        raise TypeError('value')
+    return (input, dim, index, value, reduce)
+
 def _bind_scatter_value(input, dim, index, value):
     if dim.__class__ is not int:
         _int_arg(dim, 'scatter', 'dim', 2)
+    if value.__class__ is not int and value.__class__ is not float:
+        _number_arg(value, 'scatter', 'value', 4)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
+    if index is None or index.__class__ in (int, float, bool, complex):
+        raise TypeError('index')
     if hasattr(value, '_data'):
         raise TypeError('value')
     return (input, dim, index, value)
@@ -3511,15 +4459,25 @@ def _bind_scatter_value(input, dim, index, value):
 def _bind_scatter_src(input, dim, index, src):
     if dim.__class__ is not int:
         _int_arg(dim, 'scatter', 'dim', 2)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
+    if index is None or index.__class__ in (int, float, bool, complex):
+        raise TypeError('index')
+    if src is None or src.__class__ in (int, float, bool, complex):
+        raise TypeError('src')
     return (input, dim, index, src)
 
-_overloads_scatter = ((_bind_scatter_value, _op_scatter_value, None), (_bind_scatter_src, _op_scatter_src, None),)
+_overloads_scatter = ((_bind_scatter_reduce, _op_scatter_reduce, None), (_bind_scatter_value_reduce, _op_scatter_value_reduce, None), (_bind_scatter_value, _op_scatter_value, None), (_bind_scatter_src, _op_scatter_src, None),)
 def scatter(*args, **kwargs):
-    """A copy of `self` with `value` written at the positions along `dim` that `index` gives.
+    """A copy of `self` with each `src` element added (reduce='add') or multiplied (reduce='multiply') in at the position along `dim` that `index` gives (torch's deprecated spelling of scatter_reduce).
 
     Overloads:
+
+    ``scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor``: A copy of `self` with each `src` element added (reduce='add') or multiplied (reduce='multiply') in at the position along `dim` that `index` gives (torch's deprecated spelling of scatter_reduce).
+
+    ``scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor``: A copy of `self` with `value` added (reduce='add') or multiplied (reduce='multiply') in at the positions along `dim` that `index` gives.
 
     ``scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor``: A copy of `self` with `value` written at the positions along `dim` that `index` gives.
 
@@ -3527,11 +4485,49 @@ def scatter(*args, **kwargs):
     """
     return _call_overload('scatter', _overloads_scatter, args, kwargs)
 
+def _bind_scatter__reduce(input, dim, index, src, *, reduce):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'scatter_', 'dim', 2)
+    if reduce.__class__ is not str:
+        _str_arg(reduce, 'scatter_', 'reduce', None)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
+    if index is None or index.__class__ in (int, float, bool, complex):
+        raise TypeError('index')
+    if src is None or src.__class__ in (int, float, bool, complex):
+        raise TypeError('src')
+    return (input, dim, index, src, reduce)
+
+def _bind_scatter__value_reduce(input, dim, index, value, *, reduce):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'scatter_', 'dim', 2)
+    if value.__class__ is not int and value.__class__ is not float:
+        _number_arg(value, 'scatter_', 'value', 4)
+    if reduce.__class__ is not str:
+        _str_arg(reduce, 'scatter_', 'reduce', None)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
+    if index is None or index.__class__ in (int, float, bool, complex):
+        raise TypeError('index')
+    if hasattr(value, '_data'):
+        raise TypeError('value')
+    return (input, dim, index, value, reduce)
+
 def _bind_scatter__value(input, dim, index, value):
     if dim.__class__ is not int:
         _int_arg(dim, 'scatter_', 'dim', 2)
+    if value.__class__ is not int and value.__class__ is not float:
+        _number_arg(value, 'scatter_', 'value', 4)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
+    if index is None or index.__class__ in (int, float, bool, complex):
+        raise TypeError('index')
     if hasattr(value, '_data'):
         raise TypeError('value')
     return (input, dim, index, value)
@@ -3539,15 +4535,25 @@ def _bind_scatter__value(input, dim, index, value):
 def _bind_scatter__src(input, dim, index, src):
     if dim.__class__ is not int:
         _int_arg(dim, 'scatter_', 'dim', 2)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
+    if index is None or index.__class__ in (int, float, bool, complex):
+        raise TypeError('index')
+    if src is None or src.__class__ in (int, float, bool, complex):
+        raise TypeError('src')
     return (input, dim, index, src)
 
-_overloads_scatter_ = ((_bind_scatter__value, _op_scatter__value, None), (_bind_scatter__src, _op_scatter__src, None),)
+_overloads_scatter_ = ((_bind_scatter__reduce, _op_scatter__reduce, None), (_bind_scatter__value_reduce, _op_scatter__value_reduce, None), (_bind_scatter__value, _op_scatter__value, None), (_bind_scatter__src, _op_scatter__src, None),)
 def scatter_(*args, **kwargs):
-    """In-place version of scatter.value: A copy of `self` with `value` written at the positions along `dim` that `index` gives.
+    """In-place version of scatter.reduce: A copy of `self` with each `src` element added (reduce='add') or multiplied (reduce='multiply') in at the position along `dim` that `index` gives (torch's deprecated spelling of scatter_reduce).
 
     Overloads:
+
+    ``scatter_.reduce(Tensor(a!) self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor(a!)``: In-place version of scatter.reduce: A copy of `self` with each `src` element added (reduce='add') or multiplied (reduce='multiply') in at the position along `dim` that `index` gives (torch's deprecated spelling of scatter_reduce).
+
+    ``scatter_.value_reduce(Tensor(a!) self, int dim, Tensor index, Scalar value, *, str reduce) -> Tensor(a!)``: In-place version of scatter.value_reduce: A copy of `self` with `value` added (reduce='add') or multiplied (reduce='multiply') in at the positions along `dim` that `index` gives.
 
     ``scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)``: In-place version of scatter.value: A copy of `self` with `value` written at the positions along `dim` that `index` gives.
 
@@ -3562,6 +4568,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     """
     if dim.__class__ is not int:
         _int_arg(dim, 'scatter_reduce', 'dim', 2)
+    if reduce.__class__ is not str:
+        _str_arg(reduce, 'scatter_reduce', 'reduce', 5)
     if include_self.__class__ is not bool:
         _bool_arg(include_self, 'scatter_reduce', 'include_self', None)
     return _dispatch_scatter_reduce_two((input, dim, index, src, reduce, include_self))
@@ -3573,6 +4581,8 @@ def scatter_reduce_(input, dim, index, src, reduce, *, include_self=True):
     """
     if dim.__class__ is not int:
         _int_arg(dim, 'scatter_reduce_', 'dim', 2)
+    if reduce.__class__ is not str:
+        _str_arg(reduce, 'scatter_reduce_', 'reduce', 5)
     if include_self.__class__ is not bool:
         _bool_arg(include_self, 'scatter_reduce_', 'include_self', None)
     return _dispatch_scatter_reduce__two((input, dim, index, src, reduce, include_self))
@@ -3584,6 +4594,8 @@ def index_add(input, dim, index, source, *, alpha=1):
     """
     if dim.__class__ is not int:
         _int_arg(dim, 'index_add', 'dim', 2)
+    if alpha.__class__ is not int and alpha.__class__ is not float:
+        _number_arg(alpha, 'index_add', 'alpha', None)
     return _dispatch_index_add((input, dim, index, source, alpha))
 
 def index_add_(input, dim, index, source, *, alpha=1):
@@ -3593,6 +4605,8 @@ def index_add_(input, dim, index, source, *, alpha=1):
     """
     if dim.__class__ is not int:
         _int_arg(dim, 'index_add_', 'dim', 2)
+    if alpha.__class__ is not int and alpha.__class__ is not float:
+        _number_arg(alpha, 'index_add_', 'alpha', None)
     return _dispatch_index_add_((input, dim, index, source, alpha))
 
 def index_select(input, dim, index):
@@ -3639,11 +4653,23 @@ def index_put_(input, indices, values, accumulate=False):
     return _dispatch_index_put_((input, indices, values, accumulate))
 
 def _bind_masked_fill_Scalar(input, mask, value):
+    if value.__class__ is not int and value.__class__ is not float:
+        _number_arg(value, 'masked_fill', 'value', 3)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
+    if mask is None or mask.__class__ in (int, float, bool, complex):
+        raise TypeError('mask')
     if hasattr(value, '_data'):
         raise TypeError('value')
     return (input, mask, value)
 
 def _bind_masked_fill_Tensor(input, mask, value):
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
+    if mask is None or mask.__class__ in (int, float, bool, complex):
+        raise TypeError('mask')
+    if value is None or value.__class__ in (int, float, bool, complex):
+        raise TypeError('value')
     return (input, mask, value)
 
 _overloads_masked_fill = ((_bind_masked_fill_Scalar, _op_masked_fill_Scalar, None), (_bind_masked_fill_Tensor, _op_masked_fill_Tensor, None),)
@@ -3659,11 +4685,23 @@ def masked_fill(*args, **kwargs):
     return _call_overload('masked_fill', _overloads_masked_fill, args, kwargs)
 
 def _bind_masked_fill__Scalar(input, mask, value):
+    if value.__class__ is not int and value.__class__ is not float:
+        _number_arg(value, 'masked_fill_', 'value', 3)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
+    if mask is None or mask.__class__ in (int, float, bool, complex):
+        raise TypeError('mask')
     if hasattr(value, '_data'):
         raise TypeError('value')
     return (input, mask, value)
 
 def _bind_masked_fill__Tensor(input, mask, value):
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
+    if mask is None or mask.__class__ in (int, float, bool, complex):
+        raise TypeError('mask')
+    if value is None or value.__class__ in (int, float, bool, complex):
+        raise TypeError('value')
     return (input, mask, value)
 
 _overloads_masked_fill_ = ((_bind_masked_fill__Scalar, _op_masked_fill__Scalar, None), (_bind_masked_fill__Tensor, _op_masked_fill__Tensor, None),)
@@ -3802,6 +4840,8 @@ def gelu(input, *, approximate='none'):
 
     Schema: ``gelu(Tensor self, *, str approximate="none") -> Tensor``
     """
+    if approximate.__class__ is not str:
+        _str_arg(approximate, 'gelu', 'approximate', None)
     return _dispatch_gelu((input, approximate))
 
 def gelu_(input, *, approximate='none'):
@@ -3809,6 +4849,8 @@ def gelu_(input, *, approximate='none'):
 
     Schema: ``gelu_(Tensor(a!) self, *, str approximate="none") -> Tensor(a!)``
     """
+    if approximate.__class__ is not str:
+        _str_arg(approximate, 'gelu_', 'approximate', None)
     return _dispatch_gelu_((input, approximate))
 
 def gelu_backward(grad_output, input, *, approximate='none'):
@@ -3816,6 +4858,8 @@ def gelu_backward(grad_output, input, *, approximate='none'):
 
     Schema: ``gelu_backward(Tensor grad_output, Tensor self, *, str approximate="none") -> Tensor``
     """
+    if approximate.__class__ is not str:
+        _str_arg(approximate, 'gelu_backward', 'approximate', None)
     return _dispatch_gelu_backward((grad_output, input, approximate))
 
 def threshold_backward(grad_output, input, threshold):
@@ -3823,6 +4867,8 @@ def threshold_backward(grad_output, input, threshold):
 
     Schema: ``threshold_backward(Tensor grad_output, Tensor self, Scalar threshold) -> Tensor``
     """
+    if threshold.__class__ is not int and threshold.__class__ is not float:
+        _number_arg(threshold, 'threshold_backward', 'threshold', 3)
     return _dispatch_threshold_backward((grad_output, input, threshold))
 
 def silu(input):
@@ -3851,6 +4897,10 @@ def softplus(input, beta=1, threshold=20):
 
     Schema: ``softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor``
     """
+    if beta.__class__ is not int and beta.__class__ is not float:
+        _number_arg(beta, 'softplus', 'beta', 2)
+    if threshold.__class__ is not int and threshold.__class__ is not float:
+        _number_arg(threshold, 'softplus', 'threshold', 3)
     return _dispatch_softplus((input, beta, threshold))
 
 def leaky_relu(input, negative_slope=0.01):
@@ -3858,6 +4908,8 @@ def leaky_relu(input, negative_slope=0.01):
 
     Schema: ``leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor``
     """
+    if negative_slope.__class__ is not int and negative_slope.__class__ is not float:
+        _number_arg(negative_slope, 'leaky_relu', 'negative_slope', 2)
     return _dispatch_leaky_relu((input, negative_slope))
 
 def leaky_relu_(input, negative_slope=0.01):
@@ -3865,6 +4917,8 @@ def leaky_relu_(input, negative_slope=0.01):
 
     Schema: ``leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)``
     """
+    if negative_slope.__class__ is not int and negative_slope.__class__ is not float:
+        _number_arg(negative_slope, 'leaky_relu_', 'negative_slope', 2)
     return _dispatch_leaky_relu_((input, negative_slope))
 
 def elu(input, alpha=1, scale=1, input_scale=1):
@@ -3872,6 +4926,12 @@ def elu(input, alpha=1, scale=1, input_scale=1):
 
     Schema: ``elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor``
     """
+    if alpha.__class__ is not int and alpha.__class__ is not float:
+        _number_arg(alpha, 'elu', 'alpha', 2)
+    if scale.__class__ is not int and scale.__class__ is not float:
+        _number_arg(scale, 'elu', 'scale', 3)
+    if input_scale.__class__ is not int and input_scale.__class__ is not float:
+        _number_arg(input_scale, 'elu', 'input_scale', 4)
     return _dispatch_elu((input, alpha, scale, input_scale))
 
 def elu_(input, alpha=1, scale=1, input_scale=1):
@@ -3879,6 +4939,12 @@ def elu_(input, alpha=1, scale=1, input_scale=1):
 
     Schema: ``elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)``
     """
+    if alpha.__class__ is not int and alpha.__class__ is not float:
+        _number_arg(alpha, 'elu_', 'alpha', 2)
+    if scale.__class__ is not int and scale.__class__ is not float:
+        _number_arg(scale, 'elu_', 'scale', 3)
+    if input_scale.__class__ is not int and input_scale.__class__ is not float:
+        _number_arg(input_scale, 'elu_', 'input_scale', 4)
     return _dispatch_elu_((input, alpha, scale, input_scale))
 
 def hardtanh(input, min_val=-1, max_val=1):
@@ -3886,6 +4952,10 @@ def hardtanh(input, min_val=-1, max_val=1):
 
     Schema: ``hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor``
     """
+    if min_val.__class__ is not int and min_val.__class__ is not float:
+        _number_arg(min_val, 'hardtanh', 'min_val', 2)
+    if max_val.__class__ is not int and max_val.__class__ is not float:
+        _number_arg(max_val, 'hardtanh', 'max_val', 3)
     return _dispatch_hardtanh((input, min_val, max_val))
 
 def hardtanh_(input, min_val=-1, max_val=1):
@@ -3893,6 +4963,10 @@ def hardtanh_(input, min_val=-1, max_val=1):
 
     Schema: ``hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)``
     """
+    if min_val.__class__ is not int and min_val.__class__ is not float:
+        _number_arg(min_val, 'hardtanh_', 'min_val', 2)
+    if max_val.__class__ is not int and max_val.__class__ is not float:
+        _number_arg(max_val, 'hardtanh_', 'max_val', 3)
     return _dispatch_hardtanh_((input, min_val, max_val))
 
 def mish(input):
@@ -3951,6 +5025,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-08):
     """
     if dim.__class__ is not int:
         _int_arg(dim, 'cosine_similarity', 'dim', 3)
+    if eps.__class__ is not float and eps.__class__ is not int:
+        _float_arg(eps, 'cosine_similarity', 'eps', 4)
     return _dispatch_cosine_similarity((x1, x2, dim, eps))
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False):
@@ -3958,8 +5034,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
     Schema: ``scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor``
     """
+    if dropout_p.__class__ is not float and dropout_p.__class__ is not int:
+        _float_arg(dropout_p, 'scaled_dot_product_attention', 'dropout_p', 5)
     if is_causal.__class__ is not bool:
         _bool_arg(is_causal, 'scaled_dot_product_attention', 'is_causal', 6)
+    if scale is not None and scale.__class__ is not float and scale.__class__ is not int:
+        _float_arg(scale, 'scaled_dot_product_attention', 'scale', None)
     if enable_gqa.__class__ is not bool:
         _bool_arg(enable_gqa, 'scaled_dot_product_attention', 'enable_gqa', None)
     return _dispatch_scaled_dot_product_attention((query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa))
@@ -3971,6 +5051,8 @@ def _scaled_dot_product_attention_fused(query, key, value, is_causal=False, scal
     """
     if is_causal.__class__ is not bool:
         _bool_arg(is_causal, '_scaled_dot_product_attention_fused', 'is_causal', 4)
+    if scale.__class__ is not float and scale.__class__ is not int:
+        _float_arg(scale, '_scaled_dot_product_attention_fused', 'scale', 5)
     return _tuple_new(_R__scaled_dot_product_attention_fused, _dispatch__scaled_dot_product_attention_fused((query, key, value, is_causal, scale)))
 
 def _scaled_dot_product_attention_fused_backward(grad_out, grad_logsumexp, query, key, value, logsumexp, is_causal, scale, output_mask):
@@ -3980,6 +5062,8 @@ def _scaled_dot_product_attention_fused_backward(grad_out, grad_logsumexp, query
     """
     if is_causal.__class__ is not bool:
         _bool_arg(is_causal, '_scaled_dot_product_attention_fused_backward', 'is_causal', 7)
+    if scale.__class__ is not float and scale.__class__ is not int:
+        _float_arg(scale, '_scaled_dot_product_attention_fused_backward', 'scale', 8)
     return _dispatch__scaled_dot_product_attention_fused_backward((grad_out, grad_logsumexp, query, key, value, logsumexp, is_causal, scale, output_mask))
 
 def _rnn_layer(input, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse=False):
@@ -3987,6 +5071,8 @@ def _rnn_layer(input, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse=False)
 
     Schema: ``_rnn_layer(Tensor input, Tensor hx, Tensor? cx, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh, Tensor? w_hr, str mode, bool reverse=False) -> (Tensor output, Tensor h_n, Tensor c_n, Tensor workspace)``
     """
+    if mode.__class__ is not str:
+        _str_arg(mode, '_rnn_layer', 'mode', 9)
     if reverse.__class__ is not bool:
         _bool_arg(reverse, '_rnn_layer', 'reverse', 10)
     return _tuple_new(_R__rnn_layer, _dispatch__rnn_layer((input, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr, mode, reverse)))
@@ -3996,6 +5082,8 @@ def _rnn_layer_backward(grad_output, grad_hy, grad_cy, input, hx, cx, w_ih, w_hh
 
     Schema: ``_rnn_layer_backward(Tensor? grad_output, Tensor? grad_hy, Tensor? grad_cy, Tensor input, Tensor hx, Tensor? cx, Tensor w_ih, Tensor w_hh, Tensor? b_ih, Tensor? b_hh, Tensor? w_hr, Tensor output, Tensor workspace, str mode, bool reverse, bool[8] output_mask) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)``
     """
+    if mode.__class__ is not str:
+        _str_arg(mode, '_rnn_layer_backward', 'mode', 14)
     if reverse.__class__ is not bool:
         _bool_arg(reverse, '_rnn_layer_backward', 'reverse', 15)
     return _dispatch__rnn_layer_backward((grad_output, grad_hy, grad_cy, input, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr, output, workspace, mode, reverse, output_mask))
@@ -4025,6 +5113,8 @@ def smooth_l1_loss(input, target, reduction=1, beta=1.0):
     """
     if reduction.__class__ is not int:
         _int_arg(reduction, 'smooth_l1_loss', 'reduction', 3)
+    if beta.__class__ is not float and beta.__class__ is not int:
+        _float_arg(beta, 'smooth_l1_loss', 'beta', 4)
     return _dispatch_smooth_l1_loss((input, target, reduction, beta))
 
 def huber_loss(input, target, reduction=1, delta=1.0):
@@ -4034,6 +5124,8 @@ def huber_loss(input, target, reduction=1, delta=1.0):
     """
     if reduction.__class__ is not int:
         _int_arg(reduction, 'huber_loss', 'reduction', 3)
+    if delta.__class__ is not float and delta.__class__ is not int:
+        _float_arg(delta, 'huber_loss', 'delta', 4)
     return _dispatch_huber_loss((input, target, reduction, delta))
 
 def binary_cross_entropy(input, target, weight=None, reduction=1):
@@ -4081,6 +5173,13 @@ def _nll_loss_backward(grad_output, target, weight, self_size, reduction, ignore
 
     Schema: ``_nll_loss_backward(Tensor grad_output, Tensor target, Tensor? weight, SymInt[] self_size, int reduction, SymInt ignore_index) -> Tensor``
     """
+    if self_size.__class__ is not tuple and self_size.__class__ is not list:
+        _int_list_arg(self_size, '_nll_loss_backward', 'self_size', 4, False)
+    else:
+        for _item in self_size:
+            if _item.__class__ is not int:
+                _int_list_arg(self_size, '_nll_loss_backward', 'self_size', 4, False)
+                break
     if reduction.__class__ is not int:
         _int_arg(reduction, '_nll_loss_backward', 'reduction', 5)
     if ignore_index.__class__ is not int:
@@ -4107,6 +5206,8 @@ def cross_entropy_loss(input, target, weight=None, reduction=1, ignore_index=-10
         _int_arg(reduction, 'cross_entropy_loss', 'reduction', 4)
     if ignore_index.__class__ is not int:
         _int_arg(ignore_index, 'cross_entropy_loss', 'ignore_index', 5)
+    if label_smoothing.__class__ is not float and label_smoothing.__class__ is not int:
+        _float_arg(label_smoothing, 'cross_entropy_loss', 'label_smoothing', 6)
     return _dispatch_cross_entropy_loss((input, target, weight, reduction, ignore_index, label_smoothing))
 
 def _cross_entropy_indices(input, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
@@ -4118,6 +5219,8 @@ def _cross_entropy_indices(input, target, weight=None, reduction=1, ignore_index
         _int_arg(reduction, '_cross_entropy_indices', 'reduction', 4)
     if ignore_index.__class__ is not int:
         _int_arg(ignore_index, '_cross_entropy_indices', 'ignore_index', 5)
+    if label_smoothing.__class__ is not float and label_smoothing.__class__ is not int:
+        _float_arg(label_smoothing, '_cross_entropy_indices', 'label_smoothing', 6)
     return _tuple_new(_R__cross_entropy_indices, _dispatch__cross_entropy_indices((input, target, weight, reduction, ignore_index, label_smoothing)))
 
 def _cross_entropy_indices_backward(grad_output, input, logsumexp, target, weight, reduction, ignore_index, label_smoothing):
@@ -4129,6 +5232,8 @@ def _cross_entropy_indices_backward(grad_output, input, logsumexp, target, weigh
         _int_arg(reduction, '_cross_entropy_indices_backward', 'reduction', 6)
     if ignore_index.__class__ is not int:
         _int_arg(ignore_index, '_cross_entropy_indices_backward', 'ignore_index', 7)
+    if label_smoothing.__class__ is not float and label_smoothing.__class__ is not int:
+        _float_arg(label_smoothing, '_cross_entropy_indices_backward', 'label_smoothing', 8)
     return _dispatch__cross_entropy_indices_backward((grad_output, input, logsumexp, target, weight, reduction, ignore_index, label_smoothing))
 
 def _sparse_coo_mm(indices, values, dense, rows):
@@ -4145,6 +5250,16 @@ def _fused_adam_(input, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_ste
 
     Schema: ``_fused_adam_(Tensor(a!)[] self, Tensor[] grads, Tensor(b!)[] exp_avgs, Tensor(c!)[] exp_avg_sqs, Tensor(d!)[] max_exp_avg_sqs, Tensor(e!)[] state_steps, *, float lr, float beta1, float beta2, float weight_decay, float eps, bool amsgrad, bool maximize, bool decoupled_weight_decay=False) -> ()``
     """
+    if lr.__class__ is not float and lr.__class__ is not int:
+        _float_arg(lr, '_fused_adam_', 'lr', None)
+    if beta1.__class__ is not float and beta1.__class__ is not int:
+        _float_arg(beta1, '_fused_adam_', 'beta1', None)
+    if beta2.__class__ is not float and beta2.__class__ is not int:
+        _float_arg(beta2, '_fused_adam_', 'beta2', None)
+    if weight_decay.__class__ is not float and weight_decay.__class__ is not int:
+        _float_arg(weight_decay, '_fused_adam_', 'weight_decay', None)
+    if eps.__class__ is not float and eps.__class__ is not int:
+        _float_arg(eps, '_fused_adam_', 'eps', None)
     if amsgrad.__class__ is not bool:
         _bool_arg(amsgrad, '_fused_adam_', 'amsgrad', None)
     if maximize.__class__ is not bool:
@@ -4158,6 +5273,14 @@ def _fused_adadelta_(input, grads, square_avgs, acc_deltas, state_steps, *, lr, 
 
     Schema: ``_fused_adadelta_(Tensor(a!)[] self, Tensor[] grads, Tensor(b!)[] square_avgs, Tensor(c!)[] acc_deltas, Tensor(d!)[] state_steps, *, float lr, float rho, float eps, float weight_decay, bool maximize) -> ()``
     """
+    if lr.__class__ is not float and lr.__class__ is not int:
+        _float_arg(lr, '_fused_adadelta_', 'lr', None)
+    if rho.__class__ is not float and rho.__class__ is not int:
+        _float_arg(rho, '_fused_adadelta_', 'rho', None)
+    if eps.__class__ is not float and eps.__class__ is not int:
+        _float_arg(eps, '_fused_adadelta_', 'eps', None)
+    if weight_decay.__class__ is not float and weight_decay.__class__ is not int:
+        _float_arg(weight_decay, '_fused_adadelta_', 'weight_decay', None)
     if maximize.__class__ is not bool:
         _bool_arg(maximize, '_fused_adadelta_', 'maximize', None)
     return _dispatch__fused_adadelta_((input, grads, square_avgs, acc_deltas, state_steps, lr, rho, eps, weight_decay, maximize))
@@ -4167,6 +5290,14 @@ def _fused_sgd_(input, grads, momentum_buffer_list, *, weight_decay, momentum, l
 
     Schema: ``_fused_sgd_(Tensor(a!)[] self, Tensor[] grads, Tensor(b!)[] momentum_buffer_list, *, float weight_decay, float momentum, float lr, float dampening, bool nesterov, bool maximize, bool is_first_step) -> ()``
     """
+    if weight_decay.__class__ is not float and weight_decay.__class__ is not int:
+        _float_arg(weight_decay, '_fused_sgd_', 'weight_decay', None)
+    if momentum.__class__ is not float and momentum.__class__ is not int:
+        _float_arg(momentum, '_fused_sgd_', 'momentum', None)
+    if lr.__class__ is not float and lr.__class__ is not int:
+        _float_arg(lr, '_fused_sgd_', 'lr', None)
+    if dampening.__class__ is not float and dampening.__class__ is not int:
+        _float_arg(dampening, '_fused_sgd_', 'dampening', None)
     if nesterov.__class__ is not bool:
         _bool_arg(nesterov, '_fused_sgd_', 'nesterov', None)
     if maximize.__class__ is not bool:
@@ -4268,9 +5399,15 @@ def _standard_gamma_grad(input, output):
     return _dispatch__standard_gamma_grad((input, output))
 
 def _bind_bernoulli_p(input, p, *, generator=None):
+    if p.__class__ is not float and p.__class__ is not int:
+        _float_arg(p, 'bernoulli', 'p', 2)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input, p, generator)
 
 def _bind_bernoulli(input, *, generator=None):
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input, generator)
 
 _overloads_bernoulli = ((_bind_bernoulli_p, _op_bernoulli_p, None), (_bind_bernoulli, _op_bernoulli, None),)
@@ -4290,6 +5427,8 @@ def bernoulli_(input, p=0.5, *, generator=None):
 
     Schema: ``bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)``
     """
+    if p.__class__ is not float and p.__class__ is not int:
+        _float_arg(p, 'bernoulli_', 'p', 2)
     return _dispatch_bernoulli__float((input, p, generator))
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):
@@ -4321,6 +5460,8 @@ def dropout(input, p, train):
 
     Schema: ``dropout(Tensor input, float p, bool train) -> Tensor``
     """
+    if p.__class__ is not float and p.__class__ is not int:
+        _float_arg(p, 'dropout', 'p', 2)
     if train.__class__ is not bool:
         _bool_arg(train, 'dropout', 'train', 3)
     return _dispatch_dropout((input, p, train))
@@ -4330,6 +5471,8 @@ def dropout_(input, p, train):
 
     Schema: ``dropout_(Tensor(a!) input, float p, bool train) -> Tensor(a!)``
     """
+    if p.__class__ is not float and p.__class__ is not int:
+        _float_arg(p, 'dropout_', 'p', 2)
     if train.__class__ is not bool:
         _bool_arg(train, 'dropout_', 'train', 3)
     return _dispatch_dropout_((input, p, train))
@@ -4339,6 +5482,8 @@ def _dropout_noise(input, p, *, generator=None):
 
     Schema: ``_dropout_noise(Tensor input, float p, *, Generator? generator=None) -> (Tensor output, Tensor noise)``
     """
+    if p.__class__ is not float and p.__class__ is not int:
+        _float_arg(p, '_dropout_noise', 'p', 2)
     return _tuple_new(_R__dropout_noise, _dispatch__dropout_noise((input, p, generator)))
 
 def native_dropout(input, p, train):
@@ -4346,6 +5491,8 @@ def native_dropout(input, p, train):
 
     Schema: ``native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)``
     """
+    if p.__class__ is not float and p.__class__ is not int:
+        _float_arg(p, 'native_dropout', 'p', 2)
     if train is not None and train.__class__ is not bool:
         _bool_arg(train, 'native_dropout', 'train', 3)
     return _dispatch_native_dropout((input, p, train))
@@ -4362,8 +5509,43 @@ def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding
 
     Schema: ``convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
     """
+    if bias_sizes is not None and bias_sizes.__class__ is not tuple and bias_sizes.__class__ is not list:
+        _int_list_arg(bias_sizes, 'convolution_backward', 'bias_sizes', 4, False)
+    elif bias_sizes is not None:
+        for _item in bias_sizes:
+            if _item.__class__ is not int:
+                _int_list_arg(bias_sizes, 'convolution_backward', 'bias_sizes', 4, False)
+                break
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'convolution_backward', 'stride', 5, False)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'convolution_backward', 'stride', 5, False)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'convolution_backward', 'padding', 6, False)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'convolution_backward', 'padding', 6, False)
+                break
+    if dilation.__class__ is not tuple and dilation.__class__ is not list:
+        _int_list_arg(dilation, 'convolution_backward', 'dilation', 7, False)
+    else:
+        for _item in dilation:
+            if _item.__class__ is not int:
+                _int_list_arg(dilation, 'convolution_backward', 'dilation', 7, False)
+                break
     if transposed.__class__ is not bool:
         _bool_arg(transposed, 'convolution_backward', 'transposed', 8)
+    if output_padding.__class__ is not tuple and output_padding.__class__ is not list:
+        _int_list_arg(output_padding, 'convolution_backward', 'output_padding', 9, False)
+    else:
+        for _item in output_padding:
+            if _item.__class__ is not int:
+                _int_list_arg(output_padding, 'convolution_backward', 'output_padding', 9, False)
+                break
     if groups.__class__ is not int:
         _int_arg(groups, 'convolution_backward', 'groups', 10)
     return _dispatch_convolution_backward((grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask))
@@ -4373,6 +5555,34 @@ def max_pool2d_with_indices_backward(grad_output, input, kernel_size, stride, pa
 
     Schema: ``max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor``
     """
+    if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
+        _int_list_arg(kernel_size, 'max_pool2d_with_indices_backward', 'kernel_size', 3, True)
+    else:
+        for _item in kernel_size:
+            if _item.__class__ is not int:
+                _int_list_arg(kernel_size, 'max_pool2d_with_indices_backward', 'kernel_size', 3, True)
+                break
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'max_pool2d_with_indices_backward', 'stride', 4, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'max_pool2d_with_indices_backward', 'stride', 4, True)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'max_pool2d_with_indices_backward', 'padding', 5, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'max_pool2d_with_indices_backward', 'padding', 5, True)
+                break
+    if dilation.__class__ is not tuple and dilation.__class__ is not list:
+        _int_list_arg(dilation, 'max_pool2d_with_indices_backward', 'dilation', 6, True)
+    else:
+        for _item in dilation:
+            if _item.__class__ is not int:
+                _int_list_arg(dilation, 'max_pool2d_with_indices_backward', 'dilation', 6, True)
+                break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'max_pool2d_with_indices_backward', 'ceil_mode', 7)
     return _dispatch_max_pool2d_with_indices_backward((grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices))
@@ -4382,6 +5592,34 @@ def max_pool3d_with_indices_backward(grad_output, input, kernel_size, stride, pa
 
     Schema: ``max_pool3d_with_indices_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, int[3] dilation, bool ceil_mode, Tensor indices) -> Tensor``
     """
+    if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
+        _int_list_arg(kernel_size, 'max_pool3d_with_indices_backward', 'kernel_size', 3, True)
+    else:
+        for _item in kernel_size:
+            if _item.__class__ is not int:
+                _int_list_arg(kernel_size, 'max_pool3d_with_indices_backward', 'kernel_size', 3, True)
+                break
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'max_pool3d_with_indices_backward', 'stride', 4, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'max_pool3d_with_indices_backward', 'stride', 4, True)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'max_pool3d_with_indices_backward', 'padding', 5, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'max_pool3d_with_indices_backward', 'padding', 5, True)
+                break
+    if dilation.__class__ is not tuple and dilation.__class__ is not list:
+        _int_list_arg(dilation, 'max_pool3d_with_indices_backward', 'dilation', 6, True)
+    else:
+        for _item in dilation:
+            if _item.__class__ is not int:
+                _int_list_arg(dilation, 'max_pool3d_with_indices_backward', 'dilation', 6, True)
+                break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'max_pool3d_with_indices_backward', 'ceil_mode', 7)
     return _dispatch_max_pool3d_with_indices_backward((grad_output, input, kernel_size, stride, padding, dilation, ceil_mode, indices))
@@ -4391,6 +5629,27 @@ def avg_pool2d_backward(grad_output, input, kernel_size, stride, padding, ceil_m
 
     Schema: ``avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor``
     """
+    if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
+        _int_list_arg(kernel_size, 'avg_pool2d_backward', 'kernel_size', 3, True)
+    else:
+        for _item in kernel_size:
+            if _item.__class__ is not int:
+                _int_list_arg(kernel_size, 'avg_pool2d_backward', 'kernel_size', 3, True)
+                break
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'avg_pool2d_backward', 'stride', 4, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'avg_pool2d_backward', 'stride', 4, True)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'avg_pool2d_backward', 'padding', 5, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'avg_pool2d_backward', 'padding', 5, True)
+                break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'avg_pool2d_backward', 'ceil_mode', 6)
     if count_include_pad.__class__ is not bool:
@@ -4404,6 +5663,27 @@ def avg_pool3d_backward(grad_output, input, kernel_size, stride, padding, ceil_m
 
     Schema: ``avg_pool3d_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor``
     """
+    if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
+        _int_list_arg(kernel_size, 'avg_pool3d_backward', 'kernel_size', 3, True)
+    else:
+        for _item in kernel_size:
+            if _item.__class__ is not int:
+                _int_list_arg(kernel_size, 'avg_pool3d_backward', 'kernel_size', 3, True)
+                break
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'avg_pool3d_backward', 'stride', 4, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'avg_pool3d_backward', 'stride', 4, True)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'avg_pool3d_backward', 'padding', 5, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'avg_pool3d_backward', 'padding', 5, True)
+                break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'avg_pool3d_backward', 'ceil_mode', 6)
     if count_include_pad.__class__ is not bool:
@@ -4431,6 +5711,13 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
 
     Schema: ``native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
     """
+    if normalized_shape.__class__ is not tuple and normalized_shape.__class__ is not list:
+        _int_list_arg(normalized_shape, 'native_layer_norm_backward', 'normalized_shape', 3, False)
+    else:
+        for _item in normalized_shape:
+            if _item.__class__ is not int:
+                _int_list_arg(normalized_shape, 'native_layer_norm_backward', 'normalized_shape', 3, False)
+                break
     return _dispatch_native_layer_norm_backward((grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask))
 
 def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
@@ -4451,11 +5738,27 @@ def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, g
 def _bind__native_batch_norm_legit(input, weight, bias, running_mean, running_var, training, momentum, eps):
     if training.__class__ is not bool:
         _bool_arg(training, '_native_batch_norm_legit', 'training', 6)
+    if momentum.__class__ is not float and momentum.__class__ is not int:
+        _float_arg(momentum, '_native_batch_norm_legit', 'momentum', 7)
+    if eps.__class__ is not float and eps.__class__ is not int:
+        _float_arg(eps, '_native_batch_norm_legit', 'eps', 8)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
+    if running_mean is None or running_mean.__class__ in (int, float, bool, complex):
+        raise TypeError('running_mean')
+    if running_var is None or running_var.__class__ in (int, float, bool, complex):
+        raise TypeError('running_var')
     return (input, weight, bias, running_mean, running_var, training, momentum, eps)
 
 def _bind__native_batch_norm_legit_no_stats(input, weight, bias, training, momentum, eps):
     if training.__class__ is not bool:
         _bool_arg(training, '_native_batch_norm_legit', 'training', 4)
+    if momentum.__class__ is not float and momentum.__class__ is not int:
+        _float_arg(momentum, '_native_batch_norm_legit', 'momentum', 5)
+    if eps.__class__ is not float and eps.__class__ is not int:
+        _float_arg(eps, '_native_batch_norm_legit', 'eps', 6)
+    if input is None or input.__class__ in (int, float, bool, complex):
+        raise TypeError('input')
     return (input, weight, bias, training, momentum, eps)
 
 _overloads__native_batch_norm_legit = ((_bind__native_batch_norm_legit, _op__native_batch_norm_legit, None), (_bind__native_batch_norm_legit_no_stats, _op__native_batch_norm_legit_no_stats, None),)
@@ -4475,6 +5778,10 @@ def _native_batch_norm_legit_no_training(input, weight, bias, running_mean, runn
 
     Schema: ``_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)``
     """
+    if momentum.__class__ is not float and momentum.__class__ is not int:
+        _float_arg(momentum, '_native_batch_norm_legit_no_training', 'momentum', 6)
+    if eps.__class__ is not float and eps.__class__ is not int:
+        _float_arg(eps, '_native_batch_norm_legit_no_training', 'eps', 7)
     return _dispatch__native_batch_norm_legit_no_training((input, weight, bias, running_mean, running_var, momentum, eps))
 
 def col2im(input, output_size, kernel_size, dilation, padding, stride):
@@ -4482,6 +5789,41 @@ def col2im(input, output_size, kernel_size, dilation, padding, stride):
 
     Schema: ``col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor``
     """
+    if output_size.__class__ is not tuple and output_size.__class__ is not list:
+        _int_list_arg(output_size, 'col2im', 'output_size', 2, True)
+    else:
+        for _item in output_size:
+            if _item.__class__ is not int:
+                _int_list_arg(output_size, 'col2im', 'output_size', 2, True)
+                break
+    if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
+        _int_list_arg(kernel_size, 'col2im', 'kernel_size', 3, True)
+    else:
+        for _item in kernel_size:
+            if _item.__class__ is not int:
+                _int_list_arg(kernel_size, 'col2im', 'kernel_size', 3, True)
+                break
+    if dilation.__class__ is not tuple and dilation.__class__ is not list:
+        _int_list_arg(dilation, 'col2im', 'dilation', 4, True)
+    else:
+        for _item in dilation:
+            if _item.__class__ is not int:
+                _int_list_arg(dilation, 'col2im', 'dilation', 4, True)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'col2im', 'padding', 5, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'col2im', 'padding', 5, True)
+                break
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'col2im', 'stride', 6, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'col2im', 'stride', 6, True)
+                break
     return _dispatch_col2im((input, output_size, kernel_size, dilation, padding, stride))
 
 def im2col(input, kernel_size, dilation, padding, stride):
@@ -4489,6 +5831,34 @@ def im2col(input, kernel_size, dilation, padding, stride):
 
     Schema: ``im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor``
     """
+    if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
+        _int_list_arg(kernel_size, 'im2col', 'kernel_size', 2, True)
+    else:
+        for _item in kernel_size:
+            if _item.__class__ is not int:
+                _int_list_arg(kernel_size, 'im2col', 'kernel_size', 2, True)
+                break
+    if dilation.__class__ is not tuple and dilation.__class__ is not list:
+        _int_list_arg(dilation, 'im2col', 'dilation', 3, True)
+    else:
+        for _item in dilation:
+            if _item.__class__ is not int:
+                _int_list_arg(dilation, 'im2col', 'dilation', 3, True)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'im2col', 'padding', 4, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'im2col', 'padding', 4, True)
+                break
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'im2col', 'stride', 5, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'im2col', 'stride', 5, True)
+                break
     return _dispatch_im2col((input, kernel_size, dilation, padding, stride))
 
 def max_pool3d_with_indices(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
@@ -4496,12 +5866,36 @@ def max_pool3d_with_indices(input, kernel_size, stride=(), padding=(0,), dilatio
 
     Schema: ``max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)``
     """
+    if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
+        _int_list_arg(kernel_size, 'max_pool3d_with_indices', 'kernel_size', 2, True)
+    else:
+        for _item in kernel_size:
+            if _item.__class__ is not int:
+                _int_list_arg(kernel_size, 'max_pool3d_with_indices', 'kernel_size', 2, True)
+                break
     if stride is None:
         stride = ()
-    if padding is None:
-        padding = (0,)
-    if dilation is None:
-        dilation = (1,)
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'max_pool3d_with_indices', 'stride', 3, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'max_pool3d_with_indices', 'stride', 3, True)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'max_pool3d_with_indices', 'padding', 4, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'max_pool3d_with_indices', 'padding', 4, True)
+                break
+    if dilation.__class__ is not tuple and dilation.__class__ is not list:
+        _int_list_arg(dilation, 'max_pool3d_with_indices', 'dilation', 5, True)
+    else:
+        for _item in dilation:
+            if _item.__class__ is not int:
+                _int_list_arg(dilation, 'max_pool3d_with_indices', 'dilation', 5, True)
+                break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'max_pool3d_with_indices', 'ceil_mode', 6)
     return _dispatch_max_pool3d_with_indices((input, kernel_size, stride, padding, dilation, ceil_mode))
@@ -4511,12 +5905,36 @@ def max_pool3d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_
 
     Schema: ``max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor``
     """
+    if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
+        _int_list_arg(kernel_size, 'max_pool3d', 'kernel_size', 2, True)
+    else:
+        for _item in kernel_size:
+            if _item.__class__ is not int:
+                _int_list_arg(kernel_size, 'max_pool3d', 'kernel_size', 2, True)
+                break
     if stride is None:
         stride = ()
-    if padding is None:
-        padding = (0,)
-    if dilation is None:
-        dilation = (1,)
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'max_pool3d', 'stride', 3, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'max_pool3d', 'stride', 3, True)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'max_pool3d', 'padding', 4, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'max_pool3d', 'padding', 4, True)
+                break
+    if dilation.__class__ is not tuple and dilation.__class__ is not list:
+        _int_list_arg(dilation, 'max_pool3d', 'dilation', 5, True)
+    else:
+        for _item in dilation:
+            if _item.__class__ is not int:
+                _int_list_arg(dilation, 'max_pool3d', 'dilation', 5, True)
+                break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'max_pool3d', 'ceil_mode', 6)
     return _dispatch_max_pool3d((input, kernel_size, stride, padding, dilation, ceil_mode))
@@ -4526,10 +5944,29 @@ def avg_pool3d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, cou
 
     Schema: ``avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor``
     """
+    if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
+        _int_list_arg(kernel_size, 'avg_pool3d', 'kernel_size', 2, True)
+    else:
+        for _item in kernel_size:
+            if _item.__class__ is not int:
+                _int_list_arg(kernel_size, 'avg_pool3d', 'kernel_size', 2, True)
+                break
     if stride is None:
         stride = ()
-    if padding is None:
-        padding = (0,)
+    if stride.__class__ is not tuple and stride.__class__ is not list:
+        _int_list_arg(stride, 'avg_pool3d', 'stride', 3, True)
+    else:
+        for _item in stride:
+            if _item.__class__ is not int:
+                _int_list_arg(stride, 'avg_pool3d', 'stride', 3, True)
+                break
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'avg_pool3d', 'padding', 4, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'avg_pool3d', 'padding', 4, True)
+                break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'avg_pool3d', 'ceil_mode', 5)
     if count_include_pad.__class__ is not bool:
@@ -4543,6 +5980,13 @@ def _adaptive_avg_pool3d(input, output_size):
 
     Schema: ``_adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor``
     """
+    if output_size.__class__ is not tuple and output_size.__class__ is not list:
+        _int_list_arg(output_size, '_adaptive_avg_pool3d', 'output_size', 2, True)
+    else:
+        for _item in output_size:
+            if _item.__class__ is not int:
+                _int_list_arg(output_size, '_adaptive_avg_pool3d', 'output_size', 2, True)
+                break
     return _dispatch__adaptive_avg_pool3d((input, output_size))
 
 def adaptive_avg_pool3d(input, output_size):
@@ -4550,6 +5994,13 @@ def adaptive_avg_pool3d(input, output_size):
 
     Schema: ``adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor``
     """
+    if output_size.__class__ is not tuple and output_size.__class__ is not list:
+        _int_list_arg(output_size, 'adaptive_avg_pool3d', 'output_size', 2, True)
+    else:
+        for _item in output_size:
+            if _item.__class__ is not int:
+                _int_list_arg(output_size, 'adaptive_avg_pool3d', 'output_size', 2, True)
+                break
     return _dispatch_adaptive_avg_pool3d((input, output_size))
 
 def reflection_pad3d(input, padding):
@@ -4557,6 +6008,13 @@ def reflection_pad3d(input, padding):
 
     Schema: ``reflection_pad3d(Tensor self, SymInt[6] padding) -> Tensor``
     """
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'reflection_pad3d', 'padding', 2, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'reflection_pad3d', 'padding', 2, True)
+                break
     return _dispatch_reflection_pad3d((input, padding))
 
 def replication_pad3d(input, padding):
@@ -4564,6 +6022,13 @@ def replication_pad3d(input, padding):
 
     Schema: ``replication_pad3d(Tensor self, SymInt[6] padding) -> Tensor``
     """
+    if padding.__class__ is not tuple and padding.__class__ is not list:
+        _int_list_arg(padding, 'replication_pad3d', 'padding', 2, True)
+    else:
+        for _item in padding:
+            if _item.__class__ is not int:
+                _int_list_arg(padding, 'replication_pad3d', 'padding', 2, True)
+                break
     return _dispatch_replication_pad3d((input, padding))
 
 def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=-1):
@@ -4594,6 +6059,12 @@ def _bind_embedding_bag_padding_idx(weight, indices, offsets, scale_grad_by_freq
         _bool_arg(include_last_offset, 'embedding_bag', 'include_last_offset', 8)
     if padding_idx is not None and padding_idx.__class__ is not int:
         _int_arg(padding_idx, 'embedding_bag', 'padding_idx', 9)
+    if weight is None or weight.__class__ in (int, float, bool, complex):
+        raise TypeError('weight')
+    if indices is None or indices.__class__ in (int, float, bool, complex):
+        raise TypeError('indices')
+    if offsets is None or offsets.__class__ in (int, float, bool, complex):
+        raise TypeError('offsets')
     if mode.__class__ in (list, tuple):
         raise TypeError('mode')
     if padding_idx.__class__ in (list, tuple):
@@ -4609,6 +6080,12 @@ def _bind_embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode
         _bool_arg(sparse, 'embedding_bag', 'sparse', 6)
     if include_last_offset.__class__ is not bool:
         _bool_arg(include_last_offset, 'embedding_bag', 'include_last_offset', 8)
+    if weight is None or weight.__class__ in (int, float, bool, complex):
+        raise TypeError('weight')
+    if indices is None or indices.__class__ in (int, float, bool, complex):
+        raise TypeError('indices')
+    if offsets is None or offsets.__class__ in (int, float, bool, complex):
+        raise TypeError('offsets')
     if mode.__class__ in (list, tuple):
         raise TypeError('mode')
     return (weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset)
@@ -4656,6 +6133,13 @@ def affine_grid_generator(theta, size, align_corners):
 
     Schema: ``affine_grid_generator(Tensor theta, SymInt[] size, bool align_corners) -> Tensor``
     """
+    if size.__class__ is not tuple and size.__class__ is not list:
+        _int_list_arg(size, 'affine_grid_generator', 'size', 2, False)
+    else:
+        for _item in size:
+            if _item.__class__ is not int:
+                _int_list_arg(size, 'affine_grid_generator', 'size', 2, False)
+                break
     if align_corners.__class__ is not bool:
         _bool_arg(align_corners, 'affine_grid_generator', 'align_corners', 3)
     return _dispatch_affine_grid_generator((theta, size, align_corners))
@@ -4679,6 +6163,13 @@ def adaptive_max_pool2d(input, output_size):
 
     Schema: ``adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)``
     """
+    if output_size.__class__ is not tuple and output_size.__class__ is not list:
+        _int_list_arg(output_size, 'adaptive_max_pool2d', 'output_size', 2, True)
+    else:
+        for _item in output_size:
+            if _item.__class__ is not int:
+                _int_list_arg(output_size, 'adaptive_max_pool2d', 'output_size', 2, True)
+                break
     return _dispatch_adaptive_max_pool2d((input, output_size))
 
 def adaptive_max_pool3d(input, output_size):
@@ -4686,6 +6177,13 @@ def adaptive_max_pool3d(input, output_size):
 
     Schema: ``adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)``
     """
+    if output_size.__class__ is not tuple and output_size.__class__ is not list:
+        _int_list_arg(output_size, 'adaptive_max_pool3d', 'output_size', 2, True)
+    else:
+        for _item in output_size:
+            if _item.__class__ is not int:
+                _int_list_arg(output_size, 'adaptive_max_pool3d', 'output_size', 2, True)
+                break
     return _dispatch_adaptive_max_pool3d((input, output_size))
 
 def adaptive_max_pool1d(input, output_size):
@@ -4693,6 +6191,13 @@ def adaptive_max_pool1d(input, output_size):
 
     Schema: ``adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)``
     """
+    if output_size.__class__ is not tuple and output_size.__class__ is not list:
+        _int_list_arg(output_size, 'adaptive_max_pool1d', 'output_size', 2, True)
+    else:
+        for _item in output_size:
+            if _item.__class__ is not int:
+                _int_list_arg(output_size, 'adaptive_max_pool1d', 'output_size', 2, True)
+                break
     return _dispatch_adaptive_max_pool1d((input, output_size))
 
 def fractional_max_pool2d(input, kernel_size, output_size, random_samples):
@@ -4700,6 +6205,20 @@ def fractional_max_pool2d(input, kernel_size, output_size, random_samples):
 
     Schema: ``fractional_max_pool2d(Tensor self, int[2] kernel_size, int[2] output_size, Tensor random_samples) -> (Tensor, Tensor)``
     """
+    if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
+        _int_list_arg(kernel_size, 'fractional_max_pool2d', 'kernel_size', 2, True)
+    else:
+        for _item in kernel_size:
+            if _item.__class__ is not int:
+                _int_list_arg(kernel_size, 'fractional_max_pool2d', 'kernel_size', 2, True)
+                break
+    if output_size.__class__ is not tuple and output_size.__class__ is not list:
+        _int_list_arg(output_size, 'fractional_max_pool2d', 'output_size', 3, True)
+    else:
+        for _item in output_size:
+            if _item.__class__ is not int:
+                _int_list_arg(output_size, 'fractional_max_pool2d', 'output_size', 3, True)
+                break
     return _dispatch_fractional_max_pool2d((input, kernel_size, output_size, random_samples))
 
 def fractional_max_pool3d(input, kernel_size, output_size, random_samples):
@@ -4707,15 +6226,47 @@ def fractional_max_pool3d(input, kernel_size, output_size, random_samples):
 
     Schema: ``fractional_max_pool3d(Tensor self, int[3] kernel_size, int[3] output_size, Tensor random_samples) -> (Tensor, Tensor)``
     """
+    if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
+        _int_list_arg(kernel_size, 'fractional_max_pool3d', 'kernel_size', 2, True)
+    else:
+        for _item in kernel_size:
+            if _item.__class__ is not int:
+                _int_list_arg(kernel_size, 'fractional_max_pool3d', 'kernel_size', 2, True)
+                break
+    if output_size.__class__ is not tuple and output_size.__class__ is not list:
+        _int_list_arg(output_size, 'fractional_max_pool3d', 'output_size', 3, True)
+    else:
+        for _item in output_size:
+            if _item.__class__ is not int:
+                _int_list_arg(output_size, 'fractional_max_pool3d', 'output_size', 3, True)
+                break
     return _dispatch_fractional_max_pool3d((input, kernel_size, output_size, random_samples))
 
 def _bind_ctc_loss_IntList(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
+    if input_lengths.__class__ is not tuple and input_lengths.__class__ is not list:
+        _int_list_arg(input_lengths, 'ctc_loss', 'input_lengths', 3, False)
+    else:
+        for _item in input_lengths:
+            if _item.__class__ is not int:
+                _int_list_arg(input_lengths, 'ctc_loss', 'input_lengths', 3, False)
+                break
+    if target_lengths.__class__ is not tuple and target_lengths.__class__ is not list:
+        _int_list_arg(target_lengths, 'ctc_loss', 'target_lengths', 4, False)
+    else:
+        for _item in target_lengths:
+            if _item.__class__ is not int:
+                _int_list_arg(target_lengths, 'ctc_loss', 'target_lengths', 4, False)
+                break
     if blank.__class__ is not int:
         _int_arg(blank, 'ctc_loss', 'blank', 5)
     if reduction.__class__ is not int:
         _int_arg(reduction, 'ctc_loss', 'reduction', 6)
     if zero_infinity.__class__ is not bool:
         _bool_arg(zero_infinity, 'ctc_loss', 'zero_infinity', 7)
+    if log_probs is None or log_probs.__class__ in (int, float, bool, complex):
+        raise TypeError('log_probs')
+    if targets is None or targets.__class__ in (int, float, bool, complex):
+        raise TypeError('targets')
     if blank.__class__ in (list, tuple):
         raise TypeError('blank')
     if reduction.__class__ in (list, tuple):
@@ -4729,6 +6280,14 @@ def _bind_ctc_loss_Tensor(log_probs, targets, input_lengths, target_lengths, bla
         _int_arg(reduction, 'ctc_loss', 'reduction', 6)
     if zero_infinity.__class__ is not bool:
         _bool_arg(zero_infinity, 'ctc_loss', 'zero_infinity', 7)
+    if log_probs is None or log_probs.__class__ in (int, float, bool, complex):
+        raise TypeError('log_probs')
+    if targets is None or targets.__class__ in (int, float, bool, complex):
+        raise TypeError('targets')
+    if input_lengths is None or input_lengths.__class__ in (int, float, bool, complex):
+        raise TypeError('input_lengths')
+    if target_lengths is None or target_lengths.__class__ in (int, float, bool, complex):
+        raise TypeError('target_lengths')
     if blank.__class__ in (list, tuple):
         raise TypeError('blank')
     if reduction.__class__ in (list, tuple):
@@ -5044,6 +6603,10 @@ OP_FUNCTIONS = {
     'scatter_.value': scatter_,
     'scatter.src': scatter,
     'scatter_.src': scatter_,
+    'scatter.reduce': scatter,
+    'scatter_.reduce': scatter_,
+    'scatter.value_reduce': scatter,
+    'scatter_.value_reduce': scatter_,
     'scatter_reduce.two': scatter_reduce,
     'scatter_reduce_.two': scatter_reduce_,
     'index_add': index_add,

@@ -3,7 +3,8 @@
 
 from ember.frontend.bindings_support import call_overload as _call_overload
 from ember.frontend.bindings_support import size_arg as _size_arg
-from ember.frontend.bindings_support import bool_arg as _bool_arg, int_arg as _int_arg
+from ember.frontend.bindings_support import bool_arg as _bool_arg, int_arg as _int_arg, float_arg as _float_arg
+from ember.frontend.bindings_support import number_arg as _number_arg, str_arg as _str_arg, int_list_arg as _int_list_arg
 
 _tuple_new = tuple.__new__
 
@@ -266,6 +267,10 @@ from ember._generated.functions import (
     _op_scatter__value,
     _op_scatter_src,
     _op_scatter__src,
+    _op_scatter_reduce,
+    _op_scatter__reduce,
+    _op_scatter_value_reduce,
+    _op_scatter__value_reduce,
     _op_scatter_reduce_two,
     _op_scatter_reduce__two,
     _op_index_add,
@@ -494,6 +499,7 @@ _method_dispatch_gather = _op_gather.method_dispatch
 _method_dispatch_scatter_add = _op_scatter_add.method_dispatch
 _method_dispatch_scatter_add_ = _op_scatter_add_.method_dispatch
 _method_dispatch_nonzero = _op_nonzero.method_dispatch
+_method_dispatch_scatter_reduce = _op_scatter_reduce.method_dispatch
 _method_dispatch_scatter_reduce_two = _op_scatter_reduce_two.method_dispatch
 _method_dispatch_scatter_reduce__two = _op_scatter_reduce__two.method_dispatch
 _method_dispatch_index_add = _op_index_add.method_dispatch
@@ -534,6 +540,8 @@ class TensorMethods:
 
         Schema: ``add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
         """
+        if alpha.__class__ is not int and alpha.__class__ is not float:
+            _number_arg(alpha, 'add', 'alpha', None)
         return _method_dispatch_add_Tensor((self, other, alpha))
 
     def add_(self, other, *, alpha=1):
@@ -541,6 +549,8 @@ class TensorMethods:
 
         Schema: ``add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)``
         """
+        if alpha.__class__ is not int and alpha.__class__ is not float:
+            _number_arg(alpha, 'add_', 'alpha', None)
         return _method_dispatch_add__Tensor((self, other, alpha))
 
     def sub(self, other, *, alpha=1):
@@ -548,6 +558,8 @@ class TensorMethods:
 
         Schema: ``sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor``
         """
+        if alpha.__class__ is not int and alpha.__class__ is not float:
+            _number_arg(alpha, 'sub', 'alpha', None)
         return _method_dispatch_sub_Tensor((self, other, alpha))
 
     def sub_(self, other, *, alpha=1):
@@ -555,6 +567,8 @@ class TensorMethods:
 
         Schema: ``sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)``
         """
+        if alpha.__class__ is not int and alpha.__class__ is not float:
+            _number_arg(alpha, 'sub_', 'alpha', None)
         return _method_dispatch_sub__Tensor((self, other, alpha))
 
     def mul(self, other):
@@ -576,6 +590,8 @@ class TensorMethods:
 
         Schema: ``div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode=None) -> Tensor``
         """
+        if rounding_mode is not None and rounding_mode.__class__ is not str:
+            _str_arg(rounding_mode, 'div', 'rounding_mode', None)
         return _method_dispatch_div_Tensor_mode((self, other, rounding_mode))
 
     def div_(self, other, *, rounding_mode=None):
@@ -583,6 +599,8 @@ class TensorMethods:
 
         Schema: ``div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode=None) -> Tensor(a!)``
         """
+        if rounding_mode is not None and rounding_mode.__class__ is not str:
+            _str_arg(rounding_mode, 'div_', 'rounding_mode', None)
         return _method_dispatch_div__Tensor_mode((self, other, rounding_mode))
 
     def floor_divide(self, other):
@@ -1406,6 +1424,13 @@ class TensorMethods:
 
         Schema: ``sum.dim_IntList(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``
         """
+        if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+            _int_list_arg(dim, 'sum', 'dim', 1, True)
+        elif dim is not None:
+            for _item in dim:
+                if _item.__class__ is not int:
+                    _int_list_arg(dim, 'sum', 'dim', 1, True)
+                    break
         if keepdim.__class__ is not bool:
             _bool_arg(keepdim, 'sum', 'keepdim', 2)
         return _method_dispatch_sum_dim_IntList((self, dim, keepdim, dtype))
@@ -1415,6 +1440,13 @@ class TensorMethods:
 
         Schema: ``mean.dim(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``
         """
+        if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+            _int_list_arg(dim, 'mean', 'dim', 1, True)
+        elif dim is not None:
+            for _item in dim:
+                if _item.__class__ is not int:
+                    _int_list_arg(dim, 'mean', 'dim', 1, True)
+                    break
         if keepdim.__class__ is not bool:
             _bool_arg(keepdim, 'mean', 'keepdim', 2)
         return _method_dispatch_mean_dim((self, dim, keepdim, dtype))
@@ -1426,6 +1458,13 @@ class TensorMethods:
         """
         if dim is None:
             dim = ()
+        if dim.__class__ is not tuple and dim.__class__ is not list:
+            _int_list_arg(dim, 'amax', 'dim', 1, True)
+        else:
+            for _item in dim:
+                if _item.__class__ is not int:
+                    _int_list_arg(dim, 'amax', 'dim', 1, True)
+                    break
         if keepdim.__class__ is not bool:
             _bool_arg(keepdim, 'amax', 'keepdim', 2)
         return _method_dispatch_amax((self, dim, keepdim))
@@ -1437,6 +1476,13 @@ class TensorMethods:
         """
         if dim is None:
             dim = ()
+        if dim.__class__ is not tuple and dim.__class__ is not list:
+            _int_list_arg(dim, 'amin', 'dim', 1, True)
+        else:
+            for _item in dim:
+                if _item.__class__ is not int:
+                    _int_list_arg(dim, 'amin', 'dim', 1, True)
+                    break
         if keepdim.__class__ is not bool:
             _bool_arg(keepdim, 'amin', 'keepdim', 2)
         return _method_dispatch_amin((self, dim, keepdim))
@@ -1522,6 +1568,20 @@ class TensorMethods:
 
         Schema: ``as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)``
         """
+        if size.__class__ is not tuple and size.__class__ is not list:
+            _int_list_arg(size, 'as_strided', 'size', 1, False)
+        else:
+            for _item in size:
+                if _item.__class__ is not int:
+                    _int_list_arg(size, 'as_strided', 'size', 1, False)
+                    break
+        if stride.__class__ is not tuple and stride.__class__ is not list:
+            _int_list_arg(stride, 'as_strided', 'stride', 2, False)
+        else:
+            for _item in stride:
+                if _item.__class__ is not int:
+                    _int_list_arg(stride, 'as_strided', 'stride', 2, False)
+                    break
         if storage_offset is not None and storage_offset.__class__ is not int:
             _int_arg(storage_offset, 'as_strided', 'storage_offset', 3)
         return _method_dispatch_as_strided((self, size, stride, storage_offset))
@@ -1581,6 +1641,13 @@ class TensorMethods:
 
         Schema: ``squeeze.dims(Tensor(a) self, int[]? dim=None) -> Tensor(a)``
         """
+        if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+            _int_list_arg(dim, 'squeeze', 'dim', 1, True)
+        elif dim is not None:
+            for _item in dim:
+                if _item.__class__ is not int:
+                    _int_list_arg(dim, 'squeeze', 'dim', 1, True)
+                    break
         return _method_dispatch_squeeze_dims((self, dim))
 
     def unsqueeze(self, dim):
@@ -1648,6 +1715,20 @@ class TensorMethods:
 
         Schema: ``as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor``
         """
+        if size.__class__ is not tuple and size.__class__ is not list:
+            _int_list_arg(size, 'as_strided_scatter', 'size', 2, False)
+        else:
+            for _item in size:
+                if _item.__class__ is not int:
+                    _int_list_arg(size, 'as_strided_scatter', 'size', 2, False)
+                    break
+        if stride.__class__ is not tuple and stride.__class__ is not list:
+            _int_list_arg(stride, 'as_strided_scatter', 'stride', 3, False)
+        else:
+            for _item in stride:
+                if _item.__class__ is not int:
+                    _int_list_arg(stride, 'as_strided_scatter', 'stride', 3, False)
+                    break
         if storage_offset is not None and storage_offset.__class__ is not int:
             _int_arg(storage_offset, 'as_strided_scatter', 'storage_offset', 4)
         return _method_dispatch_as_strided_scatter((self, src, size, stride, storage_offset))
@@ -1666,6 +1747,8 @@ class TensorMethods:
 
         Schema: ``fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)``
         """
+        if value.__class__ is not int and value.__class__ is not float:
+            _number_arg(value, 'fill_', 'value', 1)
         return _method_dispatch_fill__Scalar((self, value))
 
     def zero_(self):
@@ -1715,6 +1798,10 @@ class TensorMethods:
 
         Schema: ``addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor``
         """
+        if beta.__class__ is not int and beta.__class__ is not float:
+            _number_arg(beta, 'addmm', 'beta', None)
+        if alpha.__class__ is not int and alpha.__class__ is not float:
+            _number_arg(alpha, 'addmm', 'alpha', None)
         return _method_dispatch_addmm((self, mat1, mat2, beta, alpha))
 
     def uniform_(self, from_=0, to=1, *, generator=None):
@@ -1722,6 +1809,10 @@ class TensorMethods:
 
         Schema: ``uniform_(Tensor(a!) self, float from=0, float to=1, *, Generator? generator=None) -> Tensor(a!)``
         """
+        if from_.__class__ is not float and from_.__class__ is not int:
+            _float_arg(from_, 'uniform_', 'from', 1)
+        if to.__class__ is not float and to.__class__ is not int:
+            _float_arg(to, 'uniform_', 'to', 2)
         return _method_dispatch_uniform_((self, from_, to, generator))
 
     def normal_(self, mean=0, std=1, *, generator=None):
@@ -1729,6 +1820,10 @@ class TensorMethods:
 
         Schema: ``normal_(Tensor(a!) self, float mean=0, float std=1, *, Generator? generator=None) -> Tensor(a!)``
         """
+        if mean.__class__ is not float and mean.__class__ is not int:
+            _float_arg(mean, 'normal_', 'mean', 1)
+        if std.__class__ is not float and std.__class__ is not int:
+            _float_arg(std, 'normal_', 'std', 2)
         return _method_dispatch_normal_((self, mean, std, generator))
 
     def random_(self, from_, to, *, generator=None):
@@ -1868,6 +1963,13 @@ class TensorMethods:
 
         Schema: ``logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor``
         """
+        if dim.__class__ is not tuple and dim.__class__ is not list:
+            _int_list_arg(dim, 'logsumexp', 'dim', 1, True)
+        else:
+            for _item in dim:
+                if _item.__class__ is not int:
+                    _int_list_arg(dim, 'logsumexp', 'dim', 1, True)
+                    break
         if keepdim.__class__ is not bool:
             _bool_arg(keepdim, 'logsumexp', 'keepdim', 2)
         return _method_dispatch_logsumexp((self, dim, keepdim))
@@ -1888,6 +1990,13 @@ class TensorMethods:
 
     @staticmethod
     def _bind_any_dims(self, dim=None, keepdim=False):
+        if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+            _int_list_arg(dim, 'any', 'dim', 1, False)
+        elif dim is not None:
+            for _item in dim:
+                if _item.__class__ is not int:
+                    _int_list_arg(dim, 'any', 'dim', 1, False)
+                    break
         if keepdim.__class__ is not bool:
             _bool_arg(keepdim, 'any', 'keepdim', 2)
         return (self, dim, keepdim)
@@ -1912,6 +2021,13 @@ class TensorMethods:
 
     @staticmethod
     def _bind_all_dims(self, dim=None, keepdim=False):
+        if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+            _int_list_arg(dim, 'all', 'dim', 1, False)
+        elif dim is not None:
+            for _item in dim:
+                if _item.__class__ is not int:
+                    _int_list_arg(dim, 'all', 'dim', 1, False)
+                    break
         if keepdim.__class__ is not bool:
             _bool_arg(keepdim, 'all', 'keepdim', 2)
         return (self, dim, keepdim)
@@ -1922,6 +2038,13 @@ class TensorMethods:
 
     @staticmethod
     def _bind_var_dim(self, dim, unbiased=True, keepdim=False):
+        if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+            _int_list_arg(dim, 'var', 'dim', 1, True)
+        elif dim is not None:
+            for _item in dim:
+                if _item.__class__ is not int:
+                    _int_list_arg(dim, 'var', 'dim', 1, True)
+                    break
         if unbiased.__class__ is not bool:
             _bool_arg(unbiased, 'var', 'unbiased', 2)
         if keepdim.__class__ is not bool:
@@ -1930,6 +2053,15 @@ class TensorMethods:
 
     @staticmethod
     def _bind_var_correction(self, dim=None, *, correction=None, keepdim=False):
+        if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+            _int_list_arg(dim, 'var', 'dim', 1, True)
+        elif dim is not None:
+            for _item in dim:
+                if _item.__class__ is not int:
+                    _int_list_arg(dim, 'var', 'dim', 1, True)
+                    break
+        if correction is not None and correction.__class__ is not int and correction.__class__ is not float:
+            _number_arg(correction, 'var', 'correction', None)
         if keepdim.__class__ is not bool:
             _bool_arg(keepdim, 'var', 'keepdim', None)
         if hasattr(correction, '_data'):
@@ -1948,6 +2080,13 @@ class TensorMethods:
 
     @staticmethod
     def _bind_std_dim(self, dim, unbiased=True, keepdim=False):
+        if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+            _int_list_arg(dim, 'std', 'dim', 1, True)
+        elif dim is not None:
+            for _item in dim:
+                if _item.__class__ is not int:
+                    _int_list_arg(dim, 'std', 'dim', 1, True)
+                    break
         if unbiased.__class__ is not bool:
             _bool_arg(unbiased, 'std', 'unbiased', 2)
         if keepdim.__class__ is not bool:
@@ -1956,6 +2095,15 @@ class TensorMethods:
 
     @staticmethod
     def _bind_std_correction(self, dim=None, *, correction=None, keepdim=False):
+        if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+            _int_list_arg(dim, 'std', 'dim', 1, True)
+        elif dim is not None:
+            for _item in dim:
+                if _item.__class__ is not int:
+                    _int_list_arg(dim, 'std', 'dim', 1, True)
+                    break
+        if correction is not None and correction.__class__ is not int and correction.__class__ is not float:
+            _number_arg(correction, 'std', 'correction', None)
         if keepdim.__class__ is not bool:
             _bool_arg(keepdim, 'std', 'keepdim', None)
         if hasattr(correction, '_data'):
@@ -1985,8 +2133,22 @@ class TensorMethods:
 
         Schema: ``roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor``
         """
+        if shifts.__class__ is not tuple and shifts.__class__ is not list:
+            _int_list_arg(shifts, 'roll', 'shifts', 1, True)
+        else:
+            for _item in shifts:
+                if _item.__class__ is not int:
+                    _int_list_arg(shifts, 'roll', 'shifts', 1, True)
+                    break
         if dims is None:
             dims = ()
+        if dims.__class__ is not tuple and dims.__class__ is not list:
+            _int_list_arg(dims, 'roll', 'dims', 2, True)
+        else:
+            for _item in dims:
+                if _item.__class__ is not int:
+                    _int_list_arg(dims, 'roll', 'dims', 2, True)
+                    break
         return _method_dispatch_roll((self, shifts, dims))
 
     def tril(self, diagonal=0):
@@ -2046,6 +2208,13 @@ class TensorMethods:
 
         Schema: ``split_with_sizes(Tensor(a) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]``
         """
+        if split_sizes.__class__ is not tuple and split_sizes.__class__ is not list:
+            _int_list_arg(split_sizes, 'split_with_sizes', 'split_sizes', 1, False)
+        else:
+            for _item in split_sizes:
+                if _item.__class__ is not int:
+                    _int_list_arg(split_sizes, 'split_with_sizes', 'split_sizes', 1, False)
+                    break
         if dim.__class__ is not int:
             _int_arg(dim, 'split_with_sizes', 'dim', 2)
         return _method_dispatch_split_with_sizes((self, split_sizes, dim))
@@ -2121,6 +2290,13 @@ class TensorMethods:
         """
         if dim.__class__ is not int:
             _int_arg(dim, 'unflatten', 'dim', 1)
+        if sizes.__class__ is not tuple and sizes.__class__ is not list:
+            _int_list_arg(sizes, 'unflatten', 'sizes', 2, False)
+        else:
+            for _item in sizes:
+                if _item.__class__ is not int:
+                    _int_list_arg(sizes, 'unflatten', 'sizes', 2, False)
+                    break
         return _method_dispatch_unflatten_int((self, dim, sizes))
 
     def diagonal(self, offset=0, dim1=0, dim2=1):
@@ -2138,12 +2314,20 @@ class TensorMethods:
 
     @staticmethod
     def _bind_lerp_Scalar(self, end, weight):
+        if weight.__class__ is not int and weight.__class__ is not float:
+            _number_arg(weight, 'lerp', 'weight', 2)
+        if end is None or end.__class__ in (int, float, bool, complex):
+            raise TypeError('end')
         if hasattr(weight, '_data'):
             raise TypeError('weight')
         return (self, end, weight)
 
     @staticmethod
     def _bind_lerp_Tensor(self, end, weight):
+        if end is None or end.__class__ in (int, float, bool, complex):
+            raise TypeError('end')
+        if weight is None or weight.__class__ in (int, float, bool, complex):
+            raise TypeError('weight')
         return (self, end, weight)
 
     def lerp(self, *args, **kwargs):
@@ -2152,12 +2336,20 @@ class TensorMethods:
 
     @staticmethod
     def _bind_lerp__Scalar(self, end, weight):
+        if weight.__class__ is not int and weight.__class__ is not float:
+            _number_arg(weight, 'lerp_', 'weight', 2)
+        if end is None or end.__class__ in (int, float, bool, complex):
+            raise TypeError('end')
         if hasattr(weight, '_data'):
             raise TypeError('weight')
         return (self, end, weight)
 
     @staticmethod
     def _bind_lerp__Tensor(self, end, weight):
+        if end is None or end.__class__ in (int, float, bool, complex):
+            raise TypeError('end')
+        if weight is None or weight.__class__ in (int, float, bool, complex):
+            raise TypeError('weight')
         return (self, end, weight)
 
     def lerp_(self, *args, **kwargs):
@@ -2169,6 +2361,8 @@ class TensorMethods:
 
         Schema: ``addcmul(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
         """
+        if value.__class__ is not int and value.__class__ is not float:
+            _number_arg(value, 'addcmul', 'value', None)
         return _method_dispatch_addcmul((self, tensor1, tensor2, value))
 
     def addcmul_(self, tensor1, tensor2, *, value=1):
@@ -2176,6 +2370,8 @@ class TensorMethods:
 
         Schema: ``addcmul_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)``
         """
+        if value.__class__ is not int and value.__class__ is not float:
+            _number_arg(value, 'addcmul_', 'value', None)
         return _method_dispatch_addcmul_((self, tensor1, tensor2, value))
 
     def addcdiv(self, tensor1, tensor2, *, value=1):
@@ -2183,6 +2379,8 @@ class TensorMethods:
 
         Schema: ``addcdiv(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor``
         """
+        if value.__class__ is not int and value.__class__ is not float:
+            _number_arg(value, 'addcdiv', 'value', None)
         return _method_dispatch_addcdiv((self, tensor1, tensor2, value))
 
     def addcdiv_(self, tensor1, tensor2, *, value=1):
@@ -2190,6 +2388,8 @@ class TensorMethods:
 
         Schema: ``addcdiv_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor(a!)``
         """
+        if value.__class__ is not int and value.__class__ is not float:
+            _number_arg(value, 'addcdiv_', 'value', None)
         return _method_dispatch_addcdiv_((self, tensor1, tensor2, value))
 
     def gather(self, dim, index, *, sparse_grad=False):
@@ -2229,11 +2429,45 @@ class TensorMethods:
         return _method_dispatch_nonzero((self,))
 
     @staticmethod
+    def _bind_scatter_reduce(self, dim, index, src, *, reduce):
+        if dim.__class__ is not int:
+            _int_arg(dim, 'scatter', 'dim', 1)
+        if reduce.__class__ is not str:
+            _str_arg(reduce, 'scatter', 'reduce', None)
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
+        if index is None or index.__class__ in (int, float, bool, complex):
+            raise TypeError('index')
+        if src is None or src.__class__ in (int, float, bool, complex):
+            raise TypeError('src')
+        return (self, dim, index, src, reduce)
+
+    @staticmethod
+    def _bind_scatter_value_reduce(self, dim, index, value, *, reduce):
+        if dim.__class__ is not int:
+            _int_arg(dim, 'scatter', 'dim', 1)
+        if value.__class__ is not int and value.__class__ is not float:
+            _number_arg(value, 'scatter', 'value', 3)
+        if reduce.__class__ is not str:
+            _str_arg(reduce, 'scatter', 'reduce', None)
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
+        if index is None or index.__class__ in (int, float, bool, complex):
+            raise TypeError('index')
+        if hasattr(value, '_data'):
+            raise TypeError('value')
+        return (self, dim, index, value, reduce)
+
+    @staticmethod
     def _bind_scatter_value(self, dim, index, value):
         if dim.__class__ is not int:
             _int_arg(dim, 'scatter', 'dim', 1)
+        if value.__class__ is not int and value.__class__ is not float:
+            _number_arg(value, 'scatter', 'value', 3)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
+        if index is None or index.__class__ in (int, float, bool, complex):
+            raise TypeError('index')
         if hasattr(value, '_data'):
             raise TypeError('value')
         return (self, dim, index, value)
@@ -2244,18 +2478,56 @@ class TensorMethods:
             _int_arg(dim, 'scatter', 'dim', 1)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
+        if index is None or index.__class__ in (int, float, bool, complex):
+            raise TypeError('index')
+        if src is None or src.__class__ in (int, float, bool, complex):
+            raise TypeError('src')
         return (self, dim, index, src)
 
     def scatter(self, *args, **kwargs):
-        """A copy of `self` with `value` written at the positions along `dim` that `index` gives."""
-        return _call_overload('scatter', ((TensorMethods._bind_scatter_value, _op_scatter_value, None), (TensorMethods._bind_scatter_src, _op_scatter_src, None),), (self,) + args, kwargs, True)
+        """A copy of `self` with each `src` element added (reduce='add') or multiplied (reduce='multiply') in at the position along `dim` that `index` gives (torch's deprecated spelling of scatter_reduce)."""
+        return _call_overload('scatter', ((TensorMethods._bind_scatter_reduce, _op_scatter_reduce, None), (TensorMethods._bind_scatter_value_reduce, _op_scatter_value_reduce, None), (TensorMethods._bind_scatter_value, _op_scatter_value, None), (TensorMethods._bind_scatter_src, _op_scatter_src, None),), (self,) + args, kwargs, True)
+
+    @staticmethod
+    def _bind_scatter__reduce(self, dim, index, src, *, reduce):
+        if dim.__class__ is not int:
+            _int_arg(dim, 'scatter_', 'dim', 1)
+        if reduce.__class__ is not str:
+            _str_arg(reduce, 'scatter_', 'reduce', None)
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
+        if index is None or index.__class__ in (int, float, bool, complex):
+            raise TypeError('index')
+        if src is None or src.__class__ in (int, float, bool, complex):
+            raise TypeError('src')
+        return (self, dim, index, src, reduce)
+
+    @staticmethod
+    def _bind_scatter__value_reduce(self, dim, index, value, *, reduce):
+        if dim.__class__ is not int:
+            _int_arg(dim, 'scatter_', 'dim', 1)
+        if value.__class__ is not int and value.__class__ is not float:
+            _number_arg(value, 'scatter_', 'value', 3)
+        if reduce.__class__ is not str:
+            _str_arg(reduce, 'scatter_', 'reduce', None)
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
+        if index is None or index.__class__ in (int, float, bool, complex):
+            raise TypeError('index')
+        if hasattr(value, '_data'):
+            raise TypeError('value')
+        return (self, dim, index, value, reduce)
 
     @staticmethod
     def _bind_scatter__value(self, dim, index, value):
         if dim.__class__ is not int:
             _int_arg(dim, 'scatter_', 'dim', 1)
+        if value.__class__ is not int and value.__class__ is not float:
+            _number_arg(value, 'scatter_', 'value', 3)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
+        if index is None or index.__class__ in (int, float, bool, complex):
+            raise TypeError('index')
         if hasattr(value, '_data'):
             raise TypeError('value')
         return (self, dim, index, value)
@@ -2266,11 +2538,15 @@ class TensorMethods:
             _int_arg(dim, 'scatter_', 'dim', 1)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
+        if index is None or index.__class__ in (int, float, bool, complex):
+            raise TypeError('index')
+        if src is None or src.__class__ in (int, float, bool, complex):
+            raise TypeError('src')
         return (self, dim, index, src)
 
     def scatter_(self, *args, **kwargs):
-        """In-place version of scatter.value: A copy of `self` with `value` written at the positions along `dim` that `index` gives."""
-        return _call_overload('scatter_', ((TensorMethods._bind_scatter__value, _op_scatter__value, None), (TensorMethods._bind_scatter__src, _op_scatter__src, None),), (self,) + args, kwargs, True)
+        """In-place version of scatter.reduce: A copy of `self` with each `src` element added (reduce='add') or multiplied (reduce='multiply') in at the position along `dim` that `index` gives (torch's deprecated spelling of scatter_reduce)."""
+        return _call_overload('scatter_', ((TensorMethods._bind_scatter__reduce, _op_scatter__reduce, None), (TensorMethods._bind_scatter__value_reduce, _op_scatter__value_reduce, None), (TensorMethods._bind_scatter__value, _op_scatter__value, None), (TensorMethods._bind_scatter__src, _op_scatter__src, None),), (self,) + args, kwargs, True)
 
     def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
         """A copy of `self` reducing (sum, prod, mean, amax, amin) the `src` elements scattered to each position.
@@ -2279,6 +2555,8 @@ class TensorMethods:
         """
         if dim.__class__ is not int:
             _int_arg(dim, 'scatter_reduce', 'dim', 1)
+        if reduce.__class__ is not str:
+            _str_arg(reduce, 'scatter_reduce', 'reduce', 4)
         if include_self.__class__ is not bool:
             _bool_arg(include_self, 'scatter_reduce', 'include_self', None)
         return _method_dispatch_scatter_reduce_two((self, dim, index, src, reduce, include_self))
@@ -2290,6 +2568,8 @@ class TensorMethods:
         """
         if dim.__class__ is not int:
             _int_arg(dim, 'scatter_reduce_', 'dim', 1)
+        if reduce.__class__ is not str:
+            _str_arg(reduce, 'scatter_reduce_', 'reduce', 4)
         if include_self.__class__ is not bool:
             _bool_arg(include_self, 'scatter_reduce_', 'include_self', None)
         return _method_dispatch_scatter_reduce__two((self, dim, index, src, reduce, include_self))
@@ -2301,6 +2581,8 @@ class TensorMethods:
         """
         if dim.__class__ is not int:
             _int_arg(dim, 'index_add', 'dim', 1)
+        if alpha.__class__ is not int and alpha.__class__ is not float:
+            _number_arg(alpha, 'index_add', 'alpha', None)
         return _method_dispatch_index_add((self, dim, index, source, alpha))
 
     def index_add_(self, dim, index, source, *, alpha=1):
@@ -2310,6 +2592,8 @@ class TensorMethods:
         """
         if dim.__class__ is not int:
             _int_arg(dim, 'index_add_', 'dim', 1)
+        if alpha.__class__ is not int and alpha.__class__ is not float:
+            _number_arg(alpha, 'index_add_', 'alpha', None)
         return _method_dispatch_index_add_((self, dim, index, source, alpha))
 
     def index_select(self, dim, index):
@@ -2350,12 +2634,20 @@ class TensorMethods:
 
     @staticmethod
     def _bind_masked_fill_Scalar(self, mask, value):
+        if value.__class__ is not int and value.__class__ is not float:
+            _number_arg(value, 'masked_fill', 'value', 2)
+        if mask is None or mask.__class__ in (int, float, bool, complex):
+            raise TypeError('mask')
         if hasattr(value, '_data'):
             raise TypeError('value')
         return (self, mask, value)
 
     @staticmethod
     def _bind_masked_fill_Tensor(self, mask, value):
+        if mask is None or mask.__class__ in (int, float, bool, complex):
+            raise TypeError('mask')
+        if value is None or value.__class__ in (int, float, bool, complex):
+            raise TypeError('value')
         return (self, mask, value)
 
     def masked_fill(self, *args, **kwargs):
@@ -2364,12 +2656,20 @@ class TensorMethods:
 
     @staticmethod
     def _bind_masked_fill__Scalar(self, mask, value):
+        if value.__class__ is not int and value.__class__ is not float:
+            _number_arg(value, 'masked_fill_', 'value', 2)
+        if mask is None or mask.__class__ in (int, float, bool, complex):
+            raise TypeError('mask')
         if hasattr(value, '_data'):
             raise TypeError('value')
         return (self, mask, value)
 
     @staticmethod
     def _bind_masked_fill__Tensor(self, mask, value):
+        if mask is None or mask.__class__ in (int, float, bool, complex):
+            raise TypeError('mask')
+        if value is None or value.__class__ in (int, float, bool, complex):
+            raise TypeError('value')
         return (self, mask, value)
 
     def masked_fill_(self, *args, **kwargs):
@@ -2493,6 +2793,8 @@ class TensorMethods:
 
     @staticmethod
     def _bind_bernoulli_p(self, p, *, generator=None):
+        if p.__class__ is not float and p.__class__ is not int:
+            _float_arg(p, 'bernoulli', 'p', 1)
         return (self, p, generator)
 
     @staticmethod
@@ -2508,6 +2810,8 @@ class TensorMethods:
 
         Schema: ``bernoulli_.float(Tensor(a!) self, float p=0.5, *, Generator? generator=None) -> Tensor(a!)``
         """
+        if p.__class__ is not float and p.__class__ is not int:
+            _float_arg(p, 'bernoulli_', 'p', 1)
         return _method_dispatch_bernoulli__float((self, p, generator))
 
     def multinomial(self, num_samples, replacement=False, *, generator=None):

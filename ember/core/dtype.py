@@ -81,3 +81,11 @@ def set_default_dtype(d: dtype) -> None:
     if not isinstance(d, dtype) or not d.is_floating_point:
         raise TypeError(f"set_default_dtype(): expected a floating-point ember.dtype, got {d!r}")
     _default_float[0] = d
+
+
+def wrap_unsigned(value, np_dtype):
+    """A fill value for an array of numpy dtype `np_dtype`: a negative int for an unsigned type wrapped as
+    two's complement (-1 for uint8 is 255, as PyTorch's fill_ reads it), anything else as it is."""
+    if value.__class__ is int and value < 0 and np_dtype.kind == "u":
+        return value + (1 << (8 * np_dtype.itemsize))
+    return value

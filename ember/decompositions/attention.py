@@ -23,9 +23,11 @@ def linear(input, weight, bias=None):
 
 @decomposition("cosine_similarity")
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    dtype = result_type(x1, x2)
-    a = F._to_copy(x1, dtype=dtype) if x1.dtype is not dtype else x1
-    b = F._to_copy(x2, dtype=dtype) if x2.dtype is not dtype else x2
+    # as torch's: an integer operand goes to the common dtype, each is normalised in its own dtype, and the
+    # product of the two broadcast operands promotes (float16 with a float32 0-d: float32)
+    common = result_type(x1, x2)
+    a = x1 if x1.dtype.is_floating_point else F._to_copy(x1, dtype=common)
+    b = x2 if x2.dtype.is_floating_point else F._to_copy(x2, dtype=common)
     a, b = _broadcast(a, b)
     na = F.clamp(F.sqrt(F.sum(F.mul(a, a), dim, True)), min=eps)
     nb = F.clamp(F.sqrt(F.sum(F.mul(b, b), dim, True)), min=eps)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from ember._generated import functions as F
 from ember.core import dtype as _dt
+from ember.core.type_promotion import result_type
 from ember.frontend.tensor import Tensor
 
 from . import as_float, decomposition, explicit_kernel
@@ -19,7 +20,8 @@ def sign(self):
 
 @explicit_kernel("clamp.Tensor")
 def clamp(self, min=None, max=None):
-    out = self
+    result = result_type(self, min, max)
+    out = self if self.dtype is result else F._to_copy(self, dtype=result)     # compared in the result's dtype
     if min is not None:
         out = _bounded(out, min, True)
     if max is not None:

@@ -70,6 +70,10 @@ def _embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, s
         f"_embedding_bag: index {v} of input is not in the valid range [0, {num_weights}) (argument 'indices')"),
         negative=False)
     _check_offsets(off, n, include_last_offset)
+    if nb == 0:         # no bags: an empty result, as torch's, still connected to the weight for autograd
+        out = F.add(F.zeros((0, dim), dtype=dtype, device=dev), F.mul(F.sum(weight), 0))
+        max_indices = F.zeros((0, dim) if mode == MAX else (0,), dtype=_dt.int64, device=dev)
+        return out, F.zeros((n,), dtype=_dt.int64, device=dev), F.zeros((0,), dtype=_dt.int64, device=dev), max_indices
 
     # offset2bag: the bag of every index (indices past the last offset of include_last_offset go to slot nb - 1)
     bump = F.scatter_add(F.zeros((n + 1,), dtype=_dt.int64, device=dev), 0, off, F.ones_like(off))

@@ -84,7 +84,10 @@ def rand(size, generator=None, dtype=None, device=None, requires_grad=False):
 
 @decomposition("randn")
 def randn(size, generator=None, dtype=None, device=None, requires_grad=False):
-    return F.normal_(F.empty(size, dtype=dtype, device=device), 0.0, 1.0, generator=generator)
+    out = F.empty(size, dtype=dtype, device=device)
+    if 0 in tuple(out.shape):           # nothing to draw, of any dtype (torch's shape rule checked none)
+        return out
+    return F.normal_(out, 0.0, 1.0, generator=generator)
 
 
 @decomposition("randint.low")

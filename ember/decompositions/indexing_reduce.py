@@ -1,4 +1,4 @@
-"""scatter_reduce over ember ops (differentiated through).
+"""scatter_reduce over ember ops (differentiated through), and scatter(..., reduce=) over it.
 
 sum and mean (not bool) are two scatter_adds, of the values and of the counts. prod, amax
 and amin (no primitive reduces by index that way) are a one-hot reduction: for
@@ -11,6 +11,8 @@ is O(index.numel() * n); the cpu backend runs a native kernel instead when no gr
 needed.
 """
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 
@@ -105,3 +107,25 @@ def scatter_reduce(self, dim, index, src, reduce, include_self=True):
     new = F.permute(red, inv)
     out = _place(x, new) if tuple(new.shape) != tuple(x.shape) else F.clone(new)
     return out if self.dim() else F.reshape(out, ())
+
+
+# ------------------------------------------------------------------- scatter(..., reduce=): torch's older spelling
+@decomposition("scatter.reduce")
+def scatter_with_reduce(self, dim, index, src, reduce):
+    warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a "
+                  "future PyTorch release. Use torch.scatter_reduce instead for more reduction options.",
+                  UserWarning, stacklevel=2)
+    return _scatter_with_reduce(self, dim, index, src, reduce)
+
+
+@decomposition("scatter.value_reduce")
+def scatter_value_with_reduce(self, dim, index, value, reduce):
+    src = F.full(tuple(index.shape), value, dtype=self.dtype, device=self.device)
+    return _scatter_with_reduce(self, dim, index, src, reduce)
+
+
+def _scatter_with_reduce(self, dim, index, src, reduce: str):
+    """'add' is scatter_add; 'multiply' is scatter_reduce's prod with self's values included."""
+    if reduce == "add":
+        return F.scatter_add(self, dim, index, src)
+    return F.scatter_reduce(self, dim, index, src, "prod")

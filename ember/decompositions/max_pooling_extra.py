@@ -40,7 +40,7 @@ def _gather_values(x, flat, nd: int):
     """x's values (with autograd) at the flat per-plane positions `flat` (N, C, *out)."""
     lead = tuple(x.shape[:-nd])
     planes = F.reshape(x, lead + (math.prod(x.shape[-nd:]),))
-    picked = F.gather(planes, -1, F.reshape(flat, lead + (-1,)))
+    picked = F.gather(planes, -1, F.reshape(flat, lead + (math.prod(flat.shape[len(lead):]),)))   # no -1: lead may hold a 0
     return F.reshape(picked, tuple(flat.shape))
 
 

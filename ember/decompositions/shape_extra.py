@@ -12,7 +12,7 @@ from ember._generated import functions as F
 from ember.dispatcher.operator import ALL_OPS
 from ember.core import dtype as _dt
 from ember.core.errors import ArgumentTypeError
-from ember.shape_rules.shape_ops import parse_einsum
+from ember.shape_rules.einsum import parse_einsum
 
 from . import decomposition, explicit_kernel
 from .shape_ops import _as_strided_view

@@ -82,6 +82,25 @@ def _wrapped_number(args: tuple, i: int) -> tuple | None:
     return args[:i] + (tensor,) + args[i + 1:]
 
 
+def numbers_only_call(op, args: tuple) -> tuple | None:
+    """The arguments of a call of `op` (`numbers_everywhere`: add, sub, mul, div, ...) with a Python number in
+    every Tensor argument, the first made the 0-d cpu tensor PyTorch makes of it: bool, int64, or the default
+    dtype for a float, so that `add(1, 2.5)` is a float32 tensor as torch's. None when some Tensor argument is
+    no real number (None, a string, a complex number, which no ember dtype holds: the op refuses it)."""
+    if not all(isinstance(args[j], (bool, int, float)) for j in op.tensor_args):
+        return None
+    from ember.core import dtype as _dt
+    from ember.core.device import as_device
+
+    from .operator import ALL_OPS
+
+    i = op.tensor_args[0]
+    value = args[i]
+    kind = _dt.bool if isinstance(value, bool) else _dt.int64 if isinstance(value, int) else _dt.get_default_dtype()
+    tensor = ALL_OPS["scalar_tensor"].dispatch((value, kind, as_device("cpu"), False))
+    return args[:i] + (tensor,) + args[i + 1:]
+
+
 @functools.lru_cache(maxsize=None)
 def _python_params(schema: str, method: bool) -> tuple[tuple[int, str, str], ...]:
     """(position, Python name, type text with its default) of each parameter of the function a schema

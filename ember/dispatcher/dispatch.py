@@ -130,6 +130,12 @@ def _backend_of_unusual_call(op, args: tuple, ks: int) -> tuple[int, tuple]:
         if device is None and _has_protocol_objects(op, args):
             # no tensor, but an object implementing __torch_function__ (a tracer's proxy): its protocol decides
             return ks | K.TORCH_FUNCTION | REGISTRY.backend_for(as_device(None)).key, args
+        if op.numbers_everywhere:
+            from .arguments import numbers_only_call
+
+            wrapped = numbers_only_call(op, args)
+            if wrapped is not None:
+                return ks | wrapped[op.tensor_args[0]]._keys, wrapped
         return ks | REGISTRY.backend_for(as_device(device)).key, args
     include, exclude = STATE.keys
     if (include & ~exclude) & K.MODE:

@@ -54,6 +54,9 @@ class OpSchema:
     # those numbers reach the op as the 0-d cpu tensor PyTorch wraps them in (ops outside the pointwise
     # families, whose kernels take tensors: copy_), not as themselves
     wraps_numbers: bool = False
+    # the registry's `numbers: any` (PyTorch's list of functions taking a number in every Tensor argument): a call
+    # with numbers only runs on the first made a 0-d cpu tensor, as `torch.add(1, 2)` does
+    numbers_everywhere: bool = False
     # the value per element as a tree over the arguments (codegen/scalar_formulas.py), for fused kernels
     scalar: tuple | None = None
     # a reduction the fusion pass may fuse: (kind, dim position, keepdim position, dtype position or None)

@@ -21,10 +21,14 @@ def size_arg(size: tuple, keywords: dict, fn: str, name: str) -> tuple:
         return tuple(size[0])
     if not size:                # torch's: `zeros()` is no 0-d tensor (that is `zeros(())`)
         raise ArgumentTypeError(f'{fn}() missing 1 required positional arguments: "{name}"')
+    for item in size:
+        if item.__class__ is bool:      # torch's parser reads a bool among separate sizes as an int
+            return tuple(int(v) if v.__class__ is bool else v for v in size)
     return size
 
 
 _NUMBERS = (int, float, bool)
+_NUMBER_CLASSES = frozenset((int, float, bool, complex))
 
 #: operand classes Python operators pass straight through; ember.frontend.tensor adds Tensor
 OPERAND_CLASSES = {bool, int, float}
@@ -56,23 +60,90 @@ def operand(value):
 
 def _wrong_type(fn: str, name: str, position: int | None, expected: str, value) -> ArgumentTypeError:
     where = f" (position {position})" if position is not None else ""
-    given = f"numpy.{type(value).__name__}" if _numpy_scalar(value) else type(value).__name__
-    return ArgumentTypeError(f"{fn}(): argument '{name}'{where} must be {expected}, not {given}")
+    return ArgumentTypeError(f"{fn}(): argument '{name}'{where} must be {expected}, not {_class_name(value)}")
 
+
+# ----------------------------------------------------------------------------- argument classes
+# torch's argument parser refuses an argument of the wrong class before the op runs. The generated bindings
+# test the common class inline (`dim.__class__ is not int`) and call these only when it is something else:
+# each raises torch's TypeError or returns, leaving the value as it is.
 
 def int_arg(value, fn: str, name: str, position: int | None) -> None:
-    """An `int` argument that is not a Python int: a bool, a float (a numpy float too) or a complex number is
-    torch's argument parser's TypeError; anything else (numpy integers, 0-d integer tensors, symbolic sizes) is
-    left to the op."""
-    if isinstance(value, (bool, float, complex, str)) or _numpy_scalar(value) and not isinstance(value, Integral):
+    """An `int` argument that is not a Python int: what has `__index__` (numpy integers, symbolic sizes) and a
+    one-element integer tensor stand for one; anything else (None, a bool, a float, numpy's bool) is torch's
+    argument parser's TypeError."""
+    if not _is_int(value):
         raise _wrong_type(fn, name, position, "int", value)
 
 
 def bool_arg(value, fn: str, name: str, position: int | None) -> None:
-    """A `bool` argument that is not a Python bool: a number (an int, a float, a numpy scalar, numpy's bool too)
-    is torch's argument parser's TypeError; anything else is left to the op."""
-    if isinstance(value, (int, float, complex)) or _numpy_scalar(value):
-        raise _wrong_type(fn, name, position, "bool", value)
+    """A `bool` argument that is not a Python bool: torch's parser takes nothing else (no number, no None, not
+    numpy's bool)."""
+    raise _wrong_type(fn, name, position, "bool", value)
+
+
+def float_arg(value, fn: str, name: str, position: int | None) -> None:
+    """A `float` argument that is neither a float nor an int: a bool, a numpy number or a one-element tensor stands
+    for one; anything else (None, a string, a complex number) is torch's TypeError."""
+    if isinstance(value, complex) or not _is_number(value):
+        raise _wrong_type(fn, name, position, "float", value)
+
+
+def number_arg(value, fn: str, name: str, position: int | None) -> None:
+    """A `Scalar` argument that is neither a float nor an int: a bool, a complex or numpy number, or a one-element
+    tensor; anything else (None, a string, a list) is torch's TypeError, "must be Number"."""
+    if not _is_number(value):
+        raise _wrong_type(fn, name, position, "Number", value)
+
+
+def str_arg(value, fn: str, name: str, position: int | None) -> None:
+    """A `str` argument that is not a str: torch's TypeError."""
+    raise _wrong_type(fn, name, position, "str", value)
+
+
+def int_list_arg(value, fn: str, name: str, position: int | None, one_int: bool) -> None:
+    """An int list argument that is not a list or tuple of Python ints. A tuple subclass (ember.Size) or a list
+    whose entries stand for ints (`int_arg`) is one; one int is one too where `one_int` (an `int[N]` of the
+    schema, or an op of which PyTorch has an overload taking an int there: squeeze's `dim`). Anything else
+    (None, a bool, a float, an array) is torch's TypeError."""
+    if isinstance(value, (tuple, list)):
+        for pos, item in enumerate(value):
+            if not _is_int(item):
+                where = f" (position {position})" if position is not None else ""
+                raise ArgumentTypeError(f"{fn}(): argument '{name}'{where} must be tuple of ints, but found element "
+                                        f"of type {_class_name(item)} at pos {pos}")
+    elif not (one_int and _is_int(value)):
+        raise _wrong_type(fn, name, position, "tuple of ints", value)
+
+
+def _is_int(value) -> bool:
+    if value.__class__ is int:
+        return True
+    if isinstance(value, bool) or _numpy_scalar(value) and not isinstance(value, Integral):
+        return False
+    if _is_tensor(value):           # torch reads a one-element integer tensor's value
+        return value.numel() == 1 and not (value.dtype.is_floating_point or value.dtype.is_complex
+                                           or value.dtype.name == "bool")
+    return hasattr(type(value), "__index__")
+
+
+def _is_number(value) -> bool:
+    """A number, or what stands for one: a numpy scalar, a one-element tensor, a symbolic size (an export's)."""
+    if value.__class__ in _NUMBER_CLASSES or _numpy_scalar(value):
+        return True
+    if _is_tensor(value):
+        return value.numel() == 1
+    return hasattr(type(value), "__index__") or hasattr(type(value), "__float__")
+
+
+def _is_tensor(value) -> bool:
+    from ember.frontend.tensor import Tensor
+
+    return isinstance(value, Tensor)
+
+
+def _class_name(value) -> str:
+    return f"numpy.{type(value).__name__}" if _numpy_scalar(value) else type(value).__name__
 
 
 def _numpy_scalar(value) -> bool:

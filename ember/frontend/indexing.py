@@ -8,13 +8,17 @@ basic ones, as PyTorch does: integers select first (so `x[0, :, [0, 1]]` has sha
 reads, and one `index_put_` on the basic view writes, so autograd works through both.
 
 Integers are anything with `__index__` (Python ints, numpy integers, 0-dim integer
-tensors). A bool index (`t[True]`, `t[False]`) is a 0-dim mask: reading gives a copy,
-assigning writes through. As in PyTorch, an out-of-bounds message names the position of
+tensors). A bool (`t[True]`, `t[False]`) adds a dim of size 1 indexed by [0] or by nothing: an
+advanced index, which broadcasts with the others (`t[True, True]` has one new dim, as in PyTorch).
+A uint8 index tensor is a mask (with PyTorch's deprecation warning). As in PyTorch, an out-of-bounds message names the position of
 the index in the index tuple, and several `...` are accepted (each stands for the
 unindexed dimensions, as PyTorch counts them).
 """
 from __future__ import annotations
 
+import warnings
+
+from ember.core import dtype as _dt
 from ember.core.errors import ArgumentTypeError, DimensionError
 from ember.core.symint import SymInt
 
@@ -54,7 +58,7 @@ def _as_index(item, Tensor):
     if isinstance(item, (int, SymInt)):
         return item
     if isinstance(item, Tensor):
-        if item.dim() == 0 and item.dtype.category == 1:
+        if item.dim() == 0 and item.dtype.category == 1 and item.dtype.name != "uint8":    # uint8: a mask
             return int(item.item())
         return None
     if hasattr(item, "__index__") and not isinstance(item, (list, tuple)):
@@ -82,7 +86,6 @@ def getitem(t, index, *, for_assignment: bool = False):
     out = t
     dim = 0
     touched = False
-    copy = False
     adv = {}                   # dim of `out` -> advanced index tensor starting there
     for position, item in enumerate(items):
         if item is None:
@@ -94,12 +97,12 @@ def getitem(t, index, *, for_assignment: bool = False):
             dim += ndim - specified
             continue
         if isinstance(item, bool):
+            # torch's reading: a new dim of size 1, indexed by [0] (True) or by nothing (False), an advanced
+            # index that broadcasts with the others (t[True, True] is (1, ...), t[True, False] (0, ...))
             out = F.unsqueeze(out, dim)
-            if not item:
-                out = F.slice(out, dim, 0, 0, 1)
+            adv[dim] = F.zeros((1 if item else 0,), dtype=_dt.int64, device=out.device)
             dim += 1
             touched = True
-            copy = True        # torch treats a bool as a (0-dim) mask: advanced indexing copies
             continue
         if isinstance(item, slice):
             start, stop, step = _slice_bounds(item)
@@ -140,8 +143,6 @@ def getitem(t, index, *, for_assignment: bool = False):
         return F.index(out, indices)
     if not touched:
         out = F.slice(out, 0, None, None, 1) if ndim else F.view(out, ())
-    if copy and not for_assignment:
-        out = F.clone(out)
     return (out, None) if for_assignment else out
 
 
@@ -182,6 +183,10 @@ def _index_tensor_on(t, item):
     """An index tensor checked (an integer or bool dtype) and on `t`'s device (a cpu index moves there)."""
     if not (item.dtype.category <= 1):
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    if item.dtype.name == "uint8":          # a mask, as in torch, which deprecates it
+        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.",
+                      UserWarning, stacklevel=4)
+        item = item.to(_dt.bool)
     if item.device != t.device and item.device.type != "cpu":
         raise IndexError(f"indices should be either on {t.device.type} or on the same device as the "
                          f"indexed tensor ({item.device})")

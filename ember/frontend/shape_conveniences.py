@@ -1,4 +1,4 @@
-"""Tensor's shape conveniences written over the registry's views: `T`, `mT`, `flatten`, `view_as`,
+"""Tensor's shape conveniences written over the registry's views: `T`, `mT`, `mH`, `H`, `flatten`, `view_as`,
 `expand_as`, `reshape_as`, and `view`, which also takes a dtype (the op view.dtype)."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from ember._generated.tensor_methods import TensorMethods
 from ember.core import dtype as _dt
-from ember.core.errors import ArgumentTypeError
+from ember.core.errors import ArgumentTypeError, ShapeError
 
 if TYPE_CHECKING:
     from .tensor import Tensor
@@ -23,6 +23,25 @@ class ShapeConveniences:
 
     @property
     def mT(self) -> "Tensor":
+        """The last two dimensions swapped: a batch of matrices transposed (a 0-d tensor is its own)."""
+        return self._matrices("mT") if self.dim() != 0 else self.view(())
+
+    @property
+    def mH(self) -> "Tensor":
+        """The conjugate transpose of a batch of matrices: `mT`, as ember's dtypes are all real."""
+        return self._matrices("mH") if self.dim() != 0 else self.view(())
+
+    @property
+    def H(self) -> "Tensor":
+        """The conjugate transpose of a matrix (a 0-d tensor is its own)."""
+        if self.dim() not in (0, 2):
+            raise ShapeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.dim()}-D tensor.")
+        return self.mH
+
+    def _matrices(self, name: str) -> "Tensor":
+        if self.dim() < 2:
+            raise ShapeError(f"tensor.{name} is only supported on matrices or batches of matrices. "
+                             f"Got {self.dim()}-D tensor.")
         return self.transpose(-2, -1)
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> "Tensor":

@@ -81,10 +81,14 @@ _C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "
 
 
 def check_fits(op, value, dtype) -> None:
-    """A Python number written into an integer tensor must fit its type (as PyTorch checks)."""
+    """A Python number written into an integer tensor must fit its type (as PyTorch checks). An int for an
+    unsigned type may be negative down to minus its largest value: it wraps (`fill_(-1)` of uint8 is 255), as
+    c10's overflow check allows; the kernels wrap it (`wrap_unsigned`)."""
     bounds = _INT_RANGES.get(dtype.name)
     if bounds is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         return
+    if isinstance(value, int) and bounds[0] == 0:
+        bounds = (-bounds[1], bounds[1])
     if value != value or not bounds[0] <= value <= bounds[1]:
         raise ArgumentValueError(f"{op.name}(): value cannot be converted to type {_C_NAMES[dtype.name]} without "
                                  f"overflow (got {value!r} for a tensor of dtype {dtype.name})")

@@ -42,8 +42,10 @@ def factory(op, size, *rest):
     dtype = rest[-3]
     check_dtype_arg(op, dtype)
     out = dtype or _dt.get_default_dtype()
-    check_kernel_dtype(op, out, f" ({op.name} is only defined for floating-point dtypes)")
-    return (_size(op, size, out), out)
+    shape = _size(op, size, out)
+    if 0 not in shape:              # torch fills nothing, and checks no kernel dtype, for an empty result
+        check_kernel_dtype(op, out, f" ({op.name} is only defined for floating-point dtypes)")
+    return (shape, out)
 
 
 @shape_rule("full")
@@ -114,7 +116,11 @@ def arange(op, start, end=None, step=1, dtype=None, device=None, requires_grad=F
         raise ArgumentValueError(f"{op.name}(): upper bound and larger bound inconsistent with step sign")
     if dtype is None:
         dtype = _dt.get_default_dtype() if any(isinstance(v, float) for v in (start, end, step)) else _dt.int64
-    if any(isinstance(v, float) for v in (start, end, step)):
+    if dtype is _dt.int64 and any(isinstance(v, float) for v in (start, end, step)) and int(step):
+        # torch's int64 kernel counts in truncated integers: (end - start + step - sign(step)) / step
+        xstart, xend, xstep = int(start), int(end), int(step)
+        length = max(0, int((xend - xstart + xstep - (1 if xstep > 0 else -1)) / xstep))
+    elif any(isinstance(v, float) for v in (start, end, step)):
         length = max(0, math.ceil((end - start) / step))
     else:                           # integers (symbolic sizes too): exact ceiling division
         length = max(0, -((start - end) // step))

@@ -44,18 +44,18 @@ def _check_scatter_gather(op, self, dim, index, src=None, *, what="scatter"):
     """ATen's gather_shape_check / scatter_shape_check."""
     check_tensor(op, self, "input" if what == "gather" else "self")
     check_tensor(op, index, "index")
-    if index._dtype not in _INDEX_DTYPES:
-        raise DTypeError(f"{op.name}: {what}(): Expected dtype int32/int64 for index, got "
-                         f"{type_name(index._dtype)} (argument 'index')")
     s, i = _shape(self), _shape(index)
-    d = wrap_dim(op, dim, len(s))
+    d = wrap_dim(op, dim, len(s))               # torch wraps the dim before it checks the index's dtype
     if src is not None:
         check_tensor(op, src, "src")
         if src._dtype is not self._dtype:
             raise DTypeError(f"{op.name}: {what}(): Expected self.dtype to be equal to src.dtype (self is "
                              f"{type_name(self._dtype)}, argument 'src' is {type_name(src._dtype)})")
-    if numel(i) == 0:
+    if numel(i) == 0:                           # nothing to read or write: torch checks nothing more
         return d
+    if index._dtype not in _INDEX_DTYPES:
+        raise DTypeError(f"{op.name}: {what}(): Expected dtype int32/int64 for index, got "
+                         f"{type_name(index._dtype)} (argument 'index')")
     if max(len(i), 1) != max(len(s), 1):
         raise ShapeError(f"{op.name}: Index tensor must have the same number of dimensions as "
                          f"{'input' if what == 'gather' else 'self'} tensor (argument 'index' has {len(i)}, "
@@ -93,6 +93,15 @@ def scatter(op, self, dim, index, src):
                                 f"not {type(src).__name__}")
     _check_scatter_gather(op, self, dim, index, src if hasattr(src, "_data") else None, what="scatter")
     return _same_layout(self)
+
+
+@shape_rule("scatter_with_reduce")
+def scatter_with_reduce(op, self, dim, index, src, reduce):
+    """scatter.reduce / scatter.value_reduce: scatter's checks, and a reduction torch's scatter takes."""
+    if reduce not in ("add", "multiply"):
+        raise ArgumentValueError(f"{op.name}: reduce argument must be either add or multiply. (argument 'reduce' "
+                                 f"is {reduce!r})")
+    return scatter(op, self, dim, index, src)
 
 
 REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
@@ -168,10 +177,10 @@ def take_along_dim(op, self, indices, dim=None):
     if dim is None:
         return ((numel(_shape(indices)),), self._dtype)
     s, i = _shape(self), _shape(indices)
-    d = wrap_dim(op, dim, len(s))
     if len(s) != len(i):
         raise ShapeError(f"{op.name}: torch.take_along_dim(): input and indices should have the same number of "
                          f"dimensions, but got {len(s)} dimensions for input, and {len(i)} dimensions for indices")
+    d = wrap_dim(op, dim, len(s))
     if not s:
         return ((), self._dtype)
     a = s[:d] + (1,) + s[d + 1:]

@@ -6,11 +6,11 @@ of range, probabilities outside [0, 1]) run in the decompositions, not here.
 """
 from __future__ import annotations
 
-from ember.core.errors import ArgumentListError, ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, \
-    ShapeError
+from ember.core.errors import ArgumentListError, ArgumentTypeError, ArgumentValueError, DimensionError, DTypeError, \
+    MissingKernelError, ShapeError
 from ember.core import dtype as _dt
 from ember.core.spec import TensorSpec
-from ember.core.type_promotion import computation_dtype, result_type
+from ember.core.type_promotion import computation_dtype, promote_types, result_type
 
 from . import shape_rule
 from .common import NUMBER_TYPES, as_int, broadcast_shapes, check_int_list, check_kernel_dtype, check_tensor, \
@@ -121,10 +121,9 @@ def binary_cross_entropy(op, self, target, weight=None, reduction=1):
                 raise DTypeError(f"{op.name}(): expected {arg} to have the input's dtype {type_name(self._dtype)}, "
                                  f"but got {type_name(t._dtype)}")
     check_kernel_dtype(op, dtype)
+    # the op broadcasts (torch's kernel resizes its input-shaped output to the broadcast shape); the size check
+    # is nn.functional's
     shape = broadcast_shapes(op, [t._data.shape for t in tensors])
-    if tuple(target._data.shape) != tuple(self._data.shape):
-        raise ArgumentListError(f"{op.name}(): Using a target size ({list(target._data.shape)}) that is different "
-                                f"to the input size ({list(self._data.shape)}) is not supported.")
     return _reduced(op, tensors, shape, dtype, reduction)
 
 
@@ -135,9 +134,10 @@ def binary_cross_entropy_with_logits(op, self, target, weight=None, pos_weight=N
     dtype = result_type(*tensors)
     check_kernel_dtype(op, dtype)
     shape = broadcast_shapes(op, [t._data.shape for t in tensors])
-    if tuple(target._data.shape) != tuple(self._data.shape):
-        raise ArgumentListError(f"{op.name}(): Target size ({list(target._data.shape)}) must be the same as input "
-                                f"size ({list(self._data.shape)})")
+    if tuple(shape) != tuple(target._data.shape):
+        # torch's composite writes the result into a target-shaped temporary (the size check is nn.functional's)
+        raise ShapeError(f"{op.name}(): output with shape {list(target._data.shape)} doesn't match the broadcast "
+                         f"shape {list(shape)}")
     return _reduced(op, tensors, shape, dtype, reduction, contiguous=True)   # a composite in PyTorch
 
 
@@ -172,6 +172,9 @@ def _check_class_target(op, self, target, weight, allow_probs=False, nll_2d=Fals
     else:
         if len(tshape) == 0 or tshape[0] != shape[0]:
             got = tshape[0] if tshape else "a 0-d target"
+            if nll_2d and not tshape:       # torch's kernel reads the target's size 0
+                raise DimensionError(f"{op.name}(): Dimension specified as 0 but tensor has no dimensions "
+                                     "(argument 'target')")
             if nll_2d:
                 raise ShapeError(f"{op.name}(): size mismatch (got input: {list(shape)}, target: {list(tshape)}): "
                                  f"batch_size {shape[0]} != {got}")
@@ -340,10 +343,13 @@ def cosine_similarity(op, x1, x2, dim=1, eps=1e-8):
     check_tensor(op, x2, "x2")
     if not isinstance(eps, NUMBER_TYPES):
         raise ArgumentTypeError(f"{op.name}(): argument 'eps' must be float, not {type(eps).__name__}")
-    dtype = result_type(x1, x2)
-    if not dtype.is_floating_point:
+    common = result_type(x1, x2)
+    if not common.is_floating_point:
         raise DTypeError(f"{op.name}(): expected common dtype to be floating point, yet common dtype is "
-                         f"{type_name(dtype)}")
+                         f"{type_name(common)}")
+    # torch normalises each operand in its own dtype (an integer one in the common dtype) after broadcasting
+    # them, so their product promotes as two full tensors: float16 with a float32 0-d gives float32
+    dtype = promote_types(*(t._dtype if t._dtype.is_floating_point else common for t in (x1, x2)))
     shape = broadcast_shapes(op, [tuple(x1._data.shape), tuple(x2._data.shape)])
     d = wrap_dim(op, dim, len(shape))
     return (tuple(s for i, s in enumerate(shape) if i != d), dtype)

@@ -147,6 +147,9 @@ def _conv_spec(op, x, input, weight, bias, stride, padding, dilation, transposed
         raise ShapeError(f"{op.name}(): Given weight of size {list(w)}, expected bias to be 1-dimensional with "
                          f"{out_c} elements, but got bias of size {list(_shape(bias))} instead")
     _check_float(op, input, "slow_conv2d_cpu" if not transposed else "slow_conv_transpose2d_cpu")
+    if not numel(x) and x[0] and x[1]:
+        raise ShapeError(f"{op.name}(): Only zero batch or zero channel inputs are supported, but got input shape: "
+                         f"{list(x)}")
     spatial = tuple(conv_output_size(n, k, s, p, d, transposed, o)
                     for n, k, s, p, d, o in zip(x[2:], w[2:], stride, padding, dilation, output_padding))
     if any(n <= 0 for n in spatial) and numel(x):
@@ -351,6 +354,8 @@ def _adaptive(op, self, output_size, nd):
     shape = _shape(self)
     name = op.name.split(".")[0].lstrip("_")
     sizes = check_int_list(op, output_size, "output_size")
+    if not isinstance(output_size, (tuple, list)):          # an int[nd]: one int stands for nd of them
+        sizes *= nd
     if len(sizes) != nd:
         raise ArgumentValueError(f"{op.name}(): {name}: output_size must be {nd}")
     if len(shape) not in (nd + 1, nd + 2):
@@ -398,6 +403,16 @@ def _max_unpool(nd: int):
         if _shape(indices) != shape:
             raise ShapeError(f"{op.name}(): Expected shape of indices to be same as that of the input tensor "
                              f"({list(shape)}) but got indices tensor with shape: {list(_shape(indices))}")
+        if nd == 3:                 # the 3-d op takes the pooling's stride and padding, which torch checks
+            stride, padding = (check_int_list(op, v, name) * (1 if isinstance(v, (tuple, list)) else 3)
+                               for v, name in ((stride, "stride"), (padding, "padding")))   # an int: 3 of them
+            for name, values in (("stride", stride), ("padding", padding)):
+                if len(values) != 3:
+                    raise ShapeError(f"{op.name}(): There should be exactly three elements (depth, height, width) in "
+                                     f"{name}, but got: {len(values)} elements.")
+            if min(stride) <= 0:
+                raise ArgumentValueError(f"{op.name}(): strides should be greater than zero, but got stride: "
+                                         f"{list(stride)}")
         check_kernel_dtype(op, self._dtype)
         return (tuple(shape[:-nd]) + tuple(output_size), self._dtype)
     return rule

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from ember.core.errors import ArgumentValueError, MissingKernelError, ShapeError
+from ember.core.errors import ArgumentValueError, DTypeError, MissingKernelError, ShapeError
 from ember.core import dtype as _dt
 
 from . import shape_rule
@@ -22,6 +22,24 @@ def _check_channel_param(op, t, C, arg):
         raise ShapeError(f"{op.name}(): {arg} should contain {C} elements not {math.prod(_shape(t))}")
 
 
+def _check_parameter_dtypes(op, input, *params) -> None:
+    """torch's cpu normalization kernels: the parameters (and running statistics) have the input's dtype, or all
+    are float32 for a float16 or bfloat16 input (mixed precision); checked before the input's own dtype."""
+    given = [p for p in params if p is not None]
+    if not given:
+        return
+    if given[0]._dtype is not input._dtype:
+        if input._dtype not in _LOWP:
+            raise DTypeError(f"{op.name}(): mixed dtype (CPU): all inputs must share same datatype.")
+        if any(p._dtype is not _dt.float32 for p in given):
+            raise DTypeError(f"{op.name}(): mixed dtype (CPU): expect parameter to have scalar type of Float")
+        return
+    for p in given[1:]:
+        if p._dtype is not input._dtype:
+            raise DTypeError(f"{op.name}(): expected scalar type {type_name(input._dtype)} but found "
+                             f"{type_name(p._dtype)}")
+
+
 @shape_rule("native_batch_norm")
 def native_batch_norm(op, input, weight, bias, running_mean, running_var, training, momentum, eps):
     check_tensor(op, input, "input")
@@ -34,7 +52,8 @@ def native_batch_norm(op, input, weight, bias, running_mean, running_var, traini
         _check_channel_param(op, t, C, arg)
     if not training and (running_mean is None or running_var is None):
         raise ArgumentValueError(f"{op.name}(): running_mean and running_var must be defined in evaluation mode")
-    _check_float(op, input, "batch_norm")
+    _check_float(op, input, "batch_norm")              # batch norm checks the input's dtype first
+    _check_parameter_dtypes(op, input, weight, bias, running_mean, running_var)
     stat = bn_stat_dtype(input, weight, bias, running_mean, running_var)
     return ((shape, input._dtype), ((C,) if training else (0,), stat), ((C,) if training else (0,), stat))
 
@@ -68,6 +87,7 @@ def native_layer_norm(op, input, normalized_shape, weight=None, bias=None, eps=1
     if len(shape) < len(ns) or shape[len(shape) - len(ns):] != ns:
         raise ShapeError(f"{op.name}(): Given normalized_shape={list(ns)}, expected input with shape "
                          f"[*, {', '.join(map(str, ns))}], but got input of size{list(shape)}")
+    _check_parameter_dtypes(op, input, weight, bias)
     _check_float(op, input, "LayerNormKernelImpl")
     stat = shape[:len(shape) - len(ns)] + (1,) * len(ns)
     return ((shape, input._dtype), (stat, input._dtype), (stat, input._dtype))
@@ -94,6 +114,7 @@ def _group_checks(op, input, weight, bias, group):
             if _shape(t) != (C,):
                 raise ShapeError(f"{op.name}(): Expected {arg} to be a vector of size equal to the number of channels "
                                  f"in input, but got {arg} of shape {list(_shape(t))} and input of shape {list(shape)}")
+    _check_parameter_dtypes(op, input, weight, bias)
     _check_float(op, input, "GroupNormKernelImpl")
     return shape, group
 
@@ -187,13 +208,13 @@ def pad(op, self, pad, mode="constant", value=None):
     check_tensor(op, self, "input")
     pad = check_int_list(op, pad, "pad")
     ndim = len(_shape(self))
+    if mode not in ("constant", "reflect", "replicate", "circular"):        # torch checks the mode first
+        raise MissingKernelError(f"{op.name}(): Unrecognised padding mode {mode}")
     if len(pad) % 2:
         raise ArgumentValueError(f"{op.name}(): Padding length must be divisible by 2")
     if len(pad) > 2 * ndim:
         raise ArgumentValueError(f"{op.name}(): Padding length should be less than or equal to two times the input "
                                  f"dimension but got padding length {len(pad)} and input of dimension {ndim}")
-    if mode not in ("constant", "reflect", "replicate", "circular"):
-        raise MissingKernelError(f"{op.name}(): Unrecognised padding mode {mode}")
     if mode == "constant":
         return constant_pad_nd(op, self, pad, 0 if value is None else value)
     if value is not None and value != 0:

@@ -119,16 +119,20 @@ def pointwise_on_args(op, args: tuple):
         if given is not None and args[given[0]] is not None:
             rule = given[1]
         _, result = elementwise_dtypes(*operands, rule=rule)
-    if op.checks or op.dtypes is not None:
-        (op.checker or _checker(op))(op, args, operands, result)
-    if op.alpha_arg is not None:
-        check_alpha(op, args[op.alpha_arg], result)
+    # torch's order: the broadcast shape, then an in-place write's shape and cast, then the kernel's dtypes
     if len(tensors) == 1:
         shape = tensors[0]._data.shape
     else:
         shape = broadcast_shapes(op, [t._data.shape for t in tensors])
-    if op.inplace_of is not None:
-        return _inplace_result(op, args[0], shape, result, tensors)
+    inplace = op.inplace_of is not None
+    if inplace:
+        out = _inplace_result(op, args[0], shape, result, tensors)
+    if op.checks or op.dtypes is not None:
+        (op.checker or _checker(op))(op, args, operands, result)
+    if op.alpha_arg is not None:
+        check_alpha(op, args[op.alpha_arg], result)
+    if inplace:
+        return out
     # Python numbers are 0-d operands of PyTorch's TensorIterator, except where the registry says
     # `iterator_operands: tensors_only` (pow: torch's Scalar overloads take the number as a scalar)
     order = op.iterator_operands
@@ -195,6 +199,13 @@ def clamp(op, self, min=None, max=None):
             raise ArgumentTypeError(f"{op.name}(): argument '{name}' must be Tensor or a number, not "
                                     f"{type(bound).__name__}")
         operands.append(bound)
+    if len(operands) == 3 and any(isinstance(b, TensorSpec) and b._data.ndim for b in operands[1:]) \
+            and any(isinstance(b, NUMBER_TYPES) for b in operands[1:]):
+        # torch's overloads take two Scalars (a 0-d tensor is one) or two Tensors, never a number beside a tensor
+        given = ", ".join("Tensor" if isinstance(o, TensorSpec) else type(o).__name__ for o in operands)
+        raise ArgumentTypeError(f"{op.name.split('.')[0]}() received an invalid combination of arguments - got "
+                                f"({given}), but expected one of:\n * (Tensor input, Tensor min = None, Tensor max = "
+                                f"None)\n * (Tensor input, Number min = None, Number max = None)")
     _, result = elementwise_dtypes(*operands, rule="default")
     if result is _dt.bool and (len(operands) == 3 or not isinstance(operands[1], TensorSpec)):
         # one tensor bound is maximum/minimum, which bool supports; PyTorch has no other bool clamp

@@ -142,6 +142,7 @@ def _ctc_common(op, log_probs, targets, blank):
     check_tensor(op, log_probs, "log_probs")
     check_tensor(op, targets, "targets")
     blank = as_int(op, blank, "blank")
+    check_kernel_dtype(op, log_probs._dtype)           # torch's kernel dtypes come before its checks
     shape = _shape(log_probs)
     if 0 in shape:
         raise ShapeError(f"{op.name}(): log_probs tensor must not be empty")

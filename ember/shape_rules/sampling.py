@@ -31,6 +31,10 @@ def _embedding_bag(op, weight, indices, offsets, scale_grad_by_freq=False, mode=
         if t._dtype not in _INDEX_DTYPES:
             raise DTypeError(f"{op.name}: Expected tensor for argument '{arg}' to have one of the following scalar "
                              f"types: Long, Int; but got {type_name(t._dtype)} instead (argument '{arg}')")
+    if not weight._dtype.is_floating_point:
+        raise DTypeError(f"{op.name}: Expected tensor for argument #1 'weight' to have one of the following scalar "
+                         f"types: Half, BFloat16, Float, Double; but got {type_name(weight._dtype)} instead "
+                         "(argument 'weight')")
     w, i, o = _shape(weight), _shape(indices), _shape(offsets)
     if len(w) != 2:
         raise ShapeError(f"{op.name}: weight has to be a 2D Tensor, but got Tensor of dimension {len(w)} "

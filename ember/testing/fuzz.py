@@ -81,14 +81,20 @@ def _render(v) -> str:
 
 def public_ops() -> list:
     """The database's ops a program calls by name: ember.X, Tensor.X or ember.nn.functional.X, neither private
-    (`_softmax`) nor a backward (`convolution_backward`). Internal ops trust their callers: torch's own
-    crash its process on some mutated arguments."""
+    (`_softmax`) nor a backward (`convolution_backward`), that torch's public API has too (torch.X, Tensor.X,
+    torch.nn.functional.X, ...: ember's own extras, such as `ember.copy`, have no public counterpart to
+    compare with). Internal ops trust their callers: torch's own crash its process on some mutated arguments."""
+    import torch
+
     import ember
+
+    theirs = (torch, torch.Tensor, torch.nn.functional, torch._C._nn, torch.linalg, torch.special, torch.fft)
 
     def public(name: str) -> bool:
         base = name.split(".")[0]
         return not base.startswith("_") and not base.endswith("_backward") and \
-            any(hasattr(m, base) for m in (ember, ember.Tensor, ember.nn.functional))
+            any(hasattr(m, base) for m in (ember, ember.Tensor, ember.nn.functional)) and \
+            any(hasattr(m, base) for m in theirs)
     return [op for op in OP_DB if public(op.name)]
 
 
@@ -255,7 +261,7 @@ def run_case(case: Case, device: str) -> Outcome:
         t_in, t_err = _call(materialize, torch, s, torch_device, inplace=op.inplace)
         if t_err is not None:       # torch refuses the inputs themselves (an odd layout): nothing to compare
             return Outcome("same", f"inputs refused by torch: {t_err}")
-        t_out, t_err = _call(s.fn or op.tcall(), torch, *t_in[0], **t_in[1])
+        t_out, t_err = _call(_torch_call(s.fn or op.tcall(), torch), torch, *t_in[0], **t_in[1])
         # an AttributeError from Python code (a method of a number) is what torch's Python code leaks too
         if e_err is not None and _leaked(e_err, EmberError) and not type(e_err) is AttributeError is type(t_err):
             return Outcome("crash", f"leaked {type(e_err).__module__}.{type(e_err).__name__}: {_first_line(e_err)} "
@@ -263,13 +269,45 @@ def run_case(case: Case, device: str) -> Outcome:
         if e_err is not None or t_err is not None:
             problem = _error_difference(case, e_err, t_err)
         else:
-            problem = _compare(e_out, t_out, op, meta, device)
+            # a factory whose device keyword the case left out makes its result on the default device, the cpu
+            placed = "cpu" if "keyword device left out" in case.mutations else device
+            problem = _compare(e_out, t_out, op, meta, placed)
             if problem is None and op.inplace and s.args and isinstance(s.args[0], T):
                 problem = _compare(e_in[0][0], t_in[0][0], op, meta, device)
         if problem is None:
             return Outcome("same")
         outcome = outcome or _deliberate(case, problem)
     return outcome
+
+
+#: where torch's public functions live, searched in this order, and where ember's counterparts do
+_PUBLIC_TORCH = (("", ("",)), ("_C._nn", ("nn.functional", "_generated.functions")), ("_C._linalg", ("linalg",)),
+                 ("_C._special", ("special",)))
+
+
+def _attribute(root, path: str):
+    for part in filter(None, path.split(".")):
+        root = getattr(root, part)
+    return root
+
+
+def _torch_call(call: Callable, torch) -> Callable:
+    """What the fuzzer calls on torch's side for the database's `call`: the op's public binding where the
+    database reaches it through torch.ops.aten and both torch and ember have one by that name
+    (torch._C._nn.avg_pool2d, what torch.nn.functional calls), since its argument parser, not the schema
+    matcher's conversions (an int for a bool, a number for a Tensor), is what a program meets; `call` itself
+    otherwise (the op has no public binding, or ember's side calls the op itself: ctc_loss)."""
+    import ember
+
+    name = getattr(call, "__name__", "")
+    if not name.startswith("aten."):
+        return call
+    packet = name[len("aten."):].split(".")[0]
+    for path, ember_paths in _PUBLIC_TORCH:
+        public = getattr(_attribute(torch, path), packet, None)
+        if callable(public) and any(hasattr(_attribute(ember, p), packet) for p in ember_paths):
+            return lambda m, *args, **kwargs: public(*args, **kwargs)
+    return call
 
 
 def _leaked(exc: BaseException, ember_error: type) -> bool:
@@ -358,7 +396,36 @@ DELIBERATE: list[tuple[Callable[[Case, str], bool], str]] = [
     (lambda case, detail: detail.startswith("ember raised TypeError") and "torch raised AttributeError" in detail,
      "torch's Python functions (torch.nn.functional) use an argument's methods before checking it, so a number "
      "or None given for a Tensor is an AttributeError there; ember's TypeError names the argument"),
+    (lambda case, detail: detail.startswith("ember raised RuntimeError (ArgumentValueError") and "torch returned" in detail
+     and re.search(r"argument 'reduction' must be 0 \(none\)|padding_mode must be 0|interpolation_mode must be 0", detail),
+     "an integer reduction or grid-sampling mode out of range is refused; torch's kernels read some as no reduction "
+     "(or a default mode) and assert on others"),
+    (lambda case, detail: case.op.name == "squeeze.dims" and "torch raised TypeError" in detail and "NoneType" in detail,
+     "squeeze's dim is optional (one op for torch's squeeze() and squeeze(dims)): squeeze(t, None) squeezes every "
+     "size-1 dimension, where torch's parser refuses None"),
+    (lambda case, detail: case.op.name.startswith("index_put") and "expected Tensor as element" in detail,
+     "index_put takes None entries in `indices` (its schema's Tensor?[], which ember's own indexing uses), where "
+     "torch's Python binding refuses them"),
+    (lambda case, detail: case.op.name == "take_along_dim" and "is out of bounds for dimension" in detail
+     and "torch returned" in detail,
+     "take_along_dim checks its indices' bounds; torch's cpu kernel reads past the dimension"),
+    (lambda case, detail: detail.startswith("ember returned") and re.search(
+        r"INTERNAL ASSERT FAILED|could not create a primitive descriptor|Expected X.is_contiguous", detail),
+     "torch's cpu kernel fails inside (an internal assertion, a oneDNN primitive it cannot create for a zero-size "
+     "kernel, a layout it requires) where ember computes the result"),
+    (lambda case, detail: case.op.name == "logsumexp" and "torch raised RuntimeError (RuntimeError: output with shape"
+     in detail, "logsumexp over dim=() reduces every dimension, as sum does; torch's kernel fails writing its result"),
+    (lambda case, detail: _past_the_last_offset(case) and detail.startswith("output 0"),
+     "embedding_bag with include_last_offset: indices past the last offset belong to no bag; torch's cpu kernels "
+     "count them into the last bag in some modes and not in others"),
 ]
+
+
+def _past_the_last_offset(case: Case) -> bool:
+    """An embedding_bag case with include_last_offset whose indices run past the last offset."""
+    a = case.sample.args
+    return (case.op.name.startswith("embedding_bag") and len(a) > 7 and a[7] is True and isinstance(a[1], T)
+            and isinstance(a[2], T) and a[2].arr.size > 0 and int(a[2].arr.reshape(-1)[-1]) < a[1].arr.size)
 
 
 def _deliberate(case: Case, detail: str) -> Outcome:
@@ -376,6 +443,7 @@ class Report:
     cases: int = 0
     counts: dict = dataclasses.field(default_factory=lambda: {"same": 0, "differs": 0, "deliberate": 0, "crash": 0})
     failures: list = dataclasses.field(default_factory=list)         # (case, outcome) of crash and differs
+    deliberate: list = dataclasses.field(default_factory=list)       # (case, outcome) of deliberate differences
 
     @property
     def differing(self) -> int:
@@ -386,8 +454,10 @@ class Report:
         return (f"ember fuzz on {self.device}, seed {self.seed}: {self.cases} cases, {self.counts['crash']} crashes, "
                 f"{self.differing} differ from torch ({pct:.2f}%; {self.counts['deliberate']} deliberate)")
 
-    def lines(self) -> list[str]:
-        return [f"{o.status}: {c.reproducer(self.device)}\n    {c.describe()}\n    {o.detail}" for c, o in self.failures]
+    def lines(self, deliberate: bool = False) -> list[str]:
+        """The failures (crashes and differences), each with its reproducer; `deliberate`: those too."""
+        shown = self.failures + (self.deliberate if deliberate else [])
+        return [f"{o.status}: {c.reproducer(self.device)}\n    {c.describe()}\n    {o.detail}" for c, o in shown]
 
 
 def fuzz(device: str, seed: int, cases: int, start: int = 0) -> Report:
@@ -404,6 +474,8 @@ def fuzz(device: str, seed: int, cases: int, start: int = 0) -> Report:
         report.counts[outcome.status] += 1
         if outcome.status in ("crash", "differs"):
             report.failures.append((case, outcome))
+        elif outcome.status == "deliberate":
+            report.deliberate.append((case, outcome))
     return report
 
 
@@ -422,7 +494,7 @@ def main(argv: list[str] | None = None) -> int:
         print(run_case(case, args.device))
         return 0
     report = fuzz(args.device, args.seed, args.cases, args.start)
-    for line in report.lines():
+    for line in report.lines(args.show_deliberate):
         print(line)
     print(report.summary())
     return 1 if report.counts["crash"] or report.counts["differs"] else 0

@@ -16,10 +16,10 @@ from .plugin import NUMPY_WARNINGS, fuzz_cases
 
 pytestmark = NUMPY_WARNINGS
 
-#: the largest fraction of cases that may differ from torch. A ratchet: the differences left are mostly
-#: argument types torch's parser refuses and ember's accepts (a bool for an int, an int for a bool);
-#: each class closed lowers it, towards the deliberate differences alone
-DIFFERING_CEILING = 0.08
+#: the largest fraction of cases that may differ from torch, deliberate differences included. A ratchet: what is
+#: left is a long tail of single checks made in another order than torch's, and the deliberate differences
+#: (fuzz.DELIBERATE); each class closed lowers it
+DIFFERING_CEILING = 0.03
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -19,8 +19,8 @@ def arange(am: ArrayModule, spec, start, end=None, step=1, dtype=None, device=No
         start, end = 0, start
     n = spec[0][0]
     dt = am.native_of[spec[1]]
-    if dt.kind in "iu" and all(isinstance(v, int) for v in (start, step)):
-        return (start + step * xp.arange(n, dtype=xp.int64)).astype(dt)
+    if dt.kind in "iu":         # torch's integer kernel truncates start and step first (arange(1, 0, -0.3) is ones)
+        return (int(start) + int(step) * xp.arange(n, dtype=xp.int64)).astype(dt)
     return (start + step * xp.arange(n, dtype=xp.float64)).astype(dt)
 
 

@@ -12,6 +12,7 @@ without a `buffer=` constructor (cupy) needs its own `as_strided`, `expand`, `vi
 from __future__ import annotations
 
 from .context import ArrayModule
+from ember.core.dtype import wrap_unsigned
 
 
 def root_of(a):
@@ -88,7 +89,7 @@ def copy_(am: ArrayModule, spec, self, src, non_blocking=False):
 
 
 def fill_(am: ArrayModule, spec, self, value):
-    self.fill(value)
+    self.fill(wrap_unsigned(value, self.dtype))
     return self
 
 

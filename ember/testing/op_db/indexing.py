@@ -120,6 +120,31 @@ add(OpInfo("scatter.value", fn("scatter"), lambda rng, d: _scatter_samples(rng, 
            errors=_scatter_errors("scatter", value=True)))
 
 
+def _scatter_with_reduce_samples(value: bool):
+    """scatter(..., reduce='add' | 'multiply'), torch's older spelling of scatter_reduce: repeated indices."""
+    def samples(rng, dtype):
+        a = lambda shape: T(make(rng, shape, dtype))                     # noqa: E731
+        src = (lambda shape: 2) if value else a                         # noqa: E731
+        index = I([[0, 1, 0, 2], [2, 1, 0, 0]])
+        return [Sample((a((3, 4)), 0, index, src((2, 4))), {"reduce": "add"}, desc="add, repeated indices"),
+                Sample((a((3, 4)), 0, index, src((2, 4))), {"reduce": "multiply"}, desc="multiply"),
+                Sample((a((4, 3)), 1, I([[0, 0], [1, 2], [2, 2], [0, 1]]), src((4, 2))), {"reduce": "add"},
+                       desc="dim 1")]
+    return samples
+
+
+def _scatter_with_reduce_errors(rng):
+    x = T(f32(rng, (3, 4)))
+    return [E((x, 0, I([[0]]), T(f32(rng, (1, 1)))), RuntimeError, "scatter", "reduce", kwargs={"reduce": "sum"},
+              desc="a reduction scatter has not")]
+
+
+add(OpInfo("scatter.reduce", fn("scatter"), _scatter_with_reduce_samples(False), dtypes=("float32", "float64", "int64"),
+           tol=REDUCTION_TOL, errors=_scatter_with_reduce_errors))
+add(OpInfo("scatter.value_reduce", fn("scatter"), _scatter_with_reduce_samples(True),
+           dtypes=("float32", "float64", "int64"), tol=REDUCTION_TOL, errors=_scatter_with_reduce_errors))
+
+
 def _scatter_reduce_samples(rng, dtype):
     g = is_float(dtype)
     a = lambda shape, lay="c", dom="nonzero": T(make(rng, shape, dtype, domain=dom), lay, grad=g)  # noqa: E731
@@ -458,3 +483,6 @@ for _name, _method, _gen, _dtypes, _errs, _tol in [
          lambda rng: [E((T(f32(rng, (3, 4))), T(np.ones((3, 4), np.float32)), T(f32(rng, (12,)))), RuntimeError,
                         "masked_scatter", "mask", desc="float mask")], {})]:
     add(OpInfo(_name, method(_method), _gen, dtypes=_dtypes, grad=True, inplace=True, tol=_tol, errors=_errs))
+for _name, _value in (("scatter_.reduce", False), ("scatter_.value_reduce", True)):      # torch's: not differentiable
+    add(OpInfo(_name, method("scatter_"), _scatter_with_reduce_samples(_value), dtypes=("float32", "float64", "int64"),
+               inplace=True, tol=REDUCTION_TOL, errors=_scatter_with_reduce_errors))

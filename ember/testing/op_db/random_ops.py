@@ -146,7 +146,7 @@ def _binomial_samples(rng, dtype):
 def _torch_binomial(m, count, prob, *rest):
     """torch.binomial; torch 2.13 has no meta kernel for it: there, a new tensor of the broadcast shape, which
     is what torch's cpu draw has (a random op's meta check compares shape and dtype only)."""
-    if count.device.type == "meta":
+    if isinstance(count, m.Tensor) and count.device.type == "meta":     # (a mutated count may be no tensor)
         return m.empty(m.broadcast_shapes(count.shape, prob.shape), dtype=count.dtype, device="meta")
     return m.binomial(count, prob, *rest)
 

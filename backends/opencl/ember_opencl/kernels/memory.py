@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ember.core.dtype import wrap_unsigned
 from ember.core.numpy_interop import to_numpy_dtype
 
 from .. import codegen as cg
@@ -64,6 +65,7 @@ def fill_(backend, spec, self, value):
     ct = cg.opmath(self.dtype)
     if not isinstance(value, (bool, int, float)):
         value = value.item() if hasattr(value, "item") else float(value)
+    value = wrap_unsigned(value, self.dtype)
     if ct not in cg.FLOAT_CL and isinstance(value, float):
         ct = "double" if self.device.info.fp64 else "float"
     return elementwise.run(self, [value], [ct], "x0", ct, tag="fill")
@@ -75,12 +77,16 @@ def empty(backend, spec, size, dtype=None, device=None, requires_grad=False):
 
 
 def arange(backend, spec, start, end=None, step=1, dtype=None, device=None, requires_grad=False):
-    """start + step * i for each i of the spec's length: in long for integer arguments and an integer
-    result, else in double (float without fp64), rounded once to the result dtype."""
+    """start + step * i for each i of the spec's length: in long for an integer result (start and step
+    truncated to integers first, as torch's kernel reads them), else in double (float without fp64), rounded
+    once to the result dtype."""
     if end is None:
         start, end = 0, start
     out = backend.new_array(spec[0], to_numpy_dtype(spec[1]), backend.device(_index(device)))
-    if out.dtype.kind in "iub" and all(isinstance(v, int) for v in (start, step)):
+    if out.dtype.kind in "iu":
+        ct = "long"
+        start, step = int(start), int(step)
+    elif out.dtype.kind == "b" and all(isinstance(v, int) for v in (start, step)):
         ct = "long"
     else:
         ct = "double" if out.device.info.fp64 else "float"
