@@ -21,9 +21,10 @@ def size_arg(size: tuple, keywords: dict, fn: str, name: str) -> tuple:
         return tuple(size[0])
     if not size:                # torch's: `zeros()` is no 0-d tensor (that is `zeros(())`)
         raise ArgumentTypeError(f'{fn}() missing 1 required positional arguments: "{name}"')
-    for item in size:
-        if item.__class__ is bool:      # torch's parser reads a bool among separate sizes as an int
-            return tuple(int(v) if v.__class__ is bool else v for v in size)
+    if len(size) > 1:
+        for item in size:
+            if item.__class__ is bool:  # torch's parser reads a bool among several separate sizes as an int
+                return tuple(int(v) if v.__class__ is bool else v for v in size)
     return size
 
 

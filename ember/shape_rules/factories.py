@@ -110,6 +110,8 @@ def arange(op, start, end=None, step=1, dtype=None, device=None, requires_grad=F
             raise ArgumentTypeError(f"{op.name}(): argument '{name}' must be Number, not {type(v).__name__}")
     if step == 0:
         raise ArgumentValueError(f"{op.name}(): step must be nonzero")
+    if isinstance(step, float) and not math.isfinite(step):
+        raise ArgumentValueError(f"{op.name}(): step must be finite but got {step}")
     if not all(math.isfinite(v) for v in (start, end) if isinstance(v, float)):
         raise ArgumentValueError(f"{op.name}(): unsupported range: {start} -> {end}")
     if (step > 0 and end < start) or (step < 0 and end > start):

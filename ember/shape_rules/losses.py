@@ -100,7 +100,7 @@ def smooth_l1_loss(op, self, target, reduction=1, beta=1.0):
 def huber_loss(op, self, target, reduction=1, delta=1.0):
     tensors = _loss_tensors(op, self, target)
     reduction = check_reduction(op, reduction)
-    if _float_param(op, delta, "delta") <= 0:
+    if not _float_param(op, delta, "delta") > 0:         # NaN too, as torch's check reads it
         raise ArgumentValueError(f"{op.name}(): huber_loss does not support non-positive values for delta "
                                  f"(got delta={delta}).")
     dtype = result_type(*tensors)

@@ -388,7 +388,8 @@ def _max_unpool(nd: int):
         """(N, C, *output_size) or unbatched (C, *output_size): torch's checks, in its order."""
         check_tensor(op, self, "input")
         check_tensor(op, indices, "indices")
-        output_size = check_int_list(op, output_size, "output_size")
+        sizes = check_int_list(op, output_size, "output_size")
+        output_size = sizes if isinstance(output_size, (tuple, list)) else sizes * nd     # an int[nd]: one int
         if len(output_size) != nd:
             what = "three elements (depth, height, width)" if nd == 3 else "two elements (height, width)"
             raise ShapeError(f"{op.name}(): There should be exactly {what} in output_size, but got "
