@@ -369,9 +369,14 @@ def max_unpool(self, indices, output_size):
 
 @decomposition("max_unpool2d")
 def max_unpool2d(self, indices, output_size):
-    return max_unpool(self, indices, output_size)
+    return max_unpool(self, indices, _sizes(output_size, 2))
 
 
 @decomposition("max_unpool3d")
 def max_unpool3d(self, indices, output_size, stride, padding):
-    return max_unpool(self, indices, output_size)
+    return max_unpool(self, indices, _sizes(output_size, 3))
+
+
+def _sizes(output_size, nd: int) -> tuple:
+    """An int[nd] argument as nd ints (one int stands for nd of them)."""
+    return tuple(output_size) if isinstance(output_size, (tuple, list)) else (output_size,) * nd

@@ -35,6 +35,8 @@ from typing import Callable
 
 import numpy as np
 
+from ember.dispatcher.operator import ALL_OPS
+
 from .op_db import DT, OP_DB, Sample, T, materialize
 from .op_db.samples import NP_DTYPE
 
@@ -279,8 +281,10 @@ def run_case(case: Case, device: str) -> Outcome:
         if e_err is not None or t_err is not None:
             problem = _error_difference(case, e_err, t_err)
         else:
-            # a factory whose device keyword the case left out makes its result on the default device, the cpu
-            placed = "cpu" if "keyword device left out" in case.mutations else device
+            # a factory (no tensor argument) whose device keyword the case left out makes its result on the default
+            # device, the cpu; a *_like factory on its input's
+            factory = not ALL_OPS[op.name].tensor_args if op.name in ALL_OPS else False
+            placed = "cpu" if factory and "keyword device left out" in case.mutations else device
             problem = _compare(e_out, t_out, op, meta, placed)
             if problem is None and op.inplace and s.args and isinstance(s.args[0], T):
                 problem = _compare(e_in[0][0], t_in[0][0], op, meta, device)
