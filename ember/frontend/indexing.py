@@ -19,7 +19,7 @@ from __future__ import annotations
 import warnings
 
 from ember.core import dtype as _dt
-from ember.core.errors import ArgumentTypeError, DimensionError
+from ember.core.errors import ArgumentTypeError, DimensionError, IndexOutOfRangeError
 from ember.core.symint import SymInt
 
 
@@ -41,7 +41,7 @@ def _advanced(item, Tensor, device):
     try:
         out = tensor(item, device=device)
     except Exception:  # noqa: BLE001 - anything not convertible is not a valid index
-        raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
+        raise IndexOutOfRangeError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
                          f"indices (got {type(item).__name__})") from None
     if out.numel() == 0 and out.dtype.is_floating_point:
         from ember.core import dtype as _dt
@@ -115,7 +115,7 @@ def getitem(t, index, *, for_assignment: bool = False):
         if i is not None:
             size = out.shape[dim]
             if not -size <= i < size:
-                raise IndexError(f"index {i} is out of bounds for dimension {position} with size {size}")
+                raise IndexOutOfRangeError(f"index {i} is out of bounds for dimension {position} with size {size}")
             out = F.select(out, dim, i)
             touched = True
             continue
@@ -134,7 +134,7 @@ def getitem(t, index, *, for_assignment: bool = False):
             dim += items_t.dim() if items_t.dtype.category == 0 else 1
             touched = True
             continue
-        raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
+        raise IndexOutOfRangeError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
                          f"are valid indices (got {type(item).__name__})")
     if adv:
         indices = _index_list(adv)
@@ -182,13 +182,13 @@ def _slice_bounds(item: slice) -> tuple:
 def _index_tensor_on(t, item):
     """An index tensor checked (an integer or bool dtype) and on `t`'s device (a cpu index moves there)."""
     if not (item.dtype.category <= 1):
-        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        raise IndexOutOfRangeError("tensors used as indices must be long, int, byte or bool tensors")
     if item.dtype.name == "uint8":          # a mask, as in torch, which deprecates it
         warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.",
                       UserWarning, stacklevel=4)
         item = item.to(_dt.bool)
     if item.device != t.device and item.device.type != "cpu":
-        raise IndexError(f"indices should be either on {t.device.type} or on the same device as the "
+        raise IndexOutOfRangeError(f"indices should be either on {t.device.type} or on the same device as the "
                          f"indexed tensor ({item.device})")
     return item.to(t.device) if item.device != t.device else item
 

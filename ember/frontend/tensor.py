@@ -233,12 +233,12 @@ class Tensor(ShapeConveniences, TensorMethods, ConversionMethods, TensorSpec):
 
     def __len__(self) -> int:
         if not self._data.shape:
-            raise TypeError("len() of a 0-d tensor")
+            raise ArgumentTypeError("len() of a 0-d tensor")
         return self._data.shape[0]
 
     def __iter__(self):
         if not self._data.shape:
-            raise TypeError("iteration over a 0-d tensor")
+            raise ArgumentTypeError("iteration over a 0-d tensor")
         return (self[i] for i in range(self._data.shape[0]))
 
     # -- conversion to Python and numpy ---------------------------------------------------
@@ -304,7 +304,7 @@ class Tensor(ShapeConveniences, TensorMethods, ConversionMethods, TensorSpec):
 
     def __index__(self) -> int:
         if self._dtype.category != 1 or self.numel() != 1:
-            raise TypeError("only integer tensors of a single element can be converted to an index")
+            raise ArgumentTypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
     def __dlpack__(self, *args, **kwargs):

@@ -66,9 +66,12 @@ def relu_bool(op, args, operands, result_dtype):
 
 @op_check("hardtanh_bool")
 def hardtanh_bool(op, args, operands, result_dtype):
-    """hardtanh refuses a bool tensor (it takes integers, unlike the other activations)."""
+    """hardtanh refuses a bool tensor (it takes integers, unlike the other activations), and negative bounds for
+    an unsigned one."""
     if result_dtype is _dt.bool:
         raise DTypeError(f"{op.name}(): Bool inputs not supported for hardtanh")
+    if result_dtype is _dt.uint8 and (args[1] < 0 or args[2] < 0):
+        raise ArgumentValueError(f"{op.name}(): cannot do hardtanh on an unsigned type with negative limits")
 
 
 @op_check("min_val_max_val")

@@ -423,6 +423,9 @@ def diagflat(op, self, offset=0):
 def unflatten(op, self, dim, sizes):
     check_tensor(op, self, "input")
     shape = _shape(self)
+    if not shape:                   # torch's RuntimeError (its dim wrapping takes no dim of a 0-d tensor here)
+        raise ShapeError(f"{op.name}(): unflatten got an unexpected error: Dimension specified as {dim} but tensor "
+                         "has no dimensions")
     d = wrap_dim(op, dim, len(shape))
     if not isinstance(sizes, (list, tuple)):
         raise ArgumentTypeError(f"{op.name}(): argument 'sizes' (position 3) must be tuple of ints, "
