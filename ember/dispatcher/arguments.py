@@ -68,18 +68,9 @@ def number_argument(op, args: tuple, i: int, method: bool) -> tuple | None:
 def _wrapped_number(args: tuple, i: int) -> tuple | None:
     """`args` with the Python number at position `i` made the 0-d cpu tensor PyTorch wraps it in (int64,
     float64, bool; a complex number, which no ember dtype holds, is left as it is: None)."""
-    from ember.core import dtype as _dt
-    from ember.core.device import as_device
-
-    from .operator import ALL_OPS
-
-    value = args[i]
-    kind = _dt.bool if isinstance(value, bool) else _dt.int64 if isinstance(value, int) else \
-        _dt.float64 if isinstance(value, float) else None
-    if kind is None:
+    if isinstance(args[i], complex):
         return None
-    tensor = ALL_OPS["scalar_tensor"].dispatch((value, kind, as_device("cpu"), False))
-    return args[:i] + (tensor,) + args[i + 1:]
+    return _number_as_tensor(args, i, float_dtype=None)
 
 
 def numbers_only_call(op, args: tuple) -> tuple | None:
@@ -89,14 +80,22 @@ def numbers_only_call(op, args: tuple) -> tuple | None:
     no real number (None, a string, a complex number, which no ember dtype holds: the op refuses it)."""
     if not all(isinstance(args[j], (bool, int, float)) for j in op.tensor_args):
         return None
+    from ember.core.dtype import get_default_dtype
+
+    return _number_as_tensor(args, op.tensor_args[0], float_dtype=get_default_dtype())
+
+
+def _number_as_tensor(args: tuple, i: int, float_dtype) -> tuple:
+    """`args` with the bool, int or float at position `i` made a 0-d cpu tensor: bool, int64, or `float_dtype`
+    for a float (float64 when None)."""
     from ember.core import dtype as _dt
     from ember.core.device import as_device
 
     from .operator import ALL_OPS
 
-    i = op.tensor_args[0]
     value = args[i]
-    kind = _dt.bool if isinstance(value, bool) else _dt.int64 if isinstance(value, int) else _dt.get_default_dtype()
+    kind = _dt.bool if isinstance(value, bool) else _dt.int64 if isinstance(value, int) else \
+        float_dtype or _dt.float64
     tensor = ALL_OPS["scalar_tensor"].dispatch((value, kind, as_device("cpu"), False))
     return args[:i] + (tensor,) + args[i + 1:]
 
