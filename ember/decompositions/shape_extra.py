@@ -12,7 +12,6 @@ from ember._generated import functions as F
 from ember.dispatcher.operator import ALL_OPS
 from ember.core import dtype as _dt
 from ember.core.errors import ArgumentTypeError
-from ember.core.type_promotion import computation_dtype, result_type
 from ember.shape_rules.einsum import parse_einsum
 
 from . import decomposition, explicit_kernel
@@ -242,23 +241,14 @@ def lerp_tensor(self, end, weight):
 
 @decomposition("addcmul")
 def addcmul(self, tensor1, tensor2, value=1):
-    return _addc(F.mul, self, tensor1, tensor2, value)
+    prod = F.mul(tensor1, tensor2)
+    return F.add(self, prod if value == 1 else F.mul(prod, value))
 
 
 @decomposition("addcdiv")
 def addcdiv(self, tensor1, tensor2, value=1):
-    return _addc(F.div, self, tensor1, tensor2, value)
-
-
-def _addc(combine, self, tensor1, tensor2, value):
-    """self + value * combine(tensor1, tensor2), computed as torch's kernel does: every operand in the result
-    dtype's computation dtype (float32 for float16), rounded once to the result dtype."""
-    result = result_type(self, tensor1, tensor2)
-    wide = computation_dtype(result)
-    a, b, c = (t if t.dtype is wide else F._to_copy(t, dtype=wide) for t in (self, tensor1, tensor2))
-    term = combine(b, c)
-    out = F.add(a, term if value == 1 else F.mul(term, value))
-    return out if out.dtype is result else F._to_copy(out, dtype=result)
+    quot = F.div(tensor1, tensor2)
+    return F.add(self, quot if value == 1 else F.mul(quot, value))
 
 
 # ---------------------------------------------------------------------------- factories
