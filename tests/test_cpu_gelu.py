@@ -1,4 +1,4 @@
-"""The cpu backend's exact GELU: numba loops around numpy's exp for float32/float16/bfloat16
+"""The cpu backend's GELU: numba loops around numpy's exp for float32/float16/bfloat16
 (ember_cpu.gelu_numba), scipy.special.ndtr for float64 and for what the loops do not serve. Checked
 against the exact values (float64 ndtr) over the whole float32 range and against torch."""
 from __future__ import annotations
@@ -62,3 +62,41 @@ def test_special_values_and_broadcast_gradient_as_torch():
     ours = ember.ops.gelu_backward(ember.tensor(grad), ember.tensor(x))
     assert list(ours.shape) == [3, 4] and ours.dtype == ember.float32
     np.testing.assert_allclose(ours.numpy(), grad * exact(x)[1], rtol=1e-6, atol=1e-6)
+
+
+def test_tanh_loops_give_the_numpy_kernels_bits():
+    """The tanh GELU's numba loops do the numpy kernel's float32 operations in its order: the same bits, over
+    the whole range (overflowing exponents, infinities, NaN, signed zeros) and for float16/bfloat16."""
+    from ember.core.numpy_interop import to_numpy_dtype
+    from ember_cpu import gelu_numba
+    from ember_cpu.array_kernels import activations
+    from ember_cpu.array_kernels.context import ArrayModule
+
+    am = ArrayModule(np, to_numpy_dtype)
+    rng = np.random.default_rng(0)
+    x = np.concatenate([np.linspace(-60, 60, 20001), [-1e-30, 1e-30, -0.0, 0.0, 1e4, -1e4, np.inf, -np.inf, np.nan],
+                        rng.standard_normal(5000) * 3]).astype(np.float32)
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    for dtype in (ember.float32, ember.float16, ember.bfloat16):
+        xs, gs, spec = x.astype(to_numpy_dtype(dtype)), g.astype(to_numpy_dtype(dtype)), (x.shape, dtype)
+        with np.errstate(all="ignore"):
+            pairs = [(activations.gelu(am, spec, xs, "tanh"), gelu_numba.gelu(spec, xs, "tanh")),
+                     (activations.gelu_backward(am, spec, gs, xs, "tanh"), gelu_numba.gelu_backward(spec, gs, xs, "tanh"))]
+        for numpy_result, loops_result in pairs:
+            assert loops_result.dtype == numpy_result.dtype == xs.dtype
+            assert numpy_result.tobytes() == loops_result.tobytes(), dtype
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_tanh_matches_torch(dtype):
+    g = np.random.default_rng(2).standard_normal((2, 3, 50)).astype(np.float32) * 3
+    ours = ember.tensor(g).to(getattr(ember, dtype)).transpose(0, 2).requires_grad_()
+    theirs = torch.tensor(g).to(getattr(torch, dtype)).transpose(0, 2).requires_grad_()
+    y, z = F.gelu(ours, approximate="tanh"), torch.nn.functional.gelu(theirs, approximate="tanh")
+    tol = {"float32": 2e-6, "float64": 1e-12, "float16": 2e-3, "bfloat16": 1e-2}[dtype]
+    assert y.dtype == ours.dtype
+    np.testing.assert_allclose(y.detach().float().numpy(), z.detach().float().numpy(), rtol=tol, atol=tol)
+    seed = np.random.default_rng(1).standard_normal(tuple(z.shape)).astype(np.float32)
+    y.backward(ember.tensor(seed).to(y.dtype))
+    z.backward(torch.tensor(seed).to(z.dtype))
+    np.testing.assert_allclose(ours.grad.float().numpy(), theirs.grad.float().numpy(), rtol=tol, atol=tol)

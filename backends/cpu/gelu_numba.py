@@ -1,4 +1,4 @@
-"""The exact GELU (forward and backward) in float32 as numba-compiled loops around one numpy exp.
+"""GELU (exact and tanh, forward and backward) in float32 as numba-compiled loops around one numpy exp.
 
 The eager kernels (array_kernels/activations.py) take the normal CDF from scipy.special.ndtr, which
 computes each float32 element through its float64 routine: about 13 ns an element here, where a
@@ -18,8 +18,17 @@ exact GELU absolutely and 2e-5 relatively over the whole float32 range (torch's 
 1 + erf to 0 for x below about -5.5, so its relative error there is total). Float32, float16 and
 bfloat16 inputs (the last two computed in float32 and rounded once) take this path; float64 and
 grad_outputs that broadcast return NotImplemented, which sends the call to the eager kernel.
+
+The tanh GELU takes the same split with no scratch at all: a loop writes the exponent -2 z,
+z = sqrt(2/pi) (x + k x^3), into the result's buffer, numpy exponentiates it there, and a second loop
+finishes x / (1 + exp(-2 z)) (the backward: its derivative times the gradient). Each loop does the
+eager kernel's float32 operations in the eager kernel's order (no fused multiply-add: numba compiles
+without fastmath), so both give the same bits, in two passes over memory and one exp where the numpy
+kernel makes eight (thirteen for the backward).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numba import njit
@@ -40,6 +49,11 @@ _C0, _C1, _C2, _C3, _C4 = -1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18
 _C5, _C6, _C7, _C8, _C9 = 0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277
 _SQRT1_2 = 0.7071067811865476
 _INV_SQRT_2PI = 0.3989422804014327
+# the tanh GELU's constants as array_kernels/activations.py multiplies by them (each rounded to float32 there)
+_GELU_K = 0.044715
+_SQRT_2_PI = math.sqrt(2.0 / math.pi)
+_TANH_EXPONENT = -2.0 * _SQRT_2_PI
+_TANH_SLOPE_K, _TANH_SLOPE = 3.0 * _GELU_K, 2.0 * _SQRT_2_PI
 
 
 @njit(**_JIT)
@@ -87,6 +101,35 @@ def _backward(x, g, t, e, gauss, out):
         out[i] = g[i] * (cdf + v * gauss[i] * f(_INV_SQRT_2PI))
 
 
+@njit(**_JIT)
+def _tanh_exponent(x, out):
+    """out = -2 z = -2 sqrt(2/pi) (1 + k x^2) x, in the eager kernel's order of float32 operations."""
+    f = np.float32
+    for i in range(x.size):
+        v = x[i]
+        out[i] = ((v * v * f(_GELU_K) + f(1.0)) * v) * f(_TANH_EXPONENT)
+
+
+@njit(**_JIT)
+def _tanh_forward(x, e):
+    """e = x / (1 + e), e = exp(-2 z) in, the tanh GELU out."""
+    f = np.float32
+    for i in range(x.size):
+        e[i] = x[i] / (e[i] + f(1.0))
+
+
+@njit(**_JIT)
+def _tanh_backward(x, g, e):
+    """e = g d, e = exp(-2 z) in: with s = 1 / (1 + e), d = s + (1 - s) s 2 sqrt(2/pi) (1 + 3k x^2) x (the
+    derivation is the eager kernel's `_gelu_tanh_derivative`)."""
+    f = np.float32
+    for i in range(x.size):
+        v = x[i]
+        s = f(1.0) / (e[i] + f(1.0))
+        slope = ((v * v * f(_TANH_SLOPE_K) + f(1.0)) * v) * f(_TANH_SLOPE)
+        e[i] = (s + ((f(1.0) - s) * s) * slope) * g[i]
+
+
 def _flat_float32(a):
     return np.ascontiguousarray(a, dtype=_F32).reshape(-1)
 
@@ -101,10 +144,26 @@ def _blocks(n: int):
         yield start, min(n, start + BLOCK)
 
 
+def _tanh_gelu(dt, a, g=None):
+    """The tanh GELU (g None) or its gradient, computed in the result's float32 buffer."""
+    x = _flat_float32(a)
+    out = np.empty_like(x)
+    _tanh_exponent(x, out)
+    with np.errstate(over="ignore"):                 # exp(-2 z) is inf for very negative z, as wanted
+        np.exp(out, out=out)
+    if g is None:
+        _tanh_forward(x, out)
+    else:
+        _tanh_backward(x, _flat_float32(g), out)
+    return out.reshape(a.shape).astype(dt, copy=False)
+
+
 def gelu(spec, a, approximate="none"):
     dt = to_numpy_dtype(spec[1])
-    if approximate != "none" or dt not in _SERVED:
+    if dt not in _SERVED or approximate not in ("none", "tanh"):
         return NotImplemented
+    if approximate == "tanh":
+        return _tanh_gelu(dt, a)
     x = _flat_float32(a)
     out = np.empty_like(x)
     scratch = np.empty(min(x.size, BLOCK), _F32)
@@ -118,8 +177,10 @@ def gelu(spec, a, approximate="none"):
 
 def gelu_backward(spec, g, a, approximate="none"):
     dt = to_numpy_dtype(spec[1])
-    if approximate != "none" or dt not in _SERVED or g.shape != a.shape:
+    if dt not in _SERVED or g.shape != a.shape or approximate not in ("none", "tanh"):
         return NotImplemented
+    if approximate == "tanh":
+        return _tanh_gelu(dt, a, g)
     x, grad = _flat_float32(a), _flat_float32(g)
     out = np.empty_like(x)
     scratch = np.empty((2, min(x.size, BLOCK)), _F32)    # the two exponents, then their exps, in one numpy call

@@ -265,23 +265,31 @@ def _float32_copies(*arrays) -> int:
     return sum(0 if a.dtype.name == "float32" and a.flags.c_contiguous else F32 * _numel(a) for a in arrays)
 
 
+def _gelu_loops(a) -> bool:
+    """Whether the numba GELU loops (gelu_numba.py) serve `a`: float32 and float16/bfloat16 (computed in float32)."""
+    return a.dtype.name in ("float32",) + tuple(LOW_PRECISION)
+
+
 def gelu(a, approximate="none") -> int:
-    """Exact: the numba loop's block of exponents (and for float16/bfloat16 the float32 copy and result).
-    Tanh: numpy in place into the output (float32 copies for low precision)."""
+    """The numba loops: the float32 copy of a non-float32 (or strided) input and, for float16/bfloat16, the
+    float32 result before rounding; exact, also the block of exponents (tanh works in its result's buffer).
+    Float64: numpy in place into the output."""
     n = _numel(a)
-    low = F32 * 2 * n if _lowp(a) else 0
-    if approximate == "none" and a.dtype.name in ("float32",) + tuple(LOW_PRECISION):
-        return _float32_copies(a) + F32 * min(n, SCRATCH_BLOCK) + (F32 * n if _lowp(a) else 0)
-    return low
+    if not _gelu_loops(a):
+        return 0
+    exponents = F32 * min(n, SCRATCH_BLOCK) if approximate == "none" else 0
+    return _float32_copies(a) + exponents + (F32 * n if _lowp(a) else 0)
 
 
 def gelu_backward(g, a, approximate="none") -> int:
-    """Exact (numba): two blocks of exponents; tanh: the derivative's two scratch blocks (`flat_blocks_with_
-    scratch`); both with float32 copies of low-precision operands and the float32 result before rounding."""
+    """The numba loops (a gradient of the input's shape): float32 copies of other operands and the float32 result
+    before rounding; exact, also two blocks of exponents. Otherwise numpy: the tanh derivative's two scratch
+    blocks (`flat_blocks_with_scratch`), or the exact one's CDF block."""
     n = _numel(a)
     block = min(n, SCRATCH_BLOCK)
-    if approximate == "none" and a.dtype.name in ("float32",) + tuple(LOW_PRECISION) and g.shape == a.shape:
-        return _float32_copies(a, g) + 2 * F32 * block + (F32 * n if _lowp(a) else 0)
+    if _gelu_loops(a) and g.shape == a.shape:
+        exponents = 2 * F32 * block if approximate == "none" else 0
+        return _float32_copies(a, g) + exponents + (F32 * n if _lowp(a) else 0)
     acc = _acc_size(a)
     low = F32 * (_numel(a) + _numel(g) + n) if _lowp(a) else 0
     if approximate == "tanh":
@@ -290,7 +298,7 @@ def gelu_backward(g, a, approximate="none") -> int:
 
 
 # ------------------------------------------------------------------------------------- normalization
-def native_layer_norm(x, normalized_shape, w, b, eps) -> int:
+def _eager_layer_norm(x, normalized_shape, w, b, eps) -> int:
     """x less its mean, the squares' transient for the variance, then the normalisation in place; the
     statistics before their cast (low precision: x's float32 copy and the float32 result too)."""
     n = _numel(x)
@@ -304,7 +312,7 @@ def native_layer_norm(x, normalized_shape, w, b, eps) -> int:
     return max(during_variance, at_end) - outputs
 
 
-def native_layer_norm_backward(g, x, normalized_shape, mean, rstd, w, b, output_mask) -> int:
+def _eager_layer_norm_backward(g, x, normalized_shape, mean, rstd, w, b, output_mask) -> int:
     """xhat from a float32/64 copy of x; for the input gradient g*w, g*w less its mean, and one product at a
     time; for the weight's, g*xhat before its sum (low precision: g's float32 copy and the float32 input
     gradient before rounding). Each of those steps broadcasts a statistic or the weight over x, for which
@@ -331,6 +339,40 @@ def native_layer_norm_backward(g, x, normalized_shape, mean, rstd, w, b, output_
     if output_mask[2]:
         outputs += features * lp
     return max(peaks) - outputs
+
+
+def _layer_norm_loops(x, normalized_shape) -> bool:
+    """Whether norm_numba.py's loops serve layer norm over `x` (plugin.py's NUMBA_KERNELS, from the first call)."""
+    return _numel(x) > 0 and math.prod(normalized_shape) > 0 and x.dtype.name in ("float32", "float64") + tuple(
+        LOW_PRECISION)
+
+
+def _compute_copy(a) -> int:
+    """Bytes of the contiguous copy in the compute dtype the layer-norm loops make of `a` (0: used as it is)."""
+    return 0 if a is None or (not _lowp(a) and a.flags.c_contiguous) else _acc_size(a) * _numel(a)
+
+
+def native_layer_norm(x, normalized_shape, w, b, eps) -> int:
+    """The loops (one row at a time): contiguous compute-dtype copies of the operands where needed, and for
+    float16/bfloat16 the float32 result and statistics before rounding."""
+    if not _layer_norm_loops(x, normalized_shape):
+        return _eager_layer_norm(x, normalized_shape, w, b, eps)
+    rows = _numel(x) // math.prod(normalized_shape)
+    lowp = F32 * (_numel(x) + 2 * rows) if _lowp(x) else 0      # the float32 result and statistics
+    return _compute_copy(x) + _compute_copy(w) + _compute_copy(b) + lowp
+
+
+def native_layer_norm_backward(g, x, normalized_shape, mean, rstd, w, b, output_mask) -> int:
+    """The loops: compute-dtype copies of g, x, the weight and the statistics where needed, the float32 input
+    gradient before rounding (float16/bfloat16), and the float64 sums of the weight's and bias's gradients
+    (outputs themselves for a float64 x)."""
+    if not _layer_norm_loops(x, normalized_shape) or tuple(g.shape) != tuple(x.shape):
+        return _eager_layer_norm_backward(g, x, normalized_shape, mean, rstd, w, b, output_mask)
+    sums = 0 if x.dtype.name == "float64" else 8 * math.prod(normalized_shape) * (
+        bool(output_mask[1]) + bool(output_mask[2]))
+    lowp_gi = F32 * _numel(x) if _lowp(x) and output_mask[0] else 0
+    return _compute_copy(g) + _compute_copy(x) + _compute_copy(w) + _compute_copy(mean) + _compute_copy(rstd) \
+        + lowp_gi + sums
 
 
 # ------------------------------------------------------------------------------------------- losses
