@@ -192,3 +192,22 @@ def test_relu_loops_give_the_eager_bits(dtype):
     assert activations_numba.relu((x.shape, dt), x[:, ::2]) is NotImplemented
     assert activations_numba.threshold_backward((x.shape, dt), g[:1], x, 0) is NotImplemented
     assert activations_numba.relu(((3,), ember.int64), np.arange(3)) is NotImplemented
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("padding_idx", [-1, 3])
+def test_embedding_backward_loop_gives_the_eager_bits(dtype, padding_idx):
+    """The rows added in the indices' order, as numpy's add.at: the same bits, repeated indices included."""
+    from ember_cpu import indexing_numba
+
+    rng = np.random.default_rng(5)
+    indices = rng.integers(0, 10, (6, 7))
+    grad = rng.standard_normal((6, 7, 5)).astype(dtype)
+    spec = ((10, 5), ember.float32 if dtype == np.float32 else ember.float64)
+    eager = EAGER["embedding_dense_backward"](spec, grad, indices, 10, padding_idx, False)
+    loops = indexing_numba.embedding_dense_backward(spec, grad, indices, 10, padding_idx, False)
+    assert loops.dtype == eager.dtype and loops.tobytes() == eager.tobytes()
+    assert not loops[3].any() if padding_idx == 3 else loops[3].any()
+    # what the loop does not take: counts, an index outside the table
+    assert indexing_numba.embedding_dense_backward(spec, grad, indices, 10, padding_idx, True) is NotImplemented
+    assert indexing_numba.embedding_dense_backward(spec, grad, indices, 9, padding_idx, False) is NotImplemented

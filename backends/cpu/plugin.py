@@ -78,10 +78,11 @@ class CPUBackend(Backend):
 
 
 #: op -> (module of its numba-compiled version, how many calls the eager kernel serves first). The exact GELU's
-#: loops (gelu_numba.py) are 20x faster in float32 and round differently, as layer norm's (norm_numba.py) sum
-#: differently: numba from the first call (a saved output recomputed in the backward must get the same bits). The
-#: optimizer updates' loops (optimizers_numba.py), max pooling's (pool_numba.py), the convolution input
-#: gradient's col2im (conv_numba.py) and relu's (activations_numba.py) give the eager kernel's results: a
+#: loops (gelu_numba.py) are 20x faster in float32 and round differently, and layer norm's (norm_numba.py) and
+#: the fused attention's (attention_numba.py) sum in another order: numba from the first call (a saved output
+#: recomputed in the backward must get the forward's bits). The optimizer updates' loops (optimizers_numba.py),
+#: max pooling's (pool_numba.py), the convolution input gradient's col2im (conv_numba.py), relu's
+#: (activations_numba.py) and embedding's backward (indexing_numba.py) give the eager kernel's results: a
 #: program's first calls keep numpy, so a script that runs a step or two never pays numba's import (a few
 #: tenths of a second), and a training loop switches after them.
 NUMBA_KERNELS = {"gelu": ("gelu_numba", 0), "gelu_backward": ("gelu_numba", 0),
@@ -89,7 +90,10 @@ NUMBA_KERNELS = {"gelu": ("gelu_numba", 0), "gelu_backward": ("gelu_numba", 0),
                  "_fused_sgd_": ("optimizers_numba", 16),
                  "max_pool2d_with_indices": ("pool_numba", 16), "convolution_backward": ("conv_numba", 16),
                  "relu": ("activations_numba", 16), "threshold_backward": ("activations_numba", 16),
-                 "native_layer_norm": ("norm_numba", 0), "native_layer_norm_backward": ("norm_numba", 0)}
+                 "embedding_dense_backward": ("indexing_numba", 16),
+                 "native_layer_norm": ("norm_numba", 0), "native_layer_norm_backward": ("norm_numba", 0),
+                 "_scaled_dot_product_attention_fused": ("attention_numba", 0),
+                 "_scaled_dot_product_attention_fused_backward": ("attention_numba", 0)}
 
 
 #: the switch state of every kernel _numba_after made ({"calls", "fast", "eager_calls"}): serve_numba_now

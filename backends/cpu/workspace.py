@@ -411,14 +411,27 @@ def _causal_mask(q, k, acc: int) -> int:
     return q.shape[-2] * k.shape[-2] * (1 + acc)
 
 
+def _attention_loops(q, k, v, scale, g=None) -> bool:
+    """Whether attention_numba.py's loops serve the call (float32/float64 operands of one dtype, q's batch dims
+    in k and v, no empty operand, a positive scale, an output gradient for the backward)."""
+    arrays = (q, k, v) if g is None else (q, k, v, g)
+    return (q.dtype.name in ("float32", "float64") and all(a.dtype == q.dtype for a in arrays) and len(q.shape) >= 2
+            and all(tuple(a.shape[:-2]) == tuple(q.shape[:-2]) for a in (k, v)) and min(map(_numel, (q, k, v))) > 0
+            and scale > 0)
+
+
 def sdpa_fused(q, k, v, is_causal=False, scale=1.0) -> int:
-    """The scores (their softmax in place) and, at the end, the row maxima beside the row sums (which
-    become the logsumexp output) and the output; float16/bfloat16 q, k, v in float32 throughout, and the
-    output's float32 product beside its rounding."""
+    """The loops (float32/float64): the scores, then the row maxima and the ones the row sums are a product
+    with; the sums become the logsumexp output. Otherwise the numpy kernel: the scores (their softmax in
+    place) and, at the end, the row maxima beside the row sums (which become the logsumexp output) and the
+    output; float16/bfloat16 q, k, v in float32 throughout, and the output's float32 product beside its
+    rounding."""
     n, rows, acc = _attention_sizes(q, k)
+    out = rows * v.shape[-1]
+    if _attention_loops(q, k, v, scale):
+        return n * acc + rows * acc + max(0, k.shape[-2] * acc - out * acc)
     lowp = _lowp(q)
     copies = F32 * (_numel(q) + _numel(k) + _numel(v)) if lowp else 0
-    out = rows * v.shape[-1]
     out_bytes = out * q.dtype.itemsize
     end = copies + n * acc + 2 * rows * acc + out_bytes + (F32 * out if lowp else 0)
     causal = copies + n * acc + _causal_mask(q, k, acc) if is_causal else 0
@@ -426,10 +439,14 @@ def sdpa_fused(q, k, v, is_causal=False, scale=1.0) -> int:
 
 
 def sdpa_fused_backward(g, gl, q, k, v, lse, is_causal, scale, output_mask) -> int:
-    """The weights recomputed in the scores' buffer, dP beside them (A dP in place), the row sums of A dP;
-    float16/bfloat16 q, k and the gradient in float32 throughout (v while dP is computed), and each
+    """The loops (float32/float64): the weights, and dS beside them for q's or k's gradient. Otherwise the
+    numpy kernel: the weights recomputed in the scores' buffer, dP beside them (A dP in place), the row sums
+    of A dP; float16/bfloat16 q, k and the gradient in float32 throughout (v while dP is computed), and each
     gradient's float32 product beside its rounding."""
     n, rows, acc = _attention_sizes(q, k)
+    if g is not None and _attention_loops(q, k, v, scale, g) and lse.dtype == q.dtype \
+            and (gl is None or gl.dtype == q.dtype):
+        return n * acc * (2 if output_mask[0] or output_mask[1] else 1)
     lowp = _lowp(q)
     size = q.dtype.itemsize
     copies = F32 * (_numel(q) + _numel(k) + (_numel(g) if g is not None else 0)) if lowp else 0
