@@ -57,48 +57,59 @@ _TANH_SLOPE_K, _TANH_SLOPE = 3.0 * _GELU_K, 2.0 * _SQRT_2_PI
 
 
 @njit(**_JIT)
-def _exponents(x, t, arg, square):
-    """t and the exponent -z^2 + P(t) per element (and, when `square` has elements, -z^2 = -x^2 / 2)."""
+def _erfc_terms(v):
+    """(t, -z^2 + P(t), -z^2) for one element, z = |v| / sqrt 2."""
     f = np.float32
-    with_square = square.size > 0
-    for i in range(x.size):
-        z = abs(x[i]) * f(_SQRT1_2)
-        ti = f(1.0) / (f(1.0) + f(0.5) * z)
-        p = f(_C9)
-        p = p * ti + f(_C8)
-        p = p * ti + f(_C7)
-        p = p * ti + f(_C6)
-        p = p * ti + f(_C5)
-        p = p * ti + f(_C4)
-        p = p * ti + f(_C3)
-        p = p * ti + f(_C2)
-        p = p * ti + f(_C1)
-        p = p * ti + f(_C0)
-        t[i] = ti
-        arg[i] = p - z * z
-        if with_square:
-            square[i] = -z * z
+    z = abs(v) * f(_SQRT1_2)
+    t = f(1.0) / (f(1.0) + f(0.5) * z)
+    p = f(_C9)
+    p = p * t + f(_C8)
+    p = p * t + f(_C7)
+    p = p * t + f(_C6)
+    p = p * t + f(_C5)
+    p = p * t + f(_C4)
+    p = p * t + f(_C3)
+    p = p * t + f(_C2)
+    p = p * t + f(_C1)
+    p = p * t + f(_C0)
+    return t, p - z * z, -z * z
 
 
 @njit(**_JIT)
-def _forward(x, t, e, out):
-    """out = x CDF(x), from t and e = exp(-z^2 + P(t)) (out may be t's buffer)."""
+def _exponents(x, t, arg):
+    """t and the exponent -z^2 + P(t) per element. (A loop of its own, not a flag of the backward's: a
+    store under a condition keeps LLVM from vectorising.)"""
+    for i in range(x.size):
+        t[i], arg[i], _ = _erfc_terms(x[i])
+
+
+@njit(**_JIT)
+def _exponents_and_square(x, t, arg, square):
+    """_exponents, and -z^2 = -x^2 / 2 per element, for the backward's normal density."""
+    for i in range(x.size):
+        t[i], arg[i], square[i] = _erfc_terms(x[i])
+
+
+@njit(**_JIT)
+def _forward(x, t, e):
+    """t = x CDF(x), from t and e = exp(-z^2 + P(t)). The result overwrites t through the same argument:
+    given as two arrays that overlap, LLVM's runtime check would send the loop to its scalar version."""
     f = np.float32
     for i in range(x.size):
         tail = f(0.5) * t[i] * e[i]                 # P(Z > |x|) = erfc(z) / 2
         v = x[i]
-        out[i] = v * (tail if v < 0 else f(1.0) - tail)
+        t[i] = v * (tail if v < 0 else f(1.0) - tail)
 
 
 @njit(**_JIT)
-def _backward(x, g, t, e, gauss, out):
-    """out = g (CDF(x) + x pdf(x)), gauss = exp(-x^2 / 2) (out may be t's buffer)."""
+def _backward(x, g, t, e, gauss):
+    """t = g (CDF(x) + x pdf(x)), gauss = exp(-x^2 / 2) (in place in t, as the forward)."""
     f = np.float32
     for i in range(x.size):
         tail = f(0.5) * t[i] * e[i]
         v = x[i]
         cdf = tail if v < 0 else f(1.0) - tail
-        out[i] = g[i] * (cdf + v * gauss[i] * f(_INV_SQRT_2PI))
+        t[i] = g[i] * (cdf + v * gauss[i] * f(_INV_SQRT_2PI))
 
 
 @njit(**_JIT)
@@ -169,9 +180,9 @@ def gelu(spec, a, approximate="none"):
     scratch = np.empty(min(x.size, BLOCK), _F32)
     for start, stop in _blocks(x.size):
         xs, os_, e = x[start:stop], out[start:stop], scratch[:stop - start]
-        _exponents(xs, os_, e, e[:0])
+        _exponents(xs, os_, e)
         np.exp(e, out=e)
-        _forward(xs, os_, e, os_)
+        _forward(xs, os_, e)
     return out.reshape(a.shape).astype(dt, copy=False)
 
 
@@ -186,9 +197,9 @@ def gelu_backward(spec, g, a, approximate="none"):
     scratch = np.empty((2, min(x.size, BLOCK)), _F32)    # the two exponents, then their exps, in one numpy call
     for start, stop in _blocks(x.size):
         xs, os_, both = x[start:stop], out[start:stop], scratch[:, :stop - start]
-        _exponents(xs, os_, both[0], both[1])
+        _exponents_and_square(xs, os_, both[0], both[1])
         np.exp(both, out=both)
-        _backward(xs, grad[start:stop], os_, both[0], both[1], os_)
+        _backward(xs, grad[start:stop], os_, both[0], both[1])
     return out.reshape(a.shape).astype(dt, copy=False)
 
 
