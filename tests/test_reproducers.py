@@ -362,6 +362,32 @@ FOUND = {
     "log_softmax of an empty bool tensor": lambda m: m.log_softmax(m.zeros(0, dtype=m.bool), 0),
     "randn(0, dtype=int32)": lambda m: m.randn(0, dtype=m.int32),
     "setitem on a view of a non-contiguous clone": _setitem_view_of_clone,
+    "ctc_loss with None for a length": lambda m: m.ctc_loss(m.zeros(4, 2, 3).log_softmax(2), m.ones(2, 2, dtype=m.int64),
+                                                            m.full((2,), 4, dtype=m.int64), None),
+    "pdist of int8": lambda m: m.pdist(m.ones(4, 3, dtype=m.int8)),
+    "pdist of float16": lambda m: m.pdist(m.ones(4, 3, dtype=m.float16)),
+    "pdist with p=nan": lambda m: m.pdist(m.ones(4, 3), float("nan")),
+    "cdist with p=nan": lambda m: m.cdist(m.ones(4, 3), m.ones(2, 3), float("nan")),
+    "scatter_ with a src of fewer dims than index": lambda m: m.zeros(3, 4, dtype=m.int32).scatter_(
+        1, m.zeros(3, 2, dtype=m.int64), m.ones(3, dtype=m.int32)),
+    "scatter(reduce='bogus') with a dim out of range": lambda m: m.zeros(3, 4).scatter(
+        7, m.zeros(2, 4, dtype=m.int64), m.ones(2, 4), reduce="bogus"),
+    "scatter_reduce_ with None for index": lambda m: m.zeros(4, 3).scatter_reduce_(0, None, m.ones(2, 3), "bogus"),
+    "select_scatter with None for src": lambda m: m.select_scatter(m.tensor(1), None, 0, 0),
+    "slice_scatter with None for src": lambda m: m.slice_scatter(m.ones(4, 3), None, 1, 0, None, -1),
+    "smooth_l1_loss with beta=nan": lambda m: m.nn.functional.smooth_l1_loss(m.ones(3), m.ones(3), beta=float("nan")),
+    "index_select along an empty dim": lambda m: m.index_select(m.ones(4, 0), 1, m.tensor([0])),
+    "roll of an empty tensor along a dim out of range": lambda m: m.roll(m.ones(0, 3), 1, 7),
+    "arange of bools": lambda m: m.arange(0, 6, 2, dtype=m.bool),
+    "batch_norm training on an empty batch": lambda m: m.native_batch_norm(m.ones(0, 2, 2), None, None, None, None,
+                                                                           True, 0.1, 1e-5),
+    "grid_sampler with a 0-d grid": lambda m: m.grid_sampler(m.ones(1, 2, 3, 3), m.tensor(1.0), 0, 0, True),
+    "adaptive_avg_pool2d to 1 x 1 of a 5-d input": lambda m: m._C._nn.adaptive_avg_pool2d(m.ones(2, 1, 2, 3, 3), 1)
+    if m is torch else m.nn.functional.adaptive_avg_pool2d(m.ones(2, 1, 2, 3, 3), 1),
+    "adaptive_avg_pool2d to 1 x 1 of ints": lambda m: m._C._nn.adaptive_avg_pool2d(m.ones(3, 3, dtype=m.int32), 1)
+    if m is torch else m.nn.functional.adaptive_avg_pool2d(m.ones(3, 3, dtype=m.int32), 1),
+    "mse_loss with reduction=None and shapes that do not broadcast": lambda m: m.nn.functional.mse_loss(
+        m.ones(3), m.ones(2, 0), reduction=None),
 }
 
 

@@ -746,4 +746,5 @@ def test_fuzz_damaged_torch_files_load_or_raise_checkpoint_error():
     assert sum(outcomes.values()) == 1000
     assert all(outcomes["refused", w] > 50 for w in range(4)), outcomes
     assert outcomes["loaded", 0] + outcomes["loaded", 1] > 10, outcomes
-    assert set(sys.modules) == modules
+    # (the standard library's codecs load on first use: zipfile decodes a damaged entry name as cp437)
+    assert {m for m in set(sys.modules) - modules if not m.startswith("encodings.")} == set()

@@ -37,6 +37,8 @@ def flip(self, dims):
 def roll(self, shifts, dims=()):
     shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if self.numel() == 0:                  # an empty input's dims are not read, as torch
+        return F.clone(self)
     if not dims:
         flat = roll(F.reshape(self, (-1,)), shifts, (0,))
         return F.reshape(flat, tuple(self.shape))

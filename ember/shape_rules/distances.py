@@ -4,11 +4,11 @@ from __future__ import annotations
 from ember.core.errors import ArgumentValueError, DTypeError, MissingKernelError, ShapeError
 
 from . import shape_rule
-from .common import broadcast_shapes, check_tensor, type_name
+from .common import broadcast_shapes, check_kernel_dtype, check_tensor, type_name
 
 
 def _check_p(op, p):
-    if p < 0:
+    if not p >= 0:                      # NaN too, as torch
         raise ArgumentValueError(f"{op.name}(): {op.name.split('.')[0].lstrip('_').split('_')[0]} only supports "
                                  f"non-negative p values")
 
@@ -36,14 +36,25 @@ def cdist(op, x1, x2, p=2.0, compute_mode=None):
     return (tuple(batch) + (s1[-2], s2[-2]), x1.dtype)
 
 
-@shape_rule("pdist")
-def pdist(op, self, p=2.0):
-    """[N, M] -> [N (N - 1) / 2]: the distances of the pairs i < j, row by row."""
+def _pdist(op, self, p, dtype_error):
     check_tensor(op, self, "input")
     if self.ndim != 2:
         raise ShapeError(f"{op.name}(): pdist only supports 2D tensors, got: {self.ndim}D")
     if not self.dtype.is_floating_point:
-        raise MissingKernelError(f"{op.name}(): \"pdist\" not implemented for '{type_name(self.dtype)}'")
+        raise dtype_error
+    check_kernel_dtype(op, self.dtype)              # float32 and float64 only
     _check_p(op, p)
     n = self._data.shape[0]
     return ((n * (n - 1) // 2,), self.dtype)
+
+
+@shape_rule("pdist", reads=("dtypes",))
+def pdist(op, self, p=2.0):
+    """[N, M] -> [N (N - 1) / 2]: the distances of the pairs i < j, row by row."""
+    return _pdist(op, self, p, DTypeError(f"{op.name}(): pdist only supports floating-point dtypes"))
+
+
+@shape_rule("pdist_forward", reads=("dtypes",))
+def pdist_forward(op, self, p=2.0):
+    """pdist's core form; its kernel, not a check, refuses other dtypes in torch (NotImplementedError)."""
+    return _pdist(op, self, p, MissingKernelError(f"{op.name}(): \"pdist\" not implemented for '{type_name(self.dtype)}'"))

@@ -98,7 +98,7 @@ def eye(op, n, m=None, dtype=None, device=None, requires_grad=False):
     return (_storage_fits(op, (n, m), out), out)
 
 
-@shape_rule("arange")
+@shape_rule("arange", reads=("dtypes",))
 def arange(op, start, end=None, step=1, dtype=None, device=None, requires_grad=False):
     check_dtype_arg(op, dtype)
     if end is None:
@@ -118,6 +118,7 @@ def arange(op, start, end=None, step=1, dtype=None, device=None, requires_grad=F
         raise ArgumentValueError(f"{op.name}(): upper bound and larger bound inconsistent with step sign")
     if dtype is None:
         dtype = _dt.get_default_dtype() if any(isinstance(v, float) for v in (start, end, step)) else _dt.int64
+    check_kernel_dtype(op, dtype)                   # no bool arange
     if dtype is _dt.int64 and any(isinstance(v, float) for v in (start, end, step)) and int(step):
         # torch's int64 kernel counts in truncated integers: (end - start + step - sign(step)) / step
         xstart, xend, xstep = int(start), int(end), int(step)

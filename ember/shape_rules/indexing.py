@@ -40,17 +40,20 @@ def _dimsize(shape, d) -> int:
     return shape[d] if shape else 1
 
 
-def _check_scatter_gather(op, self, dim, index, src=None, *, what="scatter"):
-    """ATen's gather_shape_check / scatter_shape_check."""
+def _check_scatter_gather(op, self, dim, index, src=None, *, what="scatter", reduce_check=None):
+    """ATen's gather_shape_check / scatter_shape_check, in their order (`reduce_check`: a scatter's reduction,
+    checked once the dim is wrapped)."""
     check_tensor(op, self, "input" if what == "gather" else "self")
     check_tensor(op, index, "index")
-    s, i = _shape(self), _shape(index)
-    d = wrap_dim(op, dim, len(s))               # torch wraps the dim before it checks the index's dtype
     if src is not None:
         check_tensor(op, src, "src")
-        if src._dtype is not self._dtype:
-            raise DTypeError(f"{op.name}: {what}(): Expected self.dtype to be equal to src.dtype (self is "
-                             f"{type_name(self._dtype)}, argument 'src' is {type_name(src._dtype)})")
+    s, i = _shape(self), _shape(index)
+    d = wrap_dim(op, dim, len(s))               # torch wraps the dim before it checks the index's dtype
+    if reduce_check is not None:
+        reduce_check()
+    if src is not None and src._dtype is not self._dtype:
+        raise DTypeError(f"{op.name}: {what}(): Expected self.dtype to be equal to src.dtype (self is "
+                         f"{type_name(self._dtype)}, argument 'src' is {type_name(src._dtype)})")
     if numel(i) == 0:                           # nothing to read or write: torch checks nothing more
         return d
     if index._dtype not in _INDEX_DTYPES:
@@ -60,17 +63,26 @@ def _check_scatter_gather(op, self, dim, index, src=None, *, what="scatter"):
         raise ShapeError(f"{op.name}: Index tensor must have the same number of dimensions as "
                          f"{'input' if what == 'gather' else 'self'} tensor (argument 'index' has {len(i)}, "
                          f"self has {len(s)})")
-    if src is not None and max(len(_shape(src)), 1) != max(len(i), 1):
+    dims = max(len(s), 1)
+    wrong = next((k for k in range(dims) if k != d and _dimsize(i, k) > _dimsize(s, k)), None)
+    if wrong is not None and src is None:
+        raise ShapeError(f"{op.name}: Size does not match at dimension {wrong} expected index {list(i)} to be no "
+                         f"larger than self {list(s)} apart from dimension {d} (argument 'index')")
+    if src is None:
+        return d
+    src_shape = _shape(src)
+    if wrong is None:
+        for k in range(dims):                   # src.size(k) for every dim of self: past src's dims, an IndexError
+            if _dimsize(i, k) > (_dimsize(src_shape, k) if k < len(src_shape) or not src_shape
+                                 else src_shape[wrap_dim(op, k, len(src_shape))]):
+                wrong = k
+                break
+    if max(len(src_shape), 1) != max(len(i), 1):
         raise ShapeError(f"{op.name}: Index tensor must have the same number of dimensions as src tensor "
-                         f"(argument 'index' has {len(i)}, 'src' has {len(_shape(src))})")
-    for k in range(len(i)):
-        if k != d and i[k] > _dimsize(s, k):
-            raise ShapeError(f"{op.name}: Size does not match at dimension {k} expected index {list(i)} to be no "
-                             f"larger than self {list(s)} apart from dimension {d} (argument 'index')")
-        if src is not None and i[k] > _dimsize(_shape(src), k):
-            raise ShapeError(f"{op.name}: Expected index {list(i)} to be no larger than self {list(s)} apart from "
-                             f"dimension {d} and to be no larger size than src {list(_shape(src))} "
-                             "(argument 'index')")
+                         f"(argument 'index' has {len(i)}, 'src' has {len(src_shape)})")
+    if wrong is not None:
+        raise ShapeError(f"{op.name}: Expected index {list(i)} to be no larger than self {list(s)} apart from "
+                         f"dimension {d} and to be no larger size than src {list(src_shape)} (argument 'index')")
     return d
 
 
@@ -87,21 +99,23 @@ def scatter_add(op, self, dim, index, src):
 
 
 @shape_rule("scatter")
-def scatter(op, self, dim, index, src):
+def scatter(op, self, dim, index, src, reduce_check=None):
     if not isinstance(src, (bool, int, float)) and not hasattr(src, "_data"):
         raise ArgumentTypeError(f"{op.name}(): argument 'src' (or 'value') must be Tensor or Number, "
                                 f"not {type(src).__name__}")
-    _check_scatter_gather(op, self, dim, index, src if hasattr(src, "_data") else None, what="scatter")
+    _check_scatter_gather(op, self, dim, index, src if hasattr(src, "_data") else None, what="scatter",
+                          reduce_check=reduce_check)
     return _same_layout(self)
 
 
 @shape_rule("scatter_with_reduce")
 def scatter_with_reduce(op, self, dim, index, src, reduce):
     """scatter.reduce / scatter.value_reduce: scatter's checks, and a reduction torch's scatter takes."""
-    if reduce not in ("add", "multiply"):
-        raise ArgumentValueError(f"{op.name}: reduce argument must be either add or multiply. (argument 'reduce' "
-                                 f"is {reduce!r})")
-    return scatter(op, self, dim, index, src)
+    def reduce_check():
+        if reduce not in ("add", "multiply"):
+            raise ArgumentValueError(f"{op.name}: reduce argument must be either add or multiply. (argument "
+                                     f"'reduce' is {reduce!r})")
+    return scatter(op, self, dim, index, src, reduce_check)
 
 
 REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
@@ -109,10 +123,11 @@ REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 
 @shape_rule("scatter_reduce")
 def scatter_reduce(op, self, dim, index, src, reduce, include_self=True):
-    if reduce not in REDUCTIONS:
-        raise ArgumentValueError(f"{op.name}: reduce argument must be either sum, prod, mean, amax or amin, "
-                                 f"got {reduce!r} (argument 'reduce')")
-    _check_scatter_gather(op, self, dim, index, src, what="scatter")
+    def reduce_check():
+        if reduce not in REDUCTIONS:
+            raise ArgumentValueError(f"{op.name}: reduce argument must be either sum, prod, mean, amax or amin, "
+                                     f"got {reduce!r} (argument 'reduce')")
+    _check_scatter_gather(op, self, dim, index, src, what="scatter", reduce_check=reduce_check)
     return _same_layout(self)
 
 
@@ -145,6 +160,8 @@ def index_select(op, self, dim, index):
             raise ArgumentValueError(f"{op.name}: index_select(): Index to scalar can have only 1 value, got {n} "
                                      "value(s) (argument 'index')")
         return ((), self._dtype)
+    if s[d] == 0 and numel(_shape(index)) > 0:
+        raise ArgumentValueError(f"{op.name}(): index_select(): self indexing axis dim should be positive")
     return (s[:d] + (numel(_shape(index)),) + s[d + 1:], self._dtype)
 
 

@@ -88,7 +88,7 @@ def l1_loss(op, self, target, reduction=1):
 def smooth_l1_loss(op, self, target, reduction=1, beta=1.0):
     tensors = _loss_tensors(op, self, target)
     reduction = check_reduction(op, reduction)
-    if _float_param(op, beta, "beta") < 0:
+    if not _float_param(op, beta, "beta") >= 0:      # NaN too, as torch
         raise ArgumentValueError(f"{op.name}(): smooth_l1_loss does not support negative values for beta "
                                  f"(got beta={beta}).")
     dtype = result_type(*tensors)

@@ -12,7 +12,7 @@ from ember.core.layout import numel
 from ember.core.spec import TensorSpec
 
 from . import shape_rule
-from .common import as_int, check_int_list, check_kernel_dtype, check_tensor, type_name
+from .common import as_int, check_int_list, check_kernel_dtype, check_tensor, type_name, wrap_dim
 
 
 def int_tuple(op, value, n: int, arg: str, *, allow_empty: bool = False) -> tuple[int, ...]:
@@ -372,9 +372,29 @@ def _adaptive(op, self, output_size, nd):
     return (shape[:-nd] + tuple(sizes), self._dtype)
 
 
-@shape_rule("adaptive_avg_pool2d")
+@shape_rule("_adaptive_avg_pool2d")
 def adaptive_avg_pool2d(op, self, output_size):
     return _adaptive(op, self, output_size, 2)
+
+
+def is_global_pool(output_size) -> bool:
+    """Whether a 2-d adaptive pooling's output size is 1 x 1 (an int stands for both)."""
+    return output_size == 1 or isinstance(output_size, (list, tuple)) and list(output_size) == [1, 1]
+
+
+@shape_rule("adaptive_avg_pool2d")
+def adaptive_avg_pool2d_public(op, self, output_size):
+    """torch's adaptive_avg_pool2d: to 1 x 1 it is the mean over the last two dims (any rank from 2 on, mean's
+    checks); otherwise _adaptive_avg_pool2d."""
+    if not is_global_pool(output_size):
+        return adaptive_avg_pool2d(op, self, output_size)
+    check_tensor(op, self, "input")
+    shape = _shape(self)
+    wrap_dim(op, -2, len(shape))
+    if not self._dtype.is_floating_point:
+        raise DTypeError(f"{op.name}(): mean(): could not infer output dtype. Input dtype must be either a floating "
+                         f"point or complex dtype. Got: {type_name(self._dtype)}")
+    return (shape[:-2] + (1, 1), self._dtype)
 
 
 @shape_rule("adaptive_avg_pool1d")

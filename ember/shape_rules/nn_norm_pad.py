@@ -42,6 +42,12 @@ def _check_parameter_dtypes(op, input, *params) -> None:
 
 @shape_rule("native_batch_norm")
 def native_batch_norm(op, input, weight, bias, running_mean, running_var, training, momentum, eps):
+    return _batch_norm(op, input, weight, bias, running_mean, running_var, training, False)
+
+
+def _batch_norm(op, input, weight, bias, running_mean, running_var, training, empty_batch_ok: bool):
+    """batch_norm's checks and (output, saved mean, saved invstd); an empty input in training is refused by the
+    native ops and returned as it is by batch_norm (`empty_batch_ok`), as torch's are."""
     check_tensor(op, input, "input")
     shape = _shape(input)
     if len(shape) < 2:
@@ -54,6 +60,9 @@ def native_batch_norm(op, input, weight, bias, running_mean, running_var, traini
         raise ArgumentValueError(f"{op.name}(): running_mean and running_var must be defined in evaluation mode")
     _check_float(op, input, "batch_norm")              # batch norm checks the input's dtype first
     _check_parameter_dtypes(op, input, weight, bias, running_mean, running_var)
+    if training and not empty_batch_ok and math.prod(shape) == 0:
+        raise ArgumentValueError(f"{op.name}(): input tensor must have at least one element, but got input_sizes = "
+                                 f"{list(shape)}")
     stat = bn_stat_dtype(input, weight, bias, running_mean, running_var)
     return ((shape, input._dtype), ((C,) if training else (0,), stat), ((C,) if training else (0,), stat))
 
@@ -67,7 +76,7 @@ def bn_stat_dtype(input, *params):
 
 @shape_rule("batch_norm")
 def batch_norm(op, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
-    return native_batch_norm(op, input, weight, bias, running_mean, running_var, training, momentum, eps)[0]
+    return _batch_norm(op, input, weight, bias, running_mean, running_var, training, True)[0]
 
 
 @shape_rule("native_layer_norm")

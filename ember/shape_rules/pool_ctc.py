@@ -117,6 +117,8 @@ def _fractional(op, self, kernel_size, output_size, random_samples, nd: int):
         raise ShapeError(f"{op.name}(): Expect _random_samples.size(2) equals to {nd}; got {samples[2]}.")
     if random_samples._dtype is not self._dtype:
         raise DTypeError(f"{op.name}(): Expect _random_samples to have the same dtype as input")
+    if min(kernel) < 1:                 # torch's kernel pools empty windows into -inf
+        raise ArgumentValueError(f"{op.name}(): {name}: kernel_size must be greater than zero, but got {list(kernel)}")
     out = shape[:-nd] + tuple(sizes)
     _negative(op, out)
     check_kernel_dtype(op, self._dtype)

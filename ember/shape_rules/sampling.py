@@ -5,7 +5,8 @@ never these rules, so meta tensors behave as on PyTorch's meta device.
 """
 from __future__ import annotations
 
-from ember.core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError, ShapeError
+from ember.core.errors import (ArgumentTypeError, ArgumentValueError, DimensionError, DTypeError, MissingKernelError,
+                               ShapeError)
 from ember.core import dtype as _dt
 
 from . import shape_rule
@@ -87,7 +88,9 @@ def grid_sampler_2d(op, input, grid, interpolation_mode, padding_mode, align_cor
     check_tensor(op, input, "input")
     check_tensor(op, grid, "grid")
     x, g = _shape(input), _shape(grid)
-    if len(x) != len(g) or not x or x[0] != g[0]:
+    if not x or not g:                  # torch reads both batch sizes first
+        raise DimensionError(f"{op.name}(): Dimension specified as 0 but tensor has no dimensions")
+    if len(x) != len(g) or x[0] != g[0]:
         raise ShapeError(f"{op.name}: grid_sampler(): expected grid and input to have same batch size, but got "
                          f"input with sizes {list(x)} and grid with sizes {list(g)} (argument 'grid')")
     if len(x) == 5:

@@ -212,6 +212,8 @@ def _scattered(op, self, src, slice_shape):
 def slice_scatter(op, self, src, dim=0, start=None, end=None, step=1):
     from .views import slice_
 
+    check_tensor(op, self, "input")                  # the arguments' classes first, as torch's parser
+    check_tensor(op, src, "src")
     return _scattered(op, self, src, slice_(op, self, dim, start, end, step)[0])
 
 
@@ -219,6 +221,8 @@ def slice_scatter(op, self, src, dim=0, start=None, end=None, step=1):
 def select_scatter(op, self, src, dim, index):
     from .views import select
 
+    check_tensor(op, self, "input")
+    check_tensor(op, src, "src")
     return _scattered(op, self, src, select(op, self, dim, index)[0])
 
 

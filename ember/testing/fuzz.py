@@ -312,7 +312,7 @@ def _torch_call(call: Callable, torch) -> Callable:
     database reaches it through torch.ops.aten and both torch and ember have one by that name
     (torch._C._nn.avg_pool2d, what torch.nn.functional calls), since its argument parser, not the schema
     matcher's conversions (an int for a bool, a number for a Tensor), is what a program meets; `call` itself
-    otherwise (the op has no public binding, or ember's side calls the op itself: ctc_loss)."""
+    otherwise (the op has no public binding, or the database's call is a public function already: ctc_loss)."""
     import ember
 
     name = getattr(call, "__name__", "")
@@ -431,6 +431,26 @@ DELIBERATE: list[tuple[Callable[[Case, str], bool], str]] = [
      "kernel, a layout it requires) where ember computes the result"),
     (lambda case, detail: case.op.name == "logsumexp" and "torch raised RuntimeError (RuntimeError: output with shape"
      in detail, "logsumexp over dim=() reduces every dimension, as sum does; torch's kernel fails writing its result"),
+    (lambda case, detail: case.op.name.startswith("fractional_max_pool") and "torch returned" in detail
+     and "kernel_size must be greater than zero" in detail,
+     "fractional max pooling refuses a kernel size below 1; torch's kernel pools empty windows into -inf"),
+    (lambda case, detail: case.op.name == "as_strided_scatter" and detail.startswith("output 0")
+     and case.sample.args and isinstance(case.sample.args[0], T) and case.sample.args[0].layout != "c",
+     "as_strided_scatter reads its size/stride window over a non-contiguous input's elements in contiguous order "
+     "(its result is contiguous); torch reads it over a copy of the input's own strided storage"),
+    (lambda case, detail: case.op.name == "einsum" and "torch raised RuntimeError (RuntimeError: Boolean value of "
+     "Tensor" in detail, "einsum's equation must be a str (ember's TypeError names it); torch's Python function "
+     "takes a Tensor there for an operand and fails later"),
+    (lambda case, detail: case.op.name == "binary_cross_entropy" and detail.startswith("output 0") and len(
+        case.sample.args) > 1 and isinstance(case.sample.args[1], T) and isinstance(case.sample.args[0], T)
+     and case.sample.args[1].arr.size > case.sample.args[0].arr.size,
+     "binary_cross_entropy (the op) broadcasts a target larger than its input; torch's cpu kernel resizes its "
+     "output mid-call (deprecated) and reduces the wrong elements (torch.nn.functional.binary_cross_entropy "
+     "refuses the call, as ember's does)"),
+    (lambda case, detail: case.op.name == "native_group_norm" and detail.startswith("output 0")
+     and any(isinstance(a, T) and a.layout != "c" for a in case.sample.args[1:3]),
+     "native_group_norm reads a strided weight or bias through its strides; torch's cpu kernel reads them as "
+     "contiguous memory (wrong values; torch.nn.functional.group_norm passes contiguous ones)"),
     (lambda case, detail: _past_the_last_offset(case) and detail.startswith("output 0"),
      "embedding_bag with include_last_offset: indices past the last offset belong to no bag; torch's cpu kernels "
      "count them into the last bag in some modes and not in others"),

@@ -62,7 +62,7 @@ def roll(am: ArrayModule, spec, a, shifts, dims=()):
     xp = am.xp
     shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
-    if a.ndim == 0:
+    if a.ndim == 0 or a.size == 0:        # (an empty input's dims are not read, as torch)
         return a.copy()
     if not dims:
         return xp.roll(a, shifts[0])

@@ -10,6 +10,7 @@ import warnings
 
 from ember._generated import functions as _F
 from ember.core.errors import ArgumentListError
+from ember.functional import broadcast_shapes
 from ember.core import dtype as _dt
 from ember.frontend.autograd.grad_mode import is_grad_enabled
 
@@ -30,6 +31,16 @@ def _reduction(reduction: str, size_average=None, reduce=None) -> int:
     if reduction not in _REDUCTIONS:
         raise ArgumentListError(f"{reduction} is not a valid value for reduction")
     return _REDUCTIONS[reduction]
+
+
+def _elementwise_reduction(input, target, reduction: str, size_average=None, reduce=None) -> int:
+    """_reduction for a loss torch computes over its broadcast operands: a bad `reduction` is reported only once
+    the two broadcast (torch.nn.functional broadcasts them before it reads the reduction)."""
+    try:
+        return _reduction(reduction, size_average, reduce)
+    except ArgumentListError:
+        broadcast_shapes(tuple(input.shape), tuple(target.shape))
+        raise
 
 
 def _reduce(loss, reduction: int):
@@ -82,7 +93,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
     _check_same_size(input, target)
-    r = _reduction(reduction, size_average, reduce)
+    r = _elementwise_reduction(input, target, reduction, size_average, reduce)
     if weight is not None:
         return _weighted(_F.mse_loss(input, target, 0), weight, input, r, True)
     return _F.mse_loss(input, target, r)
@@ -90,7 +101,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean", weight=None):
     _check_same_size(input, target)
-    r = _reduction(reduction, size_average, reduce)
+    r = _elementwise_reduction(input, target, reduction, size_average, reduce)
     if weight is not None:
         return _weighted(_F.l1_loss(input, target, 0), weight, input, r, True)
     return _F.l1_loss(input, target, r)

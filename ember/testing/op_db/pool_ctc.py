@@ -160,21 +160,25 @@ add(OpInfo("fractional_max_pool3d", without_meta_backward(aten_or_ember("fractio
 
 # --------------------------------------------------------------------------------------- CTC loss
 def ctc_call(overload: str):
-    """torch.ops.aten.ctc_loss.<overload> for torch, the ember op of that overload (ALL_OPS). torch has no meta
-    kernel for the tensor-lengths overload: on meta its shapes come from the list overload (valid lengths:
-    every input full length, every target empty but the first of concatenated ones; the result's shape does
-    not depend on them)."""
+    """The public `ctc_loss` of each library (torch.ctc_loss, ember.ctc_loss: the overload picked from the
+    arguments, as a program meets it). torch has no meta kernel for the tensor-lengths overload: on meta, once
+    torch's argument parser has taken the call (its error otherwise), its shapes come from the list overload
+    (valid lengths: every input full length, every target empty but the first of concatenated ones; the
+    result's shape does not depend on them)."""
     def call(m, *a, **k):
-        if m.__name__ != "torch":
-            from ember.dispatcher import ALL_OPS
-            return ALL_OPS[f"ctc_loss.{overload}"](*a)
-        if overload == "Tensor" and _on_meta(m, a[0]):
+        if m.__name__ != "torch" or not _on_meta(m, a[0]):
+            return m.ctc_loss(*a, **k)
+        if overload == "Tensor":
+            try:
+                return m.ctc_loss(*a, **k)
+            except NotImplementedError:        # parsed, then no meta kernel
+                pass
             batch = a[0].shape[1] if a[0].dim() == 3 else 1
             targets = [a[1].numel()] + [0] * (batch - 1) if a[1].dim() == 1 else [0] * batch
             a = (a[0], a[1], [a[0].shape[0]] * batch, targets) + a[4:]
             return m.ops.aten.ctc_loss.IntList(*a, **k)
-        return getattr(m.ops.aten.ctc_loss, overload)(*a, **k)
-    call.__name__ = f"aten.ctc_loss.{overload}"
+        return m.ctc_loss(*a, **k)
+    call.__name__ = "ctc_loss"           # (not aten.*: the fuzzer calls it as it is)
     return without_meta_backward(call)
 
 
