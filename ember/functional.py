@@ -9,7 +9,7 @@ from __future__ import annotations
 
 
 from ember._generated import functions as F
-from ember.core.errors import ArgumentTypeError, ArgumentValueError
+from ember.core.errors import ArgumentTypeError, ArgumentValueError, ShapeError
 from ember.frontend.tensor import Size, Tensor
 from ember.frontend.bindings_support import bool_arg
 from ember.frontend.torch_function import handles_torch_function
@@ -112,7 +112,7 @@ def broadcast_shapes(*shapes) -> Size:
         for i, n in enumerate(shape[::-1], 1):
             have = result[-i]
             if n != have and 1 not in (n, have):
-                raise RuntimeError(f"Attempting to broadcast a dimension of length {n} at -{i}! Mismatching argument "
+                raise ShapeError(f"Attempting to broadcast a dimension of length {n} at -{i}! Mismatching argument "
                                    f"at index {k} had {shape}; but expected shape should be broadcastable to {result}")
             result[-i] = have if n == 1 else n
     return Size(result)
@@ -130,7 +130,7 @@ def broadcast_tensors(*tensors) -> tuple[Tensor, ...]:
         shape = [1] * (len(dims) - len(shape)) + shape if len(dims) > len(shape) else shape
         for i, n in enumerate(dims[::-1], 1):
             if n != shape[-i] and 1 not in (n, shape[-i]):
-                raise RuntimeError(f"The size of tensor a ({shape[-i]}) must match the size of tensor b ({n}) at "
+                raise ShapeError(f"The size of tensor a ({shape[-i]}) must match the size of tensor b ({n}) at "
                                    f"non-singleton dimension {len(shape) - i}")
             shape[-i] = shape[-i] if n == 1 else n
     return tuple(t.expand(tuple(shape)) for t in tensors)

@@ -388,10 +388,37 @@ FOUND = {
     if m is torch else m.nn.functional.adaptive_avg_pool2d(m.ones(3, 3, dtype=m.int32), 1),
     "mse_loss with reduction=None and shapes that do not broadcast": lambda m: m.nn.functional.mse_loss(
         m.ones(3), m.ones(2, 0), reduction=None),
+    "adaptive_avg_pool2d to an int size": lambda m: m.nn.functional.adaptive_avg_pool2d(m.ones(1, 2, 3, 3), 3),
+    "eye(2, None)": lambda m: m.eye(2, None),
+    "eye(2, m=3)": lambda m: m.eye(2, m=3),
+    "group_norm of a 0-d tensor": lambda m: m.group_norm(m.tensor(1.0), 2),
+    "group_norm of a 1-d tensor": lambda m: m.group_norm(m.ones(2), 2),
+    "nn.functional.group_norm of a 1-d tensor": lambda m: m.nn.functional.group_norm(m.ones(2), 2),
+    "cholesky of an empty non-square matrix": lambda m: m.cholesky(m.ones(2, 0)),
+    "kl_div with a bool target": lambda m: m.kl_div(m.ones(2, 3, dtype=m.float16), m.tensor(True), 2, log_target=True),
+    "binary_cross_entropy of int64 with a bool target": lambda m: m.nn.functional.binary_cross_entropy(
+        m.ones(2, 3, dtype=m.int64), m.ones(2, 3, dtype=m.bool)),
 }
+
+
+def test_meta_predictions_the_fuzzer_found_match_torch():
+    """Shapes and dtypes on meta as torch's: einsum summing an integer operand gives int64 (sum's promotion);
+    scatter_reduce refuses None for src."""
+    ours = ember.einsum("ij->", ember.ones(2, 3, dtype=ember.int8, device="meta"))
+    assert ours.dtype is ember.int64 and tuple(ours.shape) == ()
+    with pytest.raises(TypeError, match="src"):
+        ember.ones(3, 4, device="meta").scatter_reduce_(1, ember.zeros(2, 3, dtype=ember.int64, device="meta"), None,
+                                                        "mean")
 
 
 @pytest.mark.parametrize("case", sorted(FOUND))
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_what_the_fuzzer_found_behaves_as_torch(case):
     _same(FOUND[case])
+
+
+def test_an_op_called_with_too_few_arguments_is_a_type_error():
+    """ember.ops.<name> takes every argument positionally (torch.ops.aten fills defaults): a short call is
+    a TypeError naming the schema's arguments, not an IndexError from inside the dispatcher."""
+    with pytest.raises(TypeError, match=r"binary_cross_entropy\(\): the op takes its 4 arguments positionally"):
+        ember.ops.binary_cross_entropy(ember.ones(2), ember.ones(2))

@@ -373,6 +373,8 @@ _op_arange_start_step = _OPS['arange.start_step']
 _dispatch_arange_start_step = _op_arange_start_step.dispatch
 _op_eye = _OPS['eye']
 _dispatch_eye = _op_eye.dispatch
+_op_eye_m = _OPS['eye.m']
+_dispatch_eye_m = _op_eye_m.dispatch
 _op_empty_like = _OPS['empty_like']
 _dispatch_empty_like = _op_empty_like.dispatch
 _op_zeros_like = _OPS['zeros_like']
@@ -2458,20 +2460,41 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     out = _dispatch_arange_start_step((start, end, step, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
-    """A 2-D tensor with ones on the diagonal.
-
-    Schema: ``eye(SymInt n, SymInt? m=None, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
-    """
+def _bind_eye_m(n, m, *, dtype=None, device=None, requires_grad=False):
     if n.__class__ is not int:
         _int_arg(n, 'eye', 'n', 1)
-    if m is not None and m.__class__ is not int:
+    if m.__class__ is not int:
         _int_arg(m, 'eye', 'm', 2)
     device = _as_device(device)
     if requires_grad.__class__ is not bool:
         _bool_arg(requires_grad, 'eye', 'requires_grad', None)
-    out = _dispatch_eye((n, m, dtype, device, requires_grad))
-    return out.requires_grad_() if requires_grad else out
+    if n.__class__ in (list, tuple):
+        raise TypeError('n')
+    if m.__class__ in (list, tuple):
+        raise TypeError('m')
+    return (n, m, dtype, device, requires_grad)
+
+def _bind_eye(n, *, dtype=None, device=None, requires_grad=False):
+    if n.__class__ is not int:
+        _int_arg(n, 'eye', 'n', 1)
+    device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'eye', 'requires_grad', None)
+    if n.__class__ in (list, tuple):
+        raise TypeError('n')
+    return (n, dtype, device, requires_grad)
+
+_overloads_eye = ((_bind_eye_m, _op_eye_m, None), (_bind_eye, _op_eye, None),)
+def eye(*args, **kwargs):
+    """An n x m 2-D tensor with ones on the diagonal.
+
+    Overloads:
+
+    ``eye.m(SymInt n, SymInt m, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``: An n x m 2-D tensor with ones on the diagonal.
+
+    ``eye(SymInt n, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``: An n x n 2-D tensor with ones on the diagonal.
+    """
+    return _call_overload('eye', _overloads_eye, args, kwargs)
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False):
     """An uninitialised tensor with the shape of `self`.
@@ -6489,6 +6512,7 @@ OP_FUNCTIONS = {
     'full': full,
     'arange.start_step': arange,
     'eye': eye,
+    'eye.m': eye,
     'empty_like': empty_like,
     'zeros_like': zeros_like,
     'ones_like': ones_like,

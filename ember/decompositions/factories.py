@@ -28,8 +28,12 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
 
 
 @decomposition("eye")
-def eye(n, m=None, dtype=None, device=None, requires_grad=False):
-    m = n if m is None else m
+def eye(n, dtype=None, device=None, requires_grad=False):
+    return eye_m(n, n, dtype, device, requires_grad)
+
+
+@decomposition("eye.m")
+def eye_m(n, m, dtype=None, device=None, requires_grad=False):
     out = F.zeros((n, m), dtype=dtype, device=device)
     if n and m:
         F.fill_(F.as_strided(out, (min(n, m),), (m + 1,), 0), 1)

@@ -79,6 +79,8 @@ def linalg_cholesky(self, upper=False):
 
 @decomposition("cholesky")
 def cholesky(self, upper=False):
+    if self.numel() == 0:                   # torch's older spelling returns an empty input as it is, any shape
+        return F.clone(self)                # (differentiable, as torch's node)
     return _factor(self, upper, "cholesky")
 
 

@@ -323,7 +323,8 @@ def _adaptive_backward(grad_output, self, nd):
 
 @decomposition("adaptive_avg_pool2d")
 def adaptive_avg_pool2d(self, output_size):
-    if output_size == 1 or list(output_size) == [1, 1]:      # as torch: the mean over the last two dims
+    if output_size == 1 or isinstance(output_size, (list, tuple)) and list(output_size) == [1, 1]:
+        # as torch: the mean over the last two dims
         return F.mean(self, [-2, -1], True)
     return F._adaptive_avg_pool2d(self, output_size)
 

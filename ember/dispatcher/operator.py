@@ -14,6 +14,8 @@ import functools
 import os
 from typing import Callable, Iterable
 
+from ember.core.errors import ArgumentTypeError
+
 from . import keys as K
 from .dispatch import caller_for
 from .schema import OpSchema
@@ -60,6 +62,9 @@ class OpDef(OpSchema):
 
     def __call__(self, *args):
         """Call the op with every argument given positionally, in schema order."""
+        if len(args) != len(self.arg_names):
+            raise ArgumentTypeError(f"{self.name}(): the op takes its {len(self.arg_names)} arguments positionally, in "
+                                    f"schema order ({', '.join(self.arg_names)}); got {len(args)}")
         return self.dispatch(args)
 
     # -- resolution ------------------------------------------------------------------------

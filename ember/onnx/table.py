@@ -380,7 +380,7 @@ TABLE = {
     "unsqueeze": unsqueeze, "squeeze.dims": squeeze, "cat": cat, "expand": expand,
     "contiguous": same(), "clone": same(), "alias": same(), "_to_copy": to_copy,
     "arange.start_step": arange, "t": t,
-    "zeros": constant(0), "ones": constant(1), "full": constant(), "eye": eye,
+    "zeros": constant(0), "ones": constant(1), "full": constant(), "eye": eye, "eye.m": eye,
     # reductions
     "sum.dim_IntList": reduce("ReduceSum"), "mean.dim": reduce("ReduceMean"),
 }

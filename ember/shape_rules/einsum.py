@@ -1,6 +1,7 @@
 """The shape rule of einsum and its equation parser (which the einsum decomposition reuses)."""
 from __future__ import annotations
 
+from ember.core import dtype as _dt
 from ember.core.errors import ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
 from ember.core.spec import TensorSpec
 
@@ -78,5 +79,8 @@ def einsum(op, equation, tensors, path=None):
         if t._dtype is not tensors[0]._dtype:
             raise DTypeError(f"{op.name}(): expected scalar type {type_name(tensors[0]._dtype)} but found "
                              f"{type_name(t._dtype)}")
-    _, out, sizes = parse_einsum(op, equation, [_shape(t) for t in tensors])
-    return (tuple(sizes[c] for c in out), tensors[0]._dtype)
+    parsed, out, sizes = parse_einsum(op, equation, [_shape(t) for t in tensors])
+    dtype = tensors[0]._dtype
+    if len(tensors) == 1 and not dtype.is_floating_point and set(parsed[0]) - set(out):
+        dtype = _dt.int64               # one operand summed over an index: sum's integer promotion, as torch's
+    return (tuple(sizes[c] for c in out), dtype)

@@ -84,9 +84,13 @@ def _like(self, dtype):
 
 
 @shape_rule("eye")
-def eye(op, n, m=None, dtype=None, device=None, requires_grad=False):
+def eye(op, n, dtype=None, device=None, requires_grad=False):
+    return eye_m(op, n, n, dtype, device, requires_grad)
+
+
+@shape_rule("eye_m")
+def eye_m(op, n, m, dtype=None, device=None, requires_grad=False):
     check_dtype_arg(op, dtype)
-    m = n if m is None else m
     for name, v in (("n", n), ("m", m)):
         if isinstance(v, bool) or not isinstance(v, int):
             raise ArgumentTypeError(f"{op.name}(): argument '{name}' must be int, not {type(v).__name__}")

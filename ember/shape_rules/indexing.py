@@ -123,6 +123,10 @@ REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 
 @shape_rule("scatter_reduce")
 def scatter_reduce(op, self, dim, index, src, reduce, include_self=True):
+    check_tensor(op, self, "self")
+    check_tensor(op, index, "index")
+    check_tensor(op, src, "src")                     # (required here: _check_scatter_gather takes None for none)
+
     def reduce_check():
         if reduce not in REDUCTIONS:
             raise ArgumentValueError(f"{op.name}: reduce argument must be either sum, prod, mean, amax or amin, "

@@ -9,6 +9,7 @@ so that check is the kernels' (they set `info`, or raise ember.errors.LinAlgErro
 from __future__ import annotations
 
 from ember.core import dtype as _dt
+from ember.core.layout import numel
 from ember.core.errors import DTypeError, MissingKernelError, ShapeError
 
 from . import shape_rule
@@ -70,6 +71,15 @@ def cholesky(op, self, upper=False):
     """linalg_cholesky and cholesky: the factor alone."""
     shape = _factor_input(op, self)
     return (shape, self._dtype, matrix_strides(shape))
+
+
+@shape_rule("cholesky_legacy")
+def cholesky_legacy(op, self, upper=False):
+    """torch.cholesky: an empty input of any shape and dtype comes back as it is; otherwise linalg's checks."""
+    check_tensor(op, self, "input")
+    if numel(tuple(self._data.shape)) == 0:
+        return (tuple(self._data.shape), self._dtype)
+    return cholesky(op, self, upper)
 
 
 @shape_rule("linalg_solve_triangular")

@@ -115,11 +115,10 @@ def binary_cross_entropy(op, self, target, weight=None, reduction=1):
     tensors = _loss_tensors(op, self, target, (weight, "weight"))
     reduction = check_reduction(op, reduction)
     dtype = result_type(*tensors)
-    if dtype.is_floating_point:
-        for t, arg in ((target, "target"), (weight, "weight")):
-            if t is not None and t._dtype is not self._dtype:
-                raise DTypeError(f"{op.name}(): expected {arg} to have the input's dtype {type_name(self._dtype)}, "
-                                 f"but got {type_name(t._dtype)}")
+    for t, arg in ((target, "target"), (weight, "weight")):      # before the kernel's dtypes, as torch
+        if t is not None and t._dtype is not self._dtype:
+            raise DTypeError(f"{op.name}(): expected {arg} to have the input's dtype {type_name(self._dtype)}, "
+                             f"but got {type_name(t._dtype)}")
     check_kernel_dtype(op, dtype)
     # the op broadcasts (torch's kernel resizes its input-shaped output to the broadcast shape); the size check
     # is nn.functional's
@@ -146,9 +145,10 @@ def kl_div(op, self, target, reduction=1, log_target=False):
     tensors = _loss_tensors(op, self, target)
     reduction = check_reduction(op, reduction)
     dtype = result_type(*tensors)
-    if not dtype.is_floating_point:
+    integral = next((t for t in tensors if not t._dtype.is_floating_point), None)     # either operand, as torch
+    if integral is not None:
         raise DTypeError(f"{op.name}(): kl_div: Integral inputs not supported (input dtype "
-                         f"{type_name(self._dtype)}).")
+                         f"{type_name(integral._dtype)}).")
     return _loss_spec(op, tensors, dtype, reduction, contiguous=True)        # a composite in PyTorch
 
 

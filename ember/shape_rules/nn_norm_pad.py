@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import math
 
-from ember.core.errors import ArgumentValueError, DTypeError, MissingKernelError, ShapeError
+from ember.core.errors import ArgumentValueError, DimensionError, DTypeError, MissingKernelError, ShapeError
 from ember.core import dtype as _dt
 
 from . import shape_rule
-from .common import as_int, check_int_list, check_tensor, type_name
+from .common import as_int, check_int_list, check_tensor, type_name, wrap_dim
 from .nn_layers import _check_float, _shape
 
 _LOWP = (_dt.float16, _dt.bfloat16)
@@ -139,6 +139,12 @@ def native_group_norm(op, input, weight, bias, N, C, HxW, group, eps):
 
 @shape_rule("group_norm")
 def group_norm(op, input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
+    check_tensor(op, input, "input")
+    rank = len(_shape(input))
+    if rank == 0:                       # the op reads the batch and channel sizes first (nn.functional checks)
+        raise DimensionError(f"{op.name}(): Dimension specified as 0 but tensor has no dimensions")
+    if rank == 1:
+        wrap_dim(op, 1, 1)
     shape, _ = _group_checks(op, input, weight, bias, num_groups)
     return (shape, input._dtype)
 

@@ -10,7 +10,7 @@ import warnings
 
 from ember._generated import functions as _F
 from ember.core.errors import ArgumentListError
-from ember.functional import broadcast_shapes
+from ember.functional import broadcast_tensors
 from ember.core import dtype as _dt
 from ember.frontend.autograd.grad_mode import is_grad_enabled
 
@@ -39,7 +39,7 @@ def _elementwise_reduction(input, target, reduction: str, size_average=None, red
     try:
         return _reduction(reduction, size_average, reduce)
     except ArgumentListError:
-        broadcast_shapes(tuple(input.shape), tuple(target.shape))
+        broadcast_tensors(input, target)
         raise
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 from ember._generated import functions as _F
+from ember.core.errors import ShapeError
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
@@ -97,6 +98,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Group normalization over `num_groups` groups of channels."""
+    if hasattr(input, "dim") and input.dim() < 2:
+        raise ShapeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
     return _F.group_norm(input, num_groups, weight, bias, eps, True)
 
 
