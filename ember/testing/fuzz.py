@@ -450,6 +450,10 @@ DELIBERATE: list[tuple[Callable[[Case, str], bool], str]] = [
      "binary_cross_entropy (the op) broadcasts a target larger than its input; torch's cpu kernel resizes its "
      "output mid-call (deprecated) and reduces the wrong elements (torch.nn.functional.binary_cross_entropy "
      "refuses the call, as ember's does)"),
+    (lambda case, detail: case.op.name.startswith(("addcmul", "addcdiv")) and detail.startswith("output 0")
+     and any(isinstance(a, T) and a.dtype in ("float16", "bfloat16") for a in case.sample.args[1:3]),
+     "addcmul/addcdiv round the product (quotient) of float16/bfloat16 operands to their dtype before the add, "
+     "as the fused optimizer updates do; torch computes the whole expression in float32 and rounds once"),
     (lambda case, detail: case.op.name == "native_group_norm" and detail.startswith("output 0")
      and any(isinstance(a, T) and a.layout != "c" for a in case.sample.args[1:3]),
      "native_group_norm reads a strided weight or bias through its strides; torch's cpu kernel reads them as "
