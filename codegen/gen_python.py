@@ -357,6 +357,13 @@ def _binding_preamble(registry: Registry, handles: bool = True) -> list[str]:
     return lines
 
 
+def _requires_grad_position(op: OpEntry) -> int | None:
+    """Where a factory's `requires_grad` is among its bound arguments: an overload table's fourth entry, which
+    call_overload applies as a single binding's generated code does."""
+    names = [a.name for a in op.schema.arguments]
+    return names.index("requires_grad") if "requires_grad" in names else None
+
+
 def gen_functions(registry: Registry) -> str:
     """Every op as a function (ember._generated.functions); __all__ lists the public ones."""
     groups: dict[str, list[OpEntry]] = OrderedDict()
@@ -376,7 +383,7 @@ def gen_functions(registry: Registry) -> str:
             fname, blines = _binder(op, False, "")
             lines += blines + [""]
             wrap = f"_R_{ident(op.name)}" if _named_returns(op.schema) else "None"
-            table.append(f"({fname}, _op_{ident(op.name)}, {wrap})")
+            table.append(f"({fname}, _op_{ident(op.name)}, {wrap}, {_requires_grad_position(op)})")
         doc = "\n\n    ".join(f"``{o.schema.text}``: {o.doc}" for o in ordered)
         lines.append(f"_overloads_{name} = ({', '.join(table)},)")
         lines.append(f"def {name}(*args, **kwargs):")
@@ -410,10 +417,10 @@ def gen_tensor_methods(registry: Registry) -> str:
             fname, blines = _binder(op, True, "    ")
             lines += ["    @staticmethod"] + blines + [""]
             wrap = f"_R_{ident(op.name)}" if _named_returns(op.schema) else "None"
-            table.append((fname, f"_op_{ident(op.name)}", wrap))
+            table.append((fname, f"_op_{ident(op.name)}", wrap, _requires_grad_position(op)))
         lines.append(f"    def {name}(self, *args, **kwargs):")
         lines.append(f'        """{ordered[0].doc}"""')
-        tbl = ", ".join(f"(TensorMethods.{f}, {o}, {w})" for f, o, w in table)
+        tbl = ", ".join(f"(TensorMethods.{f}, {o}, {w}, {g})" for f, o, w, g in table)
         lines.append(f"        return _call_overload({name!r}, ({tbl},), (self,) + args, kwargs, True)")
         lines.append("")
     # Python operators

@@ -1042,7 +1042,7 @@ def _bind_where(condition):
         raise TypeError('condition')
     return (condition,)
 
-_overloads_where = ((_bind_where_self, _op_where_self, None), (_bind_where, _op_where, None),)
+_overloads_where = ((_bind_where_self, _op_where_self, None, None), (_bind_where, _op_where, None, None),)
 def where(*args, **kwargs):
     """Elements of `self` where `condition` holds, else of `other`.
 
@@ -1446,7 +1446,7 @@ def _bind_round(input):
         raise TypeError('input')
     return (input,)
 
-_overloads_round = ((_bind_round_decimals, _op_round_decimals, None), (_bind_round, _op_round, None),)
+_overloads_round = ((_bind_round_decimals, _op_round_decimals, None, None), (_bind_round, _op_round, None, None),)
 def round(*args, **kwargs):
     """Each element rounded to `decimals` decimal places (ties to even), as x * 10^d rounded, divided by 10^d.
 
@@ -1472,7 +1472,7 @@ def _bind_round_(input):
         raise TypeError('input')
     return (input,)
 
-_overloads_round_ = ((_bind_round__decimals, _op_round__decimals, None), (_bind_round_, _op_round_, None),)
+_overloads_round_ = ((_bind_round__decimals, _op_round__decimals, None, None), (_bind_round_, _op_round_, None, None),)
 def round_(*args, **kwargs):
     """In-place version of round.decimals: Each element rounded to `decimals` decimal places (ties to even), as x * 10^d rounded, divided by 10^d.
 
@@ -1899,7 +1899,7 @@ def _bind_max(input):
         raise TypeError('input')
     return (input,)
 
-_overloads_max = ((_bind_max_dim, _op_max_dim, _R_max_dim), (_bind_max, _op_max, None),)
+_overloads_max = ((_bind_max_dim, _op_max_dim, _R_max_dim, None), (_bind_max, _op_max, None, None),)
 def max(*args, **kwargs):
     """The maximum along `dim` and the index of its first occurrence.
 
@@ -1927,7 +1927,7 @@ def _bind_min(input):
         raise TypeError('input')
     return (input,)
 
-_overloads_min = ((_bind_min_dim, _op_min_dim, _R_min_dim), (_bind_min, _op_min, None),)
+_overloads_min = ((_bind_min_dim, _op_min_dim, _R_min_dim, None), (_bind_min, _op_min, None, None),)
 def min(*args, **kwargs):
     """The minimum along `dim` and the index of its first occurrence.
 
@@ -2041,7 +2041,7 @@ def _bind_view_dtype(input, dtype):
         raise TypeError('input')
     return (input, dtype)
 
-_overloads_view = ((_bind_view, _op_view, None), (_bind_view_dtype, _op_view_dtype, None),)
+_overloads_view = ((_bind_view, _op_view, None, None), (_bind_view_dtype, _op_view_dtype, None, None),)
 def view(*args, **kwargs):
     """The same data with a new shape; fails when the strides do not allow a view.
 
@@ -2484,7 +2484,7 @@ def _bind_eye(n, *, dtype=None, device=None, requires_grad=False):
         raise TypeError('n')
     return (n, dtype, device, requires_grad)
 
-_overloads_eye = ((_bind_eye_m, _op_eye_m, None), (_bind_eye, _op_eye, None),)
+_overloads_eye = ((_bind_eye_m, _op_eye_m, None, 4), (_bind_eye, _op_eye, None, 3),)
 def eye(*args, **kwargs):
     """An n x m 2-D tensor with ones on the diagonal.
 
@@ -2641,7 +2641,7 @@ def _bind_randint(high, size, *, generator=None, dtype=None, device=None, requir
         raise TypeError('high')
     return (high, size, generator, dtype, device, requires_grad)
 
-_overloads_randint = ((_bind_randint_low, _op_randint_low, None), (_bind_randint, _op_randint, None),)
+_overloads_randint = ((_bind_randint_low, _op_randint_low, None, 6), (_bind_randint, _op_randint, None, 5),)
 def randint(*args, **kwargs):
     """Integers drawn uniformly from [low, high); int64 unless `dtype` is given.
 
@@ -2677,7 +2677,7 @@ def _bind_sort(input, dim=-1, descending=False):
         raise TypeError('dim')
     return (input, dim, descending)
 
-_overloads_sort = ((_bind_sort_stable, _op_sort_stable, _R_sort_stable), (_bind_sort, _op_sort, _R_sort),)
+_overloads_sort = ((_bind_sort_stable, _op_sort_stable, _R_sort_stable, None), (_bind_sort, _op_sort, _R_sort, None),)
 def sort(*args, **kwargs):
     """Sorts along `dim` (NaN counts as the largest value); equal elements keep their order (the primitive behind sort, argsort, topk).
 
@@ -2713,7 +2713,7 @@ def _bind_argsort(input, dim=-1, descending=False):
         raise TypeError('dim')
     return (input, dim, descending)
 
-_overloads_argsort = ((_bind_argsort_stable, _op_argsort_stable, None), (_bind_argsort, _op_argsort, None),)
+_overloads_argsort = ((_bind_argsort_stable, _op_argsort_stable, None, None), (_bind_argsort, _op_argsort, None, None),)
 def argsort(*args, **kwargs):
     """The indices that sort `self` along `dim`; equal elements keep their order.
 
@@ -2792,7 +2792,7 @@ def _bind_prod(input, *, dtype=None):
         raise TypeError('input')
     return (input, dtype)
 
-_overloads_prod = ((_bind_prod_dim_int, _op_prod_dim_int, None), (_bind_prod, _op_prod, None),)
+_overloads_prod = ((_bind_prod_dim_int, _op_prod_dim_int, None, None), (_bind_prod, _op_prod, None, None),)
 def prod(*args, **kwargs):
     """The product along `dim`.
 
@@ -2850,7 +2850,7 @@ def _bind_any_dims(input, dim=None, keepdim=False):
         raise TypeError('input')
     return (input, dim, keepdim)
 
-_overloads_any = ((_bind_any_dim, _op_any_dim, None), (_bind_any, _op_any, None), (_bind_any_dims, _op_any_dims, None),)
+_overloads_any = ((_bind_any_dim, _op_any_dim, None, None), (_bind_any, _op_any, None, None), (_bind_any_dims, _op_any_dims, None, None),)
 def any(*args, **kwargs):
     """Whether any element along `dim` is non-zero.
 
@@ -2894,7 +2894,7 @@ def _bind_all_dims(input, dim=None, keepdim=False):
         raise TypeError('input')
     return (input, dim, keepdim)
 
-_overloads_all = ((_bind_all_dim, _op_all_dim, None), (_bind_all, _op_all, None), (_bind_all_dims, _op_all_dims, None),)
+_overloads_all = ((_bind_all_dim, _op_all_dim, None, None), (_bind_all, _op_all, None, None), (_bind_all_dims, _op_all_dims, None, None),)
 def all(*args, **kwargs):
     """Whether every element along `dim` is non-zero.
 
@@ -2949,7 +2949,7 @@ def _bind_var(input, unbiased=True):
         raise TypeError('input')
     return (input, unbiased)
 
-_overloads_var = ((_bind_var_dim, _op_var_dim, None), (_bind_var_correction, _op_var_correction, None), (_bind_var, _op_var, None),)
+_overloads_var = ((_bind_var_dim, _op_var_dim, None, None), (_bind_var_correction, _op_var_correction, None, None), (_bind_var, _op_var, None, None),)
 def var(*args, **kwargs):
     """The variance over `dim`, unbiased (N - 1) or not (N).
 
@@ -3004,7 +3004,7 @@ def _bind_std(input, unbiased=True):
         raise TypeError('input')
     return (input, unbiased)
 
-_overloads_std = ((_bind_std_dim, _op_std_dim, None), (_bind_std_correction, _op_std_correction, None), (_bind_std, _op_std, None),)
+_overloads_std = ((_bind_std_dim, _op_std_dim, None, None), (_bind_std_correction, _op_std_correction, None, None), (_bind_std, _op_std, None, None),)
 def std(*args, **kwargs):
     """The standard deviation over `dim`, unbiased (N - 1) or not (N).
 
@@ -3063,7 +3063,7 @@ def _bind_norm_Scalar(input, p=2):
         raise TypeError('p')
     return (input, p)
 
-_overloads_norm = ((_bind_norm_ScalarOpt_dim, _op_norm_ScalarOpt_dim, None), (_bind_norm_Scalar, _op_norm_Scalar, None),)
+_overloads_norm = ((_bind_norm_ScalarOpt_dim, _op_norm_ScalarOpt_dim, None, None), (_bind_norm_Scalar, _op_norm_Scalar, None, None),)
 def norm(*args, **kwargs):
     """The p-norm over `dim` (p = 2 when None; 0, 1, 2, inf, -inf and any other p > 0).
 
@@ -3339,7 +3339,7 @@ def _bind_lerp_Tensor(input, end, weight):
         raise TypeError('weight')
     return (input, end, weight)
 
-_overloads_lerp = ((_bind_lerp_Scalar, _op_lerp_Scalar, None), (_bind_lerp_Tensor, _op_lerp_Tensor, None),)
+_overloads_lerp = ((_bind_lerp_Scalar, _op_lerp_Scalar, None, None), (_bind_lerp_Tensor, _op_lerp_Tensor, None, None),)
 def lerp(*args, **kwargs):
     """self + weight * (end - self).
 
@@ -3371,7 +3371,7 @@ def _bind_lerp__Tensor(input, end, weight):
         raise TypeError('weight')
     return (input, end, weight)
 
-_overloads_lerp_ = ((_bind_lerp__Scalar, _op_lerp__Scalar, None), (_bind_lerp__Tensor, _op_lerp__Tensor, None),)
+_overloads_lerp_ = ((_bind_lerp__Scalar, _op_lerp__Scalar, None, None), (_bind_lerp__Tensor, _op_lerp__Tensor, None, None),)
 def lerp_(*args, **kwargs):
     """In-place version of lerp.Scalar: self + weight * (end - self).
 
@@ -3556,7 +3556,7 @@ def _bind_conv1d_padding(input, weight, bias=None, stride=(1,), padding='valid',
         raise TypeError('groups')
     return (input, weight, bias, stride, padding, dilation, groups)
 
-_overloads_conv1d = ((_bind_conv1d, _op_conv1d, None), (_bind_conv1d_padding, _op_conv1d_padding, None),)
+_overloads_conv1d = ((_bind_conv1d, _op_conv1d, None, None), (_bind_conv1d_padding, _op_conv1d_padding, None, None),)
 def conv1d(*args, **kwargs):
     """1-d convolution of a (N, C, L) or unbatched (C, L) input.
 
@@ -3627,7 +3627,7 @@ def _bind_conv2d_padding(input, weight, bias=None, stride=(1, 1), padding='valid
         raise TypeError('groups')
     return (input, weight, bias, stride, padding, dilation, groups)
 
-_overloads_conv2d = ((_bind_conv2d, _op_conv2d, None), (_bind_conv2d_padding, _op_conv2d_padding, None),)
+_overloads_conv2d = ((_bind_conv2d, _op_conv2d, None, None), (_bind_conv2d_padding, _op_conv2d_padding, None, None),)
 def conv2d(*args, **kwargs):
     """2-d convolution of a (N, C, H, W) or unbatched (C, H, W) input.
 
@@ -3772,7 +3772,7 @@ def _bind_conv3d_padding(input, weight, bias=None, stride=(1, 1, 1), padding='va
         raise TypeError('groups')
     return (input, weight, bias, stride, padding, dilation, groups)
 
-_overloads_conv3d = ((_bind_conv3d, _op_conv3d, None), (_bind_conv3d_padding, _op_conv3d_padding, None),)
+_overloads_conv3d = ((_bind_conv3d, _op_conv3d, None, None), (_bind_conv3d_padding, _op_conv3d_padding, None, None),)
 def conv3d(*args, **kwargs):
     """3-d convolution of a (N, C, D, H, W) or unbatched (C, D, H, W) input.
 
@@ -4300,7 +4300,7 @@ def _bind_upsample_nearest1d(input, output_size, scales=None):
         raise TypeError('input')
     return (input, output_size, scales)
 
-_overloads_upsample_nearest1d = ((_bind_upsample_nearest1d_vec, _op_upsample_nearest1d_vec, None), (_bind_upsample_nearest1d, _op_upsample_nearest1d, None),)
+_overloads_upsample_nearest1d = ((_bind_upsample_nearest1d_vec, _op_upsample_nearest1d_vec, None, None), (_bind_upsample_nearest1d, _op_upsample_nearest1d, None, None),)
 def upsample_nearest1d(*args, **kwargs):
     """Nearest-neighbour upsampling of the last dim, to a size or by a scale factor.
 
@@ -4340,7 +4340,7 @@ def _bind_upsample_nearest2d(input, output_size, scales_h=None, scales_w=None):
         raise TypeError('input')
     return (input, output_size, scales_h, scales_w)
 
-_overloads_upsample_nearest2d = ((_bind_upsample_nearest2d_vec, _op_upsample_nearest2d_vec, None), (_bind_upsample_nearest2d, _op_upsample_nearest2d, None),)
+_overloads_upsample_nearest2d = ((_bind_upsample_nearest2d_vec, _op_upsample_nearest2d_vec, None, None), (_bind_upsample_nearest2d, _op_upsample_nearest2d, None, None),)
 def upsample_nearest2d(*args, **kwargs):
     """Nearest-neighbour upsampling of the last two dims, to a size or by scale factors.
 
@@ -4384,7 +4384,7 @@ def _bind_upsample_bilinear2d(input, output_size, align_corners, scales_h=None, 
         raise TypeError('input')
     return (input, output_size, align_corners, scales_h, scales_w)
 
-_overloads_upsample_bilinear2d = ((_bind_upsample_bilinear2d_vec, _op_upsample_bilinear2d_vec, None), (_bind_upsample_bilinear2d, _op_upsample_bilinear2d, None),)
+_overloads_upsample_bilinear2d = ((_bind_upsample_bilinear2d_vec, _op_upsample_bilinear2d_vec, None, None), (_bind_upsample_bilinear2d, _op_upsample_bilinear2d, None, None),)
 def upsample_bilinear2d(*args, **kwargs):
     """Bilinear upsampling of the last two dims, to a size or by scale factors.
 
@@ -4492,7 +4492,7 @@ def _bind_scatter_src(input, dim, index, src):
         raise TypeError('src')
     return (input, dim, index, src)
 
-_overloads_scatter = ((_bind_scatter_reduce, _op_scatter_reduce, None), (_bind_scatter_value_reduce, _op_scatter_value_reduce, None), (_bind_scatter_value, _op_scatter_value, None), (_bind_scatter_src, _op_scatter_src, None),)
+_overloads_scatter = ((_bind_scatter_reduce, _op_scatter_reduce, None, None), (_bind_scatter_value_reduce, _op_scatter_value_reduce, None, None), (_bind_scatter_value, _op_scatter_value, None, None), (_bind_scatter_src, _op_scatter_src, None, None),)
 def scatter(*args, **kwargs):
     """A copy of `self` with each `src` element added (reduce='add') or multiplied (reduce='multiply') in at the position along `dim` that `index` gives (torch's deprecated spelling of scatter_reduce).
 
@@ -4568,7 +4568,7 @@ def _bind_scatter__src(input, dim, index, src):
         raise TypeError('src')
     return (input, dim, index, src)
 
-_overloads_scatter_ = ((_bind_scatter__reduce, _op_scatter__reduce, None), (_bind_scatter__value_reduce, _op_scatter__value_reduce, None), (_bind_scatter__value, _op_scatter__value, None), (_bind_scatter__src, _op_scatter__src, None),)
+_overloads_scatter_ = ((_bind_scatter__reduce, _op_scatter__reduce, None, None), (_bind_scatter__value_reduce, _op_scatter__value_reduce, None, None), (_bind_scatter__value, _op_scatter__value, None, None), (_bind_scatter__src, _op_scatter__src, None, None),)
 def scatter_(*args, **kwargs):
     """In-place version of scatter.reduce: A copy of `self` with each `src` element added (reduce='add') or multiplied (reduce='multiply') in at the position along `dim` that `index` gives (torch's deprecated spelling of scatter_reduce).
 
@@ -4695,7 +4695,7 @@ def _bind_masked_fill_Tensor(input, mask, value):
         raise TypeError('value')
     return (input, mask, value)
 
-_overloads_masked_fill = ((_bind_masked_fill_Scalar, _op_masked_fill_Scalar, None), (_bind_masked_fill_Tensor, _op_masked_fill_Tensor, None),)
+_overloads_masked_fill = ((_bind_masked_fill_Scalar, _op_masked_fill_Scalar, None, None), (_bind_masked_fill_Tensor, _op_masked_fill_Tensor, None, None),)
 def masked_fill(*args, **kwargs):
     """`self` with `value` where the boolean `mask` is True.
 
@@ -4727,7 +4727,7 @@ def _bind_masked_fill__Tensor(input, mask, value):
         raise TypeError('value')
     return (input, mask, value)
 
-_overloads_masked_fill_ = ((_bind_masked_fill__Scalar, _op_masked_fill__Scalar, None), (_bind_masked_fill__Tensor, _op_masked_fill__Tensor, None),)
+_overloads_masked_fill_ = ((_bind_masked_fill__Scalar, _op_masked_fill__Scalar, None, None), (_bind_masked_fill__Tensor, _op_masked_fill__Tensor, None, None),)
 def masked_fill_(*args, **kwargs):
     """In-place version of masked_fill.Scalar: `self` with `value` where the boolean `mask` is True.
 
@@ -5433,7 +5433,7 @@ def _bind_bernoulli(input, *, generator=None):
         raise TypeError('input')
     return (input, generator)
 
-_overloads_bernoulli = ((_bind_bernoulli_p, _op_bernoulli_p, None), (_bind_bernoulli, _op_bernoulli, None),)
+_overloads_bernoulli = ((_bind_bernoulli_p, _op_bernoulli_p, None, None), (_bind_bernoulli, _op_bernoulli, None, None),)
 def bernoulli(*args, **kwargs):
     """1 with probability p, else 0, in the shape and dtype of self.
 
@@ -5784,7 +5784,7 @@ def _bind__native_batch_norm_legit_no_stats(input, weight, bias, training, momen
         raise TypeError('input')
     return (input, weight, bias, training, momentum, eps)
 
-_overloads__native_batch_norm_legit = ((_bind__native_batch_norm_legit, _op__native_batch_norm_legit, None), (_bind__native_batch_norm_legit_no_stats, _op__native_batch_norm_legit_no_stats, None),)
+_overloads__native_batch_norm_legit = ((_bind__native_batch_norm_legit, _op__native_batch_norm_legit, None, None), (_bind__native_batch_norm_legit_no_stats, _op__native_batch_norm_legit_no_stats, None, None),)
 def _native_batch_norm_legit(*args, **kwargs):
     """native_batch_norm with running statistics (updated in place when training).
 
@@ -6113,7 +6113,7 @@ def _bind_embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode
         raise TypeError('mode')
     return (weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights, include_last_offset)
 
-_overloads_embedding_bag = ((_bind_embedding_bag_padding_idx, _op_embedding_bag_padding_idx, None), (_bind_embedding_bag, _op_embedding_bag, None),)
+_overloads_embedding_bag = ((_bind_embedding_bag_padding_idx, _op_embedding_bag_padding_idx, None, None), (_bind_embedding_bag, _op_embedding_bag, None, None),)
 def embedding_bag(*args, **kwargs):
     """_embedding_bag with a padding index that may count from the end (None for none).
 
@@ -6317,7 +6317,7 @@ def _bind_ctc_loss_Tensor(log_probs, targets, input_lengths, target_lengths, bla
         raise TypeError('reduction')
     return (log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity)
 
-_overloads_ctc_loss = ((_bind_ctc_loss_IntList, _op_ctc_loss_IntList, None), (_bind_ctc_loss_Tensor, _op_ctc_loss_Tensor, None),)
+_overloads_ctc_loss = ((_bind_ctc_loss_IntList, _op_ctc_loss_IntList, None, None), (_bind_ctc_loss_Tensor, _op_ctc_loss_Tensor, None, None),)
 def ctc_loss(*args, **kwargs):
     """The connectionist temporal classification loss of (T, N, C) log-probabilities against padded (N, S) or concatenated targets, lengths as lists.
 

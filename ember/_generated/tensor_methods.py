@@ -1079,7 +1079,7 @@ class TensorMethods:
 
     def round(self, *args, **kwargs):
         """Each element rounded to `decimals` decimal places (ties to even), as x * 10^d rounded, divided by 10^d."""
-        return _call_overload('round', ((TensorMethods._bind_round_decimals, _op_round_decimals, None), (TensorMethods._bind_round, _op_round, None),), (self,) + args, kwargs, True)
+        return _call_overload('round', ((TensorMethods._bind_round_decimals, _op_round_decimals, None, None), (TensorMethods._bind_round, _op_round, None, None),), (self,) + args, kwargs, True)
 
     @staticmethod
     def _bind_round__decimals(self, *, decimals):
@@ -1095,7 +1095,7 @@ class TensorMethods:
 
     def round_(self, *args, **kwargs):
         """In-place version of round.decimals: Each element rounded to `decimals` decimal places (ties to even), as x * 10^d rounded, divided by 10^d."""
-        return _call_overload('round_', ((TensorMethods._bind_round__decimals, _op_round__decimals, None), (TensorMethods._bind_round_, _op_round_, None),), (self,) + args, kwargs, True)
+        return _call_overload('round_', ((TensorMethods._bind_round__decimals, _op_round__decimals, None, None), (TensorMethods._bind_round_, _op_round_, None, None),), (self,) + args, kwargs, True)
 
     def trunc(self):
         """Each element rounded towards zero.
@@ -1503,7 +1503,7 @@ class TensorMethods:
 
     def max(self, *args, **kwargs):
         """The maximum along `dim` and the index of its first occurrence."""
-        return _call_overload('max', ((TensorMethods._bind_max_dim, _op_max_dim, _R_max_dim), (TensorMethods._bind_max, _op_max, None),), (self,) + args, kwargs, True)
+        return _call_overload('max', ((TensorMethods._bind_max_dim, _op_max_dim, _R_max_dim, None), (TensorMethods._bind_max, _op_max, None, None),), (self,) + args, kwargs, True)
 
     @staticmethod
     def _bind_min_dim(self, dim, keepdim=False):
@@ -1521,7 +1521,7 @@ class TensorMethods:
 
     def min(self, *args, **kwargs):
         """The minimum along `dim` and the index of its first occurrence."""
-        return _call_overload('min', ((TensorMethods._bind_min_dim, _op_min_dim, _R_min_dim), (TensorMethods._bind_min, _op_min, None),), (self,) + args, kwargs, True)
+        return _call_overload('min', ((TensorMethods._bind_min_dim, _op_min_dim, _R_min_dim, None), (TensorMethods._bind_min, _op_min, None, None),), (self,) + args, kwargs, True)
 
     def argmax(self, dim=None, keepdim=False):
         """The index of the first maximum along `dim` (of the flattened tensor when None).
@@ -1861,7 +1861,7 @@ class TensorMethods:
 
     def sort(self, *args, **kwargs):
         """Sorts along `dim` (NaN counts as the largest value); equal elements keep their order (the primitive behind sort, argsort, topk)."""
-        return _call_overload('sort', ((TensorMethods._bind_sort_stable, _op_sort_stable, _R_sort_stable), (TensorMethods._bind_sort, _op_sort, _R_sort),), (self,) + args, kwargs, True)
+        return _call_overload('sort', ((TensorMethods._bind_sort_stable, _op_sort_stable, _R_sort_stable, None), (TensorMethods._bind_sort, _op_sort, _R_sort, None),), (self,) + args, kwargs, True)
 
     @staticmethod
     def _bind_argsort_stable(self, *, stable, dim=-1, descending=False):
@@ -1887,7 +1887,7 @@ class TensorMethods:
 
     def argsort(self, *args, **kwargs):
         """The indices that sort `self` along `dim`; equal elements keep their order."""
-        return _call_overload('argsort', ((TensorMethods._bind_argsort_stable, _op_argsort_stable, None), (TensorMethods._bind_argsort, _op_argsort, None),), (self,) + args, kwargs, True)
+        return _call_overload('argsort', ((TensorMethods._bind_argsort_stable, _op_argsort_stable, None, None), (TensorMethods._bind_argsort, _op_argsort, None, None),), (self,) + args, kwargs, True)
 
     def topk(self, k, dim=-1, largest=True, sorted=True):
         """The `k` largest (or smallest) elements along `dim` and their indices.
@@ -1956,7 +1956,7 @@ class TensorMethods:
 
     def prod(self, *args, **kwargs):
         """The product along `dim`."""
-        return _call_overload('prod', ((TensorMethods._bind_prod_dim_int, _op_prod_dim_int, None), (TensorMethods._bind_prod, _op_prod, None),), (self,) + args, kwargs, True)
+        return _call_overload('prod', ((TensorMethods._bind_prod_dim_int, _op_prod_dim_int, None, None), (TensorMethods._bind_prod, _op_prod, None, None),), (self,) + args, kwargs, True)
 
     def logsumexp(self, dim, keepdim=False):
         """log(sum(exp(x))) over `dim`, computed stably; integers are computed in the default float dtype.
@@ -2003,7 +2003,7 @@ class TensorMethods:
 
     def any(self, *args, **kwargs):
         """Whether any element along `dim` is non-zero."""
-        return _call_overload('any', ((TensorMethods._bind_any_dim, _op_any_dim, None), (TensorMethods._bind_any, _op_any, None), (TensorMethods._bind_any_dims, _op_any_dims, None),), (self,) + args, kwargs, True)
+        return _call_overload('any', ((TensorMethods._bind_any_dim, _op_any_dim, None, None), (TensorMethods._bind_any, _op_any, None, None), (TensorMethods._bind_any_dims, _op_any_dims, None, None),), (self,) + args, kwargs, True)
 
     @staticmethod
     def _bind_all_dim(self, dim, keepdim=False):
@@ -2034,7 +2034,7 @@ class TensorMethods:
 
     def all(self, *args, **kwargs):
         """Whether every element along `dim` is non-zero."""
-        return _call_overload('all', ((TensorMethods._bind_all_dim, _op_all_dim, None), (TensorMethods._bind_all, _op_all, None), (TensorMethods._bind_all_dims, _op_all_dims, None),), (self,) + args, kwargs, True)
+        return _call_overload('all', ((TensorMethods._bind_all_dim, _op_all_dim, None, None), (TensorMethods._bind_all, _op_all, None, None), (TensorMethods._bind_all_dims, _op_all_dims, None, None),), (self,) + args, kwargs, True)
 
     @staticmethod
     def _bind_var_dim(self, dim, unbiased=True, keepdim=False):
@@ -2076,7 +2076,7 @@ class TensorMethods:
 
     def var(self, *args, **kwargs):
         """The variance over `dim`, unbiased (N - 1) or not (N)."""
-        return _call_overload('var', ((TensorMethods._bind_var_dim, _op_var_dim, None), (TensorMethods._bind_var_correction, _op_var_correction, None), (TensorMethods._bind_var, _op_var, None),), (self,) + args, kwargs, True)
+        return _call_overload('var', ((TensorMethods._bind_var_dim, _op_var_dim, None, None), (TensorMethods._bind_var_correction, _op_var_correction, None, None), (TensorMethods._bind_var, _op_var, None, None),), (self,) + args, kwargs, True)
 
     @staticmethod
     def _bind_std_dim(self, dim, unbiased=True, keepdim=False):
@@ -2118,7 +2118,7 @@ class TensorMethods:
 
     def std(self, *args, **kwargs):
         """The standard deviation over `dim`, unbiased (N - 1) or not (N)."""
-        return _call_overload('std', ((TensorMethods._bind_std_dim, _op_std_dim, None), (TensorMethods._bind_std_correction, _op_std_correction, None), (TensorMethods._bind_std, _op_std, None),), (self,) + args, kwargs, True)
+        return _call_overload('std', ((TensorMethods._bind_std_dim, _op_std_dim, None, None), (TensorMethods._bind_std_correction, _op_std_correction, None, None), (TensorMethods._bind_std, _op_std, None, None),), (self,) + args, kwargs, True)
 
     def flip(self, *dims, **dims_kw):
         """A copy with the order of the elements along `dims` reversed.
@@ -2332,7 +2332,7 @@ class TensorMethods:
 
     def lerp(self, *args, **kwargs):
         """self + weight * (end - self)."""
-        return _call_overload('lerp', ((TensorMethods._bind_lerp_Scalar, _op_lerp_Scalar, None), (TensorMethods._bind_lerp_Tensor, _op_lerp_Tensor, None),), (self,) + args, kwargs, True)
+        return _call_overload('lerp', ((TensorMethods._bind_lerp_Scalar, _op_lerp_Scalar, None, None), (TensorMethods._bind_lerp_Tensor, _op_lerp_Tensor, None, None),), (self,) + args, kwargs, True)
 
     @staticmethod
     def _bind_lerp__Scalar(self, end, weight):
@@ -2354,7 +2354,7 @@ class TensorMethods:
 
     def lerp_(self, *args, **kwargs):
         """In-place version of lerp.Scalar: self + weight * (end - self)."""
-        return _call_overload('lerp_', ((TensorMethods._bind_lerp__Scalar, _op_lerp__Scalar, None), (TensorMethods._bind_lerp__Tensor, _op_lerp__Tensor, None),), (self,) + args, kwargs, True)
+        return _call_overload('lerp_', ((TensorMethods._bind_lerp__Scalar, _op_lerp__Scalar, None, None), (TensorMethods._bind_lerp__Tensor, _op_lerp__Tensor, None, None),), (self,) + args, kwargs, True)
 
     def addcmul(self, tensor1, tensor2, *, value=1):
         """self + value * tensor1 * tensor2.
@@ -2486,7 +2486,7 @@ class TensorMethods:
 
     def scatter(self, *args, **kwargs):
         """A copy of `self` with each `src` element added (reduce='add') or multiplied (reduce='multiply') in at the position along `dim` that `index` gives (torch's deprecated spelling of scatter_reduce)."""
-        return _call_overload('scatter', ((TensorMethods._bind_scatter_reduce, _op_scatter_reduce, None), (TensorMethods._bind_scatter_value_reduce, _op_scatter_value_reduce, None), (TensorMethods._bind_scatter_value, _op_scatter_value, None), (TensorMethods._bind_scatter_src, _op_scatter_src, None),), (self,) + args, kwargs, True)
+        return _call_overload('scatter', ((TensorMethods._bind_scatter_reduce, _op_scatter_reduce, None, None), (TensorMethods._bind_scatter_value_reduce, _op_scatter_value_reduce, None, None), (TensorMethods._bind_scatter_value, _op_scatter_value, None, None), (TensorMethods._bind_scatter_src, _op_scatter_src, None, None),), (self,) + args, kwargs, True)
 
     @staticmethod
     def _bind_scatter__reduce(self, dim, index, src, *, reduce):
@@ -2546,7 +2546,7 @@ class TensorMethods:
 
     def scatter_(self, *args, **kwargs):
         """In-place version of scatter.reduce: A copy of `self` with each `src` element added (reduce='add') or multiplied (reduce='multiply') in at the position along `dim` that `index` gives (torch's deprecated spelling of scatter_reduce)."""
-        return _call_overload('scatter_', ((TensorMethods._bind_scatter__reduce, _op_scatter__reduce, None), (TensorMethods._bind_scatter__value_reduce, _op_scatter__value_reduce, None), (TensorMethods._bind_scatter__value, _op_scatter__value, None), (TensorMethods._bind_scatter__src, _op_scatter__src, None),), (self,) + args, kwargs, True)
+        return _call_overload('scatter_', ((TensorMethods._bind_scatter__reduce, _op_scatter__reduce, None, None), (TensorMethods._bind_scatter__value_reduce, _op_scatter__value_reduce, None, None), (TensorMethods._bind_scatter__value, _op_scatter__value, None, None), (TensorMethods._bind_scatter__src, _op_scatter__src, None, None),), (self,) + args, kwargs, True)
 
     def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
         """A copy of `self` reducing (sum, prod, mean, amax, amin) the `src` elements scattered to each position.
@@ -2652,7 +2652,7 @@ class TensorMethods:
 
     def masked_fill(self, *args, **kwargs):
         """`self` with `value` where the boolean `mask` is True."""
-        return _call_overload('masked_fill', ((TensorMethods._bind_masked_fill_Scalar, _op_masked_fill_Scalar, None), (TensorMethods._bind_masked_fill_Tensor, _op_masked_fill_Tensor, None),), (self,) + args, kwargs, True)
+        return _call_overload('masked_fill', ((TensorMethods._bind_masked_fill_Scalar, _op_masked_fill_Scalar, None, None), (TensorMethods._bind_masked_fill_Tensor, _op_masked_fill_Tensor, None, None),), (self,) + args, kwargs, True)
 
     @staticmethod
     def _bind_masked_fill__Scalar(self, mask, value):
@@ -2674,7 +2674,7 @@ class TensorMethods:
 
     def masked_fill_(self, *args, **kwargs):
         """In-place version of masked_fill.Scalar: `self` with `value` where the boolean `mask` is True."""
-        return _call_overload('masked_fill_', ((TensorMethods._bind_masked_fill__Scalar, _op_masked_fill__Scalar, None), (TensorMethods._bind_masked_fill__Tensor, _op_masked_fill__Tensor, None),), (self,) + args, kwargs, True)
+        return _call_overload('masked_fill_', ((TensorMethods._bind_masked_fill__Scalar, _op_masked_fill__Scalar, None, None), (TensorMethods._bind_masked_fill__Tensor, _op_masked_fill__Tensor, None, None),), (self,) + args, kwargs, True)
 
     def masked_select(self, mask):
         """The elements of `self` where the boolean `mask` is True, as a 1-D tensor (a data-dependent shape).
@@ -2803,7 +2803,7 @@ class TensorMethods:
 
     def bernoulli(self, *args, **kwargs):
         """1 with probability p, else 0, in the shape and dtype of self."""
-        return _call_overload('bernoulli', ((TensorMethods._bind_bernoulli_p, _op_bernoulli_p, None), (TensorMethods._bind_bernoulli, _op_bernoulli, None),), (self,) + args, kwargs, True)
+        return _call_overload('bernoulli', ((TensorMethods._bind_bernoulli_p, _op_bernoulli_p, None, None), (TensorMethods._bind_bernoulli, _op_bernoulli, None, None),), (self,) + args, kwargs, True)
 
     def bernoulli_(self, p=0.5, *, generator=None):
         """Fills self with 1 with probability p, else 0.

@@ -9,6 +9,7 @@ what the backend must implement. Registration anywhere clears every cache.
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import os
@@ -18,7 +19,7 @@ from ember.core.errors import ArgumentTypeError
 
 from . import keys as K
 from .dispatch import caller_for
-from .schema import OpSchema
+from .schema import OpSchema, parameters
 
 _TRACE = os.environ.get("EMBER_DISPATCH_TRACE", "") not in ("", "0")
 ALL_OPS: dict[str, "OpDef"] = {}
@@ -61,10 +62,10 @@ class OpDef(OpSchema):
         return f"<ember op {self.name}>"
 
     def __call__(self, *args):
-        """Call the op with every argument given positionally, in schema order."""
+        """Call the op with its arguments positionally, in schema order; trailing ones with a default may be left
+        out, as torch.ops.aten's calls may."""
         if len(args) != len(self.arg_names):
-            raise ArgumentTypeError(f"{self.name}(): the op takes its {len(self.arg_names)} arguments positionally, in "
-                                    f"schema order ({', '.join(self.arg_names)}); got {len(args)}")
+            args = _with_defaults(self, args)
         return self.dispatch(args)
 
     # -- resolution ------------------------------------------------------------------------
@@ -190,3 +191,25 @@ def register_functionality(key: int, kernel: Callable, ops=None) -> None:
 def primitive_ops() -> list[str]:
     """The ops every backend must implement natively."""
     return sorted(n for n, op in ALL_OPS.items() if op.impl == "primitive")
+
+
+def _with_defaults(op: "OpDef", args: tuple) -> tuple:
+    """`args` completed with the schema's defaults for the trailing arguments left out; a TypeError naming the
+    schema's arguments when a required one is missing, there are too many, or a default is not a literal."""
+    params = parameters(op.schema)
+    if len(args) < len(params):
+        defaults = params[len(args):]
+        try:
+            if all(text is not None for _, _, text in defaults):
+                return args + tuple(_literal(text) for _, _, text in defaults)
+        except (ValueError, SyntaxError):
+            pass
+    raise ArgumentTypeError(f"{op.name}(): the op takes its {len(params)} arguments positionally, in schema order "
+                            f"({', '.join(name for _, name, _ in params)}), those with a default may be left out at "
+                            f"the end; got {len(args)}")
+
+
+def _literal(text: str):
+    """A schema default's Python value (None, True, 1, 1e-05, [1, 1], "mean")."""
+    return {"None": None, "True": True, "False": False}.get(text) if text in ("None", "True", "False") \
+        else ast.literal_eval(text)

@@ -1,7 +1,6 @@
 """Small helpers the generated bindings call (argument normalisation, overload choice)."""
 from __future__ import annotations
 
-import functools
 
 from numbers import Integral
 
@@ -162,26 +161,21 @@ def scalar_arg(value):
     return value
 
 
-@functools.lru_cache(maxsize=None)
-def _requires_grad_position(op) -> int | None:
-    """Where a factory op's `requires_grad` argument is in its bound arguments (None: the op has none)."""
-    return op.arg_names.index("requires_grad") if "requires_grad" in op.arg_names else None
-
-
 def call_overload(name: str, overloads: tuple, args: tuple, kwargs: dict, method: bool = False):
     """Call the first overload whose signature accepts the arguments (most specific first); `method`: for a
-    Tensor method (`args` starts with `self`), through the op's `method_dispatch`."""
-    for binder, op, wrap in overloads:
+    Tensor method (`args` starts with `self`), through the op's `method_dispatch`. Each overload is (binder, op,
+    named-result wrapper or None, position of a factory's `requires_grad` among the bound arguments or None),
+    as codegen writes them."""
+    for binder, op, wrap, requires_grad_at in overloads:
         try:
             bound = binder(*args, **kwargs)
         except TypeError:
             continue
         out = op.method_dispatch(bound) if method else op.dispatch(bound)
-        at = _requires_grad_position(op)
-        if at is not None and bound[at]:              # a factory's requires_grad=True, as its own binding applies it
+        if requires_grad_at is not None and bound[requires_grad_at]:     # a factory's requires_grad=True
             out.requires_grad_()
         return wrap(*out) if wrap is not None else out
-    sigs = "\n".join(f"  * {op.schema}" for _, op, _ in overloads)
+    sigs = "\n".join(f"  * {op.schema}" for _, op, _, _ in overloads)
     given = ", ".join([type(a).__name__ for a in args] + [f"{k}={type(v).__name__}" for k, v in kwargs.items()])
     raise ArgumentTypeError(f"{name}() received an invalid combination of arguments - got ({given}), but expected "
                             f"one of:\n{sigs}")
