@@ -1,7 +1,7 @@
 """`ember.ops`: every registry op by name, as printed graphs write them (torch.ops.aten's role).
 
-`ember.ops.add.Tensor` is the op `add.Tensor` (an `OpDef`: call it with every argument in schema
-order); `ember.ops.neg` is `neg`, an op without an overload name, itself; `ember.ops.add` is the
+`ember.ops.add.Tensor` is the op `add.Tensor` (an `OpDef`: call it with its arguments positionally, in
+schema order; trailing ones with a default may be left out, as with torch.ops.aten); `ember.ops.neg` is `neg`, an op without an overload name, itself; `ember.ops.add` is the
 packet of add's overloads (`.Tensor`, `.Scalar`, ..., `.default` for the unnamed one, and
 `.overloads()`). A graph's code (`GraphModule.code`, `print(exported_program)`) names its targets
 this way, so what it prints can be called.
