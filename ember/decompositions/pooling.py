@@ -17,6 +17,7 @@ import math
 
 from ember._generated import functions as F
 from ember.core import dtype as _dt
+from ember.shape_rules.nn_layers import is_global_pool
 
 from . import as_opmath, decomposition, explicit_kernel
 from .convolution import fold, windows, zero_pad
@@ -323,8 +324,7 @@ def _adaptive_backward(grad_output, self, nd):
 
 @decomposition("adaptive_avg_pool2d")
 def adaptive_avg_pool2d(self, output_size):
-    if output_size == 1 or isinstance(output_size, (list, tuple)) and list(output_size) == [1, 1]:
-        # as torch: the mean over the last two dims
+    if is_global_pool(output_size):             # as torch: the mean over the last two dims
         return F.mean(self, [-2, -1], True)
     return F._adaptive_avg_pool2d(self, output_size)
 

@@ -201,15 +201,10 @@ def _with_defaults(op: "OpDef", args: tuple) -> tuple:
         defaults = params[len(args):]
         try:
             if all(text is not None for _, _, text in defaults):
-                return args + tuple(_literal(text) for _, _, text in defaults)
+                return args + tuple(ast.literal_eval(text) for _, _, text in defaults)   # None, 1, [1, 1], ...
         except (ValueError, SyntaxError):
             pass
     raise ArgumentTypeError(f"{op.name}(): the op takes its {len(params)} arguments positionally, in schema order "
                             f"({', '.join(name for _, name, _ in params)}), those with a default may be left out at "
                             f"the end; got {len(args)}")
 
-
-def _literal(text: str):
-    """A schema default's Python value (None, True, 1, 1e-05, [1, 1], "mean")."""
-    return {"None": None, "True": True, "False": False}.get(text) if text in ("None", "True", "False") \
-        else ast.literal_eval(text)
