@@ -233,7 +233,7 @@ def _class_check(a: Argument, pname: str, fn: str, position: int | None, one_int
     guard = f"{pname} is not None and " if takes_none else ""
     if t.base in ("int", "SymInt") and t.is_list:
         single = one_int or t.list_size is not None
-        call = f"_int_list_arg({pname}, {where}, {single})"
+        call = f"{pname} = _int_list_arg({pname}, {where}, {single})"
         return [f"    if {guard}{pname}.__class__ is not tuple and {pname}.__class__ is not list:",
                 f"        {call}",
                 f"    elif {pname} is not None:" if takes_none else "    else:",
@@ -300,10 +300,12 @@ def _binder(op: OpEntry, is_method: bool, indent: str) -> tuple[str, list[str]]:
             pname = argument_python_name(a, is_method)
             lines.append(f"{indent}    if {pname}.__class__ in (list, tuple):\n{indent}        raise TypeError({pname!r})")
         elif a.type.is_tensor and not a.type.optional and not a.has_default and i != bound:
-            # None fits no overload's Tensor (torch's parser): masked_fill(t, mask, None) matches neither; nor
-            # does a number where this overload takes none (scatter(t, 0, i, 2.0, reduce=...) is value_reduce)
+            # None or a Python list, tuple or str fits no overload's Tensor (torch's parser): masked_fill(t, mask,
+            # [3]) matches neither; nor does a number where this overload takes none (scatter(t, 0, i, 2.0,
+            # reduce=...) is value_reduce)
             pname = argument_python_name(a, is_method)
-            refused = "None" if i in numbers else "None or " + pname + ".__class__ in (int, float, bool, complex)"
+            classes = "(list, tuple, str)" if i in numbers else "(int, float, bool, complex, list, tuple, str)"
+            refused = f"None or {pname}.__class__ in {classes}"
             lines.append(f"{indent}    if {pname} is {refused}:\n{indent}        raise TypeError({pname!r})")
     lines.append(f"{indent}    return ({', '.join(exprs)}{',' if len(exprs) == 1 else ''})")
     return fname, lines

@@ -398,17 +398,80 @@ FOUND = {
     "kl_div with a bool target": lambda m: m.kl_div(m.ones(2, 3, dtype=m.float16), m.tensor(True), 2, log_target=True),
     "binary_cross_entropy of int64 with a bool target": lambda m: m.nn.functional.binary_cross_entropy(
         m.ones(2, 3, dtype=m.int64), m.ones(2, 3, dtype=m.bool)),
+    "empty(True, 3)": lambda m: m.empty(True, 3),
+    "zeros(3, True)": lambda m: m.zeros(3, True),
+    "ones((3, True))": lambda m: m.ones((3, True)),
+    "sum over dims (0, True)": lambda m: m.ones(2, 3).sum((0, True)),
+    "sum over dims (True, 0)": lambda m: m.ones(2, 3).sum((True, 0)),
+    "permute((1, False))": lambda m: m.ones(2, 3).permute((1, False)),
+    "arange(0, None, True)": lambda m: m.arange(0, None, True),
+    "arange(end=5)": lambda m: m.arange(end=5),
+    "arange(5, step=2)": lambda m: m.arange(5, step=2),
+    "arange(2.5, dtype=float64)": lambda m: m.arange(2.5, dtype=m.float64),
+    "masked_fill_ with a list value": lambda m: m.zeros(3, 4, dtype=m.int32).masked_fill_(
+        m.zeros(3, 4, dtype=m.float16), [3]),
+    "as_strided_scatter with None for src": lambda m: m.as_strided_scatter(m.ones(6), None, (3,), (-3, -3)),
+    "batch_norm of an empty input with parameters of another size": lambda m: m.nn.functional.batch_norm(
+        m.ones(2, 0, 4, dtype=m.bfloat16), m.zeros(3, dtype=m.bfloat16), m.ones(3, dtype=m.bfloat16),
+        m.ones(3, dtype=m.bfloat16), m.zeros(3, dtype=m.bfloat16)),
+    "cdist of float32 and float64 with no rows": lambda m: m.cdist(m.ones(2, 1, 3, 2), m.ones(0, 2, dtype=m.float64)),
+    "cdist of float32 and float64 with no columns": lambda m: m.cdist(m.ones(1, 0), m.ones(3, 0, dtype=m.float64)),
+    "embedding with no rows": lambda m: m.nn.functional.embedding(m.zeros(2, 4, dtype=m.int64), m.ones(0, 3)),
+    "conv2d of an empty batch of float16 with an int8 weight": lambda m: m.nn.functional.conv2d(
+        m.ones(0, 2, 4, 4, dtype=m.float16), m.ones(2, 2, 2, 2, dtype=m.int8)),
+    "conv2d of an empty batch of bools with a float weight": lambda m: m.nn.functional.conv2d(
+        m.ones(0, 2, 4, 4, dtype=m.bool), m.ones(2, 2, 2, 2)),
+    "conv_transpose2d of an empty batch of float32 with a float64 weight": lambda m: m.nn.functional.conv_transpose2d(
+        m.ones(0, 2, 4, 4), m.ones(2, 2, 2, 2, dtype=m.float64)),
+    "conv2d of an empty batch with a bias of another dtype": lambda m: m.nn.functional.conv2d(
+        m.ones(0, 2, 4, 4), m.ones(2, 2, 2, 2), m.ones(2, dtype=m.float64)),
+    "conv_transpose1d of uint8 with a float64 weight": lambda m: m.nn.functional.conv_transpose1d(
+        m.ones(2, 3, dtype=m.uint8), m.ones(2, 2, 2, dtype=m.float64)),
+    "transposed convolution of bools with a float bias": lambda m: m.convolution(
+        m.ones(1, 2, 3, 3, dtype=m.bool), m.ones(2, 2, 2, 2), m.ones(2), [2, 2], [1, 1], [1, 1], True, [1, 0], 1),
+    "conv2d of bools with the wrong channel count": lambda m: m.nn.functional.conv2d(
+        m.ones(1, 3, 4, 4, dtype=m.bool), m.ones(2, 2, 2, 2)),
+    "adaptive_avg_pool1d with no channels": lambda m: m.nn.functional.adaptive_avg_pool1d(
+        m.ones(1, 0, 7, dtype=m.bfloat16), 3),
+    "adaptive_avg_pool2d with no channels": lambda m: m.nn.functional.adaptive_avg_pool2d(m.ones(1, 0, 7, 7), 3),
+    "adaptive_avg_pool2d of an empty height": lambda m: m.nn.functional.adaptive_avg_pool2d(m.ones(2, 0, 7), 3),
+    "adaptive_max_pool2d with no channels": lambda m: m.nn.functional.adaptive_max_pool2d(m.ones(1, 0, 7, 7), 3),
+    "max_pool3d of int32": lambda m: m.nn.functional.max_pool3d(m.arange(16, dtype=m.int32).reshape(1, 2, 2, 4), 2),
+    "cosine_similarity of bfloat16 and float64": lambda m: m.nn.functional.cosine_similarity(
+        (m.arange(12.0).reshape(3, 4) * 0.37 - 1.1).to(m.bfloat16),
+        m.arange(24.0, dtype=m.float64).reshape(2, 3, 4).cos()),
+    "empty_strided of an empty shape with negative strides": lambda m: m.empty_strided((0, 3), (-1, -1)),
+    "empty_strided with negative strides": lambda m: m.empty_strided((2, 3), (-1, -1)),
+    "matmul of empty bools whose shapes do not fit": lambda m: m.matmul(m.ones(0, dtype=m.bool),
+                                                                       m.ones(2, 2, dtype=m.bool)),
+    "matmul of batches that do not broadcast, of two dtypes": lambda m: m.matmul(m.ones(2, 2, 3),
+                                                                                 m.ones(3, 3, 2, dtype=m.float64)),
+    "scatter_add_ with None for src and a dim out of range": lambda m: m.ones(3, 4).scatter_add_(
+        3, m.ones(1, 1, dtype=m.bfloat16), None),
+    "max_unpool2d to a negative size": lambda m: (m.ops.aten if m is torch else m).max_unpool2d(
+        m.ones(1, 1, 2, 3), m.zeros(1, 1, 2, 3, dtype=m.int64), [-3, -4]),
+    "max_unpool2d to an empty size": lambda m: (m.ops.aten if m is torch else m).max_unpool2d(
+        m.ones(1, 1, 2, 3), m.zeros(1, 1, 2, 3, dtype=m.int64), [0, 4]),
 }
 
 
 def test_meta_predictions_the_fuzzer_found_match_torch():
     """Shapes and dtypes on meta as torch's: einsum summing an integer operand gives int64 (sum's promotion);
-    scatter_reduce refuses None for src."""
+    scatter_reduce and scatter_add refuse None for src; max_unpool2d refuses a negative size; an index list
+    holding a bool is a TypeError before the index tensors' dtypes are read."""
     ours = ember.einsum("ij->", ember.ones(2, 3, dtype=ember.int8, device="meta"))
     assert ours.dtype is ember.int64 and tuple(ours.shape) == ()
     with pytest.raises(TypeError, match="src"):
         ember.ones(3, 4, device="meta").scatter_reduce_(1, ember.zeros(2, 3, dtype=ember.int64, device="meta"), None,
                                                         "mean")
+    with pytest.raises(TypeError, match="src"):
+        ember.ones(3, 4, device="meta").scatter_add_(3, ember.zeros(1, 1, dtype=ember.bfloat16, device="meta"), None)
+    with pytest.raises(RuntimeError, match="output_size must contain non-negative spatial dimensions"):
+        ember.max_unpool2d(ember.ones(1, 1, 2, 3, device="meta"), ember.zeros(1, 1, 2, 3, dtype=ember.int64,
+                                                                              device="meta"), [-3, -4])
+    with pytest.raises(TypeError, match="must be tuple of Tensors, not bool"):     # torch's schema matcher's refusal
+        ember.index(ember.ones(2, 3, 4, dtype=ember.bool, device="meta"),
+                    [ember.zeros(2, dtype=ember.bfloat16, device="meta"), True])
 
 
 @pytest.mark.parametrize("case", sorted(FOUND))

@@ -369,6 +369,8 @@ _op_ones = _OPS['ones']
 _dispatch_ones = _op_ones.dispatch
 _op_full = _OPS['full']
 _dispatch_full = _op_full.dispatch
+_op_arange = _OPS['arange']
+_dispatch_arange = _op_arange.dispatch
 _op_arange_start_step = _OPS['arange.start_step']
 _dispatch_arange_start_step = _op_arange_start_step.dispatch
 _op_eye = _OPS['eye']
@@ -1029,16 +1031,16 @@ def minimum(input, other):
     return _dispatch_minimum((input, other))
 
 def _bind_where_self(condition, input, other):
-    if condition is None or condition.__class__ in (int, float, bool, complex):
+    if condition is None or condition.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('condition')
-    if input is None:
+    if input is None or input.__class__ in (list, tuple, str):
         raise TypeError('input')
-    if other is None:
+    if other is None or other.__class__ in (list, tuple, str):
         raise TypeError('other')
     return (condition, input, other)
 
 def _bind_where(condition):
-    if condition is None or condition.__class__ in (int, float, bool, complex):
+    if condition is None or condition.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('condition')
     return (condition,)
 
@@ -1435,14 +1437,14 @@ def ceil_(input):
 def _bind_round_decimals(input, *, decimals):
     if decimals.__class__ is not int:
         _int_arg(decimals, 'round', 'decimals', None)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if decimals.__class__ in (list, tuple):
         raise TypeError('decimals')
     return (input, decimals)
 
 def _bind_round(input):
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input,)
 
@@ -1461,14 +1463,14 @@ def round(*args, **kwargs):
 def _bind_round__decimals(input, *, decimals):
     if decimals.__class__ is not int:
         _int_arg(decimals, 'round_', 'decimals', None)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if decimals.__class__ in (list, tuple):
         raise TypeError('decimals')
     return (input, decimals)
 
 def _bind_round_(input):
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input,)
 
@@ -1821,11 +1823,11 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     Schema: ``sum.dim_IntList(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``
     """
     if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
-        _int_list_arg(dim, 'sum', 'dim', 2, True)
+        dim = _int_list_arg(dim, 'sum', 'dim', 2, True)
     elif dim is not None:
         for _item in dim:
             if _item.__class__ is not int:
-                _int_list_arg(dim, 'sum', 'dim', 2, True)
+                dim = _int_list_arg(dim, 'sum', 'dim', 2, True)
                 break
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'sum', 'keepdim', 3)
@@ -1837,11 +1839,11 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     Schema: ``mean.dim(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``
     """
     if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
-        _int_list_arg(dim, 'mean', 'dim', 2, True)
+        dim = _int_list_arg(dim, 'mean', 'dim', 2, True)
     elif dim is not None:
         for _item in dim:
             if _item.__class__ is not int:
-                _int_list_arg(dim, 'mean', 'dim', 2, True)
+                dim = _int_list_arg(dim, 'mean', 'dim', 2, True)
                 break
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'mean', 'keepdim', 3)
@@ -1855,11 +1857,11 @@ def amax(input, dim=(), keepdim=False):
     if dim is None:
         dim = ()
     if dim.__class__ is not tuple and dim.__class__ is not list:
-        _int_list_arg(dim, 'amax', 'dim', 2, True)
+        dim = _int_list_arg(dim, 'amax', 'dim', 2, True)
     else:
         for _item in dim:
             if _item.__class__ is not int:
-                _int_list_arg(dim, 'amax', 'dim', 2, True)
+                dim = _int_list_arg(dim, 'amax', 'dim', 2, True)
                 break
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'amax', 'keepdim', 3)
@@ -1873,11 +1875,11 @@ def amin(input, dim=(), keepdim=False):
     if dim is None:
         dim = ()
     if dim.__class__ is not tuple and dim.__class__ is not list:
-        _int_list_arg(dim, 'amin', 'dim', 2, True)
+        dim = _int_list_arg(dim, 'amin', 'dim', 2, True)
     else:
         for _item in dim:
             if _item.__class__ is not int:
-                _int_list_arg(dim, 'amin', 'dim', 2, True)
+                dim = _int_list_arg(dim, 'amin', 'dim', 2, True)
                 break
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'amin', 'keepdim', 3)
@@ -1888,14 +1890,14 @@ def _bind_max_dim(input, dim, keepdim=False):
         _int_arg(dim, 'max', 'dim', 2)
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'max', 'keepdim', 3)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, dim, keepdim)
 
 def _bind_max(input):
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input,)
 
@@ -1916,14 +1918,14 @@ def _bind_min_dim(input, dim, keepdim=False):
         _int_arg(dim, 'min', 'dim', 2)
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'min', 'keepdim', 3)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, dim, keepdim)
 
 def _bind_min(input):
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input,)
 
@@ -2007,18 +2009,18 @@ def as_strided(input, size, stride, storage_offset=None):
     Schema: ``as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)``
     """
     if size.__class__ is not tuple and size.__class__ is not list:
-        _int_list_arg(size, 'as_strided', 'size', 2, False)
+        size = _int_list_arg(size, 'as_strided', 'size', 2, False)
     else:
         for _item in size:
             if _item.__class__ is not int:
-                _int_list_arg(size, 'as_strided', 'size', 2, False)
+                size = _int_list_arg(size, 'as_strided', 'size', 2, False)
                 break
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'as_strided', 'stride', 3, False)
+        stride = _int_list_arg(stride, 'as_strided', 'stride', 3, False)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'as_strided', 'stride', 3, False)
+                stride = _int_list_arg(stride, 'as_strided', 'stride', 3, False)
                 break
     if storage_offset is not None and storage_offset.__class__ is not int:
         _int_arg(storage_offset, 'as_strided', 'storage_offset', 4)
@@ -2026,18 +2028,18 @@ def as_strided(input, size, stride, storage_offset=None):
 
 def _bind_view(input, size):
     if size.__class__ is not tuple and size.__class__ is not list:
-        _int_list_arg(size, 'view', 'size', 2, False)
+        size = _int_list_arg(size, 'view', 'size', 2, False)
     else:
         for _item in size:
             if _item.__class__ is not int:
-                _int_list_arg(size, 'view', 'size', 2, False)
+                size = _int_list_arg(size, 'view', 'size', 2, False)
                 break
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input, size)
 
 def _bind_view_dtype(input, dtype):
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input, dtype)
 
@@ -2059,11 +2061,11 @@ def reshape(input, shape):
     Schema: ``reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)``
     """
     if shape.__class__ is not tuple and shape.__class__ is not list:
-        _int_list_arg(shape, 'reshape', 'shape', 2, False)
+        shape = _int_list_arg(shape, 'reshape', 'shape', 2, False)
     else:
         for _item in shape:
             if _item.__class__ is not int:
-                _int_list_arg(shape, 'reshape', 'shape', 2, False)
+                shape = _int_list_arg(shape, 'reshape', 'shape', 2, False)
                 break
     return _dispatch_reshape((input, shape))
 
@@ -2073,11 +2075,11 @@ def permute(input, dims):
     Schema: ``permute(Tensor(a) self, int[] dims) -> Tensor(a)``
     """
     if dims.__class__ is not tuple and dims.__class__ is not list:
-        _int_list_arg(dims, 'permute', 'dims', 2, False)
+        dims = _int_list_arg(dims, 'permute', 'dims', 2, False)
     else:
         for _item in dims:
             if _item.__class__ is not int:
-                _int_list_arg(dims, 'permute', 'dims', 2, False)
+                dims = _int_list_arg(dims, 'permute', 'dims', 2, False)
                 break
     return _dispatch_permute((input, dims))
 
@@ -2105,11 +2107,11 @@ def expand(input, size):
     Schema: ``expand(Tensor(a) self, SymInt[] size) -> Tensor(a)``
     """
     if size.__class__ is not tuple and size.__class__ is not list:
-        _int_list_arg(size, 'expand', 'size', 2, False)
+        size = _int_list_arg(size, 'expand', 'size', 2, False)
     else:
         for _item in size:
             if _item.__class__ is not int:
-                _int_list_arg(size, 'expand', 'size', 2, False)
+                size = _int_list_arg(size, 'expand', 'size', 2, False)
                 break
     return _dispatch_expand((input, size))
 
@@ -2119,11 +2121,11 @@ def squeeze(input, dim=None):
     Schema: ``squeeze.dims(Tensor(a) self, int[]? dim=None) -> Tensor(a)``
     """
     if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
-        _int_list_arg(dim, 'squeeze', 'dim', 2, True)
+        dim = _int_list_arg(dim, 'squeeze', 'dim', 2, True)
     elif dim is not None:
         for _item in dim:
             if _item.__class__ is not int:
-                _int_list_arg(dim, 'squeeze', 'dim', 2, True)
+                dim = _int_list_arg(dim, 'squeeze', 'dim', 2, True)
                 break
     return _dispatch_squeeze_dims((input, dim))
 
@@ -2226,18 +2228,18 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
     Schema: ``as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor``
     """
     if size.__class__ is not tuple and size.__class__ is not list:
-        _int_list_arg(size, 'as_strided_scatter', 'size', 3, False)
+        size = _int_list_arg(size, 'as_strided_scatter', 'size', 3, False)
     else:
         for _item in size:
             if _item.__class__ is not int:
-                _int_list_arg(size, 'as_strided_scatter', 'size', 3, False)
+                size = _int_list_arg(size, 'as_strided_scatter', 'size', 3, False)
                 break
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'as_strided_scatter', 'stride', 4, False)
+        stride = _int_list_arg(stride, 'as_strided_scatter', 'stride', 4, False)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'as_strided_scatter', 'stride', 4, False)
+                stride = _int_list_arg(stride, 'as_strided_scatter', 'stride', 4, False)
                 break
     if storage_offset is not None and storage_offset.__class__ is not int:
         _int_arg(storage_offset, 'as_strided_scatter', 'storage_offset', 5)
@@ -2425,11 +2427,11 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     Schema: ``full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
     """
     if size.__class__ is not tuple and size.__class__ is not list:
-        _int_list_arg(size, 'full', 'size', 1, False)
+        size = _int_list_arg(size, 'full', 'size', 1, False)
     else:
         for _item in size:
             if _item.__class__ is not int:
-                _int_list_arg(size, 'full', 'size', 1, False)
+                size = _int_list_arg(size, 'full', 'size', 1, False)
                 break
     fill_value = _scalar_arg(fill_value)
     if fill_value.__class__ is not int and fill_value.__class__ is not float:
@@ -2440,16 +2442,12 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     out = _dispatch_full((size, fill_value, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
-    """Values from start to end (exclusive) by step; int64 when all are integers.
-
-    Schema: ``arange.start_step(Scalar start, Scalar end=None, Scalar step=1, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
-    """
+def _bind_arange_start_step(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
     start = _scalar_arg(start)
     if start.__class__ is not int and start.__class__ is not float:
         _number_arg(start, 'arange', 'start', 1)
     end = _scalar_arg(end)
-    if end is not None and end.__class__ is not int and end.__class__ is not float:
+    if end.__class__ is not int and end.__class__ is not float:
         _number_arg(end, 'arange', 'end', 2)
     step = _scalar_arg(step)
     if step.__class__ is not int and step.__class__ is not float:
@@ -2457,8 +2455,36 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     device = _as_device(device)
     if requires_grad.__class__ is not bool:
         _bool_arg(requires_grad, 'arange', 'requires_grad', None)
-    out = _dispatch_arange_start_step((start, end, step, dtype, device, requires_grad))
-    return out.requires_grad_() if requires_grad else out
+    if hasattr(start, '_data'):
+        raise TypeError('start')
+    if hasattr(end, '_data'):
+        raise TypeError('end')
+    if hasattr(step, '_data'):
+        raise TypeError('step')
+    return (start, end, step, dtype, device, requires_grad)
+
+def _bind_arange(end, *, dtype=None, device=None, requires_grad=False):
+    end = _scalar_arg(end)
+    if end.__class__ is not int and end.__class__ is not float:
+        _number_arg(end, 'arange', 'end', 1)
+    device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'arange', 'requires_grad', None)
+    if hasattr(end, '_data'):
+        raise TypeError('end')
+    return (end, dtype, device, requires_grad)
+
+_overloads_arange = ((_bind_arange_start_step, _op_arange_start_step, None, 5), (_bind_arange, _op_arange, None, 3),)
+def arange(*args, **kwargs):
+    """Values from start to end (exclusive) by step; int64 when all are integers.
+
+    Overloads:
+
+    ``arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``: Values from start to end (exclusive) by step; int64 when all are integers.
+
+    ``arange(Scalar end, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``: Values from 0 to end (exclusive) by 1; int64 when end is an integer.
+    """
+    return _call_overload('arange', _overloads_arange, args, kwargs)
 
 def _bind_eye_m(n, m, *, dtype=None, device=None, requires_grad=False):
     if n.__class__ is not int:
@@ -2609,11 +2635,11 @@ def _bind_randint_low(low, high, size, *, generator=None, dtype=None, device=Non
     if high.__class__ is not int:
         _int_arg(high, 'randint', 'high', 2)
     if size.__class__ is not tuple and size.__class__ is not list:
-        _int_list_arg(size, 'randint', 'size', 3, False)
+        size = _int_list_arg(size, 'randint', 'size', 3, False)
     else:
         for _item in size:
             if _item.__class__ is not int:
-                _int_list_arg(size, 'randint', 'size', 3, False)
+                size = _int_list_arg(size, 'randint', 'size', 3, False)
                 break
     device = _as_device(device)
     if requires_grad.__class__ is not bool:
@@ -2628,11 +2654,11 @@ def _bind_randint(high, size, *, generator=None, dtype=None, device=None, requir
     if high.__class__ is not int:
         _int_arg(high, 'randint', 'high', 1)
     if size.__class__ is not tuple and size.__class__ is not list:
-        _int_list_arg(size, 'randint', 'size', 2, False)
+        size = _int_list_arg(size, 'randint', 'size', 2, False)
     else:
         for _item in size:
             if _item.__class__ is not int:
-                _int_list_arg(size, 'randint', 'size', 2, False)
+                size = _int_list_arg(size, 'randint', 'size', 2, False)
                 break
     device = _as_device(device)
     if requires_grad.__class__ is not bool:
@@ -2660,7 +2686,7 @@ def _bind_sort_stable(input, *, stable, dim=-1, descending=False):
         _int_arg(dim, 'sort', 'dim', None)
     if descending.__class__ is not bool:
         _bool_arg(descending, 'sort', 'descending', None)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
@@ -2671,7 +2697,7 @@ def _bind_sort(input, dim=-1, descending=False):
         _int_arg(dim, 'sort', 'dim', 2)
     if descending.__class__ is not bool:
         _bool_arg(descending, 'sort', 'descending', 3)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
@@ -2696,7 +2722,7 @@ def _bind_argsort_stable(input, *, stable, dim=-1, descending=False):
         _int_arg(dim, 'argsort', 'dim', None)
     if descending.__class__ is not bool:
         _bool_arg(descending, 'argsort', 'descending', None)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
@@ -2707,7 +2733,7 @@ def _bind_argsort(input, dim=-1, descending=False):
         _int_arg(dim, 'argsort', 'dim', 2)
     if descending.__class__ is not bool:
         _bool_arg(descending, 'argsort', 'descending', 3)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
@@ -2781,14 +2807,14 @@ def _bind_prod_dim_int(input, dim, keepdim=False, *, dtype=None):
         _int_arg(dim, 'prod', 'dim', 2)
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'prod', 'keepdim', 3)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, dim, keepdim, dtype)
 
 def _bind_prod(input, *, dtype=None):
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input, dtype)
 
@@ -2810,11 +2836,11 @@ def logsumexp(input, dim, keepdim=False):
     Schema: ``logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor``
     """
     if dim.__class__ is not tuple and dim.__class__ is not list:
-        _int_list_arg(dim, 'logsumexp', 'dim', 2, True)
+        dim = _int_list_arg(dim, 'logsumexp', 'dim', 2, True)
     else:
         for _item in dim:
             if _item.__class__ is not int:
-                _int_list_arg(dim, 'logsumexp', 'dim', 2, True)
+                dim = _int_list_arg(dim, 'logsumexp', 'dim', 2, True)
                 break
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'logsumexp', 'keepdim', 3)
@@ -2825,28 +2851,28 @@ def _bind_any_dim(input, dim, keepdim=False):
         _int_arg(dim, 'any', 'dim', 2)
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'any', 'keepdim', 3)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, dim, keepdim)
 
 def _bind_any(input):
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input,)
 
 def _bind_any_dims(input, dim=None, keepdim=False):
     if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
-        _int_list_arg(dim, 'any', 'dim', 2, False)
+        dim = _int_list_arg(dim, 'any', 'dim', 2, False)
     elif dim is not None:
         for _item in dim:
             if _item.__class__ is not int:
-                _int_list_arg(dim, 'any', 'dim', 2, False)
+                dim = _int_list_arg(dim, 'any', 'dim', 2, False)
                 break
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'any', 'keepdim', 3)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input, dim, keepdim)
 
@@ -2869,28 +2895,28 @@ def _bind_all_dim(input, dim, keepdim=False):
         _int_arg(dim, 'all', 'dim', 2)
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'all', 'keepdim', 3)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
     return (input, dim, keepdim)
 
 def _bind_all(input):
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input,)
 
 def _bind_all_dims(input, dim=None, keepdim=False):
     if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
-        _int_list_arg(dim, 'all', 'dim', 2, False)
+        dim = _int_list_arg(dim, 'all', 'dim', 2, False)
     elif dim is not None:
         for _item in dim:
             if _item.__class__ is not int:
-                _int_list_arg(dim, 'all', 'dim', 2, False)
+                dim = _int_list_arg(dim, 'all', 'dim', 2, False)
                 break
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'all', 'keepdim', 3)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input, dim, keepdim)
 
@@ -2910,33 +2936,33 @@ def all(*args, **kwargs):
 
 def _bind_var_dim(input, dim, unbiased=True, keepdim=False):
     if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
-        _int_list_arg(dim, 'var', 'dim', 2, True)
+        dim = _int_list_arg(dim, 'var', 'dim', 2, True)
     elif dim is not None:
         for _item in dim:
             if _item.__class__ is not int:
-                _int_list_arg(dim, 'var', 'dim', 2, True)
+                dim = _int_list_arg(dim, 'var', 'dim', 2, True)
                 break
     if unbiased.__class__ is not bool:
         _bool_arg(unbiased, 'var', 'unbiased', 3)
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'var', 'keepdim', 4)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input, dim, unbiased, keepdim)
 
 def _bind_var_correction(input, dim=None, *, correction=None, keepdim=False):
     if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
-        _int_list_arg(dim, 'var', 'dim', 2, True)
+        dim = _int_list_arg(dim, 'var', 'dim', 2, True)
     elif dim is not None:
         for _item in dim:
             if _item.__class__ is not int:
-                _int_list_arg(dim, 'var', 'dim', 2, True)
+                dim = _int_list_arg(dim, 'var', 'dim', 2, True)
                 break
     if correction is not None and correction.__class__ is not int and correction.__class__ is not float:
         _number_arg(correction, 'var', 'correction', None)
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'var', 'keepdim', None)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if hasattr(correction, '_data'):
         raise TypeError('correction')
@@ -2945,7 +2971,7 @@ def _bind_var_correction(input, dim=None, *, correction=None, keepdim=False):
 def _bind_var(input, unbiased=True):
     if unbiased.__class__ is not bool:
         _bool_arg(unbiased, 'var', 'unbiased', 2)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input, unbiased)
 
@@ -2965,33 +2991,33 @@ def var(*args, **kwargs):
 
 def _bind_std_dim(input, dim, unbiased=True, keepdim=False):
     if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
-        _int_list_arg(dim, 'std', 'dim', 2, True)
+        dim = _int_list_arg(dim, 'std', 'dim', 2, True)
     elif dim is not None:
         for _item in dim:
             if _item.__class__ is not int:
-                _int_list_arg(dim, 'std', 'dim', 2, True)
+                dim = _int_list_arg(dim, 'std', 'dim', 2, True)
                 break
     if unbiased.__class__ is not bool:
         _bool_arg(unbiased, 'std', 'unbiased', 3)
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'std', 'keepdim', 4)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input, dim, unbiased, keepdim)
 
 def _bind_std_correction(input, dim=None, *, correction=None, keepdim=False):
     if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
-        _int_list_arg(dim, 'std', 'dim', 2, True)
+        dim = _int_list_arg(dim, 'std', 'dim', 2, True)
     elif dim is not None:
         for _item in dim:
             if _item.__class__ is not int:
-                _int_list_arg(dim, 'std', 'dim', 2, True)
+                dim = _int_list_arg(dim, 'std', 'dim', 2, True)
                 break
     if correction is not None and correction.__class__ is not int and correction.__class__ is not float:
         _number_arg(correction, 'std', 'correction', None)
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'std', 'keepdim', None)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if hasattr(correction, '_data'):
         raise TypeError('correction')
@@ -3000,7 +3026,7 @@ def _bind_std_correction(input, dim=None, *, correction=None, keepdim=False):
 def _bind_std(input, unbiased=True):
     if unbiased.__class__ is not bool:
         _bool_arg(unbiased, 'std', 'unbiased', 2)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input, unbiased)
 
@@ -3024,11 +3050,11 @@ def var_mean(input, dim=None, *, correction=None, keepdim=False):
     Schema: ``var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)``
     """
     if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
-        _int_list_arg(dim, 'var_mean', 'dim', 2, True)
+        dim = _int_list_arg(dim, 'var_mean', 'dim', 2, True)
     elif dim is not None:
         for _item in dim:
             if _item.__class__ is not int:
-                _int_list_arg(dim, 'var_mean', 'dim', 2, True)
+                dim = _int_list_arg(dim, 'var_mean', 'dim', 2, True)
                 break
     if correction is not None and correction.__class__ is not int and correction.__class__ is not float:
         _number_arg(correction, 'var_mean', 'correction', None)
@@ -3040,15 +3066,15 @@ def _bind_norm_ScalarOpt_dim(input, p, dim, keepdim=False):
     if p is not None and p.__class__ is not int and p.__class__ is not float:
         _number_arg(p, 'norm', 'p', 2)
     if dim.__class__ is not tuple and dim.__class__ is not list:
-        _int_list_arg(dim, 'norm', 'dim', 3, True)
+        dim = _int_list_arg(dim, 'norm', 'dim', 3, True)
     else:
         for _item in dim:
             if _item.__class__ is not int:
-                _int_list_arg(dim, 'norm', 'dim', 3, True)
+                dim = _int_list_arg(dim, 'norm', 'dim', 3, True)
                 break
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'norm', 'keepdim', 4)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if hasattr(p, '_data'):
         raise TypeError('p')
@@ -3057,7 +3083,7 @@ def _bind_norm_ScalarOpt_dim(input, p, dim, keepdim=False):
 def _bind_norm_Scalar(input, p=2):
     if p.__class__ is not int and p.__class__ is not float:
         _number_arg(p, 'norm', 'p', 2)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if hasattr(p, '_data'):
         raise TypeError('p')
@@ -3081,11 +3107,11 @@ def flip(input, dims):
     Schema: ``flip(Tensor self, int[] dims) -> Tensor``
     """
     if dims.__class__ is not tuple and dims.__class__ is not list:
-        _int_list_arg(dims, 'flip', 'dims', 2, False)
+        dims = _int_list_arg(dims, 'flip', 'dims', 2, False)
     else:
         for _item in dims:
             if _item.__class__ is not int:
-                _int_list_arg(dims, 'flip', 'dims', 2, False)
+                dims = _int_list_arg(dims, 'flip', 'dims', 2, False)
                 break
     return _dispatch_flip((input, dims))
 
@@ -3095,20 +3121,20 @@ def roll(input, shifts, dims=()):
     Schema: ``roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor``
     """
     if shifts.__class__ is not tuple and shifts.__class__ is not list:
-        _int_list_arg(shifts, 'roll', 'shifts', 2, True)
+        shifts = _int_list_arg(shifts, 'roll', 'shifts', 2, True)
     else:
         for _item in shifts:
             if _item.__class__ is not int:
-                _int_list_arg(shifts, 'roll', 'shifts', 2, True)
+                shifts = _int_list_arg(shifts, 'roll', 'shifts', 2, True)
                 break
     if dims is None:
         dims = ()
     if dims.__class__ is not tuple and dims.__class__ is not list:
-        _int_list_arg(dims, 'roll', 'dims', 3, True)
+        dims = _int_list_arg(dims, 'roll', 'dims', 3, True)
     else:
         for _item in dims:
             if _item.__class__ is not int:
-                _int_list_arg(dims, 'roll', 'dims', 3, True)
+                dims = _int_list_arg(dims, 'roll', 'dims', 3, True)
                 break
     return _dispatch_roll((input, shifts, dims))
 
@@ -3154,11 +3180,11 @@ def repeat(input, repeats):
     Schema: ``repeat(Tensor self, SymInt[] repeats) -> Tensor``
     """
     if repeats.__class__ is not tuple and repeats.__class__ is not list:
-        _int_list_arg(repeats, 'repeat', 'repeats', 2, False)
+        repeats = _int_list_arg(repeats, 'repeat', 'repeats', 2, False)
     else:
         for _item in repeats:
             if _item.__class__ is not int:
-                _int_list_arg(repeats, 'repeat', 'repeats', 2, False)
+                repeats = _int_list_arg(repeats, 'repeat', 'repeats', 2, False)
                 break
     return _dispatch_repeat((input, repeats))
 
@@ -3168,11 +3194,11 @@ def tile(input, dims):
     Schema: ``tile(Tensor self, SymInt[] dims) -> Tensor``
     """
     if dims.__class__ is not tuple and dims.__class__ is not list:
-        _int_list_arg(dims, 'tile', 'dims', 2, False)
+        dims = _int_list_arg(dims, 'tile', 'dims', 2, False)
     else:
         for _item in dims:
             if _item.__class__ is not int:
-                _int_list_arg(dims, 'tile', 'dims', 2, False)
+                dims = _int_list_arg(dims, 'tile', 'dims', 2, False)
                 break
     return _dispatch_tile((input, dims))
 
@@ -3193,11 +3219,11 @@ def split_with_sizes(input, split_sizes, dim=0):
     Schema: ``split_with_sizes(Tensor(a) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]``
     """
     if split_sizes.__class__ is not tuple and split_sizes.__class__ is not list:
-        _int_list_arg(split_sizes, 'split_with_sizes', 'split_sizes', 2, False)
+        split_sizes = _int_list_arg(split_sizes, 'split_with_sizes', 'split_sizes', 2, False)
     else:
         for _item in split_sizes:
             if _item.__class__ is not int:
-                _int_list_arg(split_sizes, 'split_with_sizes', 'split_sizes', 2, False)
+                split_sizes = _int_list_arg(split_sizes, 'split_with_sizes', 'split_sizes', 2, False)
                 break
     if dim.__class__ is not int:
         _int_arg(dim, 'split_with_sizes', 'dim', 3)
@@ -3275,11 +3301,11 @@ def unflatten(input, dim, sizes):
     if dim.__class__ is not int:
         _int_arg(dim, 'unflatten', 'dim', 2)
     if sizes.__class__ is not tuple and sizes.__class__ is not list:
-        _int_list_arg(sizes, 'unflatten', 'sizes', 3, False)
+        sizes = _int_list_arg(sizes, 'unflatten', 'sizes', 3, False)
     else:
         for _item in sizes:
             if _item.__class__ is not int:
-                _int_list_arg(sizes, 'unflatten', 'sizes', 3, False)
+                sizes = _int_list_arg(sizes, 'unflatten', 'sizes', 3, False)
                 break
     return _dispatch_unflatten_int((input, dim, sizes))
 
@@ -3311,31 +3337,31 @@ def einsum(equation, tensors, *, path=None):
     if equation.__class__ is not str:
         _str_arg(equation, 'einsum', 'equation', 1)
     if path is not None and path.__class__ is not tuple and path.__class__ is not list:
-        _int_list_arg(path, 'einsum', 'path', None, False)
+        path = _int_list_arg(path, 'einsum', 'path', None, False)
     elif path is not None:
         for _item in path:
             if _item.__class__ is not int:
-                _int_list_arg(path, 'einsum', 'path', None, False)
+                path = _int_list_arg(path, 'einsum', 'path', None, False)
                 break
     return _dispatch_einsum((equation, tensors, path))
 
 def _bind_lerp_Scalar(input, end, weight):
     if weight.__class__ is not int and weight.__class__ is not float:
         _number_arg(weight, 'lerp', 'weight', 3)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
-    if end is None or end.__class__ in (int, float, bool, complex):
+    if end is None or end.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('end')
     if hasattr(weight, '_data'):
         raise TypeError('weight')
     return (input, end, weight)
 
 def _bind_lerp_Tensor(input, end, weight):
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
-    if end is None or end.__class__ in (int, float, bool, complex):
+    if end is None or end.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('end')
-    if weight is None or weight.__class__ in (int, float, bool, complex):
+    if weight is None or weight.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('weight')
     return (input, end, weight)
 
@@ -3354,20 +3380,20 @@ def lerp(*args, **kwargs):
 def _bind_lerp__Scalar(input, end, weight):
     if weight.__class__ is not int and weight.__class__ is not float:
         _number_arg(weight, 'lerp_', 'weight', 3)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
-    if end is None or end.__class__ in (int, float, bool, complex):
+    if end is None or end.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('end')
     if hasattr(weight, '_data'):
         raise TypeError('weight')
     return (input, end, weight)
 
 def _bind_lerp__Tensor(input, end, weight):
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
-    if end is None or end.__class__ in (int, float, bool, complex):
+    if end is None or end.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('end')
-    if weight is None or weight.__class__ in (int, float, bool, complex):
+    if weight is None or weight.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('weight')
     return (input, end, weight)
 
@@ -3439,18 +3465,18 @@ def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False)
     Schema: ``empty_strided(SymInt[] size, SymInt[] stride, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
     """
     if size.__class__ is not tuple and size.__class__ is not list:
-        _int_list_arg(size, 'empty_strided', 'size', 1, False)
+        size = _int_list_arg(size, 'empty_strided', 'size', 1, False)
     else:
         for _item in size:
             if _item.__class__ is not int:
-                _int_list_arg(size, 'empty_strided', 'size', 1, False)
+                size = _int_list_arg(size, 'empty_strided', 'size', 1, False)
                 break
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'empty_strided', 'stride', 2, False)
+        stride = _int_list_arg(stride, 'empty_strided', 'stride', 2, False)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'empty_strided', 'stride', 2, False)
+                stride = _int_list_arg(stride, 'empty_strided', 'stride', 2, False)
                 break
     device = _as_device(device)
     if requires_grad.__class__ is not bool:
@@ -3464,34 +3490,34 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     Schema: ``convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor``
     """
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'convolution', 'stride', 4, False)
+        stride = _int_list_arg(stride, 'convolution', 'stride', 4, False)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'convolution', 'stride', 4, False)
+                stride = _int_list_arg(stride, 'convolution', 'stride', 4, False)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'convolution', 'padding', 5, False)
+        padding = _int_list_arg(padding, 'convolution', 'padding', 5, False)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'convolution', 'padding', 5, False)
+                padding = _int_list_arg(padding, 'convolution', 'padding', 5, False)
                 break
     if dilation.__class__ is not tuple and dilation.__class__ is not list:
-        _int_list_arg(dilation, 'convolution', 'dilation', 6, False)
+        dilation = _int_list_arg(dilation, 'convolution', 'dilation', 6, False)
     else:
         for _item in dilation:
             if _item.__class__ is not int:
-                _int_list_arg(dilation, 'convolution', 'dilation', 6, False)
+                dilation = _int_list_arg(dilation, 'convolution', 'dilation', 6, False)
                 break
     if transposed.__class__ is not bool:
         _bool_arg(transposed, 'convolution', 'transposed', 7)
     if output_padding.__class__ is not tuple and output_padding.__class__ is not list:
-        _int_list_arg(output_padding, 'convolution', 'output_padding', 8, False)
+        output_padding = _int_list_arg(output_padding, 'convolution', 'output_padding', 8, False)
     else:
         for _item in output_padding:
             if _item.__class__ is not int:
-                _int_list_arg(output_padding, 'convolution', 'output_padding', 8, False)
+                output_padding = _int_list_arg(output_padding, 'convolution', 'output_padding', 8, False)
                 break
     if groups.__class__ is not int:
         _int_arg(groups, 'convolution', 'groups', 9)
@@ -3499,31 +3525,31 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
 
 def _bind_conv1d(input, weight, bias=None, stride=(1,), padding=(0,), dilation=(1,), groups=1):
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'conv1d', 'stride', 4, True)
+        stride = _int_list_arg(stride, 'conv1d', 'stride', 4, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'conv1d', 'stride', 4, True)
+                stride = _int_list_arg(stride, 'conv1d', 'stride', 4, True)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'conv1d', 'padding', 5, True)
+        padding = _int_list_arg(padding, 'conv1d', 'padding', 5, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'conv1d', 'padding', 5, True)
+                padding = _int_list_arg(padding, 'conv1d', 'padding', 5, True)
                 break
     if dilation.__class__ is not tuple and dilation.__class__ is not list:
-        _int_list_arg(dilation, 'conv1d', 'dilation', 6, True)
+        dilation = _int_list_arg(dilation, 'conv1d', 'dilation', 6, True)
     else:
         for _item in dilation:
             if _item.__class__ is not int:
-                _int_list_arg(dilation, 'conv1d', 'dilation', 6, True)
+                dilation = _int_list_arg(dilation, 'conv1d', 'dilation', 6, True)
                 break
     if groups.__class__ is not int:
         _int_arg(groups, 'conv1d', 'groups', 7)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
-    if weight is None or weight.__class__ in (int, float, bool, complex):
+    if weight is None or weight.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('weight')
     if groups.__class__ in (list, tuple):
         raise TypeError('groups')
@@ -3531,26 +3557,26 @@ def _bind_conv1d(input, weight, bias=None, stride=(1,), padding=(0,), dilation=(
 
 def _bind_conv1d_padding(input, weight, bias=None, stride=(1,), padding='valid', dilation=(1,), groups=1):
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'conv1d', 'stride', 4, True)
+        stride = _int_list_arg(stride, 'conv1d', 'stride', 4, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'conv1d', 'stride', 4, True)
+                stride = _int_list_arg(stride, 'conv1d', 'stride', 4, True)
                 break
     if padding.__class__ is not str:
         _str_arg(padding, 'conv1d', 'padding', 5)
     if dilation.__class__ is not tuple and dilation.__class__ is not list:
-        _int_list_arg(dilation, 'conv1d', 'dilation', 6, True)
+        dilation = _int_list_arg(dilation, 'conv1d', 'dilation', 6, True)
     else:
         for _item in dilation:
             if _item.__class__ is not int:
-                _int_list_arg(dilation, 'conv1d', 'dilation', 6, True)
+                dilation = _int_list_arg(dilation, 'conv1d', 'dilation', 6, True)
                 break
     if groups.__class__ is not int:
         _int_arg(groups, 'conv1d', 'groups', 7)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
-    if weight is None or weight.__class__ in (int, float, bool, complex):
+    if weight is None or weight.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('weight')
     if groups.__class__ in (list, tuple):
         raise TypeError('groups')
@@ -3570,31 +3596,31 @@ def conv1d(*args, **kwargs):
 
 def _bind_conv2d(input, weight, bias=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'conv2d', 'stride', 4, True)
+        stride = _int_list_arg(stride, 'conv2d', 'stride', 4, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'conv2d', 'stride', 4, True)
+                stride = _int_list_arg(stride, 'conv2d', 'stride', 4, True)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'conv2d', 'padding', 5, True)
+        padding = _int_list_arg(padding, 'conv2d', 'padding', 5, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'conv2d', 'padding', 5, True)
+                padding = _int_list_arg(padding, 'conv2d', 'padding', 5, True)
                 break
     if dilation.__class__ is not tuple and dilation.__class__ is not list:
-        _int_list_arg(dilation, 'conv2d', 'dilation', 6, True)
+        dilation = _int_list_arg(dilation, 'conv2d', 'dilation', 6, True)
     else:
         for _item in dilation:
             if _item.__class__ is not int:
-                _int_list_arg(dilation, 'conv2d', 'dilation', 6, True)
+                dilation = _int_list_arg(dilation, 'conv2d', 'dilation', 6, True)
                 break
     if groups.__class__ is not int:
         _int_arg(groups, 'conv2d', 'groups', 7)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
-    if weight is None or weight.__class__ in (int, float, bool, complex):
+    if weight is None or weight.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('weight')
     if groups.__class__ in (list, tuple):
         raise TypeError('groups')
@@ -3602,26 +3628,26 @@ def _bind_conv2d(input, weight, bias=None, stride=(1, 1), padding=(0, 0), dilati
 
 def _bind_conv2d_padding(input, weight, bias=None, stride=(1, 1), padding='valid', dilation=(1, 1), groups=1):
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'conv2d', 'stride', 4, True)
+        stride = _int_list_arg(stride, 'conv2d', 'stride', 4, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'conv2d', 'stride', 4, True)
+                stride = _int_list_arg(stride, 'conv2d', 'stride', 4, True)
                 break
     if padding.__class__ is not str:
         _str_arg(padding, 'conv2d', 'padding', 5)
     if dilation.__class__ is not tuple and dilation.__class__ is not list:
-        _int_list_arg(dilation, 'conv2d', 'dilation', 6, True)
+        dilation = _int_list_arg(dilation, 'conv2d', 'dilation', 6, True)
     else:
         for _item in dilation:
             if _item.__class__ is not int:
-                _int_list_arg(dilation, 'conv2d', 'dilation', 6, True)
+                dilation = _int_list_arg(dilation, 'conv2d', 'dilation', 6, True)
                 break
     if groups.__class__ is not int:
         _int_arg(groups, 'conv2d', 'groups', 7)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
-    if weight is None or weight.__class__ in (int, float, bool, complex):
+    if weight is None or weight.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('weight')
     if groups.__class__ in (list, tuple):
         raise TypeError('groups')
@@ -3645,34 +3671,34 @@ def conv_transpose1d(input, weight, bias=None, stride=(1,), padding=(0,), output
     Schema: ``conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], SymInt[1] padding=[0], SymInt[1] output_padding=[0], SymInt groups=1, SymInt[1] dilation=[1]) -> Tensor``
     """
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'conv_transpose1d', 'stride', 4, True)
+        stride = _int_list_arg(stride, 'conv_transpose1d', 'stride', 4, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'conv_transpose1d', 'stride', 4, True)
+                stride = _int_list_arg(stride, 'conv_transpose1d', 'stride', 4, True)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'conv_transpose1d', 'padding', 5, True)
+        padding = _int_list_arg(padding, 'conv_transpose1d', 'padding', 5, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'conv_transpose1d', 'padding', 5, True)
+                padding = _int_list_arg(padding, 'conv_transpose1d', 'padding', 5, True)
                 break
     if output_padding.__class__ is not tuple and output_padding.__class__ is not list:
-        _int_list_arg(output_padding, 'conv_transpose1d', 'output_padding', 6, True)
+        output_padding = _int_list_arg(output_padding, 'conv_transpose1d', 'output_padding', 6, True)
     else:
         for _item in output_padding:
             if _item.__class__ is not int:
-                _int_list_arg(output_padding, 'conv_transpose1d', 'output_padding', 6, True)
+                output_padding = _int_list_arg(output_padding, 'conv_transpose1d', 'output_padding', 6, True)
                 break
     if groups.__class__ is not int:
         _int_arg(groups, 'conv_transpose1d', 'groups', 7)
     if dilation.__class__ is not tuple and dilation.__class__ is not list:
-        _int_list_arg(dilation, 'conv_transpose1d', 'dilation', 8, True)
+        dilation = _int_list_arg(dilation, 'conv_transpose1d', 'dilation', 8, True)
     else:
         for _item in dilation:
             if _item.__class__ is not int:
-                _int_list_arg(dilation, 'conv_transpose1d', 'dilation', 8, True)
+                dilation = _int_list_arg(dilation, 'conv_transpose1d', 'dilation', 8, True)
                 break
     return _dispatch_conv_transpose1d((input, weight, bias, stride, padding, output_padding, groups, dilation))
 
@@ -3682,64 +3708,64 @@ def conv_transpose2d(input, weight, bias=None, stride=(1, 1), padding=(0, 0), ou
     Schema: ``conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], SymInt[2] padding=[0, 0], SymInt[2] output_padding=[0, 0], SymInt groups=1, SymInt[2] dilation=[1, 1]) -> Tensor``
     """
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'conv_transpose2d', 'stride', 4, True)
+        stride = _int_list_arg(stride, 'conv_transpose2d', 'stride', 4, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'conv_transpose2d', 'stride', 4, True)
+                stride = _int_list_arg(stride, 'conv_transpose2d', 'stride', 4, True)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'conv_transpose2d', 'padding', 5, True)
+        padding = _int_list_arg(padding, 'conv_transpose2d', 'padding', 5, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'conv_transpose2d', 'padding', 5, True)
+                padding = _int_list_arg(padding, 'conv_transpose2d', 'padding', 5, True)
                 break
     if output_padding.__class__ is not tuple and output_padding.__class__ is not list:
-        _int_list_arg(output_padding, 'conv_transpose2d', 'output_padding', 6, True)
+        output_padding = _int_list_arg(output_padding, 'conv_transpose2d', 'output_padding', 6, True)
     else:
         for _item in output_padding:
             if _item.__class__ is not int:
-                _int_list_arg(output_padding, 'conv_transpose2d', 'output_padding', 6, True)
+                output_padding = _int_list_arg(output_padding, 'conv_transpose2d', 'output_padding', 6, True)
                 break
     if groups.__class__ is not int:
         _int_arg(groups, 'conv_transpose2d', 'groups', 7)
     if dilation.__class__ is not tuple and dilation.__class__ is not list:
-        _int_list_arg(dilation, 'conv_transpose2d', 'dilation', 8, True)
+        dilation = _int_list_arg(dilation, 'conv_transpose2d', 'dilation', 8, True)
     else:
         for _item in dilation:
             if _item.__class__ is not int:
-                _int_list_arg(dilation, 'conv_transpose2d', 'dilation', 8, True)
+                dilation = _int_list_arg(dilation, 'conv_transpose2d', 'dilation', 8, True)
                 break
     return _dispatch_conv_transpose2d_input((input, weight, bias, stride, padding, output_padding, groups, dilation))
 
 def _bind_conv3d(input, weight, bias=None, stride=(1, 1, 1), padding=(0, 0, 0), dilation=(1, 1, 1), groups=1):
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'conv3d', 'stride', 4, True)
+        stride = _int_list_arg(stride, 'conv3d', 'stride', 4, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'conv3d', 'stride', 4, True)
+                stride = _int_list_arg(stride, 'conv3d', 'stride', 4, True)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'conv3d', 'padding', 5, True)
+        padding = _int_list_arg(padding, 'conv3d', 'padding', 5, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'conv3d', 'padding', 5, True)
+                padding = _int_list_arg(padding, 'conv3d', 'padding', 5, True)
                 break
     if dilation.__class__ is not tuple and dilation.__class__ is not list:
-        _int_list_arg(dilation, 'conv3d', 'dilation', 6, True)
+        dilation = _int_list_arg(dilation, 'conv3d', 'dilation', 6, True)
     else:
         for _item in dilation:
             if _item.__class__ is not int:
-                _int_list_arg(dilation, 'conv3d', 'dilation', 6, True)
+                dilation = _int_list_arg(dilation, 'conv3d', 'dilation', 6, True)
                 break
     if groups.__class__ is not int:
         _int_arg(groups, 'conv3d', 'groups', 7)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
-    if weight is None or weight.__class__ in (int, float, bool, complex):
+    if weight is None or weight.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('weight')
     if groups.__class__ in (list, tuple):
         raise TypeError('groups')
@@ -3747,26 +3773,26 @@ def _bind_conv3d(input, weight, bias=None, stride=(1, 1, 1), padding=(0, 0, 0), 
 
 def _bind_conv3d_padding(input, weight, bias=None, stride=(1, 1, 1), padding='valid', dilation=(1, 1, 1), groups=1):
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'conv3d', 'stride', 4, True)
+        stride = _int_list_arg(stride, 'conv3d', 'stride', 4, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'conv3d', 'stride', 4, True)
+                stride = _int_list_arg(stride, 'conv3d', 'stride', 4, True)
                 break
     if padding.__class__ is not str:
         _str_arg(padding, 'conv3d', 'padding', 5)
     if dilation.__class__ is not tuple and dilation.__class__ is not list:
-        _int_list_arg(dilation, 'conv3d', 'dilation', 6, True)
+        dilation = _int_list_arg(dilation, 'conv3d', 'dilation', 6, True)
     else:
         for _item in dilation:
             if _item.__class__ is not int:
-                _int_list_arg(dilation, 'conv3d', 'dilation', 6, True)
+                dilation = _int_list_arg(dilation, 'conv3d', 'dilation', 6, True)
                 break
     if groups.__class__ is not int:
         _int_arg(groups, 'conv3d', 'groups', 7)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
-    if weight is None or weight.__class__ in (int, float, bool, complex):
+    if weight is None or weight.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('weight')
     if groups.__class__ in (list, tuple):
         raise TypeError('groups')
@@ -3790,34 +3816,34 @@ def conv_transpose3d(input, weight, bias=None, stride=(1, 1, 1), padding=(0, 0, 
     Schema: ``conv_transpose3d.input(Tensor input, Tensor weight, Tensor? bias=None, SymInt[3] stride=[1, 1, 1], SymInt[3] padding=[0, 0, 0], SymInt[3] output_padding=[0, 0, 0], SymInt groups=1, SymInt[3] dilation=[1, 1, 1]) -> Tensor``
     """
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'conv_transpose3d', 'stride', 4, True)
+        stride = _int_list_arg(stride, 'conv_transpose3d', 'stride', 4, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'conv_transpose3d', 'stride', 4, True)
+                stride = _int_list_arg(stride, 'conv_transpose3d', 'stride', 4, True)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'conv_transpose3d', 'padding', 5, True)
+        padding = _int_list_arg(padding, 'conv_transpose3d', 'padding', 5, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'conv_transpose3d', 'padding', 5, True)
+                padding = _int_list_arg(padding, 'conv_transpose3d', 'padding', 5, True)
                 break
     if output_padding.__class__ is not tuple and output_padding.__class__ is not list:
-        _int_list_arg(output_padding, 'conv_transpose3d', 'output_padding', 6, True)
+        output_padding = _int_list_arg(output_padding, 'conv_transpose3d', 'output_padding', 6, True)
     else:
         for _item in output_padding:
             if _item.__class__ is not int:
-                _int_list_arg(output_padding, 'conv_transpose3d', 'output_padding', 6, True)
+                output_padding = _int_list_arg(output_padding, 'conv_transpose3d', 'output_padding', 6, True)
                 break
     if groups.__class__ is not int:
         _int_arg(groups, 'conv_transpose3d', 'groups', 7)
     if dilation.__class__ is not tuple and dilation.__class__ is not list:
-        _int_list_arg(dilation, 'conv_transpose3d', 'dilation', 8, True)
+        dilation = _int_list_arg(dilation, 'conv_transpose3d', 'dilation', 8, True)
     else:
         for _item in dilation:
             if _item.__class__ is not int:
-                _int_list_arg(dilation, 'conv_transpose3d', 'dilation', 8, True)
+                dilation = _int_list_arg(dilation, 'conv_transpose3d', 'dilation', 8, True)
                 break
     return _dispatch_conv_transpose3d_input((input, weight, bias, stride, padding, output_padding, groups, dilation))
 
@@ -3827,11 +3853,11 @@ def max_unpool2d(input, indices, output_size):
     Schema: ``max_unpool2d(Tensor self, Tensor indices, SymInt[2] output_size) -> Tensor``
     """
     if output_size.__class__ is not tuple and output_size.__class__ is not list:
-        _int_list_arg(output_size, 'max_unpool2d', 'output_size', 3, True)
+        output_size = _int_list_arg(output_size, 'max_unpool2d', 'output_size', 3, True)
     else:
         for _item in output_size:
             if _item.__class__ is not int:
-                _int_list_arg(output_size, 'max_unpool2d', 'output_size', 3, True)
+                output_size = _int_list_arg(output_size, 'max_unpool2d', 'output_size', 3, True)
                 break
     return _dispatch_max_unpool2d((input, indices, output_size))
 
@@ -3841,25 +3867,25 @@ def max_unpool3d(input, indices, output_size, stride, padding):
     Schema: ``max_unpool3d(Tensor self, Tensor indices, SymInt[3] output_size, int[3] stride, int[3] padding) -> Tensor``
     """
     if output_size.__class__ is not tuple and output_size.__class__ is not list:
-        _int_list_arg(output_size, 'max_unpool3d', 'output_size', 3, True)
+        output_size = _int_list_arg(output_size, 'max_unpool3d', 'output_size', 3, True)
     else:
         for _item in output_size:
             if _item.__class__ is not int:
-                _int_list_arg(output_size, 'max_unpool3d', 'output_size', 3, True)
+                output_size = _int_list_arg(output_size, 'max_unpool3d', 'output_size', 3, True)
                 break
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'max_unpool3d', 'stride', 4, True)
+        stride = _int_list_arg(stride, 'max_unpool3d', 'stride', 4, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'max_unpool3d', 'stride', 4, True)
+                stride = _int_list_arg(stride, 'max_unpool3d', 'stride', 4, True)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'max_unpool3d', 'padding', 5, True)
+        padding = _int_list_arg(padding, 'max_unpool3d', 'padding', 5, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'max_unpool3d', 'padding', 5, True)
+                padding = _int_list_arg(padding, 'max_unpool3d', 'padding', 5, True)
                 break
     return _dispatch_max_unpool3d((input, indices, output_size, stride, padding))
 
@@ -3869,34 +3895,34 @@ def max_pool2d_with_indices(input, kernel_size, stride=(), padding=(0,), dilatio
     Schema: ``max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor output, Tensor indices)``
     """
     if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
-        _int_list_arg(kernel_size, 'max_pool2d_with_indices', 'kernel_size', 2, True)
+        kernel_size = _int_list_arg(kernel_size, 'max_pool2d_with_indices', 'kernel_size', 2, True)
     else:
         for _item in kernel_size:
             if _item.__class__ is not int:
-                _int_list_arg(kernel_size, 'max_pool2d_with_indices', 'kernel_size', 2, True)
+                kernel_size = _int_list_arg(kernel_size, 'max_pool2d_with_indices', 'kernel_size', 2, True)
                 break
     if stride is None:
         stride = ()
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'max_pool2d_with_indices', 'stride', 3, True)
+        stride = _int_list_arg(stride, 'max_pool2d_with_indices', 'stride', 3, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'max_pool2d_with_indices', 'stride', 3, True)
+                stride = _int_list_arg(stride, 'max_pool2d_with_indices', 'stride', 3, True)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'max_pool2d_with_indices', 'padding', 4, True)
+        padding = _int_list_arg(padding, 'max_pool2d_with_indices', 'padding', 4, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'max_pool2d_with_indices', 'padding', 4, True)
+                padding = _int_list_arg(padding, 'max_pool2d_with_indices', 'padding', 4, True)
                 break
     if dilation.__class__ is not tuple and dilation.__class__ is not list:
-        _int_list_arg(dilation, 'max_pool2d_with_indices', 'dilation', 5, True)
+        dilation = _int_list_arg(dilation, 'max_pool2d_with_indices', 'dilation', 5, True)
     else:
         for _item in dilation:
             if _item.__class__ is not int:
-                _int_list_arg(dilation, 'max_pool2d_with_indices', 'dilation', 5, True)
+                dilation = _int_list_arg(dilation, 'max_pool2d_with_indices', 'dilation', 5, True)
                 break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'max_pool2d_with_indices', 'ceil_mode', 6)
@@ -3908,34 +3934,34 @@ def max_pool2d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_
     Schema: ``max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor``
     """
     if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
-        _int_list_arg(kernel_size, 'max_pool2d', 'kernel_size', 2, True)
+        kernel_size = _int_list_arg(kernel_size, 'max_pool2d', 'kernel_size', 2, True)
     else:
         for _item in kernel_size:
             if _item.__class__ is not int:
-                _int_list_arg(kernel_size, 'max_pool2d', 'kernel_size', 2, True)
+                kernel_size = _int_list_arg(kernel_size, 'max_pool2d', 'kernel_size', 2, True)
                 break
     if stride is None:
         stride = ()
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'max_pool2d', 'stride', 3, True)
+        stride = _int_list_arg(stride, 'max_pool2d', 'stride', 3, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'max_pool2d', 'stride', 3, True)
+                stride = _int_list_arg(stride, 'max_pool2d', 'stride', 3, True)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'max_pool2d', 'padding', 4, True)
+        padding = _int_list_arg(padding, 'max_pool2d', 'padding', 4, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'max_pool2d', 'padding', 4, True)
+                padding = _int_list_arg(padding, 'max_pool2d', 'padding', 4, True)
                 break
     if dilation.__class__ is not tuple and dilation.__class__ is not list:
-        _int_list_arg(dilation, 'max_pool2d', 'dilation', 5, True)
+        dilation = _int_list_arg(dilation, 'max_pool2d', 'dilation', 5, True)
     else:
         for _item in dilation:
             if _item.__class__ is not int:
-                _int_list_arg(dilation, 'max_pool2d', 'dilation', 5, True)
+                dilation = _int_list_arg(dilation, 'max_pool2d', 'dilation', 5, True)
                 break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'max_pool2d', 'ceil_mode', 6)
@@ -3947,34 +3973,34 @@ def max_pool1d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_
     Schema: ``max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], int[1] dilation=[1], bool ceil_mode=False) -> Tensor``
     """
     if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
-        _int_list_arg(kernel_size, 'max_pool1d', 'kernel_size', 2, True)
+        kernel_size = _int_list_arg(kernel_size, 'max_pool1d', 'kernel_size', 2, True)
     else:
         for _item in kernel_size:
             if _item.__class__ is not int:
-                _int_list_arg(kernel_size, 'max_pool1d', 'kernel_size', 2, True)
+                kernel_size = _int_list_arg(kernel_size, 'max_pool1d', 'kernel_size', 2, True)
                 break
     if stride is None:
         stride = ()
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'max_pool1d', 'stride', 3, True)
+        stride = _int_list_arg(stride, 'max_pool1d', 'stride', 3, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'max_pool1d', 'stride', 3, True)
+                stride = _int_list_arg(stride, 'max_pool1d', 'stride', 3, True)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'max_pool1d', 'padding', 4, True)
+        padding = _int_list_arg(padding, 'max_pool1d', 'padding', 4, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'max_pool1d', 'padding', 4, True)
+                padding = _int_list_arg(padding, 'max_pool1d', 'padding', 4, True)
                 break
     if dilation.__class__ is not tuple and dilation.__class__ is not list:
-        _int_list_arg(dilation, 'max_pool1d', 'dilation', 5, True)
+        dilation = _int_list_arg(dilation, 'max_pool1d', 'dilation', 5, True)
     else:
         for _item in dilation:
             if _item.__class__ is not int:
-                _int_list_arg(dilation, 'max_pool1d', 'dilation', 5, True)
+                dilation = _int_list_arg(dilation, 'max_pool1d', 'dilation', 5, True)
                 break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'max_pool1d', 'ceil_mode', 6)
@@ -3986,27 +4012,27 @@ def avg_pool2d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, cou
     Schema: ``avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor``
     """
     if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
-        _int_list_arg(kernel_size, 'avg_pool2d', 'kernel_size', 2, True)
+        kernel_size = _int_list_arg(kernel_size, 'avg_pool2d', 'kernel_size', 2, True)
     else:
         for _item in kernel_size:
             if _item.__class__ is not int:
-                _int_list_arg(kernel_size, 'avg_pool2d', 'kernel_size', 2, True)
+                kernel_size = _int_list_arg(kernel_size, 'avg_pool2d', 'kernel_size', 2, True)
                 break
     if stride is None:
         stride = ()
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'avg_pool2d', 'stride', 3, True)
+        stride = _int_list_arg(stride, 'avg_pool2d', 'stride', 3, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'avg_pool2d', 'stride', 3, True)
+                stride = _int_list_arg(stride, 'avg_pool2d', 'stride', 3, True)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'avg_pool2d', 'padding', 4, True)
+        padding = _int_list_arg(padding, 'avg_pool2d', 'padding', 4, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'avg_pool2d', 'padding', 4, True)
+                padding = _int_list_arg(padding, 'avg_pool2d', 'padding', 4, True)
                 break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'avg_pool2d', 'ceil_mode', 5)
@@ -4022,27 +4048,27 @@ def avg_pool1d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, cou
     Schema: ``avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], bool ceil_mode=False, bool count_include_pad=True) -> Tensor``
     """
     if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
-        _int_list_arg(kernel_size, 'avg_pool1d', 'kernel_size', 2, True)
+        kernel_size = _int_list_arg(kernel_size, 'avg_pool1d', 'kernel_size', 2, True)
     else:
         for _item in kernel_size:
             if _item.__class__ is not int:
-                _int_list_arg(kernel_size, 'avg_pool1d', 'kernel_size', 2, True)
+                kernel_size = _int_list_arg(kernel_size, 'avg_pool1d', 'kernel_size', 2, True)
                 break
     if stride is None:
         stride = ()
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'avg_pool1d', 'stride', 3, True)
+        stride = _int_list_arg(stride, 'avg_pool1d', 'stride', 3, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'avg_pool1d', 'stride', 3, True)
+                stride = _int_list_arg(stride, 'avg_pool1d', 'stride', 3, True)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'avg_pool1d', 'padding', 4, True)
+        padding = _int_list_arg(padding, 'avg_pool1d', 'padding', 4, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'avg_pool1d', 'padding', 4, True)
+                padding = _int_list_arg(padding, 'avg_pool1d', 'padding', 4, True)
                 break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'avg_pool1d', 'ceil_mode', 5)
@@ -4056,11 +4082,11 @@ def adaptive_avg_pool2d(input, output_size):
     Schema: ``adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor``
     """
     if output_size.__class__ is not tuple and output_size.__class__ is not list:
-        _int_list_arg(output_size, 'adaptive_avg_pool2d', 'output_size', 2, True)
+        output_size = _int_list_arg(output_size, 'adaptive_avg_pool2d', 'output_size', 2, True)
     else:
         for _item in output_size:
             if _item.__class__ is not int:
-                _int_list_arg(output_size, 'adaptive_avg_pool2d', 'output_size', 2, True)
+                output_size = _int_list_arg(output_size, 'adaptive_avg_pool2d', 'output_size', 2, True)
                 break
     return _dispatch_adaptive_avg_pool2d((input, output_size))
 
@@ -4070,11 +4096,11 @@ def _adaptive_avg_pool2d(input, output_size):
     Schema: ``_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor``
     """
     if output_size.__class__ is not tuple and output_size.__class__ is not list:
-        _int_list_arg(output_size, '_adaptive_avg_pool2d', 'output_size', 2, True)
+        output_size = _int_list_arg(output_size, '_adaptive_avg_pool2d', 'output_size', 2, True)
     else:
         for _item in output_size:
             if _item.__class__ is not int:
-                _int_list_arg(output_size, '_adaptive_avg_pool2d', 'output_size', 2, True)
+                output_size = _int_list_arg(output_size, '_adaptive_avg_pool2d', 'output_size', 2, True)
                 break
     return _dispatch__adaptive_avg_pool2d((input, output_size))
 
@@ -4084,11 +4110,11 @@ def adaptive_avg_pool1d(input, output_size):
     Schema: ``adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor``
     """
     if output_size.__class__ is not tuple and output_size.__class__ is not list:
-        _int_list_arg(output_size, 'adaptive_avg_pool1d', 'output_size', 2, True)
+        output_size = _int_list_arg(output_size, 'adaptive_avg_pool1d', 'output_size', 2, True)
     else:
         for _item in output_size:
             if _item.__class__ is not int:
-                _int_list_arg(output_size, 'adaptive_avg_pool1d', 'output_size', 2, True)
+                output_size = _int_list_arg(output_size, 'adaptive_avg_pool1d', 'output_size', 2, True)
                 break
     return _dispatch_adaptive_avg_pool1d((input, output_size))
 
@@ -4126,11 +4152,11 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     Schema: ``native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, float eps) -> (Tensor output, Tensor mean, Tensor rstd)``
     """
     if normalized_shape.__class__ is not tuple and normalized_shape.__class__ is not list:
-        _int_list_arg(normalized_shape, 'native_layer_norm', 'normalized_shape', 2, False)
+        normalized_shape = _int_list_arg(normalized_shape, 'native_layer_norm', 'normalized_shape', 2, False)
     else:
         for _item in normalized_shape:
             if _item.__class__ is not int:
-                _int_list_arg(normalized_shape, 'native_layer_norm', 'normalized_shape', 2, False)
+                normalized_shape = _int_list_arg(normalized_shape, 'native_layer_norm', 'normalized_shape', 2, False)
                 break
     if eps.__class__ is not float and eps.__class__ is not int:
         _float_arg(eps, 'native_layer_norm', 'eps', 5)
@@ -4142,11 +4168,11 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05, cudnn
     Schema: ``layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor``
     """
     if normalized_shape.__class__ is not tuple and normalized_shape.__class__ is not list:
-        _int_list_arg(normalized_shape, 'layer_norm', 'normalized_shape', 2, False)
+        normalized_shape = _int_list_arg(normalized_shape, 'layer_norm', 'normalized_shape', 2, False)
     else:
         for _item in normalized_shape:
             if _item.__class__ is not int:
-                _int_list_arg(normalized_shape, 'layer_norm', 'normalized_shape', 2, False)
+                normalized_shape = _int_list_arg(normalized_shape, 'layer_norm', 'normalized_shape', 2, False)
                 break
     if eps.__class__ is not float and eps.__class__ is not int:
         _float_arg(eps, 'layer_norm', 'eps', 5)
@@ -4190,11 +4216,11 @@ def constant_pad_nd(input, pad, value=0):
     Schema: ``constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor``
     """
     if pad.__class__ is not tuple and pad.__class__ is not list:
-        _int_list_arg(pad, 'constant_pad_nd', 'pad', 2, False)
+        pad = _int_list_arg(pad, 'constant_pad_nd', 'pad', 2, False)
     else:
         for _item in pad:
             if _item.__class__ is not int:
-                _int_list_arg(pad, 'constant_pad_nd', 'pad', 2, False)
+                pad = _int_list_arg(pad, 'constant_pad_nd', 'pad', 2, False)
                 break
     if value.__class__ is not int and value.__class__ is not float:
         _number_arg(value, 'constant_pad_nd', 'value', 3)
@@ -4206,11 +4232,11 @@ def reflection_pad1d(input, padding):
     Schema: ``reflection_pad1d(Tensor self, SymInt[2] padding) -> Tensor``
     """
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'reflection_pad1d', 'padding', 2, True)
+        padding = _int_list_arg(padding, 'reflection_pad1d', 'padding', 2, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'reflection_pad1d', 'padding', 2, True)
+                padding = _int_list_arg(padding, 'reflection_pad1d', 'padding', 2, True)
                 break
     return _dispatch_reflection_pad1d((input, padding))
 
@@ -4220,11 +4246,11 @@ def reflection_pad2d(input, padding):
     Schema: ``reflection_pad2d(Tensor self, SymInt[4] padding) -> Tensor``
     """
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'reflection_pad2d', 'padding', 2, True)
+        padding = _int_list_arg(padding, 'reflection_pad2d', 'padding', 2, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'reflection_pad2d', 'padding', 2, True)
+                padding = _int_list_arg(padding, 'reflection_pad2d', 'padding', 2, True)
                 break
     return _dispatch_reflection_pad2d((input, padding))
 
@@ -4234,11 +4260,11 @@ def replication_pad1d(input, padding):
     Schema: ``replication_pad1d(Tensor self, SymInt[2] padding) -> Tensor``
     """
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'replication_pad1d', 'padding', 2, True)
+        padding = _int_list_arg(padding, 'replication_pad1d', 'padding', 2, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'replication_pad1d', 'padding', 2, True)
+                padding = _int_list_arg(padding, 'replication_pad1d', 'padding', 2, True)
                 break
     return _dispatch_replication_pad1d((input, padding))
 
@@ -4248,11 +4274,11 @@ def replication_pad2d(input, padding):
     Schema: ``replication_pad2d(Tensor self, SymInt[4] padding) -> Tensor``
     """
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'replication_pad2d', 'padding', 2, True)
+        padding = _int_list_arg(padding, 'replication_pad2d', 'padding', 2, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'replication_pad2d', 'padding', 2, True)
+                padding = _int_list_arg(padding, 'replication_pad2d', 'padding', 2, True)
                 break
     return _dispatch_replication_pad2d((input, padding))
 
@@ -4262,11 +4288,11 @@ def pad(input, pad, mode='constant', value=None):
     Schema: ``pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor``
     """
     if pad.__class__ is not tuple and pad.__class__ is not list:
-        _int_list_arg(pad, 'pad', 'pad', 2, False)
+        pad = _int_list_arg(pad, 'pad', 'pad', 2, False)
     else:
         for _item in pad:
             if _item.__class__ is not int:
-                _int_list_arg(pad, 'pad', 'pad', 2, False)
+                pad = _int_list_arg(pad, 'pad', 'pad', 2, False)
                 break
     if mode.__class__ is not str:
         _str_arg(mode, 'pad', 'mode', 3)
@@ -4276,27 +4302,27 @@ def pad(input, pad, mode='constant', value=None):
 
 def _bind_upsample_nearest1d_vec(input, output_size, scale_factors):
     if output_size is not None and output_size.__class__ is not tuple and output_size.__class__ is not list:
-        _int_list_arg(output_size, 'upsample_nearest1d', 'output_size', 2, False)
+        output_size = _int_list_arg(output_size, 'upsample_nearest1d', 'output_size', 2, False)
     elif output_size is not None:
         for _item in output_size:
             if _item.__class__ is not int:
-                _int_list_arg(output_size, 'upsample_nearest1d', 'output_size', 2, False)
+                output_size = _int_list_arg(output_size, 'upsample_nearest1d', 'output_size', 2, False)
                 break
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input, output_size, scale_factors)
 
 def _bind_upsample_nearest1d(input, output_size, scales=None):
     if output_size.__class__ is not tuple and output_size.__class__ is not list:
-        _int_list_arg(output_size, 'upsample_nearest1d', 'output_size', 2, True)
+        output_size = _int_list_arg(output_size, 'upsample_nearest1d', 'output_size', 2, True)
     else:
         for _item in output_size:
             if _item.__class__ is not int:
-                _int_list_arg(output_size, 'upsample_nearest1d', 'output_size', 2, True)
+                output_size = _int_list_arg(output_size, 'upsample_nearest1d', 'output_size', 2, True)
                 break
     if scales is not None and scales.__class__ is not float and scales.__class__ is not int:
         _float_arg(scales, 'upsample_nearest1d', 'scales', 3)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input, output_size, scales)
 
@@ -4314,29 +4340,29 @@ def upsample_nearest1d(*args, **kwargs):
 
 def _bind_upsample_nearest2d_vec(input, output_size, scale_factors):
     if output_size is not None and output_size.__class__ is not tuple and output_size.__class__ is not list:
-        _int_list_arg(output_size, 'upsample_nearest2d', 'output_size', 2, False)
+        output_size = _int_list_arg(output_size, 'upsample_nearest2d', 'output_size', 2, False)
     elif output_size is not None:
         for _item in output_size:
             if _item.__class__ is not int:
-                _int_list_arg(output_size, 'upsample_nearest2d', 'output_size', 2, False)
+                output_size = _int_list_arg(output_size, 'upsample_nearest2d', 'output_size', 2, False)
                 break
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input, output_size, scale_factors)
 
 def _bind_upsample_nearest2d(input, output_size, scales_h=None, scales_w=None):
     if output_size.__class__ is not tuple and output_size.__class__ is not list:
-        _int_list_arg(output_size, 'upsample_nearest2d', 'output_size', 2, True)
+        output_size = _int_list_arg(output_size, 'upsample_nearest2d', 'output_size', 2, True)
     else:
         for _item in output_size:
             if _item.__class__ is not int:
-                _int_list_arg(output_size, 'upsample_nearest2d', 'output_size', 2, True)
+                output_size = _int_list_arg(output_size, 'upsample_nearest2d', 'output_size', 2, True)
                 break
     if scales_h is not None and scales_h.__class__ is not float and scales_h.__class__ is not int:
         _float_arg(scales_h, 'upsample_nearest2d', 'scales_h', 3)
     if scales_w is not None and scales_w.__class__ is not float and scales_w.__class__ is not int:
         _float_arg(scales_w, 'upsample_nearest2d', 'scales_w', 4)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input, output_size, scales_h, scales_w)
 
@@ -4354,25 +4380,25 @@ def upsample_nearest2d(*args, **kwargs):
 
 def _bind_upsample_bilinear2d_vec(input, output_size, align_corners, scale_factors):
     if output_size is not None and output_size.__class__ is not tuple and output_size.__class__ is not list:
-        _int_list_arg(output_size, 'upsample_bilinear2d', 'output_size', 2, False)
+        output_size = _int_list_arg(output_size, 'upsample_bilinear2d', 'output_size', 2, False)
     elif output_size is not None:
         for _item in output_size:
             if _item.__class__ is not int:
-                _int_list_arg(output_size, 'upsample_bilinear2d', 'output_size', 2, False)
+                output_size = _int_list_arg(output_size, 'upsample_bilinear2d', 'output_size', 2, False)
                 break
     if align_corners.__class__ is not bool:
         _bool_arg(align_corners, 'upsample_bilinear2d', 'align_corners', 3)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input, output_size, align_corners, scale_factors)
 
 def _bind_upsample_bilinear2d(input, output_size, align_corners, scales_h=None, scales_w=None):
     if output_size.__class__ is not tuple and output_size.__class__ is not list:
-        _int_list_arg(output_size, 'upsample_bilinear2d', 'output_size', 2, True)
+        output_size = _int_list_arg(output_size, 'upsample_bilinear2d', 'output_size', 2, True)
     else:
         for _item in output_size:
             if _item.__class__ is not int:
-                _int_list_arg(output_size, 'upsample_bilinear2d', 'output_size', 2, True)
+                output_size = _int_list_arg(output_size, 'upsample_bilinear2d', 'output_size', 2, True)
                 break
     if align_corners.__class__ is not bool:
         _bool_arg(align_corners, 'upsample_bilinear2d', 'align_corners', 3)
@@ -4380,7 +4406,7 @@ def _bind_upsample_bilinear2d(input, output_size, align_corners, scales_h=None, 
         _float_arg(scales_h, 'upsample_bilinear2d', 'scales_h', 4)
     if scales_w is not None and scales_w.__class__ is not float and scales_w.__class__ is not int:
         _float_arg(scales_w, 'upsample_bilinear2d', 'scales_w', 5)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input, output_size, align_corners, scales_h, scales_w)
 
@@ -4437,13 +4463,13 @@ def _bind_scatter_reduce(input, dim, index, src, *, reduce):
         _int_arg(dim, 'scatter', 'dim', 2)
     if reduce.__class__ is not str:
         _str_arg(reduce, 'scatter', 'reduce', None)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
-    if index is None or index.__class__ in (int, float, bool, complex):
+    if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('index')
-    if src is None or src.__class__ in (int, float, bool, complex):
+    if src is None or src.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('src')
     return (input, dim, index, src, reduce)
 
@@ -4454,11 +4480,11 @@ def _bind_scatter_value_reduce(input, dim, index, value, *, reduce):
         _number_arg(value, 'scatter', 'value', 4)
     if reduce.__class__ is not str:
         _str_arg(reduce, 'scatter', 'reduce', None)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
-    if index is None or index.__class__ in (int, float, bool, complex):
+    if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('index')
     if hasattr(value, '_data'):
         raise TypeError('value')
@@ -4469,11 +4495,11 @@ def _bind_scatter_value(input, dim, index, value):
         _int_arg(dim, 'scatter', 'dim', 2)
     if value.__class__ is not int and value.__class__ is not float:
         _number_arg(value, 'scatter', 'value', 4)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
-    if index is None or index.__class__ in (int, float, bool, complex):
+    if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('index')
     if hasattr(value, '_data'):
         raise TypeError('value')
@@ -4482,13 +4508,13 @@ def _bind_scatter_value(input, dim, index, value):
 def _bind_scatter_src(input, dim, index, src):
     if dim.__class__ is not int:
         _int_arg(dim, 'scatter', 'dim', 2)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
-    if index is None or index.__class__ in (int, float, bool, complex):
+    if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('index')
-    if src is None or src.__class__ in (int, float, bool, complex):
+    if src is None or src.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('src')
     return (input, dim, index, src)
 
@@ -4513,13 +4539,13 @@ def _bind_scatter__reduce(input, dim, index, src, *, reduce):
         _int_arg(dim, 'scatter_', 'dim', 2)
     if reduce.__class__ is not str:
         _str_arg(reduce, 'scatter_', 'reduce', None)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
-    if index is None or index.__class__ in (int, float, bool, complex):
+    if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('index')
-    if src is None or src.__class__ in (int, float, bool, complex):
+    if src is None or src.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('src')
     return (input, dim, index, src, reduce)
 
@@ -4530,11 +4556,11 @@ def _bind_scatter__value_reduce(input, dim, index, value, *, reduce):
         _number_arg(value, 'scatter_', 'value', 4)
     if reduce.__class__ is not str:
         _str_arg(reduce, 'scatter_', 'reduce', None)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
-    if index is None or index.__class__ in (int, float, bool, complex):
+    if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('index')
     if hasattr(value, '_data'):
         raise TypeError('value')
@@ -4545,11 +4571,11 @@ def _bind_scatter__value(input, dim, index, value):
         _int_arg(dim, 'scatter_', 'dim', 2)
     if value.__class__ is not int and value.__class__ is not float:
         _number_arg(value, 'scatter_', 'value', 4)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
-    if index is None or index.__class__ in (int, float, bool, complex):
+    if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('index')
     if hasattr(value, '_data'):
         raise TypeError('value')
@@ -4558,13 +4584,13 @@ def _bind_scatter__value(input, dim, index, value):
 def _bind_scatter__src(input, dim, index, src):
     if dim.__class__ is not int:
         _int_arg(dim, 'scatter_', 'dim', 2)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     if dim.__class__ in (list, tuple):
         raise TypeError('dim')
-    if index is None or index.__class__ in (int, float, bool, complex):
+    if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('index')
-    if src is None or src.__class__ in (int, float, bool, complex):
+    if src is None or src.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('src')
     return (input, dim, index, src)
 
@@ -4678,20 +4704,20 @@ def index_put_(input, indices, values, accumulate=False):
 def _bind_masked_fill_Scalar(input, mask, value):
     if value.__class__ is not int and value.__class__ is not float:
         _number_arg(value, 'masked_fill', 'value', 3)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
-    if mask is None or mask.__class__ in (int, float, bool, complex):
+    if mask is None or mask.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('mask')
     if hasattr(value, '_data'):
         raise TypeError('value')
     return (input, mask, value)
 
 def _bind_masked_fill_Tensor(input, mask, value):
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
-    if mask is None or mask.__class__ in (int, float, bool, complex):
+    if mask is None or mask.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('mask')
-    if value is None or value.__class__ in (int, float, bool, complex):
+    if value is None or value.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('value')
     return (input, mask, value)
 
@@ -4710,20 +4736,20 @@ def masked_fill(*args, **kwargs):
 def _bind_masked_fill__Scalar(input, mask, value):
     if value.__class__ is not int and value.__class__ is not float:
         _number_arg(value, 'masked_fill_', 'value', 3)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
-    if mask is None or mask.__class__ in (int, float, bool, complex):
+    if mask is None or mask.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('mask')
     if hasattr(value, '_data'):
         raise TypeError('value')
     return (input, mask, value)
 
 def _bind_masked_fill__Tensor(input, mask, value):
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
-    if mask is None or mask.__class__ in (int, float, bool, complex):
+    if mask is None or mask.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('mask')
-    if value is None or value.__class__ in (int, float, bool, complex):
+    if value is None or value.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('value')
     return (input, mask, value)
 
@@ -5197,11 +5223,11 @@ def _nll_loss_backward(grad_output, target, weight, self_size, reduction, ignore
     Schema: ``_nll_loss_backward(Tensor grad_output, Tensor target, Tensor? weight, SymInt[] self_size, int reduction, SymInt ignore_index) -> Tensor``
     """
     if self_size.__class__ is not tuple and self_size.__class__ is not list:
-        _int_list_arg(self_size, '_nll_loss_backward', 'self_size', 4, False)
+        self_size = _int_list_arg(self_size, '_nll_loss_backward', 'self_size', 4, False)
     else:
         for _item in self_size:
             if _item.__class__ is not int:
-                _int_list_arg(self_size, '_nll_loss_backward', 'self_size', 4, False)
+                self_size = _int_list_arg(self_size, '_nll_loss_backward', 'self_size', 4, False)
                 break
     if reduction.__class__ is not int:
         _int_arg(reduction, '_nll_loss_backward', 'reduction', 5)
@@ -5424,12 +5450,12 @@ def _standard_gamma_grad(input, output):
 def _bind_bernoulli_p(input, p, *, generator=None):
     if p.__class__ is not float and p.__class__ is not int:
         _float_arg(p, 'bernoulli', 'p', 2)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input, p, generator)
 
 def _bind_bernoulli(input, *, generator=None):
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input, generator)
 
@@ -5533,41 +5559,41 @@ def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding
     Schema: ``convolution_backward(Tensor grad_output, Tensor input, Tensor weight, SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
     """
     if bias_sizes is not None and bias_sizes.__class__ is not tuple and bias_sizes.__class__ is not list:
-        _int_list_arg(bias_sizes, 'convolution_backward', 'bias_sizes', 4, False)
+        bias_sizes = _int_list_arg(bias_sizes, 'convolution_backward', 'bias_sizes', 4, False)
     elif bias_sizes is not None:
         for _item in bias_sizes:
             if _item.__class__ is not int:
-                _int_list_arg(bias_sizes, 'convolution_backward', 'bias_sizes', 4, False)
+                bias_sizes = _int_list_arg(bias_sizes, 'convolution_backward', 'bias_sizes', 4, False)
                 break
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'convolution_backward', 'stride', 5, False)
+        stride = _int_list_arg(stride, 'convolution_backward', 'stride', 5, False)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'convolution_backward', 'stride', 5, False)
+                stride = _int_list_arg(stride, 'convolution_backward', 'stride', 5, False)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'convolution_backward', 'padding', 6, False)
+        padding = _int_list_arg(padding, 'convolution_backward', 'padding', 6, False)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'convolution_backward', 'padding', 6, False)
+                padding = _int_list_arg(padding, 'convolution_backward', 'padding', 6, False)
                 break
     if dilation.__class__ is not tuple and dilation.__class__ is not list:
-        _int_list_arg(dilation, 'convolution_backward', 'dilation', 7, False)
+        dilation = _int_list_arg(dilation, 'convolution_backward', 'dilation', 7, False)
     else:
         for _item in dilation:
             if _item.__class__ is not int:
-                _int_list_arg(dilation, 'convolution_backward', 'dilation', 7, False)
+                dilation = _int_list_arg(dilation, 'convolution_backward', 'dilation', 7, False)
                 break
     if transposed.__class__ is not bool:
         _bool_arg(transposed, 'convolution_backward', 'transposed', 8)
     if output_padding.__class__ is not tuple and output_padding.__class__ is not list:
-        _int_list_arg(output_padding, 'convolution_backward', 'output_padding', 9, False)
+        output_padding = _int_list_arg(output_padding, 'convolution_backward', 'output_padding', 9, False)
     else:
         for _item in output_padding:
             if _item.__class__ is not int:
-                _int_list_arg(output_padding, 'convolution_backward', 'output_padding', 9, False)
+                output_padding = _int_list_arg(output_padding, 'convolution_backward', 'output_padding', 9, False)
                 break
     if groups.__class__ is not int:
         _int_arg(groups, 'convolution_backward', 'groups', 10)
@@ -5579,32 +5605,32 @@ def max_pool2d_with_indices_backward(grad_output, input, kernel_size, stride, pa
     Schema: ``max_pool2d_with_indices_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, int[2] dilation, bool ceil_mode, Tensor indices) -> Tensor``
     """
     if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
-        _int_list_arg(kernel_size, 'max_pool2d_with_indices_backward', 'kernel_size', 3, True)
+        kernel_size = _int_list_arg(kernel_size, 'max_pool2d_with_indices_backward', 'kernel_size', 3, True)
     else:
         for _item in kernel_size:
             if _item.__class__ is not int:
-                _int_list_arg(kernel_size, 'max_pool2d_with_indices_backward', 'kernel_size', 3, True)
+                kernel_size = _int_list_arg(kernel_size, 'max_pool2d_with_indices_backward', 'kernel_size', 3, True)
                 break
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'max_pool2d_with_indices_backward', 'stride', 4, True)
+        stride = _int_list_arg(stride, 'max_pool2d_with_indices_backward', 'stride', 4, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'max_pool2d_with_indices_backward', 'stride', 4, True)
+                stride = _int_list_arg(stride, 'max_pool2d_with_indices_backward', 'stride', 4, True)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'max_pool2d_with_indices_backward', 'padding', 5, True)
+        padding = _int_list_arg(padding, 'max_pool2d_with_indices_backward', 'padding', 5, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'max_pool2d_with_indices_backward', 'padding', 5, True)
+                padding = _int_list_arg(padding, 'max_pool2d_with_indices_backward', 'padding', 5, True)
                 break
     if dilation.__class__ is not tuple and dilation.__class__ is not list:
-        _int_list_arg(dilation, 'max_pool2d_with_indices_backward', 'dilation', 6, True)
+        dilation = _int_list_arg(dilation, 'max_pool2d_with_indices_backward', 'dilation', 6, True)
     else:
         for _item in dilation:
             if _item.__class__ is not int:
-                _int_list_arg(dilation, 'max_pool2d_with_indices_backward', 'dilation', 6, True)
+                dilation = _int_list_arg(dilation, 'max_pool2d_with_indices_backward', 'dilation', 6, True)
                 break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'max_pool2d_with_indices_backward', 'ceil_mode', 7)
@@ -5616,32 +5642,32 @@ def max_pool3d_with_indices_backward(grad_output, input, kernel_size, stride, pa
     Schema: ``max_pool3d_with_indices_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, int[3] dilation, bool ceil_mode, Tensor indices) -> Tensor``
     """
     if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
-        _int_list_arg(kernel_size, 'max_pool3d_with_indices_backward', 'kernel_size', 3, True)
+        kernel_size = _int_list_arg(kernel_size, 'max_pool3d_with_indices_backward', 'kernel_size', 3, True)
     else:
         for _item in kernel_size:
             if _item.__class__ is not int:
-                _int_list_arg(kernel_size, 'max_pool3d_with_indices_backward', 'kernel_size', 3, True)
+                kernel_size = _int_list_arg(kernel_size, 'max_pool3d_with_indices_backward', 'kernel_size', 3, True)
                 break
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'max_pool3d_with_indices_backward', 'stride', 4, True)
+        stride = _int_list_arg(stride, 'max_pool3d_with_indices_backward', 'stride', 4, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'max_pool3d_with_indices_backward', 'stride', 4, True)
+                stride = _int_list_arg(stride, 'max_pool3d_with_indices_backward', 'stride', 4, True)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'max_pool3d_with_indices_backward', 'padding', 5, True)
+        padding = _int_list_arg(padding, 'max_pool3d_with_indices_backward', 'padding', 5, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'max_pool3d_with_indices_backward', 'padding', 5, True)
+                padding = _int_list_arg(padding, 'max_pool3d_with_indices_backward', 'padding', 5, True)
                 break
     if dilation.__class__ is not tuple and dilation.__class__ is not list:
-        _int_list_arg(dilation, 'max_pool3d_with_indices_backward', 'dilation', 6, True)
+        dilation = _int_list_arg(dilation, 'max_pool3d_with_indices_backward', 'dilation', 6, True)
     else:
         for _item in dilation:
             if _item.__class__ is not int:
-                _int_list_arg(dilation, 'max_pool3d_with_indices_backward', 'dilation', 6, True)
+                dilation = _int_list_arg(dilation, 'max_pool3d_with_indices_backward', 'dilation', 6, True)
                 break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'max_pool3d_with_indices_backward', 'ceil_mode', 7)
@@ -5653,25 +5679,25 @@ def avg_pool2d_backward(grad_output, input, kernel_size, stride, padding, ceil_m
     Schema: ``avg_pool2d_backward(Tensor grad_output, Tensor self, int[2] kernel_size, int[2] stride, int[2] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor``
     """
     if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
-        _int_list_arg(kernel_size, 'avg_pool2d_backward', 'kernel_size', 3, True)
+        kernel_size = _int_list_arg(kernel_size, 'avg_pool2d_backward', 'kernel_size', 3, True)
     else:
         for _item in kernel_size:
             if _item.__class__ is not int:
-                _int_list_arg(kernel_size, 'avg_pool2d_backward', 'kernel_size', 3, True)
+                kernel_size = _int_list_arg(kernel_size, 'avg_pool2d_backward', 'kernel_size', 3, True)
                 break
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'avg_pool2d_backward', 'stride', 4, True)
+        stride = _int_list_arg(stride, 'avg_pool2d_backward', 'stride', 4, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'avg_pool2d_backward', 'stride', 4, True)
+                stride = _int_list_arg(stride, 'avg_pool2d_backward', 'stride', 4, True)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'avg_pool2d_backward', 'padding', 5, True)
+        padding = _int_list_arg(padding, 'avg_pool2d_backward', 'padding', 5, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'avg_pool2d_backward', 'padding', 5, True)
+                padding = _int_list_arg(padding, 'avg_pool2d_backward', 'padding', 5, True)
                 break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'avg_pool2d_backward', 'ceil_mode', 6)
@@ -5687,25 +5713,25 @@ def avg_pool3d_backward(grad_output, input, kernel_size, stride, padding, ceil_m
     Schema: ``avg_pool3d_backward(Tensor grad_output, Tensor self, int[3] kernel_size, int[3] stride, int[3] padding, bool ceil_mode, bool count_include_pad, int? divisor_override) -> Tensor``
     """
     if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
-        _int_list_arg(kernel_size, 'avg_pool3d_backward', 'kernel_size', 3, True)
+        kernel_size = _int_list_arg(kernel_size, 'avg_pool3d_backward', 'kernel_size', 3, True)
     else:
         for _item in kernel_size:
             if _item.__class__ is not int:
-                _int_list_arg(kernel_size, 'avg_pool3d_backward', 'kernel_size', 3, True)
+                kernel_size = _int_list_arg(kernel_size, 'avg_pool3d_backward', 'kernel_size', 3, True)
                 break
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'avg_pool3d_backward', 'stride', 4, True)
+        stride = _int_list_arg(stride, 'avg_pool3d_backward', 'stride', 4, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'avg_pool3d_backward', 'stride', 4, True)
+                stride = _int_list_arg(stride, 'avg_pool3d_backward', 'stride', 4, True)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'avg_pool3d_backward', 'padding', 5, True)
+        padding = _int_list_arg(padding, 'avg_pool3d_backward', 'padding', 5, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'avg_pool3d_backward', 'padding', 5, True)
+                padding = _int_list_arg(padding, 'avg_pool3d_backward', 'padding', 5, True)
                 break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'avg_pool3d_backward', 'ceil_mode', 6)
@@ -5735,11 +5761,11 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
     Schema: ``native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
     """
     if normalized_shape.__class__ is not tuple and normalized_shape.__class__ is not list:
-        _int_list_arg(normalized_shape, 'native_layer_norm_backward', 'normalized_shape', 3, False)
+        normalized_shape = _int_list_arg(normalized_shape, 'native_layer_norm_backward', 'normalized_shape', 3, False)
     else:
         for _item in normalized_shape:
             if _item.__class__ is not int:
-                _int_list_arg(normalized_shape, 'native_layer_norm_backward', 'normalized_shape', 3, False)
+                normalized_shape = _int_list_arg(normalized_shape, 'native_layer_norm_backward', 'normalized_shape', 3, False)
                 break
     return _dispatch_native_layer_norm_backward((grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask))
 
@@ -5765,11 +5791,11 @@ def _bind__native_batch_norm_legit(input, weight, bias, running_mean, running_va
         _float_arg(momentum, '_native_batch_norm_legit', 'momentum', 7)
     if eps.__class__ is not float and eps.__class__ is not int:
         _float_arg(eps, '_native_batch_norm_legit', 'eps', 8)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
-    if running_mean is None or running_mean.__class__ in (int, float, bool, complex):
+    if running_mean is None or running_mean.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('running_mean')
-    if running_var is None or running_var.__class__ in (int, float, bool, complex):
+    if running_var is None or running_var.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('running_var')
     return (input, weight, bias, running_mean, running_var, training, momentum, eps)
 
@@ -5780,7 +5806,7 @@ def _bind__native_batch_norm_legit_no_stats(input, weight, bias, training, momen
         _float_arg(momentum, '_native_batch_norm_legit', 'momentum', 5)
     if eps.__class__ is not float and eps.__class__ is not int:
         _float_arg(eps, '_native_batch_norm_legit', 'eps', 6)
-    if input is None or input.__class__ in (int, float, bool, complex):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input')
     return (input, weight, bias, training, momentum, eps)
 
@@ -5813,39 +5839,39 @@ def col2im(input, output_size, kernel_size, dilation, padding, stride):
     Schema: ``col2im(Tensor self, SymInt[2] output_size, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor``
     """
     if output_size.__class__ is not tuple and output_size.__class__ is not list:
-        _int_list_arg(output_size, 'col2im', 'output_size', 2, True)
+        output_size = _int_list_arg(output_size, 'col2im', 'output_size', 2, True)
     else:
         for _item in output_size:
             if _item.__class__ is not int:
-                _int_list_arg(output_size, 'col2im', 'output_size', 2, True)
+                output_size = _int_list_arg(output_size, 'col2im', 'output_size', 2, True)
                 break
     if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
-        _int_list_arg(kernel_size, 'col2im', 'kernel_size', 3, True)
+        kernel_size = _int_list_arg(kernel_size, 'col2im', 'kernel_size', 3, True)
     else:
         for _item in kernel_size:
             if _item.__class__ is not int:
-                _int_list_arg(kernel_size, 'col2im', 'kernel_size', 3, True)
+                kernel_size = _int_list_arg(kernel_size, 'col2im', 'kernel_size', 3, True)
                 break
     if dilation.__class__ is not tuple and dilation.__class__ is not list:
-        _int_list_arg(dilation, 'col2im', 'dilation', 4, True)
+        dilation = _int_list_arg(dilation, 'col2im', 'dilation', 4, True)
     else:
         for _item in dilation:
             if _item.__class__ is not int:
-                _int_list_arg(dilation, 'col2im', 'dilation', 4, True)
+                dilation = _int_list_arg(dilation, 'col2im', 'dilation', 4, True)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'col2im', 'padding', 5, True)
+        padding = _int_list_arg(padding, 'col2im', 'padding', 5, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'col2im', 'padding', 5, True)
+                padding = _int_list_arg(padding, 'col2im', 'padding', 5, True)
                 break
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'col2im', 'stride', 6, True)
+        stride = _int_list_arg(stride, 'col2im', 'stride', 6, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'col2im', 'stride', 6, True)
+                stride = _int_list_arg(stride, 'col2im', 'stride', 6, True)
                 break
     return _dispatch_col2im((input, output_size, kernel_size, dilation, padding, stride))
 
@@ -5855,32 +5881,32 @@ def im2col(input, kernel_size, dilation, padding, stride):
     Schema: ``im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor``
     """
     if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
-        _int_list_arg(kernel_size, 'im2col', 'kernel_size', 2, True)
+        kernel_size = _int_list_arg(kernel_size, 'im2col', 'kernel_size', 2, True)
     else:
         for _item in kernel_size:
             if _item.__class__ is not int:
-                _int_list_arg(kernel_size, 'im2col', 'kernel_size', 2, True)
+                kernel_size = _int_list_arg(kernel_size, 'im2col', 'kernel_size', 2, True)
                 break
     if dilation.__class__ is not tuple and dilation.__class__ is not list:
-        _int_list_arg(dilation, 'im2col', 'dilation', 3, True)
+        dilation = _int_list_arg(dilation, 'im2col', 'dilation', 3, True)
     else:
         for _item in dilation:
             if _item.__class__ is not int:
-                _int_list_arg(dilation, 'im2col', 'dilation', 3, True)
+                dilation = _int_list_arg(dilation, 'im2col', 'dilation', 3, True)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'im2col', 'padding', 4, True)
+        padding = _int_list_arg(padding, 'im2col', 'padding', 4, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'im2col', 'padding', 4, True)
+                padding = _int_list_arg(padding, 'im2col', 'padding', 4, True)
                 break
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'im2col', 'stride', 5, True)
+        stride = _int_list_arg(stride, 'im2col', 'stride', 5, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'im2col', 'stride', 5, True)
+                stride = _int_list_arg(stride, 'im2col', 'stride', 5, True)
                 break
     return _dispatch_im2col((input, kernel_size, dilation, padding, stride))
 
@@ -5890,34 +5916,34 @@ def max_pool3d_with_indices(input, kernel_size, stride=(), padding=(0,), dilatio
     Schema: ``max_pool3d_with_indices(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)``
     """
     if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
-        _int_list_arg(kernel_size, 'max_pool3d_with_indices', 'kernel_size', 2, True)
+        kernel_size = _int_list_arg(kernel_size, 'max_pool3d_with_indices', 'kernel_size', 2, True)
     else:
         for _item in kernel_size:
             if _item.__class__ is not int:
-                _int_list_arg(kernel_size, 'max_pool3d_with_indices', 'kernel_size', 2, True)
+                kernel_size = _int_list_arg(kernel_size, 'max_pool3d_with_indices', 'kernel_size', 2, True)
                 break
     if stride is None:
         stride = ()
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'max_pool3d_with_indices', 'stride', 3, True)
+        stride = _int_list_arg(stride, 'max_pool3d_with_indices', 'stride', 3, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'max_pool3d_with_indices', 'stride', 3, True)
+                stride = _int_list_arg(stride, 'max_pool3d_with_indices', 'stride', 3, True)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'max_pool3d_with_indices', 'padding', 4, True)
+        padding = _int_list_arg(padding, 'max_pool3d_with_indices', 'padding', 4, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'max_pool3d_with_indices', 'padding', 4, True)
+                padding = _int_list_arg(padding, 'max_pool3d_with_indices', 'padding', 4, True)
                 break
     if dilation.__class__ is not tuple and dilation.__class__ is not list:
-        _int_list_arg(dilation, 'max_pool3d_with_indices', 'dilation', 5, True)
+        dilation = _int_list_arg(dilation, 'max_pool3d_with_indices', 'dilation', 5, True)
     else:
         for _item in dilation:
             if _item.__class__ is not int:
-                _int_list_arg(dilation, 'max_pool3d_with_indices', 'dilation', 5, True)
+                dilation = _int_list_arg(dilation, 'max_pool3d_with_indices', 'dilation', 5, True)
                 break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'max_pool3d_with_indices', 'ceil_mode', 6)
@@ -5929,34 +5955,34 @@ def max_pool3d(input, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_
     Schema: ``max_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, int[3] dilation=1, bool ceil_mode=False) -> Tensor``
     """
     if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
-        _int_list_arg(kernel_size, 'max_pool3d', 'kernel_size', 2, True)
+        kernel_size = _int_list_arg(kernel_size, 'max_pool3d', 'kernel_size', 2, True)
     else:
         for _item in kernel_size:
             if _item.__class__ is not int:
-                _int_list_arg(kernel_size, 'max_pool3d', 'kernel_size', 2, True)
+                kernel_size = _int_list_arg(kernel_size, 'max_pool3d', 'kernel_size', 2, True)
                 break
     if stride is None:
         stride = ()
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'max_pool3d', 'stride', 3, True)
+        stride = _int_list_arg(stride, 'max_pool3d', 'stride', 3, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'max_pool3d', 'stride', 3, True)
+                stride = _int_list_arg(stride, 'max_pool3d', 'stride', 3, True)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'max_pool3d', 'padding', 4, True)
+        padding = _int_list_arg(padding, 'max_pool3d', 'padding', 4, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'max_pool3d', 'padding', 4, True)
+                padding = _int_list_arg(padding, 'max_pool3d', 'padding', 4, True)
                 break
     if dilation.__class__ is not tuple and dilation.__class__ is not list:
-        _int_list_arg(dilation, 'max_pool3d', 'dilation', 5, True)
+        dilation = _int_list_arg(dilation, 'max_pool3d', 'dilation', 5, True)
     else:
         for _item in dilation:
             if _item.__class__ is not int:
-                _int_list_arg(dilation, 'max_pool3d', 'dilation', 5, True)
+                dilation = _int_list_arg(dilation, 'max_pool3d', 'dilation', 5, True)
                 break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'max_pool3d', 'ceil_mode', 6)
@@ -5968,27 +5994,27 @@ def avg_pool3d(input, kernel_size, stride=(), padding=(0,), ceil_mode=False, cou
     Schema: ``avg_pool3d(Tensor self, int[3] kernel_size, int[3] stride=[], int[3] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor``
     """
     if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
-        _int_list_arg(kernel_size, 'avg_pool3d', 'kernel_size', 2, True)
+        kernel_size = _int_list_arg(kernel_size, 'avg_pool3d', 'kernel_size', 2, True)
     else:
         for _item in kernel_size:
             if _item.__class__ is not int:
-                _int_list_arg(kernel_size, 'avg_pool3d', 'kernel_size', 2, True)
+                kernel_size = _int_list_arg(kernel_size, 'avg_pool3d', 'kernel_size', 2, True)
                 break
     if stride is None:
         stride = ()
     if stride.__class__ is not tuple and stride.__class__ is not list:
-        _int_list_arg(stride, 'avg_pool3d', 'stride', 3, True)
+        stride = _int_list_arg(stride, 'avg_pool3d', 'stride', 3, True)
     else:
         for _item in stride:
             if _item.__class__ is not int:
-                _int_list_arg(stride, 'avg_pool3d', 'stride', 3, True)
+                stride = _int_list_arg(stride, 'avg_pool3d', 'stride', 3, True)
                 break
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'avg_pool3d', 'padding', 4, True)
+        padding = _int_list_arg(padding, 'avg_pool3d', 'padding', 4, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'avg_pool3d', 'padding', 4, True)
+                padding = _int_list_arg(padding, 'avg_pool3d', 'padding', 4, True)
                 break
     if ceil_mode.__class__ is not bool:
         _bool_arg(ceil_mode, 'avg_pool3d', 'ceil_mode', 5)
@@ -6004,11 +6030,11 @@ def _adaptive_avg_pool3d(input, output_size):
     Schema: ``_adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor``
     """
     if output_size.__class__ is not tuple and output_size.__class__ is not list:
-        _int_list_arg(output_size, '_adaptive_avg_pool3d', 'output_size', 2, True)
+        output_size = _int_list_arg(output_size, '_adaptive_avg_pool3d', 'output_size', 2, True)
     else:
         for _item in output_size:
             if _item.__class__ is not int:
-                _int_list_arg(output_size, '_adaptive_avg_pool3d', 'output_size', 2, True)
+                output_size = _int_list_arg(output_size, '_adaptive_avg_pool3d', 'output_size', 2, True)
                 break
     return _dispatch__adaptive_avg_pool3d((input, output_size))
 
@@ -6018,11 +6044,11 @@ def adaptive_avg_pool3d(input, output_size):
     Schema: ``adaptive_avg_pool3d(Tensor self, SymInt[3] output_size) -> Tensor``
     """
     if output_size.__class__ is not tuple and output_size.__class__ is not list:
-        _int_list_arg(output_size, 'adaptive_avg_pool3d', 'output_size', 2, True)
+        output_size = _int_list_arg(output_size, 'adaptive_avg_pool3d', 'output_size', 2, True)
     else:
         for _item in output_size:
             if _item.__class__ is not int:
-                _int_list_arg(output_size, 'adaptive_avg_pool3d', 'output_size', 2, True)
+                output_size = _int_list_arg(output_size, 'adaptive_avg_pool3d', 'output_size', 2, True)
                 break
     return _dispatch_adaptive_avg_pool3d((input, output_size))
 
@@ -6032,11 +6058,11 @@ def reflection_pad3d(input, padding):
     Schema: ``reflection_pad3d(Tensor self, SymInt[6] padding) -> Tensor``
     """
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'reflection_pad3d', 'padding', 2, True)
+        padding = _int_list_arg(padding, 'reflection_pad3d', 'padding', 2, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'reflection_pad3d', 'padding', 2, True)
+                padding = _int_list_arg(padding, 'reflection_pad3d', 'padding', 2, True)
                 break
     return _dispatch_reflection_pad3d((input, padding))
 
@@ -6046,11 +6072,11 @@ def replication_pad3d(input, padding):
     Schema: ``replication_pad3d(Tensor self, SymInt[6] padding) -> Tensor``
     """
     if padding.__class__ is not tuple and padding.__class__ is not list:
-        _int_list_arg(padding, 'replication_pad3d', 'padding', 2, True)
+        padding = _int_list_arg(padding, 'replication_pad3d', 'padding', 2, True)
     else:
         for _item in padding:
             if _item.__class__ is not int:
-                _int_list_arg(padding, 'replication_pad3d', 'padding', 2, True)
+                padding = _int_list_arg(padding, 'replication_pad3d', 'padding', 2, True)
                 break
     return _dispatch_replication_pad3d((input, padding))
 
@@ -6082,11 +6108,11 @@ def _bind_embedding_bag_padding_idx(weight, indices, offsets, scale_grad_by_freq
         _bool_arg(include_last_offset, 'embedding_bag', 'include_last_offset', 8)
     if padding_idx is not None and padding_idx.__class__ is not int:
         _int_arg(padding_idx, 'embedding_bag', 'padding_idx', 9)
-    if weight is None or weight.__class__ in (int, float, bool, complex):
+    if weight is None or weight.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('weight')
-    if indices is None or indices.__class__ in (int, float, bool, complex):
+    if indices is None or indices.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('indices')
-    if offsets is None or offsets.__class__ in (int, float, bool, complex):
+    if offsets is None or offsets.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('offsets')
     if mode.__class__ in (list, tuple):
         raise TypeError('mode')
@@ -6103,11 +6129,11 @@ def _bind_embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode
         _bool_arg(sparse, 'embedding_bag', 'sparse', 6)
     if include_last_offset.__class__ is not bool:
         _bool_arg(include_last_offset, 'embedding_bag', 'include_last_offset', 8)
-    if weight is None or weight.__class__ in (int, float, bool, complex):
+    if weight is None or weight.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('weight')
-    if indices is None or indices.__class__ in (int, float, bool, complex):
+    if indices is None or indices.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('indices')
-    if offsets is None or offsets.__class__ in (int, float, bool, complex):
+    if offsets is None or offsets.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('offsets')
     if mode.__class__ in (list, tuple):
         raise TypeError('mode')
@@ -6157,11 +6183,11 @@ def affine_grid_generator(theta, size, align_corners):
     Schema: ``affine_grid_generator(Tensor theta, SymInt[] size, bool align_corners) -> Tensor``
     """
     if size.__class__ is not tuple and size.__class__ is not list:
-        _int_list_arg(size, 'affine_grid_generator', 'size', 2, False)
+        size = _int_list_arg(size, 'affine_grid_generator', 'size', 2, False)
     else:
         for _item in size:
             if _item.__class__ is not int:
-                _int_list_arg(size, 'affine_grid_generator', 'size', 2, False)
+                size = _int_list_arg(size, 'affine_grid_generator', 'size', 2, False)
                 break
     if align_corners.__class__ is not bool:
         _bool_arg(align_corners, 'affine_grid_generator', 'align_corners', 3)
@@ -6187,11 +6213,11 @@ def adaptive_max_pool2d(input, output_size):
     Schema: ``adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)``
     """
     if output_size.__class__ is not tuple and output_size.__class__ is not list:
-        _int_list_arg(output_size, 'adaptive_max_pool2d', 'output_size', 2, True)
+        output_size = _int_list_arg(output_size, 'adaptive_max_pool2d', 'output_size', 2, True)
     else:
         for _item in output_size:
             if _item.__class__ is not int:
-                _int_list_arg(output_size, 'adaptive_max_pool2d', 'output_size', 2, True)
+                output_size = _int_list_arg(output_size, 'adaptive_max_pool2d', 'output_size', 2, True)
                 break
     return _dispatch_adaptive_max_pool2d((input, output_size))
 
@@ -6201,11 +6227,11 @@ def adaptive_max_pool3d(input, output_size):
     Schema: ``adaptive_max_pool3d(Tensor self, int[3] output_size) -> (Tensor, Tensor)``
     """
     if output_size.__class__ is not tuple and output_size.__class__ is not list:
-        _int_list_arg(output_size, 'adaptive_max_pool3d', 'output_size', 2, True)
+        output_size = _int_list_arg(output_size, 'adaptive_max_pool3d', 'output_size', 2, True)
     else:
         for _item in output_size:
             if _item.__class__ is not int:
-                _int_list_arg(output_size, 'adaptive_max_pool3d', 'output_size', 2, True)
+                output_size = _int_list_arg(output_size, 'adaptive_max_pool3d', 'output_size', 2, True)
                 break
     return _dispatch_adaptive_max_pool3d((input, output_size))
 
@@ -6215,11 +6241,11 @@ def adaptive_max_pool1d(input, output_size):
     Schema: ``adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)``
     """
     if output_size.__class__ is not tuple and output_size.__class__ is not list:
-        _int_list_arg(output_size, 'adaptive_max_pool1d', 'output_size', 2, True)
+        output_size = _int_list_arg(output_size, 'adaptive_max_pool1d', 'output_size', 2, True)
     else:
         for _item in output_size:
             if _item.__class__ is not int:
-                _int_list_arg(output_size, 'adaptive_max_pool1d', 'output_size', 2, True)
+                output_size = _int_list_arg(output_size, 'adaptive_max_pool1d', 'output_size', 2, True)
                 break
     return _dispatch_adaptive_max_pool1d((input, output_size))
 
@@ -6229,18 +6255,18 @@ def fractional_max_pool2d(input, kernel_size, output_size, random_samples):
     Schema: ``fractional_max_pool2d(Tensor self, int[2] kernel_size, int[2] output_size, Tensor random_samples) -> (Tensor, Tensor)``
     """
     if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
-        _int_list_arg(kernel_size, 'fractional_max_pool2d', 'kernel_size', 2, True)
+        kernel_size = _int_list_arg(kernel_size, 'fractional_max_pool2d', 'kernel_size', 2, True)
     else:
         for _item in kernel_size:
             if _item.__class__ is not int:
-                _int_list_arg(kernel_size, 'fractional_max_pool2d', 'kernel_size', 2, True)
+                kernel_size = _int_list_arg(kernel_size, 'fractional_max_pool2d', 'kernel_size', 2, True)
                 break
     if output_size.__class__ is not tuple and output_size.__class__ is not list:
-        _int_list_arg(output_size, 'fractional_max_pool2d', 'output_size', 3, True)
+        output_size = _int_list_arg(output_size, 'fractional_max_pool2d', 'output_size', 3, True)
     else:
         for _item in output_size:
             if _item.__class__ is not int:
-                _int_list_arg(output_size, 'fractional_max_pool2d', 'output_size', 3, True)
+                output_size = _int_list_arg(output_size, 'fractional_max_pool2d', 'output_size', 3, True)
                 break
     return _dispatch_fractional_max_pool2d((input, kernel_size, output_size, random_samples))
 
@@ -6250,35 +6276,35 @@ def fractional_max_pool3d(input, kernel_size, output_size, random_samples):
     Schema: ``fractional_max_pool3d(Tensor self, int[3] kernel_size, int[3] output_size, Tensor random_samples) -> (Tensor, Tensor)``
     """
     if kernel_size.__class__ is not tuple and kernel_size.__class__ is not list:
-        _int_list_arg(kernel_size, 'fractional_max_pool3d', 'kernel_size', 2, True)
+        kernel_size = _int_list_arg(kernel_size, 'fractional_max_pool3d', 'kernel_size', 2, True)
     else:
         for _item in kernel_size:
             if _item.__class__ is not int:
-                _int_list_arg(kernel_size, 'fractional_max_pool3d', 'kernel_size', 2, True)
+                kernel_size = _int_list_arg(kernel_size, 'fractional_max_pool3d', 'kernel_size', 2, True)
                 break
     if output_size.__class__ is not tuple and output_size.__class__ is not list:
-        _int_list_arg(output_size, 'fractional_max_pool3d', 'output_size', 3, True)
+        output_size = _int_list_arg(output_size, 'fractional_max_pool3d', 'output_size', 3, True)
     else:
         for _item in output_size:
             if _item.__class__ is not int:
-                _int_list_arg(output_size, 'fractional_max_pool3d', 'output_size', 3, True)
+                output_size = _int_list_arg(output_size, 'fractional_max_pool3d', 'output_size', 3, True)
                 break
     return _dispatch_fractional_max_pool3d((input, kernel_size, output_size, random_samples))
 
 def _bind_ctc_loss_IntList(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
     if input_lengths.__class__ is not tuple and input_lengths.__class__ is not list:
-        _int_list_arg(input_lengths, 'ctc_loss', 'input_lengths', 3, False)
+        input_lengths = _int_list_arg(input_lengths, 'ctc_loss', 'input_lengths', 3, False)
     else:
         for _item in input_lengths:
             if _item.__class__ is not int:
-                _int_list_arg(input_lengths, 'ctc_loss', 'input_lengths', 3, False)
+                input_lengths = _int_list_arg(input_lengths, 'ctc_loss', 'input_lengths', 3, False)
                 break
     if target_lengths.__class__ is not tuple and target_lengths.__class__ is not list:
-        _int_list_arg(target_lengths, 'ctc_loss', 'target_lengths', 4, False)
+        target_lengths = _int_list_arg(target_lengths, 'ctc_loss', 'target_lengths', 4, False)
     else:
         for _item in target_lengths:
             if _item.__class__ is not int:
-                _int_list_arg(target_lengths, 'ctc_loss', 'target_lengths', 4, False)
+                target_lengths = _int_list_arg(target_lengths, 'ctc_loss', 'target_lengths', 4, False)
                 break
     if blank.__class__ is not int:
         _int_arg(blank, 'ctc_loss', 'blank', 5)
@@ -6286,9 +6312,9 @@ def _bind_ctc_loss_IntList(log_probs, targets, input_lengths, target_lengths, bl
         _int_arg(reduction, 'ctc_loss', 'reduction', 6)
     if zero_infinity.__class__ is not bool:
         _bool_arg(zero_infinity, 'ctc_loss', 'zero_infinity', 7)
-    if log_probs is None or log_probs.__class__ in (int, float, bool, complex):
+    if log_probs is None or log_probs.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('log_probs')
-    if targets is None or targets.__class__ in (int, float, bool, complex):
+    if targets is None or targets.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('targets')
     if blank.__class__ in (list, tuple):
         raise TypeError('blank')
@@ -6303,13 +6329,13 @@ def _bind_ctc_loss_Tensor(log_probs, targets, input_lengths, target_lengths, bla
         _int_arg(reduction, 'ctc_loss', 'reduction', 6)
     if zero_infinity.__class__ is not bool:
         _bool_arg(zero_infinity, 'ctc_loss', 'zero_infinity', 7)
-    if log_probs is None or log_probs.__class__ in (int, float, bool, complex):
+    if log_probs is None or log_probs.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('log_probs')
-    if targets is None or targets.__class__ in (int, float, bool, complex):
+    if targets is None or targets.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('targets')
-    if input_lengths is None or input_lengths.__class__ in (int, float, bool, complex):
+    if input_lengths is None or input_lengths.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('input_lengths')
-    if target_lengths is None or target_lengths.__class__ in (int, float, bool, complex):
+    if target_lengths is None or target_lengths.__class__ in (int, float, bool, complex, list, tuple, str):
         raise TypeError('target_lengths')
     if blank.__class__ in (list, tuple):
         raise TypeError('blank')
@@ -6510,6 +6536,7 @@ OP_FUNCTIONS = {
     'zeros': zeros,
     'ones': ones,
     'full': full,
+    'arange': arange,
     'arange.start_step': arange,
     'eye': eye,
     'eye.m': eye,

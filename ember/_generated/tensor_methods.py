@@ -1425,11 +1425,11 @@ class TensorMethods:
         Schema: ``sum.dim_IntList(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``
         """
         if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
-            _int_list_arg(dim, 'sum', 'dim', 1, True)
+            dim = _int_list_arg(dim, 'sum', 'dim', 1, True)
         elif dim is not None:
             for _item in dim:
                 if _item.__class__ is not int:
-                    _int_list_arg(dim, 'sum', 'dim', 1, True)
+                    dim = _int_list_arg(dim, 'sum', 'dim', 1, True)
                     break
         if keepdim.__class__ is not bool:
             _bool_arg(keepdim, 'sum', 'keepdim', 2)
@@ -1441,11 +1441,11 @@ class TensorMethods:
         Schema: ``mean.dim(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``
         """
         if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
-            _int_list_arg(dim, 'mean', 'dim', 1, True)
+            dim = _int_list_arg(dim, 'mean', 'dim', 1, True)
         elif dim is not None:
             for _item in dim:
                 if _item.__class__ is not int:
-                    _int_list_arg(dim, 'mean', 'dim', 1, True)
+                    dim = _int_list_arg(dim, 'mean', 'dim', 1, True)
                     break
         if keepdim.__class__ is not bool:
             _bool_arg(keepdim, 'mean', 'keepdim', 2)
@@ -1459,11 +1459,11 @@ class TensorMethods:
         if dim is None:
             dim = ()
         if dim.__class__ is not tuple and dim.__class__ is not list:
-            _int_list_arg(dim, 'amax', 'dim', 1, True)
+            dim = _int_list_arg(dim, 'amax', 'dim', 1, True)
         else:
             for _item in dim:
                 if _item.__class__ is not int:
-                    _int_list_arg(dim, 'amax', 'dim', 1, True)
+                    dim = _int_list_arg(dim, 'amax', 'dim', 1, True)
                     break
         if keepdim.__class__ is not bool:
             _bool_arg(keepdim, 'amax', 'keepdim', 2)
@@ -1477,11 +1477,11 @@ class TensorMethods:
         if dim is None:
             dim = ()
         if dim.__class__ is not tuple and dim.__class__ is not list:
-            _int_list_arg(dim, 'amin', 'dim', 1, True)
+            dim = _int_list_arg(dim, 'amin', 'dim', 1, True)
         else:
             for _item in dim:
                 if _item.__class__ is not int:
-                    _int_list_arg(dim, 'amin', 'dim', 1, True)
+                    dim = _int_list_arg(dim, 'amin', 'dim', 1, True)
                     break
         if keepdim.__class__ is not bool:
             _bool_arg(keepdim, 'amin', 'keepdim', 2)
@@ -1569,18 +1569,18 @@ class TensorMethods:
         Schema: ``as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)``
         """
         if size.__class__ is not tuple and size.__class__ is not list:
-            _int_list_arg(size, 'as_strided', 'size', 1, False)
+            size = _int_list_arg(size, 'as_strided', 'size', 1, False)
         else:
             for _item in size:
                 if _item.__class__ is not int:
-                    _int_list_arg(size, 'as_strided', 'size', 1, False)
+                    size = _int_list_arg(size, 'as_strided', 'size', 1, False)
                     break
         if stride.__class__ is not tuple and stride.__class__ is not list:
-            _int_list_arg(stride, 'as_strided', 'stride', 2, False)
+            stride = _int_list_arg(stride, 'as_strided', 'stride', 2, False)
         else:
             for _item in stride:
                 if _item.__class__ is not int:
-                    _int_list_arg(stride, 'as_strided', 'stride', 2, False)
+                    stride = _int_list_arg(stride, 'as_strided', 'stride', 2, False)
                     break
         if storage_offset is not None and storage_offset.__class__ is not int:
             _int_arg(storage_offset, 'as_strided', 'storage_offset', 3)
@@ -1642,11 +1642,11 @@ class TensorMethods:
         Schema: ``squeeze.dims(Tensor(a) self, int[]? dim=None) -> Tensor(a)``
         """
         if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
-            _int_list_arg(dim, 'squeeze', 'dim', 1, True)
+            dim = _int_list_arg(dim, 'squeeze', 'dim', 1, True)
         elif dim is not None:
             for _item in dim:
                 if _item.__class__ is not int:
-                    _int_list_arg(dim, 'squeeze', 'dim', 1, True)
+                    dim = _int_list_arg(dim, 'squeeze', 'dim', 1, True)
                     break
         return _method_dispatch_squeeze_dims((self, dim))
 
@@ -1716,18 +1716,18 @@ class TensorMethods:
         Schema: ``as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor``
         """
         if size.__class__ is not tuple and size.__class__ is not list:
-            _int_list_arg(size, 'as_strided_scatter', 'size', 2, False)
+            size = _int_list_arg(size, 'as_strided_scatter', 'size', 2, False)
         else:
             for _item in size:
                 if _item.__class__ is not int:
-                    _int_list_arg(size, 'as_strided_scatter', 'size', 2, False)
+                    size = _int_list_arg(size, 'as_strided_scatter', 'size', 2, False)
                     break
         if stride.__class__ is not tuple and stride.__class__ is not list:
-            _int_list_arg(stride, 'as_strided_scatter', 'stride', 3, False)
+            stride = _int_list_arg(stride, 'as_strided_scatter', 'stride', 3, False)
         else:
             for _item in stride:
                 if _item.__class__ is not int:
-                    _int_list_arg(stride, 'as_strided_scatter', 'stride', 3, False)
+                    stride = _int_list_arg(stride, 'as_strided_scatter', 'stride', 3, False)
                     break
         if storage_offset is not None and storage_offset.__class__ is not int:
             _int_arg(storage_offset, 'as_strided_scatter', 'storage_offset', 4)
@@ -1964,11 +1964,11 @@ class TensorMethods:
         Schema: ``logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor``
         """
         if dim.__class__ is not tuple and dim.__class__ is not list:
-            _int_list_arg(dim, 'logsumexp', 'dim', 1, True)
+            dim = _int_list_arg(dim, 'logsumexp', 'dim', 1, True)
         else:
             for _item in dim:
                 if _item.__class__ is not int:
-                    _int_list_arg(dim, 'logsumexp', 'dim', 1, True)
+                    dim = _int_list_arg(dim, 'logsumexp', 'dim', 1, True)
                     break
         if keepdim.__class__ is not bool:
             _bool_arg(keepdim, 'logsumexp', 'keepdim', 2)
@@ -1991,11 +1991,11 @@ class TensorMethods:
     @staticmethod
     def _bind_any_dims(self, dim=None, keepdim=False):
         if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
-            _int_list_arg(dim, 'any', 'dim', 1, False)
+            dim = _int_list_arg(dim, 'any', 'dim', 1, False)
         elif dim is not None:
             for _item in dim:
                 if _item.__class__ is not int:
-                    _int_list_arg(dim, 'any', 'dim', 1, False)
+                    dim = _int_list_arg(dim, 'any', 'dim', 1, False)
                     break
         if keepdim.__class__ is not bool:
             _bool_arg(keepdim, 'any', 'keepdim', 2)
@@ -2022,11 +2022,11 @@ class TensorMethods:
     @staticmethod
     def _bind_all_dims(self, dim=None, keepdim=False):
         if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
-            _int_list_arg(dim, 'all', 'dim', 1, False)
+            dim = _int_list_arg(dim, 'all', 'dim', 1, False)
         elif dim is not None:
             for _item in dim:
                 if _item.__class__ is not int:
-                    _int_list_arg(dim, 'all', 'dim', 1, False)
+                    dim = _int_list_arg(dim, 'all', 'dim', 1, False)
                     break
         if keepdim.__class__ is not bool:
             _bool_arg(keepdim, 'all', 'keepdim', 2)
@@ -2039,11 +2039,11 @@ class TensorMethods:
     @staticmethod
     def _bind_var_dim(self, dim, unbiased=True, keepdim=False):
         if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
-            _int_list_arg(dim, 'var', 'dim', 1, True)
+            dim = _int_list_arg(dim, 'var', 'dim', 1, True)
         elif dim is not None:
             for _item in dim:
                 if _item.__class__ is not int:
-                    _int_list_arg(dim, 'var', 'dim', 1, True)
+                    dim = _int_list_arg(dim, 'var', 'dim', 1, True)
                     break
         if unbiased.__class__ is not bool:
             _bool_arg(unbiased, 'var', 'unbiased', 2)
@@ -2054,11 +2054,11 @@ class TensorMethods:
     @staticmethod
     def _bind_var_correction(self, dim=None, *, correction=None, keepdim=False):
         if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
-            _int_list_arg(dim, 'var', 'dim', 1, True)
+            dim = _int_list_arg(dim, 'var', 'dim', 1, True)
         elif dim is not None:
             for _item in dim:
                 if _item.__class__ is not int:
-                    _int_list_arg(dim, 'var', 'dim', 1, True)
+                    dim = _int_list_arg(dim, 'var', 'dim', 1, True)
                     break
         if correction is not None and correction.__class__ is not int and correction.__class__ is not float:
             _number_arg(correction, 'var', 'correction', None)
@@ -2081,11 +2081,11 @@ class TensorMethods:
     @staticmethod
     def _bind_std_dim(self, dim, unbiased=True, keepdim=False):
         if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
-            _int_list_arg(dim, 'std', 'dim', 1, True)
+            dim = _int_list_arg(dim, 'std', 'dim', 1, True)
         elif dim is not None:
             for _item in dim:
                 if _item.__class__ is not int:
-                    _int_list_arg(dim, 'std', 'dim', 1, True)
+                    dim = _int_list_arg(dim, 'std', 'dim', 1, True)
                     break
         if unbiased.__class__ is not bool:
             _bool_arg(unbiased, 'std', 'unbiased', 2)
@@ -2096,11 +2096,11 @@ class TensorMethods:
     @staticmethod
     def _bind_std_correction(self, dim=None, *, correction=None, keepdim=False):
         if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
-            _int_list_arg(dim, 'std', 'dim', 1, True)
+            dim = _int_list_arg(dim, 'std', 'dim', 1, True)
         elif dim is not None:
             for _item in dim:
                 if _item.__class__ is not int:
-                    _int_list_arg(dim, 'std', 'dim', 1, True)
+                    dim = _int_list_arg(dim, 'std', 'dim', 1, True)
                     break
         if correction is not None and correction.__class__ is not int and correction.__class__ is not float:
             _number_arg(correction, 'std', 'correction', None)
@@ -2134,20 +2134,20 @@ class TensorMethods:
         Schema: ``roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor``
         """
         if shifts.__class__ is not tuple and shifts.__class__ is not list:
-            _int_list_arg(shifts, 'roll', 'shifts', 1, True)
+            shifts = _int_list_arg(shifts, 'roll', 'shifts', 1, True)
         else:
             for _item in shifts:
                 if _item.__class__ is not int:
-                    _int_list_arg(shifts, 'roll', 'shifts', 1, True)
+                    shifts = _int_list_arg(shifts, 'roll', 'shifts', 1, True)
                     break
         if dims is None:
             dims = ()
         if dims.__class__ is not tuple and dims.__class__ is not list:
-            _int_list_arg(dims, 'roll', 'dims', 2, True)
+            dims = _int_list_arg(dims, 'roll', 'dims', 2, True)
         else:
             for _item in dims:
                 if _item.__class__ is not int:
-                    _int_list_arg(dims, 'roll', 'dims', 2, True)
+                    dims = _int_list_arg(dims, 'roll', 'dims', 2, True)
                     break
         return _method_dispatch_roll((self, shifts, dims))
 
@@ -2209,11 +2209,11 @@ class TensorMethods:
         Schema: ``split_with_sizes(Tensor(a) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]``
         """
         if split_sizes.__class__ is not tuple and split_sizes.__class__ is not list:
-            _int_list_arg(split_sizes, 'split_with_sizes', 'split_sizes', 1, False)
+            split_sizes = _int_list_arg(split_sizes, 'split_with_sizes', 'split_sizes', 1, False)
         else:
             for _item in split_sizes:
                 if _item.__class__ is not int:
-                    _int_list_arg(split_sizes, 'split_with_sizes', 'split_sizes', 1, False)
+                    split_sizes = _int_list_arg(split_sizes, 'split_with_sizes', 'split_sizes', 1, False)
                     break
         if dim.__class__ is not int:
             _int_arg(dim, 'split_with_sizes', 'dim', 2)
@@ -2291,11 +2291,11 @@ class TensorMethods:
         if dim.__class__ is not int:
             _int_arg(dim, 'unflatten', 'dim', 1)
         if sizes.__class__ is not tuple and sizes.__class__ is not list:
-            _int_list_arg(sizes, 'unflatten', 'sizes', 2, False)
+            sizes = _int_list_arg(sizes, 'unflatten', 'sizes', 2, False)
         else:
             for _item in sizes:
                 if _item.__class__ is not int:
-                    _int_list_arg(sizes, 'unflatten', 'sizes', 2, False)
+                    sizes = _int_list_arg(sizes, 'unflatten', 'sizes', 2, False)
                     break
         return _method_dispatch_unflatten_int((self, dim, sizes))
 
@@ -2316,7 +2316,7 @@ class TensorMethods:
     def _bind_lerp_Scalar(self, end, weight):
         if weight.__class__ is not int and weight.__class__ is not float:
             _number_arg(weight, 'lerp', 'weight', 2)
-        if end is None or end.__class__ in (int, float, bool, complex):
+        if end is None or end.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('end')
         if hasattr(weight, '_data'):
             raise TypeError('weight')
@@ -2324,9 +2324,9 @@ class TensorMethods:
 
     @staticmethod
     def _bind_lerp_Tensor(self, end, weight):
-        if end is None or end.__class__ in (int, float, bool, complex):
+        if end is None or end.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('end')
-        if weight is None or weight.__class__ in (int, float, bool, complex):
+        if weight is None or weight.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('weight')
         return (self, end, weight)
 
@@ -2338,7 +2338,7 @@ class TensorMethods:
     def _bind_lerp__Scalar(self, end, weight):
         if weight.__class__ is not int and weight.__class__ is not float:
             _number_arg(weight, 'lerp_', 'weight', 2)
-        if end is None or end.__class__ in (int, float, bool, complex):
+        if end is None or end.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('end')
         if hasattr(weight, '_data'):
             raise TypeError('weight')
@@ -2346,9 +2346,9 @@ class TensorMethods:
 
     @staticmethod
     def _bind_lerp__Tensor(self, end, weight):
-        if end is None or end.__class__ in (int, float, bool, complex):
+        if end is None or end.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('end')
-        if weight is None or weight.__class__ in (int, float, bool, complex):
+        if weight is None or weight.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('weight')
         return (self, end, weight)
 
@@ -2436,9 +2436,9 @@ class TensorMethods:
             _str_arg(reduce, 'scatter', 'reduce', None)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
-        if index is None or index.__class__ in (int, float, bool, complex):
+        if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('index')
-        if src is None or src.__class__ in (int, float, bool, complex):
+        if src is None or src.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('src')
         return (self, dim, index, src, reduce)
 
@@ -2452,7 +2452,7 @@ class TensorMethods:
             _str_arg(reduce, 'scatter', 'reduce', None)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
-        if index is None or index.__class__ in (int, float, bool, complex):
+        if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('index')
         if hasattr(value, '_data'):
             raise TypeError('value')
@@ -2466,7 +2466,7 @@ class TensorMethods:
             _number_arg(value, 'scatter', 'value', 3)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
-        if index is None or index.__class__ in (int, float, bool, complex):
+        if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('index')
         if hasattr(value, '_data'):
             raise TypeError('value')
@@ -2478,9 +2478,9 @@ class TensorMethods:
             _int_arg(dim, 'scatter', 'dim', 1)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
-        if index is None or index.__class__ in (int, float, bool, complex):
+        if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('index')
-        if src is None or src.__class__ in (int, float, bool, complex):
+        if src is None or src.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('src')
         return (self, dim, index, src)
 
@@ -2496,9 +2496,9 @@ class TensorMethods:
             _str_arg(reduce, 'scatter_', 'reduce', None)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
-        if index is None or index.__class__ in (int, float, bool, complex):
+        if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('index')
-        if src is None or src.__class__ in (int, float, bool, complex):
+        if src is None or src.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('src')
         return (self, dim, index, src, reduce)
 
@@ -2512,7 +2512,7 @@ class TensorMethods:
             _str_arg(reduce, 'scatter_', 'reduce', None)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
-        if index is None or index.__class__ in (int, float, bool, complex):
+        if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('index')
         if hasattr(value, '_data'):
             raise TypeError('value')
@@ -2526,7 +2526,7 @@ class TensorMethods:
             _number_arg(value, 'scatter_', 'value', 3)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
-        if index is None or index.__class__ in (int, float, bool, complex):
+        if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('index')
         if hasattr(value, '_data'):
             raise TypeError('value')
@@ -2538,9 +2538,9 @@ class TensorMethods:
             _int_arg(dim, 'scatter_', 'dim', 1)
         if dim.__class__ in (list, tuple):
             raise TypeError('dim')
-        if index is None or index.__class__ in (int, float, bool, complex):
+        if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('index')
-        if src is None or src.__class__ in (int, float, bool, complex):
+        if src is None or src.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('src')
         return (self, dim, index, src)
 
@@ -2636,7 +2636,7 @@ class TensorMethods:
     def _bind_masked_fill_Scalar(self, mask, value):
         if value.__class__ is not int and value.__class__ is not float:
             _number_arg(value, 'masked_fill', 'value', 2)
-        if mask is None or mask.__class__ in (int, float, bool, complex):
+        if mask is None or mask.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('mask')
         if hasattr(value, '_data'):
             raise TypeError('value')
@@ -2644,9 +2644,9 @@ class TensorMethods:
 
     @staticmethod
     def _bind_masked_fill_Tensor(self, mask, value):
-        if mask is None or mask.__class__ in (int, float, bool, complex):
+        if mask is None or mask.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('mask')
-        if value is None or value.__class__ in (int, float, bool, complex):
+        if value is None or value.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('value')
         return (self, mask, value)
 
@@ -2658,7 +2658,7 @@ class TensorMethods:
     def _bind_masked_fill__Scalar(self, mask, value):
         if value.__class__ is not int and value.__class__ is not float:
             _number_arg(value, 'masked_fill_', 'value', 2)
-        if mask is None or mask.__class__ in (int, float, bool, complex):
+        if mask is None or mask.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('mask')
         if hasattr(value, '_data'):
             raise TypeError('value')
@@ -2666,9 +2666,9 @@ class TensorMethods:
 
     @staticmethod
     def _bind_masked_fill__Tensor(self, mask, value):
-        if mask is None or mask.__class__ in (int, float, bool, complex):
+        if mask is None or mask.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('mask')
-        if value is None or value.__class__ in (int, float, bool, complex):
+        if value is None or value.__class__ in (int, float, bool, complex, list, tuple, str):
             raise TypeError('value')
         return (self, mask, value)
 

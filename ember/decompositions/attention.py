@@ -29,9 +29,15 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     a = x1 if x1.dtype.is_floating_point else F._to_copy(x1, dtype=common)
     b = x2 if x2.dtype.is_floating_point else F._to_copy(x2, dtype=common)
     a, b = _broadcast(a, b)
-    na = F.clamp(F.sqrt(F.sum(F.mul(a, a), dim, True)), min=eps)
-    nb = F.clamp(F.sqrt(F.sum(F.mul(b, b), dim, True)), min=eps)
-    return F.sum(F.mul(F.div(a, na), F.div(b, nb)), dim)
+    return F.sum(F.mul(F.div(a, _norm(a, dim, eps)), F.div(b, _norm(b, dim, eps))), dim)
+
+
+def _norm(x, dim, eps):
+    """The 2-norm over `dim` (kept), at least `eps`: computed in float32 for float16/bfloat16 and rounded once, as
+    torch's vector_norm."""
+    wide = as_opmath(x)
+    norm = F.sqrt(F.sum(F.mul(wide, wide), dim, True))
+    return F.clamp(norm if wide is x else F._to_copy(norm, dtype=x.dtype), min=eps)
 
 
 def _broadcast(a, b):

@@ -17,6 +17,7 @@ import itertools
 import math
 
 from ember._generated import functions as F
+from ember.core.type_promotion import promote_types
 from ember.shape_rules.nn_layers import same_padding
 
 from . import decomposition, explicit_kernel
@@ -151,6 +152,10 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     nd = weight.dim() - 2
     stride, padding, dilation = _tup(stride, nd), _tup(padding, nd), _tup(dilation, nd)
     output_padding = _tup(output_padding, nd)
+    if input.numel() == 0:      # dtypes unchecked (the shape rule): torch's result dtype, computed in it
+        dtype = input.dtype if transposed else promote_types(input.dtype, weight.dtype)
+        input, weight = F._to_copy(input, dtype=dtype), F._to_copy(weight, dtype=dtype)
+        bias = None if bias is None else F._to_copy(bias, dtype=dtype)
     if transposed:
         return conv_transpose_forward(input, weight, bias, stride, padding, dilation, output_padding, groups)
     return conv_forward(input, weight, bias, stride, padding, dilation, groups)

@@ -30,6 +30,8 @@ def _norm_last(diff, p: float):
 
 @decomposition("_cdist_forward")
 def _cdist_forward(x1, x2, p, compute_mode):
+    if x2.dtype is not x1.dtype:        # an empty result or no columns (the shape rule refuses others): x1's dtype
+        x2 = F._to_copy(x2, dtype=x1.dtype)
     diff = F.sub(F.unsqueeze(x1, -2), F.unsqueeze(x2, -3))    # [..., P, R, M], batch dims broadcast
     return _norm_last(diff, p)
 

@@ -27,6 +27,11 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     return F.fill_(F.empty(size, dtype=dtype or dtype_of_scalar(fill_value), device=device), fill_value)
 
 
+@decomposition("arange")
+def arange(end, dtype=None, device=None, requires_grad=False):
+    return F.arange(0, end, 1, dtype=dtype, device=device)
+
+
 @decomposition("eye")
 def eye(n, dtype=None, device=None, requires_grad=False):
     return eye_m(n, n, dtype, device, requires_grad)

@@ -365,6 +365,8 @@ def max_unpool(self, indices, output_size):
     nd = len(output_size)
     lead = tuple(self.shape[:-nd])
     rows = lead + (-1,)
+    if math.prod(output_size) == 0:     # nowhere to scatter to (torch reads no index): empty, still connected to self
+        return F.clone(F.reshape(F.slice(F.reshape(self, rows), -1, 0, 0), lead + tuple(output_size)))
     flat = F.zeros(lead + (math.prod(output_size),), dtype=self.dtype, device=self.device)
     out = F.scatter(flat, -1, F.reshape(indices, rows), F.reshape(self, rows))
     return F.reshape(out, lead + tuple(output_size))

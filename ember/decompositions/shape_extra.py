@@ -264,6 +264,8 @@ def scalar_tensor(s, dtype=None, device=None, requires_grad=False):
 @decomposition("empty_strided")
 def empty_strided(size, stride, dtype=None, device=None, requires_grad=False):
     size, stride = tuple(size), tuple(stride)
+    if 0 in size and any(st < 0 for st in stride):      # no element: the shape rule's contiguous strides
+        return F.empty(size, dtype=dtype or _dt.get_default_dtype(), device=device)
     extent = 0 if 0 in size else 1 + sum((n - 1) * st for n, st in zip(size, stride))
     base = F.empty((extent,), dtype=dtype or _dt.get_default_dtype(), device=device)
     return F.as_strided(base, size, stride, 0)

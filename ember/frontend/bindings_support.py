@@ -17,16 +17,23 @@ def size_arg(size: tuple, keywords: dict, fn: str, name: str) -> tuple:
         if size:
             raise ArgumentTypeError(f"{fn}() got multiple values for argument '{name}'")
         size = keywords[name]
-        return (size,) if isinstance(size, int) else tuple(size)
+        return (size,) if isinstance(size, int) else later_bools_as_ints(tuple(size))
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        return tuple(size[0])
+        return later_bools_as_ints(tuple(size[0]))
     if not size:                # torch's: `zeros()` is no 0-d tensor (that is `zeros(())`)
         raise ArgumentTypeError(f'{fn}() missing 1 required positional arguments: "{name}"')
-    if len(size) > 1:
-        for item in size:
-            if item.__class__ is bool:  # torch's parser reads a bool among several separate sizes as an int
-                return tuple(int(v) if v.__class__ is bool else v for v in size)
-    return size
+    if len(size) > 1 and size[0].__class__ is bool:     # not read as a list of sizes: torch's message
+        raise ArgumentTypeError(f"{fn}() takes 1 positional argument but {len(size)} were given")
+    return later_bools_as_ints(size)
+
+
+def later_bools_as_ints(values: tuple) -> tuple:
+    """torch's parser tells an int list by its first entry, which must be an int and no bool; a bool after it
+    is read as an int (`zeros(3, True)` is 3x1, `zeros(True, 3)` a TypeError)."""
+    for item in values:
+        if item.__class__ is bool:
+            return values[:1] + tuple(int(v) if v.__class__ is bool else v for v in values[1:])
+    return values
 
 
 _NUMBERS = (int, float, bool)
@@ -103,19 +110,22 @@ def str_arg(value, fn: str, name: str, position: int | None) -> None:
     raise _wrong_type(fn, name, position, "str", value)
 
 
-def int_list_arg(value, fn: str, name: str, position: int | None, one_int: bool) -> None:
-    """An int list argument that is not a list or tuple of Python ints. A tuple subclass (ember.Size) or a list
-    whose entries stand for ints (`int_arg`) is one; one int is one too where `one_int` (an `int[N]` of the
+def int_list_arg(value, fn: str, name: str, position: int | None, one_int: bool):
+    """An int list argument that is not a list or tuple of Python ints, as the op will read it. A tuple subclass
+    (ember.Size) or a list whose entries stand for ints (`int_arg`) is one, and so is a bool after its first
+    entry, read as an int (`later_bools_as_ints`); one int is one too where `one_int` (an `int[N]` of the
     schema, or an op of which PyTorch has an overload taking an int there: squeeze's `dim`). Anything else
     (None, a bool, a float, an array) is torch's TypeError."""
     if isinstance(value, (tuple, list)):
         for pos, item in enumerate(value):
-            if not _is_int(item):
+            if not _is_int(item) and not (pos and item.__class__ is bool):
                 where = f" (position {position})" if position is not None else ""
                 raise ArgumentTypeError(f"{fn}(): argument '{name}'{where} must be tuple of ints, but found element "
                                         f"of type {_class_name(item)} at pos {pos}")
-    elif not (one_int and _is_int(value)):
+        return later_bools_as_ints(tuple(value))
+    if not (one_int and _is_int(value)):
         raise _wrong_type(fn, name, position, "tuple of ints", value)
+    return value
 
 
 def _is_int(value) -> bool:

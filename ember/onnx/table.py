@@ -229,13 +229,20 @@ def masked_fill(ctx: LoweringContext):
 
 
 def arange(ctx: LoweringContext):
-    start, end, step = ctx.args[0], ctx.args[1], ctx.args[2]
-    if all(isinstance(v, (int, float)) for v in (start, end, step)):
-        return ctx.const(np.arange(start, end, step), ctx.out_val.dtype)    # numbers: a constant of the graph
-    dtype = ctx.out_val.dtype               # a bound the graph computes (a dynamic size): ONNX's Range
-    first, limit = (ctx.operand(0, dtype), ctx.operand(1, dtype)) if end is not None else \
-        (ctx.const(np.array(0), dtype), ctx.operand(0, dtype))
-    return ctx.add("Range", [first, limit, ctx.operand(2, dtype)])
+    """arange(start, end, step): a constant of the graph when all are numbers, else ONNX's Range (a bound the
+    graph computes: a dynamic size)."""
+    dtype = ctx.out_val.dtype
+    if all(isinstance(v, (int, float)) for v in ctx.args[:3]):
+        return ctx.const(np.arange(*ctx.args[:3]), dtype)
+    return ctx.add("Range", [ctx.operand(i, dtype) for i in range(3)])
+
+
+def arange_end(ctx: LoweringContext):
+    """arange(end): as arange(0, end, 1)."""
+    dtype = ctx.out_val.dtype
+    if isinstance(ctx.args[0], (int, float)):
+        return ctx.const(np.arange(ctx.args[0]), dtype)
+    return ctx.add("Range", [ctx.const(np.array(0), dtype), ctx.operand(0, dtype), ctx.const(np.array(1), dtype)])
 
 
 def sdpa(ctx: LoweringContext):
@@ -379,7 +386,7 @@ TABLE = {
     "transpose.int": transpose, "permute": permute, "slice.Tensor": slice_, "split.Tensor": split,
     "unsqueeze": unsqueeze, "squeeze.dims": squeeze, "cat": cat, "expand": expand,
     "contiguous": same(), "clone": same(), "alias": same(), "_to_copy": to_copy,
-    "arange.start_step": arange, "t": t,
+    "arange": arange_end, "arange.start_step": arange, "t": t,
     "zeros": constant(0), "ones": constant(1), "full": constant(), "eye": eye, "eye.m": eye,
     # reductions
     "sum.dim_IntList": reduce("ReduceSum"), "mean.dim": reduce("ReduceMean"),

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ember.core.errors import ArgumentValueError, DTypeError, MissingKernelError, ShapeError
+from ember.core.layout import numel
 
 from . import shape_rule
 from .common import broadcast_shapes, check_kernel_dtype, check_tensor, type_name
@@ -23,17 +24,19 @@ def cdist(op, x1, x2, p=2.0, compute_mode=None):
             raise ShapeError(f"{op.name}(): cdist only supports at least 2D tensors, {name} got: {t.ndim}D")
         if not t.dtype.is_floating_point:
             raise DTypeError(f"{op.name}(): cdist only supports floating-point dtypes, {name} got: {type_name(t.dtype)}")
-    if x1.dtype is not x2.dtype:
-        raise DTypeError(f"{op.name}(): expected x2 to have scalar type {type_name(x1.dtype)} but found "
-                         f"{type_name(x2.dtype)}")
     s1, s2 = x1._data.shape, x2._data.shape
     if s1[-1] != s2[-1]:
         raise ShapeError(f"{op.name}(): X1 and X2 must have the same number of columns. X1: {s1[-1]} X2: {s2[-1]}")
     _check_p(op, p)
     if compute_mode not in (None, 0, 1, 2):
         raise ArgumentValueError(f"{op.name}(): {compute_mode} is not a valid value for compute_mode")
-    batch = broadcast_shapes(op, [tuple(s1[:-2]), tuple(s2[:-2])])
-    return (tuple(batch) + (s1[-2], s2[-2]), x1.dtype)
+    shape = tuple(broadcast_shapes(op, [tuple(s1[:-2]), tuple(s2[:-2])])) + (s1[-2], s2[-2])
+    # torch computes nothing for an empty result or no columns (zeros): the operands' dtypes are checked
+    # only where the distances are computed
+    if x1.dtype is not x2.dtype and numel(shape) and s1[-1]:
+        raise DTypeError(f"{op.name}(): expected x2 to have scalar type {type_name(x1.dtype)} but found "
+                         f"{type_name(x2.dtype)}")
+    return (shape, x1.dtype)
 
 
 def _pdist(op, self, p, dtype_error):

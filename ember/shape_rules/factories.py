@@ -102,11 +102,14 @@ def eye_m(op, n, m, dtype=None, device=None, requires_grad=False):
     return (_storage_fits(op, (n, m), out), out)
 
 
+@shape_rule("arange_end", reads=("dtypes",))
+def arange_end(op, end, dtype=None, device=None, requires_grad=False):
+    return arange(op, 0, end, 1, dtype, device, requires_grad)
+
+
 @shape_rule("arange", reads=("dtypes",))
-def arange(op, start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+def arange(op, start, end, step=1, dtype=None, device=None, requires_grad=False):
     check_dtype_arg(op, dtype)
-    if end is None:
-        start, end = 0, start
     for name, v in (("start", start), ("end", end), ("step", step)):
         if isinstance(v, TensorSpec) and v.ndim == 0:
             v = v.item()

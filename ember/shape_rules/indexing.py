@@ -94,6 +94,7 @@ def gather(op, self, dim, index, sparse_grad=False):
 
 @shape_rule("scatter_add")
 def scatter_add(op, self, dim, index, src):
+    check_tensor(op, src, "src")                     # (required here: _check_scatter_gather takes None for none)
     _check_scatter_gather(op, self, dim, index, src, what="scatter")
     return _same_layout(self)
 
@@ -222,15 +223,16 @@ def expand_index_entries(op, self, indices):
     s = _shape(self)
     if not indices:
         raise IndexOutOfRangeError(f"{op.name}: at least one index must be provided (argument 'indices')")
+    for k, t in enumerate(indices):        # the entries' types first, as torch's argument parser
+        if t is not None and not hasattr(t, "_data"):
+            raise ArgumentTypeError(f"{op.name}(): argument 'indices' must be tuple of Tensors, "
+                                    f"not {type(t).__name__} (entry {k})")
     entries, dim, masks = [], 0, False
     for k, t in enumerate(indices):
         if t is None:
             entries.append((dim, None, False))
             dim += 1
             continue
-        if not hasattr(t, "_data"):
-            raise ArgumentTypeError(f"{op.name}(): argument 'indices' must be tuple of Tensors, "
-                                    f"not {type(t).__name__} (entry {k})")
         if t._dtype.category == 2:
             raise IndexOutOfRangeError(f"{op.name}: tensors used as indices must be long, int, byte or bool tensors "
                                        f"(argument 'indices', entry {k} is {t._dtype.name})")
@@ -425,6 +427,9 @@ def embedding(op, weight, indices, padding_idx=-1, scale_grad_by_freq=False, spa
         raise ShapeError(f"{op.name}: 'weight' must be 2-D (argument 'weight' has {len(_shape(weight))} dimensions)")
     if sparse:
         raise MissingKernelError(f"{op.name}: sparse=True (sparse gradients) is not supported (argument 'sparse')")
+    if _shape(weight)[0] == 0 and numel(_shape(indices)):     # no row any index could name
+        raise ShapeError(f"{op.name}: index_select(): self indexing axis dim should be positive (argument 'weight' "
+                         f"has no rows, {numel(_shape(indices))} indices given)")
     return (_shape(indices) + (_shape(weight)[1],), weight._dtype)
 
 

@@ -13,8 +13,8 @@ from ember.core import dtype as _dt
 from ember.core.spec import TensorSpec
 
 from . import shape_rule
-from .common import check_int_list, check_tensor, type_name
-from .nn_layers import (_adaptive, _check_float, _shape, adaptive_avg_pool2d, avg_pool2d, conv_spec, int_tuple,
+from .common import check_int_list, check_kernel_dtype, check_tensor, type_name
+from .nn_layers import (_adaptive, _shape, adaptive_avg_pool2d, avg_pool2d, conv_spec, int_tuple,
                         max_pool2d_with_indices, pool_geometry)
 from .nn_norm_pad import _mode_pad, native_batch_norm, native_group_norm, native_layer_norm
 
@@ -40,14 +40,14 @@ def _masked(mask, specs):
 
 
 # ----------------------------------------------------------------------------------- pooling
-@shape_rule("max_pool3d_with_indices")
+@shape_rule("max_pool3d_with_indices", reads=("dtypes",))
 def max_pool3d_with_indices(op, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     out = pool_geometry(op, self, kernel_size, stride, padding, dilation, ceil_mode, nd=3)
-    _check_float(op, self, "max_pool3d_with_indices_cpu")
+    check_kernel_dtype(op, self._dtype)
     return ((out, self._dtype), (out, _dt.int64))
 
 
-@shape_rule("max_pool3d")
+@shape_rule("max_pool3d", reads=("dtypes",))
 def max_pool3d(op, self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     return max_pool3d_with_indices(op, self, kernel_size, stride, padding, dilation, ceil_mode)[0]
 

@@ -10,6 +10,7 @@ from ember.core.errors import ArgumentValueError, DimensionError, DTypeError, Mi
 from ember.core import dtype as _dt
 from ember.core.layout import numel
 from ember.core.spec import TensorSpec
+from ember.core.type_promotion import promote_types
 
 from . import shape_rule
 from .common import as_int, check_int_list, check_kernel_dtype, check_tensor, type_name, wrap_dim
@@ -106,14 +107,8 @@ def _conv_spec(op, x, input, weight, bias, stride, padding, dilation, transposed
         raise ArgumentValueError(f"{op.name}(): dilation should be greater than zero (argument 'dilation')")
     if groups <= 0:
         raise ArgumentValueError(f"{op.name}(): non-positive groups is not supported (argument 'groups')")
-    if input._dtype is not weight._dtype:
-        raise DTypeError(f"{op.name}(): Input type ({type_name(input._dtype)}) and weight type "
-                         f"({type_name(weight._dtype)}) should be the same")
     if bias is not None:
         check_tensor(op, bias, "bias")
-        if bias._dtype is not input._dtype:
-            raise DTypeError(f"{op.name}(): Input type ({type_name(input._dtype)}) and bias type "
-                             f"({type_name(bias._dtype)}) should be the same")
     if w[0] < groups:
         raise ShapeError(f"{op.name}(): Given groups={groups}, expected weight to be at least {groups} at "
                          f"dimension 0, but got weight of size {list(w)} instead")
@@ -146,7 +141,7 @@ def _conv_spec(op, x, input, weight, bias, stride, padding, dilation, transposed
     if bias is not None and (len(_shape(bias)) != 1 or _shape(bias)[0] != out_c):
         raise ShapeError(f"{op.name}(): Given weight of size {list(w)}, expected bias to be 1-dimensional with "
                          f"{out_c} elements, but got bias of size {list(_shape(bias))} instead")
-    _check_float(op, input, "slow_conv2d_cpu" if not transposed else "slow_conv_transpose2d_cpu")
+    out_dtype = _conv_dtype(op, numel(x) > 0, input, weight, bias, transposed)
     if not numel(x) and x[0] and x[1]:
         raise ShapeError(f"{op.name}(): Only zero batch or zero channel inputs are supported, but got input shape: "
                          f"{list(x)}")
@@ -155,7 +150,26 @@ def _conv_spec(op, x, input, weight, bias, stride, padding, dilation, transposed
     if any(n <= 0 for n in spatial) and numel(x):
         raise ShapeError(f"{op.name}(): Given input size per channel: {list(x[2:])}, calculated output size per "
                          f"channel: {list(spatial)}. Output size is too small")
-    return ((x[0], out_c) + spatial, input._dtype)
+    return ((x[0], out_c) + spatial, out_dtype)
+
+
+def _conv_dtype(op, nonempty: bool, input, weight, bias, transposed) -> _dt.dtype:
+    """A convolution's result dtype, once its shapes are checked. torch's kernels check the input's dtype, then the
+    weight's and the bias's; an empty input reaches only the bias's check, and its result is the weight times zero
+    (promoted) for a convolution, the input's dtype for a transposed one."""
+    if nonempty:
+        if input._dtype is _dt.bool or transposed:
+            _check_float(op, input, "slow_conv2d_cpu" if not transposed else "slow_conv_transpose2d_cpu")
+        if input._dtype is not weight._dtype:
+            raise DTypeError(f"{op.name}(): Input type ({type_name(input._dtype)}) and weight type "
+                             f"({type_name(weight._dtype)}) should be the same")
+    if bias is not None and bias._dtype is not input._dtype:
+        raise DTypeError(f"{op.name}(): Input type ({type_name(input._dtype)}) and bias type "
+                         f"({type_name(bias._dtype)}) should be the same")
+    if nonempty:
+        _check_float(op, input, "slow_conv2d_cpu")
+        return input._dtype
+    return input._dtype if transposed else promote_types(input._dtype, weight._dtype)
 
 
 def conv_unbatched(op, input, weight, nd: int) -> bool:
@@ -361,7 +375,9 @@ def _adaptive(op, self, output_size, nd):
     if len(shape) not in (nd + 1, nd + 2):
         raise ShapeError(f"{op.name}(): {name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got {list(shape)} "
                          "(argument 'input')")
-    for i in range(1, len(shape)):           # every dimension but the first (torch: batched or not)
+    # torch checks every dimension but the first (batched or not) in 3-d; in 2-d (and 1-d, pooled as 2-d with a
+    # height of 1) only the pooled ones
+    for i in range(1 if nd == 3 else len(shape) - nd, len(shape)):
         if shape[i] == 0:
             raise ShapeError(f"{op.name}(): {name}(): Expected input to have non-zero size for non-batch "
                              f"dimensions, but input has sizes {list(shape)} with dimension {i} being empty")
@@ -414,6 +430,10 @@ def _max_unpool(nd: int):
             what = "three elements (depth, height, width)" if nd == 3 else "two elements (height, width)"
             raise ShapeError(f"{op.name}(): There should be exactly {what} in output_size, but got "
                              f"{len(output_size)} elements.")
+        bad = next((i for i, n in enumerate(output_size) if n < 0), None)
+        if bad is not None:
+            raise ArgumentValueError(f"{op.name}(): max_unpooling{nd}d(): output_size must contain non-negative "
+                                     f"spatial dimensions, but got output_size[{bad}]={output_size[bad]}")
         shape = _shape(self)
         if len(shape) not in (nd + 1, nd + 2):
             raise ShapeError(f"{op.name}(): Input to max_unpooling{nd}d should be a {nd + 1}d or {nd + 2}d Tensor, "

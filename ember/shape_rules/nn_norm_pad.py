@@ -47,13 +47,16 @@ def native_batch_norm(op, input, weight, bias, running_mean, running_var, traini
 
 def _batch_norm(op, input, weight, bias, running_mean, running_var, training, empty_batch_ok: bool):
     """batch_norm's checks and (output, saved mean, saved invstd); an empty input in training is refused by the
-    native ops and returned as it is by batch_norm (`empty_batch_ok`), as torch's are."""
+    native ops, and batch_norm (`empty_batch_ok`) returns an empty input as it is without checking the
+    parameters, as torch's do."""
     check_tensor(op, input, "input")
     shape = _shape(input)
     if len(shape) < 2:
         raise ShapeError(f"{op.name}(): Expected input to have at least 2 dimensions, but got input of size "
                          f"{list(shape)}")
     C = shape[1]
+    if empty_batch_ok and math.prod(shape) == 0:
+        return ((shape, input._dtype), ((C,), input._dtype), ((C,), input._dtype))
     for t, arg in ((weight, "weight"), (bias, "bias"), (running_mean, "running_mean"), (running_var, "running_var")):
         _check_channel_param(op, t, C, arg)
     if not training and (running_mean is None or running_var is None):

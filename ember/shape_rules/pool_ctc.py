@@ -59,7 +59,7 @@ def _adaptive_max(op, self, output_size, nd: int):
             raise ShapeError(f"{op.name}(): {name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got: {list(shape)}")
         if len(sizes) != nd:
             raise ArgumentValueError(f"{op.name}(): {name}(): internal error: output_size.size() must be {nd}")
-        _check_nonempty(op, shape, len(shape) - nd, name, "but input has sizes {shape} with dimension {i} being empty")
+        _check_nonempty(op, shape, 1, name, "but input has sizes {shape} with dimension {i} being empty")
     out = shape[:-nd] + tuple(sizes)
     _negative(op, out)
     check_kernel_dtype(op, self._dtype)

@@ -530,7 +530,9 @@ def empty_strided(op, size, stride, dtype=None, device=None, requires_grad=False
     for s in size:
         if s < 0:
             raise ArgumentValueError(f"{op.name}(): Trying to create tensor with negative dimension {s}: {list(size)}")
-    if any(st < 0 for st in stride):
-        raise ArgumentValueError(f"{op.name}(): as_strided: Negative strides are not supported at the moment, got "
-                                 f"strides: {list(stride)}")
+    if any(st < 0 for st in stride) and 0 in size:      # no element to place: contiguous strides, as torch's
+        stride = contiguous_strides(size)
+    elif any(st < 0 for st in stride):
+        raise ArgumentValueError(f"{op.name}(): Storage size calculation overflowed with sizes={list(size)} and "
+                                 f"strides={list(stride)} (ember's tensors have no negative strides)")
     return with_layout(size, dtype or _dt.get_default_dtype(), stride if stride != contiguous_strides(size) else None)

@@ -160,12 +160,11 @@ def matmul(op, self, other):
     if not a or not b:
         raise ShapeError(f"{op.name}(): both arguments to matmul need to be at least 1D, but they are {len(a)}D "
                          f"and {len(b)}D")
-    dtype = _matmul_dtype(op, self, other)
     if len(a) == 1 and len(b) == 1:
         if a[0] != b[0]:
             raise ShapeError(f"{op.name}(): inconsistent tensor size, expected tensor [{a[0]}] and src [{b[0]}] to "
                              "have the same number of elements, but got " f"{a[0]} and {b[0]} elements respectively")
-        return ((), dtype)
+        return ((), _matmul_dtype(op, self, other))
     k_a = a[-1]
     k_b = b[0] if len(b) == 1 else b[-2]
     if k_a != k_b:
@@ -178,7 +177,7 @@ def matmul(op, self, other):
         out.append(a[-2])
     if len(b) > 1:
         out.append(b[-1])
-    return (tuple(out), dtype)
+    return (tuple(out), _matmul_dtype(op, self, other))      # dtypes after shapes, as torch's kernels check them
 
 
 @shape_rule("addmm", reads=("dtypes",))
@@ -230,6 +229,7 @@ def select_scatter(op, self, src, dim, index):
 def as_strided_scatter(op, self, src, size, stride, storage_offset=None):
     """The window is read over `self`'s elements in contiguous order; the result is contiguous."""
     check_tensor(op, self, "input")
+    check_tensor(op, src, "src")
     size = check_int_list(op, size, "size")
     stride = check_int_list(op, stride, "stride")
     offset = 0 if storage_offset is None else storage_offset

@@ -171,7 +171,7 @@ ZERO_FLOP_OPS: frozenset[str] = frozenset({
     # copies, casts, fills and allocation
     "_to_copy", "clone", "copy", "copy_", "fill.Scalar", "fill_.Scalar", "contiguous",
     "empty.memory_format", "empty_like", "empty_strided", "eye", "eye.m", "full", "full_like", "ones", "ones_like",
-    "scalar_tensor", "zeros", "zeros_like", "arange.start_step",
+    "scalar_tensor", "zeros", "zeros_like", "arange", "arange.start_step",
     # data movement and gathers
     "reshape", "cat", "stack", "split.Tensor", "split_with_sizes", "chunk", "unbind.int", "narrow", "flip", "roll",
     "repeat", "tile", "index.Tensor", "index_select", "gather", "take_along_dim", "masked_select", "nonzero",

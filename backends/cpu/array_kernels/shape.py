@@ -39,8 +39,10 @@ def as_strided(am: ArrayModule, spec, a, *unused):
         dense = root.transpose(sorted(range(root.ndim), key=lambda d: -root.strides[d]))
         if dense.flags.c_contiguous:
             root = dense
-    return am.ndarray(shape, dtype=a.dtype, buffer=root, offset=offset * item,
-                      strides=tuple(s * item for s in strides))
+    # an empty view reads nothing: its offset may lie past its storage's end (an empty storage), where numpy
+    # refuses it; it is kept at the end there
+    offset = offset * item if 0 not in shape else min(offset * item, root.nbytes)
+    return am.ndarray(shape, dtype=a.dtype, buffer=root, offset=offset, strides=tuple(s * item for s in strides))
 
 
 def view(am: ArrayModule, spec, a, size):

@@ -45,10 +45,25 @@ add(OpInfo("full", fn("full"), _full_samples, dtypes=ALL,
                                E(((-2,), 1.0), RuntimeError, "full", desc="negative size")]))
 
 
-def _arange_samples(rng, dtype):
+def _arange_end_samples(rng, dtype):
     d = DT(dtype)
     S = [Sample((5,), {"device": DEVICE}, desc="end -> int64"),
-         Sample((1, 7, 2), {"device": DEVICE}, desc="start end step"),
+         Sample((2.5,), {"device": DEVICE}, desc="float end -> float32"),
+         Sample((0,), {"device": DEVICE}, desc="empty")]
+    if dtype != "bool":
+        S.append(Sample((4,), {"dtype": d, "device": DEVICE}, desc=f"dtype {dtype}"))
+    return S
+
+
+add(OpInfo("arange", fn("arange"), _arange_end_samples, dtypes=NUM,
+           errors=lambda rng: [E((-1,), RuntimeError, "arange", desc="negative end"),
+                               E(("a",), TypeError, "arange", desc="str end"),
+                               E((5, None), TypeError, "arange", desc="end None")]))
+
+
+def _arange_samples(rng, dtype):
+    d = DT(dtype)
+    S = [Sample((1, 7, 2), {"device": DEVICE}, desc="start end step"),
          Sample((0.5, 2.0, 0.25), {"device": DEVICE}, desc="float -> float32"),
          Sample((5, 1, -1), {"device": DEVICE}, desc="negative step"),
          Sample((3, 3), {"device": DEVICE}, desc="empty"),
@@ -61,7 +76,7 @@ def _arange_samples(rng, dtype):
 add(OpInfo("arange.start_step", fn("arange"), _arange_samples, dtypes=NUM,
            errors=lambda rng: [E((0, 5, 0), RuntimeError, "arange", "step", desc="zero step"),
                                E((5, 0, 1), RuntimeError, "arange", desc="wrong sign"),
-                               E(("a",), TypeError, "arange", desc="str end")]))
+                               E((0, "a"), TypeError, "arange", desc="str end")]))
 
 
 def _eye_samples(rng, dtype):

@@ -13,7 +13,7 @@ import torch
 
 from ..tolerances import LINALG_TOL, REDUCTION_TOL
 from .convolution import _a as _conv_a, aten_or_ember
-from .samples import FLOAT, OpInfo, Sample, T, fn, is_float, make
+from .samples import FLOAT, NUM, OpInfo, Sample, T, fn, is_float, make
 from .database import E, add, f32
 
 
@@ -395,9 +395,9 @@ def _pool3d_errors(name):
     return errors
 
 
-add(OpInfo("max_pool3d_with_indices", aten_or_ember("max_pool3d_with_indices"), _pool3d_samples("max"), dtypes=FLOAT,
+add(OpInfo("max_pool3d_with_indices", aten_or_ember("max_pool3d_with_indices"), _pool3d_samples("max"), dtypes=NUM,
            grad=True, errors=_pool3d_errors("max_pool3d_with_indices")))
-add(OpInfo("max_pool3d", fn("max_pool3d"), _pool3d_samples("max"), dtypes=FLOAT, grad=True,
+add(OpInfo("max_pool3d", fn("max_pool3d"), _pool3d_samples("max"), dtypes=NUM, grad=True,
            errors=_pool3d_errors("max_pool3d")))
 add(OpInfo("avg_pool3d", aten_or_ember("avg_pool3d"), _pool3d_samples("avg"), dtypes=_AVG3D_DTYPES, grad=True,
            tol=REDUCTION_TOL, errors=lambda rng: _pool3d_errors("avg_pool3d")(rng) + [
