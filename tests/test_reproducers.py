@@ -452,6 +452,14 @@ FOUND = {
         m.ones(1, 1, 2, 3), m.zeros(1, 1, 2, 3, dtype=m.int64), [-3, -4]),
     "max_unpool2d to an empty size": lambda m: (m.ops.aten if m is torch else m).max_unpool2d(
         m.ones(1, 1, 2, 3), m.zeros(1, 1, 2, 3, dtype=m.int64), [0, 4]),
+    "dilated conv1d of int32 with a bfloat16 weight": lambda m: m.nn.functional.conv1d(
+        m.ones(1, 2, 7, dtype=m.int32), m.ones(2, 1, 2, dtype=m.bfloat16), None, 2, 1, 2, 2),
+    "nll_loss of int64 with a 0-d target": lambda m: (m._C._nn if m is torch else m.ops).nll_loss(
+        m.ones(2, 3, dtype=m.int64), m.zeros((), dtype=m.int64)),
+    "std over no element with correction=-1": lambda m: m.std(m.ones(3, 0, dtype=m.float64), dim=None, correction=-1),
+    "var over an empty dim with correction=-1": lambda m: m.var(m.ones(3, 0, dtype=m.float64), dim=1, correction=-1),
+    "normal_ of an empty uint8 tensor": lambda m: m.ones(0, 0, dtype=m.uint8).normal_(),
+    "einsum with None for the equation": lambda m: m.einsum(None, m.ones(2, 3, dtype=m.float16), m.ones(2)),
 }
 
 

@@ -190,7 +190,8 @@ def var(self, dim=None, correction=None, keepdim=False):
     c = 1 if correction is None else correction
     centred = F.sub(x, F.mean(x, red, True))
     total = F.sum(F.mul(centred, centred), red, keepdim)
-    out = F.div(total, max(0, reduced_count(tuple(x.shape), dims) - c))     # a NaN correction divides by 0, as torch
+    n = reduced_count(tuple(x.shape), dims)
+    out = F.div(total, max(0, n - c) if n else 0)      # no element, or a NaN correction: divided by 0, as torch
     return F._to_copy(out, dtype=self.dtype) if out.dtype is not self.dtype else out
 
 

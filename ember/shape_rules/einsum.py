@@ -71,6 +71,9 @@ def parse_einsum(op, equation, shapes):
 
 @shape_rule("einsum")
 def einsum(op, equation, tensors, path=None):
+    if not isinstance(equation, str):        # torch's parser checks the equation's type first
+        raise ArgumentTypeError(f"{op.name}(): argument 'equation' (position 1) must be str, not "
+                                f"{type(equation).__name__}")
     if not isinstance(tensors, (list, tuple)) or not all(isinstance(t, TensorSpec) for t in tensors):
         raise ArgumentTypeError(f"{op.name}(): argument 'tensors' must be tuple of Tensors")
     if not tensors:

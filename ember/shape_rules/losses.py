@@ -156,9 +156,9 @@ def _check_class_target(op, self, target, weight, allow_probs=False, nll_2d=Fals
     """nll_loss/cross_entropy with class indices: target is input without the class dimension.
     `nll_2d`: nll_loss's own errors (a batch size mismatch is a ShapeError)."""
     shape, tshape = tuple(self._data.shape), tuple(target._data.shape)
-    if not self._dtype.is_floating_point:
-        kernel = "nll_loss_out_frame" if not allow_probs else "log_softmax_lastdim_kernel_impl"
-        raise MissingKernelError(f'{op.name}(): "{kernel}" not implemented for \'{type_name(self._dtype)}\'')
+    if allow_probs and not self._dtype.is_floating_point:     # cross_entropy's log_softmax runs first
+        raise MissingKernelError(f'{op.name}(): "log_softmax_lastdim_kernel_impl" not implemented for '
+                                 f'\'{type_name(self._dtype)}\'')
     if len(shape) == 0:
         raise ShapeError(f"{op.name}(): input tensor should be 1D or 2D (got a 0-d input)")
     if target._dtype not in (_dt.int64, _dt.uint8):
@@ -189,6 +189,8 @@ def _check_class_target(op, self, target, weight, allow_probs=False, nll_2d=Fals
     if weight is not None and (weight._data.ndim != 1 or weight._data.shape[0] != classes):
         raise ShapeError(f"{op.name}(): weight tensor should be defined either for all {classes} classes or no "
                          f"classes but got weight tensor of shape: {list(weight._data.shape)}")
+    if not self._dtype.is_floating_point:        # nll_loss's kernel, once the shapes are checked
+        raise MissingKernelError(f'{op.name}(): "nll_loss_out_frame" not implemented for \'{type_name(self._dtype)}\'')
     if weight is not None and weight._dtype is not self._dtype:
         raise DTypeError(f"{op.name}(): expected weight to have dtype {type_name(self._dtype)}, but got "
                          f"{type_name(weight._dtype)}")

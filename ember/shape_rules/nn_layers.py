@@ -141,7 +141,7 @@ def _conv_spec(op, x, input, weight, bias, stride, padding, dilation, transposed
     if bias is not None and (len(_shape(bias)) != 1 or _shape(bias)[0] != out_c):
         raise ShapeError(f"{op.name}(): Given weight of size {list(w)}, expected bias to be 1-dimensional with "
                          f"{out_c} elements, but got bias of size {list(_shape(bias))} instead")
-    out_dtype = _conv_dtype(op, numel(x) > 0, input, weight, bias, transposed)
+    out_dtype = _conv_dtype(op, numel(x) > 0, input, weight, bias, transposed, any(d > 1 for d in dilation))
     if not numel(x) and x[0] and x[1]:
         raise ShapeError(f"{op.name}(): Only zero batch or zero channel inputs are supported, but got input shape: "
                          f"{list(x)}")
@@ -153,13 +153,15 @@ def _conv_spec(op, x, input, weight, bias, stride, padding, dilation, transposed
     return ((x[0], out_c) + spatial, out_dtype)
 
 
-def _conv_dtype(op, nonempty: bool, input, weight, bias, transposed) -> _dt.dtype:
-    """A convolution's result dtype, once its shapes are checked. torch's kernels check the input's dtype, then the
-    weight's and the bias's; an empty input reaches only the bias's check, and its result is the weight times zero
-    (promoted) for a convolution, the input's dtype for a transposed one."""
+def _conv_dtype(op, nonempty: bool, input, weight, bias, transposed: bool, dilated: bool) -> _dt.dtype:
+    """A convolution's result dtype, once its shapes are checked. torch's kernels check the input's dtype (those
+    without an integer kernel: transposed and dilated ones, and every bool), then the weight's and the bias's; an
+    empty input reaches only the bias's check, and its result is the weight times zero (promoted) for a
+    convolution, the input's dtype for a transposed one."""
     if nonempty:
-        if input._dtype is _dt.bool or transposed:
-            _check_float(op, input, "slow_conv2d_cpu" if not transposed else "slow_conv_transpose2d_cpu")
+        if input._dtype is _dt.bool or transposed or dilated:
+            kernel = "slow_conv_transpose2d_cpu" if transposed else "slow_conv_dilated<>" if dilated else "slow_conv2d_cpu"
+            _check_float(op, input, kernel)
         if input._dtype is not weight._dtype:
             raise DTypeError(f"{op.name}(): Input type ({type_name(input._dtype)}) and weight type "
                              f"({type_name(weight._dtype)}) should be the same")

@@ -252,10 +252,12 @@ def fill(op, self, value):
     return (self._data.shape, self._dtype)
 
 
-def _float_fill(op, self, a, b):
-    """uniform_/normal_: a floating self (the registry's `dtypes`) and float parameters."""
+def _float_fill(op, self, a, b, empty_any_dtype: bool = False):
+    """uniform_/normal_: a floating self (the registry's `dtypes`; any dtype for an empty one where
+    `empty_any_dtype`: normal_, which fills nothing and checks nothing there, as torch's) and float parameters."""
     check_tensor(op, self, "self")
-    check_kernel_dtype(op, self._dtype)
+    if not (empty_any_dtype and numel(self._data.shape) == 0):
+        check_kernel_dtype(op, self._dtype)
     for arg, v in zip(op.arg_names[1:3], (a, b)):
         if not isinstance(v, NUMBER_TYPES):
             raise ArgumentTypeError(f"{op.name}(): argument '{arg}' must be float, not {type(v).__name__}")
@@ -275,7 +277,7 @@ def uniform_fill(op, self, from_=0, to=1, generator=None):
 @shape_rule("normal_fill", reads=("dtypes",))
 def normal_fill(op, self, mean=0, std=1, generator=None):
     """normal_(mean, std)."""
-    spec = _float_fill(op, self, mean, std)
+    spec = _float_fill(op, self, mean, std, empty_any_dtype=True)
     if std < 0:
         raise ArgumentValueError(f"{op.name}(): normal expects std >= 0.0, but found std {std}")
     return spec

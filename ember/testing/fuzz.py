@@ -493,6 +493,11 @@ DELIBERATE: list[tuple[Callable[[Case, str], bool], str]] = [
      and any(isinstance(a, T) and 0 in a.arr.shape[:-2] for a in case.sample.args[:3]),
      "scaled_dot_product_attention broadcasts the batch dimensions of query, key and value as matmul does (a "
      "batch of 0 against 1 is 0); torch's cpu kernel sizes its result by the query's"),
+    (lambda case, detail: case.op.name in ("cdist", "_cdist_forward") and re.search(
+        r"not implemented for '(Half|BFloat16)'|expected x2 to have scalar type", detail) and any(
+        isinstance(a, T) and a.dtype in ("float16", "bfloat16") for a in case.sample.args[:2]),
+     "cdist computes float16 and bfloat16 (torch's cpu kernel has none), so a float16 operand with another dtype "
+     "is the dtype mismatch's RuntimeError where torch's is the missing kernel's NotImplementedError"),
     (lambda case, detail: _past_the_last_offset(case) and detail.startswith("output 0"),
      "embedding_bag with include_last_offset: indices past the last offset belong to no bag; torch's cpu kernels "
      "count them into the last bag in some modes and not in others"),

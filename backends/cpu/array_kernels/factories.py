@@ -31,6 +31,8 @@ def uniform_(am: ArrayModule, spec, self, low=0.0, high=1.0, generator=None):
 
 
 def normal_(am: ArrayModule, spec, self, mean=0.0, std=1.0, generator=None):
+    if self.size == 0:          # nothing to draw (of any dtype: the shape rule lets an empty one through)
+        return self
     self[...] = generator.draw(lambda seed, offset: philox.normal(am.xp, seed, offset, self.shape, spec[1].name,
                                                                  mean, std, native_dtype=self.dtype))
     return self

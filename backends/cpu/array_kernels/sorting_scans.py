@@ -116,7 +116,8 @@ def _variance(am: ArrayModule, a, dim, correction, keepdim):
         n *= a.shape[ax]
     x = _wide(am, a)
     centred = x - xp.mean(x, axis=axes, keepdims=True) if x.size else x
-    return xp.sum(centred * centred, axis=axes, keepdims=keepdim) / max(0, n - c)     # NaN correction: / 0
+    # no element: NaN whatever the correction (0 / 0); a NaN correction: / 0
+    return xp.sum(centred * centred, axis=axes, keepdims=keepdim) / (max(0, n - c) if n else 0)
 
 
 def var(am: ArrayModule, spec, a, dim=None, correction=None, keepdim=False):
