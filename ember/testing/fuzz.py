@@ -489,7 +489,7 @@ DELIBERATE: list[tuple[Callable[[Case, str], bool], str]] = [
      "a batched matrix product of operands of different dtypes is refused when it is empty too, as torch's meta "
      "function and its cpu kernel for non-empty operands refuse it; torch's cpu kernel returns an empty result "
      "of the second operand's dtype"),
-    (lambda case, detail: case.op.name == "scaled_dot_product_attention" and detail.startswith("output 0: shape")
+    (lambda case, detail: case.op.name == "scaled_dot_product_attention" and detail.startswith("output 0")
      and any(isinstance(a, T) and 0 in a.arr.shape[:-2] for a in case.sample.args[:3]),
      "scaled_dot_product_attention broadcasts the batch dimensions of query, key and value as matmul does (a "
      "batch of 0 against 1 is 0); torch's cpu kernel sizes its result by the query's"),
