@@ -35,10 +35,9 @@ from typing import Callable
 
 import numpy as np
 
-from ember.dispatcher.operator import ALL_OPS
 
 from .op_db import DT, OP_DB, Sample, T, materialize
-from .op_db.samples import NP_DTYPE
+from .op_db.samples import DEVICE, NP_DTYPE
 
 __all__ = ["Case", "Outcome", "Report", "public_ops", "make_case", "run_case", "fuzz", "DELIBERATE", "SEEDS"]
 
@@ -284,10 +283,10 @@ def run_case(case: Case, device: str) -> Outcome:
         if e_err is not None or t_err is not None:
             problem = _error_difference(case, e_err, t_err)
         else:
-            # a factory (no tensor argument) whose device keyword the case left out makes its result on the default
-            # device, the cpu; a *_like factory on its input's
-            factory = not ALL_OPS[op.name].tensor_args if op.name in ALL_OPS else False
-            placed = "cpu" if factory and "keyword device left out" in case.mutations else device
+            # a call with no tensor argument and no device keyword (a factory's left out, an error sample's call,
+            # `add(1, 2)`) makes its result on the default device, the cpu
+            placed = device if s.kwargs.get("device") is DEVICE or _holds_tensor(s.args) \
+                or _holds_tensor(s.kwargs.values()) else "cpu"
             problem = _compare(e_out, t_out, op, meta, placed)
             if problem is None and op.inplace and s.args and isinstance(s.args[0], T):
                 problem = _compare(e_in[0][0], t_in[0][0], op, meta, device)
@@ -401,6 +400,12 @@ def _describe(exc) -> str:
 def _first_line(exc) -> str:
     text = str(exc).strip().splitlines()
     return text[0][:200] if text else ""
+
+
+def _holds_tensor(values) -> bool:
+    """Whether a call's arguments hold a tensor (in a list too): without one, and without a device keyword, a
+    result is made on the default device, the cpu (a factory, `add(1, 2)`)."""
+    return any(isinstance(v, T) or isinstance(v, (list, tuple)) and _holds_tensor(v) for v in values)
 
 
 def _compare(e_out, t_out, op, meta: bool, device: str) -> str | None:

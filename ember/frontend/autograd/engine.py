@@ -24,8 +24,9 @@ from ember.core.errors import AutogradError
 from ember.core.numpy_interop import to_numpy_dtype
 from ember.frontend.tensor import Tensor, make_tensor
 
-from . import graph
+from . import graph, slice_pieces
 from .graph import AccumulateGrad, Node, edge_of, run_post_accumulate_hooks, store_retained
+from .slice_pieces import SlicePieces
 
 
 def _make_root_grads(tensors, grad_tensors):
@@ -97,10 +98,14 @@ def _validate(node: Node, grads):
     """Reduce each input gradient to the input's shape, dtype and device: `grads` itself when every
     one already is (the common case), else a list of the conformed gradients."""
     for g, meta in zip(grads, node.input_meta):
+        if g is None or meta is None:
+            continue
+        if g.__class__ is SlicePieces:      # a slice's gradient in pieces: the input's shape by construction
+            if not (g.dtype is meta[1] and g.device is meta[2] and g.shape == meta[0]):
+                return _conform(node, slice_pieces.whole(list(grads)))
         # devices are interned: identity compares them
-        if g is not None and meta is not None and not (
-                g._dtype is meta[1] and g._device is meta[2] and g._data.shape == meta[0]):
-            return _conform(node, grads)
+        elif not (g._dtype is meta[1] and g._device is meta[2] and g._data.shape == meta[0]):
+            return _conform(node, slice_pieces.whole(list(grads)))
     return grads
 
 
@@ -302,11 +307,13 @@ def _apply(node, grads):
             g = None                # not held while the node runs (a node may free its gradients early)
             outs = _validate(node, node.apply(grads))
             if ANOMALY_THREADS and STATE.anomaly:      # the set: no property read when nobody has it on
+                outs = slice_pieces.whole(list(outs))
                 _check_anomaly(node, outs)
             break
     else:
         outs = (None,) * len(node.next_edges)
     if node.post_hooks:
+        outs = slice_pieces.whole(list(outs))           # hooks see tensors
         for hook in list(node.post_hooks):
             res = hook(tuple(outs), tuple(grads))
             if res is not None:
@@ -330,9 +337,10 @@ def _send(node, outs, deps: dict, buffers: dict, heap: list, ready_leaves: list)
             if left:
                 buffers[nxt] = buf
         if g is not None:
-            buf[nr] = g if buf[nr] is None else buf[nr] + g
+            buf[nr] = g if buf[nr] is None else slice_pieces.add(buf[nr], g)
         if left:
             continue
+        slice_pieces.whole(buf)             # the node is ready: its gradients whole
         if nxt.__class__ is AccumulateGrad:
             ready_leaves.append((nxt, buf))
         else:
@@ -440,7 +448,8 @@ def _release_edges(node, deps, heap, buffers, retain_graph):
         deps[nxt] -= 1
         if deps[nxt] == 0:
             buf = buffers.pop(nxt, None)
-            heapq.heappush(heap, (-nxt.seq, id(nxt), nxt, buf if buf is not None else [None] * nxt.n_outputs))
+            buf = slice_pieces.whole(buf) if buf is not None else [None] * nxt.n_outputs
+            heapq.heappush(heap, (-nxt.seq, id(nxt), nxt, buf))
 
 
 

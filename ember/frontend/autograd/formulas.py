@@ -14,6 +14,8 @@ from ember._generated import functions as F
 from ember.decompositions import fused_losses
 from ember.dispatcher.state import STATE
 
+from .slice_pieces import SlicePieces
+
 
 def maybe_multiply(grad, alpha):
     return grad if alpha == 1 else F.mul(grad, alpha)
@@ -184,11 +186,11 @@ def invert_permutation(dims):
 
 
 def slice_backward(grad, shape, dim, start, end, step):
-    zeros = F.zeros(tuple(shape), dtype=grad.dtype, device=grad.device)
     if grad.requires_grad:                       # differentiable (a double backward): out of place
-        return F.slice_scatter(zeros, grad, dim, start, end, step)
-    F.copy_(F.slice(zeros, dim, start, end, step), grad)     # into the fresh zeros: no clone of them
-    return zeros
+        return F.slice_scatter(F.zeros(tuple(shape), dtype=grad.dtype, device=grad.device), grad, dim, start, end,
+                               step)
+    # the engine's own: the window and its gradient, made whole (once, for all of a split's parts) when needed
+    return SlicePieces(tuple(shape), dim, start, end, step, grad)
 
 
 def select_backward(grad, shape, dim, index):
