@@ -312,17 +312,12 @@ def _ember_call(call: Callable, torch_call: Callable, args: tuple, ember) -> Cal
     first argument is no Tensor to call it on (a mutation made it a number or None), where torch's side calls
     the op's public function (`_torch_call`): then ember's public function of that name, so that both sides
     meet the same argument parser."""
-    name = getattr(torch_call, "__name__", "")
-    if not getattr(call, "__name__", "").startswith("Tensor.") or not name.startswith("aten.") \
-            or args and isinstance(args[0], ember.Tensor):
+    if not getattr(call, "__name__", "").startswith("Tensor.") or args and isinstance(args[0], ember.Tensor):
         return call
-    packet = name[len("aten."):].split(".")[0]
-    for _, ember_paths in _PUBLIC_TORCH:
-        for path in ember_paths:
-            public = getattr(_attribute(ember, path), packet, None)
-            if callable(public):
-                return lambda m, *a, **kwargs: public(*a, **kwargs)
-    return call
+    import torch
+
+    pair = _public_bindings(torch_call, torch)
+    return call if pair is None else lambda m, *a, **kwargs: pair[1](*a, **kwargs)
 
 
 def _torch_call(call: Callable, torch) -> Callable:
@@ -331,17 +326,26 @@ def _torch_call(call: Callable, torch) -> Callable:
     (torch._C._nn.avg_pool2d, what torch.nn.functional calls), since its argument parser, not the schema
     matcher's conversions (an int for a bool, a number for a Tensor), is what a program meets; `call` itself
     otherwise (the op has no public binding, or the database's call is a public function already: ctc_loss)."""
+    pair = _public_bindings(call, torch)
+    return call if pair is None else lambda m, *args, **kwargs: pair[0](*args, **kwargs)
+
+
+def _public_bindings(call: Callable, torch) -> tuple[Callable, Callable] | None:
+    """torch's and ember's public bindings of the op the database reaches through torch.ops.aten (`call`), the
+    first place in `_PUBLIC_TORCH` where both have one; None when it is no aten call or either lacks one."""
     import ember
 
     name = getattr(call, "__name__", "")
     if not name.startswith("aten."):
-        return call
+        return None
     packet = name[len("aten."):].split(".")[0]
     for path, ember_paths in _PUBLIC_TORCH:
-        public = getattr(_attribute(torch, path), packet, None)
-        if callable(public) and any(hasattr(_attribute(ember, p), packet) for p in ember_paths):
-            return lambda m, *args, **kwargs: public(*args, **kwargs)
-    return call
+        theirs = getattr(_attribute(torch, path), packet, None)
+        ours = next((getattr(_attribute(ember, p), packet) for p in ember_paths
+                     if callable(getattr(_attribute(ember, p), packet, None))), None)
+        if callable(theirs) and ours is not None:
+            return theirs, ours
+    return None
 
 
 def _leaked(exc: BaseException, ember_error: type) -> bool:
