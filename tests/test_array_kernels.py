@@ -143,17 +143,20 @@ def test_dropout_noise_kernel_draws_and_rounds_as_its_explicit_kernel(dtype, p):
     assert 0 < kept.mean() < 1
 
 
-@pytest.mark.parametrize("lead", [(1,), (2,), (64,), (65,), (4, 8)])
-def test_linear_few_rows_product_is_torchs_in_a_contiguous_result(lead):
-    """With a few rows the kernel multiplies as (w @ x.T).T (OpenBLAS's faster shape) and copies into a
-    C-contiguous result: torch's values and layout, whichever form the row count picks."""
+@pytest.mark.parametrize("features", [10, 160])
+@pytest.mark.parametrize("lead", [(1,), (2,), (32,), (33,), (4, 8)])
+def test_linear_few_rows_product_is_torchs_in_a_contiguous_result(lead, features):
+    """With a few rows and many features the kernel multiplies as (w @ x.T).T (OpenBLAS's faster shape)
+    and copies into a C-contiguous result: torch's values and layout, whichever form the shape picks."""
     from ember_cpu.array_kernels import linalg
 
+    rows = int(np.prod(lead))
+    assert linalg.transposed_product_pays(rows, features, 4) == (2 <= rows <= 32 and features >= 128)
     rng = np.random.default_rng(0)
     x = rng.standard_normal(lead + (48,)).astype(np.float32)
-    w = rng.standard_normal((40, 48)).astype(np.float32)
-    b = rng.standard_normal(40).astype(np.float32)
-    got = linalg.linear(AM, (lead + (40,), ember.float32), x, w, b)
+    w = rng.standard_normal((features, 48)).astype(np.float32)
+    b = rng.standard_normal(features).astype(np.float32)
+    got = linalg.linear(AM, (lead + (features,), ember.float32), x, w, b)
     want = torch.nn.functional.linear(torch.tensor(x), torch.tensor(w), torch.tensor(b)).numpy()
     assert got.shape == want.shape and got.dtype == want.dtype and got.flags.c_contiguous
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -22,6 +22,7 @@ import numpy as np
 
 from .array_kernels import philox
 from .array_kernels.context import SCRATCH_BLOCK
+from .array_kernels.linalg import transposed_product_pays
 from .array_kernels.nn_layers import _tup         # the convolution kernels' own reading of stride, padding, ...
 
 LOW_PRECISION = frozenset({"float16", "bfloat16"})
@@ -51,14 +52,12 @@ def matmul(a, b) -> int:
     return max(a32 + b32 + r32, r32 + r16) - r16
 
 
-#: linear_algebra's few-rows product (array_kernels/linalg.py SMALL_ROWS, SMALL_ROWS_OUTPUT_BYTES)
-SMALL_ROWS, SMALL_ROWS_OUTPUT_BYTES = 64, 1 << 20
-
-
 def linear(x, w, b=None) -> int:
     """Low precision: float32 copies of x and w, the float32 product, then with a bias the rounded
-    product, its float32 copy, the bias's and their sum alive together. Float32/64 with 2 to 64 rows
-    and a small output: the transposed product, copied into the result."""
+    product, its float32 copy, the bias's and their sum alive together. Float32/64 over a few rows
+    (linalg.transposed_product_pays): the transposed product, copied into the result. Otherwise the bias
+    added in place over the rows: numpy's ufunc buffers the broadcast operand, up to `np.getbufsize()`
+    elements (the transposed product's transient, freed before, covers it)."""
     features = w.shape[0] if len(w.shape) == 2 else 1
     rows = _numel(x) // x.shape[-1] if x.shape else 1
     out = rows * features
@@ -69,8 +68,10 @@ def linear(x, w, b=None) -> int:
             peak = max(peak, r32 + r16, r16 + 2 * r32 + F32 * _numel(b))
         return peak - r16
     if (len(x.shape) >= 2 and len(w.shape) == 2 and x.flags.c_contiguous and w.flags.c_contiguous
-            and x.dtype is w.dtype and 2 <= rows <= SMALL_ROWS and out * x.dtype.itemsize <= SMALL_ROWS_OUTPUT_BYTES):
+            and x.dtype is w.dtype and transposed_product_pays(rows, features, x.dtype.itemsize)):
         return out * x.dtype.itemsize
+    if b is not None and len(x.shape) >= 2 and b.dtype is x.dtype:
+        return min(out, np.getbufsize()) * x.dtype.itemsize
     return 0
 
 

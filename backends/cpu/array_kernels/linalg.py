@@ -14,19 +14,27 @@ def matmul(am: ArrayModule, spec, a, b):
     return r if r.dtype == dt else r.astype(dt)
 
 
-#: at most this many rows (and output bytes), `x @ w.T` is computed as `(w @ x.T).T`: OpenBLAS's GEMM is
-#: about 1.5x slower with a few rows than with a few columns (32 rows of GPT-2's 768 x 768: 0.75 against
-#: 0.50 ms on one core); from about 100 rows on the plain product is faster. The transposed product is
-#: copied into the C-contiguous result, a transient of the output's size, kept small by the byte bound
-SMALL_ROWS, SMALL_ROWS_OUTPUT_BYTES = 64, 1 << 20
+#: OpenBLAS multiplies `x @ w.T` with a few rows (a prompt of 32 tokens at batch 1) markedly slower than the
+#: same product laid out with a few columns, `(w @ x.T).T`: 32 rows of GPT-2's 768 x 768 take about 0.6 of
+#: the time that way, on one core of an AMD EPYC and of an Intel Xeon alike. The gain needs many output
+#: features; with a few (a classifier's 10) or past 32 rows (a batch of 64 through 64 -> 128) the plain
+#: product is as fast or faster. The transposed product is copied into the C-contiguous result, a transient
+#: of the output's size, kept small by the byte bound. workspace.py declares that transient by the same test
+SMALL_ROWS, SMALL_ROWS_MIN_FEATURES, SMALL_ROWS_OUTPUT_BYTES = 32, 128, 1 << 20
+
+
+def transposed_product_pays(rows: int, features: int, itemsize: int) -> bool:
+    """Whether `x2 @ w.T` of `rows` rows and `features` output features is computed as `(w @ x2.T).T`
+    (numpy arrays of one dtype, w C-contiguous: the caller's checks)."""
+    return 2 <= rows <= SMALL_ROWS and features >= SMALL_ROWS_MIN_FEATURES \
+        and rows * features * itemsize <= SMALL_ROWS_OUTPUT_BYTES
 
 
 def _rows_times(am: ArrayModule, x2, w):
     """x2 @ w.T for a 2-D x2 and 2-D weight w (out_features, in_features)."""
     xp = am.xp
-    rows = x2.shape[0]
-    if am.is_numpy and 2 <= rows <= SMALL_ROWS and rows * w.shape[0] * x2.itemsize <= SMALL_ROWS_OUTPUT_BYTES \
-            and w.flags.c_contiguous and x2.dtype == w.dtype:
+    if am.is_numpy and w.flags.c_contiguous and x2.dtype == w.dtype \
+            and transposed_product_pays(x2.shape[0], w.shape[0], x2.itemsize):
         return xp.matmul(w, x2.T).T.copy()
     return xp.matmul(x2, w.T)
 
