@@ -21,6 +21,7 @@ import torch
 
 import ember
 from ember.frontend.autograd import graph as _graph
+from op_names import OpNames
 
 LIBS = (ember, torch)
 SECOND_TIME = "Trying to backward through the graph a second time"
@@ -308,14 +309,6 @@ def test_implicit_root_gradient_is_fresh_ones_like_the_output(device, shape):
 
 
 def test_implicit_root_gradient_is_ones_like_under_a_dispatch_mode():
-    class OpNames(ember.DispatchMode):
-        def __init__(self):
-            self.names = []
-
-        def __ember_dispatch__(self, op, args):
-            self.names.append(op.name)
-            return op(*args)
-
     x = ember.tensor([1.0, 2.0], requires_grad=True)
     with OpNames() as mode:
         (x * 2).sum().backward()

@@ -35,7 +35,6 @@ from typing import Callable
 
 import numpy as np
 
-
 from .op_db import DT, OP_DB, Sample, T, materialize
 from .op_db.samples import DEVICE, NP_DTYPE
 
