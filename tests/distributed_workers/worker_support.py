@@ -5,7 +5,10 @@ global batches, the gradient-clipping norm or 0) for a dtype and a number of ran
 taking its share of every global batch (`shard`)."""
 from __future__ import annotations
 
+import hashlib
+import os
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 
@@ -73,10 +76,31 @@ def gpt_program(dtype, world: int):
     return build, loss_of, optimizer, batches, 1.0
 
 
-def mlp_program(dtype, world: int):
-    from digits_mlp import build_mlp, load_digits_split
+def digits_training_split() -> tuple[np.ndarray, np.ndarray]:
+    """examples/digits_mlp.py's training split, through a file in the temporary directory that the ranks
+    of every job share: sklearn's import would cost each rank about a second and a half. The file is
+    named after digits_mlp.py's contents, so a changed split makes a new one."""
+    source = Path(__file__).resolve().parents[2] / "examples" / "digits_mlp.py"
+    digest = hashlib.sha1(source.read_bytes()).hexdigest()[:12]
+    path = Path(tempfile.gettempdir()) / f"ember-test-digits-{os.getuid()}-{digest}.npz"
+    try:
+        with np.load(path) as saved:
+            return saved["x"], saved["y"]
+    except (OSError, KeyError, ValueError):
+        pass
+    from digits_mlp import load_digits_split
 
     x, y, _, _ = load_digits_split()
+    partial = path.with_name(f"{path.stem}.{os.getpid()}.npz")     # written whole, then renamed into place
+    np.savez(partial, x=x, y=y)
+    os.replace(partial, path)
+    return x, y
+
+
+def mlp_program(dtype, world: int):
+    from digits_mlp import build_mlp
+
+    x, y = digits_training_split()
     per_rank = 16
     rng = np.random.default_rng(3)
     batches = []
