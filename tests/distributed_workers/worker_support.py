@@ -10,6 +10,7 @@ import os
 import sys
 import tempfile
 import traceback
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -86,7 +87,7 @@ def digits_training_split() -> tuple[np.ndarray, np.ndarray]:
     try:
         with np.load(path) as saved:
             return saved["x"], saved["y"]
-    except (OSError, KeyError, ValueError):
+    except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile):     # none yet, or not whole
         pass
     from digits_mlp import load_digits_split
 
