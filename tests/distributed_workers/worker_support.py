@@ -18,7 +18,8 @@ import numpy as np
 import ember
 from ember import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+sys.path.insert(0, str(EXAMPLES))
 STEPS = 20
 CHECKS = [0]
 TOL = {"float64": 1e-10, "float32": 1e-5}      # against one process on the whole batches
@@ -81,8 +82,7 @@ def digits_training_split() -> tuple[np.ndarray, np.ndarray]:
     """examples/digits_mlp.py's training split, through a file in the temporary directory that the ranks
     of every job share: sklearn's import would cost each rank about a second and a half. The file is
     named after digits_mlp.py's contents, so a changed split makes a new one."""
-    source = Path(__file__).resolve().parents[2] / "examples" / "digits_mlp.py"
-    digest = hashlib.sha1(source.read_bytes()).hexdigest()[:12]
+    digest = hashlib.sha1((EXAMPLES / "digits_mlp.py").read_bytes()).hexdigest()[:12]
     path = Path(tempfile.gettempdir()) / f"ember-test-digits-{os.getuid()}-{digest}.npz"
     try:
         with np.load(path) as saved:
