@@ -25,10 +25,14 @@ def host(t) -> np.ndarray:
 
 def ember_to_torch(t):
     """A cpu torch tensor holding the values of ember tensor `t` (moved to cpu first)."""
-    arr = host(t)
-    if t.dtype is ember.bfloat16:
-        return torch.from_numpy(arr.astype(np.float32)).to(torch.bfloat16)
-    return torch.from_numpy(np.array(arr, copy=True))
+    return _as_torch(host(t), t.dtype)
+
+
+def _as_torch(values: np.ndarray, dtype) -> torch.Tensor:
+    """A cpu torch tensor holding `values`, the host copy of an ember tensor of `dtype`."""
+    if dtype is ember.bfloat16:
+        return torch.from_numpy(values.astype(np.float32)).to(torch.bfloat16)
+    return torch.from_numpy(np.array(values, copy=True))
 
 
 def flat(out):
@@ -55,27 +59,27 @@ def assert_same(e_out, t_out, tol: dict | None = None, where: str = "", device_t
         assert dtype_str(e.dtype) == dtype_str(t.dtype), f"{w}: dtype {e.dtype} != torch {t.dtype}"
         assert tuple(e.shape) == tuple(t.shape), f"{w}: shape {tuple(e.shape)} != torch {tuple(t.shape)}"
         assert e.device.type == device_type, f"{w}: device {e.device}, expected {device_type}"
-        if _identical(e, t):        # what the comparison below passes whatever the tolerance, without its cost
+        values = host(e)
+        if _identical(values, t):       # passed below whatever the tolerance: skip that comparison's cost
             continue
         rtol, atol = value_tol(dtype_str(t.dtype), tol)
-        torch.testing.assert_close(ember_to_torch(e), t.detach(), rtol=rtol, atol=atol, equal_nan=True,
+        torch.testing.assert_close(_as_torch(values, e.dtype), t.detach(), rtol=rtol, atol=atol, equal_nan=True,
                                    check_stride=False, msg=lambda m: f"{w}: {m}")
 
 
-def _identical(e, t) -> bool:
-    """Whether ember tensor `e` holds exactly torch tensor `t`'s values (of the same dtype and shape,
-    which the caller checked; NaN where torch has NaN). torch.testing.assert_close passes those whatever
-    the tolerance, and most results of the suite are exact, so this numpy comparison (about a fifth of
-    assert_close's cost on a small tensor) answers first. bfloat16 (no numpy dtype in torch) and complex results take
-    assert_close."""
+def _identical(values: np.ndarray, t) -> bool:
+    """Whether `values` (an ember result's host copy) are exactly torch tensor `t`'s (of the same dtype
+    and shape, which the caller checked; NaN where torch has NaN). torch.testing.assert_close passes those
+    whatever the tolerance, and most results of the suite are exact, so this numpy comparison (about a
+    fifth of assert_close's cost on a small tensor) answers first. bfloat16 (no numpy dtype in torch) and
+    complex results take assert_close."""
     if t.dtype in (torch.bfloat16, torch.complex64, torch.complex128):
         return False
     try:
         b = t.detach().numpy()
     except TypeError:           # a dtype numpy has no counterpart of (a float8)
         return False
-    a = host(e)
-    return np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+    return np.array_equal(values, b, equal_nan=values.dtype.kind == "f")
 
 
 def assert_same_meta(e_out, t_out, where: str, view: bool, t_cpu_out=None):
