@@ -1,7 +1,8 @@
 """Hand-written public functions whose Python signatures are not an ATen schema's
 (torch/functional.py's): `split` (an int or a list of sizes), `einsum` (operands as
 varargs), `norm` (p may be 'fro'), `nonzero` (as_tuple), `flatten` (Tensor.flatten's reshape) and
-`broadcast_tensors` / `broadcast_shapes` / `broadcast_to` (expand views to one shape).
+`broadcast_tensors` / `broadcast_shapes` / `broadcast_to` (expand views to one shape), and the
+comparisons answering one Python bool, `allclose` and `equal`.
 Each forwards to registry ops.
 """
 from __future__ import annotations
@@ -95,9 +96,43 @@ def _tensor_nonzero(self: Tensor, *, as_tuple: bool = False):
     return nonzero(self, as_tuple=as_tuple)
 
 
+@handles_torch_function
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
+    """Whether every element of `input` is close to `other`'s, as `isclose` decides (same dtype, shapes
+    that broadcast): one Python bool, so it reads the result back from the device."""
+    return bool(F.all(F.isclose(input, other, rtol, atol, equal_nan)).item())
+
+
+@handles_torch_function
+def equal(input: Tensor, other: Tensor) -> bool:
+    """Whether the two tensors have the same shape and equal elements (compared after type promotion, as
+    `==` compares them; a NaN equals nothing): one Python bool. Shapes that differ are not an error, as in
+    torch; they answer False."""
+    for position, (name, t) in enumerate((("input", input), ("other", other)), 1):
+        if not isinstance(t, Tensor):
+            raise ArgumentTypeError(f"equal(): argument '{name}' (position {position}) must be Tensor, not "
+                                    f"{type(t).__name__}")
+    if input.shape != other.shape:
+        return False
+    return bool(F.all(F.eq(input, other)).item())
+
+
+def _tensor_allclose(self: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+                     equal_nan: bool = False) -> bool:
+    """Tensor.allclose: see ember.allclose."""
+    return allclose(self, other, rtol, atol, equal_nan)
+
+
+def _tensor_equal(self: Tensor, other: Tensor) -> bool:
+    """Tensor.equal: see ember.equal."""
+    return equal(self, other)
+
+
 Tensor.split = _tensor_split
 Tensor.norm = _tensor_norm
 Tensor.nonzero = _tensor_nonzero
+Tensor.allclose = _tensor_allclose
+Tensor.equal = _tensor_equal
 
 
 

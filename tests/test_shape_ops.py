@@ -67,3 +67,32 @@ def test_cumprod_gradient_through_zeros_matches_torch():
     ember.cumprod(e, 1).sum().backward()
     torch.cumprod(t, 1).sum().backward()
     np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy())
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_allclose_and_equal_answer_python_bools_like_torch(device):
+    """allclose and equal (hand-written: they return a bool, not a tensor), functions and methods, on
+    pairs chosen to land on each side of each rule: tolerance, NaN, shape, dtype promotion."""
+    if device == "meta":            # no values to compare: the value read fails as torch's does on meta
+        with pytest.raises(RuntimeError):
+            ember.allclose(ember.ones(2, device="meta"), ember.ones(2, device="meta"))
+        return
+    nan = float("nan")
+    pairs = [([1.0, 2.0], [1.0, 2.0 + 1e-6], {}), ([1.0, 2.0], [1.0, 2.1], {}), ([1.0, 2.0], [1.0, 2.1], {"rtol": 0.1}),
+             ([1.0, nan], [1.0, nan], {}), ([1.0, nan], [1.0, nan], {"equal_nan": True}),
+             ([[1.0, 2.0]], [1.0, 2.0], {}), ([1.0, float("inf")], [1.0, float("inf")], {})]
+    for a, b, kw in pairs:
+        expected = torch.allclose(torch.tensor(a), torch.tensor(b), **kw)
+        got = ember.allclose(ember.tensor(a), ember.tensor(b), **kw)
+        assert type(got) is bool and got == expected == ember.tensor(a).allclose(ember.tensor(b), **kw), (a, b, kw)
+    for a, b in [([1.0, 2.0], [1.0, 2.0]), ([1.0, 2.0], [1, 2]), ([1.0, nan], [1.0, nan]), ([1.0, 2.0], [[1.0, 2.0]]),
+                 ([1.0, 2.0], [1.0, 3.0]), ([], [])]:
+        expected = torch.equal(torch.tensor(a), torch.tensor(b))
+        got = ember.equal(ember.tensor(a), ember.tensor(b))
+        assert type(got) is bool and got == expected == ember.tensor(a).equal(ember.tensor(b)), (a, b)
+    with pytest.raises(TypeError, match=r"equal\(\): argument 'other' \(position 2\) must be Tensor, not int"):
+        ember.equal(ember.tensor([1.0]), 2)
+    with pytest.raises(RuntimeError, match="Float did not match Double"):
+        ember.allclose(ember.tensor([1.0]), ember.tensor([1.0], dtype=ember.float64))
+    with pytest.raises(RuntimeError, match="must match the size"):
+        ember.allclose(ember.tensor([1.0, 2.0]), ember.tensor([1.0, 2.0, 3.0]))

@@ -201,6 +201,8 @@ _op_eq_Tensor = _OPS['eq.Tensor']
 _dispatch_eq_Tensor = _op_eq_Tensor.dispatch
 _op_eq__Tensor = _OPS['eq_.Tensor']
 _dispatch_eq__Tensor = _op_eq__Tensor.dispatch
+_op_isclose = _OPS['isclose']
+_dispatch_isclose = _op_isclose.dispatch
 _op_ne_Tensor = _OPS['ne.Tensor']
 _dispatch_ne_Tensor = _op_ne_Tensor.dispatch
 _op_ne__Tensor = _OPS['ne_.Tensor']
@@ -373,6 +375,10 @@ _op_arange = _OPS['arange']
 _dispatch_arange = _op_arange.dispatch
 _op_arange_start_step = _OPS['arange.start_step']
 _dispatch_arange_start_step = _op_arange_start_step.dispatch
+_op_linspace = _OPS['linspace']
+_dispatch_linspace = _op_linspace.dispatch
+_op_logspace = _OPS['logspace']
+_dispatch_logspace = _op_logspace.dispatch
 _op_eye = _OPS['eye']
 _dispatch_eye = _op_eye.dispatch
 _op_eye_m = _OPS['eye.m']
@@ -1607,6 +1613,19 @@ def eq_(input, other):
     """
     return _dispatch_eq__Tensor((input, other))
 
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True where `self` equals `other`, or where both are finite and |self - other| <= atol + rtol * |other| (computed in their dtype, which must be the same; integers and bools in the default float dtype); NaNs compare equal with `equal_nan`.
+
+    Schema: ``isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor``
+    """
+    if rtol.__class__ is not float and rtol.__class__ is not int:
+        _float_arg(rtol, 'isclose', 'rtol', 3)
+    if atol.__class__ is not float and atol.__class__ is not int:
+        _float_arg(atol, 'isclose', 'atol', 4)
+    if equal_nan.__class__ is not bool:
+        _bool_arg(equal_nan, 'isclose', 'equal_nan', 5)
+    return _dispatch_isclose((input, other, rtol, atol, equal_nan))
+
 def ne(input, other):
     """True where `self` differs from `other`.
 
@@ -2485,6 +2504,46 @@ def arange(*args, **kwargs):
     ``arange(Scalar end, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``: Values from 0 to end (exclusive) by 1; int64 when end is an integer.
     """
     return _call_overload('arange', _overloads_arange, args, kwargs)
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    """`steps` values evenly spaced from `start` to `end`, both included: the first half counted up from `start`, the second down from `end`, so both ends are exact (torch's values to within rounding); the default dtype unless given; an integer dtype takes `start` and `end` converted to it and truncates values spaced in float64.
+
+    Schema: ``linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
+    """
+    start = _scalar_arg(start)
+    if start.__class__ is not int and start.__class__ is not float:
+        _number_arg(start, 'linspace', 'start', 1)
+    end = _scalar_arg(end)
+    if end.__class__ is not int and end.__class__ is not float:
+        _number_arg(end, 'linspace', 'end', 2)
+    if steps.__class__ is not int:
+        _int_arg(steps, 'linspace', 'steps', 3)
+    device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'linspace', 'requires_grad', None)
+    out = _dispatch_linspace((start, end, steps, dtype, device, requires_grad))
+    return out.requires_grad_() if requires_grad else out
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    """`base` raised to each of linspace(start, end, steps)'s values (for an integer dtype, of float64 exponents spaced between `start` and `end` converted to it, the powers truncated).
+
+    Schema: ``logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
+    """
+    start = _scalar_arg(start)
+    if start.__class__ is not int and start.__class__ is not float:
+        _number_arg(start, 'logspace', 'start', 1)
+    end = _scalar_arg(end)
+    if end.__class__ is not int and end.__class__ is not float:
+        _number_arg(end, 'logspace', 'end', 2)
+    if steps.__class__ is not int:
+        _int_arg(steps, 'logspace', 'steps', 3)
+    if base.__class__ is not float and base.__class__ is not int:
+        _float_arg(base, 'logspace', 'base', 4)
+    device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'logspace', 'requires_grad', None)
+    out = _dispatch_logspace((start, end, steps, base, dtype, device, requires_grad))
+    return out.requires_grad_() if requires_grad else out
 
 def _bind_eye_m(n, m, *, dtype=None, device=None, requires_grad=False):
     if n.__class__ is not int:
@@ -6355,7 +6414,7 @@ def ctc_loss(*args, **kwargs):
     """
     return _call_overload('ctc_loss', _overloads_ctc_loss, args, kwargs)
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'ctc_loss', 'cumprod', 'cumsum', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'digamma', 'div', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'lgamma', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'multinomial', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'nonzero', 'ones', 'ones_like', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rand', 'randint', 'randn', 'randperm', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'reshape', 'roll', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'transpose', 'triangular_solve', 'tril', 'triu', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clone', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'ctc_loss', 'cumprod', 'cumsum', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'digamma', 'div', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'flip', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isclose', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'multinomial', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'nonzero', 'ones', 'ones_like', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rand', 'randint', 'randn', 'randperm', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'reshape', 'roll', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'sum', 't', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'transpose', 'triangular_solve', 'tril', 'triu', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 OP_FUNCTIONS = {
     'add.Tensor': add,
@@ -6453,6 +6512,7 @@ OP_FUNCTIONS = {
     'rsub.Tensor': rsub,
     'eq.Tensor': eq,
     'eq_.Tensor': eq_,
+    'isclose': isclose,
     'ne.Tensor': ne,
     'ne_.Tensor': ne_,
     'lt.Tensor': lt,
@@ -6538,6 +6598,8 @@ OP_FUNCTIONS = {
     'full': full,
     'arange': arange,
     'arange.start_step': arange,
+    'linspace': linspace,
+    'logspace': logspace,
     'eye': eye,
     'eye.m': eye,
     'empty_like': empty_like,

@@ -121,6 +121,7 @@ from ember._generated.functions import (
     _op_eq_Tensor,
     _dispatch_eq_Tensor,
     _op_eq__Tensor,
+    _op_isclose,
     _op_ne_Tensor,
     _dispatch_ne_Tensor,
     _op_ne__Tensor,
@@ -399,6 +400,7 @@ _method_dispatch_relu = _op_relu.method_dispatch
 _method_dispatch_relu_ = _op_relu_.method_dispatch
 _method_dispatch_eq_Tensor = _op_eq_Tensor.method_dispatch
 _method_dispatch_eq__Tensor = _op_eq__Tensor.method_dispatch
+_method_dispatch_isclose = _op_isclose.method_dispatch
 _method_dispatch_ne_Tensor = _op_ne_Tensor.method_dispatch
 _method_dispatch_ne__Tensor = _op_ne__Tensor.method_dispatch
 _method_dispatch_lt_Tensor = _op_lt_Tensor.method_dispatch
@@ -1208,6 +1210,19 @@ class TensorMethods:
         Schema: ``eq_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)``
         """
         return _method_dispatch_eq__Tensor((self, other))
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """True where `self` equals `other`, or where both are finite and |self - other| <= atol + rtol * |other| (computed in their dtype, which must be the same; integers and bools in the default float dtype); NaNs compare equal with `equal_nan`.
+
+        Schema: ``isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> Tensor``
+        """
+        if rtol.__class__ is not float and rtol.__class__ is not int:
+            _float_arg(rtol, 'isclose', 'rtol', 2)
+        if atol.__class__ is not float and atol.__class__ is not int:
+            _float_arg(atol, 'isclose', 'atol', 3)
+        if equal_nan.__class__ is not bool:
+            _bool_arg(equal_nan, 'isclose', 'equal_nan', 4)
+        return _method_dispatch_isclose((self, other, rtol, atol, equal_nan))
 
     def ne(self, other):
         """True where `self` differs from `other`.

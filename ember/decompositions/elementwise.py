@@ -71,3 +71,21 @@ def square(self):
     if self.dtype.category == 0:
         self = F._to_copy(self, dtype=_dt.int64)      # PyTorch: pow(self, 2), bool promotes to int64
     return F.mul(self, self)
+
+
+@decomposition("isclose")
+def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Equal, or NaN on both sides with `equal_nan`, or finite and |self - other| <= atol + |rtol * other|:
+    torch's formula, in the operands' dtype (integers and bools in the default float dtype, where a
+    difference cannot wrap around)."""
+    close = F.eq(self, other)
+    floating = self.dtype.is_floating_point
+    if equal_nan and floating:
+        close = F.logical_or(close, F.logical_and(F.isnan(self), F.isnan(other)))
+    if rtol == 0 and atol == 0:
+        return close
+    if not floating:
+        self, other = (F._to_copy(t, dtype=_dt.get_default_dtype()) for t in (self, other))
+    allowed = F.add(F.abs(F.mul(other, rtol)), atol)
+    actual = F.abs(F.sub(self, other))
+    return F.logical_or(close, F.logical_and(F.isfinite(actual), F.le(actual, allowed)))

@@ -1,8 +1,11 @@
 """Factories and random tensors in terms of `empty` and in-place fills."""
 from __future__ import annotations
 
+import math
+
 from ember._generated import functions as F
 from ember.core import dtype as _dt
+from ember.core.errors import ArgumentValueError
 from ember.frontend.tensor import make_tensor
 from ember.core.type_promotion import dtype_of_scalar
 from ember.shape_rules.common import preserved_strides
@@ -107,3 +110,55 @@ def randint(low, high, size, generator=None, dtype=None, device=None, requires_g
 @decomposition("randint")
 def randint_high(high, size, generator=None, dtype=None, device=None, requires_grad=False):
     return randint(0, high, size, generator, dtype, device, requires_grad)
+
+
+# ------------------------------------------------------------------------------------------ ranges
+def _spaced(name: str, start, end, steps: int, dtype, device):
+    """linspace's values before the final cast: `steps` values from `start` to `end` in the dtype they are
+    computed in (a float dtype itself, float64 for an integer one, whose ends are first converted to it),
+    the first half counted up from `start`, the rest down from `end`, as torch's kernel counts them (so
+    both ends come out exact). The ends and the step are 0-d tensors, so their arithmetic rounds as the
+    kernel's scalar arithmetic in that dtype does."""
+    start, end = (v.item() if hasattr(v, "item") else v for v in (start, end))
+    if dtype.is_floating_point:
+        compute = dtype
+    else:
+        compute = _dt.float64
+        start, end = _as_integer(name, start, dtype), _as_integer(name, end, dtype)
+    first = F.full((), start, dtype=compute, device=device)
+    if steps == 1:
+        return F.reshape(first, (1,))
+    last = F.full((), end, dtype=compute, device=device)
+    step = F.div(F.sub(last, first), steps - 1)
+    index = F.arange(0, steps, 1, dtype=compute, device=device)
+    up = F.add(first, F.mul(step, index))
+    down = F.sub(last, F.mul(step, F.rsub(index, steps - 1)))
+    return F.where(F.lt(index, steps // 2), up, down)
+
+
+def _as_integer(name: str, value, dtype) -> int:
+    """A Python number converted to the integer dtype as C converts it: truncated toward zero, wrapped into
+    the dtype's range (torch's `Scalar.to<int>()`). An infinite or NaN end is an error (C's conversion of
+    one is undefined: torch returns whatever its CPU makes of it)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ArgumentValueError(f"{name}(): start and end must be finite for an integer dtype "
+                                 f"({dtype}), but got {value}")
+    v = int(value)
+    bits = dtype.itemsize * 8
+    if dtype is _dt.uint8:
+        return v % (1 << bits)
+    return (v + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
+
+
+@decomposition("linspace")
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    dtype = dtype or _dt.get_default_dtype()
+    values = _spaced("linspace", start, end, steps, dtype, device)
+    return values if values.dtype is dtype else F._to_copy(values, dtype=dtype)
+
+
+@decomposition("logspace")
+def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+    dtype = dtype or _dt.get_default_dtype()
+    powers = F.pow(base, _spaced("logspace", start, end, steps, dtype, device))
+    return powers if powers.dtype is dtype else F._to_copy(powers, dtype=dtype)

@@ -10,7 +10,7 @@ from ember.core.symint import SymInt
 from ember.core.type_promotion import dtype_of_scalar
 
 from . import shape_rule
-from .common import (NUMBER_TYPES, check_dtype_arg, check_int_list, check_kernel_dtype, check_tensor,
+from .common import (NUMBER_TYPES, as_int, check_dtype_arg, check_fits, check_int_list, check_kernel_dtype, check_tensor,
                      preserved_strides, with_layout)
 
 
@@ -135,6 +135,31 @@ def arange(op, start, end, step=1, dtype=None, device=None, requires_grad=False)
     else:                           # integers (symbolic sizes too): exact ceiling division
         length = max(0, -((start - end) // step))
     return ((length,), dtype)
+
+
+@shape_rule("linspace", reads=("dtypes",))
+def linspace(op, start, end, steps, *rest):
+    """linspace (start, end, steps, *, dtype, device, requires_grad) and logspace (a `base` after steps):
+    numbers or 0-d tensors for the ends, a non-negative int count; the default dtype unless given."""
+    dtype = rest[-3]
+    check_dtype_arg(op, dtype)
+    for name, v in (("start", start), ("end", end)):
+        if isinstance(v, TensorSpec):
+            if v.ndim != 0:
+                raise ArgumentValueError(f"{op.name}(): {op.name} only supports 0-dimensional start and end tensors, "
+                                         f"but got {name} with {v.ndim} dimension(s).")
+        elif not isinstance(v, NUMBER_TYPES):
+            raise ArgumentTypeError(f"{op.name}(): argument '{name}' must be Number, not {type(v).__name__}")
+    steps = as_int(op, steps, "steps")
+    if steps < 0:
+        raise ArgumentValueError(f"{op.name}(): number of steps must be non-negative, got {steps}")
+    if len(rest) == 4 and (isinstance(rest[0], bool) or not isinstance(rest[0], (int, float))):
+        raise ArgumentTypeError(f"{op.name}(): argument 'base' must be float, not {type(rest[0]).__name__}")
+    out = dtype or _dt.get_default_dtype()
+    check_kernel_dtype(op, out)                     # no bool linspace or logspace
+    for v in (start, end):                          # an integer dtype's ends are converted to it first
+        check_fits(op, v, out)
+    return (_storage_fits(op, (steps,), out), out)
 
 
 @shape_rule("randint")

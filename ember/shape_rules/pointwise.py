@@ -185,6 +185,27 @@ def where(op, condition, self, other):
     return with_layout(shape, result, iterator_strides(shape, tensors, dtypes, scalars))
 
 
+@shape_rule("isclose")
+def isclose(op, self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Two tensors of one dtype, broadcast together; non-negative tolerances; a bool result laid out as a
+    comparison of the two (the composite's ops give that layout on every backend)."""
+    for name, t in (("self", self), ("other", other)):
+        if not isinstance(t, TensorSpec):
+            raise ArgumentTypeError(f"{op.name}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+    if self._dtype is not other._dtype:
+        raise DTypeError(f"{op.name}(): {type_name(self._dtype)} did not match {type_name(other._dtype)}")
+    for name, v in (("rtol", rtol), ("atol", atol)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ArgumentTypeError(f"{op.name}(): argument '{name}' must be float, not {type(v).__name__}")
+        if not v >= 0:                                  # NaN fails too, as in torch
+            raise ArgumentValueError(f"{op.name}(): {name} must be greater than or equal to zero, but got {v}")
+    tensors = [self, other]
+    shape = broadcast_shapes(op, [self._data.shape, other._data.shape])
+    if trivial_layout(shape, tensors, False):
+        return (shape, _dt.bool)
+    return with_layout(shape, _dt.bool, iterator_strides(shape, tensors, [self._dtype] * 2, False))
+
+
 @shape_rule("clamp")
 def clamp(op, self, min=None, max=None):
     if not isinstance(self, TensorSpec):

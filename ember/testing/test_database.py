@@ -43,7 +43,8 @@ def test_every_op_has_samples_and_errors():
 
 
 # pointwise ops whose tensor operands must share one dtype in PyTorch (no mixed-dtype sample exists)
-SAME_DTYPE_ONLY = {"lerp.Scalar": "torch.lerp requires `end` to have the dtype of `self`"}
+SAME_DTYPE_ONLY = {"lerp.Scalar": "torch.lerp requires `end` to have the dtype of `self`",
+                   "isclose": "torch.isclose requires `other` to have the dtype of `self`"}
 
 
 def test_samples_cover_the_required_kinds():
@@ -61,5 +62,5 @@ def test_samples_cover_the_required_kinds():
             if info.name not in SAME_DTYPE_ONLY:
                 assert any(len({t.dtype for t in s.tensors()}) > 1 for s in samples), f"{info.name}: no mixed dtypes"
             if info.name not in ("maximum", "minimum", "atan2", "hypot", "logical_and", "logical_or",
-                                 "logical_xor", "lerp.Tensor", "addcmul", "addcdiv"):     # torch takes no Python scalars there
+                                 "logical_xor", "lerp.Tensor", "addcmul", "addcdiv", "isclose"):  # torch takes no Python scalars there
                 assert any(isinstance(a, (int, float)) for s in samples for a in s.args), f"{info.name}: no scalars"

@@ -5,6 +5,7 @@ import warnings
 
 from ember._generated import functions as _F
 from ember.core.errors import ArgumentListError, ShapeError
+from ember.frontend.bindings_support import number_arg
 
 __all__ = ["relu", "relu_", "relu6", "gelu", "silu", "softplus", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu",
            "celu", "hardtanh", "hardtanh_", "mish", "hardswish", "hardsigmoid", "sigmoid", "tanh", "softmax",
@@ -68,6 +69,7 @@ def selu(input, inplace: bool = False):
 
 def celu(input, alpha: float = 1.0, inplace: bool = False):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+    number_arg(alpha, "celu", "alpha", 2)               # before 1 / alpha: torch's TypeError, not Python's
     if alpha == 0:
         raise ArgumentListError("ZeroDivisionError: alpha cannot be 0 for CELU")
     fn = _F.elu_ if inplace else _F.elu

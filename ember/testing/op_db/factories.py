@@ -79,6 +79,46 @@ add(OpInfo("arange.start_step", fn("arange"), _arange_samples, dtypes=NUM,
                                E((0, "a"), TypeError, "arange", desc="str end")]))
 
 
+# linspace and logspace: torch's values agree to within rounding (its vectorised loop rounds a few of them
+# differently); the integer samples' values are exact in float64, so truncation gives the same integers
+def _spaced_samples(rng, dtype):
+    d = DT(dtype)
+    if is_float(dtype):
+        ends = [(-1.5, 2.25, 7), (3.0, -2.0, 10), (0.1, 0.7, 64)]
+    else:
+        ends = [(0, 10, 6), (9, 1, 5), (2, 4, 9)] if dtype != "uint8" else [(0, 10, 6), (9, 1, 5)]
+    S = [Sample((a, b, n), {"dtype": d, "device": DEVICE}, desc=f"{a} to {b} in {n}") for a, b, n in ends]
+    S += [Sample((0, 1, 1), {"dtype": d, "device": DEVICE}, desc="one step"),
+          Sample((0, 1, 0), {"dtype": d, "device": DEVICE}, desc="no step"),
+          Sample((0, 3, 4), {"device": DEVICE}, desc="default dtype")]
+    return S
+
+
+def _spaced_errors(name):
+    def errors(rng):
+        return [E((0, 1, -1), RuntimeError, name, "steps", desc="negative steps"),
+                E((0, 1, 2.5), TypeError, name, "steps", desc="float steps"),
+                E(("a", 1, 3), TypeError, name, "start", desc="str start"),
+                E((0, 1, 3), NotImplementedError, name, "Bool", kwargs={"dtype": DT("bool")}, desc="bool dtype"),
+                E((0, 300, 3), RuntimeError, name, "overflow", kwargs={"dtype": DT("uint8")}, desc="end overflows")]
+    return errors
+
+
+add(OpInfo("linspace", fn("linspace"), _spaced_samples, dtypes=NUM, errors=_spaced_errors("linspace")))
+
+
+def _logspace_samples(rng, dtype):
+    d = DT(dtype)
+    ends = [(-1.5, 2.25, 7), (3.0, -2.0, 10)] if is_float(dtype) else [(0, 2, 3), (2, 0, 5)]
+    return [Sample((a, b, n), {"dtype": d, "device": DEVICE}, desc=f"{a} to {b} in {n}") for a, b, n in ends] + \
+        [Sample((0, 3, 4), {"base": 2.0, "dtype": d, "device": DEVICE}, desc="base 2"),
+         Sample((1, 2, 1), {"dtype": d, "device": DEVICE}, desc="one step"),
+         Sample((0, 2, 3), {"device": DEVICE}, desc="default dtype")]
+
+
+add(OpInfo("logspace", fn("logspace"), _logspace_samples, dtypes=NUM, errors=_spaced_errors("logspace")))
+
+
 def _eye_samples(rng, dtype):
     d = DT(dtype)
     return [Sample((3,), {"dtype": d, "device": DEVICE}, desc="square"),

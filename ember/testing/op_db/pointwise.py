@@ -387,6 +387,42 @@ for _nm in ("eq", "ne", "lt", "le", "gt", "ge"):
                    E((T(f32(rng, (3,))), T(f32(rng, (2, 3)))), RuntimeError, f"{_nm}_", desc="output shape")]))
 
 
+# ---- isclose: tolerances in the operands' dtype (bfloat16 left out: torch rounds a Python tolerance to
+# bfloat16 before adding it, ember adds it in float32 and rounds the sum, so a result on the boundary
+# can differ; float16 rounds alike)
+def _isclose_samples(rng, dtype):
+    x = make(rng, (3, 4), dtype)
+    near = x.astype(np.float64) * (1 + rng.standard_normal(x.shape) * 1e-3) if is_float(dtype) else x
+    S = [Sample((T(x), T(np.asarray(near, NP_DTYPE[dtype]))), desc="near values"),
+         Sample((T(x), T(make(rng, (3, 4), dtype))), {"rtol": 0.5, "atol": 0.25}, desc="loose tolerances"),
+         Sample((T(x), T(make(rng, (4,), dtype))), {"rtol": 0.0, "atol": 0.0}, desc="broadcast, exact"),
+         Sample((T(make(rng, (), dtype)), T(make(rng, (), dtype))), desc="0-d"),
+         Sample((T(make(rng, (0, 4), dtype)), T(make(rng, (4,), dtype))), desc="empty"),
+         Sample((T(x, "t"), T(np.asarray(near, NP_DTYPE[dtype]), "s")), desc="non-contiguous")]
+    if is_float(dtype):
+        special = np.array([np.nan, np.inf, np.inf, 1.0, -0.0], NP_DTYPE[dtype])
+        other = np.array([np.nan, np.inf, -np.inf, np.nan, 0.0], NP_DTYPE[dtype])
+        S += [Sample((T(special), T(other)), desc="nan and inf"),
+              Sample((T(special), T(other)), {"equal_nan": True}, desc="equal_nan")]
+    else:
+        S.append(Sample((T(x), T(make(rng, (3, 4), dtype))), {"rtol": 0.4, "atol": 1.0},
+                        desc="integers compared in float"))
+    S.append(Sample((T(x), T(x.copy())), desc="method", fn=lambda m, a, b: a.isclose(b)))
+    return S
+
+
+add(OpInfo("isclose", fn("isclose"), _isclose_samples, dtypes=tuple(d for d in ALL if d != "bfloat16"),
+           errors=lambda rng: [E((T(f32(rng, (2,))), T(make(rng, (2,), "float64"))), RuntimeError, "isclose",
+                                 "did not match", desc="dtypes differ"),
+                               E((T(f32(rng, (2,))), 1.0), TypeError, "isclose", "other", desc="number other"),
+                               E((T(f32(rng, (2,))), T(f32(rng, (2,)))), RuntimeError, "isclose", "atol",
+                                 kwargs={"atol": -1.0}, desc="negative atol"),
+                               E((T(f32(rng, (2,))), T(f32(rng, (2,)))), RuntimeError, "isclose", "rtol",
+                                 kwargs={"rtol": float("nan")}, desc="nan rtol"),
+                               E((T(f32(rng, (2, 3))), T(f32(rng, (4,)))), RuntimeError, "isclose",
+                                 desc="shapes do not broadcast")]))
+
+
 # ---- logical, bitwise and classification ops
 INTS_BOOL = ("int64", "int32", "uint8", "bool")
 
