@@ -431,3 +431,13 @@ def test_concurrent_draws_from_one_generator_never_overlap():
         t.join()
     assert len({tuple(d) for d in draws}) == 200
     assert gen.offset == 200 * 8     # 4 int64 values = 8 words per draw
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+@pytest.mark.parametrize("size,stride", [((2, 0), (5, 1)), ((0, 3), (1, 7)), ((3, 0, 2), (9, 4, 1)), ((2, 0), (1, 1))])
+def test_empty_strided_of_an_empty_shape_keeps_its_strides(device, size, stride):
+    """An empty tensor has no element to place, yet torch keeps the strides asked for, on cpu and meta
+    alike; a new empty tensor made otherwise shows contiguous strides (size-0 dims counted as 1)."""
+    assert ember.empty_strided(size, stride, device=device).stride() == \
+        torch.empty_strided(size, stride, device=device).stride()
+    assert ember.empty(size, device=device).stride() == torch.empty(size, device=device).stride()

@@ -68,6 +68,7 @@ class MetaBackend(Backend):
     device_type = "meta"
     host_memory = True          # no data at all: from_host only reads the shape and dtype
     holds_data = False
+    empty_strides_exact = True     # MetaArray keeps the strides its spec gave
     # memory tracking's kernel swaps (set_memory_tracking, predict_workspace): what is swapped out now
     _decomposed_while_tracking: tuple | None = None
     _parked: dict = {}

@@ -76,6 +76,10 @@ class Backend:
     #: whether native arrays hold values (False for meta's, which carry shapes only): code that reads
     #: values to check them (index bounds, offsets) skips the check on a backend without any
     holds_data: bool = True
+    #: whether a new empty array (a size-0 dim) reports the strides its shape rule gave it. numpy's report
+    #: zeros, so for a new empty tensor the frontend shows torch's contiguous strides instead; meta's
+    #: arrays carry the rule's own (`empty_strided((2, 0), (5, 1))` keeps (5, 1), as torch's meta does)
+    empty_strides_exact: bool = False
 
     def to_host(self, array: Any):
         """A numpy.ndarray with the values of `array` (a copy or a view)."""

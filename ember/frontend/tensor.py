@@ -136,7 +136,7 @@ class Tensor(ShapeConveniences, TensorMethods, ConversionMethods, TensorSpec):
 
     def stride(self, dim: int | None = None):
         shape = self._data.shape
-        if 0 in shape and self._base is None:
+        if 0 in shape and self._base is None and not REGISTRY.by_key[self._keys & K.BACKEND_MASK].empty_strides_exact:
             # a new empty tensor has PyTorch's contiguous strides (sizes of 0 counted as 1),
             # whatever numpy reports; an empty view keeps the strides of its window
             strides, n = [], 1
