@@ -39,7 +39,7 @@ def gen_ops_md(registry: Registry, coverage: dict[str, dict[str, str]]) -> str:
             grad = "through decomposition"
         else:
             grad = "not differentiable"
-        doc = op.doc.replace("|", "\\|")
+        doc = op.doc.replace("|", "\\|") + (f" (also: {', '.join(f'`{a}`' for a in op.aliases)})" if op.aliases else "")
         grad = grad.replace("|", "\\|")
         lines.append(f"| `{op.schema.text.replace('|', '/')}` | {op.family} | {op.impl} | {op.promotion} | "
                      f"{grad} | {_autocast_text(op.autocast)} | {doc} |")

@@ -392,6 +392,12 @@ def gen_functions(registry: Registry) -> str:
         lines.append(f'    """{ordered[0].doc}\n\n    Overloads:\n\n    {doc}\n    """')
         lines.append(f"    return _call_overload({name!r}, _overloads_{name}, args, kwargs)")
         lines.append("")
+    for op in registry.ops:             # torch's other names of a function (absolute for abs): the same object
+        if "function" in op.variants:
+            for alias in op.aliases:
+                lines.append(f"{alias} = {op.schema.name}")
+                public.append(alias)
+    lines.append("")
     lines.append("__all__ = " + repr(sorted(public)))
     lines.append("")
     # each op's function (its overloads share one), as a subclass's __torch_function__ receives it
@@ -425,6 +431,10 @@ def gen_tensor_methods(registry: Registry) -> str:
         tbl = ", ".join(f"(TensorMethods.{f}, {o}, {w}, {g})" for f, o, w, g in table)
         lines.append(f"        return _call_overload({name!r}, ({tbl},), (self,) + args, kwargs, True)")
         lines.append("")
+    # torch's other names of a method (x.absolute(), x.absolute_() for abs): the same functions
+    for alias, target in _method_aliases(registry):
+        lines.append(f"    {alias} = {target}")
+    lines.append("")
     # Python operators
     for op in registry.ops:
         for dunder in op.operators + op.inplace_operators:
@@ -448,6 +458,21 @@ def gen_tensor_methods(registry: Registry) -> str:
     preamble += [f"_method_dispatch_{ident(op.name)} = _op_{ident(op.name)}.method_dispatch" for op in method_ops]
     preamble += ["", ""]
     return _prune_imports("\n".join(preamble) + "\n" + body)
+
+
+def _method_aliases(registry: Registry) -> list[tuple[str, str]]:
+    """(alias, method) for each alias of an op with a method, and `alias_` for its in-place method."""
+    by_name = registry.by_name()
+    pairs = []
+    for op in registry.ops:
+        if "method" not in op.variants:
+            continue
+        twin = by_name.get(op.inplace_twin) if op.inplace_twin else None
+        for alias in op.aliases:
+            pairs.append((alias, op.schema.name))
+            if twin is not None and "method" in twin.variants:
+                pairs.append((f"{alias}_", twin.schema.name))
+    return pairs
 
 
 def _operator(op: OpEntry, dunder: str) -> list[str]:
@@ -744,6 +769,11 @@ def gen_pyi(registry: Registry, methods: bool) -> str:
             if len(ops) > 1:
                 lines.append(f"{indent}@overload")
             lines.append(indent + _pyi_sig(op, name, methods))
+    if methods:
+        lines += [f"{indent}{alias} = {target}" for alias, target in _method_aliases(registry)]
+    else:
+        lines += [f"{alias} = {op.schema.name}" for op in registry.ops if "function" in op.variants
+                  for alias in op.aliases]
     if methods:
         for op in registry.ops:
             for dunder in op.operators + op.inplace_operators:

@@ -34,10 +34,10 @@ BEHAVIOUR_KEYS = {"dtypes", "dtype_error_kernel", "checks", "promotion_if_given"
                   "numbers", "one_int"}
 ENTRY_KEYS = {"func", "family", "variants", "operators", "inplace", "inplace_operators", "inplace_variants",
               "promotion", "shape", "autograd", "recompute", "autocast", "impl", "tags", "doc", "scalar",
-              "reduce"} | BEHAVIOUR_KEYS
+              "reduce", "aliases"} | BEHAVIOUR_KEYS
 # `impl` too is stated by every entry: how an op is implemented is read where the op is declared
 FAMILY_KEYS = ENTRY_KEYS - {"func", "operators", "inplace", "inplace_operators", "inplace_variants", "doc", "impl",
-                            "scalar", "reduce", "recompute"} \
+                            "scalar", "reduce", "recompute", "aliases"} \
     - BEHAVIOUR_KEYS
 # `dtypes`: the dtypes the op's kernel supports (PyTorch's "not implemented for 'Bool'" errors otherwise)
 KERNEL_DTYPES = {"all", "floating", "float_double", "integral", "not_bool"}
@@ -88,6 +88,7 @@ class OpEntry:
     scalar: tuple | None = None          # the value per element, parsed (scalar_formulas.py); not the twin's
     reduce: tuple | None = None          # (kind, dim position, keepdim position, dtype position or None)
     recompute: str | None = None         # the expression recomputing output 0 from what the node saves
+    aliases: tuple[str, ...] = ()        # other names of its function and method (torch's `absolute` for abs)
 
     def __post_init__(self):
         if self.behaviour is None:
@@ -251,7 +252,21 @@ def load_registry(path: Path = REGISTRY_PATH, sources: SourceIndex | None = None
             seen[entry.name] = entry.line
             registry.ops.append(entry)
     _check_formula_names(registry, sources, path)
+    _check_aliases(registry, path)
     return registry
+
+
+def _check_aliases(registry: Registry, path) -> None:
+    """An alias names one op's function and method only: not another op, not a second alias."""
+    names = {op.schema.name for op in registry.ops}
+    taken: dict[str, str] = {}
+    for op in registry.ops:
+        for alias in op.aliases:
+            if alias in names or alias in taken:
+                other = taken.get(alias, alias)
+                raise RegistryError(f"{path}:{op.line}: entry '{op.name}': alias {alias!r} is already the name of "
+                                    f"'{other}'")
+            taken[alias] = op.name
 
 
 def check_sparse_kernels(registry: Registry, sources: SourceIndex) -> None:
@@ -336,6 +351,10 @@ def _resolve_entry(raw, families, sources: SourceIndex, path) -> list[OpEntry]:
         if not set(inplace_variants) <= VARIANTS:
             fail(f"`inplace_variants` must be a subset of {sorted(VARIANTS)}, got {list(inplace_variants)}")
     tags = _as_tuple(get("tags"), "tags", fail)
+    aliases = _as_tuple(raw.get("aliases"), "aliases", fail)
+    for alias in aliases:
+        if not isinstance(alias, str) or not alias.isidentifier() or alias.startswith("_") or alias.endswith("_"):
+            fail(f"`aliases` are public Python names (no leading or trailing underscore), got {alias!r}")
     doc = raw.get("doc")
     if not isinstance(doc, str) or not doc.strip():
         fail("missing `doc` (a one-line description)")
@@ -359,7 +378,7 @@ def _resolve_entry(raw, families, sources: SourceIndex, path) -> list[OpEntry]:
         fail("`recompute` is an expression (a string) recomputing output 0, for an explicit op with autograd formulas")
     entry = OpEntry(schema, line, family, variants, operators, (), promotion, shape, autograd,
                     autocast, impl, tags, doc.strip(), behaviour=behaviour, scalar=scalar,
-                    reduce=reduce, recompute=recompute)
+                    reduce=reduce, recompute=recompute, aliases=aliases)
     out = [entry]
     if inplace:
         try:

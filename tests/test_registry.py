@@ -83,6 +83,8 @@ def test_minimal_registry_is_valid(tmp_path):
     (("  doc: Adds.\n", "  doc: Adds.\n  scalar: \"self if other == 1 else other\"\n"),
      "a choice must compare a non-Tensor argument"),
     (("  doc: Adds.\n", "  doc: Adds.\n  scalar: exp(self, other)\n"), "exp() takes 1 operand(s), got 2"),
+    (("  doc: Adds.\n", "  doc: Adds.\n  aliases: [_plus]\n"), "`aliases` are public Python names"),
+    (("  doc: Adds.\n", "  doc: Adds.\n  aliases: [add]\n"), "alias 'add' is already the name of 'add'"),
 ])
 def test_malformed_entries_name_the_entry_line_and_problem(tmp_path, change, message):
     old, new = change
@@ -127,6 +129,34 @@ def test_inplace_function_forms_follow_torch():
     y = ember.ones(6)
     assert ember.dropout_(y, 1.0, True) is y and not y.numpy().any()
     assert ember.dropout_(ember.ones(3), 0.5, False).numpy().tolist() == [1.0, 1.0, 1.0]
+
+
+def test_aliases_are_torchs_other_names_for_the_same_functions():
+    """Every registry alias is a torch function (and, where the op has a method, a torch method, in place too)
+    giving what the aliased op gives: ember binds the same function under both names."""
+    torch = pytest.importorskip("torch")
+    ops = load_registry(REGISTRY_PATH).ops
+    x = np.array([[0.5, -0.25, 0.75], [-0.5, 0.125, 0.9]], np.float32)
+    for op in (o for o in ops if o.aliases):
+        for alias in op.aliases:
+            assert hasattr(torch, alias), alias
+            if "function" in op.variants:
+                assert getattr(ember, alias) is getattr(ember, op.schema.name)
+            if "method" in op.variants:
+                assert hasattr(torch.Tensor, alias) and getattr(ember.Tensor, alias) is getattr(ember.Tensor, op.schema.name)
+    calls = {"absolute": (), "negative": (), "arccos": (), "arcsin": (), "arctan": (), "arcsinh": (), "arctanh": (),
+             "fix": (), "sgn": (), "multiply": (x,), "subtract": (x,), "divide": (x + 2,), "true_divide": (x + 2,),
+             "not_equal": (x,), "greater": (x,), "greater_equal": (x,), "less": (x,), "less_equal": (x,),
+             "arctan2": (x + 1,), "clip": (-0.3, 0.3), "swapaxes": (0, 1), "swapdims": (1, 0)}
+    for alias, extra in calls.items():
+        e_args = [ember.tensor(a) if isinstance(a, np.ndarray) else a for a in extra]
+        t_args = [torch.tensor(a) if isinstance(a, np.ndarray) else a for a in extra]
+        got, want = getattr(ember.tensor(x), alias)(*e_args), getattr(torch.tensor(x), alias)(*t_args)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, err_msg=alias)
+    e, t = ember.tensor(x + 2), torch.tensor(x + 2)
+    assert e.arccosh_() is e and e.clip_(max=2.3) is e
+    np.testing.assert_allclose(e.numpy(), t.arccosh_().clip_(max=2.3).numpy(), rtol=1e-6)
+    assert tuple(ember.concatenate([ember.tensor(x)] * 2, 1).shape) == tuple(torch.concat([torch.tensor(x)] * 2, 1).shape)
 
 
 def test_duplicate_entry_is_reported(tmp_path):

@@ -514,3 +514,28 @@ def fractional_max_pool3d(input: Tensor, kernel_size: Sequence[int] | int, outpu
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Sequence[int] | int, target_lengths: Sequence[int] | int, blank: int = ..., reduction: int = ..., zero_infinity: bool = ...) -> Tensor: ...
 @overload
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor, target_lengths: Tensor, blank: int = ..., reduction: int = ..., zero_infinity: bool = ...) -> Tensor: ...
+subtract = sub
+multiply = mul
+divide = div
+true_divide = div
+negative = neg
+absolute = abs
+sgn = sign
+clip = clamp
+arcsin = asin
+arccos = acos
+arctan = atan
+arcsinh = asinh
+arccosh = acosh
+arctanh = atanh
+fix = trunc
+arctan2 = atan2
+not_equal = ne
+less = lt
+less_equal = le
+greater = gt
+greater_equal = ge
+swapaxes = transpose
+swapdims = transpose
+concat = cat
+concatenate = cat

@@ -2847,6 +2847,51 @@ class TensorMethods:
         """
         return _method_dispatch_argwhere((self,))
 
+    subtract = sub
+    subtract_ = sub_
+    multiply = mul
+    multiply_ = mul_
+    divide = div
+    divide_ = div_
+    true_divide = div
+    true_divide_ = div_
+    negative = neg
+    negative_ = neg_
+    absolute = abs
+    absolute_ = abs_
+    sgn = sign
+    sgn_ = sign_
+    clip = clamp
+    clip_ = clamp_
+    arcsin = asin
+    arcsin_ = asin_
+    arccos = acos
+    arccos_ = acos_
+    arctan = atan
+    arctan_ = atan_
+    arcsinh = asinh
+    arcsinh_ = asinh_
+    arccosh = acosh
+    arccosh_ = acosh_
+    arctanh = atanh
+    arctanh_ = atanh_
+    fix = trunc
+    fix_ = trunc_
+    arctan2 = atan2
+    arctan2_ = atan2_
+    not_equal = ne
+    not_equal_ = ne_
+    less = lt
+    less_ = lt_
+    less_equal = le
+    less_equal_ = le_
+    greater = gt
+    greater_ = gt_
+    greater_equal = ge
+    greater_equal_ = ge_
+    swapaxes = transpose
+    swapdims = transpose
+
     def __add__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:
             other = _operand(other)

@@ -309,6 +309,50 @@ class TensorMethods:
     def bernoulli_(self, p: float = ..., *, generator: Generator | None = ...) -> Tensor: ...
     def multinomial(self, num_samples: int, replacement: bool = ..., *, generator: Generator | None = ...) -> Tensor: ...
     def argwhere(self) -> Tensor: ...
+    subtract = sub
+    subtract_ = sub_
+    multiply = mul
+    multiply_ = mul_
+    divide = div
+    divide_ = div_
+    true_divide = div
+    true_divide_ = div_
+    negative = neg
+    negative_ = neg_
+    absolute = abs
+    absolute_ = abs_
+    sgn = sign
+    sgn_ = sign_
+    clip = clamp
+    clip_ = clamp_
+    arcsin = asin
+    arcsin_ = asin_
+    arccos = acos
+    arccos_ = acos_
+    arctan = atan
+    arctan_ = atan_
+    arcsinh = asinh
+    arcsinh_ = asinh_
+    arccosh = acosh
+    arccosh_ = acosh_
+    arctanh = atanh
+    arctanh_ = atanh_
+    fix = trunc
+    fix_ = trunc_
+    arctan2 = atan2
+    arctan2_ = atan2_
+    not_equal = ne
+    not_equal_ = ne_
+    less = lt
+    less_ = lt_
+    less_equal = le
+    less_equal_ = le_
+    greater = gt
+    greater_ = gt_
+    greater_equal = ge
+    greater_equal_ = ge_
+    swapaxes = transpose
+    swapdims = transpose
     def __add__(self, other: Tensor | Number) -> Tensor: ...
     def __radd__(self, other: Tensor | Number) -> Tensor: ...
     def __iadd__(self, other: Tensor | Number) -> Tensor: ...
