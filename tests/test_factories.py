@@ -441,3 +441,20 @@ def test_empty_strided_of_an_empty_shape_keeps_its_strides(device, size, stride)
     assert ember.empty_strided(size, stride, device=device).stride() == \
         torch.empty_strided(size, stride, device=device).stride()
     assert ember.empty(size, device=device).stride() == torch.empty(size, device=device).stride()
+
+
+def test_random_likes_draw_what_the_factories_draw():
+    """rand_like, randn_like and randint_like fill a tensor shaped as their input with the draws rand, randn and
+    randint make from the same seed (as torch's do), in the input's dtype unless one is given."""
+    like = ember.empty(3, 4, dtype=ember.float64)
+    for factory, fill in [(lambda: ember.rand(3, 4, dtype=ember.float64), lambda: ember.rand_like(like)),
+                          (lambda: ember.randn(3, 4, dtype=ember.float64), lambda: ember.randn_like(like)),
+                          (lambda: ember.randint(2, 9, (3, 4), dtype=ember.float64), lambda: ember.randint_like(like, 2, 9)),
+                          (lambda: ember.randint(9, (3, 4), dtype=ember.float64), lambda: ember.randint_like(like, 9))]:
+        ember.manual_seed(5)
+        expected = factory()
+        ember.manual_seed(5)
+        got = fill()
+        assert got.dtype is ember.float64 and ember.equal(got, expected)
+    assert ember.randint_like(ember.zeros(2, dtype=ember.uint8), 5, dtype=ember.int64).dtype is ember.int64
+    assert ember.rand_like(ember.zeros(3, 2).t()).stride() == torch.rand_like(torch.zeros(3, 2).t()).stride()

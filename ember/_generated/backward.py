@@ -426,6 +426,84 @@ class ClampBackward0(Node):
         return out
 
 
+class ClampMinBackward0(Node):
+    """Backward of clamp_min."""
+
+    __slots__ = ('a_min', 'a_self', 'needs')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0] or needs[1]:
+            self.a_min = _save(args[1])
+            self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0] or needs[1]:
+            if self.a_min.__class__ is SavedTensor:
+                self.a_min = _FREED
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_min = self.a_min.unpack(self) if self.a_min.__class__ is SavedTensor else self.a_min
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
+            out.append(_H.clamp_backward(grad, a_self, a_min, None))
+        else:
+            out.append(None)
+        if needs[1]:
+            a_min = self.a_min.unpack(self) if self.a_min.__class__ is SavedTensor else self.a_min
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
+            out.append(_H.clamp_backward_min(grad, a_self, a_min, None))
+        else:
+            out.append(None)
+        return out
+
+
+class ClampMaxBackward0(Node):
+    """Backward of clamp_max."""
+
+    __slots__ = ('a_max', 'a_self', 'needs')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0] or needs[1]:
+            self.a_max = _save(args[1])
+            self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0] or needs[1]:
+            if self.a_max.__class__ is SavedTensor:
+                self.a_max = _FREED
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_max = self.a_max.unpack(self) if self.a_max.__class__ is SavedTensor else self.a_max
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
+            out.append(_H.clamp_backward(grad, a_self, None, a_max))
+        else:
+            out.append(None)
+        if needs[1]:
+            a_max = self.a_max.unpack(self) if self.a_max.__class__ is SavedTensor else self.a_max
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
+            out.append(_H.clamp_backward_max(grad, a_self, None, a_max))
+        else:
+            out.append(None)
+        return out
+
+
 class ExpBackward0(Node):
     """Backward of exp."""
 
@@ -4234,6 +4312,8 @@ CLASSES = {
     'minimum': MinimumBackward0,
     'where.self': WhereBackward0,
     'clamp.Tensor': ClampBackward0,
+    'clamp_min': ClampMinBackward0,
+    'clamp_max': ClampMaxBackward0,
     'exp': ExpBackward0,
     'log': LogBackward0,
     'sqrt': SqrtBackward0,

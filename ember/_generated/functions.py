@@ -55,6 +55,14 @@ _op_clamp_Tensor = _OPS['clamp.Tensor']
 _dispatch_clamp_Tensor = _op_clamp_Tensor.dispatch
 _op_clamp__Tensor = _OPS['clamp_.Tensor']
 _dispatch_clamp__Tensor = _op_clamp__Tensor.dispatch
+_op_clamp_min = _OPS['clamp_min']
+_dispatch_clamp_min = _op_clamp_min.dispatch
+_op_clamp_min_ = _OPS['clamp_min_']
+_dispatch_clamp_min_ = _op_clamp_min_.dispatch
+_op_clamp_max = _OPS['clamp_max']
+_dispatch_clamp_max = _op_clamp_max.dispatch
+_op_clamp_max_ = _OPS['clamp_max_']
+_dispatch_clamp_max_ = _op_clamp_max_.dispatch
 _op_exp = _OPS['exp']
 _dispatch_exp = _op_exp.dispatch
 _op_exp_ = _OPS['exp_']
@@ -307,6 +315,8 @@ _op_transpose_int = _OPS['transpose.int']
 _dispatch_transpose_int = _op_transpose_int.dispatch
 _op_t = _OPS['t']
 _dispatch_t = _op_t.dispatch
+_op_movedim_intlist = _OPS['movedim.intlist']
+_dispatch_movedim_intlist = _op_movedim_intlist.dispatch
 _op_expand = _OPS['expand']
 _dispatch_expand = _op_expand.dispatch
 _op_squeeze_dims = _OPS['squeeze.dims']
@@ -401,6 +411,14 @@ _op_rand = _OPS['rand']
 _dispatch_rand = _op_rand.dispatch
 _op_randn = _OPS['randn']
 _dispatch_randn = _op_randn.dispatch
+_op_rand_like = _OPS['rand_like']
+_dispatch_rand_like = _op_rand_like.dispatch
+_op_randn_like = _OPS['randn_like']
+_dispatch_randn_like = _op_randn_like.dispatch
+_op_randint_like = _OPS['randint_like']
+_dispatch_randint_like = _op_randint_like.dispatch
+_op_randint_like_low_dtype = _OPS['randint_like.low_dtype']
+_dispatch_randint_like_low_dtype = _op_randint_like_low_dtype.dispatch
 _op_randint_low = _OPS['randint.low']
 _dispatch_randint_low = _op_randint_low.dispatch
 _op_randint = _OPS['randint']
@@ -738,6 +756,8 @@ _dispatch__rnn_layer = _op__rnn_layer.dispatch
 _R__rnn_layer = _namedtuple('_rnn_layer', ['output', 'h_n', 'c_n', 'workspace'])
 _op__rnn_layer_backward = _OPS['_rnn_layer_backward']
 _dispatch__rnn_layer_backward = _op__rnn_layer_backward.dispatch
+_op_one_hot = _OPS['one_hot']
+_dispatch_one_hot = _op_one_hot.dispatch
 _op_mse_loss = _OPS['mse_loss']
 _dispatch_mse_loss = _op_mse_loss.dispatch
 _op_l1_loss = _OPS['l1_loss']
@@ -1075,6 +1095,34 @@ def clamp_(input, min=None, max=None):
     Schema: ``clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)``
     """
     return _dispatch_clamp__Tensor((input, min, max))
+
+def clamp_min(input, min):
+    """clamp(self, min=min): each element at least `min`.
+
+    Schema: ``clamp_min(Tensor self, Tensor min) -> Tensor``
+    """
+    return _dispatch_clamp_min((input, min))
+
+def clamp_min_(input, min):
+    """In-place version of clamp_min: clamp(self, min=min): each element at least `min`.
+
+    Schema: ``clamp_min_(Tensor(a!) self, Tensor min) -> Tensor(a!)``
+    """
+    return _dispatch_clamp_min_((input, min))
+
+def clamp_max(input, max):
+    """clamp(self, max=max): each element at most `max`.
+
+    Schema: ``clamp_max(Tensor self, Tensor max) -> Tensor``
+    """
+    return _dispatch_clamp_max((input, max))
+
+def clamp_max_(input, max):
+    """In-place version of clamp_max: clamp(self, max=max): each element at most `max`.
+
+    Schema: ``clamp_max_(Tensor(a!) self, Tensor max) -> Tensor(a!)``
+    """
+    return _dispatch_clamp_max_((input, max))
 
 def exp(input):
     """e raised to each element.
@@ -2120,6 +2168,27 @@ def t(input):
     """
     return _dispatch_t((input,))
 
+def movedim(input, source, destination):
+    """A view with the dims `source` moved to the places `destination` (an int or a list each), the other dims keeping their order.
+
+    Schema: ``movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)``
+    """
+    if source.__class__ is not tuple and source.__class__ is not list:
+        source = _int_list_arg(source, 'movedim', 'source', 2, True)
+    else:
+        for _item in source:
+            if _item.__class__ is not int:
+                source = _int_list_arg(source, 'movedim', 'source', 2, True)
+                break
+    if destination.__class__ is not tuple and destination.__class__ is not list:
+        destination = _int_list_arg(destination, 'movedim', 'destination', 3, True)
+    else:
+        for _item in destination:
+            if _item.__class__ is not int:
+                destination = _int_list_arg(destination, 'movedim', 'destination', 3, True)
+                break
+    return _dispatch_movedim_intlist((input, source, destination))
+
 def expand(input, size):
     """A broadcast view with size-1 dimensions repeated (stride 0); -1 keeps a size.
 
@@ -2687,6 +2756,72 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, *
         _bool_arg(requires_grad, 'randn', 'requires_grad', None)
     out = _dispatch_randn((size, generator, dtype, device, requires_grad))
     return out.requires_grad_() if requires_grad else out
+
+def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """Numbers drawn uniformly from [0, 1) in a tensor shaped and laid out as `self` (of `self`'s dtype unless given): rand's draws.
+
+    Schema: ``rand_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
+    """
+    if device is not None:
+        device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'rand_like', 'requires_grad', None)
+    out = _dispatch_rand_like((input, generator, dtype, device, requires_grad))
+    return out.requires_grad_() if requires_grad else out
+
+def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """Numbers drawn from the standard normal distribution in a tensor shaped and laid out as `self`: randn's draws.
+
+    Schema: ``randn_like(Tensor self, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
+    """
+    if device is not None:
+        device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'randn_like', 'requires_grad', None)
+    out = _dispatch_randn_like((input, generator, dtype, device, requires_grad))
+    return out.requires_grad_() if requires_grad else out
+
+def _bind_randint_like_low_dtype(input, low, high, *, generator=None, dtype=None, device=None, requires_grad=False):
+    if low.__class__ is not int:
+        _int_arg(low, 'randint_like', 'low', 2)
+    if high.__class__ is not int:
+        _int_arg(high, 'randint_like', 'high', 3)
+    if device is not None:
+        device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'randint_like', 'requires_grad', None)
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('input')
+    if low.__class__ in (list, tuple):
+        raise TypeError('low')
+    if high.__class__ in (list, tuple):
+        raise TypeError('high')
+    return (input, low, high, generator, dtype, device, requires_grad)
+
+def _bind_randint_like(input, high, *, generator=None, dtype=None, device=None, requires_grad=False):
+    if high.__class__ is not int:
+        _int_arg(high, 'randint_like', 'high', 2)
+    if device is not None:
+        device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'randint_like', 'requires_grad', None)
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('input')
+    if high.__class__ in (list, tuple):
+        raise TypeError('high')
+    return (input, high, generator, dtype, device, requires_grad)
+
+_overloads_randint_like = ((_bind_randint_like_low_dtype, _op_randint_like_low_dtype, None, 6), (_bind_randint_like, _op_randint_like, None, 5),)
+def randint_like(*args, **kwargs):
+    """Integers drawn uniformly from [low, high) in a tensor shaped and laid out as `self` (of `self`'s dtype unless given).
+
+    Overloads:
+
+    ``randint_like.low_dtype(Tensor self, SymInt low, SymInt high, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``: Integers drawn uniformly from [low, high) in a tensor shaped and laid out as `self` (of `self`'s dtype unless given).
+
+    ``randint_like(Tensor self, SymInt high, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``: Integers drawn uniformly from [0, high) in a tensor shaped and laid out as `self` (of `self`'s dtype unless given).
+    """
+    return _call_overload('randint_like', _overloads_randint_like, args, kwargs)
 
 def _bind_randint_low(low, high, size, *, generator=None, dtype=None, device=None, requires_grad=False):
     if low.__class__ is not int:
@@ -5196,6 +5331,15 @@ def _rnn_layer_backward(grad_output, grad_hy, grad_cy, input, hx, cx, w_ih, w_hh
         _bool_arg(reverse, '_rnn_layer_backward', 'reverse', 15)
     return _dispatch__rnn_layer_backward((grad_output, grad_hy, grad_cy, input, hx, cx, w_ih, w_hh, b_ih, b_hh, w_hr, output, workspace, mode, reverse, output_mask))
 
+def one_hot(input, num_classes=-1):
+    """int64 rows of zeros with a one at each class index of `self` (int64), `num_classes` wide (or one more than the largest index: a data-dependent shape).
+
+    Schema: ``one_hot(Tensor self, int num_classes=-1) -> Tensor``
+    """
+    if num_classes.__class__ is not int:
+        _int_arg(num_classes, 'one_hot', 'num_classes', 2)
+    return _dispatch_one_hot((input, num_classes))
+
 def mse_loss(input, target, reduction=1):
     """The squared error (self - target) ** 2, reduced.
 
@@ -6437,10 +6581,11 @@ greater = gt
 greater_equal = ge
 swapaxes = transpose
 swapdims = transpose
+moveaxis = movedim
 concat = cat
 concatenate = cat
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clip', 'clone', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'ctc_loss', 'cumprod', 'cumsum', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'digamma', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isclose', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'multinomial', 'multiply', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'not_equal', 'ones', 'ones_like', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rand', 'randint', 'randn', 'randperm', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'reshape', 'roll', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'transpose', 'triangular_solve', 'tril', 'triu', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'ctc_loss', 'cumprod', 'cumsum', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'digamma', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isclose', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'moveaxis', 'movedim', 'mul', 'multinomial', 'multiply', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'not_equal', 'ones', 'ones_like', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'reshape', 'roll', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'transpose', 'triangular_solve', 'tril', 'triu', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 OP_FUNCTIONS = {
     'add.Tensor': add,
@@ -6465,6 +6610,10 @@ OP_FUNCTIONS = {
     'where.self': where,
     'clamp.Tensor': clamp,
     'clamp_.Tensor': clamp_,
+    'clamp_min': clamp_min,
+    'clamp_min_': clamp_min_,
+    'clamp_max': clamp_max,
+    'clamp_max_': clamp_max_,
     'exp': exp,
     'exp_': exp_,
     'log': log,
@@ -6590,6 +6739,7 @@ OP_FUNCTIONS = {
     'permute': permute,
     'transpose.int': transpose,
     't': t,
+    'movedim.intlist': movedim,
     'expand': expand,
     'squeeze.dims': squeeze,
     'unsqueeze': unsqueeze,
@@ -6637,6 +6787,10 @@ OP_FUNCTIONS = {
     'random_.from': random_,
     'rand': rand,
     'randn': randn,
+    'rand_like': rand_like,
+    'randn_like': randn_like,
+    'randint_like': randint_like,
+    'randint_like.low_dtype': randint_like,
     'randint.low': randint,
     'randint': randint,
     'sort.stable': sort,
@@ -6801,6 +6955,7 @@ OP_FUNCTIONS = {
     '_scaled_dot_product_attention_fused_backward': _scaled_dot_product_attention_fused_backward,
     '_rnn_layer': _rnn_layer,
     '_rnn_layer_backward': _rnn_layer_backward,
+    'one_hot': one_hot,
     'mse_loss': mse_loss,
     'l1_loss': l1_loss,
     'smooth_l1_loss': smooth_l1_loss,

@@ -46,6 +46,10 @@ from ember._generated.functions import (
     _op_where_self,
     _op_clamp_Tensor,
     _op_clamp__Tensor,
+    _op_clamp_min,
+    _op_clamp_min_,
+    _op_clamp_max,
+    _op_clamp_max_,
     _op_exp,
     _op_exp_,
     _op_log,
@@ -184,6 +188,7 @@ from ember._generated.functions import (
     _op_permute,
     _op_transpose_int,
     _op_t,
+    _op_movedim_intlist,
     _op_expand,
     _op_squeeze_dims,
     _op_unsqueeze,
@@ -332,6 +337,10 @@ _method_dispatch_minimum = _op_minimum.method_dispatch
 _method_dispatch_where_self = _op_where_self.method_dispatch
 _method_dispatch_clamp_Tensor = _op_clamp_Tensor.method_dispatch
 _method_dispatch_clamp__Tensor = _op_clamp__Tensor.method_dispatch
+_method_dispatch_clamp_min = _op_clamp_min.method_dispatch
+_method_dispatch_clamp_min_ = _op_clamp_min_.method_dispatch
+_method_dispatch_clamp_max = _op_clamp_max.method_dispatch
+_method_dispatch_clamp_max_ = _op_clamp_max_.method_dispatch
 _method_dispatch_exp = _op_exp.method_dispatch
 _method_dispatch_exp_ = _op_exp_.method_dispatch
 _method_dispatch_log = _op_log.method_dispatch
@@ -447,6 +456,7 @@ _method_dispatch_reshape = _op_reshape.method_dispatch
 _method_dispatch_permute = _op_permute.method_dispatch
 _method_dispatch_transpose_int = _op_transpose_int.method_dispatch
 _method_dispatch_t = _op_t.method_dispatch
+_method_dispatch_movedim_intlist = _op_movedim_intlist.method_dispatch
 _method_dispatch_expand = _op_expand.method_dispatch
 _method_dispatch_squeeze_dims = _op_squeeze_dims.method_dispatch
 _method_dispatch_unsqueeze = _op_unsqueeze.method_dispatch
@@ -702,6 +712,34 @@ class TensorMethods:
         Schema: ``clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)``
         """
         return _method_dispatch_clamp__Tensor((self, min, max))
+
+    def clamp_min(self, min):
+        """clamp(self, min=min): each element at least `min`.
+
+        Schema: ``clamp_min(Tensor self, Tensor min) -> Tensor``
+        """
+        return _method_dispatch_clamp_min((self, min))
+
+    def clamp_min_(self, min):
+        """In-place version of clamp_min: clamp(self, min=min): each element at least `min`.
+
+        Schema: ``clamp_min_(Tensor(a!) self, Tensor min) -> Tensor(a!)``
+        """
+        return _method_dispatch_clamp_min_((self, min))
+
+    def clamp_max(self, max):
+        """clamp(self, max=max): each element at most `max`.
+
+        Schema: ``clamp_max(Tensor self, Tensor max) -> Tensor``
+        """
+        return _method_dispatch_clamp_max((self, max))
+
+    def clamp_max_(self, max):
+        """In-place version of clamp_max: clamp(self, max=max): each element at most `max`.
+
+        Schema: ``clamp_max_(Tensor(a!) self, Tensor max) -> Tensor(a!)``
+        """
+        return _method_dispatch_clamp_max_((self, max))
 
     def exp(self):
         """e raised to each element.
@@ -1642,6 +1680,27 @@ class TensorMethods:
         Schema: ``t(Tensor(a) self) -> Tensor(a)``
         """
         return _method_dispatch_t((self,))
+
+    def movedim(self, source, destination):
+        """A view with the dims `source` moved to the places `destination` (an int or a list each), the other dims keeping their order.
+
+        Schema: ``movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)``
+        """
+        if source.__class__ is not tuple and source.__class__ is not list:
+            source = _int_list_arg(source, 'movedim', 'source', 1, True)
+        else:
+            for _item in source:
+                if _item.__class__ is not int:
+                    source = _int_list_arg(source, 'movedim', 'source', 1, True)
+                    break
+        if destination.__class__ is not tuple and destination.__class__ is not list:
+            destination = _int_list_arg(destination, 'movedim', 'destination', 2, True)
+        else:
+            for _item in destination:
+                if _item.__class__ is not int:
+                    destination = _int_list_arg(destination, 'movedim', 'destination', 2, True)
+                    break
+        return _method_dispatch_movedim_intlist((self, source, destination))
 
     def expand(self, *size, **size_kw):
         """A broadcast view with size-1 dimensions repeated (stride 0); -1 keeps a size.
@@ -2891,6 +2950,7 @@ class TensorMethods:
     greater_equal_ = ge_
     swapaxes = transpose
     swapdims = transpose
+    moveaxis = movedim
 
     def __add__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:

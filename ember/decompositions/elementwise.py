@@ -89,3 +89,16 @@ def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     allowed = F.add(F.abs(F.mul(other, rtol)), atol)
     actual = F.abs(F.sub(self, other))
     return F.logical_or(close, F.logical_and(F.isfinite(actual), F.le(actual, allowed)))
+
+
+@explicit_kernel("clamp_min")
+def clamp_min(self, min):
+    """clamp's kernel with one bound (its own node, clamp's formulas: an in-place clamp_min_ is recorded as
+    the result it holds, where a decomposition's clamp node would have saved the overwritten self)."""
+    return F.clamp(self, min, None)
+
+
+@explicit_kernel("clamp_max")
+def clamp_max(self, max):
+    """clamp's kernel with only an upper bound (see clamp_min)."""
+    return F.clamp(self, None, max)

@@ -162,3 +162,25 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_gra
     dtype = dtype or _dt.get_default_dtype()
     powers = F.pow(base, _spaced("logspace", start, end, steps, dtype, device))
     return powers if powers.dtype is dtype else F._to_copy(powers, dtype=dtype)
+
+
+# ------------------------------------------------------------------------------------------ random likes
+@decomposition("rand_like")
+def rand_like(self, generator=None, dtype=None, device=None, requires_grad=False):
+    return F.uniform_(_like(self, dtype, device), 0.0, 1.0, generator=generator)
+
+
+@decomposition("randn_like")
+def randn_like(self, generator=None, dtype=None, device=None, requires_grad=False):
+    out = _like(self, dtype, device)
+    return out if 0 in tuple(out.shape) else F.normal_(out, 0.0, 1.0, generator=generator)
+
+
+@decomposition("randint_like.low_dtype")
+def randint_like(self, low, high, generator=None, dtype=None, device=None, requires_grad=False):
+    return F.random_(_like(self, dtype, device), low, high, generator=generator)
+
+
+@decomposition("randint_like")
+def randint_like_high(self, high, generator=None, dtype=None, device=None, requires_grad=False):
+    return randint_like(self, 0, high, generator, dtype, device, requires_grad)

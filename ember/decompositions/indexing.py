@@ -378,3 +378,19 @@ def where_condition(condition):
 
 
 from . import indexing_reduce  # noqa: E402,F401  (scatter_reduce)
+
+
+@decomposition("one_hot")
+def one_hot(self, num_classes=-1):
+    """`self[..., None] == arange(num_classes)` as int64, after torch's checks of the class values (on a
+    backend holding data; num_classes -1 reads the largest value, a data-dependent shape)."""
+    if holds_data(self) and self.numel():
+        if F.amin(self).item() < 0:
+            raise ArgumentValueError("one_hot(): Class values must be non-negative.")
+        largest = F.amax(self).item()
+        if num_classes == -1:
+            num_classes = largest + 1
+        elif largest >= num_classes:
+            raise ArgumentValueError("one_hot(): Class values must be smaller than num_classes.")
+    classes = F.arange(0, num_classes, 1, device=self.device)
+    return F._to_copy(F.eq(F.unsqueeze(self, -1), classes), dtype=_dt.int64)

@@ -10,7 +10,7 @@ import math
 from ember._generated import functions as F
 from ember.dispatcher.operator import ALL_OPS
 from ember.core.device import as_device
-from ember.shape_rules.views import view_strides
+from ember.shape_rules.views import movedim_order, view_strides
 from ember.shape_rules.common import strides_of
 
 from . import decomposition, explicit_kernel
@@ -206,3 +206,9 @@ def zero_(self):
 @decomposition("copy")
 def copy(self, src, non_blocking=False):
     return F.copy_(F.clone(self), src, non_blocking)
+
+
+@decomposition("movedim.intlist")
+def movedim(self, source, destination):
+    """permute by the order movedim's rule works out (a view)."""
+    return F.permute(self, movedim_order(ALL_OPS["movedim.intlist"], self.dim(), source, destination))

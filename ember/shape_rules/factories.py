@@ -83,6 +83,33 @@ def _like(self, dtype):
         with_layout(self._data.shape, dtype or self._dtype, strides)
 
 
+@shape_rule("random_like", reads=("dtypes",))
+def random_like(op, self, generator=None, dtype=None, device=None, requires_grad=False):
+    """rand_like/randn_like: `self`'s shape and layout, a floating dtype (`self`'s unless given)."""
+    check_tensor(op, self, "input")
+    check_dtype_arg(op, dtype)
+    if 0 not in self._data.shape:        # as rand's rule: nothing drawn, no kernel dtype checked
+        check_kernel_dtype(op, dtype or self._dtype)
+    return _like(self, dtype)
+
+
+@shape_rule("randint_like")
+def randint_like(op, self, low, high, generator=None, dtype=None, device=None, requires_grad=False):
+    """`self`'s shape and layout, `self`'s dtype unless given; low < high."""
+    check_tensor(op, self, "input")
+    check_dtype_arg(op, dtype)
+    low, high = as_int(op, low, "low"), as_int(op, high, "high")
+    if high <= low:
+        raise ArgumentValueError(f"{op.name}(): random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    return _like(self, dtype)
+
+
+@shape_rule("randint_like_high")
+def randint_like_high(op, self, high, generator=None, dtype=None, device=None, requires_grad=False):
+    """randint_like(self, high): randint_like(self, 0, high)."""
+    return randint_like(op, self, 0, high, generator, dtype, device, requires_grad)
+
+
 @shape_rule("eye")
 def eye(op, n, dtype=None, device=None, requires_grad=False):
     return eye_m(op, n, n, dtype, device, requires_grad)

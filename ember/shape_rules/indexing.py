@@ -14,7 +14,7 @@ from ember.core import dtype as _dt
 from ember.core.layout import numel
 
 from . import shape_rule
-from .common import (broadcast_shapes, check_tensor, iterator_strides, preserved_strides, type_name, with_layout,
+from .common import (as_int, broadcast_shapes, check_tensor, iterator_strides, preserved_strides, type_name, with_layout,
                      wrap_dim)
 
 _INDEX_DTYPES = (_dt.int64, _dt.int32)
@@ -134,6 +134,24 @@ def scatter_reduce(op, self, dim, index, src, reduce, include_self=True):
                                      f"got {reduce!r} (argument 'reduce')")
     _check_scatter_gather(op, self, dim, index, src, what="scatter", reduce_check=reduce_check)
     return _same_layout(self)
+
+
+@shape_rule("one_hot")
+def one_hot(op, self, num_classes=-1):
+    """int64 indices; (*self.shape, num_classes) int64, its last size data-dependent with num_classes -1.
+    Index values are data: the kernel checks them (negative, or not below num_classes)."""
+    check_tensor(op, self, "input")
+    num_classes = as_int(op, num_classes, "num_classes")
+    if self._dtype is not _dt.int64:
+        raise DTypeError(f"{op.name}(): one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes < -1:
+        raise ArgumentValueError(f"{op.name}(): Class values must be smaller than num_classes.")
+    if num_classes == -1:
+        if 0 in _shape(self):
+            raise ArgumentValueError(f"{op.name}(): Can not infer total number of classes from empty tensor.")
+        no_meta(op, self)
+        return (tuple(_shape(self)) + (None,), _dt.int64)
+    return (tuple(_shape(self)) + (num_classes,), _dt.int64)
 
 
 @shape_rule("nonzero")

@@ -206,6 +206,22 @@ def isclose(op, self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return with_layout(shape, _dt.bool, iterator_strides(shape, tensors, [self._dtype] * 2, False))
 
 
+@shape_rule("clamp_min")
+def clamp_min(op, self, min):
+    """clamp(self, min=min)'s rule; the bound is required."""
+    if min is None:
+        raise ArgumentTypeError(f"{op.name}(): argument 'min' must be Tensor or a number, not NoneType")
+    return clamp(op, self, min, None)
+
+
+@shape_rule("clamp_max")
+def clamp_max(op, self, max):
+    """clamp(self, max=max)'s rule; the bound is required."""
+    if max is None:
+        raise ArgumentTypeError(f"{op.name}(): argument 'max' must be Tensor or a number, not NoneType")
+    return clamp(op, self, None, max)
+
+
 @shape_rule("clamp")
 def clamp(op, self, min=None, max=None):
     if not isinstance(self, TensorSpec):

@@ -170,6 +170,37 @@ def permute(op, self, dims):
     return (tuple(shape[d] for d in dims), self._dtype, tuple(strides[d] for d in dims), _offset(self))
 
 
+def movedim_order(op, ndim: int, source, destination) -> tuple[int, ...]:
+    """The permutation movedim makes: each `source` dim goes to its `destination` place, the other dims fill
+    the other places in their order (torch's checks and messages)."""
+    source, destination = check_int_list(op, source, "source"), check_int_list(op, destination, "destination")
+    if len(source) != len(destination):
+        raise ArgumentValueError(f"{op.name}(): movedim: Invalid source or destination dims: source "
+                                 f"({list(source)} dims) should contain the same number of dims as destination "
+                                 f"({list(destination)} dims)")
+    wrapped = []
+    for name, dims in (("source", source), ("destination", destination)):
+        w = tuple(wrap_dim(op, d, ndim, name) for d in dims)
+        if len(set(w)) != len(w):
+            raise ArgumentValueError(f"{op.name}(): movedim: repeated dim in `{name}` ({list(dims)})")
+        wrapped.append(w)
+    if ndim == 0:                       # a 0-d tensor's one valid dim (0 or -1) moves nowhere
+        return ()
+    order: list = [None] * ndim
+    for src, dst in zip(*wrapped):
+        order[dst] = src
+    rest = iter(d for d in range(ndim) if d not in wrapped[0])
+    return tuple(d if d is not None else next(rest) for d in order)
+
+
+@shape_rule("movedim")
+def movedim(op, self, source, destination):
+    check_tensor(op, self, "input")
+    order = movedim_order(op, len(self._data.shape), source, destination)
+    shape, strides = self._data.shape, strides_of(self)
+    return (tuple(shape[d] for d in order), self._dtype, tuple(strides[d] for d in order), _offset(self))
+
+
 @shape_rule("transpose")
 def transpose(op, self, dim0, dim1):
     check_tensor(op, self, "input")

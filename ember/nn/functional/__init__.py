@@ -16,7 +16,7 @@ from .padding import pad  # noqa: F401,E402
 from .unpooling import max_unpool1d, max_unpool2d, max_unpool3d  # noqa: F401,E402
 from .vision import (channel_shuffle, interpolate, pixel_shuffle, pixel_unshuffle, upsample,  # noqa: F401,E402
                      upsample_bilinear, upsample_nearest)
-from .sparse import embedding, embedding_bag  # noqa: E402,F401
+from .sparse import embedding, embedding_bag, one_hot  # noqa: E402,F401
 from .activation import *  # noqa: E402,F401,F403
 from .attention import *  # noqa: E402,F401,F403
 from .dropout import *  # noqa: E402,F401,F403

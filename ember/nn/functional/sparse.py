@@ -1,5 +1,5 @@
-"""torch.nn.functional's embedding and embedding_bag (lookup tables), over the registry ops
-`embedding` and `embedding_bag`."""
+"""torch.nn.functional's embedding and embedding_bag (lookup tables) and one_hot (the rows such a table
+would hold for the identity), over the registry ops `embedding`, `embedding_bag` and `one_hot`."""
 from __future__ import annotations
 
 from ember._generated import functions as F
@@ -92,3 +92,9 @@ def embedding_bag(input, weight, offsets=None, max_norm: float | None = None, no
                                   "GitHub.")
     return F.embedding_bag(weight, input, offsets, scale_grad_by_freq, _BAG_MODES[mode], sparse, per_sample_weights,
                            include_last_offset, padding_idx)[0]
+
+
+def one_hot(tensor, num_classes: int = -1):
+    """int64 one-hot rows of the class indices `tensor` (int64), `num_classes` wide or, with -1, one more
+    than the largest index (read from the data), as torch.nn.functional.one_hot."""
+    return F.one_hot(tensor, num_classes)

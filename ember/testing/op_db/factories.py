@@ -211,6 +211,39 @@ add(OpInfo("randn", fn("randn"), _rand_samples, dtypes=FLOAT, kind="random",
                                E(((-1,),), RuntimeError, "randn", desc="negative size")]))
 
 
+def _random_like_samples(high=None):
+    """(self,) or (self, high) / (self, low, high): a plain, a transposed (the result keeps its layout), an
+    empty and a 0-d `self`, and one with another dtype asked for."""
+    def gen(rng, dtype):
+        extra = () if high is None else high
+        zeros = lambda shape: np.zeros(shape, NP_DTYPE[dtype])      # noqa: E731
+        S = [Sample((T(zeros((2, 3))),) + extra, {"device": DEVICE}, desc="2-d"),
+             Sample((T(zeros((3, 2)), "t"),) + extra, {"device": DEVICE}, desc="transposed"),
+             Sample((T(zeros((0, 3))),) + extra, {"device": DEVICE}, desc="empty"),
+             Sample((T(zeros(())),) + extra, {"device": DEVICE}, desc="0-d")]
+        if high is None or dtype != "uint8":
+            S.append(Sample((T(zeros((2,))),) + extra, {"dtype": DT("float64"), "device": DEVICE},
+                            desc="dtype float64"))
+        return S
+    return gen
+
+
+add(OpInfo("rand_like", fn("rand_like"), _random_like_samples(), dtypes=FLOAT, kind="random",
+           errors=lambda rng: [E((T(np.zeros(2, np.int64)),), NotImplementedError, "rand_like", desc="int64 self"),
+                               E(("x",), TypeError, "rand_like", desc="str self")]))
+add(OpInfo("randn_like", fn("randn_like"), _random_like_samples(), dtypes=FLOAT, kind="random",
+           errors=lambda rng: [E((T(np.zeros(2, np.int64)),), NotImplementedError, "randn_like", desc="int64 self"),
+                               E(("x",), TypeError, "randn_like", desc="str self")]))
+add(OpInfo("randint_like", fn("randint_like"), _random_like_samples((7,)), dtypes=("float32", "int64", "uint8"),
+           kind="random", errors=lambda rng: [E((T(np.zeros(2, np.float32)), 0), RuntimeError, "randint_like",
+                                                 desc="high 0"),
+                                               E((T(np.zeros(2, np.float32)), 2.5), TypeError, "randint_like",
+                                                 desc="float high")]))
+add(OpInfo("randint_like.low_dtype", fn("randint_like"), _random_like_samples((2, 9)),
+           dtypes=("float32", "int64", "uint8"), kind="random",
+           errors=lambda rng: [E((T(np.zeros(2, np.float32)), 3, 3), RuntimeError, "randint_like", desc="low = high")]))
+
+
 def _randint_samples(rng, dtype):
     return [Sample((0, 10, (2, 3)), {"dtype": DT(dtype), "device": DEVICE}, desc="with dtype"),
             Sample((-5, 5, (4,)), {"device": DEVICE}, desc="default int64"),

@@ -486,3 +486,31 @@ for _name, _method, _gen, _dtypes, _errs, _tol in [
 for _name, _value in (("scatter_.reduce", False), ("scatter_.value_reduce", True)):      # torch's: not differentiable
     add(OpInfo(_name, method("scatter_"), _scatter_with_reduce_samples(_value), dtypes=("float32", "float64", "int64"),
                inplace=True, tol=REDUCTION_TOL, errors=_scatter_with_reduce_errors))
+
+
+# ---- one_hot (torch.nn.functional's): class indices to int64 rows; the values are checked on devices with data
+def _one_hot_samples(rng, dtype):
+    idx = lambda shape, n: T(rng.integers(0, n, shape).astype(np.int64))      # noqa: E731
+    call = lambda m, *a: m.nn.functional.one_hot(*a)                          # noqa: E731
+    return [Sample((idx((5,), 4), 4), desc="1-d", fn=call),
+            Sample((idx((2, 3), 3), 6), desc="2-d, wider", fn=call),
+            Sample((idx((), 3), 3), desc="0-d", fn=call),
+            Sample((idx((0,), 3), 3), desc="empty", fn=call),
+            Sample((T(np.array([0, 2, 1, 2], np.int64)),), desc="classes from the data", fn=call, meta=False)]
+
+
+def _one_hot_errors(rng):
+    call = lambda m, *a: m.nn.functional.one_hot(*a)                          # noqa: E731
+    data = [E((T(np.array([0, 3], np.int64)), 3), RuntimeError, "smaller than num_classes", fn=call,
+              desc="index too large"),
+            E((T(np.array([-1, 0], np.int64)), 3), RuntimeError, "non-negative", fn=call, desc="negative index")]
+    for e in data:                  # the values are data: not checked on meta
+        e.sample.meta = False
+    return data + [
+            E((T(f32(rng, (3,))), 3), RuntimeError, "one_hot", "LongTensor", fn=call, desc="float indices"),
+            E((T(np.zeros(0, np.int64)),), RuntimeError, "empty tensor", fn=call, desc="empty, classes unknown"),
+            E((T(np.array([0, 1], np.int64)), 2.5), TypeError, "one_hot", "num_classes", fn=call, desc="float count")]
+
+
+add(OpInfo("one_hot", lambda m, *a: m.nn.functional.one_hot(*a), _one_hot_samples, dtypes=("int64",),
+           errors=_one_hot_errors))

@@ -1,6 +1,8 @@
 """Pointwise ops: arithmetic, unary math, rounding, comparisons, logical and bitwise ops."""
 from __future__ import annotations
 
+import dataclasses
+
 import operator as _operator
 import numpy as np
 
@@ -252,6 +254,26 @@ add_pointwise("clamp.Tensor", "clamp", dtypes=NUM, samples=_clamp_samples,
                                E((T(make(rng, (2,), "bool")), True, None), NotImplementedError, "clamp",
                                  desc="bool, python bool bound")],
            inplace_dtypes=NUM)
+
+
+def _one_bound_samples(side: int):
+    """clamp_min's (side 1) or clamp_max's (side 2) samples: clamp's, with the one bound each takes (that
+    side's, else the other's, so broadcast, mixed-dtype and scalar bounds all appear)."""
+    def gen(rng, dtype):
+        out = []
+        for sample in _clamp_samples(rng, dtype):
+            bound = sample.args[side] if sample.args[side] is not None else sample.args[3 - side]
+            out.append(dataclasses.replace(sample, args=(sample.args[0], bound)))
+        return out
+    return gen
+
+
+for _side, _nm in ((1, "clamp_min"), (2, "clamp_max")):
+    add_pointwise(_nm, _nm, dtypes=NUM, samples=_one_bound_samples(_side), inplace_dtypes=NUM,
+                  errors=lambda rng, _nm=_nm: [
+                      E((T(f32(rng, (2,))), None), TypeError, _nm, desc="None bound"),
+                      E((T(f32(rng, (2,))), "x"), TypeError, _nm, desc="str bound"),
+                      E((T(make(rng, (2,), "bool")), True), NotImplementedError, _nm, desc="bool")])
 
 # ---- unary floating
 _UNARY_FLOAT = {"exp": "any", "log": "positive", "sqrt": "positive", "rsqrt": "positive", "tanh": "any",

@@ -225,3 +225,25 @@ add(OpInfo("view.dtype", method("view"), _view_dtype_samples, dtypes=ALL, grad=F
                  desc="last stride not 1"),
                E((T(make(rng, (2, 3), "int16")), DT("int32")), RuntimeError, "size(-1)", desc="last size not divisible"),
                E((T(make(rng, (), "int16")), DT("int32")), RuntimeError, "dim()", desc="0-d, another element size")]))
+
+
+# ---- movedim: a permute (its layout and gradient are permute's)
+def _movedim_samples(rng, dtype):
+    x = make(rng, (2, 3, 4), dtype)
+    g = is_float(dtype)
+    return [Sample((T(x, grad=g), 0, 2), desc="one dim"),
+            Sample((T(x, grad=g), (0, 2), (2, 0)), desc="two dims"),
+            Sample((T(x, grad=g), [-1], [0]), desc="negative dims"),
+            Sample((T(make(rng, (3, 4), dtype), "t", grad=g), 1, 0), desc="non-contiguous"),
+            Sample((T(make(rng, (0, 3), dtype), grad=g), 0, 1), desc="empty"),
+            Sample((T(make(rng, (), dtype), grad=g), 0, -1), desc="0-d"),
+            Sample((T(x, grad=g), 2, 0), desc="moveaxis method", fn=lambda m, a, s, d: a.moveaxis(s, d))]
+
+
+add(OpInfo("movedim.intlist", fn("movedim"), _movedim_samples, dtypes=ALL, grad=True,
+           errors=lambda rng: [E((T(f32(rng, (2, 3))), (0, 1), (1,)), RuntimeError, "movedim", "source",
+                                 desc="lengths differ"),
+                               E((T(f32(rng, (2, 3))), (0, 0), (0, 1)), RuntimeError, "movedim", "repeated",
+                                 desc="repeated source dim"),
+                               E((T(f32(rng, (2, 3))), 2, 0), IndexError, "movedim", desc="dim out of range"),
+                               E((T(f32(rng, (2, 3))), 0.5, 0), TypeError, "movedim", "source", desc="float dim")]))
