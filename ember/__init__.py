@@ -34,8 +34,8 @@ from ember.frontend.mode import DispatchMode
 from ember.frontend.printing import set_printoptions, get_printoptions
 from ember.core.type_promotion import promote_types, result_type, can_cast
 from ember._generated.functions import *  # noqa: F401,F403  (every public op)
-from ember.functional import (allclose, broadcast_shapes, broadcast_tensors, broadcast_to, einsum,  # noqa: E402
-                              equal, flatten, nonzero, norm, split)  # (torch/functional.py's signatures)
+from ember.functional import (allclose, atleast_1d, atleast_2d, atleast_3d, broadcast_shapes,  # noqa: E402
+                              broadcast_tensors, broadcast_to, einsum, equal, flatten, meshgrid, nonzero, norm, split)  # (torch/functional.py's signatures)
 from ember.frontend import resize as _resize  # noqa: E402,F401  (Tensor.resize_)
 from ember import autograd, backends, dispatcher, errors  # noqa: E402
 from ember.errors import OutOfMemoryError  # noqa: E402  (torch.OutOfMemoryError)

@@ -1,16 +1,18 @@
 """Hand-written public functions whose Python signatures are not an ATen schema's
 (torch/functional.py's): `split` (an int or a list of sizes), `einsum` (operands as
 varargs), `norm` (p may be 'fro'), `nonzero` (as_tuple), `flatten` (Tensor.flatten's reshape) and
-`broadcast_tensors` / `broadcast_shapes` / `broadcast_to` (expand views to one shape), and the
-comparisons answering one Python bool, `allclose` and `equal`.
+`broadcast_tensors` / `broadcast_shapes` / `broadcast_to` (expand views to one shape), `meshgrid` and
+`atleast_1d/2d/3d` (views too), and the comparisons answering one Python bool, `allclose` and `equal`.
 Each forwards to registry ops.
 """
 from __future__ import annotations
 
+import warnings
+
 
 
 from ember._generated import functions as F
-from ember.core.errors import ArgumentTypeError, ArgumentValueError, ShapeError
+from ember.core.errors import ArgumentTypeError, ArgumentValueError, DeviceMismatchError, DTypeError, ShapeError
 from ember.frontend.tensor import Size, Tensor
 from ember.frontend.bindings_support import bool_arg
 from ember.frontend.torch_function import handles_torch_function
@@ -175,3 +177,88 @@ def broadcast_tensors(*tensors) -> tuple[Tensor, ...]:
 def broadcast_to(input: Tensor, size) -> Tensor:
     """`input` expanded to `size` (a view)."""
     return input.expand(size)
+
+
+def _tensor_sequence(name: str, tensors: tuple) -> tuple:
+    """varargs tensors, or one list or tuple of them (torch's functions take both spellings)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    for k, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise ArgumentTypeError(f"{name}(): expected a sequence of Tensors, but item {k} is "
+                                    f"{type(t).__name__}")
+    return tensors
+
+
+@handles_torch_function
+def meshgrid(*tensors, indexing: str | None = None) -> tuple[Tensor, ...]:
+    """Coordinate grids of 0-d or 1-d tensors: the k-th output holds the k-th input along dim k, expanded
+    over the others (views). `indexing="xy"` swaps the roles of the first two inputs (the first varies
+    along dim 1), as numpy's default; left out, it is "ij" with torch's warning that it will be required."""
+    tensors = _tensor_sequence("meshgrid", tensors)
+    if not tensors:
+        raise ArgumentValueError("meshgrid(): meshgrid expects a non-empty TensorList")
+    if indexing is None:
+        warnings.warn("meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
+                      UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise ArgumentValueError(f'meshgrid(): indexing must be one of "xy" or "ij", but received: {indexing}')
+    for t in tensors:
+        if t.dim() > 1:
+            raise ShapeError(f"meshgrid(): Expected 0D or 1D tensor in the tensor list but got a {t.dim()}-D tensor")
+        if t.dtype is not tensors[0].dtype:
+            raise DTypeError("meshgrid(): meshgrid expects all tensors to have the same dtype")
+        if t.device != tensors[0].device:
+            raise DeviceMismatchError("meshgrid(): meshgrid expects all tensors to have the same device")
+    swap = indexing == "xy" and len(tensors) >= 2
+    if swap:
+        tensors = (tensors[1], tensors[0]) + tensors[2:]
+    sizes = tuple(t.numel() for t in tensors)
+    grids = []
+    for k, t in enumerate(tensors):
+        view = [1] * len(tensors)
+        view[k] = sizes[k]
+        grids.append(F.expand(F.reshape(t, view), sizes))
+    if swap:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+def _at_least_shape(shape: tuple, ndim: int) -> tuple:
+    """numpy's atleast_nd shapes: a 0-d tensor all ones; a vector a row, (1, n), and with three dims
+    (1, n, 1); a matrix (m, n, 1)."""
+    if len(shape) >= ndim:
+        return shape
+    if ndim < 3:
+        return (1,) * (ndim - len(shape)) + shape
+    return {0: (1, 1, 1), 1: (1,) + shape + (1,), 2: shape + (1,)}[len(shape)]
+
+
+def _at_least(name: str, ndim: int, tensors: tuple):
+    """atleast_1d/2d/3d: each tensor viewed with at least `ndim` dims; one tensor in, one out, else a tuple."""
+    single = len(tensors) == 1 and isinstance(tensors[0], Tensor)
+    out = []
+    for t in _tensor_sequence(name, tensors):
+        shape = tuple(t.shape)
+        target = _at_least_shape(shape, ndim)
+        out.append(t if target == shape else F.reshape(t, target))
+    return out[0] if single else tuple(out)
+
+
+@handles_torch_function
+def atleast_1d(*tensors):
+    """Each tensor with at least one dimension (a 0-d tensor becomes a one-element vector)."""
+    return _at_least("atleast_1d", 1, tensors)
+
+
+@handles_torch_function
+def atleast_2d(*tensors):
+    """Each tensor with at least two dimensions (a vector becomes one row)."""
+    return _at_least("atleast_2d", 2, tensors)
+
+
+@handles_torch_function
+def atleast_3d(*tensors):
+    """Each tensor with at least three dimensions ((n,) becomes (1, n, 1), (m, n) becomes (m, n, 1))."""
+    return _at_least("atleast_3d", 3, tensors)

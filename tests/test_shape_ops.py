@@ -96,3 +96,37 @@ def test_allclose_and_equal_answer_python_bools_like_torch(device):
         ember.allclose(ember.tensor([1.0]), ember.tensor([1.0], dtype=ember.float64))
     with pytest.raises(RuntimeError, match="must match the size"):
         ember.allclose(ember.tensor([1.0, 2.0]), ember.tensor([1.0, 2.0, 3.0]))
+
+
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+@pytest.mark.parametrize("shapes", [((2,), (3,)), ((2,), (3,), (4,)), ((), (2,)), ((3,),)])
+def test_meshgrid_gives_torchs_grids_as_views(indexing, shapes):
+    ts = [torch.arange(int(np.prod(s)), dtype=torch.float32).reshape(s) for s in shapes]
+    expected = torch.meshgrid(*ts, indexing=indexing)
+    got = ember.meshgrid([ember.tensor(t.numpy()) for t in ts], indexing=indexing)
+    assert len(got) == len(expected)
+    for e, t in zip(got, expected):
+        assert tuple(e.shape) == tuple(t.shape) and e.stride() == t.stride()
+        np.testing.assert_array_equal(e.numpy(), t.numpy())
+
+
+def test_meshgrid_warns_without_indexing_and_refuses_what_torch_refuses():
+    with pytest.warns(UserWarning, match="indexing argument"):
+        assert [tuple(g.shape) for g in ember.meshgrid(ember.ones(2), ember.ones(3))] == [(2, 3), (2, 3)]
+    for args, kwargs, exc, match in [((ember.arange(2), ember.arange(3.0)), {}, RuntimeError, "same dtype"),
+                                     ((ember.arange(2),), {"indexing": "zz"}, RuntimeError, "indexing must be"),
+                                     ((), {"indexing": "ij"}, RuntimeError, "non-empty"),
+                                     ((ember.zeros(2, 2),), {"indexing": "ij"}, RuntimeError, "0D or 1D")]:
+        with pytest.raises(exc, match=match):
+            ember.meshgrid(*args, **{"indexing": "ij", **kwargs})
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_atleast_nd_shapes_follow_torch(n):
+    for shape in [(), (2,), (2, 3), (2, 3, 4)]:
+        got = getattr(ember, f"atleast_{n}d")(ember.ones(shape))
+        assert tuple(got.shape) == tuple(getattr(torch, f"atleast_{n}d")(torch.ones(shape)).shape)
+    pair = getattr(ember, f"atleast_{n}d")(ember.ones(2), ember.tensor(1.0))
+    assert isinstance(pair, tuple) and len(pair) == 2 and all(t.dim() >= n for t in pair)
+    with pytest.raises(TypeError, match="item 0 is float"):
+        getattr(ember, f"atleast_{n}d")(1.0)

@@ -482,6 +482,24 @@ _op_norm_ScalarOpt_dim = _OPS['norm.ScalarOpt_dim']
 _dispatch_norm_ScalarOpt_dim = _op_norm_ScalarOpt_dim.dispatch
 _op_flip = _OPS['flip']
 _dispatch_flip = _op_flip.dispatch
+_op_repeat_interleave_self_int = _OPS['repeat_interleave.self_int']
+_dispatch_repeat_interleave_self_int = _op_repeat_interleave_self_int.dispatch
+_op_repeat_interleave_self_Tensor = _OPS['repeat_interleave.self_Tensor']
+_dispatch_repeat_interleave_self_Tensor = _op_repeat_interleave_self_Tensor.dispatch
+_op_repeat_interleave_Tensor = _OPS['repeat_interleave.Tensor']
+_dispatch_repeat_interleave_Tensor = _op_repeat_interleave_Tensor.dispatch
+_op_ravel = _OPS['ravel']
+_dispatch_ravel = _op_ravel.dispatch
+_op_count_nonzero = _OPS['count_nonzero']
+_dispatch_count_nonzero = _op_count_nonzero.dispatch
+_op_trace = _OPS['trace']
+_dispatch_trace = _op_trace.dispatch
+_op_outer = _OPS['outer']
+_dispatch_outer = _op_outer.dispatch
+_op_nan_to_num = _OPS['nan_to_num']
+_dispatch_nan_to_num = _op_nan_to_num.dispatch
+_op_nan_to_num_ = _OPS['nan_to_num_']
+_dispatch_nan_to_num_ = _op_nan_to_num_.dispatch
 _op_roll = _OPS['roll']
 _dispatch_roll = _op_roll.dispatch
 _op_tril = _OPS['tril']
@@ -3308,6 +3326,122 @@ def flip(input, dims):
                 dims = _int_list_arg(dims, 'flip', 'dims', 2, False)
                 break
     return _dispatch_flip((input, dims))
+
+def _bind_repeat_interleave_self_int(input, repeats, dim=None, *, output_size=None):
+    if repeats.__class__ is not int:
+        _int_arg(repeats, 'repeat_interleave', 'repeats', 2)
+    if dim is not None and dim.__class__ is not int:
+        _int_arg(dim, 'repeat_interleave', 'dim', 3)
+    if output_size is not None and output_size.__class__ is not int:
+        _int_arg(output_size, 'repeat_interleave', 'output_size', None)
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('input')
+    if repeats.__class__ in (list, tuple):
+        raise TypeError('repeats')
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
+    if output_size.__class__ in (list, tuple):
+        raise TypeError('output_size')
+    return (input, repeats, dim, output_size)
+
+def _bind_repeat_interleave_self_Tensor(input, repeats, dim=None, *, output_size=None):
+    if dim is not None and dim.__class__ is not int:
+        _int_arg(dim, 'repeat_interleave', 'dim', 3)
+    if output_size is not None and output_size.__class__ is not int:
+        _int_arg(output_size, 'repeat_interleave', 'output_size', None)
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('input')
+    if repeats is None or repeats.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('repeats')
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
+    if output_size.__class__ in (list, tuple):
+        raise TypeError('output_size')
+    return (input, repeats, dim, output_size)
+
+def _bind_repeat_interleave_Tensor(repeats, *, output_size=None):
+    if output_size is not None and output_size.__class__ is not int:
+        _int_arg(output_size, 'repeat_interleave', 'output_size', None)
+    if repeats is None or repeats.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('repeats')
+    if output_size.__class__ in (list, tuple):
+        raise TypeError('output_size')
+    return (repeats, output_size)
+
+_overloads_repeat_interleave = ((_bind_repeat_interleave_self_int, _op_repeat_interleave_self_int, None, None), (_bind_repeat_interleave_self_Tensor, _op_repeat_interleave_self_Tensor, None, None), (_bind_repeat_interleave_Tensor, _op_repeat_interleave_Tensor, None, None),)
+def repeat_interleave(*args, **kwargs):
+    """Each element (each slice along `dim`; of the flattened tensor without one) repeated `repeats` times in place, as numpy's repeat.
+
+    Overloads:
+
+    ``repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor``: Each element (each slice along `dim`; of the flattened tensor without one) repeated `repeats` times in place, as numpy's repeat.
+
+    ``repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor``: Slice i along `dim` repeated repeats[i] times (a 0-d or one-element `repeats` repeats all alike); the output's size is the sum of `repeats`, read from the data unless `output_size` gives it.
+
+    ``repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor``: The index i repeated repeats[i] times, for each i (repeats 1-D, integer): what repeat_interleave gathers with.
+    """
+    return _call_overload('repeat_interleave', _overloads_repeat_interleave, args, kwargs)
+
+def ravel(input):
+    """The elements as one dimension: reshape(-1), a view when the strides allow one, else a copy.
+
+    Schema: ``ravel(Tensor(a) self) -> Tensor(a)``
+    """
+    return _dispatch_ravel((input,))
+
+def count_nonzero(input, dim=None):
+    """The number of nonzero elements (int64), over `dim` (an int or a list; every dim when None or empty).
+
+    Schema: ``count_nonzero(Tensor self, int[1]? dim=None) -> Tensor``
+    """
+    if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+        dim = _int_list_arg(dim, 'count_nonzero', 'dim', 2, True)
+    elif dim is not None:
+        for _item in dim:
+            if _item.__class__ is not int:
+                dim = _int_list_arg(dim, 'count_nonzero', 'dim', 2, True)
+                break
+    return _dispatch_count_nonzero((input, dim))
+
+def trace(input):
+    """The sum of a matrix's main diagonal (integers summed as int64, as sum does).
+
+    Schema: ``trace(Tensor self) -> Tensor``
+    """
+    return _dispatch_trace((input,))
+
+def outer(input, vec2):
+    """The outer product of two vectors: self[i] * vec2[j] at (i, j), their dtypes promoted.
+
+    Schema: ``outer(Tensor self, Tensor vec2) -> Tensor``
+    """
+    return _dispatch_outer((input, vec2))
+
+def nan_to_num(input, nan=None, posinf=None, neginf=None):
+    """NaN, +inf and -inf replaced by `nan` (0), `posinf` and `neginf` (the dtype's largest and lowest finite values unless given); integer and bool tensors are copied as they are.
+
+    Schema: ``nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor``
+    """
+    if nan is not None and nan.__class__ is not float and nan.__class__ is not int:
+        _float_arg(nan, 'nan_to_num', 'nan', 2)
+    if posinf is not None and posinf.__class__ is not float and posinf.__class__ is not int:
+        _float_arg(posinf, 'nan_to_num', 'posinf', 3)
+    if neginf is not None and neginf.__class__ is not float and neginf.__class__ is not int:
+        _float_arg(neginf, 'nan_to_num', 'neginf', 4)
+    return _dispatch_nan_to_num((input, nan, posinf, neginf))
+
+def nan_to_num_(input, nan=None, posinf=None, neginf=None):
+    """In-place version of nan_to_num: NaN, +inf and -inf replaced by `nan` (0), `posinf` and `neginf` (the dtype's largest and lowest finite values unless given); integer and bool tensors are copied as they are.
+
+    Schema: ``nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)``
+    """
+    if nan is not None and nan.__class__ is not float and nan.__class__ is not int:
+        _float_arg(nan, 'nan_to_num_', 'nan', 2)
+    if posinf is not None and posinf.__class__ is not float and posinf.__class__ is not int:
+        _float_arg(posinf, 'nan_to_num_', 'posinf', 3)
+    if neginf is not None and neginf.__class__ is not float and neginf.__class__ is not int:
+        _float_arg(neginf, 'nan_to_num_', 'neginf', 4)
+    return _dispatch_nan_to_num_((input, nan, posinf, neginf))
 
 def roll(input, shifts, dims=()):
     """A copy with the elements shifted cyclically along `dims` (of the flattened tensor when empty).
@@ -6584,8 +6718,9 @@ swapdims = transpose
 moveaxis = movedim
 concat = cat
 concatenate = cat
+ger = outer
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'ctc_loss', 'cumprod', 'cumsum', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'digamma', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isclose', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'moveaxis', 'movedim', 'mul', 'multinomial', 'multiply', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'not_equal', 'ones', 'ones_like', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'reshape', 'roll', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'transpose', 'triangular_solve', 'tril', 'triu', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'count_nonzero', 'ctc_loss', 'cumprod', 'cumsum', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'digamma', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isclose', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'moveaxis', 'movedim', 'mul', 'multinomial', 'multiply', 'nan_to_num', 'nan_to_num_', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'not_equal', 'ones', 'ones_like', 'outer', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'triangular_solve', 'tril', 'triu', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 OP_FUNCTIONS = {
     'add.Tensor': add,
@@ -6821,6 +6956,15 @@ OP_FUNCTIONS = {
     'norm.Scalar': norm,
     'norm.ScalarOpt_dim': norm,
     'flip': flip,
+    'repeat_interleave.self_int': repeat_interleave,
+    'repeat_interleave.self_Tensor': repeat_interleave,
+    'repeat_interleave.Tensor': repeat_interleave,
+    'ravel': ravel,
+    'count_nonzero': count_nonzero,
+    'trace': trace,
+    'outer': outer,
+    'nan_to_num': nan_to_num,
+    'nan_to_num_': nan_to_num_,
     'roll': roll,
     'tril': tril,
     'tril_': tril_,

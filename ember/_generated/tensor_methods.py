@@ -241,6 +241,14 @@ from ember._generated.functions import (
     _op_std_dim,
     _op_std,
     _op_flip,
+    _op_repeat_interleave_self_int,
+    _op_repeat_interleave_self_Tensor,
+    _op_ravel,
+    _op_count_nonzero,
+    _op_trace,
+    _op_outer,
+    _op_nan_to_num,
+    _op_nan_to_num_,
     _op_roll,
     _op_tril,
     _op_tril_,
@@ -487,6 +495,12 @@ _method_dispatch_cumprod = _op_cumprod.method_dispatch
 _method_dispatch_cumprod_ = _op_cumprod_.method_dispatch
 _method_dispatch_logsumexp = _op_logsumexp.method_dispatch
 _method_dispatch_flip = _op_flip.method_dispatch
+_method_dispatch_ravel = _op_ravel.method_dispatch
+_method_dispatch_count_nonzero = _op_count_nonzero.method_dispatch
+_method_dispatch_trace = _op_trace.method_dispatch
+_method_dispatch_outer = _op_outer.method_dispatch
+_method_dispatch_nan_to_num = _op_nan_to_num.method_dispatch
+_method_dispatch_nan_to_num_ = _op_nan_to_num_.method_dispatch
 _method_dispatch_roll = _op_roll.method_dispatch
 _method_dispatch_tril = _op_tril.method_dispatch
 _method_dispatch_tril_ = _op_tril_.method_dispatch
@@ -2202,6 +2216,101 @@ class TensorMethods:
         dims = _size_arg(dims, dims_kw, 'flip', 'dims')
         return _method_dispatch_flip((self, dims))
 
+    @staticmethod
+    def _bind_repeat_interleave_self_int(self, repeats, dim=None, *, output_size=None):
+        if repeats.__class__ is not int:
+            _int_arg(repeats, 'repeat_interleave', 'repeats', 1)
+        if dim is not None and dim.__class__ is not int:
+            _int_arg(dim, 'repeat_interleave', 'dim', 2)
+        if output_size is not None and output_size.__class__ is not int:
+            _int_arg(output_size, 'repeat_interleave', 'output_size', None)
+        if repeats.__class__ in (list, tuple):
+            raise TypeError('repeats')
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
+        if output_size.__class__ in (list, tuple):
+            raise TypeError('output_size')
+        return (self, repeats, dim, output_size)
+
+    @staticmethod
+    def _bind_repeat_interleave_self_Tensor(self, repeats, dim=None, *, output_size=None):
+        if dim is not None and dim.__class__ is not int:
+            _int_arg(dim, 'repeat_interleave', 'dim', 2)
+        if output_size is not None and output_size.__class__ is not int:
+            _int_arg(output_size, 'repeat_interleave', 'output_size', None)
+        if repeats is None or repeats.__class__ in (int, float, bool, complex, list, tuple, str):
+            raise TypeError('repeats')
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
+        if output_size.__class__ in (list, tuple):
+            raise TypeError('output_size')
+        return (self, repeats, dim, output_size)
+
+    def repeat_interleave(self, *args, **kwargs):
+        """Each element (each slice along `dim`; of the flattened tensor without one) repeated `repeats` times in place, as numpy's repeat."""
+        return _call_overload('repeat_interleave', ((TensorMethods._bind_repeat_interleave_self_int, _op_repeat_interleave_self_int, None, None), (TensorMethods._bind_repeat_interleave_self_Tensor, _op_repeat_interleave_self_Tensor, None, None),), (self,) + args, kwargs, True)
+
+    def ravel(self):
+        """The elements as one dimension: reshape(-1), a view when the strides allow one, else a copy.
+
+        Schema: ``ravel(Tensor(a) self) -> Tensor(a)``
+        """
+        return _method_dispatch_ravel((self,))
+
+    def count_nonzero(self, dim=None):
+        """The number of nonzero elements (int64), over `dim` (an int or a list; every dim when None or empty).
+
+        Schema: ``count_nonzero(Tensor self, int[1]? dim=None) -> Tensor``
+        """
+        if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+            dim = _int_list_arg(dim, 'count_nonzero', 'dim', 1, True)
+        elif dim is not None:
+            for _item in dim:
+                if _item.__class__ is not int:
+                    dim = _int_list_arg(dim, 'count_nonzero', 'dim', 1, True)
+                    break
+        return _method_dispatch_count_nonzero((self, dim))
+
+    def trace(self):
+        """The sum of a matrix's main diagonal (integers summed as int64, as sum does).
+
+        Schema: ``trace(Tensor self) -> Tensor``
+        """
+        return _method_dispatch_trace((self,))
+
+    def outer(self, vec2):
+        """The outer product of two vectors: self[i] * vec2[j] at (i, j), their dtypes promoted.
+
+        Schema: ``outer(Tensor self, Tensor vec2) -> Tensor``
+        """
+        return _method_dispatch_outer((self, vec2))
+
+    def nan_to_num(self, nan=None, posinf=None, neginf=None):
+        """NaN, +inf and -inf replaced by `nan` (0), `posinf` and `neginf` (the dtype's largest and lowest finite values unless given); integer and bool tensors are copied as they are.
+
+        Schema: ``nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor``
+        """
+        if nan is not None and nan.__class__ is not float and nan.__class__ is not int:
+            _float_arg(nan, 'nan_to_num', 'nan', 1)
+        if posinf is not None and posinf.__class__ is not float and posinf.__class__ is not int:
+            _float_arg(posinf, 'nan_to_num', 'posinf', 2)
+        if neginf is not None and neginf.__class__ is not float and neginf.__class__ is not int:
+            _float_arg(neginf, 'nan_to_num', 'neginf', 3)
+        return _method_dispatch_nan_to_num((self, nan, posinf, neginf))
+
+    def nan_to_num_(self, nan=None, posinf=None, neginf=None):
+        """In-place version of nan_to_num: NaN, +inf and -inf replaced by `nan` (0), `posinf` and `neginf` (the dtype's largest and lowest finite values unless given); integer and bool tensors are copied as they are.
+
+        Schema: ``nan_to_num_(Tensor(a!) self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor(a!)``
+        """
+        if nan is not None and nan.__class__ is not float and nan.__class__ is not int:
+            _float_arg(nan, 'nan_to_num_', 'nan', 1)
+        if posinf is not None and posinf.__class__ is not float and posinf.__class__ is not int:
+            _float_arg(posinf, 'nan_to_num_', 'posinf', 2)
+        if neginf is not None and neginf.__class__ is not float and neginf.__class__ is not int:
+            _float_arg(neginf, 'nan_to_num_', 'neginf', 3)
+        return _method_dispatch_nan_to_num_((self, nan, posinf, neginf))
+
     def roll(self, shifts, dims=()):
         """A copy with the elements shifted cyclically along `dims` (of the flattened tensor when empty).
 
@@ -2951,6 +3060,7 @@ class TensorMethods:
     swapaxes = transpose
     swapdims = transpose
     moveaxis = movedim
+    ger = outer
 
     def __add__(self, other):
         if other.__class__ not in _OPERAND_CLASSES:

@@ -1,10 +1,13 @@
 """Explicit kernels and decompositions of pointwise ops."""
 from __future__ import annotations
 
+import math
+
 from ember._generated import functions as F
 from ember.core import dtype as _dt
 from ember.core.type_promotion import result_type
 from ember.frontend.tensor import Tensor
+from ember.frontend.type_info import finfo
 
 from . import as_float, decomposition, explicit_kernel
 
@@ -102,3 +105,15 @@ def clamp_min(self, min):
 def clamp_max(self, max):
     """clamp's kernel with only an upper bound (see clamp_min)."""
     return F.clamp(self, None, max)
+
+
+@decomposition("nan_to_num")
+def nan_to_num(self, nan=None, posinf=None, neginf=None):
+    """Three selects on self's float values (a copy for integers and bools, which hold none of them); the
+    infinities become the dtype's extreme finite values unless given."""
+    if not self.dtype.is_floating_point:
+        return F.clone(self)
+    info = finfo(self.dtype)
+    out = F.where(F.isnan(self), 0.0 if nan is None else nan, self)
+    out = F.where(F.eq(self, math.inf), info.max if posinf is None else posinf, out)
+    return F.where(F.eq(self, -math.inf), info.min if neginf is None else neginf, out)

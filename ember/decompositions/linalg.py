@@ -124,3 +124,14 @@ def cholesky_solve(self, input2, upper=False):
     lower = _t(input2) if upper else input2                 # A = L L^T
     y = F.linalg_solve_triangular(lower, self, upper=False)
     return F.linalg_solve_triangular(_t(lower), y, upper=True)
+
+
+@decomposition("trace")
+def trace(self):
+    return F.sum(F.diagonal(self))
+
+
+@decomposition("outer")
+def outer(self, vec2):
+    """self as a column times vec2 as a row: one broadcast product."""
+    return F.mul(F.unsqueeze(self, 1), vec2)

@@ -66,3 +66,12 @@ def _softmax(self, dim, half_to_float):
 @decomposition("_log_softmax")
 def _log_softmax(self, dim, half_to_float):
     return F.log_softmax(self, dim, dtype=_dt.float32 if half_to_float else None)
+
+
+@decomposition("count_nonzero")
+def count_nonzero(self, dim=None):
+    """sum(self != 0) over `dim` (a bool sum is int64)."""
+    nonzero = F.ne(self, 0)
+    if dim is None or (isinstance(dim, (list, tuple)) and not dim):
+        return F.sum(nonzero)
+    return F.sum(nonzero, [dim] if isinstance(dim, int) else list(dim))

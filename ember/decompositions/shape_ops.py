@@ -9,7 +9,10 @@ import math
 
 from ember._generated import functions as F
 from ember.dispatcher.operator import ALL_OPS
+from ember.core import dtype as _dt
 from ember.core.device import as_device
+from ember.core.errors import ArgumentValueError
+from ember.frontend.tensor import holds_data
 from ember.shape_rules.views import movedim_order, view_strides
 from ember.shape_rules.common import strides_of
 
@@ -212,3 +215,49 @@ def copy(self, src, non_blocking=False):
 def movedim(self, source, destination):
     """permute by the order movedim's rule works out (a view)."""
     return F.permute(self, movedim_order(ALL_OPS["movedim.intlist"], self.dim(), source, destination))
+
+
+# ------------------------------------------------------------------------------------------ repeat_interleave
+def _flat_if_no_dim(self, dim):
+    """(self, dim), the flattened tensor and dim 0 when `dim` is None."""
+    return (F.reshape(self, (-1,)), 0) if dim is None else (self, dim if dim >= 0 else dim + self.dim())
+
+
+@decomposition("repeat_interleave.self_int")
+def repeat_interleave_int(self, repeats, dim=None, output_size=None):
+    """Each slice along `dim` expanded `repeats` times beside itself, then the two dims merged (a copy)."""
+    self, dim = _flat_if_no_dim(self, dim)
+    shape = tuple(self.shape)
+    expanded = F.expand(F.unsqueeze(self, dim + 1), shape[:dim + 1] + (repeats,) + shape[dim + 1:])
+    return F.reshape(expanded, shape[:dim] + (shape[dim] * repeats,) + shape[dim + 1:])
+
+
+@decomposition("repeat_interleave.Tensor")
+def repeat_interleave_indices(repeats, output_size=None):
+    """i repeated repeats[i] times: a count of the slices begun so far, the cumulative sum of a marker at each
+    slice's start (the running totals of `repeats`; a zero repeat puts two markers at one place). The total
+    is read from the data unless `output_size` gives it."""
+    counts = F._to_copy(repeats, dtype=_dt.int64)
+    if holds_data(counts) and counts.numel() and F.amin(counts).item() < 0:
+        raise ArgumentValueError("repeat_interleave(): repeats can not be negative")
+    total = int(F.sum(counts).item()) if output_size is None else output_size
+    if output_size is not None and holds_data(counts) and int(F.sum(counts).item()) != output_size:
+        raise ArgumentValueError("repeat_interleave(): allocated size does not match required size")
+    starts = F.slice(F.cumsum(counts, 0), 0, 0, max(counts.numel() - 1, 0))
+    marks = F.index_add(F.zeros((total + 1,), dtype=_dt.int64, device=counts.device), 0, starts, F.ones_like(starts))
+    return F._to_copy(F.cumsum(F.slice(marks, 0, 0, total), 0), dtype=repeats.dtype)
+
+
+@decomposition("repeat_interleave.self_Tensor")
+def repeat_interleave_tensor(self, repeats, dim=None, output_size=None):
+    """A 0-d or one-element `repeats` repeats every slice alike (the int overload); else the slices are
+    gathered at repeat_interleave(repeats)'s indices."""
+    if repeats.numel() == 1 and holds_data(repeats):
+        return repeat_interleave_int(self, int(F.reshape(repeats, ()).item()), dim, output_size)
+    self, dim = _flat_if_no_dim(self, dim)
+    return F.index_select(self, dim, repeat_interleave_indices(repeats, output_size))
+
+
+@decomposition("ravel")
+def ravel(self):
+    return F.reshape(self, (-1,))

@@ -11,9 +11,10 @@ from __future__ import annotations
 from ember.core import dtype as _dt
 from ember.core.layout import numel
 from ember.core.errors import DTypeError, MissingKernelError, ShapeError
+from ember.core.type_promotion import result_type
 
 from . import shape_rule
-from .common import broadcast_shapes, check_tensor, type_name
+from .common import broadcast_shapes, check_kernel_dtype, check_tensor, type_name
 
 _SOLVABLE = (_dt.float32, _dt.float64)        # the dtypes LAPACK factors and solves in (ember's dtypes are real)
 
@@ -136,3 +137,23 @@ def cholesky_solve(op, self, input2, upper=False):
     """X with (L L^T) X = self given the factor L = input2 (U^T U with upper)."""
     solution, _ = _legacy_solve(op, self, input2, "cholesky_solve_cpu")
     return (solution, self._dtype, matrix_strides(solution))
+
+
+@shape_rule("trace", reads=("dtypes",))
+def trace(op, self):
+    """A matrix's diagonal sum: a 0-d result, integers as int64 (sum's promotion)."""
+    check_tensor(op, self, "input")
+    if len(self._data.shape) != 2:
+        raise ShapeError(f"{op.name}(): trace: expected a matrix, but got tensor with dim {len(self._data.shape)}")
+    check_kernel_dtype(op, self._dtype)
+    return ((), self._dtype if self._dtype.is_floating_point else _dt.int64)
+
+
+@shape_rule("outer")
+def outer(op, self, vec2):
+    """Two vectors: (len(self), len(vec2)), their dtypes promoted as a product promotes them."""
+    for name, t in (("self", self), ("vec2", vec2)):
+        check_tensor(op, t, name)
+        if len(t._data.shape) != 1:
+            raise ShapeError(f"{op.name}(): outer: Expected 1-D argument {name}, but got {len(t._data.shape)}-D")
+    return ((self._data.shape[0], vec2._data.shape[0]), result_type(self, vec2))

@@ -107,3 +107,10 @@ def softmax_half_to_float(op, self, dim, half_to_float):
     if not isinstance(half_to_float, bool):
         raise ArgumentTypeError(f"{op.name}(): argument 'half_to_float' must be bool, not {type(half_to_float).__name__}")
     return softmax(op, self, dim, _dt.float32 if half_to_float else None)
+
+
+@shape_rule("count_nonzero")
+def count_nonzero(op, self, dim=None):
+    """int64 counts over `dim` (every dim when None or empty), the reduced dims dropped."""
+    check_tensor(op, self, "input")
+    return (reduced_shape(self._data.shape, _dims(op, self, dim), False), _dt.int64)

@@ -252,31 +252,6 @@ def tril(op, self, diagonal=0):
     return (_shape(self), self._dtype)
 
 
-@shape_rule("repeat")
-def repeat(op, self, repeats):
-    check_tensor(op, self, "input")
-    repeats = check_int_list(op, repeats, "repeats")
-    shape = _shape(self)
-    if len(repeats) < len(shape):
-        raise ArgumentValueError(f"{op.name}(): Number of dimensions of repeat dims can not be smaller than number "
-                                 f"of dimensions of tensor (repeats {list(repeats)}, tensor of {len(shape)} dims)")
-    padded = (1,) * (len(repeats) - len(shape)) + shape
-    out = tuple(r * s for r, s in zip(repeats, padded))
-    if any(r < 0 for r in repeats):
-        raise ArgumentValueError(f"{op.name}(): Trying to create tensor with negative dimension "
-                                 f"{min(out)}: {list(out)}")
-    return (out, self._dtype)
-
-
-@shape_rule("tile")
-def tile(op, self, dims):
-    check_tensor(op, self, "input")
-    dims = check_int_list(op, dims, "dims")
-    ndim = len(_shape(self))
-    dims = (1,) * (ndim - len(dims)) + dims
-    return repeat(op, self, dims)
-
-
 def _split_dim(op, self, dim, check_sizes=None) -> tuple[tuple[int, ...], int]:
     """The input's shape and the wrapped `dim`; `check_sizes()` runs before the dim is wrapped, as torch checks."""
     check_tensor(op, self, "input")

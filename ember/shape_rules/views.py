@@ -157,6 +157,12 @@ def reshape(op, self, shape):
     return (infer_size(op, check_int_list(op, shape, "shape"), numel(self._data.shape)), self._dtype)
 
 
+@shape_rule("ravel")
+def ravel(op, self):
+    check_tensor(op, self, "input")
+    return ((numel(self._data.shape),), self._dtype)
+
+
 @shape_rule("permute")
 def permute(op, self, dims):
     check_tensor(op, self, "input")

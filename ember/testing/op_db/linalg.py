@@ -164,3 +164,31 @@ add(OpInfo("_pdist_forward", fn("_pdist_forward"), lambda rng, dtype: [
     if s.args[0].layout == "c"],            # torch's _pdist_forward requires contiguous input
     dtypes=_DIST_DTYPES, grad=True, tol=LINALG_TOL, torch_call=aten("_pdist_forward"),
     errors=lambda rng: [E((T(make(rng, (3, 4), "int64")), 2.0), NotImplementedError, "pdist", desc="int")]))
+
+
+# ---- trace and outer (composites of diagonal + sum, and of a broadcast product)
+def _trace_samples(rng, dtype):
+    g = is_float(dtype)
+    return [Sample((T(make(rng, (3, 3), dtype), grad=g),), desc="square"),
+            Sample((T(make(rng, (2, 4), dtype), grad=g),), desc="wide"),
+            Sample((T(make(rng, (4, 2), dtype), "t", grad=g),), desc="transposed"),
+            Sample((T(make(rng, (0, 3), dtype), grad=g),), desc="empty"),
+            Sample((T(make(rng, (2, 2), dtype), grad=g),), desc="method", fn=lambda m, a: a.trace())]
+
+
+def _outer_samples(rng, dtype):
+    g = is_float(dtype)
+    return [Sample((T(make(rng, (3,), dtype), grad=g), T(make(rng, (4,), dtype), grad=g)), desc="vectors"),
+            Sample((T(make(rng, (0,), dtype), grad=g), T(make(rng, (2,), dtype), grad=g)), desc="empty"),
+            Sample((T(make(rng, (3,), dtype), grad=g), T(make(rng, (2,), "int64"))), desc="mixed dtypes"),
+            Sample((T(make(rng, (2,), dtype), grad=g), T(make(rng, (3,), dtype), grad=g)), desc="ger",
+                   fn=lambda m, a, b: m.ger(a, b))]
+
+
+add(OpInfo("trace", fn("trace"), _trace_samples, dtypes=("float32", "float64", "int64", "int32"), grad=True,
+           errors=lambda rng: [E((T(f32(rng, (2, 2, 2))),), RuntimeError, "trace", "matrix", desc="3-d"),
+                               E((T(make(rng, (2, 2), "bool")),), NotImplementedError, "trace", desc="bool")]))
+add(OpInfo("outer", fn("outer"), _outer_samples, dtypes=("float32", "float64", "int64"), grad=True,
+           errors=lambda rng: [E((T(f32(rng, (2,))), T(f32(rng, (2, 1)))), RuntimeError, "outer", "1-D",
+                                 desc="2-d vec2"),
+                               E((T(f32(rng, (2,))), 3.0), TypeError, "outer", desc="number vec2")]))

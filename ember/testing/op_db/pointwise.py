@@ -275,6 +275,21 @@ for _side, _nm in ((1, "clamp_min"), (2, "clamp_max")):
                       E((T(f32(rng, (2,))), "x"), TypeError, _nm, desc="str bound"),
                       E((T(make(rng, (2,), "bool")), True), NotImplementedError, _nm, desc="bool")])
 
+# ---- nan_to_num: the unary samples, plus NaN and infinities with and without replacement values
+def _nan_to_num_extra(rng, dtype):
+    if not is_float(dtype):
+        return []
+    special = np.array([np.nan, np.inf, -np.inf, 1.5, -0.0], NP_DTYPE[dtype])
+    return [Sample((T(special),), desc="nan and infinities"),
+            Sample((T(special), 2.0, 100.0, -100.0), desc="replacement values"),
+            Sample((T(special),), {"posinf": 1e6}, desc="posinf only")]
+
+
+add_pointwise("nan_to_num", "nan_to_num", dtypes=ALL, samples=unary_samples(extra=_nan_to_num_extra),
+              errors=lambda rng: [E((T(f32(rng, (2,))), "a"), TypeError, "nan_to_num", "nan", desc="str nan"),
+                                  E((3.0,), TypeError, "nan_to_num", desc="number input")],
+              inplace_errors=unary_inplace_errors("nan_to_num_"))
+
 # ---- unary floating
 _UNARY_FLOAT = {"exp": "any", "log": "positive", "sqrt": "positive", "rsqrt": "positive", "tanh": "any",
                 "sigmoid": "any", "sin": "any", "cos": "any"}

@@ -162,3 +162,19 @@ for _nm in ("_softmax", "_log_softmax"):
                torch_call=aten(_nm),
                errors=lambda rng, _nm=_nm: [
                    E((T(f32(rng, (2, 3))), 2, False), IndexError, _nm, desc="dim out of range")]))
+
+
+# ---- count_nonzero: int64 counts
+def _count_nonzero_samples(rng, dtype):
+    x = make(rng, (3, 4), dtype)
+    x[0, :2] = 0
+    return [Sample((T(x),), desc="all dims"), Sample((T(x), 1), desc="dim 1"), Sample((T(x), (0, 1)), desc="dims list"),
+            Sample((T(x), []), desc="empty dims: all"), Sample((T(x, "t"), 0), desc="non-contiguous"),
+            Sample((T(make(rng, (), dtype)),), desc="0-d"), Sample((T(make(rng, (0, 3), dtype)), 1), desc="empty"),
+            Sample((T(x), -1), desc="method", fn=lambda m, a, d: a.count_nonzero(d))]
+
+
+add(OpInfo("count_nonzero", fn("count_nonzero"), _count_nonzero_samples, dtypes=ALL,
+           errors=lambda rng: [E((T(f32(rng, (2, 3))), 2), IndexError, "count_nonzero", desc="dim out of range"),
+                               E((T(f32(rng, (2, 3))), (0, 0)), RuntimeError, "count_nonzero", "multiple",
+                                 desc="repeated dim")]))

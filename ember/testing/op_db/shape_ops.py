@@ -1,8 +1,8 @@
-"""Shape ops (flip, roll, tril/triu, repeat/tile, split/chunk/unbind/narrow, diagonal, alias),
+"""Shape ops (flip, roll, tril/triu, repeat/tile, repeat_interleave, split/chunk/unbind/narrow, diagonal, alias),
 einsum, lerp/addcmul/addcdiv, scalar_tensor and empty_strided."""
 from __future__ import annotations
 
-
+import numpy as np
 
 from ..tolerances import LINALG_TOL
 from .samples import ALL, DEVICE, DT, FLOAT, NUM, OpInfo, Sample, T, aten, fn, is_float, make, method
@@ -363,3 +363,69 @@ def _unflatten_samples(rng, dtype):
 add(OpInfo("unflatten.int", fn("unflatten"), _unflatten_samples, dtypes=ALL, grad=True,
            errors=lambda rng: [E((T(f32(rng, (2, 6))), 1, (2, 4)), RuntimeError, "unflatten", "don't multiply up",
                                  desc="sizes do not match")]))
+
+
+# ---- repeat_interleave: an int repeat count, a tensor of counts (data-dependent size unless output_size
+# gives it, so those samples skip meta), and the index form
+def _counts(values):
+    return T(np.array(values, np.int64))
+
+
+def _repeat_int_samples(rng, dtype):
+    g = is_float(dtype)
+    x = lambda shape: T(make(rng, shape, dtype), grad=g)      # noqa: E731
+    return [Sample((x((2, 3)), 2), desc="flattened"),
+            Sample((x((2, 3)), 3), {"dim": 1}, desc="dim 1"),
+            Sample((x((2, 3)), 2), {"dim": -2, "output_size": 4}, desc="output_size"),
+            Sample((x((2, 3)), 0), {"dim": 0}, desc="zero repeats"),
+            Sample((T(make(rng, (3, 2), dtype), "t", grad=g), 2), {"dim": 0}, desc="non-contiguous"),
+            Sample((x(()), 3), desc="0-d"),
+            Sample((x((0, 3)), 2), {"dim": 1}, desc="empty"),
+            Sample((x((2, 3)), 2), desc="method", fn=lambda m, a, r: a.repeat_interleave(r, 1))]
+
+
+def _repeat_tensor_samples(rng, dtype):
+    g = is_float(dtype)
+    x = lambda shape: T(make(rng, shape, dtype), grad=g)      # noqa: E731
+    return [Sample((x((2, 3)), _counts([1, 2])), {"dim": 0}, desc="counts", meta=False),
+            Sample((x((2, 3)), _counts([0, 3, 1])), {"dim": 1}, desc="a zero count", meta=False),
+            Sample((x((2, 3)), _counts([2, 1])), {"dim": 0, "output_size": 3}, desc="output_size"),
+            Sample((x((2, 2)), _counts([2])), {"dim": 1}, desc="one count for all", meta=False),
+            Sample((x((2, 2)), _counts(3)), desc="0-d count, flattened", meta=False)]
+
+
+add(OpInfo("repeat_interleave.self_int", fn("repeat_interleave"), _repeat_int_samples, dtypes=ALL, grad=True,
+           errors=lambda rng: [E((T(f32(rng, (2, 3))), -1), RuntimeError, "repeat_interleave", "non-negative",
+                                 desc="negative repeats"),
+                               E((T(f32(rng, (2, 3))), 2), IndexError, "repeat_interleave", kwargs={"dim": 2},
+                                 desc="dim out of range"),
+                               E((T(f32(rng, (2, 3))), 2), RuntimeError, "output_size",
+                                 kwargs={"dim": 0, "output_size": 5}, desc="wrong output_size"),
+                               E((T(f32(rng, (2, 3))), 2.5), TypeError, "repeat_interleave", desc="float repeats")]))
+add(OpInfo("repeat_interleave.self_Tensor", fn("repeat_interleave"), _repeat_tensor_samples, dtypes=ALL, grad=True,
+           errors=lambda rng: [E((T(f32(rng, (2, 3))), _counts([1, 2, 3])), RuntimeError, "same size",
+                                 kwargs={"dim": 0}, desc="counts of another size"),
+                               E((T(f32(rng, (2, 3))), T(np.array([1.0, 2.0], np.float32))), NotImplementedError,
+                                 "repeat_interleave", kwargs={"dim": 0}, desc="float counts"),
+                               E((T(f32(rng, (2, 3))), _counts([[1, 2]])), RuntimeError, "1-dim",
+                                 kwargs={"dim": 0}, desc="2-d counts")]))
+add(OpInfo("repeat_interleave.Tensor", fn("repeat_interleave"),
+           lambda rng, dtype: [Sample((_counts([2, 0, 1]),), desc="indices", meta=False),
+                               Sample((T(np.array([1, 3], np.int32)),), desc="int32 counts", meta=False),
+                               Sample((_counts([1, 2]),), {"output_size": 3}, desc="output_size")],
+           dtypes=("int64",),
+           errors=lambda rng: [E((_counts([[1, 2]]),), RuntimeError, "1D vector", desc="2-d counts")]))
+
+
+
+def _ravel_samples(rng, dtype):
+    g = is_float(dtype)
+    return [Sample((T(make(rng, (2, 3), dtype), grad=g),), desc="contiguous: a view"),
+            Sample((T(make(rng, (3, 2), dtype), "t", grad=g),), desc="transposed: a copy"),
+            Sample((T(make(rng, (), dtype), grad=g),), desc="0-d"),
+            Sample((T(make(rng, (0, 3), dtype), grad=g),), desc="empty"),
+            Sample((T(make(rng, (2, 2), dtype), grad=g),), desc="method", fn=lambda m, a: a.ravel())]
+
+
+add(OpInfo("ravel", fn("ravel"), _ravel_samples, dtypes=ALL, grad=True,
+           errors=lambda rng: [E((3.0,), TypeError, "ravel", desc="number input")]))
