@@ -2,7 +2,8 @@
 (torch/functional.py's): `split` (an int or a list of sizes), `einsum` (operands as
 varargs), `norm` (p may be 'fro'), `nonzero` (as_tuple), `flatten` (Tensor.flatten's reshape) and
 `broadcast_tensors` / `broadcast_shapes` / `broadcast_to` (expand views to one shape), `meshgrid` and
-`atleast_1d/2d/3d` (views too), and the comparisons answering one Python bool, `allclose` and `equal`.
+`atleast_1d/2d/3d` (views too), `hstack`/`vstack`/`dstack`/`column_stack` (cat of those views), the comparisons answering one Python bool, `allclose` and `equal`, and the
+module-level forms of Tensor's metadata questions (`is_floating_point`, `is_nonzero`, ...).
 Each forwards to registry ops.
 """
 from __future__ import annotations
@@ -262,3 +263,70 @@ def atleast_2d(*tensors):
 def atleast_3d(*tensors):
     """Each tensor with at least three dimensions ((n,) becomes (1, n, 1), (m, n) becomes (m, n, 1))."""
     return _at_least("atleast_3d", 3, tensors)
+
+
+def _tensor_argument(name: str, input) -> Tensor:
+    if not isinstance(input, Tensor):
+        raise ArgumentTypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    return input
+
+
+def is_floating_point(input: Tensor) -> bool:
+    """Whether `input`'s dtype is a floating-point one."""
+    return _tensor_argument("is_floating_point", input).is_floating_point()
+
+
+def is_complex(input: Tensor) -> bool:
+    """Whether `input`'s dtype is complex (never, in ember)."""
+    return _tensor_argument("is_complex", input).is_complex()
+
+
+def is_nonzero(input: Tensor) -> bool:
+    """The truth of a one-element tensor."""
+    return _tensor_argument("is_nonzero", input).is_nonzero()
+
+
+def is_same_size(input: Tensor, other: Tensor) -> bool:
+    """Whether the two tensors have one shape."""
+    return _tensor_argument("is_same_size", input).is_same_size(other)
+
+
+def positive(input: Tensor) -> Tensor:
+    """`input` itself (unary plus); a bool tensor is refused."""
+    return _tensor_argument("positive", input).positive()
+
+
+def _stack_inputs(name: str, tensors) -> tuple:
+    if not isinstance(tensors, (list, tuple)):
+        raise ArgumentTypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                                f"{type(tensors).__name__}")
+    tensors = _tensor_sequence(name, tuple(tensors))
+    if not tensors:
+        raise ArgumentValueError(f"{name}(): {name} expects a non-empty TensorList")
+    return tensors
+
+
+@handles_torch_function
+def hstack(tensors) -> Tensor:
+    """The tensors side by side: concatenated along dim 1 (dim 0 for vectors and 0-d tensors)."""
+    parts = _at_least("hstack", 1, (_stack_inputs("hstack", tensors),))
+    return F.cat(list(parts), 0 if parts[0].dim() == 1 else 1)
+
+
+@handles_torch_function
+def vstack(tensors) -> Tensor:
+    """The tensors one above the other: each at least 2-d (a vector a row), concatenated along dim 0."""
+    return F.cat(list(_at_least("vstack", 2, (_stack_inputs("vstack", tensors),))), 0)
+
+
+@handles_torch_function
+def dstack(tensors) -> Tensor:
+    """The tensors stacked in depth: each at least 3-d, concatenated along dim 2."""
+    return F.cat(list(_at_least("dstack", 3, (_stack_inputs("dstack", tensors),))), 2)
+
+
+@handles_torch_function
+def column_stack(tensors) -> Tensor:
+    """The tensors as columns: a 0-d or 1-d tensor becomes one column, (n, 1); concatenated along dim 1."""
+    parts = [F.reshape(t, (t.numel(), 1)) if t.dim() <= 1 else t for t in _stack_inputs("column_stack", tensors)]
+    return F.cat(parts, 1)

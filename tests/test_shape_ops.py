@@ -130,3 +130,44 @@ def test_atleast_nd_shapes_follow_torch(n):
     assert isinstance(pair, tuple) and len(pair) == 2 and all(t.dim() >= n for t in pair)
     with pytest.raises(TypeError, match="item 0 is float"):
         getattr(ember, f"atleast_{n}d")(1.0)
+
+
+def test_metadata_questions_answer_as_torch():
+    """ndimension, get_device, is_signed, is_same_size, is_nonzero, positive, and the module-level forms."""
+    for dtype in ["float32", "int64", "uint8", "bool"]:
+        e, t = ember.ones(2, 3, dtype=getattr(ember, dtype)), torch.ones(2, 3, dtype=getattr(torch, dtype))
+        assert (e.ndimension(), e.get_device(), e.is_signed()) == (t.ndimension(), t.get_device(), t.is_signed())
+        assert ember.is_floating_point(e) == torch.is_floating_point(t) and ember.is_complex(e) is False
+    assert ember.ones(2, device="meta").get_device() == -1
+    a = ember.ones(2, 3)
+    assert a.is_same_size(ember.zeros(2, 3)) and not ember.is_same_size(a, ember.zeros(3, 2))
+    assert ember.positive(a) is a and a.positive() is a
+    assert ember.tensor([2.0]).is_nonzero() and not ember.is_nonzero(ember.tensor(0))
+    for call, exc, match in [(lambda: ember.ones(2).is_nonzero(), RuntimeError, "more than one value"),
+                             (lambda: ember.tensor([]).is_nonzero(), RuntimeError, "no values"),
+                             (lambda: ember.tensor([True]).positive(), RuntimeError, "bool tensor is not supported"),
+                             (lambda: a.is_same_size(3), TypeError, "must be Tensor, not int"),
+                             (lambda: ember.is_floating_point(1.0), TypeError, "must be Tensor, not float")]:
+        with pytest.raises(exc, match=match):
+            call()
+
+
+@pytest.mark.parametrize("name", ["hstack", "vstack", "dstack", "column_stack"])
+def test_stacking_functions_follow_torch(name):
+    """Vectors, 0-d tensors, matrices and 3-d tensors, mixed dtypes promoted as cat promotes them."""
+    groups = [[np.arange(3.0), np.arange(2.0)], [np.array(1.0), np.array(2.0)], [np.ones((2, 3)), np.zeros((2, 1))],
+              [np.ones((2, 3)), np.ones((4, 3))], [np.ones((2, 3, 1)), np.ones((2, 3, 2))], [np.arange(3.0), np.arange(3)]]
+    for group in groups:
+        try:
+            expected = getattr(torch, name)([torch.tensor(a) for a in group])
+        except RuntimeError:
+            with pytest.raises(RuntimeError):
+                getattr(ember, name)([ember.tensor(a) for a in group])
+            continue
+        got = getattr(ember, name)([ember.tensor(a) for a in group])
+        assert tuple(got.shape) == tuple(expected.shape) and str(got.dtype)[6:] == str(expected.dtype)[6:]
+        np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    with pytest.raises(RuntimeError, match="non-empty"):
+        getattr(ember, name)([])
+    with pytest.raises(TypeError):
+        getattr(ember, name)(ember.ones(2))

@@ -24,6 +24,7 @@ from ember.core import dtype as _dt
 from ember.core import layout as _layout
 from ember.core.spec import TensorSpec
 from .conversion import ConversionMethods
+from .metadata_methods import MetadataQueries
 from .shape_conveniences import ShapeConveniences
 from .random import default_generator
 from .torch_function import default_torch_function, overrides_torch_function
@@ -66,7 +67,7 @@ class AutogradMeta:
         self.input_meta = None
 
 
-class Tensor(ShapeConveniences, TensorMethods, ConversionMethods, TensorSpec):
+class Tensor(ShapeConveniences, TensorMethods, ConversionMethods, MetadataQueries, TensorSpec):
     """A multi-dimensional array on a device, with autograd support (a TensorSpec: shape rules read
     its fields)."""
 
