@@ -37,7 +37,7 @@ from ember._generated.functions import *  # noqa: F401,F403  (every public op)
 from ember.functional import (allclose, atleast_1d, atleast_2d, atleast_3d, broadcast_shapes,  # noqa: E402
                               broadcast_tensors, broadcast_to, column_stack, dstack, einsum, equal, flatten, hstack,
                               is_complex, is_floating_point, is_nonzero, is_same_size, meshgrid, nonzero, norm,
-                              positive, split, vstack)  # (torch/functional.py's signatures)
+                              positive, split, unique, unique_consecutive, vstack)  # (torch/functional.py's signatures)
 from ember.frontend import resize as _resize  # noqa: E402,F401  (Tensor.resize_)
 from ember import autograd, backends, dispatcher, errors  # noqa: E402
 from ember.errors import OutOfMemoryError  # noqa: E402  (torch.OutOfMemoryError)

@@ -2,7 +2,7 @@
 (torch/functional.py's): `split` (an int or a list of sizes), `einsum` (operands as
 varargs), `norm` (p may be 'fro'), `nonzero` (as_tuple), `flatten` (Tensor.flatten's reshape) and
 `broadcast_tensors` / `broadcast_shapes` / `broadcast_to` (expand views to one shape), `meshgrid` and
-`atleast_1d/2d/3d` (views too), `hstack`/`vstack`/`dstack`/`column_stack` (cat of those views), the comparisons answering one Python bool, `allclose` and `equal`, and the
+`atleast_1d/2d/3d` (views too), `hstack`/`vstack`/`dstack`/`column_stack` (cat of those views), `unique` and `unique_consecutive`, the comparisons answering one Python bool, `allclose` and `equal`, and the
 module-level forms of Tensor's metadata questions (`is_floating_point`, `is_nonzero`, ...).
 Each forwards to registry ops.
 """
@@ -13,7 +13,9 @@ import warnings
 
 
 from ember._generated import functions as F
-from ember.core.errors import ArgumentTypeError, ArgumentValueError, DeviceMismatchError, DTypeError, ShapeError
+from ember.core import dtype as _dt
+from ember.core.errors import (ArgumentTypeError, ArgumentValueError, DeviceMismatchError, DimensionError, DTypeError,
+                               ShapeError)
 from ember.frontend.tensor import Size, Tensor
 from ember.frontend.bindings_support import bool_arg
 from ember.frontend.torch_function import handles_torch_function
@@ -330,3 +332,88 @@ def column_stack(tensors) -> Tensor:
     """The tensors as columns: a 0-d or 1-d tensor becomes one column, (n, 1); concatenated along dim 1."""
     parts = [F.reshape(t, (t.numel(), 1)) if t.dim() <= 1 else t for t in _stack_inputs("column_stack", tensors)]
     return F.cat(parts, 1)
+
+
+@handles_torch_function
+def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,
+           dim: int | None = None):
+    """The distinct elements of `input` in ascending order (with `dim`, its distinct slices along `dim`, in
+    lexicographic order), and, when asked, where each element landed among them (`return_inverse`) and how
+    often each occurs (`return_counts`): a tensor, or a tuple of those asked for in that order. The output is
+    sorted whatever `sorted` says (torch leaves the order unspecified when it is False). NaNs are all
+    distinct, and come last, as in torch."""
+    return _unique("unique", input, True, return_inverse, return_counts, dim)
+
+
+@handles_torch_function
+def unique_consecutive(input: Tensor, return_inverse: bool = False, return_counts: bool = False,
+                       dim: int | None = None):
+    """`unique` of each run of equal consecutive elements (or slices along `dim`), in their order."""
+    return _unique("unique_consecutive", input, False, return_inverse, return_counts, dim)
+
+
+def _unique(name: str, input: Tensor, sort: bool, return_inverse: bool, return_counts: bool, dim):
+    """The rows of `input` (its elements, or its slices along `dim` flattened), stably sorted column by column
+    from the last (lexicographic order) when `sort`; a row starts a group where it differs from the one
+    before; the groups' first rows are the output, the running group count maps every row to its group."""
+    _tensor_argument(name, input)
+    shape = tuple(input.shape)
+    if dim is None:
+        rows, moved = F.reshape(input, (-1, 1)), None
+    else:
+        dim = dim + len(shape) if isinstance(dim, int) and -len(shape) <= dim < 0 else dim
+        if not isinstance(dim, int) or not 0 <= dim < max(len(shape), 1):
+            raise DimensionError(f"{name}(): Dimension out of range (expected to be in range of "
+                                 f"[{-max(len(shape), 1)}, {max(len(shape), 1) - 1}], but got {dim})")
+        if any(n == 0 for i, n in enumerate(shape) if i != dim) and shape[dim] != 0:
+            raise ArgumentValueError(f"{name}(): There are 0 sized dimensions, and they aren't selected, so unique "
+                                     "cannot be applied")
+        moved = F.movedim(input, dim, 0)
+        width = 1
+        for size in tuple(moved.shape)[1:]:
+            width *= size
+        rows = F.reshape(moved, (shape[dim], width))
+    n = rows.shape[0]
+    order = F.arange(0, n, 1, device=input.device)
+    if sort:
+        for column in range(rows.shape[1] - 1, -1, -1):
+            key = F.index_select(F.select(rows, 1, column), 0, order)
+            order = F.index_select(order, 0, F.argsort(key, stable=True))
+    ordered = F.index_select(rows, 0, order)
+    starts = F.ones((min(n, 1),), dtype=_dt.bool, device=input.device)
+    if n > 1:
+        differs = F.any(F.ne(F.slice(ordered, 0, 1, n), F.slice(ordered, 0, 0, n - 1)), 1)
+        starts = F.cat([starts, differs])
+    firsts = F.reshape(F.nonzero(starts), (-1,))
+    values = F.index_select(ordered, 0, firsts)
+    if moved is None:
+        out = F.reshape(values, (-1,))
+    else:
+        out = F.movedim(F.reshape(values, (values.shape[0],) + tuple(moved.shape[1:])), 0, dim)
+    if not (return_inverse or return_counts):
+        return out
+    result = [out]
+    group = F.sub(F.cumsum(starts, 0), 1)
+    if return_inverse:
+        inverse = F.scatter(F.zeros((n,), dtype=_dt.int64, device=input.device), 0, order, group)
+        result.append(F.reshape(inverse, shape) if moved is None else inverse)
+    if return_counts:
+        counts = F.zeros((firsts.shape[0],), dtype=_dt.int64, device=input.device)
+        result.append(F.index_add(counts, 0, group, F.ones((n,), dtype=_dt.int64, device=input.device)))
+    return tuple(result)
+
+
+def _tensor_unique(self: Tensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False,
+                   dim: int | None = None):
+    """Tensor.unique: see ember.unique."""
+    return unique(self, sorted, return_inverse, return_counts, dim)
+
+
+def _tensor_unique_consecutive(self: Tensor, return_inverse: bool = False, return_counts: bool = False,
+                               dim: int | None = None):
+    """Tensor.unique_consecutive: see ember.unique_consecutive."""
+    return unique_consecutive(self, return_inverse, return_counts, dim)
+
+
+Tensor.unique = _tensor_unique
+Tensor.unique_consecutive = _tensor_unique_consecutive

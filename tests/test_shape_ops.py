@@ -171,3 +171,47 @@ def test_stacking_functions_follow_torch(name):
         getattr(ember, name)([])
     with pytest.raises(TypeError):
         getattr(ember, name)(ember.ones(2))
+
+
+def _same_results(got, expected):
+    if isinstance(expected, tuple):
+        assert isinstance(got, tuple) and len(got) == len(expected)
+        for g, e in zip(got, expected):
+            _same_results(g, e)
+        return
+    assert tuple(got.shape) == tuple(expected.shape) and str(got.dtype)[6:] == str(expected.dtype)[6:]
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize("data,kwargs", [
+    ([3.0, 1.0, NAN, 3.0, NAN, 2.0], {}),
+    ([3.0, 1.0, NAN, 3.0, NAN, 2.0], {"return_inverse": True, "return_counts": True}),
+    ([[1, 2], [0, 5], [1, 2], [0, 1]], {"dim": 0, "return_inverse": True, "return_counts": True}),
+    ([[1, 2, 1], [0, 5, 0]], {"dim": -1, "return_counts": True}),
+    ([], {"return_inverse": True, "return_counts": True}),
+    (5, {"return_inverse": True}),
+    ([True, False, True], {"return_counts": True}),
+    ([[2, 1], [1, 2]], {"return_inverse": True})])
+def test_unique_follows_torch(data, kwargs):
+    """Values sorted (NaNs distinct and last), slices along a dim in lexicographic order, inverse and counts."""
+    t = torch.tensor(data)
+    _same_results(ember.unique(ember.tensor(t.numpy()), **kwargs), torch.unique(t, **kwargs))
+    _same_results(ember.tensor(t.numpy()).unique(**kwargs), t.unique(**kwargs))
+
+
+def test_unique_consecutive_and_unique_errors_follow_torch():
+    for data, kwargs in [([1, 1, 2, 2, 3, 1, 1, 2], {"return_inverse": True, "return_counts": True}),
+                         ([[1, 2], [1, 2], [0, 5], [1, 2]], {"dim": 0, "return_counts": True})]:
+        t = torch.tensor(data)
+        _same_results(ember.unique_consecutive(ember.tensor(t.numpy()), **kwargs), torch.unique_consecutive(t, **kwargs))
+    _same_results(ember.unique(ember.zeros(0, 3), dim=0, return_counts=True),
+                  torch.unique(torch.zeros(0, 3), dim=0, return_counts=True))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        ember.unique(ember.tensor([[1]]), dim=2)
+    with pytest.raises(RuntimeError, match="0 sized dimensions"):
+        ember.unique(ember.zeros(2, 0), dim=0)
+    with pytest.raises(TypeError, match="must be Tensor, not list"):
+        ember.unique([1, 2])
