@@ -115,6 +115,18 @@ _op_log10 = _OPS['log10']
 _dispatch_log10 = _op_log10.dispatch
 _op_log10_ = _OPS['log10_']
 _dispatch_log10_ = _op_log10_.dispatch
+_op_deg2rad = _OPS['deg2rad']
+_dispatch_deg2rad = _op_deg2rad.dispatch
+_op_deg2rad_ = _OPS['deg2rad_']
+_dispatch_deg2rad_ = _op_deg2rad_.dispatch
+_op_rad2deg = _OPS['rad2deg']
+_dispatch_rad2deg = _op_rad2deg.dispatch
+_op_rad2deg_ = _OPS['rad2deg_']
+_dispatch_rad2deg_ = _op_rad2deg_.dispatch
+_op_logaddexp = _OPS['logaddexp']
+_dispatch_logaddexp = _op_logaddexp.dispatch
+_op_logaddexp2 = _OPS['logaddexp2']
+_dispatch_logaddexp2 = _op_logaddexp2.dispatch
 _op_exp2 = _OPS['exp2']
 _dispatch_exp2 = _op_exp2.dispatch
 _op_exp2_ = _OPS['exp2_']
@@ -500,6 +512,16 @@ _op_nan_to_num = _OPS['nan_to_num']
 _dispatch_nan_to_num = _op_nan_to_num.dispatch
 _op_nan_to_num_ = _OPS['nan_to_num_']
 _dispatch_nan_to_num_ = _op_nan_to_num_.dispatch
+_op_fliplr = _OPS['fliplr']
+_dispatch_fliplr = _op_fliplr.dispatch
+_op_flipud = _OPS['flipud']
+_dispatch_flipud = _op_flipud.dispatch
+_op_rot90 = _OPS['rot90']
+_dispatch_rot90 = _op_rot90.dispatch
+_op_diff = _OPS['diff']
+_dispatch_diff = _op_diff.dispatch
+_op_take = _OPS['take']
+_dispatch_take = _op_take.dispatch
 _op_roll = _OPS['roll']
 _dispatch_roll = _op_roll.dispatch
 _op_tril = _OPS['tril']
@@ -1323,6 +1345,48 @@ def log10_(input):
     Schema: ``log10_(Tensor(a!) self) -> Tensor(a!)``
     """
     return _dispatch_log10_((input,))
+
+def deg2rad(input):
+    """Degrees to radians: self * pi / 180.
+
+    Schema: ``deg2rad(Tensor self) -> Tensor``
+    """
+    return _dispatch_deg2rad((input,))
+
+def deg2rad_(input):
+    """In-place version of deg2rad: Degrees to radians: self * pi / 180.
+
+    Schema: ``deg2rad_(Tensor(a!) self) -> Tensor(a!)``
+    """
+    return _dispatch_deg2rad_((input,))
+
+def rad2deg(input):
+    """Radians to degrees: self * 180 / pi.
+
+    Schema: ``rad2deg(Tensor self) -> Tensor``
+    """
+    return _dispatch_rad2deg((input,))
+
+def rad2deg_(input):
+    """In-place version of rad2deg: Radians to degrees: self * 180 / pi.
+
+    Schema: ``rad2deg_(Tensor(a!) self) -> Tensor(a!)``
+    """
+    return _dispatch_rad2deg_((input,))
+
+def logaddexp(input, other):
+    """log(exp(self) + exp(other)) without overflow: max + log1p(exp(-|self - other|)); equal infinities give themselves.
+
+    Schema: ``logaddexp(Tensor self, Tensor other) -> Tensor``
+    """
+    return _dispatch_logaddexp((input, other))
+
+def logaddexp2(input, other):
+    """log2(2**self + 2**other) without overflow: max + log1p(2**-|self - other|) / ln 2; equal infinities give themselves.
+
+    Schema: ``logaddexp2(Tensor self, Tensor other) -> Tensor``
+    """
+    return _dispatch_logaddexp2((input, other))
 
 def exp2(input):
     """2 raised to each element.
@@ -3442,6 +3506,54 @@ def nan_to_num_(input, nan=None, posinf=None, neginf=None):
     if neginf is not None and neginf.__class__ is not float and neginf.__class__ is not int:
         _float_arg(neginf, 'nan_to_num_', 'neginf', 4)
     return _dispatch_nan_to_num_((input, nan, posinf, neginf))
+
+def fliplr(input):
+    """flip(self, [1]): the columns in reverse order (a copy; at least 2-D).
+
+    Schema: ``fliplr(Tensor self) -> Tensor``
+    """
+    return _dispatch_fliplr((input,))
+
+def flipud(input):
+    """flip(self, [0]): the rows in reverse order (a copy; at least 1-D).
+
+    Schema: ``flipud(Tensor self) -> Tensor``
+    """
+    return _dispatch_flipud((input,))
+
+def rot90(input, k=1, dims=(0, 1)):
+    """`self` rotated k quarter turns in the plane of `dims`, from the first dim towards the second: a flip, seen transposed for an odd k.
+
+    Schema: ``rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor``
+    """
+    if k.__class__ is not int:
+        _int_arg(k, 'rot90', 'k', 2)
+    if dims.__class__ is not tuple and dims.__class__ is not list:
+        dims = _int_list_arg(dims, 'rot90', 'dims', 3, False)
+    else:
+        for _item in dims:
+            if _item.__class__ is not int:
+                dims = _int_list_arg(dims, 'rot90', 'dims', 3, False)
+                break
+    return _dispatch_rot90((input, k, dims))
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The n-th forward difference along `dim` (x[i+1] - x[i], n times; xor for bool), after `prepend` and `append` are joined on either side.
+
+    Schema: ``diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor``
+    """
+    if n.__class__ is not int:
+        _int_arg(n, 'diff', 'n', 2)
+    if dim.__class__ is not int:
+        _int_arg(dim, 'diff', 'dim', 3)
+    return _dispatch_diff((input, n, dim, prepend, append))
+
+def take(input, index):
+    """The elements of the flattened `self` at `index` (int64; negative counts from the end), shaped as `index`.
+
+    Schema: ``take(Tensor self, Tensor index) -> Tensor``
+    """
+    return _dispatch_take((input, index))
 
 def roll(input, shifts, dims=()):
     """A copy with the elements shifted cyclically along `dims` (of the flattened tensor when empty).
@@ -6720,7 +6832,7 @@ concat = cat
 concatenate = cat
 ger = outer
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'count_nonzero', 'ctc_loss', 'cumprod', 'cumsum', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'digamma', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isclose', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'moveaxis', 'movedim', 'mul', 'multinomial', 'multiply', 'nan_to_num', 'nan_to_num_', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'not_equal', 'ones', 'ones_like', 'outer', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'triangular_solve', 'tril', 'triu', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'count_nonzero', 'ctc_loss', 'cumprod', 'cumsum', 'deg2rad', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diff', 'digamma', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'fliplr', 'flipud', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isclose', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'moveaxis', 'movedim', 'mul', 'multinomial', 'multiply', 'nan_to_num', 'nan_to_num_', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'not_equal', 'ones', 'ones_like', 'outer', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rad2deg', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'triangular_solve', 'tril', 'triu', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 OP_FUNCTIONS = {
     'add.Tensor': add,
@@ -6775,6 +6887,12 @@ OP_FUNCTIONS = {
     'log2_': log2_,
     'log10': log10,
     'log10_': log10_,
+    'deg2rad': deg2rad,
+    'deg2rad_': deg2rad_,
+    'rad2deg': rad2deg,
+    'rad2deg_': rad2deg_,
+    'logaddexp': logaddexp,
+    'logaddexp2': logaddexp2,
     'exp2': exp2,
     'exp2_': exp2_,
     'sinh': sinh,
@@ -6965,6 +7083,11 @@ OP_FUNCTIONS = {
     'outer': outer,
     'nan_to_num': nan_to_num,
     'nan_to_num_': nan_to_num_,
+    'fliplr': fliplr,
+    'flipud': flipud,
+    'rot90': rot90,
+    'diff': diff,
+    'take': take,
     'roll': roll,
     'tril': tril,
     'tril_': tril_,

@@ -76,6 +76,12 @@ from ember._generated.functions import (
     _op_log2_,
     _op_log10,
     _op_log10_,
+    _op_deg2rad,
+    _op_deg2rad_,
+    _op_rad2deg,
+    _op_rad2deg_,
+    _op_logaddexp,
+    _op_logaddexp2,
     _op_exp2,
     _op_exp2_,
     _op_sinh,
@@ -249,6 +255,11 @@ from ember._generated.functions import (
     _op_outer,
     _op_nan_to_num,
     _op_nan_to_num_,
+    _op_fliplr,
+    _op_flipud,
+    _op_rot90,
+    _op_diff,
+    _op_take,
     _op_roll,
     _op_tril,
     _op_tril_,
@@ -375,6 +386,12 @@ _method_dispatch_log2 = _op_log2.method_dispatch
 _method_dispatch_log2_ = _op_log2_.method_dispatch
 _method_dispatch_log10 = _op_log10.method_dispatch
 _method_dispatch_log10_ = _op_log10_.method_dispatch
+_method_dispatch_deg2rad = _op_deg2rad.method_dispatch
+_method_dispatch_deg2rad_ = _op_deg2rad_.method_dispatch
+_method_dispatch_rad2deg = _op_rad2deg.method_dispatch
+_method_dispatch_rad2deg_ = _op_rad2deg_.method_dispatch
+_method_dispatch_logaddexp = _op_logaddexp.method_dispatch
+_method_dispatch_logaddexp2 = _op_logaddexp2.method_dispatch
 _method_dispatch_exp2 = _op_exp2.method_dispatch
 _method_dispatch_exp2_ = _op_exp2_.method_dispatch
 _method_dispatch_sinh = _op_sinh.method_dispatch
@@ -501,6 +518,11 @@ _method_dispatch_trace = _op_trace.method_dispatch
 _method_dispatch_outer = _op_outer.method_dispatch
 _method_dispatch_nan_to_num = _op_nan_to_num.method_dispatch
 _method_dispatch_nan_to_num_ = _op_nan_to_num_.method_dispatch
+_method_dispatch_fliplr = _op_fliplr.method_dispatch
+_method_dispatch_flipud = _op_flipud.method_dispatch
+_method_dispatch_rot90 = _op_rot90.method_dispatch
+_method_dispatch_diff = _op_diff.method_dispatch
+_method_dispatch_take = _op_take.method_dispatch
 _method_dispatch_roll = _op_roll.method_dispatch
 _method_dispatch_tril = _op_tril.method_dispatch
 _method_dispatch_tril_ = _op_tril_.method_dispatch
@@ -936,6 +958,48 @@ class TensorMethods:
         Schema: ``log10_(Tensor(a!) self) -> Tensor(a!)``
         """
         return _method_dispatch_log10_((self,))
+
+    def deg2rad(self):
+        """Degrees to radians: self * pi / 180.
+
+        Schema: ``deg2rad(Tensor self) -> Tensor``
+        """
+        return _method_dispatch_deg2rad((self,))
+
+    def deg2rad_(self):
+        """In-place version of deg2rad: Degrees to radians: self * pi / 180.
+
+        Schema: ``deg2rad_(Tensor(a!) self) -> Tensor(a!)``
+        """
+        return _method_dispatch_deg2rad_((self,))
+
+    def rad2deg(self):
+        """Radians to degrees: self * 180 / pi.
+
+        Schema: ``rad2deg(Tensor self) -> Tensor``
+        """
+        return _method_dispatch_rad2deg((self,))
+
+    def rad2deg_(self):
+        """In-place version of rad2deg: Radians to degrees: self * 180 / pi.
+
+        Schema: ``rad2deg_(Tensor(a!) self) -> Tensor(a!)``
+        """
+        return _method_dispatch_rad2deg_((self,))
+
+    def logaddexp(self, other):
+        """log(exp(self) + exp(other)) without overflow: max + log1p(exp(-|self - other|)); equal infinities give themselves.
+
+        Schema: ``logaddexp(Tensor self, Tensor other) -> Tensor``
+        """
+        return _method_dispatch_logaddexp((self, other))
+
+    def logaddexp2(self, other):
+        """log2(2**self + 2**other) without overflow: max + log1p(2**-|self - other|) / ln 2; equal infinities give themselves.
+
+        Schema: ``logaddexp2(Tensor self, Tensor other) -> Tensor``
+        """
+        return _method_dispatch_logaddexp2((self, other))
 
     def exp2(self):
         """2 raised to each element.
@@ -2310,6 +2374,54 @@ class TensorMethods:
         if neginf is not None and neginf.__class__ is not float and neginf.__class__ is not int:
             _float_arg(neginf, 'nan_to_num_', 'neginf', 3)
         return _method_dispatch_nan_to_num_((self, nan, posinf, neginf))
+
+    def fliplr(self):
+        """flip(self, [1]): the columns in reverse order (a copy; at least 2-D).
+
+        Schema: ``fliplr(Tensor self) -> Tensor``
+        """
+        return _method_dispatch_fliplr((self,))
+
+    def flipud(self):
+        """flip(self, [0]): the rows in reverse order (a copy; at least 1-D).
+
+        Schema: ``flipud(Tensor self) -> Tensor``
+        """
+        return _method_dispatch_flipud((self,))
+
+    def rot90(self, k=1, dims=(0, 1)):
+        """`self` rotated k quarter turns in the plane of `dims`, from the first dim towards the second: a flip, seen transposed for an odd k.
+
+        Schema: ``rot90(Tensor self, int k=1, int[] dims=[0,1]) -> Tensor``
+        """
+        if k.__class__ is not int:
+            _int_arg(k, 'rot90', 'k', 1)
+        if dims.__class__ is not tuple and dims.__class__ is not list:
+            dims = _int_list_arg(dims, 'rot90', 'dims', 2, False)
+        else:
+            for _item in dims:
+                if _item.__class__ is not int:
+                    dims = _int_list_arg(dims, 'rot90', 'dims', 2, False)
+                    break
+        return _method_dispatch_rot90((self, k, dims))
+
+    def diff(self, n=1, dim=-1, prepend=None, append=None):
+        """The n-th forward difference along `dim` (x[i+1] - x[i], n times; xor for bool), after `prepend` and `append` are joined on either side.
+
+        Schema: ``diff(Tensor self, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None) -> Tensor``
+        """
+        if n.__class__ is not int:
+            _int_arg(n, 'diff', 'n', 1)
+        if dim.__class__ is not int:
+            _int_arg(dim, 'diff', 'dim', 2)
+        return _method_dispatch_diff((self, n, dim, prepend, append))
+
+    def take(self, index):
+        """The elements of the flattened `self` at `index` (int64; negative counts from the end), shaped as `index`.
+
+        Schema: ``take(Tensor self, Tensor index) -> Tensor``
+        """
+        return _method_dispatch_take((self, index))
 
     def roll(self, shifts, dims=()):
         """A copy with the elements shifted cyclically along `dims` (of the flattened tensor when empty).

@@ -117,3 +117,33 @@ def nan_to_num(self, nan=None, posinf=None, neginf=None):
     out = F.where(F.isnan(self), 0.0 if nan is None else nan, self)
     out = F.where(F.eq(self, math.inf), info.max if posinf is None else posinf, out)
     return F.where(F.eq(self, -math.inf), info.min if neginf is None else neginf, out)
+
+
+@decomposition("deg2rad")
+def deg2rad(self):
+    return F.mul(as_float(self), math.pi / 180)
+
+
+@decomposition("rad2deg")
+def rad2deg(self):
+    return F.mul(as_float(self), 180 / math.pi)
+
+
+def _log_add(self, other, exp_of_minus_gap, scale):
+    """max + log1p(exp(-|self - other|)) * scale (torch's formula), where two equal infinities give themselves
+    (their difference would be NaN)."""
+    top = F.maximum(self, other)
+    gap = F.neg(F.abs(F.sub(self, other)))
+    rest = F.log1p(exp_of_minus_gap(gap))
+    summed = F.add(top, rest if scale == 1 else F.mul(rest, scale))
+    return F.where(F.logical_and(F.isinf(self), F.eq(self, other)), self, summed)
+
+
+@decomposition("logaddexp")
+def logaddexp(self, other):
+    return _log_add(self, other, F.exp, 1)
+
+
+@decomposition("logaddexp2")
+def logaddexp2(self, other):
+    return _log_add(self, other, F.exp2, 1 / math.log(2))

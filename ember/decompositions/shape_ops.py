@@ -11,8 +11,9 @@ from ember._generated import functions as F
 from ember.dispatcher.operator import ALL_OPS
 from ember.core import dtype as _dt
 from ember.core.device import as_device
-from ember.core.errors import ArgumentValueError
+from ember.core.errors import ArgumentValueError, IndexOutOfRangeError
 from ember.frontend.tensor import holds_data
+from ember.shape_rules.reorder import rot90_dims
 from ember.shape_rules.views import movedim_order, view_strides
 from ember.shape_rules.common import strides_of
 
@@ -261,3 +262,52 @@ def repeat_interleave_tensor(self, repeats, dim=None, output_size=None):
 @decomposition("ravel")
 def ravel(self):
     return F.reshape(self, (-1,))
+
+
+# ------------------------------------------------------------------------------------------ reorderings, differences
+@decomposition("fliplr")
+def fliplr(self):
+    return F.flip(self, [1])
+
+
+@decomposition("flipud")
+def flipud(self):
+    return F.flip(self, [0])
+
+
+@decomposition("rot90")
+def rot90(self, k=1, dims=(0, 1)):
+    """A contiguous copy (no turn), a flip of both dims (a half turn), or a flip of one seen transposed."""
+    turns, d0, d1 = rot90_dims(ALL_OPS["rot90"], self, k, dims)
+    if turns == 0:
+        return F.copy_(F.empty(tuple(self.shape), dtype=self.dtype, device=self.device), self)
+    if turns == 2:
+        return F.flip(self, [d0, d1])
+    return F.transpose(F.flip(self, [d1] if turns == 1 else [d0]), d0, d1)
+
+
+@decomposition("diff")
+def diff(self, n=1, dim=-1, prepend=None, append=None):
+    """n times: the later slice along `dim` less the earlier (xor for bool), after prepend/append are joined."""
+    parts = [t for t in (prepend, self, append) if t is not None]
+    x = F.cat(parts, dim) if len(parts) > 1 else self
+    for _ in range(min(n, x.shape[dim])):
+        size = x.shape[dim]
+        later, earlier = F.slice(x, dim, 1, size), F.slice(x, dim, 0, size - 1)
+        x = F.logical_xor(later, earlier) if x.dtype is _dt.bool else F.sub(later, earlier)
+    return F.clone(x) if x is self else x                 # (n = 0: a copy, as torch)
+
+
+@decomposition("take")
+def take(self, index):
+    """The flattened tensor's elements at `index`, negative ones counted from the end; bounds checked on a
+    backend holding data, with torch's message."""
+    count = self.numel()
+    flat_index = F.reshape(index, (-1,))
+    if holds_data(index) and index.numel():
+        for bound in (F.amin(flat_index).item(), F.amax(flat_index).item()):
+            if not -count <= bound < count:
+                raise IndexOutOfRangeError(f"take(): out of range: tried to access index {bound} on a tensor of "
+                                           f"{count} elements.")
+    wrapped = F.where(F.lt(flat_index, 0), F.add(flat_index, count), flat_index)
+    return F.reshape(F.index_select(F.reshape(self, (-1,)), 0, wrapped), tuple(index.shape))

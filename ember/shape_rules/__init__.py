@@ -26,7 +26,7 @@ def shape_rule(name: str, reads: tuple[str, ...] = ()) -> Callable[[Callable], C
 
 
 from . import pointwise, reductions, views, tensor_ops, factories, distances, indexing, shape_ops, einsum  # noqa: E402,F401,E501  (registration)
-from . import repetition  # noqa: E402,F401  (repeat, tile, repeat_interleave)
+from . import repetition, reorder  # noqa: E402,F401  (repeat, tile, repeat_interleave; flips, rot90, roll)
 from . import nn_layers, nn_norm_pad, nn_core  # noqa: E402,F401  (nn layers)
 from . import activations, losses, random_ops  # noqa: E402,F401  (nn functional)
 from . import fused  # noqa: E402,F401  (fused optimizer updates, cross-entropy backward)

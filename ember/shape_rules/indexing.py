@@ -154,6 +154,18 @@ def one_hot(op, self, num_classes=-1):
     return (tuple(_shape(self)) + (num_classes,), _dt.int64)
 
 
+@shape_rule("take")
+def take(op, self, index):
+    """`index`'s shape, `self`'s dtype; the index values are checked by the kernel (data)."""
+    check_tensor(op, self, "input")
+    check_tensor(op, index, "index")
+    if index._dtype is not _dt.int64:
+        raise DTypeError(f"{op.name}(): Expected a long tensor for index, but got {type_name(index._dtype)}")
+    if numel(_shape(self)) == 0 and numel(_shape(index)) > 0:
+        raise IndexOutOfRangeError(f"{op.name}(): tried to take from an empty tensor")
+    return (tuple(_shape(index)), self._dtype)
+
+
 @shape_rule("nonzero")
 def nonzero(op, self):
     check_tensor(op, self, "input")

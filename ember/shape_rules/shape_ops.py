@@ -6,6 +6,7 @@ from ember.core.errors import ArgumentTypeError, ArgumentValueError, DimensionEr
 from ember.core import dtype as _dt
 from ember.core.layout import contiguous_strides, numel
 from ember.core.spec import TensorSpec
+from ember.core.type_promotion import promote_types
 
 from . import shape_rule
 from .common import (NUMBER_TYPES, as_int, check_dtype_arg, check_int_list, check_tensor,
@@ -210,39 +211,6 @@ def norm(op, self, p=2, dim=(), keepdim=False):
 
 
 # ------------------------------------------------------------------------------ shape ops
-@shape_rule("flip")
-def flip(op, self, dims):
-    check_tensor(op, self, "input")
-    shape = _shape(self)
-    dims = check_int_list(op, dims, "dims")
-    wrapped = tuple(wrap_dim(op, d, len(shape), "dims") for d in dims)
-    if len(set(wrapped)) != len(wrapped):
-        d = next(d for d in wrapped if wrapped.count(d) > 1)
-        raise ArgumentValueError(f"{op.name}(): dim {d} appears multiple times in the list of dims")
-    return _dense_like(self, self._dtype)
-
-
-@shape_rule("roll")
-def roll(op, self, shifts, dims=()):
-    check_tensor(op, self, "input")
-    shifts = check_int_list(op, shifts, "shifts")
-    dims = check_int_list(op, dims, "dims")
-    if not shifts:
-        raise ArgumentValueError(f"{op.name}(): `shifts` required")
-    if not dims and len(shifts) != 1:
-        raise ArgumentValueError(f"{op.name}(): shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
-    if dims and len(shifts) != len(dims):
-        raise ArgumentValueError(f"{op.name}(): shifts and dimensions must align. shifts: {len(shifts)}, "
-                                 f"dims:{len(dims)}")
-    if numel(_shape(self)) == 0:         # torch returns an empty input's copy before it reads the dims
-        return (_shape(self), self._dtype)
-    if dims and not _shape(self):
-        raise DimensionError(f"{op.name}(): Dimension specified as {dims[0]} but tensor has no dimensions")
-    for d in dims:
-        wrap_dim(op, d, len(_shape(self)), "dims")
-    return (_shape(self), self._dtype)
-
-
 @shape_rule("tril")
 def tril(op, self, diagonal=0):
     check_tensor(op, self, "input")
@@ -511,3 +479,40 @@ def empty_strided(op, size, stride, dtype=None, device=None, requires_grad=False
         raise ArgumentValueError(f"{op.name}(): Storage size calculation overflowed with sizes={list(size)} and "
                                  f"strides={list(stride)} (ember's tensors have no negative strides)")
     return with_layout(size, dtype or _dt.get_default_dtype(), stride if stride != contiguous_strides(size) else None)
+
+
+@shape_rule("diff")
+def diff(op, self, n=1, dim=-1, prepend=None, append=None):
+    """The n-th forward difference along `dim`, after prepend and append are joined on: n fewer entries there
+    (none below zero). bool takes xor; the dtype is the joined tensors' (cat's promotion); laid out as self's
+    slices are (contiguous after a cat)."""
+    check_tensor(op, self, "input")
+    shape = _shape(self)
+    if not shape:
+        raise ArgumentValueError(f"{op.name}(): diff expects input to be at least one-dimensional")
+    n = as_int(op, n, "n")
+    if n < 0:
+        raise ArgumentValueError(f"{op.name}(): order must be non-negative but got {n}")
+    dim = wrap_dim(op, dim, len(shape))
+    size, dtypes = shape[dim], [self._dtype]
+    for name, extra in (("prepend", prepend), ("append", append)):
+        if extra is None:
+            continue
+        check_tensor(op, extra, name)
+        other = _shape(extra)
+        if len(other) != len(shape):
+            raise ShapeError(f"{op.name}(): diff expects prepend or append to be the same dimension as input")
+        for i, (a, b) in enumerate(zip(other, shape)):
+            if i != dim and a != b:
+                raise ShapeError(f"{op.name}(): diff expects the shape of tensor to prepend or append to match that "
+                                 f"of input except along the differencing dimension; input.size({i}) = {b}, but "
+                                 f"got tensor.size({i}) = {a}")
+        size += other[dim]
+        dtypes.append(extra._dtype)
+    dtype = dtypes[0]
+    for d in dtypes[1:]:
+        dtype = promote_types(dtype, d)
+    out = shape[:dim] + (max(size - n, 0),) + shape[dim + 1:]
+    if len(dtypes) > 1 or len(out) < 2:             # joined by cat first: a contiguous result
+        return (out, dtype)
+    return with_layout(out, dtype, infer_dense_strides(out, strides_of(self)))   # differences of self's slices

@@ -11,6 +11,7 @@ import math
 import operator
 
 from .context import ArrayModule, Family, out, quiet
+from .shape import empty_like_spec
 
 
 def _axes(a, dim):
@@ -53,9 +54,12 @@ def scan(am: ArrayModule, fn, spec, a, dim, dtype=None):
 
 
 def flip(am: ArrayModule, spec, a, dims):
+    """A copy of the flipped view, laid out as the shape rule says (a transposed input's layout kept, as torch)."""
     xp = am.xp
     axes = _axes(a, dims) if len(dims) else ()
-    return xp.array(xp.flip(a, axis=axes) if axes and a.ndim else a, copy=True, order="C")
+    out = empty_like_spec(am, spec)
+    xp.copyto(out, xp.flip(a, axis=axes) if axes and a.ndim else a)
+    return out
 
 
 def roll(am: ArrayModule, spec, a, shifts, dims=()):

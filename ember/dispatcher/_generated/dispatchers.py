@@ -1208,6 +1208,58 @@ def make_dispatch_T0_T3(op, cache, method=False):
     return dispatch
 
 
+def make_dispatch_T0_T3_T4(op, cache, method=False):
+    resolve = op.resolve
+    check0 = 0 not in op.numbers or op.wraps_numbers
+    check3 = 3 not in op.numbers or op.wraps_numbers
+    check4 = 4 not in op.numbers or op.wraps_numbers
+
+    def dispatch(args):
+        try:
+            ks = 0
+            a = args[0]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check0 and a is not None:
+                wrapped = _number_argument(op, args, 0, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[3]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check3 and a is not None:
+                wrapped = _number_argument(op, args, 3, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[4]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check4 and a is not None:
+                wrapped = _number_argument(op, args, 4, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
+    return dispatch
+
+
 def make_dispatch_T1(op, cache, method=False):
     resolve = op.resolve
     check1 = 1 not in op.numbers or op.wraps_numbers
@@ -1267,5 +1319,6 @@ DISPATCH_FACTORIES = {
     ((0, 2), (1,)): make_dispatch_T0_T2_L1,
     ((0, 2, 3), ()): make_dispatch_T0_T2_T3,
     ((0, 3), ()): make_dispatch_T0_T3,
+    ((0, 3, 4), ()): make_dispatch_T0_T3_T4,
     ((1,), ()): make_dispatch_T1,
 }

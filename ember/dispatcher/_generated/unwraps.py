@@ -218,6 +218,19 @@ def unwrap_T0_T3(args):
     ) + args[4:]
 
 
+def unwrap_T0_T3_T4(args):
+    a0 = args[0]
+    a3 = args[3]
+    a4 = args[4]
+    return (
+        a0._data if isinstance(a0, Tensor) else a0,
+        args[1],
+        args[2],
+        a3._data if isinstance(a3, Tensor) else a3,
+        a4._data if isinstance(a4, Tensor) else a4,
+    ) + args[5:]
+
+
 def unwrap_T1(args):
     a1 = args[1]
     return (
@@ -241,5 +254,6 @@ UNWRAPS = {
     (0, 2): unwrap_T0_T2,
     (0, 2, 3): unwrap_T0_T2_T3,
     (0, 3): unwrap_T0_T3,
+    (0, 3, 4): unwrap_T0_T3_T4,
     (1,): unwrap_T1,
 }

@@ -316,6 +316,31 @@ for _nm, _dom in _UNARY_FLOAT_MORE.items():
                if _nm in ("asinh", "acosh", "atanh") else None)
 
 
+# deg2rad / rad2deg: a product with a constant, every dtype (integers and bools as the default float)
+for _nm in ("deg2rad", "rad2deg"):
+    add_pointwise(_nm, _nm, dtypes=ALL, samples=unary_samples(), errors=unary_errors(_nm),
+                  inplace_errors=unary_inplace_errors(_nm + "_", float_only=True), inplace_dtypes=FLOAT,
+                  inplace_samples=unary_samples())
+
+# logaddexp / logaddexp2: floating only; equal infinities and -inf beside a finite value
+def _log_add_extra(rng, dtype):
+    a = np.array([np.inf, -np.inf, -np.inf, 3.0], NP_DTYPE[dtype])
+    b = np.array([np.inf, -np.inf, 1.0, np.nan], NP_DTYPE[dtype])
+    return [Sample((T(a), T(b)), desc="infinities and nan")]
+
+
+def _log_add_samples(rng, dtype):
+    other = "float64" if dtype != "float64" else "float32"
+    mixed = Sample((T(make(rng, (2, 3), dtype), grad=True), T(make(rng, (3,), other), grad=True)), desc="mixed dtypes")
+    return binary_samples(scalars=(), mixed=False)(rng, dtype) + _log_add_extra(rng, dtype) + [mixed]
+
+
+for _nm in ("logaddexp", "logaddexp2"):
+    add(OpInfo(_nm, fn(_nm), _log_add_samples, dtypes=FLOAT, grad=True,
+               errors=lambda rng, _nm=_nm: broadcast_error(_nm)(rng)[:1] + [
+                   E((T(make(rng, (2,), "int64")), T(make(rng, (2,), "int64"))), NotImplementedError, _nm,
+                     desc="int64 operands")]))
+
 def _square_extra(rng, dtype):
     return [Sample((T(make(rng, (2, 3), dtype), grad=is_float(dtype)),), desc="method",
                    fn=lambda m, x: x.square())]

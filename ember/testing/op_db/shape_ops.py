@@ -2,6 +2,8 @@
 einsum, lerp/addcmul/addcdiv, scalar_tensor and empty_strided."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..tolerances import LINALG_TOL
@@ -429,3 +431,73 @@ def _ravel_samples(rng, dtype):
 
 add(OpInfo("ravel", fn("ravel"), _ravel_samples, dtypes=ALL, grad=True,
            errors=lambda rng: [E((3.0,), TypeError, "ravel", desc="number input")]))
+
+
+
+# ---- fliplr / flipud / rot90 (flips; rot90 a flip seen transposed), diff and take
+def _flip_like_samples(min_dims):
+    def gen(rng, dtype):
+        g = is_float(dtype)
+        S = [Sample((T(make(rng, (2, 3), dtype), grad=g),), desc="2-d"),
+             Sample((T(make(rng, (3, 2), dtype), "t", grad=g),), desc="transposed"),
+             Sample((T(make(rng, (2, 3, 2), dtype), grad=g),), desc="3-d"),
+             Sample((T(make(rng, (0, 3), dtype), grad=g),), desc="empty")]
+        if min_dims == 1:
+            S.append(Sample((T(make(rng, (4,), dtype), grad=g),), desc="1-d"))
+        return S
+    return gen
+
+
+def _rot90_samples(rng, dtype):
+    g = is_float(dtype)
+    x = lambda shape, layout="c": T(make(rng, shape, dtype), layout, grad=g)     # noqa: E731
+    return [Sample((x((2, 3)),), desc="one turn"), Sample((x((2, 3)), 2), desc="half turn"),
+            Sample((x((2, 3)), -1, [1, 0]), desc="back, dims swapped"), Sample((x((3, 2), "t"), 3), desc="transposed"),
+            Sample((x((3, 2), "t"), 0), desc="no turn: a contiguous copy"),
+            Sample((x((2, 3, 4)), 1, [0, 2]), desc="3-d"), Sample((x((2, 3)), 5, [1, -2]), desc="k past 4")]
+
+
+def _diff_samples(rng, dtype):
+    g = is_float(dtype)
+    x = lambda shape: T(make(rng, shape, dtype), grad=g)     # noqa: E731
+    return [Sample((x((5,)),), desc="1-d"), Sample((x((5,)), 2), desc="second order"),
+            Sample((x((3, 4)), 1, 0), desc="dim 0"),
+            Sample((x((3, 4)), 1, -1, x((3, 1)), x((3, 2))), desc="prepend and append"),
+            Sample((x((2,)), 3), desc="order past the length"),
+            Sample((T(make(rng, (4, 3), dtype), "t", grad=g),), desc="non-contiguous"),
+            Sample((x((0, 3)), 1, 0), desc="empty")]
+
+
+def _take_samples(rng, dtype):
+    g = is_float(dtype)
+    x = T(make(rng, (2, 3), dtype), grad=g)
+    idx = lambda values: T(np.array(values, np.int64))       # noqa: E731
+    return [Sample((x, idx([0, 5, 2])), desc="1-d index"), Sample((x, idx([[0, 1], [-1, -6]])), desc="2-d, negative"),
+            Sample((x, idx(3)), desc="0-d index"), Sample((x, idx(np.zeros(0, np.int64))), desc="empty index"),
+            Sample((T(make(rng, (3, 2), dtype), "t", grad=g), idx([1, 4])), desc="non-contiguous"),
+            Sample((x, idx([1])), desc="method", fn=lambda m, a, i: a.take(i))]
+
+
+add(OpInfo("fliplr", fn("fliplr"), _flip_like_samples(2), dtypes=ALL, grad=True,
+           errors=lambda rng: [E((T(f32(rng, (3,))),), RuntimeError, "fliplr", "2-d", desc="1-d")]))
+add(OpInfo("flipud", fn("flipud"), _flip_like_samples(1), dtypes=ALL, grad=True,
+           errors=lambda rng: [E((T(f32(rng, ())),), RuntimeError, "flipud", "1-d", desc="0-d")]))
+add(OpInfo("rot90", fn("rot90"), _rot90_samples, dtypes=ALL, grad=True,
+           errors=lambda rng: [E((T(f32(rng, (3,))),), RuntimeError, "rot90", "total dims", desc="1-d"),
+                               E((T(f32(rng, (2, 2))), 1, [0, 0]), RuntimeError, "rot90", "different", desc="same dims"),
+                               E((T(f32(rng, (2, 2))), 1, [0]), RuntimeError, "rot90", "rotation dims", desc="one dim")]))
+add(OpInfo("diff", fn("diff"), _diff_samples, dtypes=ALL, grad=True,
+           errors=lambda rng: [E((T(f32(rng, ())),), RuntimeError, "diff", "one-dimensional", desc="0-d"),
+                               E((T(f32(rng, (3,))), -1), RuntimeError, "diff", "non-negative", desc="negative order"),
+                               E((T(f32(rng, (2, 3))), 1, -1, T(f32(rng, (2,)))), RuntimeError, "diff",
+                                 "same dimension", desc="prepend of fewer dims")]))
+add(OpInfo("take", fn("take"), _take_samples, dtypes=ALL, grad=True,
+           errors=lambda rng: [dataclasses.replace(E((T(f32(rng, (2, 3))), T(np.array([6], np.int64))), IndexError,
+                                                     "take", "out of range", desc="index past the end"),
+                                                   sample=dataclasses.replace(
+                                                       E((T(f32(rng, (2, 3))), T(np.array([6], np.int64))),
+                                                         IndexError, "take").sample, meta=False)),
+                               E((T(f32(rng, (2, 3))), T(np.array([0], np.int32))), RuntimeError, "take", "long tensor",
+                                 desc="int32 index"),
+                               E((T(np.zeros(0, np.float32)), T(np.array([0], np.int64))), IndexError, "take", "empty",
+                                 desc="empty input")]))
