@@ -82,15 +82,18 @@ class CPUBackend(Backend):
 #: the fused attention's (attention_numba.py) sum in another order: numba from the first call (a saved output
 #: recomputed in the backward must get the forward's bits). The optimizer updates' loops (optimizers_numba.py),
 #: max pooling's (pool_numba.py), the convolution input gradient's col2im (conv_numba.py), relu's
-#: (activations_numba.py) and embedding's backward (indexing_numba.py) give the eager kernel's results: a
-#: program's first calls keep numpy, so a script that runs a step or two never pays numba's import (a few
-#: tenths of a second), and a training loop switches after them.
+#: (activations_numba.py), embedding's backward (indexing_numba.py) and cross entropy with class indices on
+#: logits of one scratch block (cross_entropy_numba.py: numpy's exp, log and BLAS row sums between two loops)
+#: give the eager kernel's results: a program's first calls keep numpy, so a script that runs a step or two
+#: never pays numba's import (a few tenths of a second), and a training loop switches after them.
 NUMBA_KERNELS = {"gelu": ("gelu_numba", 0), "gelu_backward": ("gelu_numba", 0),
                  "_fused_adam_": ("optimizers_numba", 16), "_fused_adadelta_": ("optimizers_numba", 16),
                  "_fused_sgd_": ("optimizers_numba", 16),
                  "max_pool2d_with_indices": ("pool_numba", 16), "convolution_backward": ("conv_numba", 16),
                  "relu": ("activations_numba", 16), "threshold_backward": ("activations_numba", 16),
                  "embedding_dense_backward": ("indexing_numba", 16),
+                 "_cross_entropy_indices": ("cross_entropy_numba", 16),
+                 "_cross_entropy_indices_backward": ("cross_entropy_numba", 16),
                  "native_layer_norm": ("norm_numba", 0), "native_layer_norm_backward": ("norm_numba", 0),
                  "_scaled_dot_product_attention_fused": ("attention_numba", 0),
                  "_scaled_dot_product_attention_fused_backward": ("attention_numba", 0)}

@@ -382,20 +382,29 @@ def _plain_cross_entropy(x, weight, label_smoothing) -> bool:
     return len(x.shape) == 2 and not _lowp(x) and weight is None and label_smoothing == 0 and _numel(x) > 0
 
 
+def _cross_entropy_loops(x) -> bool:
+    """Whether cross_entropy_numba.py's loops serve the plain case: logits within one scratch block."""
+    return _numel(x) <= SCRATCH_BLOCK
+
+
 def cross_entropy_indices(x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0) -> int:
     """The plain case (2-D float32/64 logits, in-range class indices, no weight or smoothing): the logits
     less their row maxima, exponentiated a block of rows at a time into one scratch (losses._exp_row_sums),
-    and numpy's buffer for the broadcast subtraction."""
+    and numpy's buffer for the broadcast subtraction; the loops (logits within one block) keep the row
+    maxima and the picked log-probabilities (a loss per row, the output itself when unreduced)."""
     if not _plain_cross_entropy(x, weight, label_smoothing):
         return 0
     n, classes = x.shape
+    if _cross_entropy_loops(x):
+        return (_numel(x) + n + (n if reduction else 0)) * x.dtype.itemsize
     block = min(n, max(1, SCRATCH_BLOCK // max(classes, 1))) * classes
     return (block + min(block, NUMPY_BUFFER)) * x.dtype.itemsize
 
 
 def cross_entropy_indices_backward(grad, x, lse, target, weight, reduction, ignore_index, label_smoothing) -> int:
-    """The plain case: numpy's buffer for the logits less their logsumexp, written into the gradient."""
-    if not _plain_cross_entropy(x, weight, label_smoothing):
+    """The plain case: numpy's buffer for the logits less their logsumexp, written into the gradient (none
+    for the loops, which write the gradient directly)."""
+    if not _plain_cross_entropy(x, weight, label_smoothing) or _cross_entropy_loops(x):
         return 0
     return min(_numel(x), NUMPY_BUFFER) * x.dtype.itemsize
 
