@@ -287,6 +287,23 @@ _op_sum_dim_IntList = _OPS['sum.dim_IntList']
 _dispatch_sum_dim_IntList = _op_sum_dim_IntList.dispatch
 _op_mean_dim = _OPS['mean.dim']
 _dispatch_mean_dim = _op_mean_dim.dispatch
+_op_nansum = _OPS['nansum']
+_dispatch_nansum = _op_nansum.dispatch
+_op_nanmean = _OPS['nanmean']
+_dispatch_nanmean = _op_nanmean.dispatch
+_op_median = _OPS['median']
+_dispatch_median = _op_median.dispatch
+_op_median_dim = _OPS['median.dim']
+_dispatch_median_dim = _op_median_dim.dispatch
+_R_median_dim = _namedtuple('median', ['values', 'indices'])
+_op_nanmedian = _OPS['nanmedian']
+_dispatch_nanmedian = _op_nanmedian.dispatch
+_op_nanmedian_dim = _OPS['nanmedian.dim']
+_dispatch_nanmedian_dim = _op_nanmedian_dim.dispatch
+_R_nanmedian_dim = _namedtuple('nanmedian', ['values', 'indices'])
+_op_kthvalue = _OPS['kthvalue']
+_dispatch_kthvalue = _op_kthvalue.dispatch
+_R_kthvalue = _namedtuple('kthvalue', ['values', 'indices'])
 _op_amax = _OPS['amax']
 _dispatch_amax = _op_amax.dispatch
 _op_amin = _OPS['amin']
@@ -1997,6 +2014,107 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     if keepdim.__class__ is not bool:
         _bool_arg(keepdim, 'mean', 'keepdim', 3)
     return _dispatch_mean_dim((input, dim, keepdim, dtype))
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """sum with NaNs counted as zero.
+
+    Schema: ``nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``
+    """
+    if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+        dim = _int_list_arg(dim, 'nansum', 'dim', 2, True)
+    elif dim is not None:
+        for _item in dim:
+            if _item.__class__ is not int:
+                dim = _int_list_arg(dim, 'nansum', 'dim', 2, True)
+                break
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'nansum', 'keepdim', 3)
+    return _dispatch_nansum((input, dim, keepdim, dtype))
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    """The mean of the elements that are not NaN (NaN where every one is); needs a floating-point dtype.
+
+    Schema: ``nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``
+    """
+    if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+        dim = _int_list_arg(dim, 'nanmean', 'dim', 2, True)
+    elif dim is not None:
+        for _item in dim:
+            if _item.__class__ is not int:
+                dim = _int_list_arg(dim, 'nanmean', 'dim', 2, True)
+                break
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'nanmean', 'keepdim', 3)
+    return _dispatch_nanmean((input, dim, keepdim, dtype))
+
+def _bind_median_dim(input, dim, keepdim=False):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'median', 'dim', 2)
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'median', 'keepdim', 3)
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('input')
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
+    return (input, dim, keepdim)
+
+def _bind_median(input):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('input')
+    return (input,)
+
+_overloads_median = ((_bind_median_dim, _op_median_dim, _R_median_dim, None), (_bind_median, _op_median, None, None),)
+def median(*args, **kwargs):
+    """The lower median along `dim` and where it is (a NaN and its place where the slice has one).
+
+    Overloads:
+
+    ``median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)``: The lower median along `dim` and where it is (a NaN and its place where the slice has one).
+
+    ``median(Tensor self) -> Tensor``: The lower median of all elements (the ((n - 1) // 2)-th smallest); NaN if any is NaN.
+    """
+    return _call_overload('median', _overloads_median, args, kwargs)
+
+def _bind_nanmedian_dim(input, dim, keepdim=False):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'nanmedian', 'dim', 2)
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'nanmedian', 'keepdim', 3)
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('input')
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
+    return (input, dim, keepdim)
+
+def _bind_nanmedian(input):
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('input')
+    return (input,)
+
+_overloads_nanmedian = ((_bind_nanmedian_dim, _op_nanmedian_dim, _R_nanmedian_dim, None), (_bind_nanmedian, _op_nanmedian, None, None),)
+def nanmedian(*args, **kwargs):
+    """The lower median along `dim` of the elements that are not NaN, and where it is.
+
+    Overloads:
+
+    ``nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)``: The lower median along `dim` of the elements that are not NaN, and where it is.
+
+    ``nanmedian(Tensor self) -> Tensor``: The lower median of the elements that are not NaN (NaN where every one is).
+    """
+    return _call_overload('nanmedian', _overloads_nanmedian, args, kwargs)
+
+def kthvalue(input, k, dim=-1, keepdim=False):
+    """The k-th smallest element along `dim` (NaNs count as the largest) and where it is.
+
+    Schema: ``kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)``
+    """
+    if k.__class__ is not int:
+        _int_arg(k, 'kthvalue', 'k', 2)
+    if dim.__class__ is not int:
+        _int_arg(dim, 'kthvalue', 'dim', 3)
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'kthvalue', 'keepdim', 4)
+    return _tuple_new(_R_kthvalue, _dispatch_kthvalue((input, k, dim, keepdim)))
 
 def amax(input, dim=(), keepdim=False):
     """The maximum over `dim` (all when empty); the gradient is shared evenly among ties.
@@ -6832,7 +6950,7 @@ concat = cat
 concatenate = cat
 ger = outer
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'count_nonzero', 'ctc_loss', 'cumprod', 'cumsum', 'deg2rad', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diff', 'digamma', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'fliplr', 'flipud', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isclose', 'isfinite', 'isinf', 'isnan', 'kl_div', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'min', 'minimum', 'mm', 'moveaxis', 'movedim', 'mul', 'multinomial', 'multiply', 'nan_to_num', 'nan_to_num_', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'not_equal', 'ones', 'ones_like', 'outer', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rad2deg', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'triangular_solve', 'tril', 'triu', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'count_nonzero', 'ctc_loss', 'cumprod', 'cumsum', 'deg2rad', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diff', 'digamma', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'fliplr', 'flipud', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isclose', 'isfinite', 'isinf', 'isnan', 'kl_div', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'moveaxis', 'movedim', 'mul', 'multinomial', 'multiply', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nansum', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'not_equal', 'ones', 'ones_like', 'outer', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rad2deg', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'triangular_solve', 'tril', 'triu', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 OP_FUNCTIONS = {
     'add.Tensor': add,
@@ -6973,6 +7091,13 @@ OP_FUNCTIONS = {
     'signbit': signbit,
     'sum.dim_IntList': sum,
     'mean.dim': mean,
+    'nansum': nansum,
+    'nanmean': nanmean,
+    'median': median,
+    'median.dim': median,
+    'nanmedian': nanmedian,
+    'nanmedian.dim': nanmedian,
+    'kthvalue': kthvalue,
     'amax': amax,
     'amin': amin,
     'max.dim': max,

@@ -176,6 +176,16 @@ from ember._generated.functions import (
     _op_signbit,
     _op_sum_dim_IntList,
     _op_mean_dim,
+    _op_nansum,
+    _op_nanmean,
+    _op_median,
+    _op_median_dim,
+    _R_median_dim,
+    _op_nanmedian,
+    _op_nanmedian_dim,
+    _R_nanmedian_dim,
+    _op_kthvalue,
+    _R_kthvalue,
     _op_amax,
     _op_amin,
     _op_max_dim,
@@ -467,6 +477,9 @@ _method_dispatch_isfinite = _op_isfinite.method_dispatch
 _method_dispatch_signbit = _op_signbit.method_dispatch
 _method_dispatch_sum_dim_IntList = _op_sum_dim_IntList.method_dispatch
 _method_dispatch_mean_dim = _op_mean_dim.method_dispatch
+_method_dispatch_nansum = _op_nansum.method_dispatch
+_method_dispatch_nanmean = _op_nanmean.method_dispatch
+_method_dispatch_kthvalue = _op_kthvalue.method_dispatch
 _method_dispatch_amax = _op_amax.method_dispatch
 _method_dispatch_amin = _op_amin.method_dispatch
 _method_dispatch_max = _op_max.method_dispatch
@@ -1581,6 +1594,87 @@ class TensorMethods:
         if keepdim.__class__ is not bool:
             _bool_arg(keepdim, 'mean', 'keepdim', 2)
         return _method_dispatch_mean_dim((self, dim, keepdim, dtype))
+
+    def nansum(self, dim=None, keepdim=False, *, dtype=None):
+        """sum with NaNs counted as zero.
+
+        Schema: ``nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``
+        """
+        if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+            dim = _int_list_arg(dim, 'nansum', 'dim', 1, True)
+        elif dim is not None:
+            for _item in dim:
+                if _item.__class__ is not int:
+                    dim = _int_list_arg(dim, 'nansum', 'dim', 1, True)
+                    break
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'nansum', 'keepdim', 2)
+        return _method_dispatch_nansum((self, dim, keepdim, dtype))
+
+    def nanmean(self, dim=None, keepdim=False, *, dtype=None):
+        """The mean of the elements that are not NaN (NaN where every one is); needs a floating-point dtype.
+
+        Schema: ``nanmean(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``
+        """
+        if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+            dim = _int_list_arg(dim, 'nanmean', 'dim', 1, True)
+        elif dim is not None:
+            for _item in dim:
+                if _item.__class__ is not int:
+                    dim = _int_list_arg(dim, 'nanmean', 'dim', 1, True)
+                    break
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'nanmean', 'keepdim', 2)
+        return _method_dispatch_nanmean((self, dim, keepdim, dtype))
+
+    @staticmethod
+    def _bind_median_dim(self, dim, keepdim=False):
+        if dim.__class__ is not int:
+            _int_arg(dim, 'median', 'dim', 1)
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'median', 'keepdim', 2)
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
+        return (self, dim, keepdim)
+
+    @staticmethod
+    def _bind_median(self):
+        return (self,)
+
+    def median(self, *args, **kwargs):
+        """The lower median along `dim` and where it is (a NaN and its place where the slice has one)."""
+        return _call_overload('median', ((TensorMethods._bind_median_dim, _op_median_dim, _R_median_dim, None), (TensorMethods._bind_median, _op_median, None, None),), (self,) + args, kwargs, True)
+
+    @staticmethod
+    def _bind_nanmedian_dim(self, dim, keepdim=False):
+        if dim.__class__ is not int:
+            _int_arg(dim, 'nanmedian', 'dim', 1)
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'nanmedian', 'keepdim', 2)
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
+        return (self, dim, keepdim)
+
+    @staticmethod
+    def _bind_nanmedian(self):
+        return (self,)
+
+    def nanmedian(self, *args, **kwargs):
+        """The lower median along `dim` of the elements that are not NaN, and where it is."""
+        return _call_overload('nanmedian', ((TensorMethods._bind_nanmedian_dim, _op_nanmedian_dim, _R_nanmedian_dim, None), (TensorMethods._bind_nanmedian, _op_nanmedian, None, None),), (self,) + args, kwargs, True)
+
+    def kthvalue(self, k, dim=-1, keepdim=False):
+        """The k-th smallest element along `dim` (NaNs count as the largest) and where it is.
+
+        Schema: ``kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)``
+        """
+        if k.__class__ is not int:
+            _int_arg(k, 'kthvalue', 'k', 1)
+        if dim.__class__ is not int:
+            _int_arg(dim, 'kthvalue', 'dim', 2)
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'kthvalue', 'keepdim', 3)
+        return _tuple_new(_R_kthvalue, _method_dispatch_kthvalue((self, k, dim, keepdim)))
 
     def amax(self, dim=(), keepdim=False):
         """The maximum over `dim` (all when empty); the gradient is shared evenly among ties.

@@ -75,3 +75,82 @@ def count_nonzero(self, dim=None):
     if dim is None or (isinstance(dim, (list, tuple)) and not dim):
         return F.sum(nonzero)
     return F.sum(nonzero, [dim] if isinstance(dim, int) else list(dim))
+
+
+# ------------------------------------------------------------------------------------------ NaN-aware, selections
+@decomposition("nansum")
+def nansum(self, dim=None, keepdim=False, dtype=None):
+    """sum with NaNs replaced by zero (integers hold none)."""
+    values = F.where(F.isnan(self), 0, self) if self.dtype.is_floating_point else self
+    return F.sum(values, dim, keepdim, dtype=dtype)
+
+
+@decomposition("nanmean")
+def nanmean(self, dim=None, keepdim=False, dtype=None):
+    """nansum over the count of elements that are not NaN (0 / 0: NaN where all are)."""
+    counted = F.sum(F.logical_not(F.isnan(self)), dim, keepdim)
+    return F.div(nansum(self, dim, keepdim, dtype), counted)
+
+
+def _select(self, dim, keepdim, position):
+    """(values, indices) at `position(n, nan_count)` (a keepdim-shaped position tensor or an int) of a stable
+    sort along `dim`, where NaNs come last in their order (median, nanmedian, kthvalue)."""
+    x = F.reshape(self, (1,)) if self.dim() == 0 else self
+    d = dim if dim >= 0 else dim + x.dim()
+    values, indices = F.sort(x, stable=True, dim=d)
+    n = x.shape[d]
+    nan_count = F.sum(F.isnan(x), [d], True) if x.dtype.is_floating_point else None
+    at = position(n, nan_count)
+    if isinstance(at, int):
+        shape = list(values.shape)
+        shape[d] = 1
+        at = F.full(tuple(shape), at, dtype=_dt.int64, device=x.device)
+    picked = (F.gather(values, d, at), F.gather(indices, d, at))
+    if not keepdim or self.dim() == 0:
+        picked = tuple(F.squeeze(p, [d]) for p in picked)
+    return picked
+
+
+def _lower_median(n, nan_count):
+    """(n - 1) // 2, or the first NaN's place where the slice has one (torch's median propagates NaN)."""
+    if nan_count is None:
+        return (n - 1) // 2
+    return F.where(F.gt(nan_count, 0), F.rsub(nan_count, n), (n - 1) // 2)
+
+
+def _lower_nanmedian(n, nan_count):
+    """The lower median's place among the elements that are not NaN (0 where all are NaN)."""
+    if nan_count is None:
+        return (n - 1) // 2
+    return F.clamp_min(F.floor_divide(F.sub(F.rsub(nan_count, n), 1), 2), 0)
+
+
+def _median_all(self, position):
+    if self.numel() == 0:
+        return F.full((), float("nan"), dtype=self.dtype, device=self.device)
+    return _select(F.reshape(self, (-1,)), 0, False, position)[0]
+
+
+@decomposition("median")
+def median(self):
+    return _median_all(self, _lower_median)
+
+
+@decomposition("median.dim")
+def median_dim(self, dim, keepdim=False):
+    return _select(self, dim, keepdim, _lower_median)
+
+
+@decomposition("nanmedian")
+def nanmedian(self):
+    return _median_all(self, _lower_nanmedian)
+
+
+@decomposition("nanmedian.dim")
+def nanmedian_dim(self, dim, keepdim=False):
+    return _select(self, dim, keepdim, _lower_nanmedian)
+
+
+@decomposition("kthvalue")
+def kthvalue(self, k, dim=-1, keepdim=False):
+    return _select(self, dim, keepdim, lambda n, nan_count: k - 1)

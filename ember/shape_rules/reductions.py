@@ -1,11 +1,13 @@
-"""Shape rules of reductions (sum, mean, amax, max.dim, argmax) and softmax."""
+"""Shape rules of reductions (sum, mean, amax, max.dim, argmax, their NaN-ignoring forms, median and kthvalue)
+and softmax."""
 from __future__ import annotations
 
-from ember.core.errors import ArgumentTypeError, ArgumentValueError, DimensionError, DTypeError, MissingKernelError
+from ember.core.errors import (ArgumentTypeError, ArgumentValueError, DimensionError, DTypeError, IndexOutOfRangeError,
+                               MissingKernelError)
 from ember.core import dtype as _dt
 
 from . import shape_rule
-from .common import check_dtype_arg, check_tensor, type_name, wrap_dim, wrap_dims
+from .common import as_int, check_dtype_arg, check_kernel_dtype, check_tensor, type_name, wrap_dim, wrap_dims
 
 
 def reduced_shape(shape, dims, keepdim: bool) -> tuple[int, ...]:
@@ -114,3 +116,51 @@ def count_nonzero(op, self, dim=None):
     """int64 counts over `dim` (every dim when None or empty), the reduced dims dropped."""
     check_tensor(op, self, "input")
     return (reduced_shape(self._data.shape, _dims(op, self, dim), False), _dt.int64)
+
+
+@shape_rule("nanmean")
+def nanmean(op, self, dim=None, keepdim=False, dtype=None):
+    """mean's dims, for a floating-point input (torch's message names the input's dtype)."""
+    check_tensor(op, self, "input")
+    if not (dtype or self._dtype).is_floating_point:
+        raise DTypeError(f"{op.name}(): expected input to have floating point or complex dtype but got "
+                         f"{type_name(self._dtype)}")
+    return mean(op, self, dim, keepdim, dtype)
+
+
+@shape_rule("median_all", reads=("dtypes",))
+def median_all(op, self):
+    check_tensor(op, self, "input")
+    check_kernel_dtype(op, self._dtype)
+    if not self._dtype.is_floating_point and 0 in self._data.shape:
+        raise IndexOutOfRangeError(f"{op.name}(): the median of an empty integer tensor is undefined")
+    return ((), self._dtype)
+
+
+def _selected_along(op, self, dim, keepdim):
+    """(values spec, indices spec) of a selection along `dim` (median, kthvalue), with torch's empty-dim error."""
+    check_tensor(op, self, "input")
+    shape = tuple(self._data.shape)
+    d = wrap_dim(op, dim, len(shape))
+    if shape and shape[d] == 0:
+        raise IndexOutOfRangeError(f"{op.name}(): Expected reduction dim {d} to have non-zero size.")
+    out = reduced_shape(shape, (d,) if shape else (), keepdim)
+    return (out, self._dtype), (out, _dt.int64)
+
+
+@shape_rule("median_dim", reads=("dtypes",))
+def median_dim(op, self, dim, keepdim=False):
+    check_tensor(op, self, "input")
+    check_kernel_dtype(op, self._dtype)
+    return _selected_along(op, self, dim, keepdim)
+
+
+@shape_rule("kthvalue")
+def kthvalue(op, self, k, dim=-1, keepdim=False):
+    check_tensor(op, self, "input")
+    k = as_int(op, k, "k")
+    shape = tuple(self._data.shape)
+    d = wrap_dim(op, dim, len(shape))
+    if not 1 <= k <= (shape[d] if shape else 1):
+        raise ArgumentValueError(f"{op.name}(): selected number k out of range for dimension {d}")
+    return _selected_along(op, self, dim, keepdim)

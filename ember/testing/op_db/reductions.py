@@ -178,3 +178,83 @@ add(OpInfo("count_nonzero", fn("count_nonzero"), _count_nonzero_samples, dtypes=
            errors=lambda rng: [E((T(f32(rng, (2, 3))), 2), IndexError, "count_nonzero", desc="dim out of range"),
                                E((T(f32(rng, (2, 3))), (0, 0)), RuntimeError, "count_nonzero", "multiple",
                                  desc="repeated dim")]))
+
+
+# ---- nansum / nanmean, median / nanmedian / kthvalue (selections of a stable sort; NaNs last)
+def _with_nans(rng, shape, dtype):
+    """Random values with the second and the last one NaN, so no slice is all NaN (the gradient of an all-NaN
+    reduction is 0 / 0: torch's is NaN there, ember's 0); a 0-d tensor keeps its value."""
+    x = make(rng, shape, dtype)
+    if is_float(dtype) and x.ndim and x.size > 2:
+        x.reshape(-1)[[1, -1]] = np.nan
+    return x
+
+
+def _distinct(rng, shape, dtype):
+    """Distinct values (no ties: which of several equal elements a selection reports is torch's kernel's
+    choice, unspecified)."""
+    n = int(np.prod(shape))
+    return (rng.permutation(n) - n // 2).astype(NP_DTYPE[dtype]).reshape(shape)
+
+
+def _nan_reduce_samples(rng, dtype):
+    g = is_float(dtype)
+    x = lambda shape: T(_with_nans(rng, shape, dtype), grad=g)      # noqa: E731
+    return [Sample((x((3, 4)),), desc="all dims"), Sample((x((3, 4)), 1), desc="dim 1"),
+            Sample((x((3, 4)), (0, 1), True), desc="dims, keepdim"), Sample((x(()),), desc="0-d"),
+            Sample((T(_with_nans(rng, (4, 3), dtype), "t", grad=g), 0), desc="non-contiguous"),
+            Sample((x((0, 3)), 1), desc="empty")]
+
+
+add(OpInfo("nansum", fn("nansum"), _nan_reduce_samples, dtypes=("float32", "float64", "float16", "int64"), grad=True,
+           errors=lambda rng: [E((T(f32(rng, (2, 3))), 2), IndexError, "nansum", desc="dim out of range")]))
+add(OpInfo("nanmean", fn("nanmean"), _nan_reduce_samples, dtypes=("float32", "float64"), grad=True,
+           errors=lambda rng: [E((T(make(rng, (2, 3), "int64")),), RuntimeError, "nanmean", "floating point",
+                                 desc="int64 input")]))
+
+
+def _median_all_samples(rng, dtype):
+    g = is_float(dtype)
+    S = [Sample((T(_distinct(rng, (3, 4), dtype), grad=g),), desc="even count"),
+         Sample((T(_distinct(rng, (5,), dtype), grad=g),), desc="odd count"),
+         Sample((T(_distinct(rng, (), dtype), grad=g),), desc="0-d"),
+         Sample((T(_distinct(rng, (4, 3), dtype), "t", grad=g),), desc="non-contiguous")]
+    if is_float(dtype):
+        S += [Sample((T(_with_nans(rng, (2, 3), dtype)),), desc="with NaNs"),
+              Sample((T(np.zeros(0, NP_DTYPE[dtype])),), desc="empty: NaN")]
+    return S
+
+
+def _median_dim_samples(rng, dtype):
+    g = is_float(dtype)
+    S = [Sample((T(_distinct(rng, (3, 4), dtype), grad=g), 1), desc="dim 1"),
+         Sample((T(_distinct(rng, (3, 4), dtype), grad=g), 0, True), desc="dim 0, keepdim"),
+         Sample((T(_distinct(rng, (), dtype), grad=g), 0), desc="0-d"),
+         Sample((T(_distinct(rng, (4, 3), dtype), "t", grad=g), -1), desc="non-contiguous")]
+    if is_float(dtype):
+        S.append(Sample((T(_with_nans(rng, (3, 4), dtype)), 1), desc="with NaNs"))
+    return S
+
+
+def _kthvalue_samples(rng, dtype):
+    g = is_float(dtype)
+    S = [Sample((T(_distinct(rng, (3, 4), dtype), grad=g), 2), desc="last dim"),
+         Sample((T(_distinct(rng, (3, 4), dtype), grad=g), 3, 0, True), desc="dim 0, keepdim"),
+         Sample((T(_distinct(rng, (), dtype), grad=g), 1), desc="0-d"),
+         Sample((T(_distinct(rng, (4, 3), dtype), "t", grad=g), 1, 1), desc="non-contiguous")]
+    if is_float(dtype):
+        S.append(Sample((T(_with_nans(rng, (3, 4), dtype)), 4), desc="NaN as the largest"))
+    return S
+
+
+_SELECT_DTYPES = ("float32", "float64", "int64", "int32")
+for _nm in ("median", "nanmedian"):
+    add(OpInfo(_nm, fn(_nm), _median_all_samples, dtypes=_SELECT_DTYPES, grad=True,
+               errors=lambda rng, _nm=_nm: [E((T(make(rng, (3,), "bool")),), NotImplementedError, _nm, desc="bool")]))
+    add(OpInfo(f"{_nm}.dim", fn(_nm), _median_dim_samples, dtypes=_SELECT_DTYPES, grad=True,
+               errors=lambda rng, _nm=_nm: [E((T(np.zeros((0, 2), np.float32)), 0), IndexError, _nm, "non-zero size",
+                                              desc="empty dim"),
+                                            E((T(f32(rng, (2, 3))), 2), IndexError, _nm, desc="dim out of range")]))
+add(OpInfo("kthvalue", fn("kthvalue"), _kthvalue_samples, dtypes=_SELECT_DTYPES, grad=True,
+           errors=lambda rng: [E((T(f32(rng, (3,))), 4), RuntimeError, "kthvalue", "out of range", desc="k too large"),
+                               E((T(f32(rng, (3,))), 0), RuntimeError, "kthvalue", "out of range", desc="k zero")]))
