@@ -2,15 +2,14 @@
 (torch/functional.py's): `split` (an int or a list of sizes), `einsum` (operands as
 varargs), `norm` (p may be 'fro'), `nonzero` (as_tuple), `flatten` (Tensor.flatten's reshape) and
 `broadcast_tensors` / `broadcast_shapes` / `broadcast_to` (expand views to one shape), `meshgrid` and
-`atleast_1d/2d/3d` (views too), `hstack`/`vstack`/`dstack`/`column_stack` (cat of those views), `unique` and `unique_consecutive`, the comparisons answering one Python bool, `allclose` and `equal`, and the
+`atleast_1d/2d/3d` (views too), `hstack`/`vstack`/`dstack`/`column_stack` (cat of those views), `unique`
+and `unique_consecutive`, the comparisons answering one Python bool, `allclose` and `equal`, and the
 module-level forms of Tensor's metadata questions (`is_floating_point`, `is_nonzero`, ...).
 Each forwards to registry ops.
 """
 from __future__ import annotations
 
 import warnings
-
-
 
 from ember._generated import functions as F
 from ember.core import dtype as _dt

@@ -116,9 +116,9 @@ def randint_high(high, size, generator=None, dtype=None, device=None, requires_g
 def _spaced(name: str, start, end, steps: int, dtype, device):
     """linspace's values before the final cast: `steps` values from `start` to `end` in the dtype they are
     computed in (a float dtype itself, float64 for an integer one, whose ends are first converted to it),
-    the first half counted up from `start`, the rest down from `end`, as torch's kernel counts them (so
-    both ends come out exact). The ends and the step are 0-d tensors, so their arithmetic rounds as the
-    kernel's scalar arithmetic in that dtype does."""
+    the first half counted up from `start`, the rest down from `end`, so both ends come out exact (torch's
+    kernel counts so too; its vectorised loop rounds a few values differently). The ends and the step are
+    0-d tensors, so their arithmetic rounds in that dtype."""
     start, end = (v.item() if hasattr(v, "item") else v for v in (start, end))
     if dtype.is_floating_point:
         compute = dtype

@@ -381,6 +381,12 @@ def iterator_strides(shape, tensors, dtypes=None, scalars: bool = False) -> tupl
     return tuple(out)
 
 
+def dense_like(t: TensorSpec, dtype):
+    """The output layout of ops that allocate like their input (ATen's infer_dense_strides)."""
+    shape = tuple(t._data.shape)
+    return with_layout(shape, dtype, infer_dense_strides(shape, strides_of(t)) if len(shape) > 1 else None)
+
+
 def with_layout(shape, dtype, strides):
     """An output spec: (shape, dtype) when contiguous, else (shape, dtype, strides)."""
     if strides is None or tuple(strides) == contiguous_strides(shape):

@@ -6,17 +6,12 @@ from ember.core.layout import contiguous_strides, numel
 from ember.core.spec import TensorSpec
 
 from . import shape_rule
-from .common import check_int_list, check_tensor, infer_dense_strides, strides_of, with_layout, wrap_dim
+from .common import check_int_list, check_tensor, dense_like, with_layout, wrap_dim
 
 
 def _shape(t: TensorSpec) -> tuple[int, ...]:
     return tuple(t._data.shape)
 
-
-def _dense_like(t: TensorSpec, dtype):
-    """The output layout of ops that allocate like their input (ATen's infer_dense_strides)."""
-    shape = _shape(t)
-    return with_layout(shape, dtype, infer_dense_strides(shape, strides_of(t)) if len(shape) > 1 else None)
 
 
 @shape_rule("flip")
@@ -28,7 +23,7 @@ def flip(op, self, dims):
     if len(set(wrapped)) != len(wrapped):
         d = next(d for d in wrapped if wrapped.count(d) > 1)
         raise ArgumentValueError(f"{op.name}(): dim {d} appears multiple times in the list of dims")
-    return _dense_like(self, self._dtype)
+    return dense_like(self, self._dtype)
 
 
 @shape_rule("roll")
@@ -91,7 +86,7 @@ def rot90(op, self, k=1, dims=(0, 1)):
     turns, d0, d1 = rot90_dims(op, self, k, dims)
     if turns == 0:
         return (_shape(self), self._dtype)
-    dense = _dense_like(self, self._dtype)
+    dense = dense_like(self, self._dtype)
     if turns == 2:
         return dense
     shape = list(dense[0])

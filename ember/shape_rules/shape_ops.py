@@ -9,7 +9,7 @@ from ember.core.spec import TensorSpec
 from ember.core.type_promotion import promote_types
 
 from . import shape_rule
-from .common import (NUMBER_TYPES, as_int, check_dtype_arg, check_int_list, check_tensor,
+from .common import (NUMBER_TYPES, as_int, check_dtype_arg, check_int_list, check_tensor, dense_like,
                      infer_dense_strides, strides_of, type_name, with_layout, wrap_dim, wrap_dims)
 from .pointwise import pointwise
 from .reductions import reduced_shape
@@ -18,11 +18,6 @@ from .reductions import reduced_shape
 def _shape(t: TensorSpec) -> tuple[int, ...]:
     return tuple(t._data.shape)
 
-
-def _dense_like(t: TensorSpec, dtype):
-    """The output layout of ops that allocate like their input (ATen's infer_dense_strides)."""
-    shape = _shape(t)
-    return with_layout(shape, dtype, infer_dense_strides(shape, strides_of(t)) if len(shape) > 1 else None)
 
 
 def _reduce_dims(op, self, dim) -> tuple[int, ...]:
@@ -42,7 +37,7 @@ def _check_float(op, self, what: str):
 def sort(op, self, dim=-1, descending=False):
     check_tensor(op, self, "input")
     wrap_dim(op, dim, len(_shape(self)))
-    return (_dense_like(self, self._dtype), _dense_like(self, _dt.int64))
+    return (dense_like(self, self._dtype), dense_like(self, _dt.int64))
 
 
 @shape_rule("sort_stable")
@@ -54,7 +49,7 @@ def sort_stable(op, self, stable=None, dim=-1, descending=False):
 def argsort(op, self, dim=-1, descending=False):
     check_tensor(op, self, "input")
     wrap_dim(op, dim, len(_shape(self)))
-    return _dense_like(self, _dt.int64)
+    return dense_like(self, _dt.int64)
 
 
 @shape_rule("argsort_stable")
