@@ -277,6 +277,10 @@ _op_bitwise_not_ = _OPS['bitwise_not_']
 _dispatch_bitwise_not_ = _op_bitwise_not_.dispatch
 _op_isnan = _OPS['isnan']
 _dispatch_isnan = _op_isnan.dispatch
+_op_isposinf = _OPS['isposinf']
+_dispatch_isposinf = _op_isposinf.dispatch
+_op_isneginf = _OPS['isneginf']
+_dispatch_isneginf = _op_isneginf.dispatch
 _op_isinf = _OPS['isinf']
 _dispatch_isinf = _op_isinf.dispatch
 _op_isfinite = _OPS['isfinite']
@@ -394,6 +398,24 @@ _op_matmul = _OPS['matmul']
 _dispatch_matmul = _op_matmul.dispatch
 _op_addmm = _OPS['addmm']
 _dispatch_addmm = _op_addmm.dispatch
+_op_mv = _OPS['mv']
+_dispatch_mv = _op_mv.dispatch
+_op_addmv = _OPS['addmv']
+_dispatch_addmv = _op_addmv.dispatch
+_op_addr = _OPS['addr']
+_dispatch_addr = _op_addr.dispatch
+_op_baddbmm = _OPS['baddbmm']
+_dispatch_baddbmm = _op_baddbmm.dispatch
+_op_addbmm = _OPS['addbmm']
+_dispatch_addbmm = _op_addbmm.dispatch
+_op_inner = _OPS['inner']
+_dispatch_inner = _op_inner.dispatch
+_op_kron = _OPS['kron']
+_dispatch_kron = _op_kron.dispatch
+_op_tril_indices = _OPS['tril_indices']
+_dispatch_tril_indices = _op_tril_indices.dispatch
+_op_triu_indices = _OPS['triu_indices']
+_dispatch_triu_indices = _op_triu_indices.dispatch
 _op_cdist = _OPS['cdist']
 _dispatch_cdist = _op_cdist.dispatch
 _op__cdist_forward = _OPS['_cdist_forward']
@@ -1962,6 +1984,20 @@ def isnan(input):
     """
     return _dispatch_isnan((input,))
 
+def isposinf(input):
+    """True where an element is +inf.
+
+    Schema: ``isposinf(Tensor self) -> Tensor``
+    """
+    return _dispatch_isposinf((input,))
+
+def isneginf(input):
+    """True where an element is -inf.
+
+    Schema: ``isneginf(Tensor self) -> Tensor``
+    """
+    return _dispatch_isneginf((input,))
+
 def isinf(input):
     """True where an element is positive or negative infinity.
 
@@ -2632,6 +2668,105 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     if alpha.__class__ is not int and alpha.__class__ is not float:
         _number_arg(alpha, 'addmm', 'alpha', None)
     return _dispatch_addmm((input, mat1, mat2, beta, alpha))
+
+def mv(input, vec):
+    """The product of a matrix and a vector (mm with the vector as one column).
+
+    Schema: ``mv(Tensor self, Tensor vec) -> Tensor``
+    """
+    return _dispatch_mv((input, vec))
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    """beta * self + alpha * (mat @ vec) (self ignored when beta is 0, NaNs included).
+
+    Schema: ``addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor``
+    """
+    if beta.__class__ is not int and beta.__class__ is not float:
+        _number_arg(beta, 'addmv', 'beta', None)
+    if alpha.__class__ is not int and alpha.__class__ is not float:
+        _number_arg(alpha, 'addmv', 'alpha', None)
+    return _dispatch_addmv((input, mat, vec, beta, alpha))
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    """beta * self + alpha * outer(vec1, vec2), the dtypes promoted (self ignored when beta is 0).
+
+    Schema: ``addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor``
+    """
+    if beta.__class__ is not int and beta.__class__ is not float:
+        _number_arg(beta, 'addr', 'beta', None)
+    if alpha.__class__ is not int and alpha.__class__ is not float:
+        _number_arg(alpha, 'addr', 'alpha', None)
+    return _dispatch_addr((input, vec1, vec2, beta, alpha))
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """beta * self + alpha * bmm(batch1, batch2) (self ignored when beta is 0).
+
+    Schema: ``baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor``
+    """
+    if beta.__class__ is not int and beta.__class__ is not float:
+        _number_arg(beta, 'baddbmm', 'beta', None)
+    if alpha.__class__ is not int and alpha.__class__ is not float:
+        _number_arg(alpha, 'baddbmm', 'alpha', None)
+    return _dispatch_baddbmm((input, batch1, batch2, beta, alpha))
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """beta * self + alpha * the sum over the batch of bmm(batch1, batch2) (self ignored when beta is 0).
+
+    Schema: ``addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor``
+    """
+    if beta.__class__ is not int and beta.__class__ is not float:
+        _number_arg(beta, 'addbmm', 'beta', None)
+    if alpha.__class__ is not int and alpha.__class__ is not float:
+        _number_arg(alpha, 'addbmm', 'alpha', None)
+    return _dispatch_addbmm((input, batch1, batch2, beta, alpha))
+
+def inner(input, other):
+    """The sums of products over the last dims of both (a product with a 0-d operand): self.shape[:-1] + other.shape[:-1].
+
+    Schema: ``inner(Tensor self, Tensor other) -> Tensor``
+    """
+    return _dispatch_inner((input, other))
+
+def kron(input, other):
+    """The Kronecker product: self's elements each times the whole of `other`, in blocks (dims aligned from the right).
+
+    Schema: ``kron(Tensor self, Tensor other) -> Tensor``
+    """
+    return _dispatch_kron((input, other))
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, requires_grad=False):
+    """The (row, column) coordinates of a row x col matrix's lower triangle (col - row <= offset), as a 2 x N tensor in row-major order (int64 unless given).
+
+    Schema: ``tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
+    """
+    if row.__class__ is not int:
+        _int_arg(row, 'tril_indices', 'row', 1)
+    if col.__class__ is not int:
+        _int_arg(col, 'tril_indices', 'col', 2)
+    if offset.__class__ is not int:
+        _int_arg(offset, 'tril_indices', 'offset', 3)
+    device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'tril_indices', 'requires_grad', None)
+    out = _dispatch_tril_indices((row, col, offset, dtype, device, requires_grad))
+    return out.requires_grad_() if requires_grad else out
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, requires_grad=False):
+    """The (row, column) coordinates of a row x col matrix's upper triangle (col - row >= offset), as a 2 x N tensor in row-major order (int64 unless given).
+
+    Schema: ``triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``
+    """
+    if row.__class__ is not int:
+        _int_arg(row, 'triu_indices', 'row', 1)
+    if col.__class__ is not int:
+        _int_arg(col, 'triu_indices', 'col', 2)
+    if offset.__class__ is not int:
+        _int_arg(offset, 'triu_indices', 'offset', 3)
+    device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'triu_indices', 'requires_grad', None)
+    out = _dispatch_triu_indices((row, col, offset, dtype, device, requires_grad))
+    return out.requires_grad_() if requires_grad else out
 
 def cdist(x1, x2, p=2.0, compute_mode=None):
     """The p-norm distances between the rows of `x1` and of `x2`, batched: [..., P, M] x [..., R, M] -> [..., P, R].
@@ -6950,7 +7085,7 @@ concat = cat
 concatenate = cat
 ger = outer
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addcdiv', 'addcmul', 'addmm', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'count_nonzero', 'ctc_loss', 'cumprod', 'cumsum', 'deg2rad', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diff', 'digamma', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'fliplr', 'flipud', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'isclose', 'isfinite', 'isinf', 'isnan', 'kl_div', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'moveaxis', 'movedim', 'mul', 'multinomial', 'multiply', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nansum', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'not_equal', 'ones', 'ones_like', 'outer', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rad2deg', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'triangular_solve', 'tril', 'triu', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addr', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'count_nonzero', 'ctc_loss', 'cumprod', 'cumsum', 'deg2rad', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diff', 'digamma', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'fliplr', 'flipud', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'inner', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'moveaxis', 'movedim', 'mul', 'multinomial', 'multiply', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nansum', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'not_equal', 'ones', 'ones_like', 'outer', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rad2deg', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'triangular_solve', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 OP_FUNCTIONS = {
     'add.Tensor': add,
@@ -7086,6 +7221,8 @@ OP_FUNCTIONS = {
     'bitwise_not': bitwise_not,
     'bitwise_not_': bitwise_not_,
     'isnan': isnan,
+    'isposinf': isposinf,
+    'isneginf': isneginf,
     'isinf': isinf,
     'isfinite': isfinite,
     'signbit': signbit,
@@ -7142,6 +7279,15 @@ OP_FUNCTIONS = {
     'vdot': vdot,
     'matmul': matmul,
     'addmm': addmm,
+    'mv': mv,
+    'addmv': addmv,
+    'addr': addr,
+    'baddbmm': baddbmm,
+    'addbmm': addbmm,
+    'inner': inner,
+    'kron': kron,
+    'tril_indices': tril_indices,
+    'triu_indices': triu_indices,
     'cdist': cdist,
     '_cdist_forward': _cdist_forward,
     'pdist': pdist,

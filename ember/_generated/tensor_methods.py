@@ -171,6 +171,8 @@ from ember._generated.functions import (
     _dispatch_bitwise_not,
     _op_bitwise_not_,
     _op_isnan,
+    _op_isposinf,
+    _op_isneginf,
     _op_isinf,
     _op_isfinite,
     _op_signbit,
@@ -225,6 +227,13 @@ from ember._generated.functions import (
     _op_matmul,
     _dispatch_matmul,
     _op_addmm,
+    _op_mv,
+    _op_addmv,
+    _op_addr,
+    _op_baddbmm,
+    _op_addbmm,
+    _op_inner,
+    _op_kron,
     _op_uniform_,
     _op_normal_,
     _op_random__from,
@@ -472,6 +481,8 @@ _method_dispatch_bitwise_xor__Tensor = _op_bitwise_xor__Tensor.method_dispatch
 _method_dispatch_bitwise_not = _op_bitwise_not.method_dispatch
 _method_dispatch_bitwise_not_ = _op_bitwise_not_.method_dispatch
 _method_dispatch_isnan = _op_isnan.method_dispatch
+_method_dispatch_isposinf = _op_isposinf.method_dispatch
+_method_dispatch_isneginf = _op_isneginf.method_dispatch
 _method_dispatch_isinf = _op_isinf.method_dispatch
 _method_dispatch_isfinite = _op_isfinite.method_dispatch
 _method_dispatch_signbit = _op_signbit.method_dispatch
@@ -514,6 +525,13 @@ _method_dispatch_dot = _op_dot.method_dispatch
 _method_dispatch_vdot = _op_vdot.method_dispatch
 _method_dispatch_matmul = _op_matmul.method_dispatch
 _method_dispatch_addmm = _op_addmm.method_dispatch
+_method_dispatch_mv = _op_mv.method_dispatch
+_method_dispatch_addmv = _op_addmv.method_dispatch
+_method_dispatch_addr = _op_addr.method_dispatch
+_method_dispatch_baddbmm = _op_baddbmm.method_dispatch
+_method_dispatch_addbmm = _op_addbmm.method_dispatch
+_method_dispatch_inner = _op_inner.method_dispatch
+_method_dispatch_kron = _op_kron.method_dispatch
 _method_dispatch_uniform_ = _op_uniform_.method_dispatch
 _method_dispatch_normal_ = _op_normal_.method_dispatch
 _method_dispatch_random__from = _op_random__from.method_dispatch
@@ -1542,6 +1560,20 @@ class TensorMethods:
         """
         return _method_dispatch_isnan((self,))
 
+    def isposinf(self):
+        """True where an element is +inf.
+
+        Schema: ``isposinf(Tensor self) -> Tensor``
+        """
+        return _method_dispatch_isposinf((self,))
+
+    def isneginf(self):
+        """True where an element is -inf.
+
+        Schema: ``isneginf(Tensor self) -> Tensor``
+        """
+        return _method_dispatch_isneginf((self,))
+
     def isinf(self):
         """True where an element is positive or negative infinity.
 
@@ -2049,6 +2081,71 @@ class TensorMethods:
         if alpha.__class__ is not int and alpha.__class__ is not float:
             _number_arg(alpha, 'addmm', 'alpha', None)
         return _method_dispatch_addmm((self, mat1, mat2, beta, alpha))
+
+    def mv(self, vec):
+        """The product of a matrix and a vector (mm with the vector as one column).
+
+        Schema: ``mv(Tensor self, Tensor vec) -> Tensor``
+        """
+        return _method_dispatch_mv((self, vec))
+
+    def addmv(self, mat, vec, *, beta=1, alpha=1):
+        """beta * self + alpha * (mat @ vec) (self ignored when beta is 0, NaNs included).
+
+        Schema: ``addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor``
+        """
+        if beta.__class__ is not int and beta.__class__ is not float:
+            _number_arg(beta, 'addmv', 'beta', None)
+        if alpha.__class__ is not int and alpha.__class__ is not float:
+            _number_arg(alpha, 'addmv', 'alpha', None)
+        return _method_dispatch_addmv((self, mat, vec, beta, alpha))
+
+    def addr(self, vec1, vec2, *, beta=1, alpha=1):
+        """beta * self + alpha * outer(vec1, vec2), the dtypes promoted (self ignored when beta is 0).
+
+        Schema: ``addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor``
+        """
+        if beta.__class__ is not int and beta.__class__ is not float:
+            _number_arg(beta, 'addr', 'beta', None)
+        if alpha.__class__ is not int and alpha.__class__ is not float:
+            _number_arg(alpha, 'addr', 'alpha', None)
+        return _method_dispatch_addr((self, vec1, vec2, beta, alpha))
+
+    def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        """beta * self + alpha * bmm(batch1, batch2) (self ignored when beta is 0).
+
+        Schema: ``baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor``
+        """
+        if beta.__class__ is not int and beta.__class__ is not float:
+            _number_arg(beta, 'baddbmm', 'beta', None)
+        if alpha.__class__ is not int and alpha.__class__ is not float:
+            _number_arg(alpha, 'baddbmm', 'alpha', None)
+        return _method_dispatch_baddbmm((self, batch1, batch2, beta, alpha))
+
+    def addbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        """beta * self + alpha * the sum over the batch of bmm(batch1, batch2) (self ignored when beta is 0).
+
+        Schema: ``addbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor``
+        """
+        if beta.__class__ is not int and beta.__class__ is not float:
+            _number_arg(beta, 'addbmm', 'beta', None)
+        if alpha.__class__ is not int and alpha.__class__ is not float:
+            _number_arg(alpha, 'addbmm', 'alpha', None)
+        return _method_dispatch_addbmm((self, batch1, batch2, beta, alpha))
+
+    def inner(self, other):
+        """The sums of products over the last dims of both (a product with a 0-d operand): self.shape[:-1] + other.shape[:-1].
+
+        Schema: ``inner(Tensor self, Tensor other) -> Tensor``
+        """
+        return _method_dispatch_inner((self, other))
+
+    def kron(self, other):
+        """The Kronecker product: self's elements each times the whole of `other`, in blocks (dims aligned from the right).
+
+        Schema: ``kron(Tensor self, Tensor other) -> Tensor``
+        """
+        return _method_dispatch_kron((self, other))
 
     def uniform_(self, from_=0, to=1, *, generator=None):
         """Fills `self` with numbers drawn uniformly from [from, to) (Philox).

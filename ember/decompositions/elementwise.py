@@ -147,3 +147,13 @@ def logaddexp(self, other):
 @decomposition("logaddexp2")
 def logaddexp2(self, other):
     return _log_add(self, other, F.exp2, 1 / math.log(2))
+
+
+@decomposition("isposinf")
+def isposinf(self):
+    return F.eq(self, math.inf) if self.dtype.is_floating_point else F.zeros_like(self, dtype=_dt.bool)
+
+
+@decomposition("isneginf")
+def isneginf(self):
+    return F.eq(self, -math.inf) if self.dtype.is_floating_point else F.zeros_like(self, dtype=_dt.bool)

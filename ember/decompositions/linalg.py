@@ -135,3 +135,83 @@ def trace(self):
 def outer(self, vec2):
     """self as a column times vec2 as a row: one broadcast product."""
     return F.mul(F.unsqueeze(self, 1), vec2)
+
+
+def _beta_self_plus(self, product, beta, alpha):
+    """beta * self + alpha * product, self ignored (NaNs too) when beta is 0: the add-products' arithmetic."""
+    if alpha != 1:
+        product = F.mul(product, alpha)
+    if beta == 0:
+        return F.add(product, F.zeros_like(self))
+    return F.add(product, self if beta == 1 else F.mul(self, beta))
+
+
+@decomposition("addmm")
+def addmm(self, mat1, mat2, beta=1, alpha=1):
+    return _beta_self_plus(self, F.mm(mat1, mat2), beta, alpha)
+
+
+@decomposition("mv")
+def mv(self, vec):
+    return F.squeeze(F.mm(self, F.unsqueeze(vec, 1)), [1])
+
+
+@decomposition("addmv")
+def addmv(self, mat, vec, beta=1, alpha=1):
+    return _beta_self_plus(self, mv(mat, vec), beta, alpha)
+
+
+@decomposition("addr")
+def addr(self, vec1, vec2, beta=1, alpha=1):
+    return _beta_self_plus(self, F.outer(vec1, vec2), beta, alpha)
+
+
+@decomposition("baddbmm")
+def baddbmm(self, batch1, batch2, beta=1, alpha=1):
+    return _beta_self_plus(self, F.bmm(batch1, batch2), beta, alpha)
+
+
+@decomposition("addbmm")
+def addbmm(self, batch1, batch2, beta=1, alpha=1):
+    return _beta_self_plus(self, F.sum(F.bmm(batch1, batch2), [0]), beta, alpha)
+
+
+@decomposition("inner")
+def inner(self, other):
+    """One product of the operands' rows (their last dims), reshaped to self.shape[:-1] + other.shape[:-1]."""
+    if self.dim() == 0 or other.dim() == 0:
+        return F.mul(self, other)
+    k = self.shape[-1]
+    rows = F.mm(F.reshape(self, (-1, k)), F.t(F.reshape(other, (-1, k))))
+    return F.reshape(rows, tuple(self.shape[:-1]) + tuple(other.shape[:-1]))
+
+
+@decomposition("kron")
+def kron(self, other):
+    """Each operand viewed with its dims interleaved with ones, multiplied (broadcast), the pairs merged."""
+    n = max(self.dim(), other.dim())
+    a = (1,) * (n - self.dim()) + tuple(self.shape)
+    b = (1,) * (n - other.dim()) + tuple(other.shape)
+    spread_a = F.reshape(self, tuple(s for size in a for s in (size, 1)))
+    spread_b = F.reshape(other, tuple(s for size in b for s in (1, size)))
+    return F.reshape(F.mul(spread_a, spread_b), tuple(x * y for x, y in zip(a, b)))
+
+
+def _triangle(row, col, offset, dtype, device, lower: bool):
+    """The coordinates where col - row is on the triangle's side of `offset`, row-major (nonzero's order)."""
+    rows = F.unsqueeze(F.arange(0, row, 1, device=device), 1)
+    cols = F.unsqueeze(F.arange(0, col, 1, device=device), 0)
+    gap = F.sub(cols, rows)
+    inside = F.le(gap, offset) if lower else F.ge(gap, offset)
+    coordinates = F.contiguous(F.t(F.nonzero(inside)))
+    return coordinates if dtype in (None, _dt.int64) else F._to_copy(coordinates, dtype=dtype)
+
+
+@decomposition("tril_indices")
+def tril_indices(row, col, offset=0, dtype=None, device=None, requires_grad=False):
+    return _triangle(row, col, offset, dtype, device, True)
+
+
+@decomposition("triu_indices")
+def triu_indices(row, col, offset=0, dtype=None, device=None, requires_grad=False):
+    return _triangle(row, col, offset, dtype, device, False)

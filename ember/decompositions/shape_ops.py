@@ -187,16 +187,6 @@ def matmul(self, other):
     return F.reshape(F.bmm(lhs, rhs), out_shape)
 
 
-@decomposition("addmm")
-def addmm(self, mat1, mat2, beta=1, alpha=1):
-    product = F.mm(mat1, mat2)
-    if alpha != 1:
-        product = F.mul(product, alpha)
-    if beta == 0:
-        return F.add(product, F.zeros_like(self))
-    return F.add(product, self if beta == 1 else F.mul(self, beta))
-
-
 @decomposition("fill.Scalar")
 def fill(self, value):
     return F.fill_(F.clone(self), value)          # clone keeps self's layout; fill_ zeroes its grad

@@ -1,13 +1,15 @@
 """Shape rules of joins, copies and matrix products."""
 from __future__ import annotations
 
-from ember.core.errors import ArgumentListError, ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError
+from ember.core import dtype as _dt
+from ember.core.errors import (ArgumentListError, ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError,
+                               ShapeError)
 from ember.core.spec import TensorSpec
 from ember.core.type_promotion import result_type
 from ember.core.layout import numel
 
 from . import shape_rule
-from .common import (NUMBER_TYPES, check_fits, check_no_internal_overlap, check_int_list, broadcast_shapes,
+from .common import (NUMBER_TYPES, as_int, check_fits, check_no_internal_overlap, check_int_list, broadcast_shapes,
                      check_dtype_arg, check_kernel_dtype, check_tensor, preserved_strides, type_name, with_layout,
                      wrap_dim)
 
@@ -195,6 +197,129 @@ def addmm(op, self, mat1, mat2, beta=1, alpha=1):
         raise DTypeError(f"{op.name}(): self and mat2 must have the same dtype, but got {type_name(self._dtype)} "
                          f"and {type_name(out[1])}")
     return out
+
+
+def _check_integral_scalars(op, dtype, beta, alpha) -> None:
+    if not dtype.is_floating_point and (isinstance(alpha, float) or isinstance(beta, float)):
+        raise DTypeError(f"{op.name}(): For integral input tensors, argument alpha and beta must not be floating "
+                         f"point numbers (got alpha={alpha!r}, beta={beta!r})")
+
+
+def _expands_to(op, self, shape) -> None:
+    """`self` broadcasts to the product's shape without growing it (torch expands it)."""
+    if len(self._data.shape) > len(shape) or broadcast_shapes(op, [self._data.shape, shape]) != tuple(shape):
+        raise ShapeError(f"{op.name}(): The expanded size of the tensor must match the existing size: self of shape "
+                         f"{list(self._data.shape)} cannot expand to the product's shape {list(shape)}")
+
+
+@shape_rule("mv", reads=("dtypes",))
+def mv(op, self, vec):
+    check_tensor(op, self, "input")
+    check_tensor(op, vec, "vec")
+    a, b = self._data.shape, vec._data.shape
+    if len(a) != 2 or len(b) != 1:
+        raise ShapeError(f"{op.name}(): vector + matrix @ vector expected, got {len(a)}, {len(b)}")
+    if a[1] != b[0]:
+        raise ShapeError(f"{op.name}(): size mismatch, got input ({a[0]}), mat ({a[0]}x{a[1]}), vec ({b[0]})")
+    return ((a[0],), _matmul_dtype(op, self, vec))
+
+
+def _with_self(op, self, product, beta, alpha):
+    """beta * self + alpha * product's spec: self of the product's dtype, expanding to its shape."""
+    check_tensor(op, self, "input")
+    _check_integral_scalars(op, product[1], beta, alpha)
+    _expands_to(op, self, product[0])
+    if self._dtype is not product[1]:
+        raise DTypeError(f"{op.name}(): self and the product must have the same dtype, but got "
+                         f"{type_name(self._dtype)} and {type_name(product[1])}")
+    return product
+
+
+@shape_rule("addmv", reads=("dtypes",))
+def addmv(op, self, mat, vec, beta=1, alpha=1):
+    return _with_self(op, self, mv(op, mat, vec), beta, alpha)
+
+
+@shape_rule("baddbmm", reads=("dtypes",))
+def baddbmm(op, self, batch1, batch2, beta=1, alpha=1):
+    return _with_self(op, self, bmm(op, batch1, batch2), beta, alpha)
+
+
+@shape_rule("addbmm", reads=("dtypes",))
+def addbmm(op, self, batch1, batch2, beta=1, alpha=1):
+    shape, dtype = bmm(op, batch1, batch2)
+    return _with_self(op, self, (shape[1:], dtype), beta, alpha)
+
+
+@shape_rule("addr")
+def addr(op, self, vec1, vec2, beta=1, alpha=1):
+    """Two vectors' outer product added to `self`; the three dtypes promoted."""
+    check_tensor(op, self, "input")
+    for name, v in (("vec1", vec1), ("vec2", vec2)):
+        check_tensor(op, v, name)
+        if len(v._data.shape) != 1:
+            raise ShapeError(f"{op.name}(): {name} must be a 1-D tensor, got {len(v._data.shape)}-D")
+    shape = (vec1._data.shape[0], vec2._data.shape[0])
+    dtype = result_type(self, vec1, vec2)
+    if not dtype.is_floating_point and isinstance(alpha, float):
+        raise DTypeError(f"{op.name}(): For integral input tensors, argument alpha must not be a floating point "
+                         "number.")
+    _expands_to(op, self, shape)
+    return (shape, dtype)
+
+
+@shape_rule("inner")
+def inner(op, self, other):
+    """The last dims contracted: self.shape[:-1] + other.shape[:-1] (a 0-d operand: a broadcast product)."""
+    check_tensor(op, self, "input")
+    check_tensor(op, other, "other")
+    a, b = tuple(self._data.shape), tuple(other._data.shape)
+    if not a or not b:
+        return (a or b, result_type(self, other))
+    if a[-1] != b[-1]:
+        raise ShapeError(f"{op.name}(): inner() the last dimension must match on both input tensors but got shapes "
+                         f"{list(a)} and {list(b)}")
+    if self._dtype is not other._dtype:
+        raise DTypeError(f"{op.name}(): both inputs should have same dtype")
+    return (a[:-1] + b[:-1], self._dtype)
+
+
+@shape_rule("kron")
+def kron(op, self, other):
+    """Shapes aligned from the right (the shorter padded with ones), sizes multiplied; dtypes promoted."""
+    check_tensor(op, self, "input")
+    check_tensor(op, other, "other")
+    a, b = tuple(self._data.shape), tuple(other._data.shape)
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    return (tuple(x * y for x, y in zip(a, b)), result_type(self, other))
+
+
+_SIGNED_INTEGERS = frozenset({_dt.int64, _dt.int32, _dt.int16, _dt.int8})
+
+
+def _triangle_indices(op, row, col, offset, dtype, lower: bool):
+    """(2, N): N counted row by row, each row holding the columns on its side of the diagonal `offset`."""
+    check_dtype_arg(op, dtype)
+    row, col, offset = (as_int(op, v, name) for v, name in ((row, "row"), (col, "col"), (offset, "offset")))
+    for name, v in (("row", row), ("col", col)):
+        if v < 0:
+            raise ArgumentValueError(f"{op.name}(): {name} must be non-negative, got{v}")
+    out = dtype or _dt.int64
+    if out not in _SIGNED_INTEGERS:                 # torch's kernels: the signed integer types only
+        raise MissingKernelError(f'{op.name}(): "{op.name}" not implemented for \'{type_name(out)}\'')
+    count = sum(min(max(r + offset + 1, 0), col) if lower else col - min(max(r + offset, 0), col) for r in range(row))
+    return ((2, count), out)
+
+
+@shape_rule("tril_indices")
+def tril_indices(op, row, col, offset=0, dtype=None, device=None, requires_grad=False):
+    return _triangle_indices(op, row, col, offset, dtype, True)
+
+
+@shape_rule("triu_indices")
+def triu_indices(op, row, col, offset=0, dtype=None, device=None, requires_grad=False):
+    return _triangle_indices(op, row, col, offset, dtype, False)
 
 
 def _scattered(op, self, src, slice_shape):

@@ -19,7 +19,7 @@ shared generators), then one module per operator area, each adding its entries o
 """
 from __future__ import annotations
 
-from . import pointwise, reductions, views, copies, linalg, factories, indexing, sorting_scans, shape_ops  # noqa: F401  (each adds its entries)
+from . import pointwise, comparisons, reductions, views, copies, linalg, factories, indexing, sorting_scans, shape_ops  # noqa: F401  (each adds its entries)
 from . import convolution, pooling, normalization, padding, nn_core  # noqa: F401  (nn layers)
 from . import activations, losses, random_ops  # noqa: F401  (nn functional)
 from . import sampling  # noqa: F401  (embedding_bag, grid sampling, argwhere, nonzero_numpy)

@@ -119,6 +119,20 @@ def _logspace_samples(rng, dtype):
 add(OpInfo("logspace", fn("logspace"), _logspace_samples, dtypes=NUM, errors=_spaced_errors("logspace")))
 
 
+def _triangle_samples(rng, dtype):
+    d = {"dtype": DT(dtype), "device": DEVICE}
+    return [Sample((3, 3), d, desc="square"), Sample((3, 5, 1), d, desc="wide, above"),
+            Sample((4, 2, -3), d, desc="tall, below"), Sample((0, 3), d, desc="no row"),
+            Sample((2, 3, 5), d, desc="offset past the corner"), Sample((3, 4), {"device": DEVICE}, desc="default dtype")]
+
+
+for _nm in ("tril_indices", "triu_indices"):
+    add(OpInfo(_nm, fn(_nm), _triangle_samples, dtypes=("int64", "int32"),
+               errors=lambda rng, _nm=_nm: [E((-1, 3), RuntimeError, _nm, "row", desc="negative row"),
+                                            E((3, 3), NotImplementedError, _nm, kwargs={"dtype": DT("float32")},
+                                              desc="float dtype")]))
+
+
 def _eye_samples(rng, dtype):
     d = DT(dtype)
     return [Sample((3,), {"dtype": d, "device": DEVICE}, desc="square"),

@@ -1,9 +1,11 @@
-"""Linear algebra: mm, bmm, matmul, addmm; pairwise distances cdist, pdist."""
+"""Linear algebra: mm, bmm, matmul, addmm, mv, addmv, addr, baddbmm, addbmm, inner, kron, trace, outer;
+pairwise distances cdist, pdist."""
 from __future__ import annotations
 
+import numpy as np
 
 from ..tolerances import LINALG_TOL
-from .samples import OpInfo, Sample, T, aten, fn, is_float, make
+from .samples import NP_DTYPE, OpInfo, Sample, T, aten, fn, is_float, make
 from .database import E, add, f32
 
 
@@ -192,3 +194,86 @@ add(OpInfo("outer", fn("outer"), _outer_samples, dtypes=("float32", "float64", "
            errors=lambda rng: [E((T(f32(rng, (2,))), T(f32(rng, (2, 1)))), RuntimeError, "outer", "1-D",
                                  desc="2-d vec2"),
                                E((T(f32(rng, (2,))), 3.0), TypeError, "outer", desc="number vec2")]))
+
+
+# ---- matrix-vector, add-product and Kronecker compositions
+def _g(dtype):
+    return is_float(dtype)
+
+
+def _mv_samples(rng, dtype):
+    g = _g(dtype)
+    return [Sample((T(make(rng, (3, 4), dtype), grad=g), T(make(rng, (4,), dtype), grad=g)), desc="matrix, vector"),
+            Sample((T(make(rng, (4, 3), dtype), "t", grad=g), T(make(rng, (3,), dtype), grad=g)), desc="transposed"),
+            Sample((T(make(rng, (0, 2), dtype), grad=g), T(make(rng, (2,), dtype), grad=g)), desc="empty")]
+
+
+def _addmv_samples(rng, dtype):
+    g = _g(dtype)
+    m, v = T(make(rng, (3, 4), dtype), grad=g), T(make(rng, (4,), dtype), grad=g)
+    S = [Sample((T(make(rng, (3,), dtype), grad=g), m, v), desc="plain"),
+         Sample((T(make(rng, (1,), dtype), grad=g), m, v), {"beta": 2, "alpha": 3}, desc="broadcast self, scalars")]
+    if is_float(dtype):
+        S.append(Sample((T(np.full(3, np.nan, NP_DTYPE[dtype])), m, v), {"beta": 0}, desc="beta 0 ignores NaN"))
+    return S
+
+
+def _addr_samples(rng, dtype):
+    g = _g(dtype)
+    return [Sample((T(make(rng, (3, 2), dtype), grad=g), T(make(rng, (3,), dtype), grad=g),
+                    T(make(rng, (2,), dtype), grad=g)), desc="plain"),
+            Sample((T(make(rng, (2,), dtype), grad=g), T(make(rng, (3,), dtype), grad=g),
+                    T(make(rng, (2,), dtype), grad=g)), {"beta": 0.5 if g else 2, "alpha": 2}, desc="broadcast, scalars")]
+
+
+def _baddbmm_samples(rng, dtype):
+    g = _g(dtype)
+    b1, b2 = T(make(rng, (2, 2, 3), dtype), grad=g), T(make(rng, (2, 3, 2), dtype), grad=g)
+    return [Sample((T(make(rng, (2, 2, 2), dtype), grad=g), b1, b2), desc="plain"),
+            Sample((T(make(rng, (2, 2), dtype), grad=g), b1, b2), {"beta": 0.5 if g else 2}, desc="broadcast self")]
+
+
+def _addbmm_samples(rng, dtype):
+    g = _g(dtype)
+    b1, b2 = T(make(rng, (2, 2, 3), dtype), grad=g), T(make(rng, (2, 3, 2), dtype), grad=g)
+    return [Sample((T(make(rng, (2, 2), dtype), grad=g), b1, b2), desc="plain"),
+            Sample((T(make(rng, (2,), dtype), grad=g), b1, b2), {"alpha": 2}, desc="broadcast self")]
+
+
+def _inner_samples(rng, dtype):
+    g = _g(dtype)
+    return [Sample((T(make(rng, (4,), dtype), grad=g), T(make(rng, (4,), dtype), grad=g)), desc="vectors"),
+            Sample((T(make(rng, (2, 3, 4), dtype), grad=g), T(make(rng, (5, 4), dtype), grad=g)), desc="batched"),
+            Sample((T(make(rng, (), dtype), grad=g), T(make(rng, (2, 3), dtype), grad=g)), desc="0-d operand")]
+
+
+def _kron_samples(rng, dtype):
+    g = _g(dtype)
+    return [Sample((T(make(rng, (2, 2), dtype), grad=g), T(make(rng, (2, 3), dtype), grad=g)), desc="matrices"),
+            Sample((T(make(rng, (3,), dtype), grad=g), T(make(rng, (2, 2), dtype), grad=g)), desc="aligned right"),
+            Sample((T(make(rng, (), dtype), grad=g), T(make(rng, (3,), dtype), grad=g)), desc="0-d operand"),
+            Sample((T(make(rng, (2, 2), dtype), grad=g), T(make(rng, (2,), "float64"))), desc="mixed dtypes")]
+
+
+_PRODUCTS = ("float32", "float64", "int64")
+add(OpInfo("mv", fn("mv"), _mv_samples, dtypes=_PRODUCTS, grad=True, tol=LINALG_TOL,
+           errors=lambda rng: [E((T(f32(rng, (2, 3))), T(f32(rng, (2,)))), RuntimeError, "mv", "size mismatch",
+                                 desc="sizes"),
+                               E((T(f32(rng, (2,))), T(f32(rng, (2,)))), RuntimeError, "mv", desc="vector self")]))
+add(OpInfo("addmv", fn("addmv"), _addmv_samples, dtypes=_PRODUCTS, grad=True, tol=LINALG_TOL,
+           errors=lambda rng: [E((T(f32(rng, (2,))), T(f32(rng, (2, 3))), T(f32(rng, (2,)))), RuntimeError, "addmv",
+                                 desc="sizes")]))
+add(OpInfo("addr", fn("addr"), _addr_samples, dtypes=_PRODUCTS, grad=True, tol=LINALG_TOL,
+           errors=lambda rng: [E((T(f32(rng, (2, 2))), T(f32(rng, (2, 1))), T(f32(rng, (2,)))), RuntimeError, "addr",
+                                 desc="2-d vec1")]))
+add(OpInfo("baddbmm", fn("baddbmm"), _baddbmm_samples, dtypes=_PRODUCTS, grad=True, tol=LINALG_TOL,
+           errors=lambda rng: [E((T(f32(rng, (3, 2, 2))), T(f32(rng, (2, 2, 3))), T(f32(rng, (2, 3, 2)))),
+                                 RuntimeError, "baddbmm", desc="self does not expand")]))
+add(OpInfo("addbmm", fn("addbmm"), _addbmm_samples, dtypes=_PRODUCTS, grad=True, tol=LINALG_TOL,
+           errors=lambda rng: [E((T(f32(rng, (2, 2))), T(f32(rng, (4, 2, 3))), T(f32(rng, (3, 3, 2)))),
+                                 RuntimeError, "addbmm", "batches", desc="batch counts differ")]))
+add(OpInfo("inner", fn("inner"), _inner_samples, dtypes=_PRODUCTS, grad=True, tol=LINALG_TOL,
+           errors=lambda rng: [E((T(f32(rng, (2, 3))), T(f32(rng, (2,)))), RuntimeError, "inner", "last dimension",
+                                 desc="last dims differ")]))
+add(OpInfo("kron", fn("kron"), _kron_samples, dtypes=_PRODUCTS, grad=True,
+           errors=lambda rng: [E((T(f32(rng, (2,))), 2.0), TypeError, "kron", desc="number other")]))
