@@ -2,7 +2,8 @@
 (torch/functional.py's): `split` (an int or a list of sizes), `einsum` (operands as
 varargs), `norm` (p may be 'fro'), `nonzero` (as_tuple), `flatten` (Tensor.flatten's reshape) and
 `broadcast_tensors` / `broadcast_shapes` / `broadcast_to` (expand views to one shape), `meshgrid` and
-`atleast_1d/2d/3d` (views too), `hstack`/`vstack`/`dstack`/`column_stack` (cat of those views), `unique`
+`atleast_1d/2d/3d` (views too), `hstack`/`vstack`/`dstack`/`column_stack` (cat of those views),
+`tensor_split`/`hsplit`/`vsplit`/`dsplit` (narrow views), `unique`
 and `unique_consecutive`, the comparisons answering one Python bool, `allclose` and `equal`, and the
 module-level forms of Tensor's metadata questions (`is_floating_point`, `is_nonzero`, ...).
 Each forwards to registry ops.
@@ -416,3 +417,91 @@ def _tensor_unique_consecutive(self: Tensor, return_inverse: bool = False, retur
 
 Tensor.unique = _tensor_unique
 Tensor.unique_consecutive = _tensor_unique_consecutive
+
+
+@handles_torch_function
+def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple[Tensor, ...]:
+    """Views of `input` along `dim`: `indices_or_sections` equal-as-can-be parts when an int (the first
+    size % n parts one longer), or the parts between the given indices when a list (a 0-d or 1-d integer
+    tensor stands for either)."""
+    _tensor_argument("tensor_split", input)
+    if input.dim() == 0:
+        raise ArgumentValueError("tensor_split(): tensor_split expected at least a 1-dimensional tensor, but got a "
+                                 "tensor with 0 dims")
+    d = dim + input.dim() if isinstance(dim, int) and dim < 0 else dim
+    if not isinstance(d, int) or not 0 <= d < input.dim():
+        raise DimensionError(f"tensor_split(): Dimension out of range (expected to be in range of "
+                             f"[{-input.dim()}, {input.dim() - 1}], but got {dim})")
+    if isinstance(indices_or_sections, Tensor):
+        values = indices_or_sections.tolist()
+        indices_or_sections = values if indices_or_sections.dim() == 1 else int(values)
+    size = input.shape[d]
+    if isinstance(indices_or_sections, (list, tuple)):
+        bounds = [0] + [min(max(int(i) if i >= 0 else int(i) + size, 0), size) for i in indices_or_sections] + [size]
+    else:
+        sections = int(indices_or_sections)
+        if sections <= 0:
+            raise ArgumentValueError(f"tensor_split(): number of sections must be larger than 0, got {sections}")
+        small, extra = divmod(size, sections)
+        bounds = [0]
+        for k in range(sections):
+            bounds.append(bounds[-1] + small + (1 if k < extra else 0))
+    return tuple(F.slice(input, d, start, max(start, end)) for start, end in zip(bounds, bounds[1:]))
+
+
+def _split_at(name: str, input: Tensor, indices_or_sections, dim: int, min_dims: int) -> tuple[Tensor, ...]:
+    """hsplit/vsplit/dsplit: tensor_split along `dim`, an int count having to divide the size evenly."""
+    _tensor_argument(name, input)
+    if input.dim() < min_dims:
+        raise ArgumentValueError(f"{name}(): torch.{name} requires a tensor with at least {min_dims} dimension, but "
+                                 f"got a tensor with {input.dim()} dimensions!")
+    if isinstance(indices_or_sections, int) and (indices_or_sections == 0 or
+                                                 input.shape[dim] % indices_or_sections):
+        raise ArgumentValueError(f"{name}(): torch.{name} attempted to split along dimension {dim}, but the size of "
+                                 f"the dimension {input.shape[dim]} is not divisible by the split_size "
+                                 f"{indices_or_sections}!")
+    return tensor_split(input, indices_or_sections, dim)
+
+
+@handles_torch_function
+def hsplit(input: Tensor, indices_or_sections) -> tuple[Tensor, ...]:
+    """tensor_split along dim 1 (dim 0 for a vector); an int count must divide the size."""
+    return _split_at("hsplit", input, indices_or_sections, 1 if input.dim() > 1 else 0, 1)
+
+
+@handles_torch_function
+def vsplit(input: Tensor, indices_or_sections) -> tuple[Tensor, ...]:
+    """tensor_split along dim 0 of a tensor of at least two dims; an int count must divide the size."""
+    return _split_at("vsplit", input, indices_or_sections, 0, 2)
+
+
+@handles_torch_function
+def dsplit(input: Tensor, indices_or_sections) -> tuple[Tensor, ...]:
+    """tensor_split along dim 2 of a tensor of at least three dims; an int count must divide the size."""
+    return _split_at("dsplit", input, indices_or_sections, 2, 3)
+
+
+def _tensor_tensor_split(self: Tensor, indices_or_sections, dim: int = 0) -> tuple[Tensor, ...]:
+    """Tensor.tensor_split: see ember.tensor_split."""
+    return tensor_split(self, indices_or_sections, dim)
+
+
+def _tensor_hsplit(self: Tensor, indices_or_sections) -> tuple[Tensor, ...]:
+    """Tensor.hsplit: see ember.hsplit."""
+    return hsplit(self, indices_or_sections)
+
+
+def _tensor_vsplit(self: Tensor, indices_or_sections) -> tuple[Tensor, ...]:
+    """Tensor.vsplit: see ember.vsplit."""
+    return vsplit(self, indices_or_sections)
+
+
+def _tensor_dsplit(self: Tensor, indices_or_sections) -> tuple[Tensor, ...]:
+    """Tensor.dsplit: see ember.dsplit."""
+    return dsplit(self, indices_or_sections)
+
+
+Tensor.tensor_split = _tensor_tensor_split
+Tensor.hsplit = _tensor_hsplit
+Tensor.vsplit = _tensor_vsplit
+Tensor.dsplit = _tensor_dsplit

@@ -215,3 +215,32 @@ def test_unique_consecutive_and_unique_errors_follow_torch():
         ember.unique(ember.zeros(2, 0), dim=0)
     with pytest.raises(TypeError, match="must be Tensor, not list"):
         ember.unique([1, 2])
+
+
+@pytest.mark.parametrize("args", [(7, 3), (7, [1, 5]), (7, [3, 1]), (5, [-2, 10]), (2, 4), ((2, 5), 2, 1),
+                                  ((3, 4), 3, -1), (4, "tensor 2"), (6, "tensor [1, 4]")])
+def test_tensor_split_gives_torchs_views(args):
+    shape, spec, *dim = args
+    tensors = {"tensor 2": 2, "tensor [1, 4]": [1, 4]}
+    sections = (ember.tensor(tensors[spec]), torch.tensor(tensors[spec])) if isinstance(spec, str) else (spec, spec)
+    data = np.arange(int(np.prod(shape))).reshape(shape)
+    got, expected = ember.tensor_split(ember.tensor(data), sections[0], *dim), \
+        torch.tensor_split(torch.tensor(data), sections[1], *dim)
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        assert tuple(g.shape) == tuple(e.shape) and g.stride() == e.stride() and g._base is not None
+        np.testing.assert_array_equal(g.numpy(), e.numpy())
+
+
+def test_hsplit_vsplit_dsplit_follow_torch():
+    for name, shape, spec in [("hsplit", (4, 6), 3), ("hsplit", (6,), 2), ("vsplit", (4, 6), [1]), ("dsplit", (2, 2, 4), 2)]:
+        data = np.arange(int(np.prod(shape))).reshape(shape)
+        got, expected = getattr(ember, name)(ember.tensor(data), spec), getattr(torch, name)(torch.tensor(data), spec)
+        assert [tuple(g.shape) for g in got] == [tuple(e.shape) for e in expected]
+        assert [tuple(g.shape) for g in getattr(ember.tensor(data), name)(spec)] == [tuple(e.shape) for e in expected]
+    for call, match in [(lambda: ember.hsplit(ember.ones(4, 5), 3), "not divisible"),
+                        (lambda: ember.vsplit(ember.ones(4), 2), "at least 2 dimension"),
+                        (lambda: ember.tensor_split(ember.arange(4), 0), "larger than 0"),
+                        (lambda: ember.tensor_split(ember.tensor(1.0), 1), "at least a 1-dimensional")]:
+        with pytest.raises(RuntimeError, match=match):
+            call()
