@@ -458,3 +458,17 @@ def test_random_likes_draw_what_the_factories_draw():
         assert got.dtype is ember.float64 and ember.equal(got, expected)
     assert ember.randint_like(ember.zeros(2, dtype=ember.uint8), 5, dtype=ember.int64).dtype is ember.int64
     assert ember.rand_like(ember.zeros(3, 2).t()).stride() == torch.rand_like(torch.zeros(3, 2).t()).stride()
+
+
+def test_normal_overloads_draw_scaled_standard_normals():
+    """Each overload's moments, a seed reproducing its draws, and a negative std refused (on data)."""
+    n = 20000
+    for draw, mean, std in [(lambda g: ember.normal(5.0, 2.0, size=(n,), generator=g), 5.0, 2.0),
+                            (lambda g: ember.normal(ember.full((n,), -3.0), 0.5, generator=g), -3.0, 0.5),
+                            (lambda g: ember.normal(1.0, ember.full((n,), 3.0), generator=g), 1.0, 3.0),
+                            (lambda g: ember.normal(ember.zeros(n), ember.full((n,), 0.25), generator=g), 0.0, 0.25)]:
+        x = draw(ember.Generator().manual_seed(7)).numpy().astype(np.float64)
+        assert abs(x.mean() - mean) < 0.05 * std and abs(x.std() - std) < 0.05 * std
+        assert ember.equal(draw(ember.Generator().manual_seed(7)), draw(ember.Generator().manual_seed(7)))
+    with pytest.raises(RuntimeError, match="std >= 0.0"):
+        ember.normal(ember.zeros(3), ember.tensor([1.0, -1.0, 1.0]))

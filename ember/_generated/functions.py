@@ -470,6 +470,14 @@ _op_randint_like = _OPS['randint_like']
 _dispatch_randint_like = _op_randint_like.dispatch
 _op_randint_like_low_dtype = _OPS['randint_like.low_dtype']
 _dispatch_randint_like_low_dtype = _op_randint_like_low_dtype.dispatch
+_op_normal_Tensor_Tensor = _OPS['normal.Tensor_Tensor']
+_dispatch_normal_Tensor_Tensor = _op_normal_Tensor_Tensor.dispatch
+_op_normal_Tensor_float = _OPS['normal.Tensor_float']
+_dispatch_normal_Tensor_float = _op_normal_Tensor_float.dispatch
+_op_normal_float_Tensor = _OPS['normal.float_Tensor']
+_dispatch_normal_float_Tensor = _op_normal_float_Tensor.dispatch
+_op_normal_float_float = _OPS['normal.float_float']
+_dispatch_normal_float_float = _op_normal_float_float.dispatch
 _op_randint_low = _OPS['randint.low']
 _dispatch_randint_low = _op_randint_low.dispatch
 _op_randint = _OPS['randint']
@@ -705,6 +713,8 @@ _op_scatter_add = _OPS['scatter_add']
 _dispatch_scatter_add = _op_scatter_add.dispatch
 _op_scatter_add_ = _OPS['scatter_add_']
 _dispatch_scatter_add_ = _op_scatter_add_.dispatch
+_op_bincount = _OPS['bincount']
+_dispatch_bincount = _op_bincount.dispatch
 _op_nonzero = _OPS['nonzero']
 _dispatch_nonzero = _op_nonzero.dispatch
 _op_scatter_value = _OPS['scatter.value']
@@ -3158,6 +3168,60 @@ def randint_like(*args, **kwargs):
     """
     return _call_overload('randint_like', _overloads_randint_like, args, kwargs)
 
+def _bind_normal_float_float(mean, std, size, *, generator=None, dtype=None, device=None, requires_grad=False):
+    if mean.__class__ is not float and mean.__class__ is not int:
+        _float_arg(mean, 'normal', 'mean', 1)
+    if std.__class__ is not float and std.__class__ is not int:
+        _float_arg(std, 'normal', 'std', 2)
+    if size.__class__ is not tuple and size.__class__ is not list:
+        size = _int_list_arg(size, 'normal', 'size', 3, False)
+    else:
+        for _item in size:
+            if _item.__class__ is not int:
+                size = _int_list_arg(size, 'normal', 'size', 3, False)
+                break
+    device = _as_device(device)
+    if requires_grad.__class__ is not bool:
+        _bool_arg(requires_grad, 'normal', 'requires_grad', None)
+    return (mean, std, size, generator, dtype, device, requires_grad)
+
+def _bind_normal_Tensor_Tensor(mean, std, *, generator=None):
+    if mean is None or mean.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('mean')
+    if std is None or std.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('std')
+    return (mean, std, generator)
+
+def _bind_normal_float_Tensor(mean, std, *, generator=None):
+    if mean.__class__ is not float and mean.__class__ is not int:
+        _float_arg(mean, 'normal', 'mean', 1)
+    if std is None or std.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('std')
+    return (mean, std, generator)
+
+def _bind_normal_Tensor_float(mean, std=1, *, generator=None):
+    if std.__class__ is not float and std.__class__ is not int:
+        _float_arg(std, 'normal', 'std', 2)
+    if mean is None or mean.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('mean')
+    return (mean, std, generator)
+
+_overloads_normal = ((_bind_normal_float_float, _op_normal_float_float, None, 6), (_bind_normal_Tensor_Tensor, _op_normal_Tensor_Tensor, None, None), (_bind_normal_float_Tensor, _op_normal_float_Tensor, None, None), (_bind_normal_Tensor_float, _op_normal_Tensor_float, None, None),)
+def normal(*args, **kwargs):
+    """A tensor of `size` drawn from one normal distribution (normal_ on a new tensor).
+
+    Overloads:
+
+    ``normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) -> Tensor``: A tensor of `size` drawn from one normal distribution (normal_ on a new tensor).
+
+    ``normal.Tensor_Tensor(Tensor mean, Tensor std, *, Generator? generator=None) -> Tensor``: Draws from normal distributions with the means `mean` and the standard deviations `std` (broadcast; mean's dtype): standard normal draws, scaled and shifted.
+
+    ``normal.float_Tensor(float mean, Tensor std, *, Generator? generator=None) -> Tensor``: Draws from normal distributions with one mean and the standard deviations `std`.
+
+    ``normal.Tensor_float(Tensor mean, float std=1, *, Generator? generator=None) -> Tensor``: Draws from normal distributions with the means `mean` and one standard deviation.
+    """
+    return _call_overload('normal', _overloads_normal, args, kwargs)
+
 def _bind_randint_low(low, high, size, *, generator=None, dtype=None, device=None, requires_grad=False):
     if low.__class__ is not int:
         _int_arg(low, 'randint', 'low', 1)
@@ -5144,6 +5208,15 @@ def scatter_add_(input, dim, index, src):
         _int_arg(dim, 'scatter_add_', 'dim', 2)
     return _dispatch_scatter_add_((input, dim, index, src))
 
+def bincount(input, weights=None, minlength=0):
+    """How often each value 0..max occurs in the 1-D non-negative integer `self` (the sum of `weights` there when given: float32 weights sum in float32, others in float64), at least `minlength` bins.
+
+    Schema: ``bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor``
+    """
+    if minlength.__class__ is not int:
+        _int_arg(minlength, 'bincount', 'minlength', 3)
+    return _dispatch_bincount((input, weights, minlength))
+
 def nonzero(input):
     """The indices of the nonzero elements, one row per element (a data-dependent shape).
 
@@ -7085,7 +7158,7 @@ concat = cat
 concatenate = cat
 ger = outer
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addr', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'count_nonzero', 'ctc_loss', 'cumprod', 'cumsum', 'deg2rad', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diff', 'digamma', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'fliplr', 'flipud', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'inner', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'moveaxis', 'movedim', 'mul', 'multinomial', 'multiply', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nansum', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'not_equal', 'ones', 'ones_like', 'outer', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rad2deg', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'triangular_solve', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addr', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'count_nonzero', 'ctc_loss', 'cumprod', 'cumsum', 'deg2rad', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diff', 'digamma', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'fliplr', 'flipud', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'inner', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'moveaxis', 'movedim', 'mul', 'multinomial', 'multiply', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nansum', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rad2deg', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'triangular_solve', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 OP_FUNCTIONS = {
     'add.Tensor': add,
@@ -7315,6 +7388,10 @@ OP_FUNCTIONS = {
     'randn_like': randn_like,
     'randint_like': randint_like,
     'randint_like.low_dtype': randint_like,
+    'normal.Tensor_Tensor': normal,
+    'normal.Tensor_float': normal,
+    'normal.float_Tensor': normal,
+    'normal.float_float': normal,
     'randint.low': randint,
     'randint': randint,
     'sort.stable': sort,
@@ -7429,6 +7506,7 @@ OP_FUNCTIONS = {
     'gather': gather,
     'scatter_add': scatter_add,
     'scatter_add_': scatter_add_,
+    'bincount': bincount,
     'nonzero': nonzero,
     'scatter.value': scatter,
     'scatter_.value': scatter_,

@@ -306,6 +306,7 @@ from ember._generated.functions import (
     _op_gather,
     _op_scatter_add,
     _op_scatter_add_,
+    _op_bincount,
     _op_nonzero,
     _op_scatter_value,
     _op_scatter__value,
@@ -577,6 +578,7 @@ _method_dispatch_addcdiv_ = _op_addcdiv_.method_dispatch
 _method_dispatch_gather = _op_gather.method_dispatch
 _method_dispatch_scatter_add = _op_scatter_add.method_dispatch
 _method_dispatch_scatter_add_ = _op_scatter_add_.method_dispatch
+_method_dispatch_bincount = _op_bincount.method_dispatch
 _method_dispatch_nonzero = _op_nonzero.method_dispatch
 _method_dispatch_scatter_reduce = _op_scatter_reduce.method_dispatch
 _method_dispatch_scatter_reduce_two = _op_scatter_reduce_two.method_dispatch
@@ -2906,6 +2908,15 @@ class TensorMethods:
         if dim.__class__ is not int:
             _int_arg(dim, 'scatter_add_', 'dim', 1)
         return _method_dispatch_scatter_add_((self, dim, index, src))
+
+    def bincount(self, weights=None, minlength=0):
+        """How often each value 0..max occurs in the 1-D non-negative integer `self` (the sum of `weights` there when given: float32 weights sum in float32, others in float64), at least `minlength` bins.
+
+        Schema: ``bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor``
+        """
+        if minlength.__class__ is not int:
+            _int_arg(minlength, 'bincount', 'minlength', 2)
+        return _method_dispatch_bincount((self, weights, minlength))
 
     def nonzero(self):
         """The indices of the nonzero elements, one row per element (a data-dependent shape).

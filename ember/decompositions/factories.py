@@ -6,7 +6,8 @@ import math
 from ember._generated import functions as F
 from ember.core import dtype as _dt
 from ember.core.errors import ArgumentValueError
-from ember.frontend.tensor import make_tensor
+from ember.dispatcher.operator import ALL_OPS
+from ember.frontend.tensor import Tensor, holds_data, make_tensor
 from ember.core.type_promotion import dtype_of_scalar
 from ember.shape_rules.common import preserved_strides
 
@@ -184,3 +185,40 @@ def randint_like(self, low, high, generator=None, dtype=None, device=None, requi
 @decomposition("randint_like")
 def randint_like_high(self, high, generator=None, dtype=None, device=None, requires_grad=False):
     return randint_like(self, 0, high, generator, dtype, device, requires_grad)
+
+
+# ------------------------------------------------------------------------------------------ normal
+def _scaled_normal(name: str, mean, std, generator):
+    """Standard normal draws of the operands' broadcast shape (normal's shape rule), times std plus mean
+    (torch's arithmetic); std checked non-negative on a backend holding data."""
+    tensors = [t for t in (mean, std) if isinstance(t, Tensor)]
+    if isinstance(std, Tensor) and holds_data(std) and std.numel() and F.amin(std).item() < 0:
+        raise ArgumentValueError("normal(): normal expects all elements of std >= 0.0")
+    op = ALL_OPS[name]
+    shape, dtype = op.shape_rule(op, mean, std, generator)[:2]
+    draws = F.empty(tuple(shape), dtype=dtype, device=tensors[0].device)
+    if 0 not in shape:
+        F.normal_(draws, 0.0, 1.0, generator=generator)
+    out = F.add(F.mul(draws, std), mean)
+    return out if out.dtype is dtype else F._to_copy(out, dtype=dtype)       # (torch's in-place mul_, add_)
+
+
+@decomposition("normal.Tensor_Tensor")
+def normal_tensor_tensor(mean, std, generator=None):
+    return _scaled_normal("normal.Tensor_Tensor", mean, std, generator)
+
+
+@decomposition("normal.Tensor_float")
+def normal_tensor_float(mean, std=1.0, generator=None):
+    return _scaled_normal("normal.Tensor_float", mean, std, generator)
+
+
+@decomposition("normal.float_Tensor")
+def normal_float_tensor(mean, std, generator=None):
+    return _scaled_normal("normal.float_Tensor", mean, std, generator)
+
+
+@decomposition("normal.float_float")
+def normal_float_float(mean, std, size, generator=None, dtype=None, device=None, requires_grad=False):
+    out = F.empty(size, dtype=dtype, device=device)
+    return out if 0 in tuple(out.shape) else F.normal_(out, mean, std, generator=generator)

@@ -394,3 +394,19 @@ def one_hot(self, num_classes=-1):
             raise ArgumentValueError("one_hot(): Class values must be smaller than num_classes.")
     classes = F.arange(0, num_classes, 1, device=self.device)
     return F._to_copy(F.eq(F.unsqueeze(self, -1), classes), dtype=_dt.int64)
+
+
+@decomposition("bincount")
+def bincount(self, weights=None, minlength=0):
+    """index_add of ones (or the weights) into max(minlength, largest value + 1) zeros; the values'
+    sign checked with torch's message."""
+    if self.numel() and F.amin(self).item() < 0:
+        raise ArgumentValueError("bincount(): bincount only supports 1-d non-negative integral inputs.")
+    bins = max(minlength, F.amax(self).item() + 1 if self.numel() else 0)
+    if self.dtype not in (_dt.int64, _dt.int32):            # index_add takes int32/int64 indices
+        self = F._to_copy(self, dtype=_dt.int64)
+    if weights is None:
+        return F.index_add(F.zeros((bins,), dtype=_dt.int64, device=self.device), 0, self,
+                           F.ones((self.numel(),), dtype=_dt.int64, device=self.device))
+    dtype = _dt.float32 if weights.dtype is _dt.float32 else _dt.float64
+    return F.index_add(F.zeros((bins,), dtype=dtype, device=self.device), 0, self, F._to_copy(weights, dtype=dtype))

@@ -10,7 +10,7 @@ from ember.core.symint import SymInt
 from ember.core.type_promotion import dtype_of_scalar
 
 from . import shape_rule
-from .common import (NUMBER_TYPES, as_int, check_dtype_arg, check_fits, check_int_list, check_kernel_dtype, check_tensor,
+from .common import (NUMBER_TYPES, as_int, broadcast_shapes, check_dtype_arg, check_fits, check_int_list, check_kernel_dtype, check_tensor,
                      preserved_strides, with_layout)
 
 
@@ -108,6 +108,30 @@ def randint_like(op, self, low, high, generator=None, dtype=None, device=None, r
 def randint_like_high(op, self, high, generator=None, dtype=None, device=None, requires_grad=False):
     """randint_like(self, high): randint_like(self, 0, high)."""
     return randint_like(op, self, 0, high, generator, dtype, device, requires_grad)
+
+
+def _nonnegative_std(op, std) -> None:
+    if isinstance(std, (int, float)) and not std >= 0:
+        raise ArgumentValueError(f"{op.name}(): normal expects std >= 0.0, but found std {std}")
+
+
+@shape_rule("normal_tensors", reads=("dtypes",))
+def normal_tensors(op, mean, std, generator=None):
+    """normal with a tensor mean and/or std: their broadcast shape, the mean's dtype (the std's when the mean
+    is a number)."""
+    tensors = [t for t in (mean, std) if isinstance(t, TensorSpec)]
+    _nonnegative_std(op, std)
+    shape = broadcast_shapes(op, [t._data.shape for t in tensors])
+    dtype = tensors[0]._dtype
+    if 0 not in shape:
+        check_kernel_dtype(op, dtype)
+    return (shape, dtype)
+
+
+@shape_rule("normal_size", reads=("dtypes",))
+def normal_size(op, mean, std, size, generator=None, dtype=None, device=None, requires_grad=False):
+    _nonnegative_std(op, std)
+    return factory(op, size, generator, dtype, device, requires_grad)
 
 
 @shape_rule("eye")

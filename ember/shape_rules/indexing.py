@@ -166,6 +166,27 @@ def take(op, self, index):
     return (tuple(_shape(index)), self._dtype)
 
 
+@shape_rule("bincount")
+def bincount(op, self, weights=None, minlength=0):
+    """1-D integer values (their sign is data: checked by the kernel); weights of their length; a
+    data-dependent number of bins, int64 counts or the weights' sums (float32 kept, others float64)."""
+    check_tensor(op, self, "input")
+    minlength = as_int(op, minlength, "minlength")
+    if minlength < 0:
+        raise ArgumentValueError(f"{op.name}(): minlength should be >= 0")
+    if len(_shape(self)) != 1 or self._dtype.is_floating_point or self._dtype is _dt.bool:
+        if self._dtype.is_floating_point:
+            raise MissingKernelError(f'{op.name}(): "bincount_cpu" not implemented for \'{type_name(self._dtype)}\'')
+        raise ArgumentValueError(f"{op.name}(): bincount only supports 1-d non-negative integral inputs.")
+    if weights is not None:
+        check_tensor(op, weights, "weights")
+        if tuple(_shape(weights)) != tuple(_shape(self)):
+            raise ShapeError(f"{op.name}(): weights should be 1-d and have the same length as input")
+    no_meta(op, self)
+    dtype = _dt.int64 if weights is None else _dt.float32 if weights._dtype is _dt.float32 else _dt.float64
+    return ((None,), dtype)
+
+
 @shape_rule("nonzero")
 def nonzero(op, self):
     check_tensor(op, self, "input")

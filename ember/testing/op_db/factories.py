@@ -279,3 +279,34 @@ def _randint_high_samples(rng, dtype):
 add(OpInfo("randint", fn("randint"), _randint_high_samples, dtypes=("int64", "int32", "float32", "uint8"),
            kind="random",
            errors=lambda rng: [E((0, (3,)), RuntimeError, "randint", desc="high <= 0")]))
+
+
+# ---- normal's four overloads (values: tests/test_factories.py checks their moments and seeds)
+def _normal_samples(kind):
+    def gen(rng, dtype):
+        t = lambda shape: T(np.zeros(shape, NP_DTYPE[dtype]))                 # noqa: E731
+        s = lambda shape: T(np.ones(shape, NP_DTYPE[dtype]))                  # noqa: E731
+        if kind == "Tensor_Tensor":
+            return [Sample((t((2, 3)), s((2, 3))), desc="alike"), Sample((t((2, 1)), s((3,))), desc="broadcast"),
+                    Sample((t((0,)), s((0,))), desc="empty")]
+        if kind == "Tensor_float":
+            return [Sample((t((2, 3)), 2.0), desc="2-d"), Sample((t(()),), desc="0-d, default std")]
+        if kind == "float_Tensor":
+            return [Sample((1.0, s((2, 3))), desc="2-d"), Sample((-1.0, s(())), desc="0-d")]
+        return [Sample((1.0, 2.0, (2, 3)), {"dtype": DT(dtype), "device": DEVICE}, desc="sized"),
+                Sample((0.0, 1.0, (0, 2)), {"dtype": DT(dtype), "device": DEVICE}, desc="empty")]
+    return gen
+
+
+add(OpInfo("normal.Tensor_Tensor", fn("normal"), _normal_samples("Tensor_Tensor"), dtypes=FLOAT, kind="random",
+           errors=lambda rng: [E((T(np.zeros(2, np.float32)), T(np.ones(3, np.float32))), RuntimeError, "normal",
+                                 desc="shapes do not broadcast")]))
+add(OpInfo("normal.Tensor_float", fn("normal"), _normal_samples("Tensor_float"), dtypes=FLOAT, kind="random",
+           errors=lambda rng: [E((T(np.zeros(2, np.float32)), -1.0), RuntimeError, "normal", "std", desc="negative std"),
+                               E((T(np.zeros(2, np.int64)), 1.0), NotImplementedError, "normal", desc="int64 mean")]))
+add(OpInfo("normal.float_Tensor", fn("normal"), _normal_samples("float_Tensor"), dtypes=FLOAT, kind="random",
+           errors=lambda rng: [E((0.0, "x"), TypeError, "normal", desc="str std")]))
+add(OpInfo("normal.float_float", fn("normal"), _normal_samples("float_float"), dtypes=FLOAT, kind="random",
+           errors=lambda rng: [E((1.0, -2.0, (2,)), RuntimeError, "normal", "std", desc="negative std"),
+                               E((1.0, 2.0, (2,)), NotImplementedError, "normal", kwargs={"dtype": DT("int64")},
+                                 desc="int64 dtype")]))

@@ -7,6 +7,8 @@ masked_select (data-dependent shapes) raise NotImplementedError on meta, as torc
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ..tolerances import REDUCTION_TOL
@@ -514,3 +516,23 @@ def _one_hot_errors(rng):
 
 add(OpInfo("one_hot", lambda m, *a: m.nn.functional.one_hot(*a), _one_hot_samples, dtypes=("int64",),
            errors=_one_hot_errors))
+
+
+# ---- bincount: counts (or weight sums) per value; the bin count is data, so no meta samples
+def _bincount_samples(rng, dtype):
+    values = T(rng.integers(0, 5, 8).astype(NP_DTYPE[dtype]))
+    return [Sample((values,), desc="counts", meta=False),
+            Sample((values, None, 7), desc="minlength past the largest", meta=False),
+            Sample((values, T(make(rng, (8,), "float32"))), desc="float32 weights", meta=False),
+            Sample((values, T(make(rng, (8,), "float64"))), desc="float64 weights", meta=False),
+            Sample((T(np.zeros(0, NP_DTYPE[dtype])),), desc="empty", meta=False),
+            Sample((values,), desc="method", fn=lambda m, a: a.bincount(), meta=False)]
+
+
+add(OpInfo("bincount", fn("bincount"), _bincount_samples, dtypes=("int64", "int32", "uint8"),
+           errors=lambda rng: [dataclasses.replace(e, sample=dataclasses.replace(e.sample, meta=False)) for e in [
+               E((T(np.array([-1, 2], np.int64)),), RuntimeError, "bincount", "non-negative", desc="negative value")]] + [
+               E((T(np.zeros((2, 2), np.int64)),), RuntimeError, "bincount", "1-d", desc="2-d input"),
+               E((T(f32(rng, (3,))),), NotImplementedError, "bincount", desc="float input"),
+               E((T(np.array([1], np.int64)), T(f32(rng, (2,)))), RuntimeError, "bincount", "weights",
+                 desc="weights of another length")]))
