@@ -254,3 +254,36 @@ def norm(self, p, dim, keepdim=False):
     else:
         out = F.pow(F.sum(F.pow(F.abs(x), p), red, keepdim), 1.0 / p)
     return F._to_copy(out, dtype=self.dtype) if out.dtype is not self.dtype else out
+
+
+# ------------------------------------------------------------------------------------------ searches
+def _search(rows, values, right: bool, out_int32: bool):
+    """How many of each row's (sorted) elements come before each value, by one stable sort of the row and
+    its values together: the values placed before the row's elements (left: before equal ones) or after
+    them (right: after equal ones), a value's sorted position less the values ahead of it is the count of
+    row elements ahead of it. O((n + m) log(n + m)), no n x m comparison."""
+    shape = tuple(values.shape)
+    if rows.dim() == 1:
+        rows, values = F.reshape(rows, (1, -1)), F.reshape(values, (1, -1))
+    n, m = rows.shape[-1], values.shape[-1]
+    merged = F.cat([rows, values] if right else [values, rows], -1)
+    order = F.argsort(merged, stable=True, dim=-1)
+    is_value = F.ge(order, n) if right else F.lt(order, m)
+    values_ahead = F.sub(F.cumsum(is_value, -1), is_value.long())
+    ahead = F.sub(F.arange(0, n + m, 1, device=rows.device), values_ahead)
+    counts = F.scatter(F.zeros_like(ahead), -1, order, ahead)
+    found = F.slice(counts, -1, n, n + m) if right else F.slice(counts, -1, 0, m)
+    found = F.reshape(found, shape)
+    return F._to_copy(found, dtype=_dt.int32) if out_int32 else found
+
+
+@decomposition("searchsorted.Tensor")
+def searchsorted(sorted_sequence, self, out_int32=False, right=False, side=None, sorter=None):
+    if sorter is not None:
+        sorted_sequence = F.gather(sorted_sequence, -1, sorter)
+    return _search(sorted_sequence, self, bool(right) or side == "right", out_int32)
+
+
+@decomposition("bucketize.Tensor")
+def bucketize(self, boundaries, out_int32=False, right=False):
+    return _search(boundaries, self, right, out_int32)

@@ -187,6 +187,42 @@ def bincount(op, self, weights=None, minlength=0):
     return ((None,), dtype)
 
 
+def _search_dtype(out_int32) -> object:
+    return _dt.int32 if out_int32 else _dt.int64
+
+
+@shape_rule("searchsorted")
+def searchsorted(op, sorted_sequence, self, out_int32=False, right=False, side=None, sorter=None):
+    """A 1-D sequence searched for values of any shape, or rows searched for values whose leading dims are
+    the rows' (the values' shape either way)."""
+    check_tensor(op, sorted_sequence, "sorted_sequence")
+    check_tensor(op, self, "input")
+    if side not in (None, "left", "right"):
+        raise ArgumentValueError(f"{op.name}(): side can only be 'left' or 'right' but got {side}")
+    if right and side == "left":
+        raise ArgumentValueError(f"{op.name}(): side and right can't be set to opposites, got side of {side} while "
+                                 f"right was {bool(right)}")
+    rows, values = tuple(_shape(sorted_sequence)), tuple(_shape(self))
+    if len(rows) > 1 and (len(values) != len(rows) or values[:-1] != rows[:-1]):
+        raise ShapeError(f"{op.name}(): boundaries tensor should be 1 dimension or the first N-1 dimensions of "
+                         f"boundaries tensor and input value tensor must match, but we got boundaries tensor "
+                         f"{list(rows)} and input value tensor {list(values)}")
+    if sorter is not None:
+        check_tensor(op, sorter, "sorter")
+        if tuple(_shape(sorter)) != rows or sorter._dtype is not _dt.int64:
+            raise ShapeError(f"{op.name}(): sorter must be an int64 tensor of the sorted sequence's shape")
+    return (values, _search_dtype(out_int32))
+
+
+@shape_rule("bucketize")
+def bucketize(op, self, boundaries, out_int32=False, right=False):
+    check_tensor(op, self, "input")
+    check_tensor(op, boundaries, "boundaries")
+    if len(_shape(boundaries)) != 1:
+        raise ShapeError(f"{op.name}(): boundaries tensor must be 1 dimension, but got dim({len(_shape(boundaries))})")
+    return (tuple(_shape(self)), _search_dtype(out_int32))
+
+
 @shape_rule("nonzero")
 def nonzero(op, self):
     check_tensor(op, self, "input")

@@ -169,6 +169,20 @@ def unwrap_T0_T1_T3_T4_T5_T6(args):
     ) + args[7:]
 
 
+def unwrap_T0_T1_T5(args):
+    a0 = args[0]
+    a1 = args[1]
+    a5 = args[5]
+    return (
+        a0._data if isinstance(a0, Tensor) else a0,
+        a1._data if isinstance(a1, Tensor) else a1,
+        args[2],
+        args[3],
+        args[4],
+        a5._data if isinstance(a5, Tensor) else a5,
+    ) + args[6:]
+
+
 def unwrap_T0_T1_T7(args):
     a0 = args[0]
     a1 = args[1]
@@ -250,6 +264,7 @@ UNWRAPS = {
     (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12): unwrap_T0_T1_T2_T3_T4_T5_T6_T7_T8_T9_T10_T11_T12,
     (0, 1, 2, 6): unwrap_T0_T1_T2_T6,
     (0, 1, 3, 4, 5, 6): unwrap_T0_T1_T3_T4_T5_T6,
+    (0, 1, 5): unwrap_T0_T1_T5,
     (0, 1, 7): unwrap_T0_T1_T7,
     (0, 2): unwrap_T0_T2,
     (0, 2, 3): unwrap_T0_T2_T3,

@@ -302,3 +302,39 @@ add(OpInfo("norm.Scalar", fn("norm"), _norm_samples(True), dtypes=FLOAT, grad=Tr
            errors=_norm_errors))
 add(OpInfo("norm.ScalarOpt_dim", fn("norm"), _norm_samples(False), dtypes=FLOAT, grad=True, tol=REDUCTION_TOL,
            errors=_norm_errors))
+
+
+# ---- searchsorted / bucketize: one stable sort of a row and its values together
+def _sorted_row(rng, dtype, shape):
+    return np.sort(make(rng, shape, dtype), axis=-1)
+
+
+def _searchsorted_samples(rng, dtype):
+    row = T(_sorted_row(rng, dtype, (6,)))
+    values = lambda shape: T(make(rng, shape, dtype))        # noqa: E731
+    ties = np.array([1, 1, 2, 2, 2, 3], NP_DTYPE[dtype])
+    unsorted = make(rng, (3,), dtype)
+    return [Sample((row, values((4,))), desc="1-d"), Sample((row, values((2, 3))), {"right": True}, desc="right"),
+            Sample((row, values((2, 3))), {"side": "right"}, desc="side right"),
+            Sample((T(_sorted_row(rng, dtype, (2, 5))), values((2, 3))), desc="rows"),
+            Sample((T(ties), T(ties[[3, 0, 5]].copy())), desc="ties"),
+            Sample((T(ties), T(ties[[3, 0, 5]].copy())), {"right": True, "out_int32": True}, desc="ties, right, int32"),
+            Sample((T(unsorted), values((2,))), {"sorter": T(np.argsort(unsorted, kind="stable"))}, desc="sorter"),
+            Sample((row, values(())), desc="0-d value"), Sample((row, values((0,))), desc="no value")]
+
+
+def _bucketize_samples(rng, dtype):
+    boundaries = T(_sorted_row(rng, dtype, (5,)))
+    return [Sample((T(make(rng, (2, 3), dtype)), boundaries), desc="2-d"),
+            Sample((T(make(rng, (4,), dtype)), boundaries), {"right": True}, desc="right"),
+            Sample((T(make(rng, (), dtype)), boundaries), {"out_int32": True}, desc="0-d, int32")]
+
+
+add(OpInfo("searchsorted.Tensor", fn("searchsorted"), _searchsorted_samples, dtypes=("float32", "float64", "int64"),
+           errors=lambda rng: [E((T(f32(rng, (1, 2))), T(f32(rng, (1,)))), RuntimeError, "searchsorted", "boundaries",
+                                 desc="rows without matching values"),
+                               E((T(f32(rng, (3,))), T(f32(rng, (2,)))), RuntimeError, "searchsorted", "opposites",
+                                 kwargs={"side": "left", "right": True}, desc="side against right")]))
+add(OpInfo("bucketize.Tensor", fn("bucketize"), _bucketize_samples, dtypes=("float32", "float64", "int64"),
+           errors=lambda rng: [E((T(f32(rng, (2,))), T(f32(rng, (1, 2)))), RuntimeError, "bucketize", "1 dimension",
+                                 desc="2-d boundaries")]))
