@@ -90,11 +90,14 @@ _ONES: dict = {}
 
 
 def _ones(n: int, dtype) -> np.ndarray:
-    """The cached vector of ones the eager kernel sums rows with (context.row_sums)."""
+    """A vector of ones like the one the eager kernel sums rows with (context.row_sums), cached read-only for
+    at most 64 class counts, as the kernels' constants are."""
     ones = _ONES.get((n, dtype))
     if ones is None:
-        ones = _ONES[(n, dtype)] = np.ones(n, dtype)
+        ones = np.ones(n, dtype)
         ones.flags.writeable = False
+        if len(_ONES) < 64:
+            _ONES[(n, dtype)] = ones
     return ones
 
 
