@@ -1398,6 +1398,152 @@ class RemainderBackward0(Node):
         return out
 
 
+class LogitBackward0(Node):
+    """Backward of logit."""
+
+    __slots__ = ('a_eps', 'a_self', 'needs')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_eps = args[1]
+            self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_eps = self.a_eps
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
+            out.append(_H.logit_backward(grad, a_self, a_eps))
+        else:
+            out.append(None)
+        return out
+
+
+class CopysignBackward0(Node):
+    """Backward of copysign."""
+
+    __slots__ = ('a_result', 'a_self', 'needs')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_result = _save(outs[0], True, 0, self)
+            self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
+            out.append(_H.copysign_backward(grad, a_self, a_result))
+        else:
+            out.append(None)
+        if needs[1]:
+            out.append(_F.zeros_like(grad))
+        else:
+            out.append(None)
+        return out
+
+
+class FmaxBackward0(Node):
+    """Backward of fmax."""
+
+    __slots__ = ('a_other', 'a_self', 'needs')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0] or needs[1]:
+            self.a_other = _save(args[1])
+            self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0] or needs[1]:
+            if self.a_other.__class__ is SavedTensor:
+                self.a_other = _FREED
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_other = self.a_other.unpack(self) if self.a_other.__class__ is SavedTensor else self.a_other
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
+            out.append(_H.nan_losing_backward(grad, a_self, a_other, True))
+        else:
+            out.append(None)
+        if needs[1]:
+            a_other = self.a_other.unpack(self) if self.a_other.__class__ is SavedTensor else self.a_other
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
+            out.append(_H.nan_losing_backward_other(grad, a_self, a_other, True))
+        else:
+            out.append(None)
+        return out
+
+
+class FminBackward0(Node):
+    """Backward of fmin."""
+
+    __slots__ = ('a_other', 'a_self', 'needs')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0] or needs[1]:
+            self.a_other = _save(args[1])
+            self.a_self = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0] or needs[1]:
+            if self.a_other.__class__ is SavedTensor:
+                self.a_other = _FREED
+            if self.a_self.__class__ is SavedTensor:
+                self.a_self = _FREED
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_other = self.a_other.unpack(self) if self.a_other.__class__ is SavedTensor else self.a_other
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
+            out.append(_H.nan_losing_backward(grad, a_self, a_other, False))
+        else:
+            out.append(None)
+        if needs[1]:
+            a_other = self.a_other.unpack(self) if self.a_other.__class__ is SavedTensor else self.a_other
+            a_self = self.a_self.unpack(self) if self.a_self.__class__ is SavedTensor else self.a_self
+            out.append(_H.nan_losing_backward_other(grad, a_self, a_other, False))
+        else:
+            out.append(None)
+        return out
+
+
 class HypotBackward0(Node):
     """Backward of hypot."""
 
@@ -4346,6 +4492,10 @@ CLASSES = {
     'atan2': Atan2Backward0,
     'fmod.Tensor': FmodBackward0,
     'remainder.Tensor': RemainderBackward0,
+    'logit': LogitBackward0,
+    'copysign': CopysignBackward0,
+    'fmax': FmaxBackward0,
+    'fmin': FminBackward0,
     'hypot': HypotBackward0,
     'relu': ReluBackward0,
     'sum.dim_IntList': SumBackward0,

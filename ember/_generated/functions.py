@@ -207,6 +207,22 @@ _op_remainder_Tensor = _OPS['remainder.Tensor']
 _dispatch_remainder_Tensor = _op_remainder_Tensor.dispatch
 _op_remainder__Tensor = _OPS['remainder_.Tensor']
 _dispatch_remainder__Tensor = _op_remainder__Tensor.dispatch
+_op_logit = _OPS['logit']
+_dispatch_logit = _op_logit.dispatch
+_op_logit_ = _OPS['logit_']
+_dispatch_logit_ = _op_logit_.dispatch
+_op_sinc = _OPS['sinc']
+_dispatch_sinc = _op_sinc.dispatch
+_op_sinc_ = _OPS['sinc_']
+_dispatch_sinc_ = _op_sinc_.dispatch
+_op_copysign = _OPS['copysign']
+_dispatch_copysign = _op_copysign.dispatch
+_op_copysign_ = _OPS['copysign_']
+_dispatch_copysign_ = _op_copysign_.dispatch
+_op_fmax = _OPS['fmax']
+_dispatch_fmax = _op_fmax.dispatch
+_op_fmin = _OPS['fmin']
+_dispatch_fmin = _op_fmin.dispatch
 _op_hypot = _OPS['hypot']
 _dispatch_hypot = _op_hypot.dispatch
 _op_hypot_ = _OPS['hypot_']
@@ -277,6 +293,8 @@ _op_bitwise_not_ = _OPS['bitwise_not_']
 _dispatch_bitwise_not_ = _op_bitwise_not_.dispatch
 _op_isnan = _OPS['isnan']
 _dispatch_isnan = _op_isnan.dispatch
+_op_isin = _OPS['isin']
+_dispatch_isin = _op_isin.dispatch
 _op_isposinf = _OPS['isposinf']
 _dispatch_isposinf = _op_isposinf.dispatch
 _op_isneginf = _OPS['isneginf']
@@ -1745,6 +1763,66 @@ def remainder_(input, other):
     """
     return _dispatch_remainder__Tensor((input, other))
 
+def logit(input, eps=None):
+    """log(x / (1 - x)), x clamped to [eps, 1 - eps] first when eps is given (not negative).
+
+    Schema: ``logit(Tensor self, float? eps=None) -> Tensor``
+    """
+    if eps is not None and eps.__class__ is not float and eps.__class__ is not int:
+        _float_arg(eps, 'logit', 'eps', 2)
+    return _dispatch_logit((input, eps))
+
+def logit_(input, eps=None):
+    """In-place version of logit: log(x / (1 - x)), x clamped to [eps, 1 - eps] first when eps is given (not negative).
+
+    Schema: ``logit_(Tensor(a!) self, float? eps=None) -> Tensor(a!)``
+    """
+    if eps is not None and eps.__class__ is not float and eps.__class__ is not int:
+        _float_arg(eps, 'logit_', 'eps', 2)
+    return _dispatch_logit_((input, eps))
+
+def sinc(input):
+    """sin(pi x) / (pi x), and 1 at 0 (its gradient 0 there).
+
+    Schema: ``sinc(Tensor self) -> Tensor``
+    """
+    return _dispatch_sinc((input,))
+
+def sinc_(input):
+    """In-place version of sinc: sin(pi x) / (pi x), and 1 at 0 (its gradient 0 there).
+
+    Schema: ``sinc_(Tensor(a!) self) -> Tensor(a!)``
+    """
+    return _dispatch_sinc_((input,))
+
+def copysign(input, other):
+    """|self| with the sign of `other` (its sign bit: -0.0 counts as negative); a floating result.
+
+    Schema: ``copysign(Tensor self, Tensor other) -> Tensor``
+    """
+    return _dispatch_copysign((input, other))
+
+def copysign_(input, other):
+    """In-place version of copysign: |self| with the sign of `other` (its sign bit: -0.0 counts as negative); a floating result.
+
+    Schema: ``copysign_(Tensor(a!) self, Tensor other) -> Tensor(a!)``
+    """
+    return _dispatch_copysign_((input, other))
+
+def fmax(input, other):
+    """The elementwise maximum, a NaN losing to a number (NaN only where both are).
+
+    Schema: ``fmax(Tensor self, Tensor other) -> Tensor``
+    """
+    return _dispatch_fmax((input, other))
+
+def fmin(input, other):
+    """The elementwise minimum, a NaN losing to a number (NaN only where both are).
+
+    Schema: ``fmin(Tensor self, Tensor other) -> Tensor``
+    """
+    return _dispatch_fmin((input, other))
+
 def hypot(input, other):
     """sqrt(self ** 2 + other ** 2), elementwise, without undue overflow.
 
@@ -1997,6 +2075,17 @@ def isnan(input):
     Schema: ``isnan(Tensor self) -> Tensor``
     """
     return _dispatch_isnan((input,))
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """True where an element of `elements` occurs in `test_elements` (False with `invert`); NaN occurs nowhere. A sort and a search, no elements x test_elements comparison.
+
+    Schema: ``isin(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor``
+    """
+    if assume_unique.__class__ is not bool:
+        _bool_arg(assume_unique, 'isin', 'assume_unique', None)
+    if invert.__class__ is not bool:
+        _bool_arg(invert, 'isin', 'invert', None)
+    return _dispatch_isin((elements, test_elements, assume_unique, invert))
 
 def isposinf(input):
     """True where an element is +inf.
@@ -7186,7 +7275,7 @@ concat = cat
 concatenate = cat
 ger = outer
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addr', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'count_nonzero', 'ctc_loss', 'cumprod', 'cumsum', 'deg2rad', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diff', 'digamma', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'fliplr', 'flipud', 'floor', 'floor_', 'floor_divide', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'inner', 'isclose', 'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'moveaxis', 'movedim', 'mul', 'multinomial', 'multiply', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nansum', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rad2deg', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'triangular_solve', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addr', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'count_nonzero', 'ctc_loss', 'cumprod', 'cumsum', 'deg2rad', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diff', 'digamma', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'fliplr', 'flipud', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'inner', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'moveaxis', 'movedim', 'mul', 'multinomial', 'multiply', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nansum', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rad2deg', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinc', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'triangular_solve', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 OP_FUNCTIONS = {
     'add.Tensor': add,
@@ -7287,6 +7376,14 @@ OP_FUNCTIONS = {
     'fmod_.Tensor': fmod_,
     'remainder.Tensor': remainder,
     'remainder_.Tensor': remainder_,
+    'logit': logit,
+    'logit_': logit_,
+    'sinc': sinc,
+    'sinc_': sinc_,
+    'copysign': copysign,
+    'copysign_': copysign_,
+    'fmax': fmax,
+    'fmin': fmin,
     'hypot': hypot,
     'hypot_': hypot_,
     'relu': relu,
@@ -7322,6 +7419,7 @@ OP_FUNCTIONS = {
     'bitwise_not': bitwise_not,
     'bitwise_not_': bitwise_not_,
     'isnan': isnan,
+    'isin': isin,
     'isposinf': isposinf,
     'isneginf': isneginf,
     'isinf': isinf,

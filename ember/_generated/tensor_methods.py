@@ -124,6 +124,14 @@ from ember._generated.functions import (
     _dispatch_remainder_Tensor,
     _op_remainder__Tensor,
     _dispatch_remainder__Tensor,
+    _op_logit,
+    _op_logit_,
+    _op_sinc,
+    _op_sinc_,
+    _op_copysign,
+    _op_copysign_,
+    _op_fmax,
+    _op_fmin,
     _op_hypot,
     _op_hypot_,
     _op_relu,
@@ -171,6 +179,7 @@ from ember._generated.functions import (
     _dispatch_bitwise_not,
     _op_bitwise_not_,
     _op_isnan,
+    _op_isin,
     _op_isposinf,
     _op_isneginf,
     _op_isinf,
@@ -448,6 +457,14 @@ _method_dispatch_fmod_Tensor = _op_fmod_Tensor.method_dispatch
 _method_dispatch_fmod__Tensor = _op_fmod__Tensor.method_dispatch
 _method_dispatch_remainder_Tensor = _op_remainder_Tensor.method_dispatch
 _method_dispatch_remainder__Tensor = _op_remainder__Tensor.method_dispatch
+_method_dispatch_logit = _op_logit.method_dispatch
+_method_dispatch_logit_ = _op_logit_.method_dispatch
+_method_dispatch_sinc = _op_sinc.method_dispatch
+_method_dispatch_sinc_ = _op_sinc_.method_dispatch
+_method_dispatch_copysign = _op_copysign.method_dispatch
+_method_dispatch_copysign_ = _op_copysign_.method_dispatch
+_method_dispatch_fmax = _op_fmax.method_dispatch
+_method_dispatch_fmin = _op_fmin.method_dispatch
 _method_dispatch_hypot = _op_hypot.method_dispatch
 _method_dispatch_hypot_ = _op_hypot_.method_dispatch
 _method_dispatch_relu = _op_relu.method_dispatch
@@ -482,6 +499,7 @@ _method_dispatch_bitwise_xor__Tensor = _op_bitwise_xor__Tensor.method_dispatch
 _method_dispatch_bitwise_not = _op_bitwise_not.method_dispatch
 _method_dispatch_bitwise_not_ = _op_bitwise_not_.method_dispatch
 _method_dispatch_isnan = _op_isnan.method_dispatch
+_method_dispatch_isin = _op_isin.method_dispatch
 _method_dispatch_isposinf = _op_isposinf.method_dispatch
 _method_dispatch_isneginf = _op_isneginf.method_dispatch
 _method_dispatch_isinf = _op_isinf.method_dispatch
@@ -1318,6 +1336,66 @@ class TensorMethods:
         """
         return _method_dispatch_remainder__Tensor((self, other))
 
+    def logit(self, eps=None):
+        """log(x / (1 - x)), x clamped to [eps, 1 - eps] first when eps is given (not negative).
+
+        Schema: ``logit(Tensor self, float? eps=None) -> Tensor``
+        """
+        if eps is not None and eps.__class__ is not float and eps.__class__ is not int:
+            _float_arg(eps, 'logit', 'eps', 1)
+        return _method_dispatch_logit((self, eps))
+
+    def logit_(self, eps=None):
+        """In-place version of logit: log(x / (1 - x)), x clamped to [eps, 1 - eps] first when eps is given (not negative).
+
+        Schema: ``logit_(Tensor(a!) self, float? eps=None) -> Tensor(a!)``
+        """
+        if eps is not None and eps.__class__ is not float and eps.__class__ is not int:
+            _float_arg(eps, 'logit_', 'eps', 1)
+        return _method_dispatch_logit_((self, eps))
+
+    def sinc(self):
+        """sin(pi x) / (pi x), and 1 at 0 (its gradient 0 there).
+
+        Schema: ``sinc(Tensor self) -> Tensor``
+        """
+        return _method_dispatch_sinc((self,))
+
+    def sinc_(self):
+        """In-place version of sinc: sin(pi x) / (pi x), and 1 at 0 (its gradient 0 there).
+
+        Schema: ``sinc_(Tensor(a!) self) -> Tensor(a!)``
+        """
+        return _method_dispatch_sinc_((self,))
+
+    def copysign(self, other):
+        """|self| with the sign of `other` (its sign bit: -0.0 counts as negative); a floating result.
+
+        Schema: ``copysign(Tensor self, Tensor other) -> Tensor``
+        """
+        return _method_dispatch_copysign((self, other))
+
+    def copysign_(self, other):
+        """In-place version of copysign: |self| with the sign of `other` (its sign bit: -0.0 counts as negative); a floating result.
+
+        Schema: ``copysign_(Tensor(a!) self, Tensor other) -> Tensor(a!)``
+        """
+        return _method_dispatch_copysign_((self, other))
+
+    def fmax(self, other):
+        """The elementwise maximum, a NaN losing to a number (NaN only where both are).
+
+        Schema: ``fmax(Tensor self, Tensor other) -> Tensor``
+        """
+        return _method_dispatch_fmax((self, other))
+
+    def fmin(self, other):
+        """The elementwise minimum, a NaN losing to a number (NaN only where both are).
+
+        Schema: ``fmin(Tensor self, Tensor other) -> Tensor``
+        """
+        return _method_dispatch_fmin((self, other))
+
     def hypot(self, other):
         """sqrt(self ** 2 + other ** 2), elementwise, without undue overflow.
 
@@ -1561,6 +1639,17 @@ class TensorMethods:
         Schema: ``isnan(Tensor self) -> Tensor``
         """
         return _method_dispatch_isnan((self,))
+
+    def isin(self, test_elements, *, assume_unique=False, invert=False):
+        """True where an element of `elements` occurs in `test_elements` (False with `invert`); NaN occurs nowhere. A sort and a search, no elements x test_elements comparison.
+
+        Schema: ``isin(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False) -> Tensor``
+        """
+        if assume_unique.__class__ is not bool:
+            _bool_arg(assume_unique, 'isin', 'assume_unique', None)
+        if invert.__class__ is not bool:
+            _bool_arg(invert, 'isin', 'invert', None)
+        return _method_dispatch_isin((self, test_elements, assume_unique, invert))
 
     def isposinf(self):
         """True where an element is +inf.

@@ -157,3 +157,47 @@ def isposinf(self):
 @decomposition("isneginf")
 def isneginf(self):
     return F.eq(self, -math.inf) if self.dtype.is_floating_point else F.zeros_like(self, dtype=_dt.bool)
+
+
+@explicit_kernel("logit")
+def logit(self, eps=None):
+    """log(x / (1 - x)) after the clamp to [eps, 1 - eps]; its own node (torch's gradient: inf at 0 and 1)."""
+    x = as_float(self)
+    if eps is not None and eps >= 0:
+        x = F.clamp(x, eps, 1 - eps)
+    return F.log(F.div(x, F.rsub(x, 1)))
+
+
+@decomposition("sinc")
+def sinc(self):
+    """sin(pi x) / (pi x) with 1 at 0; the division sees 1 there, so no NaN reaches the gradient."""
+    x = as_float(self)
+    zero = F.eq(x, 0)
+    angle = F.mul(F.where(zero, 1, x), math.pi)
+    return F.where(zero, 1, F.div(F.sin(angle), angle))
+
+
+@explicit_kernel("copysign")
+def copysign(self, other):
+    """|self| with other's sign bit, in the promoted floating dtype (its own node: torch's formulas)."""
+    dtype = result_type(self, other)
+    dtype = dtype if dtype.is_floating_point else _dt.get_default_dtype()
+    magnitude = F.abs(F._to_copy(self, dtype=dtype) if isinstance(self, Tensor) else F.full((), self, dtype=dtype))
+    if not isinstance(other, Tensor):
+        return F.neg(magnitude) if math.copysign(1.0, other) < 0 else F.clone(magnitude)
+    return F.where(F.signbit(other), F.neg(magnitude), magnitude)
+
+
+def _nan_losing(self, other, pick):
+    """`pick` (maximum or minimum) where neither is NaN, else the one that is not (NaN where both are)."""
+    return F.where(F.isnan(self), other, F.where(F.isnan(other), self, pick(self, other)))
+
+
+@explicit_kernel("fmax")
+def fmax(self, other):
+    return _nan_losing(self, other, F.maximum)
+
+
+@explicit_kernel("fmin")
+def fmin(self, other):
+    return _nan_losing(self, other, F.minimum)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ember._generated import functions as F
 from ember.dispatcher.operator import ALL_OPS
 from ember.core import dtype as _dt
+from ember.frontend.tensor import Tensor
 
 from . import as_opmath, decomposition, explicit_kernel
 
@@ -287,3 +288,20 @@ def searchsorted(sorted_sequence, self, out_int32=False, right=False, side=None,
 @decomposition("bucketize.Tensor")
 def bucketize(self, boundaries, out_int32=False, right=False):
     return _search(boundaries, self, right, out_int32)
+
+
+@decomposition("isin")
+def isin(elements, test_elements, assume_unique=False, invert=False):
+    """Each element searched among the sorted test elements: found where the search stops on an equal one."""
+    like = elements if isinstance(elements, Tensor) else test_elements
+    values = elements if isinstance(elements, Tensor) else F.full((), elements, device=like.device)
+    tests = test_elements if isinstance(test_elements, Tensor) else F.full((), test_elements, device=like.device)
+    pool = F.sort(F.reshape(tests, (-1,)), stable=True, dim=0)[0]
+    n = pool.shape[0]
+    if n == 0:
+        found = F.zeros_like(values, dtype=_dt.bool)
+    else:
+        at = _search(pool, values, False, False)
+        found = F.logical_and(F.lt(at, n), F.eq(F.reshape(F.index_select(pool, 0, F.reshape(F.clamp_max(at, n - 1), (-1,))),
+                                                             tuple(values.shape)), values))
+    return F.logical_not(found) if invert else found

@@ -206,6 +206,19 @@ def isclose(op, self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return with_layout(shape, _dt.bool, iterator_strides(shape, tensors, [self._dtype] * 2, False))
 
 
+@shape_rule("isin")
+def isin(op, elements, test_elements, assume_unique=False, invert=False):
+    """A bool tensor shaped as `elements` (a number: 0-d); at least one operand a tensor."""
+    tensors = [t for t in (elements, test_elements) if isinstance(t, TensorSpec)]
+    if not tensors:
+        raise ArgumentTypeError(f"{op.name}(): expected at least one Tensor argument, got only numbers")
+    for name, v in (("elements", elements), ("test_elements", test_elements)):
+        if not isinstance(v, _OPERAND_TYPES):
+            raise ArgumentTypeError(f"{op.name}(): argument '{name}' must be Tensor or a number, not {type(v).__name__}")
+    shape = elements._data.shape if isinstance(elements, TensorSpec) else ()
+    return (shape, _dt.bool)
+
+
 @shape_rule("clamp_min")
 def clamp_min(op, self, min):
     """clamp(self, min=min)'s rule; the bound is required."""

@@ -474,3 +474,32 @@ def cholesky_solve_backward(grad, factor, X, upper, grad_input_mask):
         common = F.add(common, _matrix_t(common))
         grad_factor = F.neg(F.matmul(factor, common) if upper else F.matmul(common, factor))
     return grad_b if grad_input_mask[0] else None, grad_factor
+
+
+def logit_backward(grad, self, eps):
+    """grad / (x (1 - x)) (inf at 0 and 1, NaN outside [0, 1]), zero outside [eps, 1 - eps] when eps clamps:
+    torch's formula."""
+    out = F.div(grad, F.mul(self, F.rsub(self, 1)))
+    if eps is None or eps < 0:                      # outside [0, 1] the logit is NaN, and so is its gradient
+        return F.where(F.logical_or(F.lt(self, 0), F.gt(self, 1)), math.nan, out)
+    return F.where(F.logical_or(F.lt(self, eps), F.gt(self, 1 - eps)), 0, out)
+
+
+def _kept_self(self, other, maximum: bool):
+    """Where fmax (maximum) or fmin kept self: self >= other (<= for fmin), or other NaN."""
+    return F.logical_or(F.ge(self, other) if maximum else F.le(self, other), F.isnan(other))
+
+
+def nan_losing_backward(grad, self, other, maximum: bool):
+    """fmax/fmin's gradient for self: grad where self was kept, else 0 (torch's: a tie goes to self whole)."""
+    return F.where(_kept_self(self, other, maximum), grad, 0)
+
+
+def nan_losing_backward_other(grad, self, other, maximum: bool):
+    """fmax/fmin's gradient for other: grad where self was not kept."""
+    return F.where(_kept_self(self, other, maximum), 0, grad)
+
+
+def copysign_backward(grad, self, result):
+    """d/dself |self| sign(other) = sign(self) sign(result): result / self where self is not 0, else 0."""
+    return F.where(F.eq(self, 0), 0, F.mul(grad, F.div(result, self)))

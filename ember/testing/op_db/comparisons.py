@@ -170,3 +170,25 @@ def _signed_infinities(rng, dtype):
 for _nm in ("isposinf", "isneginf"):
     add(OpInfo(_nm, fn(_nm), unary_samples(grad=False, extra=_signed_infinities), dtypes=ALL,
                errors=unary_errors(_nm)))
+
+
+# ---- isin: a sort and a search
+def _isin_samples(rng, dtype):
+    pool = make(rng, (5,), dtype)
+    S = [Sample((T(make(rng, (3, 4), dtype)), T(pool)), desc="2-d elements"),
+         Sample((T(np.concatenate([pool[:2], make(rng, (2,), dtype)])), T(pool)), {"invert": True}, desc="invert"),
+         Sample((T(make(rng, (3,), dtype)), T(np.zeros(0, NP_DTYPE[dtype]))), desc="no test element"),
+         Sample((T(make(rng, (), dtype)), T(pool)), desc="0-d element"),
+         Sample((T(pool[:3].copy()), T(make(rng, (2, 2), "float64"))), desc="mixed dtypes"),
+         Sample((T(make(rng, (4, 3), dtype), "t"), T(pool[::2].copy())), desc="non-contiguous"),
+         Sample((T(make(rng, (0, 2), dtype)), T(pool)), desc="empty elements"),
+         Sample((T(pool), 1), desc="a number to look for")]
+    if is_float(dtype):
+        S.append(Sample((T(np.array([1.0, np.nan], NP_DTYPE[dtype])), T(np.array([np.nan, 1.0], NP_DTYPE[dtype]))),
+                        desc="NaN occurs nowhere"))
+    return S
+
+
+add(OpInfo("isin", fn("isin"), _isin_samples, dtypes=("float32", "float64", "int64", "int32"),
+           errors=lambda rng: [E((1, 2), TypeError, "isin", desc="two numbers"),
+                               E((T(f32(rng, (2,))), "a"), TypeError, "isin", "test_elements", desc="str test")]))

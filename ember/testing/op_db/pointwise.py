@@ -444,3 +444,50 @@ add(OpInfo("round.decimals", fn("round"), _round_decimals_samples, dtypes=FLOAT,
 add(OpInfo("round_.decimals", method("round_"), _round_decimals_samples, dtypes=FLOAT, inplace=True,
            errors=lambda rng: [E((T(make(rng, (2,), "int64")),), NotImplementedError, "round", kwargs={"decimals": 1},
                                  desc="int64")]))
+
+
+# ---- logit, sinc (composites of unary math), copysign, fmax/fmin
+def _logit_samples(rng, dtype):
+    """Probabilities inside (0, 1) (finite differences need them); the ends and values outside, not
+    gradchecked; an eps that clamps."""
+    g = is_float(dtype)
+    p = lambda shape: make(rng, shape, dtype, low=0.05, high=0.95) if g else make(rng, shape, dtype)  # noqa: E731
+    S = [Sample((T(p((2, 3)), grad=g),), desc="2-d"), Sample((T(p(()), grad=g),), desc="0-d"),
+         Sample((T(p((0, 3)), grad=g),), desc="empty"), Sample((T(p((3, 2)), "t", grad=g),), desc="transposed")]
+    if g:
+        S += [Sample((T(np.array([0.0, 0.3, 1.0, 1.5, -0.5], NP_DTYPE[dtype])),), desc="ends and outside",
+                     gradcheck=False),
+              Sample((T(p((2, 3)), grad=True), 0.2), desc="eps clamps", gradcheck=False)]
+    return S
+
+
+add_pointwise("logit", "logit", dtypes=FLOAT + ("int64",), samples=_logit_samples,
+              errors=unary_errors("logit"), inplace_errors=unary_inplace_errors("logit_", float_only=True),
+              inplace_dtypes=FLOAT, inplace_samples=lambda rng, d: _logit_samples(rng, d)[:4])
+add_pointwise("sinc", "sinc", dtypes=ALL, samples=unary_samples(
+                  extra=lambda rng, d: [Sample((T(np.array([0.0, 1.0, -2.5], NP_DTYPE[d])),), desc="zero, integers")]
+                  if is_float(d) else []),
+              errors=unary_errors("sinc"), inplace_errors=unary_inplace_errors("sinc_", float_only=True),
+              inplace_dtypes=FLOAT, inplace_samples=unary_samples())
+
+
+def _copysign_extra(rng, dtype):
+    if not is_float(dtype):
+        return []
+    signs = np.array([1.0, -0.0, 0.0, -3.0], NP_DTYPE[dtype])
+    return [Sample((T(np.array([2.0, 2.0, -2.0, np.nan], NP_DTYPE[dtype])), T(signs)), desc="signed zeros, NaN",
+                   gradcheck=False)]
+
+
+def _copysign_samples(rng, dtype):
+    return binary_samples(scalars=(-2, 2.5), ties=True)(rng, dtype) + _copysign_extra(rng, dtype)
+
+
+add_pointwise("copysign", "copysign", dtypes=ALL, samples=_copysign_samples,
+              inplace_dtypes=FLOAT)
+for _nm in ("fmax", "fmin"):
+    add(OpInfo(_nm, fn(_nm), lambda rng, dtype: binary_samples(scalars=(), ties=True)(rng, dtype) + (
+        [Sample((T(np.array([1.0, np.nan, np.nan], NP_DTYPE[dtype])), T(np.array([np.nan, 2.0, np.nan],
+                                                                                NP_DTYPE[dtype]))),
+                desc="NaNs", gradcheck=False)] if is_float(dtype) else []), dtypes=ALL, grad=True,
+               errors=broadcast_error(_nm)))
