@@ -274,6 +274,9 @@ from ember._generated.functions import (
     _op_std_correction,
     _op_std_dim,
     _op_std,
+    _op_aminmax,
+    _R_aminmax,
+    _op_msort,
     _op_flip,
     _op_repeat_interleave_self_int,
     _op_repeat_interleave_self_Tensor,
@@ -561,6 +564,8 @@ _method_dispatch_cumsum_ = _op_cumsum_.method_dispatch
 _method_dispatch_cumprod = _op_cumprod.method_dispatch
 _method_dispatch_cumprod_ = _op_cumprod_.method_dispatch
 _method_dispatch_logsumexp = _op_logsumexp.method_dispatch
+_method_dispatch_aminmax = _op_aminmax.method_dispatch
+_method_dispatch_msort = _op_msort.method_dispatch
 _method_dispatch_flip = _op_flip.method_dispatch
 _method_dispatch_ravel = _op_ravel.method_dispatch
 _method_dispatch_count_nonzero = _op_count_nonzero.method_dispatch
@@ -2553,6 +2558,24 @@ class TensorMethods:
     def std(self, *args, **kwargs):
         """The standard deviation over `dim`, unbiased (N - 1) or not (N)."""
         return _call_overload('std', ((TensorMethods._bind_std_dim, _op_std_dim, None, None), (TensorMethods._bind_std_correction, _op_std_correction, None, None), (TensorMethods._bind_std, _op_std, None, None),), (self,) + args, kwargs, True)
+
+    def aminmax(self, *, dim=None, keepdim=False):
+        """amin and amax over `dim` (every element when None), in one call.
+
+        Schema: ``aminmax(Tensor self, *, int? dim=None, bool keepdim=False) -> (Tensor min, Tensor max)``
+        """
+        if dim is not None and dim.__class__ is not int:
+            _int_arg(dim, 'aminmax', 'dim', None)
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'aminmax', 'keepdim', None)
+        return _tuple_new(_R_aminmax, _method_dispatch_aminmax((self, dim, keepdim)))
+
+    def msort(self):
+        """sort(self, 0).values: the elements sorted along the first dim.
+
+        Schema: ``msort(Tensor self) -> Tensor``
+        """
+        return _method_dispatch_msort((self,))
 
     def flip(self, *dims, **dims_kw):
         """A copy with the order of the elements along `dims` reversed.

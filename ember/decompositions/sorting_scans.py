@@ -305,3 +305,22 @@ def isin(elements, test_elements, assume_unique=False, invert=False):
         found = F.logical_and(F.lt(at, n), F.eq(F.reshape(F.index_select(pool, 0, F.reshape(F.clamp_max(at, n - 1), (-1,))),
                                                              tuple(values.shape)), values))
     return F.logical_not(found) if invert else found
+
+
+@decomposition("std_mean.correction")
+def std_mean(self, dim=None, correction=None, keepdim=False):
+    return ALL_OPS["std.correction"](self, dim, correction, keepdim), F.mean(self, dim, keepdim)
+
+
+@decomposition("aminmax")
+def aminmax(self, dim=None, keepdim=False):
+    """(amin, amax) over `dim`; every element when None (keepdim then keeps every dim as 1)."""
+    dims = [] if dim is None else [dim]
+    if dim is None and keepdim:
+        dims = list(range(self.dim()))
+    return F.amin(self, dims, keepdim), F.amax(self, dims, keepdim)
+
+
+@decomposition("msort")
+def msort(self):
+    return F.sort(self, 0)[0]

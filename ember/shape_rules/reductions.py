@@ -164,3 +164,18 @@ def kthvalue(op, self, k, dim=-1, keepdim=False):
     if not 1 <= k <= (shape[d] if shape else 1):
         raise ArgumentValueError(f"{op.name}(): selected number k out of range for dimension {d}")
     return _selected_along(op, self, dim, keepdim)
+
+
+@shape_rule("aminmax")
+def aminmax(op, self, dim=None, keepdim=False):
+    """amin's spec twice; an empty reduction has no identity (torch's message)."""
+    check_tensor(op, self, "input")
+    shape = tuple(self._data.shape)
+    if dim is None:
+        if 0 in shape:
+            raise ArgumentValueError(f"{op.name}(): cannot compute aminmax over an empty dimension as the operation "
+                                     "has no identity.")
+        spec = ((1,) * len(shape) if keepdim else (), self._dtype)
+    else:
+        spec = amax(op, self, dim, keepdim)
+    return (spec, spec)

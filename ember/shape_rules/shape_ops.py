@@ -511,3 +511,9 @@ def diff(op, self, n=1, dim=-1, prepend=None, append=None):
     if len(dtypes) > 1 or len(out) < 2:             # joined by cat first: a contiguous result
         return (out, dtype)
     return with_layout(out, dtype, infer_dense_strides(out, strides_of(self)))   # differences of self's slices
+
+
+@shape_rule("msort")
+def msort(op, self):
+    """sort's values spec along dim 0."""
+    return sort(op, self, 0)[0]

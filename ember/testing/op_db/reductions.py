@@ -258,3 +258,19 @@ for _nm in ("median", "nanmedian"):
 add(OpInfo("kthvalue", fn("kthvalue"), _kthvalue_samples, dtypes=_SELECT_DTYPES, grad=True,
            errors=lambda rng: [E((T(f32(rng, (3,))), 4), RuntimeError, "kthvalue", "out of range", desc="k too large"),
                                E((T(f32(rng, (3,))), 0), RuntimeError, "kthvalue", "out of range", desc="k zero")]))
+
+
+def _aminmax_samples(rng, dtype):
+    x = lambda shape, layout="c": T(_distinct(rng, shape, dtype), layout)    # noqa: E731
+    return [Sample((x((3, 4)),), desc="all"), Sample((x((3, 4)),), {"dim": 1}, desc="dim 1"),
+            Sample((x((3, 4)),), {"dim": -2, "keepdim": True}, desc="dim, keepdim"),
+            Sample((x((3, 4)),), {"keepdim": True}, desc="all, keepdim"), Sample((x(()),), desc="0-d"),
+            Sample((x((4, 3), "t"),), {"dim": 0}, desc="non-contiguous"),
+            Sample((x((2, 3)),), desc="method", fn=lambda m, a: a.aminmax())]
+
+
+add(OpInfo("aminmax", fn("aminmax"), _aminmax_samples, dtypes=("float32", "float64", "int64", "int32"),
+           errors=lambda rng: [E((T(np.zeros(0, np.float32)),), RuntimeError, "aminmax", "no identity",
+                                 desc="empty input"),
+                               E((T(np.zeros((2, 0), np.float32)),), IndexError, "aminmax", kwargs={"dim": 1},
+                                 desc="empty dim")]))

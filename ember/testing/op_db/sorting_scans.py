@@ -338,3 +338,18 @@ add(OpInfo("searchsorted.Tensor", fn("searchsorted"), _searchsorted_samples, dty
 add(OpInfo("bucketize.Tensor", fn("bucketize"), _bucketize_samples, dtypes=("float32", "float64", "int64"),
            errors=lambda rng: [E((T(f32(rng, (2,))), T(f32(rng, (1, 2)))), RuntimeError, "bucketize", "1 dimension",
                                  desc="2-d boundaries")]))
+add(OpInfo("std_mean.correction", fn("std_mean"), lambda rng, d: [
+    s for s in _var_samples("correction")(rng, d) if s.desc != "constant rows (std 0)"], dtypes=FLOAT, grad=True,
+    tol=REDUCTION_TOL, errors=_var_errors("std_mean")))
+
+
+def _msort_samples(rng, dtype):
+    g = is_float(dtype)
+    return [Sample((T(make(rng, (4, 3), dtype), grad=g),), desc="2-d"), Sample((T(make(rng, (5,), dtype), grad=g),),
+                                                                               desc="1-d"),
+            Sample((T(make(rng, (3, 4), dtype), "t", grad=g),), desc="transposed"),
+            Sample((T(make(rng, (4, 3), dtype), grad=g),), desc="method", fn=lambda m, a: a.msort())]
+
+
+add(OpInfo("msort", fn("msort"), _msort_samples, dtypes=("float32", "float64", "int64"), grad=True,
+           errors=lambda rng: [E((3.0,), TypeError, "msort", desc="number input")]))
