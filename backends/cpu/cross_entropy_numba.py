@@ -18,11 +18,11 @@ from numba import njit
 from ember.core.numpy_interop import to_numpy_dtype
 
 from .array_kernels.context import SCRATCH_BLOCK
+from .losses_numba import plain_case
 
 __all__ = ["KERNELS"]
 
 _JIT = dict(cache=True, nogil=True)
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 @njit(**_JIT)
@@ -78,12 +78,8 @@ def _scaled(out, target, scales) -> None:
 
 
 def _plain(x, target, weight, ignore_index, label_smoothing) -> bool:
-    """The eager kernels' plain case, with the logits exponentiated whole (one scratch block)."""
-    if weight is not None or label_smoothing != 0 or x.ndim != 2 or target.ndim != 1 or target.dtype.kind not in "iu" \
-            or x.dtype not in _FLOATS or x.size == 0 or x.size > SCRATCH_BLOCK or not x.flags.c_contiguous:
-        return False
-    n, classes = x.shape
-    return target.shape[0] == n and not 0 <= ignore_index < classes
+    """The eager kernels' plain case with the logits exponentiated whole (one scratch block)."""
+    return plain_case(x, target, weight, ignore_index, label_smoothing, SCRATCH_BLOCK)
 
 
 _ONES: dict = {}

@@ -17,7 +17,7 @@ from numba import njit
 
 from ember.core.numpy_interop import to_numpy_dtype
 
-__all__ = ["KERNELS", "SMALL"]
+__all__ = ["KERNELS", "SMALL", "plain_case"]
 
 SMALL = 16384               # logits per call, at most
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
@@ -62,10 +62,17 @@ def _backward(scales, x, lse, target, out) -> bool:
     return True
 
 
-def _plain(x, target, weight, ignore_index, label_smoothing) -> bool:
+def plain_case(x, target, weight, ignore_index, label_smoothing, max_size: int) -> bool:
+    """The eager kernels' plain case, which the numba loops take: 2-D C-contiguous float32/float64 logits of at
+    most `max_size` elements, one integer target per row, no weight, no label smoothing, no ignored class."""
     return (weight is None and label_smoothing == 0 and x.ndim == 2 and target.ndim == 1
-            and target.dtype == np.int64 and x.dtype.type in (np.float32, np.float64) and 0 < x.size <= SMALL
+            and target.dtype.kind in "iu" and x.dtype.type in (np.float32, np.float64) and 0 < x.size <= max_size
             and x.flags.c_contiguous and target.shape[0] == x.shape[0] and not 0 <= ignore_index < x.shape[1])
+
+
+def _plain(x, target, weight, ignore_index, label_smoothing) -> bool:
+    """plain_case on at most SMALL logits, int64 targets."""
+    return target.dtype == np.int64 and plain_case(x, target, weight, ignore_index, label_smoothing, SMALL)
 
 
 def cross_entropy_indices(specs, x, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):

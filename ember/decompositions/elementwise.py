@@ -5,6 +5,7 @@ import math
 
 from ember._generated import functions as F
 from ember.core import dtype as _dt
+from ember.dispatcher.operator import ALL_OPS
 from ember.core.type_promotion import result_type
 from ember.frontend.tensor import Tensor
 from ember.frontend.type_info import finfo
@@ -179,9 +180,10 @@ def sinc(self):
 
 @explicit_kernel("copysign")
 def copysign(self, other):
-    """|self| with other's sign bit, in the promoted floating dtype (its own node: torch's formulas)."""
-    dtype = result_type(self, other)
-    dtype = dtype if dtype.is_floating_point else _dt.get_default_dtype()
+    """|self| with other's sign bit, in the dtype its shape rule promotes to (int_to_float); its own node, with
+    torch's formulas."""
+    op = ALL_OPS["copysign"]
+    dtype = op.shape_rule(op, self, other)[1]
     magnitude = F.abs(F._to_copy(self, dtype=dtype) if isinstance(self, Tensor) else F.full((), self, dtype=dtype))
     if not isinstance(other, Tensor):
         return F.neg(magnitude) if math.copysign(1.0, other) < 0 else F.clone(magnitude)

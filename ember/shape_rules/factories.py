@@ -188,11 +188,9 @@ def arange(op, start, end, step=1, dtype=None, device=None, requires_grad=False)
     return ((length,), dtype)
 
 
-@shape_rule("linspace", reads=("dtypes",))
-def linspace(op, start, end, steps, *rest):
-    """linspace (start, end, steps, *, dtype, device, requires_grad) and logspace (a `base` after steps):
-    numbers or 0-d tensors for the ends, a non-negative int count; the default dtype unless given."""
-    dtype = rest[-3]
+def _spaced(op, start, end, steps, dtype):
+    """linspace's and logspace's spec: numbers or 0-d tensors for the ends, a non-negative int count; the
+    default dtype unless given (an integer one must hold the ends)."""
     check_dtype_arg(op, dtype)
     for name, v in (("start", start), ("end", end)):
         if isinstance(v, TensorSpec):
@@ -204,13 +202,23 @@ def linspace(op, start, end, steps, *rest):
     steps = as_int(op, steps, "steps")
     if steps < 0:
         raise ArgumentValueError(f"{op.name}(): number of steps must be non-negative, got {steps}")
-    if len(rest) == 4 and (isinstance(rest[0], bool) or not isinstance(rest[0], (int, float))):
-        raise ArgumentTypeError(f"{op.name}(): argument 'base' must be float, not {type(rest[0]).__name__}")
     out = dtype or _dt.get_default_dtype()
     check_kernel_dtype(op, out)                     # no bool linspace or logspace
     for v in (start, end):                          # an integer dtype's ends are converted to it first
         check_fits(op, v, out)
     return (_storage_fits(op, (steps,), out), out)
+
+
+@shape_rule("linspace", reads=("dtypes",))
+def linspace(op, start, end, steps, dtype=None, device=None, requires_grad=False):
+    return _spaced(op, start, end, steps, dtype)
+
+
+@shape_rule("logspace", reads=("dtypes",))
+def logspace(op, start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+    if isinstance(base, bool) or not isinstance(base, (int, float)):
+        raise ArgumentTypeError(f"{op.name}(): argument 'base' must be float, not {type(base).__name__}")
+    return _spaced(op, start, end, steps, dtype)
 
 
 @shape_rule("randint")

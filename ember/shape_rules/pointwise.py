@@ -209,12 +209,9 @@ def isclose(op, self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 @shape_rule("isin")
 def isin(op, elements, test_elements, assume_unique=False, invert=False):
     """A bool tensor shaped as `elements` (a number: 0-d); at least one operand a tensor."""
-    tensors = [t for t in (elements, test_elements) if isinstance(t, TensorSpec)]
-    if not tensors:
+    operands = _operands(op, (elements, test_elements))
+    if not any(isinstance(o, TensorSpec) for o in operands):
         raise ArgumentTypeError(f"{op.name}(): expected at least one Tensor argument, got only numbers")
-    for name, v in (("elements", elements), ("test_elements", test_elements)):
-        if not isinstance(v, _OPERAND_TYPES):
-            raise ArgumentTypeError(f"{op.name}(): argument '{name}' must be Tensor or a number, not {type(v).__name__}")
     shape = elements._data.shape if isinstance(elements, TensorSpec) else ()
     return (shape, _dt.bool)
 

@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 from ember.core import dtype as _dt
-from ember.core.errors import (ArgumentListError, ArgumentTypeError, ArgumentValueError, DTypeError, MissingKernelError,
-                               ShapeError)
+from ember.core.errors import (ArgumentListError, ArgumentTypeError, ArgumentValueError, DTypeError, ShapeError)
 from ember.core.spec import TensorSpec
 from ember.core.type_promotion import result_type
 from ember.core.layout import numel
@@ -184,19 +183,8 @@ def matmul(op, self, other):
 
 @shape_rule("addmm", reads=("dtypes",))
 def addmm(op, self, mat1, mat2, beta=1, alpha=1):
-    check_tensor(op, self, "input")
-    out = mm(op, mat1, mat2)
-    if not out[1].is_floating_point and (isinstance(alpha, float) or isinstance(beta, float)):
-        raise DTypeError(f"{op.name}(): For integral input tensors, argument alpha and beta must not be floating "
-                         f"point numbers (got alpha={alpha!r}, beta={beta!r})")
-    if len(self._data.shape) > 2 or broadcast_shapes(op, [self._data.shape, out[0]]) != tuple(out[0]):
-        # torch expands self to the product's shape: it may not have more dims, nor grow it
-        raise ShapeError(f"{op.name}(): expand({type_name(self._dtype)}Tensor{{{list(self._data.shape)}}}, "
-                         f"size={list(out[0])}): self must expand to the product's shape")
-    if self._dtype is not out[1]:
-        raise DTypeError(f"{op.name}(): self and mat2 must have the same dtype, but got {type_name(self._dtype)} "
-                         f"and {type_name(out[1])}")
-    return out
+    check_tensor(op, self, "input")                 # self first, as torch's parser
+    return _with_self(op, self, mm(op, mat1, mat2), beta, alpha)
 
 
 def _check_integral_scalars(op, dtype, beta, alpha) -> None:
@@ -206,10 +194,11 @@ def _check_integral_scalars(op, dtype, beta, alpha) -> None:
 
 
 def _expands_to(op, self, shape) -> None:
-    """`self` broadcasts to the product's shape without growing it (torch expands it)."""
+    """`self` broadcasts to the product's shape without growing it (torch expands self: it may not have more
+    dims, nor grow it)."""
     if len(self._data.shape) > len(shape) or broadcast_shapes(op, [self._data.shape, shape]) != tuple(shape):
-        raise ShapeError(f"{op.name}(): The expanded size of the tensor must match the existing size: self of shape "
-                         f"{list(self._data.shape)} cannot expand to the product's shape {list(shape)}")
+        raise ShapeError(f"{op.name}(): expand({type_name(self._dtype)}Tensor{{{list(self._data.shape)}}}, "
+                         f"size={list(shape)}): self must expand to the product's shape")
 
 
 @shape_rule("mv", reads=("dtypes",))
@@ -225,28 +214,31 @@ def mv(op, self, vec):
 
 
 def _with_self(op, self, product, beta, alpha):
-    """beta * self + alpha * product's spec: self of the product's dtype, expanding to its shape."""
-    check_tensor(op, self, "input")
+    """beta * self + alpha * product's spec: self (a tensor, its caller checked first) of the product's dtype,
+    expanding to its shape."""
     _check_integral_scalars(op, product[1], beta, alpha)
     _expands_to(op, self, product[0])
     if self._dtype is not product[1]:
-        raise DTypeError(f"{op.name}(): self and the product must have the same dtype, but got "
+        raise DTypeError(f"{op.name}(): self and the product's operands must have the same dtype, but got "
                          f"{type_name(self._dtype)} and {type_name(product[1])}")
     return product
 
 
 @shape_rule("addmv", reads=("dtypes",))
 def addmv(op, self, mat, vec, beta=1, alpha=1):
+    check_tensor(op, self, "input")                 # self first, as torch's parser
     return _with_self(op, self, mv(op, mat, vec), beta, alpha)
 
 
 @shape_rule("baddbmm", reads=("dtypes",))
 def baddbmm(op, self, batch1, batch2, beta=1, alpha=1):
+    check_tensor(op, self, "input")                 # self first, as torch's parser
     return _with_self(op, self, bmm(op, batch1, batch2), beta, alpha)
 
 
 @shape_rule("addbmm", reads=("dtypes",))
 def addbmm(op, self, batch1, batch2, beta=1, alpha=1):
+    check_tensor(op, self, "input")
     shape, dtype = bmm(op, batch1, batch2)
     return _with_self(op, self, (shape[1:], dtype), beta, alpha)
 
@@ -295,9 +287,6 @@ def kron(op, self, other):
     return (tuple(x * y for x, y in zip(a, b)), result_type(self, other))
 
 
-_SIGNED_INTEGERS = frozenset({_dt.int64, _dt.int32, _dt.int16, _dt.int8})
-
-
 def _triangle_indices(op, row, col, offset, dtype, lower: bool):
     """(2, N): N counted row by row, each row holding the columns on its side of the diagonal `offset`."""
     check_dtype_arg(op, dtype)
@@ -306,18 +295,17 @@ def _triangle_indices(op, row, col, offset, dtype, lower: bool):
         if v < 0:
             raise ArgumentValueError(f"{op.name}(): {name} must be non-negative, got{v}")
     out = dtype or _dt.int64
-    if out not in _SIGNED_INTEGERS:                 # torch's kernels: the signed integer types only
-        raise MissingKernelError(f'{op.name}(): "{op.name}" not implemented for \'{type_name(out)}\'')
+    check_kernel_dtype(op, out)                     # the registry's `dtypes`: signed integers only
     count = sum(min(max(r + offset + 1, 0), col) if lower else col - min(max(r + offset, 0), col) for r in range(row))
     return ((2, count), out)
 
 
-@shape_rule("tril_indices")
+@shape_rule("tril_indices", reads=("dtypes",))
 def tril_indices(op, row, col, offset=0, dtype=None, device=None, requires_grad=False):
     return _triangle_indices(op, row, col, offset, dtype, True)
 
 
-@shape_rule("triu_indices")
+@shape_rule("triu_indices", reads=("dtypes",))
 def triu_indices(op, row, col, offset=0, dtype=None, device=None, requires_grad=False):
     return _triangle_indices(op, row, col, offset, dtype, False)
 
