@@ -41,6 +41,34 @@ def test_convolution_gradients_match_torch(case, dtype):
         np.testing.assert_allclose(ours, theirs, rtol=tol, atol=tol)
 
 
+DIRECT = [case for case in CONV if not case[0]] + [
+    (False, (2, 2, 4, 5, 5), (4, 1, 2, 3, 2), (1, 2, 1), (1, 0, 1), (1, 1, 2), 2, (0, 0, 0)),   # 3-D
+    (False, (2, 3, 5, 5), (4, 3, 1, 1), (1, 1), (0, 0), (1, 1), 1, (0, 0)),                 # 1x1 kernel
+]
+
+
+@pytest.mark.parametrize("case", DIRECT, ids=range(len(DIRECT)))
+@pytest.mark.parametrize("positions_innermost", [True, False])
+def test_both_im2col_layouts_match_torch(case, positions_innermost, monkeypatch):
+    """The cpu kernels gather im2col columns with the output positions innermost or the channels innermost
+    (nn_layers.positions_innermost_pays picks by shape): each layout, forced, gives torch's output and
+    gradients on every geometry."""
+    monkeypatch.setattr("ember_cpu.array_kernels.nn_layers.positions_innermost_pays",
+                        lambda *args: positions_innermost)
+    _, xs, ws, stride, padding, dilation, groups, _ = case
+    rng = np.random.default_rng(4)
+    x, w, bias = rng.standard_normal(xs), rng.standard_normal(ws), rng.standard_normal(ws[0])
+    results = []
+    for lib in (ember, torch):
+        args = [lib.tensor(a).requires_grad_() for a in (x, w, bias)]
+        y = lib.convolution(*args, list(stride), list(padding), list(dilation), False, [0] * (len(xs) - 2), groups)
+        y.backward(lib.tensor(np.random.default_rng(5).standard_normal(tuple(y.shape))))
+        results.append([y.detach().numpy()] + [a.grad.detach().numpy() for a in args])
+    for ours, theirs in zip(*results):
+        assert ours.shape == theirs.shape
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
+
+
 POOL = [  # (x shape, kernel, stride, padding, dilation, ceil_mode)
     ((2, 3, 8, 8), (2, 2), (2, 2), (0, 0), (1, 1), False),      # disjoint windows: assigned
     ((2, 3, 7, 9), (3, 3), (1, 2), (1, 1), (1, 1), False),      # overlapping: accumulated

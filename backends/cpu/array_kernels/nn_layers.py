@@ -1,7 +1,9 @@
 """Native kernels of the hot nn layers against the array-module API (numpy and cupy).
 
-Convolution is im2col (a channels-last strided window view, copied once by the reshape) times
-the weight as one batched matmul over groups; transposed convolution multiplies first and adds
+Convolution is im2col times the weight as one batched matmul over groups; the columns are one copy of a
+strided window view, of a channels-last copy of the input (runs of a position's channels) or, where a row
+of windows is the longer run (a CNN's first layers: one or three channels), of the input itself
+(`positions_innermost_pays`); transposed convolution multiplies first and adds
 the columns back with one strided slice add per kernel offset (col2im). convolution_backward
 builds its gradients from the same pieces, and max pooling's backward puts each gradient at
 its index. Max pooling compares the windows one kernel offset at a time; average pooling
@@ -72,6 +74,30 @@ def _kernel_major(w, groups: int):
     return w.transpose((0,) + tuple(range(2, 2 + nd)) + (1,)).reshape(groups, O // groups, math.prod(w.shape[2:]) * Cg)
 
 
+def positions_innermost_pays(cg: int, kernel, stride, out) -> bool:
+    """Whether im2col gathers its columns with the output positions innermost (`_position_columns`) rather
+    than the channels (`_columns`): where a row of windows (out[-1] values one apart, at stride 1) is a
+    longer run to copy than a position's Cg channels, and the kernel has more than one element (a copy
+    either way). The first layers of a CNN (one or three channels) are such calls: the channels-last
+    gather would copy runs of one value."""
+    return math.prod(kernel) > 1 and stride[-1] == 1 and out[-1] > cg
+
+
+def _position_columns(am: ArrayModule, x, kernel, stride, dilation, out, groups: int):
+    """im2col with the output positions innermost: (G, Cg*KK, N*L), row (c, *k) holding each position's
+    value at channel c and kernel offset k, in the weight's own (Cg, *kernel) order: one copy of a window
+    view of the padded C-contiguous (N, C, *spatial) input itself."""
+    N, C = x.shape[:2]
+    nd = len(kernel)
+    cg = C // groups
+    st = x.strides
+    shape = (groups, cg) + tuple(kernel) + (N,) + tuple(out)
+    strides = ((st[1] * cg, st[1]) + tuple(st[2 + i] * dilation[i] for i in range(nd)) + (st[0],) +
+               tuple(st[2 + i] * stride[i] for i in range(nd)))
+    win = am.xp.lib.stride_tricks.as_strided(x, shape, strides, writeable=False)
+    return am.xp.ascontiguousarray(win).reshape(groups, cg * math.prod(kernel), N * math.prod(out))
+
+
 def transposed_columns(am: ArrayModule, x, w, groups: int):
     """A transposed convolution's product, channels last: one matmul per group gives every (input
     position, kernel offset) its Og output values, as (G, N, *inp, *kernel, Og)."""
@@ -137,11 +163,18 @@ def convolution(am: ArrayModule, spec, x, w, b, stride, padding, dilation, trans
         out = tuple(spec[0][2:])
         xp_ = _pad_spatial(am, x, padding, padding)
         L = math.prod(out)
-        cols = _columns(am, xp_, kernel, stride, dilation, out, G)                     # (G, N*L, KK*Cg)
-        res = xp.matmul(cols, _kernel_major(w, G).transpose(0, 2, 1))                 # (G, N*L, Og)
-        if b is not None:                        # in place, before the one copy that makes channels first
-            res += b.astype(acc, copy=False).reshape(G, 1, O // G)
-        res = res.reshape(G, N, L, O // G).transpose(1, 0, 3, 2).reshape((N, O) + out)
+        if positions_innermost_pays(w.shape[1], kernel, stride, out):
+            cols = _position_columns(am, xp_, kernel, stride, dilation, out, G)        # (G, Cg*KK, N*L)
+            res = xp.matmul(w.reshape(G, O // G, -1), cols)                              # (G, Og, N*L)
+            if b is not None:                    # in place, before the one copy that makes channels first
+                res += b.astype(acc, copy=False).reshape(G, O // G, 1)
+            res = res.reshape(G, O // G, N, L).transpose(2, 0, 1, 3).reshape((N, O) + out)
+        else:
+            cols = _columns(am, xp_, kernel, stride, dilation, out, G)                 # (G, N*L, KK*Cg)
+            res = xp.matmul(cols, _kernel_major(w, G).transpose(0, 2, 1))             # (G, N*L, Og)
+            if b is not None:                    # in place, before the one copy that makes channels first
+                res += b.astype(acc, copy=False).reshape(G, 1, O // G)
+            res = res.reshape(G, N, L, O // G).transpose(1, 0, 3, 2).reshape((N, O) + out)
     else:
         res = _col2im_transposed(am, x, w, stride, padding, dilation, _tup(output_padding, nd), G)
         if b is not None:
@@ -158,9 +191,12 @@ def _grouped_product(am: ArrayModule, a, b, kernel, stride, dilation, groups: in
     spatial = a.shape[2:]
     L = math.prod(spatial)
     lhs = a.reshape(N, groups, A, L).transpose(1, 2, 0, 3).reshape(groups, A, N * L)
+    Bg = b.shape[1] // groups
+    if positions_innermost_pays(Bg, kernel, stride, spatial):          # the product in the weight's order
+        cols = _position_columns(am, b, kernel, stride, dilation, spatial, groups)       # (G, Bg*KK, N*L)
+        return am.xp.matmul(lhs, cols.transpose(0, 2, 1)).reshape(weight_shape)
     prod = am.xp.matmul(lhs, _columns(am, b, kernel, stride, dilation, spatial, groups))   # (G, A, KK*Bg)
     nd = len(kernel)
-    Bg = b.shape[1] // groups
     prod = prod.reshape((groups * A,) + tuple(kernel) + (Bg,))
     return prod.transpose((0, 1 + nd) + tuple(range(1, 1 + nd))).reshape(weight_shape)
 
@@ -199,7 +235,10 @@ def convolution_backward(am: ArrayModule, specs, g, x, w, bias_sizes, stride, pa
         out[1] = xp.ascontiguousarray(prod, dtype=dt)
     if specs[2] is not None:
         dt = am.native_of[specs[2][1]]
-        total = g.astype(am.compute_of[dt], copy=False).sum(axis=(0,) + tuple(range(2, g.ndim)))
+        # over the batch first (adds of whole planes), then each channel's plane: on small feature maps
+        # several times faster than one reduction over (0, *spatial), whose short rows dominate it
+        planes = g.astype(am.compute_of[dt], copy=False).sum(axis=0)
+        total = planes.sum(axis=tuple(range(1, planes.ndim)))
         out[2] = xp.ascontiguousarray(total, dtype=dt)
     return tuple(out)
 
