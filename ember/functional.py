@@ -1,6 +1,6 @@
 """Hand-written public functions whose Python signatures are not an ATen schema's
 (torch/functional.py's): `split` (an int or a list of sizes), `einsum` (operands as
-varargs), `norm` (p may be 'fro'), `nonzero` (as_tuple), `flatten` (Tensor.flatten's reshape) and
+varargs), `tensordot` (dims as a count or a pair of lists), `norm` (p may be 'fro'), `nonzero` (as_tuple), `flatten` (Tensor.flatten's reshape) and
 `broadcast_tensors` / `broadcast_shapes` / `broadcast_to` (expand views to one shape), `meshgrid` and
 `atleast_1d/2d/3d` (views too), `hstack`/`vstack`/`dstack`/`column_stack` (cat of those views),
 `tensor_split`/`hsplit`/`vsplit`/`dsplit` (narrow views), `unique`
@@ -14,8 +14,8 @@ import warnings
 
 from ember._generated import functions as F
 from ember.core import dtype as _dt
-from ember.core.errors import (ArgumentTypeError, ArgumentValueError, DeviceMismatchError, DimensionError, DTypeError,
-                               ShapeError)
+from ember.core.errors import (ArgumentListError, ArgumentTypeError, ArgumentValueError, DeviceMismatchError,
+                               DimensionError, DTypeError, ShapeError)
 from ember.frontend.tensor import Size, Tensor
 from ember.frontend.bindings_support import bool_arg
 from ember.frontend.torch_function import handles_torch_function
@@ -43,6 +43,32 @@ def einsum(equation: str, *operands) -> Tensor:
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     return F._dispatch_einsum((equation, list(operands), None))
+
+
+@handles_torch_function
+def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
+    """torch.tensordot: the sum of products over the contracted dims. `dims` is a count n (a's last n dims
+    with b's first n), a pair of dim lists (or of single dims), or a tensor of either form."""
+    if isinstance(dims, Tensor):
+        dims = dims.item() if dims.dim() == 0 else dims.tolist()
+    if isinstance(dims, (list, tuple)):
+        if len(dims) != 2:
+            raise ArgumentListError(f"tensordot(): dims must be a pair of dim lists, got {len(dims)} elements")
+        for k, d in enumerate(dims):
+            if not isinstance(d, (list, tuple)):
+                raise ArgumentTypeError(f"tensordot(): argument 'dims_{'self' if k == 0 else 'other'}' (position "
+                                        f"{3 + k}) must be tuple of ints, not {type(d).__name__}")
+        da, db = list(dims[0]), list(dims[1])
+    elif not isinstance(dims, int):
+        raise ArgumentValueError("tensordot expects dims to be int or tuple[list[int], list[int]] or "
+                                 f"list[list[int]] containing two lists, but got dims={dims}")
+    elif dims < 0:
+        raise ArgumentValueError(f"tensordot expects dims >= 0, but got dims={dims}")
+    elif dims > min(a.dim(), b.dim()):
+        raise ArgumentValueError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+    else:
+        da, db = list(range(-dims, 0)), list(range(dims))
+    return F._dispatch_tensordot((a, b, da, db))
 
 
 @handles_torch_function

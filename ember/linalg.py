@@ -1,16 +1,23 @@
-"""`ember.linalg` (torch.linalg): the Cholesky factorisation and triangular solves, under torch.linalg's names.
+"""`ember.linalg` (torch.linalg): the Cholesky factorisation and triangular solves, the vector and matrix norms,
+and the vector and matrix products, under torch.linalg's names.
 
-Each is a registry op (linalg_cholesky_ex, linalg_cholesky, linalg_solve_triangular), batched over leading
+The factorisations and solves are registry ops (linalg_cholesky_ex, linalg_cholesky, linalg_solve_triangular), batched over leading
 dimensions with broadcasting and differentiable twice: LAPACK on the cpu, ember ops on other devices. A
 matrix that is not positive-definite raises `LinAlgError` (a RuntimeError, as torch.linalg.LinAlgError)
 from `cholesky`; `cholesky_ex` reports it in `info` instead, unless asked to raise.
+
+The norms and products are registry composites (linalg_vector_norm, linalg_matrix_norm, linalg_vecdot,
+linalg_cross, linalg_multi_dot) over reductions, elementwise ops and matmul; `norm` picks the vector or the
+matrix norm from `ord` and `dim` as torch's does. Matrix norms that need singular values (ord 2, -2, 'nuc')
+raise NotImplementedError: ember computes no singular values.
 """
 from __future__ import annotations
 
 from ember._generated import functions as _F
-from ember.core.errors import LinAlgError
+from ember.core.errors import ArgumentValueError, LinAlgError, ShapeError
 
-__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "solve_triangular"]
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cross", "diagonal", "matmul", "matrix_norm", "multi_dot", "norm",
+           "solve_triangular", "vecdot", "vector_norm"]
 
 
 def cholesky(A, *, upper: bool = False):
@@ -30,3 +37,66 @@ def solve_triangular(A, B, *, upper: bool, left: bool = True, unitriangular: boo
     """X with A X = B (X A = B when not `left`) for a triangular A (..., n, n), upper or lower; only that
     triangle is read, and with `unitriangular` its diagonal is taken as ones. Batches broadcast."""
     return _F.linalg_solve_triangular(A, B, upper=upper, left=left, unitriangular=unitriangular)
+
+
+def vector_norm(x, ord: float = 2, dim=None, keepdim: bool = False, *, dtype=None):
+    """The ord-norm of the vectors along `dim` of a floating `x` (of all its elements when None):
+    sum(|x|^ord)^(1/ord); inf/-inf the largest/smallest |x|, 0 the count of non-zeros. With `dtype`, x is
+    converted to it first (a widening only)."""
+    return _F.linalg_vector_norm(x, ord, dim, keepdim, dtype=dtype)
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None):
+    """The ord-norm of the matrices over the two dims `dim` of a floating `A`: 'fro' (Frobenius), 1/-1 the
+    largest/smallest column sum of |A|, inf/-inf the largest/smallest row sum. 2, -2 and 'nuc' need singular
+    values, which ember does not compute: NotImplementedError."""
+    if isinstance(ord, str):
+        return _F._dispatch_linalg_matrix_norm_str_ord((A, ord, dim, keepdim, dtype))
+    return _F._dispatch_linalg_matrix_norm((A, ord, dim, keepdim, dtype))
+
+
+def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None):
+    """torch.linalg.norm: a vector norm over one dim (or over every element of A when neither `ord` nor `dim`
+    is given), a matrix norm over two dims (or of a 2-D A when only `ord` is given). A string ord is a
+    matrix norm's; ord None is the 2-norm of vectors and the Frobenius norm of matrices."""
+    if dim is not None:
+        dims = [dim] if isinstance(dim, int) else list(dim)
+        if len(dims) not in (1, 2):
+            raise ArgumentValueError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {dims}")
+    elif ord is not None:
+        if A.dim() not in (1, 2):
+            raise ShapeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
+                             f"Got {A.dim()}D.")
+        dims = None
+    else:
+        return vector_norm(A, 2, None, keepdim, dtype=dtype)
+    if isinstance(ord, str) or (dims is not None and len(dims) == 2) or (dims is None and A.dim() == 2):
+        return matrix_norm(A, "fro" if ord is None else ord, (-2, -1) if dims is None else dims, keepdim,
+                           dtype=dtype)
+    return vector_norm(A, 2 if ord is None else ord, dims, keepdim, dtype=dtype)
+
+
+def vecdot(x, y, *, dim: int = -1):
+    """The dot products of the vectors along `dim` of x and y (broadcast against each other)."""
+    return _F.linalg_vecdot(x, y, dim=dim)
+
+
+def cross(input, other, *, dim: int = -1):
+    """The cross products of the 3-vectors along `dim` of input and other (broadcast against each other)."""
+    return _F.linalg_cross(input, other, dim=dim)
+
+
+def multi_dot(tensors):
+    """The product of a chain of matrices (the first may be a row vector, the last a column vector),
+    multiplied in the order that needs the fewest scalar multiplications."""
+    return _F.linalg_multi_dot(list(tensors))
+
+
+def diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1):
+    """The diagonals of the matrices of A (a view): torch.diagonal with the matrices' dims last by default."""
+    return _F.diagonal(A, offset, dim1, dim2)
+
+
+def matmul(input, other):
+    """torch.matmul."""
+    return _F.matmul(input, other)

@@ -50,6 +50,7 @@ AUTOCAST_POLICY = {
     'layer_norm': {'cpu': 'none', 'default': 'fp32'},
     'linalg_cholesky': {'default': 'fp32'},
     'linalg_cholesky_ex': {'default': 'fp32'},
+    'linalg_multi_dot': {'default': 'lower'},
     'linear': {'default': 'lower'},
     'log': {'cpu': 'none', 'default': 'fp32'},
     'log_softmax.int': {'cpu': 'none', 'default': 'fp32'},
@@ -78,6 +79,7 @@ AUTOCAST_POLICY = {
     'softplus': {'cpu': 'none', 'default': 'fp32'},
     'stack': {'default': 'promote'},
     'sum.dim_IntList': {'cpu': 'none', 'default': 'fp32'},
+    'tensordot': {'default': 'lower'},
     'triangular_solve': {'default': 'fp32'},
     'vdot': {'default': 'lower'},
 }

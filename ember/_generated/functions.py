@@ -925,6 +925,24 @@ _dispatch_triangular_solve = _op_triangular_solve.dispatch
 _R_triangular_solve = _namedtuple('triangular_solve', ['solution', 'cloned_coefficient'])
 _op_cholesky_solve = _OPS['cholesky_solve']
 _dispatch_cholesky_solve = _op_cholesky_solve.dispatch
+_op_linalg_vector_norm = _OPS['linalg_vector_norm']
+_dispatch_linalg_vector_norm = _op_linalg_vector_norm.dispatch
+_op_linalg_matrix_norm = _OPS['linalg_matrix_norm']
+_dispatch_linalg_matrix_norm = _op_linalg_matrix_norm.dispatch
+_op_linalg_matrix_norm_str_ord = _OPS['linalg_matrix_norm.str_ord']
+_dispatch_linalg_matrix_norm_str_ord = _op_linalg_matrix_norm_str_ord.dispatch
+_op_linalg_vecdot = _OPS['linalg_vecdot']
+_dispatch_linalg_vecdot = _op_linalg_vecdot.dispatch
+_op_linalg_cross = _OPS['linalg_cross']
+_dispatch_linalg_cross = _op_linalg_cross.dispatch
+_op_cross = _OPS['cross']
+_dispatch_cross = _op_cross.dispatch
+_op_linalg_multi_dot = _OPS['linalg_multi_dot']
+_dispatch_linalg_multi_dot = _op_linalg_multi_dot.dispatch
+_op_tensordot = _OPS['tensordot']
+_dispatch_tensordot = _op_tensordot.dispatch
+_op_dist = _OPS['dist']
+_dispatch_dist = _op_dist.dispatch
 _op_poisson = _OPS['poisson']
 _dispatch_poisson = _op_poisson.dispatch
 _op_binomial = _OPS['binomial']
@@ -6354,6 +6372,134 @@ def cholesky_solve(input, input2, upper=False):
         _bool_arg(upper, 'cholesky_solve', 'upper', 3)
     return _dispatch_cholesky_solve((input, input2, upper))
 
+def linalg_vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """The ord-norm of the vectors along `dim` (of all elements when None): sum(|x|^ord)^(1/ord); inf and -inf the largest and smallest |x|, 0 the count of non-zeros; computed in `dtype` when one is given.
+
+    Schema: ``linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``
+    """
+    if ord.__class__ is not int and ord.__class__ is not float:
+        _number_arg(ord, 'linalg_vector_norm', 'ord', 2)
+    if dim is not None and dim.__class__ is not tuple and dim.__class__ is not list:
+        dim = _int_list_arg(dim, 'linalg_vector_norm', 'dim', 3, True)
+    elif dim is not None:
+        for _item in dim:
+            if _item.__class__ is not int:
+                dim = _int_list_arg(dim, 'linalg_vector_norm', 'dim', 3, True)
+                break
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'linalg_vector_norm', 'keepdim', 4)
+    return _dispatch_linalg_vector_norm((input, ord, dim, keepdim, dtype))
+
+def _bind_linalg_matrix_norm(input, ord, dim=(-2, -1), keepdim=False, *, dtype=None):
+    if ord.__class__ is not int and ord.__class__ is not float:
+        _number_arg(ord, 'linalg_matrix_norm', 'ord', 2)
+    if dim.__class__ is not tuple and dim.__class__ is not list:
+        dim = _int_list_arg(dim, 'linalg_matrix_norm', 'dim', 3, False)
+    else:
+        for _item in dim:
+            if _item.__class__ is not int:
+                dim = _int_list_arg(dim, 'linalg_matrix_norm', 'dim', 3, False)
+                break
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'linalg_matrix_norm', 'keepdim', 4)
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('input')
+    if hasattr(ord, '_data'):
+        raise TypeError('ord')
+    return (input, ord, dim, keepdim, dtype)
+
+def _bind_linalg_matrix_norm_str_ord(input, ord='fro', dim=(-2, -1), keepdim=False, *, dtype=None):
+    if ord.__class__ is not str:
+        _str_arg(ord, 'linalg_matrix_norm', 'ord', 2)
+    if dim.__class__ is not tuple and dim.__class__ is not list:
+        dim = _int_list_arg(dim, 'linalg_matrix_norm', 'dim', 3, False)
+    else:
+        for _item in dim:
+            if _item.__class__ is not int:
+                dim = _int_list_arg(dim, 'linalg_matrix_norm', 'dim', 3, False)
+                break
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'linalg_matrix_norm', 'keepdim', 4)
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('input')
+    return (input, ord, dim, keepdim, dtype)
+
+_overloads_linalg_matrix_norm = ((_bind_linalg_matrix_norm, _op_linalg_matrix_norm, None, None), (_bind_linalg_matrix_norm_str_ord, _op_linalg_matrix_norm_str_ord, None, None),)
+def linalg_matrix_norm(*args, **kwargs):
+    """The ord-norm of the matrices over the two dims `dim`: 1 and -1 the largest and smallest column sum of |A|, inf and -inf the largest and smallest row sum (2 and -2 need singular values: not supported).
+
+    Overloads:
+
+    ``linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2,-1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``: The ord-norm of the matrices over the two dims `dim`: 1 and -1 the largest and smallest column sum of |A|, inf and -inf the largest and smallest row sum (2 and -2 need singular values: not supported).
+
+    ``linalg_matrix_norm.str_ord(Tensor self, str ord="fro", int[] dim=[-2,-1], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor``: The Frobenius norm of the matrices over the two dims `dim` ('nuc', the sum of the singular values, is not supported).
+    """
+    return _call_overload('linalg_matrix_norm', _overloads_linalg_matrix_norm, args, kwargs)
+
+def linalg_vecdot(x, y, *, dim=-1):
+    """The dot products of the vectors along `dim` of x and y (broadcast), sum(x * y, dim).
+
+    Schema: ``linalg_vecdot(Tensor x, Tensor y, *, int dim=-1) -> Tensor``
+    """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'linalg_vecdot', 'dim', None)
+    return _dispatch_linalg_vecdot((x, y, dim))
+
+def linalg_cross(input, other, *, dim=-1):
+    """The cross products of the 3-vectors along `dim` of self and other (broadcast).
+
+    Schema: ``linalg_cross(Tensor self, Tensor other, *, int dim=-1) -> Tensor``
+    """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'linalg_cross', 'dim', None)
+    return _dispatch_linalg_cross((input, other, dim))
+
+def cross(input, other, dim=None):
+    """The cross products of the 3-vectors along `dim` (None: the first dim of length 3, deprecated as in torch) of self and other (broadcast).
+
+    Schema: ``cross(Tensor self, Tensor other, int? dim=None) -> Tensor``
+    """
+    if dim is not None and dim.__class__ is not int:
+        _int_arg(dim, 'cross', 'dim', 3)
+    return _dispatch_cross((input, other, dim))
+
+def linalg_multi_dot(tensors):
+    """The product of a chain of matrices (the first and last may be vectors), multiplied in the order that needs the fewest scalar multiplications.
+
+    Schema: ``linalg_multi_dot(Tensor[] tensors) -> Tensor``
+    """
+    return _dispatch_linalg_multi_dot((tensors,))
+
+def tensordot(input, other, dims_self, dims_other):
+    """The sum of products over the paired dims dims_self of self and dims_other of other: the free dims of self, then those of other (ember.tensordot is torch.tensordot's Python signature).
+
+    Schema: ``tensordot(Tensor self, Tensor other, int[] dims_self, int[] dims_other) -> Tensor``
+    """
+    if dims_self.__class__ is not tuple and dims_self.__class__ is not list:
+        dims_self = _int_list_arg(dims_self, 'tensordot', 'dims_self', 3, False)
+    else:
+        for _item in dims_self:
+            if _item.__class__ is not int:
+                dims_self = _int_list_arg(dims_self, 'tensordot', 'dims_self', 3, False)
+                break
+    if dims_other.__class__ is not tuple and dims_other.__class__ is not list:
+        dims_other = _int_list_arg(dims_other, 'tensordot', 'dims_other', 4, False)
+    else:
+        for _item in dims_other:
+            if _item.__class__ is not int:
+                dims_other = _int_list_arg(dims_other, 'tensordot', 'dims_other', 4, False)
+                break
+    return _dispatch_tensordot((input, other, dims_self, dims_other))
+
+def dist(input, other, p=2):
+    """The p-norm of self - other (broadcast), over all elements.
+
+    Schema: ``dist(Tensor self, Tensor other, Scalar p=2) -> Tensor``
+    """
+    if p.__class__ is not int and p.__class__ is not float:
+        _number_arg(p, 'dist', 'p', 3)
+    return _dispatch_dist((input, other, p))
+
 def poisson(input, generator=None):
     """A Poisson draw per element with rate self: multiplying uniforms below rate 10, Hoermann's transformed rejection (PTRS) above.
 
@@ -7318,7 +7464,7 @@ concat = cat
 concatenate = cat
 ger = outer
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addr', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'aminmax', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'count_nonzero', 'ctc_loss', 'cumprod', 'cumsum', 'deg2rad', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diff', 'digamma', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'fliplr', 'flipud', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'inner', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nansum', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rad2deg', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinc', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'triangular_solve', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addr', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'aminmax', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'count_nonzero', 'cross', 'ctc_loss', 'cumprod', 'cumsum', 'deg2rad', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diff', 'digamma', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'fliplr', 'flipud', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'inner', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nansum', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rad2deg', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinc', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'triangular_solve', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 OP_FUNCTIONS = {
     'add.Tensor': add,
@@ -7769,6 +7915,15 @@ OP_FUNCTIONS = {
     'linalg_solve_triangular': linalg_solve_triangular,
     'triangular_solve': triangular_solve,
     'cholesky_solve': cholesky_solve,
+    'linalg_vector_norm': linalg_vector_norm,
+    'linalg_matrix_norm': linalg_matrix_norm,
+    'linalg_matrix_norm.str_ord': linalg_matrix_norm,
+    'linalg_vecdot': linalg_vecdot,
+    'linalg_cross': linalg_cross,
+    'cross': cross,
+    'linalg_multi_dot': linalg_multi_dot,
+    'tensordot': tensordot,
+    'dist': dist,
     'poisson': poisson,
     'binomial': binomial,
     '_standard_gamma': _standard_gamma,

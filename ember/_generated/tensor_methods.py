@@ -356,6 +356,8 @@ from ember._generated.functions import (
     _op_triangular_solve,
     _R_triangular_solve,
     _op_cholesky_solve,
+    _op_cross,
+    _op_dist,
     _op_bernoulli,
     _op_bernoulli_p,
     _op_bernoulli__float,
@@ -627,6 +629,8 @@ _method_dispatch_xlogy_Tensor = _op_xlogy_Tensor.method_dispatch
 _method_dispatch_cholesky = _op_cholesky.method_dispatch
 _method_dispatch_triangular_solve = _op_triangular_solve.method_dispatch
 _method_dispatch_cholesky_solve = _op_cholesky_solve.method_dispatch
+_method_dispatch_cross = _op_cross.method_dispatch
+_method_dispatch_dist = _op_dist.method_dispatch
 _method_dispatch_bernoulli = _op_bernoulli.method_dispatch
 _method_dispatch_bernoulli__float = _op_bernoulli__float.method_dispatch
 _method_dispatch_multinomial = _op_multinomial.method_dispatch
@@ -3399,6 +3403,24 @@ class TensorMethods:
         if upper.__class__ is not bool:
             _bool_arg(upper, 'cholesky_solve', 'upper', 2)
         return _method_dispatch_cholesky_solve((self, input2, upper))
+
+    def cross(self, other, dim=None):
+        """The cross products of the 3-vectors along `dim` (None: the first dim of length 3, deprecated as in torch) of self and other (broadcast).
+
+        Schema: ``cross(Tensor self, Tensor other, int? dim=None) -> Tensor``
+        """
+        if dim is not None and dim.__class__ is not int:
+            _int_arg(dim, 'cross', 'dim', 2)
+        return _method_dispatch_cross((self, other, dim))
+
+    def dist(self, other, p=2):
+        """The p-norm of self - other (broadcast), over all elements.
+
+        Schema: ``dist(Tensor self, Tensor other, Scalar p=2) -> Tensor``
+        """
+        if p.__class__ is not int and p.__class__ is not float:
+            _number_arg(p, 'dist', 'p', 2)
+        return _method_dispatch_dist((self, other, p))
 
     @staticmethod
     def _bind_bernoulli_p(self, p, *, generator=None):
