@@ -178,8 +178,14 @@ def _rule_reads(directory: Path) -> dict[str, set[str]]:
 
 
 def _module_functions(path: Path) -> set[str]:
+    """The public functions a module defines, and those it imports from its own package (`from .x import f`:
+    formulas.py gathers the linalg formulas so)."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    return {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")}
+    names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            names |= {a.asname or a.name for a in node.names if not (a.asname or a.name).startswith("_")}
+    return names
 
 
 @dataclass

@@ -6,6 +6,10 @@ dimensions with broadcasting and differentiable twice: LAPACK on the cpu, ember 
 matrix that is not positive-definite raises `LinAlgError` (a RuntimeError, as torch.linalg.LinAlgError)
 from `cholesky`; `cholesky_ex` reports it in `info` instead, unless asked to raise.
 
+The inverse, determinants and solve are registry ops too (linalg_inv_ex, linalg_det, linalg_slogdet,
+linalg_solve_ex): numpy's batched LAPACK on the cpu, an LU factorisation with partial pivoting in ember ops
+elsewhere. A singular matrix raises LinAlgError from `inv` and `solve`; the `_ex` forms report it in `info`.
+
 The norms and products are registry composites (linalg_vector_norm, linalg_matrix_norm, linalg_vecdot,
 linalg_cross, linalg_multi_dot) over reductions, elementwise ops and matmul; `norm` picks the vector or the
 matrix norm from `ord` and `dim` as torch's does. Matrix norms that need singular values (ord 2, -2, 'nuc')
@@ -16,8 +20,9 @@ from __future__ import annotations
 from ember._generated import functions as _F
 from ember.core.errors import ArgumentValueError, LinAlgError, ShapeError
 
-__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cross", "diagonal", "matmul", "matrix_norm", "multi_dot", "norm",
-           "solve_triangular", "vecdot", "vector_norm"]
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "diagonal", "inv", "inv_ex", "matmul",
+           "matrix_norm", "matrix_power", "multi_dot", "norm", "slogdet", "solve", "solve_ex", "solve_triangular",
+           "vecdot", "vector_norm"]
 
 
 def cholesky(A, *, upper: bool = False):
@@ -100,3 +105,40 @@ def diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1):
 def matmul(input, other):
     """torch.matmul."""
     return _F.matmul(input, other)
+
+
+def inv(A):
+    """The inverse of each square matrix of A (..., n, n); LinAlgError names the first singular one."""
+    return _F.linalg_inv(A)
+
+
+def inv_ex(A, *, check_errors: bool = False):
+    """(inverse, info): `inv` without the check, info holding per matrix 0 or the order of the first zero pivot
+    of its LU factorisation (the inverse is then unspecified). With `check_errors`, raises as `inv`."""
+    return _F.linalg_inv_ex(A, check_errors=check_errors)
+
+
+def det(A):
+    """The determinant of each square matrix of A."""
+    return _F.linalg_det(A)
+
+
+def slogdet(A):
+    """(sign, logabsdet) of each square matrix's determinant: sign -1, 0 or 1, and log |det|."""
+    return _F.linalg_slogdet(A)
+
+
+def solve(A, B, *, left: bool = True):
+    """X with A X = B (X A = B when not `left`), batches broadcast; B is a vector (or a batch of vectors)
+    when it is 1-D or has A's shape less its last dim. LinAlgError names the first singular matrix."""
+    return _F.linalg_solve(A, B, left=left)
+
+
+def solve_ex(A, B, *, left: bool = True, check_errors: bool = False):
+    """(result, info): `solve` without the check (info per matrix of A: 0, or its first zero pivot)."""
+    return _F.linalg_solve_ex(A, B, left=left, check_errors=check_errors)
+
+
+def matrix_power(A, n: int):
+    """A^n of each square matrix (n = 0: the identity; n < 0: the inverse's power)."""
+    return _F.linalg_matrix_power(A, n)

@@ -4271,6 +4271,132 @@ class CholeskySolveBackward0(Node):
         return out
 
 
+class LinalgInvExBackward0(Node):
+    """Backward of linalg_inv_ex."""
+
+    __slots__ = ('a_inverse', 'needs')
+    n_outputs = 2
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_inverse = _save(outs[0], True, 0, self)
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            if self.a_inverse.__class__ is SavedTensor:
+                self.a_inverse = _FREED
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_inverse = self.a_inverse.unpack(self, False) if self.a_inverse.__class__ is SavedTensor else self.a_inverse
+            out.append(_H.inv_backward(grad, a_inverse))
+        else:
+            out.append(None)
+        return out
+
+
+class LinalgDetBackward0(Node):
+    """Backward of linalg_det."""
+
+    __slots__ = ('a_A', 'a_result', 'needs')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_A = _save(args[0])
+            self.a_result = _save(outs[0], True, 0, self)
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            if self.a_A.__class__ is SavedTensor:
+                self.a_A = _FREED
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_A = self.a_A.unpack(self) if self.a_A.__class__ is SavedTensor else self.a_A
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
+            out.append(_H.det_backward(grad, a_A, a_result))
+        else:
+            out.append(None)
+        return out
+
+
+class LinalgSlogdetBackward0(Node):
+    """Backward of linalg_slogdet."""
+
+    __slots__ = ('a_A', 'needs')
+    n_outputs = 2
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_A = _save(args[0])
+
+    def release(self):
+        needs = self.needs
+        if needs[0]:
+            if self.a_A.__class__ is SavedTensor:
+                self.a_A = _FREED
+
+    def apply(self, grads):
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_A = self.a_A.unpack(self) if self.a_A.__class__ is SavedTensor else self.a_A
+            out.append(_H.slogdet_backward(grads[1], a_A))
+        else:
+            out.append(None)
+        return out
+
+
+class LinalgSolveExBackward0(Node):
+    """Backward of linalg_solve_ex."""
+
+    __slots__ = ('a_A', 'a_left', 'a_result', 'needs')
+    n_outputs = 2
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0] or needs[1]:
+            self.a_A = _save(args[0])
+            self.a_left = args[2]
+            self.a_result = _save(outs[0], True, 0, self)
+
+    def release(self):
+        needs = self.needs
+        if needs[0] or needs[1]:
+            if self.a_A.__class__ is SavedTensor:
+                self.a_A = _FREED
+            if self.a_result.__class__ is SavedTensor:
+                self.a_result = _FREED
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0] or needs[1]:
+            grad_input_mask = [needs[0], needs[1]]
+            a_A = self.a_A.unpack(self) if self.a_A.__class__ is SavedTensor else self.a_A
+            a_left = self.a_left
+            a_result = self.a_result.unpack(self, False) if self.a_result.__class__ is SavedTensor else self.a_result
+            out.extend(_H.solve_backward(grad, a_A, a_result, a_left, grad_input_mask))
+        else:
+            out.extend([None, None])
+        return out
+
+
 class StandardGammaBackward0(Node):
     """Backward of _standard_gamma."""
 
@@ -4576,6 +4702,10 @@ CLASSES = {
     'linalg_cholesky_ex': LinalgCholeskyExBackward0,
     'linalg_solve_triangular': LinalgSolveTriangularBackward0,
     'cholesky_solve': CholeskySolveBackward0,
+    'linalg_inv_ex': LinalgInvExBackward0,
+    'linalg_det': LinalgDetBackward0,
+    'linalg_slogdet': LinalgSlogdetBackward0,
+    'linalg_solve_ex': LinalgSolveExBackward0,
     '_standard_gamma': StandardGammaBackward0,
     '_dropout_noise': DropoutNoiseBackward0,
     'max_pool3d_with_indices': MaxPool3dWithIndicesBackward0,

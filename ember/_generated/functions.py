@@ -925,6 +925,34 @@ _dispatch_triangular_solve = _op_triangular_solve.dispatch
 _R_triangular_solve = _namedtuple('triangular_solve', ['solution', 'cloned_coefficient'])
 _op_cholesky_solve = _OPS['cholesky_solve']
 _dispatch_cholesky_solve = _op_cholesky_solve.dispatch
+_op_linalg_inv_ex = _OPS['linalg_inv_ex']
+_dispatch_linalg_inv_ex = _op_linalg_inv_ex.dispatch
+_R_linalg_inv_ex = _namedtuple('linalg_inv_ex', ['inverse', 'info'])
+_op_linalg_inv = _OPS['linalg_inv']
+_dispatch_linalg_inv = _op_linalg_inv.dispatch
+_op_inverse = _OPS['inverse']
+_dispatch_inverse = _op_inverse.dispatch
+_op_linalg_det = _OPS['linalg_det']
+_dispatch_linalg_det = _op_linalg_det.dispatch
+_op_det = _OPS['det']
+_dispatch_det = _op_det.dispatch
+_op_linalg_slogdet = _OPS['linalg_slogdet']
+_dispatch_linalg_slogdet = _op_linalg_slogdet.dispatch
+_R_linalg_slogdet = _namedtuple('linalg_slogdet', ['sign', 'logabsdet'])
+_op_slogdet = _OPS['slogdet']
+_dispatch_slogdet = _op_slogdet.dispatch
+_R_slogdet = _namedtuple('slogdet', ['sign', 'logabsdet'])
+_op_logdet = _OPS['logdet']
+_dispatch_logdet = _op_logdet.dispatch
+_op_linalg_solve_ex = _OPS['linalg_solve_ex']
+_dispatch_linalg_solve_ex = _op_linalg_solve_ex.dispatch
+_R_linalg_solve_ex = _namedtuple('linalg_solve_ex', ['result', 'info'])
+_op_linalg_solve = _OPS['linalg_solve']
+_dispatch_linalg_solve = _op_linalg_solve.dispatch
+_op_linalg_matrix_power = _OPS['linalg_matrix_power']
+_dispatch_linalg_matrix_power = _op_linalg_matrix_power.dispatch
+_op_matrix_power = _OPS['matrix_power']
+_dispatch_matrix_power = _op_matrix_power.dispatch
 _op_linalg_vector_norm = _OPS['linalg_vector_norm']
 _dispatch_linalg_vector_norm = _op_linalg_vector_norm.dispatch
 _op_linalg_matrix_norm = _OPS['linalg_matrix_norm']
@@ -6372,6 +6400,102 @@ def cholesky_solve(input, input2, upper=False):
         _bool_arg(upper, 'cholesky_solve', 'upper', 3)
     return _dispatch_cholesky_solve((input, input2, upper))
 
+def linalg_inv_ex(A, *, check_errors=False):
+    """The inverse of each square matrix, and info: 0, or the order of the first zero pivot of its LU factorisation (a singular matrix: its inverse is then unspecified; check_errors raises LinAlgError).
+
+    Schema: ``linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)``
+    """
+    if check_errors.__class__ is not bool:
+        _bool_arg(check_errors, 'linalg_inv_ex', 'check_errors', None)
+    return _tuple_new(_R_linalg_inv_ex, _dispatch_linalg_inv_ex((A, check_errors)))
+
+def linalg_inv(A):
+    """The inverse of each square matrix; LinAlgError names the first singular one.
+
+    Schema: ``linalg_inv(Tensor A) -> Tensor``
+    """
+    return _dispatch_linalg_inv((A,))
+
+def inverse(input):
+    """The inverse of each square matrix (torch's older spelling of linalg.inv).
+
+    Schema: ``inverse(Tensor self) -> Tensor``
+    """
+    return _dispatch_inverse((input,))
+
+def linalg_det(A):
+    """The determinant of each square matrix.
+
+    Schema: ``linalg_det(Tensor A) -> Tensor``
+    """
+    return _dispatch_linalg_det((A,))
+
+def det(input):
+    """The determinant of each square matrix (linalg.det).
+
+    Schema: ``det(Tensor self) -> Tensor``
+    """
+    return _dispatch_det((input,))
+
+def linalg_slogdet(A):
+    """The sign (-1, 0 or 1) and the log of the absolute value of each square matrix's determinant.
+
+    Schema: ``linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)``
+    """
+    return _tuple_new(_R_linalg_slogdet, _dispatch_linalg_slogdet((A,)))
+
+def slogdet(input):
+    """The sign and log absolute value of each square matrix's determinant (linalg.slogdet).
+
+    Schema: ``slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)``
+    """
+    return _tuple_new(_R_slogdet, _dispatch_slogdet((input,)))
+
+def logdet(input):
+    """The log of each square matrix's determinant: NaN where it is negative, -inf where it is 0.
+
+    Schema: ``logdet(Tensor self) -> Tensor``
+    """
+    return _dispatch_logdet((input,))
+
+def linalg_solve_ex(A, B, *, left=True, check_errors=False):
+    """X with A X = B (X A = B when not `left`), batches broadcast, B a vector or a batch of vectors where its shape says so; and info per matrix of A (0, or its first zero pivot: X is then unspecified; check_errors raises LinAlgError).
+
+    Schema: ``linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor info)``
+    """
+    if left.__class__ is not bool:
+        _bool_arg(left, 'linalg_solve_ex', 'left', None)
+    if check_errors.__class__ is not bool:
+        _bool_arg(check_errors, 'linalg_solve_ex', 'check_errors', None)
+    return _tuple_new(_R_linalg_solve_ex, _dispatch_linalg_solve_ex((A, B, left, check_errors)))
+
+def linalg_solve(A, B, *, left=True):
+    """X with A X = B (X A = B when not `left`); LinAlgError names the first singular matrix.
+
+    Schema: ``linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor``
+    """
+    if left.__class__ is not bool:
+        _bool_arg(left, 'linalg_solve', 'left', None)
+    return _dispatch_linalg_solve((A, B, left))
+
+def linalg_matrix_power(input, n):
+    """A^n of each square matrix by repeated squaring (n = 0: the identity; n < 0: the inverse's power).
+
+    Schema: ``linalg_matrix_power(Tensor self, int n) -> Tensor``
+    """
+    if n.__class__ is not int:
+        _int_arg(n, 'linalg_matrix_power', 'n', 2)
+    return _dispatch_linalg_matrix_power((input, n))
+
+def matrix_power(input, n):
+    """A^n of each square matrix (linalg.matrix_power).
+
+    Schema: ``matrix_power(Tensor self, int n) -> Tensor``
+    """
+    if n.__class__ is not int:
+        _int_arg(n, 'matrix_power', 'n', 2)
+    return _dispatch_matrix_power((input, n))
+
 def linalg_vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None):
     """The ord-norm of the vectors along `dim` (of all elements when None): sum(|x|^ord)^(1/ord); inf and -inf the largest and smallest |x|, 0 the count of non-zeros; computed in `dtype` when one is given.
 
@@ -7464,7 +7588,7 @@ concat = cat
 concatenate = cat
 ger = outer
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addr', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'aminmax', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'count_nonzero', 'cross', 'ctc_loss', 'cumprod', 'cumsum', 'deg2rad', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diff', 'digamma', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'fliplr', 'flipud', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'inner', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nansum', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rad2deg', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinc', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'triangular_solve', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addr', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'aminmax', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'count_nonzero', 'cross', 'ctc_loss', 'cumprod', 'cumsum', 'deg2rad', 'det', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diff', 'digamma', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'fliplr', 'flipud', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logdet', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_power', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nansum', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rad2deg', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinc', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'triangular_solve', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 OP_FUNCTIONS = {
     'add.Tensor': add,
@@ -7915,6 +8039,18 @@ OP_FUNCTIONS = {
     'linalg_solve_triangular': linalg_solve_triangular,
     'triangular_solve': triangular_solve,
     'cholesky_solve': cholesky_solve,
+    'linalg_inv_ex': linalg_inv_ex,
+    'linalg_inv': linalg_inv,
+    'inverse': inverse,
+    'linalg_det': linalg_det,
+    'det': det,
+    'linalg_slogdet': linalg_slogdet,
+    'slogdet': slogdet,
+    'logdet': logdet,
+    'linalg_solve_ex': linalg_solve_ex,
+    'linalg_solve': linalg_solve,
+    'linalg_matrix_power': linalg_matrix_power,
+    'matrix_power': matrix_power,
     'linalg_vector_norm': linalg_vector_norm,
     'linalg_matrix_norm': linalg_matrix_norm,
     'linalg_matrix_norm.str_ord': linalg_matrix_norm,

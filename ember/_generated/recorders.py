@@ -199,6 +199,71 @@ def make_record_L0(op):
     return record
 
 
+def make_record_T0_T1__outputs(op):
+    backward_cls = op.backward_cls
+
+    def record(args, out):
+        a = args[0]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e0 = edge_of(a)                   # a view: its base may have moved on
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
+            n0 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e0 = m0 = None
+            n0 = False
+        a = args[1]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e1 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e1 = edge_of(a)                   # a view: its base may have moved on
+            m1 = ag.input_meta
+            if m1 is None:                            # (shape, dtype, device), kept with the autograd state
+                m1 = ag.input_meta = (a._data.shape, a._dtype, a._device)
+            n1 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e1 = m1 = None
+            n1 = False
+        if not (n0 or n1):
+            return
+        # Node.__init__'s stores, inlined (generated nodes define no __init__)
+        node = new_object(backward_cls)
+        node.next_edges = (e0, e1)
+        node.input_meta = (m0, m1)
+        node.seq = next_seq()
+        node.needs = (n0, n1)
+        if ANOMALY_THREADS and STATE.anomaly:
+            node.anomaly_trace = "".join(traceback.format_stack()[:-3])     # from the op's caller
+        node.save(args, out)
+        for k, o in enumerate(out):
+            if o._dtype.is_floating_point:
+                meta = o._ag = new_object(AutogradMeta)
+                meta.grad_fn = node
+                meta.output_nr = k
+                meta.input_meta = None
+                o._keys |= AUTOGRAD
+        base = out[0]._base
+        if base is not None:
+            # a view: remember which history of its base it was derived from (see graph.edge_of)
+            node._view_of = base._ag.grad_fn if base._ag is not None else None
+    return record
+
+
 def make_record_T0_T1(op):
     backward_cls = op.backward_cls
 
@@ -1191,6 +1256,73 @@ def make_entry_L0(op, run_below):
     return run_and_record
 
 
+def make_entry_T0_T1__outputs(op, run_below):
+    backward_cls = op.backward_cls
+
+    def run_and_record(args):
+        out = run_below(args)
+        a = args[0]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e0 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e0 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e0 = edge_of(a)                   # a view: its base may have moved on
+            m0 = ag.input_meta
+            if m0 is None:                            # (shape, dtype, device), kept with the autograd state
+                m0 = ag.input_meta = (a._data.shape, a._dtype, a._device)
+            n0 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e0 = m0 = None
+            n0 = False
+        a = args[1]
+        if isinstance(a, Tensor) and a._ag is not None:
+            ag = a._ag
+            fn = ag.grad_fn
+            if fn is None:                              # a leaf: its accumulator (accumulator_of's hit inlined)
+                acc = a._grad_accumulator
+                e1 = (acc if acc is not None and acc.ag is ag else accumulator_of(a), 0)
+            elif a._base is None:
+                e1 = (fn, ag.output_nr)           # an op result (edge_of's common case)
+            else:
+                e1 = edge_of(a)                   # a view: its base may have moved on
+            m1 = ag.input_meta
+            if m1 is None:                            # (shape, dtype, device), kept with the autograd state
+                m1 = ag.input_meta = (a._data.shape, a._dtype, a._device)
+            n1 = True
+        else:                                           # no history, or a Python number in a Tensor argument
+            e1 = m1 = None
+            n1 = False
+        if not (n0 or n1):
+            return out
+        # Node.__init__'s stores, inlined (generated nodes define no __init__)
+        node = new_object(backward_cls)
+        node.next_edges = (e0, e1)
+        node.input_meta = (m0, m1)
+        node.seq = next_seq()
+        node.needs = (n0, n1)
+        if ANOMALY_THREADS and STATE.anomaly:
+            node.anomaly_trace = "".join(traceback.format_stack()[:-2])     # from the op's caller
+        node.save(args, out)
+        for k, o in enumerate(out):
+            if o._dtype.is_floating_point:
+                meta = o._ag = new_object(AutogradMeta)
+                meta.grad_fn = node
+                meta.output_nr = k
+                meta.input_meta = None
+                o._keys |= AUTOGRAD
+        base = out[0]._base
+        if base is not None:
+            # a view: remember which history of its base it was derived from (see graph.edge_of)
+            node._view_of = base._ag.grad_fn if base._ag is not None else None
+        return out
+    return run_and_record
+
+
 def make_entry_T0_T1(op, run_below):
     backward_cls = op.backward_cls
 
@@ -2022,6 +2154,7 @@ RECORDER_FACTORIES = {
     ((0,), (), 'first'): make_record_T0__first_output,
     ((0,), (), 'one'): make_record_T0,
     ((0,), (0,), 'one'): make_record_L0,
+    ((0, 1), (), 'all'): make_record_T0_T1__outputs,
     ((0, 1), (), 'one'): make_record_T0_T1,
     ((0, 1, 2), (), 'all'): make_record_T0_T1_T2__outputs,
     ((0, 1, 2), (), 'first'): make_record_T0_T1_T2__first_output,
@@ -2040,6 +2173,7 @@ ENTRY_FACTORIES = {
     ((0,), (), 'first'): make_entry_T0__first_output,
     ((0,), (), 'one'): make_entry_T0,
     ((0,), (0,), 'one'): make_entry_L0,
+    ((0, 1), (), 'all'): make_entry_T0_T1__outputs,
     ((0, 1), (), 'one'): make_entry_T0_T1,
     ((0, 1, 2), (), 'all'): make_entry_T0_T1_T2__outputs,
     ((0, 1, 2), (), 'first'): make_entry_T0_T1_T2__first_output,

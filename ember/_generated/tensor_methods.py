@@ -356,6 +356,12 @@ from ember._generated.functions import (
     _op_triangular_solve,
     _R_triangular_solve,
     _op_cholesky_solve,
+    _op_inverse,
+    _op_det,
+    _op_slogdet,
+    _R_slogdet,
+    _op_logdet,
+    _op_matrix_power,
     _op_cross,
     _op_dist,
     _op_bernoulli,
@@ -629,6 +635,11 @@ _method_dispatch_xlogy_Tensor = _op_xlogy_Tensor.method_dispatch
 _method_dispatch_cholesky = _op_cholesky.method_dispatch
 _method_dispatch_triangular_solve = _op_triangular_solve.method_dispatch
 _method_dispatch_cholesky_solve = _op_cholesky_solve.method_dispatch
+_method_dispatch_inverse = _op_inverse.method_dispatch
+_method_dispatch_det = _op_det.method_dispatch
+_method_dispatch_slogdet = _op_slogdet.method_dispatch
+_method_dispatch_logdet = _op_logdet.method_dispatch
+_method_dispatch_matrix_power = _op_matrix_power.method_dispatch
 _method_dispatch_cross = _op_cross.method_dispatch
 _method_dispatch_dist = _op_dist.method_dispatch
 _method_dispatch_bernoulli = _op_bernoulli.method_dispatch
@@ -3403,6 +3414,43 @@ class TensorMethods:
         if upper.__class__ is not bool:
             _bool_arg(upper, 'cholesky_solve', 'upper', 2)
         return _method_dispatch_cholesky_solve((self, input2, upper))
+
+    def inverse(self):
+        """The inverse of each square matrix (torch's older spelling of linalg.inv).
+
+        Schema: ``inverse(Tensor self) -> Tensor``
+        """
+        return _method_dispatch_inverse((self,))
+
+    def det(self):
+        """The determinant of each square matrix (linalg.det).
+
+        Schema: ``det(Tensor self) -> Tensor``
+        """
+        return _method_dispatch_det((self,))
+
+    def slogdet(self):
+        """The sign and log absolute value of each square matrix's determinant (linalg.slogdet).
+
+        Schema: ``slogdet(Tensor self) -> (Tensor sign, Tensor logabsdet)``
+        """
+        return _tuple_new(_R_slogdet, _method_dispatch_slogdet((self,)))
+
+    def logdet(self):
+        """The log of each square matrix's determinant: NaN where it is negative, -inf where it is 0.
+
+        Schema: ``logdet(Tensor self) -> Tensor``
+        """
+        return _method_dispatch_logdet((self,))
+
+    def matrix_power(self, n):
+        """A^n of each square matrix (linalg.matrix_power).
+
+        Schema: ``matrix_power(Tensor self, int n) -> Tensor``
+        """
+        if n.__class__ is not int:
+            _int_arg(n, 'matrix_power', 'n', 1)
+        return _method_dispatch_matrix_power((self, n))
 
     def cross(self, other, dim=None):
         """The cross products of the 3-vectors along `dim` (None: the first dim of length 3, deprecated as in torch) of self and other (broadcast).

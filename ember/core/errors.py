@@ -76,6 +76,16 @@ class LinAlgError(EmberError, RuntimeError):
         return cls(f"{name}: {where}The factorization could not be completed because the input is not "
                    f"positive-definite (the leading minor of order {order} is not positive-definite).")
 
+    @classmethod
+    def singular(cls, name: str, batch_element: int | None, order: int) -> "LinAlgError":
+        """torch's error for a singular matrix (of a batch, when `batch_element` is given) whose LU factor has
+        its first zero on the diagonal at `order`: linalg.inv(_ex) names the element, linalg.solve(_ex) does not."""
+        where = "" if batch_element is None else f"(Batch element {batch_element}): "
+        if name.startswith("linalg.inv"):
+            return cls(f"{name}: {where}The diagonal element {order} is zero, the inversion could not be completed "
+                       "because the input matrix is singular.")
+        return cls(f"torch.{name}: {where}The solver failed because the input matrix is singular.")
+
 
 # users import these from `ember.errors`, and tracebacks name them so (`ember.errors.ShapeError: ...`)
 for _name in __all__:

@@ -62,6 +62,6 @@ from . import recurrent, special  # noqa: E402,F401  (the recurrent layer op, sp
 from . import activations, losses, random_ops, attention  # noqa: E402,F401  (nn functional)
 from . import embedding_bag, grid_sampler  # noqa: E402,F401  (embedding_bag, grid sampling)
 from . import optimizers, fused_losses  # noqa: E402,F401  (fused optimizer updates and cross entropy)
-from . import linalg, linalg_products  # noqa: E402,F401  (Cholesky, triangular solves; norms and products)
+from . import linalg, linalg_lu, linalg_products  # noqa: E402,F401  (Cholesky, solves, LU-based ops; norms, products)
 from . import max_pooling_extra, ctc  # noqa: E402,F401  (adaptive and fractional max pooling, CTC loss)
 from . import sparse  # noqa: E402,F401  (the products of sparse COO tensors' parts)

@@ -14,6 +14,8 @@ from ember._generated import functions as F
 from ember.decompositions import fused_losses
 from ember.dispatcher.state import STATE
 
+from .linalg_formulas import (cholesky_backward, cholesky_solve_backward, det_backward, inv_backward,  # noqa: F401
+                              slogdet_backward, solve_backward, solve_triangular_backward)  # (the linalg ops')
 from .slice_pieces import SlicePieces
 
 
@@ -433,47 +435,6 @@ def masked_scatter_backward(grad, mask, source_shape):
     if k < n:
         selected = F.cat([selected, F.zeros((n - k,), dtype=grad.dtype, device=grad.device)])
     return F.reshape(selected, tuple(source_shape))
-
-
-def _matrix_t(x):
-    """The transpose of each matrix of a batch."""
-    return F.transpose(x, -2, -1)
-
-
-def cholesky_backward(grad, upper, L):
-    """The gradient of A from that of its Cholesky factor L (A = L L^T; with `upper`, U = L^T is given):
-    Phi = tril(L^T gL) with its diagonal halved, symmetrised, then gA = L^-T Phi_sym L^-1 by two
-    triangular solves. Only the lower triangle of A is read, but the gradient is symmetric, as torch's."""
-    if upper:
-        L, grad = _matrix_t(L), _matrix_t(grad)
-    phi = F.tril(F.matmul(_matrix_t(L), grad))
-    sym = F.mul(F.add(phi, _matrix_t(F.tril(phi, -1))), 0.5)
-    left = F.linalg_solve_triangular(_matrix_t(L), sym, upper=True)            # L^-T Phi_sym
-    return F.linalg_solve_triangular(L, left, upper=False, left=False)        # ... L^-1
-
-
-def solve_triangular_backward(grad, A, X, upper, left, unitriangular, grad_input_mask):
-    """The gradients of A and B from that of X (A X = B, or X A = B when not `left`): gB solves the transposed
-    system, gA = -gB X^T (or -X^T gB) kept to A's triangle (its diagonal dropped when unitriangular)."""
-    grad_b = F.linalg_solve_triangular(_matrix_t(A), grad, upper=not upper, left=left, unitriangular=unitriangular)
-    grad_a = None
-    if grad_input_mask[0]:
-        grad_a = F.neg(F.matmul(grad_b, _matrix_t(X)) if left else F.matmul(_matrix_t(X), grad_b))
-        offset = (1 if upper else -1) if unitriangular else 0
-        grad_a = F.triu(grad_a, offset) if upper else F.tril(grad_a, offset)
-    return grad_a, grad_b if grad_input_mask[1] else None
-
-
-def cholesky_solve_backward(grad, factor, X, upper, grad_input_mask):
-    """The gradients of B and of the factor L of X = (L L^T)^-1 B (U^T U with `upper`): gB = A^-1 gX, and with
-    C = gB X^T + X gB^T, gL = -C L (gU = -U C), the factor differentiated as a whole matrix, as torch's."""
-    grad_b = F.cholesky_solve(grad, factor, upper)
-    grad_factor = None
-    if grad_input_mask[1]:
-        common = F.matmul(grad_b, _matrix_t(X))
-        common = F.add(common, _matrix_t(common))
-        grad_factor = F.neg(F.matmul(factor, common) if upper else F.matmul(common, factor))
-    return grad_b if grad_input_mask[0] else None, grad_factor
 
 
 def logit_backward(grad, self, eps):
