@@ -362,6 +362,13 @@ from ember._generated.functions import (
     _R_slogdet,
     _op_logdet,
     _op_matrix_power,
+    _op_heaviside,
+    _op_float_power,
+    _op_logcumsumexp,
+    _op_cummax,
+    _R_cummax,
+    _op_cummin,
+    _R_cummin,
     _op_cross,
     _op_dist,
     _op_bernoulli,
@@ -640,6 +647,11 @@ _method_dispatch_det = _op_det.method_dispatch
 _method_dispatch_slogdet = _op_slogdet.method_dispatch
 _method_dispatch_logdet = _op_logdet.method_dispatch
 _method_dispatch_matrix_power = _op_matrix_power.method_dispatch
+_method_dispatch_heaviside = _op_heaviside.method_dispatch
+_method_dispatch_float_power = _op_float_power.method_dispatch
+_method_dispatch_logcumsumexp = _op_logcumsumexp.method_dispatch
+_method_dispatch_cummax = _op_cummax.method_dispatch
+_method_dispatch_cummin = _op_cummin.method_dispatch
 _method_dispatch_cross = _op_cross.method_dispatch
 _method_dispatch_dist = _op_dist.method_dispatch
 _method_dispatch_bernoulli = _op_bernoulli.method_dispatch
@@ -3451,6 +3463,47 @@ class TensorMethods:
         if n.__class__ is not int:
             _int_arg(n, 'matrix_power', 'n', 1)
         return _method_dispatch_matrix_power((self, n))
+
+    def heaviside(self, values):
+        """1 where self > 0, 0 where self < 0, and `values` (broadcast) where self == 0; self and values of one dtype.
+
+        Schema: ``heaviside(Tensor self, Tensor values) -> Tensor``
+        """
+        return _method_dispatch_heaviside((self, values))
+
+    def float_power(self, exponent):
+        """self ** exponent in float64, whatever the operands' dtypes (either may be a Python number, as torch's overloads).
+
+        Schema: ``float_power(Tensor self, Tensor exponent) -> Tensor``
+        """
+        return _method_dispatch_float_power((self, exponent))
+
+    def logcumsumexp(self, dim):
+        """log(cumsum(exp(self))) along `dim` without overflow: each step a logaddexp of running values (floating inputs).
+
+        Schema: ``logcumsumexp(Tensor self, int dim) -> Tensor``
+        """
+        if dim.__class__ is not int:
+            _int_arg(dim, 'logcumsumexp', 'dim', 1)
+        return _method_dispatch_logcumsumexp((self, dim))
+
+    def cummax(self, dim):
+        """The running maximum along `dim` and where it was reached (a tie: the later index; from a NaN on, NaN and its index).
+
+        Schema: ``cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)``
+        """
+        if dim.__class__ is not int:
+            _int_arg(dim, 'cummax', 'dim', 1)
+        return _tuple_new(_R_cummax, _method_dispatch_cummax((self, dim)))
+
+    def cummin(self, dim):
+        """The running minimum along `dim` and where it was reached (a tie: the later index; from a NaN on, NaN and its index).
+
+        Schema: ``cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)``
+        """
+        if dim.__class__ is not int:
+            _int_arg(dim, 'cummin', 'dim', 1)
+        return _tuple_new(_R_cummin, _method_dispatch_cummin((self, dim)))
 
     def cross(self, other, dim=None):
         """The cross products of the 3-vectors along `dim` (None: the first dim of length 3, deprecated as in torch) of self and other (broadcast).

@@ -108,3 +108,11 @@ def nonnegative_order(op, args, operands, result_dtype):
     """polygamma's order n (its first argument) is not negative."""
     if isinstance(args[0], int) and args[0] < 0:
         raise ArgumentValueError(f"{op.name}(): polygamma(n, x) does not support negative n.")
+
+
+@op_check("same_dtype_operands")
+def same_dtype_operands(op, args, operands, result_dtype):
+    """heaviside's tensors share one dtype (torch does not promote them)."""
+    dtypes = {o._dtype for o in operands if hasattr(o, "_dtype")}
+    if len(dtypes) > 1:
+        raise DTypeError(f"{op.name}(): heaviside is not yet implemented for tensors with different dtypes.")

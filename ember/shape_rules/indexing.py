@@ -203,6 +203,11 @@ def searchsorted(op, sorted_sequence, self, out_int32=False, right=False, side=N
         raise ArgumentValueError(f"{op.name}(): side and right can't be set to opposites, got side of {side} while "
                                  f"right was {bool(right)}")
     rows, values = tuple(_shape(sorted_sequence)), tuple(_shape(self))
+    if not values and len(rows) != 1:                 # a 0-d value searches one 1-D sequence only
+        raise ShapeError(f"torch.searchsorted(): input value can be a scalar only when boundaries tensor dimension "
+                         f"is 1, but we got boundaries tensor dim({len(rows)}) and input value's dim(0) numel(1)")
+    if not rows:
+        raise ShapeError("torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 dimension")
     if len(rows) > 1 and (len(values) != len(rows) or values[:-1] != rows[:-1]):
         raise ShapeError(f"{op.name}(): boundaries tensor should be 1 dimension or the first N-1 dimensions of "
                          f"boundaries tensor and input value tensor must match, but we got boundaries tensor "

@@ -44,6 +44,7 @@ def test_every_op_has_samples_and_errors():
 
 # pointwise ops whose tensor operands must share one dtype in PyTorch (no mixed-dtype sample exists)
 SAME_DTYPE_ONLY = {"lerp.Scalar": "torch.lerp requires `end` to have the dtype of `self`",
+                   "heaviside": "torch.heaviside requires `values` to have the dtype of `self`",
                    "isclose": "torch.isclose requires `other` to have the dtype of `self`"}
 
 
@@ -63,5 +64,5 @@ def test_samples_cover_the_required_kinds():
                 assert any(len({t.dtype for t in s.tensors()}) > 1 for s in samples), f"{info.name}: no mixed dtypes"
             if info.name not in ("maximum", "minimum", "atan2", "hypot", "logical_and", "logical_or",
                                  "logical_xor", "lerp.Tensor", "addcmul", "addcdiv", "isclose", "logaddexp",
-                                 "logaddexp2", "fmax", "fmin"):  # torch takes no Python scalars there
+                                 "logaddexp2", "fmax", "fmin", "heaviside"):  # torch takes no Python scalars there
                 assert any(isinstance(a, (int, float)) for s in samples for a in s.args), f"{info.name}: no scalars"

@@ -334,7 +334,11 @@ add(OpInfo("searchsorted.Tensor", fn("searchsorted"), _searchsorted_samples, dty
            errors=lambda rng: [E((T(f32(rng, (1, 2))), T(f32(rng, (1,)))), RuntimeError, "searchsorted", "boundaries",
                                  desc="rows without matching values"),
                                E((T(f32(rng, (3,))), T(f32(rng, (2,)))), RuntimeError, "searchsorted", "opposites",
-                                 kwargs={"side": "left", "right": True}, desc="side against right")]))
+                                 kwargs={"side": "left", "right": True}, desc="side against right"),
+                               E((T(f32(rng, ())), T(f32(rng, ()))), RuntimeError, "searchsorted", "scalar",
+                                 desc="0-d sequence and value"),
+                               E((T(f32(rng, ())), T(f32(rng, (2,)))), RuntimeError, "searchsorted",
+                                 "positive dimension", desc="0-d sequence")]))
 add(OpInfo("bucketize.Tensor", fn("bucketize"), _bucketize_samples, dtypes=("float32", "float64", "int64"),
            errors=lambda rng: [E((T(f32(rng, (2,))), T(f32(rng, (1, 2)))), RuntimeError, "bucketize", "1 dimension",
                                  desc="2-d boundaries")]))
