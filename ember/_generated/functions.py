@@ -965,6 +965,24 @@ _R_cummax = _namedtuple('cummax', ['values', 'indices'])
 _op_cummin = _OPS['cummin']
 _dispatch_cummin = _op_cummin.dispatch
 _R_cummin = _namedtuple('cummin', ['values', 'indices'])
+_op_trapezoid_x = _OPS['trapezoid.x']
+_dispatch_trapezoid_x = _op_trapezoid_x.dispatch
+_op_trapezoid_dx = _OPS['trapezoid.dx']
+_dispatch_trapezoid_dx = _op_trapezoid_dx.dispatch
+_op_trapz_x = _OPS['trapz.x']
+_dispatch_trapz_x = _op_trapz_x.dispatch
+_op_trapz_dx = _OPS['trapz.dx']
+_dispatch_trapz_dx = _op_trapz_dx.dispatch
+_op_cumulative_trapezoid_x = _OPS['cumulative_trapezoid.x']
+_dispatch_cumulative_trapezoid_x = _op_cumulative_trapezoid_x.dispatch
+_op_cumulative_trapezoid_dx = _OPS['cumulative_trapezoid.dx']
+_dispatch_cumulative_trapezoid_dx = _op_cumulative_trapezoid_dx.dispatch
+_op_vander = _OPS['vander']
+_dispatch_vander = _op_vander.dispatch
+_op_cov = _OPS['cov']
+_dispatch_cov = _op_cov.dispatch
+_op_corrcoef = _OPS['corrcoef']
+_dispatch_corrcoef = _op_corrcoef.dispatch
 _op_linalg_vector_norm = _OPS['linalg_vector_norm']
 _dispatch_linalg_vector_norm = _op_linalg_vector_norm.dispatch
 _op_linalg_matrix_norm = _OPS['linalg_matrix_norm']
@@ -6549,6 +6567,139 @@ def cummin(input, dim):
         _int_arg(dim, 'cummin', 'dim', 2)
     return _tuple_new(_R_cummin, _dispatch_cummin((input, dim)))
 
+def _bind_trapezoid_x(y, x, *, dim=-1):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'trapezoid', 'dim', None)
+    if y is None or y.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('y')
+    if x is None or x.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('x')
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
+    return (y, x, dim)
+
+def _bind_trapezoid_dx(y, *, dx=1, dim=-1):
+    if dx.__class__ is not int and dx.__class__ is not float:
+        _number_arg(dx, 'trapezoid', 'dx', None)
+    if dim.__class__ is not int:
+        _int_arg(dim, 'trapezoid', 'dim', None)
+    if y is None or y.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('y')
+    if hasattr(dx, '_data'):
+        raise TypeError('dx')
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
+    return (y, dx, dim)
+
+_overloads_trapezoid = ((_bind_trapezoid_x, _op_trapezoid_x, None, None), (_bind_trapezoid_dx, _op_trapezoid_dx, None, None),)
+def trapezoid(*args, **kwargs):
+    """The trapezoidal rule's integral of y along `dim` at the sample points x (1-D, one per sample, or broadcasting with y).
+
+    Overloads:
+
+    ``trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor``: The trapezoidal rule's integral of y along `dim` at the sample points x (1-D, one per sample, or broadcasting with y).
+
+    ``trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor``: The trapezoidal rule's integral of y along `dim` with samples dx apart.
+    """
+    return _call_overload('trapezoid', _overloads_trapezoid, args, kwargs)
+
+def _bind_trapz_x(y, x, *, dim=-1):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'trapz', 'dim', None)
+    if y is None or y.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('y')
+    if x is None or x.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('x')
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
+    return (y, x, dim)
+
+def _bind_trapz_dx(y, *, dx=1, dim=-1):
+    if dx.__class__ is not float and dx.__class__ is not int:
+        _float_arg(dx, 'trapz', 'dx', None)
+    if dim.__class__ is not int:
+        _int_arg(dim, 'trapz', 'dim', None)
+    if y is None or y.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('y')
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
+    return (y, dx, dim)
+
+_overloads_trapz = ((_bind_trapz_x, _op_trapz_x, None, None), (_bind_trapz_dx, _op_trapz_dx, None, None),)
+def trapz(*args, **kwargs):
+    """trapezoid (torch's older name).
+
+    Overloads:
+
+    ``trapz.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor``: trapezoid (torch's older name).
+
+    ``trapz.dx(Tensor y, *, float dx=1, int dim=-1) -> Tensor``: trapezoid with samples dx apart (torch's older name).
+    """
+    return _call_overload('trapz', _overloads_trapz, args, kwargs)
+
+def _bind_cumulative_trapezoid_x(y, x, *, dim=-1):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'cumulative_trapezoid', 'dim', None)
+    if y is None or y.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('y')
+    if x is None or x.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('x')
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
+    return (y, x, dim)
+
+def _bind_cumulative_trapezoid_dx(y, *, dx=1, dim=-1):
+    if dx.__class__ is not int and dx.__class__ is not float:
+        _number_arg(dx, 'cumulative_trapezoid', 'dx', None)
+    if dim.__class__ is not int:
+        _int_arg(dim, 'cumulative_trapezoid', 'dim', None)
+    if y is None or y.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('y')
+    if hasattr(dx, '_data'):
+        raise TypeError('dx')
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
+    return (y, dx, dim)
+
+_overloads_cumulative_trapezoid = ((_bind_cumulative_trapezoid_x, _op_cumulative_trapezoid_x, None, None), (_bind_cumulative_trapezoid_dx, _op_cumulative_trapezoid_dx, None, None),)
+def cumulative_trapezoid(*args, **kwargs):
+    """The running trapezoidal integral of y along `dim` at the sample points x (one value fewer than samples).
+
+    Overloads:
+
+    ``cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor``: The running trapezoidal integral of y along `dim` at the sample points x (one value fewer than samples).
+
+    ``cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor``: The running trapezoidal integral of y along `dim` with samples dx apart.
+    """
+    return _call_overload('cumulative_trapezoid', _overloads_cumulative_trapezoid, args, kwargs)
+
+def vander(x, N=None, increasing=False):
+    """The Vandermonde matrix of the vector x: N columns of powers, x^(N-1) down to x^0 (up, with `increasing`); integers as int64.
+
+    Schema: ``vander(Tensor x, int? N=None, bool increasing=False) -> Tensor``
+    """
+    if N is not None and N.__class__ is not int:
+        _int_arg(N, 'vander', 'N', 2)
+    if increasing.__class__ is not bool:
+        _bool_arg(increasing, 'vander', 'increasing', 3)
+    return _dispatch_vander((x, N, increasing))
+
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """The covariance matrix of the variables (rows) of self over its observations (columns), with integral frequency weights and floating observation weights; correction 1 is Bessel's.
+
+    Schema: ``cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor``
+    """
+    if correction.__class__ is not int:
+        _int_arg(correction, 'cov', 'correction', None)
+    return _dispatch_cov((input, correction, fweights, aweights))
+
+def corrcoef(input):
+    """Pearson's correlation coefficients of the variables (rows) of self, clamped to [-1, 1].
+
+    Schema: ``corrcoef(Tensor self) -> Tensor``
+    """
+    return _dispatch_corrcoef((input,))
+
 def linalg_vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None):
     """The ord-norm of the vectors along `dim` (of all elements when None): sum(|x|^ord)^(1/ord); inf and -inf the largest and smallest |x|, 0 the count of non-zeros; computed in `dtype` when one is given.
 
@@ -7641,7 +7792,7 @@ concat = cat
 concatenate = cat
 ger = outer
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addr', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'aminmax', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'copysign', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'count_nonzero', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'deg2rad', 'det', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diff', 'digamma', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'heaviside', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_power', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nansum', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rad2deg', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinc', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'triangular_solve', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addr', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'aminmax', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'cumulative_trapezoid', 'deg2rad', 'det', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diff', 'digamma', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'heaviside', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_power', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nansum', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rad2deg', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinc', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'trapezoid', 'trapz', 'triangular_solve', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'vander', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 OP_FUNCTIONS = {
     'add.Tensor': add,
@@ -8109,6 +8260,15 @@ OP_FUNCTIONS = {
     'logcumsumexp': logcumsumexp,
     'cummax': cummax,
     'cummin': cummin,
+    'trapezoid.x': trapezoid,
+    'trapezoid.dx': trapezoid,
+    'trapz.x': trapz,
+    'trapz.dx': trapz,
+    'cumulative_trapezoid.x': cumulative_trapezoid,
+    'cumulative_trapezoid.dx': cumulative_trapezoid,
+    'vander': vander,
+    'cov': cov,
+    'corrcoef': corrcoef,
     'linalg_vector_norm': linalg_vector_norm,
     'linalg_matrix_norm': linalg_matrix_norm,
     'linalg_matrix_norm.str_ord': linalg_matrix_norm,

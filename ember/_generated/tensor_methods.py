@@ -369,6 +369,8 @@ from ember._generated.functions import (
     _R_cummax,
     _op_cummin,
     _R_cummin,
+    _op_cov,
+    _op_corrcoef,
     _op_cross,
     _op_dist,
     _op_bernoulli,
@@ -652,6 +654,8 @@ _method_dispatch_float_power = _op_float_power.method_dispatch
 _method_dispatch_logcumsumexp = _op_logcumsumexp.method_dispatch
 _method_dispatch_cummax = _op_cummax.method_dispatch
 _method_dispatch_cummin = _op_cummin.method_dispatch
+_method_dispatch_cov = _op_cov.method_dispatch
+_method_dispatch_corrcoef = _op_corrcoef.method_dispatch
 _method_dispatch_cross = _op_cross.method_dispatch
 _method_dispatch_dist = _op_dist.method_dispatch
 _method_dispatch_bernoulli = _op_bernoulli.method_dispatch
@@ -3504,6 +3508,22 @@ class TensorMethods:
         if dim.__class__ is not int:
             _int_arg(dim, 'cummin', 'dim', 1)
         return _tuple_new(_R_cummin, _method_dispatch_cummin((self, dim)))
+
+    def cov(self, *, correction=1, fweights=None, aweights=None):
+        """The covariance matrix of the variables (rows) of self over its observations (columns), with integral frequency weights and floating observation weights; correction 1 is Bessel's.
+
+        Schema: ``cov(Tensor self, *, int correction=1, Tensor? fweights=None, Tensor? aweights=None) -> Tensor``
+        """
+        if correction.__class__ is not int:
+            _int_arg(correction, 'cov', 'correction', None)
+        return _method_dispatch_cov((self, correction, fweights, aweights))
+
+    def corrcoef(self):
+        """Pearson's correlation coefficients of the variables (rows) of self, clamped to [-1, 1].
+
+        Schema: ``corrcoef(Tensor self) -> Tensor``
+        """
+        return _method_dispatch_corrcoef((self,))
 
     def cross(self, other, dim=None):
         """The cross products of the 3-vectors along `dim` (None: the first dim of length 3, deprecated as in torch) of self and other (broadcast).

@@ -29,7 +29,7 @@ from . import pool_ctc  # noqa: F401  (adaptive and fractional max pooling, CTC 
 from . import factorizations  # noqa: F401  (Cholesky factorisation, triangular solves)
 from . import linalg_products  # noqa: F401  (norms and products of torch.linalg, cross, tensordot, dist)
 from . import lu  # noqa: F401  (inverse, determinants, solve, matrix power)
-from . import scans  # noqa: F401  (heaviside, float_power, logcumsumexp, cummax, cummin)
+from . import scans, numerical  # noqa: F401  (heaviside, float_power, scans; trapezoid, vander, cov, corrcoef)
 from . import sparse  # noqa: F401  (the product behind sparse COO tensors' mm)
 from .database import EXCLUDED, OP_DB
 from .samples import (ALL, DEVICE, DT, FLOAT, GRAD_DTYPES, LOWP, NUM, SIGNED, ErrorInput, OpInfo, Sample, T,

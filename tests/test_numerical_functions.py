@@ -1,0 +1,29 @@
+"""torch's numerical functions where the conformance samples cannot reach: cov and corrcoef on meta (torch's own
+do not run on meta tensors, so the samples compare them on real devices only), and the degrees-of-freedom
+corner of cov."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (5,), (), (0, 4)])
+@pytest.mark.parametrize("name", ["cov", "corrcoef"])
+def test_meta_shapes_and_dtypes_match_torchs_cpu_results(name, shape):
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    expected = getattr(torch, name)(torch.tensor(x))
+    out = getattr(ember, name)(ember.empty(shape, device="meta"))
+    assert tuple(out.shape) == tuple(expected.shape) and out.dtype.name == str(expected.dtype).split(".")[1]
+    ints = getattr(ember, name)(ember.empty(shape, dtype=ember.int64, device="meta"))
+    assert ints.dtype == ember.float32
+
+
+def test_cov_with_no_degrees_of_freedom_is_inf_or_nan_as_torchs():
+    x = np.array([[1.0, 2.0, 4.0]])
+    ours = ember.cov(ember.tensor(x), correction=3).numpy()
+    with pytest.warns(UserWarning):
+        theirs = torch.cov(torch.tensor(x), correction=3).numpy()
+    np.testing.assert_array_equal(ours, theirs)
