@@ -30,15 +30,15 @@ def _batch(*shapes) -> tuple[int, ...]:
     return tuple(max(sizes) if 0 not in sizes else 0 for sizes in zip(*padded))
 
 
-def check_info(info, name: str) -> None:
-    """torch's LinAlgError, naming `name`, for the first matrix whose info is not 0 (on a device that holds
-    values: meta tensors have none to read)."""
+def check_info(info, name: str, error=LinAlgError.not_positive_definite) -> None:
+    """torch's LinAlgError (`error`: not positive-definite, or LinAlgError.singular), naming `name`, for the
+    first matrix whose info is not 0 (on a device that holds values: meta tensors have none to read)."""
     if not holds_data(info):
         return
     values = info.reshape(-1).tolist()
     for k, order in enumerate(values):
         if order:
-            raise LinAlgError.not_positive_definite(name, k if info.dim() else None, order)
+            raise error(name, k if info.dim() else None, order)
 
 
 @explicit_kernel("linalg_cholesky_ex")

@@ -16,21 +16,14 @@ from __future__ import annotations
 from ember._generated import functions as F
 from ember.core import dtype as _dt
 from ember.core.errors import LinAlgError
-from ember.frontend.tensor import holds_data
 
 from . import decomposition, explicit_kernel
-from .linalg import _batch
+from .linalg import _batch, check_info
 
 
 def check_singular(info, name: str) -> None:
-    """torch's LinAlgError, naming `name`, for the first matrix whose info is not 0 (on a device that holds
-    values: meta tensors have none to read)."""
-    if not holds_data(info):
-        return
-    values = info.reshape(-1).tolist()
-    for k, order in enumerate(values):
-        if order:
-            raise LinAlgError.singular(name, k if info.dim() else None, order)
+    """torch's LinAlgError for the first singular matrix of a batch (its info not 0)."""
+    check_info(info, name, LinAlgError.singular)
 
 
 def lu_factor(A):

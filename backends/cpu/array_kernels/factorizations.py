@@ -51,12 +51,13 @@ def _factor_by_columns(am: ArrayModule, a):
     return L, info
 
 
-def _raise_for(info, name: str) -> None:
-    """torch's LinAlgError for the first matrix that is not positive-definite (check_errors)."""
+def _raise_for(info, name: str, error=LinAlgError.not_positive_definite) -> None:
+    """torch's LinAlgError (`error`: not positive-definite, or singular) for the first matrix whose info is not
+    0 (check_errors)."""
     flat = np.asarray(info).reshape(-1)
     bad = np.flatnonzero(flat)
     if bad.size:
-        raise LinAlgError.not_positive_definite(name, int(bad[0]) if info.ndim else None, int(flat[bad[0]]))
+        raise error(name, int(bad[0]) if info.ndim else None, int(flat[bad[0]]))
 
 
 def linalg_cholesky_ex(am: ArrayModule, specs, a, upper=False, check_errors=False):
@@ -134,13 +135,6 @@ def lu_pivots_info(am: ArrayModule, a):
     return info.reshape(a.shape[:-2])
 
 
-def _raise_singular(info, name: str) -> None:
-    flat = np.asarray(info).reshape(-1)
-    bad = np.flatnonzero(flat)
-    if bad.size:
-        raise LinAlgError.singular(name, int(bad[0]) if info.ndim else None, int(flat[bad[0]]))
-
-
 def _lapack(am: ArrayModule, fn, *arrays):
     """fn(*arrays), or None where numpy's LAPACK refuses a singular matrix (cupy's returns inf/nan instead)."""
     try:
@@ -166,7 +160,7 @@ def linalg_inv_ex(am: ArrayModule, specs, a, check_errors=False):
     inv = _lapack(am, xp.linalg.inv, a) if a.size else xp.empty(a.shape, a.dtype)
     info = _info(am, a, inv)
     if check_errors:
-        _raise_singular(info if am.is_numpy else info.get(), "linalg.inv_ex")
+        _raise_for(info if am.is_numpy else info.get(), "linalg.inv_ex", LinAlgError.singular)
     if inv is None:                                        # singular somewhere: each matrix on its own
         flat = a.reshape((-1,) + a.shape[-2:])
         inv = xp.stack([_lapack(am, xp.linalg.inv, m) if not bad else xp.full(m.shape, xp.nan, a.dtype)
@@ -207,7 +201,7 @@ def linalg_solve_ex(am: ArrayModule, specs, a, b, left=True, check_errors=False)
     x = _lapack(am, xp.linalg.solve, am_, bm_) if am_.size and bm_.size else xp.zeros(bm_.shape, a.dtype)
     info = _info(am, a, x)
     if check_errors:
-        _raise_singular(info if am.is_numpy else info.get(), "linalg.solve_ex")
+        _raise_for(info if am.is_numpy else info.get(), "linalg.solve_ex", LinAlgError.singular)
     if x is None:                                          # singular somewhere: NaN where it is
         with quiet(xp, divide="ignore", invalid="ignore"):
             x = xp.full(bm_.shape, xp.nan, a.dtype)
