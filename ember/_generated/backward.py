@@ -2648,6 +2648,35 @@ class DiagonalBackward0(Node):
         return out
 
 
+class UnfoldBackward0(Node):
+    """Backward of unfold."""
+
+    __slots__ = ('a_dimension', 'a_size', 'a_step', 'm_self_shape', 'needs')
+    n_outputs = 1
+
+    def save(self, args, outs):
+        needs = self.needs
+        if needs[0]:
+            self.a_dimension = args[1]
+            self.a_size = args[2]
+            self.a_step = args[3]
+            self.m_self_shape = tuple(args[0].shape) if isinstance(args[0], _Tensor) else ()
+
+    def apply(self, grads):
+        grad = grads[0]
+        needs = self.needs
+        out = []
+        if needs[0]:
+            a_dimension = self.a_dimension
+            a_size = self.a_size
+            a_step = self.a_step
+            m_self_shape = self.m_self_shape
+            out.append(_H.unfold_backward(grad, m_self_shape, a_dimension, a_size, a_step))
+        else:
+            out.append(None)
+        return out
+
+
 class AliasBackward0(Node):
     """Backward of alias."""
 
@@ -4658,6 +4687,7 @@ CLASSES = {
     'norm.ScalarOpt_dim': NormBackward0,
     'flip': FlipBackward0,
     'diagonal': DiagonalBackward0,
+    'unfold': UnfoldBackward0,
     'alias': AliasBackward0,
     'convolution': ConvolutionBackward0,
     'max_pool2d_with_indices': MaxPool2dWithIndicesBackward0,

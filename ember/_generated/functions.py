@@ -632,6 +632,8 @@ _op_unflatten_int = _OPS['unflatten.int']
 _dispatch_unflatten_int = _op_unflatten_int.dispatch
 _op_diagonal = _OPS['diagonal']
 _dispatch_diagonal = _op_diagonal.dispatch
+_op_unfold = _OPS['unfold']
+_dispatch_unfold = _op_unfold.dispatch
 _op_alias = _OPS['alias']
 _dispatch_alias = _op_alias.dispatch
 _op_einsum = _OPS['einsum']
@@ -770,6 +772,18 @@ _op_index_add = _OPS['index_add']
 _dispatch_index_add = _op_index_add.dispatch
 _op_index_add_ = _OPS['index_add_']
 _dispatch_index_add_ = _op_index_add_.dispatch
+_op_index_copy = _OPS['index_copy']
+_dispatch_index_copy = _op_index_copy.dispatch
+_op_index_copy_ = _OPS['index_copy_']
+_dispatch_index_copy_ = _op_index_copy_.dispatch
+_op_index_fill_int_Scalar = _OPS['index_fill.int_Scalar']
+_dispatch_index_fill_int_Scalar = _op_index_fill_int_Scalar.dispatch
+_op_index_fill__int_Scalar = _OPS['index_fill_.int_Scalar']
+_dispatch_index_fill__int_Scalar = _op_index_fill__int_Scalar.dispatch
+_op_index_fill_int_Tensor = _OPS['index_fill.int_Tensor']
+_dispatch_index_fill_int_Tensor = _op_index_fill_int_Tensor.dispatch
+_op_index_fill__int_Tensor = _OPS['index_fill_.int_Tensor']
+_dispatch_index_fill__int_Tensor = _op_index_fill__int_Tensor.dispatch
 _op_index_select = _OPS['index_select']
 _dispatch_index_select = _op_index_select.dispatch
 _op_take_along_dim = _OPS['take_along_dim']
@@ -4315,6 +4329,19 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
         _int_arg(dim2, 'diagonal', 'dim2', 4)
     return _dispatch_diagonal((input, offset, dim1, dim2))
 
+def unfold(input, dimension, size, step):
+    """A view of the slices of length `size` along `dimension`, `step` apart, their elements in a new last dimension (Tensor.unfold).
+
+    Schema: ``unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)``
+    """
+    if dimension.__class__ is not int:
+        _int_arg(dimension, 'unfold', 'dimension', 2)
+    if size.__class__ is not int:
+        _int_arg(size, 'unfold', 'size', 3)
+    if step.__class__ is not int:
+        _int_arg(step, 'unfold', 'step', 4)
+    return _dispatch_unfold((input, dimension, size, step))
+
 def alias(input):
     """A view of all of `self` (same shape, strides and storage).
 
@@ -5659,6 +5686,104 @@ def index_add_(input, dim, index, source, *, alpha=1):
     if alpha.__class__ is not int and alpha.__class__ is not float:
         _number_arg(alpha, 'index_add_', 'alpha', None)
     return _dispatch_index_add_((input, dim, index, source, alpha))
+
+def index_copy(input, dim, index, source):
+    """A copy of `self` with the slices of `source` written at the positions `index` gives along `dim` (a repeated index: the last write).
+
+    Schema: ``index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor``
+    """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'index_copy', 'dim', 2)
+    return _dispatch_index_copy((input, dim, index, source))
+
+def index_copy_(input, dim, index, source):
+    """In-place version of index_copy: A copy of `self` with the slices of `source` written at the positions `index` gives along `dim` (a repeated index: the last write).
+
+    Schema: ``index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)``
+    """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'index_copy_', 'dim', 2)
+    return _dispatch_index_copy_((input, dim, index, source))
+
+def _bind_index_fill_int_Scalar(input, dim, index, value):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'index_fill', 'dim', 2)
+    if value.__class__ is not int and value.__class__ is not float:
+        _number_arg(value, 'index_fill', 'value', 4)
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('input')
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
+    if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('index')
+    if hasattr(value, '_data'):
+        raise TypeError('value')
+    return (input, dim, index, value)
+
+def _bind_index_fill_int_Tensor(input, dim, index, value):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'index_fill', 'dim', 2)
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('input')
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
+    if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('index')
+    if value is None or value.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('value')
+    return (input, dim, index, value)
+
+_overloads_index_fill = ((_bind_index_fill_int_Scalar, _op_index_fill_int_Scalar, None, None), (_bind_index_fill_int_Tensor, _op_index_fill_int_Tensor, None, None),)
+def index_fill(*args, **kwargs):
+    """A copy of `self` with `value` at every position of the slices `index` gives along `dim`.
+
+    Overloads:
+
+    ``index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor``: A copy of `self` with `value` at every position of the slices `index` gives along `dim`.
+
+    ``index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor``: A copy of `self` with the 0-d `value` at every position of the slices `index` gives along `dim`.
+    """
+    return _call_overload('index_fill', _overloads_index_fill, args, kwargs)
+
+def _bind_index_fill__int_Scalar(input, dim, index, value):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'index_fill_', 'dim', 2)
+    if value.__class__ is not int and value.__class__ is not float:
+        _number_arg(value, 'index_fill_', 'value', 4)
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('input')
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
+    if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('index')
+    if hasattr(value, '_data'):
+        raise TypeError('value')
+    return (input, dim, index, value)
+
+def _bind_index_fill__int_Tensor(input, dim, index, value):
+    if dim.__class__ is not int:
+        _int_arg(dim, 'index_fill_', 'dim', 2)
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('input')
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
+    if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('index')
+    if value is None or value.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('value')
+    return (input, dim, index, value)
+
+_overloads_index_fill_ = ((_bind_index_fill__int_Scalar, _op_index_fill__int_Scalar, None, None), (_bind_index_fill__int_Tensor, _op_index_fill__int_Tensor, None, None),)
+def index_fill_(*args, **kwargs):
+    """In-place version of index_fill.int_Scalar: A copy of `self` with `value` at every position of the slices `index` gives along `dim`.
+
+    Overloads:
+
+    ``index_fill_.int_Scalar(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)``: In-place version of index_fill.int_Scalar: A copy of `self` with `value` at every position of the slices `index` gives along `dim`.
+
+    ``index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> Tensor(a!)``: In-place version of index_fill.int_Tensor: A copy of `self` with the 0-d `value` at every position of the slices `index` gives along `dim`.
+    """
+    return _call_overload('index_fill_', _overloads_index_fill_, args, kwargs)
 
 def index_select(input, dim, index):
     """The slices of `self` along `dim` at the positions of the 1-D `index`.
@@ -7792,7 +7917,7 @@ concat = cat
 concatenate = cat
 ger = outer
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addr', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'aminmax', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'cumulative_trapezoid', 'deg2rad', 'det', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diff', 'digamma', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'heaviside', 'hypot', 'index', 'index_add', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_power', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nansum', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rad2deg', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinc', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'trapezoid', 'trapz', 'triangular_solve', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'vander', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addr', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'aminmax', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'cumulative_trapezoid', 'deg2rad', 'det', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diff', 'digamma', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'heaviside', 'hypot', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_power', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nansum', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rad2deg', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinc', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'trapezoid', 'trapz', 'triangular_solve', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'vander', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 OP_FUNCTIONS = {
     'add.Tensor': add,
@@ -8101,6 +8226,7 @@ OP_FUNCTIONS = {
     'diagflat': diagflat,
     'unflatten.int': unflatten,
     'diagonal': diagonal,
+    'unfold': unfold,
     'alias': alias,
     'einsum': einsum,
     'lerp.Scalar': lerp,
@@ -8168,6 +8294,12 @@ OP_FUNCTIONS = {
     'scatter_reduce_.two': scatter_reduce_,
     'index_add': index_add,
     'index_add_': index_add_,
+    'index_copy': index_copy,
+    'index_copy_': index_copy_,
+    'index_fill.int_Scalar': index_fill,
+    'index_fill_.int_Scalar': index_fill_,
+    'index_fill.int_Tensor': index_fill,
+    'index_fill_.int_Tensor': index_fill_,
     'index_select': index_select,
     'take_along_dim': take_along_dim,
     'index.Tensor': index,

@@ -307,6 +307,7 @@ from ember._generated.functions import (
     _op_diagflat,
     _op_unflatten_int,
     _op_diagonal,
+    _op_unfold,
     _op_lerp_Scalar,
     _op_lerp__Scalar,
     _op_lerp_Tensor,
@@ -332,6 +333,12 @@ from ember._generated.functions import (
     _op_scatter_reduce__two,
     _op_index_add,
     _op_index_add_,
+    _op_index_copy,
+    _op_index_copy_,
+    _op_index_fill_int_Scalar,
+    _op_index_fill__int_Scalar,
+    _op_index_fill_int_Tensor,
+    _op_index_fill__int_Tensor,
     _op_index_select,
     _op_take_along_dim,
     _op_index_put,
@@ -611,6 +618,7 @@ _method_dispatch_diag = _op_diag.method_dispatch
 _method_dispatch_diagflat = _op_diagflat.method_dispatch
 _method_dispatch_unflatten_int = _op_unflatten_int.method_dispatch
 _method_dispatch_diagonal = _op_diagonal.method_dispatch
+_method_dispatch_unfold = _op_unfold.method_dispatch
 _method_dispatch_addcmul = _op_addcmul.method_dispatch
 _method_dispatch_addcmul_ = _op_addcmul_.method_dispatch
 _method_dispatch_addcdiv = _op_addcdiv.method_dispatch
@@ -625,6 +633,8 @@ _method_dispatch_scatter_reduce_two = _op_scatter_reduce_two.method_dispatch
 _method_dispatch_scatter_reduce__two = _op_scatter_reduce__two.method_dispatch
 _method_dispatch_index_add = _op_index_add.method_dispatch
 _method_dispatch_index_add_ = _op_index_add_.method_dispatch
+_method_dispatch_index_copy = _op_index_copy.method_dispatch
+_method_dispatch_index_copy_ = _op_index_copy_.method_dispatch
 _method_dispatch_index_select = _op_index_select.method_dispatch
 _method_dispatch_take_along_dim = _op_take_along_dim.method_dispatch
 _method_dispatch_index_put = _op_index_put.method_dispatch
@@ -2943,6 +2953,19 @@ class TensorMethods:
             _int_arg(dim2, 'diagonal', 'dim2', 3)
         return _method_dispatch_diagonal((self, offset, dim1, dim2))
 
+    def unfold(self, dimension, size, step):
+        """A view of the slices of length `size` along `dimension`, `step` apart, their elements in a new last dimension (Tensor.unfold).
+
+        Schema: ``unfold(Tensor(a) self, int dimension, int size, int step) -> Tensor(a)``
+        """
+        if dimension.__class__ is not int:
+            _int_arg(dimension, 'unfold', 'dimension', 1)
+        if size.__class__ is not int:
+            _int_arg(size, 'unfold', 'size', 2)
+        if step.__class__ is not int:
+            _int_arg(step, 'unfold', 'step', 3)
+        return _method_dispatch_unfold((self, dimension, size, step))
+
     @staticmethod
     def _bind_lerp_Scalar(self, end, weight):
         if weight.__class__ is not int and weight.__class__ is not float:
@@ -3235,6 +3258,84 @@ class TensorMethods:
         if alpha.__class__ is not int and alpha.__class__ is not float:
             _number_arg(alpha, 'index_add_', 'alpha', None)
         return _method_dispatch_index_add_((self, dim, index, source, alpha))
+
+    def index_copy(self, dim, index, source):
+        """A copy of `self` with the slices of `source` written at the positions `index` gives along `dim` (a repeated index: the last write).
+
+        Schema: ``index_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor``
+        """
+        if dim.__class__ is not int:
+            _int_arg(dim, 'index_copy', 'dim', 1)
+        return _method_dispatch_index_copy((self, dim, index, source))
+
+    def index_copy_(self, dim, index, source):
+        """In-place version of index_copy: A copy of `self` with the slices of `source` written at the positions `index` gives along `dim` (a repeated index: the last write).
+
+        Schema: ``index_copy_(Tensor(a!) self, int dim, Tensor index, Tensor source) -> Tensor(a!)``
+        """
+        if dim.__class__ is not int:
+            _int_arg(dim, 'index_copy_', 'dim', 1)
+        return _method_dispatch_index_copy_((self, dim, index, source))
+
+    @staticmethod
+    def _bind_index_fill_int_Scalar(self, dim, index, value):
+        if dim.__class__ is not int:
+            _int_arg(dim, 'index_fill', 'dim', 1)
+        if value.__class__ is not int and value.__class__ is not float:
+            _number_arg(value, 'index_fill', 'value', 3)
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
+        if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
+            raise TypeError('index')
+        if hasattr(value, '_data'):
+            raise TypeError('value')
+        return (self, dim, index, value)
+
+    @staticmethod
+    def _bind_index_fill_int_Tensor(self, dim, index, value):
+        if dim.__class__ is not int:
+            _int_arg(dim, 'index_fill', 'dim', 1)
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
+        if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
+            raise TypeError('index')
+        if value is None or value.__class__ in (int, float, bool, complex, list, tuple, str):
+            raise TypeError('value')
+        return (self, dim, index, value)
+
+    def index_fill(self, *args, **kwargs):
+        """A copy of `self` with `value` at every position of the slices `index` gives along `dim`."""
+        return _call_overload('index_fill', ((TensorMethods._bind_index_fill_int_Scalar, _op_index_fill_int_Scalar, None, None), (TensorMethods._bind_index_fill_int_Tensor, _op_index_fill_int_Tensor, None, None),), (self,) + args, kwargs, True)
+
+    @staticmethod
+    def _bind_index_fill__int_Scalar(self, dim, index, value):
+        if dim.__class__ is not int:
+            _int_arg(dim, 'index_fill_', 'dim', 1)
+        if value.__class__ is not int and value.__class__ is not float:
+            _number_arg(value, 'index_fill_', 'value', 3)
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
+        if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
+            raise TypeError('index')
+        if hasattr(value, '_data'):
+            raise TypeError('value')
+        return (self, dim, index, value)
+
+    @staticmethod
+    def _bind_index_fill__int_Tensor(self, dim, index, value):
+        if dim.__class__ is not int:
+            _int_arg(dim, 'index_fill_', 'dim', 1)
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
+        if index is None or index.__class__ in (int, float, bool, complex, list, tuple, str):
+            raise TypeError('index')
+        if value is None or value.__class__ in (int, float, bool, complex, list, tuple, str):
+            raise TypeError('value')
+        return (self, dim, index, value)
+
+    def index_fill_(self, *args, **kwargs):
+        """In-place version of index_fill.int_Scalar: A copy of `self` with `value` at every position of the slices `index` gives along `dim`."""
+        return _call_overload('index_fill_', ((TensorMethods._bind_index_fill__int_Scalar, _op_index_fill__int_Scalar, None, None), (TensorMethods._bind_index_fill__int_Tensor, _op_index_fill__int_Tensor, None, None),), (self,) + args, kwargs, True)
 
     def index_select(self, dim, index):
         """The slices of `self` along `dim` at the positions of the 1-D `index`.

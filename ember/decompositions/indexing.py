@@ -274,6 +274,49 @@ def index_add(self, dim, index, source, alpha=1):
     return F.scatter_add(self, d, F.expand(_along(idx, d, self.dim()), tuple(src.shape)), src)
 
 
+def _slice_positions(self, dim, index, error):
+    """(wrapped dim, index as a 1-D int64 vector), its values checked against the dim's size."""
+    size = self.shape[dim] if self.dim() else 1
+    check_bounds(index, size, error, negative=True)
+    idx = F.reshape(index, (-1,))
+    d = dim % self.dim() if self.dim() else 0
+    return d, F.remainder(idx, size) if size else idx          # negative indices count from the end
+
+
+@decomposition("index_copy")
+def index_copy(self, dim, index, source):
+    size = self.shape[dim] if self.dim() else 1
+    d, idx = _slice_positions(self, dim, index, lambda v: IndexOutOfRangeError(
+        f"index_copy_(): index {v} is out of bounds for dimension {dim % max(self.dim(), 1)} with size {size}"))
+    if self.dim() == 0:
+        return F.reshape(F.scatter(F.reshape(self, (1,)), 0, idx, F.reshape(source, (-1,))), ())
+    src = source if source.dim() else F.reshape(source, (1,) * self.dim())      # a 0-d slice of a vector
+    return F.scatter(self, d, F.expand(_along(idx, d, self.dim()), tuple(src.shape)), src)
+
+
+def _index_fill(self, dim, index, value):
+    size = self.shape[dim] if self.dim() else 1
+    d, idx = _slice_positions(self, dim, index, lambda v: IndexOutOfRangeError(
+        f"index {v} is out of bounds for dimension {dim % max(self.dim(), 1)} with size {size}"))
+    hit = F.any(F.eq(F.unsqueeze(F.arange(size, device=self.device), 1), idx), [1]) if idx.numel() else \
+        F.zeros((size,), dtype=_dt.bool, device=self.device)
+    mask = _along(hit, d, self.dim()) if self.dim() else F.reshape(hit, ())
+    fill = value if not hasattr(value, "dtype") else F._to_copy(value, dtype=self.dtype)
+    if not hasattr(fill, "dtype"):
+        fill = F.full((), fill, dtype=self.dtype, device=self.device)
+    return F.where(mask, fill, self)
+
+
+@decomposition("index_fill.int_Scalar")
+def index_fill_scalar(self, dim, index, value):
+    return _index_fill(self, dim, index, value)
+
+
+@decomposition("index_fill.int_Tensor")
+def index_fill_tensor(self, dim, index, value):
+    return _index_fill(self, dim, index, value)
+
+
 @decomposition("take_along_dim")
 def take_along_dim(self, indices, dim=None):
     if dim is None:

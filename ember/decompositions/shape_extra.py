@@ -144,6 +144,11 @@ def diagonal(self, offset=0, dim1=0, dim2=1):
     return _as_strided_view("diagonal", self, offset, dim1, dim2)
 
 
+@explicit_kernel("unfold")
+def unfold(self, dimension, size, step):
+    return _as_strided_view("unfold", self, dimension, size, step)
+
+
 @explicit_kernel("alias")
 def alias(self):
     return _as_strided_view("alias", self)

@@ -12,10 +12,11 @@ from ember.core.errors import (ArgumentTypeError, ArgumentValueError, DTypeError
                           MissingKernelError, ShapeError)
 from ember.core import dtype as _dt
 from ember.core.layout import numel
+from ember.core.spec import TensorSpec
 
 from . import shape_rule
-from .common import (as_int, broadcast_shapes, check_tensor, iterator_strides, preserved_strides, type_name, with_layout,
-                     wrap_dim)
+from .common import (as_int, broadcast_shapes, check_tensor, dense_like, iterator_strides, preserved_strides, type_name,
+                     with_layout, wrap_dim)
 
 _INDEX_DTYPES = (_dt.int64, _dt.int32)
 
@@ -273,12 +274,61 @@ def index_add(op, self, dim, index, source, alpha=1):
         raise DTypeError(f"{op.name}: index_add_(): self ({type_name(self._dtype)}) and source "
                          f"({type_name(source._dtype)}) must have the same scalar type (argument 'source')")
     n = numel(_shape(index))
+    if 0 < len(src) <= d:
+        raise ShapeError(f"{op.name}: index_add_(): Indexing dim {d} is out of bounds of the source tensor with dim "
+                         f"{len(src)}")
     if _dimsize(src, d) != n or (len(src) > 0 and len(src) != len(s)) or \
             any(src[k] != s[k] for k in range(min(len(s), len(src))) if k != d):
         raise ShapeError(f"{op.name}: index_add_(): source {list(src)} must have the shape of self {list(s)} "
                          f"except along dim {d}, where it must have the number of indices ({n}) "
                          "(argument 'source')")
     return _same_layout(self)
+
+
+def _slice_index(op, self, dim, index, what: str, dtype_error) -> int:
+    """index_copy's and index_fill's checks of `index` (an int64 vector or scalar) and of `dim`: the wrapped dim."""
+    check_tensor(op, self, "input")
+    check_tensor(op, index, "index")
+    if index._dtype is not _dt.int64:
+        raise dtype_error(index)
+    if len(_shape(index)) > 1:
+        raise IndexOutOfRangeError(f"{what}(): Index should have dimension 1 or 0 (got {len(_shape(index))})")
+    return wrap_dim(op, dim, len(_shape(self)))
+
+
+@shape_rule("index_copy")
+def index_copy(op, self, dim, index, source):
+    """self's shape and dtype: `source` has self's slices, as many along dim as there are indices."""
+    d = _slice_index(op, self, dim, index, "index_copy_", lambda i: DTypeError(
+        f"index_copy_(): Expected a long tensor for index, but got {type_name(i._dtype)}"))
+    check_tensor(op, source, "source")
+    if source._dtype is not self._dtype:
+        raise DTypeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
+                         f"{type_name(self._dtype)} and (source) {type_name(source._dtype)}")
+    s, src, n = _shape(self), _shape(source), numel(_shape(index))
+    if s and src and len(src) != len(s):
+        raise IndexOutOfRangeError(f"index_copy_(): When source and destination are not scalars, their dimensionality "
+                                   f"must match. Source dimensionality ({len(src)}), destination dimensionality "
+                                   f"({len(s)})")
+    if _dimsize(src, d) != n:
+        raise IndexOutOfRangeError(f"index_copy_(): Number of indices ({n}) should be equal to source.size(dim) "
+                                   f"({_dimsize(src, d)})")
+    if len(src) > 0 and len(s) > 0 and (len(src) != len(s) or any(src[k] != s[k] for k in range(len(s)) if k != d)):
+        raise IndexOutOfRangeError(f"index_copy_(): Source/destination tensor must have same slice shapes. "
+                                   f"Destination slice shape: {list(s[:d] + s[d + 1:])} at dimension {d} and source "
+                                   f"slice shape: {list(src[:d] + src[d + 1:])} at dimension 0.")
+    return _same_layout(self)
+
+
+@shape_rule("index_fill")
+def index_fill(op, self, dim, index, value):
+    """self's shape, dtype and layout (torch's clone, then filled in place); a tensor value is 0-d."""
+    _slice_index(op, self, dim, index, "index_fill_",
+                 lambda i: IndexOutOfRangeError("index_fill_(): Expected dtype int64 for index."))
+    if isinstance(value, TensorSpec) and _shape(value):
+        raise ShapeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                         f"{len(_shape(value))} dimension(s).")
+    return dense_like(self, self._dtype)
 
 
 @shape_rule("take_along_dim")

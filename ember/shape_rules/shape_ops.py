@@ -322,6 +322,28 @@ def diagonal(op, self, offset=0, dim1=0, dim2=1):
     return (size, self._dtype, stride, off)
 
 
+@shape_rule("unfold")
+def unfold(op, self, dimension, size, step):
+    """Tensor.unfold's view: `dimension` counts the windows (strides times `step`), a new last dimension their
+    elements (the dimension's own stride); a 0-d tensor is one element along one dimension."""
+    check_tensor(op, self, "input")
+    shape, strides = list(_shape(self)), list(strides_of(self))
+    d = wrap_dim(op, dimension, len(shape))
+    size, step = as_int(op, size, "size"), as_int(op, step, "step")
+    length = shape[d] if shape else 1
+    if size < 0:
+        raise ArgumentValueError(f"{op.name}(): size is {size} but must be >= 0")
+    if size > length:
+        raise ShapeError(f"{op.name}(): maximum size for tensor at dimension {d} is {length} but size is {size}")
+    if step <= 0:
+        raise ArgumentValueError(f"{op.name}(): step is {step} but must be > 0")
+    if not shape:
+        return ((size,), self._dtype, (1,), self.storage_offset())
+    inner = strides[d]
+    shape[d], strides[d] = (length - size) // step + 1, inner * step
+    return (tuple(shape) + (size,), self._dtype, tuple(strides) + (inner,), self.storage_offset())
+
+
 @shape_rule("diag_embed")
 def diag_embed(op, self, offset=0, dim1=-2, dim2=-1):
     """(*leading, n + |offset|, n + |offset|) with the two new dimensions at dim1 and dim2 of the result."""

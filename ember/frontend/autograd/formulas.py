@@ -372,6 +372,21 @@ def diagonal_backward(grad, shape, offset, dim1, dim2):
     size, stride, at = diagonal_window(ALL_OPS["diagonal"], shape, contiguous_strides(shape), 0, offset, dim1, dim2)
     zeros = F.zeros(shape, dtype=grad.dtype, device=grad.device)
     return F.as_strided_scatter(zeros, grad, size, stride, at)
+def unfold_backward(grad, shape, dimension, size, step):
+    """Tensor.unfold's gradient: each window's gradient added back at the positions it viewed (windows
+    overlap when step < size, so an index_add, not a scatter)."""
+    shape = tuple(shape)
+    if not shape:
+        return F.reshape(grad, ())
+    d = dimension % len(shape)
+    windows = grad.shape[d]
+    moved = F.movedim(grad, -1, d + 1)                              # (..., windows, size, ...)
+    flat = F.reshape(moved, tuple(shape[:d]) + (windows * size,) + tuple(shape[d + 1:]))
+    starts = F.mul(F.arange(windows, device=grad.device), step)
+    index = F.reshape(F.add(F.unsqueeze(starts, 1), F.arange(size, device=grad.device)), (-1,))
+    return F.index_add(F.zeros(shape, dtype=grad.dtype, device=grad.device), d, index, flat)
+
+
 def nn_backward(which: str, *args):
     """The backward helper `which` of the nn layers (convolution, pooling, normalization,
     padding), kept with their kernels in ember/decompositions/nn_backward.py."""

@@ -190,7 +190,9 @@ add(OpInfo("index_add", fn("index_add"), _index_add_samples, dtypes=NUMERIC, gra
                E((T(f32(rng, (3, 4))), 0, I([[0]]), T(f32(rng, (1, 4)))), IndexError, "index_add", "index",
                  desc="2-d index"),
                E((T(f32(rng, (3, 4))), 0, I([0]), T(np.zeros((1, 4)))), RuntimeError, "index_add", "source",
-                 desc="source dtype")]))
+                 desc="source dtype"),
+               E((T(f32(rng, (3, 4))), 1, I([0]), T(f32(rng, (3,)))), RuntimeError, "index_add", "out of bounds",
+                 desc="source without the dim")]))
 
 
 # ------------------------------------------------------------------------------ index_select / take_along_dim

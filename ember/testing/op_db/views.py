@@ -247,3 +247,21 @@ add(OpInfo("movedim.intlist", fn("movedim"), _movedim_samples, dtypes=ALL, grad=
                                  desc="repeated source dim"),
                                E((T(f32(rng, (2, 3))), 2, 0), IndexError, "movedim", desc="dim out of range"),
                                E((T(f32(rng, (2, 3))), 0.5, 0), TypeError, "movedim", "source", desc="float dim")]))
+
+
+# ---- Tensor.unfold: windows along one dim as a view (overlapping ones add up in the gradient)
+def _unfold_samples(rng, dtype):
+    g = is_float(dtype)
+    x = lambda shape, layout="c": T(make(rng, shape, dtype), layout, grad=g)    # noqa: E731
+    return [Sample((x((2, 3, 5)), 2, 2, 1), desc="overlapping windows"), Sample((x((2, 6, 3)), 1, 2, 2), desc="disjoint"),
+            Sample((x((2, 7)), -1, 3, 2), desc="a remainder left out"), Sample((x((4, 3), "t"), 0, 2, 1), desc="transposed"),
+            Sample((x((2, 4)), 1, 0, 1), desc="empty windows"), Sample((x(()), 0, 1, 1), desc="0-d"),
+            Sample((x((0, 3)), 1, 2, 1), desc="empty")]
+
+
+add(OpInfo("unfold", method("unfold"), _unfold_samples, dtypes=ALL, grad=True,
+           errors=lambda rng: [E((T(f32(rng, (2, 4))), 1, 5, 1), RuntimeError, "maximum size", desc="window too long"),
+                               E((T(f32(rng, (2, 4))), 1, 2, 0), RuntimeError, "step is 0", desc="step 0"),
+                               E((T(f32(rng, (2, 4))), 1, -1, 1), RuntimeError, "size is -1", desc="negative size"),
+                               E((T(f32(rng, (2, 4))), 2, 2, 1), IndexError, "Dimension out of range",
+                                 desc="dim out of range")]))
