@@ -1,6 +1,6 @@
 """Hand-written public functions whose Python signatures are not an ATen schema's
 (torch/functional.py's): `split` (an int or a list of sizes), `einsum` (operands as
-varargs), `tensordot` (dims as a count or a pair of lists), `norm` (p may be 'fro'), `nonzero` (as_tuple), `flatten` (Tensor.flatten's reshape) and
+varargs), `tensordot` (dims as a count or a pair of lists), `block_diag` and `cartesian_prod` (tensors as varargs), `norm` (p may be 'fro'), `nonzero` (as_tuple), `flatten` (Tensor.flatten's reshape) and
 `broadcast_tensors` / `broadcast_shapes` / `broadcast_to` (expand views to one shape), `meshgrid` and
 `atleast_1d/2d/3d` (views too), `hstack`/`vstack`/`dstack`/`column_stack` (cat of those views),
 `tensor_split`/`hsplit`/`vsplit`/`dsplit` (narrow views), `unique`
@@ -43,6 +43,18 @@ def einsum(equation: str, *operands) -> Tensor:
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     return F._dispatch_einsum((equation, list(operands), None))
+
+
+@handles_torch_function
+def block_diag(*tensors: Tensor) -> Tensor:
+    """The block-diagonal matrix of the tensors (0-d as 1x1, vectors as one row): torch.block_diag."""
+    return F._dispatch_block_diag((list(tensors),))
+
+
+@handles_torch_function
+def cartesian_prod(*tensors: Tensor) -> Tensor:
+    """Every combination of one element of each vector, one per row: torch.cartesian_prod."""
+    return F._dispatch_cartesian_prod((list(tensors),))
 
 
 @handles_torch_function

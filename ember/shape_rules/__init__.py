@@ -33,6 +33,6 @@ from . import fused  # noqa: E402,F401  (fused optimizer updates, cross-entropy 
 from . import recurrent  # noqa: E402,F401  (the recurrent layer op)
 from . import sampling  # noqa: E402,F401  (embedding_bag, grid sampling, nonzero_numpy)
 from . import linalg, linalg_lu, linalg_products  # noqa: E402,F401  (Cholesky, solves, LU-based ops; norms, products)
-from . import scans, numerical  # noqa: E402,F401  (float_power, scans; trapezoid, vander, cov, corrcoef)
+from . import scans, numerical, combinatorics  # noqa: E402,F401  (scans; trapezoid, cov, ...; block_diag, ...)
 from . import pool_ctc  # noqa: E402,F401  (adaptive and fractional max pooling, CTC loss)
 from . import sparse  # noqa: E402,F401  (the products of sparse COO tensors' parts)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+
 import numpy as np
 
 from .samples import ALL, ErrorInput, OpInfo, Sample, T, fn, is_float, make, materialize, method
@@ -94,6 +95,14 @@ def E(args, exc, *match, kwargs=None, fn=None, desc=""):
 
 def f32(rng, shape):
     return make(rng, shape, "float32")
+
+
+def off_meta(samples):
+    """The samples of `samples(rng, dtype)`, none of them run on meta: for an op whose torch counterpart has no
+    meta kernel to compare with (its OpInfo marks the meta test an expected failure, saying why)."""
+    def gen(rng, dtype):
+        return [dataclasses.replace(s, meta=False) for s in samples(rng, dtype)]
+    return gen
 
 
 def broadcast_error(name, arg="other"):

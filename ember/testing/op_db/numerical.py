@@ -2,13 +2,11 @@
 vander, cov and corrcoef, against torch's."""
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from ..tolerances import REDUCTION_TOL
 from .samples import FLOAT, NP_DTYPE, OpInfo, Sample, T, fn, make
-from .database import E, add, f32
+from .database import E, add, f32, off_meta
 
 _INTEGRAL_DTYPES = FLOAT + ("int64", "int32")
 
@@ -80,13 +78,6 @@ add(OpInfo("vander", fn("vander"), _vander_samples, dtypes=FLOAT + ("int64", "in
 _NO_TORCH_META = {("meta", None): "torch's cov/corrcoef raise on meta tensors (aten::equal has no meta kernel)"}
 
 
-def _off_meta(samples):
-    """The samples, none of them run on meta (torch's cov and corrcoef have no meta kernel to compare with)."""
-    def gen(rng, dtype):
-        return [dataclasses.replace(s, meta=False) for s in samples(rng, dtype)]
-    return gen
-
-
 def _cov_samples(rng, dtype):
     g = dtype in FLOAT
     m = lambda shape, layout="c": T(make(rng, shape, dtype), layout, grad=g)    # noqa: E731
@@ -123,7 +114,8 @@ def _cov_errors(rng):
             E((m(),), TypeError, "correction", kwargs={"correction": 1.5}, desc="float correction")]
 
 
-add(OpInfo("cov", fn("cov"), _off_meta(_cov_samples), xfail=_NO_TORCH_META, dtypes=FLOAT + ("int64",), grad=True, tol=REDUCTION_TOL,
+add(OpInfo("cov", fn("cov"), off_meta(_cov_samples), xfail=_NO_TORCH_META, dtypes=FLOAT + ("int64",), grad=True,
+           tol=REDUCTION_TOL,
            errors=_cov_errors))
 
 
@@ -134,5 +126,6 @@ def _corrcoef_samples(rng, dtype):
             Sample((m((6,)),), desc="one variable", gradcheck=False)]
 
 
-add(OpInfo("corrcoef", fn("corrcoef"), _off_meta(_corrcoef_samples), xfail=_NO_TORCH_META, dtypes=FLOAT + ("int64",), grad=True, tol=REDUCTION_TOL,
+add(OpInfo("corrcoef", fn("corrcoef"), off_meta(_corrcoef_samples), xfail=_NO_TORCH_META, dtypes=FLOAT + ("int64",),
+           grad=True, tol=REDUCTION_TOL,
            errors=lambda rng: [E((T(f32(rng, (2, 3, 4))),), RuntimeError, "corrcoef", "two or fewer", desc="3-d")]))
