@@ -40,7 +40,7 @@ FAMILY_KEYS = ENTRY_KEYS - {"func", "operators", "inplace", "inplace_operators",
                             "scalar", "reduce", "recompute", "aliases"} \
     - BEHAVIOUR_KEYS
 # `dtypes`: the dtypes the op's kernel supports (PyTorch's "not implemented for 'Bool'" errors otherwise)
-KERNEL_DTYPES = {"all", "floating", "float_double", "integral", "signed_integral", "not_bool"}
+KERNEL_DTYPES = {"all", "floating", "float_double", "integral", "integer", "signed_integral", "not_bool"}
 # `iterator_operands`: which arguments PyTorch's TensorIterator takes as operands, in which order
 ITERATOR_OPERANDS = {"arguments", "tensors_only", "reversed"}
 # the keys a shape rule must declare it reads (`@shape_rule("name", reads=(...))`) for an entry to set them

@@ -1,6 +1,6 @@
 """Hand-written public functions whose Python signatures are not an ATen schema's
 (torch/functional.py's): `split` (an int or a list of sizes), `einsum` (operands as
-varargs), `tensordot` (dims as a count or a pair of lists), `block_diag` and `cartesian_prod` (tensors as varargs), `norm` (p may be 'fro'), `nonzero` (as_tuple), `flatten` (Tensor.flatten's reshape) and
+varargs), `tensordot` (dims as a count or a pair of lists), `block_diag` and `cartesian_prod` (tensors as varargs), `unravel_index`, `norm` (p may be 'fro'), `nonzero` (as_tuple), `flatten` (Tensor.flatten's reshape) and
 `broadcast_tensors` / `broadcast_shapes` / `broadcast_to` (expand views to one shape), `meshgrid` and
 `atleast_1d/2d/3d` (views too), `hstack`/`vstack`/`dstack`/`column_stack` (cat of those views),
 `tensor_split`/`hsplit`/`vsplit`/`dsplit` (narrow views), `unique`
@@ -55,6 +55,23 @@ def block_diag(*tensors: Tensor) -> Tensor:
 def cartesian_prod(*tensors: Tensor) -> Tensor:
     """Every combination of one element of each vector, one per row: torch.cartesian_prod."""
     return F._dispatch_cartesian_prod((list(tensors),))
+
+
+@handles_torch_function
+def unravel_index(indices: Tensor, shape) -> tuple[Tensor, ...]:
+    """torch.unravel_index: the coordinates in `shape` of each flat index (modulo the shape's size, negative
+    indices counting from the end, as torch's floor arithmetic gives them), one int64 tensor per dim."""
+    if not isinstance(indices, Tensor) or indices.dtype.category != 1:
+        got = indices.dtype if isinstance(indices, Tensor) else type(indices).__name__
+        raise ArgumentTypeError(f"expected 'indices' to be integer dtype, but got {got}")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if any(s < 0 for s in shape):
+        raise ArgumentListError(f"'shape' cannot have negative values, but got {shape}")
+    coords, stride = [], 1
+    for size in reversed(shape):
+        coords.append(F.remainder(F.floor_divide(indices, stride), size) if size else F.mul(indices, 0))
+        stride *= size
+    return tuple(F._to_copy(c, dtype=_dt.int64) for c in reversed(coords))
 
 
 @handles_torch_function

@@ -27,3 +27,21 @@ def test_cov_with_no_degrees_of_freedom_is_inf_or_nan_as_torchs():
     with pytest.warns(UserWarning):
         theirs = torch.cov(torch.tensor(x), correction=3).numpy()
     np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("indices, shape", [([4, 1, 6, -1], (2, 3)), (5, (2, 3)), ([[0, 7], [11, 3]], (3, 4)),
+                                            ([2], 5), ([0, 1], (1, 2, 1))])
+def test_unravel_index_matches_torch(indices, shape):
+    ours = ember.unravel_index(ember.tensor(indices), shape)
+    theirs = torch.unravel_index(torch.tensor(indices), shape)
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        assert a.dtype == ember.int64 and tuple(a.shape) == tuple(b.shape) and a.tolist() == b.tolist()
+
+
+@pytest.mark.parametrize("indices, shape, exc", [([1.0], (2, 3), TypeError), ([1], (2, -3), ValueError)])
+def test_unravel_index_errors_match_torch(indices, shape, exc):
+    with pytest.raises(exc):
+        torch.unravel_index(torch.tensor(indices), shape)
+    with pytest.raises(exc):
+        ember.unravel_index(ember.tensor(indices), shape)

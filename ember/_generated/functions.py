@@ -1003,6 +1003,27 @@ _op_cartesian_prod = _OPS['cartesian_prod']
 _dispatch_cartesian_prod = _op_cartesian_prod.dispatch
 _op_combinations = _OPS['combinations']
 _dispatch_combinations = _op_combinations.dispatch
+_op_quantile = _OPS['quantile']
+_dispatch_quantile = _op_quantile.dispatch
+_op_quantile_scalar = _OPS['quantile.scalar']
+_dispatch_quantile_scalar = _op_quantile_scalar.dispatch
+_op_nanquantile = _OPS['nanquantile']
+_dispatch_nanquantile = _op_nanquantile.dispatch
+_op_nanquantile_scalar = _OPS['nanquantile.scalar']
+_dispatch_nanquantile_scalar = _op_nanquantile_scalar.dispatch
+_op_gcd = _OPS['gcd']
+_dispatch_gcd = _op_gcd.dispatch
+_op_gcd_ = _OPS['gcd_']
+_dispatch_gcd_ = _op_gcd_.dispatch
+_op_lcm = _OPS['lcm']
+_dispatch_lcm = _op_lcm.dispatch
+_op_lcm_ = _OPS['lcm_']
+_dispatch_lcm_ = _op_lcm_.dispatch
+_op_histc = _OPS['histc']
+_dispatch_histc = _op_histc.dispatch
+_op_mode = _OPS['mode']
+_dispatch_mode = _op_mode.dispatch
+_R_mode = _namedtuple('mode', ['values', 'indices'])
 _op_linalg_vector_norm = _OPS['linalg_vector_norm']
 _dispatch_linalg_vector_norm = _op_linalg_vector_norm.dispatch
 _op_linalg_matrix_norm = _OPS['linalg_matrix_norm']
@@ -6856,6 +6877,142 @@ def combinations(input, r=2, with_replacement=False):
         _bool_arg(with_replacement, 'combinations', 'with_replacement', 3)
     return _dispatch_combinations((input, r, with_replacement))
 
+def _bind_quantile(input, q, dim=None, keepdim=False, *, interpolation='linear'):
+    if dim is not None and dim.__class__ is not int:
+        _int_arg(dim, 'quantile', 'dim', 3)
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'quantile', 'keepdim', 4)
+    if interpolation.__class__ is not str:
+        _str_arg(interpolation, 'quantile', 'interpolation', None)
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('input')
+    if q is None or q.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('q')
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
+    return (input, q, dim, keepdim, interpolation)
+
+def _bind_quantile_scalar(input, q, dim=None, keepdim=False, *, interpolation='linear'):
+    if q.__class__ is not float and q.__class__ is not int:
+        _float_arg(q, 'quantile', 'q', 2)
+    if dim is not None and dim.__class__ is not int:
+        _int_arg(dim, 'quantile', 'dim', 3)
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'quantile', 'keepdim', 4)
+    if interpolation.__class__ is not str:
+        _str_arg(interpolation, 'quantile', 'interpolation', None)
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('input')
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
+    return (input, q, dim, keepdim, interpolation)
+
+_overloads_quantile = ((_bind_quantile, _op_quantile, None, None), (_bind_quantile_scalar, _op_quantile_scalar, None, None),)
+def quantile(*args, **kwargs):
+    """The q-th quantiles (q a 0-d or 1-d tensor in [0, 1]) of self along `dim` (of all elements when None), NaN where a slice holds a NaN; a 1-d q's quantiles come first.
+
+    Overloads:
+
+    ``quantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor``: The q-th quantiles (q a 0-d or 1-d tensor in [0, 1]) of self along `dim` (of all elements when None), NaN where a slice holds a NaN; a 1-d q's quantiles come first.
+
+    ``quantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor``: The q-th quantile (a number in [0, 1]) of self along `dim` (of all elements when None).
+    """
+    return _call_overload('quantile', _overloads_quantile, args, kwargs)
+
+def _bind_nanquantile(input, q, dim=None, keepdim=False, *, interpolation='linear'):
+    if dim is not None and dim.__class__ is not int:
+        _int_arg(dim, 'nanquantile', 'dim', 3)
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'nanquantile', 'keepdim', 4)
+    if interpolation.__class__ is not str:
+        _str_arg(interpolation, 'nanquantile', 'interpolation', None)
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('input')
+    if q is None or q.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('q')
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
+    return (input, q, dim, keepdim, interpolation)
+
+def _bind_nanquantile_scalar(input, q, dim=None, keepdim=False, *, interpolation='linear'):
+    if q.__class__ is not float and q.__class__ is not int:
+        _float_arg(q, 'nanquantile', 'q', 2)
+    if dim is not None and dim.__class__ is not int:
+        _int_arg(dim, 'nanquantile', 'dim', 3)
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'nanquantile', 'keepdim', 4)
+    if interpolation.__class__ is not str:
+        _str_arg(interpolation, 'nanquantile', 'interpolation', None)
+    if input is None or input.__class__ in (int, float, bool, complex, list, tuple, str):
+        raise TypeError('input')
+    if dim.__class__ in (list, tuple):
+        raise TypeError('dim')
+    return (input, q, dim, keepdim, interpolation)
+
+_overloads_nanquantile = ((_bind_nanquantile, _op_nanquantile, None, None), (_bind_nanquantile_scalar, _op_nanquantile_scalar, None, None),)
+def nanquantile(*args, **kwargs):
+    """quantile ignoring NaNs: each slice's quantiles of its other elements (NaN when it has none).
+
+    Overloads:
+
+    ``nanquantile(Tensor self, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor``: quantile ignoring NaNs: each slice's quantiles of its other elements (NaN when it has none).
+
+    ``nanquantile.scalar(Tensor self, float q, int? dim=None, bool keepdim=False, *, str interpolation="linear") -> Tensor``: quantile ignoring NaNs, for one q.
+    """
+    return _call_overload('nanquantile', _overloads_nanquantile, args, kwargs)
+
+def gcd(input, other):
+    """The greatest common divisor of each pair of integers (non-negative; gcd(0, 0) is 0), by Euclid's remainders.
+
+    Schema: ``gcd(Tensor self, Tensor other) -> Tensor``
+    """
+    return _dispatch_gcd((input, other))
+
+def gcd_(input, other):
+    """In-place version of gcd: The greatest common divisor of each pair of integers (non-negative; gcd(0, 0) is 0), by Euclid's remainders.
+
+    Schema: ``gcd_(Tensor(a!) self, Tensor other) -> Tensor(a!)``
+    """
+    return _dispatch_gcd_((input, other))
+
+def lcm(input, other):
+    """The least common multiple of each pair of integers: |a b| / gcd(a, b), 0 when either is 0.
+
+    Schema: ``lcm(Tensor self, Tensor other) -> Tensor``
+    """
+    return _dispatch_lcm((input, other))
+
+def lcm_(input, other):
+    """In-place version of lcm: The least common multiple of each pair of integers: |a b| / gcd(a, b), 0 when either is 0.
+
+    Schema: ``lcm_(Tensor(a!) self, Tensor other) -> Tensor(a!)``
+    """
+    return _dispatch_lcm_((input, other))
+
+def histc(input, bins=100, min=0, max=0):
+    """Counts of the elements in `bins` equal bins over [min, max] (min = max = 0: the data's range), in self's dtype; elements outside are left out.
+
+    Schema: ``histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor``
+    """
+    if bins.__class__ is not int:
+        _int_arg(bins, 'histc', 'bins', 2)
+    if min.__class__ is not int and min.__class__ is not float:
+        _number_arg(min, 'histc', 'min', 3)
+    if max.__class__ is not int and max.__class__ is not float:
+        _number_arg(max, 'histc', 'max', 4)
+    return _dispatch_histc((input, bins, min, max))
+
+def mode(input, dim=-1, keepdim=False):
+    """The most frequent value along `dim` (a tie: the smallest) and the index of its last occurrence.
+
+    Schema: ``mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)``
+    """
+    if dim.__class__ is not int:
+        _int_arg(dim, 'mode', 'dim', 2)
+    if keepdim.__class__ is not bool:
+        _bool_arg(keepdim, 'mode', 'keepdim', 3)
+    return _tuple_new(_R_mode, _dispatch_mode((input, dim, keepdim)))
+
 def linalg_vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None):
     """The ord-norm of the vectors along `dim` (of all elements when None): sum(|x|^ord)^(1/ord); inf and -inf the largest and smallest |x|, 0 the count of non-zeros; computed in `dtype` when one is given.
 
@@ -7948,7 +8105,7 @@ concat = cat
 concatenate = cat
 ger = outer
 
-__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addr', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'aminmax', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'combinations', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'cumulative_trapezoid', 'deg2rad', 'det', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diff', 'digamma', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'heaviside', 'hypot', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_power', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nansum', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'rad2deg', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinc', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'trapezoid', 'trapz', 'triangular_solve', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'vander', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
+__all__ = ['_adaptive_avg_pool2d', '_adaptive_avg_pool3d', '_cdist_forward', '_cross_entropy_indices', '_cross_entropy_indices_backward', '_dropout_noise', '_embedding_bag', '_fused_adadelta_', '_fused_adam_', '_fused_sgd_', '_log_softmax', '_native_batch_norm_legit', '_native_batch_norm_legit_no_training', '_nll_loss_backward', '_pdist_forward', '_rnn_layer', '_rnn_layer_backward', '_scaled_dot_product_attention_fused', '_scaled_dot_product_attention_fused_backward', '_softmax', '_sparse_coo_mm', '_standard_gamma', '_standard_gamma_grad', '_to_copy', 'abs', 'abs_', 'absolute', 'acos', 'acos_', 'acosh', 'acosh_', 'adaptive_avg_pool1d', 'adaptive_max_pool1d', 'add', 'addbmm', 'addcdiv', 'addcmul', 'addmm', 'addmv', 'addr', 'affine_grid_generator', 'alias', 'all', 'amax', 'amin', 'aminmax', 'any', 'arange', 'arccos', 'arccosh', 'arcsin', 'arcsinh', 'arctan', 'arctan2', 'arctanh', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_scatter', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan_', 'atanh', 'atanh_', 'avg_pool1d', 'baddbmm', 'batch_norm', 'bernoulli', 'binary_cross_entropy_with_logits', 'bincount', 'binomial', 'bitwise_and', 'bitwise_not', 'bitwise_or', 'bitwise_xor', 'bmm', 'bucketize', 'cat', 'cdist', 'ceil', 'ceil_', 'cholesky', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_', 'clamp_min', 'clamp_min_', 'clip', 'clone', 'combinations', 'concat', 'concatenate', 'constant_pad_nd', 'conv1d', 'conv2d', 'conv3d', 'conv_transpose1d', 'conv_transpose2d', 'conv_transpose3d', 'convolution', 'copy', 'copy_', 'copysign', 'corrcoef', 'cos', 'cos_', 'cosh', 'cosh_', 'cosine_similarity', 'count_nonzero', 'cov', 'cross', 'ctc_loss', 'cummax', 'cummin', 'cumprod', 'cumsum', 'cumulative_trapezoid', 'deg2rad', 'det', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diff', 'digamma', 'dist', 'div', 'divide', 'dot', 'dropout', 'dropout_', 'embedding', 'embedding_bag', 'embedding_dense_backward', 'empty', 'empty_like', 'empty_strided', 'eq', 'erf', 'erf_', 'erfinv', 'exp', 'exp2', 'exp2_', 'exp_', 'expand', 'expm1', 'expm1_', 'eye', 'fill', 'fill_', 'fix', 'flip', 'fliplr', 'flipud', 'float_power', 'floor', 'floor_', 'floor_divide', 'fmax', 'fmin', 'fmod', 'frac', 'frac_', 'full', 'full_like', 'gather', 'gcd', 'gcd_', 'ge', 'ger', 'greater', 'greater_equal', 'grid_sampler', 'grid_sampler_2d', 'group_norm', 'gt', 'heaviside', 'histc', 'hypot', 'index', 'index_add', 'index_copy', 'index_fill', 'index_put', 'index_put_', 'index_select', 'inner', 'inverse', 'isclose', 'isfinite', 'isin', 'isinf', 'isnan', 'isneginf', 'isposinf', 'kl_div', 'kron', 'kthvalue', 'layer_norm', 'lcm', 'lcm_', 'le', 'lerp', 'less', 'less_equal', 'lgamma', 'linspace', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_softmax', 'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_not', 'logical_or', 'logical_xor', 'logit', 'logit_', 'logspace', 'logsumexp', 'lt', 'masked_fill', 'masked_scatter', 'masked_select', 'matmul', 'matrix_power', 'max', 'max_pool1d', 'max_pool2d', 'max_pool3d', 'max_unpool2d', 'max_unpool3d', 'maximum', 'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'moveaxis', 'movedim', 'msort', 'mul', 'multinomial', 'multiply', 'mv', 'nan_to_num', 'nan_to_num_', 'nanmean', 'nanmedian', 'nanquantile', 'nansum', 'narrow', 'native_batch_norm', 'native_dropout', 'native_group_norm', 'native_layer_norm', 'ne', 'neg', 'neg_', 'negative', 'nonzero', 'normal', 'not_equal', 'ones', 'ones_like', 'outer', 'pdist', 'permute', 'poisson', 'polygamma', 'pow', 'prod', 'quantile', 'rad2deg', 'rand', 'rand_like', 'randint', 'randint_like', 'randn', 'randn_like', 'randperm', 'ravel', 'reciprocal', 'reciprocal_', 'relu', 'relu_', 'remainder', 'repeat_interleave', 'reshape', 'roll', 'rot90', 'round', 'round_', 'rsqrt', 'rsqrt_', 'rsub', 'scalar_tensor', 'scatter', 'scatter_add', 'scatter_reduce', 'searchsorted', 'select', 'select_scatter', 'sgn', 'sigmoid', 'sigmoid_', 'sign', 'signbit', 'sin', 'sin_', 'sinc', 'sinh', 'sinh_', 'slice', 'slice_scatter', 'slogdet', 'softmax', 'sort', 'split_with_sizes', 'sqrt', 'sqrt_', 'square', 'square_', 'squeeze', 'stack', 'std', 'std_mean', 'sub', 'subtract', 'sum', 'swapaxes', 'swapdims', 't', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh', 'tanh_', 'threshold_backward', 'tile', 'topk', 'trace', 'transpose', 'trapezoid', 'trapz', 'triangular_solve', 'tril', 'tril_indices', 'triu', 'triu_indices', 'true_divide', 'trunc', 'trunc_', 'unbind', 'unflatten', 'unsqueeze', 'vander', 'var', 'var_mean', 'vdot', 'view', 'where', 'xlogy', 'zero_', 'zeros', 'zeros_like']
 
 OP_FUNCTIONS = {
     'add.Tensor': add,
@@ -8435,6 +8592,16 @@ OP_FUNCTIONS = {
     'block_diag': block_diag,
     'cartesian_prod': cartesian_prod,
     'combinations': combinations,
+    'quantile': quantile,
+    'quantile.scalar': quantile,
+    'nanquantile': nanquantile,
+    'nanquantile.scalar': nanquantile,
+    'gcd': gcd,
+    'gcd_': gcd_,
+    'lcm': lcm,
+    'lcm_': lcm_,
+    'histc': histc,
+    'mode': mode,
     'linalg_vector_norm': linalg_vector_norm,
     'linalg_matrix_norm': linalg_matrix_norm,
     'linalg_matrix_norm.str_ord': linalg_matrix_norm,

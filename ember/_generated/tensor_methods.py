@@ -378,6 +378,17 @@ from ember._generated.functions import (
     _R_cummin,
     _op_cov,
     _op_corrcoef,
+    _op_quantile,
+    _op_quantile_scalar,
+    _op_nanquantile,
+    _op_nanquantile_scalar,
+    _op_gcd,
+    _op_gcd_,
+    _op_lcm,
+    _op_lcm_,
+    _op_histc,
+    _op_mode,
+    _R_mode,
     _op_cross,
     _op_dist,
     _op_bernoulli,
@@ -666,6 +677,12 @@ _method_dispatch_cummax = _op_cummax.method_dispatch
 _method_dispatch_cummin = _op_cummin.method_dispatch
 _method_dispatch_cov = _op_cov.method_dispatch
 _method_dispatch_corrcoef = _op_corrcoef.method_dispatch
+_method_dispatch_gcd = _op_gcd.method_dispatch
+_method_dispatch_gcd_ = _op_gcd_.method_dispatch
+_method_dispatch_lcm = _op_lcm.method_dispatch
+_method_dispatch_lcm_ = _op_lcm_.method_dispatch
+_method_dispatch_histc = _op_histc.method_dispatch
+_method_dispatch_mode = _op_mode.method_dispatch
 _method_dispatch_cross = _op_cross.method_dispatch
 _method_dispatch_dist = _op_dist.method_dispatch
 _method_dispatch_bernoulli = _op_bernoulli.method_dispatch
@@ -3625,6 +3642,122 @@ class TensorMethods:
         Schema: ``corrcoef(Tensor self) -> Tensor``
         """
         return _method_dispatch_corrcoef((self,))
+
+    @staticmethod
+    def _bind_quantile(self, q, dim=None, keepdim=False, *, interpolation='linear'):
+        if dim is not None and dim.__class__ is not int:
+            _int_arg(dim, 'quantile', 'dim', 2)
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'quantile', 'keepdim', 3)
+        if interpolation.__class__ is not str:
+            _str_arg(interpolation, 'quantile', 'interpolation', None)
+        if q is None or q.__class__ in (int, float, bool, complex, list, tuple, str):
+            raise TypeError('q')
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
+        return (self, q, dim, keepdim, interpolation)
+
+    @staticmethod
+    def _bind_quantile_scalar(self, q, dim=None, keepdim=False, *, interpolation='linear'):
+        if q.__class__ is not float and q.__class__ is not int:
+            _float_arg(q, 'quantile', 'q', 1)
+        if dim is not None and dim.__class__ is not int:
+            _int_arg(dim, 'quantile', 'dim', 2)
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'quantile', 'keepdim', 3)
+        if interpolation.__class__ is not str:
+            _str_arg(interpolation, 'quantile', 'interpolation', None)
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
+        return (self, q, dim, keepdim, interpolation)
+
+    def quantile(self, *args, **kwargs):
+        """The q-th quantiles (q a 0-d or 1-d tensor in [0, 1]) of self along `dim` (of all elements when None), NaN where a slice holds a NaN; a 1-d q's quantiles come first."""
+        return _call_overload('quantile', ((TensorMethods._bind_quantile, _op_quantile, None, None), (TensorMethods._bind_quantile_scalar, _op_quantile_scalar, None, None),), (self,) + args, kwargs, True)
+
+    @staticmethod
+    def _bind_nanquantile(self, q, dim=None, keepdim=False, *, interpolation='linear'):
+        if dim is not None and dim.__class__ is not int:
+            _int_arg(dim, 'nanquantile', 'dim', 2)
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'nanquantile', 'keepdim', 3)
+        if interpolation.__class__ is not str:
+            _str_arg(interpolation, 'nanquantile', 'interpolation', None)
+        if q is None or q.__class__ in (int, float, bool, complex, list, tuple, str):
+            raise TypeError('q')
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
+        return (self, q, dim, keepdim, interpolation)
+
+    @staticmethod
+    def _bind_nanquantile_scalar(self, q, dim=None, keepdim=False, *, interpolation='linear'):
+        if q.__class__ is not float and q.__class__ is not int:
+            _float_arg(q, 'nanquantile', 'q', 1)
+        if dim is not None and dim.__class__ is not int:
+            _int_arg(dim, 'nanquantile', 'dim', 2)
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'nanquantile', 'keepdim', 3)
+        if interpolation.__class__ is not str:
+            _str_arg(interpolation, 'nanquantile', 'interpolation', None)
+        if dim.__class__ in (list, tuple):
+            raise TypeError('dim')
+        return (self, q, dim, keepdim, interpolation)
+
+    def nanquantile(self, *args, **kwargs):
+        """quantile ignoring NaNs: each slice's quantiles of its other elements (NaN when it has none)."""
+        return _call_overload('nanquantile', ((TensorMethods._bind_nanquantile, _op_nanquantile, None, None), (TensorMethods._bind_nanquantile_scalar, _op_nanquantile_scalar, None, None),), (self,) + args, kwargs, True)
+
+    def gcd(self, other):
+        """The greatest common divisor of each pair of integers (non-negative; gcd(0, 0) is 0), by Euclid's remainders.
+
+        Schema: ``gcd(Tensor self, Tensor other) -> Tensor``
+        """
+        return _method_dispatch_gcd((self, other))
+
+    def gcd_(self, other):
+        """In-place version of gcd: The greatest common divisor of each pair of integers (non-negative; gcd(0, 0) is 0), by Euclid's remainders.
+
+        Schema: ``gcd_(Tensor(a!) self, Tensor other) -> Tensor(a!)``
+        """
+        return _method_dispatch_gcd_((self, other))
+
+    def lcm(self, other):
+        """The least common multiple of each pair of integers: |a b| / gcd(a, b), 0 when either is 0.
+
+        Schema: ``lcm(Tensor self, Tensor other) -> Tensor``
+        """
+        return _method_dispatch_lcm((self, other))
+
+    def lcm_(self, other):
+        """In-place version of lcm: The least common multiple of each pair of integers: |a b| / gcd(a, b), 0 when either is 0.
+
+        Schema: ``lcm_(Tensor(a!) self, Tensor other) -> Tensor(a!)``
+        """
+        return _method_dispatch_lcm_((self, other))
+
+    def histc(self, bins=100, min=0, max=0):
+        """Counts of the elements in `bins` equal bins over [min, max] (min = max = 0: the data's range), in self's dtype; elements outside are left out.
+
+        Schema: ``histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor``
+        """
+        if bins.__class__ is not int:
+            _int_arg(bins, 'histc', 'bins', 1)
+        if min.__class__ is not int and min.__class__ is not float:
+            _number_arg(min, 'histc', 'min', 2)
+        if max.__class__ is not int and max.__class__ is not float:
+            _number_arg(max, 'histc', 'max', 3)
+        return _method_dispatch_histc((self, bins, min, max))
+
+    def mode(self, dim=-1, keepdim=False):
+        """The most frequent value along `dim` (a tie: the smallest) and the index of its last occurrence.
+
+        Schema: ``mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)``
+        """
+        if dim.__class__ is not int:
+            _int_arg(dim, 'mode', 'dim', 1)
+        if keepdim.__class__ is not bool:
+            _bool_arg(keepdim, 'mode', 'keepdim', 2)
+        return _tuple_new(_R_mode, _method_dispatch_mode((self, dim, keepdim)))
 
     def cross(self, other, dim=None):
         """The cross products of the 3-vectors along `dim` (None: the first dim of length 3, deprecated as in torch) of self and other (broadcast).

@@ -64,5 +64,7 @@ from . import embedding_bag, grid_sampler  # noqa: E402,F401  (embedding_bag, gr
 from . import optimizers, fused_losses  # noqa: E402,F401  (fused optimizer updates and cross entropy)
 from . import linalg, linalg_lu, linalg_products  # noqa: E402,F401  (Cholesky, solves, LU-based ops; norms, products)
 from . import scans, numerical, combinatorics  # noqa: E402,F401  (scans; trapezoid, cov, ...; block_diag, ...)
+from . import quantiles  # noqa: E402,F401  (quantile, nanquantile)
+from . import counting  # noqa: E402,F401  (gcd, lcm, histc, mode)
 from . import max_pooling_extra, ctc  # noqa: E402,F401  (adaptive and fractional max pooling, CTC loss)
 from . import sparse  # noqa: E402,F401  (the products of sparse COO tensors' parts)

@@ -156,6 +156,7 @@ KERNEL_LACKS = {
     "floating": frozenset(d for d in _dt.ALL_DTYPES if not d.is_floating_point),
     "float_double": frozenset(d for d in _dt.ALL_DTYPES if d not in (_dt.float32, _dt.float64)),   # no half types
     "integral": frozenset(d for d in _dt.ALL_DTYPES if d.is_floating_point),    # integers and bool: bitwise ops
+    "integer": frozenset(d for d in _dt.ALL_DTYPES if d.category != 1),         # integers, no bool: gcd, lcm
     "not_bool": frozenset({_dt.bool}),
     # int8/16/32/64 only (tril_indices, triu_indices)
     "signed_integral": frozenset(d for d in _dt.ALL_DTYPES if d not in (_dt.int8, _dt.int16, _dt.int32, _dt.int64)),
