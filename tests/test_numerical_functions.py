@@ -1,6 +1,6 @@
 """torch's numerical functions where the conformance samples cannot reach: cov and corrcoef on meta (torch's own
 do not run on meta tensors, so the samples compare them on real devices only), and the degrees-of-freedom
-corner of cov."""
+corner of cov, unravel_index and the narrow_copy gradient torch gets wrong."""
 from __future__ import annotations
 
 import numpy as np
@@ -45,3 +45,14 @@ def test_unravel_index_errors_match_torch(indices, shape, exc):
         torch.unravel_index(torch.tensor(indices), shape)
     with pytest.raises(exc):
         ember.unravel_index(ember.tensor(indices), shape)
+
+
+def test_narrow_copy_gradient_with_a_negative_start_is_the_positive_starts():
+    """torch's narrow_copy backward gives zeros for a negative start (a torch bug): ember's gradient is the one
+    torch gives the same window named by its positive start."""
+    grad = np.arange(1.0, 4.0).reshape(3, 1)
+    x = ember.arange(12.0).reshape(3, 4).requires_grad_()
+    x.narrow_copy(1, -1, 1).backward(ember.tensor(grad, dtype=ember.float32))
+    t = torch.arange(12.0).reshape(3, 4).requires_grad_()
+    t.narrow_copy(1, 3, 1).backward(torch.tensor(grad, dtype=torch.float32))
+    np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())

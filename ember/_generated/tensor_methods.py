@@ -389,6 +389,10 @@ from ember._generated.functions import (
     _op_histc,
     _op_mode,
     _R_mode,
+    _op_diagonal_scatter,
+    _op_narrow_copy,
+    _op_renorm,
+    _op_isreal,
     _op_cross,
     _op_dist,
     _op_bernoulli,
@@ -683,6 +687,10 @@ _method_dispatch_lcm = _op_lcm.method_dispatch
 _method_dispatch_lcm_ = _op_lcm_.method_dispatch
 _method_dispatch_histc = _op_histc.method_dispatch
 _method_dispatch_mode = _op_mode.method_dispatch
+_method_dispatch_diagonal_scatter = _op_diagonal_scatter.method_dispatch
+_method_dispatch_narrow_copy = _op_narrow_copy.method_dispatch
+_method_dispatch_renorm = _op_renorm.method_dispatch
+_method_dispatch_isreal = _op_isreal.method_dispatch
 _method_dispatch_cross = _op_cross.method_dispatch
 _method_dispatch_dist = _op_dist.method_dispatch
 _method_dispatch_bernoulli = _op_bernoulli.method_dispatch
@@ -3758,6 +3766,52 @@ class TensorMethods:
         if keepdim.__class__ is not bool:
             _bool_arg(keepdim, 'mode', 'keepdim', 2)
         return _tuple_new(_R_mode, _method_dispatch_mode((self, dim, keepdim)))
+
+    def diagonal_scatter(self, src, offset=0, dim1=0, dim2=1):
+        """A copy of self (its layout kept) with `src` written on the diagonal diagonal() would view.
+
+        Schema: ``diagonal_scatter(Tensor self, Tensor src, int offset=0, int dim1=0, int dim2=1) -> Tensor``
+        """
+        if offset.__class__ is not int:
+            _int_arg(offset, 'diagonal_scatter', 'offset', 2)
+        if dim1.__class__ is not int:
+            _int_arg(dim1, 'diagonal_scatter', 'dim1', 3)
+        if dim2.__class__ is not int:
+            _int_arg(dim2, 'diagonal_scatter', 'dim2', 4)
+        return _method_dispatch_diagonal_scatter((self, src, offset, dim1, dim2))
+
+    def narrow_copy(self, dim, start, length):
+        """A contiguous copy of `length` elements from `start` along `dim`.
+
+        Schema: ``narrow_copy(Tensor self, int dim, SymInt start, SymInt length) -> Tensor``
+        """
+        if dim.__class__ is not int:
+            _int_arg(dim, 'narrow_copy', 'dim', 1)
+        if start.__class__ is not int:
+            _int_arg(start, 'narrow_copy', 'start', 2)
+        if length.__class__ is not int:
+            _int_arg(length, 'narrow_copy', 'length', 3)
+        return _method_dispatch_narrow_copy((self, dim, start, length))
+
+    def renorm(self, p, dim, maxnorm):
+        """self with each sub-tensor along `dim` whose p-norm exceeds maxnorm scaled down to it (by maxnorm / (norm + 1e-7)).
+
+        Schema: ``renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor``
+        """
+        if p.__class__ is not int and p.__class__ is not float:
+            _number_arg(p, 'renorm', 'p', 1)
+        if dim.__class__ is not int:
+            _int_arg(dim, 'renorm', 'dim', 2)
+        if maxnorm.__class__ is not int and maxnorm.__class__ is not float:
+            _number_arg(maxnorm, 'renorm', 'maxnorm', 3)
+        return _method_dispatch_renorm((self, p, dim, maxnorm))
+
+    def isreal(self):
+        """Whether each element is real: every element of ember's (real) dtypes.
+
+        Schema: ``isreal(Tensor self) -> Tensor``
+        """
+        return _method_dispatch_isreal((self,))
 
     def cross(self, other, dim=None):
         """The cross products of the 3-vectors along `dim` (None: the first dim of length 3, deprecated as in torch) of self and other (broadcast).

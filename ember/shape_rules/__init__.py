@@ -36,5 +36,6 @@ from . import linalg, linalg_lu, linalg_products  # noqa: E402,F401  (Cholesky, 
 from . import scans, numerical, combinatorics  # noqa: E402,F401  (scans; trapezoid, cov, ...; block_diag, ...)
 from . import quantiles  # noqa: E402,F401  (quantile, nanquantile)
 from . import counting  # noqa: E402,F401  (histc, mode)
+from . import scatter_copies  # noqa: E402,F401  (diagonal_scatter, narrow_copy, renorm, isreal)
 from . import pool_ctc  # noqa: E402,F401  (adaptive and fractional max pooling, CTC loss)
 from . import sparse  # noqa: E402,F401  (the products of sparse COO tensors' parts)

@@ -32,6 +32,7 @@ from . import lu  # noqa: F401  (inverse, determinants, solve, matrix power)
 from . import scans, numerical  # noqa: F401  (heaviside, float_power, scans; trapezoid, vander, cov, corrcoef)
 from . import slices, combinatorics  # noqa: F401  (index_copy, index_fill; block_diag, cartesian_prod, combinations)
 from . import quantiles, counting  # noqa: F401  (quantile, nanquantile; gcd, lcm, histc, mode)
+from . import scatter_copies  # noqa: F401  (diagonal_scatter, narrow_copy, renorm, isreal)
 from . import sparse  # noqa: F401  (the product behind sparse COO tensors' mm)
 from .database import EXCLUDED, OP_DB
 from .samples import (ALL, DEVICE, DT, FLOAT, GRAD_DTYPES, LOWP, NUM, SIGNED, ErrorInput, OpInfo, Sample, T,
