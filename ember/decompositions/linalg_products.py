@@ -14,6 +14,7 @@ import warnings
 from ember._generated import functions as F
 
 from . import decomposition
+from .linalg import _batch
 
 INF = float("inf")
 
@@ -68,7 +69,7 @@ def linalg_vecdot(x, y, dim=-1):
 
 
 def _cross(self, other, d: int):
-    shape = _broadcast(self.shape, other.shape)
+    shape = _batch(self.shape, other.shape)
     a, b = F.expand(self, shape), F.expand(other, shape)
     a0, a1, a2 = (F.select(a, d, i) for i in range(3))
     b0, b1, b2 = (F.select(b, d, i) for i in range(3))
@@ -77,22 +78,15 @@ def _cross(self, other, d: int):
                     F.sub(F.mul(a0, b1), F.mul(a1, b0))], d)
 
 
-def _broadcast(a, b) -> tuple[int, ...]:
-    """The broadcast of two shapes (the shape rule has checked that they broadcast)."""
-    n = max(len(a), len(b))
-    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
-    return tuple(y if x == 1 else x for x, y in zip(a, b))
-
-
 @decomposition("linalg_cross")
 def linalg_cross(self, other, dim=-1):
-    n = len(_broadcast(self.shape, other.shape))
+    n = len(_batch(self.shape, other.shape))
     return _cross(self, other, dim % n)
 
 
 @decomposition("cross")
 def cross(self, other, dim=None):
-    shape = _broadcast(self.shape, other.shape)
+    shape = _batch(self.shape, other.shape)
     if dim is None:
         warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
                       "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "

@@ -9,7 +9,7 @@ samples skip gradcheck (the gradient is still compared with torch's, which split
 from __future__ import annotations
 
 from ..tolerances import LINALG_TOL, REDUCTION_TOL
-from .samples import DT, FLOAT, OpInfo, Sample, T, make
+from .samples import DT, FLOAT, OpInfo, Sample, T, fn, make
 from .database import E, add, f32
 
 INF = float("inf")
@@ -20,13 +20,6 @@ def linalg(name: str):
     def call(m, *a, **k):
         return getattr(m.linalg, name)(*a, **k)
     call.__name__ = f"linalg.{name}"
-    return call
-
-
-def public(name: str):
-    def call(m, *a, **k):
-        return getattr(m, name)(*a, **k)
-    call.__name__ = name
     return call
 
 
@@ -199,7 +192,7 @@ def _cross_errors(call, name):
 
 
 def _cross_default_dim_errors(rng):
-    call = public("cross")
+    call = fn("cross")
     return _cross_errors(call, "cross")(rng) + [
         E((T(f32(rng, (4, 2))), T(f32(rng, (4, 2)))), RuntimeError, "no dimension of size 3", fn=call,
           desc="no dim of length 3")]
@@ -207,7 +200,7 @@ def _cross_default_dim_errors(rng):
 
 add(OpInfo("linalg_cross", linalg("cross"), _cross_samples(False), dtypes=_CROSS_DTYPES, grad=True,
            errors=_cross_errors(linalg("cross"), "cross")))
-add(OpInfo("cross", public("cross"), _cross_samples(True), dtypes=_CROSS_DTYPES, grad=True,
+add(OpInfo("cross", fn("cross"), _cross_samples(True), dtypes=_CROSS_DTYPES, grad=True,
            errors=_cross_default_dim_errors))
 
 
@@ -258,7 +251,7 @@ def _tensordot_samples(rng, dtype):
 
 
 def _tensordot_errors(rng):
-    call = public("tensordot")
+    call = fn("tensordot")
     m = lambda shape: T(f32(rng, shape))        # noqa: E731
     return [E((m((2, 3, 4)), m((3, 5, 5))), RuntimeError, "contracted dimensions need to match", fn=call,
               desc="sizes differ"),
@@ -271,7 +264,7 @@ def _tensordot_errors(rng):
               desc="a pair of ints")]
 
 
-add(OpInfo("tensordot", public("tensordot"), _tensordot_samples, dtypes=_PRODUCT_DTYPES, grad=True, tol=LINALG_TOL,
+add(OpInfo("tensordot", fn("tensordot"), _tensordot_samples, dtypes=_PRODUCT_DTYPES, grad=True, tol=LINALG_TOL,
            errors=_tensordot_errors))
 
 
@@ -285,11 +278,11 @@ def _dist_samples(rng, dtype):
 
 
 def _dist_errors(rng):
-    call = public("dist")
+    call = fn("dist")
     return [E((T(f32(rng, (3,))), T(f32(rng, (4,)))), RuntimeError, "size", fn=call, desc="shapes do not broadcast"),
             E((T(make(rng, (3,), "int64")), T(make(rng, (3,), "int64"))), RuntimeError, "floating point", fn=call,
               desc="int inputs"),
             E((T(f32(rng, (3,))), T(f32(rng, (3,))), "fro"), TypeError, "'p'", fn=call, desc="str p")]
 
 
-add(OpInfo("dist", public("dist"), _dist_samples, dtypes=FLOAT, grad=True, tol=REDUCTION_TOL, errors=_dist_errors))
+add(OpInfo("dist", fn("dist"), _dist_samples, dtypes=FLOAT, grad=True, tol=REDUCTION_TOL, errors=_dist_errors))
