@@ -35,7 +35,7 @@ from ember.frontend.printing import set_printoptions, get_printoptions
 from ember.core.type_promotion import promote_types, result_type, can_cast
 from ember._generated.functions import *  # noqa: F401,F403  (every public op)
 from ember.functional import (allclose, atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_shapes,  # noqa: E402
-                              broadcast_tensors, broadcast_to, cartesian_prod, column_stack, dsplit, dstack, einsum, equal, flatten,
+                              broadcast_tensors, broadcast_to, cartesian_prod, chain_matmul, column_stack, dsplit, dstack, einsum, equal, flatten,
                               hsplit, hstack, tensor_split, tensordot, unravel_index, vsplit,
                               is_complex, is_floating_point, is_nonzero, is_same_size, meshgrid, nonzero, norm,
                               positive, split, unique, unique_consecutive, vstack)  # (torch/functional.py's signatures)

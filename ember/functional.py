@@ -1,6 +1,6 @@
 """Hand-written public functions whose Python signatures are not an ATen schema's
 (torch/functional.py's): `split` (an int or a list of sizes), `einsum` (operands as
-varargs), `tensordot` (dims as a count or a pair of lists), `block_diag` and `cartesian_prod` (tensors as varargs), `unravel_index`, `norm` (p may be 'fro'), `nonzero` (as_tuple), `flatten` (Tensor.flatten's reshape) and
+varargs), `tensordot` (dims as a count or a pair of lists), `block_diag`, `cartesian_prod` and `chain_matmul` (tensors as varargs), `unravel_index`, `norm` (p may be 'fro'), `nonzero` (as_tuple), `flatten` (Tensor.flatten's reshape) and
 `broadcast_tensors` / `broadcast_shapes` / `broadcast_to` (expand views to one shape), `meshgrid` and
 `atleast_1d/2d/3d` (views too), `hstack`/`vstack`/`dstack`/`column_stack` (cat of those views),
 `tensor_split`/`hsplit`/`vsplit`/`dsplit` (narrow views), `unique`
@@ -72,6 +72,20 @@ def unravel_index(indices: Tensor, shape) -> tuple[Tensor, ...]:
         coords.append(F.remainder(F.floor_divide(indices, stride), size) if size else F.mul(indices, 0))
         stride *= size
     return tuple(F._to_copy(c, dtype=_dt.int64) for c in reversed(coords))
+
+
+@handles_torch_function
+def chain_matmul(*matrices: Tensor) -> Tensor:
+    """torch.chain_matmul (deprecated there for linalg.multi_dot, with its warning): the product of the matrices."""
+    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
+                  "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than multiple "
+                  "parameters.", UserWarning, stacklevel=2)
+    if not matrices:
+        raise ArgumentValueError("chain_matmul(): Expected one or more matrices")
+    for m in matrices:
+        if m.dim() != 2:
+            raise ShapeError(f"Tensor dimension is {m.dim()}, expected 2 instead.")
+    return F.clone(matrices[0]) if len(matrices) == 1 else F.linalg_multi_dot(list(matrices))
 
 
 @handles_torch_function

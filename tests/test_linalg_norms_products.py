@@ -60,3 +60,16 @@ def test_multi_dot_multiplies_in_the_cheapest_order():
     # (10x100)(100x5)(5x50): ((AB)C) costs 7500 multiplications, (A(BC)) 75000
     assert chain_order([10, 100, 5, 50])[0][2] == 1
     assert chain_order([50, 5, 100, 10])[0][2] == 0                 # the mirror: A(BC) is the cheap one
+
+
+def test_chain_matmul_is_multi_dot_with_torchs_warning_and_errors():
+    rng = np.random.default_rng(4)
+    mats = [rng.standard_normal(s) for s in ((2, 3), (3, 4), (4, 1))]
+    with pytest.warns(UserWarning, match="chain_matmul is deprecated"):
+        ours = ember.chain_matmul(*(ember.tensor(m) for m in mats))
+    np.testing.assert_allclose(ours.numpy(), torch.linalg.multi_dot([torch.tensor(m) for m in mats]).numpy(),
+                               rtol=1e-12)
+    with pytest.warns(UserWarning), pytest.raises(RuntimeError, match="one or more matrices"):
+        ember.chain_matmul()
+    with pytest.warns(UserWarning), pytest.raises(RuntimeError, match="dimension is 1, expected 2"):
+        ember.chain_matmul(ember.ones(3), ember.ones(3))

@@ -359,6 +359,7 @@ from ember._generated.functions import (
     _op_erfinv,
     _op_erfinv_,
     _op_xlogy_Tensor,
+    _op_ldexp,
     _op_cholesky,
     _op_triangular_solve,
     _R_triangular_solve,
@@ -666,6 +667,7 @@ _method_dispatch_digamma_ = _op_digamma_.method_dispatch
 _method_dispatch_erfinv = _op_erfinv.method_dispatch
 _method_dispatch_erfinv_ = _op_erfinv_.method_dispatch
 _method_dispatch_xlogy_Tensor = _op_xlogy_Tensor.method_dispatch
+_method_dispatch_ldexp = _op_ldexp.method_dispatch
 _method_dispatch_cholesky = _op_cholesky.method_dispatch
 _method_dispatch_triangular_solve = _op_triangular_solve.method_dispatch
 _method_dispatch_cholesky_solve = _op_cholesky_solve.method_dispatch
@@ -3525,6 +3527,13 @@ class TensorMethods:
         Schema: ``xlogy.Tensor(Tensor self, Tensor other) -> Tensor``
         """
         return _method_dispatch_xlogy_Tensor((self, other))
+
+    def ldexp(self, other):
+        """self * 2 ** other, of each pair of elements, in their promoted floating dtype.
+
+        Schema: ``ldexp(Tensor self, Tensor other) -> Tensor``
+        """
+        return _method_dispatch_ldexp((self, other))
 
     def cholesky(self, upper=False):
         """The Cholesky factor of each symmetric positive-definite matrix (torch's older spelling of linalg.cholesky).

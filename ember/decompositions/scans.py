@@ -1,4 +1,4 @@
-"""heaviside, float_power and the scans logcumsumexp, cummax and cummin in ember ops.
+"""heaviside, float_power, ldexp and the scans logcumsumexp, cummax and cummin in ember ops.
 
 A scan is a log-step (Hillis-Steele) combination: at step s every position combines the running value
 s places before it with its own, so after ceil(log2 n) steps each holds the combination of everything up
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from ember._generated import functions as F
 from ember.core import dtype as _dt
+
+from ember.dispatcher import ALL_OPS
 
 from . import decomposition
 
@@ -29,6 +31,12 @@ def float_power(self, exponent):
     if not hasattr(base, "dtype"):                       # a number raised to a tensor
         return F.pow(F.full_like(power, base), power)
     return F.pow(base, power)
+
+
+@decomposition("ldexp")
+def ldexp(self, other):
+    dtype = ALL_OPS["ldexp"].shape_rule(ALL_OPS["ldexp"], self, other)[1]         # the promoted floating dtype
+    return F.mul(F._to_copy(self, dtype=dtype), F.pow(2.0, F._to_copy(other, dtype=dtype)))
 
 
 def _earlier(x, dim: int, s: int):

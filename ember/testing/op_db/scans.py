@@ -1,4 +1,4 @@
-"""OpInfos of heaviside, float_power, logcumsumexp, cummax and cummin against torch's."""
+"""OpInfos of heaviside, float_power, ldexp, logcumsumexp, cummax and cummin against torch's."""
 from __future__ import annotations
 
 import numpy as np
@@ -45,6 +45,25 @@ def _float_power_errors(rng):
 
 
 add(OpInfo("float_power", fn("float_power"), _float_power_samples, dtypes=NUM, grad=True, errors=_float_power_errors))
+
+
+def _ldexp_samples(rng, dtype):
+    g = dtype in FLOAT
+    x = lambda shape, layout="c": T(make(rng, shape, dtype), layout, grad=g)    # noqa: E731
+    e = lambda shape, d="int64": T(rng.integers(-3, 4, shape).astype(NP_DTYPE[d]))    # noqa: E731
+    return [Sample((x((2, 3)), e((3,))), desc="broadcast"), Sample((x((3, 2), "t"), e((3, 2), "int32")),
+                                                                   desc="transposed, int32 exponents"),
+            Sample((x(()), e(())), desc="0-d"), Sample((x((0, 3)), e((3,))), desc="empty"),
+            Sample((x((2, 3)), T(make(rng, (2, 3), "float32"))), desc="float exponents"),
+            Sample((x((2, 3)), e((2, 3))), desc="method", fn=method("ldexp"))]
+
+
+add(OpInfo("ldexp", fn("ldexp"), _ldexp_samples, dtypes=NUM, grad=True,
+           torch_grad_wrong={0: "torch's gradient multiplies by pow(2, other) in integers, 0 for a negative "
+                                "exponent; gradcheck checks ember's 2 ** other"},
+           errors=lambda rng: [E((T(f32(rng, (3,))), 3), TypeError, "other", desc="a number"),
+                               E((T(f32(rng, (2, 3))), T(f32(rng, (4,)))), RuntimeError, "size",
+                                 desc="shapes do not broadcast")]))
 
 
 def _scan_samples(floating_only: bool):
