@@ -13,6 +13,7 @@ from ember._generated import functions as F
 from ember.core import dtype as _dt
 from ember.core.errors import ArgumentValueError
 from ember.core.type_promotion import promote_types
+from ember.shape_rules.numerical import integral_dtype     # the dtype the shape rules give the results
 from ember.frontend.tensor import holds_data
 
 from . import decomposition
@@ -20,13 +21,6 @@ from . import decomposition
 
 def _as(t, dtype):
     return t if t.dtype is dtype else F._to_copy(t, dtype=dtype)
-
-
-def _float_dtype(*tensors):
-    dtype = tensors[0].dtype
-    for t in tensors[1:]:
-        dtype = promote_types(dtype, t.dtype)
-    return dtype if dtype.is_floating_point else _dt.get_default_dtype()
 
 
 def _pair_sums(y, d: int):
@@ -48,14 +42,14 @@ def _gaps(x, y, d: int, dim: int):
 
 
 def _areas_at_points(y, x, dim):
-    dtype = _float_dtype(y, x)
+    dtype = integral_dtype(y, x)
     y, x = _as(y, dtype), _as(x, dtype)
     d = dim % y.dim()
     return F.div(F.mul(_gaps(x, y, d, dim), _pair_sums(y, d)), 2.0)
 
 
 def _areas_apart(y, dx, dim):
-    y = _as(y, _float_dtype(y))
+    y = _as(y, integral_dtype(y))
     return F.mul(_pair_sums(y, dim % y.dim()), dx / 2)
 
 
@@ -117,7 +111,7 @@ def _check_nonnegative(weights, name: str) -> None:
 
 @decomposition("cov")
 def cov(self, correction=1, fweights=None, aweights=None):
-    dtype = _float_dtype(self) if aweights is None else _float_dtype(self, aweights)
+    dtype = integral_dtype(self) if aweights is None else integral_dtype(self, aweights)
     x = _as(self if self.dim() == 2 else F.reshape(self, (1, -1)), dtype)
     _check_nonnegative(fweights, "fweights")
     _check_nonnegative(aweights, "aweights")

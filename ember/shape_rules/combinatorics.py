@@ -7,11 +7,7 @@ from ember.core.errors import ArgumentValueError, DTypeError, ShapeError
 from ember.core.type_promotion import result_type
 
 from . import shape_rule
-from .common import as_int, check_tensor
-
-
-def _shape(t) -> tuple[int, ...]:
-    return tuple(t._data.shape)
+from .common import as_int, check_tensor, shape_of
 
 
 def block_shape(shape: tuple[int, ...]) -> tuple[int, int]:
@@ -24,10 +20,10 @@ def block_diag(op, tensors):
     tensors = list(tensors)
     for i, t in enumerate(tensors):
         check_tensor(op, t, f"tensors[{i}]")
-        if len(_shape(t)) > 2:
+        if len(shape_of(t)) > 2:
             raise ShapeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
-                             f"{len(_shape(t))} dimensions")
-    blocks = [block_shape(_shape(t)) for t in tensors]
+                             f"{len(shape_of(t))} dimensions")
+    blocks = [block_shape(shape_of(t)) for t in tensors]
     rows, cols = sum(b[0] for b in blocks), sum(b[1] for b in blocks)
     if not tensors:
         return ((1, 0), result_type(1.0))           # torch's result for no blocks
@@ -40,8 +36,8 @@ def _vectors(op, tensors):
         raise ArgumentValueError("meshgrid expects a non-empty TensorList")
     for i, t in enumerate(tensors):
         check_tensor(op, t, f"tensors[{i}]")
-        if len(_shape(t)) != 1:
-            raise ShapeError(f"Expect a 1D vector, but got shape {list(_shape(t))}")
+        if len(shape_of(t)) != 1:
+            raise ShapeError(f"Expect a 1D vector, but got shape {list(shape_of(t))}")
     if len({t._dtype for t in tensors}) > 1:
         raise DTypeError("meshgrid expects all tensors to have the same dtype")
     return tensors
@@ -51,8 +47,8 @@ def _vectors(op, tensors):
 def cartesian_prod(op, tensors):
     tensors = _vectors(op, tensors)
     if len(tensors) == 1:
-        return (_shape(tensors[0]), tensors[0]._dtype)
-    return ((math.prod(_shape(t)[0] for t in tensors), len(tensors)), tensors[0]._dtype)
+        return (shape_of(tensors[0]), tensors[0]._dtype)
+    return ((math.prod(shape_of(t)[0] for t in tensors), len(tensors)), tensors[0]._dtype)
 
 
 def combination_count(n: int, r: int, with_replacement: bool) -> int:
@@ -62,11 +58,11 @@ def combination_count(n: int, r: int, with_replacement: bool) -> int:
 @shape_rule("combinations")
 def combinations(op, self, r=2, with_replacement=False):
     check_tensor(op, self, "input")
-    if len(_shape(self)) != 1:
-        raise ShapeError(f"Expect a 1D vector, but got shape {list(_shape(self))}")
+    if len(shape_of(self)) != 1:
+        raise ShapeError(f"Expect a 1D vector, but got shape {list(shape_of(self))}")
     r = as_int(op, r, "r")
     if r < 0:
         raise ArgumentValueError(f"Expect a non-negative number, but got {r}")
     if r == 0:
         return ((0,), self._dtype)
-    return ((combination_count(_shape(self)[0], r, with_replacement), r), self._dtype)
+    return ((combination_count(shape_of(self)[0], r, with_replacement), r), self._dtype)

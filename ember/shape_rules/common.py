@@ -69,6 +69,11 @@ def broadcast_shapes(op, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
     return tuple(result)
 
 
+def shape_of(t: TensorSpec) -> tuple[int, ...]:
+    """A tensor argument's shape as a tuple of ints."""
+    return tuple(t._data.shape)
+
+
 def check_tensor(op, value, arg: str) -> TensorSpec:
     if not isinstance(value, TensorSpec):
         raise ArgumentTypeError(f"{op.name}(): argument '{arg}' must be Tensor, not {type(value).__name__}")

@@ -6,11 +6,7 @@ from ember.core.errors import ArgumentTypeError, ArgumentValueError, DTypeError,
 from ember.core.spec import TensorSpec
 
 from . import shape_rule
-from .common import type_name
-
-
-def _shape(t: TensorSpec) -> tuple[int, ...]:
-    return tuple(t._data.shape)
+from .common import shape_of, type_name
 
 
 def parse_einsum(op, equation, shapes):
@@ -82,7 +78,7 @@ def einsum(op, equation, tensors, path=None):
         if t._dtype is not tensors[0]._dtype:
             raise DTypeError(f"{op.name}(): expected scalar type {type_name(tensors[0]._dtype)} but found "
                              f"{type_name(t._dtype)}")
-    parsed, out, sizes = parse_einsum(op, equation, [_shape(t) for t in tensors])
+    parsed, out, sizes = parse_einsum(op, equation, [shape_of(t) for t in tensors])
     dtype = tensors[0]._dtype
     if len(tensors) == 1 and not dtype.is_floating_point and set(parsed[0]) - set(out):
         dtype = _dt.int64               # one operand summed over an index: sum's integer promotion, as torch's

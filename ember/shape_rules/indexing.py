@@ -15,14 +15,10 @@ from ember.core.layout import numel
 from ember.core.spec import TensorSpec
 
 from . import shape_rule
-from .common import (as_int, broadcast_shapes, check_tensor, dense_like, iterator_strides, preserved_strides, type_name,
-                     with_layout, wrap_dim)
+from .common import (as_int, broadcast_shapes, check_tensor, dense_like, iterator_strides, preserved_strides, shape_of,
+                     type_name, with_layout, wrap_dim)
 
 _INDEX_DTYPES = (_dt.int64, _dt.int32)
-
-
-def _shape(t) -> tuple[int, ...]:
-    return tuple(t._data.shape)
 
 
 def no_meta(op, t) -> None:
@@ -34,7 +30,7 @@ def no_meta(op, t) -> None:
 
 def _same_layout(self):
     """(shape, dtype): scatter-like results are contiguous on PyTorch's meta device."""
-    return (_shape(self), self._dtype)
+    return (shape_of(self), self._dtype)
 
 
 def _dimsize(shape, d) -> int:
@@ -48,7 +44,7 @@ def _check_scatter_gather(op, self, dim, index, src=None, *, what="scatter", red
     check_tensor(op, index, "index")
     if src is not None:
         check_tensor(op, src, "src")
-    s, i = _shape(self), _shape(index)
+    s, i = shape_of(self), shape_of(index)
     d = wrap_dim(op, dim, len(s))               # torch wraps the dim before it checks the index's dtype
     if reduce_check is not None:
         reduce_check()
@@ -71,7 +67,7 @@ def _check_scatter_gather(op, self, dim, index, src=None, *, what="scatter", red
                          f"larger than self {list(s)} apart from dimension {d} (argument 'index')")
     if src is None:
         return d
-    src_shape = _shape(src)
+    src_shape = shape_of(src)
     if wrong is None:
         for k in range(dims):                   # src.size(k) for every dim of self: past src's dims, an IndexError
             if _dimsize(i, k) > (_dimsize(src_shape, k) if k < len(src_shape) or not src_shape
@@ -90,7 +86,7 @@ def _check_scatter_gather(op, self, dim, index, src=None, *, what="scatter", red
 @shape_rule("gather")
 def gather(op, self, dim, index, sparse_grad=False):
     _check_scatter_gather(op, self, dim, index, what="gather")
-    return (_shape(index), self._dtype)
+    return (shape_of(index), self._dtype)
 
 
 @shape_rule("scatter_add")
@@ -148,11 +144,11 @@ def one_hot(op, self, num_classes=-1):
     if num_classes < -1:
         raise ArgumentValueError(f"{op.name}(): Class values must be smaller than num_classes.")
     if num_classes == -1:
-        if 0 in _shape(self):
+        if 0 in shape_of(self):
             raise ArgumentValueError(f"{op.name}(): Can not infer total number of classes from empty tensor.")
         no_meta(op, self)
-        return (tuple(_shape(self)) + (None,), _dt.int64)
-    return (tuple(_shape(self)) + (num_classes,), _dt.int64)
+        return (tuple(shape_of(self)) + (None,), _dt.int64)
+    return (tuple(shape_of(self)) + (num_classes,), _dt.int64)
 
 
 @shape_rule("take")
@@ -162,9 +158,9 @@ def take(op, self, index):
     check_tensor(op, index, "index")
     if index._dtype is not _dt.int64:
         raise DTypeError(f"{op.name}(): Expected a long tensor for index, but got {type_name(index._dtype)}")
-    if numel(_shape(self)) == 0 and numel(_shape(index)) > 0:
+    if numel(shape_of(self)) == 0 and numel(shape_of(index)) > 0:
         raise IndexOutOfRangeError(f"{op.name}(): tried to take from an empty tensor")
-    return (tuple(_shape(index)), self._dtype)
+    return (tuple(shape_of(index)), self._dtype)
 
 
 @shape_rule("bincount")
@@ -175,13 +171,13 @@ def bincount(op, self, weights=None, minlength=0):
     minlength = as_int(op, minlength, "minlength")
     if minlength < 0:
         raise ArgumentValueError(f"{op.name}(): minlength should be >= 0")
-    if len(_shape(self)) != 1 or self._dtype.is_floating_point or self._dtype is _dt.bool:
+    if len(shape_of(self)) != 1 or self._dtype.is_floating_point or self._dtype is _dt.bool:
         if self._dtype.is_floating_point:
             raise MissingKernelError(f'{op.name}(): "bincount_cpu" not implemented for \'{type_name(self._dtype)}\'')
         raise ArgumentValueError(f"{op.name}(): bincount only supports 1-d non-negative integral inputs.")
     if weights is not None:
         check_tensor(op, weights, "weights")
-        if tuple(_shape(weights)) != tuple(_shape(self)):
+        if tuple(shape_of(weights)) != tuple(shape_of(self)):
             raise ShapeError(f"{op.name}(): weights should be 1-d and have the same length as input")
     no_meta(op, self)
     dtype = _dt.int64 if weights is None else _dt.float32 if weights._dtype is _dt.float32 else _dt.float64
@@ -203,7 +199,7 @@ def searchsorted(op, sorted_sequence, self, out_int32=False, right=False, side=N
     if right and side == "left":
         raise ArgumentValueError(f"{op.name}(): side and right can't be set to opposites, got side of {side} while "
                                  f"right was {bool(right)}")
-    rows, values = tuple(_shape(sorted_sequence)), tuple(_shape(self))
+    rows, values = tuple(shape_of(sorted_sequence)), tuple(shape_of(self))
     if not values and len(rows) != 1:                 # a 0-d value searches one 1-D sequence only
         raise ShapeError(f"torch.searchsorted(): input value can be a scalar only when boundaries tensor dimension "
                          f"is 1, but we got boundaries tensor dim({len(rows)}) and input value's dim(0) numel(1)")
@@ -215,7 +211,7 @@ def searchsorted(op, sorted_sequence, self, out_int32=False, right=False, side=N
                          f"{list(rows)} and input value tensor {list(values)}")
     if sorter is not None:
         check_tensor(op, sorter, "sorter")
-        if tuple(_shape(sorter)) != rows or sorter._dtype is not _dt.int64:
+        if tuple(shape_of(sorter)) != rows or sorter._dtype is not _dt.int64:
             raise ShapeError(f"{op.name}(): sorter must be an int64 tensor of the sorted sequence's shape")
     return (values, _search_dtype(out_int32))
 
@@ -224,16 +220,17 @@ def searchsorted(op, sorted_sequence, self, out_int32=False, right=False, side=N
 def bucketize(op, self, boundaries, out_int32=False, right=False):
     check_tensor(op, self, "input")
     check_tensor(op, boundaries, "boundaries")
-    if len(_shape(boundaries)) != 1:
-        raise ShapeError(f"{op.name}(): boundaries tensor must be 1 dimension, but got dim({len(_shape(boundaries))})")
-    return (tuple(_shape(self)), _search_dtype(out_int32))
+    if len(shape_of(boundaries)) != 1:
+        raise ShapeError(f"{op.name}(): boundaries tensor must be 1 dimension, but got "
+                         f"dim({len(shape_of(boundaries))})")
+    return (tuple(shape_of(self)), _search_dtype(out_int32))
 
 
 @shape_rule("nonzero")
 def nonzero(op, self):
     check_tensor(op, self, "input")
     no_meta(op, self)
-    return ((None, len(_shape(self))), _dt.int64)     # the row count is known after the kernel ran
+    return ((None, len(shape_of(self))), _dt.int64)     # the row count is known after the kernel ran
 
 
 def _check_vector_index(op, index, what):
@@ -241,26 +238,26 @@ def _check_vector_index(op, index, what):
     if index._dtype not in _INDEX_DTYPES:
         raise DTypeError(f"{op.name}: {what}(): Expected dtype int32 or int64 for index, got "
                          f"{type_name(index._dtype)} (argument 'index')")
-    if len(_shape(index)) > 1:
+    if len(shape_of(index)) > 1:
         raise IndexOutOfRangeError(f"{op.name}: {what}(): Index is supposed to be a vector (argument 'index' has "
-                                   f"{len(_shape(index))} dimensions)")
+                                   f"{len(shape_of(index))} dimensions)")
 
 
 @shape_rule("index_select")
 def index_select(op, self, dim, index):
     check_tensor(op, self, "input")
     _check_vector_index(op, index, "index_select")
-    s = _shape(self)
+    s = shape_of(self)
     d = wrap_dim(op, dim, len(s))
     if not s:
-        n = numel(_shape(index))
+        n = numel(shape_of(index))
         if n != 1:
             raise ArgumentValueError(f"{op.name}: index_select(): Index to scalar can have only 1 value, got {n} "
                                      "value(s) (argument 'index')")
         return ((), self._dtype)
-    if s[d] == 0 and numel(_shape(index)) > 0:
+    if s[d] == 0 and numel(shape_of(index)) > 0:
         raise ArgumentValueError(f"{op.name}(): index_select(): self indexing axis dim should be positive")
-    return (s[:d] + (numel(_shape(index)),) + s[d + 1:], self._dtype)
+    return (s[:d] + (numel(shape_of(index)),) + s[d + 1:], self._dtype)
 
 
 @shape_rule("index_add")
@@ -268,12 +265,12 @@ def index_add(op, self, dim, index, source, alpha=1):
     check_tensor(op, self, "input")
     check_tensor(op, source, "source")
     _check_vector_index(op, index, "index_add_")
-    s, src = _shape(self), _shape(source)
+    s, src = shape_of(self), shape_of(source)
     d = wrap_dim(op, dim, len(s))
     if source._dtype is not self._dtype:
         raise DTypeError(f"{op.name}: index_add_(): self ({type_name(self._dtype)}) and source "
                          f"({type_name(source._dtype)}) must have the same scalar type (argument 'source')")
-    n = numel(_shape(index))
+    n = numel(shape_of(index))
     if 0 < len(src) <= d:
         raise ShapeError(f"{op.name}: index_add_(): Indexing dim {d} is out of bounds of the source tensor with dim "
                          f"{len(src)}")
@@ -291,9 +288,9 @@ def _slice_index(op, self, dim, index, what: str, dtype_error) -> int:
     check_tensor(op, index, "index")
     if index._dtype is not _dt.int64:
         raise dtype_error(index)
-    if len(_shape(index)) > 1:
-        raise IndexOutOfRangeError(f"{what}(): Index should have dimension 1 or 0 (got {len(_shape(index))})")
-    return wrap_dim(op, dim, len(_shape(self)))
+    if len(shape_of(index)) > 1:
+        raise IndexOutOfRangeError(f"{what}(): Index should have dimension 1 or 0 (got {len(shape_of(index))})")
+    return wrap_dim(op, dim, len(shape_of(self)))
 
 
 @shape_rule("index_copy")
@@ -305,7 +302,7 @@ def index_copy(op, self, dim, index, source):
     if source._dtype is not self._dtype:
         raise DTypeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
                          f"{type_name(self._dtype)} and (source) {type_name(source._dtype)}")
-    s, src, n = _shape(self), _shape(source), numel(_shape(index))
+    s, src, n = shape_of(self), shape_of(source), numel(shape_of(index))
     if s and src and len(src) != len(s):
         raise IndexOutOfRangeError(f"index_copy_(): When source and destination are not scalars, their dimensionality "
                                    f"must match. Source dimensionality ({len(src)}), destination dimensionality "
@@ -325,9 +322,9 @@ def index_fill(op, self, dim, index, value):
     """self's shape, dtype and layout (torch's clone, then filled in place); a tensor value is 0-d."""
     _slice_index(op, self, dim, index, "index_fill_",
                  lambda i: IndexOutOfRangeError("index_fill_(): Expected dtype int64 for index."))
-    if isinstance(value, TensorSpec) and _shape(value):
+    if isinstance(value, TensorSpec) and shape_of(value):
         raise ShapeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
-                         f"{len(_shape(value))} dimension(s).")
+                         f"{len(shape_of(value))} dimension(s).")
     return dense_like(self, self._dtype)
 
 
@@ -339,8 +336,8 @@ def take_along_dim(op, self, indices, dim=None):
         raise DTypeError(f"{op.name}: torch.take_along_dim(): dtype of indices should be Long but got "
                          f"{type_name(indices._dtype)} (argument 'indices')")
     if dim is None:
-        return ((numel(_shape(indices)),), self._dtype)
-    s, i = _shape(self), _shape(indices)
+        return ((numel(shape_of(indices)),), self._dtype)
+    s, i = shape_of(self), shape_of(indices)
     if len(s) != len(i):
         raise ShapeError(f"{op.name}: torch.take_along_dim(): input and indices should have the same number of "
                          f"dimensions, but got {len(s)} dimensions for input, and {len(i)} dimensions for indices")
@@ -362,7 +359,7 @@ def expand_index_entries(op, self, indices):
     if not isinstance(indices, (list, tuple)):
         raise ArgumentTypeError(f"{op.name}(): argument 'indices' must be tuple of Tensors, "
                                 f"not {type(indices).__name__}")
-    s = _shape(self)
+    s = shape_of(self)
     if not indices:
         raise IndexOutOfRangeError(f"{op.name}: at least one index must be provided (argument 'indices')")
     for k, t in enumerate(indices):        # the entries' types first, as torch's argument parser
@@ -379,7 +376,7 @@ def expand_index_entries(op, self, indices):
             raise IndexOutOfRangeError(f"{op.name}: tensors used as indices must be long, int, byte or bool tensors "
                                        f"(argument 'indices', entry {k} is {t._dtype.name})")
         if t._dtype in (_dt.bool, _dt.uint8):
-            ms = _shape(t)
+            ms = shape_of(t)
             for j, n in enumerate(ms):
                 if dim + j < len(s) and n != s[dim + j]:
                     raise IndexOutOfRangeError(
@@ -403,9 +400,9 @@ def expand_index_entries(op, self, indices):
 def index_layout(op, self, entries):
     """(result shape, its strides or None, broadcast index shape, first advanced dim or None if
     the advanced dims are not adjacent) for integer-only `entries`."""
-    s = _shape(self)
+    s = shape_of(self)
     adv = [(d, t) for d, t, _ in entries if t is not None]
-    shapes = [_shape(t) for _, t in adv]
+    shapes = [shape_of(t) for _, t in adv]
     try:
         b = broadcast_shapes(op, shapes)
     except ShapeError:
@@ -457,7 +454,7 @@ def _index_strides(self, adv, b, p, rest, shape):
             self_st[nb + j] = st[d]
     ops = [_Operand(shape, self_st)]
     for _, t in adv:
-        ts = _shape(t)
+        ts = shape_of(t)
         tst = tuple(x // t._dtype.itemsize for x in t._data.strides)
         full = [0] * len(shape)
         off = nb - len(ts)
@@ -491,8 +488,8 @@ def index_put(op, self, indices, values, accumulate=False):
                          "source (argument 'values')")
     if not masks and any(t is not None for _, t, _ in entries):
         shape = index_layout(op, self, entries)[0]
-        check_values_fit(op, _shape(values), shape)
-    return with_layout(_shape(self), self._dtype, preserved_strides(self))    # a clone of self
+        check_values_fit(op, shape_of(values), shape)
+    return with_layout(shape_of(self), self._dtype, preserved_strides(self))    # a clone of self
 
 
 def check_values_fit(op, vshape, shape) -> None:
@@ -523,12 +520,12 @@ def masked_fill(op, self, mask, value):
                              f"with {len(value._data.shape)} dimension(s) (argument 'value')")
     elif not isinstance(value, (bool, int, float)):
         raise ArgumentTypeError(f"{op.name}(): argument 'value' must be Number, not {type(value).__name__}")
-    shape = broadcast_shapes(op, [_shape(self), _shape(mask)])
+    shape = broadcast_shapes(op, [shape_of(self), shape_of(mask)])
     if op.inplace_of is not None:
-        if shape != _shape(self):
-            raise ShapeError(f"{op.name}: output with shape {list(_shape(self))} doesn't match the broadcast shape "
+        if shape != shape_of(self):
+            raise ShapeError(f"{op.name}: output with shape {list(shape_of(self))} doesn't match the broadcast shape "
                              f"{list(shape)} (argument 'mask')")
-    if shape == _shape(self):
+    if shape == shape_of(self):
         return _same_layout(self)
     return (shape, self._dtype)
 
@@ -540,7 +537,7 @@ def masked_select(op, self, mask):
     if mask._dtype is not _dt.bool:
         raise DTypeError(f"{op.name}: masked_select: expected BoolTensor for mask, got {mask._dtype.name} "
                          "(argument 'mask')")
-    broadcast_shapes(op, [_shape(self), _shape(mask)])
+    broadcast_shapes(op, [shape_of(self), shape_of(mask)])
     no_meta(op, self)
     return ((None,), self._dtype)
 
@@ -553,7 +550,7 @@ def masked_scatter(op, self, mask, source):
     if source._dtype is not self._dtype:
         raise DTypeError(f"{op.name}: masked_scatter: expected self and source to have same dtypes but got "
                          f"{type_name(self._dtype)} and {type_name(source._dtype)} (argument 'source')")
-    shape = broadcast_shapes(op, [_shape(self), _shape(mask)])
+    shape = broadcast_shapes(op, [shape_of(self), shape_of(mask)])
     return (shape, self._dtype)
 
 
@@ -565,14 +562,14 @@ def embedding(op, weight, indices, padding_idx=-1, scale_grad_by_freq=False, spa
     if indices._dtype not in _INDEX_DTYPES:
         raise DTypeError(f"{op.name}: Expected tensor for argument #1 'indices' to have one of the following scalar "
                          f"types: Long, Int; but got {type_name(indices._dtype)} instead")
-    if len(_shape(weight)) != 2:
-        raise ShapeError(f"{op.name}: 'weight' must be 2-D (argument 'weight' has {len(_shape(weight))} dimensions)")
+    if len(shape_of(weight)) != 2:
+        raise ShapeError(f"{op.name}: 'weight' must be 2-D (argument 'weight' has {len(shape_of(weight))} dimensions)")
     if sparse:
         raise MissingKernelError(f"{op.name}: sparse=True (sparse gradients) is not supported (argument 'sparse')")
-    if _shape(weight)[0] == 0 and numel(_shape(indices)):     # no row any index could name
+    if shape_of(weight)[0] == 0 and numel(shape_of(indices)):     # no row any index could name
         raise ShapeError(f"{op.name}: index_select(): self indexing axis dim should be positive (argument 'weight' "
-                         f"has no rows, {numel(_shape(indices))} indices given)")
-    return (_shape(indices) + (_shape(weight)[1],), weight._dtype)
+                         f"has no rows, {numel(shape_of(indices))} indices given)")
+    return (shape_of(indices) + (shape_of(weight)[1],), weight._dtype)
 
 
 @shape_rule("embedding_dense_backward")
@@ -585,5 +582,5 @@ def embedding_dense_backward(op, grad_output, indices, num_weights, padding_idx,
     if num_weights < 0:
         raise ArgumentValueError(f"{op.name}: zeros: Dimension size must be non-negative. (argument 'num_weights' "
                                  f"is {num_weights})")
-    g = _shape(grad_output)
+    g = shape_of(grad_output)
     return ((num_weights, g[-1] if g else 1), grad_output._dtype)

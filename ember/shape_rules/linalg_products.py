@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from ember.core import dtype as _dt
 from ember.core.errors import ArgumentTypeError, ArgumentValueError, DimensionError, DTypeError, MissingKernelError, ShapeError
-from ember.core.spec import TensorSpec
 from ember.core.type_promotion import promote_types, result_type
 
 from . import shape_rule
-from .common import NUMBER_TYPES, as_int, broadcast_shapes, check_dtype_arg, check_tensor, type_name, wrap_dim, wrap_dims
+from .common import (as_int, broadcast_shapes, check_dtype_arg, check_tensor, NUMBER_TYPES, shape_of, type_name,
+                     wrap_dim, wrap_dims)
 from .reductions import reduced_shape
 
 INF = float("inf")
@@ -25,10 +25,6 @@ MATRIX_ORDERS = (1, -1, INF, -INF)
 def _public(op) -> str:
     """The op as torch's messages spell it: linalg_vector_norm -> linalg.vector_norm."""
     return op.name.split(".")[0].replace("linalg_", "linalg.", 1)
-
-
-def _shape(t: TensorSpec) -> tuple[int, ...]:
-    return tuple(t._data.shape)
 
 
 def _check_floating(op, self) -> None:
@@ -62,7 +58,7 @@ def linalg_vector_norm(op, self, ord=2, dim=None, keepdim=False, dtype=None):
     _check_order(op, ord)
     _check_floating(op, self)
     out = norm_dtype(op, self, dtype)
-    shape = _shape(self)
+    shape = shape_of(self)
     dims = tuple(range(len(shape))) if dim is None or (isinstance(dim, (list, tuple)) and not dim) else \
         wrap_dims(op, dim, len(shape))
     if ord < 0 or ord == INF:                  # max, min and negative orders have no identity to start from
@@ -85,7 +81,7 @@ def matrix_dims(op, self, dim) -> tuple[int, int]:
     dims = tuple(dim) if isinstance(dim, (list, tuple)) else (dim,)
     if len(dims) != 2:
         raise ArgumentValueError(f"{_public(op)}: dim must be a 2-tuple. Got {' '.join(str(d) for d in dims)}")
-    wrapped = tuple(wrap_dim(op, d, len(_shape(self))) for d in dims)
+    wrapped = tuple(wrap_dim(op, d, len(shape_of(self))) for d in dims)
     if wrapped[0] == wrapped[1]:
         raise ArgumentValueError(f"{_public(op)}: dims must be different. Got ({dims[0]}, {dims[1]})")
     return wrapped
@@ -94,7 +90,7 @@ def matrix_dims(op, self, dim) -> tuple[int, int]:
 @shape_rule("linalg_matrix_norm")
 def linalg_matrix_norm(op, self, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):
     check_tensor(op, self, "input")
-    shape = _shape(self)
+    shape = shape_of(self)
     if len(shape) < 2:
         raise ShapeError(f"{_public(op)}: The input tensor A must have at least 2 dimensions.")
     _check_floating(op, self)
@@ -128,7 +124,7 @@ def linalg_vecdot(op, x, y, dim=-1):
         raise DTypeError(f"{_public(op)}: Expected x and y to have the same dtype, but found x of type "
                          f"{type_name(x._dtype)} and y of type {type_name(y._dtype)} instead")
     _check_floating(op, x)
-    shape = broadcast_shapes(op, [_shape(x), _shape(y)])
+    shape = broadcast_shapes(op, [shape_of(x), shape_of(y)])
     d = wrap_dim(op, dim, len(shape))
     return (reduced_shape(shape, (d,), False) if shape else (), x._dtype)
 
@@ -139,7 +135,7 @@ def _cross(op, self, other, dim):
     broadcasting, one dtype, not bool."""
     check_tensor(op, self, "input")
     check_tensor(op, other, "other")
-    a, b = _shape(self), _shape(other)
+    a, b = shape_of(self), shape_of(other)
     if len(a) != len(b):
         raise ShapeError("linalg.cross: inputs must have the same number of dimensions.")
     if dim is None:
@@ -176,7 +172,7 @@ def linalg_multi_dot(op, tensors):
         raise ArgumentValueError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
     for i, t in enumerate(tensors):
         check_tensor(op, t, f"tensors[{i}]")
-    shapes = [_shape(t) for t in tensors]
+    shapes = [shape_of(t) for t in tensors]
     for which, k in (("first", 0), ("last", -1)):
         if len(shapes[k]) not in (1, 2):
             raise ShapeError(f"multi_dot(): the {which} tensor must be 1D or 2D but got {len(shapes[k])}D")
@@ -204,7 +200,7 @@ def tensordot(op, self, other, dims_self, dims_other):
         raise DTypeError(f"{op.name}(): both inputs should have same dtype")
     if len(dims_self) != len(dims_other):
         raise ArgumentValueError(f"{op.name}(): both dimension lists should have same length")
-    a, b = _shape(self), _shape(other)
+    a, b = shape_of(self), shape_of(other)
     da = wrap_dims(op, [as_int(op, d, "dims_self") for d in dims_self], len(a), "dims_self")
     db = wrap_dims(op, [as_int(op, d, "dims_other") for d in dims_other], len(b), "dims_other")
     for i, j, gi, gj in zip(da, db, dims_self, dims_other):
@@ -221,7 +217,7 @@ def dist(op, self, other, p=2):
     check_tensor(op, other, "other")
     if p.__class__ is bool or not isinstance(p, NUMBER_TYPES):
         raise ArgumentTypeError(f"{op.name}(): argument 'p' (position 3) must be Number, not {type(p).__name__}")
-    broadcast_shapes(op, [_shape(self), _shape(other)])
+    broadcast_shapes(op, [shape_of(self), shape_of(other)])
     dtype = result_type(self, other)
     if not dtype.is_floating_point:
         raise DTypeError(f"{op.name}(): input dtype should be either floating point or complex. Got "

@@ -13,17 +13,17 @@ from ember.core import dtype as _dt
 from ember.core.spec import TensorSpec
 
 from . import shape_rule
-from .common import check_int_list, check_kernel_dtype, check_tensor, type_name
-from .nn_layers import (_adaptive, _shape, adaptive_avg_pool2d, avg_pool2d, conv_spec, int_tuple,
+from .common import check_int_list, check_kernel_dtype, check_tensor, shape_of, type_name
+from .nn_layers import (_adaptive, adaptive_avg_pool2d, avg_pool2d, conv_spec, int_tuple,
                         max_pool2d_with_indices, pool_geometry)
 from .nn_norm_pad import _mode_pad, native_batch_norm, native_group_norm, native_layer_norm
 
 
 def _check_grad(op, grad, expected, arg="grad_output"):
     check_tensor(op, grad, arg)
-    if _shape(grad) != tuple(expected):
+    if shape_of(grad) != tuple(expected):
         raise ShapeError(f"{op.name}(): Expected {arg} of size {list(expected)}, but got {arg} of size "
-                         f"{list(_shape(grad))}")
+                         f"{list(shape_of(grad))}")
 
 
 def _mask(op, output_mask):
@@ -80,7 +80,7 @@ def _pool_backward(forward_rule):
         _check_grad(op, grad_output, out[0])
         if grad_output._dtype is not self._dtype:
             raise ShapeError(f"{op.name}(): expected grad_output of dtype {self._dtype}, got {grad_output._dtype}")
-        return (_shape(self), self._dtype)
+        return (shape_of(self), self._dtype)
     return rule
 
 
@@ -102,7 +102,7 @@ def avg_pool3d_backward(op, grad_output, self, *args):
 
 def _dim_check(op, t, need, nd):
     """ATen indexes dim -need (IndexError) before its own checks."""
-    r = len(_shape(t))
+    r = len(shape_of(t))
     if r < need:
         raise DimensionError(f"{op.name}(): Dimension out of range (expected to be in range of "
                              f"[{-max(r, 1)}, {max(r, 1) - 1}], but got {nd})")
@@ -110,13 +110,13 @@ def _dim_check(op, t, need, nd):
 
 @shape_rule("_adaptive_avg_pool2d_backward")
 def _adaptive_avg_pool2d_backward(op, grad_output, self):
-    return _ADA2(op, grad_output, self, tuple(_shape(grad_output)[-2:]))
+    return _ADA2(op, grad_output, self, tuple(shape_of(grad_output)[-2:]))
 
 
 @shape_rule("_adaptive_avg_pool3d_backward")
 def _adaptive_avg_pool3d_backward(op, grad_output, self):
     _dim_check(op, grad_output, 4, -4)
-    return _ADA3(op, grad_output, self, tuple(_shape(grad_output)[-3:]))
+    return _ADA3(op, grad_output, self, tuple(shape_of(grad_output)[-3:]))
 
 
 def _max_backward(forward_rule):
@@ -126,7 +126,7 @@ def _max_backward(forward_rule):
         _check_grad(op, indices, out, "indices")
         if indices._dtype is not _dt.int64:
             raise ShapeError(f"{op.name}(): expected indices of dtype int64, got {indices._dtype}")
-        return (_shape(self), self._dtype)
+        return (shape_of(self), self._dtype)
     return rule
 
 
@@ -150,13 +150,14 @@ def convolution_backward(op, grad_output, input, weight, bias_sizes, stride, pad
     check_tensor(op, input, "input")
     check_tensor(op, weight, "weight")
     mask = _mask(op, output_mask)
-    out = conv_spec(op, _shape(input), input, weight, None, stride, padding, dilation, transposed, output_padding,
+    out = conv_spec(op, shape_of(input), input, weight, None, stride, padding, dilation, transposed, output_padding,
                     groups)
     _check_grad(op, grad_output, out[0])
-    bias = (_shape(weight)[1] * groups if transposed else _shape(weight)[0],)
+    bias = (shape_of(weight)[1] * groups if transposed else shape_of(weight)[0],)
     if bias_sizes is not None:
         bias = check_int_list(op, bias_sizes, "bias_sizes")
-    return _masked(mask, ((_shape(input), input._dtype), (_shape(weight), weight._dtype), (bias, grad_output._dtype)))
+    return _masked(mask, ((shape_of(input), input._dtype), (shape_of(weight), weight._dtype),
+                          (bias, grad_output._dtype)))
 
 
 # ----------------------------------------------------------------------------------- linear
@@ -211,15 +212,15 @@ def linear_backward(op, self, grad_output, weight, output_mask):
 def native_layer_norm_backward(op, grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask):
     mask = _mask(op, output_mask)
     specs = native_layer_norm(op, input, normalized_shape, weight, bias)
-    _check_grad(op, grad_out, _shape(input), "grad_out")
-    axis = len(_shape(input)) - len(check_int_list(op, normalized_shape, "normalized_shape"))
+    _check_grad(op, grad_out, shape_of(input), "grad_out")
+    axis = len(shape_of(input)) - len(check_int_list(op, normalized_shape, "normalized_shape"))
     stat = tuple(specs[1][0])
     for t, arg in ((mean, "mean"), (rstd, "rstd")):      # (*outer, 1, ..., 1) as returned, or (*outer)
         check_tensor(op, t, arg)
-        if _shape(t) not in (stat, stat[:axis]):
-            raise ShapeError(f"{op.name}(): Expected {arg} of size {list(stat)}, but got {list(_shape(t))}")
-    ns = _shape(input)[axis:]
-    return _masked(mask, ((_shape(input), input._dtype), (ns, (weight if weight is not None else input)._dtype),
+        if shape_of(t) not in (stat, stat[:axis]):
+            raise ShapeError(f"{op.name}(): Expected {arg} of size {list(stat)}, but got {list(shape_of(t))}")
+    ns = shape_of(input)[axis:]
+    return _masked(mask, ((shape_of(input), input._dtype), (ns, (weight if weight is not None else input)._dtype),
                           (ns, (bias if bias is not None else input)._dtype)))
 
 
@@ -227,12 +228,12 @@ def native_layer_norm_backward(op, grad_out, input, normalized_shape, mean, rstd
 def native_group_norm_backward(op, grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
     mask = _mask(op, output_mask)
     specs = native_group_norm(op, input, weight, None, N, C, HxW, group, 0.0)
-    _check_grad(op, grad_out, _shape(input), "grad_out")
+    _check_grad(op, grad_out, shape_of(input), "grad_out")
     for t, arg in ((mean, "mean"), (rstd, "rstd")):
         _check_grad(op, t, specs[1][0], arg)
-    c = (_shape(input)[1],)
+    c = (shape_of(input)[1],)
     w_dtype = (weight if weight is not None else input)._dtype
-    return _masked(mask, ((_shape(input), input._dtype), (c, w_dtype), (c, input._dtype)))
+    return _masked(mask, ((shape_of(input), input._dtype), (c, w_dtype), (c, input._dtype)))
 
 
 @shape_rule("_native_batch_norm_legit")
@@ -288,7 +289,7 @@ def col2im(op, self, output_size, kernel_size, dilation, padding, stride):
     check_tensor(op, self, "input")
     out = int_tuple(op, output_size, 2, "output_size")
     kernel, dilation, padding, stride = _fold_params(op, kernel_size, dilation, padding, stride)
-    shape = _shape(self)
+    shape = shape_of(self)
     if len(shape) not in (2, 3) or (len(shape) == 3 and shape[1] == 0) or shape[-1] == 0 and len(shape) == 2:
         raise ShapeError(f"{op.name}(): Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size "
                          f"and non-zero dimensions for input, but got: {list(shape)}")
@@ -311,7 +312,7 @@ def col2im(op, self, output_size, kernel_size, dilation, padding, stride):
 def im2col(op, self, kernel_size, dilation, padding, stride):
     check_tensor(op, self, "input")
     kernel, dilation, padding, stride = _fold_params(op, kernel_size, dilation, padding, stride)
-    shape = _shape(self)
+    shape = shape_of(self)
     _dim_check(op, self, 3, 2)
     if len(shape) not in (3, 4) or any(n == 0 for n in shape[-3:]):
         raise ShapeError(f"{op.name}(): Expected 3D or 4D (batch mode) tensor for input with possibly 0 batch size "

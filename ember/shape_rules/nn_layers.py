@@ -13,7 +13,7 @@ from ember.core.spec import TensorSpec
 from ember.core.type_promotion import promote_types
 
 from . import shape_rule
-from .common import as_int, check_int_list, check_kernel_dtype, check_tensor, type_name, wrap_dim
+from .common import as_int, check_int_list, check_kernel_dtype, check_tensor, shape_of, type_name, wrap_dim
 
 
 def int_tuple(op, value, n: int, arg: str, *, allow_empty: bool = False) -> tuple[int, ...]:
@@ -26,10 +26,6 @@ def int_tuple(op, value, n: int, arg: str, *, allow_empty: bool = False) -> tupl
     if len(vals) != n:
         raise ArgumentValueError(f"{op.name}(): argument '{arg}' must be an int or a list of {n} ints, got {list(vals)}")
     return vals
-
-
-def _shape(t: TensorSpec) -> tuple[int, ...]:
-    return tuple(t._data.shape)
 
 
 def _check_float(op, t: TensorSpec, kernel: str) -> None:
@@ -48,7 +44,7 @@ def conv_output_size(inp, k, s, p, d, transposed=False, out_pad=0) -> int:
 def convolution(op, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     check_tensor(op, input, "input")
     check_tensor(op, weight, "weight")
-    return conv_spec(op, _shape(input), input, weight, bias, stride, padding, dilation, transposed, output_padding,
+    return conv_spec(op, shape_of(input), input, weight, bias, stride, padding, dilation, transposed, output_padding,
                      groups)
 
 
@@ -69,7 +65,7 @@ def conv_spec(op, x, input, weight, bias, stride, padding, dilation, transposed,
             and all(n.__class__ is int for n in x)):        # symbolic sizes (an export's) are not keys
         return _conv_spec(op, x, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
     try:
-        key = (x, _shape(weight), None if bias is None else (_shape(bias), bias._dtype), input._dtype,
+        key = (x, shape_of(weight), None if bias is None else (shape_of(bias), bias._dtype), input._dtype,
                weight._dtype, _hashable(stride), _hashable(padding), _hashable(dilation), transposed,
                _hashable(output_padding), groups)
         spec = _CONV_SPECS.get(key)
@@ -85,7 +81,7 @@ def conv_spec(op, x, input, weight, bias, stride, padding, dilation, transposed,
 
 
 def _conv_spec(op, x, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
-    w = _shape(weight)
+    w = shape_of(weight)
     nd = len(w) - 2
     if nd < 1:
         raise ShapeError(f"{op.name}(): weight should have at least three dimensions, got weight of size {list(w)}")
@@ -138,9 +134,9 @@ def _conv_spec(op, x, input, weight, bias, stride, padding, dilation, transposed
             raise ShapeError(f"{op.name}(): Calculated padded input size per channel: "
                              f"({' x '.join(map(str, padded))}). Kernel size: ({' x '.join(map(str, eff))}). "
                              "Kernel size can't be greater than actual input size")
-    if bias is not None and (len(_shape(bias)) != 1 or _shape(bias)[0] != out_c):
+    if bias is not None and (len(shape_of(bias)) != 1 or shape_of(bias)[0] != out_c):
         raise ShapeError(f"{op.name}(): Given weight of size {list(w)}, expected bias to be 1-dimensional with "
-                         f"{out_c} elements, but got bias of size {list(_shape(bias))} instead")
+                         f"{out_c} elements, but got bias of size {list(shape_of(bias))} instead")
     out_dtype = _conv_dtype(op, numel(x) > 0, input, weight, bias, transposed, any(d > 1 for d in dilation))
     if not numel(x) and x[0] and x[1]:
         raise ShapeError(f"{op.name}(): Only zero batch or zero channel inputs are supported, but got input shape: "
@@ -178,10 +174,10 @@ def conv_unbatched(op, input, weight, nd: int) -> bool:
     """Whether conv{nd}d gets an unbatched input (nd + 1 dims); errors for other ranks."""
     check_tensor(op, input, "input")
     check_tensor(op, weight, "weight")
-    r = len(_shape(input))
+    r = len(shape_of(input))
     if r not in (nd + 1, nd + 2):
         raise ShapeError(f"{op.name}(): Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
-                         f"{op.name.split('.')[0]}, but got input of size: {list(_shape(input))}")
+                         f"{op.name.split('.')[0]}, but got input of size: {list(shape_of(input))}")
     return r == nd + 1
 
 
@@ -201,9 +197,9 @@ def _conv_wrapper(nd: int, transposed: bool, string_padding: bool = False):
             pad = 0
         else:
             pad = padding
-        x = (1,) + _shape(input) if unbatched else _shape(input)
-        if padding == "same" and len(_shape(weight)) == nd + 2:       # as the decomposition pads: see same_padding
-            pad, extra = same_padding(_shape(weight)[2:], int_tuple(op, dilation, nd, "dilation"))
+        x = (1,) + shape_of(input) if unbatched else shape_of(input)
+        if padding == "same" and len(shape_of(weight)) == nd + 2:       # as the decomposition pads: see same_padding
+            pad, extra = same_padding(shape_of(weight)[2:], int_tuple(op, dilation, nd, "dilation"))
             x = x[:2] + tuple(n + e for n, e in zip(x[2:], extra))
         spec = conv_spec(op, x, input, weight, bias, stride, pad, dilation, transposed, output_padding, groups)
         return (spec[0][1:] if unbatched else spec[0], spec[1])
@@ -296,7 +292,7 @@ def pool_geometry(op, self, kernel_size, stride, padding, dilation, ceil_mode, n
                          allow_empty=True) or kernel
     padding = _pool_param(op, padding, nd, "padding", f"either be a single int, or a tuple of {n_word} ints")
     dilation = _pool_param(op, dilation, nd, "dilation", f"either be a single int, or a tuple of {n_word} ints")
-    shape = _shape(self)
+    shape = shape_of(self)
     if len(shape) not in (nd + 1, nd + 2) or any(n == 0 for n in shape[-nd - 1:]) and len(shape) == nd + 1 or \
             (len(shape) == nd + 2 and any(n == 0 for n in shape[1:])):
         raise ShapeError(f"{op.name}(): Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with optional 0 dim batch "
@@ -348,9 +344,9 @@ def _avg_dtype_check(op, self):
 def avg_pool2d(op, self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     check_tensor(op, self, "input")
-    if len(_shape(self)) < 3:          # ATen reads input.size(-3) first
+    if len(shape_of(self)) < 3:          # ATen reads input.size(-3) first
         raise DimensionError(f"{op.name}(): Dimension out of range (expected to be in range of "
-                             f"[{-max(len(_shape(self)), 1)}, {max(len(_shape(self)), 1) - 1}], but got -3)")
+                             f"[{-max(len(shape_of(self)), 1)}, {max(len(shape_of(self)), 1) - 1}], but got -3)")
     out = pool_geometry(op, self, kernel_size, stride, padding, 1, ceil_mode)
     if divisor_override is not None and as_int(op, divisor_override, "divisor_override") == 0:
         raise ArgumentValueError(f"{op.name}(): divisor must be not zero (argument 'divisor_override')")
@@ -367,7 +363,7 @@ def avg_pool1d(op, self, kernel_size, stride=(), padding=0, ceil_mode=False, cou
 
 def _adaptive(op, self, output_size, nd):
     check_tensor(op, self, "input")
-    shape = _shape(self)
+    shape = shape_of(self)
     name = op.name.split(".")[0].lstrip("_")
     sizes = check_int_list(op, output_size, "output_size")
     if not isinstance(output_size, (tuple, list)):          # an int[nd]: one int stands for nd of them
@@ -407,7 +403,7 @@ def adaptive_avg_pool2d_public(op, self, output_size):
     if not is_global_pool(output_size):
         return adaptive_avg_pool2d(op, self, output_size)
     check_tensor(op, self, "input")
-    shape = _shape(self)
+    shape = shape_of(self)
     wrap_dim(op, -2, len(shape))
     if not self._dtype.is_floating_point:
         raise DTypeError(f"{op.name}(): mean(): could not infer output dtype. Input dtype must be either a floating "
@@ -436,16 +432,16 @@ def _max_unpool(nd: int):
         if bad is not None:
             raise ArgumentValueError(f"{op.name}(): max_unpooling{nd}d(): output_size must contain non-negative "
                                      f"spatial dimensions, but got output_size[{bad}]={output_size[bad]}")
-        shape = _shape(self)
+        shape = shape_of(self)
         if len(shape) not in (nd + 1, nd + 2):
             raise ShapeError(f"{op.name}(): Input to max_unpooling{nd}d should be a {nd + 1}d or {nd + 2}d Tensor, "
                              f"but got a tensor with {len(shape)} dimensions.")
         if indices._dtype is not _dt.int64:
             raise DTypeError(f"{op.name}(): elements in indices should be type int64 but got: "
                              f"{type_name(indices._dtype)}")
-        if _shape(indices) != shape:
+        if shape_of(indices) != shape:
             raise ShapeError(f"{op.name}(): Expected shape of indices to be same as that of the input tensor "
-                             f"({list(shape)}) but got indices tensor with shape: {list(_shape(indices))}")
+                             f"({list(shape)}) but got indices tensor with shape: {list(shape_of(indices))}")
         if nd == 3:                 # the 3-d op takes the pooling's stride and padding, which torch checks
             stride, padding = (check_int_list(op, v, name) * (1 if isinstance(v, (tuple, list)) else 3)
                                for v, name in ((stride, "stride"), (padding, "padding")))   # an int: 3 of them

@@ -7,8 +7,8 @@ from ember.core.errors import ArgumentValueError, DimensionError, DTypeError, Mi
 from ember.core import dtype as _dt
 
 from . import shape_rule
-from .common import as_int, check_int_list, check_tensor, type_name, wrap_dim
-from .nn_layers import _check_float, _shape
+from .common import as_int, check_int_list, check_tensor, shape_of, type_name, wrap_dim
+from .nn_layers import _check_float
 
 _LOWP = (_dt.float16, _dt.bfloat16)
 
@@ -18,8 +18,8 @@ def _check_channel_param(op, t, C, arg):
     if t is None:
         return
     check_tensor(op, t, arg)
-    if _shape(t) != (C,):
-        raise ShapeError(f"{op.name}(): {arg} should contain {C} elements not {math.prod(_shape(t))}")
+    if shape_of(t) != (C,):
+        raise ShapeError(f"{op.name}(): {arg} should contain {C} elements not {math.prod(shape_of(t))}")
 
 
 def _check_parameter_dtypes(op, input, *params) -> None:
@@ -50,7 +50,7 @@ def _batch_norm(op, input, weight, bias, running_mean, running_var, training, em
     native ops, and batch_norm (`empty_batch_ok`) returns an empty input as it is without checking the
     parameters, as torch's do."""
     check_tensor(op, input, "input")
-    shape = _shape(input)
+    shape = shape_of(input)
     if len(shape) < 2:
         raise ShapeError(f"{op.name}(): Expected input to have at least 2 dimensions, but got input of size "
                          f"{list(shape)}")
@@ -86,16 +86,16 @@ def batch_norm(op, input, weight, bias, running_mean, running_var, training, mom
 def native_layer_norm(op, input, normalized_shape, weight=None, bias=None, eps=1e-5, *rest):
     check_tensor(op, input, "input")
     ns = check_int_list(op, normalized_shape, "normalized_shape")
-    shape = _shape(input)
+    shape = shape_of(input)
     if not ns:
         raise ArgumentValueError(f"{op.name}(): Expected normalized_shape to be at least 1-dimensional, i.e., "
                                  f"containing at least one element, but got normalized_shape = {list(ns)}")
     for t, arg in ((weight, "weight"), (bias, "bias")):
         if t is not None:
             check_tensor(op, t, arg)
-            if _shape(t) != ns:
+            if shape_of(t) != ns:
                 raise ShapeError(f"{op.name}(): Expected {arg} to be of same shape as normalized_shape, but got "
-                                 f"{arg} of shape {list(_shape(t))} and normalized_shape = {list(ns)}")
+                                 f"{arg} of shape {list(shape_of(t))} and normalized_shape = {list(ns)}")
     if len(shape) < len(ns) or shape[len(shape) - len(ns):] != ns:
         raise ShapeError(f"{op.name}(): Given normalized_shape={list(ns)}, expected input with shape "
                          f"[*, {', '.join(map(str, ns))}], but got input of size{list(shape)}")
@@ -112,7 +112,7 @@ def layer_norm(op, input, normalized_shape, weight=None, bias=None, eps=1e-5, cu
 
 def _group_checks(op, input, weight, bias, group):
     check_tensor(op, input, "input")
-    shape = _shape(input)
+    shape = shape_of(input)
     if len(shape) < 2:
         raise ShapeError(f"{op.name}(): Expected at least 2 dimensions for input tensor but received {len(shape)}")
     group = as_int(op, group, "num_groups")
@@ -123,9 +123,10 @@ def _group_checks(op, input, weight, bias, group):
     for t, arg in ((weight, "weight"), (bias, "bias")):
         if t is not None:
             check_tensor(op, t, arg)
-            if _shape(t) != (C,):
+            if shape_of(t) != (C,):
                 raise ShapeError(f"{op.name}(): Expected {arg} to be a vector of size equal to the number of channels "
-                                 f"in input, but got {arg} of shape {list(_shape(t))} and input of shape {list(shape)}")
+                                 f"in input, but got {arg} of shape {list(shape_of(t))} and input of shape "
+                                 f"{list(shape)}")
     _check_parameter_dtypes(op, input, weight, bias)
     _check_float(op, input, "GroupNormKernelImpl")
     return shape, group
@@ -143,7 +144,7 @@ def native_group_norm(op, input, weight, bias, N, C, HxW, group, eps):
 @shape_rule("group_norm")
 def group_norm(op, input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
     check_tensor(op, input, "input")
-    rank = len(_shape(input))
+    rank = len(shape_of(input))
     if rank == 0:                       # the op reads the batch and channel sizes first (nn.functional checks)
         raise DimensionError(f"{op.name}(): Dimension specified as 0 but tensor has no dimensions")
     if rank == 1:
@@ -157,7 +158,7 @@ def group_norm(op, input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_en
 def constant_pad_nd(op, self, pad, value=0):
     check_tensor(op, self, "input")
     pad = check_int_list(op, pad, "pad")
-    shape = list(_shape(self))
+    shape = list(shape_of(self))
     if len(pad) % 2:
         raise ArgumentValueError(f"{op.name}(): Length of pad must be even but instead it equals {len(pad)}")
     if len(pad) // 2 > len(shape):
@@ -178,7 +179,7 @@ def _mode_pad(op, self, pad, nd, mode):
     """reflection/replication padding of the last `nd` dims (input nd + 1 or nd + 2 dims)."""
     check_tensor(op, self, "input")
     pad = check_int_list(op, pad, "padding")
-    shape = _shape(self)
+    shape = shape_of(self)
     if len(pad) != 2 * nd:
         raise ArgumentValueError(f"{op.name}(): padding size is expected to be {2 * nd}, but got: {len(pad)}")
     if len(shape) not in (nd + 1, nd + 2) or any(n == 0 for n in shape[1:]):
@@ -225,7 +226,7 @@ def replication_pad2d(op, self, padding):
 def pad(op, self, pad, mode="constant", value=None):
     check_tensor(op, self, "input")
     pad = check_int_list(op, pad, "pad")
-    ndim = len(_shape(self))
+    ndim = len(shape_of(self))
     if mode not in ("constant", "reflect", "replicate", "circular"):        # torch checks the mode first
         raise MissingKernelError(f"{op.name}(): Unrecognised padding mode {mode}")
     if len(pad) % 2:
@@ -247,7 +248,7 @@ def pad(op, self, pad, mode="constant", value=None):
 # ------------------------------------------------------------------------------- upsampling
 def _upsample(op, self, output_size, nd, kernel):
     check_tensor(op, self, "input")
-    shape = _shape(self)
+    shape = shape_of(self)
     sizes = check_int_list(op, output_size, "output_size")
     if len(sizes) != nd:
         raise ArgumentValueError(f"{op.name}(): It is expected output_size equals to {nd}, but got size {len(sizes)}")
@@ -275,7 +276,7 @@ def _vec_size(op, input, output_size, scale_factors, nd):
         sf = sf * nd
     if len(sf) != nd:
         raise ArgumentValueError(f"{op.name}(): scale_factors must have {nd} elements, got {len(sf)}")
-    shape = _shape(input)
+    shape = shape_of(input)
     if len(shape) != nd + 2:
         raise ShapeError(f"{op.name}(): Non-empty {nd + 2}D data tensor expected but got a tensor with sizes "
                          f"{list(shape)}")

@@ -7,12 +7,8 @@ from ember.core.errors import ArgumentValueError, DimensionError, DTypeError, Sh
 from ember.core.type_promotion import promote_types, result_type
 
 from . import shape_rule
-from .common import as_int, broadcast_shapes, check_tensor, type_name, wrap_dim
+from .common import as_int, broadcast_shapes, check_tensor, shape_of, type_name, wrap_dim
 from .reductions import reduced_shape
-
-
-def _shape(t) -> tuple[int, ...]:
-    return tuple(t._data.shape)
 
 
 def integral_dtype(*operands) -> _dt.dtype:
@@ -24,9 +20,9 @@ def integral_dtype(*operands) -> _dt.dtype:
 def _samples_dim(op, y, dim, empty_message: str) -> int:
     """The wrapped dim the samples run along (a 0-d y has none: torch's IndexError)."""
     check_tensor(op, y, "y")
-    if not _shape(y):
+    if not shape_of(y):
         raise DimensionError(empty_message.format(dim=dim))
-    return wrap_dim(op, dim, len(_shape(y)))
+    return wrap_dim(op, dim, len(shape_of(y)))
 
 
 def _with_points(op, y, x, dim, cumulative: bool) -> tuple[tuple[int, ...], _dt.dtype]:
@@ -36,7 +32,7 @@ def _with_points(op, y, x, dim, cumulative: bool) -> tuple[tuple[int, ...], _dt.
         "Dimension specified as {dim} but tensor has no dimensions"
     d = _samples_dim(op, y, dim, message)
     check_tensor(op, x, "x")
-    shape, points = _shape(y), _shape(x)
+    shape, points = shape_of(y), shape_of(x)
     pieces = list(shape)
     pieces[d] = max(shape[d] - 1, 0)
     if len(points) == 1:
@@ -67,13 +63,13 @@ def cumulative_trapezoid_x(op, y, x, dim=-1):
 @shape_rule("trapezoid_dx")
 def trapezoid_dx(op, y, dx=1, dim=-1):
     d = _samples_dim(op, y, dim, "Dimension specified as {dim} but tensor has no dimensions")
-    return reduced_shape(_shape(y), (d,), False), integral_dtype(y) if _shape(y)[d] else y._dtype
+    return reduced_shape(shape_of(y), (d,), False), integral_dtype(y) if shape_of(y)[d] else y._dtype
 
 
 @shape_rule("cumulative_trapezoid_dx")
 def cumulative_trapezoid_dx(op, y, dx=1, dim=-1):
     d = _samples_dim(op, y, dim, "slice() cannot be applied to a 0-dim tensor.")
-    shape = list(_shape(y))
+    shape = list(shape_of(y))
     shape[d] = max(shape[d] - 1, 0)
     return tuple(shape), integral_dtype(y)
 
@@ -82,9 +78,9 @@ def cumulative_trapezoid_dx(op, y, dx=1, dim=-1):
 def vander(op, x, N=None, increasing=False):
     """(len(x), N) powers; integers and bools as int64."""
     check_tensor(op, x, "x")
-    if len(_shape(x)) != 1:
+    if len(shape_of(x)) != 1:
         raise ShapeError(f"{op.name}(): x must be a one-dimensional tensor.")
-    n = _shape(x)[0]
+    n = shape_of(x)[0]
     if N is not None:
         N = as_int(op, N, "N")
         if N < 0:
@@ -96,7 +92,7 @@ def _weights(op, t, name: str, kind: str, observations: int) -> None:
     if t is None:
         return
     check_tensor(op, t, name)
-    shape = _shape(t)
+    shape = shape_of(t)
     if len(shape) > 1:
         raise ShapeError(f"cov(): expected {name} to have one or fewer dimensions but got {name} with {len(shape)} "
                          "dimensions")
@@ -112,7 +108,7 @@ def _weights(op, t, name: str, kind: str, observations: int) -> None:
 def _variables(op, self, name: str) -> tuple[int, ...]:
     """The result shape of a covariance of self's rows: (variables, variables), or () for a 0-d or 1-d input."""
     check_tensor(op, self, "input")
-    shape = _shape(self)
+    shape = shape_of(self)
     if len(shape) > 2:
         raise ShapeError(f"{name}(): expected input to have two or fewer dimensions but got an input with "
                          f"{len(shape)} dimensions")
@@ -125,7 +121,7 @@ def _variables(op, self, name: str) -> tuple[int, ...]:
 def cov(op, self, correction=1, fweights=None, aweights=None):
     out = _variables(op, self, "cov")
     as_int(op, correction, "correction")
-    shape = _shape(self)
+    shape = shape_of(self)
     observations = shape[-1] if shape else 1
     _weights(op, fweights, "fweights", "integral", observations)
     _weights(op, aweights, "aweights", "floating point", observations)

@@ -9,13 +9,9 @@ from __future__ import annotations
 
 from ember.core import dtype as _dt
 from ember.core.errors import ArgumentValueError, DTypeError, ShapeError
-from ember.core.spec import TensorSpec
 
 from . import shape_rule
-from .common import as_int, check_int_list, check_kernel_dtype, check_tensor
-
-def _shape(t: TensorSpec) -> tuple[int, ...]:
-    return tuple(t._data.shape)
+from .common import as_int, check_int_list, check_kernel_dtype, check_tensor, shape_of
 
 
 def _check_nonempty(op, shape, first: int, name: str, tail: str) -> None:
@@ -43,7 +39,7 @@ def _adaptive_max(op, self, output_size, nd: int):
     """((values spec), (indices spec)): the input's leading dims and `output_size`."""
     check_tensor(op, self, "input")
     sizes = _ints(op, output_size, nd, "output_size")
-    shape = _shape(self)
+    shape = shape_of(self)
     if nd == 1:
         if len(shape) not in (2, 3):
             raise ShapeError(f"{op.name}(): Expected 2 to 3 dimensions, but got {len(shape)}-dimensional tensor for "
@@ -94,7 +90,7 @@ def _fractional(op, self, kernel_size, output_size, random_samples, nd: int):
         raise ArgumentValueError(f"{op.name}(): {name}: kernel_size must either be {what}")
     if len(sizes) != nd:
         raise ArgumentValueError(f"{op.name}(): {name}: output_size must either be {what}")
-    shape = _shape(self)
+    shape = shape_of(self)
     if len(shape) not in (nd + 1, nd + 2):
         raise ShapeError(f"{op.name}(): {where}: Expected {nd + 1}D or {nd + 2}D tensor, but got: {list(shape)}")
     _check_nonempty(op, shape, 1, where[:-2], "but got{shape} with dimension {i} being empty.")
@@ -106,7 +102,7 @@ def _fractional(op, self, kernel_size, output_size, random_samples, nd: int):
         if sizes[d] + kernel[d] - 1 > shape[-nd + d] - strict:
             raise ArgumentValueError(f"{op.name}(): {where}: pool {dims[d]} {kernel[d]} too large relative to input "
                                      f"{dims[d]} {shape[-nd + d]}")
-    samples = _shape(random_samples)
+    samples = shape_of(random_samples)
     if len(samples) != 3:
         raise ShapeError(f"{op.name}(): Expect _random_samples to have 3 dimensions, got {len(samples)}")
     if samples[0] < batch:
@@ -145,7 +141,7 @@ def _ctc_common(op, log_probs, targets, blank):
     check_tensor(op, targets, "targets")
     blank = as_int(op, blank, "blank")
     check_kernel_dtype(op, log_probs._dtype)           # torch's kernel dtypes come before its checks
-    shape = _shape(log_probs)
+    shape = shape_of(log_probs)
     if 0 in shape:
         raise ShapeError(f"{op.name}(): log_probs tensor must not be empty")
     batched = len(shape) == 3
@@ -153,8 +149,8 @@ def _ctc_common(op, log_probs, targets, blank):
     if rank != 3:
         raise ShapeError(f"{op.name}(): Expected 3-dimensional tensor, but got {rank}-dimensional tensor for "
                          f"argument #1 'log_probs' {_FROM}")
-    if not 1 <= len(_shape(targets)) <= 2:
-        raise ShapeError(f"{op.name}(): Expected 1 to 2 dimensions, but got {len(_shape(targets))}-dimensional "
+    if not 1 <= len(shape_of(targets)) <= 2:
+        raise ShapeError(f"{op.name}(): Expected 1 to 2 dimensions, but got {len(shape_of(targets))}-dimensional "
                          f"tensor for argument #2 'targets' {_FROM}")
     if not 0 <= blank < shape[-1]:
         raise ArgumentValueError(f"{op.name}(): blank must be in label range")
@@ -206,7 +202,7 @@ def ctc_loss_intlist(op, log_probs, targets, input_lengths, target_lengths, blan
     batch, batched = _ctc_common(op, log_probs, targets, blank)
     il = check_int_list(op, input_lengths, "input_lengths")
     tl = check_int_list(op, target_lengths, "target_lengths")
-    check_ctc_lengths(op, _shape(targets), il, tl, _shape(log_probs)[0], batch)
+    check_ctc_lengths(op, shape_of(targets), il, tl, shape_of(log_probs)[0], batch)
     return _ctc_spec(op, log_probs, batch, batched, reduction)
 
 
@@ -220,6 +216,6 @@ def ctc_loss_tensor(op, log_probs, targets, input_lengths, target_lengths, blank
             raise DTypeError(f"{op.name}(): {arg} must be integral")
     batch, batched = _ctc_common(op, log_probs, targets, blank)
     for t, arg in ((input_lengths, "input_lengths"), (target_lengths, "target_lengths")):
-        if len(_shape(t)) > 1 or (_shape(t)[0] if _shape(t) else 1) != batch:
+        if len(shape_of(t)) > 1 or (shape_of(t)[0] if shape_of(t) else 1) != batch:
             raise ShapeError(f"{op.name}(): {arg} must be of size batch_size")
     return _ctc_spec(op, log_probs, batch, batched, reduction)

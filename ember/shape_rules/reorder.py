@@ -3,21 +3,15 @@ from __future__ import annotations
 
 from ember.core.errors import ArgumentValueError, DimensionError, ShapeError
 from ember.core.layout import contiguous_strides, numel
-from ember.core.spec import TensorSpec
 
 from . import shape_rule
-from .common import check_int_list, check_tensor, dense_like, with_layout, wrap_dim
-
-
-def _shape(t: TensorSpec) -> tuple[int, ...]:
-    return tuple(t._data.shape)
-
+from .common import check_int_list, check_tensor, dense_like, shape_of, with_layout, wrap_dim
 
 
 @shape_rule("flip")
 def flip(op, self, dims):
     check_tensor(op, self, "input")
-    shape = _shape(self)
+    shape = shape_of(self)
     dims = check_int_list(op, dims, "dims")
     wrapped = tuple(wrap_dim(op, d, len(shape), "dims") for d in dims)
     if len(set(wrapped)) != len(wrapped):
@@ -38,19 +32,19 @@ def roll(op, self, shifts, dims=()):
     if dims and len(shifts) != len(dims):
         raise ArgumentValueError(f"{op.name}(): shifts and dimensions must align. shifts: {len(shifts)}, "
                                  f"dims:{len(dims)}")
-    if numel(_shape(self)) == 0:         # torch returns an empty input's copy before it reads the dims
-        return (_shape(self), self._dtype)
-    if dims and not _shape(self):
+    if numel(shape_of(self)) == 0:         # torch returns an empty input's copy before it reads the dims
+        return (shape_of(self), self._dtype)
+    if dims and not shape_of(self):
         raise DimensionError(f"{op.name}(): Dimension specified as {dims[0]} but tensor has no dimensions")
     for d in dims:
-        wrap_dim(op, d, len(_shape(self)), "dims")
-    return (_shape(self), self._dtype)
+        wrap_dim(op, d, len(shape_of(self)), "dims")
+    return (shape_of(self), self._dtype)
 
 
 @shape_rule("fliplr")
 def fliplr(op, self):
     check_tensor(op, self, "input")
-    if len(_shape(self)) < 2:
+    if len(shape_of(self)) < 2:
         raise ShapeError(f"{op.name}(): Input must be >= 2-d.")
     return flip(op, self, [1])
 
@@ -58,7 +52,7 @@ def fliplr(op, self):
 @shape_rule("flipud")
 def flipud(op, self):
     check_tensor(op, self, "input")
-    if len(_shape(self)) < 1:
+    if len(shape_of(self)) < 1:
         raise ShapeError(f"{op.name}(): Input must be >= 1-d.")
     return flip(op, self, [0])
 
@@ -66,7 +60,7 @@ def flipud(op, self):
 def rot90_dims(op, self, k, dims) -> tuple[int, int, int]:
     """(k mod 4, the two wrapped rotation dims), with torch's checks."""
     dims = check_int_list(op, dims, "dims")
-    ndim = len(_shape(self))
+    ndim = len(shape_of(self))
     if len(dims) != 2:
         raise ArgumentValueError(f"{op.name}(): expected total rotation dims == 2, but got dims = {len(dims)}")
     if ndim < 2:
@@ -85,7 +79,7 @@ def rot90(op, self, k=1, dims=(0, 1)):
     check_tensor(op, self, "input")
     turns, d0, d1 = rot90_dims(op, self, k, dims)
     if turns == 0:
-        return (_shape(self), self._dtype)
+        return (shape_of(self), self._dtype)
     dense = dense_like(self, self._dtype)
     if turns == 2:
         return dense

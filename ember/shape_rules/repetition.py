@@ -7,19 +7,15 @@ from ember.core import dtype as _dt
 from ember.core.layout import numel
 
 from . import shape_rule
-from .common import as_int, check_int_list, check_tensor, type_name, wrap_dim
+from .common import as_int, check_int_list, check_tensor, shape_of, type_name, wrap_dim
 from .indexing import no_meta
-
-
-def _shape(t) -> tuple[int, ...]:
-    return tuple(t._data.shape)
 
 
 @shape_rule("repeat")
 def repeat(op, self, repeats):
     check_tensor(op, self, "input")
     repeats = check_int_list(op, repeats, "repeats")
-    shape = _shape(self)
+    shape = shape_of(self)
     if len(repeats) < len(shape):
         raise ArgumentValueError(f"{op.name}(): Number of dimensions of repeat dims can not be smaller than number "
                                  f"of dimensions of tensor (repeats {list(repeats)}, tensor of {len(shape)} dims)")
@@ -35,7 +31,7 @@ def repeat(op, self, repeats):
 def tile(op, self, dims):
     check_tensor(op, self, "input")
     dims = check_int_list(op, dims, "dims")
-    ndim = len(_shape(self))
+    ndim = len(shape_of(self))
     dims = (1,) * (ndim - len(dims)) + dims
     return repeat(op, self, dims)
 

@@ -10,14 +10,10 @@ from ember.core.errors import (ArgumentTypeError, ArgumentValueError, DimensionE
 from ember.core import dtype as _dt
 
 from . import shape_rule
-from .common import check_tensor, type_name
+from .common import check_tensor, shape_of, type_name
 from .indexing import no_meta
 
 _INDEX_DTYPES = (_dt.int64, _dt.int32)
-
-
-def _shape(t) -> tuple[int, ...]:
-    return tuple(t._data.shape)
 
 
 # ------------------------------------------------------------------------------ embedding_bag
@@ -36,7 +32,7 @@ def _embedding_bag(op, weight, indices, offsets, scale_grad_by_freq=False, mode=
         raise DTypeError(f"{op.name}: Expected tensor for argument #1 'weight' to have one of the following scalar "
                          f"types: Half, BFloat16, Float, Double; but got {type_name(weight._dtype)} instead "
                          "(argument 'weight')")
-    w, i, o = _shape(weight), _shape(indices), _shape(offsets)
+    w, i, o = shape_of(weight), shape_of(indices), shape_of(offsets)
     if len(w) != 2:
         raise ShapeError(f"{op.name}: weight has to be a 2D Tensor, but got Tensor of dimension {len(w)} "
                          "(argument 'weight')")
@@ -62,9 +58,9 @@ def _embedding_bag(op, weight, indices, offsets, scale_grad_by_freq=False, mode=
             raise DTypeError(f"{op.name}: expected per_sample_weights to have the dtype of weight "
                              f"({type_name(weight._dtype)}), got {type_name(per_sample_weights._dtype)} "
                              "(argument 'per_sample_weights')")
-        if _shape(per_sample_weights) != i:
+        if shape_of(per_sample_weights) != i:
             raise ShapeError(f"{op.name}: per_sample_weights must have the shape of indices {list(i)}, got "
-                             f"{list(_shape(per_sample_weights))} (argument 'per_sample_weights')")
+                             f"{list(shape_of(per_sample_weights))} (argument 'per_sample_weights')")
     bags = o[0] - 1 if include_last_offset else o[0]
     max_indices = (bags, w[1]) if mode == 2 else (0,)
     return [((bags, w[1]), weight._dtype), (i, _dt.int64), (o, _dt.int64), (max_indices, _dt.int64)]
@@ -75,7 +71,7 @@ def embedding_bag_padding_idx(op, weight, indices, offsets, scale_grad_by_freq, 
                               include_last_offset, padding_idx):
     out = _embedding_bag(op, weight, indices, offsets, scale_grad_by_freq, mode, sparse, per_sample_weights,
                          include_last_offset, -1)
-    n = _shape(weight)[0]
+    n = shape_of(weight)[0]
     if padding_idx is not None and not -n <= padding_idx < n:
         raise ArgumentValueError(f"{op.name}: padding_idx must be within the number of embeddings, {-n} through "
                                  f"{n - 1}, but got {padding_idx} (argument 'padding_idx')")
@@ -87,7 +83,7 @@ def embedding_bag_padding_idx(op, weight, indices, offsets, scale_grad_by_freq, 
 def grid_sampler_2d(op, input, grid, interpolation_mode, padding_mode, align_corners):
     check_tensor(op, input, "input")
     check_tensor(op, grid, "grid")
-    x, g = _shape(input), _shape(grid)
+    x, g = shape_of(input), shape_of(grid)
     if not x or not g:                  # torch reads both batch sizes first
         raise DimensionError(f"{op.name}(): Dimension specified as 0 but tensor has no dimensions")
     if len(x) != len(g) or x[0] != g[0]:
@@ -126,7 +122,7 @@ def affine_grid_generator(op, theta, size, align_corners):
     if not isinstance(size, (list, tuple)):
         raise ArgumentTypeError(f"{op.name}(): argument 'size' (position 2) must be tuple of ints, not {type(size).__name__}")
     size = tuple(int(s) for s in size)
-    th = _shape(theta)
+    th = shape_of(theta)
     if len(size) not in (4, 5):
         raise ShapeError(f"{op.name}: AffineGridGenerator needs 4d (spatial) or 5d (volumetric) inputs. "
                          f"(argument 'size' is {list(size)})")
@@ -145,4 +141,4 @@ def affine_grid_generator(op, theta, size, align_corners):
 def nonzero_numpy(op, self):
     check_tensor(op, self, "input")
     no_meta(op, self)
-    return [((None,), _dt.int64)] * max(len(_shape(self)), 1)
+    return [((None,), _dt.int64)] * max(len(shape_of(self)), 1)

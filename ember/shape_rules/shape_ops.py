@@ -9,19 +9,14 @@ from ember.core.spec import TensorSpec
 from ember.core.type_promotion import promote_types
 
 from . import shape_rule
-from .common import (NUMBER_TYPES, as_int, check_dtype_arg, check_int_list, check_tensor, dense_like,
-                     infer_dense_strides, strides_of, type_name, with_layout, wrap_dim, wrap_dims)
+from .common import (as_int, check_dtype_arg, check_int_list, check_tensor, dense_like, infer_dense_strides,
+                     NUMBER_TYPES, shape_of, strides_of, type_name, with_layout, wrap_dim, wrap_dims)
 from .pointwise import pointwise
 from .reductions import reduced_shape
 
 
-def _shape(t: TensorSpec) -> tuple[int, ...]:
-    return tuple(t._data.shape)
-
-
-
 def _reduce_dims(op, self, dim) -> tuple[int, ...]:
-    ndim = len(_shape(self))
+    ndim = len(shape_of(self))
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return tuple(range(ndim))
     return wrap_dims(op, dim, ndim)
@@ -36,7 +31,7 @@ def _check_float(op, self, what: str):
 @shape_rule("sort")
 def sort(op, self, dim=-1, descending=False):
     check_tensor(op, self, "input")
-    wrap_dim(op, dim, len(_shape(self)))
+    wrap_dim(op, dim, len(shape_of(self)))
     return (dense_like(self, self._dtype), dense_like(self, _dt.int64))
 
 
@@ -48,7 +43,7 @@ def sort_stable(op, self, stable=None, dim=-1, descending=False):
 @shape_rule("argsort")
 def argsort(op, self, dim=-1, descending=False):
     check_tensor(op, self, "input")
-    wrap_dim(op, dim, len(_shape(self)))
+    wrap_dim(op, dim, len(shape_of(self)))
     return dense_like(self, _dt.int64)
 
 
@@ -62,7 +57,7 @@ def topk(op, self, k, dim=-1, largest=True, sorted=True):
     check_tensor(op, self, "input")
     if self._dtype is _dt.bool:
         raise DTypeError(f"{op.name}(): topk does not support bool dtypes")        # torch's RuntimeError
-    shape = list(_shape(self))
+    shape = list(shape_of(self))
     k = as_int(op, k, "k")
     d = wrap_dim(op, dim, len(shape))
     size = shape[d] if shape else 1
@@ -78,15 +73,15 @@ def cumsum(op, self, dim, dtype=None):
     """cumsum/cumprod (and their in-place twins): ints and bools accumulate in int64."""
     check_tensor(op, self, "input")
     check_dtype_arg(op, dtype)
-    wrap_dim(op, dim, len(_shape(self)))
+    wrap_dim(op, dim, len(shape_of(self)))
     out = dtype or (_dt.int64 if self._dtype.category < 2 else self._dtype)
     if op.inplace_of is not None:
         out = dtype or self._dtype
-    if out is _dt.bool and _shape(self):     # torch's scan kernels have no bool accumulator (a 0-d is copied)
+    if out is _dt.bool and shape_of(self):     # torch's scan kernels have no bool accumulator (a 0-d is copied)
         raise MissingKernelError(f'{op.name}(): "{op.inplace_of or op.name}_out_cpu" not implemented for \'Bool\'')
     if op.inplace_of is not None:
-        return (_shape(self), self._dtype)
-    return (_shape(self), out)
+        return (shape_of(self), self._dtype)
+    return (shape_of(self), out)
 
 
 def _prod_dtype(op, self, dtype):
@@ -105,7 +100,7 @@ def prod(op, self, dtype=None):
 def prod_dim(op, self, dim, keepdim=False, dtype=None):
     """prod.dim_int(self, dim, keepdim, dtype)."""
     out = _prod_dtype(op, self, dtype)
-    shape = _shape(self)
+    shape = shape_of(self)
     d = wrap_dim(op, dim, len(shape))
     return (reduced_shape(shape, (d,) if shape else (), keepdim), out)
 
@@ -115,7 +110,7 @@ def logsumexp(op, self, dim, keepdim=False):
     check_tensor(op, self, "input")
     dims = _reduce_dims(op, self, dim)
     out = self._dtype if self._dtype.is_floating_point else _dt.get_default_dtype()
-    return (reduced_shape(_shape(self), dims, keepdim), out)
+    return (reduced_shape(shape_of(self), dims, keepdim), out)
 
 
 def _any_all_dtype(op, self):
@@ -133,7 +128,7 @@ def any_all(op, self):
 def any_all_dim(op, self, dim, keepdim=False):
     """any.dim, all.dim: one dim (a tuple of dims also binds here: any(x, (0, 1)))."""
     out = _any_all_dtype(op, self)
-    shape = _shape(self)
+    shape = shape_of(self)
     if dim is not None and not isinstance(dim, (tuple, list)):
         d = wrap_dim(op, dim, len(shape))
         return (reduced_shape(shape, (d,) if shape else (), keepdim), out)
@@ -145,15 +140,15 @@ def any_all_dims(op, self, dim=None, keepdim=False):
     """any.dims, all.dims: a list of dims (None: all; empty: none, each element's truth, as torch's)."""
     out = _any_all_dtype(op, self)
     if dim is not None and isinstance(dim, (list, tuple)) and len(dim) == 0:
-        return (_shape(self), out)
-    return (reduced_shape(_shape(self), _reduce_dims(op, self, dim), keepdim), out)
+        return (shape_of(self), out)
+    return (reduced_shape(shape_of(self), _reduce_dims(op, self, dim), keepdim), out)
 
 
 def _var_spec(op, self, dim, keepdim):
     if not self._dtype.is_floating_point:
         raise DTypeError(f"{op.name}(): std and var only support floating point and complex dtypes, got "
                          f"{type_name(self._dtype)}")
-    return (reduced_shape(_shape(self), _reduce_dims(op, self, dim), keepdim), self._dtype)
+    return (reduced_shape(shape_of(self), _reduce_dims(op, self, dim), keepdim), self._dtype)
 
 
 @shape_rule("var")
@@ -194,7 +189,7 @@ def norm(op, self, p=2, dim=(), keepdim=False):
         raise ArgumentTypeError(f"{op.name}(): argument 'p' must be Number, not {type(p).__name__}")
     _check_float(op, self, "Expected a floating point tensor as input")
     dims = _reduce_dims(op, self, dim)
-    shape = _shape(self)
+    shape = shape_of(self)
     empty = any(shape[d] == 0 for d in dims if shape) or (not shape and 0 in shape)
     if p is not None and p == float("inf") and empty:
         raise ArgumentValueError(f"{op.name}(): Expected reduction dim to be specified for input.numel() == 0 "
@@ -210,15 +205,15 @@ def norm(op, self, p=2, dim=(), keepdim=False):
 def tril(op, self, diagonal=0):
     check_tensor(op, self, "input")
     as_int(op, diagonal, "diagonal")
-    if len(_shape(self)) < 2:
+    if len(shape_of(self)) < 2:
         raise ArgumentValueError(f"{op.name}(): {op.name.rstrip('_')}: input tensor must have at least 2 dimensions")
-    return (_shape(self), self._dtype)
+    return (shape_of(self), self._dtype)
 
 
 def _split_dim(op, self, dim, check_sizes=None) -> tuple[tuple[int, ...], int]:
     """The input's shape and the wrapped `dim`; `check_sizes()` runs before the dim is wrapped, as torch checks."""
     check_tensor(op, self, "input")
-    shape = _shape(self)
+    shape = shape_of(self)
     if not shape:
         raise ArgumentValueError(f"{op.name}(): expected the input to have at least one dimension, got a 0-d tensor")
     if check_sizes is not None:
@@ -266,7 +261,7 @@ def chunk(op, self, chunks, dim=0):
 @shape_rule("unbind")
 def unbind(op, self, dim=0):
     check_tensor(op, self, "input")
-    shape = _shape(self)
+    shape = shape_of(self)
     if not shape:
         raise DimensionError(f"{op.name}(): Dimension specified as {dim} but tensor has no dimensions")
     wrap_dim(op, dim, len(shape))
@@ -276,7 +271,7 @@ def unbind(op, self, dim=0):
 @shape_rule("narrow")
 def narrow(op, self, dim, start, length):
     check_tensor(op, self, "input")
-    shape = _shape(self)
+    shape = shape_of(self)
     if not shape:
         raise ArgumentValueError(f"{op.name}(): narrow() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(op, dim, len(shape))
@@ -318,7 +313,7 @@ def diagonal_window(op, shape, strides, offset, diag, dim1, dim2):
 def diagonal(op, self, offset=0, dim1=0, dim2=1):
     check_tensor(op, self, "input")
     diag = as_int(op, offset, "offset")
-    size, stride, off = diagonal_window(op, _shape(self), strides_of(self), self.storage_offset(), diag, dim1, dim2)
+    size, stride, off = diagonal_window(op, shape_of(self), strides_of(self), self.storage_offset(), diag, dim1, dim2)
     return (size, self._dtype, stride, off)
 
 
@@ -327,7 +322,7 @@ def unfold(op, self, dimension, size, step):
     """Tensor.unfold's view: `dimension` counts the windows (strides times `step`), a new last dimension their
     elements (the dimension's own stride); a 0-d tensor is one element along one dimension."""
     check_tensor(op, self, "input")
-    shape, strides = list(_shape(self)), list(strides_of(self))
+    shape, strides = list(shape_of(self)), list(strides_of(self))
     d = wrap_dim(op, dimension, len(shape))
     size, step = as_int(op, size, "size"), as_int(op, step, "step")
     length = shape[d] if shape else 1
@@ -349,7 +344,7 @@ def diag_embed(op, self, offset=0, dim1=-2, dim2=-1):
     """(*leading, n + |offset|, n + |offset|) with the two new dimensions at dim1 and dim2 of the result."""
     check_tensor(op, self, "input")
     diag = as_int(op, offset, "offset")
-    shape = _shape(self)
+    shape = shape_of(self)
     rank = len(shape) + 1
     d1, d2 = wrap_dim(op, dim1, rank), wrap_dim(op, dim2, rank)
     if d1 == d2:
@@ -364,7 +359,7 @@ def diag_embed(op, self, offset=0, dim1=-2, dim2=-1):
 @shape_rule("diag")
 def diag(op, self, diagonal=0):
     check_tensor(op, self, "input")
-    shape = _shape(self)
+    shape = shape_of(self)
     k = as_int(op, diagonal, "diagonal")
     if len(shape) == 1:
         n = shape[0] + abs(k)
@@ -377,14 +372,14 @@ def diag(op, self, diagonal=0):
 @shape_rule("diagflat")
 def diagflat(op, self, offset=0):
     check_tensor(op, self, "input")
-    n = numel(_shape(self)) + abs(as_int(op, offset, "offset"))
+    n = numel(shape_of(self)) + abs(as_int(op, offset, "offset"))
     return ((n, n), self._dtype)
 
 
 @shape_rule("unflatten")
 def unflatten(op, self, dim, sizes):
     check_tensor(op, self, "input")
-    shape = _shape(self)
+    shape = shape_of(self)
     if not shape:                   # torch's RuntimeError (its dim wrapping takes no dim of a 0-d tensor here)
         raise ShapeError(f"{op.name}(): unflatten got an unexpected error: Dimension specified as {dim} but tensor "
                          "has no dimensions")
@@ -412,7 +407,7 @@ def unflatten(op, self, dim, sizes):
 @shape_rule("alias")
 def alias(op, self):
     check_tensor(op, self, "input")
-    return (_shape(self), self._dtype, strides_of(self), self.storage_offset())
+    return (shape_of(self), self._dtype, strides_of(self), self.storage_offset())
 
 
 # ----------------------------------------------------------------- pointwise with checks
@@ -504,7 +499,7 @@ def diff(op, self, n=1, dim=-1, prepend=None, append=None):
     (none below zero). bool takes xor; the dtype is the joined tensors' (cat's promotion); laid out as self's
     slices are (contiguous after a cat)."""
     check_tensor(op, self, "input")
-    shape = _shape(self)
+    shape = shape_of(self)
     if not shape:
         raise ArgumentValueError(f"{op.name}(): diff expects input to be at least one-dimensional")
     n = as_int(op, n, "n")
@@ -516,7 +511,7 @@ def diff(op, self, n=1, dim=-1, prepend=None, append=None):
         if extra is None:
             continue
         check_tensor(op, extra, name)
-        other = _shape(extra)
+        other = shape_of(extra)
         if len(other) != len(shape):
             raise ShapeError(f"{op.name}(): diff expects prepend or append to be the same dimension as input")
         for i, (a, b) in enumerate(zip(other, shape)):
