@@ -173,3 +173,36 @@ def test_gelu_backward_in_blocks_gives_the_whole_array_bits(approximate):
     pieces = [activations.gelu_backward(AM, ((1000,), ember.float32), g[i:i + 1000], x[i:i + 1000], approximate)
               for i in range(0, x.size, 1000)]
     np.testing.assert_array_equal(got, np.concatenate(pieces))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape, dims", [
+    ((70, 80), None), ((5000,), None), ((7, 11, 13, 5), None),              # whole arrays past FULL_SUM_MIN
+    ((3, 300007), None),                                                   # more than one block, and a tail
+    ((6, 5, 4), [2]), ((6, 5, 4), [-2, -1]), ((6, 5, 4), [0]), ((6, 5, 4), [1, 0]),   # trailing / leading
+    ((6, 5, 4), [1]), ((6, 5, 4), [0, 2]), ((1, 9), [1]), ((9, 1), [0]),    # middle dims: add.reduce
+])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_float_sums_as_products_match_torch_and_a_long_double_sum(dtype, shape, dims, keepdim):
+    """The cpu's float sums over leading, trailing or all dims are products with ones (reductions.py):
+    torch's shapes and dtypes, and values near the sum taken in long double (mean divides it): a whole
+    sum within a tenth of eps times the sum of the magnitudes (0.001 to 0.04 measured), a sum over dims
+    within four (a few terms each)."""
+    a = np.random.default_rng(3).standard_normal(shape).astype(dtype)
+    e, t = ember.tensor(a), torch.tensor(a)
+    for name in ("sum", "mean"):
+        if dims is None:
+            got, want = getattr(e, name)(), getattr(t, name)()
+            exact = np.add.reduce(a.astype(np.longdouble), axis=None) / (a.size if name == "mean" else 1)
+        else:
+            got, want = getattr(e, name)(dims, keepdim=keepdim), getattr(t, name)(dims, keepdim=keepdim)
+            exact = np.add.reduce(a.astype(np.longdouble), axis=tuple(dims), keepdims=keepdim)
+            if name == "mean":
+                exact = exact / (a.size // max(exact.size, 1))
+        assert tuple(got.shape) == tuple(want.shape) and got.dtype is getattr(ember, np.dtype(dtype).name)
+        scale = np.add.reduce(np.abs(a.astype(np.longdouble)), axis=None if dims is None else tuple(dims),
+                              keepdims=keepdim) / (a.size // max(np.size(exact), 1) if name == "mean" else 1)
+        ulps = 0.1 if dims is None else 4
+        np.testing.assert_array_less(np.abs(got.numpy() - exact), ulps * np.finfo(dtype).eps * scale + 1e-300)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4 if dtype == np.float32 else 1e-10,
+                                   atol=1e-5 if dtype == np.float32 else 1e-12)

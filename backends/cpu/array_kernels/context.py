@@ -49,7 +49,8 @@ class ArrayModule:
     `f32`, `f64`, `int64`, `bool_` native dtypes; `lowp` the native float16/bfloat16 dtypes and
     `lowp_dtypes` the same as ember dtypes (kernels compute those in float32: `compute_of[dt]`); `is_numpy`;
     `add_reduce` numpy's `add.reduce` (no np.sum wrapper) or `xp.sum` where ufuncs may lack the
-    method (cupy); `exact_maximum` the native dtypes whose `maximum(0, a)` equals torch's relu
+    method (cupy), and `max_reduce`/`min_reduce` the same for `maximum`/`minimum` (np.max's wrapper
+    costs about a microsecond a call); `exact_maximum` the native dtypes whose `maximum(0, a)` equals torch's relu
     bit for bit (-0.0 and NaN kept: numpy's x86 loops; empty elsewhere); `float_bits` the
     integer dtype of a float dtype's bits (numpy only); `int8`; `scratch_block` the elements per block
     of kernels that bound their temporaries by working block by block (None: whole arrays).
@@ -57,8 +58,8 @@ class ArrayModule:
 
     # slots: a kernel reads several of these per call, and a slot read is the cheapest attribute read
     __slots__ = ("xp", "native", "native_of", "to_ember", "ndarray", "f32", "f64", "int64", "int8", "bool_", "lowp",
-                 "lowp_dtypes", "is_numpy", "add_reduce", "exact_maximum", "float_bits", "_constants", "compute_of",
-                 "__dict__")
+                 "lowp_dtypes", "is_numpy", "add_reduce", "max_reduce", "min_reduce", "exact_maximum", "float_bits",
+                 "_constants", "compute_of", "__dict__")
 
     def __init__(self, xp, native: Callable) -> None:
         self.xp = xp
@@ -74,6 +75,8 @@ class ArrayModule:
         self.lowp_dtypes = {_dt.float16, _dt.bfloat16}
         self.is_numpy = xp.__name__ == "numpy"
         self.add_reduce = xp.add.reduce if self.is_numpy else xp.sum
+        self.max_reduce = xp.maximum.reduce if self.is_numpy else xp.max
+        self.min_reduce = xp.minimum.reduce if self.is_numpy else xp.min
         # checked for sizes 1..1025 and strided views; ARM's max orders -0 below +0
         self.exact_maximum = {xp.dtype(d) for d in ("float32", "float64", "int8", "int16", "int32", "int64", "uint8")} \
             if self.is_numpy and platform.machine().lower() in ("x86_64", "amd64") else set()

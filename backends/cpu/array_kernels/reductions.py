@@ -3,7 +3,20 @@ from __future__ import annotations
 
 import operator
 
-from .context import ArrayModule, Family, out
+from .context import ArrayModule, Family, column_sums, out, row_sums
+
+#: A float sum of a C-contiguous numpy array is a product with a cached vector of ones where it reduces the
+#: trailing dims (`row_sums`), the leading dims (`column_sums`) or all of them: BLAS's vector loops run 2x to
+#: 7x faster than `add.reduce`, whose pairwise sum waits on one chain of additions per 8 elements (256 x 256
+#: float32 on one core of an AMD EPYC: 9.4 us for all of it, 12.6 us per row, 7.2 us per column; the
+#: products 3.4, 3.4, 3.1 us). A whole-array sum goes block by block: a block is rows of FULL_SUM_ROW
+#: elements whose sums one product forms, then adds pairwise; the blocks' sums add up in float64. Its error
+#: stays near the pairwise sum's (about 1e-6 relative in float32, where add.reduce's grows to 3e-5 over
+#: 4096 x 4096 normal values), and its scratch is one block's row sums. Below FULL_SUM_MIN elements
+#: add.reduce's one call costs less.
+FULL_SUM_MIN = 4096
+FULL_SUM_ROW = 1024
+FULL_SUM_BLOCK = FULL_SUM_ROW * 256
 
 
 def _axis(a, dim):
@@ -17,16 +30,87 @@ def _axis(a, dim):
 
 def sum_(am: ArrayModule, spec, a, dim=None, keepdim=False, dtype=None):
     dt = am.native_of[spec[1]]
+    axis = _axis(a, dim)
+    if a.dtype is dt and dt.kind == "f" and am.is_numpy and a.flags.c_contiguous and a.size \
+            and dt not in am.lowp:
+        r = _sum_as_product(am, a, axis, keepdim)
+        if r is not None:
+            return r
     add_reduce = am.add_reduce      # read as an attribute, then called (a slot called as a method is a slow lookup)
-    return out(am, add_reduce(a, axis=_axis(a, dim), keepdims=keepdim, dtype=am.compute_of[dt]), dt)
+    return out(am, add_reduce(a, axis=axis, keepdims=keepdim, dtype=am.compute_of[dt]), dt)
+
+
+def mean(am: ArrayModule, spec, a, dim=None, keepdim=False, dtype=None):
+    """The decomposition's steps in one kernel: the sum in the result dtype, divided by the number of
+    elements each output sums (0 for an empty input: NaN, as in PyTorch)."""
+    dt = am.native_of[spec[1]]
+    total = sum_(am, spec, a, dim, keepdim, dtype)
+    count = a.size // max(total.size, 1) if a.size else 0
+    cdt = am.compute_of[dt]
+    return out(am, am.xp.true_divide(total if total.dtype is cdt else total.astype(cdt), count), dt)
+
+
+def _sum_as_product(am: ArrayModule, a, axis, keepdim: bool):
+    """The sum of the non-empty C-contiguous float array `a` over `axis` (numpy's: None, an int or a tuple)
+    as products with ones (see FULL_SUM_MIN), or None where the reduced dims are neither leading nor
+    trailing (or the array is too small to gain)."""
+    nd = a.ndim
+    shape = a.shape
+    if axis is None:
+        k = nd
+        dims = None
+    else:
+        dims = sorted({d % nd for d in axis}) if axis.__class__ is tuple else [axis % nd]
+        k = len(dims)
+    if k == nd:                                     # every dim: the whole array
+        if a.size < FULL_SUM_MIN:
+            return None
+        total = _whole_sum(am, a.reshape(-1))
+        return total.reshape((1,) * nd) if keepdim else total
+    if dims[0] == nd - k and dims[-1] == nd - 1:    # the trailing dims: a sum per row
+        kept = shape[:nd - k]
+        r = row_sums(am, a.reshape(-1, a.size // _count(kept)))
+    elif dims[-1] == k - 1:                         # the leading dims: a sum per column
+        kept = shape[k:]
+        r = column_sums(am, a.reshape(a.size // _count(kept), -1))
+    else:
+        return None
+    if keepdim:
+        return r.reshape(tuple(1 if i in dims else s for i, s in enumerate(shape)))
+    return r.reshape(kept)
+
+
+def _count(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _whole_sum(am: ArrayModule, flat):
+    """The sum of a flat float array of at least FULL_SUM_ROW elements, as a 0-d array of its dtype."""
+    n = flat.size
+    if n > FULL_SUM_BLOCK:
+        total = 0.0
+        for start in range(0, n, FULL_SUM_BLOCK):
+            total += float(_whole_sum(am, flat[start:start + FULL_SUM_BLOCK]))
+        return am.xp.asarray(total, flat.dtype)
+    rows = n // FULL_SUM_ROW
+    head = rows * FULL_SUM_ROW
+    total = am.add_reduce(row_sums(am, flat[:head].reshape(rows, FULL_SUM_ROW)))
+    if head != n:
+        total += am.add_reduce(flat[head:])
+    return am.xp.asarray(total, flat.dtype)
 
 
 def amax(am: ArrayModule, spec, a, dim=(), keepdim=False):
-    return out(am, am.xp.max(a, axis=_axis(a, dim), keepdims=keepdim), am.native_of[spec[1]])
+    max_reduce = am.max_reduce
+    return out(am, max_reduce(a, axis=_axis(a, dim), keepdims=keepdim), am.native_of[spec[1]])
 
 
 def amin(am: ArrayModule, spec, a, dim=(), keepdim=False):
-    return out(am, am.xp.min(a, axis=_axis(a, dim), keepdims=keepdim), am.native_of[spec[1]])
+    min_reduce = am.min_reduce
+    return out(am, min_reduce(a, axis=_axis(a, dim), keepdims=keepdim), am.native_of[spec[1]])
 
 
 def arg_reduction(am: ArrayModule, fn, spec, a, dim=None, keepdim=False):
@@ -60,5 +144,6 @@ def log_softmax(am: ArrayModule, spec, a, dim, dtype=None):
     return out(am, shifted - xp.log(xp.sum(xp.exp(shifted), axis=dim, keepdims=True)), dt)
 
 
-KERNELS = {"sum.dim_IntList": sum_, "amax": amax, "amin": amin, "argmax": Family(arg_reduction, "argmax"),
+KERNELS = {"sum.dim_IntList": sum_, "mean.dim": mean, "amax": amax, "amin": amin,
+           "argmax": Family(arg_reduction, "argmax"),
            "argmin": Family(arg_reduction, "argmin"), "softmax.int": softmax, "log_softmax.int": log_softmax}
