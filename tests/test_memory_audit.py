@@ -72,3 +72,25 @@ def test_opencl_audit():
     assert any(c.op in ("mm", "bmm") and c.declared for c in result.calls)
     key = REGISTRY.load("opencl").backend.key
     assert {name for name, op in ALL_OPS.items() if key in op.kernels} <= {c.op for c in result.calls}
+
+
+def test_softmax_declarations_hold_where_they_are_large():
+    """softmax and log_softmax over blocks of rows (the last dim) or the whole array (another dim), with the
+    float32 copy of float16 and the float64 copy of a float32 input asked for float64: sizes the conformance
+    samples do not reach, each declared within the slack."""
+    result = audit("cpu", ops=["softmax.int", "log_softmax.int"],
+                   workloads="test_memory_audit:large_softmax_workloads")
+    print("\n" + result.report())
+    assert len(result.calls) == 12 and not result.failures, result.report()
+    assert sum(c.declared > 200_000 for c in result.calls) >= 6
+
+
+def large_softmax_workloads(device, ops, dtypes, per_op):
+    F = ember.nn.functional
+    cases = (((300, 1000), -1, ember.float32, None), ((20000, 10), 1, ember.float32, None),
+             ((300, 200), 0, ember.float32, None), ((300, 1000), 1, ember.float16, None),
+             ((3000, 100), 0, ember.float16, None), ((300, 1000), 1, ember.float32, ember.float64))
+    for shape, dim, dtype, to in cases:
+        x = ember.randn(*shape, device=device).to(dtype)
+        for fn in (F.softmax, F.log_softmax):
+            yield lambda fn=fn, x=x, dim=dim, to=to: fn(x, dim, dtype=to)

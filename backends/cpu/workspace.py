@@ -319,6 +319,76 @@ def gather(a, dim, index, sparse_grad=False) -> int:
     return (ndim - 1) * min(_numel(index), NUMPY_BUFFER) * 8
 
 
+# ------------------------------------------------------------------------------------ softmax
+def _softmax_sizes(x, dim, dtype):
+    """(elements, one per row along dim, bytes of a compute-dtype element, of the result's element, of the
+    input's compute-dtype copy (0: used as it is), whether the kernel goes a block of rows at a time,
+    how many rows a block holds)."""
+    from ember.core.numpy_interop import to_numpy_dtype
+
+    out = to_numpy_dtype(dtype) if dtype is not None else x.dtype
+    acc = F32 if out.name in LOW_PRECISION else out.itemsize
+    n_all = _numel(x)
+    n = x.shape[dim] if x.shape else 1
+    rows = n_all // n if n else 0
+    copy = n_all * acc if x.dtype.name != (np.dtype("float32").name if out.name in LOW_PRECISION else out.name) \
+        else 0
+    # the kernel's test on its compute-dtype array: a copy made by astype keeps a C-contiguous input's layout
+    by_rows = bool(x.shape) and dim % len(x.shape) == len(x.shape) - 1 and x.flags.c_contiguous
+    block_rows = min(max(1, SCRATCH_BLOCK // n), rows) if n else 0
+    return n_all, rows, acc, out.itemsize, copy, by_rows, block_rows
+
+
+def _broadcast_buffer(elements: int, inner: int, acc: int) -> int:
+    """numpy's buffer for the in-place update of `elements` by one value per row (rows of `inner`): the
+    broadcast operand, NUMPY_BUFFER elements (or fewer), where a row is shorter than the buffer."""
+    return min(elements, NUMPY_BUFFER) * acc if 1 < inner < NUMPY_BUFFER else 0
+
+
+def _softmax_peak(sizes: tuple, transient: int) -> int:
+    """Block by block: the input's copy and the compute-dtype result alive with the transient beside them.
+    Over the whole array the copy is freed after the maxima are subtracted (numpy buffering them), before
+    the transient. Then, for another result dtype, the compute-dtype result beside the rounded one. Less
+    the result."""
+    n_all, rows, acc, out_bytes, copy, by_rows, _ = sizes
+    result, computed = n_all * out_bytes, n_all * acc
+    if by_rows:
+        during = copy + computed + transient
+    else:
+        during = max(copy + computed + rows * acc + min(n_all, NUMPY_BUFFER) * acc, computed + transient)
+    return max(during, computed + result if computed != result else 0) - result
+
+
+def softmax(x, dim, dtype=None) -> int:
+    """Along the last dim of a C-contiguous input, per block of rows: its maxima, then its sums and numpy's
+    buffer for the division by them; elsewhere the kept maxima, then the sums and the buffer. The input's
+    compute-dtype copy (float16/bfloat16, another `dtype`) and the float32 result of a low-precision call
+    besides."""
+    sizes = n_all, rows, acc, _, _, by_rows, block_rows = _softmax_sizes(x, dim, dtype)
+    if not n_all or not x.shape:
+        return 0
+    if by_rows:
+        transient = block_rows * acc + _broadcast_buffer(block_rows * x.shape[-1], x.shape[-1], acc)
+    else:
+        transient = rows * acc + min(n_all, NUMPY_BUFFER) * acc
+    return _softmax_peak(sizes, transient)
+
+
+def log_softmax(x, dim, dtype=None) -> int:
+    """Along the last dim of a C-contiguous input: the first block's exponentials (the scratch every block
+    reuses), a block's maxima or sums, numpy's buffer for the subtraction of their logarithms; elsewhere
+    the exponentials of the whole input beside their sums. The copies as softmax's."""
+    sizes = n_all, rows, acc, _, _, by_rows, block_rows = _softmax_sizes(x, dim, dtype)
+    if not n_all or not x.shape:
+        return 0
+    if by_rows:
+        n = x.shape[-1]
+        transient = block_rows * n * acc + block_rows * acc + _broadcast_buffer(block_rows * n, n, acc)
+    else:
+        transient = n_all * acc + rows * acc
+    return _softmax_peak(sizes, transient)
+
+
 # ------------------------------------------------------------------------------------ recurrent
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
@@ -403,4 +473,6 @@ WORKSPACE: dict[str, Callable[..., int]] = {
                                         "gt.Tensor", "ge.Tensor")},
     "relu": _bool_mask,
     "threshold_backward": _threshold_backward,
+    "softmax.int": softmax,
+    "log_softmax.int": log_softmax,
 }

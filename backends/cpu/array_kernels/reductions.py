@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import operator
 
-from .context import ArrayModule, Family, column_sums, out, row_sums
+from .context import ArrayModule, Family, column_sums, ones, out, row_sums
 
 #: A float sum of a C-contiguous numpy array is a product with a cached vector of ones where it reduces the
 #: trailing dims (`row_sums`), the leading dims (`column_sums`) or all of them: BLAS's vector loops run 2x to
@@ -121,27 +121,77 @@ def arg_reduction(am: ArrayModule, fn, spec, a, dim=None, keepdim=False):
 
 
 def softmax(am: ArrayModule, spec, a, dim, dtype=None):
+    """exp(x - max) / sum along `dim`, computed in the array that becomes the result: along the last dim of a
+    numpy array a block of rows at a time (`_row_blocks`), elsewhere over the whole array."""
     xp = am.xp
     dt = am.native_of[spec[1]]
-    x = a.astype(am.compute_of[dt])
-    if x.ndim == 0:
-        return out(am, xp.ones((), x.dtype), dt)
-    if x.size == 0:
-        return out(am, xp.empty(x.shape, x.dtype), dt)
-    e = xp.exp(x - xp.max(x, axis=dim, keepdims=True))
-    return out(am, e / xp.sum(e, axis=dim, keepdims=True), dt)
+    cdt = am.compute_of[dt]
+    if a.ndim == 0:
+        return out(am, xp.ones((), cdt), dt)
+    if a.size == 0:
+        return out(am, xp.empty(a.shape, cdt), dt)
+    x = a if a.dtype is cdt else a.astype(cdt)
+    if am.scratch_block is None or not _along_last(x, dim):
+        e = xp.subtract(x, am.max_reduce(x, axis=dim, keepdims=True))
+        x = None
+        xp.exp(e, out=e)
+        e /= am.add_reduce(e, axis=dim, keepdims=True)
+        return out(am, e, dt)
+    e = xp.empty(x.shape, cdt)
+    ones_n = ones(am, x.shape[-1], cdt)
+    for rows, into in _row_blocks(am, x, e):
+        xp.subtract(rows, am.max_reduce(rows, axis=1, keepdims=True), out=into)
+        xp.exp(into, out=into)
+        into /= (into @ ones_n)[:, None]
+    rows = into = x = None              # a float16/bfloat16 call rounds the result without its float32 input
+    return out(am, e, dt)
 
 
 def log_softmax(am: ArrayModule, spec, a, dim, dtype=None):
+    """x - max - log(sum(exp(x - max))) along `dim`, in the array that becomes the result, the exponentials
+    scratch: along the last dim of a numpy array a block of rows at a time (`_row_blocks`: the block's
+    exponentials are the only scratch), elsewhere over the whole array."""
     xp = am.xp
     dt = am.native_of[spec[1]]
-    x = a.astype(am.compute_of[dt])
-    if x.ndim == 0:
-        return out(am, xp.zeros((), x.dtype), dt)
-    if x.size == 0:
-        return out(am, xp.empty(x.shape, x.dtype), dt)
-    shifted = x - xp.max(x, axis=dim, keepdims=True)
-    return out(am, shifted - xp.log(xp.sum(xp.exp(shifted), axis=dim, keepdims=True)), dt)
+    cdt = am.compute_of[dt]
+    if a.ndim == 0:
+        return out(am, xp.zeros((), cdt), dt)
+    if a.size == 0:
+        return out(am, xp.empty(a.shape, cdt), dt)
+    x = a if a.dtype is cdt else a.astype(cdt)
+    if am.scratch_block is None or not _along_last(x, dim):
+        shifted = xp.subtract(x, am.max_reduce(x, axis=dim, keepdims=True))
+        x = None
+        shifted -= xp.log(am.add_reduce(xp.exp(shifted), axis=dim, keepdims=True))
+        return out(am, shifted, dt)
+    result = xp.empty(x.shape, cdt)
+    ones_n = ones(am, x.shape[-1], cdt)
+    scratch = None
+    for rows, into in _row_blocks(am, x, result):
+        xp.subtract(rows, am.max_reduce(rows, axis=1, keepdims=True), out=into)
+        if scratch is None:                     # the first block is the largest
+            scratch = xp.empty(into.shape, cdt)
+        e = xp.exp(into, out=scratch[:into.shape[0]])
+        total = e @ ones_n
+        into -= xp.log(total, out=total)[:, None]
+        total = None                    # not beside the next block's maxima
+    rows = into = e = scratch = x = None     # nor the scratch and the copy beside the rounded result
+    return out(am, result, dt)
+
+
+def _along_last(a, dim) -> bool:
+    """Whether `dim` is the last dim of the C-contiguous array `a` (its rows are then contiguous)."""
+    return a.flags.c_contiguous and dim % a.ndim == a.ndim - 1
+
+
+def _row_blocks(am: ArrayModule, x, result):
+    """(rows of x, the same rows of result) as 2-D views, block by block of about `am.scratch_block`
+    elements: a softmax's passes over a block (max, exp, sum, ...) find it in the cache."""
+    n = x.shape[-1]
+    x2, r2 = x.reshape(-1, n), result.reshape(-1, n)
+    step = max(1, am.scratch_block // n)
+    for start in range(0, x2.shape[0], step):
+        yield x2[start:start + step], r2[start:start + step]
 
 
 KERNELS = {"sum.dim_IntList": sum_, "mean.dim": mean, "amax": amax, "amin": amin,
