@@ -13,7 +13,9 @@ from pathlib import Path
 
 from .gen_call_path import gen_dispatch_module, gen_recorders, gen_unwrap_module
 from .gen_docs import gen_ops_md
-from .gen_python import gen_autocast_table, gen_backward, gen_functions, gen_op_table, gen_pyi, gen_tensor_methods
+from .gen_backward import gen_backward
+from .gen_python import gen_autocast_table, gen_functions, gen_op_table, gen_tensor_methods
+from .gen_stubs import gen_pyi
 from .registry import ROOT, RegistryError, SourceIndex, check_sparse_kernels, load_registry
 
 GENERATED = ROOT / "ember" / "_generated"
