@@ -176,7 +176,7 @@ def test_convolution_input_gradient_loop_gives_the_eager_bits(dtype, x_shape, w_
 def test_relu_loops_give_the_eager_bits(dtype):
     from ember_cpu import activations_numba
 
-    x = np.random.default_rng(6).standard_normal((5, 7, 3)).astype(dtype)
+    x = np.random.default_rng(6).standard_normal((40, 7, 8)).astype(dtype)     # past RELU_LOOP_MIN elements
     x.reshape(-1)[:6] = [np.nan, -0.0, 0.0, np.inf, -np.inf, -np.nan]
     g = np.random.default_rng(7).standard_normal(x.shape).astype(dtype)
     g.reshape(-1)[6:8] = [-0.0, np.nan]
@@ -192,6 +192,9 @@ def test_relu_loops_give_the_eager_bits(dtype):
     assert activations_numba.relu((x.shape, dt), x[:, ::2]) is NotImplemented
     assert activations_numba.threshold_backward((x.shape, dt), g[:1], x, 0) is NotImplemented
     assert activations_numba.relu(((3,), ember.int64), np.arange(3)) is NotImplemented
+    small = x[:2]                                           # numpy's maximum is quicker on a few elements
+    assert small.size < activations_numba.RELU_LOOP_MIN and activations_numba.relu((small.shape, dt), small) \
+        is NotImplemented
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
