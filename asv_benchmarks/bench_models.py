@@ -5,7 +5,7 @@ inference latency, and its construction on meta.
 """
 from __future__ import annotations
 
-from . import workloads as W
+from . import conv_workloads as C, workloads as W
 
 
 class MLPTrainingStep:
@@ -47,10 +47,24 @@ class CNNTrainingStep:
     param_names = ["framework"]
 
     def setup(self, framework):
-        self.fn = W.cnn_step(framework)
+        self.fn = C.cnn_step(framework)
         self.fn()                                      # optimizer state made
 
     def time_step(self, framework):
+        self.fn()
+
+
+class ResNetBlocks:
+    """Forward and backward through two of ResNet's basic blocks (conv 3x3, batch norm, relu, conv 3x3, batch
+    norm, shortcut, relu; 32 -> 32 channels at 32 x 32, then 32 -> 64 at stride 2), a batch of 8."""
+
+    params = ["ember", "torch"]
+    param_names = ["framework"]
+
+    def setup(self, framework):
+        self.fn = C.resnet_blocks_step(framework)
+
+    def time_forward_backward(self, framework):
         self.fn()
 
 

@@ -44,6 +44,13 @@ def workloads():
     return module
 
 
+def conv_workloads():
+    """asv_benchmarks.conv_workloads, imported on first use as workloads() is."""
+    from asv_benchmarks import conv_workloads as module
+
+    return module
+
+
 @dataclass(frozen=True)
 class Target:
     """`ember/<against> <= ratio` on time per call (for a throughput target, ratio is 1/throughput ratio)."""
@@ -87,7 +94,7 @@ class Row:
 
 def headline_rows() -> list[Row]:
     """The rows with a target (`import ember` and the cold start are measured separately, in fresh interpreters)."""
-    W = workloads()
+    W, C = workloads(), conv_workloads()
     return [
         Row("a + b (8,)", lambda fw: W.tiny_add(fw, False), at_most("torch", 1.2)),
         Row("a + b (8,), requires_grad", lambda fw: W.tiny_add(fw, True), at_most("torch", 1.2)),
@@ -96,7 +103,9 @@ def headline_rows() -> list[Row]:
         # the whole step (forward, backward, update) recorded once and replayed (torch eager beside it)
         Row("digits MLP step, Adam, reduce-overhead", lambda fw: W.mlp_step(fw, "adam", mode="reduce-overhead"),
             AllOf((at_most("torch", 0.4), at_most("numpy", 1.3)))),
-        Row("digits CNN step", W.cnn_step, at_most("torch", 1.2)),
+        Row("digits CNN step", C.cnn_step, at_most("torch", 1.2)),
+        # two of ResNet's basic blocks (32 -> 32 at 32 x 32, 32 -> 64 at stride 2), batch 8
+        Row("ResNet basic blocks fwd+bwd", C.resnet_blocks_step),
         Row("GPT block fwd+bwd (128, 4h, 64x8)", W.gpt_block_step, at_most("torch", 1.5)),
         Row("nanoGPT step, AdamW, tanh GELU", W.nanogpt_step, at_most("torch", 1.2)),
         Row("nanoGPT step, AdamW, exact GELU", lambda fw: W.nanogpt_step(fw, approximate="none"),

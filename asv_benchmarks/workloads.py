@@ -8,18 +8,14 @@ numpy-generated weights, so a ratio compares the same computation. numpy counter
 hand-written where one exists (the MLP's forward, backward and optimizer update); a builder raises
 NotImplementedError for a framework without a counterpart (asv then skips that parameter).
 
-The training workloads return the loss tensor (or float, for numpy and for the digits CNN, whose
-example's step calls .item()) from their callable, so tests/test_benchmarks.py can check that ember,
-torch and numpy compute the same values. GPT-2 small's inference model (124M parameters) is built
+The training workloads return the loss tensor (or float, for numpy) from their callable, so
+tests/test_benchmarks.py can check that ember, torch and numpy compute the same values. The
+convolutional workloads (the digits CNN, ResNet's basic blocks) are in conv_workloads.py. GPT-2 small's inference model (124M parameters) is built
 once per process and framework and cached (gpt2_model). cold_start_code is not a builder: it returns
 the source of a whole program, for timing a fresh interpreter (`python -c CODE`).
 """
 from __future__ import annotations
 
-import functools
-import importlib.util
-from pathlib import Path
-from types import ModuleType
 from typing import Callable
 
 import numpy as np
@@ -29,7 +25,6 @@ ELEMENTWISE_OPS = ("add", "mul", "exp", "relu")
 REDUCTION_OPS = ("sum", "mean", "amax", "sum_dim1")
 OPTIMIZERS = ("sgd", "adam")
 ADAM_VARIANTS = ("adam", "adamw")
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 # the digits MLP (sklearn's 8x8 digits: 64 features, 10 classes) and the GPT block's shapes
 MLP_SIZES = (64, 128, 10)
@@ -476,49 +471,6 @@ def gpt2_small_inference(framework: str, seed: int = 0, tokens: int = 32, config
         with lib.no_grad():
             return model(idx)
     return forward
-
-
-# --- the digits CNN training step (examples/digits_cnn.py) -------------------------------------------
-
-CNN_BATCH = 64
-
-
-@functools.lru_cache(maxsize=None)
-def example(name: str) -> ModuleType:
-    """examples/<name>.py imported as a module (once), so a workload runs the example's own model and step."""
-    spec = importlib.util.spec_from_file_location(f"ember_example_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def cnn_step(framework: str, seed: int = 0, dropout: tuple[float, float] = (0.25, 0.5)) -> Callable:
-    """One training step of examples/digits_cnn.py's CNN, the example's own `cnn_model(lib)` and `train_step`:
-    conv 1->16 3x3, relu, conv 16->32 3x3, relu, max_pool 2, dropout, linear 128->64, relu, dropout,
-    linear 64->10, log_softmax; nll_loss; Adadelta at the example's lr 1.0. A batch of 64 single-channel
-    8x8 images (64, 1, 8, 8) and their labels from a numpy rng; weights from it too (uniform within
-    1/sqrt(fan_in), torch's default bound). zero_grad, forward, loss, backward, step; the callable returns
-    the loss as a float (the example's step calls .item()). `dropout`: the two dropout probabilities (the
-    example's by default; the tests pass (0, 0), as ember's and torch's dropout masks differ). The callable's
-    `model` is the network."""
-    _no_numpy(framework, "cnn_step")
-    lib = lib_of(framework)
-    digits_cnn = example("digits_cnn")
-    model = digits_cnn.cnn_model(lib)(*dropout)
-    rng = np.random.default_rng(seed)
-    state = {}
-    for name, value in model.state_dict().items():
-        fan_in = int(np.prod(tuple(model.get_submodule(name.rsplit(".", 1)[0]).weight.shape)[1:]))
-        state[name] = lib.from_numpy(rng.uniform(-1, 1, tuple(value.shape)).astype(np.float32) / np.sqrt(fan_in))
-    model.load_state_dict(state)
-    x = lib.from_numpy(rng.standard_normal((CNN_BATCH, 1, 8, 8)).astype(np.float32))
-    y = lib.from_numpy(rng.integers(0, 10, CNN_BATCH))
-    optimizer = lib.optim.Adadelta(model.parameters(), lr=1.0)
-
-    def step():
-        return digits_cnn.train_step(lib, model, optimizer, x, y)
-    step.model = model
-    return step
 
 
 # --- an optimizer's step alone ----------------------------------------------------------------------

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from asv_benchmarks import compare, workloads as W  # noqa: E402
+from asv_benchmarks import compare, conv_workloads as C, workloads as W  # noqa: E402
 
 import ember  # noqa: E402
 from ember.testing.models import GPT2Config  # noqa: E402
@@ -136,7 +136,7 @@ def test_twenty_compiled_nanogpt_steps_keep_eagers_losses(compiled, dtype, rtol)
 def test_cnn_step_same_losses():
     """examples/digits_cnn.py's step (dropout off: ember's and torch's masks differ): three Adadelta steps
     from the same weights give the same losses, so forward, backward and update agree."""
-    steps = {fw: W.cnn_step(fw, dropout=(0.0, 0.0)) for fw in ("ember", "torch")}
+    steps = {fw: C.cnn_step(fw, dropout=(0.0, 0.0)) for fw in ("ember", "torch")}
     losses = {fw: [step() for _ in range(3)] for fw, step in steps.items()}
     assert losses["torch"][2] < losses["torch"][0]
     np.testing.assert_allclose(losses["ember"], losses["torch"], rtol=1e-5)
@@ -144,11 +144,27 @@ def test_cnn_step_same_losses():
 
 def test_cnn_step_trains_the_examples_model_with_its_dropout():
     """What asv and compare.py time: the example's own network, in training mode with the example's dropout."""
-    step = W.cnn_step("ember")
+    step = C.cnn_step("ember")
     net = type(step.model)
-    assert (net.__module__, net.__qualname__) == (W.example("digits_cnn").__name__, "cnn_model.<locals>.Net")
+    assert (net.__module__, net.__qualname__) == (C.example("digits_cnn").__name__, "cnn_model.<locals>.Net")
     assert step.model.training and (step.model.dropout1.p, step.model.dropout2.p) == (0.25, 0.5)
     assert np.isfinite(step())
+
+
+def test_resnet_blocks_same_loss_gradients_and_running_statistics():
+    """ResNet's basic blocks in ember and torch from the same weights: the same loss twice (the running
+    statistics updated between), the same weight gradients, the same running statistics after."""
+    steps = {fw: C.resnet_blocks_step(fw) for fw in ("ember", "torch")}
+    losses = {fw: [float(step().detach()) for _ in range(2)] for fw, step in steps.items()}
+    np.testing.assert_allclose(losses["ember"], losses["torch"], rtol=1e-5)
+    ember_state = dict(steps["ember"].model.named_parameters())
+    for name, p in steps["torch"].model.named_parameters():
+        np.testing.assert_allclose(ember_state[name].grad.numpy(), p.grad.numpy(), rtol=1e-4, atol=1e-5,
+                                   err_msg=name)
+    ember_buffers = dict(steps["ember"].model.named_buffers())
+    for name, b in steps["torch"].model.named_buffers():
+        np.testing.assert_allclose(ember_buffers[name].numpy(), b.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
+    assert len(ember_buffers) == 15 and sum(p.dim() == 4 for p in ember_state.values()) == 5
 
 
 def test_gpt2_inference_same_logits_on_a_small_config():
