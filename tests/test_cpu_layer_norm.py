@@ -82,7 +82,7 @@ def test_loops_agree_with_the_numpy_kernel():
     """Within float32's rounding of the numpy kernel (they sum in another order, so not its bits)."""
     from ember.core.numpy_interop import to_numpy_dtype
     from ember_cpu import norm_numba
-    from ember_cpu.array_kernels import nn_layers
+    from ember_cpu.array_kernels import normalization
     from ember_cpu.array_kernels.context import ArrayModule
 
     am = ArrayModule(np, to_numpy_dtype)
@@ -91,13 +91,13 @@ def test_loops_agree_with_the_numpy_kernel():
     w, b = rng.standard_normal(64).astype(np.float32), rng.standard_normal(64).astype(np.float32)
     f32 = ember.float32
     specs = (((2, 32, 64), f32), ((2, 32, 1), f32), ((2, 32, 1), f32))
-    numpy_out = nn_layers.native_layer_norm(am, specs, x, (64,), w, b, 1e-5)
+    numpy_out = normalization.native_layer_norm(am, specs, x, (64,), w, b, 1e-5)
     loops_out = norm_numba.native_layer_norm(specs, x, (64,), w, b, 1e-5)
     for n, o in zip(numpy_out, loops_out):
         assert n.dtype == o.dtype and n.shape == o.shape
         np.testing.assert_allclose(o, n, rtol=1e-5, atol=1e-6)
     grad_specs = (specs[0], ((64,), f32), ((64,), f32))
-    numpy_grads = nn_layers.native_layer_norm_backward(am, grad_specs, g, x, (64,), *numpy_out[1:], w, b, [True] * 3)
+    numpy_grads = normalization.native_layer_norm_backward(am, grad_specs, g, x, (64,), *numpy_out[1:], w, b, [True] * 3)
     loops_grads = norm_numba.native_layer_norm_backward(grad_specs, g, x, (64,), *numpy_out[1:], w, b, [True] * 3)
     for n, o in zip(numpy_grads, loops_grads):
         assert n.dtype == o.dtype and n.shape == o.shape

@@ -94,3 +94,34 @@ def large_softmax_workloads(device, ops, dtypes, per_op):
         x = ember.randn(*shape, device=device).to(dtype)
         for fn in (F.softmax, F.log_softmax):
             yield lambda fn=fn, x=x, dim=dim, to=to: fn(x, dim, dtype=to)
+
+
+def test_batch_norm_declarations_hold_where_they_are_large():
+    """native_batch_norm and its backward (training and eval, float32 and float16 with float32 parameters, 2-D
+    and 4-D): the centred input, the squares, the normalised input and its product with the gradient, numpy's
+    buffers and the float32 copies, each declared within the slack."""
+    result = audit("cpu", ops=["native_batch_norm", "native_batch_norm_backward"],
+                   workloads="test_memory_audit:large_batch_norm_workloads")
+    print("\n" + result.report())
+    calls = [c for c in result.calls if c.op.startswith("native_batch_norm")]
+    assert len(calls) == 12 and not result.failures, result.report()
+    assert sum(c.declared > 200_000 for c in calls) >= 8
+
+
+def large_batch_norm_workloads(device, ops, dtypes, per_op):
+    F = ember.nn.functional
+    for shape, dtype, training in (((8, 16, 32, 32), ember.float32, True), ((8, 16, 32, 32), ember.float32, False),
+                                   ((4096, 64), ember.float32, True), ((8, 16, 32, 32), ember.float16, True),
+                                   ((8, 16, 32, 32), ember.float16, False), ((4, 8, 16, 16, 8), ember.float64, True)):
+        x = ember.randn(*shape, device=device).to(dtype).requires_grad_()
+        w = ember.randn(shape[1], device=device, requires_grad=True)
+        b = ember.randn(shape[1], device=device, requires_grad=True)
+        if dtype is ember.float64:
+            w, b = w.double().detach().requires_grad_(), b.double().detach().requires_grad_()
+        stats = ember.zeros(shape[1], device=device, dtype=w.dtype), ember.ones(shape[1], device=device, dtype=w.dtype)
+
+        def run(x=x, w=w, b=b, stats=stats, training=training):
+            out = F.batch_norm(x, *stats, w, b, training=training)
+            out.backward(ember.ones_like(out))
+            x.grad = w.grad = b.grad = None
+        yield run

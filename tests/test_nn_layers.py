@@ -159,3 +159,34 @@ def test_cpu_autocast_reflection_pad_runs_in_float32():
                                 lambda x: EF.conv_transpose2d(x, x[:, :1] * 1.0, None, 2)])
 def test_layer_second_order(fn):
     assert ember.autograd.gradgradcheck(fn, (_leaf((2, 2, 3, 3), 6),))
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_second_order_through_its_one_backward_op(training):
+    """native_batch_norm's three gradients come from one native_batch_norm_backward op (composite): its own
+    derivative, through the decomposition, passes gradgradcheck in training and in eval."""
+    def fn(x, w, b):
+        rm, rv = ember.zeros(3, dtype=ember.float64), ember.ones(3, dtype=ember.float64)
+        return EF.batch_norm(x, rm, rv, w, b, training=training)
+    leaves = [ember.tensor(np.random.default_rng(s).standard_normal(shape), requires_grad=True)
+              for s, shape in ((7, (4, 3, 2)), (8, (3,)), (9, (3,)))]
+    assert ember.autograd.gradgradcheck(fn, tuple(leaves))
+
+
+def test_batch_norm_backward_op_errors_name_the_op_and_argument():
+    """torch's native_batch_norm_backward checks nothing (a mismatched call crashes the process); ember's
+    refuses with the classes torch's forward raises, naming the op and the argument."""
+    from ember._generated import functions as F
+
+    x, w, s = ember.randn(4, 3, 2), ember.randn(3), ember.rand(3) + 0.5
+    mask = [True, True, True]
+    with pytest.raises(RuntimeError, match="native_batch_norm_backward.*grad_out of size"):
+        F.native_batch_norm_backward(ember.randn(4, 3), x, w, s, s, s, s, True, 1e-5, mask)
+    with pytest.raises(RuntimeError, match="native_batch_norm_backward.*running_mean and running_var"):
+        F.native_batch_norm_backward(x, x, w, None, None, None, None, False, 1e-5, mask)
+    with pytest.raises(RuntimeError, match="native_batch_norm_backward.*save_mean must be defined"):
+        F.native_batch_norm_backward(x, x, w, s, s, None, s, True, 1e-5, mask)
+    with pytest.raises(RuntimeError, match="native_batch_norm_backward.*save_invstd should contain 3 elements"):
+        F.native_batch_norm_backward(x, x, w, s, s, s, ember.ones(2), True, 1e-5, mask)
+    with pytest.raises(RuntimeError, match="native_batch_norm_backward.*output_mask"):
+        F.native_batch_norm_backward(x, x, w, s, s, s, s, True, 1e-5, [True])

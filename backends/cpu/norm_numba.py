@@ -1,6 +1,6 @@
 """Layer normalization (forward and backward) as numba loops over rows, for the cpu backend.
 
-The numpy kernels (array_kernels/nn_layers.py) make a whole-array pass per step: the mean, x less it,
+The numpy kernels (array_kernels/normalization.py) make a whole-array pass per step: the mean, x less it,
 its square, the variance, the scaling, the weight, the bias, and about twice as many for the backward,
 each a temporary the size of the input. A transformer normalises a (tokens, features) activation a few
 times per block and its features fit in cache, so these loops take one row at a time: the row's

@@ -23,8 +23,10 @@ import numpy as np
 from .array_kernels import philox
 from .array_kernels.context import SCRATCH_BLOCK
 from .array_kernels.linalg import transposed_product_pays
-from .workspace_common import F32, LOW_PRECISION, _acc_size, _lowp, _numel
+from .workspace_common import F32, LOW_PRECISION, NUMPY_BUFFER, _acc_size, _lowp, _numel
 from .workspace_conv import convolution, convolution_backward, max_pool2d_with_indices_backward
+from .workspace_norm import (log_softmax, native_batch_norm, native_batch_norm_backward, native_layer_norm,
+                             native_layer_norm_backward, softmax)
 
 
 # ------------------------------------------------------------------------------------ products
@@ -115,84 +117,6 @@ def gelu_backward(g, a, approximate="none") -> int:
     if approximate == "tanh":
         return low + 2 * acc * (block if g.shape == a.shape else n) + (0 if g.shape == a.shape else acc * n)
     return low + acc * block
-
-
-# ------------------------------------------------------------------------------------- normalization
-def _eager_layer_norm(x, normalized_shape, w, b, eps) -> int:
-    """x less its mean, the squares' transient for the variance, then the normalisation in place; the
-    statistics before their cast (low precision: x's float32 copy and the float32 result too)."""
-    n = _numel(x)
-    rows = n // max(1, math.prod(normalized_shape)) if n else 0
-    acc, out_size = _acc_size(x), x.dtype.itemsize
-    lx = F32 * n if _lowp(x) else 0
-    stats = rows * acc
-    during_variance = lx + stats + 2 * n * acc
-    at_end = lx + 2 * stats + n * acc + (n * out_size if _lowp(x) else 0) + 2 * stats
-    outputs = n * out_size + 2 * stats
-    return max(during_variance, at_end) - outputs
-
-
-def _eager_layer_norm_backward(g, x, normalized_shape, mean, rstd, w, b, output_mask) -> int:
-    """xhat from a float32/64 copy of x; for the input gradient g*w, g*w less its mean, and one product at a
-    time; for the weight's, g*xhat before its sum (low precision: g's float32 copy and the float32 input
-    gradient before rounding). Each of those steps broadcasts a statistic or the weight over x, for which
-    numpy buffers NUMPY_BUFFER elements."""
-    n = _numel(x)
-    acc, lp = _acc_size(x), x.dtype.itemsize
-    low = _lowp(x)
-    features = math.prod(normalized_shape)
-    ga = F32 * n if low else 0
-    xhat = n * acc + min(n, NUMPY_BUFFER) * acc      # (with the buffer of the broadcast op running at each peak)
-    peaks = [ga + n * acc + xhat]
-    outputs = 0
-    gw_in = n * acc if output_mask[0] and w is not None else 0
-    gi_acc = 0
-    if output_mask[0]:
-        gi_acc = n * acc if low else 0
-        peaks.append(ga + xhat + gw_in + n * acc + n * acc)
-        outputs += n * lp
-        peaks.append(ga + xhat + gw_in + gi_acc + outputs)
-    outer = n > features
-    if output_mask[1]:
-        peaks.append(ga + xhat + gw_in + gi_acc + outputs + n * acc)
-        outputs += features * lp if outer else n * lp
-    if output_mask[2]:
-        outputs += features * lp
-    return max(peaks) - outputs
-
-
-def _layer_norm_loops(x, normalized_shape) -> bool:
-    """Whether norm_numba.py's loops serve layer norm over `x` (plugin.py's NUMBA_KERNELS, from the first call)."""
-    return _numel(x) > 0 and math.prod(normalized_shape) > 0 and x.dtype.name in ("float32", "float64") + tuple(
-        LOW_PRECISION)
-
-
-def _compute_copy(a) -> int:
-    """Bytes of the contiguous copy in the compute dtype the layer-norm loops make of `a` (0: used as it is)."""
-    return 0 if a is None or (not _lowp(a) and a.flags.c_contiguous) else _acc_size(a) * _numel(a)
-
-
-def native_layer_norm(x, normalized_shape, w, b, eps) -> int:
-    """The loops (one row at a time): contiguous compute-dtype copies of the operands where needed, and for
-    float16/bfloat16 the float32 result and statistics before rounding."""
-    if not _layer_norm_loops(x, normalized_shape):
-        return _eager_layer_norm(x, normalized_shape, w, b, eps)
-    rows = _numel(x) // math.prod(normalized_shape)
-    lowp = F32 * (_numel(x) + 2 * rows) if _lowp(x) else 0      # the float32 result and statistics
-    return _compute_copy(x) + _compute_copy(w) + _compute_copy(b) + lowp
-
-
-def native_layer_norm_backward(g, x, normalized_shape, mean, rstd, w, b, output_mask) -> int:
-    """The loops: compute-dtype copies of g, x, the weight and the statistics where needed, the float32 input
-    gradient before rounding (float16/bfloat16), and the float64 sums of the weight's and bias's gradients
-    (outputs themselves for a float64 x)."""
-    if not _layer_norm_loops(x, normalized_shape) or tuple(g.shape) != tuple(x.shape):
-        return _eager_layer_norm_backward(g, x, normalized_shape, mean, rstd, w, b, output_mask)
-    sums = 0 if x.dtype.name == "float64" else 8 * math.prod(normalized_shape) * (
-        bool(output_mask[1]) + bool(output_mask[2]))
-    lowp_gi = F32 * _numel(x) if _lowp(x) and output_mask[0] else 0
-    return _compute_copy(g) + _compute_copy(x) + _compute_copy(w) + _compute_copy(mean) + _compute_copy(rstd) \
-        + lowp_gi + sums
 
 
 # ------------------------------------------------------------------------------------------- losses
@@ -294,8 +218,6 @@ def sdpa_fused_backward(g, gl, q, k, v, lse, is_causal, scale, output_mask) -> i
 
 
 # ------------------------------------------------------------------------------------- indexing
-#: numpy's ufunc and indexing buffer, in elements (numpy.getbufsize())
-NUMPY_BUFFER = 8192
 
 
 def ufunc_buffers(*args) -> int:
@@ -317,76 +239,6 @@ def gather(a, dim, index, sparse_grad=False) -> int:
     one, NUMPY_BUFFER elements (or the index's size) each."""
     ndim = max(len(a.shape), len(index.shape), 1)
     return (ndim - 1) * min(_numel(index), NUMPY_BUFFER) * 8
-
-
-# ------------------------------------------------------------------------------------ softmax
-def _softmax_sizes(x, dim, dtype):
-    """(elements, one per row along dim, bytes of a compute-dtype element, of the result's element, of the
-    input's compute-dtype copy (0: used as it is), whether the kernel goes a block of rows at a time,
-    how many rows a block holds)."""
-    from ember.core.numpy_interop import to_numpy_dtype
-
-    out = to_numpy_dtype(dtype) if dtype is not None else x.dtype
-    acc = F32 if out.name in LOW_PRECISION else out.itemsize
-    n_all = _numel(x)
-    n = x.shape[dim] if x.shape else 1
-    rows = n_all // n if n else 0
-    copy = n_all * acc if x.dtype.name != (np.dtype("float32").name if out.name in LOW_PRECISION else out.name) \
-        else 0
-    # the kernel's test on its compute-dtype array: a copy made by astype keeps a C-contiguous input's layout
-    by_rows = bool(x.shape) and dim % len(x.shape) == len(x.shape) - 1 and x.flags.c_contiguous
-    block_rows = min(max(1, SCRATCH_BLOCK // n), rows) if n else 0
-    return n_all, rows, acc, out.itemsize, copy, by_rows, block_rows
-
-
-def _broadcast_buffer(elements: int, inner: int, acc: int) -> int:
-    """numpy's buffer for the in-place update of `elements` by one value per row (rows of `inner`): the
-    broadcast operand, NUMPY_BUFFER elements (or fewer), where a row is shorter than the buffer."""
-    return min(elements, NUMPY_BUFFER) * acc if 1 < inner < NUMPY_BUFFER else 0
-
-
-def _softmax_peak(sizes: tuple, transient: int) -> int:
-    """Block by block: the input's copy and the compute-dtype result alive with the transient beside them.
-    Over the whole array the copy is freed after the maxima are subtracted (numpy buffering them), before
-    the transient. Then, for another result dtype, the compute-dtype result beside the rounded one. Less
-    the result."""
-    n_all, rows, acc, out_bytes, copy, by_rows, _ = sizes
-    result, computed = n_all * out_bytes, n_all * acc
-    if by_rows:
-        during = copy + computed + transient
-    else:
-        during = max(copy + computed + rows * acc + min(n_all, NUMPY_BUFFER) * acc, computed + transient)
-    return max(during, computed + result if computed != result else 0) - result
-
-
-def softmax(x, dim, dtype=None) -> int:
-    """Along the last dim of a C-contiguous input, per block of rows: its maxima, then its sums and numpy's
-    buffer for the division by them; elsewhere the kept maxima, then the sums and the buffer. The input's
-    compute-dtype copy (float16/bfloat16, another `dtype`) and the float32 result of a low-precision call
-    besides."""
-    sizes = n_all, rows, acc, _, _, by_rows, block_rows = _softmax_sizes(x, dim, dtype)
-    if not n_all or not x.shape:
-        return 0
-    if by_rows:
-        transient = block_rows * acc + _broadcast_buffer(block_rows * x.shape[-1], x.shape[-1], acc)
-    else:
-        transient = rows * acc + min(n_all, NUMPY_BUFFER) * acc
-    return _softmax_peak(sizes, transient)
-
-
-def log_softmax(x, dim, dtype=None) -> int:
-    """Along the last dim of a C-contiguous input: the first block's exponentials (the scratch every block
-    reuses), a block's maxima or sums, numpy's buffer for the subtraction of their logarithms; elsewhere
-    the exponentials of the whole input beside their sums. The copies as softmax's."""
-    sizes = n_all, rows, acc, _, _, by_rows, block_rows = _softmax_sizes(x, dim, dtype)
-    if not n_all or not x.shape:
-        return 0
-    if by_rows:
-        n = x.shape[-1]
-        transient = block_rows * n * acc + block_rows * acc + _broadcast_buffer(block_rows * n, n, acc)
-    else:
-        transient = n_all * acc + rows * acc
-    return _softmax_peak(sizes, transient)
 
 
 # ------------------------------------------------------------------------------------ recurrent
@@ -460,6 +312,8 @@ WORKSPACE: dict[str, Callable[..., int]] = {
     "gelu_backward": gelu_backward,
     "native_layer_norm": native_layer_norm,
     "native_layer_norm_backward": native_layer_norm_backward,
+    "native_batch_norm": native_batch_norm,
+    "native_batch_norm_backward": native_batch_norm_backward,
     "_cross_entropy_indices": cross_entropy_indices,
     "_cross_entropy_indices_backward": cross_entropy_indices_backward,
     "_scaled_dot_product_attention_fused": sdpa_fused,

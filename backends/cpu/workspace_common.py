@@ -6,6 +6,8 @@ import math
 
 LOW_PRECISION = frozenset({"float16", "bfloat16"})
 F32 = 4                     # bytes of the float32 the low-precision kernels compute in
+#: numpy's ufunc and indexing buffer, in elements (numpy.getbufsize())
+NUMPY_BUFFER = 8192
 
 
 def _numel(a) -> int:

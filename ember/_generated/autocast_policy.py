@@ -67,6 +67,7 @@ AUTOCAST_POLICY = {
     'mm': {'default': 'lower'},
     'mse_loss': {'default': 'fp32'},
     'mv': {'default': 'lower'},
+    'native_batch_norm_backward': {'cpu': 'none', 'default': 'fp32'},
     'native_group_norm': {'cpu': 'none', 'default': 'fp32'},
     'native_group_norm_backward': {'cpu': 'none', 'default': 'fp32'},
     'native_layer_norm': {'cpu': 'none', 'default': 'fp32'},

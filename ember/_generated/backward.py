@@ -2861,7 +2861,7 @@ class NativeBatchNormBackward0(Node):
 
     def save(self, args, outs):
         needs = self.needs
-        if needs[0] or needs[1]:
+        if needs[0] or needs[1] or needs[2]:
             self.a_eps = args[7]
             self.a_input = _save(args[0])
             self.a_running_mean = _save(args[3])
@@ -2869,12 +2869,11 @@ class NativeBatchNormBackward0(Node):
             self.a_save_invstd = _save(outs[2], True, 2, self)
             self.a_save_mean = _save(outs[1], True, 1, self)
             self.a_training = args[5]
-        if needs[0]:
             self.a_weight = _save(args[1])
 
     def release(self):
         needs = self.needs
-        if needs[0] or needs[1]:
+        if needs[0] or needs[1] or needs[2]:
             if self.a_input.__class__ is SavedTensor:
                 self.a_input = _FREED
             if self.a_running_mean.__class__ is SavedTensor:
@@ -2885,7 +2884,6 @@ class NativeBatchNormBackward0(Node):
                 self.a_save_invstd = _FREED
             if self.a_save_mean.__class__ is SavedTensor:
                 self.a_save_mean = _FREED
-        if needs[0]:
             if self.a_weight.__class__ is SavedTensor:
                 self.a_weight = _FREED
 
@@ -2893,7 +2891,8 @@ class NativeBatchNormBackward0(Node):
         grad = grads[0]
         needs = self.needs
         out = []
-        if needs[0]:
+        if needs[0] or needs[1] or needs[2]:
+            grad_input_mask = [needs[0], needs[1], needs[2]]
             a_eps = self.a_eps
             a_input = self.a_input.unpack(self) if self.a_input.__class__ is SavedTensor else self.a_input
             a_running_mean = self.a_running_mean.unpack(self) if self.a_running_mean.__class__ is SavedTensor else self.a_running_mean
@@ -2902,24 +2901,9 @@ class NativeBatchNormBackward0(Node):
             a_save_mean = self.a_save_mean.unpack(self, False) if self.a_save_mean.__class__ is SavedTensor else self.a_save_mean
             a_training = self.a_training
             a_weight = self.a_weight.unpack(self) if self.a_weight.__class__ is SavedTensor else self.a_weight
-            out.append(_H.nn_backward('batch_norm_backward_input', grad, a_input, a_weight, a_running_mean, a_running_var, a_training, a_eps, a_save_mean, a_save_invstd))
+            out.extend(_F.native_batch_norm_backward(grad, a_input, a_weight, a_running_mean, a_running_var, a_save_mean, a_save_invstd, a_training, a_eps, grad_input_mask))
         else:
-            out.append(None)
-        if needs[1]:
-            a_eps = self.a_eps
-            a_input = self.a_input.unpack(self) if self.a_input.__class__ is SavedTensor else self.a_input
-            a_running_mean = self.a_running_mean.unpack(self) if self.a_running_mean.__class__ is SavedTensor else self.a_running_mean
-            a_running_var = self.a_running_var.unpack(self) if self.a_running_var.__class__ is SavedTensor else self.a_running_var
-            a_save_invstd = self.a_save_invstd.unpack(self, False) if self.a_save_invstd.__class__ is SavedTensor else self.a_save_invstd
-            a_save_mean = self.a_save_mean.unpack(self, False) if self.a_save_mean.__class__ is SavedTensor else self.a_save_mean
-            a_training = self.a_training
-            out.append(_H.nn_backward('batch_norm_backward_weight', grad, a_input, a_running_mean, a_running_var, a_training, a_eps, a_save_mean, a_save_invstd))
-        else:
-            out.append(None)
-        if needs[2]:
-            out.append(_H.nn_backward('batch_norm_backward_bias', grad))
-        else:
-            out.append(None)
+            out.extend([None, None, None])
         return out
 
 

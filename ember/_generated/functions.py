@@ -1097,6 +1097,8 @@ _op__adaptive_avg_pool3d_backward = _OPS['_adaptive_avg_pool3d_backward']
 _dispatch__adaptive_avg_pool3d_backward = _op__adaptive_avg_pool3d_backward.dispatch
 _op_native_layer_norm_backward = _OPS['native_layer_norm_backward']
 _dispatch_native_layer_norm_backward = _op_native_layer_norm_backward.dispatch
+_op_native_batch_norm_backward = _OPS['native_batch_norm_backward']
+_dispatch_native_batch_norm_backward = _op_native_batch_norm_backward.dispatch
 _op_native_group_norm_backward = _OPS['native_group_norm_backward']
 _dispatch_native_group_norm_backward = _op_native_group_norm_backward.dispatch
 _op__native_batch_norm_legit = _OPS['_native_batch_norm_legit']
@@ -7554,6 +7556,17 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
                 break
     return _dispatch_native_layer_norm_backward((grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask))
 
+def native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask):
+    """Gradients of native_batch_norm for input, weight and bias in one op: from the saved batch statistics when `train`, from the running ones (and `eps`) otherwise.
+
+    Schema: ``native_batch_norm_backward(Tensor grad_out, Tensor input, Tensor? weight, Tensor? running_mean, Tensor? running_var, Tensor? save_mean, Tensor? save_invstd, bool train, float eps, bool[3] output_mask) -> (Tensor, Tensor, Tensor)``
+    """
+    if train.__class__ is not bool:
+        _bool_arg(train, 'native_batch_norm_backward', 'train', 8)
+    if eps.__class__ is not float and eps.__class__ is not int:
+        _float_arg(eps, 'native_batch_norm_backward', 'eps', 9)
+    return _dispatch_native_batch_norm_backward((grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps, output_mask))
+
 def native_group_norm_backward(grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask):
     """Gradients of native_group_norm (through its output) for input, weight and bias.
 
@@ -8701,6 +8714,7 @@ OP_FUNCTIONS = {
     '_adaptive_avg_pool2d_backward': _adaptive_avg_pool2d_backward,
     '_adaptive_avg_pool3d_backward': _adaptive_avg_pool3d_backward,
     'native_layer_norm_backward': native_layer_norm_backward,
+    'native_batch_norm_backward': native_batch_norm_backward,
     'native_group_norm_backward': native_group_norm_backward,
     '_native_batch_norm_legit': _native_batch_norm_legit,
     '_native_batch_norm_legit.no_stats': _native_batch_norm_legit,

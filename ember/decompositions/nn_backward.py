@@ -1,8 +1,8 @@
 """The backward ops of the nn layers (PyTorch's derivatives.yaml targets) and the helpers the
 registry formulas reach through formulas.nn_backward.
 
-`convolution_backward`, `native_layer_norm_backward` and `native_group_norm_backward` are
-registry ops (composite: double backward differentiates through them); each computes only the
+`convolution_backward`, `native_layer_norm_backward`, `native_batch_norm_backward` and
+`native_group_norm_backward` are registry ops (composite: double backward differentiates through them); each computes only the
 gradients its `output_mask` asks for and returns None for the others, as PyTorch does. The
 pooling backward ops live with their forward kernels in pooling.py.
 
@@ -19,8 +19,7 @@ from ember._generated import functions as F
 
 from . import as_opmath, decomposition
 from .convolution import conv_backward_bias, conv_backward_input, conv_backward_weight  # noqa: F401
-from .normalization import (_bn_dims, _cast, _channel_view, _norm_input_grad,  # noqa: F401
-                            batch_norm_backward_bias, batch_norm_backward_input, batch_norm_backward_weight)
+from .normalization import _bn_dims, _bn_stats, _cast, _channel_view, _norm_input_grad
 from .padding import constant_pad_backward  # noqa: F401
 
 
@@ -113,6 +112,29 @@ def native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd, we
         gw = _cast(F.sum(prod, outer) if outer else prod, (weight if weight is not None else input).dtype)
     if output_mask[2]:
         gb = _cast(F.sum(g, outer) if outer else g, (bias if bias is not None else input).dtype)
+    return gi, gw, gb
+
+
+# ------------------------------------------------------------------------------ batch norm
+@decomposition("native_batch_norm_backward")
+def native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train, eps,
+                               output_mask):
+    """The three gradients from one normalised input (the statistics differentiable in `input` where a
+    derivative of this op is wanted, see the module docstring)."""
+    mean, invstd = _bn_stats(input, running_mean, running_var, train, eps, save_mean, save_invstd)
+    dims = _bn_dims(input)
+    g = as_opmath(grad_out)
+    xhat = F.mul(F.sub(as_opmath(input), mean), invstd) if train or output_mask[1] else None
+    param = (weight if weight is not None else input).dtype
+    gi = gw = gb = None
+    if output_mask[0]:
+        gw_in = F.mul(g, _channel_view(as_opmath(weight), input.dim())) if weight is not None else g
+        gi = _norm_input_grad(gw_in, xhat, invstd, dims) if train else F.mul(gw_in, invstd)
+        gi = _cast(gi, input.dtype)
+    if output_mask[1]:
+        gw = _cast(F.sum(F.mul(g, xhat), dims), param)
+    if output_mask[2]:
+        gb = _cast(F.sum(g, dims), param)
     return gi, gw, gb
 
 

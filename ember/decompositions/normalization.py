@@ -122,34 +122,6 @@ def _bn_stats(input, running_mean, running_var, training, eps, save_mean, save_i
             _channel_view(F.rsqrt(F.add(as_opmath(running_var), eps)), nd))
 
 
-def batch_norm_backward_input(grad, input, weight, running_mean, running_var, training, eps, save_mean,
-                              save_invstd):
-    if grad is None:
-        return None
-    mean, invstd = _bn_stats(input, running_mean, running_var, training, eps, save_mean, save_invstd)
-    g = as_opmath(grad)
-    if weight is not None:
-        g = F.mul(g, _channel_view(as_opmath(weight), input.dim()))
-    if not training:
-        return _cast(F.mul(g, invstd), input.dtype)
-    xhat = F.mul(F.sub(as_opmath(input), mean), invstd)
-    return _cast(_norm_input_grad(g, xhat, invstd, _bn_dims(input)), input.dtype)
-
-
-def batch_norm_backward_weight(grad, input, running_mean, running_var, training, eps, save_mean, save_invstd):
-    if grad is None:
-        return None
-    mean, invstd = _bn_stats(input, running_mean, running_var, training, eps, save_mean, save_invstd)
-    xhat = F.mul(F.sub(as_opmath(input), mean), invstd)
-    return F.sum(F.mul(as_opmath(grad), xhat), _bn_dims(input))
-
-
-def batch_norm_backward_bias(grad):
-    if grad is None:
-        return None
-    return F.sum(as_opmath(grad), _bn_dims(grad))
-
-
 @decomposition("batch_norm")
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
     if input.numel() == 0:

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Callable
 
 from . import activations, attention, factories, indexing, linalg, losses, pointwise, reductions, shape, sorting_scans
-from . import nn_layers  # convolution, pooling, normalization
+from . import nn_layers  # convolution, pooling
+from . import normalization  # layer norm, batch norm
 from . import optimizers  # fused optimizer updates
 from . import recurrent  # the recurrent layer op's time loop
 from . import special  # lgamma, digamma, polygamma, erfinv (scipy.special)
@@ -21,8 +22,8 @@ from . import factorizations  # Cholesky, triangular solves (numpy/scipy LAPACK)
 from . import sparse  # sparse COO products (scipy.sparse)
 from .context import ArrayModule, bind
 
-MODULES = (pointwise, reductions, shape, linalg, indexing, sorting_scans, nn_layers, activations, attention,
-           optimizers, factories, losses, recurrent, special, factorizations, sparse)
+MODULES = (pointwise, reductions, shape, linalg, indexing, sorting_scans, nn_layers, normalization, activations,
+           attention, optimizers, factories, losses, recurrent, special, factorizations, sparse)
 KERNEL_TABLE: dict = {name: entry for module in MODULES for name, entry in module.KERNELS.items()}
 
 

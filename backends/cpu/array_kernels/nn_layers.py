@@ -7,7 +7,7 @@ of windows is the longer run (a CNN's first layers: one or three channels), of t
 the columns back with one strided slice add per kernel offset (col2im). convolution_backward
 builds its gradients from the same pieces, and max pooling's backward puts each gradient at
 its index. Max pooling compares the windows one kernel offset at a time; average pooling
-reduces window views; layer and batch norm compute their statistics in one pass per axis set.
+reduces window views. (The normalization layers' kernels are in normalization.py.)
 float16/bfloat16 compute in float32 and round once, like PyTorch's opmath. The other backward
 passes are the registry formulas (ember ops), which call these kernels again.
 """
@@ -353,114 +353,7 @@ def avg_pool2d(am: ArrayModule, spec, x, kernel_size, stride=(), padding=0, ceil
     return res[0] if unbatched else res
 
 
-# ---------------------------------------------------------------------- normalization
-def _mean(am: ArrayModule, a, axes: tuple):
-    """a.mean(axis=axes, keepdims=True) of a float32/64 array, bit for bit, without its scratch: numpy's mean
-    divides by the count as float64 into a float32 result through casting buffers (16 bytes per row);
-    the division in the array's own dtype rounds the same (for +, -, *, / rounding to float64 first and
-    then to float32 gives the float32-rounded result) while the count is exact in that dtype."""
-    count = math.prod(a.shape[i] for i in axes)
-    if not am.is_numpy or (a.dtype == am.f32 and count >= 1 << 24):
-        return a.mean(axis=axes, keepdims=True)
-    total = am.add_reduce(a, axis=axes, keepdims=True)
-    total /= a.dtype.type(count)
-    return total
-
-
-def native_layer_norm(am: ArrayModule, specs, x, normalized_shape, w, b, eps):
-    """(output, mean, rstd) over the trailing `normalized_shape` dims."""
-    xp = am.xp
-    dt = am.native_of[specs[0][1]]
-    acc = am.compute_of[dt]
-    xa = x.astype(acc, copy=False)
-    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
-    if x.size == 0:
-        stat = xp.zeros(specs[1][0], dtype=dt)
-        return xp.empty(x.shape, dtype=dt), stat, stat.copy()
-    mean = _mean(am, xa, axes)
-    out = xa - mean                     # centred, then normalised, scaled and shifted in place
-    squares = out * out
-    rstd = 1.0 / xp.sqrt(_mean(am, squares, axes) + acc.type(eps))
-    del squares
-    out *= rstd
-    if w is not None:
-        out *= w.astype(acc, copy=False)
-    if b is not None:
-        out += b.astype(acc, copy=False)
-    return (xp.ascontiguousarray(out, dtype=dt), mean.astype(am.native_of[specs[1][1]]),
-            rstd.astype(am.native_of[specs[2][1]]))
-
-
-def native_layer_norm_backward(am: ArrayModule, specs, g, x, normalized_shape, mean, rstd, w, b, output_mask):
-    """The decomposition's formulas in one pass over numpy (no dispatch per step): with
-    xhat = (x - mean) * rstd, grad input = rstd (g' - mean(g') - xhat mean(g' xhat)) for
-    g' = g * weight; grad weight = sum(g xhat) and grad bias = sum(g) over the outer dims."""
-    xp = am.xp
-    native_of = am.native_of
-    axis = x.ndim - len(normalized_shape)
-    dims, outer = tuple(range(axis, x.ndim)), tuple(range(axis))
-    if x.size == 0:
-        return tuple(None if s is None else xp.zeros(s[0], dtype=native_of[s[1]]) for s in specs)
-    acc = am.compute_of[x.dtype]
-    stat = x.shape[:axis] + (1,) * len(dims)
-    ga = g.astype(acc, copy=False)
-    rs = rstd.astype(acc, copy=False).reshape(stat)
-    xhat = x.astype(acc) - mean.astype(acc, copy=False).reshape(stat)
-    xhat *= rs
-    out = [None, None, None]
-    if specs[0] is not None:
-        gw_in = ga * w.astype(acc, copy=False) if w is not None else ga
-        gi = gw_in - _mean(am, gw_in, dims)
-        gi -= xhat * _mean(am, gw_in * xhat, dims)
-        gi *= rs
-        out[0] = xp.ascontiguousarray(gi, dtype=native_of[specs[0][1]])
-    if specs[1] is not None:
-        prod = ga * xhat
-        out[1] = xp.ascontiguousarray(prod.sum(axis=outer) if outer else prod, dtype=native_of[specs[1][1]])
-    if specs[2] is not None:
-        out[2] = xp.ascontiguousarray(ga.sum(axis=outer) if outer else ga, dtype=native_of[specs[2][1]])
-    return tuple(out)
-
-
-def native_batch_norm(am: ArrayModule, specs, x, w, b, running_mean, running_var, training, momentum, eps):
-    """(output, saved mean, saved invstd) over the batch and spatial dims: training normalises with
-    the batch statistics and updates the running ones (the variance unbiased); eval uses the
-    running ones and saves empty statistics."""
-    xp = am.xp
-    dt = am.native_of[specs[0][1]]
-    acc = am.compute_of[dt]
-    xa = x.astype(acc, copy=False)
-    axes = (0,) + tuple(range(2, x.ndim))
-    view = (1, -1) + (1,) * (x.ndim - 2)
-    if training:
-        mean = xa.mean(axis=axes)
-        centered = xa - mean.reshape(view)
-        var = (centered * centered).mean(axis=axes)
-        invstd = 1.0 / xp.sqrt(var + acc.type(eps))
-        n = x.size // max(x.shape[1], 1)
-        if running_mean is not None:
-            running_mean[...] = (running_mean * (1 - momentum) + mean * momentum).astype(running_mean.dtype)
-        if running_var is not None:
-            unbiased = var * (n / (n - 1)) if n > 1 else var * float("inf")
-            running_var[...] = (running_var * (1 - momentum) + unbiased * momentum).astype(running_var.dtype)
-        save_mean, save_invstd = mean, invstd
-    else:
-        mean = running_mean.astype(acc, copy=False)
-        invstd = 1.0 / xp.sqrt(running_var.astype(acc, copy=False) + acc.type(eps))
-        centered = xa - mean.reshape(view)
-        save_mean = save_invstd = xp.zeros((0,), dtype=acc)
-    out = centered * invstd.reshape(view)
-    if w is not None:
-        out = out * w.astype(acc, copy=False).reshape(view)
-    if b is not None:
-        out = out + b.astype(acc, copy=False).reshape(view)
-    return (xp.ascontiguousarray(out, dtype=dt), xp.ascontiguousarray(save_mean, dtype=am.native_of[specs[1][1]]),
-            xp.ascontiguousarray(save_invstd, dtype=am.native_of[specs[2][1]]))
-
-
 KERNELS = {"convolution": convolution, "convolution_backward": convolution_backward,
            "max_pool2d_with_indices": max_pool2d_with_indices,
            "max_pool2d_with_indices_backward": max_pool2d_with_indices_backward,
-           "avg_pool2d": avg_pool2d, "native_layer_norm": native_layer_norm,
-           "native_layer_norm_backward": native_layer_norm_backward,
-           "native_batch_norm": native_batch_norm}
+           "avg_pool2d": avg_pool2d}

@@ -609,6 +609,90 @@ def make_dispatch_T0_T1_T2_T3_T4_T5(op, cache, method=False):
     return dispatch
 
 
+def make_dispatch_T0_T1_T2_T3_T4_T5_T6(op, cache, method=False):
+    resolve = op.resolve
+    check0 = 0 not in op.numbers or op.wraps_numbers
+    check1 = 1 not in op.numbers or op.wraps_numbers
+    check2 = 2 not in op.numbers or op.wraps_numbers
+    check3 = 3 not in op.numbers or op.wraps_numbers
+    check4 = 4 not in op.numbers or op.wraps_numbers
+    check5 = 5 not in op.numbers or op.wraps_numbers
+    check6 = 6 not in op.numbers or op.wraps_numbers
+
+    def dispatch(args):
+        try:
+            ks = 0
+            a = args[0]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check0 and a is not None:
+                wrapped = _number_argument(op, args, 0, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[1]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check1 and a is not None:
+                wrapped = _number_argument(op, args, 1, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[2]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check2 and a is not None:
+                wrapped = _number_argument(op, args, 2, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[3]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check3 and a is not None:
+                wrapped = _number_argument(op, args, 3, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[4]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check4 and a is not None:
+                wrapped = _number_argument(op, args, 4, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[5]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check5 and a is not None:
+                wrapped = _number_argument(op, args, 5, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            a = args[6]
+            if isinstance(a, Tensor):
+                ks |= a._keys
+            elif check6 and a is not None:
+                wrapped = _number_argument(op, args, 6, method)
+                if wrapped is not None:
+                    return dispatch(wrapped)
+            bk = ks & _BACKEND_MASK
+            if bk & (bk - 1) or not bk:
+                ks, args = _backend_of_unusual_call(op, args, ks)
+            if KEYED_THREADS:                   # some thread has included or excluded keys: this one's
+                include, exclude = STATE._keys
+                ks = (ks | include) & ~exclude
+            try:
+                entry = cache[ks]
+            except KeyError:
+                entry = resolve(ks)
+            try:
+                return entry(args)
+            except MemoryError as exc:          # a backend's allocation failed: ember.OutOfMemoryError
+                raise _out_of_memory(op, args, ks, exc) from None
+        except Exception as exc:                # noqa: BLE001 - EmberErrors pass unchanged
+            error = _argument_error(op, args, exc)
+            if error is None:
+                raise
+            raise error from None
+    return dispatch
+
+
 def make_dispatch_T0_T1_T2_T3_T4_T5_T6_T7(op, cache, method=False):
     resolve = op.resolve
     check0 = 0 not in op.numbers or op.wraps_numbers
@@ -1362,6 +1446,7 @@ DISPATCH_FACTORIES = {
     ((0, 1, 2, 3), ()): make_dispatch_T0_T1_T2_T3,
     ((0, 1, 2, 3, 4), ()): make_dispatch_T0_T1_T2_T3_T4,
     ((0, 1, 2, 3, 4, 5), ()): make_dispatch_T0_T1_T2_T3_T4_T5,
+    ((0, 1, 2, 3, 4, 5, 6), ()): make_dispatch_T0_T1_T2_T3_T4_T5_T6,
     ((0, 1, 2, 3, 4, 5, 6, 7), ()): make_dispatch_T0_T1_T2_T3_T4_T5_T6_T7,
     ((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12), ()): make_dispatch_T0_T1_T2_T3_T4_T5_T6_T7_T8_T9_T10_T11_T12,
     ((0, 1, 2, 6), ()): make_dispatch_T0_T1_T2_T6,

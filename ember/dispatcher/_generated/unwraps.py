@@ -83,6 +83,25 @@ def unwrap_T0_T1_T2_T3_T4_T5(args):
     ) + args[6:]
 
 
+def unwrap_T0_T1_T2_T3_T4_T5_T6(args):
+    a0 = args[0]
+    a1 = args[1]
+    a2 = args[2]
+    a3 = args[3]
+    a4 = args[4]
+    a5 = args[5]
+    a6 = args[6]
+    return (
+        a0._data if isinstance(a0, Tensor) else a0,
+        a1._data if isinstance(a1, Tensor) else a1,
+        a2._data if isinstance(a2, Tensor) else a2,
+        a3._data if isinstance(a3, Tensor) else a3,
+        a4._data if isinstance(a4, Tensor) else a4,
+        a5._data if isinstance(a5, Tensor) else a5,
+        a6._data if isinstance(a6, Tensor) else a6,
+    ) + args[7:]
+
+
 def unwrap_T0_T1_T2_T3_T4_T5_T6_T7(args):
     a0 = args[0]
     a1 = args[1]
@@ -260,6 +279,7 @@ UNWRAPS = {
     (0, 1, 2, 3): unwrap_T0_T1_T2_T3,
     (0, 1, 2, 3, 4): unwrap_T0_T1_T2_T3_T4,
     (0, 1, 2, 3, 4, 5): unwrap_T0_T1_T2_T3_T4_T5,
+    (0, 1, 2, 3, 4, 5, 6): unwrap_T0_T1_T2_T3_T4_T5_T6,
     (0, 1, 2, 3, 4, 5, 6, 7): unwrap_T0_T1_T2_T3_T4_T5_T6_T7,
     (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12): unwrap_T0_T1_T2_T3_T4_T5_T6_T7_T8_T9_T10_T11_T12,
     (0, 1, 2, 6): unwrap_T0_T1_T2_T6,

@@ -232,6 +232,48 @@ add(OpInfo("native_layer_norm_backward", fn("native_layer_norm_backward"), _ln_b
                                  desc="normalized_shape mismatch")]))
 
 
+def _bn_bwd(m, g, x, w, train, mask):
+    """native_batch_norm_backward from the forward's saved statistics (train) or running ones (eval); torch's
+    op checks nothing (a mismatched call crashes it), so the errors are ember's alone
+    (tests/test_nn_layers.py)."""
+    C = x.shape[1]
+    running_mean = m.linspace(-0.5, 0.5, C, dtype=x.dtype, device=x.device)
+    running_var = m.linspace(0.5, 1.5, C, dtype=x.dtype, device=x.device)
+    _, save_mean, save_invstd = _aten(m, "native_batch_norm")(x.detach(), None, None, running_mean.clone(),
+                                                              running_var.clone(), train, 0.1, 1e-5)
+    saved = (save_mean, save_invstd) if train else (None, None)
+    return _aten(m, "native_batch_norm_backward")(g, x, w, running_mean, running_var, *saved, train, 1e-5, mask)
+
+
+def _bn_bwd_samples(rng, dtype):
+    a = _a(rng, dtype)
+    T3 = [True, True, True]
+    return [Sample((a((2, 3, 3)), a((2, 3, 3)), a((3,)), True, T3), desc="training, all grads", fn=_bn_bwd),
+            Sample((a((6, 4)), a((6, 4)), None, True, [True, False, False]), desc="2-d, no weight", fn=_bn_bwd),
+            Sample((a((2, 3, 2, 3)), a((2, 3, 2, 3)), a((3,)), False, T3), desc="eval (running statistics)",
+                   fn=_bn_bwd),
+            # meta: torch's meta kernel returns an input gradient the mask left out (its cpu kernel, None)
+            Sample((a((2, 3, 4)), a((2, 3, 4)), a((3,)), True, [False, True, True]), desc="parameters only",
+                   fn=_bn_bwd, meta=False),
+            Sample((a((3, 2, 4), "t"), a((3, 2, 4)), a((2,)), True, T3), desc="transposed grad", fn=_bn_bwd)]
+
+
+def _bn_bwd_errors(rng):
+    """The errors torch's op raises before it reads its arguments (others crash it: tests/test_nn_layers.py has
+    ember's checks of those)."""
+    i = lambda *shape: T(make(rng, shape, "int64"))         # noqa: E731
+    x, s = T(f32(rng, (4, 3, 2))), T(f32(rng, (3,)))
+    call = lambda m, *args: _aten(m, "native_batch_norm_backward")(*args)      # noqa: E731
+    return [E((i(4, 3, 2), i(4, 3, 2), None, None, None, i(3), i(3), True, 1e-5, [True, True, True]),
+              NotImplementedError, "native_batch_norm_backward", fn=call, desc="int input"),
+            E((x, x, None, None, None, s, s, True, 1e-5, [True]), RuntimeError, "native_batch_norm_backward",
+              "output_mask", fn=call, desc="output_mask of one bool")]
+
+
+add(OpInfo("native_batch_norm_backward", fn("native_batch_norm_backward"), _bn_bwd_samples, dtypes=FLOAT, grad=True,
+           tol=REDUCTION_TOL, grad_tol=REDUCTION_TOL, errors=_bn_bwd_errors))
+
+
 def _gn_bwd(m, g, x, w, N, C, HxW, group, mask):
     _, mean, rstd = _aten(m, "native_group_norm")(x.detach(), None, None, N, C, HxW, group, 1e-5)
     return _aten(m, "native_group_norm_backward")(g, x, mean, rstd, w, N, C, HxW, group, mask)
