@@ -124,13 +124,9 @@ def softmax(am: ArrayModule, spec, a, dim, dtype=None):
     """exp(x - max) / sum along `dim`, computed in the array that becomes the result: along the last dim of a
     numpy array a block of rows at a time (`_row_blocks`), elsewhere over the whole array."""
     xp = am.xp
-    dt = am.native_of[spec[1]]
-    cdt = am.compute_of[dt]
-    if a.ndim == 0:
-        return out(am, xp.ones((), cdt), dt)
-    if a.size == 0:
-        return out(am, xp.empty(a.shape, cdt), dt)
-    x = a if a.dtype is cdt else a.astype(cdt)
+    dt, cdt, x, done = _softmax_operand(am, spec, a, 1.0)
+    if done is not None:
+        return done
     if am.scratch_block is None or not _along_last(x, dim):
         e = xp.subtract(x, am.max_reduce(x, axis=dim, keepdims=True))
         x = None
@@ -152,13 +148,9 @@ def log_softmax(am: ArrayModule, spec, a, dim, dtype=None):
     scratch: along the last dim of a numpy array a block of rows at a time (`_row_blocks`: the block's
     exponentials are the only scratch), elsewhere over the whole array."""
     xp = am.xp
-    dt = am.native_of[spec[1]]
-    cdt = am.compute_of[dt]
-    if a.ndim == 0:
-        return out(am, xp.zeros((), cdt), dt)
-    if a.size == 0:
-        return out(am, xp.empty(a.shape, cdt), dt)
-    x = a if a.dtype is cdt else a.astype(cdt)
+    dt, cdt, x, done = _softmax_operand(am, spec, a, 0.0)
+    if done is not None:
+        return done
     if am.scratch_block is None or not _along_last(x, dim):
         shifted = xp.subtract(x, am.max_reduce(x, axis=dim, keepdims=True))
         x = None
@@ -177,6 +169,18 @@ def log_softmax(am: ArrayModule, spec, a, dim, dtype=None):
         total = None                    # not beside the next block's maxima
     rows = into = e = scratch = x = None     # nor the scratch and the copy beside the rounded result
     return out(am, result, dt)
+
+
+def _softmax_operand(am: ArrayModule, spec, a, of_one: float):
+    """(result dtype, compute dtype, `a` in the compute dtype, None), or with the result itself last where
+    there is nothing to compute: a 0-d input's (`of_one`: a softmax over one element) or an empty one's."""
+    dt = am.native_of[spec[1]]
+    cdt = am.compute_of[dt]
+    if a.ndim == 0:
+        return dt, cdt, None, out(am, am.xp.full((), of_one, cdt), dt)
+    if a.size == 0:
+        return dt, cdt, None, out(am, am.xp.empty(a.shape, cdt), dt)
+    return dt, cdt, (a if a.dtype is cdt else a.astype(cdt)), None
 
 
 def _along_last(a, dim) -> bool:
