@@ -85,6 +85,26 @@ def test_softmax_declarations_hold_where_they_are_large():
     assert sum(c.declared > 200_000 for c in result.calls) >= 6
 
 
+def test_softmax_backward_declarations_hold_where_they_are_large():
+    """_softmax_backward_data and _log_softmax_backward_data (softmax's and log_softmax's backward), a block of
+    rows at a time or over the whole array, float32 and float16 (its float32 copies), at sizes the
+    conformance samples do not reach."""
+    names = ("_softmax_backward_data", "_log_softmax_backward_data")
+    result = audit("cpu", ops=list(names), workloads="test_memory_audit:large_softmax_backward_workloads")
+    calls = [c for c in result.calls if c.op in names]
+    print("\n" + result.report())
+    assert len(calls) == 8 and not result.failures, result.report()
+    assert sum(c.declared > 200_000 for c in calls) >= 4
+
+
+def large_softmax_backward_workloads(device, ops, dtypes, per_op):
+    for shape, dim, dtype in (((300, 1000), -1, ember.float32), ((300, 200), 0, ember.float32),
+                              ((300, 1000), 1, ember.float16), ((3000, 100), 0, ember.float16)):
+        g, y = ember.randn(*shape, device=device).to(dtype), ember.randn(*shape, device=device).to(dtype)
+        for op in (ember._softmax_backward_data, ember._log_softmax_backward_data):
+            yield lambda op=op, g=g, y=y, dim=dim, dtype=dtype: op(g, y, dim, dtype)
+
+
 def large_softmax_workloads(device, ops, dtypes, per_op):
     F = ember.nn.functional
     cases = (((300, 1000), -1, ember.float32, None), ((20000, 10), 1, ember.float32, None),

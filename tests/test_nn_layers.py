@@ -190,3 +190,12 @@ def test_batch_norm_backward_op_errors_name_the_op_and_argument():
         F.native_batch_norm_backward(x, x, w, s, s, s, ember.ones(2), True, 1e-5, mask)
     with pytest.raises(RuntimeError, match="native_batch_norm_backward.*output_mask"):
         F.native_batch_norm_backward(x, x, w, s, s, s, s, True, 1e-5, [True])
+
+
+def test_log_softmax_backward_data_refuses_an_output_of_another_size():
+    """torch's _log_softmax_backward_data broadcasts such an output (its softmax twin refuses it); ember's
+    refuses it in both, with the softmax op's message."""
+    g, y = ember.randn(2, 3), ember.randn(1, 3)
+    for op in (ember._softmax_backward_data, ember._log_softmax_backward_data):
+        with pytest.raises(RuntimeError, match=f"{op.__name__}.*same size as tensor for argument #2 'output'"):
+            op(g, y, 1, ember.float32)

@@ -25,8 +25,8 @@ from .array_kernels.context import SCRATCH_BLOCK
 from .array_kernels.linalg import transposed_product_pays
 from .workspace_common import F32, LOW_PRECISION, NUMPY_BUFFER, _acc_size, _lowp, _numel
 from .workspace_conv import convolution, convolution_backward, max_pool2d_with_indices_backward
-from .workspace_norm import (log_softmax, native_batch_norm, native_batch_norm_backward, native_layer_norm,
-                             native_layer_norm_backward, softmax)
+from .workspace_norm import (log_softmax, log_softmax_backward_data, native_batch_norm, native_batch_norm_backward,
+                             native_layer_norm, native_layer_norm_backward, softmax, softmax_backward_data)
 
 
 # ------------------------------------------------------------------------------------ products
@@ -329,4 +329,6 @@ WORKSPACE: dict[str, Callable[..., int]] = {
     "threshold_backward": _threshold_backward,
     "softmax.int": softmax,
     "log_softmax.int": log_softmax,
+    "_softmax_backward_data": softmax_backward_data,
+    "_log_softmax_backward_data": log_softmax_backward_data,
 }

@@ -189,3 +189,31 @@ def log_softmax(x, dim, dtype=None) -> int:
     else:
         transient = n_all * acc + rows * acc
     return _softmax_peak(sizes, transient)
+
+
+def _backward_data(g, y, dim, strided_beside_sums: bool) -> int:
+    """_softmax_backward_data and _log_softmax_backward_data: one compute-dtype array that becomes the result
+    (g * y, or exp(y)), beside it the sums (per block of rows along the last dim of contiguous operands, else
+    kept over the whole array) and numpy's buffer for their broadcast (`strided_beside_sums`: another for a
+    strided g in the same call); float16/bfloat16: float32 copies of g and y, and the float32 result beside
+    the rounded one."""
+    n_all, rows, acc, out_bytes, copy, by_rows, block_rows = _softmax_sizes(g, dim, None)
+    if not n_all or not g.shape:
+        return 0
+    n = g.shape[-1]
+    if by_rows and y.flags.c_contiguous:
+        transient = block_rows * acc + _broadcast_buffer(block_rows * n, n, acc)
+    else:
+        buffers = 2 if strided_beside_sums and not copy and not g.flags.c_contiguous else 1
+        transient = rows * acc + buffers * min(n_all, NUMPY_BUFFER) * acc
+    result, computed = n_all * out_bytes, n_all * acc
+    return max(2 * copy + computed + transient, 2 * copy + computed + result if computed != result else 0) - result
+
+
+def softmax_backward_data(g, y, dim, input_dtype) -> int:
+    """g less the sums of g * y, in one call: a strided g is buffered beside the broadcast sums."""
+    return _backward_data(g, y, dim, True)
+
+
+def log_softmax_backward_data(g, y, dim, input_dtype) -> int:
+    return _backward_data(g, y, dim, False)

@@ -5,9 +5,11 @@ autocast dtype), fp32, promote (to the widest input type) or none."""
 AUTOCAST_POLICY = {
     '_cross_entropy_indices': {'default': 'fp32'},
     '_log_softmax': {'cpu': 'none', 'default': 'fp32'},
+    '_log_softmax_backward_data': {'cpu': 'none', 'default': 'fp32'},
     '_rnn_layer': {'default': 'lower'},
     '_scaled_dot_product_attention_fused': {'default': 'lower'},
     '_softmax': {'cpu': 'none', 'default': 'fp32'},
+    '_softmax_backward_data': {'cpu': 'none', 'default': 'fp32'},
     'adaptive_max_pool3d': {'cpu': 'fp32', 'default': 'none'},
     'addbmm': {'default': 'lower'},
     'addmm': {'default': 'lower'},

@@ -68,6 +68,16 @@ def _log_softmax(self, dim, half_to_float):
     return F.log_softmax(self, dim, dtype=_dt.float32 if half_to_float else None)
 
 
+@decomposition("_softmax_backward_data")
+def _softmax_backward_data(grad_output, output, dim, input_dtype):
+    return F.mul(output, F.sub(grad_output, F.sum(F.mul(grad_output, output), dim, True)))
+
+
+@decomposition("_log_softmax_backward_data")
+def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
+    return F.sub(grad_output, F.mul(F.exp(output), F.sum(grad_output, dim, True)))
+
+
 @decomposition("count_nonzero")
 def count_nonzero(self, dim=None):
     """sum(self != 0) over `dim` (a bool sum is int64; no dims or an empty list: every one, as sum reads them)."""

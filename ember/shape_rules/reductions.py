@@ -3,11 +3,12 @@ and softmax."""
 from __future__ import annotations
 
 from ember.core.errors import (ArgumentTypeError, ArgumentValueError, DimensionError, DTypeError, IndexOutOfRangeError,
-                               MissingKernelError)
+                               MissingKernelError, ShapeError)
 from ember.core import dtype as _dt
 
 from . import shape_rule
-from .common import as_int, check_dtype_arg, check_kernel_dtype, check_tensor, type_name, wrap_dim, wrap_dims
+from .common import (as_int, check_dtype_arg, check_kernel_dtype, check_tensor, shape_of, type_name, wrap_dim,
+                     wrap_dims)
 
 
 def reduced_shape(shape, dims, keepdim: bool) -> tuple[int, ...]:
@@ -101,6 +102,32 @@ def softmax(op, self, dim, dtype=None):
         raise MissingKernelError(f'{op.name}(): "{op.name.split(".")[0]}_{kernel}" not implemented for '
                                  f"'{type_name(out)}'")
     return (self._data.shape, out)
+
+
+@shape_rule("softmax_backward_data")
+def softmax_backward_data(op, grad_output, output, dim, input_dtype):
+    """_softmax_backward_data/_log_softmax_backward_data: torch's checks (the two of one size and dtype, a
+    floating one, `dim` in range; a float32 gradient of a float16 input, torch's half_to_float case, is
+    refused as torch's cpu kernel refuses it); the result in grad_output's dtype, whatever `input_dtype`."""
+    check_tensor(op, grad_output, "grad_output")
+    check_tensor(op, output, "output")
+    check_dtype_arg(op, input_dtype, "input_dtype")
+    shape = shape_of(grad_output)
+    if shape != shape_of(output):
+        raise ShapeError(f"{op.name}(): Expected tensor for argument #1 'grad' to have same size as tensor for "
+                         f"argument #2 'output'; but {list(shape)} does not equal {list(shape_of(output))} (while "
+                         "checking arguments for softmax_backward)")
+    dtype = grad_output._dtype
+    if output._dtype is not dtype:
+        raise DTypeError(f"{op.name}(): expected scalar type {type_name(dtype)} but found {type_name(output._dtype)}")
+    if dtype is _dt.float32 and input_dtype is _dt.float16:
+        raise DTypeError(f"{op.name}(): expected scalar type Float but found Half")
+    d = wrap_dim(op, dim, len(shape))
+    if not dtype.is_floating_point:
+        kernel = "lastdim_kernel_impl" if d == len(shape) - 1 or not shape else "kernel_impl"
+        raise MissingKernelError(f'{op.name}(): "{op.name.strip("_")[:-len("_data")]}_{kernel}" not implemented '
+                                 f"for '{type_name(dtype)}'")
+    return (shape, dtype)
 
 
 @shape_rule("softmax_half_to_float")

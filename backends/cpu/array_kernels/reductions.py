@@ -171,6 +171,48 @@ def log_softmax(am: ArrayModule, spec, a, dim, dtype=None):
     return out(am, result, dt)
 
 
+def _softmax_backward_data(am: ArrayModule, spec, g, y, dim, input_dtype):
+    """y * (g - sum(g * y)) along `dim` in one array of the compute dtype: g * y, its sums, then g less them
+    and times y in place; along the last dim of numpy arrays a block of rows at a time (`_row_blocks`)."""
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    cdt = am.compute_of[dt]
+    ga, ya = g.astype(cdt, copy=False), y.astype(cdt, copy=False)
+    result = xp.multiply(ga, ya, out=xp.empty(g.shape, cdt))      # an array for a 0-d one too
+    if am.scratch_block is None or not (_along_last(ga, dim) and _along_last(ya, dim)) or not g.size:
+        total = am.add_reduce(result, axis=dim, keepdims=True)
+        xp.subtract(ga, total, out=result)
+        result *= ya
+        return out(am, result, dt)
+    ones_n = ones(am, g.shape[-1], cdt)
+    y2 = ya.reshape(-1, g.shape[-1])
+    start = 0
+    for rows, into in _row_blocks(am, ga, result):
+        xp.subtract(rows, (into @ ones_n)[:, None], out=into)
+        into *= y2[start:start + into.shape[0]]
+        start += into.shape[0]
+    return out(am, result, dt)
+
+
+def _log_softmax_backward_data(am: ArrayModule, spec, g, y, dim, input_dtype):
+    """g - exp(y) * sum(g) along `dim` in one array of the compute dtype: exp(y), times the sums of g, then
+    subtracted from g in place; along the last dim of numpy arrays a block of rows at a time."""
+    xp = am.xp
+    dt = am.native_of[spec[1]]
+    cdt = am.compute_of[dt]
+    ga, ya = g.astype(cdt, copy=False), y.astype(cdt, copy=False)
+    result = xp.exp(ya, out=xp.empty(g.shape, cdt))
+    if am.scratch_block is None or not (_along_last(ga, dim) and _along_last(ya, dim)) or not g.size:
+        result *= am.add_reduce(ga, axis=dim, keepdims=True)
+        xp.subtract(ga, result, out=result)
+        return out(am, result, dt)
+    ones_n = ones(am, g.shape[-1], cdt)
+    for rows, into in _row_blocks(am, ga, result):
+        into *= (rows @ ones_n)[:, None]
+        xp.subtract(rows, into, out=into)
+    return out(am, result, dt)
+
+
 def _softmax_operand(am: ArrayModule, spec, a, of_one: float):
     """(result dtype, compute dtype, `a` in the compute dtype, None), or with the result itself last where
     there is nothing to compute: a 0-d input's (`of_one`: a softmax over one element) or an empty one's."""
@@ -184,8 +226,9 @@ def _softmax_operand(am: ArrayModule, spec, a, of_one: float):
 
 
 def _along_last(a, dim) -> bool:
-    """Whether `dim` is the last dim of the C-contiguous array `a` (its rows are then contiguous)."""
-    return a.flags.c_contiguous and dim % a.ndim == a.ndim - 1
+    """Whether `dim` is the last dim of the C-contiguous array `a` of one or more dims (its rows are then
+    contiguous)."""
+    return a.ndim > 0 and a.flags.c_contiguous and dim % a.ndim == a.ndim - 1
 
 
 def _row_blocks(am: ArrayModule, x, result):
@@ -200,4 +243,5 @@ def _row_blocks(am: ArrayModule, x, result):
 
 KERNELS = {"sum.dim_IntList": sum_, "mean.dim": mean, "amax": amax, "amin": amin,
            "argmax": Family(arg_reduction, "argmax"),
-           "argmin": Family(arg_reduction, "argmin"), "softmax.int": softmax, "log_softmax.int": log_softmax}
+           "argmin": Family(arg_reduction, "argmin"), "softmax.int": softmax, "log_softmax.int": log_softmax,
+           "_softmax_backward_data": _softmax_backward_data, "_log_softmax_backward_data": _log_softmax_backward_data}

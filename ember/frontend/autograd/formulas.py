@@ -172,11 +172,13 @@ def cross_entropy_indices_backward(grad, grad_logsumexp, self, logsumexp, target
 
 
 def softmax_backward(grad, result, dim):
-    return F.mul(result, F.sub(grad, F.sum(F.mul(grad, result), dim, keepdim=True)))
+    """torch's one op (a backend's one kernel; its decomposition under create_graph), in the result's dtype:
+    the engine casts to the input's."""
+    return F._softmax_backward_data(grad, result, dim, result.dtype)
 
 
 def log_softmax_backward(grad, result, dim):
-    return F.sub(grad, F.mul(F.exp(result), F.sum(grad, dim, keepdim=True)))
+    return F._log_softmax_backward_data(grad, result, dim, result.dtype)
 
 
 def invert_permutation(dims):

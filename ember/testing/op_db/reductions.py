@@ -164,6 +164,53 @@ for _nm in ("_softmax", "_log_softmax"):
                    E((T(f32(rng, (2, 3))), 2, False), IndexError, _nm, desc="dim out of range")]))
 
 
+# ---- softmax's and log_softmax's backward ops, from the forward's output
+def _backward_data(name: str):
+    """name(grad_output, softmax or log_softmax of x along dim, dim, x's dtype): the output from x, so that a
+    gradient reaches x through the forward too."""
+    forward = name.strip("_")[:-len("_backward_data")]
+
+    def call(m, g, x, dim):
+        return getattr(m, name)(g, getattr(m, forward)(x, dim), dim, x.dtype)
+    call.__name__ = name
+    return call
+
+
+def _backward_data_samples(rng, dtype):
+    g = is_float(dtype)
+    a = lambda *shape, layout="c": T(make(rng, shape, dtype), layout, grad=g)       # noqa: E731
+    return [Sample((a(3, 5), a(3, 5), -1), desc="last dim"), Sample((a(3, 5), a(3, 5), 0), desc="dim 0"),
+            Sample((a(2, 3, 4), a(2, 3, 4), 1), desc="middle dim"),
+            Sample((a(3, 4, layout="t"), a(3, 4), 1), desc="transposed grad_output"),
+            Sample((a(), a(), 0), desc="0-d"), Sample((T(make(rng, (0, 3), dtype)), T(make(rng, (0, 3), dtype)), 1),
+                                                      desc="empty")]
+
+
+def _backward_data_errors(name: str):
+    """The errors torch's ops raise. (torch's _log_softmax_backward_data broadcasts an output of another size;
+    ember's refuses one as the softmax op does: tests/test_nn_layers.py checks it.)"""
+    call = fn(name)
+
+    def errors(rng):
+        sizes = [E((T(f32(rng, (2, 3))), T(f32(rng, (1, 3))), 1, DT("float32")), RuntimeError, name, "same size",
+                   fn=call, desc="sizes differ")] if name == "_softmax_backward_data" else []
+        return sizes + [
+            E((T(f32(rng, (2, 3))), T(make(rng, (2, 3), "float64")), 1, DT("float32")), RuntimeError, name,
+              "expected scalar type", fn=call, desc="dtypes differ"),
+            E((T(f32(rng, (2, 3))), T(f32(rng, (2, 3))), 2, DT("float32")), IndexError, name, fn=call,
+              desc="dim out of range"),
+            E((T(f32(rng, (2, 3))), T(f32(rng, (2, 3))), 1, DT("float16")), RuntimeError, name, fn=call,
+              desc="float32 gradient of a float16 input"),
+            E((T(make(rng, (2, 3), "int64")), T(make(rng, (2, 3), "int64")), 1, DT("int64")), NotImplementedError,
+              name, fn=call, desc="int")]
+    return errors
+
+
+for _nm in ("_softmax_backward_data", "_log_softmax_backward_data"):
+    add(OpInfo(_nm, _backward_data(_nm), _backward_data_samples, dtypes=FLOAT, grad=True, tol=SOFTMAX_TOL,
+               errors=_backward_data_errors(_nm)))
+
+
 # ---- count_nonzero: int64 counts
 def _count_nonzero_samples(rng, dtype):
     x = make(rng, (3, 4), dtype)
