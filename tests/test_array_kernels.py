@@ -206,3 +206,24 @@ def test_float_sums_as_products_match_torch_and_a_long_double_sum(dtype, shape, 
         np.testing.assert_array_less(np.abs(got.numpy() - exact), ulps * np.finfo(dtype).eps * scale + 1e-300)
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4 if dtype == np.float32 else 1e-10,
                                    atol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("shape", [(9000, 10), (5, 20000), (3, 40, 3000)])
+def test_softmax_kernels_over_several_blocks_of_rows_match_torch(dtype, shape):
+    """softmax, log_softmax and their backward ops along the last dim go a block of rows at a time (about
+    SCRATCH_BLOCK elements): shapes of several blocks, the last one short, give torch's values."""
+    rng = np.random.default_rng(4)
+    x, g = (rng.standard_normal(shape).astype(dtype) for _ in range(2))
+    tol = dict(rtol=2e-2, atol=2e-3) if dtype == np.float16 else dict(rtol=1e-5, atol=1e-6)
+    for name in ("softmax", "log_softmax"):
+        ye, yt = getattr(ember, name)(ember.tensor(x), -1), getattr(torch, name)(torch.tensor(x), -1)
+        np.testing.assert_allclose(ye.numpy().astype(np.float64), yt.numpy().astype(np.float64), **tol,
+                                   err_msg=name)
+        back = f"_{name}_backward_data"
+        dt_e, dt_t = getattr(ember, np.dtype(dtype).name), getattr(torch, np.dtype(dtype).name)
+        ge = getattr(ember, back)(ember.tensor(g), ye, -1, dt_e)
+        gt = getattr(torch, back)(torch.tensor(g), yt, -1, dt_t)
+        assert ge.dtype is dt_e
+        np.testing.assert_allclose(ge.numpy().astype(np.float64), gt.numpy().astype(np.float64), **tol,
+                                   err_msg=back)
