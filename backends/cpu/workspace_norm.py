@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
+from ember.core.numpy_interop import to_numpy_dtype
 
 from .array_kernels.context import SCRATCH_BLOCK
 from .workspace_common import F32, LOW_PRECISION, NUMPY_BUFFER, _acc_size, _lowp, _numel
@@ -126,15 +126,13 @@ def _softmax_sizes(x, dim, dtype):
     """(elements, one per row along dim, bytes of a compute-dtype element, of the result's element, of the
     input's compute-dtype copy (0: used as it is), whether the kernel goes a block of rows at a time,
     how many rows a block holds)."""
-    from ember.core.numpy_interop import to_numpy_dtype
-
     out = to_numpy_dtype(dtype) if dtype is not None else x.dtype
-    acc = F32 if out.name in LOW_PRECISION else out.itemsize
+    low = out.name in LOW_PRECISION
+    acc = F32 if low else out.itemsize
     n_all = _numel(x)
     n = x.shape[dim] if x.shape else 1
     rows = n_all // n if n else 0
-    copy = n_all * acc if x.dtype.name != (np.dtype("float32").name if out.name in LOW_PRECISION else out.name) \
-        else 0
+    copy = n_all * acc if x.dtype.name != ("float32" if low else out.name) else 0
     # the kernel's test on its compute-dtype array: a copy made by astype keeps a C-contiguous input's layout
     by_rows = bool(x.shape) and dim % len(x.shape) == len(x.shape) - 1 and x.flags.c_contiguous
     block_rows = min(max(1, SCRATCH_BLOCK // n), rows) if n else 0
@@ -147,18 +145,20 @@ def _broadcast_buffer(elements: int, inner: int, acc: int) -> int:
     return min(elements, NUMPY_BUFFER) * acc if 1 < inner < NUMPY_BUFFER else 0
 
 
-def _softmax_peak(sizes: tuple, transient: int) -> int:
-    """Block by block: the input's copy and the compute-dtype result alive with the transient beside them.
-    Over the whole array the copy is freed after the maxima are subtracted (numpy buffering them), before
-    the transient. Then, for another result dtype, the compute-dtype result beside the rounded one. Less
-    the result."""
-    n_all, rows, acc, out_bytes, copy, by_rows, _ = sizes
+def _result_peak(n_all: int, acc: int, out_bytes: int, during: int, kept_at_end: int = 0) -> int:
+    """The peak of a kernel computing its result in one compute-dtype array: `during` bytes beside that array
+    while it is computed, then, for another result dtype, the array beside the rounded result (and
+    `kept_at_end` bytes still alive); less the result."""
     result, computed = n_all * out_bytes, n_all * acc
-    if by_rows:
-        during = copy + computed + transient
-    else:
-        during = max(copy + computed + rows * acc + min(n_all, NUMPY_BUFFER) * acc, computed + transient)
-    return max(during, computed + result if computed != result else 0) - result
+    return max(computed + during, kept_at_end + computed + result if computed != result else 0) - result
+
+
+def _softmax_peak(sizes: tuple, transient: int) -> int:
+    """Block by block the input's copy stays alive beside the transient; over the whole array it is freed
+    after the maxima are subtracted (numpy buffering them), before the transient."""
+    n_all, rows, acc, out_bytes, copy, by_rows, _ = sizes
+    during = copy + transient if by_rows else max(copy + rows * acc + min(n_all, NUMPY_BUFFER) * acc, transient)
+    return _result_peak(n_all, acc, out_bytes, during)
 
 
 def softmax(x, dim, dtype=None) -> int:
@@ -206,8 +206,7 @@ def _backward_data(g, y, dim, strided_beside_sums: bool) -> int:
     else:
         buffers = 2 if strided_beside_sums and not copy and not g.flags.c_contiguous else 1
         transient = rows * acc + buffers * min(n_all, NUMPY_BUFFER) * acc
-    result, computed = n_all * out_bytes, n_all * acc
-    return max(2 * copy + computed + transient, 2 * copy + computed + result if computed != result else 0) - result
+    return _result_peak(n_all, acc, out_bytes, 2 * copy + transient, kept_at_end=2 * copy)
 
 
 def softmax_backward_data(g, y, dim, input_dtype) -> int:

@@ -16,7 +16,8 @@ from . import shape_rule
 from .common import check_int_list, check_kernel_dtype, check_tensor, shape_of, type_name
 from .nn_layers import (_adaptive, adaptive_avg_pool2d, avg_pool2d, conv_spec, int_tuple,
                         max_pool2d_with_indices, pool_geometry)
-from .nn_norm_pad import _mode_pad, native_batch_norm, native_group_norm, native_layer_norm
+from .nn_norm_pad import (_batch_norm, _check_channel_param, _mode_pad, native_batch_norm, native_group_norm,
+                          native_layer_norm)
 
 
 def _check_grad(op, grad, expected, arg="grad_output"):
@@ -222,6 +223,25 @@ def native_layer_norm_backward(op, grad_out, input, normalized_shape, mean, rstd
     ns = shape_of(input)[axis:]
     return _masked(mask, ((shape_of(input), input._dtype), (ns, (weight if weight is not None else input)._dtype),
                           (ns, (bias if bias is not None else input)._dtype)))
+
+
+@shape_rule("native_batch_norm_backward")
+def native_batch_norm_backward(op, grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train,
+                               eps, output_mask):
+    """The forward's checks (the statistics it normalised with must be there: the saved ones when `train`, the
+    running ones otherwise), grad_out of the input's size; the input's gradient in its dtype, the weight's
+    and bias's in the weight's (the input's without one), as torch's."""
+    mask = _mask(op, output_mask)
+    _batch_norm(op, input, weight, None, running_mean, running_var, train, False)
+    C = shape_of(input)[1]
+    if train:
+        for t, arg in ((save_mean, "save_mean"), (save_invstd, "save_invstd")):
+            if t is None:
+                raise ArgumentValueError(f"{op.name}(): {arg} must be defined in training mode")
+            _check_channel_param(op, t, C, arg)
+    _check_grad(op, grad_out, shape_of(input), "grad_out")
+    param = (weight if weight is not None else input)._dtype
+    return _masked(mask, ((shape_of(input), input._dtype), ((C,), param), ((C,), param)))
 
 
 @shape_rule("native_group_norm_backward")

@@ -77,29 +77,6 @@ def bn_stat_dtype(input, *params):
     return input._dtype
 
 
-@shape_rule("native_batch_norm_backward")
-def native_batch_norm_backward(op, grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train,
-                               eps, output_mask):
-    """The forward's checks (the statistics it normalised with must be there: the saved ones when `train`, the
-    running ones otherwise), grad_out of the input's size; the input's gradient in its dtype, the weight's
-    and bias's in the weight's (the input's without one), as torch's."""
-    from .nn_core import _check_grad, _mask, _masked
-
-    mask = _mask(op, output_mask)
-    if train.__class__ is not bool:
-        raise ArgumentValueError(f"{op.name}(): argument 'train' must be bool, not {type(train).__name__}")
-    _batch_norm(op, input, weight, None, running_mean, running_var, train, False)
-    C = shape_of(input)[1]
-    if train:
-        for t, arg in ((save_mean, "save_mean"), (save_invstd, "save_invstd")):
-            if t is None:
-                raise ArgumentValueError(f"{op.name}(): {arg} must be defined in training mode")
-            _check_channel_param(op, t, C, arg)
-    _check_grad(op, grad_out, shape_of(input), "grad_out")
-    param = (weight if weight is not None else input)._dtype
-    return _masked(mask, ((shape_of(input), input._dtype), ((C,), param), ((C,), param)))
-
-
 @shape_rule("batch_norm")
 def batch_norm(op, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled):
     return _batch_norm(op, input, weight, bias, running_mean, running_var, training, True)[0]

@@ -98,10 +98,15 @@ def softmax(op, self, dim, dtype=None):
     d = wrap_dim(op, dim, len(shape))
     out = dtype or self._dtype
     if not out.is_floating_point and 0 not in shape:    # torch's kernel returns an empty input untouched
-        kernel = "lastdim_kernel_impl" if d == len(shape) - 1 or not shape else "kernel_impl"
-        raise MissingKernelError(f'{op.name}(): "{op.name.split(".")[0]}_{kernel}" not implemented for '
-                                 f"'{type_name(out)}'")
+        raise _no_softmax_kernel(op, op.name.split(".")[0], d, len(shape), out)
     return (self._data.shape, out)
+
+
+def _no_softmax_kernel(op, kernel: str, d: int, ndim: int, dtype) -> MissingKernelError:
+    """torch's error for a softmax kernel (`kernel`: softmax, log_softmax_backward, ...) of a non-float dtype,
+    which names the kernel for the last dim or for another one."""
+    impl = "lastdim_kernel_impl" if d == ndim - 1 or not ndim else "kernel_impl"
+    return MissingKernelError(f'{op.name}(): "{kernel}_{impl}" not implemented for \'{type_name(dtype)}\'')
 
 
 @shape_rule("softmax_backward_data")
@@ -124,9 +129,7 @@ def softmax_backward_data(op, grad_output, output, dim, input_dtype):
         raise DTypeError(f"{op.name}(): expected scalar type Float but found Half")
     d = wrap_dim(op, dim, len(shape))
     if not dtype.is_floating_point:
-        kernel = "lastdim_kernel_impl" if d == len(shape) - 1 or not shape else "kernel_impl"
-        raise MissingKernelError(f'{op.name}(): "{op.name.strip("_")[:-len("_data")]}_{kernel}" not implemented '
-                                 f"for '{type_name(dtype)}'")
+        raise _no_softmax_kernel(op, op.name.strip("_")[:-len("_data")], d, len(shape), dtype)
     return (shape, dtype)
 
 

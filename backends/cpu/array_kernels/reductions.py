@@ -1,6 +1,7 @@
 """Reduction and softmax kernels against the array-module API."""
 from __future__ import annotations
 
+import math
 import operator
 
 from .context import ArrayModule, Family, column_sums, ones, out, row_sums
@@ -69,22 +70,15 @@ def _sum_as_product(am: ArrayModule, a, axis, keepdim: bool):
         return total.reshape((1,) * nd) if keepdim else total
     if dims[0] == nd - k and dims[-1] == nd - 1:    # the trailing dims: a sum per row
         kept = shape[:nd - k]
-        r = row_sums(am, a.reshape(-1, a.size // _count(kept)))
+        r = row_sums(am, a.reshape(-1, a.size // math.prod(kept)))
     elif dims[-1] == k - 1:                         # the leading dims: a sum per column
         kept = shape[k:]
-        r = column_sums(am, a.reshape(a.size // _count(kept), -1))
+        r = column_sums(am, a.reshape(a.size // math.prod(kept), -1))
     else:
         return None
     if keepdim:
         return r.reshape(tuple(1 if i in dims else s for i, s in enumerate(shape)))
     return r.reshape(kept)
-
-
-def _count(shape) -> int:
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 def _whole_sum(am: ArrayModule, flat):
@@ -127,7 +121,7 @@ def softmax(am: ArrayModule, spec, a, dim, dtype=None):
     dt, cdt, x, done = _softmax_operand(am, spec, a, 1.0)
     if done is not None:
         return done
-    if am.scratch_block is None or not _along_last(x, dim):
+    if not _by_rows(am, dim, x):
         e = xp.subtract(x, am.max_reduce(x, axis=dim, keepdims=True))
         x = None
         xp.exp(e, out=e)
@@ -151,7 +145,7 @@ def log_softmax(am: ArrayModule, spec, a, dim, dtype=None):
     dt, cdt, x, done = _softmax_operand(am, spec, a, 0.0)
     if done is not None:
         return done
-    if am.scratch_block is None or not _along_last(x, dim):
+    if not _by_rows(am, dim, x):
         shifted = xp.subtract(x, am.max_reduce(x, axis=dim, keepdims=True))
         x = None
         shifted -= xp.log(am.add_reduce(xp.exp(shifted), axis=dim, keepdims=True))
@@ -175,22 +169,16 @@ def _softmax_backward_data(am: ArrayModule, spec, g, y, dim, input_dtype):
     """y * (g - sum(g * y)) along `dim` in one array of the compute dtype: g * y, its sums, then g less them
     and times y in place; along the last dim of numpy arrays a block of rows at a time (`_row_blocks`)."""
     xp = am.xp
-    dt = am.native_of[spec[1]]
-    cdt = am.compute_of[dt]
-    ga, ya = g.astype(cdt, copy=False), y.astype(cdt, copy=False)
+    dt, cdt, ga, ya = _backward_operands(am, spec, g, y)
     result = xp.multiply(ga, ya, out=xp.empty(g.shape, cdt))      # an array for a 0-d one too
-    if am.scratch_block is None or not (_along_last(ga, dim) and _along_last(ya, dim)) or not g.size:
-        total = am.add_reduce(result, axis=dim, keepdims=True)
-        xp.subtract(ga, total, out=result)
+    if not _by_rows(am, dim, ga, ya):
+        xp.subtract(ga, am.add_reduce(result, axis=dim, keepdims=True), out=result)
         result *= ya
         return out(am, result, dt)
     ones_n = ones(am, g.shape[-1], cdt)
-    y2 = ya.reshape(-1, g.shape[-1])
-    start = 0
-    for rows, into in _row_blocks(am, ga, result):
-        xp.subtract(rows, (into @ ones_n)[:, None], out=into)
-        into *= y2[start:start + into.shape[0]]
-        start += into.shape[0]
+    for g_rows, y_rows, into in _row_blocks(am, ga, ya, result):
+        xp.subtract(g_rows, (into @ ones_n)[:, None], out=into)
+        into *= y_rows
     return out(am, result, dt)
 
 
@@ -198,19 +186,24 @@ def _log_softmax_backward_data(am: ArrayModule, spec, g, y, dim, input_dtype):
     """g - exp(y) * sum(g) along `dim` in one array of the compute dtype: exp(y), times the sums of g, then
     subtracted from g in place; along the last dim of numpy arrays a block of rows at a time."""
     xp = am.xp
-    dt = am.native_of[spec[1]]
-    cdt = am.compute_of[dt]
-    ga, ya = g.astype(cdt, copy=False), y.astype(cdt, copy=False)
+    dt, cdt, ga, ya = _backward_operands(am, spec, g, y)
     result = xp.exp(ya, out=xp.empty(g.shape, cdt))
-    if am.scratch_block is None or not (_along_last(ga, dim) and _along_last(ya, dim)) or not g.size:
+    if not _by_rows(am, dim, ga, ya):
         result *= am.add_reduce(ga, axis=dim, keepdims=True)
         xp.subtract(ga, result, out=result)
         return out(am, result, dt)
     ones_n = ones(am, g.shape[-1], cdt)
-    for rows, into in _row_blocks(am, ga, result):
-        into *= (rows @ ones_n)[:, None]
-        xp.subtract(rows, into, out=into)
+    for g_rows, into in _row_blocks(am, ga, result):
+        into *= (g_rows @ ones_n)[:, None]
+        xp.subtract(g_rows, into, out=into)
     return out(am, result, dt)
+
+
+def _backward_operands(am: ArrayModule, spec, g, y):
+    """(result dtype, compute dtype, g and y in the compute dtype) of a softmax backward op."""
+    dt = am.native_of[spec[1]]
+    cdt = am.compute_of[dt]
+    return dt, cdt, g.astype(cdt, copy=False), y.astype(cdt, copy=False)
 
 
 def _softmax_operand(am: ArrayModule, spec, a, of_one: float):
@@ -225,20 +218,21 @@ def _softmax_operand(am: ArrayModule, spec, a, of_one: float):
     return dt, cdt, (a if a.dtype is cdt else a.astype(cdt)), None
 
 
-def _along_last(a, dim) -> bool:
-    """Whether `dim` is the last dim of the C-contiguous array `a` of one or more dims (its rows are then
-    contiguous)."""
-    return a.ndim > 0 and a.flags.c_contiguous and dim % a.ndim == a.ndim - 1
+def _by_rows(am: ArrayModule, dim, *arrays) -> bool:
+    """Whether a softmax kernel goes a block of rows at a time (`_row_blocks`): on numpy, along the last dim of
+    C-contiguous non-empty arrays of one or more dims (their rows are then contiguous)."""
+    return am.scratch_block is not None and all(
+        a.ndim > 0 and a.size and a.flags.c_contiguous and dim % a.ndim == a.ndim - 1 for a in arrays)
 
 
-def _row_blocks(am: ArrayModule, x, result):
-    """(rows of x, the same rows of result) as 2-D views, block by block of about `am.scratch_block`
-    elements: a softmax's passes over a block (max, exp, sum, ...) find it in the cache."""
-    n = x.shape[-1]
-    x2, r2 = x.reshape(-1, n), result.reshape(-1, n)
+def _row_blocks(am: ArrayModule, *arrays):
+    """The same rows of each of `arrays` (of one shape) as 2-D views, block by block of about
+    `am.scratch_block` elements: a softmax's passes over a block (max, exp, sum, ...) find it in the cache."""
+    n = arrays[0].shape[-1]
+    rows = [a.reshape(-1, n) for a in arrays]
     step = max(1, am.scratch_block // n)
-    for start in range(0, x2.shape[0], step):
-        yield x2[start:start + step], r2[start:start + step]
+    for start in range(0, rows[0].shape[0], step):
+        yield tuple(r[start:start + step] for r in rows)
 
 
 KERNELS = {"sum.dim_IntList": sum_, "mean.dim": mean, "amax": amax, "amin": amin,
